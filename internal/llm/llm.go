@@ -1,0 +1,73 @@
+// Package llm is mailagent's provider-neutral door to a language model.
+//
+// Contract:
+//   - Model is the one interface the rest of the project depends on. A
+//     Request carries a system prompt, a user prompt and an optional JSON
+//     Schema (a provider-neutral subset that maps onto Gemini's
+//     ResponseSchema: no type unions, enums instead).
+//   - Gemini implements Model with google.golang.org/genai. Nothing outside
+//     this package imports genai.
+//   - Retry wraps any Model and retries temporary failures (429, 5xx,
+//     timeouts) with exponential backoff and jitter, honouring the server's
+//     retry delay; permanent errors return at once.
+//   - GenerateJSON asks for structured output, decodes and validates it in
+//     Go, and makes exactly one repair attempt that quotes the validation
+//     error. It never coerces an invalid answer into a valid one.
+//   - Every call reports its token Usage.
+//   - API keys never appear in errors.
+package llm
+
+import "context"
+
+// Model generates one response for one request. Implementations must be
+// safe for concurrent use.
+type Model interface {
+	Generate(ctx context.Context, req Request) (*Response, error)
+}
+
+// Request is one model call.
+type Request struct {
+	System string // system instruction
+	Prompt string // user content
+	// Schema, when non-nil, asks for application/json output that matches it.
+	Schema          *Schema
+	Temperature     *float32
+	MaxOutputTokens int32
+}
+
+// Schema is the subset of JSON Schema that Gemini's ResponseSchema accepts.
+type Schema struct {
+	Type        string             `json:"type"` // object | array | string | number | integer | boolean
+	Description string             `json:"description,omitempty"`
+	Enum        []string           `json:"enum,omitempty"`
+	Items       *Schema            `json:"items,omitempty"`
+	Properties  map[string]*Schema `json:"properties,omitempty"`
+	Required    []string           `json:"required,omitempty"`
+	// PropertyOrdering fixes the order of object fields in the output.
+	PropertyOrdering []string `json:"property_ordering,omitempty"`
+	MinItems         *int64   `json:"min_items,omitempty"`
+	MaxItems         *int64   `json:"max_items,omitempty"`
+	Minimum          *float64 `json:"minimum,omitempty"`
+	Maximum          *float64 `json:"maximum,omitempty"`
+	MaxLength        *int64   `json:"max_length,omitempty"`
+}
+
+// Usage is the token accounting of one call.
+type Usage struct {
+	PromptTokens int32 `json:"prompt_tokens"`
+	OutputTokens int32 `json:"output_tokens"`
+	TotalTokens  int32 `json:"total_tokens"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{u.PromptTokens + o.PromptTokens, u.OutputTokens + o.OutputTokens, u.TotalTokens + o.TotalTokens}
+}
+
+// Response is the result of one successful call.
+type Response struct {
+	Text    string
+	Usage   Usage
+	Model   string // the model version that answered, when known
+	Retries int    // attempts beyond the first, set by Retry
+}

@@ -1,0 +1,18 @@
+// Package mail turns raw RFC 5322 bytes into a Message record that the rest
+// of mailagent can trust to be well formed, and groups messages into threads.
+//
+// Contract:
+//   - Parse never panics and never returns nil. Broken MIME, unknown
+//     charsets, missing headers and invalid UTF-8 produce a usable Message
+//     whose Problems field says what was wrong. All strings in a Message are
+//     valid UTF-8.
+//   - A message without a Message-ID gets a stable synthesized one
+//     (Synthesized is true): the same bytes always give the same ID.
+//   - Message ids are kept as written minus angle brackets and space
+//     (NormalizeID), so replies can quote them exactly; IDKey gives the
+//     case-folded form used for every comparison and index.
+//   - Threader groups messages with RFC 5256 REFERENCES semantics and gives
+//     thread ids that do not depend on the order messages arrive in.
+//
+// The package imports nothing from the rest of the project.
+package mail

@@ -1,0 +1,67 @@
+package mail
+
+import "time"
+
+// Address is one mailbox from an address header.
+type Address struct {
+	Name  string `json:"name,omitempty"`
+	Email string `json:"email"` // as written; compare with EqualFold or Normalized
+}
+
+// Attachment is the metadata of one attachment. Its content is never kept.
+type Attachment struct {
+	Filename    string `json:"filename,omitempty"`
+	ContentType string `json:"content_type"`
+	Size        int64  `json:"size"` // decoded bytes, -1 when unknown (partial fetch)
+	Inline      bool   `json:"inline,omitempty"`
+}
+
+// Message is the parsed, cleaned form of one email.
+type Message struct {
+	MessageID   string    `json:"message_id"` // angle brackets stripped, case kept; never empty. Compare with IDKey.
+	Synthesized bool      `json:"synthesized,omitempty"`
+	InReplyTo   []string  `json:"in_reply_to,omitempty"` // ids, brackets stripped
+	References  []string  `json:"references,omitempty"`  // ids, brackets stripped, oldest first
+	Subject     string    `json:"subject"`               // decoded
+	From        Address   `json:"from"`
+	Sender      *Address  `json:"sender,omitempty"`
+	ReplyTo     []Address `json:"reply_to,omitempty"`
+	To          []Address `json:"to,omitempty"`
+	Cc          []Address `json:"cc,omitempty"`
+	Date        time.Time `json:"date"` // zero when missing or unparseable
+
+	// Header holds every top-level header field, decoded, keyed by the
+	// canonical MIME key (textproto.CanonicalMIMEHeaderKey).
+	Header map[string][]string `json:"header,omitempty"`
+
+	ContentType string `json:"content_type"` // top-level media type, lowercased, e.g. "multipart/report"
+
+	// Text is the whole readable body: text/plain when present, otherwise
+	// HTML converted to text. Raw HTML is never kept here.
+	Text string `json:"text"`
+	// CleanText is Text with quoted history and the signature removed: the
+	// part the sender actually wrote in this message.
+	CleanText string `json:"clean_text"`
+	Quoted    string `json:"quoted,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	FromHTML  bool   `json:"from_html,omitempty"` // Text was converted from HTML
+
+	Attachments []Attachment `json:"attachments,omitempty"`
+	Size        int          `json:"size"`                // raw bytes given to Parse
+	Truncated   bool         `json:"truncated,omitempty"` // only part of the message was fetched
+
+	// Problems lists what was wrong with the input, in words a user can read
+	// ("unknown charset \"x-foo\" in part 1.2: kept as raw bytes").
+	Problems []string `json:"problems,omitempty"`
+}
+
+// HeaderValue returns the first value of the named header field, or "".
+func (m *Message) HeaderValue(name string) string {
+	if m == nil || m.Header == nil {
+		return ""
+	}
+	if v := m.Header[canonicalKey(name)]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
