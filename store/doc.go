@@ -1,13 +1,37 @@
 // Package store keeps mailagent's state in one bbolt file: messages,
-// threads, sync checkpoints and traces (and, as the agent grows, the queue,
-// the outbox and contact memory).
+// threads, sync checkpoints, traces, the token ledger, the review queue,
+// the outbox, contact memory and the daily auto-send caps.
 //
 // Contract:
-//   - The file is created with mode 0600.
+//   - The file is created with mode 0600 (a looser existing file is
+//     tightened on a read-write Open).
 //   - Open never waits forever: when another process holds the file lock it
-//     returns ErrLocked after the timeout, with a hint that `mailagent
-//     watch` may be running.
+//     returns a *LockedError (errors.Is(err, ErrLocked)) after the timeout
+//     (default 1s), with a hint that `mailagent watch` may be running.
 //   - Every method is safe for concurrent use; each is one bbolt
-//     transaction, so a crash leaves either the old or the new state.
+//     transaction, so a crash leaves either the old or the new state. The
+//     List*/scan methods are the exception: they read in batches and call
+//     their callback outside any transaction, so callbacks may use the
+//     store, and a long listing is not one snapshot.
+//   - Callbacks that run inside a transaction (the mutate of
+//     TransitionQueueItem/TransitionOutbox, the fn of UpdateContact) must
+//     not call the Store: bbolt would deadlock.
 //   - Records are stored as JSON so that their format can grow.
+//   - Missing records are errors wrapping ErrNotFound; a transition from
+//     the wrong status wraps ErrConflict.
+//
+// Layout (keys are \0-separated, so names may not contain NUL):
+//
+//	messages              account \0 mailbox \0 be32(uidvalidity) \0 be32(uid) → MessageRecord
+//	idx_message_id        lower(message-id) \0 account \0 <message key>       → message key
+//	idx_thread            thread-id \0 <message key>                          → message key
+//	idx_state             state \0 <message key>                              → message key
+//	traces                trace-id → Trace
+//	idx_trace_message_id  lower(message-id) \0 account \0 trace-id            → trace-id
+//	checkpoints           account \0 mailbox → Checkpoint
+//	usage                 YYYY-MM-DD → UsageDay
+//	queue                 id → QueueItem (ids from NewID sort by creation)
+//	outbox                id → OutboxRecord
+//	contacts/<account>    lower(email) → Contact
+//	autosend              day \0 account \0 lower(email) → be64, day → be64
 package store

@@ -53,16 +53,18 @@ type GateResult struct {
 // MessageRecord is everything mailagent knows about one message.
 type MessageRecord struct {
 	MessageKey
-	MessageID  string         `json:"message_id"`
-	ThreadID   string         `json:"thread_id"`
-	From       mail.Address   `json:"from"`
-	ReplyTo    []mail.Address `json:"reply_to,omitempty"`
-	To         []mail.Address `json:"to,omitempty"`
-	Cc         []mail.Address `json:"cc,omitempty"`
-	Subject    string         `json:"subject"`
-	Date       time.Time      `json:"date"`
-	InReplyTo  []string       `json:"in_reply_to,omitempty"`
-	References []string       `json:"references,omitempty"`
+	MessageID string         `json:"message_id"`
+	ThreadID  string         `json:"thread_id"`
+	From      mail.Address   `json:"from"`
+	ReplyTo   []mail.Address `json:"reply_to,omitempty"`
+	To        []mail.Address `json:"to,omitempty"`
+	Cc        []mail.Address `json:"cc,omitempty"`
+	Subject   string         `json:"subject"`
+	Date      time.Time      `json:"date"`
+	InReplyTo []string       `json:"in_reply_to,omitempty"`
+	// Synthesized is set when the message had no Message-ID of its own.
+	Synthesized bool     `json:"synthesized,omitempty"`
+	References  []string `json:"references,omitempty"`
 	// Excerpt is the start of the message's clean text, kept so that later
 	// prompts can show the thread without refetching.
 	Excerpt  string   `json:"excerpt,omitempty"`
@@ -115,4 +117,127 @@ type Checkpoint struct {
 	UIDValidity uint32    `json:"uidvalidity"`
 	LastUID     uint32    `json:"last_uid"`
 	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// Queue item statuses.
+const (
+	QueuePending  = "pending"  // waiting for the owner
+	QueueApproved = "approved" // the owner approved; the send is under way
+	QueueRejected = "rejected"
+	QueueSent     = "sent"
+	QueueResolved = "resolved" // handled outside mailagent (the owner replied, or dismissed a notice)
+	QueueSnoozed  = "snoozed"  // hidden until SnoozeUntil
+	QueueFailed   = "failed"
+)
+
+// Queue item kinds.
+const (
+	KindDraft       = "draft"        // a reply waiting for approval
+	KindNotify      = "notify"       // the owner should look, no reply drafted
+	KindNeedsReview = "needs_review" // processing failed; a human must decide
+)
+
+// QueueItem is one thing waiting for the owner: a draft to approve, a
+// notice, or a message the pipeline could not handle.
+type QueueItem struct {
+	ID        string       `json:"id"`
+	Kind      string       `json:"kind"` // draft | notify | needs_review
+	Account   string       `json:"account"`
+	Message   MessageKey   `json:"message"`
+	MessageID string       `json:"message_id"`
+	ThreadID  string       `json:"thread_id"`
+	From      mail.Address `json:"from"`
+	// To holds the recipients chosen by code (never by the model).
+	To             []mail.Address  `json:"to,omitempty"`
+	Subject        string          `json:"subject"`
+	Classification *Classification `json:"classification,omitempty"`
+	Gates          []GateResult    `json:"gates,omitempty"`
+	Reasons        []string        `json:"reasons,omitempty"`
+	Draft          string          `json:"draft,omitempty"` // as the model wrote it
+	Final          string          `json:"final,omitempty"` // as the owner edited it
+	Status         string          `json:"status"`          // pending|approved|rejected|sent|resolved|snoozed|failed
+	RejectReason   string          `json:"reject_reason,omitempty"`
+	SnoozeUntil    time.Time       `json:"snooze_until,omitzero"`
+	IMAPDraftUID   uint32          `json:"imap_draft_uid,omitempty"`
+	Error          string          `json:"error,omitempty"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+}
+
+// Outbox record statuses.
+const (
+	OutboxScheduled = "scheduled" // waiting for SendAt (policy.send_delay); can be cancelled
+	OutboxPending   = "pending"   // written before the SMTP transaction
+	OutboxSending   = "sending"   // the SMTP transaction is under way; after a crash: ambiguous
+	OutboxSent      = "sent"      // the SMTP server accepted it
+	OutboxAppended  = "appended"  // and the copy is in the Sent folder
+	OutboxFailed    = "failed"
+	OutboxCancelled = "cancelled" // the owner cancelled a scheduled send
+)
+
+// OutboxRecord is one outgoing message. It is written before the SMTP
+// transaction, so that a crash can be reconciled against the Sent folder by
+// MessageID instead of sending twice.
+type OutboxRecord struct {
+	ID        string `json:"id"`
+	Account   string `json:"account"`
+	From      string `json:"from"`       // envelope sender: the account address
+	MessageID string `json:"message_id"` // the Message-ID we generated
+	// Message is the message this answers; Subject and Body are kept so
+	// that a cancelled or failed send can go back to the queue as a draft.
+	Message MessageKey `json:"message"`
+	Subject string     `json:"subject,omitempty"`
+	Body    string     `json:"body,omitempty"`
+	// SendAt is when a scheduled send goes out.
+	SendAt    time.Time `json:"send_at,omitzero"`
+	QueueID   string    `json:"queue_id,omitempty"`
+	InReplyTo string    `json:"in_reply_to,omitempty"`
+	To        []string  `json:"to"`
+	Raw       []byte    `json:"raw"`
+	Status    string    `json:"status"` // pending|sent|appended|failed
+	Attempts  int       `json:"attempts"`
+	Error     string    `json:"error,omitempty"`
+	Auto      bool      `json:"auto"` // sent without human approval
+	CreatedAt time.Time `json:"created_at"`
+	SentAt    time.Time `json:"sent_at,omitzero"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// HistoryCap bounds Contact.History; UpdateContact drops the oldest.
+const HistoryCap = 50
+
+// HistoryEntry is one exchange with a contact.
+type HistoryEntry struct {
+	Date      time.Time `json:"date"`
+	Direction string    `json:"direction"` // in | out
+	Subject   string    `json:"subject"`
+	Summary   string    `json:"summary,omitempty"`
+	MessageID string    `json:"message_id,omitempty"` // dedups a resumed message
+}
+
+// Contact is what mailagent remembers about one correspondent of one
+// account. Prompts see only the contact of the message at hand.
+type Contact struct {
+	Email        string         `json:"email"` // lowercased
+	Name         string         `json:"name,omitempty"`
+	FirstSeen    time.Time      `json:"first_seen"`
+	LastSeen     time.Time      `json:"last_seen"`
+	Inbound      int            `json:"inbound"`
+	Outbound     int            `json:"outbound"`
+	OwnerReplies int            `json:"owner_replies"`
+	AutoReplies  int            `json:"auto_replies"`
+	History      []HistoryEntry `json:"history,omitempty"` // newest last, at most HistoryCap
+	Summary      string         `json:"summary,omitempty"`
+	SummaryAt    time.Time      `json:"summary_at,omitzero"`
+	SinceSummary int            `json:"since_summary"` // exchanges since Summary was written
+	Notes        []string       `json:"notes,omitempty"`
+	Known        bool           `json:"known"` // the owner has written to them
+}
+
+// UsageDay is the token ledger of one day (UTC, "2006-01-02").
+type UsageDay struct {
+	Day       string `json:"day"`
+	Calls     int64  `json:"calls"`
+	TokensIn  int64  `json:"tokens_in"`
+	TokensOut int64  `json:"tokens_out"`
 }

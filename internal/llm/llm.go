@@ -70,4 +70,13 @@ type Response struct {
 	Usage   Usage
 	Model   string // the model version that answered, when known
 	Retries int    // attempts beyond the first, set by Retry
+	// FinishReason is the provider's reason the answer ended, e.g. "STOP"
+	// or "MAX_TOKENS" (a truncated answer); empty when unknown.
+	FinishReason string
 }
+
+// ModelFunc adapts a function to Model, for fakes in tests.
+type ModelFunc func(ctx context.Context, req Request) (*Response, error)
+
+// Generate calls f.
+func (f ModelFunc) Generate(ctx context.Context, req Request) (*Response, error) { return f(ctx, req) }

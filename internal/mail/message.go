@@ -45,6 +45,10 @@ type Message struct {
 	Quoted    string `json:"quoted,omitempty"`
 	Signature string `json:"signature,omitempty"`
 	FromHTML  bool   `json:"from_html,omitempty"` // Text was converted from HTML
+	// Forwarded is true when the body carries a forwarded message: a
+	// "Forwarded message" block (kept in Quoted) or an attached
+	// message/rfc822 outside a delivery report.
+	Forwarded bool `json:"forwarded,omitempty"`
 
 	Attachments []Attachment `json:"attachments,omitempty"`
 	Size        int          `json:"size"`                // raw bytes given to Parse

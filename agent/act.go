@@ -1,0 +1,517 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mailagent/mailagent/internal/compose"
+	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/prompts"
+	"github.com/mailagent/mailagent/store"
+)
+
+// Mailer performs the IMAP and SMTP side effects for an account.
+type Mailer interface {
+	// Send runs one SMTP transaction. Errors that may succeed later should
+	// satisfy interface{ Temporary() bool } or be *TemporaryError.
+	Send(ctx context.Context, account, from string, to []string, raw []byte) error
+	AppendSent(ctx context.Context, account string, raw []byte) error
+	SentHas(ctx context.Context, account, messageID string) (bool, error)
+	AppendDraft(ctx context.Context, account string, raw []byte) (uid uint32, err error)
+	DeleteDraft(ctx context.Context, account string, uid uint32) error
+}
+
+// ActStore is what acting needs from persistent state, beyond Store.
+type ActStore interface {
+	Store
+	PutQueueItem(q *store.QueueItem) error
+	GetQueueItem(id string) (*store.QueueItem, error)
+	ListQueue(status string, fn func(*store.QueueItem) error) error
+	TransitionQueueItem(id string, from []string, to string, mutate func(*store.QueueItem) error) (*store.QueueItem, error)
+	PutOutbox(r *store.OutboxRecord) error
+	GetOutbox(id string) (*store.OutboxRecord, error)
+	ListOutbox(status string, fn func(*store.OutboxRecord) error) error
+	TransitionOutbox(id string, from []string, to string, mutate func(*store.OutboxRecord) error) (*store.OutboxRecord, error)
+	UpdateContact(account, email string, fn func(*store.Contact) error) (*store.Contact, error)
+	IncrAutoSend(account, contact, day string, perContactMax, globalMax int) (bool, error)
+}
+
+// Event tells listeners (the TUI, through the watcher's socket) that
+// something changed.
+type Event struct {
+	Kind    string `json:"kind"` // queue_added | queue_updated | sent | scheduled | message_done | needs_review
+	ID      string `json:"id,omitempty"`
+	Account string `json:"account,omitempty"`
+}
+
+// Actor turns decisions into effects: drafts, queue items and sends. The
+// recipients of every reply are computed here, from the message being
+// answered; nothing the model returns can add one.
+type Actor struct {
+	Store   ActStore
+	Drafter Drafter
+	Mailer  Mailer
+	// Profile is the owner's profile and style notes, shown to the drafter
+	// and allowed as a source of addresses and links in drafts.
+	Profile string
+	// Notify, when set, is called after each change (it must not block).
+	Notify func(Event)
+}
+
+func (a *Actor) notify(e Event) {
+	if a != nil && a.Notify != nil {
+		a.Notify(e)
+	}
+}
+
+// QueueID is the queue item id for a message: derived from its key so that
+// acting twice on the same message (after a crash) never makes two items.
+func QueueID(k store.MessageKey) string { return "q_" + keyHash(k) }
+
+// OutboxID is the outbox record id of a queue item's or message's reply.
+func OutboxID(k store.MessageKey) string { return "ob_" + keyHash(k) }
+
+func keyHash(k store.MessageKey) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d\x00%d", k.Account, k.Mailbox, k.UIDValidity, k.UID)))
+	return hex.EncodeToString(h[:8])
+}
+
+// recordMessage rebuilds the parts of a parsed message that replying needs.
+func recordMessage(rec *store.MessageRecord) *mail.Message {
+	return &mail.Message{
+		MessageID: rec.MessageID, Synthesized: rec.Synthesized, InReplyTo: rec.InReplyTo, References: rec.References,
+		Subject: rec.Subject, From: rec.From, ReplyTo: rec.ReplyTo, To: rec.To, Cc: rec.Cc, Date: rec.Date,
+		CleanText: rec.Excerpt, Text: rec.Excerpt,
+	}
+}
+
+// allowedText is what a draft may take addresses, numbers and links from:
+// the message being answered, its thread and the owner's profile.
+func allowedText(rec *store.MessageRecord, body string, thread []prompts.ThreadMessage, profile string) string {
+	var b strings.Builder
+	b.WriteString(profile)
+	b.WriteByte('\n')
+	for _, a := range append(append([]mail.Address{rec.From}, rec.ReplyTo...), append(rec.To, rec.Cc...)...) {
+		b.WriteString(a.Email)
+		b.WriteByte('\n')
+	}
+	b.WriteString(rec.Subject)
+	b.WriteByte('\n')
+	b.WriteString(body)
+	for _, t := range thread {
+		b.WriteByte('\n')
+		b.WriteString(t.Text)
+	}
+	return b.String()
+}
+
+// act carries out rec's decision. body is the message's clean text when
+// it is at hand (otherwise the stored excerpt is used).
+func (p *Pipeline) act(ctx context.Context, rec *store.MessageRecord, body string, route RouteInfo, tr *tracer, out *Outcome) error {
+	a := p.Actor
+	acct := p.Accounts[rec.Account]
+	if body == "" {
+		body = rec.Excerpt
+	}
+	if route.Route == RouteExternal {
+		p.rememberInbound(rec)
+	}
+	switch rec.Decision {
+	case DecisionAutoSend, DecisionQueue:
+		return p.draftAndAct(ctx, rec, body, route, acct, tr, out)
+	case DecisionNotify:
+		return a.enqueue(ctx, &store.QueueItem{
+			ID: QueueID(rec.MessageKey), Kind: store.KindNotify, Account: rec.Account, Message: rec.MessageKey,
+			MessageID: rec.MessageID, ThreadID: rec.ThreadID, From: rec.From, Subject: rec.Subject,
+			Classification: rec.Classification, Gates: rec.Gates, Reasons: rec.Reasons, Status: store.QueuePending,
+		}, nil)
+	}
+	return nil
+}
+
+func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, body string, route RouteInfo, acct Account, tr *tracer, out *Outcome) error {
+	a := p.Actor
+	qid := QueueID(rec.MessageKey)
+	if _, err := a.Store.GetQueueItem(qid); err == nil {
+		return nil // acted before a crash; the item exists
+	}
+	if ob, err := a.Store.GetOutbox(OutboxID(rec.MessageKey)); err == nil && ob != nil {
+		return nil // the auto-reply is already in the outbox
+	}
+	reply, err := compose.NewReply(recordMessage(rec), acct.From, acct.Owner.Addresses, p.Policy.ReplyAll)
+	if err != nil {
+		// No valid recipient (for example, only the owner): nothing to
+		// answer, so the owner is told instead.
+		rec.Decision = DecisionNotify
+		rec.Reasons = append(rec.Reasons, "no one to reply to: "+err.Error())
+		return a.enqueue(ctx, &store.QueueItem{
+			ID: qid, Kind: store.KindNotify, Account: rec.Account, Message: rec.MessageKey, MessageID: rec.MessageID,
+			ThreadID: rec.ThreadID, From: rec.From, Subject: rec.Subject, Classification: rec.Classification,
+			Gates: rec.Gates, Reasons: rec.Reasons, Status: store.QueuePending,
+		}, nil)
+	}
+
+	thread := p.threadContext(rec)
+	var contact *store.Contact
+	if c, err := a.Store.GetContact(rec.Account, rec.From.Email); err == nil {
+		contact = c
+	}
+	req := DraftRequest{
+		Owner: prompts.Owner{Name: acct.Owner.Name, Email: first(acct.Owner.Addresses)}, Profile: a.Profile,
+		Contact: contact, Thread: thread, From: formatAddress(rec.From), Subject: rec.Subject,
+		Body: prompts.TrimText(body, p.maxBody()),
+	}
+	if !rec.Date.IsZero() {
+		req.Date = rec.Date.Format(time.RFC1123Z)
+	}
+	if rec.Classification != nil {
+		req.Intents = rec.Classification.Intents
+	}
+	done := tr.step("draft")
+	d, info, err := a.Drafter.Draft(ctx, req)
+	out.Usage = out.Usage.Add(info.Usage)
+	done(store.Step{TokensIn: info.Usage.PromptTokens, TokensOut: info.Usage.OutputTokens, Model: info.Model, Retries: info.Retries + max(info.Attempts-1, 0)}, err)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		p.markNeedsReview(rec, "drafting failed: "+err.Error())
+		return nil
+	}
+
+	if rec.Decision == DecisionAutoSend {
+		in := GateInput{Route: route, Classification: rec.Classification, Draft: d.Body,
+			Allowed: allowedText(rec, body, thread, a.Profile)}
+		in.ContactKnown = contact != nil && contact.Known
+		day := store.Day(p.now())
+		if pc, g, err := a.Store.AutoSendCounts(rec.Account, rec.From.Email, day); err == nil {
+			in.SentToContactToday, in.SentToday = pc, g
+		}
+		rec.Gates = EvaluateGates(p.Policy, in)
+		switch {
+		case d.NeedsOwnerInput:
+			rec.Decision, rec.Reasons = DecisionQueue, []string{"the draft needs the owner's input"}
+		case !AllPass(rec.Gates):
+			rec.Decision, rec.Reasons = DecisionQueue, FailedReasons(rec.Gates)
+		default:
+			// The caps are checked and counted in one transaction, so two
+			// watchers (or a race with a restart) cannot exceed them.
+			ok, err := a.Store.IncrAutoSend(rec.Account, rec.From.Email, day, p.Policy.MaxPerContactPerDay, p.Policy.MaxPerDay)
+			if err != nil {
+				return fmt.Errorf("count auto-send: %w", err)
+			}
+			if !ok {
+				rec.Decision, rec.Reasons = DecisionQueue, []string{"caps: the daily auto-send cap was reached"}
+				break
+			}
+			return p.autoSend(ctx, rec, reply, d, acct, tr)
+		}
+	}
+	item := &store.QueueItem{
+		ID: qid, Kind: store.KindDraft, Account: rec.Account, Message: rec.MessageKey, MessageID: rec.MessageID,
+		ThreadID: rec.ThreadID, From: rec.From, To: append(slices.Clone(reply.To), reply.Cc...), Subject: rec.Subject,
+		Classification: rec.Classification, Gates: rec.Gates, Reasons: rec.Reasons, Draft: d.Body, Status: store.QueuePending,
+	}
+	var draftRaw []byte
+	if acct.DraftsToIMAP {
+		r := reply
+		r.Body = d.Body
+		r.ExtraHeaders = map[string]string{TraceHeader: rec.TraceID}
+		if raw, _, err := compose.Build(r); err == nil {
+			draftRaw = raw
+		} else {
+			item.Error = "could not build the IMAP draft: " + err.Error()
+		}
+	}
+	return a.enqueue(ctx, item, draftRaw)
+}
+
+func (p *Pipeline) maxBody() int {
+	if p.MaxBodyChars > 0 {
+		return p.MaxBodyChars
+	}
+	return 8000
+}
+
+func (p *Pipeline) markNeedsReview(rec *store.MessageRecord, reason string) {
+	rec.State = store.StateNeedsReview
+	rec.Decision = DecisionNeedsReview
+	rec.Error = reason
+	rec.Attempts++
+	rec.Reasons = []string{reason}
+}
+
+// enqueue stores a queue item, first appending its IMAP draft when asked.
+func (a *Actor) enqueue(ctx context.Context, item *store.QueueItem, draftRaw []byte) error {
+	if draftRaw != nil && a.Mailer != nil {
+		uid, err := a.Mailer.AppendDraft(ctx, item.Account, draftRaw)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			item.Error = "could not save the draft to the Drafts folder: " + err.Error()
+		} else {
+			item.IMAPDraftUID = uid
+		}
+	}
+	if err := a.Store.PutQueueItem(item); err != nil {
+		return fmt.Errorf("queue %s: %w", item.ID, err)
+	}
+	a.notify(Event{Kind: "queue_added", ID: item.ID, Account: item.Account})
+	return nil
+}
+
+func (p *Pipeline) autoSend(ctx context.Context, rec *store.MessageRecord, reply compose.Reply, d Draft, acct Account, tr *tracer) error {
+	a := p.Actor
+	reply.Body = d.Body
+	reply.Footer = acct.Footer
+	reply.AutoSubmitted = true
+	reply.ExtraHeaders = map[string]string{TraceHeader: rec.TraceID}
+	reply.Date = p.now()
+	raw, msgID, err := compose.Build(reply)
+	if err != nil {
+		p.markNeedsReview(rec, "could not build the reply: "+err.Error())
+		return nil
+	}
+	now := p.now()
+	ob := &store.OutboxRecord{
+		ID: OutboxID(rec.MessageKey), Account: rec.Account, From: acct.From.Email, MessageID: msgID,
+		InReplyTo: rec.MessageID, To: addrStrings(append(slices.Clone(reply.To), reply.Cc...)), Raw: raw,
+		Status: store.OutboxPending, Auto: true, CreatedAt: now, Message: rec.MessageKey, Subject: rec.Subject,
+		Body: d.Body,
+	}
+	if p.Policy.SendDelay > 0 {
+		ob.Status = store.OutboxScheduled
+		ob.SendAt = now.Add(p.Policy.SendDelay)
+	}
+	// The record is written before any SMTP traffic: see Deliver.
+	if err := a.Store.PutOutbox(ob); err != nil {
+		return fmt.Errorf("outbox %s: %w", ob.ID, err)
+	}
+	rec.Reasons = []string{"every gate passed"}
+	if ob.Status == store.OutboxScheduled {
+		rec.Reasons = append(rec.Reasons, "sending at "+ob.SendAt.Format(time.TimeOnly)+" (policy.send_delay); cancel from the queue")
+		a.notify(Event{Kind: "scheduled", ID: ob.ID, Account: ob.Account})
+		return nil
+	}
+	done := tr.step("send")
+	err = p.Deliver(ctx, ob.ID)
+	done(store.Step{Detail: "Message-ID <" + msgID + ">"}, err)
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	// A failed send is recorded on the outbox record (and retried or shown
+	// to the owner); the message itself has been handled.
+	return nil
+}
+
+func addrStrings(as []mail.Address) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.Email
+	}
+	return out
+}
+
+// TemporaryError marks a send failure that may succeed later.
+type TemporaryError struct{ Err error }
+
+func (e *TemporaryError) Error() string   { return e.Err.Error() }
+func (e *TemporaryError) Unwrap() error   { return e.Err }
+func (e *TemporaryError) Temporary() bool { return true }
+
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	if errors.As(err, &t) {
+		return t.Temporary()
+	}
+	return false
+}
+
+// ErrAmbiguousSend is recorded when a crash interrupted an SMTP
+// transaction: the message may or may not have been delivered.
+var ErrAmbiguousSend = errors.New("interrupted during the SMTP transaction: it may have been delivered, so it is not re-sent automatically")
+
+// Deliver sends one outbox record exactly once:
+//  1. pending → sending (one transaction: a second caller gets a conflict
+//     and sends nothing);
+//  2. the Sent folder is checked for the Message-ID, in case an earlier
+//     attempt got through;
+//  3. the SMTP transaction;
+//  4. sending → sent, then APPEND to Sent and sent → appended.
+//
+// A record left in "sending" by a crash is never re-sent blindly: Recover
+// looks for it in Sent and otherwise hands it to the owner.
+func (p *Pipeline) Deliver(ctx context.Context, id string) error {
+	a := p.Actor
+	ob, err := a.Store.TransitionOutbox(id, []string{store.OutboxPending}, store.OutboxSending, func(r *store.OutboxRecord) error {
+		r.Attempts++
+		return nil
+	})
+	if errors.Is(err, store.ErrConflict) {
+		return nil // another process is sending it, or it is done
+	}
+	if err != nil {
+		return fmt.Errorf("outbox %s: %w", id, err)
+	}
+	if has, err := a.Mailer.SentHas(ctx, ob.Account, ob.MessageID); err == nil && has {
+		return p.finishSent(ctx, ob, true)
+	}
+	sendErr := a.Mailer.Send(ctx, ob.Account, ob.From, ob.To, ob.Raw)
+	if sendErr != nil {
+		to := store.OutboxFailed
+		if isTemporary(sendErr) || ctx.Err() != nil {
+			to = store.OutboxPending
+		}
+		_, err := a.Store.TransitionOutbox(id, []string{store.OutboxSending}, to, func(r *store.OutboxRecord) error {
+			r.Error = sendErr.Error()
+			return nil
+		})
+		if err != nil {
+			return errors.Join(sendErr, err)
+		}
+		if to == store.OutboxFailed {
+			p.failQueueItem(ob, sendErr.Error())
+		}
+		a.notify(Event{Kind: "queue_updated", ID: ob.QueueID, Account: ob.Account})
+		return fmt.Errorf("send %s: %w", ob.MessageID, sendErr)
+	}
+	return p.finishSent(ctx, ob, false)
+}
+
+// finishSent records a delivered message, appends the Sent copy (unless it
+// is there already) and closes the queue item.
+func (p *Pipeline) finishSent(ctx context.Context, ob *store.OutboxRecord, inSent bool) error {
+	a := p.Actor
+	ob, err := a.Store.TransitionOutbox(ob.ID, []string{store.OutboxSending}, store.OutboxSent, func(r *store.OutboxRecord) error {
+		r.SentAt = p.now()
+		r.Error = ""
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("outbox %s: mark sent: %w", ob.ID, err)
+	}
+	p.afterSend(ob)
+	return p.appendSent(ctx, ob, inSent)
+}
+
+func (p *Pipeline) appendSent(ctx context.Context, ob *store.OutboxRecord, inSent bool) error {
+	a := p.Actor
+	if !inSent {
+		if err := a.Mailer.AppendSent(ctx, ob.Account, ob.Raw); err != nil {
+			// Delivered but not filed: Recover appends it later.
+			return fmt.Errorf("append %s to Sent: %w", ob.MessageID, err)
+		}
+	}
+	if _, err := a.Store.TransitionOutbox(ob.ID, []string{store.OutboxSent}, store.OutboxAppended, nil); err != nil && !errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("outbox %s: mark appended: %w", ob.ID, err)
+	}
+	return nil
+}
+
+// afterSend updates the queue item and the contact's memory.
+func (p *Pipeline) afterSend(ob *store.OutboxRecord) {
+	a := p.Actor
+	if ob.QueueID != "" {
+		item, err := a.Store.TransitionQueueItem(ob.QueueID, []string{store.QueueApproved, store.QueueFailed}, store.QueueSent, nil)
+		if err == nil && item.IMAPDraftUID != 0 && a.Mailer != nil {
+			if err := a.Mailer.DeleteDraft(context.Background(), item.Account, item.IMAPDraftUID); err != nil {
+				p.logger().Warn("delete IMAP draft", "queue", item.ID, "err", err)
+			}
+		}
+	}
+	now := p.now()
+	for _, to := range ob.To {
+		_, err := a.Store.UpdateContact(ob.Account, to, func(c *store.Contact) error {
+			c.Outbound++
+			if ob.Auto {
+				c.AutoReplies++
+			} else {
+				c.OwnerReplies++
+			}
+			c.Known = true
+			c.LastSeen = now
+			c.History = append(c.History, store.HistoryEntry{Date: now, Direction: "out", Subject: compose.ReplySubject(ob.Subject), Summary: oneLine(ob.Body, 120)})
+			c.SinceSummary++
+			return nil
+		})
+		if err != nil {
+			p.logger().Warn("update contact", "err", err)
+		}
+	}
+	a.notify(Event{Kind: "sent", ID: ob.ID, Account: ob.Account})
+}
+
+func (p *Pipeline) failQueueItem(ob *store.OutboxRecord, reason string) {
+	if ob.QueueID == "" {
+		// An auto-send that failed for good goes to the owner as a draft.
+		_ = p.Actor.Store.PutQueueItem(&store.QueueItem{
+			ID: QueueID(ob.Message), Kind: store.KindDraft, Account: ob.Account, Message: ob.Message,
+			MessageID: ob.InReplyTo, Subject: ob.Subject, To: addrsFrom(ob.To), Draft: ob.Body,
+			Status: store.QueueFailed, Error: reason, Reasons: []string{"auto-send failed: " + reason},
+		})
+		return
+	}
+	_, _ = p.Actor.Store.TransitionQueueItem(ob.QueueID, []string{store.QueueApproved}, store.QueueFailed, func(q *store.QueueItem) error {
+		q.Error = reason
+		return nil
+	})
+}
+
+func addrsFrom(xs []string) []mail.Address {
+	out := make([]mail.Address, len(xs))
+	for i, x := range xs {
+		out[i] = mail.Address{Email: x}
+	}
+	return out
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// rememberInbound adds an inbound exchange to the sender's memory. It is
+// keyed on the message id, so a resumed message is not counted twice.
+func (p *Pipeline) rememberInbound(rec *store.MessageRecord) {
+	summary := ""
+	if rec.Classification != nil {
+		summary = rec.Classification.Summary
+	}
+	_, err := p.Actor.Store.UpdateContact(rec.Account, rec.From.Email, func(c *store.Contact) error {
+		for _, h := range c.History {
+			if h.MessageID != "" && h.MessageID == rec.MessageID {
+				return nil
+			}
+		}
+		if c.Name == "" {
+			c.Name = rec.From.Name
+		}
+		when := rec.Date
+		if when.IsZero() {
+			when = p.now()
+		}
+		if c.FirstSeen.IsZero() || when.Before(c.FirstSeen) {
+			c.FirstSeen = when
+		}
+		if when.After(c.LastSeen) {
+			c.LastSeen = when
+		}
+		c.Inbound++
+		c.SinceSummary++
+		c.History = append(c.History, store.HistoryEntry{Date: when, Direction: "in", Subject: rec.Subject, Summary: summary, MessageID: rec.MessageID})
+		return nil
+	})
+	if err != nil {
+		p.logger().Warn("update contact", "err", err)
+	}
+}

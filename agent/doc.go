@@ -1,0 +1,17 @@
+// Package agent decides what happens to each message: route → classify →
+// decide (→ draft → act, for watch). It is the only place where the policy
+// lives.
+//
+// Contract:
+//   - Routing and every policy gate are deterministic Go code. The model's
+//     classification is an input to the gates, never a decision: an
+//     auto-send needs every gate to pass, and the recipients of a reply are
+//     chosen by code from the message being answered.
+//   - The model only sees the message's own clean text (capped), a trimmed
+//     view of its thread, the owner's identity and the memory of the
+//     message's own contact — fenced as data between random boundaries.
+//   - Every message ends in a recorded state: done (with a decision) or
+//     needs_review (with the reason). Nothing is dropped silently.
+//   - agent reaches the store, the model and the mail servers only through
+//     interfaces it declares, so every part can be tested with a fake.
+package agent

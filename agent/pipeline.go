@@ -1,0 +1,474 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/prompts"
+	"github.com/mailagent/mailagent/store"
+)
+
+// Store is what the pipeline needs from persistent state.
+type Store interface {
+	GetMessage(k store.MessageKey) (*store.MessageRecord, error)
+	PutMessage(rec *store.MessageRecord) error
+	PutTrace(t *store.Trace) error
+	ThreadMessages(threadID string, limit int) ([]*store.MessageRecord, error)
+	RelabelThread(from, to string) error
+	GetContact(account, email string) (*store.Contact, error)
+	AutoSendCounts(account, contact, day string) (perContact, global int, err error)
+}
+
+// Account is one configured mailbox owner.
+type Account struct {
+	Name  string
+	Owner Owner
+	// From is the address replies are sent from.
+	From mail.Address
+	// Footer is appended to auto-sent replies ("" = none).
+	Footer string
+	// DraftsToIMAP also saves queued drafts to the Drafts folder.
+	DraftsToIMAP bool
+}
+
+// Input is one fetched message.
+type Input struct {
+	Key       store.MessageKey
+	Raw       []byte
+	Truncated bool
+	// FromSent is true when the message was read from the owner's Sent
+	// folder, which is how owner mail is authenticated without headers.
+	FromSent bool
+}
+
+// Outcome is what the pipeline did with one message.
+type Outcome struct {
+	Record  *store.MessageRecord
+	Trace   *store.Trace
+	Usage   llm.Usage
+	Skipped bool // already triaged, and redo was not asked for
+}
+
+// Pipeline routes, classifies and decides. It is safe for concurrent use
+// as long as its fields are not changed while it runs.
+type Pipeline struct {
+	Store      Store
+	Classifier Classifier
+	Threader   *mail.Threader
+	Policy     Policy
+	Accounts   map[string]Account
+	// MaxBodyChars caps the clean text the model sees (default 8000).
+	MaxBodyChars int
+	// ClassifyAutomated lets automated mail reach the model (default off:
+	// it costs no call and is never answered either way).
+	ClassifyAutomated bool
+	// DryRun writes nothing: no record, no trace, no thread relabel.
+	DryRun bool
+	// SentByUs reports whether mailagent generated a Message-ID (loop guard).
+	SentByUs func(account, messageID string) bool
+	// Actor carries out decisions; nil for triage, which never acts.
+	Actor  *Actor
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+const (
+	excerptChars       = 2000
+	threadExcerptChars = 600
+	threadContext      = 3
+)
+
+func (p *Pipeline) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+func (p *Pipeline) logger() *slog.Logger {
+	if p.Logger != nil {
+		return p.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func newTraceID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "tr_" + hex.EncodeToString(b[:])
+}
+
+// tracer times the steps of one message.
+type tracer struct {
+	t   *store.Trace
+	now func() time.Time
+}
+
+func (tr *tracer) step(name string) func(s store.Step, err error) {
+	start := tr.now()
+	return func(s store.Step, err error) {
+		s.Name = name
+		s.Start = start
+		s.LatencyMS = tr.now().Sub(start).Milliseconds()
+		if err != nil {
+			s.Error = err.Error()
+		}
+		tr.t.Steps = append(tr.t.Steps, s)
+	}
+}
+
+// Triage takes one message through parse → thread → route → classify →
+// decide, and records it as done (or needs_review). It never sends mail.
+// The error is non-nil only when the outcome could not be recorded or ctx
+// ended; model failures are recorded as needs_review, not returned.
+func (p *Pipeline) Triage(ctx context.Context, in Input, redo bool) (*Outcome, error) {
+	if !p.DryRun && !redo {
+		if old, err := p.Store.GetMessage(in.Key); err == nil && old.State.Terminal() {
+			return &Outcome{Record: old, Skipped: true}, nil
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("look up uid %d: %w", in.Key.UID, err)
+		}
+	}
+	a, err := p.analyze(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	if a.rec.State != store.StateNeedsReview {
+		a.rec.State = store.StateDone
+	}
+	return a.out, p.finish(a)
+}
+
+// Process is watch's path: like Triage, then act on the decision (draft,
+// queue, send). Each transition is journaled, and a message that was cut
+// off by a crash resumes from its last recorded state: a decided message
+// is not classified again, and acting is idempotent (queue and outbox ids
+// derive from the message key).
+func (p *Pipeline) Process(ctx context.Context, in Input) (*Outcome, error) {
+	if p.Actor == nil {
+		return nil, errors.New("pipeline has no actor")
+	}
+	old, err := p.Store.GetMessage(in.Key)
+	switch {
+	case err == nil && old.State.Terminal():
+		return &Outcome{Record: old, Skipped: true}, nil
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("look up uid %d: %w", in.Key.UID, err)
+	}
+	var a *analysis
+	if err == nil && (old.State == store.StateDecided || old.State == store.StateActed) {
+		a = p.resume(old)
+	} else {
+		if a, err = p.analyze(ctx, in); err != nil {
+			return nil, err
+		}
+	}
+	if a.rec.State == store.StateDecided {
+		if err := p.act(ctx, a.rec, a.body, a.route, a.tr, a.out); err != nil {
+			return nil, err
+		}
+		if a.rec.State != store.StateNeedsReview {
+			a.rec.State = store.StateActed
+			if err := p.save(a.rec); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if a.rec.State == store.StateActed {
+		a.rec.State = store.StateDone
+	}
+	return a.out, p.finish(a)
+}
+
+// analysis is one message on its way through the pipeline.
+type analysis struct {
+	rec   *store.MessageRecord
+	route RouteInfo
+	body  string // clean text; empty when resumed from a record
+	tr    *tracer
+	out   *Outcome
+}
+
+func (p *Pipeline) resume(rec *store.MessageRecord) *analysis {
+	acct := p.Accounts[rec.Account]
+	route := RouteInfo{Route: rec.Route, Reason: rec.RouteReason}
+	route.ClaimsOwner = rec.Route != RouteOwner && acct.Owner.IsOwner(rec.From.Email)
+	tr := &tracer{t: &store.Trace{TraceID: rec.TraceID, Message: rec.MessageKey, MessageID: rec.MessageID, Started: p.now()}, now: p.now}
+	if old, err := p.traceOf(rec.TraceID); err == nil {
+		tr.t = old
+	}
+	tr.step("resume")(store.Step{Detail: "resumed at state " + string(rec.State)}, nil)
+	return &analysis{rec: rec, route: route, tr: tr, out: &Outcome{Record: rec, Trace: tr.t}}
+}
+
+func (p *Pipeline) traceOf(id string) (*store.Trace, error) {
+	g, ok := p.Store.(interface {
+		GetTrace(id string) (*store.Trace, error)
+	})
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	return g.GetTrace(id)
+}
+
+// finish records the outcome and the trace.
+func (p *Pipeline) finish(a *analysis) error {
+	a.tr.t.Decision, a.tr.t.Reasons, a.tr.t.Gates = a.rec.Decision, a.rec.Reasons, a.rec.Gates
+	if err := p.save(a.rec); err != nil {
+		return err
+	}
+	if !p.DryRun {
+		if err := p.Store.PutTrace(a.tr.t); err != nil {
+			return fmt.Errorf("save trace %s: %w", a.tr.t.TraceID, err)
+		}
+	}
+	if p.Actor != nil {
+		kind := "message_done"
+		if a.rec.State == store.StateNeedsReview {
+			kind = "needs_review"
+		}
+		p.Actor.notify(Event{Kind: kind, ID: a.rec.TraceID, Account: a.rec.Account})
+	}
+	return nil
+}
+
+// analyze runs parse → thread → route → classify → decide, journaling each
+// transition, and leaves the record decided or needs_review.
+func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
+	acct, ok := p.Accounts[in.Key.Account]
+	if !ok {
+		return nil, fmt.Errorf("unknown account %q", in.Key.Account)
+	}
+	now := p.now()
+	rec := &store.MessageRecord{MessageKey: in.Key, State: store.StateFetched, TraceID: newTraceID(), CreatedAt: now}
+	tr := &tracer{t: &store.Trace{TraceID: rec.TraceID, Message: in.Key, Started: now}, now: p.now}
+	out := &Outcome{Record: rec, Trace: tr.t}
+
+	// Parse: never fails; problems are recorded on the message.
+	done := tr.step("parse")
+	m := mail.Parse(in.Raw)
+	if in.Truncated {
+		m.Truncated = true
+		m.Problems = append(m.Problems, "message larger than max_message_bytes: only the headers and first text part were fetched")
+	}
+	fillRecord(rec, m)
+	tr.t.MessageID = rec.MessageID
+	done(store.Step{Detail: fmt.Sprintf("%d bytes, %d problems", len(in.Raw), len(m.Problems))}, nil)
+	rec.State = store.StateParsed
+
+	done = tr.step("thread")
+	threadID, merged := p.Threader.Add(mail.InputOf(m))
+	rec.ThreadID = threadID
+	var relabelErr error
+	if !p.DryRun {
+		for _, old := range merged {
+			if err := p.Store.RelabelThread(old, threadID); err != nil {
+				relabelErr = errors.Join(relabelErr, err)
+			}
+		}
+	}
+	done(store.Step{Detail: threadID}, relabelErr)
+	if relabelErr != nil {
+		return nil, fmt.Errorf("relabel thread: %w", relabelErr)
+	}
+
+	done = tr.step("route")
+	var sentByUs func(string) bool
+	if p.SentByUs != nil {
+		sentByUs = func(id string) bool { return p.SentByUs(in.Key.Account, id) }
+	}
+	route := Route(m, acct.Owner, in.FromSent, sentByUs)
+	rec.Route, rec.RouteReason = route.Route, route.Reason
+	done(store.Step{Detail: route.Route + ": " + route.Reason}, nil)
+	if err := p.save(rec); err != nil {
+		return nil, err
+	}
+
+	needsModel := route.Route == RouteExternal || (route.Route == RouteAutomated && p.ClassifyAutomated)
+	if needsModel {
+		if err := p.classify(ctx, rec, m, acct, tr, out); err != nil {
+			return nil, err
+		}
+	}
+	if rec.State != store.StateNeedsReview {
+		p.decide(rec, route, acct, tr)
+		if err := p.save(rec); err != nil {
+			return nil, err
+		}
+	}
+	return &analysis{rec: rec, route: route, body: m.CleanText, tr: tr, out: out}, nil
+}
+
+func (p *Pipeline) save(rec *store.MessageRecord) error {
+	if p.DryRun {
+		return nil
+	}
+	rec.UpdatedAt = p.now()
+	if err := p.Store.PutMessage(rec); err != nil {
+		return fmt.Errorf("save uid %d: %w", rec.UID, err)
+	}
+	return nil
+}
+
+func fillRecord(rec *store.MessageRecord, m *mail.Message) {
+	rec.MessageID = m.MessageID
+	rec.From = m.From
+	rec.ReplyTo, rec.To, rec.Cc = m.ReplyTo, m.To, m.Cc
+	rec.Subject = m.Subject
+	rec.Date = m.Date
+	rec.InReplyTo, rec.References = m.InReplyTo, m.References
+	rec.Synthesized = m.Synthesized
+	rec.Excerpt = prompts.TrimText(m.CleanText, excerptChars)
+	rec.Problems = m.Problems
+}
+
+// classify calls the model and records the outcome on rec: classified, or
+// needs_review with the reason. It returns an error only when ctx ended.
+func (p *Pipeline) classify(ctx context.Context, rec *store.MessageRecord, m *mail.Message, acct Account, tr *tracer, out *Outcome) error {
+	maxBody := p.MaxBodyChars
+	if maxBody <= 0 {
+		maxBody = 8000
+	}
+	req := ClassifyRequest{
+		Owner:   prompts.Owner{Name: acct.Owner.Name, Email: first(acct.Owner.Addresses)},
+		Thread:  p.threadContext(rec),
+		From:    formatAddress(m.From),
+		To:      formatAddresses(m.To),
+		Subject: m.Subject,
+		Body:    prompts.TrimText(m.CleanText, maxBody),
+		Route:   rec.Route,
+	}
+	if !m.Date.IsZero() {
+		req.Date = m.Date.Format(time.RFC1123Z)
+	}
+	for _, a := range m.Attachments {
+		req.Attachments = append(req.Attachments, fmt.Sprintf("%s (%s, %d bytes)", a.Filename, a.ContentType, a.Size))
+	}
+	done := tr.step("classify")
+	c, info, err := p.Classifier.Classify(ctx, req)
+	out.Usage = out.Usage.Add(info.Usage)
+	done(store.Step{TokensIn: info.Usage.PromptTokens, TokensOut: info.Usage.OutputTokens, Model: info.Model, Retries: info.Retries + max(info.Attempts-1, 0)}, err)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		rec.State = store.StateNeedsReview
+		rec.Decision = DecisionNeedsReview
+		rec.Error = err.Error()
+		rec.Attempts++
+		rec.Reasons = []string{"classification failed: " + err.Error()}
+		p.logger().Warn("classification failed", "uid", rec.UID, "message_id", rec.MessageID, "err", err)
+		return nil
+	}
+	rec.Classification = &c
+	rec.State = store.StateClassified
+	return nil
+}
+
+func (p *Pipeline) threadContext(rec *store.MessageRecord) []prompts.ThreadMessage {
+	if rec.ThreadID == "" {
+		return nil
+	}
+	msgs, err := p.Store.ThreadMessages(rec.ThreadID, threadContext+1)
+	if err != nil {
+		p.logger().Warn("thread context unavailable", "thread", rec.ThreadID, "err", err)
+		return nil
+	}
+	var out []prompts.ThreadMessage
+	for _, r := range msgs {
+		if r.MessageKey == rec.MessageKey || mail.IDKey(r.MessageID) == mail.IDKey(rec.MessageID) {
+			continue
+		}
+		tm := prompts.ThreadMessage{From: formatAddress(r.From), Subject: r.Subject, Text: prompts.TrimText(r.Excerpt, threadExcerptChars)}
+		if !r.Date.IsZero() {
+			tm.Date = r.Date.Format(time.RFC1123Z)
+		}
+		out = append(out, tm)
+	}
+	if len(out) > threadContext {
+		out = out[len(out)-threadContext:]
+	}
+	return out
+}
+
+// decide turns the route and classification into a decision with reasons.
+func (p *Pipeline) decide(rec *store.MessageRecord, route RouteInfo, acct Account, tr *tracer) {
+	done := tr.step("decide")
+	defer func() { done(store.Step{Detail: rec.Decision}, nil) }()
+	rec.State = store.StateDecided
+	c := rec.Classification
+	switch route.Route {
+	case RouteSelf:
+		rec.Decision, rec.Reasons = DecisionIgnore, []string{"loop guard: " + route.Reason}
+		return
+	case RouteOwner:
+		rec.Decision, rec.Reasons = DecisionIgnore, []string{"the owner's own mail: " + route.Reason}
+		return
+	case RouteAutomated:
+		if c != nil && c.Action == "forward" {
+			rec.Decision, rec.Reasons = DecisionNotify, []string{"automated mail is never answered (" + route.Reason + "); the model flagged it for the owner"}
+			return
+		}
+		rec.Decision, rec.Reasons = DecisionArchive, []string{"automated mail is never answered: " + route.Reason}
+		return
+	}
+	switch c.Action {
+	case "ignore":
+		rec.Decision, rec.Reasons = DecisionIgnore, []string{"classified as needing no action: " + c.Summary}
+		return
+	case "forward":
+		rec.Decision, rec.Reasons = DecisionNotify, []string{"classified as something the owner should see: " + c.Summary}
+		return
+	}
+	in := GateInput{Route: route, Classification: c}
+	if ct, err := p.Store.GetContact(rec.Account, rec.From.Email); err == nil {
+		in.ContactKnown = ct.Known
+	}
+	day := p.now().Format("2006-01-02")
+	if pc, g, err := p.Store.AutoSendCounts(rec.Account, rec.From.Email, day); err == nil {
+		in.SentToContactToday, in.SentToday = pc, g
+	}
+	rec.Gates = EvaluateGates(p.Policy, in)
+	failed := FailedReasons(rec.Gates)
+	// With no draft yet the output guard is pending; the decision shown is
+	// what would happen if the draft passes it.
+	if len(failed) == 1 && rec.Gates[len(rec.Gates)-1].Gate == GateOutput && !rec.Gates[len(rec.Gates)-1].Pass {
+		rec.Decision = DecisionAutoSend
+		rec.Reasons = []string{"every gate passes; the reply is sent only if its draft passes the output guard"}
+		return
+	}
+	rec.Decision = DecisionQueue
+	rec.Reasons = failed
+}
+
+func first(xs []string) string {
+	if len(xs) == 0 {
+		return ""
+	}
+	return xs[0]
+}
+
+func formatAddress(a mail.Address) string {
+	if a.Name == "" {
+		return a.Email
+	}
+	return a.Name + " <" + a.Email + ">"
+}
+
+func formatAddresses(as []mail.Address) string {
+	s := ""
+	for i, a := range as {
+		if i > 0 {
+			s += ", "
+		}
+		s += formatAddress(a)
+	}
+	return s
+}

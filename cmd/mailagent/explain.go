@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mailagent/mailagent/store"
+)
+
+// ExplainOptions are the flags of `mailagent explain`.
+type ExplainOptions struct {
+	ID   string
+	JSON bool
+}
+
+func newExplainCmd(f *Factory, runF func(context.Context, *ExplainOptions) error) *cobra.Command {
+	opts := &ExplainOptions{}
+	cmd := &cobra.Command{
+		Use:   "explain <message-id|trace-id>",
+		Short: "Show how a message was handled: every step, gate and reason",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return explainRun(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the trace and the message record as JSON")
+	return cmd
+}
+
+// ExplainJSON is the output of `explain --json`.
+type ExplainJSON struct {
+	Trace   *store.Trace         `json:"trace"`
+	Message *store.MessageRecord `json:"message,omitempty"`
+}
+
+type explainStore interface {
+	ResolveTrace(account, ref string) (*store.Trace, error)
+	GetMessage(k store.MessageKey) (*store.MessageRecord, error)
+}
+
+func explainRun(ctx context.Context, f *Factory, opts *ExplainOptions) error {
+	st, err := f.OpenStore(true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	out, err := lookupExplain(st, opts.ID)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(f.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	printExplain(f.Stdout, out)
+	return nil
+}
+
+func lookupExplain(st explainStore, id string) (*ExplainJSON, error) {
+	id = strings.Trim(strings.TrimSpace(id), "<>")
+	tr, err := st.ResolveTrace("", id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, &UserError{Code: ExitUsage, Err: fmt.Errorf("no trace or message %q", id),
+			Hint: "ids come from `mailagent triage --json` (trace_id or message_id)"}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up %q: %w", id, err)
+	}
+	out := &ExplainJSON{Trace: tr}
+	if rec, err := st.GetMessage(tr.Message); err == nil {
+		out.Message = rec
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("look up message of %s: %w", tr.TraceID, err)
+	}
+	return out, nil
+}
+
+func printExplain(w io.Writer, e *ExplainJSON) {
+	tr, rec := e.Trace, e.Message
+	fmt.Fprintf(w, "trace %s  %s/%s uid %d\n", tr.TraceID, tr.Message.Account, tr.Message.Mailbox, tr.Message.UID)
+	fmt.Fprintf(w, "message-id <%s>\n", tr.MessageID)
+	if rec != nil {
+		fmt.Fprintf(w, "from %s\nsubject %s\n", rec.From.Email, rec.Subject)
+		fmt.Fprintf(w, "route %s: %s\n", rec.Route, rec.RouteReason)
+		if c := rec.Classification; c != nil {
+			fmt.Fprintf(w, "classification %s, risk %s, action %s, confidence %.2f, approval asked %v\n",
+				strings.Join(c.Intents, "+"), c.Risk, c.Action, c.Confidence, c.RequiresApproval)
+			fmt.Fprintf(w, "  summary: %s\n  comments: %s\n", c.Summary, c.Comments)
+		}
+		fmt.Fprintf(w, "state %s\n", rec.State)
+		if rec.Error != "" {
+			fmt.Fprintf(w, "error %s\n", rec.Error)
+		}
+		for _, p := range rec.Problems {
+			fmt.Fprintf(w, "parse problem: %s\n", p)
+		}
+	}
+	fmt.Fprintln(w, "\nsteps:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, s := range tr.Steps {
+		line := fmt.Sprintf("  %s\t%s\t%s", s.Name, (time.Duration(s.LatencyMS) * time.Millisecond).String(), s.Start.Format(time.TimeOnly))
+		if s.TokensIn+s.TokensOut > 0 {
+			line += fmt.Sprintf("\ttokens %d in / %d out", s.TokensIn, s.TokensOut)
+		}
+		if s.Model != "" {
+			line += "\tmodel " + s.Model
+		}
+		if s.Retries > 0 {
+			line += fmt.Sprintf("\tretries %d", s.Retries)
+		}
+		if s.Detail != "" {
+			line += "\t" + s.Detail
+		}
+		if s.Error != "" {
+			line += "\terror: " + s.Error
+		}
+		fmt.Fprintln(tw, line)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\ndecision %s\n", tr.Decision)
+	if len(tr.Gates) > 0 {
+		fmt.Fprintln(w, "gates:")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, g := range tr.Gates {
+			mark := "pass"
+			if !g.Pass {
+				mark = "FAIL"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", mark, g.Gate, g.Reason)
+		}
+		_ = tw.Flush()
+	}
+	if len(tr.Reasons) > 0 {
+		fmt.Fprintln(w, "reasons:")
+		for _, r := range tr.Reasons {
+			fmt.Fprintf(w, "  - %s\n", r)
+		}
+	}
+}

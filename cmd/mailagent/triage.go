@@ -1,0 +1,428 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/prompts"
+	"github.com/mailagent/mailagent/store"
+)
+
+// TriageOptions are the flags of `mailagent triage`.
+type TriageOptions struct {
+	Account string
+	Mailbox string
+	Since   string
+	Unseen  bool
+	Limit   int
+	DryRun  bool
+	JSON    bool
+	Redo    bool
+}
+
+func newTriageCmd(f *Factory, runF func(context.Context, *TriageOptions) error) *cobra.Command {
+	opts := &TriageOptions{}
+	cmd := &cobra.Command{
+		Use:   "triage",
+		Short: "Classify existing mail in a batch (never sends, never changes the mailbox)",
+		Long: `triage fetches messages (with BODY.PEEK, so nothing is marked read),
+routes, classifies and decides what would be done with each, and stores the
+result. It never sends mail and never changes the mailbox.
+
+Exit codes: 0 all done; 2 bad flags or config; 3 a server could not be
+reached; 4 the state database is in use; 5 finished, but some messages
+need review (see their reasons with --json or mailagent explain).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.Limit < 0 {
+				return usageErr("--limit must be 0 (no limit) or more, got %d", opts.Limit)
+			}
+			if _, err := parseSince(opts.Since, time.Now()); err != nil {
+				return usageErr("--since: %v", err)
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return triageRun(cmd.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Account, "account", "", "only this account (default: all)")
+	fl.StringVar(&opts.Mailbox, "mailbox", "", "mailbox to read (default: the account's mailbox)")
+	fl.StringVar(&opts.Since, "since", "", "only mail since a duration ago (7d, 36h, 2w) or a date (2026-01-02)")
+	fl.BoolVar(&opts.Unseen, "unseen", false, "only messages without \\Seen")
+	fl.IntVar(&opts.Limit, "limit", 0, "at most N messages, the newest (0 = no limit)")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "write nothing anywhere: no IMAP change, no store write")
+	fl.BoolVar(&opts.JSON, "json", false, "one JSON object per message on stdout; progress and summary on stderr")
+	fl.BoolVar(&opts.Redo, "redo", false, "triage again messages that were already triaged")
+	return cmd
+}
+
+// parseSince accepts "7d", "2w", any Go duration, or a YYYY-MM-DD date.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.ParseInLocation("2006-01-02", s, time.Local); err == nil {
+		return t, nil
+	}
+	if n := len(s); n > 1 && (s[n-1] == 'd' || s[n-1] == 'w') {
+		if k, err := strconv.Atoi(s[:n-1]); err == nil && k >= 0 {
+			days := k
+			if s[n-1] == 'w' {
+				days *= 7
+			}
+			return now.AddDate(0, 0, -days), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("%q is neither a duration (7d, 36h, 2w) nor a date (2026-01-02)", s)
+}
+
+// TriageJSON is one line of `triage --json`.
+type TriageJSON struct {
+	Account          string             `json:"account"`
+	Mailbox          string             `json:"mailbox"`
+	UID              uint32             `json:"uid"`
+	MessageID        string             `json:"message_id"`
+	ThreadID         string             `json:"thread_id"`
+	From             string             `json:"from"`
+	Subject          string             `json:"subject"`
+	Route            string             `json:"route"`
+	RouteReason      string             `json:"route_reason,omitempty"`
+	Intents          []string           `json:"intents"`
+	Risk             string             `json:"risk,omitempty"`
+	Action           string             `json:"action,omitempty"`
+	Confidence       float64            `json:"confidence"`
+	RequiresApproval bool               `json:"requires_approval"`
+	Summary          string             `json:"summary,omitempty"`
+	Decision         string             `json:"decision"`
+	Reasons          []string           `json:"reasons"`
+	Gates            []store.GateResult `json:"gates,omitempty"`
+	State            string             `json:"state"`
+	Error            string             `json:"error,omitempty"`
+	TraceID          string             `json:"trace_id"`
+	TokensIn         int32              `json:"tokens_in"`
+	TokensOut        int32              `json:"tokens_out"`
+	Skipped          bool               `json:"skipped,omitempty"`
+}
+
+func toTriageJSON(rec *store.MessageRecord, usage llm.Usage, skipped bool) TriageJSON {
+	j := TriageJSON{
+		Account: rec.Account, Mailbox: rec.Mailbox, UID: rec.UID, MessageID: rec.MessageID,
+		ThreadID: rec.ThreadID, From: rec.From.Email, Subject: rec.Subject, Route: rec.Route,
+		RouteReason: rec.RouteReason, Intents: []string{}, Decision: rec.Decision, Reasons: rec.Reasons,
+		Gates: rec.Gates, State: string(rec.State), Error: rec.Error, TraceID: rec.TraceID,
+		TokensIn: usage.PromptTokens, TokensOut: usage.OutputTokens, Skipped: skipped,
+	}
+	if j.Reasons == nil {
+		j.Reasons = []string{}
+	}
+	if c := rec.Classification; c != nil {
+		j.Intents, j.Risk, j.Action = c.Intents, c.Risk, c.Action
+		j.Confidence, j.RequiresApproval, j.Summary = c.Confidence, c.RequiresApproval, c.Summary
+	}
+	return j
+}
+
+// triageSummary counts outcomes for the closing table.
+type triageSummary struct {
+	mu        sync.Mutex
+	total     int
+	skipped   int
+	routes    map[string]int
+	intents   map[string]int
+	actions   map[string]int
+	decisions map[string]int
+	usage     llm.Usage
+	noModel   int
+}
+
+func newTriageSummary() *triageSummary {
+	return &triageSummary{routes: map[string]int{}, intents: map[string]int{}, actions: map[string]int{}, decisions: map[string]int{}}
+}
+
+func (s *triageSummary) add(rec *store.MessageRecord, usage llm.Usage, skipped bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total++
+	if skipped {
+		s.skipped++
+	}
+	s.routes[rec.Route]++
+	s.decisions[rec.Decision]++
+	if c := rec.Classification; c != nil {
+		s.actions[c.Action]++
+		for _, in := range c.Intents {
+			s.intents[in]++
+		}
+	} else if rec.State != store.StateNeedsReview {
+		s.noModel++
+	}
+	s.usage = s.usage.Add(usage)
+}
+
+func (s *triageSummary) print(w io.Writer, wall time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "triaged\t%d messages (%d already done, skipped) in %s\n", s.total, s.skipped, wall.Round(time.Millisecond))
+	for _, sec := range []struct {
+		name string
+		m    map[string]int
+	}{{"route", s.routes}, {"intent", s.intents}, {"action", s.actions}, {"decision", s.decisions}} {
+		fmt.Fprintf(tw, "%s\t%s\n", sec.name, formatCounts(sec.m))
+	}
+	fmt.Fprintf(tw, "tokens\t%d in, %d out (%d messages never reached the model)\n", s.usage.PromptTokens, s.usage.OutputTokens, s.noModel)
+	_ = tw.Flush()
+}
+
+func formatCounts(m map[string]int) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		name := k
+		if name == "" {
+			name = "(none)"
+		}
+		parts[i] = fmt.Sprintf("%s %d", name, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) error {
+	start := time.Now()
+	cfg, err := f.Config()
+	if err != nil {
+		return err
+	}
+	accounts, err := pickAccounts(cfg, opts.Account)
+	if err != nil {
+		return err
+	}
+	since, _ := parseSince(opts.Since, f.Now())
+
+	st, closeStore, err := openPipelineStore(f, opts.DryRun)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	threader, err := loadThreader(st)
+	if err != nil {
+		return err
+	}
+	model, err := f.Model(ctx)
+	if err != nil {
+		return err
+	}
+	ps, err := prompts.Load(cfg.PromptsDir)
+	if err != nil {
+		return usageErr("prompts_dir: %v", err)
+	}
+	p := newPipeline(cfg, st, &agent.LLMClassifier{Model: model, Prompts: ps}, threader, f)
+	p.DryRun = opts.DryRun
+
+	sum := newTriageSummary()
+	var needsReview bool
+	for _, acct := range accounts {
+		nr, err := triageAccount(ctx, f, cfg, acct, p, opts, since, sum)
+		if err != nil {
+			return err
+		}
+		needsReview = needsReview || nr
+	}
+	sum.print(f.Stderr, time.Since(start))
+	if needsReview {
+		return errPartial
+	}
+	return nil
+}
+
+func pickAccounts(cfg *config.Config, name string) ([]*config.Account, error) {
+	if name != "" {
+		a, ok := cfg.Account(name)
+		if !ok {
+			var names []string
+			for _, a := range cfg.Accounts {
+				names = append(names, a.Name)
+			}
+			return nil, usageErr("no account %q (configured: %s)", name, strings.Join(names, ", "))
+		}
+		return []*config.Account{a}, nil
+	}
+	out := make([]*config.Account, len(cfg.Accounts))
+	for i := range cfg.Accounts {
+		out[i] = &cfg.Accounts[i]
+	}
+	return out, nil
+}
+
+// newPipeline wires an agent.Pipeline from the configuration.
+func newPipeline(cfg *config.Config, st agent.Store, c agent.Classifier, th *mail.Threader, f *Factory) *agent.Pipeline {
+	accts := map[string]agent.Account{}
+	for _, a := range cfg.Accounts {
+		accts[a.Name] = agent.Account{Name: a.Name, Owner: agent.Owner{
+			Name: a.DisplayName, Addresses: a.OwnerAddresses(), AuthservID: a.AuthservID,
+		}}
+	}
+	return &agent.Pipeline{
+		Store: st, Classifier: c, Threader: th, Accounts: accts,
+		Policy:            policyFromConfig(cfg.Policy),
+		MaxBodyChars:      cfg.LLM.MaxBodyChars,
+		ClassifyAutomated: cfg.LLM.ClassifyAutomated,
+		Now:               f.Now,
+		Logger:            f.Logger(),
+	}
+}
+
+func policyFromConfig(p config.Policy) agent.Policy {
+	return agent.Policy{
+		Mode: p.Mode, MinConfidence: p.MinConfidence, NeverAuto: p.NeverAuto,
+		AutoSendNewContacts: p.AutoSendNewContacts, MaxPerContactPerDay: p.MaxAutoPerContactPerDay,
+		MaxPerDay: p.MaxAutoPerDay, SendDelay: p.SendDelay.D(), ReplyAll: p.ReplyAll, MaxDraftChars: p.MaxDraftChars,
+	}
+}
+
+// loadThreader rebuilds the in-memory threader from stored messages.
+func loadThreader(st pipelineStore) (*mail.Threader, error) {
+	th := mail.NewThreader()
+	err := st.ListMessages(store.MessageFilter{}, func(r *store.MessageRecord) error {
+		th.Add(mail.ThreadInput{MessageID: r.MessageID, InReplyTo: r.InReplyTo, References: r.References, Subject: r.Subject, Date: r.Date})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load threads: %w", err)
+	}
+	return th, nil
+}
+
+func triageAccount(ctx context.Context, f *Factory, cfg *config.Config, acct *config.Account, p *agent.Pipeline,
+	opts *TriageOptions, since time.Time, sum *triageSummary) (needsReview bool, err error) {
+	mailbox := opts.Mailbox
+	if mailbox == "" {
+		mailbox = acct.Mailbox
+	}
+	c, err := DialIMAP(ctx, acct)
+	if err != nil {
+		return false, err
+	}
+	defer c.Close()
+	// Read-only EXAMINE: triage never changes the mailbox.
+	if _, err := c.Select(ctx, mailbox, true); err != nil {
+		return false, unreachable(fmt.Errorf("account %s: %w", acct.Name, err), "check the mailbox name with: mailagent doctor")
+	}
+	uids, err := c.Search(ctx, imapsync.Criteria{Since: since, Unseen: opts.Unseen})
+	if err != nil {
+		return false, fmt.Errorf("account %s: %w", acct.Name, err)
+	}
+	if opts.Limit > 0 && len(uids) > opts.Limit {
+		uids = uids[len(uids)-opts.Limit:]
+	}
+	f.Logger().Info("triage", "account", acct.Name, "mailbox", mailbox, "messages", len(uids))
+
+	var bar *progressbar.ProgressBar
+	if IsTTY(f.Stderr) && len(uids) > 0 {
+		bar = progressbar.NewOptions(len(uids), progressbar.OptionSetWriter(f.Stderr),
+			progressbar.OptionSetDescription(acct.Name+" "+mailbox), progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
+	}
+
+	conc := cfg.LLM.Concurrency
+	if conc <= 0 {
+		conc = 4
+	}
+	jobs := make(chan imapsync.RawMessage, conc)
+	var outMu sync.Mutex
+	enc := json.NewEncoder(f.Stdout)
+	var nr bool
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		defer close(jobs)
+		return c.Fetch(gctx, uids, imapsync.FetchOptions{MaxMessageBytes: cfg.Sync.MaxMessageBytes}, func(m imapsync.RawMessage) error {
+			select {
+			case jobs <- m:
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		})
+	})
+	for range conc {
+		g.Go(func() error {
+			for m := range jobs {
+				out, err := p.Triage(gctx, agent.Input{
+					Key:       store.MessageKey{Account: acct.Name, Mailbox: mailbox, UIDValidity: m.UIDValidity, UID: m.UID},
+					Raw:       m.Raw,
+					Truncated: m.Truncated,
+				}, opts.Redo)
+				if err != nil {
+					return fmt.Errorf("uid %d: %w", m.UID, err)
+				}
+				sum.add(out.Record, out.Usage, out.Skipped)
+				outMu.Lock()
+				if out.Record.State == store.StateNeedsReview {
+					nr = true
+				}
+				if opts.JSON {
+					err = enc.Encode(toTriageJSON(out.Record, out.Usage, out.Skipped))
+				}
+				if bar != nil {
+					_ = bar.Add(1)
+				}
+				outMu.Unlock()
+				if err != nil {
+					return fmt.Errorf("write json: %w", err)
+				}
+			}
+			return nil
+		})
+	}
+	err = g.Wait()
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nr, ctx.Err()
+		}
+		if errors.Is(err, store.ErrLocked) {
+			return nr, err
+		}
+		return nr, fmt.Errorf("account %s: %w", acct.Name, err)
+	}
+	return nr, nil
+}

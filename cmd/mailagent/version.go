@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// Set by the release build through -ldflags "-X main.version=…".
+var (
+	version = ""
+	commit  = ""
+	date    = ""
+)
+
+// versionString is the stamped version, or what the Go toolchain recorded
+// when built with `go install` or `go build`.
+func versionString() string {
+	v, c, d := version, commit, date
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if v == "" {
+			v = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			switch {
+			case s.Key == "vcs.revision" && c == "":
+				c = s.Value
+			case s.Key == "vcs.time" && d == "":
+				d = s.Value
+			}
+		}
+	}
+	if v == "" || v == "(devel)" {
+		v = "dev"
+	}
+	out := v
+	if c != "" {
+		if len(c) > 12 {
+			c = c[:12]
+		}
+		out += " (" + c
+		if d != "" {
+			out += ", " + d
+		}
+		out += ")"
+	}
+	return out
+}
+
+func newVersionCmd(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintln(f.Stdout, "mailagent", versionString())
+			return nil
+		},
+	}
+}

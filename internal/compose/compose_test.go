@@ -1,0 +1,359 @@
+package compose
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	gomail "github.com/emersion/go-message/mail"
+
+	"github.com/mailagent/mailagent/internal/mail"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata")
+
+var fixedDate = time.Date(2025, 3, 14, 9, 26, 53, 0, time.FixedZone("", 3600))
+
+func baseReply() Reply {
+	return Reply{
+		From:             mail.Address{Name: "Ada Owner", Email: "ada@example.org"},
+		To:               []mail.Address{{Name: "Bob Sender", Email: "bob@example.com"}},
+		Subject:          "Lunch on Friday?",
+		ParentMessageID:  "<parent-1@example.com>",
+		ParentReferences: []string{"root-0@example.com"},
+		Body:             "Friday works for me.\nSee you at noon.",
+		Date:             fixedDate,
+		MessageID:        "reply-1.1741940813@example.org",
+	}
+}
+
+func TestBuildGolden(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*Reply)
+	}{
+		{name: "plain", modify: func(*Reply) {}},
+		{name: "non_ascii", modify: func(r *Reply) {
+			r.From.Name = "Ada Lovelace-Müller"
+			r.To = []mail.Address{{Name: "Zoë Ünal", Email: "zoe@example.com"}}
+			r.Cc = []mail.Address{{Email: "carol@example.net"}, {Name: "Dan, Jr.", Email: "dan@example.net"}}
+			r.Subject = "Re: Grüße aus Köln — Termin 日本"
+			r.Body = "Gerne! Der Termin passt.\r\nViele Grüße\r\n"
+			r.Footer = "-- \nSent by mailagent"
+		}},
+		{name: "auto_submitted", modify: func(r *Reply) {
+			r.AutoSubmitted = true
+			r.ExtraHeaders = map[string]string{
+				"X-Mailagent-Trace":   "msg-42",
+				"x-mailagent-version": "1.2.3",
+			}
+			r.ParentReferences = nil
+			for i := range 25 {
+				r.ParentReferences = append(r.ParentReferences, fmt.Sprintf("<id-%02d@example.com>", i))
+			}
+			r.Body = strings.Repeat("A long line that will be wrapped by quoted-printable encoding. ", 3) + "= sign."
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := baseReply()
+			tt.modify(&r)
+			raw, id, err := Build(r)
+			if err != nil {
+				t.Fatalf("Build: %v", err)
+			}
+			if id != r.MessageID {
+				t.Errorf("got message id %q, want %q", id, r.MessageID)
+			}
+			golden := filepath.Join("testdata", tt.name+".eml")
+			if *update {
+				if err := os.WriteFile(golden, raw, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("read golden (run with -update to create): %v", err)
+			}
+			if !bytes.Equal(raw, want) {
+				t.Errorf("Build output differs from %s (run with -update after checking):\ngot:\n%s\nwant:\n%s", golden, raw, want)
+			}
+			if !bytes.Contains(raw, []byte("\r\n\r\n")) || bytes.Contains(bytes.ReplaceAll(raw, []byte("\r\n"), nil), []byte("\n")) {
+				t.Errorf("got output with bare LF line endings, want CRLF only")
+			}
+		})
+	}
+}
+
+// parse reads a built message back with go-message.
+func parse(t *testing.T, raw []byte) (gomail.Header, string) {
+	t.Helper()
+	r, err := gomail.CreateReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("parse built message: %v", err)
+	}
+	p, err := r.NextPart()
+	if err != nil {
+		t.Fatalf("read body part: %v", err)
+	}
+	b, err := io.ReadAll(p.Body)
+	if err != nil {
+		t.Fatalf("read body: %v", err)
+	}
+	return r.Header, string(b)
+}
+
+func addrs(t *testing.T, h gomail.Header, key string) []string {
+	t.Helper()
+	l, err := h.AddressList(key)
+	if err != nil {
+		t.Fatalf("parse %s: %v", key, err)
+	}
+	var out []string
+	for _, a := range l {
+		out = append(out, a.Name+" <"+a.Address+">")
+	}
+	return out
+}
+
+func TestBuildRoundTrip(t *testing.T) {
+	r := baseReply()
+	r.From.Name = "Ada Lovelace-Müller"
+	r.To = []mail.Address{{Name: "Zoë", Email: "zoe@example.com"}, {Email: "bob@example.com"}}
+	r.Cc = []mail.Address{{Name: "Carol", Email: "carol@example.net"}}
+	r.Subject = "AW: Grüße"
+	r.Body = "Hallo Zoë,\n\nja.\n"
+	r.Footer = "mailagent"
+	r.AutoSubmitted = true
+	r.ExtraHeaders = map[string]string{"X-Mailagent-Trace": "t-1 ünïcode"}
+
+	raw, id, err := Build(r)
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	h, body := parse(t, raw)
+
+	if got, want := addrs(t, h, "From"), []string{"Ada Lovelace-Müller <ada@example.org>"}; !slices.Equal(got, want) {
+		t.Errorf("From: got %q, want %q", got, want)
+	}
+	if got, want := addrs(t, h, "To"), []string{"Zoë <zoe@example.com>", " <bob@example.com>"}; !slices.Equal(got, want) {
+		t.Errorf("To: got %q, want %q", got, want)
+	}
+	if got, want := addrs(t, h, "Cc"), []string{"Carol <carol@example.net>"}; !slices.Equal(got, want) {
+		t.Errorf("Cc: got %q, want %q", got, want)
+	}
+	if got, _ := h.Subject(); got != "Re: Grüße" {
+		t.Errorf("Subject: got %q, want %q", got, "Re: Grüße")
+	}
+	if got, _ := h.MessageID(); got != id || id != r.MessageID {
+		t.Errorf("Message-ID: got %q (returned %q), want %q", got, id, r.MessageID)
+	}
+	if got, _ := h.MsgIDList("In-Reply-To"); !slices.Equal(got, []string{"parent-1@example.com"}) {
+		t.Errorf("In-Reply-To: got %q, want [parent-1@example.com]", got)
+	}
+	if got, _ := h.MsgIDList("References"); !slices.Equal(got, []string{"root-0@example.com", "parent-1@example.com"}) {
+		t.Errorf("References: got %q, want [root-0@example.com parent-1@example.com]", got)
+	}
+	if got, _ := h.Date(); !got.Equal(fixedDate) {
+		t.Errorf("Date: got %v, want %v", got, fixedDate)
+	}
+	if got := h.Get("Auto-Submitted"); got != "auto-replied" {
+		t.Errorf("Auto-Submitted: got %q, want auto-replied", got)
+	}
+	if got, _ := h.Text("X-Mailagent-Trace"); got != "t-1 ünïcode" {
+		t.Errorf("X-Mailagent-Trace: got %q, want %q", got, "t-1 ünïcode")
+	}
+	if mt, params, _ := h.ContentType(); mt != "text/plain" || params["charset"] != "utf-8" {
+		t.Errorf("Content-Type: got %q %v, want text/plain charset=utf-8", mt, params)
+	}
+	if got := h.Get("Content-Transfer-Encoding"); got != "quoted-printable" {
+		t.Errorf("Content-Transfer-Encoding: got %q, want quoted-printable", got)
+	}
+	if got := h.Get("Mime-Version"); got != "1.0" {
+		t.Errorf("MIME-Version: got %q, want 1.0", got)
+	}
+	if want := "Hallo Zoë,\r\n\r\nja.\r\n\r\nmailagent\r\n"; body != want {
+		t.Errorf("body: got %q, want %q", body, want)
+	}
+}
+
+func TestBuildHeaderInjection(t *testing.T) {
+	r := baseReply()
+	r.Subject = "hello\r\nBcc: evil@x.com"
+	r.From.Name = "Ada\r\nBcc: evil2@x.com"
+	r.To = []mail.Address{{Name: "Bob\nX-Evil: 1", Email: "bob@example.com"}}
+	r.ParentMessageID = "<p@x>\r\nBcc: evil3@x.com"
+	r.ParentReferences = []string{"ok@x", "bad@x\r\nBcc: evil4@x.com"}
+	r.ExtraHeaders = map[string]string{"X-Mailagent-Trace": "t\r\nBcc: evil5@x.com"}
+
+	raw, _, err := Build(r)
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	h, _ := parse(t, raw)
+	fields := h.Fields()
+	var keys []string
+	for fields.Next() {
+		keys = append(keys, fields.Key())
+	}
+	for _, k := range keys {
+		switch k {
+		case "From", "To", "Subject", "Date", "Message-Id", "References", "X-Mailagent-Trace",
+			"Mime-Version", "Content-Type", "Content-Transfer-Encoding":
+		default:
+			t.Errorf("got unexpected header field %q in\n%s", k, raw)
+		}
+	}
+	if h.Has("In-Reply-To") {
+		t.Errorf("got In-Reply-To %q from a malformed parent id, want none", h.Get("In-Reply-To"))
+	}
+	if got, _ := h.MsgIDList("References"); !slices.Equal(got, []string{"ok@x"}) {
+		t.Errorf("References: got %q, want [ok@x]", got)
+	}
+	if got, _ := h.Subject(); got != "Re: hello Bcc: evil@x.com" {
+		t.Errorf("Subject: got %q, want %q", got, "Re: hello Bcc: evil@x.com")
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*Reply)
+		want   error
+	}{
+		{name: "no recipients", modify: func(r *Reply) { r.To = nil }, want: ErrNoRecipient},
+		{name: "bad from", modify: func(r *Reply) { r.From.Email = "not an address" }, want: ErrInvalidAddress},
+		{name: "from without domain", modify: func(r *Reply) { r.From.Email = "ada" }, want: ErrInvalidAddress},
+		{name: "injected to", modify: func(r *Reply) { r.To[0].Email = "bob@example.com\r\nBcc: e@x" }, want: ErrInvalidAddress},
+		{name: "bad cc", modify: func(r *Reply) { r.Cc = []mail.Address{{Email: ""}} }, want: ErrInvalidAddress},
+		{name: "reserved extra header", modify: func(r *Reply) { r.ExtraHeaders = map[string]string{"bcc": "e@x"} }, want: ErrReservedHeader},
+		{name: "malformed extra header", modify: func(r *Reply) { r.ExtraHeaders = map[string]string{"X-A: b\r\nBcc": "e@x"} }, want: ErrReservedHeader},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := baseReply()
+			tt.modify(&r)
+			raw, _, err := Build(r)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("got error %v, want %v", err, tt.want)
+			}
+			if raw != nil {
+				t.Errorf("got %d bytes with an error, want none", len(raw))
+			}
+		})
+	}
+	t.Run("malformed message id", func(t *testing.T) {
+		r := baseReply()
+		r.MessageID = "a b@c"
+		if _, _, err := Build(r); err == nil {
+			t.Fatal("got nil error for a message id with a space, want an error")
+		}
+	})
+}
+
+func TestBuildGeneratesMessageID(t *testing.T) {
+	r := baseReply()
+	r.MessageID = ""
+	r.Date = time.Time{}
+	raw, id, err := Build(r)
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	if !strings.HasSuffix(id, "@example.org") || strings.ContainsAny(id, "<> ") {
+		t.Errorf("got generated id %q, want a bracket-free id on example.org", id)
+	}
+	h, _ := parse(t, raw)
+	if got, _ := h.MessageID(); got != id {
+		t.Errorf("Message-ID header: got %q, want %q", got, id)
+	}
+	if got, _ := h.Date(); got.IsZero() {
+		t.Error("got no Date for a zero Reply.Date, want the current time")
+	}
+}
+
+func TestReferences(t *testing.T) {
+	many := make([]string, 30)
+	for i := range many {
+		many[i] = fmt.Sprintf("r%d@x", i)
+	}
+	tests := []struct {
+		name      string
+		refs      []string
+		inReplyTo []string
+		parent    string
+		want      []string
+	}{
+		{name: "refs plus parent", refs: []string{"<a@x>", "b@x"}, parent: "c@x", want: []string{"a@x", "b@x", "c@x"}},
+		{name: "single in-reply-to used", inReplyTo: []string{"<a@x>"}, parent: "c@x", want: []string{"a@x", "c@x"}},
+		{name: "multiple in-reply-to ignored", inReplyTo: []string{"a@x", "b@x"}, parent: "c@x", want: []string{"c@x"}},
+		{name: "refs win over in-reply-to", refs: []string{"a@x"}, inReplyTo: []string{"z@x"}, parent: "c@x", want: []string{"a@x", "c@x"}},
+		{name: "no parent id", refs: []string{"a@x"}, want: []string{"a@x"}},
+		{name: "duplicates dropped", refs: []string{"a@x", "a@x", "c@x"}, parent: "c@x", want: []string{"a@x", "c@x"}},
+		{name: "trimmed keeping first", refs: many, parent: "p@x", want: append([]string{"r0@x"}, append(slices.Clone(many[30-18:]), "p@x")...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := references(tt.refs, tt.inReplyTo, cleanID(tt.parent))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+			if len(got) > MaxReferences {
+				t.Errorf("got %d ids, want at most %d", len(got), MaxReferences)
+			}
+		})
+	}
+}
+
+func TestReplySubject(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"plain", "Lunch", "Re: Lunch"},
+		{"already re", "Re: Lunch", "Re: Lunch"},
+		{"stacked", "Re: Re: RE: Lunch", "Re: Lunch"},
+		{"upper", "RE: Lunch", "Re: Lunch"},
+		{"german", "Aw: Lunch", "Re: Lunch"},
+		{"nordic", "SV: Re: Lunch", "Re: Lunch"},
+		{"finnish", "VS: Lunch", "Re: Lunch"},
+		{"counted", "Re[2]: Lunch", "Re: Lunch"},
+		{"counted parens", "Re(3): Lunch", "Re: Lunch"},
+		{"space before colon", "Re : Lunch", "Re: Lunch"},
+		{"fullwidth colon", "回复：午饭", "Re: 午饭"},
+		{"forward kept", "Fwd: Lunch", "Re: Fwd: Lunch"},
+		{"word starting with re", "Report: Q3", "Re: Report: Q3"},
+		{"reply word kept", "Regarding lunch", "Re: Regarding lunch"},
+		{"non-numeric bracket kept", "Re[ab]: x", "Re: Re[ab]: x"},
+		{"empty", "", "Re:"},
+		{"only prefix", "Re:", "Re:"},
+		{"whitespace", "  Re:   Lunch \t plans ", "Re: Lunch plans"},
+		{"crlf", "Lunch\r\nBcc: x@y", "Re: Lunch Bcc: x@y"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ReplySubject(tt.in); got != tt.want {
+				t.Errorf("ReplySubject(%q): got %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewMessageID(t *testing.T) {
+	a, b := NewMessageID("Example.ORG"), NewMessageID("example.org")
+	if a == b {
+		t.Errorf("got the same id twice (%q), want unique ids", a)
+	}
+	for _, id := range []string{a, b} {
+		if !strings.HasSuffix(id, "@example.org") || cleanID(id) != id {
+			t.Errorf("got %q, want a bracket-free id ending in @example.org", id)
+		}
+	}
+	if got := NewMessageID("bad domain\r\n"); !strings.HasSuffix(got, "@mailagent.invalid") {
+		t.Errorf("got %q for a malformed domain, want @mailagent.invalid", got)
+	}
+}

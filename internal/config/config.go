@@ -1,0 +1,547 @@
+// Package config loads, defaults and validates mailagent's TOML
+// configuration, and resolves the secrets it points to.
+//
+// Contract:
+//   - The file is found by Find/Load in this order: the explicit path (the
+//     --config flag), $MAILAGENT_CONFIG, then
+//     $XDG_CONFIG_HOME/mailagent/config.toml (XDG_CONFIG_HOME defaults to
+//     ~/.config).
+//   - Parse decodes, applies defaults and validates. Every problem is
+//     reported at once (errors.Join of *FieldError), each naming the file,
+//     the key (accounts[0].imap.port) and a fix. Unknown keys are errors,
+//     with a "did you mean" suggestion when one is close.
+//   - Relative paths in the file are resolved against the file's directory;
+//     a leading "~/" means the home directory.
+//   - The schema only grows: keys are never renamed or given a new meaning.
+//   - Secrets are never stored in plain strings: a literal password in the
+//     file decodes into a Secret, and resolved passwords, tokens and API
+//     keys are returned as Secret, which prints "[redacted]" in fmt, JSON,
+//     text and slog. A literal secret is accepted only when the file's mode
+//     is 0600 or stricter.
+//   - Nothing here runs a command or touches a keyring until a Resolve*
+//     method is called, so `--help` and `validate` stay side-effect free.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// EnvConfig names the environment variable that points at the config file.
+const EnvConfig = "MAILAGENT_CONFIG"
+
+// DefaultFooter is the default policy.footer_text. {{name}} is replaced by
+// the account's display name.
+const DefaultFooter = "—\nThis reply was written by an AI assistant on behalf of {{name}}."
+
+// Intents is the closed set of intents the classifier may return; the
+// policy's never_auto list must be drawn from it. The classification schema
+// should enumerate exactly these.
+var Intents = []string{
+	"scheduling",
+	"question",
+	"request",
+	"information",
+	"follow_up",
+	"thanks",
+	"introduction",
+	"personal",
+	"newsletter",
+	"notification",
+	"sensitive_legal_financial",
+	"complaint",
+	"sales_vendor",
+	"unknown_ambiguous",
+	"spam",
+}
+
+// DefaultNeverAuto is the default policy.never_auto list.
+var DefaultNeverAuto = []string{"sensitive_legal_financial", "complaint", "sales_vendor", "unknown_ambiguous", "spam"}
+
+// Config is the whole configuration file, with defaults applied.
+type Config struct {
+	// StateDir holds the bbolt database, the socket and the log. Default
+	// $XDG_STATE_HOME/mailagent (~/.local/state/mailagent).
+	StateDir string `toml:"state_dir"`
+	// PromptsDir holds optional user overrides of the embedded prompts.
+	PromptsDir string `toml:"prompts_dir"`
+	// OwnerProfileFile is a markdown/text file describing the owner and
+	// their writing style; it is given to the drafting prompt.
+	OwnerProfileFile string `toml:"owner_profile_file"`
+	// LogFile defaults to <state_dir>/mailagent.log.
+	LogFile string `toml:"log_file"`
+
+	LLM      LLM       `toml:"llm"`
+	Accounts []Account `toml:"accounts"`
+	Sync     Sync      `toml:"sync"`
+	Policy   Policy    `toml:"policy"`
+
+	// File is the path the configuration was read from ("" when parsed
+	// from memory without a name).
+	File string `toml:"-"`
+	// Mode is the permission bits of File, used by the literal-secret check.
+	Mode fs.FileMode `toml:"-"`
+
+	logDefaulted bool
+}
+
+// LLM configures the language model.
+type LLM struct {
+	Provider  string `toml:"provider"` // only "gemini" for now
+	Model     string `toml:"model"`
+	APIKeyEnv string `toml:"api_key_env"` // default GEMINI_API_KEY when no other source is set
+	APIKeyCmd string `toml:"api_key_cmd"`
+	// APIKey is a literal key, accepted only in a 0600 file.
+	APIKey Secret `toml:"api_key"`
+	// CmdTimeout bounds api_key_cmd (default 30s).
+	CmdTimeout Duration `toml:"cmd_timeout"`
+	// BaseURL overrides the API endpoint (gateways, proxies, tests).
+	BaseURL           string   `toml:"base_url"`
+	Concurrency       int      `toml:"concurrency"`
+	Timeout           Duration `toml:"timeout"` // per call
+	MaxBodyChars      int      `toml:"max_body_chars"`
+	ClassifyAutomated bool     `toml:"classify_automated"`
+}
+
+// Account is one mailbox the agent watches.
+type Account struct {
+	Name          string   `toml:"name"`
+	Email         string   `toml:"email"` // the owner's address on this account
+	DisplayName   string   `toml:"display_name"`
+	Mailbox       string   `toml:"mailbox"`        // default INBOX
+	SentMailbox   string   `toml:"sent_mailbox"`   // "" = SPECIAL-USE \Sent, then "Sent"
+	DraftsMailbox string   `toml:"drafts_mailbox"` // "" = SPECIAL-USE \Drafts, then "Drafts"
+	Aliases       []string `toml:"aliases"`        // other owner addresses
+	// AuthservID is the authserv-id of the owner's own server in
+	// Authentication-Results; owner mail is trusted only when it matches.
+	AuthservID string   `toml:"authserv_id"`
+	IMAP       Endpoint `toml:"imap"`
+	SMTP       Endpoint `toml:"smtp"`
+}
+
+// OwnerAddresses returns Email followed by the aliases.
+func (a Account) OwnerAddresses() []string {
+	return append([]string{a.Email}, a.Aliases...)
+}
+
+// Security values of Endpoint.Security.
+const (
+	SecurityTLS      = "tls"      // implicit TLS
+	SecurityStartTLS = "starttls" // plain connection upgraded with STARTTLS
+	SecurityInsecure = "insecure" // no TLS; refused unless the host is loopback
+)
+
+// Endpoint is an IMAP or SMTP server and how to log in to it. Exactly one
+// secret source must be set: Password, PasswordCmd, PasswordEnv,
+// PasswordKeyring or OAuth2TokenCmd. When the [accounts.smtp] table sets no
+// source and no username, it uses the IMAP ones.
+type Endpoint struct {
+	Host     string `toml:"host"`
+	Port     int    `toml:"port"`     // default by protocol and security
+	Security string `toml:"security"` // tls (default) | starttls | insecure
+	Username string `toml:"username"` // default: the account's email
+
+	// Password is a literal password, accepted only in a 0600 file.
+	Password        Secret `toml:"password"`
+	PasswordCmd     string `toml:"password_cmd"`
+	PasswordEnv     string `toml:"password_env"`
+	PasswordKeyring bool   `toml:"password_keyring"` // service "mailagent", user "<account>/<imap|smtp>"
+	OAuth2TokenCmd  string `toml:"oauth2_token_cmd"`
+	// CmdTimeout bounds password_cmd and oauth2_token_cmd (default 30s).
+	CmdTimeout Duration `toml:"cmd_timeout"`
+	TLSCAFile  string   `toml:"tls_ca_file"` // extra CA bundle (PEM)
+
+	// set by Parse: who this endpoint belongs to, for keyring look-ups and
+	// error messages.
+	account string
+	kind    string // "imap" | "smtp"
+	// inherited: the login was copied from the IMAP table.
+	inherited bool
+}
+
+// Addr returns host:port.
+func (e Endpoint) Addr() string {
+	return fmt.Sprintf("%s:%d", bracketIPv6(e.Host), e.Port)
+}
+
+func bracketIPv6(h string) string {
+	if strings.Contains(h, ":") && !strings.HasPrefix(h, "[") {
+		return "[" + h + "]"
+	}
+	return h
+}
+
+// UsesOAuth2 reports whether the endpoint authenticates with an OAuth2
+// bearer token (XOAUTH2/OAUTHBEARER) rather than a password.
+func (e Endpoint) UsesOAuth2() bool { return e.OAuth2TokenCmd != "" }
+
+// Sync configures fetching.
+type Sync struct {
+	MaxMessageBytes int64    `toml:"max_message_bytes"`
+	PollInterval    Duration `toml:"poll_interval"`
+	InitialLookback Duration `toml:"initial_lookback"`
+	RetryInterval   Duration `toml:"retry_interval"`
+}
+
+// Policy modes.
+const (
+	ModeReview = "review" // never auto-send
+	ModeAuto   = "auto"
+)
+
+// Policy configures the deterministic send gates.
+type Policy struct {
+	Mode                    string   `toml:"mode"`
+	MinConfidence           float64  `toml:"min_confidence"`
+	NeverAuto               []string `toml:"never_auto"`
+	AutoSendNewContacts     bool     `toml:"auto_send_new_contacts"`
+	MaxAutoPerContactPerDay int      `toml:"max_auto_per_contact_per_day"`
+	MaxAutoPerDay           int      `toml:"max_auto_per_day"`
+	SendDelay               Duration `toml:"send_delay"`
+	ReplyAll                bool     `toml:"reply_all"`
+	DraftsToIMAP            bool     `toml:"drafts_to_imap"`
+	AIFooter                bool     `toml:"ai_footer"`
+	FooterText              string   `toml:"footer_text"`
+	MaxDraftChars           int      `toml:"max_draft_chars"`
+}
+
+// Footer returns the footer for an account's display name, or "" when
+// ai_footer is off.
+func (p Policy) Footer(name string) string {
+	if !p.AIFooter {
+		return ""
+	}
+	return strings.ReplaceAll(p.FooterText, "{{name}}", name)
+}
+
+// Duration is a time.Duration written in the file as a Go duration string
+// ("90s", "2m"). A value that does not parse is kept, not rejected at
+// decode time, so that Validate can report it with its key alongside every
+// other problem.
+type Duration struct {
+	time.Duration
+	raw string
+	bad bool
+}
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return d.Duration }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	d.raw = string(b)
+	v, err := time.ParseDuration(strings.TrimSpace(d.raw))
+	if err != nil {
+		d.bad = true
+		d.Duration = 0
+		return nil
+	}
+	d.bad = false
+	d.Duration = v
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
+
+// Dur builds a Duration, for code that fills a Config by hand.
+func Dur(v time.Duration) Duration { return Duration{Duration: v} }
+
+// ErrNotFound is returned by Find and Load when no configuration file
+// exists at any of the places looked at.
+var ErrNotFound = errors.New("no configuration file found")
+
+// Find returns the configuration file to use: explicit when non-empty,
+// else $MAILAGENT_CONFIG, else $XDG_CONFIG_HOME/mailagent/config.toml.
+// explicit and $MAILAGENT_CONFIG are returned even when the file does not
+// exist (the user asked for it); the default location is returned only
+// when it exists, otherwise the error wraps ErrNotFound and names it.
+func Find(explicit string) (string, error) {
+	if explicit != "" {
+		return explicit, nil
+	}
+	if p := os.Getenv(EnvConfig); p != "" {
+		return p, nil
+	}
+	p, err := DefaultPath()
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(p); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%w: looked at --config, $%s and %s (fix: create %s, or run `mailagent init`)", ErrNotFound, EnvConfig, p, p)
+		}
+		return "", fmt.Errorf("config %s: %w", p, err)
+	}
+	return p, nil
+}
+
+// DefaultPath is $XDG_CONFIG_HOME/mailagent/config.toml, with
+// XDG_CONFIG_HOME defaulting to ~/.config.
+func DefaultPath() (string, error) {
+	base := os.Getenv("XDG_CONFIG_HOME")
+	if base == "" || !filepath.IsAbs(base) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("find config dir: %w", err)
+		}
+		base = filepath.Join(home, ".config")
+	}
+	return filepath.Join(base, "mailagent", "config.toml"), nil
+}
+
+// DefaultStateDir is $XDG_STATE_HOME/mailagent, with XDG_STATE_HOME
+// defaulting to ~/.local/state.
+func DefaultStateDir() (string, error) {
+	base := os.Getenv("XDG_STATE_HOME")
+	if base == "" || !filepath.IsAbs(base) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("find state dir: %w", err)
+		}
+		base = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(base, "mailagent"), nil
+}
+
+// Load finds (see Find), reads and parses the configuration. It returns
+// the file used even when parsing fails, so the caller can name it.
+func Load(path string) (*Config, string, error) {
+	file, err := Find(path)
+	if err != nil {
+		return nil, "", err
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, file, fmt.Errorf("config %s: %w (fix: create it, or run `mailagent init`)", file, err)
+		}
+		return nil, file, fmt.Errorf("config %s: %w", file, err)
+	}
+	fi, err := os.Stat(file)
+	if err != nil {
+		return nil, file, fmt.Errorf("config %s: %w", file, err)
+	}
+	cfg, err := Parse(data, file, fi.Mode().Perm())
+	return cfg, file, err
+}
+
+// Parse decodes data, applies defaults and validates. file names the source
+// in errors and anchors relative paths; mode is the file's permission bits
+// (pass 0600 for in-memory data that holds no literal secret concerns).
+// On validation failure Parse returns the config together with the joined
+// errors, so a caller such as `mailagent doctor` can still inspect it.
+func Parse(data []byte, file string, mode fs.FileMode) (*Config, error) {
+	cfg := defaults()
+	cfg.File = file
+	cfg.Mode = mode.Perm()
+	md, err := toml.Decode(string(data), cfg)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("config %s: %s", displayFile(file), pe.ErrorWithPosition())
+		}
+		return nil, fmt.Errorf("config %s: %w", displayFile(file), err)
+	}
+	var errs []error
+	errs = append(errs, unknownKeys(file, md)...)
+	if err := cfg.applyDefaults(md); err != nil {
+		errs = append(errs, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return cfg, errors.Join(errs...)
+	}
+	return cfg, nil
+}
+
+// OverrideStateDir replaces the state directory (the --state-dir flag). A
+// log file that was defaulted follows it.
+func (c *Config) OverrideStateDir(dir string) {
+	if dir == "" {
+		return
+	}
+	dir = expandHome(dir)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	c.StateDir = dir
+	if c.logDefaulted {
+		c.LogFile = filepath.Join(c.StateDir, "mailagent.log")
+	}
+}
+
+// Account returns the named account, or the first one when name is "".
+func (c *Config) Account(name string) (*Account, bool) {
+	for i := range c.Accounts {
+		if name == "" || c.Accounts[i].Name == name {
+			return &c.Accounts[i], true
+		}
+	}
+	return nil, false
+}
+
+// defaults returns a Config with every scalar default set, so that keys
+// absent from the file keep them.
+func defaults() *Config {
+	return &Config{
+		LLM: LLM{
+			Provider:     "gemini",
+			Model:        "gemini-2.5-flash",
+			CmdTimeout:   Dur(30 * time.Second),
+			Concurrency:  4,
+			Timeout:      Dur(60 * time.Second),
+			MaxBodyChars: 8000,
+		},
+		Sync: Sync{
+			MaxMessageBytes: 10 << 20,
+			PollInterval:    Dur(60 * time.Second),
+			InitialLookback: Dur(24 * time.Hour),
+			RetryInterval:   Dur(15 * time.Minute),
+		},
+		Policy: Policy{
+			Mode:                    ModeReview,
+			MinConfidence:           0.8,
+			NeverAuto:               append([]string(nil), DefaultNeverAuto...),
+			MaxAutoPerContactPerDay: 3,
+			MaxAutoPerDay:           20,
+			DraftsToIMAP:            true,
+			AIFooter:                true,
+			FooterText:              DefaultFooter,
+			MaxDraftChars:           4000,
+		},
+	}
+}
+
+// applyDefaults fills what depends on other values or on the environment.
+func (c *Config) applyDefaults(md toml.MetaData) error {
+	var err error
+	if c.StateDir == "" {
+		c.StateDir, err = DefaultStateDir()
+	} else {
+		c.StateDir = c.resolvePath(c.StateDir)
+	}
+	c.PromptsDir = c.resolvePath(c.PromptsDir)
+	c.OwnerProfileFile = c.resolvePath(c.OwnerProfileFile)
+	if c.LogFile == "" {
+		c.logDefaulted = true
+		c.LogFile = filepath.Join(c.StateDir, "mailagent.log")
+	} else {
+		c.LogFile = c.resolvePath(c.LogFile)
+	}
+	if c.LLM.APIKeyEnv == "" && c.LLM.APIKeyCmd == "" && c.LLM.APIKey.Empty() {
+		c.LLM.APIKeyEnv = "GEMINI_API_KEY"
+	}
+	if !md.IsDefined("llm", "cmd_timeout") && c.LLM.CmdTimeout.Duration == 0 {
+		c.LLM.CmdTimeout = Dur(30 * time.Second)
+	}
+	for i := range c.Accounts {
+		a := &c.Accounts[i]
+		a.Email = strings.TrimSpace(a.Email)
+		if a.DisplayName == "" {
+			a.DisplayName = a.Name
+		}
+		if a.Mailbox == "" {
+			a.Mailbox = "INBOX"
+		}
+		if !a.SMTP.hasSource() && a.SMTP.Username == "" {
+			inheritSecret(&a.SMTP, a.IMAP)
+		}
+		a.IMAP.fill(a, "imap")
+		a.SMTP.fill(a, "smtp")
+		a.IMAP.TLSCAFile = c.resolvePath(a.IMAP.TLSCAFile)
+		a.SMTP.TLSCAFile = c.resolvePath(a.SMTP.TLSCAFile)
+	}
+	return err
+}
+
+// inheritSecret copies the IMAP login to SMTP, the common case of one
+// password for both.
+func inheritSecret(dst *Endpoint, src Endpoint) {
+	dst.inherited = true
+	dst.Username = src.Username
+	dst.Password = src.Password
+	dst.PasswordCmd = src.PasswordCmd
+	dst.PasswordEnv = src.PasswordEnv
+	dst.OAuth2TokenCmd = src.OAuth2TokenCmd
+	if src.PasswordKeyring {
+		dst.PasswordKeyring = true
+		dst.kind = "imap" // the keyring entry is the IMAP one
+	}
+	if dst.CmdTimeout.Duration == 0 && !dst.CmdTimeout.bad {
+		dst.CmdTimeout = src.CmdTimeout
+	}
+}
+
+func (e *Endpoint) fill(a *Account, kind string) {
+	e.account = a.Name
+	if e.kind == "" {
+		e.kind = kind
+	}
+	e.Security = strings.ToLower(strings.TrimSpace(e.Security))
+	if e.Security == "" {
+		e.Security = SecurityTLS
+	}
+	if e.Port == 0 {
+		e.Port = defaultPort(kind, e.Security)
+	}
+	if e.Username == "" {
+		e.Username = a.Email
+	}
+	if e.CmdTimeout.Duration == 0 && !e.CmdTimeout.bad {
+		e.CmdTimeout = Dur(30 * time.Second)
+	}
+}
+
+func defaultPort(kind, security string) int {
+	switch kind + "/" + security {
+	case "imap/tls":
+		return 993
+	case "imap/starttls", "imap/insecure":
+		return 143
+	case "smtp/tls":
+		return 465
+	case "smtp/starttls":
+		return 587
+	case "smtp/insecure":
+		return 25
+	}
+	return 0
+}
+
+// resolvePath expands "~/" and anchors relative paths at the file's dir.
+func (c *Config) resolvePath(p string) string {
+	if p == "" {
+		return ""
+	}
+	p = expandHome(p)
+	if !filepath.IsAbs(p) && c.File != "" {
+		p = filepath.Join(filepath.Dir(c.File), p)
+	}
+	return filepath.Clean(p)
+}
+
+func expandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+	}
+	return p
+}
+
+func displayFile(file string) string {
+	if file == "" {
+		return "(in memory)"
+	}
+	return file
+}

@@ -1,0 +1,366 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/mail"
+	"net/url"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/BurntSushi/toml"
+)
+
+// FieldError is one problem with one key of the configuration file.
+type FieldError struct {
+	File    string // the config file, "" when parsed from memory
+	Key     string // e.g. "accounts[0].imap.port"
+	Problem string
+	Fix     string // what to change; may be empty
+}
+
+// Error reads: config FILE: KEY: PROBLEM (fix: FIX).
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "config %s: %s: %s", displayFile(e.File), e.Key, e.Problem)
+	if e.Fix != "" {
+		fmt.Fprintf(&b, " (fix: %s)", e.Fix)
+	}
+	return b.String()
+}
+
+type problems struct {
+	file string
+	errs []error
+}
+
+func (p *problems) add(key, problem, fix string) {
+	p.errs = append(p.errs, &FieldError{File: p.file, Key: key, Problem: problem, Fix: fix})
+}
+
+func (p *problems) duration(key string, d Duration, min string, allowZero bool) {
+	switch {
+	case d.bad:
+		p.add(key, fmt.Sprintf("%q is not a duration", d.raw), `write it with a unit, e.g. "90s", "2m" or "1h30m"`)
+	case d.Duration < 0:
+		p.add(key, fmt.Sprintf("%s is negative", d.Duration), "use a positive duration")
+	case d.Duration == 0 && !allowZero:
+		p.add(key, "must be longer than 0", "use a duration such as "+min)
+	}
+}
+
+// Validate checks the whole configuration and returns every problem found,
+// joined; each is a *FieldError.
+func (c *Config) Validate() error {
+	p := &problems{file: c.File}
+
+	if c.StateDir == "" {
+		p.add("state_dir", "is empty", "set state_dir, or set $XDG_STATE_HOME or $HOME")
+	}
+
+	// [llm]
+	if c.LLM.Provider != "gemini" {
+		p.add("llm.provider", fmt.Sprintf("%q is not a supported provider", c.LLM.Provider), `use "gemini"`)
+	}
+	if strings.TrimSpace(c.LLM.Model) == "" {
+		p.add("llm.model", "is empty", `set a model name, e.g. "gemini-2.5-flash"`)
+	}
+	n := 0
+	for _, set := range []bool{c.LLM.APIKeyEnv != "", c.LLM.APIKeyCmd != "", !c.LLM.APIKey.Empty()} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		p.add("llm", "sets more than one of api_key_env, api_key_cmd and api_key", "keep exactly one")
+	}
+	if !c.LLM.APIKey.Empty() {
+		c.literalSecret(p, "llm.api_key", "api_key_env or api_key_cmd")
+	}
+	p.duration("llm.cmd_timeout", c.LLM.CmdTimeout, `"30s"`, false)
+	if c.LLM.BaseURL != "" {
+		u, err := url.Parse(c.LLM.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.add("llm.base_url", fmt.Sprintf("%q is not an http(s) URL", c.LLM.BaseURL), `write a full URL such as "https://gateway.example.com/", or leave it empty`)
+		}
+	}
+	if c.LLM.Concurrency < 1 || c.LLM.Concurrency > 64 {
+		p.add("llm.concurrency", fmt.Sprintf("%d is out of range", c.LLM.Concurrency), "use a number from 1 to 64 (default 4)")
+	}
+	p.duration("llm.timeout", c.LLM.Timeout, `"60s"`, false)
+	if c.LLM.MaxBodyChars < 100 {
+		p.add("llm.max_body_chars", fmt.Sprintf("%d is too small", c.LLM.MaxBodyChars), "use at least 100 (default 8000)")
+	}
+
+	// [[accounts]]
+	if len(c.Accounts) == 0 {
+		p.add("accounts", "no account is configured", "add an [[accounts]] table with name, email, [accounts.imap] and [accounts.smtp]")
+	}
+	seen := map[string]int{}
+	for i := range c.Accounts {
+		c.validateAccount(p, i, seen)
+	}
+
+	// [sync]
+	if c.Sync.MaxMessageBytes < 1024 {
+		p.add("sync.max_message_bytes", fmt.Sprintf("%d is too small", c.Sync.MaxMessageBytes), "use at least 1024 (default 10485760)")
+	}
+	p.duration("sync.poll_interval", c.Sync.PollInterval, `"60s"`, false)
+	p.duration("sync.initial_lookback", c.Sync.InitialLookback, `"24h"`, true)
+	p.duration("sync.retry_interval", c.Sync.RetryInterval, `"15m"`, false)
+
+	// [policy]
+	switch c.Policy.Mode {
+	case ModeReview, ModeAuto:
+	default:
+		p.add("policy.mode", fmt.Sprintf("%q is not one of review, auto", c.Policy.Mode), `use "review" (never auto-send) or "auto"`)
+	}
+	if c.Policy.MinConfidence < 0 || c.Policy.MinConfidence > 1 {
+		p.add("policy.min_confidence", fmt.Sprintf("%g is outside 0..1", c.Policy.MinConfidence), "use a number between 0 and 1 (default 0.8)")
+	}
+	for i, intent := range c.Policy.NeverAuto {
+		if !slices.Contains(Intents, intent) {
+			fix := "use one of " + strings.Join(Intents, ", ")
+			if s := suggest(intent, Intents); s != "" {
+				fix = fmt.Sprintf("did you mean %q?", s)
+			}
+			p.add(fmt.Sprintf("policy.never_auto[%d]", i), fmt.Sprintf("%q is not a known intent", intent), fix)
+		}
+	}
+	if c.Policy.MaxAutoPerContactPerDay < 0 {
+		p.add("policy.max_auto_per_contact_per_day", "is negative", "use 0 (no auto-sends) or more")
+	}
+	if c.Policy.MaxAutoPerDay < 0 {
+		p.add("policy.max_auto_per_day", "is negative", "use 0 (no auto-sends) or more")
+	}
+	p.duration("policy.send_delay", c.Policy.SendDelay, `"0s"`, true)
+	if c.Policy.AIFooter && strings.TrimSpace(c.Policy.FooterText) == "" {
+		p.add("policy.footer_text", "is empty while ai_footer is on", "write a footer, or set ai_footer = false")
+	}
+	if c.Policy.MaxDraftChars < 100 {
+		p.add("policy.max_draft_chars", fmt.Sprintf("%d is too small", c.Policy.MaxDraftChars), "use at least 100 (default 4000)")
+	}
+	return errors.Join(p.errs...)
+}
+
+func (c *Config) validateAccount(p *problems, i int, seen map[string]int) {
+	a := &c.Accounts[i]
+	key := fmt.Sprintf("accounts[%d]", i)
+	switch {
+	case strings.TrimSpace(a.Name) == "":
+		p.add(key+".name", "is empty", `give the account a short name, e.g. "personal"`)
+	case strings.ContainsFunc(a.Name, func(r rune) bool { return r == '/' || unicode.IsControl(r) }):
+		p.add(key+".name", fmt.Sprintf("%q contains '/' or a control character", a.Name), "use letters, digits, '-', '_' or '.'")
+	default:
+		if j, dup := seen[a.Name]; dup {
+			p.add(key+".name", fmt.Sprintf("%q is already used by accounts[%d]", a.Name, j), "give each account a unique name")
+		} else {
+			seen[a.Name] = i
+		}
+	}
+	if a.Email == "" {
+		p.add(key+".email", "is empty", "set the owner's address on this account")
+	} else if !bareAddress(a.Email) {
+		p.add(key+".email", fmt.Sprintf("%q is not an email address", a.Email), `write a bare address such as "ada@example.com"`)
+	}
+	for j, al := range a.Aliases {
+		if !bareAddress(al) {
+			p.add(fmt.Sprintf("%s.aliases[%d]", key, j), fmt.Sprintf("%q is not an email address", al), `write a bare address such as "ada@example.org"`)
+		}
+	}
+	if strings.ContainsRune(a.Mailbox, 0) {
+		p.add(key+".mailbox", "contains a NUL byte", "use the mailbox name as the server lists it")
+	}
+	c.validateEndpoint(p, key+".imap", "imap", &a.IMAP)
+	c.validateEndpoint(p, key+".smtp", "smtp", &a.SMTP)
+}
+
+func (c *Config) validateEndpoint(p *problems, key, kind string, e *Endpoint) {
+	if strings.TrimSpace(e.Host) == "" {
+		p.add(key+".host", "is empty", fmt.Sprintf("set the %s server's host name, e.g. %q", strings.ToUpper(kind), kind+".example.com"))
+	}
+	if e.Port < 1 || e.Port > 65535 {
+		p.add(key+".port", fmt.Sprintf("%d is not a TCP port", e.Port), fmt.Sprintf("use %s", portHint(kind)))
+	}
+	switch e.Security {
+	case SecurityTLS, SecurityStartTLS:
+	case SecurityInsecure:
+		if !isLoopback(e.Host) {
+			p.add(key+".security", fmt.Sprintf(`"insecure" is refused for the non-loopback host %q: the password would cross the network in clear text`, e.Host),
+				`use "tls" or "starttls"; "insecure" is only for 127.0.0.1/localhost test servers`)
+		}
+	default:
+		p.add(key+".security", fmt.Sprintf("%q is not one of tls, starttls, insecure", e.Security), securityFix(kind, e.Port))
+	}
+	if e.TLSCAFile != "" {
+		if _, err := os.Stat(e.TLSCAFile); err != nil {
+			p.add(key+".tls_ca_file", fmt.Sprintf("cannot read %s: %v", e.TLSCAFile, errors.Unwrap(err)), "point it at a PEM CA bundle, or leave it empty to use the system roots")
+		}
+	}
+	p.duration(key+".cmd_timeout", e.CmdTimeout, `"30s"`, false)
+	if e.inherited {
+		return // the IMAP table already answers for the login
+	}
+	var set []string
+	if !e.Password.Empty() {
+		set = append(set, "password")
+	}
+	if e.PasswordCmd != "" {
+		set = append(set, "password_cmd")
+	}
+	if e.PasswordEnv != "" {
+		set = append(set, "password_env")
+	}
+	if e.PasswordKeyring {
+		set = append(set, "password_keyring")
+	}
+	if e.OAuth2TokenCmd != "" {
+		set = append(set, "oauth2_token_cmd")
+	}
+	switch {
+	case len(set) == 0:
+		p.add(key, "no password source is set", `set one of password_cmd = "pass show mail/you", password_env = "VAR", password_keyring = true or oauth2_token_cmd`)
+	case len(set) > 1:
+		p.add(key, "sets more than one password source: "+strings.Join(set, ", "), "keep exactly one")
+	}
+	if !e.Password.Empty() {
+		c.literalSecret(p, key+".password", "password_cmd, password_env or password_keyring")
+	}
+}
+
+// literalSecret refuses a secret written in a file others can read.
+func (c *Config) literalSecret(p *problems, key, alternatives string) {
+	if c.Mode&0o077 == 0 {
+		return
+	}
+	p.add(key, fmt.Sprintf("a literal secret is accepted only in a file no one else can read, and %s has mode %04o", displayFile(c.File), uint32(c.Mode.Perm())),
+		fmt.Sprintf("chmod 600 %s, or use %s", displayFile(c.File), alternatives))
+}
+
+func bareAddress(s string) bool {
+	a, err := mail.ParseAddress(s)
+	return err == nil && a.Name == "" && a.Address == s
+}
+
+func isLoopback(host string) bool {
+	h := strings.Trim(host, "[]")
+	if strings.EqualFold(h, "localhost") || strings.HasSuffix(strings.ToLower(h), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+func portHint(kind string) string {
+	if kind == "smtp" {
+		return "465 (tls) or 587 (starttls)"
+	}
+	return "993 (tls) or 143 (starttls)"
+}
+
+func securityFix(kind string, port int) string {
+	switch port {
+	case 993, 465:
+		return fmt.Sprintf("use %q for port %d", SecurityTLS, port)
+	case 143, 587, 25:
+		return fmt.Sprintf("use %q for port %d", SecurityStartTLS, port)
+	}
+	return fmt.Sprintf(`use "tls" (implicit TLS) or "starttls"; usual ports are %s`, portHint(kind))
+}
+
+// unknownKeys reports every key of the file that no field decoded, once
+// per unknown subtree.
+func unknownKeys(file string, md toml.MetaData) []error {
+	p := &problems{file: file}
+	var reported []toml.Key
+	for _, k := range md.Undecoded() {
+		if slices.ContainsFunc(reported, func(r toml.Key) bool { return hasPrefix(k, r) }) {
+			continue
+		}
+		reported = append(reported, k)
+		parent := strings.Join(k[:len(k)-1], ".")
+		name := k[len(k)-1]
+		known := knownKeys()[parent]
+		fix := "remove it"
+		if s := suggest(name, known); s != "" {
+			fix = fmt.Sprintf("did you mean %q?", s)
+		} else if len(known) > 0 {
+			fix = "remove it; keys allowed here: " + strings.Join(known, ", ")
+		}
+		p.add(k.String(), "unknown key", fix)
+	}
+	return p.errs
+}
+
+func hasPrefix(k, prefix toml.Key) bool {
+	return len(k) > len(prefix) && slices.Equal(k[:len(prefix)], prefix)
+}
+
+// knownKeys maps a table path ("", "llm", "accounts.imap") to the keys
+// allowed in it, read from the struct tags so that it cannot drift.
+func knownKeys() map[string][]string {
+	m := map[string][]string{}
+	var walk func(path string, t reflect.Type)
+	walk = func(path string, t reflect.Type) {
+		for f := range t.Fields() {
+			tag := strings.Split(f.Tag.Get("toml"), ",")[0]
+			if tag == "" || tag == "-" || !f.IsExported() {
+				continue
+			}
+			m[path] = append(m[path], tag)
+			ft := f.Type
+			if ft.Kind() == reflect.Slice {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct && ft != reflect.TypeFor[Duration]() && ft != reflect.TypeFor[Secret]() {
+				sub := tag
+				if path != "" {
+					sub = path + "." + tag
+				}
+				walk(sub, ft)
+			}
+		}
+	}
+	walk("", reflect.TypeFor[Config]())
+	return m
+}
+
+// suggest returns the candidate closest to s when it is close enough to be
+// a typo. Hand-rolled Levenshtein: a dozen lines do not justify a module.
+func suggest(s string, candidates []string) string {
+	best, bestD := "", 1<<30
+	for _, c := range candidates {
+		if d := levenshtein(strings.ToLower(s), c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if bestD <= max(2, len(s)/3) {
+		return best
+	}
+	return ""
+}
+
+func levenshtein(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

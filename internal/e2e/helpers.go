@@ -1,0 +1,241 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
+	"github.com/emersion/go-smtp"
+)
+
+// ioTimeout bounds every network step of a helper, so a wedged server fails
+// the test instead of hanging it until go test's global timeout.
+const ioTimeout = 30 * time.Second
+
+// Deliver sends raw to the recipients through Postfix, unauthenticated from
+// loopback, the way mail from the outside world arrives. Delivery to the
+// mailboxes happens asynchronously afterwards; use WaitForMessages.
+func (s *Stack) Deliver(t testing.TB, from string, to []string, raw []byte) {
+	t.Helper()
+	if err := s.deliver(from, to, raw); err != nil {
+		t.Fatalf("e2e: deliver from %s to %v: %v", from, to, err)
+	}
+}
+
+func (s *Stack) deliver(from string, to []string, raw []byte) error {
+	conn, err := net.DialTimeout("tcp", s.SMTPAddr(), ioTimeout)
+	if err != nil {
+		return fmt.Errorf("dial smtp: %w", err)
+	}
+	c := smtp.NewClient(conn)
+	defer c.Close()
+	c.CommandTimeout = ioTimeout
+	c.SubmissionTimeout = ioTimeout
+	if err := c.SendMail(from, to, bytes.NewReader(raw)); err != nil {
+		return err
+	}
+	if err := c.Quit(); err != nil {
+		return fmt.Errorf("quit: %w", err)
+	}
+	return nil
+}
+
+// IMAP returns a client logged in as user over STARTTLS (verified against the
+// stack's CA), with no mailbox selected. It is logged out and closed when the
+// test ends.
+func (s *Stack) IMAP(t testing.TB, user string) *imapclient.Client {
+	t.Helper()
+	c, err := s.dialIMAP(t, user)
+	if err != nil {
+		t.Fatalf("e2e: imap login %s: %v", user, err)
+	}
+	t.Cleanup(func() {
+		// The server may be gone (RestartDovecot); errors don't matter here.
+		_ = c.Logout().Wait()
+		_ = c.Close()
+	})
+	return c
+}
+
+func (s *Stack) dialIMAP(t testing.TB, user string) (*imapclient.Client, error) {
+	t.Helper()
+	pass := s.Password(t, user)
+	c, err := imapclient.DialStartTLS(s.IMAPAddr(), &imapclient.Options{
+		TLSConfig: s.TLSConfig(t),
+		Dialer:    &net.Dialer{Timeout: ioTimeout},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", s.IMAPAddr(), err)
+	}
+	if err := c.Login(user, pass).Wait(); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("login: %w", err)
+	}
+	return c, nil
+}
+
+// WaitForMessages polls STATUS until mailbox of user holds at least n
+// messages, and fails the test with the last count it saw once timeout has
+// passed. It waits for an asynchronous delivery; it asserts nothing about
+// speed.
+func (s *Stack) WaitForMessages(t testing.TB, user, mailbox string, n int, timeout time.Duration) {
+	t.Helper()
+	c := s.IMAP(t, user)
+	deadline := time.Now().Add(timeout)
+	var (
+		got     uint32
+		lastErr error
+	)
+	for {
+		data, err := c.Status(mailbox, &imap.StatusOptions{NumMessages: true}).Wait()
+		lastErr = err
+		if err == nil && data.NumMessages != nil {
+			got = *data.NumMessages
+			if int(got) >= n {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if lastErr != nil {
+		t.Fatalf("e2e: %s %s: got error %v after %v, want ≥ %d messages", user, mailbox, lastErr, timeout, n)
+	}
+	t.Fatalf("e2e: %s %s: got %d messages after %v, want ≥ %d", user, mailbox, got, timeout, n)
+}
+
+// ResetMailbox makes mailbox of user exist and be empty: it creates a
+// missing mailbox and expunges every message of an existing one.
+func (s *Stack) ResetMailbox(t testing.TB, user, mailbox string) {
+	t.Helper()
+	c, err := s.dialIMAP(t, user)
+	if err != nil {
+		t.Fatalf("e2e: reset %s %s: %v", user, mailbox, err)
+	}
+	defer func() {
+		_ = c.Logout().Wait()
+		_ = c.Close()
+	}()
+	if err := resetMailbox(c, mailbox); err != nil {
+		t.Fatalf("e2e: reset %s %s: %v", user, mailbox, err)
+	}
+}
+
+func resetMailbox(c *imapclient.Client, mailbox string) error {
+	sel, err := c.Select(mailbox, nil).Wait()
+	if err != nil {
+		// Dovecot 2.3 answers a missing mailbox with a plain NO (no
+		// NONEXISTENT code), so try to create it and report the SELECT
+		// error if that fails too.
+		if cerr := c.Create(mailbox, nil).Wait(); cerr != nil {
+			return fmt.Errorf("select: %w (create: %v)", err, cerr)
+		}
+		return nil
+	}
+	if sel.NumMessages > 0 {
+		all := imap.SeqSet{}
+		all.AddRange(1, 0) // 1:*
+		store := &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagDeleted}}
+		if err := c.Store(all, store, nil).Close(); err != nil {
+			return fmt.Errorf("store \\Deleted: %w", err)
+		}
+		if err := c.Expunge().Close(); err != nil {
+			return fmt.Errorf("expunge: %w", err)
+		}
+	}
+	if err := c.Unselect().Wait(); err != nil {
+		return fmt.Errorf("unselect: %w", err)
+	}
+	return nil
+}
+
+// Append stores raw in mailbox of user (which must exist) with the given
+// flags and returns its UID.
+func (s *Stack) Append(t testing.TB, user, mailbox string, raw []byte, flags ...imap.Flag) imap.UID {
+	t.Helper()
+	c := s.IMAP(t, user)
+	uid, err := appendMessage(c, mailbox, raw, &imap.AppendOptions{Flags: flags})
+	if err != nil {
+		t.Fatalf("e2e: append to %s %s: %v", user, mailbox, err)
+	}
+	return uid
+}
+
+func appendMessage(c *imapclient.Client, mailbox string, raw []byte, opts *imap.AppendOptions) (imap.UID, error) {
+	cmd := c.Append(mailbox, int64(len(raw)), opts)
+	if _, err := cmd.Write(raw); err != nil {
+		_ = cmd.Close()
+		return 0, fmt.Errorf("write literal: %w", err)
+	}
+	if err := cmd.Close(); err != nil {
+		return 0, fmt.Errorf("close literal: %w", err)
+	}
+	data, err := cmd.Wait()
+	if err != nil {
+		return 0, err
+	}
+	if data.UID == 0 {
+		return 0, errors.New("server sent no APPENDUID")
+	}
+	return data.UID, nil
+}
+
+// RestartDovecot stops and starts Dovecot (scripts/e2e-stack.sh
+// restart-dovecot), keeping all mail. Every IMAP connection is cut; use it
+// to test reconnects. It first waits until no other test binary uses the
+// stack (see the stack lock), so it may block while other packages' tests
+// run. It needs the same rights as starting the stack (root).
+func (s *Stack) RestartDovecot(t testing.TB) {
+	t.Helper()
+	script := filepath.Join(RepoRoot(t), "scripts", "e2e-stack.sh")
+	withExclusiveLock(t, s.Dir, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "bash", script, "restart-dovecot", s.Dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("e2e: %s restart-dovecot: %v\n%s", script, err, out)
+		}
+	})
+}
+
+// WaitForMessageID polls mailbox of user until a message whose Message-ID
+// header contains messageID (without angle brackets) is there, and returns
+// its UID. It fails the test once timeout has passed. Unlike
+// WaitForMessages it is not confused by mail other tests deliver to the
+// same account at the same time.
+func (s *Stack) WaitForMessageID(t testing.TB, user, mailbox, messageID string, timeout time.Duration) imap.UID {
+	t.Helper()
+	c := s.IMAP(t, user)
+	if _, err := c.Select(mailbox, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
+		t.Fatalf("e2e: examine %s %s: %v", user, mailbox, err)
+	}
+	criteria := &imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "Message-ID", Value: messageID}}}
+	deadline := time.Now().Add(timeout)
+	for {
+		// NOOP lets the server report mail delivered since the last poll.
+		if err := c.Noop().Wait(); err != nil {
+			t.Fatalf("e2e: noop %s %s: %v", user, mailbox, err)
+		}
+		data, err := c.UIDSearch(criteria, nil).Wait()
+		if err != nil {
+			t.Fatalf("e2e: search %s %s for Message-ID %s: %v", user, mailbox, messageID, err)
+		}
+		if uids := data.AllUIDs(); len(uids) > 0 {
+			return uids[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("e2e: %s %s: got no message with Message-ID %s after %v, want one", user, mailbox, messageID, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,306 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/mailagent/mailagent/internal/mail"
+)
+
+// threadAgreementMin is the share of messages whose whole thread must be
+// composed identically by Dovecot and by mail.Threader. The accepted
+// differences are explained in TestThreadingAgreesWithDovecot.
+const threadAgreementMin = 0.99
+
+// hamFolders are the SpamAssassin folders holding real mailing-list threads.
+var hamFolders = []string{"easy-ham-1", "easy-ham-2", "hard-ham-1"}
+
+type corpusMessage struct {
+	path string
+	raw  []byte // CRLF, mbox envelope stripped
+}
+
+func loadHam(t *testing.T) []corpusMessage {
+	t.Helper()
+	root := filepath.Join(CorpusDir(t), "spamassassin")
+	var msgs []corpusMessage
+	for _, folder := range hamFolders {
+		dir := filepath.Join(root, folder)
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Skipf("corpus folder %s not readable: %v", dir, err)
+		}
+		for _, e := range entries {
+			if !e.Type().IsRegular() {
+				continue
+			}
+			p := filepath.Join(dir, e.Name())
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatalf("read %s: %v", p, err)
+			}
+			msgs = append(msgs, corpusMessage{path: filepath.Join(folder, e.Name()), raw: CRLF(StripMboxFrom(b))})
+		}
+	}
+	return msgs
+}
+
+// appendAll appends msgs to mailbox over a few parallel connections and
+// returns the UID of each message, by index.
+func appendAll(t *testing.T, s *Stack, user, mailbox string, msgs []corpusMessage) []imap.UID {
+	t.Helper()
+	const workers = 4
+	uids := make([]imap.UID, len(msgs))
+	clients := make([]*imapclient.Client, workers)
+	for i := range clients {
+		clients[i] = s.IMAP(t, user)
+	}
+	var g errgroup.Group
+	for w, c := range clients {
+		g.Go(func() error {
+			for i := w; i < len(msgs); i += workers {
+				uid, err := appendMessage(c, mailbox, msgs[i].raw, nil)
+				if err != nil {
+					return fmt.Errorf("append %s: %w", msgs[i].path, err)
+				}
+				uids[i] = uid
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return uids
+}
+
+// flatten returns every UID of one THREAD response tree.
+func flatten(td imapclient.ThreadData, into []imap.UID) []imap.UID {
+	for _, n := range td.Chain {
+		into = append(into, imap.UID(n))
+	}
+	for _, sub := range td.SubThreads {
+		into = append(into, flattenAll(sub)...)
+	}
+	return into
+}
+
+func flattenAll(td imapclient.ThreadData) []imap.UID { return flatten(td, nil) }
+
+// partition maps each UID to a canonical key of its thread: the sorted UID
+// list of the whole thread, so two partitions compare key by key.
+type partition map[imap.UID]string
+
+func partitionOf(threads [][]imap.UID) partition {
+	p := make(partition)
+	for _, th := range threads {
+		th = slices.Clone(th)
+		slices.Sort(th)
+		key := fmt.Sprint(th)
+		for _, uid := range th {
+			p[uid] = key
+		}
+	}
+	return p
+}
+
+// coThreadedPairs counts unordered pairs of messages that share a thread.
+func coThreadedPairs(p partition) map[[2]imap.UID]bool {
+	groups := make(map[string][]imap.UID)
+	for uid, k := range p {
+		groups[k] = append(groups[k], uid)
+	}
+	pairs := make(map[[2]imap.UID]bool)
+	for _, g := range groups {
+		slices.Sort(g)
+		for i := range g {
+			for j := i + 1; j < len(g); j++ {
+				pairs[[2]imap.UID{g[i], g[j]}] = true
+			}
+		}
+	}
+	return pairs
+}
+
+// TestThreadingAgreesWithDovecot appends the SpamAssassin ham (4,150 real
+// messages with mailing-list threads) to a fresh mailbox, asks Dovecot for
+// UID THREAD REFERENCES, and compares Dovecot's partition into threads with
+// mail.Threader's.
+//
+// Known, accepted differences (mail.Threader's doc comment explains the
+// choices on our side):
+//   - RFC 5256 makes a reply whose ancestors are all missing a root and
+//     merges dummy roots by the subject of their first child; Dovecot does
+//     both, so its grouping depends on which messages are present. Our
+//     threads only ever merge as messages arrive.
+//   - Dovecot treats a repeated Message-ID as a message without one (RFC
+//     5256 step 1A); we treat both copies as the same message.
+//   - Dovecot's base subject (RFC 5256 section 2.1, with its own list-tag
+//     handling) may differ from mail.SubjectKey in corner cases, which
+//     decides which roots merge by subject.
+//   - Dovecot sorts by the Date header, falling back to INTERNALDATE; that
+//     only orders threads and siblings and does not change membership,
+//     which is all this test compares.
+func TestThreadingAgreesWithDovecot(t *testing.T) {
+	s := Require(t)
+	msgs := loadHam(t)
+	const mailbox = "threading-ham"
+
+	start := time.Now()
+	s.ResetMailbox(t, Corpus, mailbox)
+	uids := appendAll(t, s, Corpus, mailbox, msgs)
+	t.Logf("appended %d messages in %v", len(msgs), time.Since(start).Round(time.Millisecond))
+
+	c := s.IMAP(t, Corpus)
+	if _, err := c.Select(mailbox, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
+		t.Fatalf("examine %s: %v", mailbox, err)
+	}
+	start = time.Now()
+	data, err := c.UIDThread(&imapclient.ThreadOptions{
+		Algorithm:      imap.ThreadReferences,
+		SearchCriteria: &imap.SearchCriteria{},
+	}).Wait()
+	if err != nil {
+		t.Fatalf("UID THREAD REFERENCES: %v", err)
+	}
+	t.Logf("dovecot threaded in %v", time.Since(start).Round(time.Millisecond))
+	var dovecotThreads [][]imap.UID
+	for _, td := range data {
+		dovecotThreads = append(dovecotThreads, flattenAll(td))
+	}
+	dovecot := partitionOf(dovecotThreads)
+	if got, want := len(dovecot), len(msgs); got != want {
+		t.Fatalf("got %d messages in Dovecot's threads, want %d", got, want)
+	}
+
+	// Our side: parse what we appended, thread it, group UIDs by thread id.
+	start = time.Now()
+	th := mail.NewThreader()
+	parsed := make([]*mail.Message, len(msgs))
+	for i, m := range msgs {
+		parsed[i] = mail.Parse(m.raw)
+		th.Add(mail.InputOf(parsed[i]))
+	}
+	byThread := make(map[string][]imap.UID)
+	for i, m := range parsed {
+		id := th.ThreadID(m.MessageID)
+		if id == "" {
+			t.Fatalf("ThreadID(%q) of %s: got \"\", want the id of a thread", m.MessageID, msgs[i].path)
+		}
+		byThread[id] = append(byThread[id], uids[i])
+	}
+	t.Logf("mail.Threader parsed and threaded in %v", time.Since(start).Round(time.Millisecond))
+	var ourThreads [][]imap.UID
+	for _, g := range byThread {
+		ourThreads = append(ourThreads, g)
+	}
+	ours := partitionOf(ourThreads)
+
+	// Messages whose whole thread is composed identically.
+	same := 0
+	for uid, k := range dovecot {
+		if ours[uid] == k {
+			same++
+		}
+	}
+	msgShare := float64(same) / float64(len(msgs))
+
+	// Co-threaded pairs: agreement = |both| / |either|.
+	dp, op := coThreadedPairs(dovecot), coThreadedPairs(ours)
+	both := 0
+	for p := range dp {
+		if op[p] {
+			both++
+		}
+	}
+	either := len(dp) + len(op) - both
+	pairShare := 1.0
+	if either > 0 {
+		pairShare = float64(both) / float64(either)
+	}
+
+	// Threads found identically by both.
+	dKeys, oKeys := keySet(dovecot), keySet(ours)
+	sameThreads := 0
+	for k := range dKeys {
+		if oKeys[k] {
+			sameThreads++
+		}
+	}
+	t.Logf("threads: Dovecot %d, ours %d, identical %d", len(dKeys), len(oKeys), sameThreads)
+	t.Logf("messages in identically composed threads: %d/%d (%.2f%%)", same, len(msgs), 100*msgShare)
+	t.Logf("co-threaded pairs: Dovecot %d, ours %d, both %d (agreement %.2f%%)", len(dp), len(op), both, 100*pairShare)
+
+	if msgShare < threadAgreementMin {
+		t.Errorf("got %.2f%% of messages in identically composed threads, want ≥ %.0f%%", 100*msgShare, 100*threadAgreementMin)
+	}
+	if msgShare < 1 {
+		logDisagreements(t, dovecot, ours, uids, parsed, msgs, 10)
+	}
+}
+
+func keySet(p partition) map[string]bool {
+	ks := make(map[string]bool)
+	for _, k := range p {
+		ks[k] = true
+	}
+	return ks
+}
+
+// logDisagreements prints up to limit threads on which the partitions
+// differ, as Dovecot's thread beside ours, with each message's subject and
+// ids so the cause can be read off.
+func logDisagreements(t *testing.T, dovecot, ours partition, uids []imap.UID, parsed []*mail.Message, msgs []corpusMessage, limit int) {
+	t.Helper()
+	index := make(map[imap.UID]int, len(uids))
+	for i, uid := range uids {
+		index[uid] = i
+	}
+	var diffKeys []string
+	seen := make(map[string]bool)
+	for uid, k := range dovecot {
+		if ours[uid] != k && !seen[k] {
+			seen[k] = true
+			diffKeys = append(diffKeys, k)
+		}
+	}
+	sort.Strings(diffKeys)
+	t.Logf("%d of Dovecot's threads differ from ours; the first %d:", len(diffKeys), min(limit, len(diffKeys)))
+	for n, k := range diffKeys {
+		if n == limit {
+			break
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "disagreement %d: Dovecot thread %s\n", n+1, k)
+		var members []imap.UID
+		for uid, dk := range dovecot {
+			if dk == k {
+				members = append(members, uid)
+			}
+		}
+		slices.Sort(members)
+		for _, uid := range members {
+			m := parsed[index[uid]]
+			fmt.Fprintf(&b, "  uid %d %s subject=%q id=%q irt=%v refs=%v\n    our thread: %s\n",
+				uid, msgs[index[uid]].path, m.Subject, m.MessageID, m.InReplyTo, lastN(m.References, 3), ours[uid])
+		}
+		t.Log(b.String())
+	}
+}
+
+func lastN(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}

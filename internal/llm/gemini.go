@@ -1,0 +1,347 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/genai"
+)
+
+// DefaultCallTimeout bounds one Gemini call when GeminiConfig.CallTimeout is
+// zero.
+const DefaultCallTimeout = 60 * time.Second
+
+// GeminiConfig configures a Gemini model.
+type GeminiConfig struct {
+	// APIKey authenticates with the Gemini API. Required. It is sent in the
+	// x-goog-api-key header and never appears in errors.
+	APIKey string
+	// Model is the model name, e.g. "gemini-2.5-flash". Required.
+	Model string
+	// BaseURL overrides the API endpoint (tests point it at geminitest).
+	// Empty means the SDK default.
+	BaseURL string
+	// HTTPClient is used for requests; nil means a default client. It is
+	// copied, never modified.
+	HTTPClient *http.Client
+	// CallTimeout bounds each call; zero means DefaultCallTimeout.
+	CallTimeout time.Duration
+}
+
+// Gemini is a Model backed by the Gemini API through google.golang.org/genai.
+// It is safe for concurrent use. It makes exactly one HTTP request per
+// Generate call: retries belong to WithRetry.
+type Gemini struct {
+	client  *genai.Client
+	model   string
+	timeout time.Duration
+	secret  string
+}
+
+// NewGemini builds a Gemini model. It does not contact the server.
+func NewGemini(ctx context.Context, cfg GeminiConfig) (*Gemini, error) {
+	if cfg.APIKey == "" {
+		return nil, errors.New("gemini: api key is empty")
+	}
+	if cfg.Model == "" {
+		return nil, errors.New("gemini: model is empty")
+	}
+	if cfg.CallTimeout < 0 {
+		return nil, fmt.Errorf("gemini: negative call timeout %s", cfg.CallTimeout)
+	}
+	timeout := cfg.CallTimeout
+	if timeout == 0 {
+		timeout = DefaultCallTimeout
+	}
+	// Copy the caller's client and wrap its transport, so Retry-After
+	// headers (which genai's APIError drops) can be read.
+	hc := &http.Client{}
+	if cfg.HTTPClient != nil {
+		*hc = *cfg.HTTPClient
+	}
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = &headerTransport{base: base}
+
+	client, err := genai.NewClient(ctx, &genai.ClientConfig{
+		APIKey:      cfg.APIKey,
+		Backend:     genai.BackendGeminiAPI,
+		HTTPClient:  hc,
+		HTTPOptions: genai.HTTPOptions{BaseURL: cfg.BaseURL},
+	})
+	if err != nil {
+		return nil, redact(fmt.Errorf("gemini: new client: %w", err), cfg.APIKey)
+	}
+	return &Gemini{client: client, model: cfg.Model, timeout: timeout, secret: cfg.APIKey}, nil
+}
+
+// Generate makes one generateContent call. HTTP failures are *APIError;
+// empty or blocked answers are *ResponseError; an expired per-call timeout
+// wraps context.DeadlineExceeded.
+func (g *Gemini) Generate(ctx context.Context, req Request) (*Response, error) {
+	cfg := &genai.GenerateContentConfig{
+		Temperature:     req.Temperature,
+		MaxOutputTokens: req.MaxOutputTokens,
+		// One call, one request: no hidden continuation hops.
+		AutomaticContinuation: new(false),
+	}
+	if req.System != "" {
+		cfg.SystemInstruction = genai.NewContentFromText(req.System, genai.RoleUser)
+	}
+	if req.Schema != nil {
+		s, err := toGenaiSchema(req.Schema, "$")
+		if err != nil {
+			return nil, fmt.Errorf("gemini: %w", err)
+		}
+		cfg.ResponseMIMEType = "application/json"
+		cfg.ResponseSchema = s
+	}
+	contents := []*genai.Content{genai.NewContentFromText(req.Prompt, genai.RoleUser)}
+
+	meta := &callMeta{}
+	callCtx, cancel := context.WithTimeout(context.WithValue(ctx, callMetaKey{}, meta), g.timeout)
+	defer cancel()
+
+	resp, err := g.client.Models.GenerateContent(callCtx, g.model, contents, cfg)
+	if err != nil {
+		return nil, g.wrapErr(ctx, callCtx, err, meta)
+	}
+	return g.toResponse(resp)
+}
+
+func (g *Gemini) toResponse(resp *genai.GenerateContentResponse) (*Response, error) {
+	var usage Usage
+	if u := resp.UsageMetadata; u != nil {
+		usage = Usage{PromptTokens: u.PromptTokenCount, OutputTokens: u.CandidatesTokenCount, TotalTokens: u.TotalTokenCount}
+	}
+	if pf := resp.PromptFeedback; pf != nil && pf.BlockReason != "" {
+		return nil, &ResponseError{Blocked: true, Reason: string(pf.BlockReason), Message: pf.BlockReasonMessage, Usage: usage}
+	}
+	if len(resp.Candidates) == 0 || resp.Candidates[0] == nil {
+		return nil, &ResponseError{Reason: "no candidates", Usage: usage}
+	}
+	c := resp.Candidates[0]
+	if blockedFinish(c.FinishReason) {
+		return nil, &ResponseError{Blocked: true, Reason: string(c.FinishReason), Message: c.FinishMessage, Usage: usage}
+	}
+	var b strings.Builder
+	if c.Content != nil {
+		for _, p := range c.Content.Parts {
+			if p != nil && !p.Thought {
+				b.WriteString(p.Text)
+			}
+		}
+	}
+	if strings.TrimSpace(b.String()) == "" {
+		return nil, &ResponseError{Reason: string(c.FinishReason), Message: c.FinishMessage, Usage: usage}
+	}
+	model := resp.ModelVersion
+	if model == "" {
+		model = g.model
+	}
+	return &Response{Text: b.String(), Usage: usage, Model: model, FinishReason: string(c.FinishReason)}, nil
+}
+
+// blockedFinish reports finish reasons that mean the provider withheld or
+// cut the answer for policy reasons.
+func blockedFinish(r genai.FinishReason) bool {
+	switch r {
+	case genai.FinishReasonSafety, genai.FinishReasonRecitation, genai.FinishReasonLanguage,
+		genai.FinishReasonBlocklist, genai.FinishReasonProhibitedContent, genai.FinishReasonSPII,
+		genai.FinishReasonImageSafety, genai.FinishReasonImageProhibitedContent, genai.FinishReasonImageRecitation:
+		return true
+	}
+	return false
+}
+
+// wrapErr turns a genai error into *APIError or a wrapped transport error,
+// with the API key redacted.
+func (g *Gemini) wrapErr(parent, callCtx context.Context, err error, meta *callMeta) error {
+	var ge genai.APIError
+	var gp *genai.APIError
+	switch {
+	case errors.As(err, &ge):
+	case errors.As(err, &gp) && gp != nil:
+		ge = *gp
+	default:
+		if parent.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+			return redact(fmt.Errorf("gemini generate: call timed out after %s: %w", g.timeout, err), g.secret)
+		}
+		return redact(fmt.Errorf("gemini generate: %w", err), g.secret)
+	}
+	code := ge.Code
+	if code == 0 {
+		code = meta.status()
+	}
+	ae := &APIError{
+		StatusCode: code,
+		Status:     ge.Status,
+		Message:    strings.ReplaceAll(ge.Message, g.secret, "[REDACTED]"),
+		RetryAfter: meta.retryAfter(),
+	}
+	if ae.RetryAfter == 0 {
+		ae.RetryAfter = retryInfoDelay(ge.Details)
+	}
+	return ae
+}
+
+// retryInfoDelay reads google.rpc.RetryInfo.retryDelay ("37s", "1.5s")
+// from an error's details.
+func retryInfoDelay(details []map[string]any) time.Duration {
+	for _, d := range details {
+		if t, _ := d["@type"].(string); !strings.HasSuffix(t, "google.rpc.RetryInfo") {
+			continue
+		}
+		s, _ := d["retryDelay"].(string)
+		if !strings.HasSuffix(s, "s") {
+			continue
+		}
+		if v, err := time.ParseDuration(s); err == nil && v > 0 {
+			return v
+		}
+	}
+	return 0
+}
+
+// redact hides secret in err's text. Errors that do not mention it pass
+// through unchanged.
+func redact(err error, secret string) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	re := &redactedError{msg: strings.ReplaceAll(err.Error(), secret, "[REDACTED]"), temporary: IsTemporary(err)}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		re.ctxErr = context.DeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		re.ctxErr = context.Canceled
+	}
+	return re
+}
+
+// callMeta collects HTTP details of one call that genai does not surface.
+type callMeta struct {
+	mu    sync.Mutex
+	code  int
+	after time.Duration
+}
+
+func (m *callMeta) status() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.code
+}
+
+func (m *callMeta) retryAfter() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.after
+}
+
+type callMetaKey struct{}
+
+// headerTransport records the status and Retry-After header of failed
+// responses into the request context's callMeta. Hand-rolled because
+// genai.APIError carries no response headers.
+type headerTransport struct {
+	base http.RoundTripper
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.StatusCode < 400 {
+		return resp, err
+	}
+	if m, ok := req.Context().Value(callMetaKey{}).(*callMeta); ok {
+		d := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		m.mu.Lock()
+		m.code = resp.StatusCode
+		m.after = d
+		m.mu.Unlock()
+	}
+	return resp, nil
+}
+
+// parseRetryAfter reads an RFC 9110 Retry-After value: delay-seconds or an
+// HTTP-date. Invalid or past values give 0.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 || n > int64(24*time.Hour/time.Second) {
+			return 0
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// toGenaiSchema maps the provider-neutral schema onto genai.Schema.
+func toGenaiSchema(s *Schema, path string) (*genai.Schema, error) {
+	if s == nil {
+		return nil, nil
+	}
+	out := &genai.Schema{
+		Description:      s.Description,
+		Enum:             s.Enum,
+		Required:         s.Required,
+		PropertyOrdering: s.PropertyOrdering,
+		MinItems:         s.MinItems,
+		MaxItems:         s.MaxItems,
+		Minimum:          s.Minimum,
+		Maximum:          s.Maximum,
+		MaxLength:        s.MaxLength,
+	}
+	switch s.Type {
+	case "object":
+		out.Type = genai.TypeObject
+	case "array":
+		out.Type = genai.TypeArray
+	case "string":
+		out.Type = genai.TypeString
+	case "number":
+		out.Type = genai.TypeNumber
+	case "integer":
+		out.Type = genai.TypeInteger
+	case "boolean":
+		out.Type = genai.TypeBoolean
+	default:
+		return nil, fmt.Errorf("schema %s: unsupported type %q", path, s.Type)
+	}
+	if s.Items != nil {
+		items, err := toGenaiSchema(s.Items, path+"[]")
+		if err != nil {
+			return nil, err
+		}
+		out.Items = items
+	}
+	if len(s.Properties) > 0 {
+		out.Properties = make(map[string]*genai.Schema, len(s.Properties))
+		for name, p := range s.Properties {
+			ps, err := toGenaiSchema(p, path+"."+name)
+			if err != nil {
+				return nil, err
+			}
+			out.Properties[name] = ps
+		}
+	}
+	for _, r := range s.Required {
+		if _, ok := s.Properties[r]; !ok {
+			return nil, fmt.Errorf("schema %s: required property %q is not defined", path, r)
+		}
+	}
+	return out, nil
+}

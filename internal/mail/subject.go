@@ -1,0 +1,225 @@
+package mail
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Reply and forward prefixes recognised in subjects, lower case. RFC 5256
+// only names "re", "fw" and "fwd"; the rest are what localised clients
+// (Outlook, Thunderbird, Apple Mail, Gmail) write in place of them.
+var (
+	replyPrefixes = []string{
+		"re", "aw", "sv", "antw", "antwort", "rif", "réf", "odp", "vá", "ynt",
+		"res", "atb", "vs", "回复", "答复", "回覆", "απ", "σχετ", "отв", "השב",
+	}
+	forwardPrefixes = []string{
+		"fwd", "fw", "wg", "tr", "enc", "rv", "pd", "doorst", "vb", "vl", "fs",
+		"továbbítás", "转发", "轉寄", "πρθ", "пересл", "הועבר",
+	}
+)
+
+// BaseSubject returns the RFC 5256 §2.1 base subject: reply and forward
+// prefixes (including the localised ones above and counters such as
+// "Re[2]:"), leading "[list-tag]" blobs, trailing "(fwd)" and "[fwd: …]"
+// wrappers removed, repeatedly, and whitespace collapsed. Case is kept; use
+// SubjectKey to compare.
+func BaseSubject(s string) string {
+	b, _ := baseSubject(s)
+	return b
+}
+
+// SubjectKey is the comparison form of BaseSubject: lower case. Threading
+// merges roots whose SubjectKey is equal and non-empty.
+func SubjectKey(s string) string {
+	return strings.ToLower(BaseSubject(s))
+}
+
+// IsReplySubject reports whether extracting the base subject removed a reply
+// or forward marker (RFC 5256 calls such a subject "a reply or forward").
+func IsReplySubject(s string) bool {
+	_, r := baseSubject(s)
+	return r
+}
+
+// ReplySubject returns the subject of a reply to a message with subject s:
+// "Re: " and s without its leading reply prefixes, so replies never stack
+// ("Re: Re:", "RE: AW:" → one "Re: "). A list tag in front of a prefix
+// ("[list] Re: x") is kept after the new prefix ("Re: [list] x").
+// Forward prefixes are kept: a reply to "Fwd: x" is "Re: Fwd: x".
+func ReplySubject(s string) string {
+	s = collapseSpace(s)
+	for {
+		if n := matchPrefix(s, replyPrefixes); n > 0 {
+			s = strings.TrimLeft(s[n:], " ")
+			continue
+		}
+		if strings.HasPrefix(s, "[") {
+			if end := strings.IndexByte(s, ']'); end > 0 {
+				tag := s[:end+1]
+				after := strings.TrimLeft(s[end+1:], " ")
+				if n := matchPrefix(after, replyPrefixes); n > 0 {
+					s = tag + " " + strings.TrimLeft(after[n:], " ")
+					continue
+				}
+			}
+		}
+		break
+	}
+	if s == "" {
+		return "Re:"
+	}
+	return "Re: " + s
+}
+
+func baseSubject(s string) (base string, reply bool) {
+	s = collapseSpace(s)
+	for {
+		// (2) trailers.
+		for {
+			t := strings.TrimRight(s, " ")
+			if len(t) >= 5 && strings.EqualFold(t[len(t)-5:], "(fwd)") {
+				t = t[:len(t)-5]
+				reply = true
+			}
+			if t == s {
+				break
+			}
+			s = t
+		}
+		// (3)/(4) leaders, repeated until nothing changes.
+		for {
+			n, r := leaderLen(s)
+			if n == 0 {
+				break
+			}
+			s = strings.TrimLeft(s[n:], " ")
+			reply = reply || r
+		}
+		// (5) "[fwd: …]".
+		if len(s) > 6 && strings.EqualFold(s[:5], "[fwd:") && s[len(s)-1] == ']' {
+			s = strings.TrimSpace(s[5 : len(s)-1])
+			reply = true
+			continue
+		}
+		return s, reply
+	}
+}
+
+// leaderLen returns the length of a removable leader at the start of s: blobs
+// followed by a reply/forward prefix (reply=true), or a lone blob when text
+// remains after it.
+func leaderLen(s string) (n int, reply bool) {
+	pos := 0
+	firstBlobEnd := 0
+	for pos < len(s) && s[pos] == '[' {
+		end := strings.IndexAny(s[pos+1:], "[]")
+		if end < 0 || s[pos+1+end] != ']' {
+			break
+		}
+		pos += end + 2
+		for pos < len(s) && s[pos] == ' ' {
+			pos++
+		}
+		if firstBlobEnd == 0 {
+			firstBlobEnd = pos
+		}
+	}
+	if m := matchPrefix(s[pos:], replyPrefixes); m > 0 {
+		return pos + m, true
+	}
+	if m := matchPrefix(s[pos:], forwardPrefixes); m > 0 {
+		return pos + m, true
+	}
+	if firstBlobEnd > 0 && strings.TrimSpace(s[firstBlobEnd:]) != "" {
+		return firstBlobEnd, false
+	}
+	return 0, false
+}
+
+// matchPrefix matches `prefix *WSP [counter] *WSP ":"` at the start of s,
+// case-insensitively, and returns its length (0 for no match). counter is
+// "[n]", "(n)", "^n", "n" or an RFC 5256 subj-blob.
+func matchPrefix(s string, prefixes []string) int {
+	for _, p := range prefixes {
+		if len(s) < len(p)+1 || !strings.EqualFold(s[:len(p)], p) {
+			continue
+		}
+		i := len(p)
+		// Not a prefix when the word goes on ("Reuters:", "Fwdx:").
+		if r, _ := utf8.DecodeRuneInString(s[i:]); isWordRune(r) && !(r >= '0' && r <= '9') {
+			continue
+		}
+		i = skipSpaces(s, i)
+		switch {
+		case i < len(s) && s[i] == '[':
+			if end := strings.IndexByte(s[i:], ']'); end > 0 && !strings.ContainsRune(s[i+1:i+end], '[') {
+				i += end + 1
+			}
+		case i < len(s) && s[i] == '(':
+			if end := strings.IndexByte(s[i:], ')'); end > 0 && isDigits(s[i+1:i+end]) {
+				i += end + 1
+			}
+		case i < len(s) && s[i] == '^':
+			j := i + 1
+			for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+				j++
+			}
+			i = j
+		default:
+			for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+				i++
+			}
+		}
+		i = skipSpaces(s, i)
+		if strings.HasPrefix(s[i:], ":") {
+			return i + 1
+		}
+		if strings.HasPrefix(s[i:], "：") { // full-width colon
+			return i + len("：")
+		}
+	}
+	return 0
+}
+
+func isWordRune(r rune) bool {
+	return r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= 0x80 && r != utf8.RuneError && r != '：'
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func skipSpaces(s string, i int) int {
+	for i < len(s) && s[i] == ' ' {
+		i++
+	}
+	return i
+}
+
+// collapseSpace turns every run of whitespace into one space and trims.
+func collapseSpace(s string) string {
+	clean := true
+	prevSpace := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		sp := c == ' ' || c == '\t' || c == '\r' || c == '\n'
+		if sp && (c != ' ' || prevSpace) {
+			clean = false
+			break
+		}
+		prevSpace = sp
+	}
+	if clean && !prevSpace {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,295 @@
+package mail
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ThreadInput is what the Threader needs to know about one message.
+type ThreadInput struct {
+	MessageID  string
+	InReplyTo  []string
+	References []string
+	Subject    string
+	Date       time.Time
+}
+
+// InputOf returns the ThreadInput of a parsed message. A nil message gives
+// the zero ThreadInput.
+func InputOf(m *Message) ThreadInput {
+	if m == nil {
+		return ThreadInput{}
+	}
+	return ThreadInput{
+		MessageID:  m.MessageID,
+		InReplyTo:  m.InReplyTo,
+		References: m.References,
+		Subject:    m.Subject,
+		Date:       m.Date,
+	}
+}
+
+// Threader groups messages into threads with RFC 5256 REFERENCES semantics,
+// in memory. It is safe for concurrent use.
+//
+// Threads are the connected components of a graph whose edges each come
+// from one message alone, so the grouping, and every thread id, depends
+// only on the set of messages added, never on their order:
+//
+//   - Each id in References is linked to the next, and the message to its
+//     last reference; with no References, to the first In-Reply-To id.
+//     Missing parents are dummy nodes. Ids are compared by IDKey. A message
+//     that references itself gets no parent from that reference.
+//   - A message with no parent reference at all is a root in RFC 5256 terms;
+//     roots whose base subjects (SubjectKey) are equal and non-empty are
+//     merged (RFC 5256 step 5), whether or not either subject is a reply.
+//
+// The thread id is "t" plus the first 16 hex digits of the SHA-256 of the
+// smallest root key in the component: the IDKey of a node nothing links a
+// parent to, or "subj:"+SubjectKey for a subject merge. A component with no
+// root (a reference loop) uses its smallest key. Loops never hang and never
+// split a thread.
+//
+// Where this differs from RFC 5256 on purpose: RFC 5256 also subject-merges
+// a root that is a dummy (a missing message) by the subject of its first
+// child, and a reply becomes a root when all its ancestors are missing. Both
+// depend on which messages are present, so a thread could split when a
+// message arrives; threads here only ever merge, which is what lets Add
+// report merged ids that callers relabel. Conflicting References headers
+// are joined rather than resolved by arrival order. Tree shape (which
+// reply-root becomes whose child) is not exposed, so only membership is
+// computed.
+type Threader struct {
+	mu    sync.Mutex
+	index map[string]int32 // key → node
+	nodes []tnode
+	comps map[int32]*tcomp // union-find root → component data
+}
+
+type tnode struct {
+	key       string
+	id        string // message id as added (smallest form when added twice); "" for a dummy or subject node
+	uf        int32  // union-find parent
+	hasParent bool
+}
+
+type tcomp struct {
+	members []int32
+	minRoot string // smallest key of a parentless member, "" if none
+	minAll  string // smallest key of any member
+	tid     string
+	hasMsg  bool
+}
+
+// NewThreader returns an empty Threader.
+func NewThreader() *Threader {
+	return &Threader{index: map[string]int32{}, comps: map[int32]*tcomp{}}
+}
+
+// Add records a message and returns its thread id now, plus the thread ids
+// that were merged into it by this Add (ids callers have seen before on
+// other messages and must relabel to threadID), sorted. Adding the same
+// message id again adds its links, if any are new, and is otherwise a no-op.
+// A message with an empty id is keyed by its subject and date.
+func (t *Threader) Add(in ThreadInput) (threadID string, merged []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+
+	id := NormalizeID(in.MessageID)
+	key := strings.ToLower(id)
+	if key == "" {
+		key = "noid:" + in.Date.UTC().Format(time.RFC3339) + ":" + SubjectKey(in.Subject)
+		id = key
+	}
+	// Parent chain: References, else first In-Reply-To; self-links dropped.
+	var chain []string
+	src := in.References
+	if len(src) == 0 && len(in.InReplyTo) > 0 {
+		src = in.InReplyTo[:1]
+	}
+	for _, r := range src {
+		k := IDKey(r)
+		if k == "" || k == key || (len(chain) > 0 && chain[len(chain)-1] == k) {
+			continue
+		}
+		chain = append(chain, k)
+	}
+
+	// Thread ids visible before this Add, of every component it touches.
+	before := map[string]bool{}
+	look := func(k string) {
+		if n, ok := t.index[k]; ok {
+			if c := t.comps[t.find(n)]; c.hasMsg {
+				before[c.tid] = true
+			}
+		}
+	}
+	look(key)
+	for _, k := range chain {
+		look(k)
+	}
+	subj := ""
+	if len(chain) == 0 {
+		if sk := SubjectKey(in.Subject); sk != "" {
+			subj = "subj:" + sk
+			look(subj)
+		}
+	}
+
+	m := t.node(key)
+	if n := &t.nodes[m]; n.id == "" || id < n.id {
+		n.id = id
+	}
+	mc := t.comps[t.find(m)]
+	if !mc.hasMsg {
+		mc.hasMsg = true
+		t.refresh(t.find(m))
+	}
+	for i, k := range chain {
+		n := t.node(k)
+		if i > 0 {
+			t.union(t.index[chain[i-1]], n)
+			t.setParent(n)
+		}
+	}
+	if len(chain) > 0 {
+		t.union(t.index[chain[len(chain)-1]], m)
+		t.setParent(m)
+	}
+	if subj != "" {
+		t.union(t.node(subj), m)
+	}
+
+	threadID = t.comps[t.find(m)].tid
+	for tid := range before {
+		if tid != threadID {
+			merged = append(merged, tid)
+		}
+	}
+	sort.Strings(merged)
+	return threadID, merged
+}
+
+// ThreadID returns the current thread id of a message added before, or ""
+// for an unknown id.
+func (t *Threader) ThreadID(messageID string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.index[IDKey(messageID)]
+	if !ok || t.nodes[n].id == "" {
+		return ""
+	}
+	return t.comps[t.find(n)].tid
+}
+
+// Groups returns every thread as the ids of its messages (in the form they
+// were added), each group sorted by IDKey and the groups sorted by their
+// first id, so equal partitions compare equal.
+func (t *Threader) Groups() [][]string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out [][]string
+	for _, c := range t.comps {
+		if !c.hasMsg {
+			continue
+		}
+		var g []string
+		for _, n := range c.members {
+			if id := t.nodes[n].id; id != "" {
+				g = append(g, id)
+			}
+		}
+		sort.Slice(g, func(i, j int) bool { return strings.ToLower(g[i]) < strings.ToLower(g[j]) })
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i][0]) < strings.ToLower(out[j][0]) })
+	return out
+}
+
+// node returns the node for key, creating a parentless singleton.
+func (t *Threader) node(key string) int32 {
+	if n, ok := t.index[key]; ok {
+		return n
+	}
+	n := int32(len(t.nodes))
+	t.nodes = append(t.nodes, tnode{key: key, uf: n})
+	t.index[key] = n
+	c := &tcomp{members: []int32{n}, minRoot: key, minAll: key}
+	c.tid = threadHash(key)
+	t.comps[n] = c
+	return n
+}
+
+func (t *Threader) find(n int32) int32 {
+	for t.nodes[n].uf != n {
+		t.nodes[n].uf = t.nodes[t.nodes[n].uf].uf // path halving
+		n = t.nodes[n].uf
+	}
+	return n
+}
+
+func (t *Threader) union(a, b int32) {
+	ra, rb := t.find(a), t.find(b)
+	if ra == rb {
+		return
+	}
+	ca, cb := t.comps[ra], t.comps[rb]
+	if len(ca.members) < len(cb.members) {
+		ra, rb, ca, cb = rb, ra, cb, ca
+	}
+	t.nodes[rb].uf = ra
+	ca.members = append(ca.members, cb.members...)
+	ca.minRoot = minNonEmpty(ca.minRoot, cb.minRoot)
+	ca.minAll = min(ca.minAll, cb.minAll)
+	ca.hasMsg = ca.hasMsg || cb.hasMsg
+	delete(t.comps, rb)
+	t.refresh(ra)
+}
+
+// setParent records that something links a parent to n; n stops being a
+// root key of its component.
+func (t *Threader) setParent(n int32) {
+	if t.nodes[n].hasParent {
+		return
+	}
+	t.nodes[n].hasParent = true
+	r := t.find(n)
+	c := t.comps[r]
+	if c.minRoot == t.nodes[n].key {
+		c.minRoot = ""
+		for _, m := range c.members {
+			if nd := &t.nodes[m]; !nd.hasParent {
+				c.minRoot = minNonEmpty(c.minRoot, nd.key)
+			}
+		}
+		t.refresh(r)
+	}
+}
+
+func (t *Threader) refresh(r int32) {
+	c := t.comps[r]
+	k := c.minRoot
+	if k == "" {
+		k = c.minAll
+	}
+	c.tid = threadHash(k)
+}
+
+func threadHash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "t" + hex.EncodeToString(sum[:8])
+}
+
+func minNonEmpty(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return min(a, b)
+}

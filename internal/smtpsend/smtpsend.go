@@ -1,0 +1,472 @@
+// Package smtpsend submits finished messages to an SMTP server with go-smtp.
+//
+// Contract:
+//
+//   - TLS is always verified (system roots plus an optional CA file).
+//     Plaintext ("insecure") is only allowed to a loopback host; New refuses
+//     anything else with ErrPlaintextNotLoopback, without dialing.
+//   - One connection per Send. Every recipient gets a RCPT; if any RCPT is
+//     refused the transaction is reset and no DATA is sent: a message goes to
+//     all of its recipients or to none.
+//   - Errors from the server or the network are *SendError, classified as
+//     temporary (4xx replies, network failures) or permanent (5xx replies,
+//     TLS verification, configuration). A rejected login (535) also matches
+//     ErrAuth. Cancelling ctx closes the connection and Send returns an error
+//     wrapping ctx's error; whether the server had already accepted the
+//     message is then unknown (the outbox resolves that against Sent).
+//   - The password and OAuth2 token never appear in errors.
+//
+// A Sender holds no connection between calls and is safe for concurrent use.
+package smtpsend
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+)
+
+// Security modes for Options.Security.
+const (
+	SecurityTLS      = "tls"      // implicit TLS from the first byte (port 465)
+	SecurityStartTLS = "starttls" // plaintext, then STARTTLS, which is required (port 587)
+	SecurityInsecure = "insecure" // no TLS at all; loopback hosts only (port 25)
+)
+
+// DefaultTimeout bounds each SMTP command and the dial when Options.Timeout
+// is zero.
+const DefaultTimeout = time.Minute
+
+var (
+	// ErrPlaintextNotLoopback is returned by New for Security "insecure"
+	// with a host that is not loopback.
+	ErrPlaintextNotLoopback = errors.New("plaintext smtp is only allowed to a loopback host")
+	// ErrAuth means the server rejected the credentials (reply 535).
+	ErrAuth = errors.New("smtp authentication failed")
+	// ErrInvalidOptions wraps every validation failure from New.
+	ErrInvalidOptions = errors.New("invalid smtp options")
+)
+
+// Options configures a Sender.
+type Options struct {
+	// Host is the server's host name; it is also the name verified in its
+	// TLS certificate.
+	Host string
+	// Port defaults by Security: 465 for tls, 587 for starttls, 25 for
+	// insecure.
+	Port int
+	// Security is "tls" (the default when empty), "starttls" or "insecure".
+	// "insecure" sends everything, including the password, in clear text and
+	// is refused unless Host is loopback (localhost, 127.0.0.0/8, ::1).
+	Security string
+	// Username enables AUTH. With Password it uses PLAIN (LOGIN when the
+	// server offers only that); with OAuth2Token, XOAUTH2 or OAUTHBEARER.
+	Username string
+	// Password is the account password. It is never included in errors.
+	Password string
+	// OAuth2Token is an OAuth 2 access token; it takes precedence over
+	// Password. It is never included in errors.
+	OAuth2Token string
+	// TLSCAFile is a PEM file of extra CA certificates trusted in addition to
+	// the system roots (for a self-hosted server).
+	TLSCAFile string
+	// TLSConfig, when set, is cloned and used as the base TLS configuration.
+	// Its RootCAs gets TLSCAFile's certificates; ServerName defaults to Host.
+	// Setting InsecureSkipVerify in it disables verification: don't.
+	TLSConfig *tls.Config
+	// Timeout bounds the dial and each SMTP command; DefaultTimeout when zero.
+	Timeout time.Duration
+	// LocalName is the name given in EHLO; "localhost" when empty. With
+	// starttls the EHLO before TLS always says "localhost", so the name is
+	// only revealed inside TLS.
+	LocalName string
+}
+
+// SendError is a failure talking to the server.
+type SendError struct {
+	// Code is the SMTP reply code, or 0 when the failure was not a reply
+	// (network, TLS, protocol).
+	Code int
+	// Temporary reports whether retrying later may succeed: 4xx replies and
+	// network failures are temporary; 5xx replies, TLS verification failures
+	// and protocol or configuration errors are not.
+	Temporary bool
+	// Err is the underlying error, with secrets removed.
+	Err error
+}
+
+// Error implements error.
+func (e *SendError) Error() string {
+	kind := "permanent"
+	if e.Temporary {
+		kind = "temporary"
+	}
+	return fmt.Sprintf("%s smtp failure: %v", kind, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *SendError) Unwrap() error { return e.Err }
+
+// Sender submits mail to one SMTP server.
+type Sender struct {
+	opts      Options
+	addr      string
+	tlsConfig *tls.Config // nil for insecure
+	secrets   []string
+}
+
+// New validates opts and loads TLSCAFile. It does not connect.
+func New(opts Options) (*Sender, error) {
+	opts.Host = strings.TrimSpace(opts.Host)
+	if opts.Host == "" || strings.ContainsAny(opts.Host, " \t\r\n/") {
+		return nil, fmt.Errorf("%w: host %q", ErrInvalidOptions, opts.Host)
+	}
+	opts.Security = strings.ToLower(strings.TrimSpace(opts.Security))
+	defaultPort := 0
+	switch opts.Security {
+	case "", SecurityTLS:
+		opts.Security, defaultPort = SecurityTLS, 465
+	case SecurityStartTLS:
+		defaultPort = 587
+	case SecurityInsecure:
+		if !isLoopback(opts.Host) {
+			return nil, fmt.Errorf("smtp host %q: %w", opts.Host, ErrPlaintextNotLoopback)
+		}
+		defaultPort = 25
+	default:
+		return nil, fmt.Errorf("%w: security %q (want tls, starttls or insecure)", ErrInvalidOptions, opts.Security)
+	}
+	if opts.Port == 0 {
+		opts.Port = defaultPort
+	}
+	if opts.Port < 1 || opts.Port > 65535 {
+		return nil, fmt.Errorf("%w: port %d", ErrInvalidOptions, opts.Port)
+	}
+	if (opts.Password != "" || opts.OAuth2Token != "") && opts.Username == "" {
+		return nil, fmt.Errorf("%w: a password or token needs a username", ErrInvalidOptions)
+	}
+	if strings.ContainsAny(opts.LocalName, " \t\r\n") {
+		return nil, fmt.Errorf("%w: local name %q", ErrInvalidOptions, opts.LocalName)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+
+	s := &Sender{
+		opts: opts,
+		addr: net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)),
+	}
+	for _, secret := range []string{opts.Password, opts.OAuth2Token} {
+		if secret != "" {
+			s.secrets = append(s.secrets, secret)
+		}
+	}
+	if opts.Security != SecurityInsecure {
+		cfg, err := tlsConfig(opts)
+		if err != nil {
+			return nil, err
+		}
+		s.tlsConfig = cfg
+	}
+	return s, nil
+}
+
+func tlsConfig(opts Options) (*tls.Config, error) {
+	var cfg *tls.Config
+	if opts.TLSConfig != nil {
+		cfg = opts.TLSConfig.Clone()
+	} else {
+		cfg = &tls.Config{}
+	}
+	if cfg.MinVersion == 0 {
+		cfg.MinVersion = tls.VersionTLS12
+	}
+	if cfg.ServerName == "" {
+		cfg.ServerName = opts.Host
+	}
+	if opts.TLSCAFile != "" {
+		pem, err := os.ReadFile(opts.TLSCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: read tls ca file: %w", ErrInvalidOptions, err)
+		}
+		pool := cfg.RootCAs
+		if pool == nil {
+			if pool, err = x509.SystemCertPool(); err != nil {
+				pool = x509.NewCertPool()
+			}
+		}
+		pool = pool.Clone()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%w: tls ca file %s holds no PEM certificate", ErrInvalidOptions, opts.TLSCAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	return cfg, nil
+}
+
+// isLoopback reports whether host is "localhost" or a loopback IP literal.
+// Names are not resolved: New must decide without touching the network.
+func isLoopback(host string) bool {
+	h := strings.TrimSuffix(strings.ToLower(host), ".")
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// Send submits raw to the server with the envelope sender from and
+// recipients to. It returns nil only when the server accepted the message
+// for every recipient.
+func (s *Sender) Send(ctx context.Context, from string, to []string, raw []byte) error {
+	if err := checkEnvelope(from, to); err != nil {
+		return err
+	}
+	if len(raw) == 0 {
+		return fmt.Errorf("smtp send: empty message")
+	}
+	err := s.session(ctx, func(c *smtp.Client) error {
+		return s.transaction(c, from, to, raw)
+	})
+	if err != nil {
+		return fmt.Errorf("smtp send via %s: %w", s.addr, err)
+	}
+	return nil
+}
+
+// Check connects, negotiates TLS and authenticates, then quits without
+// sending mail. It backs `mailagent doctor`.
+func (s *Sender) Check(ctx context.Context) error {
+	if err := s.session(ctx, func(*smtp.Client) error { return nil }); err != nil {
+		return fmt.Errorf("smtp check %s: %w", s.addr, err)
+	}
+	return nil
+}
+
+// session dials, greets, secures and authenticates, runs fn, then quits.
+func (s *Sender) session(ctx context.Context, fn func(*smtp.Client) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	conn, err := s.dial(ctx)
+	if err != nil {
+		return s.classify(ctx, "dial", err)
+	}
+	// go-smtp has no context support: closing the connection is how a
+	// cancellation interrupts a blocked read or write.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+
+	var c *smtp.Client
+	if s.opts.Security == SecurityStartTLS {
+		c, err = smtp.NewClientStartTLS(conn, s.tlsConfig)
+		if err != nil {
+			conn.Close()
+			return s.classify(ctx, "starttls", err)
+		}
+	} else {
+		c = smtp.NewClient(conn)
+	}
+	defer c.Close()
+	c.CommandTimeout = s.opts.Timeout
+	c.SubmissionTimeout = max(s.opts.Timeout, 5*time.Minute)
+
+	localName := s.opts.LocalName
+	if localName == "" {
+		localName = "localhost"
+	}
+	if err := c.Hello(localName); err != nil {
+		return s.classify(ctx, "hello", err)
+	}
+	if err := s.auth(c); err != nil {
+		return s.classify(ctx, "auth", err)
+	}
+	if err := fn(c); err != nil {
+		return s.classify(ctx, "", err)
+	}
+	// The message is accepted once DATA got its 250; a failing QUIT changes
+	// nothing about that, so its error is ignored.
+	_ = c.Quit()
+	return nil
+}
+
+func (s *Sender) dial(ctx context.Context) (net.Conn, error) {
+	d := &net.Dialer{Timeout: s.opts.Timeout}
+	if s.opts.Security == SecurityTLS {
+		td := &tls.Dialer{NetDialer: d, Config: s.tlsConfig}
+		return td.DialContext(ctx, "tcp", s.addr)
+	}
+	return d.DialContext(ctx, "tcp", s.addr)
+}
+
+// auth authenticates when a username is configured.
+func (s *Sender) auth(c *smtp.Client) error {
+	o := s.opts
+	if o.Username == "" {
+		return nil
+	}
+	if ok, _ := c.Extension("AUTH"); !ok {
+		return errors.New("server offers no AUTH (on a plaintext connection a server may only offer it after TLS)")
+	}
+	var mech sasl.Client
+	switch {
+	case o.OAuth2Token != "" && c.SupportsAuth("XOAUTH2"):
+		mech = &xoauth2Client{username: o.Username, token: o.OAuth2Token}
+	case o.OAuth2Token != "" && c.SupportsAuth(sasl.OAuthBearer):
+		mech = sasl.NewOAuthBearerClient(&sasl.OAuthBearerOptions{Username: o.Username, Token: o.OAuth2Token, Host: o.Host, Port: o.Port})
+	case o.OAuth2Token != "":
+		return errors.New("server offers neither XOAUTH2 nor OAUTHBEARER for the oauth2 token")
+	case c.SupportsAuth(sasl.Plain):
+		mech = sasl.NewPlainClient("", o.Username, o.Password)
+	case c.SupportsAuth(sasl.Login):
+		mech = sasl.NewLoginClient(o.Username, o.Password)
+	default:
+		return errors.New("server offers neither PLAIN nor LOGIN authentication")
+	}
+	return c.Auth(mech)
+}
+
+// transaction runs MAIL, one RCPT per recipient, and DATA. A refused RCPT
+// resets the transaction before anything is delivered.
+func (s *Sender) transaction(c *smtp.Client, from string, to []string, raw []byte) error {
+	opts := &smtp.MailOptions{Size: int64(len(raw))}
+	if !isASCII(from) || !allASCII(to) {
+		opts.UTF8 = true
+	}
+	if err := c.Mail(from, opts); err != nil {
+		return fmt.Errorf("mail from: %w", err)
+	}
+	for _, rcpt := range to {
+		if err := c.Rcpt(rcpt, nil); err != nil {
+			_ = c.Reset() // best effort: the server forgets the accepted recipients
+			return fmt.Errorf("rcpt to <%s> refused, nothing sent: %w", rcpt, err)
+		}
+	}
+	w, err := c.Data()
+	if err != nil {
+		return fmt.Errorf("data: %w", err)
+	}
+	if _, err := w.Write(raw); err != nil {
+		w.Close()
+		return fmt.Errorf("data: write: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("data: %w", err)
+	}
+	return nil
+}
+
+// classify turns err into the error Send returns: ctx's error when the
+// context ended, else a *SendError with secrets removed.
+func (s *Sender) classify(ctx context.Context, op string, err error) error {
+	if op != "" {
+		err = fmt.Errorf("%s: %w", op, err)
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("%w (%s)", ctxErr, s.redact(err.Error()))
+	}
+	se := &SendError{Err: s.redactErr(err)}
+	var smtpErr *smtp.SMTPError
+	var netErr net.Error
+	var certErr *tls.CertificateVerificationError
+	var unknownAuth x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var invalidCert x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &smtpErr):
+		se.Code = smtpErr.Code
+		se.Temporary = smtpErr.Code/100 == 4
+		if smtpErr.Code == 535 {
+			se.Err = fmt.Errorf("%w: %w", ErrAuth, se.Err)
+		}
+	case errors.As(err, &certErr), errors.As(err, &unknownAuth), errors.As(err, &hostErr), errors.As(err, &invalidCert):
+		se.Temporary = false
+	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		se.Temporary = true
+	}
+	return se
+}
+
+// redactErr returns err with any secret replaced. An error carrying a secret
+// (only possible if a hostile server echoes it back) loses its chain except
+// for the SMTP reply code.
+func (s *Sender) redactErr(err error) error {
+	msg := err.Error()
+	clean := s.redact(msg)
+	if clean == msg {
+		return err
+	}
+	var smtpErr *smtp.SMTPError
+	if errors.As(err, &smtpErr) {
+		return fmt.Errorf("%s: %w", clean, &smtp.SMTPError{Code: smtpErr.Code, EnhancedCode: smtpErr.EnhancedCode, Message: "[redacted]"})
+	}
+	return errors.New(clean)
+}
+
+func (s *Sender) redact(msg string) string {
+	for _, secret := range s.secrets {
+		msg = strings.ReplaceAll(msg, secret, "[redacted]")
+	}
+	return msg
+}
+
+func checkEnvelope(from string, to []string) error {
+	if strings.ContainsAny(from, "\r\n<> ") {
+		return fmt.Errorf("smtp send: malformed envelope sender %q", from)
+	}
+	if len(to) == 0 {
+		return fmt.Errorf("smtp send: no recipients")
+	}
+	for _, r := range to {
+		if r == "" || strings.ContainsAny(r, "\r\n<> ") || !strings.Contains(r, "@") {
+			return fmt.Errorf("smtp send: malformed recipient %q", r)
+		}
+	}
+	return nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+func allASCII(l []string) bool {
+	for _, s := range l {
+		if !isASCII(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// xoauth2Client implements Google's and Microsoft's XOAUTH2 SASL mechanism,
+// which go-sasl does not provide (it has only the standard OAUTHBEARER). It
+// is hand-written because the mechanism is two lines.
+type xoauth2Client struct {
+	username, token string
+}
+
+// Start implements sasl.Client.
+func (a *xoauth2Client) Start() (string, []byte, error) {
+	return "XOAUTH2", []byte("user=" + a.username + "\x01auth=Bearer " + a.token + "\x01\x01"), nil
+}
+
+// Next implements sasl.Client. On failure the server sends a JSON error as a
+// challenge; the answer is an empty response, after which it replies 535.
+func (a *xoauth2Client) Next([]byte) ([]byte, error) {
+	return []byte{}, nil
+}

@@ -1,0 +1,564 @@
+#!/usr/bin/env bash
+# e2e-stack.sh runs a private Dovecot (IMAP, LMTP, SASL) and Postfix (SMTP)
+# on 127.0.0.1 for mailagent's end-to-end tests. Nothing touches the system
+# configuration: every config file, socket, queue, log and mailbox lives in
+# one state directory, and every address Postfix sees is delivered locally
+# (unknown recipients end in sink@example.test), so no mail leaves the host.
+#
+# Usage:
+#   scripts/e2e-stack.sh install            install the Debian packages (root)
+#   scripts/e2e-stack.sh start [DIR]        (re)start the stack, write DIR/env
+#   scripts/e2e-stack.sh stop [DIR]         stop both daemons
+#   scripts/e2e-stack.sh restart-dovecot [DIR]   stop and start Dovecot only
+#   scripts/e2e-stack.sh env [DIR]          print DIR/env (shell export lines)
+#   scripts/e2e-stack.sh status [DIR]       say what is running
+#
+# DIR defaults to $MAILAGENT_E2E_DIR or /tmp/mailagent-e2e. Ports can be
+# overridden with E2E_IMAP_PORT, E2E_IMAPS_PORT and E2E_SMTP_PORT.
+#
+# Users (domain example.test, plain passwords, all stored as vmail):
+#   ada@example.test ada-pass   (the mailbox owner in tests)
+#   bob@example.test bob-pass
+#   carol@example.test carol-pass
+#   sink@example.test sink-pass (catch-all for every other address)
+#   corpus@example.test corpus-pass (bulk corpus tests, e.g. threading)
+set -euo pipefail
+
+DIR=${2:-${MAILAGENT_E2E_DIR:-/tmp/mailagent-e2e}}
+HOST=127.0.0.1
+IMAP_PORT=${E2E_IMAP_PORT:-10143}
+IMAPS_PORT=${E2E_IMAPS_PORT:-10993}
+SMTP_PORT=${E2E_SMTP_PORT:-10025}
+DOMAIN=example.test
+USERS="ada bob carol sink corpus"
+PACKAGES="dovecot-imapd dovecot-lmtpd postfix isync tmux"
+START_TIMEOUT=${E2E_START_TIMEOUT:-30} # seconds
+
+DOVECOT_CONF=$DIR/dovecot/dovecot.conf
+DOVECOT_RUN=$DIR/dovecot/run
+POSTFIX_DIR=$DIR/postfix
+POSTFIX_QUEUE=$DIR/postfix-queue
+
+log() { printf 'e2e-stack: %s\n' "$*" >&2; }
+die() {
+	log "error: $*"
+	exit 1
+}
+
+# ---------------------------------------------------------------------------
+# install
+
+missing_packages() {
+	local p missing=()
+	for p in $PACKAGES; do
+		if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+			missing+=("$p")
+		fi
+	done
+	echo "${missing[*]:-}"
+}
+
+install_packages() {
+	local missing
+	missing=$(missing_packages)
+	if [[ -z $missing ]]; then
+		return 0
+	fi
+	if [[ $(id -u) -ne 0 ]]; then
+		die "missing Debian packages: $missing
+  install them as root, without starting the system daemons:
+    echo 'postfix postfix/main_mailer_type select No configuration' | sudo debconf-set-selections
+    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y $missing"
+	fi
+	log "installing: $missing"
+	export DEBIAN_FRONTEND=noninteractive
+	# Postfix must not write /etc/postfix/main.cf; we bring our own config.
+	debconf-set-selections <<-EOF
+		postfix postfix/main_mailer_type select No configuration
+		postfix postfix/mailname string mail.$DOMAIN
+	EOF
+	# policy-rc.d exiting 101 tells invoke-rc.d not to start any daemon
+	# during the install. Keep whatever policy the host already had.
+	local policy=/usr/sbin/policy-rc.d backup=""
+	if [[ -e $policy ]]; then
+		backup=$(mktemp)
+		cp -p "$policy" "$backup"
+	fi
+	printf '#!/bin/sh\nexit 101\n' >"$policy"
+	chmod 755 "$policy"
+	local rc=0
+	{
+		# Update the index only when a package cannot be found (a fresh
+		# machine ships without package lists).
+		# shellcheck disable=SC2086
+		if ! apt-cache show $missing >/dev/null 2>&1; then
+			apt-get update -qq
+		fi
+		# shellcheck disable=SC2086
+		apt-get install -y -qq --no-install-recommends $missing
+	} || rc=$?
+	if [[ -n $backup ]]; then
+		mv "$backup" "$policy"
+	else
+		rm -f "$policy"
+	fi
+	[[ $rc -eq 0 ]] || die "apt-get install failed (exit $rc)"
+}
+
+ensure_vmail() {
+	if ! getent group vmail >/dev/null; then
+		groupadd --system vmail
+	fi
+	if ! id -u vmail >/dev/null 2>&1; then
+		useradd --system --gid vmail --home-dir /nonexistent --no-create-home \
+			--shell /usr/sbin/nologin vmail
+	fi
+}
+
+# ---------------------------------------------------------------------------
+# configuration
+
+gen_certs() {
+	# A private CA and a server certificate for 127.0.0.1/localhost, kept
+	# across restarts so DIR/ca.pem stays valid for running clients.
+	[[ -s $DIR/ca.pem && -s $DIR/server.pem && -s $DIR/server.key ]] && return 0
+	log "generating a test CA and server certificate"
+	local t
+	t=$(mktemp -d)
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+		-keyout "$t/ca.key" -out "$t/ca.pem" -days 3650 \
+		-subj "/CN=mailagent e2e test CA" >/dev/null 2>&1
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+		-keyout "$t/server.key" -out "$t/server.csr" \
+		-subj "/CN=localhost" >/dev/null 2>&1
+	printf 'subjectAltName=DNS:localhost,DNS:mail.%s,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' \
+		"$DOMAIN" >"$t/ext"
+	openssl x509 -req -in "$t/server.csr" -CA "$t/ca.pem" -CAkey "$t/ca.key" \
+		-CAcreateserial -days 3650 -extfile "$t/ext" -out "$t/server.pem" >/dev/null 2>&1
+	install -m 0644 "$t/ca.pem" "$DIR/ca.pem"
+	install -m 0644 "$t/server.pem" "$DIR/server.pem"
+	install -m 0600 "$t/server.key" "$DIR/server.key"
+	rm -rf "$t"
+}
+
+write_dovecot_conf() {
+	local vmail_uid u
+	vmail_uid=$(id -u vmail)
+	mkdir -p "$DIR/dovecot" "$DOVECOT_RUN" "$DIR/dovecot/state" "$DIR/mail"
+	chown vmail:vmail "$DIR/mail"
+	: >"$DIR/dovecot/users"
+	for u in $USERS; do
+		echo "$u@$DOMAIN:{PLAIN}$u-pass::::::" >>"$DIR/dovecot/users"
+	done
+	chmod 0644 "$DIR/dovecot/users"
+	local dh=""
+	[[ -s /usr/share/dovecot/dh.pem ]] && dh="ssl_dh = </usr/share/dovecot/dh.pem"
+
+	# Dovecot 2.3 syntax (Debian 12 ships 2.3.19).
+	cat >"$DOVECOT_CONF" <<-EOF
+		# Generated by scripts/e2e-stack.sh; rewritten on every start.
+		protocols = imap lmtp
+		listen = $HOST
+		base_dir = $DOVECOT_RUN
+		state_dir = $DIR/dovecot/state
+		log_path = $DIR/dovecot.log
+		info_log_path = $DIR/dovecot.log
+		debug_log_path = $DIR/dovecot.log
+		instance_name = mailagent-e2e
+		shutdown_clients = yes
+
+		ssl = yes
+		ssl_cert = <$DIR/server.pem
+		ssl_key = <$DIR/server.key
+		$dh
+		disable_plaintext_auth = no
+		auth_mechanisms = plain login
+		auth_username_format = %Lu
+		# Tests try wrong passwords; the default 2 s penalty only slows them.
+		auth_failure_delay = 0
+
+		passdb {
+		  driver = passwd-file
+		  args = scheme=PLAIN username_format=%u $DIR/dovecot/users
+		}
+		userdb {
+		  driver = static
+		  args = uid=vmail gid=vmail home=$DIR/mail/%d/%n
+		}
+		first_valid_uid = $vmail_uid
+		mail_location = maildir:~/Maildir
+		mail_uid = vmail
+		mail_gid = vmail
+
+		namespace inbox {
+		  inbox = yes
+		  separator = /
+		  mailbox Drafts {
+		    special_use = \\Drafts
+		    auto = subscribe
+		  }
+		  mailbox Sent {
+		    special_use = \\Sent
+		    auto = subscribe
+		  }
+		  mailbox Trash {
+		    special_use = \\Trash
+		    auto = subscribe
+		  }
+		  mailbox Junk {
+		    special_use = \\Junk
+		    auto = subscribe
+		  }
+		  mailbox Archive {
+		    special_use = \\Archive
+		    auto = subscribe
+		  }
+		}
+
+		# IDLE, THREAD=REFERENCES, UIDPLUS, MOVE, CONDSTORE and SPECIAL-USE
+		# are all on by default in Dovecot 2.3.
+		protocol imap {
+		  mail_max_userip_connections = 200
+		}
+		protocol lmtp {
+		  postmaster_address = postmaster@$DOMAIN
+		}
+
+		service imap-login {
+		  inet_listener imap {
+		    address = $HOST
+		    port = $IMAP_PORT
+		  }
+		  inet_listener imaps {
+		    address = $HOST
+		    port = $IMAPS_PORT
+		    ssl = yes
+		  }
+		}
+		service pop3-login {
+		  inet_listener pop3 {
+		    port = 0
+		  }
+		  inet_listener pop3s {
+		    port = 0
+		  }
+		}
+		service lmtp {
+		  unix_listener lmtp {
+		    mode = 0666
+		  }
+		}
+		service auth {
+		  # Postfix's smtpd asks Dovecot to check AUTH PLAIN passwords.
+		  unix_listener auth-postfix {
+		    mode = 0666
+		  }
+		}
+	EOF
+}
+
+write_postfix_conf() {
+	mkdir -p "$POSTFIX_DIR" "$POSTFIX_QUEUE" "$DIR/postfix-data"
+	chown postfix "$DIR/postfix-data"
+	# postfix-files (read by "postfix check") lives in /etc/postfix on Debian.
+	local meta=/etc/postfix
+	cat >"$POSTFIX_DIR/main.cf" <<-EOF
+		# Generated by scripts/e2e-stack.sh; rewritten on every start.
+		compatibility_level = 3.6
+		config_directory = $POSTFIX_DIR
+		queue_directory = $POSTFIX_QUEUE
+		data_directory = $DIR/postfix-data
+		meta_directory = $meta
+		mail_owner = postfix
+		setgid_group = postdrop
+		maillog_file = $DIR/postfix.log
+		maillog_file_prefixes = $DIR
+
+		myhostname = mail.$DOMAIN
+		mydomain = $DOMAIN
+		myorigin = \$mydomain
+		mydestination =
+		inet_interfaces = $HOST
+		inet_protocols = ipv4
+		mynetworks = 127.0.0.0/8
+		alias_maps =
+		alias_database =
+		local_recipient_maps =
+		biff = no
+		append_dot_mydomain = no
+		smtp_host_lookup = native
+		smtpd_banner = \$myhostname ESMTP mailagent-e2e
+		# Retry quickly; nothing here should ever be deferred for long.
+		queue_run_delay = 10s
+		minimal_backoff_time = 10s
+		maximal_backoff_time = 30s
+
+		# Every address is delivered locally. Known users keep their address;
+		# anything else (any domain) is rewritten to the sink user.
+		virtual_alias_domains =
+		virtual_alias_maps = regexp:$POSTFIX_DIR/virtual
+		virtual_mailbox_domains = $DOMAIN
+		virtual_transport = lmtp:unix:$DOVECOT_RUN/lmtp
+		smtpd_reject_unlisted_recipient = no
+
+		# Loopback may send anything; AUTH PLAIN (checked by Dovecot) is
+		# offered on plaintext and after STARTTLS so the agent can log in.
+		smtpd_sasl_auth_enable = yes
+		smtpd_sasl_type = dovecot
+		smtpd_sasl_path = $DOVECOT_RUN/auth-postfix
+		smtpd_sasl_security_options = noanonymous
+		smtpd_tls_auth_only = no
+		smtpd_relay_restrictions = permit_mynetworks permit_sasl_authenticated reject_unauth_destination
+		smtpd_recipient_restrictions = permit_mynetworks permit_sasl_authenticated reject_unauth_destination
+		smtpd_tls_security_level = may
+		smtpd_tls_cert_file = $DIR/server.pem
+		smtpd_tls_key_file = $DIR/server.key
+		smtpd_tls_received_header = yes
+		smtp_tls_security_level = none
+		message_size_limit = 52428800
+	EOF
+	local known=${USERS// /|}
+	cat >"$POSTFIX_DIR/virtual" <<-EOF
+		!/^($known)@${DOMAIN//./\\.}\$/ sink@$DOMAIN
+	EOF
+	# chroot is off ("n" in column 5) everywhere: the chroot would have to
+	# mirror sockets and files from DIR.
+	cat >"$POSTFIX_DIR/master.cf" <<-EOF
+		# service type  private unpriv  chroot  wakeup  maxproc command + args
+		$HOST:$SMTP_PORT inet n - n - - smtpd
+		pickup    unix  n       -       n       60      1       pickup
+		cleanup   unix  n       -       n       -       0       cleanup
+		qmgr      unix  n       -       n       300     1       qmgr
+		tlsmgr    unix  -       -       n       1000?   1       tlsmgr
+		rewrite   unix  -       -       n       -       -       trivial-rewrite
+		bounce    unix  -       -       n       -       0       bounce
+		defer     unix  -       -       n       -       0       bounce
+		trace     unix  -       -       n       -       0       bounce
+		verify    unix  -       -       n       -       1       verify
+		flush     unix  n       -       n       1000?   0       flush
+		proxymap  unix  -       -       n       -       -       proxymap
+		proxywrite unix -       -       n       -       1       proxymap
+		smtp      unix  -       -       n       -       -       smtp
+		relay     unix  -       -       n       -       -       smtp
+		showq     unix  n       -       n       -       -       showq
+		error     unix  -       -       n       -       -       error
+		retry     unix  -       -       n       -       -       error
+		discard   unix  -       -       n       -       -       discard
+		local     unix  -       n       n       -       -       local
+		virtual   unix  -       n       n       -       -       virtual
+		lmtp      unix  -       -       n       -       -       lmtp
+		anvil     unix  -       -       n       -       1       anvil
+		scache    unix  -       -       n       -       1       scache
+		postlog   unix-dgram n  -       n       -       1       postlogd
+	EOF
+}
+
+write_env() {
+	local u users=""
+	for u in $USERS; do
+		users+="${users:+,}$u@$DOMAIN:$u-pass"
+	done
+	cat >"$DIR/env" <<-EOF
+		export MAILAGENT_E2E=1
+		export MAILAGENT_E2E_DIR=$DIR
+		export MAILAGENT_E2E_IMAP_HOST=$HOST
+		export MAILAGENT_E2E_IMAP_PORT=$IMAP_PORT
+		export MAILAGENT_E2E_IMAPS_PORT=$IMAPS_PORT
+		export MAILAGENT_E2E_SMTP_HOST=$HOST
+		export MAILAGENT_E2E_SMTP_PORT=$SMTP_PORT
+		export MAILAGENT_E2E_CA=$DIR/ca.pem
+		export MAILAGENT_E2E_USERS=$users
+		export MAILAGENT_E2E_OWNER=ada@$DOMAIN
+		export MAILAGENT_E2E_OWNER_PASSWORD=ada-pass
+		export MAILAGENT_E2E_SINK=sink@$DOMAIN
+		export MAILAGENT_E2E_DOVECOT_CONF=$DOVECOT_CONF
+		export MAILAGENT_E2E_POSTFIX_DIR=$POSTFIX_DIR
+	EOF
+}
+
+# ---------------------------------------------------------------------------
+# daemons
+
+# port_open HOST PORT [greeting]: true when something accepts a TCP
+# connection on HOST:PORT and, with "greeting", sends the first bytes of a
+# plaintext greeting (IMAP "* OK", SMTP "220").
+port_open() {
+	if [[ ${3:-} == greeting ]]; then
+		timeout 2 bash -c 'exec 3<>"/dev/tcp/$1/$2" && head -c 3 <&3 >/dev/null' _ "$1" "$2" 2>/dev/null
+	else
+		timeout 2 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "$1" "$2" 2>/dev/null
+	fi
+}
+
+dovecot_pid() {
+	local pid
+	[[ -s $DOVECOT_RUN/master.pid ]] || return 1
+	pid=$(<"$DOVECOT_RUN/master.pid")
+	kill -0 "$pid" 2>/dev/null || return 1
+	echo "$pid"
+}
+
+postfix_running() {
+	[[ -d $POSTFIX_DIR ]] && postfix -c "$POSTFIX_DIR" status >/dev/null 2>&1
+}
+
+start_dovecot() {
+	if dovecot_pid >/dev/null; then
+		return 0
+	fi
+	dovecot -c "$DOVECOT_CONF" </dev/null >>"$DIR/dovecot.log" 2>&1 ||
+		fail_start "dovecot did not start"
+}
+
+# any_alive PID...: true when at least one of the processes still exists.
+any_alive() {
+	local p
+	for p in "$@"; do
+		kill -0 "$p" 2>/dev/null && return 0
+	done
+	return 1
+}
+
+stop_dovecot() {
+	local pid i children
+	pid=$(dovecot_pid) || return 0
+	# Dovecot's master exits on SIGTERM, but its children do not all follow:
+	# imap processes keep serving their clients and auth keeps serving
+	# Postfix's open connection. Note them (by parent pid) before the
+	# master goes, and end them too, so a restart really cuts every session.
+	children=$(pgrep -P "$pid" || true)
+	kill -TERM "$pid" 2>/dev/null || true
+	for ((i = 0; i < 100; i++)); do
+		any_alive "$pid" || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		log "dovecot (pid $pid) did not stop in 10s; killing it"
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	[[ -n $children ]] || return 0
+	# shellcheck disable=SC2086
+	kill -TERM $children 2>/dev/null || true
+	for ((i = 0; i < 50; i++)); do
+		# shellcheck disable=SC2086
+		any_alive $children || return 0
+		sleep 0.1
+	done
+	# shellcheck disable=SC2086
+	kill -KILL $children 2>/dev/null || true
+}
+
+start_postfix() {
+	postfix -c "$POSTFIX_DIR" set-permissions </dev/null >/dev/null 2>&1 || true
+	postfix -c "$POSTFIX_DIR" check </dev/null >>"$DIR/postfix.log" 2>&1 ||
+		fail_start "postfix check failed"
+	postfix -c "$POSTFIX_DIR" start </dev/null >>"$DIR/postfix.log" 2>&1 ||
+		fail_start "postfix did not start"
+}
+
+stop_postfix() {
+	postfix_running || return 0
+	postfix -c "$POSTFIX_DIR" stop </dev/null >>"$DIR/postfix.log" 2>&1 || true
+	local i
+	for ((i = 0; i < 100; i++)); do
+		postfix_running || return 0
+		sleep 0.1
+	done
+	log "postfix did not stop in 10s"
+	postfix -c "$POSTFIX_DIR" abort </dev/null >/dev/null 2>&1 || true
+}
+
+show_logs() {
+	local f
+	for f in "$DIR/dovecot.log" "$DIR/postfix.log"; do
+		[[ -s $f ]] || continue
+		log "--- last lines of $f"
+		tail -n 25 "$f" >&2
+	done
+}
+
+fail_start() {
+	log "error: $*"
+	show_logs
+	exit 1
+}
+
+wait_for() {
+	local name=$1 host=$2 port=$3 mode=${4:-greeting} deadline=$((SECONDS + START_TIMEOUT))
+	until port_open "$host" "$port" "$mode"; do
+		if ((SECONDS >= deadline)); then
+			fail_start "$name on $host:$port did not accept connections within ${START_TIMEOUT}s"
+		fi
+		sleep 0.1
+	done
+}
+
+# ---------------------------------------------------------------------------
+# commands
+
+cmd_start() {
+	[[ $(id -u) -eq 0 ]] || die "start must run as root (Dovecot and Postfix drop privileges themselves)"
+	install_packages
+	ensure_vmail
+	stop_all
+	mkdir -p "$DIR"
+	chmod 0755 "$DIR"
+	: >"$DIR/dovecot.log"
+	: >"$DIR/postfix.log"
+	gen_certs
+	write_dovecot_conf
+	write_postfix_conf
+	start_dovecot
+	wait_for "Dovecot IMAP" "$HOST" "$IMAP_PORT"
+	wait_for "Dovecot IMAPS" "$HOST" "$IMAPS_PORT" connect
+	start_postfix
+	wait_for "Postfix SMTP" "$HOST" "$SMTP_PORT"
+	write_env
+	log "running in $DIR: IMAP $HOST:$IMAP_PORT (STARTTLS), IMAPS $HOST:$IMAPS_PORT, SMTP $HOST:$SMTP_PORT"
+	log "use it with: source $DIR/env"
+}
+
+stop_all() {
+	stop_postfix
+	stop_dovecot
+}
+
+cmd_restart_dovecot() {
+	[[ -s $DOVECOT_CONF ]] || die "no stack in $DIR (run: $0 start $DIR)"
+	stop_dovecot
+	start_dovecot
+	wait_for "Dovecot IMAP" "$HOST" "$IMAP_PORT"
+	wait_for "Dovecot IMAPS" "$HOST" "$IMAPS_PORT" connect
+}
+
+cmd_status() {
+	local rc=0
+	if pid=$(dovecot_pid); then echo "dovecot: running (pid $pid)"; else
+		echo "dovecot: stopped"
+		rc=1
+	fi
+	if postfix_running; then echo "postfix: running"; else
+		echo "postfix: stopped"
+		rc=1
+	fi
+	return $rc
+}
+
+case ${1:-} in
+install) install_packages ;;
+start) cmd_start ;;
+stop)
+	stop_all
+	log "stopped ($DIR)"
+	;;
+restart-dovecot) cmd_restart_dovecot ;;
+env)
+	[[ -s $DIR/env ]] || die "no $DIR/env (run: $0 start $DIR)"
+	cat "$DIR/env"
+	;;
+status) cmd_status ;;
+*)
+	sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,84 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Auto-send counters live in the autosend bucket:
+//   day \0 account \0 contact  → be64 sends to that contact that day
+//   day                        → be64 auto-sends that day, all accounts
+// The global cap is global, like the policy key max_auto_per_day.
+
+func capKeys(account, contact, day string) (perContact, global []byte) {
+	return join([]byte(day), []byte(account), []byte(normEmail(contact))), []byte(day)
+}
+
+func getCount(b *bolt.Bucket, k []byte) int {
+	v := b.Get(k)
+	if len(v) != 8 {
+		return 0
+	}
+	return int(binary.BigEndian.Uint64(v))
+}
+
+func putCount(b *bolt.Bucket, k []byte, n int) error {
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], uint64(n))
+	return b.Put(k, v[:])
+}
+
+// IncrAutoSend reserves one auto-send to contact on day: in one
+// transaction it checks that the contact's count is below perContactMax and
+// the day's count (all accounts) below globalMax, and increments both only
+// when both allow. ok reports whether the send may go ahead. A max of 0 or
+// less allows nothing. The counts are persisted, so restarts do not reset
+// them.
+func (s *Store) IncrAutoSend(account, contact, day string, perContactMax, globalMax int) (ok bool, err error) {
+	if err := checkContact(account, contact); err != nil {
+		return false, fmt.Errorf("auto-send cap: %w", err)
+	}
+	if err := checkDay(day); err != nil {
+		return false, fmt.Errorf("auto-send cap: %w", err)
+	}
+	pk, gk := capKeys(account, contact, day)
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bAutoSend)
+		pc, g := getCount(b, pk), getCount(b, gk)
+		if pc >= perContactMax || g >= globalMax {
+			return nil
+		}
+		if err := putCount(b, pk, pc+1); err != nil {
+			return err
+		}
+		if err := putCount(b, gk, g+1); err != nil {
+			return err
+		}
+		ok = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("auto-send cap %s/%s %s: %w", account, normEmail(contact), day, err)
+	}
+	return ok, nil
+}
+
+// AutoSendCounts returns the auto-sends to contact on day and the day's
+// total across accounts.
+func (s *Store) AutoSendCounts(account, contact, day string) (perContact, global int, err error) {
+	pk, gk := capKeys(account, contact, day)
+	err = s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bAutoSend)
+		if b == nil {
+			return nil
+		}
+		perContact, global = getCount(b, pk), getCount(b, gk)
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("auto-send counts: %w", err)
+	}
+	return perContact, global, nil
+}

@@ -1,0 +1,166 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// contactBucket returns the account's nested contacts bucket, creating it
+// when create is set; nil when it does not exist.
+func contactBucket(tx *bolt.Tx, account string, create bool) (*bolt.Bucket, error) {
+	root := tx.Bucket(bContacts)
+	if root == nil {
+		return nil, nil
+	}
+	if create {
+		return root.CreateBucketIfNotExists([]byte(account))
+	}
+	return root.Bucket([]byte(account)), nil
+}
+
+func checkContact(account, email string) error {
+	if err := checkName("account", account); err != nil {
+		return err
+	}
+	return checkName("contact email", normEmail(email))
+}
+
+// GetContact returns what is remembered about email (compared
+// case-insensitively) on account, or an error wrapping ErrNotFound.
+func (s *Store) GetContact(account, email string) (*Contact, error) {
+	var c Contact
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b, _ := contactBucket(tx, account, false)
+		return getJSON(b, []byte(normEmail(email)), &c)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get contact %s/%s: %w", account, normEmail(email), err)
+	}
+	return &c, nil
+}
+
+// UpdateContact loads the contact (a new one with FirstSeen now when
+// missing), lets fn change it and writes it back, in one transaction. fn
+// runs inside the transaction and must not call the Store; its error
+// aborts. Email stays the lowercased key, and History is cut to the newest
+// HistoryCap entries.
+func (s *Store) UpdateContact(account, email string, fn func(*Contact) error) (*Contact, error) {
+	key := normEmail(email)
+	if err := checkContact(account, email); err != nil {
+		return nil, fmt.Errorf("update contact: %w", err)
+	}
+	var c Contact
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b, err := contactBucket(tx, account, true)
+		if err != nil {
+			return err
+		}
+		return updateContactTx(b, key, s.now().UTC(), &c, fn)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("update contact %s/%s: %w", account, key, err)
+	}
+	return &c, nil
+}
+
+func updateContactTx(b *bolt.Bucket, key string, now time.Time, c *Contact, fn func(*Contact) error) error {
+	*c = Contact{}
+	switch err := getJSON(b, []byte(key), c); {
+	case errors.Is(err, ErrNotFound):
+		*c = Contact{FirstSeen: now}
+	case err != nil:
+		return err
+	}
+	if fn != nil {
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	c.Email = key
+	if n := len(c.History); n > HistoryCap {
+		c.History = append([]HistoryEntry(nil), c.History[n-HistoryCap:]...)
+	}
+	return putJSON(b, []byte(key), c)
+}
+
+// ListContacts calls fn for each contact of account, in email order. The
+// contacts are read in one transaction and fn runs after it, so fn may use
+// the store; its error stops the walk.
+func (s *Store) ListContacts(account string, fn func(*Contact) error) error {
+	var all []*Contact
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b, _ := contactBucket(tx, account, false)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var c Contact
+			if err := json.Unmarshal(v, &c); err != nil {
+				return fmt.Errorf("decode contact %q: %w", k, err)
+			}
+			all = append(all, &c)
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("list contacts %s: %w", account, err)
+	}
+	for _, c := range all {
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ForgetContact deletes everything remembered about a contact. A contact
+// that does not exist is an error wrapping ErrNotFound.
+func (s *Store) ForgetContact(account, email string) error {
+	key := normEmail(email)
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b, _ := contactBucket(tx, account, false)
+		if b == nil || b.Get([]byte(key)) == nil {
+			return ErrNotFound
+		}
+		return b.Delete([]byte(key))
+	})
+	if err != nil {
+		return fmt.Errorf("forget contact %s/%s: %w", account, key, err)
+	}
+	return nil
+}
+
+// MarkKnown marks each address as known (the owner has written to it),
+// creating contacts as needed, in one transaction.
+func (s *Store) MarkKnown(account string, emails []string) error {
+	for _, e := range emails {
+		if err := checkContact(account, e); err != nil {
+			return fmt.Errorf("mark known: %w", err)
+		}
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b, err := contactBucket(tx, account, true)
+		if err != nil {
+			return err
+		}
+		now := s.now().UTC()
+		for _, e := range emails {
+			var c Contact
+			if err := updateContactTx(b, normEmail(e), now, &c, func(c *Contact) error {
+				c.Known = true
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("mark known %s: %w", account, err)
+	}
+	return nil
+}

@@ -1,0 +1,381 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// msgKey is account \0 mailbox \0 be32(uidvalidity) \0 be32(uid), so that a
+// range scan lists one mailbox in UID order.
+func msgKey(k MessageKey) []byte {
+	return join([]byte(k.Account), []byte(k.Mailbox), be32(k.UIDValidity), be32(k.UID))
+}
+
+// mailboxPrefix is the key prefix of one mailbox at one UIDVALIDITY.
+func mailboxPrefix(account, mailbox string, uidvalidity uint32) []byte {
+	return append(join([]byte(account), []byte(mailbox), be32(uidvalidity)), 0)
+}
+
+func (k MessageKey) check() error {
+	if err := checkName("account", k.Account); err != nil {
+		return err
+	}
+	return checkName("mailbox", k.Mailbox)
+}
+
+// String renders the key for logs and errors: account/mailbox/uidvalidity/uid.
+func (k MessageKey) String() string {
+	return fmt.Sprintf("%s/%s/%d/%d", k.Account, k.Mailbox, k.UIDValidity, k.UID)
+}
+
+func msgIDIndexKey(account, messageID string, key []byte) []byte {
+	return join([]byte(normID(messageID)), []byte(account), key)
+}
+
+func addMessageIndexes(tx *bolt.Tx, key []byte, r *MessageRecord) error {
+	if r.MessageID != "" {
+		if err := tx.Bucket(bIdxMsgID).Put(msgIDIndexKey(r.Account, r.MessageID, key), key); err != nil {
+			return err
+		}
+	}
+	if r.ThreadID != "" {
+		if err := tx.Bucket(bIdxThread).Put(join([]byte(r.ThreadID), key), key); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bIdxState).Put(join([]byte(r.State), key), key)
+}
+
+func removeMessageIndexes(tx *bolt.Tx, key []byte, r *MessageRecord) error {
+	if r.MessageID != "" {
+		if err := tx.Bucket(bIdxMsgID).Delete(msgIDIndexKey(r.Account, r.MessageID, key)); err != nil {
+			return err
+		}
+	}
+	if r.ThreadID != "" {
+		if err := tx.Bucket(bIdxThread).Delete(join([]byte(r.ThreadID), key)); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bIdxState).Delete(join([]byte(r.State), key))
+}
+
+// PutMessage writes rec under its MessageKey and keeps the message-id,
+// thread and state indexes in step. It sets rec.UpdatedAt, and
+// rec.CreatedAt on the first put (a later put keeps the stored CreatedAt).
+func (s *Store) PutMessage(rec *MessageRecord) error {
+	if rec == nil {
+		return errors.New("put message: nil record")
+	}
+	if err := rec.check(); err != nil {
+		return fmt.Errorf("put message: %w", err)
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return putMessageTx(tx, rec, s.now().UTC())
+	})
+	if err != nil {
+		return fmt.Errorf("put message %s: %w", rec.MessageKey, err)
+	}
+	return nil
+}
+
+func putMessageTx(tx *bolt.Tx, rec *MessageRecord, now time.Time) error {
+	mb := tx.Bucket(bMessages)
+	key := msgKey(rec.MessageKey)
+	var old MessageRecord
+	switch err := getJSON(mb, key, &old); {
+	case err == nil:
+		if err := removeMessageIndexes(tx, key, &old); err != nil {
+			return err
+		}
+		rec.CreatedAt = old.CreatedAt
+	case errors.Is(err, ErrNotFound):
+		if rec.CreatedAt.IsZero() {
+			rec.CreatedAt = now
+		}
+	default:
+		return err
+	}
+	rec.UpdatedAt = now
+	if err := putJSON(mb, key, rec); err != nil {
+		return err
+	}
+	return addMessageIndexes(tx, key, rec)
+}
+
+// GetMessage returns the record under k, or an error wrapping ErrNotFound.
+func (s *Store) GetMessage(k MessageKey) (*MessageRecord, error) {
+	var rec MessageRecord
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return getJSON(tx.Bucket(bMessages), msgKey(k), &rec)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get message %s: %w", k, err)
+	}
+	return &rec, nil
+}
+
+// FindByMessageID returns every record of the account whose Message-ID
+// matches id, compared case-insensitively and without angle brackets (the
+// same message may sit in several mailboxes). account "" searches every
+// account. No match is an empty slice, not an error.
+func (s *Store) FindByMessageID(account, messageID string) ([]*MessageRecord, error) {
+	if normID(messageID) == "" {
+		return nil, nil
+	}
+	prefix := append([]byte(normID(messageID)), 0)
+	if account != "" {
+		prefix = append(append(prefix, account...), 0)
+	}
+	var out []*MessageRecord
+	err := scan(s, bIdxMsgID, prefix, loadIndexed, func(r *MessageRecord) error {
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find message-id %q: %w", messageID, err)
+	}
+	return out, nil
+}
+
+// loadIndexed loads the message record an index entry points to.
+func loadIndexed(tx *bolt.Tx, _, v []byte) (*MessageRecord, bool, error) {
+	var r MessageRecord
+	err := getJSON(tx.Bucket(bMessages), v, &r)
+	if errors.Is(err, ErrNotFound) {
+		return nil, false, nil // a dangling entry cannot happen in one tx, but never fail a read on it
+	}
+	return &r, err == nil, err
+}
+
+// MessageFilter selects messages for ListMessages. Zero fields match
+// everything.
+type MessageFilter struct {
+	Account  string
+	Mailbox  string // only with Account for an efficient range scan
+	State    State
+	ThreadID string
+	// Limit stops after this many matches; 0 means no limit.
+	Limit int
+	// Since keeps messages whose Date (or CreatedAt when Date is zero) is
+	// not before it.
+	Since time.Time
+}
+
+func (f MessageFilter) match(r *MessageRecord) bool {
+	if f.Account != "" && r.Account != f.Account {
+		return false
+	}
+	if f.Mailbox != "" && r.Mailbox != f.Mailbox {
+		return false
+	}
+	if f.State != "" && r.State != f.State {
+		return false
+	}
+	if f.ThreadID != "" && r.ThreadID != f.ThreadID {
+		return false
+	}
+	if !f.Since.IsZero() {
+		d := r.Date
+		if d.IsZero() {
+			d = r.CreatedAt
+		}
+		if d.Before(f.Since) {
+			return false
+		}
+	}
+	return true
+}
+
+var errStop = errors.New("stop")
+
+// ListMessages calls fn for each message matching f. Messages of one
+// mailbox come in UID order. The walk reads in batches of short read
+// transactions and calls fn outside them, so fn may call other Store
+// methods; it is not one snapshot. An error from fn stops the walk and is
+// returned.
+func (s *Store) ListMessages(f MessageFilter, fn func(*MessageRecord) error) error {
+	var (
+		bucket []byte
+		prefix []byte
+		load   = loadIndexed
+	)
+	switch {
+	case f.ThreadID != "":
+		bucket, prefix = bIdxThread, append([]byte(f.ThreadID), 0)
+	case f.State != "":
+		bucket, prefix = bIdxState, append([]byte(f.State), 0)
+	default:
+		bucket = bMessages
+		if f.Account != "" {
+			prefix = append([]byte(f.Account), 0)
+			if f.Mailbox != "" {
+				prefix = append(append(prefix, f.Mailbox...), 0)
+			}
+		}
+		load = func(_ *bolt.Tx, _, v []byte) (*MessageRecord, bool, error) {
+			var r MessageRecord
+			if err := json.Unmarshal(v, &r); err != nil {
+				return nil, false, err
+			}
+			return &r, true, nil
+		}
+	}
+	n := 0
+	err := scan(s, bucket, prefix, func(tx *bolt.Tx, k, v []byte) (*MessageRecord, bool, error) {
+		r, ok, err := load(tx, k, v)
+		if err != nil || !ok {
+			return nil, false, err
+		}
+		return r, f.match(r), nil
+	}, func(r *MessageRecord) error {
+		if f.Limit > 0 && n >= f.Limit {
+			return errStop
+		}
+		n++
+		return fn(r)
+	})
+	if errors.Is(err, errStop) {
+		return nil
+	}
+	return err
+}
+
+// ThreadMessages returns the messages of a thread ordered by Date (oldest
+// first, newest last); with limit > 0, only the newest limit of them.
+func (s *Store) ThreadMessages(threadID string, limit int) ([]*MessageRecord, error) {
+	var out []*MessageRecord
+	err := s.ListMessages(MessageFilter{ThreadID: threadID}, func(r *MessageRecord) error {
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("thread %q: %w", threadID, err)
+	}
+	slices.SortStableFunc(out, func(a, b *MessageRecord) int {
+		if c := sortTime(a).Compare(sortTime(b)); c != 0 {
+			return c
+		}
+		return bytes.Compare(msgKey(a.MessageKey), msgKey(b.MessageKey))
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out, nil
+}
+
+func sortTime(r *MessageRecord) time.Time {
+	if r.Date.IsZero() {
+		return r.CreatedAt
+	}
+	return r.Date
+}
+
+// RelabelThread moves every message (and queue item) of thread from into
+// thread to, in one transaction: the thread merge when a late message
+// links two threads.
+func (s *Store) RelabelThread(from, to string) error {
+	if from == "" || to == "" {
+		return errors.New("relabel thread: empty thread id")
+	}
+	if from == to {
+		return nil
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		now := s.now().UTC()
+		var keys [][]byte
+		prefix := append([]byte(from), 0)
+		c := tx.Bucket(bIdxThread).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			keys = append(keys, append([]byte(nil), v...))
+		}
+		for _, key := range keys {
+			var r MessageRecord
+			if err := getJSON(tx.Bucket(bMessages), key, &r); err != nil {
+				if errors.Is(err, ErrNotFound) {
+					continue
+				}
+				return err
+			}
+			r.ThreadID = to
+			if err := putMessageTx(tx, &r, now); err != nil {
+				return err
+			}
+		}
+		qb := tx.Bucket(bQueue)
+		var items []*QueueItem
+		err := qb.ForEach(func(k, v []byte) error {
+			var q QueueItem
+			if err := json.Unmarshal(v, &q); err != nil {
+				return fmt.Errorf("decode queue item %q: %w", k, err)
+			}
+			if q.ThreadID == from {
+				items = append(items, &q)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, q := range items {
+			q.ThreadID = to
+			q.UpdatedAt = now
+			if err := putJSON(qb, []byte(q.ID), q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("relabel thread %q as %q: %w", from, to, err)
+	}
+	return nil
+}
+
+// CountByState counts messages per state, from the state index without
+// decoding records.
+func (s *Store) CountByState() (map[State]int, error) {
+	counts := map[State]int{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bIdxState)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, _ []byte) error {
+			if i := bytes.IndexByte(k, 0); i >= 0 {
+				counts[State(k[:i])]++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count by state: %w", err)
+	}
+	return counts, nil
+}
+
+func (r *MessageRecord) check() error {
+	if err := r.MessageKey.check(); err != nil {
+		return err
+	}
+	if err := checkNoNUL("message id", r.MessageID); err != nil {
+		return err
+	}
+	if err := checkNoNUL("thread id", r.ThreadID); err != nil {
+		return err
+	}
+	return checkNoNUL("state", string(r.State))
+}
+
+func checkNoNUL(what, v string) error {
+	if bytes.IndexByte([]byte(v), 0) >= 0 {
+		return fmt.Errorf("%s %q contains a NUL byte", what, v)
+	}
+	return nil
+}

@@ -1,0 +1,280 @@
+package store
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Sentinel errors, matched with errors.Is.
+var (
+	// ErrNotFound: no record under that key.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a transition found the record in a status it does not
+	// start from (someone else moved it first).
+	ErrConflict = errors.New("conflict")
+	// ErrLocked: another process holds the database; see LockedError.
+	ErrLocked = errors.New("state database locked")
+)
+
+// LockedError is returned by Open when the file lock could not be taken
+// within Options.Timeout. It matches ErrLocked.
+type LockedError struct{ Path string }
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("the state database %s is in use; is `mailagent watch` running?", e.Path)
+}
+
+// Is makes errors.Is(err, ErrLocked) true.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// Options configures Open. The zero value is usable.
+type Options struct {
+	// Timeout is how long Open waits for the file lock; 0 means 1s. Open
+	// never waits forever.
+	Timeout time.Duration
+	// ReadOnly opens with a shared lock; write methods then fail.
+	ReadOnly bool
+}
+
+// Store is the state database. It is safe for concurrent use.
+type Store struct {
+	db   *bolt.DB
+	path string
+	now  func() time.Time
+}
+
+var (
+	bMessages    = []byte("messages")
+	bIdxMsgID    = []byte("idx_message_id") // lower(msgid) \0 account \0 msgkey
+	bIdxThread   = []byte("idx_thread")     // thread \0 msgkey
+	bIdxState    = []byte("idx_state")      // state \0 msgkey
+	bTraces      = []byte("traces")
+	bIdxTraceMID = []byte("idx_trace_message_id") // lower(msgid) \0 account \0 traceid
+	bCheckpoints = []byte("checkpoints")          // account \0 mailbox
+	bUsage       = []byte("usage")                // day
+	bQueue       = []byte("queue")
+	bOutbox      = []byte("outbox")
+	bContacts    = []byte("contacts") // nested: account → lower(email)
+	bAutoSend    = []byte("autosend") // day \0 account \0 contact, and day \0 (global)
+	bMeta        = []byte("meta")
+)
+
+var allBuckets = [][]byte{bMessages, bIdxMsgID, bIdxThread, bIdxState, bTraces, bIdxTraceMID,
+	bCheckpoints, bUsage, bQueue, bOutbox, bContacts, bAutoSend, bMeta}
+
+// Open opens or creates the database at path with mode 0600, tightening
+// the mode of an existing file that is looser. When another process holds
+// the lock for longer than opts.Timeout, the error is a *LockedError.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = time.Second
+	}
+	if fi, err := os.Stat(path); err == nil {
+		if fi.Mode().Perm()&0o077 != 0 && !opts.ReadOnly {
+			if err := os.Chmod(path, 0o600); err != nil {
+				return nil, fmt.Errorf("open state database %s: tighten mode: %w", path, err)
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("open state database %s: %w", path, err)
+	} else if opts.ReadOnly {
+		return nil, fmt.Errorf("open state database %s: %w", path, err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly})
+	if err != nil {
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, &LockedError{Path: path}
+		}
+		return nil, fmt.Errorf("open state database %s: %w", path, err)
+	}
+	s := &Store{db: db, path: path, now: time.Now}
+	if !opts.ReadOnly {
+		err = db.Update(func(tx *bolt.Tx) error {
+			for _, b := range allBuckets {
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return fmt.Errorf("create bucket %s: %w", b, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open state database %s: %w", path, err)
+		}
+	}
+	return s, nil
+}
+
+// Path returns the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close releases the file and its lock.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close state database: %w", err)
+	}
+	return nil
+}
+
+var idClock struct {
+	sync.Mutex
+	last int64
+}
+
+// NewID returns a new record id: 13 hex digits of a millisecond clock that
+// never repeats or goes back within the process (so that key order is
+// creation order), then 16 random hex digits so that processes never
+// collide.
+func NewID() string {
+	idClock.Lock()
+	ms := time.Now().UnixMilli()
+	if ms <= idClock.last {
+		ms = idClock.last + 1
+	}
+	idClock.last = ms
+	idClock.Unlock()
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%013x%s", ms, hex.EncodeToString(b[:]))
+}
+
+// bucket returns a top-level bucket; in a read-only store opened on a new
+// file it may be missing, which reads treat as empty.
+func bucket(tx *bolt.Tx, name []byte) *bolt.Bucket { return tx.Bucket(name) }
+
+func getJSON(b *bolt.Bucket, key []byte, v any) error {
+	if b == nil {
+		return ErrNotFound
+	}
+	data := b.Get(key)
+	if data == nil {
+		return ErrNotFound
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode %q: %w", key, err)
+	}
+	return nil
+}
+
+func putJSON(b *bolt.Bucket, key []byte, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %q: %w", key, err)
+	}
+	return b.Put(key, data)
+}
+
+func join(parts ...[]byte) []byte {
+	return bytes.Join(parts, []byte{0})
+}
+
+func be32(v uint32) []byte {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], v)
+	return b[:]
+}
+
+// checkName refuses names that would break the \0-separated keys.
+func checkName(what, v string) error {
+	if v == "" {
+		return fmt.Errorf("%s is empty", what)
+	}
+	if strings.ContainsRune(v, 0) {
+		return fmt.Errorf("%s %q contains a NUL byte", what, v)
+	}
+	return nil
+}
+
+// normID lowercases a Message-ID and strips angle brackets and spaces, so
+// that look-ups match however the id was written.
+func normID(id string) string {
+	id = strings.TrimSpace(id)
+	id = strings.TrimPrefix(id, "<")
+	id = strings.TrimSuffix(id, ">")
+	return strings.ToLower(strings.TrimSpace(id))
+}
+
+// normEmail lowercases an address for contact keys.
+func normEmail(e string) string {
+	e = strings.TrimSpace(e)
+	e = strings.TrimPrefix(e, "<")
+	e = strings.TrimSuffix(e, ">")
+	return strings.ToLower(e)
+}
+
+// batchSize is how many records a scan reads per read transaction. Scans
+// call their callback outside any transaction (bbolt deadlocks when a
+// goroutine holding a read transaction starts a write), so callbacks may
+// use the store.
+const batchSize = 256
+
+// scan walks the keys of bucket name that start with prefix, in key order,
+// batchSize keys per read transaction. load turns one key/value into an
+// item (ok=false skips it); it runs inside the transaction. fn runs outside
+// it; its error stops the scan and is returned.
+func scan[T any](s *Store, name, prefix []byte, load func(tx *bolt.Tx, k, v []byte) (T, bool, error), fn func(T) error) error {
+	var after []byte
+	for {
+		var items []T
+		var last []byte
+		done := true
+		err := s.db.View(func(tx *bolt.Tx) error {
+			b := tx.Bucket(name)
+			if b == nil {
+				return nil
+			}
+			c := b.Cursor()
+			var k, v []byte
+			if after == nil {
+				k, v = c.Seek(prefix)
+			} else {
+				k, v = c.Seek(after)
+				if bytes.Equal(k, after) {
+					k, v = c.Next()
+				}
+			}
+			n := 0
+			for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+				if n == batchSize {
+					done = false
+					break
+				}
+				n++
+				last = append(last[:0], k...)
+				item, ok, err := load(tx, k, v)
+				if err != nil {
+					return err
+				}
+				if ok {
+					items = append(items, item)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			if err := fn(it); err != nil {
+				return err
+			}
+		}
+		if done {
+			return nil
+		}
+		after = append([]byte(nil), last...)
+	}
+}

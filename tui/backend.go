@@ -1,0 +1,149 @@
+package tui
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Item kinds.
+const (
+	KindDraft       = "draft"
+	KindNotify      = "notify"
+	KindNeedsReview = "needs_review"
+	KindSent        = "sent"
+)
+
+// Item statuses.
+const (
+	StatusPending  = "pending"
+	StatusApproved = "approved"
+	StatusSent     = "sent"
+	StatusRejected = "rejected"
+	StatusSnoozed  = "snoozed"
+	StatusFailed   = "failed"
+	StatusSending  = "sending"
+)
+
+// Event kinds.
+const (
+	EventItemAdded   = "item_added"
+	EventItemUpdated = "item_updated"
+	EventItemRemoved = "item_removed"
+	EventStatus      = "status"
+)
+
+// Item is one reviewable unit: a queued draft, a notification, a message
+// that needs review, or a reply the agent sent (or is about to send).
+type Item struct {
+	ID       string
+	Kind     string // draft | notify | needs_review | sent
+	Account  string
+	Received time.Time
+	From     string
+	Subject  string
+
+	Intents    []string
+	Risk       string // low | medium | high
+	Confidence float64
+	Summary    string
+	Comments   string // the classifier's rationale
+
+	Draft string // the generated reply
+	Final string // the owner's edited reply; "" when unedited
+
+	Gates  []Gate
+	Thread []ThreadMessage
+
+	Status string    // pending | approved | sent | rejected | snoozed | failed | sending
+	SendAt time.Time // when a delayed auto-send goes out; Cancel works until then
+	Error  string    // why the item needs attention or failed
+}
+
+// Gate is the result of one deterministic safety gate.
+type Gate struct {
+	Name   string
+	Pass   bool
+	Reason string
+}
+
+// ThreadMessage is one message of the item's thread, as clean text.
+type ThreadMessage struct {
+	From    string
+	Date    time.Time
+	Subject string
+	Text    string
+}
+
+// Status is the state shown in the status line.
+type Status struct {
+	WatcherConnected bool // false: the store was opened directly
+	Accounts         []AccountState
+	AutoSentToday    int
+	AutoSendCap      int
+}
+
+// AccountState is one account's sync state ("idle", "syncing", "error: …").
+type AccountState struct {
+	Name  string
+	State string
+}
+
+// Event is a live change pushed by the backend.
+//
+// item_added and item_updated carry Item; item_removed carries ID; status
+// carries Status.
+type Event struct {
+	Kind   string
+	Item   *Item
+	ID     string
+	Status *Status
+}
+
+// Backend is everything the TUI needs from the rest of mailagent. The TUI
+// calls every method from a tea.Cmd goroutine, never from Update or View,
+// so implementations may block on I/O; they must honour ctx and be safe for
+// concurrent use.
+type Backend interface {
+	// List returns the items of every view.
+	List(ctx context.Context) ([]Item, error)
+	// Status returns the watcher and account state.
+	Status(ctx context.Context) (Status, error)
+	// Approve sends the item through the outbox; finalText "" sends the
+	// draft unchanged.
+	Approve(ctx context.Context, id string, finalText string) error
+	// Reject drops the draft; reason may be empty.
+	Reject(ctx context.Context, id string, reason string) error
+	// Edit stores the owner's text for the item, keeping the original draft.
+	Edit(ctx context.Context, id string, text string) error
+	// Regenerate drafts again following instruction and returns the
+	// updated item.
+	Regenerate(ctx context.Context, id string, instruction string) (Item, error)
+	// Snooze hides the item until the given time.
+	Snooze(ctx context.Context, id string, until time.Time) error
+	// Retry re-runs a needs_review or failed item.
+	Retry(ctx context.Context, id string) error
+	// Cancel stops a delayed auto-send that has not gone out yet.
+	Cancel(ctx context.Context, id string) error
+	// Events streams live changes. It returns a nil channel when there is
+	// no live source; the channel is closed when ctx ends.
+	Events(ctx context.Context) (<-chan Event, error)
+}
+
+// Options configure the TUI. The zero value is usable.
+type Options struct {
+	// Editor is the command line of the external editor ($VISUAL or
+	// $EDITOR, resolved by the caller), split on spaces and run without a
+	// shell, with the temp file's path appended. "" selects the inline
+	// editor.
+	Editor string
+	// ASCII draws 7-bit glyphs only.
+	ASCII bool
+	// NoColor draws no colour or text attributes at all.
+	NoColor bool
+	// Now is the clock used for ages and countdowns; nil means time.Now.
+	Now func() time.Time
+	// Logger receives diagnostics; nil discards them. The TUI never writes
+	// to the terminal it draws on.
+	Logger *slog.Logger
+}

@@ -1,0 +1,97 @@
+// Package keymap holds the review TUI's key bindings.
+//
+// The bindings are aerc-like single keys. DefaultKeyMap builds them with help
+// text so that every view can expose them through help.KeyMap; the tui
+// package matches key presses with key.Matches and never compares raw
+// strings. A KeyMap is a plain value: copy it and call SetKeys or
+// SetEnabled on a field to customise it.
+package keymap
+
+import "charm.land/bubbles/v2/key"
+
+// KeyMap is the set of bindings the review TUI understands.
+type KeyMap struct {
+	// Approve approves the selected draft and sends it through the outbox.
+	Approve key.Binding
+	// Edit opens the draft in $VISUAL/$EDITOR, or an inline editor.
+	Edit key.Binding
+	// Reject rejects the selected draft, with an optional reason.
+	Reject key.Binding
+	// Regenerate asks for a new draft with an instruction.
+	Regenerate key.Binding
+	// Snooze hides the item until a later time.
+	Snooze key.Binding
+	// Filter narrows the list by a substring.
+	Filter key.Binding
+	// Up moves the selection (or the detail view) up.
+	Up key.Binding
+	// Down moves the selection (or the detail view) down.
+	Down key.Binding
+	// PageUp moves one page up.
+	PageUp key.Binding
+	// PageDown moves one page down.
+	PageDown key.Binding
+	// Top jumps to the first row.
+	Top key.Binding
+	// Bottom jumps to the last row.
+	Bottom key.Binding
+	// Open shows the selected item in the detail view.
+	Open key.Binding
+	// Back leaves the detail view, a prompt or the filter.
+	Back key.Binding
+	// Quit leaves the program.
+	Quit key.Binding
+	// Help toggles the full help overlay.
+	Help key.Binding
+	// NextTab switches to the next view.
+	NextTab key.Binding
+	// PrevTab switches to the previous view.
+	PrevTab key.Binding
+	// GotoTab switches to view 1-4 directly; the digit picks the view.
+	GotoTab key.Binding
+	// Retry re-runs a needs_review or failed item.
+	Retry key.Binding
+	// Cancel cancels a delayed auto-send before it goes out.
+	Cancel key.Binding
+	// Save saves the inline editor.
+	Save key.Binding
+	// Submit confirms a prompt.
+	Submit key.Binding
+}
+
+// DefaultKeyMap returns the default bindings.
+func DefaultKeyMap() KeyMap {
+	return KeyMap{
+		Approve:    key.NewBinding(key.WithKeys("a", "y"), key.WithHelp("a/y", "approve & send")),
+		Edit:       key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit")),
+		Reject:     key.NewBinding(key.WithKeys("r", "n"), key.WithHelp("r/n", "reject")),
+		Regenerate: key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "regenerate")),
+		Snooze:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "snooze")),
+		Filter:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
+		Up:         key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("k/↑", "up")),
+		Down:       key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("j/↓", "down")),
+		PageUp:     key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
+		PageDown:   key.NewBinding(key.WithKeys("pgdown", "ctrl+f", "space"), key.WithHelp("pgdn", "page down")),
+		Top:        key.NewBinding(key.WithKeys("home", "<"), key.WithHelp("home", "top")),
+		Bottom:     key.NewBinding(key.WithKeys("end", "G", ">"), key.WithHelp("end/G", "bottom")),
+		Open:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open")),
+		Back:       key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+		Quit:       key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		NextTab:    key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next view")),
+		PrevTab:    key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "prev view")),
+		GotoTab:    key.NewBinding(key.WithKeys("1", "2", "3", "4"), key.WithHelp("1-4", "go to view")),
+		Retry:      key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "retry")),
+		Cancel:     key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "cancel send")),
+		Save:       key.NewBinding(key.WithKeys("ctrl+s"), key.WithHelp("ctrl+s", "save")),
+		Submit:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "confirm")),
+	}
+}
+
+// ASCII returns a copy of k whose help text uses 7-bit characters only, for
+// terminals that cannot draw arrows.
+func (k KeyMap) ASCII() KeyMap {
+	k.Up.SetHelp("k/up", k.Up.Help().Desc)
+	k.Down.SetHelp("j/down", k.Down.Help().Desc)
+	return k
+}

@@ -1,0 +1,534 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+)
+
+// handleKey routes a key press to the focused component.
+func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch m.mode {
+	case modePrompt:
+		return m.handlePromptKey(msg)
+	case modeInlineEdit:
+		return m.handleEditorKey(msg)
+	}
+	return m.handleNormalKey(msg)
+}
+
+func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
+	k := m.keys
+	if m.showHelp {
+		// The overlay swallows everything but its own toggles.
+		switch {
+		case key.Matches(msg, k.Help, k.Back):
+			m.showHelp = false
+		case key.Matches(msg, k.Quit):
+			return m.quit()
+		}
+		return nil
+	}
+	switch {
+	case key.Matches(msg, k.Quit):
+		return m.quit()
+	case key.Matches(msg, k.Help):
+		m.showHelp = true
+	case key.Matches(msg, k.NextTab):
+		m.switchTab((m.tab + 1) % numTabs)
+	case key.Matches(msg, k.PrevTab):
+		m.switchTab((m.tab + numTabs - 1) % numTabs)
+	case key.Matches(msg, k.GotoTab):
+		if n, err := strconv.Atoi(msg.String()); err == nil && n >= 1 && n <= int(numTabs) {
+			m.switchTab(tab(n - 1))
+		}
+	case key.Matches(msg, k.Back):
+		switch {
+		case m.tab == tabDetail:
+			m.switchTab(m.detailFrom)
+		case m.filter != "":
+			m.filter = ""
+			m.rebuild()
+			m.setNote("filter cleared")
+		}
+	case key.Matches(msg, k.Up):
+		m.scroll(-1)
+	case key.Matches(msg, k.Down):
+		m.scroll(1)
+	case key.Matches(msg, k.PageUp):
+		m.scroll(-m.bodyHeight())
+	case key.Matches(msg, k.PageDown):
+		m.scroll(m.bodyHeight())
+	case key.Matches(msg, k.Top):
+		m.scroll(-1 << 30)
+	case key.Matches(msg, k.Bottom):
+		m.scroll(1 << 30)
+	case key.Matches(msg, k.Open):
+		if m.tab != tabDetail {
+			if it, ok := m.selected(); ok {
+				m.openDetail(it.ID)
+			}
+		}
+	case key.Matches(msg, k.Filter):
+		if m.tab != tabDetail {
+			return m.openPrompt(promptFilter, "", m.filter)
+		}
+	case key.Matches(msg, k.Approve):
+		return m.approve()
+	case key.Matches(msg, k.Edit):
+		return m.edit()
+	case key.Matches(msg, k.Reject):
+		return m.startPrompt(promptReject, canReview)
+	case key.Matches(msg, k.Regenerate):
+		return m.startPrompt(promptRegenerate, canReview)
+	case key.Matches(msg, k.Snooze):
+		return m.startPrompt(promptSnooze, canReview)
+	case key.Matches(msg, k.Retry):
+		return m.retry()
+	case key.Matches(msg, k.Cancel):
+		return m.cancelSend()
+	}
+	return nil
+}
+
+func (m *Model) quit() tea.Cmd {
+	m.close()
+	return tea.Quit
+}
+
+func (m *Model) switchTab(t tab) {
+	if t == tabDetail && m.tab != tabDetail {
+		if it, ok := m.selected(); ok {
+			m.openDetail(it.ID)
+			return
+		}
+		m.detailFrom = m.tab
+		m.detailID = ""
+	}
+	m.tab = t
+	if t == tabDetail {
+		m.refreshDetail()
+	}
+}
+
+func (m *Model) openDetail(id string) {
+	if m.tab != tabDetail {
+		m.detailFrom = m.tab
+	}
+	m.detailID = id
+	m.tab = tabDetail
+	m.refreshDetail()
+	m.viewport.GotoTop()
+}
+
+func (m *Model) scroll(n int) {
+	if m.tab == tabDetail {
+		if n < 0 {
+			m.viewport.ScrollUp(-n)
+		} else {
+			m.viewport.ScrollDown(n)
+		}
+		return
+	}
+	m.moveCursor(n)
+}
+
+// --- applicability ----------------------------------------------------------
+
+// canReview reports whether the owner can approve, edit, reject,
+// regenerate or snooze an item.
+func canReview(it *Item) error {
+	if it.Kind == KindSent || it.Kind == KindNotify {
+		return fmt.Errorf("%s items have no draft to review: %w", it.Kind, errNotApplicable)
+	}
+	switch it.Status {
+	case StatusApproved, StatusSent, StatusSending, StatusRejected:
+		return fmt.Errorf("item is already %s: %w", it.Status, errNotApplicable)
+	}
+	return nil
+}
+
+// current returns the selected item after checking that the action fits
+// it and that no other action on it is in flight; otherwise it shows why
+// and returns nil.
+func (m *Model) current(check func(*Item) error) *Item {
+	it, ok := m.selected()
+	if !ok {
+		m.setErr(errors.New("nothing selected"))
+		return nil
+	}
+	if a, busy := m.busy[it.ID]; busy {
+		m.setErr(fmt.Errorf("%s already in progress for %q", a, it.Subject))
+		return nil
+	}
+	if check != nil {
+		if err := check(it); err != nil {
+			m.setErr(err)
+			return nil
+		}
+	}
+	cp := *it
+	return &cp
+}
+
+func (m *Model) markBusy(it *Item, action string) {
+	m.busy[it.ID] = action
+	m.setNote(action + " " + quote(it.Subject) + "…")
+}
+
+// --- actions ------------------------------------------------------------------
+
+func (m *Model) approve() tea.Cmd {
+	it := m.current(func(it *Item) error {
+		if err := canReview(it); err != nil {
+			return err
+		}
+		if it.Draft == "" && it.Final == "" {
+			return fmt.Errorf("no draft to send: %w", errNotApplicable)
+		}
+		return nil
+	})
+	if it == nil {
+		return nil
+	}
+	m.markBusy(it, "approving")
+	return approveCmd(m.ctx, m.backend, it.ID, it.Final, it.Subject)
+}
+
+func (m *Model) edit() tea.Cmd {
+	it := m.current(canReview)
+	if it == nil {
+		return nil
+	}
+	text := it.Final
+	if text == "" {
+		text = it.Draft
+	}
+	if strings.TrimSpace(m.opts.Editor) != "" {
+		m.markBusy(it, "editing")
+		return prepareEditorCmd(it.ID, text)
+	}
+	m.mode = modeInlineEdit
+	m.editID = it.ID
+	m.editor.SetValue(text)
+	m.editor.MoveToBegin()
+	m.setNote("editing " + quote(it.Subject))
+	return m.editor.Focus()
+}
+
+// runEditor hands the terminal to the external editor.
+func (m *Model) runEditor(msg editorReadyMsg) tea.Cmd {
+	if msg.err != nil {
+		delete(m.busy, msg.id)
+		m.setErr(fmt.Errorf("edit: %w", msg.err))
+		return nil
+	}
+	c, err := editorCommand(m.opts.Editor, msg.path)
+	if err != nil {
+		// Still route through finishEditCmd so that the temp file goes.
+		return func() tea.Msg { return editorExitedMsg{id: msg.id, path: msg.path, orig: msg.orig, err: err} }
+	}
+	m.log.Debug("run editor", "editor", c.Path)
+	id, path, orig := msg.id, msg.path, msg.orig
+	return tea.ExecProcess(c, func(err error) tea.Msg {
+		return editorExitedMsg{id: id, path: path, orig: orig, err: err}
+	})
+}
+
+func (m *Model) retry() tea.Cmd {
+	it := m.current(func(it *Item) error {
+		if it.Kind != KindNeedsReview && it.Status != StatusFailed {
+			return fmt.Errorf("only needs_review or failed items can be retried: %w", errNotApplicable)
+		}
+		return nil
+	})
+	if it == nil {
+		return nil
+	}
+	m.markBusy(it, "retrying")
+	return retryCmd(m.ctx, m.backend, it.ID, it.Subject)
+}
+
+func (m *Model) cancelSend() tea.Cmd {
+	now := m.now()
+	it := m.current(func(it *Item) error {
+		if it.Kind != KindSent {
+			return fmt.Errorf("only the agent's sends can be cancelled: %w", errNotApplicable)
+		}
+		if it.Status == StatusSent || !it.SendAt.After(now) {
+			return fmt.Errorf("too late to cancel: already sent: %w", errNotApplicable)
+		}
+		return nil
+	})
+	if it == nil {
+		return nil
+	}
+	m.markBusy(it, "cancelling")
+	return cancelCmd(m.ctx, m.backend, it.ID, it.Subject)
+}
+
+// applyAction folds an action's result into the model. On failure the item
+// stays exactly as it was and the error is shown.
+func (m *Model) applyAction(msg actionMsg) tea.Cmd {
+	delete(m.busy, msg.id)
+	subject := msg.subject
+	if e, ok := m.items[msg.id]; ok && subject == "" {
+		subject = e.item.Subject
+	}
+	if msg.err != nil {
+		m.log.Warn("action failed", "action", msg.action, "id", msg.id, "err", msg.err)
+		m.setErr(fmt.Errorf("%s %s failed: %w", msg.action, quote(subject), msg.err))
+		return nil
+	}
+	m.log.Info("action done", "action", msg.action, "id", msg.id)
+	e, ok := m.items[msg.id]
+	if !ok && msg.action != "regenerate" {
+		// The item went away meanwhile (an event removed it).
+		m.setNote(msg.action + " done")
+		return nil
+	}
+	var cmd tea.Cmd
+	switch msg.action {
+	case "approve":
+		e.item.Status = StatusApproved
+		m.setNote("approved " + quote(subject) + ": sending")
+		m.leaveDetailOf(msg.id)
+	case "reject":
+		e.item.Status = StatusRejected
+		if msg.text != "" {
+			m.setNote("rejected " + quote(subject) + " (" + msg.text + ")")
+		} else {
+			m.setNote("rejected " + quote(subject))
+		}
+		m.leaveDetailOf(msg.id)
+	case "edit":
+		if msg.noop {
+			m.setNote("draft unchanged")
+			return nil
+		}
+		e.item.Final = msg.text
+		m.setNote("saved edit of " + quote(subject))
+	case "regenerate":
+		if msg.item != nil && msg.item.ID != "" {
+			m.items[msg.item.ID] = newEntry(*msg.item)
+		}
+		m.setNote("regenerated " + quote(subject))
+	case "snooze":
+		e.item.Status = StatusSnoozed
+		m.setNote("snoozed " + quote(subject) + " until " + msg.until.Format("Mon 15:04"))
+		m.leaveDetailOf(msg.id)
+	case "retry":
+		m.setNote("retrying " + quote(subject))
+		cmd = loadCmd(m.ctx, m.backend) // the backend decides where it goes
+	case "cancel":
+		e.item.SendAt = time.Time{}
+		e.item.Status = StatusRejected
+		m.setNote("cancelled the send of " + quote(subject))
+		cmd = loadCmd(m.ctx, m.backend)
+	}
+	m.rebuild()
+	return cmd
+}
+
+// leaveDetailOf returns to the list when the detail view shows an item
+// that has just left its list.
+func (m *Model) leaveDetailOf(id string) {
+	if m.tab == tabDetail && m.detailID == id {
+		m.tab = m.detailFrom
+	}
+}
+
+// --- prompts ------------------------------------------------------------------
+
+func (m *Model) startPrompt(kind promptKind, check func(*Item) error) tea.Cmd {
+	it := m.current(check)
+	if it == nil {
+		return nil
+	}
+	m.promptID = it.ID
+	return m.openPrompt(kind, it.ID, "")
+}
+
+func (m *Model) openPrompt(kind promptKind, id, value string) tea.Cmd {
+	m.mode = modePrompt
+	m.prompt = kind
+	m.promptID = id
+	m.input.Reset()
+	m.input.SetValue(value)
+	m.input.CursorEnd()
+	switch kind {
+	case promptFilter:
+		m.input.Prompt = "filter: "
+		m.input.Placeholder = "from, subject, summary or intent"
+	case promptReject:
+		m.input.Prompt = "reject, reason (optional): "
+		m.input.Placeholder = ""
+	case promptRegenerate:
+		m.input.Prompt = "regenerate, instruction: "
+		m.input.Placeholder = "shorter / decline politely"
+	case promptSnooze:
+		m.input.Prompt = "snooze for: "
+		m.input.Placeholder = "4h (or 1h, 30m, 2d, tomorrow)"
+	}
+	return m.input.Focus()
+}
+
+func (m *Model) closePrompt() {
+	m.mode = modeNormal
+	m.prompt = promptNone
+	m.input.Blur()
+}
+
+func (m *Model) handlePromptKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch {
+	case key.Matches(msg, m.keys.Back):
+		if m.prompt == promptFilter {
+			m.filter = ""
+			m.rebuild()
+		}
+		m.closePrompt()
+		m.setNote("")
+		return nil
+	case key.Matches(msg, m.keys.Submit):
+		return m.submitPrompt()
+	}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(msg)
+	if m.prompt == promptFilter && m.filter != m.input.Value() {
+		// Narrow as the owner types.
+		m.filter = m.input.Value()
+		m.rebuild()
+	}
+	return cmd
+}
+
+func (m *Model) submitPrompt() tea.Cmd {
+	kind, id, value := m.prompt, m.promptID, strings.TrimSpace(m.input.Value())
+	m.closePrompt()
+	if kind == promptFilter {
+		m.filter = value
+		m.rebuild()
+		if value != "" {
+			m.setNote(fmt.Sprintf("filter %q: %d match(es)", value, len(m.lists[m.tab].rows)))
+		}
+		return nil
+	}
+	e, ok := m.items[id]
+	if !ok {
+		m.setErr(errors.New("the item is gone"))
+		return nil
+	}
+	it := e.item
+	switch kind {
+	case promptReject:
+		m.markBusy(&it, "rejecting")
+		return rejectCmd(m.ctx, m.backend, id, value, it.Subject)
+	case promptRegenerate:
+		if value == "" {
+			m.setErr(errors.New("regenerate needs an instruction"))
+			return nil
+		}
+		m.markBusy(&it, "regenerating")
+		return regenerateCmd(m.ctx, m.backend, id, value, it.Subject)
+	case promptSnooze:
+		until, err := parseSnooze(value, m.now())
+		if err != nil {
+			m.setErr(err)
+			return nil
+		}
+		m.markBusy(&it, "snoozing")
+		return snoozeCmd(m.ctx, m.backend, id, until, it.Subject)
+	}
+	return nil
+}
+
+// defaultSnooze is the snooze length when the prompt is left empty.
+const defaultSnooze = 4 * time.Hour
+
+// parseSnooze turns the snooze prompt into a time: "" is 4h, a Go duration
+// ("90m", "1h30m"), a number of days ("2d"), or "tomorrow" (08:00 local
+// time the next day).
+func parseSnooze(s string, now time.Time) (time.Time, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	switch {
+	case s == "":
+		return now.Add(defaultSnooze), nil
+	case s == "tomorrow":
+		y, mo, d := now.Date()
+		return time.Date(y, mo, d+1, 8, 0, 0, 0, now.Location()), nil
+	case strings.HasSuffix(s, "d"):
+		n, err := strconv.Atoi(strings.TrimSuffix(s, "d"))
+		if err != nil || n <= 0 {
+			return time.Time{}, fmt.Errorf("snooze %q: want a number of days like 2d", s)
+		}
+		return now.AddDate(0, 0, n), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("snooze %q: want 4h, 30m, 2d or tomorrow", s)
+	}
+	if d <= 0 {
+		return time.Time{}, fmt.Errorf("snooze %q: must be in the future", s)
+	}
+	return now.Add(d), nil
+}
+
+// --- inline editor ------------------------------------------------------------
+
+func (m *Model) handleEditorKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch {
+	case key.Matches(msg, m.keys.Back):
+		m.mode = modeNormal
+		m.editor.Blur()
+		m.setNote("edit cancelled")
+		return nil
+	case key.Matches(msg, m.keys.Save):
+		m.mode = modeNormal
+		m.editor.Blur()
+		id, text := m.editID, m.editor.Value()
+		e, ok := m.items[id]
+		if !ok {
+			m.setErr(errors.New("the item is gone"))
+			return nil
+		}
+		orig := e.item.Final
+		if orig == "" {
+			orig = e.item.Draft
+		}
+		if text == orig {
+			m.setNote("draft unchanged")
+			return nil
+		}
+		it := e.item
+		m.markBusy(&it, "saving")
+		return editCmd(m.ctx, m.backend, id, text, it.Subject)
+	}
+	var cmd tea.Cmd
+	m.editor, cmd = m.editor.Update(msg)
+	return cmd
+}
+
+// forwardToInput passes non-key messages (paste, cursor) to the focused
+// text component.
+func (m *Model) forwardToInput(msg tea.Msg) tea.Cmd {
+	var cmd tea.Cmd
+	switch m.mode {
+	case modePrompt:
+		m.input, cmd = m.input.Update(msg)
+	case modeInlineEdit:
+		m.editor, cmd = m.editor.Update(msg)
+	}
+	return cmd
+}
+
+func quote(s string) string {
+	if s == "" {
+		s = "(no subject)"
+	}
+	return strconv.Quote(s)
+}

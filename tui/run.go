@@ -1,0 +1,51 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// Run starts the review TUI on the terminal in the alternate screen and
+// blocks until the owner quits or ctx ends. Diagnostics go to
+// opts.Logger only.
+func Run(ctx context.Context, b Backend, opts Options) error {
+	m := New(b, opts)
+	m.ctx, m.cancel = context.WithCancel(ctx)
+	defer m.close()
+	p := tea.NewProgram(m, tea.WithContext(ctx))
+	if _, err := p.Run(); err != nil {
+		if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+			return fmt.Errorf("review: %w", ctx.Err())
+		}
+		return fmt.Errorf("review: %w", err)
+	}
+	return nil
+}
+
+// Snapshot renders the first frame (the queue) of a width×height terminal
+// as plain text, without colour or escape sequences. It calls b.List and
+// b.Status once and nothing else.
+func Snapshot(b Backend, width, height int) (string, error) {
+	return snapshot(context.Background(), b, width, height, Options{NoColor: true})
+}
+
+func snapshot(ctx context.Context, b Backend, width, height int, opts Options) (string, error) {
+	if width <= 0 || height <= 0 {
+		return "", fmt.Errorf("snapshot: bad size %dx%d", width, height)
+	}
+	opts.NoColor = true
+	m := New(b, opts)
+	defer m.close()
+	m.ctx = ctx
+	msg := load(ctx, b)
+	if msg.err != nil {
+		return "", fmt.Errorf("snapshot: list items: %w", msg.err)
+	}
+	m.Update(tea.WindowSizeMsg{Width: width, Height: height})
+	m.Update(msg)
+	return ansi.Strip(m.View().Content), nil
+}

@@ -1,0 +1,581 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// viewKeys is one view's help.KeyMap.
+type viewKeys struct {
+	short []key.Binding
+	full  [][]key.Binding
+}
+
+// ShortHelp implements help.KeyMap.
+func (v viewKeys) ShortHelp() []key.Binding { return v.short }
+
+// FullHelp implements help.KeyMap.
+func (v viewKeys) FullHelp() [][]key.Binding { return v.full }
+
+func (m *Model) buildHelp() {
+	k := m.keys
+	nav := []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}
+	tabs := []key.Binding{k.NextTab, k.PrevTab, k.GotoTab, k.Help, k.Quit}
+	review := []key.Binding{k.Approve, k.Edit, k.Reject, k.Regenerate, k.Snooze}
+	m.helpByTab[tabQueue] = viewKeys{
+		short: []key.Binding{k.Approve, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Open, k.Filter, k.NextTab, k.Help, k.Quit},
+		full:  [][]key.Binding{nav, review, {k.Open, k.Filter, k.Back}, tabs},
+	}
+	m.helpByTab[tabDetail] = viewKeys{
+		short: []key.Binding{k.Approve, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Retry, k.Cancel, k.Back, k.Help, k.Quit},
+		full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, review, {k.Retry, k.Cancel, k.Back}, tabs},
+	}
+	m.helpByTab[tabAttention] = viewKeys{
+		short: []key.Binding{k.Retry, k.Reject, k.Open, k.Filter, k.NextTab, k.Help, k.Quit},
+		full:  [][]key.Binding{nav, {k.Retry, k.Reject, k.Approve, k.Edit}, {k.Open, k.Filter, k.Back}, tabs},
+	}
+	m.helpByTab[tabSent] = viewKeys{
+		short: []key.Binding{k.Cancel, k.Open, k.Filter, k.NextTab, k.Help, k.Quit},
+		full:  [][]key.Binding{nav, {k.Cancel}, {k.Open, k.Filter, k.Back}, tabs},
+	}
+	m.promptKeys = viewKeys{short: []key.Binding{k.Submit, k.Back}, full: [][]key.Binding{{k.Submit, k.Back}}}
+	m.editKeys = viewKeys{short: []key.Binding{k.Save, k.Back}, full: [][]key.Binding{{k.Save, k.Back}}}
+}
+
+func (m *Model) currentKeys() viewKeys {
+	switch m.mode {
+	case modePrompt:
+		return m.promptKeys
+	case modeInlineEdit:
+		return m.editKeys
+	}
+	return m.helpByTab[m.tab]
+}
+
+// render draws the whole frame: tab bar, body, note or prompt, status line
+// and short help, exactly m.height lines of at most m.width cells.
+func (m *Model) render() string {
+	h := m.bodyHeight() + 1 // the column header belongs to the body
+	var body []string
+	switch {
+	case m.showHelp:
+		body = strings.Split(m.help.FullHelpView(m.currentKeys().FullHelp()), "\n")
+	case m.mode == modeInlineEdit:
+		body = append([]string{m.st.Section.Render("Editing " + clean(m.editSubject()))}, strings.Split(m.editor.View(), "\n")...)
+	case m.tab == tabDetail:
+		body = strings.Split(m.viewport.View(), "\n")
+	default:
+		body = m.renderList(m.tab, h)
+	}
+
+	var b strings.Builder
+	b.Grow((m.width + 16) * (m.height + 1))
+	m.writeLine(&b, m.renderTabs())
+	for i := range h {
+		line := ""
+		if i < len(body) {
+			line = body[i]
+		}
+		m.writeLine(&b, line)
+	}
+	m.writeLine(&b, m.renderNote())
+	m.writeLine(&b, m.renderStatus())
+	b.WriteString(m.fitLine(m.help.ShortHelpView(m.currentKeys().ShortHelp())))
+	return b.String()
+}
+
+func (m *Model) writeLine(b *strings.Builder, s string) {
+	b.WriteString(m.fitLine(s))
+	b.WriteByte('\n')
+}
+
+// fitLine cuts a (possibly styled) line to the window width.
+func (m *Model) fitLine(s string) string {
+	if ansi.StringWidth(s) <= m.width {
+		return s
+	}
+	return ansi.Truncate(s, m.width, m.st.Glyphs.Ellipsis)
+}
+
+func (m *Model) editSubject() string {
+	if e, ok := m.items[m.editID]; ok {
+		return e.item.Subject
+	}
+	return ""
+}
+
+func (m *Model) renderTabs() string {
+	var b strings.Builder
+	b.WriteString(m.st.Title.Render("mailagent"))
+	b.WriteString(" ")
+	for t := range numTabs {
+		label := fmt.Sprintf("%d %s", t+1, tabTitles[t])
+		if t != tabDetail {
+			label += fmt.Sprintf(" (%d)", len(m.lists[t].rows))
+		}
+		switch {
+		case t == m.tab && m.st.Plain:
+			b.WriteString("[" + label + "]")
+		case t == m.tab:
+			b.WriteString(m.st.TabActive.Render(label))
+		case m.st.Plain:
+			b.WriteString(" " + label + " ")
+		default:
+			b.WriteString(m.st.TabInactive.Render(label))
+		}
+	}
+	return b.String()
+}
+
+func (m *Model) renderNote() string {
+	switch {
+	case m.mode == modePrompt:
+		return m.st.Prompt.Render("") + m.input.View()
+	case m.mode == modeInlineEdit:
+		return m.st.Muted.Render("editing the draft: ctrl+s saves, esc cancels")
+	case m.note != "" && m.noteErr:
+		prefix := ""
+		if m.st.Plain {
+			prefix = "error: "
+		}
+		return m.st.Error.Render(prefix + clean(m.note))
+	case m.note != "":
+		return m.st.Success.Render(clean(m.note))
+	case m.filter != "":
+		return m.st.Muted.Render(fmt.Sprintf("%sfilter %q (esc clears)", m.st.Glyphs.FilterMrk, m.filter))
+	}
+	return ""
+}
+
+func (m *Model) renderStatus() string {
+	g := m.st.Glyphs
+	var parts []string
+	if m.stat.WatcherConnected {
+		parts = append(parts, m.st.Online.Render(g.Online+" watcher connected"))
+	} else {
+		parts = append(parts, m.st.Offline.Render(g.Offline+" offline (store opened directly)"))
+	}
+	for _, a := range m.stat.Accounts {
+		parts = append(parts, m.st.StatusBar.Render(clean(a.Name)+": "+clean(a.State)))
+	}
+	sent := fmt.Sprintf("auto-sent today %d", m.stat.AutoSentToday)
+	if m.stat.AutoSendCap > 0 {
+		sent += fmt.Sprintf("/%d", m.stat.AutoSendCap)
+	}
+	parts = append(parts, m.st.StatusBar.Render(sent))
+	if m.filter != "" && m.mode != modePrompt {
+		parts = append(parts, m.st.StatusBar.Render(g.FilterMrk+m.filter))
+	}
+	return strings.Join(parts, m.st.StatusBar.Render(g.Sep))
+}
+
+// --- lists ------------------------------------------------------------------
+
+// column is one cell of a row: its text, width and optional style.
+type column struct {
+	text  string
+	width int
+	risk  string // non-empty: colour the cell by this risk
+	err   bool   // colour the cell as an error
+}
+
+// renderList draws the column header and the rows that fit in h-1 lines.
+// Only visible rows are formatted, whatever the length of the list.
+func (m *Model) renderList(t tab, h int) []string {
+	ls := &m.lists[t]
+	lines := make([]string, 0, h)
+	lines = append(lines, m.st.Header.Render(m.st.Glyphs.NoCursor+m.joinCells(m.columns(t, nil), false)))
+	if len(ls.rows) == 0 {
+		lines = append(lines, "", "  "+m.st.Muted.Render(m.emptyText(t)))
+		return lines
+	}
+	end := min(len(ls.rows), ls.offset+h-1)
+	for i := ls.offset; i < end; i++ {
+		it := &ls.rows[i].item
+		sel := i == ls.cursor
+		cells := m.columns(t, it)
+		line := m.joinCells(cells, !sel)
+		if sel {
+			line = m.st.RowSelected.Render(m.st.Glyphs.Cursor + m.padRight(line, m.width-len(m.st.Glyphs.Cursor)))
+		} else {
+			line = m.st.Row.Render(m.st.Glyphs.NoCursor + line)
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+func (m *Model) emptyText(t tab) string {
+	if m.filter != "" {
+		return fmt.Sprintf("nothing matches %q", m.filter)
+	}
+	switch t {
+	case tabQueue:
+		return "No drafts waiting. New drafts appear here as they arrive."
+	case tabAttention:
+		return "Nothing needs attention."
+	default:
+		return "The agent has sent nothing recently."
+	}
+}
+
+// columns lays out a row (or, with it == nil, the header) of list t.
+func (m *Model) columns(t tab, it *Item) []column {
+	w := m.width - 2 // the cursor glyph
+	fromW := 14
+	switch {
+	case w >= 120:
+		fromW = 24
+	case w >= 90:
+		fromW = 18
+	}
+	now := m.now()
+	hdr := it == nil
+	pick := func(header, value string) string {
+		if hdr {
+			return header
+		}
+		return value
+	}
+	flex := func(fixed []int, parts int) []int {
+		rest := w
+		for _, f := range fixed {
+			rest -= f + 1
+		}
+		rest = max(rest, 8)
+		if parts == 1 {
+			return []int{rest}
+		}
+		a := rest * 45 / 100
+		return []int{a, max(0, rest-a-1)}
+	}
+	var cols []column
+	switch t {
+	case tabQueue:
+		fl := flex([]int{4, fromW, 16, 6, 4}, 2)
+		cols = []column{
+			{text: pick("AGE", ""), width: 4},
+			{text: pick("FROM", ""), width: fromW},
+			{text: pick("SUBJECT", ""), width: fl[0]},
+			{text: pick("INTENT", ""), width: 16},
+			{text: pick("RISK", ""), width: 6},
+			{text: pick("CONF", ""), width: 4},
+			{text: pick("SUMMARY", ""), width: fl[1]},
+		}
+		if !hdr {
+			cols[0].text = age(now, it.Received)
+			cols[1].text = it.From
+			cols[2].text = it.Subject
+			cols[3].text = strings.Join(it.Intents, ",")
+			cols[4].text, cols[4].risk = it.Risk, it.Risk
+			cols[5].text = fmt.Sprintf("%.0f%%", it.Confidence*100)
+			cols[6].text = it.Summary
+		}
+	case tabAttention:
+		fl := flex([]int{4, 12, fromW, 8}, 2)
+		cols = []column{
+			{text: pick("AGE", ""), width: 4},
+			{text: pick("KIND", ""), width: 12},
+			{text: pick("FROM", ""), width: fromW},
+			{text: pick("SUBJECT", ""), width: fl[0]},
+			{text: pick("STATUS", ""), width: 8},
+			{text: pick("ERROR / REASON", ""), width: fl[1]},
+		}
+		if !hdr {
+			cols[0].text = age(now, it.Received)
+			cols[1].text = it.Kind
+			cols[2].text = it.From
+			cols[3].text = it.Subject
+			cols[4].text = it.Status
+			cols[5].text, cols[5].err = firstNonEmpty(it.Error, it.Summary), it.Error != ""
+		}
+	case tabSent:
+		fl := flex([]int{17, fromW, 8}, 2)
+		cols = []column{
+			{text: pick("WHEN", ""), width: 17},
+			{text: pick("TO", ""), width: fromW},
+			{text: pick("SUBJECT", ""), width: fl[0]},
+			{text: pick("STATUS", ""), width: 8},
+			{text: pick("SUMMARY", ""), width: fl[1]},
+		}
+		if !hdr {
+			cols[0].text = sendWhen(now, it)
+			cols[1].text = it.From
+			cols[2].text = it.Subject
+			cols[3].text = it.Status
+			cols[4].text = it.Summary
+		}
+	}
+	return cols
+}
+
+// joinCells fits every cell to its width and joins them. styled colours
+// risk and error cells; the selected row is drawn in one style instead.
+func (m *Model) joinCells(cols []column, styled bool) string {
+	var b strings.Builder
+	for i, c := range cols {
+		if c.width <= 0 {
+			continue
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		cell := m.padRight(ansi.Truncate(clean(c.text), c.width, m.st.Glyphs.Ellipsis), c.width)
+		if styled {
+			switch {
+			case c.risk != "":
+				cell = m.riskStyle(c.risk).Render(cell)
+			case c.err:
+				cell = m.st.Error.Render(cell)
+			}
+		}
+		b.WriteString(cell)
+	}
+	return b.String()
+}
+
+func (m *Model) padRight(s string, w int) string {
+	if n := ansi.StringWidth(s); n < w {
+		return s + strings.Repeat(" ", w-n)
+	}
+	return s
+}
+
+// --- detail -----------------------------------------------------------------
+
+// refreshDetail rebuilds the detail view's content from the current item.
+// It runs on open, resize, item changes and clock ticks, never in View.
+func (m *Model) refreshDetail() {
+	e, ok := m.items[m.detailID]
+	if !ok {
+		m.viewport.SetContent(m.st.Muted.Render("  Nothing selected (the item may have been handled elsewhere)."))
+		return
+	}
+	m.viewport.SetContent(m.detailText(&e.item))
+}
+
+func (m *Model) detailText(it *Item) string {
+	st, g := m.st, m.st.Glyphs
+	now := m.now()
+	var b strings.Builder
+	label := func(name, value string) {
+		b.WriteString(st.Label.Render(fmt.Sprintf("%-11s", name+":")))
+		b.WriteString(clean(value))
+		b.WriteByte('\n')
+	}
+	section := func(title string) {
+		b.WriteByte('\n')
+		rule := strings.Repeat(g.Rule, 2)
+		b.WriteString(st.Section.Render(rule + " " + title + " " + rule))
+		b.WriteByte('\n')
+	}
+
+	label("From", it.From)
+	label("Subject", it.Subject)
+	label("Account", it.Account)
+	if !it.Received.IsZero() {
+		label("Received", it.Received.Local().Format("Mon 2 Jan 2006 15:04")+" ("+age(now, it.Received)+" ago)")
+	}
+	status := it.Kind + ", " + it.Status
+	if a, busy := m.busy[it.ID]; busy {
+		status += " (" + a + ")"
+	}
+	label("Status", status)
+	if it.Kind == KindSent {
+		label("Send", sendWhen(now, it))
+	}
+	if it.Error != "" {
+		b.WriteString(st.Error.Render(fmt.Sprintf("%-11s", "Error:") + clean(it.Error)))
+		b.WriteByte('\n')
+	}
+
+	section(fmt.Sprintf("Thread (%d)", len(it.Thread)))
+	if len(it.Thread) == 0 {
+		b.WriteString(st.Muted.Render("(no messages)"))
+		b.WriteByte('\n')
+	}
+	for i, msg := range it.Thread {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		head := clean(msg.From)
+		if !msg.Date.IsZero() {
+			head += "  " + msg.Date.Local().Format("Mon 2 Jan 15:04")
+		}
+		b.WriteString(st.Label.Render(head))
+		b.WriteByte('\n')
+		if msg.Subject != "" {
+			b.WriteString(st.Label.Render(clean(msg.Subject)))
+			b.WriteByte('\n')
+		}
+		b.WriteString(st.Body.Render(cleanText(msg.Text)))
+		b.WriteByte('\n')
+	}
+
+	section("Classification")
+	label("Intents", strings.Join(it.Intents, ", "))
+	label("Risk", it.Risk)
+	label("Confidence", fmt.Sprintf("%.0f%%", it.Confidence*100))
+	label("Summary", it.Summary)
+	if it.Comments != "" {
+		label("Rationale", it.Comments)
+	}
+
+	section("Gates")
+	if len(it.Gates) == 0 {
+		b.WriteString(st.Muted.Render("(no gate results)"))
+		b.WriteByte('\n')
+	}
+	for _, gt := range it.Gates {
+		mark := st.GateOK.Render(g.GateOK)
+		if !gt.Pass {
+			mark = st.GateFail.Render(g.GateFail)
+		}
+		b.WriteString(mark + " " + clean(gt.Name))
+		if gt.Reason != "" {
+			b.WriteString(st.Muted.Render(": " + clean(gt.Reason)))
+		}
+		b.WriteByte('\n')
+	}
+
+	if it.Final != "" {
+		section("Final (edited)")
+		b.WriteString(st.Body.Render(cleanText(it.Final)))
+	} else {
+		section("Draft")
+		if it.Draft == "" {
+			b.WriteString(st.Muted.Render("(no draft)"))
+		} else {
+			b.WriteString(st.Body.Render(cleanText(it.Draft)))
+		}
+	}
+	b.WriteByte('\n')
+	return b.String()
+}
+
+// --- text helpers ----------------------------------------------------------------
+
+// clean makes untrusted one-line text safe to draw: escape sequences and
+// other control characters from a hostile email could otherwise drive the
+// terminal. Line breaks and tabs become spaces.
+func clean(s string) string {
+	if !needsClean(s, false) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			return ' '
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// cleanText is clean for multi-line text: it keeps line breaks, expands
+// tabs and drops every other control character.
+func cleanText(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	if !needsClean(s, true) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n':
+			return r
+		case r == '\t':
+			return ' '
+		case unicode.IsControl(r):
+			return -1
+		}
+		return r
+	}, s)
+}
+
+func needsClean(s string, keepNewline bool) bool {
+	for _, r := range s {
+		if r == '\n' && keepNewline {
+			continue
+		}
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return true
+		}
+	}
+	return false
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// age formats how long ago t was, compactly: "now", "5m", "3h", "2d".
+func age(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "now"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	default:
+		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	}
+}
+
+// sendWhen describes a sent item's timing: "sending in 1m20s" while it can
+// still be cancelled, else "sent 5m ago".
+func sendWhen(now time.Time, it *Item) string {
+	if it.Status != StatusSent && it.SendAt.After(now) {
+		return "sending in " + countdown(it.SendAt.Sub(now))
+	}
+	t := sentTime(it)
+	if t.IsZero() {
+		return it.Status
+	}
+	a := age(now, t)
+	if a == "now" {
+		return "sent just now"
+	}
+	return "sent " + a + " ago"
+}
+
+// countdown formats a remaining duration, rounded up to the second.
+func countdown(d time.Duration) string {
+	s := int((d + time.Second - 1) / time.Second)
+	switch {
+	case s >= 3600:
+		return fmt.Sprintf("%dh%02dm", s/3600, (s%3600)/60)
+	case s >= 60:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	default:
+		return fmt.Sprintf("%ds", s)
+	}
+}
+
+func (m *Model) riskStyle(r string) lipgloss.Style {
+	switch strings.ToLower(r) {
+	case "high":
+		return m.st.RiskHigh
+	case "medium":
+		return m.st.RiskMedium
+	case "low":
+		return m.st.RiskLow
+	}
+	return m.st.Row
+}
