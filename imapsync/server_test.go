@@ -61,6 +61,7 @@ type testServer struct {
 
 	mu           sync.Mutex
 	srv          *imapserver.Server
+	ln           net.Listener
 	serveDone    chan struct{}
 	fetchGate    chan struct{} // when set, Fetch blocks until it is closed
 	fetchEntered chan struct{}
@@ -112,7 +113,7 @@ func (ts *testServer) serve(ln net.Listener) {
 	})
 	done := make(chan struct{})
 	ts.mu.Lock()
-	ts.srv, ts.serveDone = srv, done
+	ts.srv, ts.ln, ts.serveDone = srv, ln, done
 	ts.mu.Unlock()
 	go func() {
 		defer close(done)
@@ -123,8 +124,8 @@ func (ts *testServer) serve(ln net.Listener) {
 // stop closes the listener and every connection.
 func (ts *testServer) stop() {
 	ts.mu.Lock()
-	srv, done := ts.srv, ts.serveDone
-	ts.srv = nil
+	srv, ln, done := ts.srv, ts.ln, ts.serveDone
+	ts.srv, ts.ln = nil, nil
 	if ts.fetchGate != nil {
 		select {
 		case <-ts.fetchGate:
@@ -134,7 +135,10 @@ func (ts *testServer) stop() {
 	}
 	ts.mu.Unlock()
 	if srv != nil {
+		// imapserver.Close misses a listener whose Serve has not started
+		// yet, so close it here too.
 		srv.Close()
+		ln.Close()
 		<-done
 	}
 }

@@ -347,12 +347,28 @@ func (s *Store) CountByState() (map[State]int, error) {
 		if b == nil {
 			return nil
 		}
-		return b.ForEach(func(k, _ []byte) error {
-			if i := bytes.IndexByte(k, 0); i >= 0 {
-				counts[State(k[:i])]++
+		// Keys are grouped by state: count runs to avoid a string per key.
+		var cur []byte
+		run := 0
+		err := b.ForEach(func(k, _ []byte) error {
+			i := bytes.IndexByte(k, 0)
+			if i < 0 {
+				return nil
 			}
+			if run > 0 && bytes.Equal(k[:i], cur) {
+				run++
+				return nil
+			}
+			if run > 0 {
+				counts[State(cur)] += run
+			}
+			cur, run = append(cur[:0], k[:i]...), 1
 			return nil
 		})
+		if run > 0 {
+			counts[State(cur)] += run
+		}
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("count by state: %w", err)

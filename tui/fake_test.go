@@ -279,8 +279,8 @@ func draft(id, from, subject, risk string, age time.Duration) Item {
 		Received: fixedNow.Add(-age), From: from, Subject: subject,
 		Intents: []string{"question"}, Risk: risk, Confidence: 0.9,
 		Summary: "asks about " + subject, Comments: "plain question",
-		Draft: "Hello, about " + subject + ".",
-		Gates: []Gate{{Name: "known_contact", Pass: true, Reason: "owner wrote before"}, {Name: "risk_low", Pass: risk == "low", Reason: "risk is " + risk}},
+		Draft:  "Hello, about " + subject + ".",
+		Gates:  []Gate{{Name: "known_contact", Pass: true, Reason: "owner wrote before"}, {Name: "risk_low", Pass: risk == "low", Reason: "risk is " + risk}},
 		Thread: []ThreadMessage{{From: from, Date: fixedNow.Add(-age), Subject: subject, Text: "Hi,\nwhat about " + subject + "?"}},
 	}
 }

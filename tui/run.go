@@ -7,6 +7,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/mailagent/mailagent/tui/styles"
 )
 
 // Run starts the review TUI on the terminal in the alternate screen and
@@ -14,6 +16,7 @@ import (
 // opts.Logger only.
 func Run(ctx context.Context, b Backend, opts Options) error {
 	m := New(b, opts)
+	m.close() // replace New's background context with the caller's
 	m.ctx, m.cancel = context.WithCancel(ctx)
 	defer m.close()
 	p := tea.NewProgram(m, tea.WithContext(ctx))
@@ -39,8 +42,9 @@ func snapshot(ctx context.Context, b Backend, width, height int, opts Options) (
 	}
 	opts.NoColor = true
 	m := New(b, opts)
+	m.close() // replace New's background context with the caller's
+	m.ctx, m.cancel = context.WithCancel(ctx)
 	defer m.close()
-	m.ctx = ctx
 	msg := load(ctx, b)
 	if msg.err != nil {
 		return "", fmt.Errorf("snapshot: list items: %w", msg.err)
@@ -48,4 +52,11 @@ func snapshot(ctx context.Context, b Backend, width, height int, opts Options) (
 	m.Update(tea.WindowSizeMsg{Width: width, Height: height})
 	m.Update(msg)
 	return ansi.Strip(m.View().Content), nil
+}
+
+// DetectPlain reports whether the environment asks for plain output
+// (NO_COLOR non-empty or TERM=dumb); see styles.DetectPlain. Callers pass
+// the result as Options.ASCII and Options.NoColor.
+func DetectPlain(env func(string) string) (ascii, noColor bool) {
+	return styles.DetectPlain(env)
 }

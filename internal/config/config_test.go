@@ -210,15 +210,19 @@ func TestValidationMessages(t *testing.T) {
 		wantFix     string
 	}{
 		{
-			name:        "bad security with port 993",
-			edit:        func(s string) string { return strings.Replace(s, `password_env = "ADA_PASS"`, "password_env = \"ADA_PASS\"\n  security = \"ssl\"\n  port = 993", 1) },
+			name: "bad security with port 993",
+			edit: func(s string) string {
+				return strings.Replace(s, `password_env = "ADA_PASS"`, "password_env = \"ADA_PASS\"\n  security = \"ssl\"\n  port = 993", 1)
+			},
 			wantKey:     "accounts[0].imap.security",
 			wantProblem: `"ssl" is not one of tls, starttls, insecure`,
 			wantFix:     `use "tls" for port 993`,
 		},
 		{
-			name:        "port out of range",
-			edit:        func(s string) string { return strings.Replace(s, `host = "imap.example.com"`, "host = \"imap.example.com\"\n  port = 99999", 1) },
+			name: "port out of range",
+			edit: func(s string) string {
+				return strings.Replace(s, `host = "imap.example.com"`, "host = \"imap.example.com\"\n  port = 99999", 1)
+			},
 			wantKey:     "accounts[0].imap.port",
 			wantProblem: "99999 is not a TCP port",
 			wantFix:     "993 (tls) or 143 (starttls)",
@@ -252,8 +256,10 @@ func TestValidationMessages(t *testing.T) {
 			wantFix:     `did you mean "complaint"?`,
 		},
 		{
-			name:        "unknown key with suggestion",
-			edit:        func(s string) string { return strings.Replace(s, `host = "imap.example.com"`, "host = \"imap.example.com\"\n  porrt = 993", 1) },
+			name: "unknown key with suggestion",
+			edit: func(s string) string {
+				return strings.Replace(s, `host = "imap.example.com"`, "host = \"imap.example.com\"\n  porrt = 993", 1)
+			},
 			wantKey:     "accounts.imap.porrt",
 			wantProblem: "unknown key",
 			wantFix:     `did you mean "port"?`,
@@ -282,8 +288,10 @@ func TestValidationMessages(t *testing.T) {
 			wantFix:     "password_cmd",
 		},
 		{
-			name:        "two password sources",
-			edit:        func(s string) string { return strings.Replace(s, `password_env = "ADA_PASS"`, "password_env = \"ADA_PASS\"\n  password_cmd = \"pass x\"", 1) },
+			name: "two password sources",
+			edit: func(s string) string {
+				return strings.Replace(s, `password_env = "ADA_PASS"`, "password_env = \"ADA_PASS\"\n  password_cmd = \"pass x\"", 1)
+			},
 			wantKey:     "accounts[0].imap",
 			wantProblem: "password_cmd, password_env",
 			wantFix:     "keep exactly one",
@@ -303,8 +311,10 @@ func TestValidationMessages(t *testing.T) {
 			wantFix:     "between 0 and 1",
 		},
 		{
-			name:        "bad email",
-			edit:        func(s string) string { return strings.Replace(s, `email = "ada@example.com"`, `email = "Ada <ada@example.com>"`, 1) },
+			name: "bad email",
+			edit: func(s string) string {
+				return strings.Replace(s, `email = "ada@example.com"`, `email = "Ada <ada@example.com>"`, 1)
+			},
 			wantKey:     "accounts[0].email",
 			wantProblem: "is not an email address",
 			wantFix:     "bare address",

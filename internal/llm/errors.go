@@ -96,9 +96,15 @@ func IsTemporary(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Temporary()
+	}
+	// Other errors may say so themselves; a "false" is not final because
+	// wrappers such as *url.Error answer for errors they do not understand.
 	var t interface{ Temporary() bool }
-	if errors.As(err, &t) {
-		return t.Temporary()
+	if errors.As(err, &t) && t.Temporary() {
+		return true
 	}
 	if errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, syscall.ECONNRESET) ||

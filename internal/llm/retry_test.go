@@ -68,6 +68,8 @@ func TestRetry(t *testing.T) {
 			wantRequests: 3, wantRetries: 2, minDelays: []time.Duration{0, 0}},
 		{name: "timeout retried", replies: []geminitest.Reply{slow, ok},
 			wantRequests: 2, wantRetries: 1, minDelays: []time.Duration{0}},
+		{name: "connection cut retried", replies: []geminitest.Reply{{Hangup: true}, ok},
+			wantRequests: 2, wantRetries: 1, minDelays: []time.Duration{0}},
 		{name: "400 not retried", replies: []geminitest.Reply{geminitest.ErrorReply(400, "INVALID_ARGUMENT", "bad"), ok},
 			wantRequests: 1, wantErr: true, wantStatus: 400, wantErrText: "after 1 attempt"},
 		{name: "401 not retried", replies: []geminitest.Reply{geminitest.ErrorReply(401, "UNAUTHENTICATED", "bad key"), ok},

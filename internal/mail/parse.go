@@ -485,12 +485,7 @@ func (p *parser) assemble() (text string) {
 		}
 		s := l.text
 		if l.html {
-			conv, err := html2text.FromString(s)
-			if err != nil {
-				p.problem("convert HTML: %v", err)
-				conv = ""
-			}
-			s = conv
+			s = p.htmlToText(s)
 			p.m.FromHTML = true
 		}
 		s = strings.TrimSpace(normalizeNewlines(s))
@@ -515,6 +510,43 @@ func (p *parser) assemble() (text string) {
 		p.problem("body text longer than %d KiB: truncated", MaxTextBytes>>10)
 	}
 	return text
+}
+
+// htmlToText converts HTML to text. Markup inside raw-text elements
+// (<noframes>, <noscript>, <xmp>) comes out of the converter verbatim, so
+// output that still has tags is converted again, at most twice more.
+func (p *parser) htmlToText(s string) string {
+	for range 3 {
+		conv, err := html2text.FromString(s)
+		if err != nil {
+			p.problem("convert HTML: %v", err)
+			return ""
+		}
+		if !hasTag(conv) {
+			return conv
+		}
+		s = conv
+	}
+	return s
+}
+
+// hasTag reports whether s contains something like an HTML tag:
+// "<" then a letter, "/" or "!", and a ">" later.
+func hasTag(s string) bool {
+	for {
+		i := strings.IndexByte(s, '<')
+		if i < 0 || i+1 >= len(s) {
+			return false
+		}
+		c := s[i+1] | 0x20
+		if (c >= 'a' && c <= 'z') || s[i+1] == '/' || s[i+1] == '!' {
+			if strings.IndexByte(s[i:], '>') > 0 {
+				return true
+			}
+			return false
+		}
+		s = s[i+1:]
+	}
 }
 
 func normalizeNewlines(s string) string {

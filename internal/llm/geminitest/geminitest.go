@@ -96,6 +96,9 @@ type Reply struct {
 	FinishReason string        // candidate finishReason; empty means "STOP"
 	ModelVersion string        // modelVersion; empty means the request's model
 	Delay        time.Duration // wait before answering (ends when the client goes away)
+	// Hangup closes the connection without any response, as a crashed
+	// proxy would; the client sees a connection error.
+	Hangup bool
 }
 
 // Handler decides the reply to one request.
@@ -194,6 +197,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		case <-s.done:
 			return
 		}
+	}
+	if rep.Hangup {
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return
+			}
+		}
+		panic(http.ErrAbortHandler) // fallback: net/http aborts the response
 	}
 	for k, vs := range rep.Header {
 		for _, v := range vs {

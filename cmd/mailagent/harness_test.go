@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/geminitest"
+	"github.com/mailagent/mailagent/internal/memimap"
+)
+
+const (
+	ownerAddr = "ada@example.com"
+	ownerPass = "imap-secret-7731"
+	apiKey    = "AIza-test-key-9f8e7d"
+)
+
+// harness is a real IMAP server (imapmemserver on loopback), a fake Gemini
+// REST endpoint, and a config file pointing mailagent at both.
+type harness struct {
+	t       *testing.T
+	imap    *memimap.Server
+	gemini  *geminitest.Server
+	dir     string
+	cfgPath string
+}
+
+func newHarness(t *testing.T, h geminitest.Handler, extraConfig string) *harness {
+	t.Helper()
+	srv, err := memimap.Start(memimap.Options{
+		Users:     []memimap.User{{Name: ownerAddr, Password: ownerPass}},
+		Mailboxes: []string{"Sent", "Drafts"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	g := geminitest.NewServer(t, h)
+	dir := t.TempDir()
+	t.Setenv("MA_TEST_IMAP_PASS", ownerPass)
+	t.Setenv("MA_TEST_GEMINI_KEY", apiKey)
+	cfg := fmt.Sprintf(`state_dir = %q
+[llm]
+model = "gemini-test"
+api_key_env = "MA_TEST_GEMINI_KEY"
+base_url = %q
+concurrency = 3
+[[accounts]]
+name = "personal"
+email = %q
+display_name = "Ada Lovelace"
+  [accounts.imap]
+  host = "127.0.0.1"
+  port = %d
+  security = "insecure"
+  password_env = "MA_TEST_IMAP_PASS"
+  [accounts.smtp]
+  host = "127.0.0.1"
+  port = 1
+  security = "insecure"
+  password_env = "MA_TEST_IMAP_PASS"
+%s`, filepath.Join(dir, "state"), g.URL, ownerAddr, srv.Port, extraConfig)
+	path := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, imap: srv, gemini: g, dir: dir, cfgPath: path}
+}
+
+func (h *harness) deliver(raw string) {
+	h.t.Helper()
+	raw = strings.ReplaceAll(raw, "\n", "\r\n")
+	if _, err := h.imap.Append(context.Background(), ownerAddr, "INBOX", []byte(raw), nil, time.Now()); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// run executes the command line in process and returns stdout, stderr and
+// the exit code.
+func (h *harness) run(args ...string) (string, string, int) {
+	h.t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(append([]string{"--config", h.cfgPath}, args...), strings.NewReader(""), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// classifyReply is a Gemini handler that classifies by keywords in the
+// prompt, as a (well-behaved) model would.
+func classifyReply(req *geminitest.Request) geminitest.Reply {
+	user := req.UserText()
+	c := map[string]any{
+		"intents": []string{"information_request"}, "risk": "low", "action": "reply",
+		"requires_approval": false, "confidence": 0.9, "summary": "asks a question", "comments": "plain question",
+	}
+	switch {
+	case strings.Contains(user, "invoice"):
+		c["intents"] = []string{"sensitive_legal_financial"}
+		c["risk"] = "high"
+		c["requires_approval"] = true
+	case strings.Contains(user, "GARBAGE"):
+		return geminitest.Reply{Text: `{"intents": ["nonsense"], "risk": "extreme"}`, Usage: llm.Usage{PromptTokens: 10, OutputTokens: 5, TotalTokens: 15}}
+	}
+	return geminitest.JSONReply(c, llm.Usage{PromptTokens: 500, OutputTokens: 40, TotalTokens: 540})
+}
+
+func rawMail(from, subject, body string, extra ...string) string {
+	h := "From: " + from + "\nTo: Ada <ada@example.com>\nSubject: " + subject +
+		"\nDate: Mon, 02 Nov 2026 10:00:00 +0000\nMessage-ID: <" + strings.ReplaceAll(strings.ToLower(subject), " ", "-") + "@test.example>\n"
+	for _, e := range extra {
+		h += e + "\n"
+	}
+	return h + "\n" + body + "\n"
+}

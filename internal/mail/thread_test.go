@@ -1,0 +1,240 @@
+package mail
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func in(id, subject string, refs ...string) ThreadInput {
+	return ThreadInput{MessageID: id, Subject: subject, References: refs}
+}
+
+// partition renders Groups as "a b | c" for readable failures.
+func partition(t *Threader) string {
+	var parts []string
+	for _, g := range t.Groups() {
+		parts = append(parts, strings.Join(g, " "))
+	}
+	return strings.Join(parts, " | ")
+}
+
+func TestThreaderGrouping(t *testing.T) {
+	tests := []struct {
+		name   string
+		inputs []ThreadInput
+		want   string
+	}{
+		{
+			name:   "reply chain",
+			inputs: []ThreadInput{in("a@x", "plan"), in("b@x", "Re: plan", "a@x"), in("c@x", "Re: plan", "a@x", "b@x")},
+			want:   "a@x b@x c@x",
+		},
+		{
+			name:   "missing parent joins siblings through a dummy",
+			inputs: []ThreadInput{in("b@x", "Re: q", "gone@x"), in("c@x", "Re: q", "gone@x", "b@x"), in("d@x", "other")},
+			want:   "b@x c@x | d@x",
+		},
+		{
+			name: "in-reply-to only",
+			inputs: []ThreadInput{in("a@x", "hi"),
+				{MessageID: "b@x", Subject: "hello again", InReplyTo: []string{"a@x", "ignored@x"}},
+				{MessageID: "c@x", Subject: "unrelated", InReplyTo: []string{"zzz@x"}}},
+			want: "a@x b@x | c@x",
+		},
+		{
+			name:   "references win over in-reply-to",
+			inputs: []ThreadInput{in("a@x", "one"), in("b@x", "two"), {MessageID: "c@x", Subject: "three", References: []string{"a@x"}, InReplyTo: []string{"b@x"}}},
+			want:   "a@x c@x | b@x",
+		},
+		{
+			name:   "subject merge of roots",
+			inputs: []ThreadInput{in("a@x", "Budget 2002"), in("b@x", "Re: budget 2002"), in("c@x", "[list] Fwd: Budget 2002"), in("d@x", "Budget 2003")},
+			want:   "a@x b@x c@x | d@x",
+		},
+		{
+			name:   "no subject merge for replies with parents",
+			inputs: []ThreadInput{in("a@x", "status"), in("p@x", "other"), in("b@x", "Re: status", "p@x")},
+			want:   "a@x | b@x p@x",
+		},
+		{
+			name:   "empty base subjects never merge",
+			inputs: []ThreadInput{in("a@x", ""), in("b@x", "Re:"), in("c@x", "  ")},
+			want:   "a@x | b@x | c@x",
+		},
+		{
+			name:   "reference loop",
+			inputs: []ThreadInput{in("a@x", "l", "b@x"), in("b@x", "l", "a@x"), in("c@x", "x", "c@x")},
+			want:   "a@x b@x | c@x",
+		},
+		{
+			name:   "case-different ids are one message",
+			inputs: []ThreadInput{in("<ABC@x>", "s"), in("d@x", "Re: s", "<abc@X>"), in("abc@x", "s")},
+			want:   "ABC@x d@x",
+		},
+		{
+			name:   "conflicting references join",
+			inputs: []ThreadInput{in("m1@x", "a", "r1@x", "c@x"), in("m2@x", "b", "r2@x", "c@x")},
+			want:   "m1@x m2@x",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			th := NewThreader()
+			for _, x := range tt.inputs {
+				th.Add(x)
+			}
+			if got := partition(th); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+			// Same answer in reverse order, with the same thread ids.
+			rev := NewThreader()
+			for _, x := range slices.Backward(tt.inputs) {
+				rev.Add(x)
+			}
+			if got := partition(rev); got != tt.want {
+				t.Errorf("reversed: got %q, want %q", got, tt.want)
+			}
+			for _, x := range tt.inputs {
+				if a, b := th.ThreadID(x.MessageID), rev.ThreadID(x.MessageID); a != b || a == "" {
+					t.Errorf("ThreadID(%q): got %q forward and %q reversed, want equal and non-empty", x.MessageID, a, b)
+				}
+			}
+		})
+	}
+}
+
+func TestThreaderMergedIDs(t *testing.T) {
+	th := NewThreader()
+	ta, _ := th.Add(in("a@x", "one"))
+	tc, _ := th.Add(in("c@x", "two", "b@x"))
+	if ta == tc {
+		t.Fatalf("got one thread %q for unrelated messages, want two", ta)
+	}
+	// b links a and c: one of the two old ids must be reported merged.
+	tb, merged := th.Add(in("b@x", "Re: one", "a@x"))
+	for _, id := range []string{"a@x", "b@x", "c@x"} {
+		if got := th.ThreadID(id); got != tb {
+			t.Errorf("ThreadID(%q): got %q, want %q", id, got, tb)
+		}
+	}
+	var old []string
+	for _, id := range []string{ta, tc} {
+		if id != tb {
+			old = append(old, id)
+		}
+	}
+	slices.Sort(old)
+	if !slices.Equal(merged, old) {
+		t.Errorf("merged: got %q, want %q", merged, old)
+	}
+	if got := th.ThreadID("unknown@x"); got != "" {
+		t.Errorf("ThreadID(unknown): got %q, want empty", got)
+	}
+	if got := th.ThreadID("gone@x"); got != "" {
+		t.Errorf("ThreadID of a dummy: got %q, want empty", got)
+	}
+	// Re-adding is idempotent.
+	if id, merged := th.Add(in("b@x", "Re: one", "a@x")); id != tb || len(merged) != 0 {
+		t.Errorf("re-add: got %q %q, want %q and nothing merged", id, merged, tb)
+	}
+	if !strings.HasPrefix(tb, "t") || len(tb) != 17 {
+		t.Errorf("thread id %q: want \"t\" + 16 hex digits", tb)
+	}
+}
+
+// A reply whose parent arrives later keeps the thread id once the set is
+// complete, and the id that went away is reported.
+func TestThreaderParentArrivesLate(t *testing.T) {
+	th := NewThreader()
+	t1, _ := th.Add(in("child@x", "Re: q", "parent@x"))
+	t2, merged := th.Add(in("parent@x", "q", "grand@x"))
+	ref := NewThreader()
+	ref.Add(in("parent@x", "q", "grand@x"))
+	want, _ := ref.Add(in("child@x", "Re: q", "parent@x"))
+	if t2 != want {
+		t.Errorf("got thread %q, want %q (as in the other order)", t2, want)
+	}
+	if t1 != t2 && !slices.Contains(merged, t1) {
+		t.Errorf("thread id changed from %q to %q, but merged is %q", t1, t2, merged)
+	}
+}
+
+func TestThreaderConcurrent(t *testing.T) {
+	th := NewThreader()
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				id := fmt.Sprintf("m%d-%d@x", w, i)
+				th.Add(in(id, "s", fmt.Sprintf("root%d@x", i%10)))
+				th.ThreadID(id)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := len(th.Groups()); got != 10 {
+		t.Errorf("got %d threads, want 10", got)
+	}
+}
+
+
+func TestThreaderOrderIndependenceCorpus(t *testing.T) {
+	data := readCorpus(t, corpusFiles(t, hamDirs...))
+	inputs := make([]ThreadInput, len(data))
+	for i, b := range data {
+		inputs[i] = InputOf(Parse(b))
+	}
+	ref := NewThreader()
+	for _, x := range inputs {
+		ref.Add(x)
+	}
+	groups := ref.Groups()
+	multi := 0
+	for _, g := range groups {
+		if len(g) > 1 {
+			multi++
+		}
+	}
+	if multi < 100 {
+		t.Errorf("got %d multi-message threads in %d messages, want at least 100 (the ham holds list threads)", multi, len(inputs))
+	}
+	t.Logf("%d messages, %d threads, %d with more than one message", len(inputs), len(groups), multi)
+	want := partition(ref)
+	for seed := range uint64(4) {
+		rng := rand.New(rand.NewPCG(seed, seed+1))
+		order := rng.Perm(len(inputs))
+		th := NewThreader()
+		// What a caller does: store the id Add returns and relabel stored
+		// records when their id shows up in a later merged list.
+		label := make(map[string]string, len(inputs))
+		for _, i := range order {
+			tid, merged := th.Add(inputs[i])
+			for _, m := range merged {
+				for k, v := range label {
+					if v == m {
+						label[k] = tid
+					}
+				}
+			}
+			label[inputs[i].MessageID] = tid
+		}
+		if got := partition(th); got != want {
+			t.Fatalf("seed %d: partition differs from insertion order", seed)
+		}
+		for _, x := range inputs {
+			got, exp := th.ThreadID(x.MessageID), ref.ThreadID(x.MessageID)
+			if got != exp {
+				t.Fatalf("seed %d: ThreadID(%q) got %q, want %q", seed, x.MessageID, got, exp)
+			}
+			if label[x.MessageID] != exp {
+				t.Fatalf("seed %d: relabelled id of %q is %q, want %q", seed, x.MessageID, label[x.MessageID], exp)
+			}
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package keymap
+
+import (
+	"testing"
+
+	"charm.land/bubbles/v2/key"
+)
+
+// TestNoConflicts checks that no two bindings active in the normal view
+// share a key, so every key press has one meaning.
+func TestNoConflicts(t *testing.T) {
+	k := DefaultKeyMap()
+	normal := map[string]key.Binding{
+		"Approve": k.Approve, "Edit": k.Edit, "Reject": k.Reject, "Regenerate": k.Regenerate,
+		"Snooze": k.Snooze, "Filter": k.Filter, "Up": k.Up, "Down": k.Down, "PageUp": k.PageUp,
+		"PageDown": k.PageDown, "Top": k.Top, "Bottom": k.Bottom, "Open": k.Open, "Back": k.Back,
+		"Quit": k.Quit, "Help": k.Help, "NextTab": k.NextTab, "PrevTab": k.PrevTab,
+		"GotoTab": k.GotoTab, "Retry": k.Retry, "Cancel": k.Cancel,
+	}
+	owner := map[string]string{}
+	for name, b := range normal {
+		if len(b.Keys()) == 0 {
+			t.Errorf("%s has no keys", name)
+		}
+		if b.Help().Key == "" || b.Help().Desc == "" {
+			t.Errorf("%s has no help text", name)
+		}
+		for _, key := range b.Keys() {
+			if other, ok := owner[key]; ok {
+				t.Errorf("key %q bound to both %s and %s", key, other, name)
+			}
+			owner[key] = name
+		}
+	}
+}
+
+func TestASCIIHelp(t *testing.T) {
+	k := DefaultKeyMap().ASCII()
+	for _, b := range []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Approve, k.Cancel, k.Retry} {
+		for _, r := range b.Help().Key + b.Help().Desc {
+			if r > 0x7e {
+				t.Errorf("help %q/%q: got non-ASCII %q, want ASCII only", b.Help().Key, b.Help().Desc, r)
+			}
+		}
+	}
+}
