@@ -91,16 +91,45 @@ func recordMessage(rec *store.MessageRecord) *mail.Message {
 	}
 }
 
-// allowedText is what a draft may take addresses, numbers and links from:
-// the message being answered, its thread and the owner's profile.
+// profileAddrRE finds the addresses an owner's profile allows.
+var profileAddrRE = emailRE
+
+// allowedAddresses are the thread's participants and the profile's
+// addresses: the only addresses a draft may name.
+func (p *Pipeline) allowedAddresses(rec *store.MessageRecord, profile string) []string {
+	var out []string
+	add := func(as ...mail.Address) {
+		for _, a := range as {
+			if a.Email != "" {
+				out = append(out, a.Email)
+			}
+		}
+	}
+	add(rec.From)
+	add(rec.ReplyTo...)
+	add(rec.To...)
+	add(rec.Cc...)
+	if rec.ThreadID != "" {
+		if msgs, err := p.Store.ThreadMessages(rec.ThreadID, 20); err == nil {
+			for _, r := range msgs {
+				add(r.From)
+				add(r.ReplyTo...)
+				add(r.To...)
+				add(r.Cc...)
+			}
+		}
+	}
+	out = append(out, profileAddrRE.FindAllString(profile, -1)...)
+	out = append(out, p.Accounts[rec.Account].Owner.Addresses...)
+	return out
+}
+
+// allowedText is what a draft may take numbers and links from: the message
+// being answered, its thread and the owner's profile.
 func allowedText(rec *store.MessageRecord, body string, thread []prompts.ThreadMessage, profile string) string {
 	var b strings.Builder
 	b.WriteString(profile)
 	b.WriteByte('\n')
-	for _, a := range append(append([]mail.Address{rec.From}, rec.ReplyTo...), append(rec.To, rec.Cc...)...) {
-		b.WriteString(a.Email)
-		b.WriteByte('\n')
-	}
 	b.WriteString(rec.Subject)
 	b.WriteByte('\n')
 	b.WriteString(body)
@@ -187,7 +216,7 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 
 	if rec.Decision == DecisionAutoSend {
 		in := GateInput{Route: route, Classification: rec.Classification, Draft: d.Body,
-			Allowed: allowedText(rec, body, thread, a.Profile)}
+			Allowed: allowedText(rec, body, thread, a.Profile), AllowedAddresses: p.allowedAddresses(rec, a.Profile)}
 		in.ContactKnown = contact != nil && contact.Known
 		day := store.Day(p.now())
 		if pc, g, err := a.Store.AutoSendCounts(rec.Account, rec.From.Email, day); err == nil {

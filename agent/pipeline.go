@@ -81,7 +81,7 @@ type Pipeline struct {
 
 const (
 	excerptChars       = 2000
-	threadExcerptChars = 600
+	threadExcerptChars = prompts.ExcerptLimit
 	threadContext      = 3
 )
 
@@ -170,6 +170,11 @@ func (p *Pipeline) Process(ctx context.Context, in Input) (*Outcome, error) {
 			return nil, err
 		}
 	}
+	return p.complete(ctx, a)
+}
+
+// complete acts on a decided message and records the outcome.
+func (p *Pipeline) complete(ctx context.Context, a *analysis) (*Outcome, error) {
 	if a.rec.State == store.StateDecided {
 		if err := p.act(ctx, a.rec, a.body, a.route, a.tr, a.out); err != nil {
 			return nil, err
@@ -185,6 +190,25 @@ func (p *Pipeline) Process(ctx context.Context, in Input) (*Outcome, error) {
 		a.rec.State = store.StateDone
 	}
 	return a.out, p.finish(a)
+}
+
+// Reprocess runs a message through Process again even though it reached a
+// terminal state: it is how a needs_review message is retried. Attempts
+// carries over.
+func (p *Pipeline) Reprocess(ctx context.Context, in Input) (*Outcome, error) {
+	old, err := p.Store.GetMessage(in.Key)
+	if err != nil {
+		return nil, fmt.Errorf("reprocess uid %d: %w", in.Key.UID, err)
+	}
+	if old.State != store.StateNeedsReview {
+		return &Outcome{Record: old, Skipped: true}, nil
+	}
+	a, err := p.analyze(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	a.rec.Attempts += old.Attempts
+	return p.complete(ctx, a)
 }
 
 // analysis is one message on its way through the pipeline.

@@ -62,9 +62,14 @@ type GateInput struct {
 	// Draft is the reply text; empty when no draft was written yet (triage),
 	// in which case the output guard is reported as pending.
 	Draft string
-	// Allowed is the text the draft may quote addresses, numbers and links
-	// from: the thread's messages and the owner's profile.
+	// Allowed is the text the draft may quote numbers and links from: the
+	// thread's messages and the owner's profile.
 	Allowed string
+	// AllowedAddresses are the email addresses the draft may name: the
+	// thread's participants (From, Reply-To, To, Cc headers) and any in the
+	// owner's profile. Addresses that merely appear in a message body do
+	// not count: a hostile message can put any address in its text.
+	AllowedAddresses []string
 }
 
 // EvaluateGates runs every gate and returns all results, passing or not, so
@@ -146,7 +151,7 @@ func EvaluateGates(p Policy, in GateInput) []store.GateResult {
 
 	if in.Draft == "" {
 		add(GateOutput, false, "pending: no draft yet (checked when the reply is written)")
-	} else if problems := GuardOutput(in.Draft, in.Allowed, p.MaxDraftChars); len(problems) > 0 {
+	} else if problems := GuardOutput(in.Draft, in.Allowed, in.AllowedAddresses, p.MaxDraftChars); len(problems) > 0 {
 		add(GateOutput, false, "%s", strings.Join(problems, "; "))
 	} else {
 		add(GateOutput, true, "no new address, phone number or link; length %d", utf8.RuneCountInString(in.Draft))
@@ -185,9 +190,10 @@ var (
 )
 
 // GuardOutput lists why a draft may not be sent automatically: an email
-// address, phone number or URL that does not occur in allowed, or a length
-// out of bounds. An empty result means the draft passes.
-func GuardOutput(draft, allowed string, maxChars int) []string {
+// address not in addrs, a phone number or URL that does not occur in
+// allowed, or a length out of bounds. An empty result means the draft
+// passes.
+func GuardOutput(draft, allowed string, addrs []string, maxChars int) []string {
 	var problems []string
 	n := utf8.RuneCountInString(strings.TrimSpace(draft))
 	if n == 0 {
@@ -198,8 +204,8 @@ func GuardOutput(draft, allowed string, maxChars int) []string {
 	}
 	lowerAllowed := strings.ToLower(allowed)
 	for _, e := range uniq(emailRE.FindAllString(draft, -1)) {
-		if !strings.Contains(lowerAllowed, strings.ToLower(e)) {
-			problems = append(problems, "names address "+e+" that is not in the thread or profile")
+		if !slices.ContainsFunc(addrs, func(a string) bool { return strings.EqualFold(a, e) }) {
+			problems = append(problems, "names address "+e+" that is not a participant of the thread or in the profile")
 		}
 	}
 	for _, u := range uniq(urlRE.FindAllString(draft, -1)) {

@@ -9,7 +9,44 @@
 //     host that is not a loopback address.
 //   - Every blocking call takes a context; cancelling it closes the
 //     connection (go-imap has no context of its own).
-//   - Secrets are never logged or put in errors.
+//   - Secrets are never logged or put in errors. Options.Debug is the one
+//     exception: the raw protocol trace may include credentials.
+//   - Authentication failures match ErrAuth and are permanent; a plaintext
+//     request for a remote host matches ErrPlaintextNotLoopback.
+//   - This package never imports internal/config: the caller resolves
+//     secrets and passes plain Options.
+//
+// # Pieces
+//
+// Dial returns a logged-in *Client (LOGIN, AUTHENTICATE PLAIN when LOGIN is
+// disabled, or OAUTHBEARER/XOAUTH2 with a token). A Client runs one
+// operation at a time: Select, Search (UID SEARCH), Fetch (streamed in
+// batches, oversized messages reduced to their first text part with
+// RawMessage.Truncated set), Append, StoreFlags, Move, Delete,
+// FindSpecialUse, CreateMailbox and Thread.
+//
+// Watcher keeps one mailbox under watch: it calls a sync function at
+// once, then after every EXISTS seen in IDLE (or every poll), always on
+// its own connection with IDLE stopped. It reconnects with exponential
+// backoff and jitter after any connection failure and returns nil when its
+// context is cancelled. A sync function normally searches for UIDs above
+// the caller's checkpoint and fetches them:
+//
+//	w := &imapsync.Watcher{
+//		Dial:    func(ctx context.Context) (*imapsync.Client, error) { return imapsync.Dial(ctx, opts) },
+//		Mailbox: "INBOX",
+//		Logger:  logger,
+//	}
+//	err := w.Run(ctx, func(ctx context.Context, c *imapsync.Client, st imapsync.MailboxStatus) error {
+//		if st.UIDValidity != checkpoint.UIDValidity {
+//			checkpoint = Checkpoint{UIDValidity: st.UIDValidity} // every stored UID is void: rescan
+//		}
+//		uids, err := c.Search(ctx, imapsync.Criteria{UIDMin: checkpoint.LastUID + 1})
+//		if err != nil {
+//			return err
+//		}
+//		return c.Fetch(ctx, uids, imapsync.FetchOptions{}, handle)
+//	})
 package imapsync
 
 import "time"

@@ -387,3 +387,22 @@ func (b *traceBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// Idle polls the mailbox instead of using imapmemserver's IDLE, which
+// only reports changes made after its IDLE began: a message appended
+// between the client's last command and its IDLE would go unreported
+// until the next change. Real servers (Dovecot) report it.
+func (s *testSession) Idle(w *imapserver.UpdateWriter, stop <-chan struct{}) error {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if err := s.Poll(w, true); err != nil {
+			return err
+		}
+		select {
+		case <-stop:
+			return nil
+		case <-tick.C:
+		}
+	}
+}

@@ -48,6 +48,8 @@ const (
 	// probeTimeout bounds NOOP health checks and stopping IDLE, so that a
 	// half-open connection is noticed instead of waited on forever.
 	probeTimeout = 30 * time.Second
+	// healthyAfter is how long a session must last to reset the backoff.
+	healthyAfter = 30 * time.Second
 )
 
 // errConnClosed reports that the server (or the network) closed the
@@ -182,8 +184,13 @@ func (r *watchRun) setState(s State) {
 }
 
 // session runs one connection until it fails or ctx ends. healthy reports
-// that it got as far as waiting for mail, which resets the backoff.
+// that its first sync completed and it then lived for healthyAfter, which
+// resets the backoff; a server that drops every connection soon after
+// login keeps the backoff growing.
 func (r *watchRun) session(ctx context.Context, sync func(context.Context, *Client, MailboxStatus) error) (healthy bool, err error) {
+	start := time.Now()
+	synced := false
+	defer func() { healthy = synced && time.Since(start) >= healthyAfter }()
 	c, err := r.w.Dial(ctx)
 	if err != nil {
 		return false, fmt.Errorf("dial: %w", err)
@@ -201,17 +208,17 @@ func (r *watchRun) session(ctx context.Context, sync func(context.Context, *Clie
 	for {
 		r.setState(StateSyncing)
 		if err := r.sync(ctx, c, st, sync); err != nil {
-			return healthy, err
+			return false, err
 		}
+		synced = true
 		if useIdle {
 			err = r.idle(ctx, c)
 		} else {
 			err = r.poll(ctx, c)
 		}
 		if err != nil {
-			return healthy, err
+			return false, err
 		}
-		healthy = true
 		next := c.status()
 		next.UIDNext = 0 // unknown since the SELECT
 		st = next

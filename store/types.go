@@ -194,7 +194,7 @@ type OutboxRecord struct {
 	InReplyTo string    `json:"in_reply_to,omitempty"`
 	To        []string  `json:"to"`
 	Raw       []byte    `json:"raw"`
-	Status    string    `json:"status"` // pending|sent|appended|failed
+	Status    string    `json:"status"` // one of the Outbox* statuses
 	Attempts  int       `json:"attempts"`
 	Error     string    `json:"error,omitempty"`
 	Auto      bool      `json:"auto"` // sent without human approval

@@ -732,3 +732,26 @@ func BenchmarkScroll10k(b *testing.B) {
 		_ = m.View()
 	}
 }
+
+func TestTinyWindowsDoNotPanic(t *testing.T) {
+	items := append(sampleQueue(),
+		Item{ID: "nr", Kind: KindNeedsReview, Status: StatusPending, Subject: "Broken", Error: "boom"},
+		Item{ID: "s", Kind: KindSent, Status: StatusSending, Subject: "Soon", SendAt: fixedNow.Add(time.Minute)},
+	)
+	sizes := []struct{ w, h int }{{0, 0}, {1, 1}, {10, 3}, {40, 6}, {300, 5}}
+	for _, sz := range sizes {
+		t.Run(fmt.Sprintf("%dx%d", sz.w, sz.h), func(t *testing.T) {
+			m := newModel(t, newFake(items...), Options{})
+			send(t, m, tea.WindowSizeMsg{Width: sz.w, Height: sz.h})
+			for _, k := range []string{"1", "enter", "3", "4", "?", "?", "1", "/", "x", "enter", "e"} {
+				send(t, m, press(k)...)
+				_ = m.View()
+			}
+			for i, line := range strings.Split(m.View().Content, "\n") {
+				if w := ansi.StringWidth(line); sz.w > 0 && w > sz.w {
+					t.Errorf("line %d is %d cells wide, want at most %d", i, w, sz.w)
+				}
+			}
+		})
+	}
+}

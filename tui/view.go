@@ -365,7 +365,7 @@ func (m *Model) detailText(it *Item) string {
 	now := m.now()
 	var b strings.Builder
 	label := func(name, value string) {
-		b.WriteString(st.Label.Render(fmt.Sprintf("%-11s", name+":")))
+		b.WriteString(st.Label.Render(fmt.Sprintf("%-12s", name+":")))
 		b.WriteString(clean(value))
 		b.WriteByte('\n')
 	}
@@ -391,7 +391,7 @@ func (m *Model) detailText(it *Item) string {
 		label("Send", sendWhen(now, it))
 	}
 	if it.Error != "" {
-		b.WriteString(st.Error.Render(fmt.Sprintf("%-11s", "Error:") + clean(it.Error)))
+		b.WriteString(st.Error.Render(fmt.Sprintf("%-12s", "Error:") + clean(it.Error)))
 		b.WriteByte('\n')
 	}
 

@@ -13,6 +13,7 @@ import (
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
 	"github.com/mailagent/mailagent/internal/memimap"
+	"github.com/mailagent/mailagent/internal/smtpsend/smtptest"
 )
 
 const (
@@ -27,6 +28,7 @@ type harness struct {
 	t       *testing.T
 	imap    *memimap.Server
 	gemini  *geminitest.Server
+	smtp    *smtptest.Sink
 	dir     string
 	cfgPath string
 }
@@ -42,6 +44,7 @@ func newHarness(t *testing.T, h geminitest.Handler, extraConfig string) *harness
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	g := geminitest.NewServer(t, h)
+	sink := smtptest.NewSink(t, smtptest.SinkOptions{Username: ownerAddr, Password: ownerPass})
 	dir := t.TempDir()
 	t.Setenv("MA_TEST_IMAP_PASS", ownerPass)
 	t.Setenv("MA_TEST_GEMINI_KEY", apiKey)
@@ -62,21 +65,26 @@ display_name = "Ada Lovelace"
   password_env = "MA_TEST_IMAP_PASS"
   [accounts.smtp]
   host = "127.0.0.1"
-  port = 1
+  port = %d
   security = "insecure"
   password_env = "MA_TEST_IMAP_PASS"
-%s`, filepath.Join(dir, "state"), g.URL, ownerAddr, srv.Port, extraConfig)
+%s`, filepath.Join(dir, "state"), g.URL, ownerAddr, srv.Port, sink.Port, extraConfig)
 	path := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, imap: srv, gemini: g, dir: dir, cfgPath: path}
+	return &harness{t: t, imap: srv, gemini: g, smtp: sink, dir: dir, cfgPath: path}
 }
 
 func (h *harness) deliver(raw string) {
 	h.t.Helper()
+	h.appendTo("INBOX", raw)
+}
+
+func (h *harness) appendTo(mailbox, raw string) {
+	h.t.Helper()
 	raw = strings.ReplaceAll(raw, "\n", "\r\n")
-	if _, err := h.imap.Append(context.Background(), ownerAddr, "INBOX", []byte(raw), nil, time.Now()); err != nil {
+	if _, err := h.imap.Append(context.Background(), ownerAddr, mailbox, []byte(raw), nil, time.Now()); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -117,3 +125,5 @@ func rawMail(from, subject, body string, extra ...string) string {
 	}
 	return h + "\n" + body + "\n"
 }
+
+func timeNow() time.Time { return time.Now() }

@@ -45,6 +45,7 @@ mail, whether a send happens at all, and what the model gets to see.`,
 	root.AddCommand(
 		newTriageCmd(f, nil),
 		newExplainCmd(f, nil),
+		newWatchCmd(f, nil),
 		newVersionCmd(f),
 	)
 	return root

@@ -42,24 +42,14 @@ const EnvConfig = "MAILAGENT_CONFIG"
 const DefaultFooter = "—\nThis reply was written by an AI assistant on behalf of {{name}}."
 
 // Intents is the closed set of intents the classifier may return; the
-// policy's never_auto list must be drawn from it. The classification schema
-// should enumerate exactly these.
+// policy's never_auto list must be drawn from it. It must equal
+// agent.Intents, the classification schema's enum (config imports nothing
+// from the project, so the list is repeated; agent's tests should compare
+// them).
 var Intents = []string{
-	"scheduling",
-	"question",
-	"request",
-	"information",
-	"follow_up",
-	"thanks",
-	"introduction",
-	"personal",
-	"newsletter",
-	"notification",
-	"sensitive_legal_financial",
-	"complaint",
-	"sales_vendor",
-	"unknown_ambiguous",
-	"spam",
+	"scheduling", "information_request", "action_request", "introduction_networking",
+	"sales_vendor", "fyi_notification", "sensitive_legal_financial", "complaint",
+	"follow_up", "spam", "unknown_ambiguous",
 }
 
 // DefaultNeverAuto is the default policy.never_auto list.

@@ -62,7 +62,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 	case s.Properties["body"] != nil:
 		out = draftJSON(analyse(msg), msg, m.signature(), s)
 	case s.Properties["summary"] != nil:
-		out = fillSchema(map[string]any{"summary": contactSummary(req.Prompt, msg, s.Properties["summary"])}, s)
+		out = fillSchema(map[string]any{"summary": contactSummary(req.Prompt, s.Properties["summary"])}, s)
 	default:
 		err = fmt.Errorf("%w (schema properties %s)", ErrUnsupported, strings.Join(sortedKeys(s.Properties), ", "))
 	}
@@ -71,7 +71,8 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 	}
 	var text string
 	if out == nil {
-		text = "[" + Label + "] " + headline(analyse(msg), msg)
+		// Plain text is only asked for the contact summary.
+		text = contactSummary(req.Prompt, nil)
 	} else {
 		b, jerr := json.Marshal(out)
 		if jerr != nil {
@@ -137,30 +138,43 @@ func fencedBlocks(prompt string) []block {
 }
 
 // extractMessage finds the message the prompt is about: the last block
-// labelled as a message (and not as earlier thread history), else the last
-// block, else the whole prompt. Header-looking lines at the top of the block
-// or just before it give the sender and subject.
+// whose label names a message or email (and not thread history, a profile
+// or notes), else the last block, else the whole prompt. Header lines at
+// the top of the block, or just before it, give the sender and subject.
 func extractMessage(prompt string) message {
 	blocks := fencedBlocks(prompt)
 	if len(blocks) == 0 {
 		return splitHeaders(prompt, message{})
 	}
-	pick := -1
-	for i, b := range blocks {
-		l := strings.ToLower(lastLines(b.label, 3))
-		if strings.Contains(l, "message") && !containsAny(l, "thread", "earlier", "previous", "history", "quoted") {
-			pick = i
-		}
-	}
-	if pick < 0 {
-		pick = len(blocks) - 1
-	}
+	pick := pickBlock(blocks, []string{"message", "email", "e-mail", "mail"},
+		[]string{"thread", "earlier", "previous", "history", "quoted", "profile", "memory", "notes", "known about"})
 	var m message
 	// Headers written outside the fence, just before it.
 	for _, line := range strings.Split(blocks[pick].label, "\n") {
 		m = headerInto(m, line)
 	}
 	return splitHeaders(blocks[pick].text, m)
+}
+
+// pickBlock scores each block's label (the last lines before it): a
+// wanted word counts 1, an unwanted word -2; the best score wins, the last
+// block among equals.
+func pickBlock(blocks []block, want, avoid []string) int {
+	best, bestScore := len(blocks)-1, 0
+	for i, b := range blocks {
+		l := strings.ToLower(lastLines(b.label, 3))
+		score := 0
+		if containsAny(l, want...) {
+			score++
+		}
+		if containsAny(l, avoid...) {
+			score -= 2
+		}
+		if score > bestScore || (score == bestScore && score > 0) {
+			best, bestScore = i, score
+		}
+	}
+	return best
 }
 
 func lastLines(s string, n int) string {
@@ -208,6 +222,7 @@ type analysis struct {
 	lang       string // en, de, fr
 	slot       slot   // proposed meeting time, when found
 	injection  bool
+	bulk       bool     // automated or bulk mail phrases
 	matched    []string // rule names, for comments
 }
 
@@ -223,6 +238,24 @@ var allIntents = []string{
 }
 
 var riskNames = []string{"low", "medium", "high"}
+
+// primaryOrder ranks intents for choosing the summary and the draft
+// template: what matters most to the owner first.
+var primaryOrder = []string{
+	"spam", "sensitive_legal_financial", "complaint", "scheduling", "action_request",
+	"introduction_networking", "information_request", "follow_up", "sales_vendor",
+	"fyi_notification", "unknown_ambiguous",
+}
+
+// primary returns the most important of a's intents.
+func (a analysis) primary() string {
+	for _, in := range primaryOrder {
+		if slices.Contains(a.intents, in) {
+			return in
+		}
+	}
+	return "unknown_ambiguous"
+}
 
 // phrases is a keyword list matched on whole words. It is hand-rolled
 // because Go's regexp has only ASCII word boundaries and no look-around,
@@ -301,7 +334,7 @@ var (
 	dayRE = regexp.MustCompile(`(?i)\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday|` +
 		`montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag|` +
 		`lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche)\b`)
-	timeRE = regexp.MustCompile(`(?i)\b(\d{1,2}(?::\d{2})?\s?(?:am|pm)|\d{1,2}(?:[:.]\d{2})?\s?uhr|\d{1,2}\s?h(?:\d{2})?|\d{1,2}:\d{2})\b`)
+	timeRE     = regexp.MustCompile(`(?i)\b(\d{1,2}(?::\d{2})?\s?(?:am|pm)|\d{1,2}(?:[:.]\d{2})?\s?uhr|\d{1,2}\s?h(?:\d{2})?|\d{1,2}:\d{2})\b`)
 	questionRE = words("what", "which", "where", "when", "who", "how", "is there", "do you",
 		"could you tell", "recommend", "should the", "should we", "or do we",
 		"welche", "wann", "wo", "wie", "quel", "quelle", "où", "quand", "est-ce que")
@@ -338,6 +371,7 @@ func analyse(m message) analysis {
 	if bulkRE.MatchString(text) {
 		a.intents = []string{"fyi_notification"}
 		a.risk, a.action, a.approval, a.confidence = 0, "ignore", false, 0.85
+		a.bulk = true
 		a.matched = []string{"automated or bulk mail phrases"}
 		return a
 	}
@@ -477,11 +511,11 @@ func headline(a analysis, m message) string {
 		"follow_up":                 "Follow-up",
 		"spam":                      "Spam",
 		"unknown_ambiguous":         "Unclear message",
-	}[a.intents[0]]
+	}[a.primary()]
 	switch {
 	case a.injection:
 		what = "Suspected prompt injection"
-	case a.intents[0] == "scheduling" && a.slot.ok():
+	case a.primary() == "scheduling" && a.slot.ok():
 		what = "Asks to meet " + a.slot.day + " " + a.slot.time
 	}
 	if subject == "" {
@@ -502,8 +536,11 @@ var tones = map[string]string{
 // weekday and time it proposed; so it can hold no address, phone or link.
 func draftJSON(a analysis, m message, signer string, s *llm.Schema) map[string]any {
 	name := firstName(senderName(m.from))
+	if a.injection || a.bulk || a.primary() == "spam" {
+		name = "" // no greeting by a name a spammer, attacker or robot chose
+	}
 	body, needsOwner := draftBody(a, name, signer)
-	tone := tones[a.intents[0]]
+	tone := tones[a.primary()]
 	if a.injection {
 		tone = "neutral"
 	}
@@ -531,13 +568,13 @@ func draftBody(a analysis, name, signer string) (string, bool) {
 	var text string
 	needsOwner := true
 	switch {
-	case a.injection || a.intents[0] == "spam":
+	case a.injection || a.primary() == "spam":
 		text = map[string]string{
 			"de": "danke für Ihre Nachricht. Ich sehe sie mir an und melde mich, falls nötig.",
 			"fr": "Merci pour votre message. Je le regarde et reviens vers vous si nécessaire.",
 			"en": "Thanks for your message. I'll look at it and get back to you if needed.",
 		}[a.lang]
-	case a.intents[0] == "scheduling" && a.slot.ok():
+	case a.primary() == "scheduling" && a.slot.ok():
 		needsOwner = false
 		text = map[string]string{
 			"de": titleCase(a.slot.day) + " um " + a.slot.time + " passt mir gut. Bis dann!",
@@ -549,7 +586,7 @@ func draftBody(a analysis, name, signer string) (string, bool) {
 	case a.lang == "fr":
 		text = "Merci pour votre message. Je reviens vers vous très rapidement."
 	default:
-		switch a.intents[0] {
+		switch a.primary() {
 		case "scheduling":
 			text = "Thanks for checking. Let me look at my calendar and come back to you with a time that works."
 		case "information_request":
@@ -577,32 +614,45 @@ func draftBody(a analysis, name, signer string) (string, bool) {
 }
 
 // contactSummary summarises what the prompt shows of one contact: the
-// subjects seen, or the start of the last message.
-func contactSummary(prompt string, m message, s *llm.Schema) string {
-	var subjects []string
-	for _, b := range fencedBlocks(prompt) {
-		for _, l := range strings.Split(b.label+"\n"+b.text, "\n") {
-			if mm := headerLine.FindStringSubmatch(strings.TrimSpace(l)); mm != nil && strings.EqualFold(mm[1], "subject") {
-				subj := strings.Join(strings.Fields(mm[2]), " ")
-				if subj != "" && !slices.Contains(subjects, subj) {
-					subjects = append(subjects, subj)
-				}
-			}
+// last few history items or subjects, with anything that looks like an
+// address or link left out.
+func contactSummary(prompt string, s *llm.Schema) string {
+	blocks := fencedBlocks(prompt)
+	if len(blocks) == 0 {
+		blocks = []block{{text: prompt}}
+	}
+	b := blocks[pickBlock(blocks, []string{"history", "messages"}, []string{"previous summary"})]
+	var items []string
+	for _, l := range strings.Split(b.text, "\n") {
+		l = strings.TrimSpace(l)
+		var item string
+		if mm := headerLine.FindStringSubmatch(l); mm != nil && strings.EqualFold(mm[1], "subject") {
+			item = mm[2]
+		} else if rest, ok := strings.CutPrefix(l, "- "); ok {
+			item = rest
+		}
+		item = truncate(scrub(item), 80)
+		if item != "" && !slices.Contains(items, item) {
+			items = append(items, item)
 		}
 	}
-	var out string
-	switch {
-	case len(subjects) > 0:
-		if len(subjects) > 3 {
-			subjects = subjects[len(subjects)-3:]
-		}
-		out = "Recent topics: " + strings.Join(subjects, "; ") + "."
-	case m.body != "":
-		out = "Last wrote about: " + firstWords(m.body, 15)
-	default:
-		out = "No history yet."
+	if len(items) == 0 {
+		return "No history yet."
 	}
-	return truncate(out, maxLen(s, 300))
+	if len(items) > 3 {
+		items = items[len(items)-3:]
+	}
+	return truncate("Recent topics: "+strings.Join(items, "; ")+".", maxLen(s, 300))
+}
+
+// scrub drops words that hold an address or a link.
+func scrub(s string) string {
+	f := strings.Fields(s)
+	f = slices.DeleteFunc(f, func(w string) bool {
+		lw := strings.ToLower(w)
+		return strings.Contains(lw, "@") || strings.Contains(lw, "://") || strings.HasPrefix(lw, "www.")
+	})
+	return strings.Join(f, " ")
 }
 
 // ---- helpers ----

@@ -67,11 +67,27 @@ func (s *Stack) IMAP(t testing.TB, user string) *imapclient.Client {
 
 func (s *Stack) dialIMAP(t testing.TB, user string) (*imapclient.Client, error) {
 	t.Helper()
+	return s.dialIMAPWith(t, user, true)
+}
+
+// dialIMAPWith logs user in, over STARTTLS when tls is true. Plaintext is
+// for bulk loading only: Dovecot's TLS proxy in imap-login adds tens of
+// milliseconds to every APPEND (measured: ~40 ms vs ~6 ms), which makes
+// loading a corpus of thousands of messages take minutes.
+func (s *Stack) dialIMAPWith(t testing.TB, user string, tls bool) (*imapclient.Client, error) {
+	t.Helper()
 	pass := s.Password(t, user)
-	c, err := imapclient.DialStartTLS(s.IMAPAddr(), &imapclient.Options{
-		TLSConfig: s.TLSConfig(t),
-		Dialer:    &net.Dialer{Timeout: ioTimeout},
-	})
+	opts := &imapclient.Options{Dialer: &net.Dialer{Timeout: ioTimeout}}
+	var (
+		c   *imapclient.Client
+		err error
+	)
+	if tls {
+		opts.TLSConfig = s.TLSConfig(t)
+		c, err = imapclient.DialStartTLS(s.IMAPAddr(), opts)
+	} else {
+		c, err = imapclient.DialInsecure(s.IMAPAddr(), opts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", s.IMAPAddr(), err)
 	}

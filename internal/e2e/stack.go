@@ -57,7 +57,7 @@ type Stack struct {
 	IMAPPort  int
 	IMAPSPort int // implicit TLS IMAP on IMAPHost:IMAPSPort
 	SMTPHost  string
-	SMTPPort  int // SMTP with STARTTLS and AUTH PLAIN; open relay for loopback
+	SMTPPort  int    // SMTP with STARTTLS and AUTH PLAIN; open relay for loopback
 	CAFile    string // PEM of the CA that signed the servers' certificate
 	Dir       string // the script's state directory (configs, logs, mail)
 

@@ -7,12 +7,18 @@
 //     ResponseSchema: no type unions, enums instead).
 //   - Gemini implements Model with google.golang.org/genai. Nothing outside
 //     this package imports genai.
-//   - Retry wraps any Model and retries temporary failures (429, 5xx,
-//     timeouts) with exponential backoff and jitter, honouring the server's
-//     retry delay; permanent errors return at once.
-//   - GenerateJSON asks for structured output, decodes and validates it in
-//     Go, and makes exactly one repair attempt that quotes the validation
-//     error. It never coerces an invalid answer into a valid one.
+//   - Gemini makes one HTTP request per call, bounded by a per-call timeout.
+//     HTTP failures are *APIError (with Temporary and RetryAfter); empty or
+//     blocked answers are *ResponseError (ErrEmptyResponse, ErrBlocked).
+//   - WithRetry wraps any Model and retries temporary failures (429, 5xx,
+//     timeouts, cut connections) with exponential backoff and jitter,
+//     waiting at least the server's retry delay; permanent errors and a
+//     done context return at once.
+//   - GenerateJSON asks for structured output, decodes it strictly and
+//     validates it in Go, and makes exactly one repair attempt that quotes
+//     the validation error; a second failure is *InvalidOutputError. It
+//     never coerces an invalid answer into a valid one.
+//   - Package geminitest is a fake Gemini REST server for tests.
 //   - Every call reports its token Usage.
 //   - API keys never appear in errors.
 package llm

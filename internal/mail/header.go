@@ -83,17 +83,22 @@ func parseAddressList(v string) (addrs []Address, ok bool) {
 func bestEffortAddresses(v string) []Address {
 	dec, _ := decodeHeaderValue(v)
 	var out []Address
-	carry := "" // text before an unquoted comma in a display name
+	var carry strings.Builder // text before an unquoted comma in a display name
 	for _, piece := range splitOutside(dec) {
 		piece = strings.TrimSpace(piece)
 		if piece == "" {
 			continue
 		}
 		if !strings.Contains(piece, "@") {
-			carry += piece + ", "
+			if carry.Len() < 1024 {
+				carry.WriteString(piece + ", ")
+			}
 			continue
 		}
-		piece, carry = carry+piece, ""
+		if carry.Len() > 0 {
+			piece = carry.String() + piece
+			carry.Reset()
+		}
 		// Group syntax "name: a@b, c@d;" leaves "name: a@b" here.
 		if i := strings.IndexByte(piece, ':'); i >= 0 && !strings.Contains(piece[:i], "@") && !strings.Contains(piece[:i], "<") {
 			piece = strings.TrimSpace(piece[i+1:])

@@ -320,9 +320,14 @@ func (p *parser) multipart(e *message.Entity, mt, path string, depth int, alts [
 // sniffBoundary finds a boundary in a multipart body whose header lacks
 // one: the first "--x" line that appears again later.
 func sniffBoundary(body []byte) string {
+	tries := 0
 	for line := range bytes.Lines(body) {
+		if tries > 20 { // each try scans the body; bound the work
+			break
+		}
 		line = bytes.TrimRight(line, "\r\n \t")
 		if len(line) > 2 && len(line) < 200 && line[0] == '-' && line[1] == '-' {
+			tries++
 			b := string(line[2:])
 			if bytes.Count(body, line) >= 2 || bytes.Contains(body, []byte("--"+b+"--")) {
 				return strings.TrimSuffix(b, "--")

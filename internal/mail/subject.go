@@ -59,8 +59,12 @@ func ReplySubject(s string) string {
 				tag := s[:end+1]
 				after := strings.TrimLeft(s[end+1:], " ")
 				if n := matchPrefix(after, replyPrefixes); n > 0 {
-					s = tag + " " + strings.TrimLeft(after[n:], " ")
-					continue
+					for n > 0 {
+						after = strings.TrimLeft(after[n:], " ")
+						n = matchPrefix(after, replyPrefixes)
+					}
+					s = tag + " " + after
+					break
 				}
 			}
 		}
@@ -111,18 +115,16 @@ func baseSubject(s string) (base string, reply bool) {
 // remains after it.
 func leaderLen(s string) (n int, reply bool) {
 	pos := 0
-	firstBlobEnd := 0
+	lastBlobStart := -1
 	for pos < len(s) && s[pos] == '[' {
 		end := strings.IndexAny(s[pos+1:], "[]")
 		if end < 0 || s[pos+1+end] != ']' {
 			break
 		}
+		lastBlobStart = pos
 		pos += end + 2
 		for pos < len(s) && s[pos] == ' ' {
 			pos++
-		}
-		if firstBlobEnd == 0 {
-			firstBlobEnd = pos
 		}
 	}
 	if m := matchPrefix(s[pos:], replyPrefixes); m > 0 {
@@ -131,8 +133,16 @@ func leaderLen(s string) (n int, reply bool) {
 	if m := matchPrefix(s[pos:], forwardPrefixes); m > 0 {
 		return pos + m, true
 	}
-	if firstBlobEnd > 0 && strings.TrimSpace(s[firstBlobEnd:]) != "" {
-		return firstBlobEnd, false
+	// Blobs alone go while text remains after them. Removing them one at a
+	// time, as RFC 5256 words it, gives the same result; all at once keeps
+	// "[a][a][a]…" linear.
+	switch {
+	case lastBlobStart < 0:
+		return 0, false
+	case pos < len(s):
+		return pos, false
+	case lastBlobStart > 0:
+		return lastBlobStart, false // keep the last blob: it is the subject
 	}
 	return 0, false
 }

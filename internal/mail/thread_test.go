@@ -183,7 +183,6 @@ func TestThreaderConcurrent(t *testing.T) {
 	}
 }
 
-
 func TestThreaderOrderIndependenceCorpus(t *testing.T) {
 	data := readCorpus(t, corpusFiles(t, hamDirs...))
 	inputs := make([]ThreadInput, len(data))

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/store"
+)
+
+// WatchOptions are the flags of `mailagent watch`.
+type WatchOptions struct {
+	Account string
+	Once    bool
+}
+
+func newWatchCmd(f *Factory, runF func(context.Context, *WatchOptions) error) *cobra.Command {
+	opts := &WatchOptions{}
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "Watch the mailboxes (IDLE) and handle new mail as it arrives",
+		Long: `watch keeps one IMAP IDLE connection per account (polling when the
+server has no IDLE), triages each new message, and then acts: low-risk
+replies that pass every safety gate are sent (policy.mode = "auto" only);
+everything else waits in the review queue, and in your Drafts folder.
+
+While watch runs it owns the state database and serves the other commands
+(review, queue, contacts, explain, triage) on a unix socket in the state
+directory.
+
+On the very first start only mail from the last sync.initial_lookback is
+handled. SIGINT or SIGTERM stops it cleanly (exit 0); anything in flight
+is resumed on the next start.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return watchRun(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Account, "account", "", "only this account (default: all)")
+	cmd.Flags().BoolVar(&opts.Once, "once", false, "catch up on new mail, then exit (for cron and scripts)")
+	return cmd
+}
+
+func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
+	cfg, err := f.Config()
+	if err != nil {
+		return err
+	}
+	accounts, err := pickAccounts(cfg, opts.Account)
+	if err != nil {
+		return err
+	}
+	st, err := f.OpenStore(false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	parts, err := buildAgent(ctx, f, cfg, st)
+	if err != nil {
+		return err
+	}
+	defer parts.Mailer.Close()
+	d := newDaemon(f, cfg, st, parts, accounts)
+	f.Logger().Info("watch starting", "accounts", len(accounts), "once", opts.Once)
+
+	g, gctx := errgroup.WithContext(ctx)
+	if !opts.Once {
+		srv, err := newWatchServer(f, cfg, st, parts, d)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return srv(gctx) })
+	}
+	g.Go(func() error { return d.Run(gctx, opts.Once) })
+	err = g.Wait()
+	if ctx.Err() != nil {
+		// SIGINT/SIGTERM: in-flight work is either finished or resumable.
+		f.Logger().Info("watch stopped")
+		return nil
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, imapsync.ErrAuth):
+		return unreachable(err, "check the IMAP login with: mailagent doctor")
+	case errors.Is(err, store.ErrLocked):
+		return err
+	}
+	return fmt.Errorf("watch: %w", err)
+}

@@ -1,0 +1,157 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"time"
+
+	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/store"
+)
+
+// SocketName is the file name of the watcher's socket in the state
+// directory.
+const SocketName = "mailagent.sock"
+
+// SocketPath returns where the watcher of stateDir listens.
+func SocketPath(stateDir string) string { return filepath.Join(stateDir, SocketName) }
+
+// Sentinel errors, matched with errors.Is (also on the client side of the
+// socket).
+var (
+	// ErrNoWatcher: nothing answers on the socket (no file, connection
+	// refused, or a stale file left by a crash).
+	ErrNoWatcher = errors.New("no watcher is running")
+	// ErrNoActions: the operation sends or changes mail state and this
+	// process has no pipeline to do it with.
+	ErrNoActions = errors.New("this action needs the watcher: start `mailagent watch` and try again")
+	// ErrWatcherRunning: Serve found another watcher answering on the
+	// socket.
+	ErrWatcherRunning = errors.New("another mailagent watch is already serving")
+)
+
+// Service is every operation the commands and the TUI need. Local
+// implements it over an open store; Client implements it over the socket.
+// All methods are safe for concurrent use.
+type Service interface {
+	// Status reports the watcher's state and the database counters.
+	Status(ctx context.Context) (Status, error)
+	// Queue lists queue items matching f, newest first.
+	Queue(ctx context.Context, f QueueFilter) ([]store.QueueItem, error)
+	// QueueItem returns one item with its thread and outbox record; an
+	// unknown id is an error wrapping store.ErrNotFound.
+	QueueItem(ctx context.Context, id string) (*QueueDetail, error)
+	// Approve sends a queued draft; final, when non-empty, replaces its text.
+	Approve(ctx context.Context, id, final string) (*store.QueueItem, error)
+	// Reject closes an item without sending.
+	Reject(ctx context.Context, id, reason string) error
+	// Edit stores the owner's text for a draft.
+	Edit(ctx context.Context, id, text string) (*store.QueueItem, error)
+	// Snooze hides an item until the given time.
+	Snooze(ctx context.Context, id string, until time.Time) error
+	// Regenerate drafts the reply again with the owner's instruction.
+	Regenerate(ctx context.Context, id, instruction string) (*store.QueueItem, error)
+	// Cancel stops a scheduled auto-send and queues its draft.
+	Cancel(ctx context.Context, outboxID string) error
+	// Retry processes a message that needs review again.
+	Retry(ctx context.Context, key store.MessageKey) error
+	// Outbox lists outbox records with that status ("" for all), newest
+	// first, without their Raw bytes.
+	Outbox(ctx context.Context, status string) ([]store.OutboxRecord, error)
+	// NeedsReview lists the messages in state needs_review, newest first.
+	NeedsReview(ctx context.Context) ([]store.MessageRecord, error)
+	// Contacts lists the contacts of an account in email order.
+	Contacts(ctx context.Context, account string) ([]store.Contact, error)
+	// Contact returns one contact, or an error wrapping store.ErrNotFound.
+	Contact(ctx context.Context, account, email string) (*store.Contact, error)
+	// ForgetContact deletes a contact's memory.
+	ForgetContact(ctx context.Context, account, email string) error
+	// Explain finds a trace by trace id or Message-ID, with its message
+	// record when there is one.
+	Explain(ctx context.Context, ref string) (*Explain, error)
+	// Events streams what changes in the watcher. The channel is closed
+	// when ctx ends or the source goes away. Local without a Broker
+	// returns a nil channel (no live source: it never delivers).
+	Events(ctx context.Context) (<-chan agent.Event, error)
+	// Store is the pipeline's view of the database, for triage.
+	Store() RemoteStore
+}
+
+// Actions are the side-effecting operations. *agent.Pipeline, plus a
+// Retry that the watcher provides, implements them; Local delegates to it.
+type Actions interface {
+	Approve(ctx context.Context, id, final string) (*store.QueueItem, error)
+	Reject(ctx context.Context, id, reason string) error
+	Edit(ctx context.Context, id, text string) (*store.QueueItem, error)
+	Snooze(ctx context.Context, id string, until time.Time) error
+	Regenerate(ctx context.Context, id, instruction string) (*store.QueueItem, error)
+	Cancel(ctx context.Context, outboxID string) error
+	Retry(ctx context.Context, key store.MessageKey) error
+}
+
+// RemoteStore is what the triage pipeline needs from the database: the
+// methods of agent.Store plus ListMessages. *store.Store implements it; so
+// does the store a Client returns, by RPC. The methods take no context
+// because agent.Store does not; see Client.StoreContext.
+type RemoteStore interface {
+	agent.Store
+	ListMessages(f store.MessageFilter, fn func(*store.MessageRecord) error) error
+}
+
+var _ RemoteStore = (*store.Store)(nil)
+
+// Status is the watcher's state and the database counters.
+type Status struct {
+	// Watcher is true when a running watcher answered.
+	Watcher bool `json:"watcher"`
+	// PID is the watcher's process id (0 without a watcher).
+	PID int `json:"pid,omitempty"`
+	// Started is when the watcher started.
+	Started  time.Time       `json:"started,omitzero"`
+	Accounts []AccountStatus `json:"accounts,omitempty"`
+	// AutoSentToday counts today's auto-sends across accounts (UTC day).
+	AutoSentToday int                 `json:"auto_sent_today"`
+	AutoSendCap   int                 `json:"auto_send_cap"`
+	Counts        map[store.State]int `json:"counts"`
+	TokensToday   store.UsageDay      `json:"tokens_today"`
+}
+
+// AccountStatus is one account's sync state as the watcher sees it.
+type AccountStatus struct {
+	Name string `json:"name"`
+	// State is free text from the watcher: idle, syncing, reconnecting, …
+	State    string    `json:"state"`
+	LastSync time.Time `json:"last_sync,omitzero"`
+	Error    string    `json:"error,omitempty"`
+}
+
+// QueueFilter selects queue items; zero fields match everything.
+type QueueFilter struct {
+	Status  string `json:"status,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+	Account string `json:"account,omitempty"`
+}
+
+func (f QueueFilter) match(q *store.QueueItem) bool {
+	return (f.Status == "" || q.Status == f.Status) &&
+		(f.Kind == "" || q.Kind == f.Kind) &&
+		(f.Account == "" || q.Account == f.Account)
+}
+
+// QueueDetail is one queue item with its context.
+type QueueDetail struct {
+	Item store.QueueItem `json:"item"`
+	// Thread holds the thread's message records, oldest first (only the
+	// item's own message when it has no thread id).
+	Thread []store.MessageRecord `json:"thread"`
+	// Outbox is the item's outbox record, without Raw, when there is one.
+	Outbox *store.OutboxRecord `json:"outbox,omitempty"`
+}
+
+// Explain is a trace and the message it belongs to.
+type Explain struct {
+	Trace *store.Trace `json:"trace"`
+	// Message is nil when the record is gone.
+	Message *store.MessageRecord `json:"message,omitempty"`
+}

@@ -1,0 +1,31 @@
+// Package api is the one owner of the state database, made reachable.
+//
+// bbolt takes an exclusive file lock, so while `mailagent watch` runs no
+// other process can open the database. The watcher therefore serves a
+// small HTTP+JSON API on a unix socket in the state directory
+// (SocketPath, mode 0600, in a directory nobody else may write to), and
+// every other command (review, queue, contacts, explain, triage) reaches
+// the data through it. When no watcher runs, commands open the database
+// themselves. Open makes that choice; both paths implement Service:
+//
+//   - Local implements Service over an open *store.Store, delegating the
+//     side-effecting operations (approve, reject, …) to an Actions value,
+//     which is the watcher's *agent.Pipeline.
+//   - Client implements Service over the socket. Errors keep their
+//     identity across the wire: store.ErrNotFound, store.ErrConflict,
+//     store.ErrLocked, agent.ErrNotActionable and ErrNoActions match
+//     errors.Is on the client side.
+//   - Serve exposes any Service on the socket, one route per operation,
+//     and streams agent.Event values as Server-Sent Events on
+//     GET /v1/events.
+//   - Broker fans events out to any number of subscribers without ever
+//     blocking the publisher.
+//
+// Service.Store returns a RemoteStore: the store methods the triage
+// pipeline needs, so that `mailagent triage` also works while the watcher
+// owns the database.
+//
+// The socket is the only access control: anyone who can connect can
+// approve sends. Serve refuses a state directory that is group- or
+// world-writable and makes the socket 0600.
+package api

@@ -1,0 +1,281 @@
+package api
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/store"
+)
+
+// Local implements Service over an open store. The zero value is not
+// usable: DB must be set.
+type Local struct {
+	// DB is the open database.
+	DB *store.Store
+	// Actions carries out approve, reject, …; nil makes those calls return
+	// an error wrapping ErrNoActions.
+	Actions Actions
+	// StatusFunc, when set, fills the live part of Status (Watcher, PID,
+	// Started, Accounts, AutoSendCap); Local adds the database counters.
+	StatusFunc func(context.Context) Status
+	// Broker, when set, is the source of Events.
+	Broker *Broker
+	// AutoSendCap is reported in Status when StatusFunc leaves it zero.
+	AutoSendCap int
+	// Now is the clock for "today"; nil means time.Now.
+	Now func() time.Time
+}
+
+var _ Service = (*Local)(nil)
+
+func (l *Local) now() time.Time {
+	if l.Now != nil {
+		return l.Now()
+	}
+	return time.Now()
+}
+
+// Status implements Service.
+func (l *Local) Status(ctx context.Context) (Status, error) {
+	var s Status
+	if l.StatusFunc != nil {
+		s = l.StatusFunc(ctx)
+	}
+	if s.AutoSendCap == 0 {
+		s.AutoSendCap = l.AutoSendCap
+	}
+	counts, err := l.DB.CountByState()
+	if err != nil {
+		return Status{}, fmt.Errorf("status: %w", err)
+	}
+	s.Counts = counts
+	day := store.Day(l.now())
+	if s.TokensToday, err = l.DB.Usage(day); err != nil {
+		return Status{}, fmt.Errorf("status: %w", err)
+	}
+	if _, s.AutoSentToday, err = l.DB.AutoSendCounts("", "", day); err != nil {
+		return Status{}, fmt.Errorf("status: %w", err)
+	}
+	return s, nil
+}
+
+// Queue implements Service.
+func (l *Local) Queue(ctx context.Context, f QueueFilter) ([]store.QueueItem, error) {
+	out := []store.QueueItem{}
+	err := l.DB.ListQueue(f.Status, func(q *store.QueueItem) error {
+		if f.match(q) {
+			out = append(out, *q)
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list queue: %w", err)
+	}
+	// Queue ids derived from message keys do not sort by time.
+	slices.SortStableFunc(out, func(a, b store.QueueItem) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	return out, nil
+}
+
+// QueueItem implements Service.
+func (l *Local) QueueItem(ctx context.Context, id string) (*QueueDetail, error) {
+	q, err := l.DB.GetQueueItem(id)
+	if err != nil {
+		return nil, err
+	}
+	d := &QueueDetail{Item: *q, Thread: []store.MessageRecord{}}
+	if q.ThreadID != "" {
+		recs, err := l.DB.ThreadMessages(q.ThreadID, 0)
+		if err != nil {
+			return nil, fmt.Errorf("queue item %s: %w", id, err)
+		}
+		for _, r := range recs {
+			d.Thread = append(d.Thread, *r)
+		}
+	} else if r, err := l.DB.GetMessage(q.Message); err == nil {
+		d.Thread = append(d.Thread, *r)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("queue item %s: %w", id, err)
+	}
+	// An approved draft's outbox id is "ob_"+item id; an auto-send's
+	// (which a cancel turns into an item) derives from the message key.
+	for _, obID := range []string{"ob_" + q.ID, agent.OutboxID(q.Message)} {
+		ob, err := l.DB.GetOutbox(obID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("queue item %s: %w", id, err)
+		}
+		ob.Raw = nil
+		d.Outbox = ob
+		break
+	}
+	return d, nil
+}
+
+func (l *Local) actions(op string) (Actions, error) {
+	if l.Actions == nil {
+		return nil, fmt.Errorf("%s: %w", op, ErrNoActions)
+	}
+	return l.Actions, nil
+}
+
+// Approve implements Service by delegating to Actions.
+func (l *Local) Approve(ctx context.Context, id, final string) (*store.QueueItem, error) {
+	a, err := l.actions("approve " + id)
+	if err != nil {
+		return nil, err
+	}
+	return a.Approve(ctx, id, final)
+}
+
+// Reject implements Service by delegating to Actions.
+func (l *Local) Reject(ctx context.Context, id, reason string) error {
+	a, err := l.actions("reject " + id)
+	if err != nil {
+		return err
+	}
+	return a.Reject(ctx, id, reason)
+}
+
+// Edit implements Service by delegating to Actions.
+func (l *Local) Edit(ctx context.Context, id, text string) (*store.QueueItem, error) {
+	a, err := l.actions("edit " + id)
+	if err != nil {
+		return nil, err
+	}
+	return a.Edit(ctx, id, text)
+}
+
+// Snooze implements Service by delegating to Actions.
+func (l *Local) Snooze(ctx context.Context, id string, until time.Time) error {
+	a, err := l.actions("snooze " + id)
+	if err != nil {
+		return err
+	}
+	return a.Snooze(ctx, id, until)
+}
+
+// Regenerate implements Service by delegating to Actions.
+func (l *Local) Regenerate(ctx context.Context, id, instruction string) (*store.QueueItem, error) {
+	a, err := l.actions("regenerate " + id)
+	if err != nil {
+		return nil, err
+	}
+	return a.Regenerate(ctx, id, instruction)
+}
+
+// Cancel implements Service by delegating to Actions.
+func (l *Local) Cancel(ctx context.Context, outboxID string) error {
+	a, err := l.actions("cancel " + outboxID)
+	if err != nil {
+		return err
+	}
+	return a.Cancel(ctx, outboxID)
+}
+
+// Retry implements Service by delegating to Actions.
+func (l *Local) Retry(ctx context.Context, key store.MessageKey) error {
+	a, err := l.actions("retry " + key.String())
+	if err != nil {
+		return err
+	}
+	return a.Retry(ctx, key)
+}
+
+// Outbox implements Service.
+func (l *Local) Outbox(ctx context.Context, status string) ([]store.OutboxRecord, error) {
+	out := []store.OutboxRecord{}
+	err := l.DB.ListOutbox(status, func(r *store.OutboxRecord) error {
+		r.Raw = nil
+		out = append(out, *r)
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list outbox: %w", err)
+	}
+	slices.SortStableFunc(out, func(a, b store.OutboxRecord) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	return out, nil
+}
+
+// NeedsReview implements Service.
+func (l *Local) NeedsReview(ctx context.Context) ([]store.MessageRecord, error) {
+	out := []store.MessageRecord{}
+	err := l.DB.ListMessages(store.MessageFilter{State: store.StateNeedsReview}, func(r *store.MessageRecord) error {
+		out = append(out, *r)
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list needs review: %w", err)
+	}
+	slices.SortStableFunc(out, func(a, b store.MessageRecord) int {
+		return b.UpdatedAt.Compare(a.UpdatedAt)
+	})
+	return out, nil
+}
+
+// Contacts implements Service.
+func (l *Local) Contacts(ctx context.Context, account string) ([]store.Contact, error) {
+	out := []store.Contact{}
+	err := l.DB.ListContacts(account, func(c *store.Contact) error {
+		out = append(out, *c)
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Contact implements Service.
+func (l *Local) Contact(ctx context.Context, account, email string) (*store.Contact, error) {
+	return l.DB.GetContact(account, email)
+}
+
+// ForgetContact implements Service.
+func (l *Local) ForgetContact(ctx context.Context, account, email string) error {
+	return l.DB.ForgetContact(account, email)
+}
+
+// Explain implements Service.
+func (l *Local) Explain(ctx context.Context, ref string) (*Explain, error) {
+	t, err := l.DB.ResolveTrace("", ref)
+	if err != nil {
+		return nil, fmt.Errorf("explain %q: %w", ref, err)
+	}
+	e := &Explain{Trace: t}
+	switch m, err := l.DB.GetMessage(t.Message); {
+	case err == nil:
+		e.Message = m
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("explain %q: %w", ref, err)
+	}
+	return e, nil
+}
+
+// Events implements Service: a subscription to the Broker, or a nil
+// channel when there is none.
+func (l *Local) Events(ctx context.Context) (<-chan agent.Event, error) {
+	if l.Broker == nil {
+		return nil, nil
+	}
+	return l.Broker.Subscribe(ctx), nil
+}
+
+// Store implements Service: the *store.Store itself.
+func (l *Local) Store() RemoteStore { return l.DB }

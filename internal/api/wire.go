@@ -1,0 +1,163 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/store"
+)
+
+// Error codes on the wire. Each maps to a sentinel so that errors.Is works
+// on the client side as it does in the watcher.
+const (
+	CodeNotFound      = "not_found"
+	CodeConflict      = "conflict"
+	CodeNotActionable = "not_actionable"
+	CodeNoActions     = "no_actions"
+	CodeLocked        = "locked"
+	CodeCanceled      = "canceled"
+	CodeDeadline      = "deadline_exceeded"
+	CodeBadRequest    = "bad_request"
+	CodeInternal      = "internal"
+)
+
+// ErrBadRequest: the server could not decode a request (a client and
+// server of different versions).
+var ErrBadRequest = errors.New("bad request")
+
+// codes is checked in order: the first sentinel an error matches names its
+// code. ErrNotActionable comes before ErrConflict and ErrNotFound because
+// the pipeline wraps the store's errors in it.
+var codes = []struct {
+	code   string
+	err    error
+	status int
+}{
+	{CodeNoActions, ErrNoActions, http.StatusNotImplemented},
+	{CodeNotActionable, agent.ErrNotActionable, http.StatusConflict},
+	{CodeConflict, store.ErrConflict, http.StatusConflict},
+	{CodeNotFound, store.ErrNotFound, http.StatusNotFound},
+	{CodeLocked, store.ErrLocked, http.StatusServiceUnavailable},
+	{CodeCanceled, context.Canceled, http.StatusServiceUnavailable},
+	{CodeDeadline, context.DeadlineExceeded, http.StatusGatewayTimeout},
+	{CodeBadRequest, ErrBadRequest, http.StatusBadRequest},
+}
+
+// Error is an error that came back from the watcher. It matches the
+// sentinel of its Code with errors.Is, and reports Temporary like the
+// error it stands for (a temporary SMTP failure stays temporary).
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Temp    bool   `json:"temporary,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Is matches the sentinel of e.Code.
+func (e *Error) Is(target error) bool {
+	for _, c := range codes {
+		if c.code == e.Code {
+			return target == c.err
+		}
+	}
+	return false
+}
+
+// Temporary reports whether the original error was temporary.
+func (e *Error) Temporary() bool { return e.Temp }
+
+// wireError turns err into what the server sends, and its HTTP status.
+func wireError(err error) (*Error, int) {
+	var remote *Error
+	if errors.As(err, &remote) {
+		// An error relayed from another hop keeps its code.
+		return &Error{Code: remote.Code, Message: err.Error(), Temp: remote.Temp}, statusOf(remote.Code)
+	}
+	we := &Error{Code: CodeInternal, Message: err.Error(), Temp: isTemporary(err)}
+	for _, c := range codes {
+		if errors.Is(err, c.err) {
+			we.Code = c.code
+			break
+		}
+	}
+	return we, statusOf(we.Code)
+}
+
+func statusOf(code string) int {
+	for _, c := range codes {
+		if c.code == code {
+			return c.status
+		}
+	}
+	return http.StatusInternalServerError
+}
+
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+// errorBody is the JSON of every failed response, and the last line of a
+// failed JSON-lines stream.
+type errorBody struct {
+	Error *Error `json:"error"`
+}
+
+// Request and response bodies.
+type (
+	approveReq struct {
+		Final string `json:"final"`
+	}
+	rejectReq struct {
+		Reason string `json:"reason"`
+	}
+	editReq struct {
+		Text string `json:"text"`
+	}
+	snoozeReq struct {
+		Until time.Time `json:"until"`
+	}
+	regenerateReq struct {
+		Instruction string `json:"instruction"`
+	}
+	threadReq struct {
+		ThreadID string `json:"thread_id"`
+		Limit    int    `json:"limit"`
+	}
+	relabelReq struct {
+		From string `json:"from"`
+		To   string `json:"to"`
+	}
+	contactReq struct {
+		Account string `json:"account"`
+		Email   string `json:"email"`
+	}
+	autoSendReq struct {
+		Account string `json:"account"`
+		Contact string `json:"contact"`
+		Day     string `json:"day"`
+	}
+	autoSendResp struct {
+		PerContact int `json:"per_contact"`
+		Global     int `json:"global"`
+	}
+	// messageFilter is store.MessageFilter with JSON names.
+	messageFilter struct {
+		Account  string      `json:"account,omitempty"`
+		Mailbox  string      `json:"mailbox,omitempty"`
+		State    store.State `json:"state,omitempty"`
+		ThreadID string      `json:"thread_id,omitempty"`
+		Limit    int         `json:"limit,omitempty"`
+		Since    time.Time   `json:"since,omitzero"`
+	}
+	// streamLine is one line of the ListMessages stream: a record, or
+	// the error that ended the walk.
+	streamLine struct {
+		Record *store.MessageRecord `json:"record,omitempty"`
+		Error  *Error               `json:"error,omitempty"`
+	}
+)

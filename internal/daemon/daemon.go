@@ -1,0 +1,413 @@
+// Package daemon is `mailagent watch`: one IMAP watcher per account, all
+// run together, feeding new mail through the agent pipeline, plus the
+// timers that send delayed replies, wake snoozed items and retry messages
+// that need review.
+//
+// Contract:
+//   - Every goroutine belongs to Run's errgroup and ends when ctx ends; Run
+//     then returns nil (SIGINT/SIGTERM is a clean exit).
+//   - The checkpoint of a mailbox only moves past messages whose record is
+//     terminal (done or needs_review), so a crash at any point is resumed
+//     on the next start; acting is idempotent, so nothing is done twice.
+//   - On the very first start of a mailbox only mail from the last
+//     InitialLookback is processed, never years of history.
+//   - A UIDVALIDITY change voids stored UIDs: the mailbox is rescanned and
+//     messages already handled are recognised by Message-ID.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/store"
+)
+
+// Account is one mailbox to watch.
+type Account struct {
+	Name    string
+	Mailbox string
+	// Dial opens a logged-in IMAP client for the watcher connection.
+	Dial func(ctx context.Context) (*imapsync.Client, error)
+}
+
+// Status is what the daemon reports about one account.
+type Status struct {
+	Name     string    `json:"name"`
+	State    string    `json:"state"`
+	LastSync time.Time `json:"last_sync,omitzero"`
+	Error    string    `json:"error,omitempty"`
+}
+
+// Daemon runs the watch.
+type Daemon struct {
+	Store           *store.Store
+	Pipeline        *agent.Pipeline
+	Mailer          *Mailer
+	Accounts        []Account
+	MaxMessageBytes int64
+	InitialLookback time.Duration // default 24h
+	RetryInterval   time.Duration // default 15m
+	PollInterval    time.Duration // default 60s (servers without IDLE)
+	DisableIdle     bool          // poll even when IDLE is available
+	Concurrency     int           // messages in flight per account; default 4
+	// SentLookback bounds the first scan of the Sent folder (default 365 days).
+	SentLookback time.Duration
+	Logger       *slog.Logger
+	Now          func() time.Time
+	// OnSynced, when set, is called after each sync pass of an account
+	// (tests and benchmarks wait on it).
+	OnSynced func(account string)
+
+	mu     sync.Mutex
+	status map[string]*Status
+	// sentScan remembers when each account's Sent folder was last scanned.
+	sentScan map[string]time.Time
+}
+
+func (d *Daemon) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+func (d *Daemon) log() *slog.Logger {
+	if d.Logger != nil {
+		return d.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func orDefault(v, def time.Duration) time.Duration {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// Statuses returns a snapshot of every account's state.
+func (d *Daemon) Statuses() []Status {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Status, 0, len(d.Accounts))
+	for _, a := range d.Accounts {
+		if s, ok := d.status[a.Name]; ok {
+			out = append(out, *s)
+		} else {
+			out = append(out, Status{Name: a.Name, State: "starting"})
+		}
+	}
+	return out
+}
+
+func (d *Daemon) setStatus(name string, f func(*Status)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.status == nil {
+		d.status = map[string]*Status{}
+	}
+	s, ok := d.status[name]
+	if !ok {
+		s = &Status{Name: name}
+		d.status[name] = s
+	}
+	f(s)
+}
+
+// Run watches every account until ctx ends. With once, it catches up on
+// every account and returns (for cron jobs and scripts).
+func (d *Daemon) Run(ctx context.Context, once bool) error {
+	if err := d.Pipeline.Recover(ctx); err != nil {
+		d.log().Warn("outbox recovery", "err", err)
+	}
+	d.retryNeedsReview(ctx)
+	if once {
+		return d.runOnce(ctx)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, a := range d.Accounts {
+		w := &imapsync.Watcher{
+			Dial: a.Dial, Mailbox: a.Mailbox, PollInterval: d.PollInterval, DisableIdle: d.DisableIdle,
+			Logger: d.log().With("account", a.Name),
+			OnState: func(s imapsync.State) {
+				d.setStatus(a.Name, func(st *Status) { st.State = s.String() })
+			},
+		}
+		g.Go(func() error {
+			err := w.Run(gctx, func(ctx context.Context, c *imapsync.Client, st imapsync.MailboxStatus) error {
+				return d.Sync(ctx, a, c, st)
+			})
+			if err != nil {
+				d.setStatus(a.Name, func(st *Status) { st.State, st.Error = "stopped", err.Error() })
+			}
+			return err
+		})
+	}
+	g.Go(func() error { return d.tick(gctx, time.Second, d.sendDue) })
+	g.Go(func() error {
+		return d.tick(gctx, orDefault(d.RetryInterval, 15*time.Minute), func(ctx context.Context) {
+			d.retryNeedsReview(ctx)
+			for _, a := range d.Accounts {
+				d.scanSent(ctx, a.Name, true)
+			}
+		})
+	})
+	err := g.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func (d *Daemon) sendDue(ctx context.Context) {
+	if err := d.Pipeline.SendDue(ctx); err != nil && ctx.Err() == nil {
+		d.log().Warn("scheduled sends", "err", err)
+	}
+}
+
+// tick calls f every interval until ctx ends.
+func (d *Daemon) tick(ctx context.Context, every time.Duration, f func(context.Context)) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			f(ctx)
+		}
+	}
+}
+
+func (d *Daemon) runOnce(ctx context.Context) error {
+	var errs error
+	for _, a := range d.Accounts {
+		err := func() error {
+			c, err := a.Dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			st, err := c.Select(ctx, a.Mailbox, false)
+			if err != nil {
+				return err
+			}
+			return d.Sync(ctx, a, c, st)
+		}()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			errs = errors.Join(errs, fmt.Errorf("account %s: %w", a.Name, err))
+		}
+	}
+	d.sendDue(ctx)
+	return errs
+}
+
+// Sync catches up on one account: everything after its checkpoint (or, the
+// first time, the last InitialLookback), then the Sent folder.
+func (d *Daemon) Sync(ctx context.Context, a Account, c *imapsync.Client, st imapsync.MailboxStatus) error {
+	uids, rescan, cut, err := d.pending(ctx, a, c, st)
+	if err != nil {
+		return err
+	}
+	err = d.process(ctx, a, c, st, uids, rescan, cut)
+	d.setStatus(a.Name, func(s *Status) {
+		s.LastSync = d.now()
+		if err != nil {
+			s.Error = err.Error()
+		} else {
+			s.Error = ""
+		}
+	})
+	d.scanSent(ctx, a.Name, false)
+	if d.OnSynced != nil {
+		d.OnSynced(a.Name)
+	}
+	return err
+}
+
+// pending decides which UIDs to fetch, and sets the checkpoint on a first
+// start or after a UIDVALIDITY change.
+// cut, when set, drops messages whose INTERNALDATE is before it.
+func (d *Daemon) pending(ctx context.Context, a Account, c *imapsync.Client, st imapsync.MailboxStatus) (uids []uint32, rescan bool, cut time.Time, err error) {
+	cp, ok, err := d.Store.Checkpoint(a.Name, a.Mailbox)
+	if err != nil {
+		return nil, false, cut, err
+	}
+	lookback := d.now().Add(-orDefault(d.InitialLookback, 24*time.Hour))
+	if ok && cp.UIDValidity == st.UIDValidity {
+		uids, err = c.Search(ctx, imapsync.Criteria{UIDMin: cp.LastUID + 1})
+		return uids, false, cut, err
+	}
+	since := lookback
+	if ok {
+		// UIDVALIDITY changed: rescan from the last sync (or the lookback,
+		// whichever is earlier); duplicates are found by Message-ID.
+		rescan = true
+		if !cp.UpdatedAt.IsZero() && cp.UpdatedAt.Before(since) {
+			since = cp.UpdatedAt.Add(-24 * time.Hour)
+		}
+		d.log().Warn("UIDVALIDITY changed: rescanning", "account", a.Name, "mailbox", a.Mailbox, "old", cp.UIDValidity, "new", st.UIDValidity)
+	}
+	uids, err = c.Search(ctx, imapsync.Criteria{Since: since})
+	if err != nil {
+		return nil, false, cut, err
+	}
+	// IMAP SINCE compares dates, so a day's worth of older mail may come
+	// back; the precise cut is made on INTERNALDATE after the fetch.
+	last := uint32(0)
+	if len(uids) > 0 {
+		last = uids[0] - 1
+	} else if st.UIDNext > 0 {
+		last = st.UIDNext - 1
+	}
+	if err := d.Store.SetCheckpoint(a.Name, a.Mailbox, store.Checkpoint{UIDValidity: st.UIDValidity, LastUID: last}); err != nil {
+		return nil, false, cut, err
+	}
+	if !ok {
+		d.scanSent(ctx, a.Name, true) // learn known contacts before the first decisions
+		cut = lookback
+	}
+	return uids, rescan, cut, nil
+}
+
+// process fetches uids and runs each through the pipeline with bounded
+// concurrency, then moves the checkpoint over the terminal prefix.
+func (d *Daemon) process(ctx context.Context, a Account, c *imapsync.Client, st imapsync.MailboxStatus, uids []uint32, rescan bool, cut time.Time) error {
+	if len(uids) == 0 {
+		return nil
+	}
+	conc := max(d.Concurrency, 1)
+	if d.Concurrency == 0 {
+		conc = 4
+	}
+	jobs := make(chan imapsync.RawMessage, conc)
+	var mu sync.Mutex
+	skipped := map[uint32]bool{} // too old for the first start: not ours to process
+	fetched := map[uint32]bool{}
+	var procErr error
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		defer close(jobs)
+		return c.Fetch(gctx, uids, imapsync.FetchOptions{MaxMessageBytes: d.MaxMessageBytes}, func(m imapsync.RawMessage) error {
+			mu.Lock()
+			fetched[m.UID] = true
+			mu.Unlock()
+			if !cut.IsZero() && !m.InternalDate.IsZero() && m.InternalDate.Before(cut) {
+				mu.Lock()
+				skipped[m.UID] = true
+				mu.Unlock()
+				return nil
+			}
+			select {
+			case jobs <- m:
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		})
+	})
+	for range conc {
+		g.Go(func() error {
+			for m := range jobs {
+				key := store.MessageKey{Account: a.Name, Mailbox: a.Mailbox, UIDValidity: m.UIDValidity, UID: m.UID}
+				if rescan && d.duplicate(key, m.Raw) {
+					continue
+				}
+				_, err := d.Pipeline.Process(gctx, agent.Input{Key: key, Raw: m.Raw, Truncated: m.Truncated})
+				if err != nil {
+					if gctx.Err() != nil {
+						return gctx.Err()
+					}
+					// The message stays non-terminal and blocks the
+					// checkpoint, so the next sync tries it again.
+					d.log().Error("process message", "account", a.Name, "uid", m.UID, "err", err)
+					mu.Lock()
+					procErr = errors.Join(procErr, fmt.Errorf("uid %d: %w", m.UID, err))
+					mu.Unlock()
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return errors.Join(procErr, d.advance(a, st.UIDValidity, uids, skipped, fetched))
+}
+
+// advance moves the checkpoint over the longest prefix of uids whose
+// messages are terminal (or were skipped as too old, or vanished).
+func (d *Daemon) advance(a Account, uidvalidity uint32, uids []uint32, skipped, fetched map[uint32]bool) error {
+	cp, _, err := d.Store.Checkpoint(a.Name, a.Mailbox)
+	if err != nil {
+		return err
+	}
+	last := cp.LastUID
+	for _, uid := range uids {
+		if uid <= last {
+			continue
+		}
+		if !skipped[uid] {
+			rec, err := d.Store.GetMessage(store.MessageKey{Account: a.Name, Mailbox: a.Mailbox, UIDValidity: uidvalidity, UID: uid})
+			if errors.Is(err, store.ErrNotFound) {
+				if fetched[uid] {
+					break // fetched but never recorded: try again next time
+				}
+				// Not fetched: expunged between SEARCH and FETCH.
+				last = uid
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if !rec.State.Terminal() {
+				break
+			}
+		}
+		last = uid
+	}
+	if last == cp.LastUID {
+		return nil
+	}
+	return d.Store.SetCheckpoint(a.Name, a.Mailbox, store.Checkpoint{UIDValidity: uidvalidity, LastUID: last})
+}
+
+// duplicate reports whether a message found in a rescan (after a
+// UIDVALIDITY change) was already handled under its old UID, and if so
+// records the new UID as done with the old outcome.
+func (d *Daemon) duplicate(key store.MessageKey, raw []byte) bool {
+	m := mail.Parse(raw)
+	if m.Synthesized {
+		return false
+	}
+	olds, err := d.Store.FindByMessageID(key.Account, m.MessageID)
+	if err != nil {
+		return false
+	}
+	for _, old := range olds {
+		if old.Mailbox != key.Mailbox || old.UIDValidity == key.UIDValidity || !old.State.Terminal() {
+			continue
+		}
+		cp := *old
+		cp.MessageKey = key
+		cp.Reasons = append(slices.Clone(old.Reasons), fmt.Sprintf("already handled as uid %d before the UIDVALIDITY change", old.UID))
+		if err := d.Store.PutMessage(&cp); err != nil {
+			return false
+		}
+		return true
+	}
+	return false
+}

@@ -1,0 +1,260 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/smtpsend"
+)
+
+// AccountMailer is one account's IMAP "action" connection (separate from
+// the watcher's IDLE connection) and its SMTP sender.
+type AccountMailer struct {
+	Name    string
+	Dial    func(ctx context.Context) (*imapsync.Client, error)
+	SMTP    func(ctx context.Context) (*smtpsend.Sender, error)
+	Sent    string // configured Sent name; "" = SPECIAL-USE, then "Sent"
+	Drafts  string // configured Drafts name; "" = SPECIAL-USE, then "Drafts"
+	mu      sync.Mutex
+	c       *imapsync.Client
+	sent    string
+	drafts  string
+	sender  *smtpsend.Sender
+	mailbox string // currently selected
+}
+
+// Mailer implements agent.Mailer over one AccountMailer per account.
+type Mailer struct {
+	Accounts map[string]*AccountMailer
+}
+
+var _ agent.Mailer = (*Mailer)(nil)
+
+func (m *Mailer) account(name string) (*AccountMailer, error) {
+	a, ok := m.Accounts[name]
+	if !ok {
+		return nil, fmt.Errorf("no account %q", name)
+	}
+	return a, nil
+}
+
+// Close closes every connection.
+func (m *Mailer) Close() {
+	for _, a := range m.Accounts {
+		a.mu.Lock()
+		if a.c != nil {
+			_ = a.c.Close()
+			a.c = nil
+		}
+		a.mu.Unlock()
+	}
+}
+
+// with runs f on a connected client with mailbox selected, redialling once
+// if the cached connection turns out dead.
+func (a *AccountMailer) with(ctx context.Context, mailbox func(*AccountMailer) string, f func(c *imapsync.Client) error) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var last error
+	for attempt := 0; attempt < 2; attempt++ {
+		if a.c == nil {
+			c, err := a.Dial(ctx)
+			if err != nil {
+				return err
+			}
+			a.c, a.mailbox = c, ""
+			if err := a.resolveFolders(ctx); err != nil {
+				_ = a.c.Close()
+				a.c = nil
+				return err
+			}
+		}
+		if mailbox != nil {
+			mb := mailbox(a)
+			if a.mailbox != mb {
+				if _, err := a.c.Select(ctx, mb, false); err != nil {
+					last = err
+					_ = a.c.Close()
+					a.c = nil
+					continue
+				}
+				a.mailbox = mb
+			}
+		}
+		err := f(a.c)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		last = err
+		// A dead connection is redialled once; other errors are final.
+		select {
+		case <-a.c.Done():
+			a.c = nil
+		default:
+			return err
+		}
+	}
+	return last
+}
+
+func (a *AccountMailer) resolveFolders(ctx context.Context) error {
+	if a.sent == "" {
+		name, err := a.c.FindSpecialUse(ctx, `\Sent`, nonEmpty(a.Sent, "Sent", "Sent Items", "Sent Messages")...)
+		if err != nil {
+			return fmt.Errorf("find the Sent folder: %w", err)
+		}
+		a.sent = name
+	}
+	if a.drafts == "" {
+		name, err := a.c.FindSpecialUse(ctx, `\Drafts`, nonEmpty(a.Drafts, "Drafts")...)
+		if err != nil {
+			return fmt.Errorf("find the Drafts folder: %w", err)
+		}
+		a.drafts = name
+	}
+	return nil
+}
+
+func nonEmpty(first string, rest ...string) []string {
+	if first != "" {
+		return []string{first}
+	}
+	return rest
+}
+
+func sentBox(a *AccountMailer) string   { return a.sent }
+func draftsBox(a *AccountMailer) string { return a.drafts }
+
+// Send runs one SMTP transaction.
+func (m *Mailer) Send(ctx context.Context, account, from string, to []string, raw []byte) error {
+	a, err := m.account(account)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	s := a.sender
+	a.mu.Unlock()
+	if s == nil {
+		if s, err = a.SMTP(ctx); err != nil {
+			return err
+		}
+		a.mu.Lock()
+		a.sender = s
+		a.mu.Unlock()
+	}
+	err = s.Send(ctx, from, to, raw)
+	var se *smtpsend.SendError
+	if errors.As(err, &se) && se.Temporary {
+		return &agent.TemporaryError{Err: err}
+	}
+	return err
+}
+
+// AppendSent files a copy of a sent message.
+func (m *Mailer) AppendSent(ctx context.Context, account string, raw []byte) error {
+	a, err := m.account(account)
+	if err != nil {
+		return err
+	}
+	return a.with(ctx, nil, func(c *imapsync.Client) error {
+		_, err := c.Append(ctx, a.sent, []string{`\Seen`}, time.Now(), raw)
+		return err
+	})
+}
+
+// SentHas looks for a Message-ID in the Sent folder.
+func (m *Mailer) SentHas(ctx context.Context, account, messageID string) (bool, error) {
+	a, err := m.account(account)
+	if err != nil {
+		return false, err
+	}
+	var found bool
+	err = a.with(ctx, sentBox, func(c *imapsync.Client) error {
+		uids, err := c.Search(ctx, imapsync.Criteria{HeaderMessageID: messageID})
+		found = len(uids) > 0
+		return err
+	})
+	return found, err
+}
+
+// AppendDraft saves a draft with \Draft and returns its UID.
+func (m *Mailer) AppendDraft(ctx context.Context, account string, raw []byte) (uint32, error) {
+	a, err := m.account(account)
+	if err != nil {
+		return 0, err
+	}
+	var uid uint32
+	err = a.with(ctx, nil, func(c *imapsync.Client) error {
+		var err error
+		uid, err = c.Append(ctx, a.drafts, []string{`\Draft`, `\Seen`}, time.Now(), raw)
+		return err
+	})
+	return uid, err
+}
+
+// DeleteDraft removes a draft saved by AppendDraft.
+func (m *Mailer) DeleteDraft(ctx context.Context, account string, uid uint32) error {
+	a, err := m.account(account)
+	if err != nil {
+		return err
+	}
+	return a.with(ctx, draftsBox, func(c *imapsync.Client) error {
+		return c.Delete(ctx, []uint32{uid})
+	})
+}
+
+// FetchSent streams Sent-folder messages with UID > after (the owner's own
+// mail: it is how contacts become known and how owner replies resolve
+// queue items). It returns the folder's UIDVALIDITY.
+func (m *Mailer) FetchSent(ctx context.Context, account string, after uint32, since time.Time, maxBytes int64, fn func(imapsync.RawMessage) error) (uidvalidity uint32, err error) {
+	a, err := m.account(account)
+	if err != nil {
+		return 0, err
+	}
+	err = a.with(ctx, nil, func(c *imapsync.Client) error {
+		st, err := c.Select(ctx, a.sent, true)
+		a.mailbox = "" // selected read-only; reselect next time
+		if err != nil {
+			return err
+		}
+		uidvalidity = st.UIDValidity
+		uids, err := c.Search(ctx, imapsync.Criteria{UIDMin: after + 1, Since: since})
+		if err != nil {
+			return err
+		}
+		return c.Fetch(ctx, uids, imapsync.FetchOptions{MaxMessageBytes: maxBytes}, fn)
+	})
+	return uidvalidity, err
+}
+
+// FetchUID refetches one message (used to retry needs_review messages).
+func (m *Mailer) FetchUID(ctx context.Context, account, mailbox string, uidvalidity, uid uint32, maxBytes int64) (*imapsync.RawMessage, error) {
+	a, err := m.account(account)
+	if err != nil {
+		return nil, err
+	}
+	var out *imapsync.RawMessage
+	err = a.with(ctx, nil, func(c *imapsync.Client) error {
+		st, err := c.Select(ctx, mailbox, true)
+		a.mailbox = ""
+		if err != nil {
+			return err
+		}
+		if st.UIDValidity != uidvalidity {
+			return fmt.Errorf("%s: UIDVALIDITY changed from %d to %d", mailbox, uidvalidity, st.UIDValidity)
+		}
+		return c.Fetch(ctx, []uint32{uid}, imapsync.FetchOptions{MaxMessageBytes: maxBytes}, func(r imapsync.RawMessage) error {
+			out = &r
+			return nil
+		})
+	})
+	if err == nil && out == nil {
+		err = fmt.Errorf("uid %d is no longer in %s", uid, mailbox)
+	}
+	return out, err
+}

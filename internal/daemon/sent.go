@@ -1,0 +1,137 @@
+package daemon
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	gomail "github.com/emersion/go-message/mail"
+
+	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/store"
+)
+
+// sentCheckpointMailbox names the Sent-folder checkpoint in the store.
+const sentCheckpointMailbox = "\x00sent"
+
+// minSentScanInterval keeps a busy INBOX from rescanning Sent on every
+// new message.
+const minSentScanInterval = 30 * time.Second
+
+// scanSent reads new messages in the Sent folder: their recipients become
+// known contacts (the known-contact gate), and a reply the owner wrote in
+// their own client resolves the matching queue item.
+func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
+	d.mu.Lock()
+	if d.sentScan == nil {
+		d.sentScan = map[string]time.Time{}
+	}
+	if !force && d.now().Sub(d.sentScan[account]) < minSentScanInterval {
+		d.mu.Unlock()
+		return
+	}
+	d.sentScan[account] = d.now()
+	d.mu.Unlock()
+
+	cp, ok, err := d.Store.Checkpoint(account, sentCheckpointMailbox)
+	if err != nil {
+		d.log().Warn("sent checkpoint", "account", account, "err", err)
+		return
+	}
+	var since time.Time
+	if !ok {
+		since = d.now().Add(-orDefault(d.SentLookback, 365*24*time.Hour))
+	}
+	acct := d.Pipeline.Accounts[account]
+	last := cp.LastUID
+	uv, err := d.Mailer.FetchSent(ctx, account, cp.LastUID, since, 256<<10, func(r imapsync.RawMessage) error {
+		if ok && r.UIDValidity != cp.UIDValidity {
+			return nil // handled below: rescan from scratch
+		}
+		m := mail.Parse(r.Raw)
+		if r.UID > last {
+			last = r.UID
+		}
+		if !acct.Owner.IsOwner(m.From.Email) {
+			return nil
+		}
+		var rcpts []string
+		for _, list := range [][]mail.Address{m.To, m.Cc, parseList(m.HeaderValue("Bcc"))} {
+			for _, a := range list {
+				if a.Email != "" && !acct.Owner.IsOwner(a.Email) {
+					rcpts = append(rcpts, strings.ToLower(a.Email))
+				}
+			}
+		}
+		if len(rcpts) > 0 {
+			if err := d.Store.MarkKnown(account, rcpts); err != nil {
+				return err
+			}
+		}
+		if m.HeaderValue(agent.TraceHeader) == "" {
+			for _, rc := range rcpts {
+				_, _ = d.Store.UpdateContact(account, rc, func(c *store.Contact) error {
+					c.OwnerReplies++
+					c.Known = true
+					return nil
+				})
+			}
+		}
+		return d.Pipeline.OwnerReplied(ctx, account, m)
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log().Warn("scan Sent", "account", account, "err", err)
+		}
+		return
+	}
+	if ok && uv != cp.UIDValidity {
+		last = 0 // the folder was recreated: next scan starts over
+	}
+	if err := d.Store.SetCheckpoint(account, sentCheckpointMailbox, store.Checkpoint{UIDValidity: uv, LastUID: last}); err != nil {
+		d.log().Warn("sent checkpoint", "account", account, "err", err)
+	}
+}
+
+func parseList(v string) []mail.Address {
+	if v == "" {
+		return nil
+	}
+	as, _ := gomail.ParseAddressList(v)
+	out := make([]mail.Address, 0, len(as))
+	for _, a := range as {
+		out = append(out, mail.Address{Name: a.Name, Email: a.Address})
+	}
+	return out
+}
+
+// retryNeedsReview refetches every message that needs review and runs it
+// through the pipeline again. Messages are never dropped: one that fails
+// again stays needs_review with the new reason.
+func (d *Daemon) retryNeedsReview(ctx context.Context) {
+	var keys []store.MessageKey
+	_ = d.Store.ListMessages(store.MessageFilter{State: store.StateNeedsReview}, func(r *store.MessageRecord) error {
+		keys = append(keys, r.MessageKey)
+		return nil
+	})
+	for _, k := range keys {
+		if ctx.Err() != nil {
+			return
+		}
+		if err := d.Retry(ctx, k); err != nil {
+			d.log().Warn("retry", "account", k.Account, "uid", k.UID, "err", err)
+		}
+	}
+}
+
+// Retry refetches one message and processes it again.
+func (d *Daemon) Retry(ctx context.Context, k store.MessageKey) error {
+	raw, err := d.Mailer.FetchUID(ctx, k.Account, k.Mailbox, k.UIDValidity, k.UID, d.MaxMessageBytes)
+	if err != nil {
+		return err
+	}
+	_, err = d.Pipeline.Reprocess(ctx, agent.Input{Key: k, Raw: raw.Raw, Truncated: raw.Truncated})
+	return err
+}
