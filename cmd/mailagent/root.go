@@ -46,6 +46,7 @@ mail, whether a send happens at all, and what the model gets to see.`,
 		newTriageCmd(f, nil),
 		newExplainCmd(f, nil),
 		newWatchCmd(f, nil),
+		newDoctorCmd(f, nil),
 		newVersionCmd(f),
 	)
 	return root

@@ -154,10 +154,12 @@ type (
 		Limit    int         `json:"limit,omitempty"`
 		Since    time.Time   `json:"since,omitzero"`
 	}
-	// streamLine is one line of the ListMessages stream: a record, or
-	// the error that ended the walk.
+	// streamLine is one line of the ListMessages stream: a record, the
+	// error that ended the walk, or the end. A stream that stops without
+	// Done or Error was cut short.
 	streamLine struct {
 		Record *store.MessageRecord `json:"record,omitempty"`
 		Error  *Error               `json:"error,omitempty"`
+		Done   bool                 `json:"done,omitempty"`
 	}
 )

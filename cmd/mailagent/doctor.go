@@ -1,0 +1,312 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/smtpsend"
+	"github.com/mailagent/mailagent/store"
+)
+
+// DoctorOptions are the flags of `mailagent doctor`.
+type DoctorOptions struct {
+	JSON    bool
+	Account string
+	NoModel bool
+}
+
+// Check is one line of the doctor's report.
+type Check struct {
+	Name   string `json:"check"`
+	Status string `json:"status"` // pass | warn | fail
+	Detail string `json:"detail,omitempty"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+func newDoctorCmd(f *Factory, runF func(context.Context, *DoctorOptions) error) *cobra.Command {
+	opts := &DoctorOptions{}
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the configuration, the servers and the model, one line per check",
+		Long: `doctor checks that the config parses, that secrets resolve (without
+showing them), that IMAP and SMTP accept the login over verified TLS, that
+the mailbox, Drafts and Sent folders exist, that the model answers a
+structured-output request, and that the state directory is usable.
+
+Exit codes: 0 every check passed (warnings allowed); 2 the config does not
+parse; 5 some check failed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return doctorRun(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the checks as a JSON array")
+	cmd.Flags().StringVar(&opts.Account, "account", "", "only this account")
+	cmd.Flags().BoolVar(&opts.NoModel, "no-model", false, "skip the model round trip (costs one small call)")
+	return cmd
+}
+
+type doctor struct {
+	checks []Check
+}
+
+func (d *doctor) pass(name, detail string) { d.checks = append(d.checks, Check{Name: name, Status: "pass", Detail: detail}) }
+func (d *doctor) warn(name, detail, fix string) {
+	d.checks = append(d.checks, Check{Name: name, Status: "warn", Detail: detail, Fix: fix})
+}
+func (d *doctor) fail(name string, err error, fix string) {
+	d.checks = append(d.checks, Check{Name: name, Status: "fail", Detail: err.Error(), Fix: fix})
+}
+
+func (d *doctor) failed() bool {
+	for _, c := range d.checks {
+		if c.Status == "fail" {
+			return true
+		}
+	}
+	return false
+}
+
+func doctorRun(ctx context.Context, f *Factory, opts *DoctorOptions) error {
+	d := &doctor{}
+	cfg, file, err := config.Load(f.ConfigPath)
+	if err != nil {
+		d.fail("config", err, "run `mailagent init`, or fix the key named above")
+		d.print(f.Stdout, opts.JSON)
+		return &UserError{Code: ExitUsage, Err: errors.New("the configuration does not load")}
+	}
+	if f.StateDir != "" {
+		cfg.OverrideStateDir(f.StateDir)
+	}
+	d.pass("config", file)
+	accounts, err := pickAccounts(cfg, opts.Account)
+	if err != nil {
+		return err
+	}
+	for _, acct := range accounts {
+		d.imap(ctx, acct)
+		d.smtp(ctx, acct)
+	}
+	if !opts.NoModel {
+		d.model(ctx, f, cfg)
+	}
+	d.state(cfg)
+	d.print(f.Stdout, opts.JSON)
+	if d.failed() {
+		return errPartial
+	}
+	return nil
+}
+
+func (d *doctor) print(w io.Writer, asJSON bool) {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(d.checks)
+		return
+	}
+	for _, c := range d.checks {
+		line := fmt.Sprintf("%-4s  %s", strings.ToUpper(c.Status), c.Name)
+		if c.Detail != "" {
+			line += ": " + c.Detail
+		}
+		fmt.Fprintln(w, line)
+		if c.Fix != "" {
+			fmt.Fprintf(w, "      fix: %s\n", c.Fix)
+		}
+	}
+}
+
+// connFix turns a connection error into the fix a user needs.
+func connFix(err error, e config.Endpoint, kind string) string {
+	var certErr *tls.CertificateVerificationError
+	var unknownAuth x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var dnsErr *net.DNSError
+	switch {
+	case errors.Is(err, imapsync.ErrAuth), errors.Is(err, smtpsend.ErrAuth):
+		return "the server refused the login: check username and the password source (Gmail and iCloud need an app password, or oauth2_token_cmd)"
+	case errors.As(err, &certErr), errors.As(err, &unknownAuth):
+		return "the server's certificate is not trusted: set tls_ca_file to its CA (for example Proton Bridge's cert.pem)"
+	case errors.As(err, &hostErr):
+		return "the certificate does not name " + e.Host + ": use the host name the provider documents"
+	case errors.As(err, &dnsErr):
+		return "the host name " + e.Host + " does not resolve: check accounts." + kind + ".host"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Sprintf("nothing listens on %s: check the port (%s: 993 for tls, 143 for starttls; smtp: 465 tls, 587 starttls)", e.Addr(), kind)
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+		return "no answer from " + e.Addr() + ": a firewall, or the wrong port or security mode"
+	case errors.Is(err, imapsync.ErrPlaintextNotLoopback), errors.Is(err, smtpsend.ErrPlaintextNotLoopback):
+		return `use security = "tls" or "starttls": plaintext is allowed only to loopback`
+	}
+	return "check host, port and security in accounts." + kind
+}
+
+func (d *doctor) imap(ctx context.Context, acct *config.Account) {
+	name := "imap " + acct.Name
+	opts, err := IMAPOptions(ctx, acct)
+	if err != nil {
+		d.fail(name+": secret", err, "set the source named in accounts.imap (password_cmd, password_env, password_keyring or oauth2_token_cmd)")
+		return
+	}
+	d.pass(name+": secret", "resolved (value not shown)")
+	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	opts.DialTimeout = 10 * time.Second
+	c, err := imapsync.Dial(dctx, opts)
+	if err != nil {
+		d.fail(name+": connect and login", err, connFix(err, acct.IMAP, "imap"))
+		return
+	}
+	defer c.Close()
+	d.pass(name+": connect and login", fmt.Sprintf("%s (%s, certificate verified unless insecure loopback)", acct.IMAP.Addr(), acct.IMAP.Security))
+	var have, missing []string
+	for _, cp := range []string{"IDLE", "MOVE", "UIDPLUS", "CONDSTORE", "SPECIAL-USE"} {
+		if c.Has(cp) {
+			have = append(have, cp)
+		} else {
+			missing = append(missing, cp)
+		}
+	}
+	if len(missing) == 0 {
+		d.pass(name+": capabilities", strings.Join(have, " "))
+	} else {
+		fix := "mailagent works without them"
+		if !c.Has("IDLE") {
+			fix = "no IDLE: watch polls every sync.poll_interval instead"
+		}
+		d.warn(name+": capabilities", "missing "+strings.Join(missing, " "), fix)
+	}
+	if _, err := c.Select(dctx, acct.Mailbox, true); err != nil {
+		d.fail(name+": mailbox "+acct.Mailbox, err, "set accounts.mailbox to an existing folder (usually INBOX)")
+	} else {
+		d.pass(name+": mailbox "+acct.Mailbox, "found")
+	}
+	for _, box := range []struct{ attr, configured, key string }{
+		{`\Drafts`, acct.DraftsMailbox, "drafts_mailbox"}, {`\Sent`, acct.SentMailbox, "sent_mailbox"},
+	} {
+		fallback := strings.TrimPrefix(box.attr, `\`)
+		names := []string{fallback}
+		if box.configured != "" {
+			names = []string{box.configured}
+		}
+		got, err := c.FindSpecialUse(dctx, box.attr, names...)
+		if err != nil {
+			d.fail(name+": "+fallback+" folder", err, fmt.Sprintf("create a %s folder, or set accounts.%s to the right name", fallback, box.key))
+			continue
+		}
+		d.pass(name+": "+fallback+" folder", got)
+	}
+}
+
+func (d *doctor) smtp(ctx context.Context, acct *config.Account) {
+	name := "smtp " + acct.Name
+	opts, err := SMTPOptions(ctx, acct)
+	if err != nil {
+		d.fail(name+": secret", err, "set the source named in accounts.smtp (or leave it out to reuse the IMAP login)")
+		return
+	}
+	d.pass(name+": secret", "resolved (value not shown)")
+	opts.Timeout = 10 * time.Second
+	s, err := smtpsend.New(opts)
+	if err != nil {
+		d.fail(name+": connect and AUTH", err, connFix(err, acct.SMTP, "smtp"))
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := s.Check(cctx); err != nil {
+		d.fail(name+": connect and AUTH", err, connFix(err, acct.SMTP, "smtp"))
+		return
+	}
+	d.pass(name+": connect and AUTH", fmt.Sprintf("%s (%s)", acct.SMTP.Addr(), acct.SMTP.Security))
+}
+
+func (d *doctor) model(ctx context.Context, f *Factory, cfg *config.Config) {
+	m, err := f.NewModel(ctx, cfg)
+	if err != nil {
+		d.fail("model: api key", err, "set the variable named by llm.api_key_env (default GEMINI_API_KEY) or llm.api_key_cmd")
+		return
+	}
+	d.pass("model: api key", "resolved (value not shown)")
+	type probe struct {
+		OK *bool `json:"ok"`
+	}
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	_, info, err := llm.GenerateJSON(cctx, m, llm.Request{
+		System: "You answer health checks.",
+		Prompt: `Answer with {"ok": true}.`,
+		Schema: &llm.Schema{Type: "object", Properties: map[string]*llm.Schema{"ok": {Type: "boolean"}}, Required: []string{"ok"}},
+	}, func(p *probe) error {
+		if p.OK == nil {
+			return errors.New("ok: required")
+		}
+		return nil
+	})
+	if err != nil {
+		fix := "check llm.model and llm.base_url"
+		var api *llm.APIError
+		if errors.As(err, &api) && (api.StatusCode == 400 || api.StatusCode == 401 || api.StatusCode == 403) {
+			fix = "the API key was refused: create a new one and update its source"
+		}
+		d.fail("model: structured output round trip", err, fix)
+		return
+	}
+	d.pass("model: structured output round trip", fmt.Sprintf("%s answered (%d tokens)", info.Model, info.Usage.TotalTokens))
+}
+
+func (d *doctor) state(cfg *config.Config) {
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		d.fail("state dir", err, "set state_dir to a directory you can write")
+		return
+	}
+	probe := filepath.Join(cfg.StateDir, ".doctor-probe")
+	if err := os.WriteFile(probe, []byte("ok"), 0o600); err != nil {
+		d.fail("state dir", err, "set state_dir to a directory you can write")
+		return
+	}
+	_ = os.Remove(probe)
+	d.pass("state dir", cfg.StateDir)
+	st, err := store.Open(DBPath(cfg), store.Options{Timeout: time.Second, ReadOnly: fileExists(DBPath(cfg))})
+	switch {
+	case errors.Is(err, store.ErrLocked):
+		d.warn("state database", "in use by another process (a running `mailagent watch`)", "that is fine while watch runs")
+	case err != nil:
+		d.fail("state database", err, "move the file aside if it is damaged; mailagent recreates it")
+	default:
+		counts, _ := st.CountByState()
+		_ = st.Close()
+		keys := make([]string, 0, len(counts))
+		for k, v := range counts {
+			keys = append(keys, fmt.Sprintf("%s %d", k, v))
+		}
+		sort.Strings(keys)
+		d.pass("state database", "not locked; "+strings.Join(keys, ", "))
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
