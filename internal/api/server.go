@@ -58,10 +58,20 @@ func Serve(ctx context.Context, path string, svc Service, log *slog.Logger) erro
 	if err != nil {
 		return err
 	}
+	return serveOn(ctx, ln, path, svc, log)
+}
+
+// serveOn is Serve after listen: tests call listen first so that the
+// socket is ready before they dial.
+func serveOn(ctx context.Context, ln net.Listener, path string, svc Service, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	h := &handler{svc: svc, ctx: ctx, log: log}
 	srv := &http.Server{
 		Handler:           h.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
@@ -157,6 +167,8 @@ func probe(ctx context.Context, path string) error {
 		}
 		return fmt.Errorf("serve %s: probe the existing socket: %w", path, err)
 	}
+	// Something answers: another watcher, or at least a live process
+	// whose socket must not be taken over.
 	conn.Close()
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()

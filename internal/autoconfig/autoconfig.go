@@ -32,6 +32,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"golang.org/x/net/idna"
 )
 
 // Security values for Server.Security.
@@ -247,7 +249,8 @@ func withEmailQuery(raw, addr string) string {
 }
 
 // splitEmail parses a bare address (a display name is tolerated) and
-// returns it with its local part and its lowercased domain.
+// returns it with its local part and its domain, lowercased and in its
+// ASCII (punycode) form, which is what DNS and the URLs need.
 func splitEmail(email string) (addr, local, domain string, err error) {
 	a, perr := mail.ParseAddress(strings.TrimSpace(email))
 	if perr != nil {
@@ -258,8 +261,8 @@ func splitEmail(email string) (addr, local, domain string, err error) {
 		return "", "", "", fmt.Errorf("%w %q: no domain", ErrInvalidEmail, email)
 	}
 	local = a.Address[:at]
-	domain = strings.TrimSuffix(strings.ToLower(a.Address[at+1:]), ".")
-	if !validHost(domain) {
+	domain, ierr := idna.Lookup.ToASCII(strings.TrimSuffix(a.Address[at+1:], "."))
+	if ierr != nil || !validHost(domain) {
 		return "", "", "", fmt.Errorf("%w %q: bad domain", ErrInvalidEmail, email)
 	}
 	return local + "@" + domain, local, domain, nil

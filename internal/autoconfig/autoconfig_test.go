@@ -334,6 +334,19 @@ func (c cancelOnRequest) RoundTrip(r *http.Request) (*http.Response, error) {
 	return c.next.RoundTrip(r)
 }
 
+func TestInternationalDomain(t *testing.T) {
+	rs := newResponder(t, map[string]func(http.ResponseWriter, *http.Request){
+		"/ispdb/xn--bcher-kva.example": serve(exampleConfig),
+	})
+	got, err := Discover(context.Background(), "ada@Bücher.example", rs.opts(&fakeResolver{}))
+	if err != nil {
+		t.Fatalf("Discover: %v", err)
+	}
+	if got.Source != "ispdb" || got.SMTP.Username != "ada@xn--bcher-kva.example" {
+		t.Errorf("got source %q username %q, want ispdb and the punycode address", got.Source, got.SMTP.Username)
+	}
+}
+
 func TestDiscoverInvalidEmail(t *testing.T) {
 	for _, email := range []string{"", "ada", "ada@", "@example.org", "ada@exa mple.org", "ada@bad_host!.org"} {
 		t.Run(email, func(t *testing.T) {

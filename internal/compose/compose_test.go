@@ -73,9 +73,12 @@ func TestBuildGolden(t *testing.T) {
 			if id != r.MessageID {
 				t.Errorf("got message id %q, want %q", id, r.MessageID)
 			}
-			golden := filepath.Join("testdata", tt.name+".eml")
+			// Goldens are stored with LF so git's line-ending handling cannot
+			// break them; CRLF is checked separately below.
+			lf := bytes.ReplaceAll(raw, []byte("\r\n"), []byte("\n"))
+			golden := filepath.Join("testdata", tt.name+".golden")
 			if *update {
-				if err := os.WriteFile(golden, raw, 0o644); err != nil {
+				if err := os.WriteFile(golden, lf, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -83,8 +86,8 @@ func TestBuildGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("read golden (run with -update to create): %v", err)
 			}
-			if !bytes.Equal(raw, want) {
-				t.Errorf("Build output differs from %s (run with -update after checking):\ngot:\n%s\nwant:\n%s", golden, raw, want)
+			if !bytes.Equal(lf, want) {
+				t.Errorf("Build output differs from %s (run with -update after checking):\ngot:\n%s\nwant:\n%s", golden, lf, want)
 			}
 			if !bytes.Contains(raw, []byte("\r\n\r\n")) || bytes.Contains(bytes.ReplaceAll(raw, []byte("\r\n"), nil), []byte("\n")) {
 				t.Errorf("got output with bare LF line endings, want CRLF only")

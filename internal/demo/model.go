@@ -50,13 +50,11 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 		return nil, err
 	}
 	msg := extractMessage(req.Prompt)
-	var (
-		out any
-		err error
-	)
+	var out any
 	switch s := req.Schema; {
 	case s == nil:
-		out = nil
+		// Plain text is only asked for the contact summary.
+		out = contactSummary(req.Prompt, nil)
 	case s.Properties["intents"] != nil:
 		out = classificationJSON(analyse(msg), msg, s)
 	case s.Properties["body"] != nil:
@@ -64,19 +62,13 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 	case s.Properties["summary"] != nil:
 		out = fillSchema(map[string]any{"summary": contactSummary(req.Prompt, s.Properties["summary"])}, s)
 	default:
-		err = fmt.Errorf("%w (schema properties %s)", ErrUnsupported, strings.Join(sortedKeys(s.Properties), ", "))
+		return nil, fmt.Errorf("%w (schema properties %s)", ErrUnsupported, strings.Join(sortedKeys(s.Properties), ", "))
 	}
-	if err != nil {
-		return nil, err
-	}
-	var text string
-	if out == nil {
-		// Plain text is only asked for the contact summary.
-		text = contactSummary(req.Prompt, nil)
-	} else {
-		b, jerr := json.Marshal(out)
-		if jerr != nil {
-			return nil, fmt.Errorf("offline demo model: encode: %w", jerr)
+	text, ok := out.(string)
+	if !ok {
+		b, err := json.Marshal(out)
+		if err != nil {
+			return nil, fmt.Errorf("offline demo model: encode: %w", err)
 		}
 		text = string(b)
 	}

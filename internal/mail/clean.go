@@ -122,6 +122,23 @@ scan:
 		}
 		break
 	}
+	// Mailing-list footer: a long rule line near the end of the clean
+	// region followed by list boilerplate ("… mailing list", unsubscribe,
+	// "sponsored by"). Scanned from the end so the cost stays linear.
+	for i := cut - 1; i >= 0 && cut-i <= 16; i-- {
+		t := strings.TrimSpace(lines[i])
+		if kind[i] != kindClean || len(t) < 20 || !isRule(t) {
+			continue
+		}
+		tail := strings.ToLower(strings.Join(lines[i+1:cut], " "))
+		if strings.Contains(tail, "mailing list") || strings.Contains(tail, "unsubscribe") || strings.Contains(tail, "sponsored by") {
+			for k := i; k < cut; k++ {
+				if kind[k] == kindClean {
+					kind[k] = kindSig
+				}
+			}
+		}
+	}
 	// Mobile footer: among the last two non-blank clean lines.
 	seen := 0
 	for i := cut - 1; i >= 0 && seen < 2; i-- {

@@ -99,6 +99,12 @@ func TestSplitText(t *testing.T) {
 			signature: "-- \nAlice",
 		},
 		{
+			name:      "mailing list footer",
+			in:        "Any ideas?\n\n-------------------------------------------------------\nThis sf.net email is sponsored by: OSDN\n_______________________________________________\nExmh-workers mailing list\nExmh-workers@redhat.com\n",
+			clean:     "Any ideas?",
+			signature: "-------------------------------------------------------\nThis sf.net email is sponsored by: OSDN\n_______________________________________________\nExmh-workers mailing list\nExmh-workers@redhat.com",
+		},
+		{
 			name:      "mobile footer",
 			in:        "On my way.\n\nSent from my iPhone\n",
 			clean:     "On my way.",

@@ -11,8 +11,15 @@
 //   - Message ids are kept as written minus angle brackets and space
 //     (NormalizeID), so replies can quote them exactly; IDKey gives the
 //     case-folded form used for every comparison and index.
+//   - Text is the readable body (text/plain preferred, HTML converted,
+//     capped at MaxTextBytes); SplitText divides it into CleanText, Quoted
+//     and Signature, and CleanText is never empty when Text is not.
+//     Attachments are metadata only; their content is never kept.
 //   - Threader groups messages with RFC 5256 REFERENCES semantics and gives
-//     thread ids that do not depend on the order messages arrive in.
+//     thread ids that do not depend on the order messages arrive in; threads
+//     only ever merge (see Threader for where that departs from the RFC).
+//   - BaseSubject, SubjectKey and ReplySubject handle reply/forward prefixes
+//     in English and the common localised forms.
 //
 // The package imports nothing from the rest of the project.
 package mail

@@ -535,22 +535,34 @@ func (p *parser) htmlToText(s string) string {
 	return s
 }
 
-// hasTag reports whether s contains something like an HTML tag:
-// "<" then a letter, "/" or "!", and a ">" later.
+// htmlTags are the element names whose presence in converted text means
+// markup survived conversion. A list, not "any <word>", so addresses such
+// as "<bob@example.com>" in the text do not trigger another pass.
+var htmlTags = map[string]bool{
+	"html": true, "head": true, "body": true, "div": true, "p": true, "br": true, "table": true,
+	"tr": true, "td": true, "font": true, "span": true, "a": true, "img": true, "b": true, "i": true,
+	"center": true, "style": true, "script": true, "meta": true, "title": true, "frame": true, "ul": true, "li": true,
+}
+
+// hasTag reports whether s contains an HTML tag such as "<div" or "</p>".
 func hasTag(s string) bool {
 	for {
 		i := strings.IndexByte(s, '<')
-		if i < 0 || i+1 >= len(s) {
-			return false
-		}
-		c := s[i+1] | 0x20
-		if (c >= 'a' && c <= 'z') || s[i+1] == '/' || s[i+1] == '!' {
-			if strings.IndexByte(s[i:], '>') > 0 {
-				return true
-			}
+		if i < 0 {
 			return false
 		}
 		s = s[i+1:]
+		j := 0
+		if j < len(s) && s[j] == '/' {
+			j++
+		}
+		k := j
+		for k < len(s) && k-j < 8 && (s[k]|0x20 >= 'a' && s[k]|0x20 <= 'z' || s[k] >= '0' && s[k] <= '9') {
+			k++
+		}
+		if k > j && k < len(s) && (s[k] == '>' || s[k] == ' ' || s[k] == '/' || s[k] == '\n') && htmlTags[strings.ToLower(s[j:k])] {
+			return true
+		}
 	}
 }
 

@@ -401,3 +401,25 @@ func TestParseHugeMessage(t *testing.T) {
 		t.Errorf("got Size %d, want the raw length", m.Size)
 	}
 }
+
+func TestHasTag(t *testing.T) {
+	tests := []struct {
+		in   string
+		want bool
+	}{
+		{"<div>x</div>", true},
+		{"text </p> more", true},
+		{"<BR/>", true},
+		{"mail <bob@example.com> now", false},
+		{"a < b and c > d", false},
+		{"<http://example.com/>", false},
+		{"trailing <", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			if got := hasTag(tt.in); got != tt.want {
+				t.Errorf("hasTag(%q): got %v, want %v", tt.in, got, tt.want)
+			}
+		})
+	}
+}

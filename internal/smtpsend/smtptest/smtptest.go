@@ -131,6 +131,9 @@ func NewSink(t testing.TB, opts SinkOptions) *Sink {
 	t.Cleanup(func() {
 		close(s.done) // releases held sessions
 		_ = srv.Close()
+		// Server.Close only closes listeners Serve has registered; if Serve
+		// has not started yet, closing ln here is what stops it.
+		_ = ln.Close()
 		<-served
 	})
 	return s

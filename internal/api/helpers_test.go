@@ -1,0 +1,361 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/store"
+)
+
+// The watcher's Actions are a *agent.Pipeline plus a Retry of its own.
+var _ Actions = struct {
+	*agent.Pipeline
+	retrier
+}{}
+
+type retrier struct{}
+
+func (retrier) Retry(context.Context, store.MessageKey) error { return nil }
+
+// testNow is the fixed clock of the seeded data and of Local.
+var testNow = time.Date(2025, 3, 14, 12, 0, 0, 0, time.UTC)
+
+// waitLimit bounds every wait on a channel so that a bug fails the test
+// instead of hanging it; it is not an assertion on speed.
+const waitLimit = 10 * time.Second
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// shortDir returns a temp dir short enough for a unix socket path (108
+// bytes), removed at cleanup.
+func shortDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ma")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"), store.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// fakeActions implements Actions over the store, the way the pipeline
+// does (atomic transitions), and counts the calls it receives.
+type fakeActions struct {
+	st *store.Store
+
+	mu    sync.Mutex
+	calls map[string]int     // "approve:q1" → n
+	keys  []store.MessageKey // Retry arguments
+	fail  map[string]error   // id → error to return instead
+}
+
+func newFakeActions(st *store.Store) *fakeActions {
+	return &fakeActions{st: st, calls: map[string]int{}, fail: map[string]error{}}
+}
+
+func (f *fakeActions) record(op, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls[op+":"+id]++
+	return f.fail[id]
+}
+
+func (f *fakeActions) count(op, id string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[op+":"+id]
+}
+
+var openStatuses = []string{store.QueuePending, store.QueueSnoozed, store.QueueFailed}
+
+func (f *fakeActions) Approve(_ context.Context, id, final string) (*store.QueueItem, error) {
+	if err := f.record("approve", id); err != nil {
+		return nil, err
+	}
+	q, err := f.st.TransitionQueueItem(id, openStatuses, store.QueueApproved, func(q *store.QueueItem) error {
+		q.Final = final
+		return nil
+	})
+	if errors.Is(err, store.ErrConflict) {
+		return nil, fmt.Errorf("%w: %s", agent.ErrNotActionable, id)
+	}
+	return q, err
+}
+
+func (f *fakeActions) Reject(_ context.Context, id, reason string) error {
+	if err := f.record("reject", id); err != nil {
+		return err
+	}
+	_, err := f.st.TransitionQueueItem(id, openStatuses, store.QueueRejected, func(q *store.QueueItem) error {
+		q.RejectReason = reason
+		return nil
+	})
+	return err
+}
+
+// Edit returns the store's error as is, so that ErrConflict reaches the
+// client unchanged.
+func (f *fakeActions) Edit(_ context.Context, id, text string) (*store.QueueItem, error) {
+	if err := f.record("edit", id); err != nil {
+		return nil, err
+	}
+	return f.st.TransitionQueueItem(id, openStatuses, store.QueuePending, func(q *store.QueueItem) error {
+		q.Final = text
+		return nil
+	})
+}
+
+func (f *fakeActions) Snooze(_ context.Context, id string, until time.Time) error {
+	if err := f.record("snooze", id); err != nil {
+		return err
+	}
+	_, err := f.st.TransitionQueueItem(id, openStatuses, store.QueueSnoozed, func(q *store.QueueItem) error {
+		q.SnoozeUntil = until
+		return nil
+	})
+	return err
+}
+
+func (f *fakeActions) Regenerate(_ context.Context, id, instruction string) (*store.QueueItem, error) {
+	if err := f.record("regenerate", id); err != nil {
+		return nil, err
+	}
+	return f.st.TransitionQueueItem(id, openStatuses, store.QueuePending, func(q *store.QueueItem) error {
+		q.Draft, q.Final = "redrafted: "+instruction, ""
+		return nil
+	})
+}
+
+func (f *fakeActions) Cancel(_ context.Context, outboxID string) error {
+	if err := f.record("cancel", outboxID); err != nil {
+		return err
+	}
+	_, err := f.st.TransitionOutbox(outboxID, []string{store.OutboxScheduled}, store.OutboxCancelled, nil)
+	if errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("%w: %s too late", agent.ErrNotActionable, outboxID)
+	}
+	return err
+}
+
+func (f *fakeActions) Retry(_ context.Context, key store.MessageKey) error {
+	if err := f.record("retry", key.String()); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.keys = append(f.keys, key)
+	f.mu.Unlock()
+	_, err := f.st.GetMessage(key)
+	return err
+}
+
+// Seed data.
+var (
+	keyM1   = store.MessageKey{Account: "home", Mailbox: "INBOX", UIDValidity: 7, UID: 1}
+	keyM2   = store.MessageKey{Account: "home", Mailbox: "INBOX", UIDValidity: 7, UID: 2}
+	keyM3   = store.MessageKey{Account: "home", Mailbox: "INBOX", UIDValidity: 7, UID: 3}
+	keyM4   = store.MessageKey{Account: "work", Mailbox: "INBOX", UIDValidity: 9, UID: 4}
+	keyNone = store.MessageKey{Account: "home", Mailbox: "INBOX", UIDValidity: 7, UID: 999}
+)
+
+// seed fills st with messages, queue items, outbox records, contacts, a
+// trace, usage and auto-send counts.
+func seed(t *testing.T, st *store.Store) {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice := mail.Address{Name: "Alice", Email: "alice@example.org"}
+	msgs := []*store.MessageRecord{
+		{MessageKey: keyM1, MessageID: "m1@x", ThreadID: "t1", From: alice, Subject: "lunch?", Date: testNow.Add(-3 * time.Hour), State: store.StateDone, TraceID: "tr1"},
+		{MessageKey: keyM2, MessageID: "m2@x", ThreadID: "t1", From: alice, Subject: "Re: lunch?", Date: testNow.Add(-2 * time.Hour), State: store.StateDone, TraceID: "tr2",
+			Classification: &store.Classification{Intents: []string{"scheduling"}, Risk: "low", Action: "reply", Confidence: 0.9}},
+		{MessageKey: keyM3, MessageID: "m3@x", ThreadID: "t2", From: mail.Address{Email: "bob@example.org"}, Subject: "broken", Date: testNow.Add(-time.Hour), State: store.StateNeedsReview, Error: "model timed out"},
+		{MessageKey: keyM4, MessageID: "m4@x", ThreadID: "t3", From: mail.Address{Email: "carol@example.com"}, Subject: "invoice", Date: testNow.Add(-time.Hour), State: store.StateNeedsReview, Error: "parse"},
+	}
+	for _, m := range msgs {
+		must(st.PutMessage(m))
+	}
+	// Ids do not sort by creation (as agent.QueueID's hashes do not).
+	items := []*store.QueueItem{
+		{ID: "q_d", Kind: store.KindDraft, Account: "home", Message: keyM2, MessageID: "m2@x", ThreadID: "t1", From: alice, To: []mail.Address{alice}, Subject: "Re: lunch?", Draft: "Sure.", Status: store.QueuePending, CreatedAt: testNow.Add(-50 * time.Minute)},
+		{ID: "q_b", Kind: store.KindNotify, Account: "work", Message: keyM4, MessageID: "m4@x", ThreadID: "t3", Subject: "invoice", Status: store.QueuePending, CreatedAt: testNow.Add(-40 * time.Minute)},
+		{ID: "q_e", Kind: store.KindDraft, Account: "home", Message: keyM3, MessageID: "m3@x", Subject: "broken", Draft: "Hm.", Status: store.QueueRejected, CreatedAt: testNow.Add(-30 * time.Minute)},
+		{ID: "q_a", Kind: store.KindDraft, Account: "home", Message: keyM1, MessageID: "m1@x", ThreadID: "t1", Subject: "lunch?", Draft: "Yes.", Status: store.QueueSent, CreatedAt: testNow.Add(-20 * time.Minute)},
+		{ID: "q_c", Kind: store.KindNeedsReview, Account: "home", Message: keyM3, MessageID: "m3@x", ThreadID: "t2", Subject: "broken", Status: store.QueuePending, CreatedAt: testNow.Add(-10 * time.Minute)},
+		// Items the action tests consume, one per test.
+		{ID: "q_approve", Kind: store.KindDraft, Account: "home", Message: keyM2, Status: store.QueuePending, CreatedAt: testNow.Add(-100 * time.Minute)},
+		{ID: "q_reject", Kind: store.KindDraft, Account: "home", Message: keyM2, Status: store.QueuePending, CreatedAt: testNow.Add(-101 * time.Minute)},
+		{ID: "q_edit", Kind: store.KindDraft, Account: "home", Message: keyM2, Status: store.QueuePending, CreatedAt: testNow.Add(-102 * time.Minute)},
+		{ID: "q_snooze", Kind: store.KindDraft, Account: "home", Message: keyM2, Status: store.QueuePending, CreatedAt: testNow.Add(-103 * time.Minute)},
+		{ID: "q_regen", Kind: store.KindDraft, Account: "home", Message: keyM2, Status: store.QueuePending, CreatedAt: testNow.Add(-104 * time.Minute)},
+		{ID: "q_conc", Kind: store.KindDraft, Account: "home", Message: keyM2, Status: store.QueuePending, CreatedAt: testNow.Add(-105 * time.Minute)},
+		{ID: "q_temp", Kind: store.KindDraft, Account: "home", Message: keyM2, Status: store.QueuePending, CreatedAt: testNow.Add(-106 * time.Minute)},
+	}
+	for _, q := range items {
+		must(st.PutQueueItem(q))
+	}
+	obs := []*store.OutboxRecord{
+		{ID: "ob_q_a", Account: "home", From: "me@example.org", MessageID: "<r1@me>", QueueID: "q_a", To: []string{"alice@example.org"}, Raw: []byte("From: me\r\n\r\nYes."), Status: store.OutboxAppended, CreatedAt: testNow.Add(-19 * time.Minute)},
+		{ID: "ob_sched", Account: "home", From: "me@example.org", MessageID: "<r2@me>", Message: keyM2, To: []string{"alice@example.org"}, Raw: []byte("x"), Status: store.OutboxScheduled, SendAt: testNow.Add(time.Hour), CreatedAt: testNow.Add(-5 * time.Minute)},
+		{ID: "ob_fail", Account: "work", From: "me@example.com", MessageID: "<r3@me>", To: []string{"carol@example.com"}, Raw: []byte("y"), Status: store.OutboxFailed, Error: "550", CreatedAt: testNow.Add(-15 * time.Minute)},
+	}
+	for _, r := range obs {
+		must(st.PutOutbox(r))
+	}
+	for _, c := range []struct{ account, email string }{{"home", "alice@example.org"}, {"home", "bob@example.org"}, {"work", "carol@example.com"}} {
+		_, err := st.UpdateContact(c.account, c.email, func(ct *store.Contact) error {
+			ct.Inbound++
+			ct.Notes = append(ct.Notes, "seeded")
+			return nil
+		})
+		must(err)
+	}
+	must(st.MarkKnown("home", []string{"alice@example.org"}))
+	must(st.PutTrace(&store.Trace{TraceID: "tr2", Message: keyM2, MessageID: "m2@x", Started: testNow.Add(-2 * time.Hour),
+		Steps: []store.Step{{Name: "classify", LatencyMS: 812, TokensIn: 900, TokensOut: 60}}, Decision: "queue",
+		Gates: []store.GateResult{{Gate: "mode", Pass: false, Reason: "review mode"}}}))
+	day := store.Day(testNow)
+	must(st.AddUsage(day, 900, 60))
+	must(st.AddUsage(day, 100, 40))
+	for range 2 {
+		if ok, err := st.IncrAutoSend("home", "alice@example.org", day, 5, 10); err != nil || !ok {
+			t.Fatalf("IncrAutoSend: got %v, %v, want true, nil", ok, err)
+		}
+	}
+}
+
+// newLocal builds the Local under test; act may be nil.
+func newLocal(st *store.Store, act *fakeActions) *Local {
+	l := &Local{DB: st, AutoSendCap: 10, Now: func() time.Time { return testNow }}
+	if act != nil {
+		l.Actions = act
+	}
+	return l
+}
+
+// server is a Serve running in the background.
+type server struct {
+	path   string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startServer serves svc on a socket in a short temp dir; the socket is
+// ready when it returns. Cleanup stops it.
+func startServer(t *testing.T, svc Service) *server {
+	t.Helper()
+	path := SocketPath(shortDir(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	ln, err := listen(ctx, path, discard())
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	s := &server{path: path, cancel: cancel, done: make(chan error, 1)}
+	go func() { s.done <- serveOn(ctx, ln, path, svc, discard()) }()
+	t.Cleanup(func() { s.stop(t) })
+	return s
+}
+
+// stop ends Serve and returns its error; calling it again returns nil.
+func (s *server) stop(t *testing.T) error {
+	t.Helper()
+	s.cancel()
+	select {
+	case err, ok := <-s.done:
+		if ok {
+			close(s.done)
+		}
+		return err
+	case <-time.After(waitLimit):
+		t.Fatal("Serve did not return after its context ended")
+		return nil
+	}
+}
+
+func dial(t *testing.T, path string) *Client {
+	t.Helper()
+	c, err := Dial(context.Background(), path)
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// sameJSON fails unless got and want encode to the same JSON.
+func sameJSON(t *testing.T, what string, got, want any) {
+	t.Helper()
+	g, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(g) != string(w) {
+		t.Errorf("%s:\ngot  %s\nwant %s", what, g, w)
+	}
+}
+
+// waitGoroutines waits until the goroutine count is back to at most n.
+func waitGoroutines(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for runtime.NumGoroutine() > n {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Fatalf("goroutines: got %d, want at most %d\n%s", runtime.NumGoroutine(), n, buf)
+		}
+		runtime.Gosched()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// recv waits for the next value of ch; ok is false when ch was closed.
+func recv[T any](t *testing.T, ch <-chan T) (v T, ok bool) {
+	t.Helper()
+	select {
+	case v, ok = <-ch:
+		return v, ok
+	case <-time.After(waitLimit):
+		t.Fatal("timed out waiting on a channel")
+		return v, false
+	}
+}
+
+// drainClosed waits until ch is closed, discarding what is left.
+func drainClosed[T any](t *testing.T, ch <-chan T) {
+	t.Helper()
+	for {
+		if _, ok := recv(t, ch); !ok {
+			return
+		}
+	}
+}

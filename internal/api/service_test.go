@@ -1,0 +1,620 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/store"
+)
+
+// modes are the two ways to reach a Local: directly, and as a Client of a
+// Serve over a real unix socket.
+var modes = []struct {
+	name   string
+	newSvc func(t *testing.T, st *store.Store, act *fakeActions) Service
+}{
+	{"local", func(t *testing.T, st *store.Store, act *fakeActions) Service {
+		return newLocal(st, act)
+	}},
+	{"socket", func(t *testing.T, st *store.Store, act *fakeActions) Service {
+		srv := startServer(t, newLocal(st, act))
+		return dial(t, srv.path)
+	}},
+}
+
+func TestService(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) { runServiceSuite(t, m.newSvc) })
+	}
+}
+
+func ids[T any](xs []T, id func(T) string) []string {
+	out := []string{}
+	for _, x := range xs {
+		out = append(out, id(x))
+	}
+	return out
+}
+
+func queueIDs(xs []store.QueueItem) []string {
+	return ids(xs, func(q store.QueueItem) string { return q.ID })
+}
+
+func wantErr(t *testing.T, what string, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Errorf("%s: got error %v, want one matching %v", what, err, target)
+	}
+}
+
+// runServiceSuite checks every Service operation against a seeded store.
+// Expectations come from the seed and from the store itself, so Local and
+// Client must give identical results.
+func runServiceSuite(t *testing.T, newSvc func(t *testing.T, st *store.Store, act *fakeActions) Service) {
+	st := openStore(t)
+	seed(t, st)
+	act := newFakeActions(st)
+	svc := newSvc(t, st, act)
+	ctx := context.Background()
+
+	t.Run("status", func(t *testing.T) {
+		s, err := svc.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := st.CountByState()
+		sameJSON(t, "counts", s.Counts, want)
+		if s.Counts[store.StateNeedsReview] != 2 || s.Counts[store.StateDone] != 2 {
+			t.Errorf("counts: got %v, want 2 needs_review and 2 done", s.Counts)
+		}
+		if got, want := s.TokensToday, (store.UsageDay{Day: "2025-03-14", Calls: 2, TokensIn: 1000, TokensOut: 100}); got != want {
+			t.Errorf("tokens today: got %+v, want %+v", got, want)
+		}
+		if s.AutoSentToday != 2 || s.AutoSendCap != 10 {
+			t.Errorf("auto-send: got %d of %d, want 2 of 10", s.AutoSentToday, s.AutoSendCap)
+		}
+		if s.Watcher {
+			t.Errorf("watcher: got true, want false (no StatusFunc)")
+		}
+	})
+
+	t.Run("queue", func(t *testing.T) {
+		tests := []struct {
+			name string
+			f    QueueFilter
+			want []string
+		}{
+			{"all newest first", QueueFilter{}, []string{"q_c", "q_a", "q_e", "q_b", "q_d", "q_approve", "q_reject", "q_edit", "q_snooze", "q_regen", "q_conc", "q_temp"}},
+			{"status", QueueFilter{Status: store.QueueSent}, []string{"q_a"}},
+			{"kind", QueueFilter{Kind: store.KindNotify}, []string{"q_b"}},
+			{"account", QueueFilter{Account: "work"}, []string{"q_b"}},
+			{"all three", QueueFilter{Status: store.QueuePending, Kind: store.KindNeedsReview, Account: "home"}, []string{"q_c"}},
+			{"no match", QueueFilter{Status: "nosuch"}, []string{}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				got, err := svc.Queue(ctx, tt.f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g := queueIDs(got); !slices.Equal(g, tt.want) {
+					t.Errorf("got %v, want %v", g, tt.want)
+				}
+				for _, q := range got {
+					want, err := st.GetQueueItem(q.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					sameJSON(t, "item "+q.ID, q, want)
+				}
+			})
+		}
+	})
+
+	t.Run("queue item", func(t *testing.T) {
+		tests := []struct {
+			name       string
+			id         string
+			wantThread []string
+			wantOutbox string
+		}{
+			{"thread oldest first", "q_d", []string{"m1@x", "m2@x"}, ""},
+			{"with outbox", "q_a", []string{"m1@x", "m2@x"}, "ob_q_a"},
+			{"no thread id: own message", "q_e", []string{"m3@x"}, ""},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				d, err := svc.QueueItem(ctx, tt.id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := st.GetQueueItem(tt.id)
+				sameJSON(t, "item", d.Item, want)
+				got := ids(d.Thread, func(r store.MessageRecord) string { return r.MessageID })
+				if !slices.Equal(got, tt.wantThread) {
+					t.Errorf("thread: got %v, want %v", got, tt.wantThread)
+				}
+				switch {
+				case tt.wantOutbox == "" && d.Outbox != nil:
+					t.Errorf("outbox: got %s, want none", d.Outbox.ID)
+				case tt.wantOutbox != "":
+					if d.Outbox == nil || d.Outbox.ID != tt.wantOutbox {
+						t.Fatalf("outbox: got %+v, want %s", d.Outbox, tt.wantOutbox)
+					}
+					if d.Outbox.Raw != nil {
+						t.Errorf("outbox raw: got %q, want it stripped", d.Outbox.Raw)
+					}
+				}
+			})
+		}
+		t.Run("scheduled auto-send found by message key", func(t *testing.T) {
+			// An auto-send's record is named agent.OutboxID(key), not
+			// after a queue item.
+			if err := st.PutOutbox(&store.OutboxRecord{ID: agent.OutboxID(keyM3), Account: "home", Message: keyM3,
+				Raw: []byte("z"), Status: store.OutboxScheduled}); err != nil {
+				t.Fatal(err)
+			}
+			d, err := svc.QueueItem(ctx, "q_e")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Outbox == nil || d.Outbox.ID != agent.OutboxID(keyM3) || d.Outbox.Raw != nil {
+				t.Errorf("outbox: got %+v, want %s without raw", d.Outbox, agent.OutboxID(keyM3))
+			}
+		})
+		t.Run("missing", func(t *testing.T) {
+			_, err := svc.QueueItem(ctx, "q_nosuch")
+			wantErr(t, "QueueItem", err, store.ErrNotFound)
+		})
+		t.Run("id that needs escaping", func(t *testing.T) {
+			_, err := svc.QueueItem(ctx, "a/b?c#d")
+			wantErr(t, "QueueItem", err, store.ErrNotFound)
+		})
+	})
+
+	t.Run("approve", func(t *testing.T) {
+		q, err := svc.Approve(ctx, "q_approve", "Final words.")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Status != store.QueueApproved || q.Final != "Final words." {
+			t.Errorf("got status %q final %q, want approved, %q", q.Status, q.Final, "Final words.")
+		}
+		if n := act.count("approve", "q_approve"); n != 1 {
+			t.Errorf("approve calls: got %d, want 1", n)
+		}
+		_, err = svc.Approve(ctx, "q_approve", "")
+		wantErr(t, "second approve", err, agent.ErrNotActionable)
+		if n := act.count("approve", "q_approve"); n != 2 {
+			t.Errorf("approve calls: got %d, want 2", n)
+		}
+		_, err = svc.Approve(ctx, "q_nosuch", "")
+		wantErr(t, "approve missing", err, store.ErrNotFound)
+	})
+
+	t.Run("concurrent approves reach actions", func(t *testing.T) {
+		const n = 10
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() { _, errs[i] = svc.Approve(ctx, "q_conc", "") })
+		}
+		wg.Wait()
+		if got := act.count("approve", "q_conc"); got != n {
+			t.Errorf("approve calls: got %d, want %d", got, n)
+		}
+		ok := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case !errors.Is(err, agent.ErrNotActionable):
+				t.Errorf("got error %v, want nil or ErrNotActionable", err)
+			}
+		}
+		if ok != 1 {
+			t.Errorf("successful approves: got %d, want 1", ok)
+		}
+	})
+
+	t.Run("temporary error stays temporary", func(t *testing.T) {
+		act.mu.Lock()
+		act.fail["q_temp"] = &agent.TemporaryError{Err: errors.New("smtp: 451 try later")}
+		act.mu.Unlock()
+		_, err := svc.Approve(ctx, "q_temp", "")
+		var temp interface{ Temporary() bool }
+		if !errors.As(err, &temp) || !temp.Temporary() {
+			t.Errorf("got %v, want a temporary error", err)
+		}
+		if err == nil || !strings.Contains(err.Error(), "451 try later") {
+			t.Errorf("message: got %v, want it to contain the SMTP reply", err)
+		}
+	})
+
+	t.Run("reject", func(t *testing.T) {
+		if err := svc.Reject(ctx, "q_reject", "not now"); err != nil {
+			t.Fatal(err)
+		}
+		q, _ := st.GetQueueItem("q_reject")
+		if q.Status != store.QueueRejected || q.RejectReason != "not now" {
+			t.Errorf("got %q %q, want rejected, %q", q.Status, q.RejectReason, "not now")
+		}
+		wantErr(t, "reject again", svc.Reject(ctx, "q_reject", ""), store.ErrConflict)
+	})
+
+	t.Run("edit", func(t *testing.T) {
+		q, err := svc.Edit(ctx, "q_edit", "My text\nwith two lines.")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := st.GetQueueItem("q_edit")
+		sameJSON(t, "edited item", q, want)
+		if q.Final != "My text\nwith two lines." {
+			t.Errorf("final: got %q", q.Final)
+		}
+		_, err = svc.Edit(ctx, "q_reject", "x")
+		wantErr(t, "edit a rejected item", err, store.ErrConflict)
+	})
+
+	t.Run("snooze", func(t *testing.T) {
+		until := time.Date(2025, 3, 15, 9, 30, 0, 123456789, time.FixedZone("CET", 3600))
+		if err := svc.Snooze(ctx, "q_snooze", until); err != nil {
+			t.Fatal(err)
+		}
+		q, _ := st.GetQueueItem("q_snooze")
+		if q.Status != store.QueueSnoozed || !q.SnoozeUntil.Equal(until) {
+			t.Errorf("got %q until %v, want snoozed until %v", q.Status, q.SnoozeUntil, until)
+		}
+	})
+
+	t.Run("regenerate", func(t *testing.T) {
+		q, err := svc.Regenerate(ctx, "q_regen", "shorter")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Draft != "redrafted: shorter" {
+			t.Errorf("draft: got %q, want %q", q.Draft, "redrafted: shorter")
+		}
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		if err := svc.Cancel(ctx, "ob_sched"); err != nil {
+			t.Fatal(err)
+		}
+		r, _ := st.GetOutbox("ob_sched")
+		if r.Status != store.OutboxCancelled {
+			t.Errorf("status: got %q, want cancelled", r.Status)
+		}
+		wantErr(t, "cancel again", svc.Cancel(ctx, "ob_sched"), agent.ErrNotActionable)
+		wantErr(t, "cancel missing", svc.Cancel(ctx, "ob_nosuch"), store.ErrNotFound)
+	})
+
+	t.Run("retry", func(t *testing.T) {
+		if err := svc.Retry(ctx, keyM3); err != nil {
+			t.Fatal(err)
+		}
+		act.mu.Lock()
+		keys := slices.Clone(act.keys)
+		act.mu.Unlock()
+		if len(keys) != 1 || keys[0] != keyM3 {
+			t.Errorf("retry keys: got %v, want [%v]", keys, keyM3)
+		}
+		wantErr(t, "retry missing", svc.Retry(ctx, keyNone), store.ErrNotFound)
+	})
+
+	t.Run("outbox", func(t *testing.T) {
+		tests := []struct {
+			name   string
+			status string
+			want   []string
+		}{
+			// The record the queue item test added was created at the
+			// real time, after every seeded one: it comes first.
+			{"all newest first", "", []string{agent.OutboxID(keyM3), "ob_sched", "ob_fail", "ob_q_a"}},
+			{"by status", store.OutboxFailed, []string{"ob_fail"}},
+			{"none", store.OutboxSending, []string{}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				got, err := svc.Outbox(ctx, tt.status)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g := ids(got, func(r store.OutboxRecord) string { return r.ID }); !slices.Equal(g, tt.want) {
+					t.Errorf("got %v, want %v", g, tt.want)
+				}
+				for _, r := range got {
+					if r.Raw != nil {
+						t.Errorf("%s raw: got %q, want it stripped", r.ID, r.Raw)
+					}
+					w, _ := st.GetOutbox(r.ID)
+					w.Raw = nil
+					sameJSON(t, r.ID, r, w)
+				}
+			})
+		}
+	})
+
+	t.Run("needs review", func(t *testing.T) {
+		got, err := svc.NeedsReview(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := ids(got, func(r store.MessageRecord) string { return r.MessageID })
+		slices.Sort(g)
+		if want := []string{"m3@x", "m4@x"}; !slices.Equal(g, want) {
+			t.Errorf("got %v, want %v", g, want)
+		}
+		for i := 1; i < len(got); i++ {
+			if got[i].UpdatedAt.After(got[i-1].UpdatedAt) {
+				t.Errorf("order: %s (updated %v) after %s (updated %v), want newest first",
+					got[i].MessageID, got[i].UpdatedAt, got[i-1].MessageID, got[i-1].UpdatedAt)
+			}
+		}
+		for _, r := range got {
+			w, _ := st.GetMessage(r.MessageKey)
+			sameJSON(t, r.MessageID, r, w)
+		}
+	})
+
+	t.Run("contacts", func(t *testing.T) {
+		tests := []struct {
+			account string
+			want    []string
+		}{
+			{"home", []string{"alice@example.org", "bob@example.org"}},
+			{"work", []string{"carol@example.com"}},
+			{"nosuch", []string{}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.account, func(t *testing.T) {
+				got, err := svc.Contacts(ctx, tt.account)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g := ids(got, func(c store.Contact) string { return c.Email }); !slices.Equal(g, tt.want) {
+					t.Errorf("got %v, want %v", g, tt.want)
+				}
+				for _, c := range got {
+					w, _ := st.GetContact(tt.account, c.Email)
+					sameJSON(t, c.Email, c, w)
+				}
+			})
+		}
+		c, err := svc.Contact(ctx, "home", "Alice@Example.org")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.Known || c.Email != "alice@example.org" {
+			t.Errorf("contact: got %+v, want known alice@example.org", c)
+		}
+		_, err = svc.Contact(ctx, "home", "nobody@example.org")
+		wantErr(t, "missing contact", err, store.ErrNotFound)
+
+		if err := svc.ForgetContact(ctx, "home", "bob@example.org"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.GetContact("home", "bob@example.org"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("after forget: got %v, want ErrNotFound", err)
+		}
+		wantErr(t, "forget again", svc.ForgetContact(ctx, "home", "bob@example.org"), store.ErrNotFound)
+	})
+
+	t.Run("explain", func(t *testing.T) {
+		for _, ref := range []string{"tr2", "<M2@X>", "m2@x"} {
+			t.Run(ref, func(t *testing.T) {
+				e, err := svc.Explain(ctx, ref)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantTrace, _ := st.GetTrace("tr2")
+				sameJSON(t, "trace", e.Trace, wantTrace)
+				wantMsg, _ := st.GetMessage(keyM2)
+				sameJSON(t, "message", e.Message, wantMsg)
+			})
+		}
+		_, err := svc.Explain(ctx, "nosuch")
+		wantErr(t, "explain missing", err, store.ErrNotFound)
+	})
+
+	t.Run("store", func(t *testing.T) { runStoreSuite(t, st, svc.Store()) })
+}
+
+// runStoreSuite checks the RemoteStore against the store underneath.
+func runStoreSuite(t *testing.T, st *store.Store, rs RemoteStore) {
+	t.Run("get message", func(t *testing.T) {
+		got, err := rs.GetMessage(keyM2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := st.GetMessage(keyM2)
+		sameJSON(t, "record", got, want)
+		_, err = rs.GetMessage(keyNone)
+		wantErr(t, "missing", err, store.ErrNotFound)
+	})
+	t.Run("put message", func(t *testing.T) {
+		rec := &store.MessageRecord{MessageKey: store.MessageKey{Account: "home", Mailbox: "INBOX", UIDValidity: 7, UID: 50},
+			MessageID: "m50@x", ThreadID: "t50", From: mail.Address{Email: "dan@example.org"}, Subject: "new", State: store.StateParsed}
+		if err := rs.PutMessage(rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.CreatedAt.IsZero() || rec.UpdatedAt.IsZero() {
+			t.Errorf("timestamps: got created %v updated %v, want both set on the caller's record", rec.CreatedAt, rec.UpdatedAt)
+		}
+		want, err := st.GetMessage(rec.MessageKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameJSON(t, "stored", rec, want)
+		bad := &store.MessageRecord{MessageKey: store.MessageKey{Account: "a\x00b", Mailbox: "INBOX", UID: 1}}
+		if err := rs.PutMessage(bad); err == nil {
+			t.Error("put with a NUL in the account: got nil, want an error")
+		}
+	})
+	t.Run("thread and relabel", func(t *testing.T) {
+		got, err := rs.ThreadMessages("t1", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := st.ThreadMessages("t1", 0)
+		sameJSON(t, "thread", got, want)
+		got, _ = rs.ThreadMessages("t1", 1)
+		if len(got) != 1 || got[0].MessageID != "m2@x" {
+			t.Errorf("limit 1: got %v, want [m2@x]", ids(got, func(r *store.MessageRecord) string { return r.MessageID }))
+		}
+		if got, err := rs.ThreadMessages("nosuch", 0); err != nil || got != nil {
+			t.Errorf("empty thread: got %v, %v, want nil, nil", got, err)
+		}
+		if err := rs.RelabelThread("t50", "t51"); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := st.ThreadMessages("t51", 0); len(got) != 1 {
+			t.Errorf("after relabel: got %d messages in t51, want 1", len(got))
+		}
+		if err := rs.RelabelThread("", "x"); err == nil {
+			t.Error("relabel with an empty id: got nil, want an error")
+		}
+	})
+	t.Run("put trace", func(t *testing.T) {
+		tr := &store.Trace{TraceID: "tr50", Message: keyM1, MessageID: "m1@x", Started: testNow, Decision: "archive"}
+		if err := rs.PutTrace(tr); err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.ResolveTrace("", "m1@x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameJSON(t, "trace", got, tr)
+	})
+	t.Run("contact and caps", func(t *testing.T) {
+		got, err := rs.GetContact("home", "alice@example.org")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := st.GetContact("home", "alice@example.org")
+		sameJSON(t, "contact", got, want)
+		_, err = rs.GetContact("home", "nobody@example.org")
+		wantErr(t, "missing contact", err, store.ErrNotFound)
+		pc, g, err := rs.AutoSendCounts("home", "alice@example.org", store.Day(testNow))
+		if err != nil || pc != 2 || g != 2 {
+			t.Errorf("auto-send counts: got %d, %d, %v, want 2, 2, nil", pc, g, err)
+		}
+	})
+	t.Run("list messages", func(t *testing.T) {
+		tests := []struct {
+			name string
+			f    store.MessageFilter
+		}{
+			{"all", store.MessageFilter{}},
+			{"account", store.MessageFilter{Account: "work"}},
+			{"state", store.MessageFilter{State: store.StateNeedsReview}},
+			{"thread", store.MessageFilter{ThreadID: "t1"}},
+			{"limit", store.MessageFilter{Limit: 2}},
+			{"since", store.MessageFilter{Since: testNow.Add(-90 * time.Minute)}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				var got, want []*store.MessageRecord
+				if err := rs.ListMessages(tt.f, func(r *store.MessageRecord) error { got = append(got, r); return nil }); err != nil {
+					t.Fatal(err)
+				}
+				if err := st.ListMessages(tt.f, func(r *store.MessageRecord) error { want = append(want, r); return nil }); err != nil {
+					t.Fatal(err)
+				}
+				if len(want) == 0 {
+					t.Fatal("the seed has no match: the case tests nothing")
+				}
+				sameJSON(t, "records", got, want)
+			})
+		}
+		t.Run("callback error stops the walk", func(t *testing.T) {
+			stop := errors.New("enough")
+			n := 0
+			err := rs.ListMessages(store.MessageFilter{}, func(*store.MessageRecord) error {
+				n++
+				return stop
+			})
+			if !errors.Is(err, stop) || n != 1 {
+				t.Errorf("got %v after %d calls, want %v after 1", err, n, stop)
+			}
+		})
+		t.Run("callback may use the store", func(t *testing.T) {
+			n := 0
+			err := rs.ListMessages(store.MessageFilter{ThreadID: "t1"}, func(r *store.MessageRecord) error {
+				_, err := rs.GetMessage(r.MessageKey)
+				n++
+				return err
+			})
+			if err != nil || n != 2 {
+				t.Errorf("got %v after %d calls, want nil after 2", err, n)
+			}
+		})
+	})
+}
+
+func TestNoActions(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			st := openStore(t)
+			seed(t, st)
+			svc := m.newSvc(t, st, nil)
+			ctx := context.Background()
+			calls := []struct {
+				name string
+				call func() error
+			}{
+				{"approve", func() error { _, err := svc.Approve(ctx, "q_d", ""); return err }},
+				{"reject", func() error { return svc.Reject(ctx, "q_d", "") }},
+				{"edit", func() error { _, err := svc.Edit(ctx, "q_d", ""); return err }},
+				{"snooze", func() error { return svc.Snooze(ctx, "q_d", testNow) }},
+				{"regenerate", func() error { _, err := svc.Regenerate(ctx, "q_d", ""); return err }},
+				{"cancel", func() error { return svc.Cancel(ctx, "ob_sched") }},
+				{"retry", func() error { return svc.Retry(ctx, keyM3) }},
+			}
+			for _, c := range calls {
+				t.Run(c.name, func(t *testing.T) {
+					err := c.call()
+					wantErr(t, c.name, err, ErrNoActions)
+					if err != nil && !strings.Contains(err.Error(), "mailagent watch") {
+						t.Errorf("got %q, want a hint naming `mailagent watch`", err)
+					}
+				})
+			}
+			if q, _ := st.GetQueueItem("q_d"); q.Status != store.QueuePending {
+				t.Errorf("q_d status: got %q, want it untouched (pending)", q.Status)
+			}
+		})
+	}
+}
+
+func TestStatusFunc(t *testing.T) {
+	st := openStore(t)
+	seed(t, st)
+	started := testNow.Add(-time.Hour)
+	l := newLocal(st, nil)
+	l.StatusFunc = func(context.Context) Status {
+		return Status{Watcher: true, PID: 4242, Started: started, AutoSendCap: 25,
+			Accounts: []AccountStatus{{Name: "home", State: "idle", LastSync: testNow}, {Name: "work", State: "reconnecting", Error: "dial: refused"}}}
+	}
+	srv := startServer(t, l)
+	c := dial(t, srv.path)
+	want, err := l.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameJSON(t, "status", got, want)
+	if !got.Watcher || got.PID != 4242 || !got.Started.Equal(started) || got.AutoSendCap != 25 || len(got.Accounts) != 2 {
+		t.Errorf("got %+v, want the watcher's live state", got)
+	}
+}
