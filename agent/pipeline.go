@@ -211,6 +211,11 @@ func (p *Pipeline) Reprocess(ctx context.Context, in Input) (*Outcome, error) {
 	return p.complete(ctx, a)
 }
 
+// usageLedger is implemented by stores that keep a daily token count.
+type usageLedger interface {
+	AddUsage(day string, tokensIn, tokensOut int64) error
+}
+
 // analysis is one message on its way through the pipeline.
 type analysis struct {
 	rec   *store.MessageRecord
@@ -251,6 +256,13 @@ func (p *Pipeline) finish(a *analysis) error {
 	if !p.DryRun {
 		if err := p.Store.PutTrace(a.tr.t); err != nil {
 			return fmt.Errorf("save trace %s: %w", a.tr.t.TraceID, err)
+		}
+		if u := a.out.Usage; u.TotalTokens > 0 || u.PromptTokens > 0 {
+			if l, ok := p.Store.(usageLedger); ok {
+				if err := l.AddUsage(store.Day(p.now()), int64(u.PromptTokens), int64(u.OutputTokens)); err != nil {
+					p.logger().Warn("usage ledger", "err", err)
+				}
+			}
 		}
 	}
 	if p.Actor != nil {

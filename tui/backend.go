@@ -147,3 +147,9 @@ type Options struct {
 	// to the terminal it draws on.
 	Logger *slog.Logger
 }
+
+// Detailer is implemented by backends that load an item's thread only when
+// it is opened. List may then leave Item.Thread empty.
+type Detailer interface {
+	Detail(ctx context.Context, id string) (Item, error)
+}

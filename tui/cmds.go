@@ -208,3 +208,20 @@ func finishEditCmd(ctx context.Context, b Backend, msg editorExitedMsg) tea.Cmd 
 		return actionMsg{action: "edit", id: msg.id, text: text, err: err}
 	}
 }
+
+// detailCmd loads an item's full detail (its thread) when the backend can:
+// lists stay cheap with thousands of items, and the thread is fetched only
+// for the item being read. The result arrives as an item update.
+func detailCmd(ctx context.Context, b Backend, id string) tea.Cmd {
+	d, ok := b.(Detailer)
+	if !ok {
+		return nil
+	}
+	return func() tea.Msg {
+		it, err := d.Detail(ctx, id)
+		if err != nil {
+			return eventMsg{ev: Event{Kind: "detail_error", ID: id}}
+		}
+		return eventMsg{ev: Event{Kind: EventItemUpdated, Item: &it}}
+	}
+}

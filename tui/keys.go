@@ -72,6 +72,7 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 		if m.tab != tabDetail {
 			if it, ok := m.selected(); ok {
 				m.openDetail(it.ID)
+				return detailCmd(m.ctx, m.backend, it.ID)
 			}
 		}
 	case key.Matches(msg, k.Filter):

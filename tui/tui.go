@@ -306,6 +306,9 @@ func (m *Model) applyEvent(ev Event) {
 		}
 	case EventItemRemoved:
 		delete(m.items, ev.ID)
+	case "detail_error":
+		m.setErr(fmt.Errorf("could not load the thread of %s", ev.ID))
+		return
 	case EventStatus:
 		if ev.Status != nil {
 			m.stat = *ev.Status

@@ -45,21 +45,22 @@ type ExplainJSON struct {
 	Message *store.MessageRecord `json:"message,omitempty"`
 }
 
-type explainStore interface {
-	ResolveTrace(account, ref string) (*store.Trace, error)
-	GetMessage(k store.MessageKey) (*store.MessageRecord, error)
-}
-
 func explainRun(ctx context.Context, f *Factory, opts *ExplainOptions) error {
-	st, err := f.OpenStore(true)
+	svc, closeSvc, err := f.Service(ctx, false)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	out, err := lookupExplain(st, opts.ID)
-	if err != nil {
-		return err
+	defer closeSvc()
+	ref := strings.Trim(strings.TrimSpace(opts.ID), "<>")
+	e, err := svc.Explain(ctx, ref)
+	if errors.Is(err, store.ErrNotFound) {
+		return &UserError{Code: ExitUsage, Err: fmt.Errorf("no trace or message %q", ref),
+			Hint: "ids come from `mailagent triage --json` (trace_id or message_id)"}
 	}
+	if err != nil {
+		return fmt.Errorf("explain %q: %w", ref, err)
+	}
+	out := &ExplainJSON{Trace: e.Trace, Message: e.Message}
 	if opts.JSON {
 		enc := json.NewEncoder(f.Stdout)
 		enc.SetIndent("", "  ")
@@ -67,25 +68,6 @@ func explainRun(ctx context.Context, f *Factory, opts *ExplainOptions) error {
 	}
 	printExplain(f.Stdout, out)
 	return nil
-}
-
-func lookupExplain(st explainStore, id string) (*ExplainJSON, error) {
-	id = strings.Trim(strings.TrimSpace(id), "<>")
-	tr, err := st.ResolveTrace("", id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, &UserError{Code: ExitUsage, Err: fmt.Errorf("no trace or message %q", id),
-			Hint: "ids come from `mailagent triage --json` (trace_id or message_id)"}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("look up %q: %w", id, err)
-	}
-	out := &ExplainJSON{Trace: tr}
-	if rec, err := st.GetMessage(tr.Message); err == nil {
-		out.Message = rec
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("look up message of %s: %w", tr.TraceID, err)
-	}
-	return out, nil
 }
 
 func printExplain(w io.Writer, e *ExplainJSON) {

@@ -47,6 +47,10 @@ mail, whether a send happens at all, and what the model gets to see.`,
 		newExplainCmd(f, nil),
 		newWatchCmd(f, nil),
 		newDoctorCmd(f, nil),
+		newQueueCmd(f, nil),
+		newContactsCmd(f, nil),
+		newStatusCmd(f, nil),
+		newReviewCmd(f, nil),
 		newVersionCmd(f),
 	)
 	return root

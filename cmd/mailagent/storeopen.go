@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -29,11 +30,12 @@ func openPipelineStore(f *Factory, dryRun bool) (pipelineStore, func(), error) {
 			return emptyStore{}, func() {}, nil
 		}
 	}
-	st, err := f.OpenStore(dryRun)
+	// While watch runs it owns the database: go through its socket.
+	svc, closeSvc, err := f.Service(context.Background(), false)
 	if err != nil {
 		return nil, nil, err
 	}
-	return st, func() { _ = st.Close() }, nil
+	return svc.Store(), func() { _ = closeSvc() }, nil
 }
 
 // emptyStore is a store with nothing in it that accepts no writes. It

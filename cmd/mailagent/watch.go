@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/api"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -62,7 +65,7 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 		return err
 	}
 	defer st.Close()
-	parts, err := buildAgent(ctx, f, cfg, st)
+	parts, err := buildAgent(ctx, f, cfg, st, false)
 	if err != nil {
 		return err
 	}
@@ -72,11 +75,27 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	if !opts.Once {
-		srv, err := newWatchServer(f, cfg, st, parts, d)
-		if err != nil {
-			return err
+		broker := &api.Broker{}
+		parts.Pipeline.Actor.Notify = broker.Publish
+		started := time.Now()
+		local := &api.Local{
+			DB: st, Actions: localActions{Pipeline: parts.Pipeline, d: d}, Broker: broker,
+			AutoSendCap: cfg.Policy.MaxAutoPerDay,
+			StatusFunc: func(context.Context) api.Status {
+				s := api.Status{Watcher: true, PID: os.Getpid(), Started: started}
+				for _, a := range d.Statuses() {
+					s.Accounts = append(s.Accounts, api.AccountStatus{Name: a.Name, State: a.State, LastSync: a.LastSync, Error: a.Error})
+				}
+				return s
+			},
 		}
-		g.Go(func() error { return srv(gctx) })
+		g.Go(func() error {
+			err := api.Serve(gctx, api.SocketPath(cfg.StateDir), local, f.Logger())
+			if errors.Is(err, api.ErrWatcherRunning) {
+				return &UserError{Code: ExitLocked, Err: err}
+			}
+			return err
+		})
 	}
 	g.Go(func() error { return d.Run(gctx, opts.Once) })
 	err = g.Wait()

@@ -6,9 +6,11 @@ import (
 	"os"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/api"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/daemon"
+	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/smtpsend"
 	"github.com/mailagent/mailagent/prompts"
@@ -67,14 +69,22 @@ type agentParts struct {
 
 // buildAgent wires the full pipeline over an open store: model, prompts,
 // threader, actor and mailer.
-func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.Store) (*agentParts, error) {
+// With lazyModel, a missing model (no API key) is only an error when a
+// model call is made.
+func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.Store, lazyModel bool) (*agentParts, error) {
 	threader, err := loadThreader(st)
 	if err != nil {
 		return nil, err
 	}
 	model, err := f.Model(ctx)
 	if err != nil {
-		return nil, err
+		if !lazyModel {
+			return nil, err
+		}
+		// Approving, rejecting and editing need no model; only a call
+		// that does (regenerate) reports why it is missing.
+		modelErr := err
+		model = llm.ModelFunc(func(context.Context, llm.Request) (*llm.Response, error) { return nil, modelErr })
 	}
 	ps, err := prompts.Load(cfg.PromptsDir)
 	if err != nil {
@@ -125,4 +135,46 @@ func newDaemon(f *Factory, cfg *config.Config, st *store.Store, parts *agentPart
 		})
 	}
 	return d
+}
+
+// localActions performs queue actions in this process (no watcher runs):
+// the same pipeline code watch uses, so sends still go through the outbox.
+type localActions struct {
+	*agent.Pipeline
+	d *daemon.Daemon
+}
+
+func (a localActions) Retry(ctx context.Context, k store.MessageKey) error { return a.d.Retry(ctx, k) }
+
+// Service connects to the running watcher, or opens the store directly
+// when none runs. withActions builds a local pipeline for the actions
+// (approve, reject, …) in the second case.
+func (f *Factory) Service(ctx context.Context, withActions bool) (api.Service, func() error, error) {
+	cfg, err := f.Config()
+	if err != nil {
+		return nil, nil, err
+	}
+	var parts *agentParts
+	var actions func(*store.Store) api.Actions
+	if withActions {
+		actions = func(st *store.Store) api.Actions {
+			p, err := buildAgent(ctx, f, cfg, st, true)
+			if err != nil {
+				f.Logger().Warn("local actions unavailable", "err", err)
+				return nil
+			}
+			parts = p
+			return localActions{Pipeline: p.Pipeline, d: newDaemon(f, cfg, st, p, nil)}
+		}
+	}
+	svc, closeFn, err := api.Open(ctx, cfg.StateDir, func() (*store.Store, error) { return f.OpenStore(false) }, actions)
+	if err != nil {
+		return nil, nil, err
+	}
+	return svc, func() error {
+		if parts != nil {
+			parts.Mailer.Close()
+		}
+		return closeFn()
+	}, nil
 }

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mailagent/mailagent/store"
+)
+
+// ContactsOptions are the flags of the contacts subcommands.
+type ContactsOptions struct {
+	Action  string // list | show | forget
+	Email   string
+	Account string
+	JSON    bool
+}
+
+func newContactsCmd(f *Factory, runF func(context.Context, *ContactsOptions) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "contacts",
+		Short: "What mailagent remembers about each correspondent",
+		Long: `Each contact has a bounded history, a rolling summary, your notes and
+counts. A prompt only ever contains the memory of the message's own
+contact. forget deletes a contact's memory entirely.`,
+	}
+	mk := func(use, short string, args cobra.PositionalArgs, json bool) *cobra.Command {
+		opts := &ContactsOptions{Action: strings.Fields(use)[0]}
+		c := &cobra.Command{Use: use, Short: short, Args: args,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if len(args) > 0 {
+					opts.Email = args[0]
+				}
+				if runF != nil {
+					return runF(cmd.Context(), opts)
+				}
+				return contactsRun(cmd.Context(), f, opts)
+			}}
+		c.Flags().StringVar(&opts.Account, "account", "", "account (default: the only one, or the first)")
+		if json {
+			c.Flags().BoolVar(&opts.JSON, "json", false, "print as JSON")
+		}
+		return c
+	}
+	cmd.AddCommand(
+		mk("list", "List contacts", cobra.NoArgs, true),
+		mk("show EMAIL", "Show one contact's memory", cobra.ExactArgs(1), true),
+		mk("forget EMAIL", "Delete one contact's memory", cobra.ExactArgs(1), false),
+	)
+	return cmd
+}
+
+func contactsRun(ctx context.Context, f *Factory, opts *ContactsOptions) error {
+	cfg, err := f.Config()
+	if err != nil {
+		return err
+	}
+	accounts, err := pickAccounts(cfg, opts.Account)
+	if err != nil {
+		return err
+	}
+	if len(accounts) == 0 {
+		return usageErr("no accounts configured")
+	}
+	account := accounts[0].Name
+	svc, closeSvc, err := f.Service(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer closeSvc()
+	switch opts.Action {
+	case "list":
+		cs, err := svc.Contacts(ctx, account)
+		if err != nil {
+			return err
+		}
+		if opts.JSON {
+			if cs == nil {
+				cs = []store.Contact{}
+			}
+			return writeJSON(f.Stdout, cs)
+		}
+		printContacts(f.Stdout, cs, f.Now())
+	case "show":
+		c, err := svc.Contact(ctx, account, opts.Email)
+		if errors.Is(err, store.ErrNotFound) {
+			return &UserError{Code: ExitUsage, Err: fmt.Errorf("no contact %s in account %s", opts.Email, account)}
+		}
+		if err != nil {
+			return err
+		}
+		if opts.JSON {
+			return writeJSON(f.Stdout, c)
+		}
+		printContact(f.Stdout, c)
+	case "forget":
+		if err := svc.ForgetContact(ctx, account, opts.Email); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return &UserError{Code: ExitUsage, Err: fmt.Errorf("no contact %s in account %s", opts.Email, account)}
+			}
+			return err
+		}
+		fmt.Fprintf(f.Stderr, "forgot %s\n", opts.Email)
+	}
+	return nil
+}
+
+func printContacts(w io.Writer, cs []store.Contact, now time.Time) {
+	if len(cs) == 0 {
+		fmt.Fprintln(w, "no contacts yet")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "EMAIL\tNAME\tKNOWN\tIN\tOUT\tAUTO\tLAST SEEN")
+	for _, c := range cs {
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%d\t%s\n", c.Email, c.Name, c.Known, c.Inbound, c.Outbound, c.AutoReplies, age(now, c.LastSeen))
+	}
+	_ = tw.Flush()
+}
+
+func printContact(w io.Writer, c *store.Contact) {
+	fmt.Fprintf(w, "%s %s\nknown %v; first seen %s, last seen %s\n", c.Email, c.Name, c.Known,
+		c.FirstSeen.Format(time.DateOnly), c.LastSeen.Format(time.DateOnly))
+	fmt.Fprintf(w, "%d in, %d out (%d by you, %d automatic)\n", c.Inbound, c.Outbound, c.OwnerReplies, c.AutoReplies)
+	if c.Summary != "" {
+		fmt.Fprintf(w, "\nsummary: %s\n", c.Summary)
+	}
+	for _, n := range c.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	if len(c.History) > 0 {
+		fmt.Fprintln(w, "\nhistory:")
+		for _, h := range c.History {
+			fmt.Fprintf(w, "  %s %-3s %s: %s\n", h.Date.Format(time.DateOnly), h.Direction, h.Subject, h.Summary)
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/spf13/cobra"
+)
+
+// StatusOptions are the flags of `mailagent status`.
+type StatusOptions struct{ JSON bool }
+
+func newStatusCmd(f *Factory, runF func(context.Context, *StatusOptions) error) *cobra.Command {
+	opts := &StatusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Is a watcher running; messages by state; today's auto-sends and tokens",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return statusRun(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
+	svc, closeSvc, err := f.Service(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer closeSvc()
+	s, err := svc.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(f.Stdout, s)
+	}
+	if s.Watcher {
+		fmt.Fprintf(f.Stdout, "watcher running (pid %d, since %s)\n", s.PID, s.Started.Format("2006-01-02 15:04"))
+		for _, a := range s.Accounts {
+			line := fmt.Sprintf("  %s: %s", a.Name, a.State)
+			if !a.LastSync.IsZero() {
+				line += ", last sync " + a.LastSync.Format("15:04:05")
+			}
+			if a.Error != "" {
+				line += ", error: " + a.Error
+			}
+			fmt.Fprintln(f.Stdout, line)
+		}
+	} else {
+		fmt.Fprintln(f.Stdout, "no watcher running (start one with: mailagent watch)")
+	}
+	var states []string
+	for k, v := range s.Counts {
+		states = append(states, fmt.Sprintf("%s %d", k, v))
+	}
+	sort.Strings(states)
+	fmt.Fprintf(f.Stdout, "messages: %v\n", states)
+	fmt.Fprintf(f.Stdout, "auto-sent today: %d of %d\n", s.AutoSentToday, s.AutoSendCap)
+	fmt.Fprintf(f.Stdout, "tokens today: %d in, %d out (%d calls)\n", s.TokensToday.TokensIn, s.TokensToday.TokensOut, s.TokensToday.Calls)
+	return nil
+}
