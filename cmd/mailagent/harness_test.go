@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
 	"github.com/mailagent/mailagent/internal/memimap"
@@ -127,3 +128,7 @@ func rawMail(from, subject, body string, extra ...string) string {
 }
 
 func timeNow() time.Time { return time.Now() }
+
+type agentEvent = agent.Event
+
+var errNotActionable = agent.ErrNotActionable
