@@ -132,3 +132,11 @@ func timeNow() time.Time { return time.Now() }
 type agentEvent = agent.Event
 
 var errNotActionable = agent.ErrNotActionable
+
+// runMain runs the command line without a harness config.
+func runMain(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(args, strings.NewReader(""), &out, &errb)
+	return out.String(), errb.String(), code
+}

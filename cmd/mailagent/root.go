@@ -51,6 +51,7 @@ mail, whether a send happens at all, and what the model gets to see.`,
 		newContactsCmd(f, nil),
 		newStatusCmd(f, nil),
 		newReviewCmd(f, nil),
+		newDemoCmd(f, nil),
 		newVersionCmd(f),
 	)
 	return root
