@@ -214,15 +214,23 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 		return nil
 	}
 
-	if rec.Decision == DecisionAutoSend {
-		in := GateInput{Route: route, Classification: rec.Classification, Draft: d.Body,
-			Allowed: allowedText(rec, body, thread, a.Profile), AllowedAddresses: p.allowedAddresses(rec, a.Profile)}
-		in.ContactKnown = contact != nil && contact.Known
-		day := store.Day(p.now())
-		if pc, g, err := a.Store.AutoSendCounts(rec.Account, rec.From.Email, day); err == nil {
-			in.SentToContactToday, in.SentToday = pc, g
+	// The gates run again now that the draft exists, so that the output
+	// guard is judged (and shown) on the real text.
+	in := GateInput{Route: route, Classification: rec.Classification, Draft: d.Body,
+		Allowed: allowedText(rec, body, thread, a.Profile), AllowedAddresses: p.allowedAddresses(rec, a.Profile)}
+	in.ContactKnown = contact != nil && contact.Known
+	day := store.Day(p.now())
+	if pc, g, err := a.Store.AutoSendCounts(rec.Account, rec.From.Email, day); err == nil {
+		in.SentToContactToday, in.SentToday = pc, g
+	}
+	rec.Gates = EvaluateGates(p.Policy, in)
+	if rec.Decision == DecisionQueue {
+		rec.Reasons = FailedReasons(rec.Gates)
+		if d.NeedsOwnerInput {
+			rec.Reasons = append(rec.Reasons, "the draft needs the owner's input")
 		}
-		rec.Gates = EvaluateGates(p.Policy, in)
+	}
+	if rec.Decision == DecisionAutoSend {
 		switch {
 		case d.NeedsOwnerInput:
 			rec.Decision, rec.Reasons = DecisionQueue, []string{"the draft needs the owner's input"}

@@ -380,7 +380,7 @@ func (m *Model) detailText(it *Item) string {
 	label("Subject", it.Subject)
 	label("Account", it.Account)
 	if !it.Received.IsZero() {
-		label("Received", it.Received.Local().Format("Mon 2 Jan 2006 15:04")+" ("+age(now, it.Received)+" ago)")
+		label("Received", it.Received.Local().Format("Mon 2 Jan 2006 15:04")+" ("+ago(now, it.Received)+")")
 	}
 	status := it.Kind + ", " + it.Status
 	if a, busy := m.busy[it.ID]; busy {
@@ -553,6 +553,18 @@ func sendWhen(now time.Time, it *Item) string {
 		return "sent just now"
 	}
 	return "sent " + a + " ago"
+}
+
+// ago is age as a phrase: "just now", "5m ago".
+func ago(now, t time.Time) string {
+	a := age(now, t)
+	switch a {
+	case "now":
+		return "just now"
+	case "-":
+		return a
+	}
+	return a + " ago"
 }
 
 // countdown formats a remaining duration, rounded up to the second.

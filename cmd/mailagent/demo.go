@@ -231,7 +231,7 @@ func demoRun(ctx context.Context, f *Factory, opts *DemoOptions) error {
 		stopWatch()
 		return err
 	}
-	err = runReview(ctx, f, svc)
+	err = runReview(ctx, f, svc, env.label)
 	_ = closeSvc()
 	stopWatch()
 	if werr := <-watchDone; werr != nil && err == nil {

@@ -46,7 +46,7 @@ type Factory struct {
 
 func newFactory(stdin io.Reader, stdout, stderr io.Writer) *Factory {
 	f := &Factory{Stdin: stdin, Stdout: stdout, Stderr: stderr, Now: time.Now}
-	f.NewModel = defaultModel
+	f.NewModel = newGeminiModel
 	return f
 }
 
@@ -141,7 +141,7 @@ func (f *Factory) Model(ctx context.Context) (llm.Model, error) {
 	return f.NewModel(ctx, cfg)
 }
 
-func defaultModel(ctx context.Context, cfg *config.Config) (llm.Model, error) {
+func newGeminiModel(ctx context.Context, cfg *config.Config) (llm.Model, error) {
 	key, err := cfg.LLM.ResolveAPIKey(ctx)
 	if err != nil {
 		return nil, &UserError{Code: ExitUsage, Err: fmt.Errorf("llm api key: %w", err),

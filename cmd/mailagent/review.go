@@ -46,16 +46,18 @@ func reviewRun(ctx context.Context, f *Factory, _ *ReviewOptions) error {
 		return err
 	}
 	defer closeSvc()
-	return runReview(ctx, f, svc)
+	return runReview(ctx, f, svc, "")
 }
 
-func runReview(ctx context.Context, f *Factory, svc api.Service) error {
+// runReview opens the TUI; label, when set, names the model on the status
+// line (the demo says it is not an AI).
+func runReview(ctx context.Context, f *Factory, svc api.Service, label string) error {
 	editor := os.Getenv("VISUAL")
 	if editor == "" {
 		editor = os.Getenv("EDITOR")
 	}
 	ascii, noColor := tui.DetectPlain(os.Getenv)
-	return tui.Run(ctx, &serviceBackend{svc: svc, now: f.Now}, tui.Options{
+	return tui.Run(ctx, &serviceBackend{svc: svc, now: f.Now, label: label}, tui.Options{
 		Editor: editor, ASCII: ascii, NoColor: noColor, Now: f.Now, Logger: f.Logger(),
 	})
 }
@@ -63,8 +65,9 @@ func runReview(ctx context.Context, f *Factory, svc api.Service) error {
 // serviceBackend adapts the api.Service (watcher socket or local store) to
 // the TUI's Backend.
 type serviceBackend struct {
-	svc api.Service
-	now func() time.Time
+	svc   api.Service
+	now   func() time.Time
+	label string
 }
 
 var (
@@ -171,6 +174,9 @@ func (b *serviceBackend) Status(ctx context.Context) (tui.Status, error) {
 			state += " (" + a.Error + ")"
 		}
 		out.Accounts = append(out.Accounts, tui.AccountState{Name: a.Name, State: state})
+	}
+	if b.label != "" {
+		out.Accounts = append(out.Accounts, tui.AccountState{Name: "model", State: b.label})
 	}
 	return out, nil
 }
