@@ -62,6 +62,11 @@ type Actor struct {
 	Profile string
 	// Notify, when set, is called after each change (it must not block).
 	Notify func(Event)
+	// Summarizer refreshes contact summaries; nil keeps none.
+	Summarizer Summarizer
+	// SummaryEvery is the number of exchanges between summaries
+	// (DefaultSummaryEvery when 0).
+	SummaryEvery int
 }
 
 func (a *Actor) notify(e Event) {
@@ -150,6 +155,7 @@ func (p *Pipeline) act(ctx context.Context, rec *store.MessageRecord, body strin
 	}
 	if route.Route == RouteExternal {
 		p.rememberInbound(rec)
+		p.refreshSummary(ctx, rec.Account, rec.From.Email)
 	}
 	switch rec.Decision {
 	case DecisionAutoSend, DecisionQueue:

@@ -80,8 +80,8 @@ type DemoReport struct {
 	Model    string        `json:"model"`
 	Outcomes []DemoOutcome `json:"outcomes"`
 	Sent     []DemoSent    `json:"sent"`
-	Queued   int           `json:"queued"`   // drafts waiting for approval
-	Notices  int           `json:"notices"`  // messages flagged for the owner
+	Queued   int           `json:"queued"`  // drafts waiting for approval
+	Notices  int           `json:"notices"` // messages flagged for the owner
 }
 
 // DemoSent is one message the outside world received.

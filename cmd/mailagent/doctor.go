@@ -70,7 +70,9 @@ type doctor struct {
 	checks []Check
 }
 
-func (d *doctor) pass(name, detail string) { d.checks = append(d.checks, Check{Name: name, Status: "pass", Detail: detail}) }
+func (d *doctor) pass(name, detail string) {
+	d.checks = append(d.checks, Check{Name: name, Status: "pass", Detail: detail})
+}
 func (d *doctor) warn(name, detail, fix string) {
 	d.checks = append(d.checks, Check{Name: name, Status: "warn", Detail: detail, Fix: fix})
 }

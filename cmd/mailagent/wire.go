@@ -6,8 +6,8 @@ import (
 	"os"
 
 	"github.com/mailagent/mailagent/agent"
-	"github.com/mailagent/mailagent/internal/api"
 	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/api"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/daemon"
 	"github.com/mailagent/mailagent/internal/llm"
@@ -108,10 +108,11 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 	}
 	mailer := newMailer(cfg)
 	p.Actor = &agent.Actor{
-		Store:   st,
-		Drafter: &agent.LLMDrafter{Model: model, Prompts: ps, MaxChars: cfg.Policy.MaxDraftChars},
-		Mailer:  mailer,
-		Profile: profile,
+		Store:      st,
+		Drafter:    &agent.LLMDrafter{Model: model, Prompts: ps, MaxChars: cfg.Policy.MaxDraftChars},
+		Mailer:     mailer,
+		Profile:    profile,
+		Summarizer: &agent.LLMSummarizer{Model: model, Prompts: ps},
 	}
 	return &agentParts{Pipeline: p, Mailer: mailer}, nil
 }
