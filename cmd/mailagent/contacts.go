@@ -16,10 +16,11 @@ import (
 
 // ContactsOptions are the flags of the contacts subcommands.
 type ContactsOptions struct {
-	Action  string // list | show | forget
+	Action  string // list | show | forget | note
 	Email   string
 	Account string
 	JSON    bool
+	Note    string
 }
 
 func newContactsCmd(f *Factory, runF func(context.Context, *ContactsOptions) error) *cobra.Command {
@@ -37,6 +38,9 @@ contact. forget deletes a contact's memory entirely.`,
 				if len(args) > 0 {
 					opts.Email = args[0]
 				}
+				if len(args) > 1 {
+					opts.Note = args[1]
+				}
 				if runF != nil {
 					return runF(cmd.Context(), opts)
 				}
@@ -52,6 +56,7 @@ contact. forget deletes a contact's memory entirely.`,
 		mk("list", "List contacts", cobra.NoArgs, true),
 		mk("show EMAIL", "Show one contact's memory", cobra.ExactArgs(1), true),
 		mk("forget EMAIL", "Delete one contact's memory", cobra.ExactArgs(1), false),
+		mk("note EMAIL TEXT", "Add a context note for drafts to this contact", cobra.ExactArgs(2), false),
 	)
 	return cmd
 }
@@ -107,6 +112,11 @@ func contactsRun(ctx context.Context, f *Factory, opts *ContactsOptions) error {
 			return err
 		}
 		fmt.Fprintf(f.Stderr, "forgot %s\n", opts.Email)
+	case "note":
+		if err := svc.NoteContact(ctx, account, opts.Email, opts.Note); err != nil {
+			return err
+		}
+		fmt.Fprintf(f.Stderr, "noted for %s\n", opts.Email)
 	}
 	return nil
 }

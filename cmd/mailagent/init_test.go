@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +23,8 @@ import (
 
 	"github.com/mailagent/mailagent/internal/autoconfig"
 	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/memimap"
+	"github.com/mailagent/mailagent/internal/smtpsend/smtptest"
 )
 
 // None of these tests is parallel: they replace the package-level
@@ -758,11 +761,53 @@ func TestInitTOMLString(t *testing.T) {
 	}
 }
 
-func TestInitZZDebugTranscript(t *testing.T) {
+// TestInitRunsDoctor writes a config for real servers on loopback (an
+// in-memory IMAP server and an SMTP sink) and lets doctor check it: the
+// logins pass, the model key is missing, so init exits 5 with the report
+// on stderr and only the path on stdout.
+func TestInitRunsDoctor(t *testing.T) {
 	noDiscovery(t)
-	keyring.MockInit()
+	const user, pass = "ada@example.com", "imap-secret-4410"
+	srv, err := memimap.Start(memimap.Options{
+		Users:     []memimap.User{{Name: user, Password: pass}},
+		Mailboxes: []string{"Sent", "Drafts"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	sink := smtptest.NewSink(t, smtptest.SinkOptions{Username: user, Password: pass})
+	t.Setenv("MA_TEST_INIT_PASS", pass)
+	t.Setenv("MA_TEST_INIT_NO_KEY", "")
+
 	path := filepath.Join(t.TempDir(), "config.toml")
-	_, stdout, stderr := runInit(t, answers("ada@icloud.com", "Ada Lovelace", "y", "", "3", "pw", "", "", "", ""), "--config", path)
-	raw, _ := os.ReadFile(path)
-	t.Logf("STDOUT:\n%s\nSTDERR:\n%s\nFILE:\n%s", stdout, stderr, raw)
+	script := answers(
+		user, "Ada Lovelace",
+		"e", // edit the generic guess
+		"127.0.0.1", "insecure", strconv.Itoa(srv.Port), "",
+		"127.0.0.1", "insecure", strconv.Itoa(sink.Port), "",
+		"y",
+		"", "2", "MA_TEST_INIT_PASS", // account, password from env
+		"1", "MA_TEST_INIT_NO_KEY", "", "", // api key env (unset), model, mode
+	)
+	code, stdout, stderr := runInit(t, script, "--config", path, "--provider", "generic")
+	if code != ExitPartial {
+		t.Fatalf("exit code: got %d, want %d (doctor found the missing key); stderr:\n%s", code, ExitPartial, stderr)
+	}
+	if stdout != path+"\n" {
+		t.Errorf("stdout: got %q, want only the path", stdout)
+	}
+	for _, want := range []string{
+		"PASS  imap example: connect and login",
+		"PASS  smtp example: connect and AUTH",
+		"FAIL  model: api key",
+		"triage --dry-run --limit 20",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stdout+stderr, pass) {
+		t.Errorf("the password was printed")
+	}
 }

@@ -67,6 +67,9 @@ type Service interface {
 	Contact(ctx context.Context, account, email string) (*store.Contact, error)
 	// ForgetContact deletes a contact's memory.
 	ForgetContact(ctx context.Context, account, email string) error
+	// NoteContact adds one of the owner's context notes to a contact's
+	// memory (creating the contact when needed).
+	NoteContact(ctx context.Context, account, email, note string) error
 	// Explain finds a trace by trace id or Message-ID, with its message
 	// record when there is one.
 	Explain(ctx context.Context, ref string) (*Explain, error)

@@ -289,6 +289,11 @@ func (c *Client) ForgetContact(ctx context.Context, account, email string) error
 	return c.call(ctx, http.MethodDelete, "/v1/contact", url.Values{"account": {account}, "email": {email}}, nil, nil)
 }
 
+// NoteContact implements Service.
+func (c *Client) NoteContact(ctx context.Context, account, email, note string) error {
+	return c.call(ctx, http.MethodPost, "/v1/contact/note", url.Values{"account": {account}, "email": {email}}, noteReq{Note: note}, nil)
+}
+
 // Explain implements Service.
 func (c *Client) Explain(ctx context.Context, ref string) (*Explain, error) {
 	var e Explain

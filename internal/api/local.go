@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
@@ -245,6 +246,19 @@ func (l *Local) Contacts(ctx context.Context, account string) ([]store.Contact, 
 // Contact implements Service.
 func (l *Local) Contact(ctx context.Context, account, email string) (*store.Contact, error) {
 	return l.DB.GetContact(account, email)
+}
+
+// NoteContact implements Service.
+func (l *Local) NoteContact(ctx context.Context, account, email, note string) error {
+	note = strings.TrimSpace(note)
+	if note == "" {
+		return fmt.Errorf("%w: empty note", ErrBadRequest)
+	}
+	_, err := l.DB.UpdateContact(account, email, func(c *store.Contact) error {
+		c.Notes = append(c.Notes, note)
+		return nil
+	})
+	return err
 }
 
 // ForgetContact implements Service.

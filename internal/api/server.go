@@ -210,6 +210,7 @@ func (h *handler) routes() http.Handler {
 	mux.HandleFunc("GET /v1/contacts", h.contacts)
 	mux.HandleFunc("GET /v1/contact", h.contact)
 	mux.HandleFunc("DELETE /v1/contact", h.forgetContact)
+	mux.HandleFunc("POST /v1/contact/note", h.noteContact)
 	mux.HandleFunc("GET /v1/explain", h.explain)
 	mux.HandleFunc("GET /v1/events", h.events)
 
@@ -385,6 +386,16 @@ func (h *handler) contact(w http.ResponseWriter, r *http.Request) {
 func (h *handler) forgetContact(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	h.reply(w, nil, h.svc.ForgetContact(r.Context(), q.Get("account"), q.Get("email")))
+}
+
+func (h *handler) noteContact(w http.ResponseWriter, r *http.Request) {
+	var req noteReq
+	if err := decode(w, r, &req); err != nil {
+		h.fail(w, err)
+		return
+	}
+	q := r.URL.Query()
+	h.reply(w, nil, h.svc.NoteContact(r.Context(), q.Get("account"), q.Get("email"), req.Note))
 }
 
 func (h *handler) explain(w http.ResponseWriter, r *http.Request) {

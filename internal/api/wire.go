@@ -121,6 +121,9 @@ type (
 	snoozeReq struct {
 		Until time.Time `json:"until"`
 	}
+	noteReq struct {
+		Note string `json:"note"`
+	}
 	regenerateReq struct {
 		Instruction string `json:"instruction"`
 	}
