@@ -26,6 +26,7 @@ require (
 	golang.org/x/sync v0.24.0
 	golang.org/x/term v0.44.0
 	golang.org/x/text v0.26.0
+	golang.org/x/time v0.16.0
 	google.golang.org/genai v1.77.0
 	mvdan.cc/xurls/v2 v2.6.0
 )

@@ -153,7 +153,7 @@ func newGeminiModel(ctx context.Context, cfg *config.Config) (llm.Model, error) 
 	if err != nil {
 		return nil, fmt.Errorf("gemini client: %w", err)
 	}
-	return llm.WithRetry(g, llm.RetryOptions{}), nil
+	return llm.WithRetry(llm.WithRateLimit(g, cfg.LLM.RequestsPerMinute), llm.RetryOptions{}), nil
 }
 
 // IMAPOptions resolves an account's IMAP login.

@@ -93,8 +93,11 @@ type LLM struct {
 	// CmdTimeout bounds api_key_cmd (default 30s).
 	CmdTimeout Duration `toml:"cmd_timeout"`
 	// BaseURL overrides the API endpoint (gateways, proxies, tests).
-	BaseURL           string   `toml:"base_url"`
-	Concurrency       int      `toml:"concurrency"`
+	BaseURL     string `toml:"base_url"`
+	Concurrency int    `toml:"concurrency"`
+	// RequestsPerMinute spaces model calls (0 = no limit); set it to your
+	// quota so that long triage runs do not live on 429 responses.
+	RequestsPerMinute int      `toml:"requests_per_minute"`
 	Timeout           Duration `toml:"timeout"` // per call
 	MaxBodyChars      int      `toml:"max_body_chars"`
 	ClassifyAutomated bool     `toml:"classify_automated"`

@@ -91,6 +91,9 @@ func (c *Config) Validate() error {
 	if c.LLM.Concurrency < 1 || c.LLM.Concurrency > 64 {
 		p.add("llm.concurrency", fmt.Sprintf("%d is out of range", c.LLM.Concurrency), "use a number from 1 to 64 (default 4)")
 	}
+	if c.LLM.RequestsPerMinute < 0 {
+		p.add("llm.requests_per_minute", fmt.Sprintf("%d is negative", c.LLM.RequestsPerMinute), "use 0 for no limit, or your quota (e.g. 10)")
+	}
 	p.duration("llm.timeout", c.LLM.Timeout, `"60s"`, false)
 	if c.LLM.MaxBodyChars < 100 {
 		p.add("llm.max_body_chars", fmt.Sprintf("%d is too small", c.LLM.MaxBodyChars), "use at least 100 (default 8000)")
