@@ -278,7 +278,7 @@ func initRun(ctx context.Context, f *Factory, opts *InitOptions) error {
 			fmt.Fprintln(f.Stderr, "\nSome checks failed: fix what is named above, then run `mailagent doctor` again.")
 		}
 	}
-	printNextSteps(f.Stderr, s, path, f.ConfigPath != "" || os.Getenv(config.EnvConfig) != "")
+	printNextSteps(f.Stderr, s, path, f.ConfigPath != "")
 	return doctorErr
 }
 
@@ -316,9 +316,11 @@ func runDoctorFor(ctx context.Context, f *Factory, path string) error {
 	return doctorRun(ctx, df, &DoctorOptions{})
 }
 
-func printNextSteps(w io.Writer, s *initSetup, path string, custom bool) {
+// printNextSteps tells what to run next; withFlag adds --config PATH to
+// the commands (the file is not where they look by themselves).
+func printNextSteps(w io.Writer, s *initSetup, path string, withFlag bool) {
 	cfgFlag := ""
-	if custom {
+	if withFlag {
 		cfgFlag = " --config " + initShellQuote(path)
 	}
 	fmt.Fprintln(w, "\nNext steps:")

@@ -811,3 +811,50 @@ func TestInitRunsDoctor(t *testing.T) {
 		t.Errorf("the password was printed")
 	}
 }
+
+func TestInitProtonBridgeCertificate(t *testing.T) {
+	noDiscovery(t)
+	ca := filepath.Join(t.TempDir(), "cert.pem")
+	if err := os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "config.toml")
+	script := answers("ada@proton.me", "Ada Lovelace", "y",
+		filepath.Join(t.TempDir(), "missing.pem"), // refused: does not exist
+		ca,
+		"", "2", "BRIDGE_PASS", "", "", "", "")
+	code, _, stderr := runInit(t, script, "--config", path, "--no-doctor")
+	if code != ExitOK {
+		t.Fatalf("exit code: got %d, want 0; stderr:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "cannot read") {
+		t.Errorf("a missing certificate was not refused:\n%s", stderr)
+	}
+	cfg, _ := loadConfig(t, path)
+	a := cfg.Accounts[0]
+	checkEndpoint(t, "imap", a.IMAP, wantEndpoint{"127.0.0.1", 1143, "starttls", "ada@proton.me"})
+	checkEndpoint(t, "smtp", a.SMTP, wantEndpoint{"127.0.0.1", 1025, "starttls", "ada@proton.me"})
+	if a.IMAP.TLSCAFile != ca || a.SMTP.TLSCAFile != ca {
+		t.Errorf("tls_ca_file: got imap %q smtp %q, want %q for both", a.IMAP.TLSCAFile, a.SMTP.TLSCAFile, ca)
+	}
+}
+
+// TestPrompterCancel checks that a prompt waiting for input gives up when
+// the context ends (Ctrl-C), and that the reading goroutine stops once
+// stdin ends.
+func TestPrompterCancel(t *testing.T) {
+	r, w := io.Pipe()
+	p := newPrompter(r, io.Discard)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.text(ctx, "Email address", "", nil)
+		errc <- err
+	}()
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("got %v, want context.Canceled", err)
+	}
+	p.Close()
+	_ = w.Close() // stdin ends: the pending read returns and the goroutine exits
+}

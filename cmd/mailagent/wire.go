@@ -172,6 +172,9 @@ func (f *Factory) Service(ctx context.Context, withActions bool) (api.Service, f
 	if err != nil {
 		return nil, nil, err
 	}
+	if l, ok := svc.(*api.Local); ok {
+		l.AutoSendCap = cfg.Policy.MaxAutoPerDay
+	}
 	return svc, func() error {
 		if parts != nil {
 			parts.Mailer.Close()

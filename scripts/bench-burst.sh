@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# bench-burst.sh: throughput of a burst of N (default 500) messages with a
+# model that takes 300 ms per call, at llm.concurrency = 8. Ideal:
+# 8 / 0.3 s = 26.7 msg/s. Every message is a synthetic mail from a person
+# outside the account (route external), and the fake answers action
+# "ignore", so each message costs exactly one 300 ms model call and no
+# draft. The real binary runs `mailagent triage` against Dovecot with a
+# fresh state directory; RUNS (default 3) runs, median reported.
+# Two rates: end to end (N / wall time of the command, start-up, login and
+# fetch included) and steady state (N / time from the first model request
+# to the last model answer).
+source "$(dirname "$0")/bench-lib.sh"
+N=${N:-500}
+RUNS=${RUNS:-3}
+DELAY=${DELAY:-300ms}
+CONC=${CONC:-8}
+USER_=carol@example.test
+MBOX=bench-burst
+build
+machine
+"$BIN/benchtool" synth -user "$USER_" -mailbox "$MBOX" -n "$N"
+ideal=$(echo "$CONC / ($(echo "$DELAY" | sed 's/ms$//') / 1000)" | bc -l)
+wall=() steady=()
+for i in $(seq "$RUNS"); do
+	start_fake "$DELAY"
+	write_config "$WORK/config.toml" "$WORK/state" "$USER_" "$MBOX" "$CONC"
+	rm -rf "$WORK/state"
+	t0=$(now_s)
+	rc=0
+	"$BIN/mailagent" --config "$WORK/config.toml" triage >/dev/null 2>"$WORK/triage.err" || rc=$?
+	t1=$(now_s)
+	stop_pid "$FAKE_PID"
+	if [[ $rc -ne 0 ]]; then cat "$WORK/triage.err" >&2; exit 1; fi
+	span=$(sed -n 's/.*first_to_last_ms=\([0-9.]*\).*/\1/p' "$WORK/fake.out")
+	calls=$(sed -n 's/.*calls=\([0-9]*\).*/\1/p' "$WORK/fake.out")
+	w=$(echo "$N / ($t1 - $t0)" | bc -l)
+	s=$(echo "$calls / ($span / 1000)" | bc -l)
+	wall+=("$w") steady+=("$s")
+	printf 'run %d: wall %.2f s -> %.2f msg/s (%.1f%% of ideal); steady %.2f msg/s (%.1f%%); %s\n' "$i" \
+		"$(echo "$t1 - $t0" | bc -l)" "$w" "$(echo "100 * $w / $ideal" | bc -l)" "$s" "$(echo "100 * $s / $ideal" | bc -l)" "$(cat "$WORK/fake.out")"
+done
+mw=$(median "${wall[@]}") ms=$(median "${steady[@]}")
+printf 'ideal %.2f msg/s; median end-to-end %.2f msg/s = %.1f%% of ideal; median steady state %.2f msg/s = %.1f%% of ideal\n' \
+	"$ideal" "$mw" "$(echo "100 * $mw / $ideal" | bc -l)" "$ms" "$(echo "100 * $ms / $ideal" | bc -l)"

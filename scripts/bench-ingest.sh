@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# bench-ingest.sh: full ingest of the SpamAssassin corpus (6,046 messages)
+# from Dovecot, mailagent vs mbsync, in the same run.
+#
+#   mbsync:    a plain pull of the mailbox into a fresh local Maildir.
+#   mailagent: the real binary, `mailagent triage` with a fresh state
+#              directory: fetch + parse + thread + route (pre-filter) +
+#              classify (a zero-latency fake Gemini over HTTP) + decide +
+#              store in bbolt.
+# Runs alternate, RUNS (default 3) of each; medians and the ratio are
+# printed. Both talk plaintext IMAP to Dovecot on loopback (set
+# BENCH_IMAP_SECURITY=starttls for STARTTLS with the stack's CA).
+# Needs: bash scripts/e2e-stack.sh start (installs isync for mbsync).
+# Env: RUNS, BENCH_N (limit the corpus), BENCH_STATE_BASE (parent dir of
+# mailagent's state dirs, e.g. /dev/shm to take fsync out).
+source "$(dirname "$0")/bench-lib.sh"
+RUNS=${RUNS:-3}
+USER_=carol@example.test
+MBOX=bench-ingest
+build
+machine
+
+"$BIN/benchtool" load -user "$USER_" -mailbox "$MBOX" -set all -n "${BENCH_N:-0}"
+
+start_fake 0s
+STATE_BASE=${BENCH_STATE_BASE:-$WORK}
+write_config "$WORK/config.toml" "$STATE_BASE/state" "$USER_" "$MBOX" 4
+
+SEC=${BENCH_IMAP_SECURITY:-insecure}
+if [[ $SEC == starttls ]]; then SSL="SSLType STARTTLS
+CertificateFile $MAILAGENT_E2E_CA"; else SSL="SSLType None"; fi
+cat >"$WORK/mbsyncrc" <<RC
+IMAPAccount bench
+Host $MAILAGENT_E2E_IMAP_HOST
+Port $MAILAGENT_E2E_IMAP_PORT
+User $USER_
+Pass $(user_pass "$USER_")
+$SSL
+AuthMechs LOGIN
+
+IMAPStore remote
+Account bench
+
+MaildirStore local
+Path $WORK/maildir/
+Inbox $WORK/maildir/INBOX
+SubFolders Verbatim
+
+Channel bench
+Far :remote:$MBOX
+Near :local:$MBOX
+Sync Pull
+Create Near
+SyncState *
+RC
+chmod 600 "$WORK/mbsyncrc"
+
+mb=() ma=()
+for i in $(seq "$RUNS"); do
+	rm -rf "$WORK/maildir"; mkdir -p "$WORK/maildir"
+	t0=$(now_s)
+	mbsync -c "$WORK/mbsyncrc" -q bench 2>"$WORK/mbsync.err"
+	t1=$(now_s)
+	n=$(find "$WORK/maildir/$MBOX" -type f -path '*/new/*' -o -type f -path '*/cur/*' | wc -l)
+	d=$(echo "$t1 - $t0" | bc -l)
+	mb+=("$d")
+	printf 'run %d mbsync     %.3f s  (%d messages in Maildir)\n' "$i" "$d" "$n"
+
+	rm -rf "$STATE_BASE/state"
+	t0=$(now_s)
+	rc=0
+	"$BIN/mailagent" --config "$WORK/config.toml" triage >/dev/null 2>"$WORK/triage.err" || rc=$?
+	t1=$(now_s)
+	d=$(echo "$t1 - $t0" | bc -l)
+	ma+=("$d")
+	printf 'run %d mailagent  %.3f s  (exit %d; %s)\n' "$i" "$d" "$rc" "$(grep -m1 '^triaged' "$WORK/triage.err" || true)"
+	if [[ $rc -ne 0 && $rc -ne 5 ]]; then cat "$WORK/triage.err" >&2; exit 1; fi
+done
+grep -E '^(route|decision|tokens)' "$WORK/triage.err" || true
+stop_pid "$FAKE_PID"
+cat "$WORK/fake.out"
+mbm=$(median "${mb[@]}")
+mam=$(median "${ma[@]}")
+printf 'median mbsync %.3f s, mailagent %.3f s, ratio mailagent/mbsync = %.2fx\n' "$mbm" "$mam" "$(echo "$mam / $mbm" | bc -l)"

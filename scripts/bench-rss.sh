@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# bench-rss.sh: resident memory of an idle `mailagent watch` whose state
+# database holds N (default 100,000) message records, beside the same
+# watcher on an empty database (the baseline) in the same run. RSS is
+# VmRSS from /proc/PID/status: once the watcher is idle (+ SETTLE, default
+# 3s), and again after one new message was delivered, synced and decided.
+# VmHWM (peak) is printed too.
+source "$(dirname "$0")/bench-lib.sh"
+N=${N:-100000}
+SETTLE=${SETTLE:-3}
+USER_=bob@example.test
+build
+machine
+"$BIN/benchtool" seed -state "$WORK/state-big" -account bench -n "$N"
+start_fake 0s
+for run in empty big; do
+	"$BIN/benchtool" synth -user "$USER_" -mailbox INBOX -n 0 >/dev/null
+	state=$WORK/state-$run
+	mkdir -p "$state"
+	write_config "$WORK/config-$run.toml" "$state" "$USER_" INBOX 4
+	t0=$(now_s)
+	start_watch "$WORK/config-$run.toml"
+	t1=$(now_s)
+	sleep "$SETTLE"
+	printf '%-5s records: start-to-idle %.2f s; idle: %s\n' "$run" "$(echo "$t1 - $t0" | bc -l)" "$("$BIN/benchtool" rss -pid "$WATCH_PID")"
+	"$BIN/benchtool" deliver -user "$USER_" -n 1 -gap 2s >/dev/null
+	printf '%-5s records: after one message synced and decided: %s\n' "$run" "$("$BIN/benchtool" rss -pid "$WATCH_PID")"
+	stop_pid "$WATCH_PID"
+done
+stop_pid "$FAKE_PID"
