@@ -72,7 +72,7 @@ func (m *memMailer) Send(_ context.Context, _, _ string, to []string, _ []byte) 
 	m.sent = append(m.sent, to)
 	return nil
 }
-func (m *memMailer) AppendSent(context.Context, string, []byte) error     { return nil }
+func (m *memMailer) AppendSent(context.Context, string, []byte) error      { return nil }
 func (m *memMailer) SentHas(context.Context, string, string) (bool, error) { return false, nil }
 func (m *memMailer) AppendDraft(context.Context, string, []byte) (uint32, error) {
 	m.mu.Lock()
