@@ -118,3 +118,14 @@ start_watch() {
 	echo "watch never reported idle" >&2
 	exit 1
 }
+
+# wait_imap: waits (up to 60 s) until Dovecot accepts connections; other
+# test suites sharing the stack may be restarting it.
+wait_imap() {
+	for _ in $(seq 600); do
+		if (exec 3<>"/dev/tcp/$MAILAGENT_E2E_IMAP_HOST/$MAILAGENT_E2E_IMAP_PORT") 2>/dev/null; then return 0; fi
+		sleep 0.1
+	done
+	echo "IMAP at $MAILAGENT_E2E_IMAP_HOST:$MAILAGENT_E2E_IMAP_PORT does not answer" >&2
+	exit 1
+}

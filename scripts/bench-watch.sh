@@ -13,6 +13,7 @@ source "$(dirname "$0")/bench-lib.sh"
 N=${N:-50}
 USER_=bob@example.test
 build
+wait_imap
 machine
 "$BIN/benchtool" synth -user "$USER_" -mailbox INBOX -n 0 >/dev/null # empty INBOX
 start_fake 0s

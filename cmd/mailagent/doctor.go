@@ -208,11 +208,13 @@ func (d *doctor) imap(ctx context.Context, acct *config.Account) {
 		{`\Drafts`, acct.DraftsMailbox, "drafts_mailbox"}, {`\Sent`, acct.SentMailbox, "sent_mailbox"},
 	} {
 		fallback := strings.TrimPrefix(box.attr, `\`)
-		names := []string{fallback}
+		attr, names := box.attr, []string{fallback}
 		if box.configured != "" {
-			names = []string{box.configured}
+			// A configured name wins over SPECIAL-USE (as watch uses it),
+			// so a missing one is reported rather than hidden.
+			attr, names = "", []string{box.configured}
 		}
-		got, err := c.FindSpecialUse(dctx, box.attr, names...)
+		got, err := c.FindSpecialUse(dctx, attr, names...)
 		if err != nil {
 			d.fail(name+": "+fallback+" folder", err, fmt.Sprintf("create a %s folder, or set accounts.%s to the right name", fallback, box.key))
 			continue

@@ -52,6 +52,7 @@ mail, whether a send happens at all, and what the model gets to see.`,
 		newStatusCmd(f, nil),
 		newReviewCmd(f, nil),
 		newDemoCmd(f, nil),
+		newInitCmd(f, nil),
 		newVersionCmd(f),
 	)
 	return root

@@ -104,20 +104,31 @@ func (a *AccountMailer) with(ctx context.Context, mailbox func(*AccountMailer) s
 
 func (a *AccountMailer) resolveFolders(ctx context.Context) error {
 	if a.sent == "" {
-		name, err := a.c.FindSpecialUse(ctx, `\Sent`, nonEmpty(a.Sent, "Sent", "Sent Items", "Sent Messages")...)
+		name, err := a.c.FindSpecialUse(ctx, specialUse(`\Sent`, a.Sent), nonEmpty(a.Sent, "Sent", "Sent Items", "Sent Messages")...)
 		if err != nil {
 			return fmt.Errorf("find the Sent folder: %w", err)
 		}
 		a.sent = name
 	}
 	if a.drafts == "" {
-		name, err := a.c.FindSpecialUse(ctx, `\Drafts`, nonEmpty(a.Drafts, "Drafts")...)
+		name, err := a.c.FindSpecialUse(ctx, specialUse(`\Drafts`, a.Drafts), nonEmpty(a.Drafts, "Drafts")...)
 		if err != nil {
 			return fmt.Errorf("find the Drafts folder: %w", err)
 		}
 		a.drafts = name
 	}
 	return nil
+}
+
+// specialUse is the attribute to look a folder up by: none when it is
+// configured by name, since a configured name wins over SPECIAL-USE
+// (config: "" means SPECIAL-USE, then the usual names). FindSpecialUse
+// then matches the name alone.
+func specialUse(attr, configured string) string {
+	if configured != "" {
+		return ""
+	}
+	return attr
 }
 
 func nonEmpty(first string, rest ...string) []string {

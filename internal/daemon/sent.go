@@ -46,21 +46,50 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 	}
 	acct := d.Pipeline.Accounts[account]
 	last := cp.LastUID
+	// The messages are collected first and handled after the fetch: the
+	// handling itself uses the same IMAP connection (to drop drafts).
+	var mine []*mail.Message
 	uv, err := d.Mailer.FetchSent(ctx, account, cp.LastUID, since, 256<<10, func(r imapsync.RawMessage) error {
 		if ok && r.UIDValidity != cp.UIDValidity {
 			return nil // handled below: rescan from scratch
 		}
-		m := mail.Parse(r.Raw)
 		if r.UID > last {
 			last = r.UID
 		}
-		if !acct.Owner.IsOwner(m.From.Email) {
-			return nil
+		m := mail.Parse(r.Raw)
+		if acct.Owner.IsOwner(m.From.Email) {
+			// Keep what is needed, not the bodies.
+			mine = append(mine, &mail.Message{MessageID: m.MessageID, From: m.From, To: m.To, Cc: m.Cc,
+				InReplyTo: m.InReplyTo, References: m.References, Header: map[string][]string{
+					"Bcc": m.Header["Bcc"], agent.TraceHeader: m.Header[agent.TraceHeader]}})
 		}
+		return nil
+	})
+	if err == nil {
+		err = d.handleSent(ctx, account, acct.Owner, mine)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log().Warn("scan Sent", "account", account, "err", err)
+		}
+		return
+	}
+	if ok && uv != cp.UIDValidity {
+		last = 0 // the folder was recreated: next scan starts over
+	}
+	if err := d.Store.SetCheckpoint(account, sentCheckpointMailbox, store.Checkpoint{UIDValidity: uv, LastUID: last}); err != nil {
+		d.log().Warn("sent checkpoint", "account", account, "err", err)
+	}
+}
+
+// handleSent learns known contacts from the owner's sent mail and resolves
+// the queue items the owner answered in their own client.
+func (d *Daemon) handleSent(ctx context.Context, account string, owner agent.Owner, msgs []*mail.Message) error {
+	for _, m := range msgs {
 		var rcpts []string
 		for _, list := range [][]mail.Address{m.To, m.Cc, parseList(m.HeaderValue("Bcc"))} {
 			for _, a := range list {
-				if a.Email != "" && !acct.Owner.IsOwner(a.Email) {
+				if a.Email != "" && !owner.IsOwner(a.Email) {
 					rcpts = append(rcpts, strings.ToLower(a.Email))
 				}
 			}
@@ -79,20 +108,11 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 				})
 			}
 		}
-		return d.Pipeline.OwnerReplied(ctx, account, m)
-	})
-	if err != nil {
-		if ctx.Err() == nil {
-			d.log().Warn("scan Sent", "account", account, "err", err)
+		if err := d.Pipeline.OwnerReplied(ctx, account, m); err != nil {
+			return err
 		}
-		return
 	}
-	if ok && uv != cp.UIDValidity {
-		last = 0 // the folder was recreated: next scan starts over
-	}
-	if err := d.Store.SetCheckpoint(account, sentCheckpointMailbox, store.Checkpoint{UIDValidity: uv, LastUID: last}); err != nil {
-		d.log().Warn("sent checkpoint", "account", account, "err", err)
-	}
+	return nil
 }
 
 func parseList(v string) []mail.Address {

@@ -253,9 +253,12 @@ func TestThreadingAgreesWithDovecot(t *testing.T) {
 	v := classify(dovecot, ours, subjectKey)
 	t.Logf("Dovecot threads: %d identical, %d split by us into subject-linked pieces (%d messages, accepted), %d split otherwise, %d crossed by our threads",
 		v.identical, v.subjectSplit, v.subjectSplitMsgs, len(v.otherSplit), len(v.crossed))
-	agreed := same + v.subjectSplitMsgs
+	linked, linkedMsgs := referenceLinked(v.crossed, dovecot, ours, uids, parsed)
+	t.Logf("Dovecot threads crossed by ours through a header link Dovecot dropped (RFC 5256: a parent is never changed once set): %d (%d messages, accepted)", len(linked), linkedMsgs)
+	agreed := same + v.subjectSplitMsgs + linkedMsgs
 	share := float64(agreed) / float64(len(msgs))
 	t.Logf("messages in identical or accepted threads: %d/%d (%.2f%%)", agreed, len(msgs), 100*share)
+	v.crossed = slices.DeleteFunc(v.crossed, func(k string) bool { return slices.Contains(linked, k) })
 
 	if share < threadAgreementMin {
 		t.Errorf("got %.2f%% of messages in identical or accepted threads, want ≥ %.0f%%", 100*share, 100*threadAgreementMin)
@@ -264,6 +267,76 @@ func TestThreadingAgreesWithDovecot(t *testing.T) {
 	if len(bad) > 0 {
 		logDisagreements(t, bad, dovecot, ours, uids, parsed, msgs, 10)
 	}
+}
+
+// referenceLinked picks, among the Dovecot threads that one of our threads
+// reaches out of, those where the reach is explained by a real header link:
+// a message on one side names, in its References or In-Reply-To, a message
+// on the other side. RFC 5256 (and Dovecot) keep the first parent a message
+// gets and drop later conflicting links, which makes the result depend on
+// the order of the mailbox; mail.Threader keeps every link so that thread
+// ids do not depend on arrival order. Such a crossing is that documented
+// choice, not a threading error.
+func referenceLinked(crossed []string, dovecot, ours partition, uids []imap.UID, parsed []*mail.Message) (linked []string, msgs int) {
+	byID := make(map[string]imap.UID, len(uids))
+	refs := make(map[imap.UID][]string, len(uids))
+	for i, uid := range uids {
+		byID[mail.IDKey(parsed[i].MessageID)] = uid
+		for _, r := range append(slices.Clone(parsed[i].References), parsed[i].InReplyTo...) {
+			refs[uid] = append(refs[uid], mail.IDKey(r))
+		}
+	}
+	members := func(p partition, key string) []imap.UID {
+		var out []imap.UID
+		for uid, k := range p {
+			if k == key {
+				out = append(out, uid)
+			}
+		}
+		return out
+	}
+	for _, dk := range crossed {
+		d := members(dovecot, dk)
+		explained := true
+		seen := map[string]bool{}
+		for _, uid := range d {
+			ok := ours[uid]
+			if seen[ok] {
+				continue
+			}
+			seen[ok] = true
+			inD := map[imap.UID]bool{}
+			for _, u := range d {
+				inD[u] = true
+			}
+			link := false
+			for _, u := range members(ours, ok) {
+				for _, r := range refs[u] {
+					if target, found := byID[r]; found && ours[target] == ok && inD[u] != inD[target] {
+						link = true
+					}
+				}
+			}
+			if !link && len(members(ours, ok)) != countIn(members(ours, ok), inD) {
+				explained = false
+			}
+		}
+		if explained {
+			linked = append(linked, dk)
+			msgs += len(d)
+		}
+	}
+	return linked, msgs
+}
+
+func countIn(uids []imap.UID, set map[imap.UID]bool) int {
+	n := 0
+	for _, u := range uids {
+		if set[u] {
+			n++
+		}
+	}
+	return n
 }
 
 // verdict sorts Dovecot's threads by how ours relate to them.

@@ -1,6 +1,9 @@
 package mail
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // NormalizeID returns a message id as mailagent stores it: surrounding space
 // and one pair of angle brackets removed, inner whitespace (left by header
@@ -86,6 +89,9 @@ func ParseIDList(s string) []string {
 	})
 	for _, f := range fields {
 		f = strings.Trim(f, `"'()[]<>`)
+		if strings.Contains(f, "'") {
+			continue // "user@host's message of …": prose, not an id
+		}
 		if strings.Contains(f, "@") && !strings.HasPrefix(f, "@") && !strings.HasSuffix(f, "@") {
 			add(f)
 		}
@@ -95,3 +101,22 @@ func ParseIDList(s string) []string {
 	}
 	return out
 }
+
+// ParseInReplyTo parses an In-Reply-To value. Old clients (exmh, nmh, some
+// list software) write prose there: `Message from "Craig" <craig@example.com>
+// of "Mon, 12 Aug" <real-id@host>`. An address in brackets would then be
+// taken for a message id and join unrelated conversations of one person.
+// When the value has text outside its brackets, only the last bracketed id
+// is kept: that is where such clients put the real one.
+func ParseInReplyTo(s string) []string {
+	ids := ParseIDList(s)
+	if len(ids) < 2 {
+		return ids
+	}
+	if outside := strings.TrimSpace(bracketed.ReplaceAllString(s, "")); outside != "" {
+		return ids[len(ids)-1:]
+	}
+	return ids
+}
+
+var bracketed = regexp.MustCompile(`<[^<>]*>`)
