@@ -1,9 +1,6 @@
 package mail
 
-import (
-	"regexp"
-	"strings"
-)
+import "strings"
 
 // NormalizeID returns a message id as mailagent stores it: surrounding space
 // and one pair of angle brackets removed, inner whitespace (left by header
@@ -101,22 +98,3 @@ func ParseIDList(s string) []string {
 	}
 	return out
 }
-
-// ParseInReplyTo parses an In-Reply-To value. Old clients (exmh, nmh, some
-// list software) write prose there: `Message from "Craig" <craig@example.com>
-// of "Mon, 12 Aug" <real-id@host>`. An address in brackets would then be
-// taken for a message id and join unrelated conversations of one person.
-// When the value has text outside its brackets, only the last bracketed id
-// is kept: that is where such clients put the real one.
-func ParseInReplyTo(s string) []string {
-	ids := ParseIDList(s)
-	if len(ids) < 2 {
-		return ids
-	}
-	if outside := strings.TrimSpace(bracketed.ReplaceAllString(s, "")); outside != "" {
-		return ids[len(ids)-1:]
-	}
-	return ids
-}
-
-var bracketed = regexp.MustCompile(`<[^<>]*>`)

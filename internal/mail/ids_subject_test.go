@@ -124,28 +124,10 @@ func TestReplySubject(t *testing.T) {
 	}
 }
 
-func TestParseInReplyTo(t *testing.T) {
-	tests := []struct {
-		name, in string
-		want     []string
-	}{
-		{"plain", "<a@b>", []string{"a@b"}},
-		{"two clean ids", "<a@b> <c@d>", []string{"a@b", "c@d"}},
-		{"exmh prose", `Message from "Craig" <craig@deersoft.com> of "Mon, 12 Aug 2002 10:00:00 PDT" <20020812170000.GA1@deersoft.com>`, []string{"20020812170000.GA1@deersoft.com"}},
-		{"possessive bare", "yyyy@spamassassin.taint.org's message of Mon, 12 Aug 2002", nil},
-		{"empty", "", nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := ParseInReplyTo(tt.in)
-			if len(got) != len(tt.want) {
-				t.Fatalf("got %q, want %q", got, tt.want)
-			}
-			for i := range got {
-				if got[i] != tt.want[i] {
-					t.Errorf("got %q, want %q", got, tt.want)
-				}
-			}
-		})
+func TestParseIDListIgnoresPossessiveProse(t *testing.T) {
+	// exmh and nmh write "user@host's message of <date>" with no brackets:
+	// that is prose, not a message id.
+	if got := ParseIDList("yyyy@spamassassin.taint.org's message of Mon, 12 Aug 2002"); len(got) != 0 {
+		t.Errorf("got %q, want no ids", got)
 	}
 }
