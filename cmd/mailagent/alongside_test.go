@@ -109,6 +109,16 @@ func TestCommandsAlongsideWatch(t *testing.T) {
 			t.Errorf("%v: exit %d: %s", args, code, stderr)
 		}
 	}
+	// triage works too: its records go through the watcher's socket.
+	h.deliver(rawMail("Dan <dan@example.org>", "Question", "What time?"))
+	waitFor(t, events, "queue_added")
+	stdout, stderr, code = h.run("triage", "--json", "--redo", "--limit", "1")
+	if code != 0 {
+		t.Fatalf("triage alongside watch: %d %s", code, stderr)
+	}
+	if got := decodeLines(t, stdout); len(got) != 1 || got["Question"].TraceID == "" {
+		t.Errorf("triage alongside watch: got %v", got)
+	}
 	stdout, _, _ = h.run("status", "--json")
 	var st api.Status
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil || !st.Watcher {
@@ -153,8 +163,13 @@ func TestCommandsAlongsideWatch(t *testing.T) {
 	}
 	// The IMAP draft was removed once the reply went out.
 	drafts, _ := h.imap.Messages(ctx, ownerAddr, "Drafts")
-	if len(drafts) != 0 {
-		t.Errorf("Drafts: got %d messages after approval, want 0", len(drafts))
+	for _, d := range drafts {
+		if strings.Contains(string(d.Raw), "Subject: Re: Lunch") {
+			t.Errorf("the approved draft is still in Drafts (uid %d)", d.UID)
+		}
+	}
+	if len(drafts) != 1 {
+		t.Errorf("Drafts: got %d messages, want 1 (Dan's, still queued)", len(drafts))
 	}
 	if _, err := c.Approve(ctx, ev.ID, ""); !errors.Is(err, errNotActionable) {
 		t.Errorf("third approve: got %v, want not actionable", err)

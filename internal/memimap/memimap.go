@@ -79,7 +79,7 @@ func Start(opts Options) (*Server, error) {
 	}
 	s.srv = imapserver.New(&imapserver.Options{
 		NewSession: func(*imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
-			return s.mem.NewSession(), nil, nil
+			return &session{SessionIMAP4rev2: s.mem.NewSession().(imapserver.SessionIMAP4rev2)}, nil, nil
 		},
 		Caps:         caps,
 		InsecureAuth: true, // loopback only, see Start
@@ -183,4 +183,49 @@ func (s *Server) dial(user string) (*imapclient.Client, error) {
 		return nil, fmt.Errorf("memimap: login: %w", err)
 	}
 	return c, nil
+}
+
+// Recreate deletes a user's mailbox and creates it again, empty: the
+// server gives it a new UIDVALIDITY, as a server does after a restore.
+func (s *Server) Recreate(ctx context.Context, user, mailbox string) error {
+	c, err := s.dial(user)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	if err := c.Delete(mailbox).Wait(); err != nil {
+		return fmt.Errorf("memimap: delete %s: %w", mailbox, err)
+	}
+	if err := c.Create(mailbox, nil).Wait(); err != nil {
+		return fmt.Errorf("memimap: create %s: %w", mailbox, err)
+	}
+	return nil
+}
+
+// session fixes one gap of imapmemserver: its IDLE only reports changes
+// made after IDLE began, so a message appended between a client's last
+// command and its IDLE would go unreported until the next change. Real
+// servers (Dovecot) report it. Polling the mailbox during IDLE does too.
+type session struct {
+	imapserver.SessionIMAP4rev2
+}
+
+// idlePoll is how often an IDLE session looks for changes.
+const idlePoll = 20 * time.Millisecond
+
+func (s *session) Idle(w *imapserver.UpdateWriter, stop <-chan struct{}) error {
+	tick := time.NewTicker(idlePoll)
+	defer tick.Stop()
+	for {
+		if err := s.Poll(w, true); err != nil {
+			return err
+		}
+		select {
+		case <-stop:
+			return nil
+		case <-tick.C:
+		}
+	}
 }
