@@ -705,7 +705,7 @@ func editServer(ctx context.Context, p *prompter, label, kind string, e *initSer
 	}
 	port := e.Port
 	if e.Security != oldSec || port == 0 {
-		port = initStandardPort(kind, e.Security)
+		port = config.DefaultPort(kind, e.Security)
 	}
 	ps, err := p.text(ctx, label+" port", strconv.Itoa(port), func(v string) error {
 		n, err := strconv.Atoi(v)
@@ -724,19 +724,6 @@ func editServer(ctx context.Context, p *prompter, label, kind string, e *initSer
 	return nil
 }
 
-func initStandardPort(kind, security string) int {
-	switch kind + "/" + security {
-	case "imap/tls":
-		return 993
-	case "imap/starttls", "imap/insecure":
-		return 143
-	case "smtp/tls":
-		return 465
-	case "smtp/starttls":
-		return 587
-	}
-	return 25
-}
 
 func initLoopback(host string) bool {
 	return host == "127.0.0.1" || host == "::1" || strings.EqualFold(host, "localhost")

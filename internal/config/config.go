@@ -485,7 +485,7 @@ func (e *Endpoint) fill(a *Account, kind string) {
 		e.Security = SecurityTLS
 	}
 	if e.Port == 0 {
-		e.Port = defaultPort(kind, e.Security)
+		e.Port = DefaultPort(kind, e.Security)
 	}
 	if e.Username == "" {
 		e.Username = a.Email
@@ -495,7 +495,9 @@ func (e *Endpoint) fill(a *Account, kind string) {
 	}
 }
 
-func defaultPort(kind, security string) int {
+// DefaultPort is the usual port of an IMAP or SMTP server ("imap"|"smtp")
+// with the given security.
+func DefaultPort(kind, security string) int {
 	switch kind + "/" + security {
 	case "imap/tls":
 		return 993

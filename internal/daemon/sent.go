@@ -127,13 +127,20 @@ func parseList(v string) []mail.Address {
 	return out
 }
 
-// retryNeedsReview refetches every message that needs review and runs it
+// retryNeedsReview refetches the messages that need review and runs them
 // through the pipeline again. Messages are never dropped: one that fails
-// again stays needs_review with the new reason.
+// again stays needs_review with the new reason. A message that keeps
+// failing waits longer each time (RetryInterval doubled per attempt, at
+// most a day), so a message the model cannot handle does not cost a call
+// every few minutes forever; a retry asked for from the queue is always
+// immediate.
 func (d *Daemon) retryNeedsReview(ctx context.Context) {
 	var keys []store.MessageKey
+	now := d.now()
 	_ = d.Store.ListMessages(store.MessageFilter{State: store.StateNeedsReview}, func(r *store.MessageRecord) error {
-		keys = append(keys, r.MessageKey)
+		if now.Sub(r.UpdatedAt) >= retryBackoff(orDefault(d.RetryInterval, 15*time.Minute), r.Attempts) {
+			keys = append(keys, r.MessageKey)
+		}
 		return nil
 	})
 	for _, k := range keys {
@@ -154,4 +161,14 @@ func (d *Daemon) Retry(ctx context.Context, k store.MessageKey) error {
 	}
 	_, err = d.Pipeline.Reprocess(ctx, agent.Input{Key: k, Raw: raw.Raw, Truncated: raw.Truncated})
 	return err
+}
+
+// retryBackoff is how long a message that failed attempts times waits
+// before the next automatic retry.
+func retryBackoff(base time.Duration, attempts int) time.Duration {
+	d := base
+	for i := 1; i < attempts && d < 24*time.Hour; i++ {
+		d *= 2
+	}
+	return min(d, 24*time.Hour)
 }

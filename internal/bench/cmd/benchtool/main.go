@@ -474,6 +474,7 @@ func seed(_ context.Context, args []string) error {
 	state := fs.String("state", "", "state directory")
 	account := fs.String("account", "bench", "account name")
 	n := fs.Int("n", 100000, "records")
+	reviewEvery := fs.Int("review-every", 0, "make every k-th record needs_review (0 = none): the watcher retries those at start-up, one IMAP round trip each")
 	_ = fs.Parse(args)
 	if err := os.MkdirAll(*state, 0o700); err != nil {
 		return err
@@ -484,8 +485,7 @@ func seed(_ context.Context, args []string) error {
 	}
 	defer st.Close()
 	base := time.Now().Add(-time.Duration(*n) * time.Minute)
-	states := []store.State{store.StateDone, store.StateDone, store.StateDone, store.StateNeedsReview}
-	decisions := []string{"ignore", "archive", "queue", "needs_review"}
+	decisions := []string{"ignore", "archive", "queue", "archive"}
 	start := time.Now()
 	for i := 1; i <= *n; i++ {
 		// A closed mailbox (UIDVALIDITY 1) that the watched INBOX never
@@ -503,10 +503,13 @@ func seed(_ context.Context, args []string) error {
 			Excerpt:    "Hi Bob, thanks for the notes. Could we move Thursday's call to Friday at 10? Best, Sender",
 			Route:      "external",
 			Decision:   decisions[i%len(decisions)],
-			State:      states[i%len(states)],
+			State:      store.StateDone,
 			TraceID:    fmt.Sprintf("seed-trace-%d", i),
 			CreatedAt:  base.Add(time.Duration(i) * time.Minute),
 			UpdatedAt:  base.Add(time.Duration(i) * time.Minute),
+		}
+		if *reviewEvery > 0 && i%*reviewEvery == 0 {
+			rec.State, rec.Decision, rec.Error = store.StateNeedsReview, "needs_review", "classification failed: seeded"
 		}
 		if i%4 != 1 {
 			parent := fmt.Sprintf("seed-%08d@history.example", i-1)
