@@ -15,7 +15,7 @@ USER_=bob@example.test
 build
 wait_imap
 machine
-"$BIN/benchtool" seed -state "$WORK/state-big" -account bench -n "$N"
+"$BIN/benchtool" seed -state "$WORK/state-big" -account bench -n "$N" -review-every "${REVIEW_EVERY:-0}"
 start_fake 0s
 for run in empty big; do
 	"$BIN/benchtool" synth -user "$USER_" -mailbox INBOX -n 0 >/dev/null

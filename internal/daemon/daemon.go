@@ -130,7 +130,7 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 	if err := d.Pipeline.Recover(ctx); err != nil {
 		d.log().Warn("outbox recovery", "err", err)
 	}
-	d.retryNeedsReview(ctx)
+	d.retryNeedsReview(ctx, true)
 	if once {
 		return d.runOnce(ctx)
 	}
@@ -156,7 +156,7 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 	g.Go(func() error { return d.tick(gctx, time.Second, d.sendDue) })
 	g.Go(func() error {
 		return d.tick(gctx, orDefault(d.RetryInterval, 15*time.Minute), func(ctx context.Context) {
-			d.retryNeedsReview(ctx)
+			d.retryNeedsReview(ctx, false)
 			for _, a := range d.Accounts {
 				d.scanSent(ctx, a.Name, true)
 			}

@@ -134,11 +134,12 @@ func parseList(v string) []mail.Address {
 // most a day), so a message the model cannot handle does not cost a call
 // every few minutes forever; a retry asked for from the queue is always
 // immediate.
-func (d *Daemon) retryNeedsReview(ctx context.Context) {
+// At start (all) every one is retried.
+func (d *Daemon) retryNeedsReview(ctx context.Context, all bool) {
 	var keys []store.MessageKey
 	now := d.now()
 	_ = d.Store.ListMessages(store.MessageFilter{State: store.StateNeedsReview}, func(r *store.MessageRecord) error {
-		if now.Sub(r.UpdatedAt) >= retryBackoff(orDefault(d.RetryInterval, 15*time.Minute), r.Attempts) {
+		if all || now.Sub(r.UpdatedAt) >= retryBackoff(orDefault(d.RetryInterval, 15*time.Minute), r.Attempts) {
 			keys = append(keys, r.MessageKey)
 		}
 		return nil
