@@ -724,7 +724,6 @@ func editServer(ctx context.Context, p *prompter, label, kind string, e *initSer
 	return nil
 }
 
-
 func initLoopback(host string) bool {
 	return host == "127.0.0.1" || host == "::1" || strings.EqualFold(host, "localhost")
 }

@@ -169,6 +169,23 @@ func BenchmarkClassifyPrompt(b *testing.B) {
 	b.ReportMetric(float64(Percentile(tokens, 95)), "p95-tok")
 	b.ReportMetric(float64(Percentile(tokens, 100)), "max-tok")
 	b.ReportMetric(float64(over), "over-1500")
-	b.Logf("routes over %d messages: %v; prompt tokens (chars/4) p50 %d, p95 %d, max %d; %d prompts over 1,500",
-		len(all), routes, Percentile(tokens, 50), Percentile(tokens, 95), Percentile(tokens, 100), over)
+	b.Logf("routes over %d messages: %v; prompt tokens (chars/4) min %d, p50 %d, p95 %d, max %d; %d prompts over 1,500",
+		len(all), routes, Percentile(tokens, 0), Percentile(tokens, 50), Percentile(tokens, 95), Percentile(tokens, 100), over)
+	// What a smaller llm.max_body_chars would give: the same prompts with
+	// the body trimmed further.
+	for _, limit := range []int{6000, 4000, 3000} {
+		var ts []int
+		for _, d := range external {
+			d.Body = prompts.TrimText(d.Body, limit)
+			d.Boundary = prompts.NewBoundary()
+			sys, user, err := ps.Classify(d)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := utf8.RuneCountInString(sys) + utf8.RuneCountInString(user)
+			ts = append(ts, (n+charsPerToken-1)/charsPerToken)
+		}
+		slices.Sort(ts)
+		b.Logf("with max_body_chars = %d: p50 %d, p95 %d, max %d", limit, Percentile(ts, 50), Percentile(ts, 95), Percentile(ts, 100))
+	}
 }
