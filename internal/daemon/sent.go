@@ -13,8 +13,10 @@ import (
 	"github.com/mailagent/mailagent/store"
 )
 
-// sentCheckpointMailbox names the Sent-folder checkpoint in the store.
-const sentCheckpointMailbox = "\x00sent"
+// sentCheckpointMailbox names the Sent-folder checkpoint in the store. The
+// leading control character keeps it apart from every real mailbox name;
+// it is not NUL, which the store refuses in names (its key separator).
+const sentCheckpointMailbox = "\x01sent"
 
 // minSentScanInterval keeps a busy INBOX from rescanning Sent on every
 // new message.
