@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailagent/mailagent/internal/daemon"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -59,6 +60,9 @@ func TestOwnerReplyResolvesQueueItem(t *testing.T) {
 	// Carol is now a known contact: the owner wrote to her.
 	st := h.openStore(t)
 	defer st.Close()
+	if cp, ok, err := st.Checkpoint("personal", daemon.SentCheckpoint); err != nil || !ok || cp.LastUID != 1 {
+		t.Errorf("Sent checkpoint: got %+v ok=%v err=%v, want last uid 1", cp, ok, err)
+	}
 	c, err := st.GetContact("personal", "carol@example.org")
 	if err != nil || !c.Known {
 		t.Errorf("carol known: got %+v, %v", c, err)

@@ -3,6 +3,7 @@ package agente2e
 import (
 	"encoding/json"
 	"fmt"
+	mrand "math/rand/v2"
 	"net/http"
 	"regexp"
 	"slices"
@@ -194,10 +195,13 @@ func TestKill9MidBurstResumes(t *testing.T) {
 		msgs = append(msgs, m)
 		e.s.Deliver(t, bareAddr(m.From), []string{e2e.Owner}, m.raw())
 	}
-	// Mid-burst: a dozen or so model calls are needed to finish, each
-	// takes 300ms, two at a time; kill once six have started.
-	eventually(t, waitLong, "six model calls", func() (bool, string) {
-		return calls.Load() >= 6, fmt.Sprintf("%d calls", calls.Load())
+	// Mid-burst: twenty model calls are needed to finish, each takes
+	// 300ms, two at a time. Kill once a random number of them (4 to 12)
+	// has started, so that repeated runs cut different steps: a model
+	// call, an IMAP APPEND, an SMTP transaction.
+	killAt := int64(4 + mrand.IntN(9))
+	eventually(t, waitLong, fmt.Sprintf("%d model calls", killAt), func() (bool, string) {
+		return calls.Load() >= killAt, fmt.Sprintf("%d calls", calls.Load())
 	})
 	w.kill9()
 	ids := make([]string, n)
