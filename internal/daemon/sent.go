@@ -13,10 +13,9 @@ import (
 	"github.com/mailagent/mailagent/store"
 )
 
-// sentCheckpointMailbox names the Sent-folder checkpoint in the store. The
-// leading control character keeps it apart from every real mailbox name;
-// it is not NUL, which the store refuses in names (its key separator).
-const sentCheckpointMailbox = "\x01sent"
+// SentCheckpoint is the mailbox name under which the Sent folder's scan
+// position is kept in the store (not a real mailbox name).
+const SentCheckpoint = "mailagent:sent-folder"
 
 // minSentScanInterval keeps a busy INBOX from rescanning Sent on every
 // new message.
@@ -37,7 +36,7 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 	d.sentScan[account] = d.now()
 	d.mu.Unlock()
 
-	cp, ok, err := d.Store.Checkpoint(account, sentCheckpointMailbox)
+	cp, ok, err := d.Store.Checkpoint(account, SentCheckpoint)
 	if err != nil {
 		d.log().Warn("sent checkpoint", "account", account, "err", err)
 		return
@@ -79,7 +78,7 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 	if ok && uv != cp.UIDValidity {
 		last = 0 // the folder was recreated: next scan starts over
 	}
-	if err := d.Store.SetCheckpoint(account, sentCheckpointMailbox, store.Checkpoint{UIDValidity: uv, LastUID: last}); err != nil {
+	if err := d.Store.SetCheckpoint(account, SentCheckpoint, store.Checkpoint{UIDValidity: uv, LastUID: last}); err != nil {
 		d.log().Warn("sent checkpoint", "account", account, "err", err)
 	}
 }
