@@ -247,19 +247,27 @@ func (p *Pipeline) traceOf(id string) (*store.Trace, error) {
 	return g.GetTrace(id)
 }
 
-// finish records the outcome and the trace.
+// finish records the outcome and the trace, in one transaction when the
+// store can.
 func (p *Pipeline) finish(a *analysis) error {
 	a.tr.t.Decision, a.tr.t.Reasons, a.tr.t.Gates = a.rec.Decision, a.rec.Reasons, a.rec.Gates
-	if err := p.save(a.rec); err != nil {
-		return err
-	}
 	if !p.DryRun {
-		if err := p.Store.PutTrace(a.tr.t); err != nil {
-			return fmt.Errorf("save trace %s: %w", a.tr.t.TraceID, err)
-		}
-		if u := a.out.Usage; u.TotalTokens > 0 || u.PromptTokens > 0 {
-			if l, ok := p.Store.(usageLedger); ok {
-				if err := l.AddUsage(store.Day(p.now()), int64(u.PromptTokens), int64(u.OutputTokens)); err != nil {
+		u := a.out.Usage
+		day := store.Day(p.now())
+		a.rec.UpdatedAt = p.now()
+		if o, ok := p.Store.(outcomeStore); ok {
+			if err := o.PutOutcome(a.rec, a.tr.t, day, int64(u.PromptTokens), int64(u.OutputTokens)); err != nil {
+				return fmt.Errorf("save uid %d: %w", a.rec.UID, err)
+			}
+		} else {
+			if err := p.save(a.rec); err != nil {
+				return err
+			}
+			if err := p.Store.PutTrace(a.tr.t); err != nil {
+				return fmt.Errorf("save trace %s: %w", a.tr.t.TraceID, err)
+			}
+			if l, ok := p.Store.(usageLedger); ok && u.PromptTokens+u.OutputTokens > 0 {
+				if err := l.AddUsage(day, int64(u.PromptTokens), int64(u.OutputTokens)); err != nil {
 					p.logger().Warn("usage ledger", "err", err)
 				}
 			}
@@ -273,6 +281,11 @@ func (p *Pipeline) finish(a *analysis) error {
 		p.Actor.notify(Event{Kind: kind, ID: a.rec.TraceID, Account: a.rec.Account})
 	}
 	return nil
+}
+
+// outcomeStore writes a record, its trace and the usage in one commit.
+type outcomeStore interface {
+	PutOutcome(rec *store.MessageRecord, t *store.Trace, day string, tokensIn, tokensOut int64) error
 }
 
 // analyze runs parse → thread → route → classify → decide, journaling each
@@ -323,7 +336,7 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 	route := Route(m, acct.Owner, in.FromSent, sentByUs)
 	rec.Route, rec.RouteReason = route.Route, route.Reason
 	done(store.Step{Detail: route.Route + ": " + route.Reason}, nil)
-	if err := p.save(rec); err != nil {
+	if err := p.journal(rec); err != nil {
 		return nil, err
 	}
 
@@ -335,11 +348,22 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 	}
 	if rec.State != store.StateNeedsReview {
 		p.decide(rec, route, acct, tr)
-		if err := p.save(rec); err != nil {
+		if err := p.journal(rec); err != nil {
 			return nil, err
 		}
 	}
 	return &analysis{rec: rec, route: route, body: m.CleanText, tr: tr, out: out}, nil
+}
+
+// journal records an intermediate state. Only watch needs the journal (a
+// crash resumes from it, and the checkpoint waits for it); triage writes
+// each message once, when it is done, and is simply run again after a
+// crash.
+func (p *Pipeline) journal(rec *store.MessageRecord) error {
+	if p.Actor == nil {
+		return nil
+	}
+	return p.save(rec)
 }
 
 func (p *Pipeline) save(rec *store.MessageRecord) error {

@@ -76,11 +76,54 @@ func (s *Store) PutMessage(rec *MessageRecord) error {
 	if err := rec.check(); err != nil {
 		return fmt.Errorf("put message: %w", err)
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	// Batch: concurrent pipeline workers share one commit (and its fsync)
+	// instead of queueing for one each. putMessageTx may run twice, which
+	// it allows: it only overwrites.
+	err := s.db.Batch(func(tx *bolt.Tx) error {
 		return putMessageTx(tx, rec, s.now().UTC())
 	})
 	if err != nil {
 		return fmt.Errorf("put message %s: %w", rec.MessageKey, err)
+	}
+	return nil
+}
+
+// PutOutcome records a message's final record, its trace and (when
+// tokensIn+tokensOut > 0) the day's token usage in one transaction: one
+// commit per processed message instead of three.
+func (s *Store) PutOutcome(rec *MessageRecord, t *Trace, day string, tokensIn, tokensOut int64) error {
+	if rec == nil || t == nil {
+		return errors.New("put outcome: nil record or trace")
+	}
+	if err := rec.check(); err != nil {
+		return fmt.Errorf("put outcome: %w", err)
+	}
+	if err := checkName("trace id", t.TraceID); err != nil {
+		return fmt.Errorf("put outcome: %w", err)
+	}
+	if err := checkNoNUL("message id", t.MessageID); err != nil {
+		return fmt.Errorf("put outcome: %w", err)
+	}
+	withUsage := tokensIn+tokensOut > 0
+	if withUsage {
+		if err := checkDay(day); err != nil {
+			return fmt.Errorf("put outcome: %w", err)
+		}
+	}
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		if err := putMessageTx(tx, rec, s.now().UTC()); err != nil {
+			return err
+		}
+		if err := putTraceTx(tx, t); err != nil {
+			return err
+		}
+		if withUsage {
+			return addUsageTx(tx, day, tokensIn, tokensOut)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("put outcome %s: %w", rec.MessageKey, err)
 	}
 	return nil
 }

@@ -23,27 +23,7 @@ func (s *Store) PutTrace(t *Trace) error {
 	if err := checkNoNUL("message id", t.MessageID); err != nil {
 		return fmt.Errorf("put trace: %w", err)
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		b, idx := tx.Bucket(bTraces), tx.Bucket(bIdxTraceMID)
-		var old Trace
-		switch err := getJSON(b, []byte(t.TraceID), &old); {
-		case err == nil:
-			if old.MessageID != "" {
-				if err := idx.Delete(traceIndexKey(&old)); err != nil {
-					return err
-				}
-			}
-		case !errors.Is(err, ErrNotFound):
-			return err
-		}
-		if err := putJSON(b, []byte(t.TraceID), t); err != nil {
-			return err
-		}
-		if t.MessageID != "" {
-			return idx.Put(traceIndexKey(t), []byte(t.TraceID))
-		}
-		return nil
-	})
+	err := s.db.Batch(func(tx *bolt.Tx) error { return putTraceTx(tx, t) })
 	if err != nil {
 		return fmt.Errorf("put trace %s: %w", t.TraceID, err)
 	}
@@ -104,4 +84,26 @@ func (s *Store) ResolveTrace(account, ref string) (*Trace, error) {
 		return nil, err
 	}
 	return s.TraceForMessageID(account, ref)
+}
+
+func putTraceTx(tx *bolt.Tx, t *Trace) error {
+	b, idx := tx.Bucket(bTraces), tx.Bucket(bIdxTraceMID)
+	var old Trace
+	switch err := getJSON(b, []byte(t.TraceID), &old); {
+	case err == nil:
+		if old.MessageID != "" {
+			if err := idx.Delete(traceIndexKey(&old)); err != nil {
+				return err
+			}
+		}
+	case !errors.Is(err, ErrNotFound):
+		return err
+	}
+	if err := putJSON(b, []byte(t.TraceID), t); err != nil {
+		return err
+	}
+	if t.MessageID != "" {
+		return idx.Put(traceIndexKey(t), []byte(t.TraceID))
+	}
+	return nil
 }

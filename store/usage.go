@@ -28,17 +28,7 @@ func (s *Store) AddUsage(day string, tokensIn, tokensOut int64) error {
 	if err := checkDay(day); err != nil {
 		return fmt.Errorf("add usage: %w", err)
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bUsage)
-		u := UsageDay{Day: day}
-		if err := getJSON(b, []byte(day), &u); err != nil && !errors.Is(err, ErrNotFound) {
-			return err
-		}
-		u.Calls++
-		u.TokensIn += tokensIn
-		u.TokensOut += tokensOut
-		return putJSON(b, []byte(day), u)
-	})
+	err := s.db.Update(func(tx *bolt.Tx) error { return addUsageTx(tx, day, tokensIn, tokensOut) })
 	if err != nil {
 		return fmt.Errorf("add usage %s: %w", day, err)
 	}
@@ -84,4 +74,16 @@ func (s *Store) UsageRange(from, to string) ([]UsageDay, error) {
 		return nil, fmt.Errorf("usage %s..%s: %w", from, to, err)
 	}
 	return out, nil
+}
+
+func addUsageTx(tx *bolt.Tx, day string, tokensIn, tokensOut int64) error {
+	b := tx.Bucket(bUsage)
+	u := UsageDay{Day: day}
+	if err := getJSON(b, []byte(day), &u); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	u.Calls++
+	u.TokensIn += tokensIn
+	u.TokensOut += tokensOut
+	return putJSON(b, []byte(day), u)
 }

@@ -132,11 +132,17 @@ func TestAutoSendExactlyOnce(t *testing.T) {
 	}
 	w.waitTerminal([]string{m.ID}, waitShort)
 	w.stop()
+	before := e.ownerReplies(e2e.Bob)
 
 	// A second, complete run (outbox recovery, catch-up, due sends) must
 	// not send anything more; the barrier makes sure a stray send would
 	// have been delivered before we count.
 	e.mustRun("watch", "--once")
+	// It scans Sent from where the first run stopped: the owner's old mail
+	// to bob is not counted again.
+	if after := e.ownerReplies(e2e.Bob); after != before {
+		t.Errorf("bob's owner_replies: got %d after a restart, want %d as before (Sent was rescanned from scratch)", after, before)
+	}
 	e.barrier(e2e.Bob, e2e.Carol, e2e.Sink)
 	if got := e.find(e2e.Bob, "INBOX", "In-Reply-To", m.ID); len(got) != 1 {
 		t.Errorf("bob's INBOX: got %d replies to %s, want exactly 1", len(got), m.ID)
@@ -421,6 +427,19 @@ func TestModelStormEndsRecorded(t *testing.T) {
 			t.Errorf("%s: got %d drafts in Drafts, want 1", id, len(d))
 		}
 	}
+}
+
+// ownerReplies reads how many of the owner's own messages to addr the
+// agent has counted (a stopped watcher's store).
+func (e *env) ownerReplies(addr string) int {
+	e.t.Helper()
+	st := e.openStore()
+	defer st.Close()
+	c, err := st.GetContact(account, addr)
+	if err != nil {
+		e.t.Fatalf("contact %s: %v", addr, err)
+	}
+	return c.OwnerReplies
 }
 
 func states(rs []*store.MessageRecord) []string {
