@@ -275,11 +275,16 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 	return a.enqueue(ctx, item, draftRaw)
 }
 
+// DefaultMaxBodyChars is how much of a message's clean text the model sees
+// by default: about 1,000 tokens, which keeps 95 % of classify prompts under
+// 1,500 tokens on the SpamAssassin corpus (BENCHMARKS.md).
+const DefaultMaxBodyChars = 4000
+
 func (p *Pipeline) maxBody() int {
 	if p.MaxBodyChars > 0 {
 		return p.MaxBodyChars
 	}
-	return 8000
+	return DefaultMaxBodyChars
 }
 
 func (p *Pipeline) markNeedsReview(rec *store.MessageRecord, reason string) {

@@ -64,7 +64,7 @@ type Pipeline struct {
 	Threader   *mail.Threader
 	Policy     Policy
 	Accounts   map[string]Account
-	// MaxBodyChars caps the clean text the model sees (default 8000).
+	// MaxBodyChars caps the clean text the model sees (default 4000).
 	MaxBodyChars int
 	// ClassifyAutomated lets automated mail reach the model (default off:
 	// it costs no call and is never answered either way).
@@ -80,6 +80,8 @@ type Pipeline struct {
 }
 
 const (
+	maxHeaderChars     = 200 // From, To, Subject as the model sees them
+	maxListed          = 8   // recipients and attachments listed
 	excerptChars       = 2000
 	threadExcerptChars = prompts.ExcerptLimit
 	threadContext      = 3
@@ -392,24 +394,30 @@ func fillRecord(rec *store.MessageRecord, m *mail.Message) {
 // classify calls the model and records the outcome on rec: classified, or
 // needs_review with the reason. It returns an error only when ctx ended.
 func (p *Pipeline) classify(ctx context.Context, rec *store.MessageRecord, m *mail.Message, acct Account, tr *tracer, out *Outcome) error {
-	maxBody := p.MaxBodyChars
-	if maxBody <= 0 {
-		maxBody = 8000
-	}
+	maxBody := p.maxBody()
+	// Every field is capped, not only the body: a message to 300 people
+	// or with 80 attachments must not blow up the prompt.
 	req := ClassifyRequest{
 		Owner:   prompts.Owner{Name: acct.Owner.Name, Email: first(acct.Owner.Addresses)},
 		Thread:  p.threadContext(rec),
-		From:    formatAddress(m.From),
-		To:      formatAddresses(m.To),
-		Subject: m.Subject,
+		From:    prompts.TrimText(formatAddress(m.From), maxHeaderChars),
+		To:      prompts.TrimText(formatAddresses(firstN(m.To, maxListed)), maxHeaderChars),
+		Subject: prompts.TrimText(m.Subject, maxHeaderChars),
 		Body:    prompts.TrimText(m.CleanText, maxBody),
 		Route:   rec.Route,
+	}
+	if n := len(m.To); n > maxListed {
+		req.To += fmt.Sprintf(" and %d more", n-maxListed)
 	}
 	if !m.Date.IsZero() {
 		req.Date = m.Date.Format(time.RFC1123Z)
 	}
-	for _, a := range m.Attachments {
-		req.Attachments = append(req.Attachments, fmt.Sprintf("%s (%s, %d bytes)", a.Filename, a.ContentType, a.Size))
+	for i, a := range m.Attachments {
+		if i == maxListed {
+			req.Attachments = append(req.Attachments, fmt.Sprintf("and %d more", len(m.Attachments)-maxListed))
+			break
+		}
+		req.Attachments = append(req.Attachments, prompts.TrimText(fmt.Sprintf("%s (%s, %d bytes)", a.Filename, a.ContentType, a.Size), 120))
 	}
 	done := tr.step("classify")
 	c, info, err := p.Classifier.Classify(ctx, req)
@@ -506,6 +514,13 @@ func (p *Pipeline) decide(rec *store.MessageRecord, route RouteInfo, acct Accoun
 	}
 	rec.Decision = DecisionQueue
 	rec.Reasons = failed
+}
+
+func firstN[T any](xs []T, n int) []T {
+	if len(xs) > n {
+		return xs[:n]
+	}
+	return xs
 }
 
 func first(xs []string) string {

@@ -91,6 +91,7 @@ func TestCommandsAlongsideWatch(t *testing.T) {
 	// New mail arrives while watch IDLEs; its draft shows up as an event.
 	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?"))
 	ev := waitFor(t, events, "queue_added")
+	waitFor(t, events, "message_done") // the trace is written last
 
 	// Every other command works while watch holds the database.
 	stdout, stderr, code := h.run("queue", "list", "--json")
@@ -111,7 +112,7 @@ func TestCommandsAlongsideWatch(t *testing.T) {
 	}
 	// triage works too: its records go through the watcher's socket.
 	h.deliver(rawMail("Dan <dan@example.org>", "Question", "What time?"))
-	waitFor(t, events, "queue_added")
+	waitFor(t, events, "message_done")
 	stdout, stderr, code = h.run("triage", "--json", "--redo", "--limit", "1")
 	if code != 0 {
 		t.Fatalf("triage alongside watch: %d %s", code, stderr)

@@ -393,7 +393,7 @@ func defaults() *Config {
 			CmdTimeout:   Dur(30 * time.Second),
 			Concurrency:  4,
 			Timeout:      Dur(60 * time.Second),
-			MaxBodyChars: 8000,
+			MaxBodyChars: 4000,
 		},
 		Sync: Sync{
 			MaxMessageBytes: 10 << 20,

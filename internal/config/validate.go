@@ -96,7 +96,7 @@ func (c *Config) Validate() error {
 	}
 	p.duration("llm.timeout", c.LLM.Timeout, `"60s"`, false)
 	if c.LLM.MaxBodyChars < 100 {
-		p.add("llm.max_body_chars", fmt.Sprintf("%d is too small", c.LLM.MaxBodyChars), "use at least 100 (default 8000)")
+		p.add("llm.max_body_chars", fmt.Sprintf("%d is too small", c.LLM.MaxBodyChars), "use at least 100 (default 4000)")
 	}
 
 	// [[accounts]]
