@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/mailagent/mailagent/internal/mail"
 )
 
 // msgKey is account \0 mailbox \0 be32(uidvalidity) \0 be32(uid), so that a
@@ -141,6 +144,9 @@ func putMessageTx(tx *bolt.Tx, rec *MessageRecord, now time.Time) error {
 	case errors.Is(err, ErrNotFound):
 		if rec.CreatedAt.IsZero() {
 			rec.CreatedAt = now
+		}
+		if err := putThreadInputTx(tx, key, rec); err != nil {
+			return err
 		}
 	default:
 		return err
@@ -437,4 +443,67 @@ func checkNoNUL(what, v string) error {
 		return fmt.Errorf("%s %q contains a NUL byte", what, v)
 	}
 	return nil
+}
+
+// threadInput is the compact copy of a message's threading headers, kept in
+// creation order so that a watcher can rebuild its threader from recent
+// mail without reading (and mapping into memory) every full record.
+type threadInput struct {
+	ID   string    `json:"i"`
+	IRT  []string  `json:"p,omitempty"`
+	Refs []string  `json:"r,omitempty"`
+	Subj string    `json:"s,omitempty"`
+	Date time.Time `json:"d,omitzero"`
+}
+
+func putThreadInputTx(tx *bolt.Tx, key []byte, r *MessageRecord) error {
+	if r.MessageID == "" {
+		return nil
+	}
+	k := make([]byte, 8, 8+len(key))
+	binary.BigEndian.PutUint64(k, uint64(r.CreatedAt.UnixNano()))
+	k = append(k, key...)
+	return putJSON(tx.Bucket(bThreadIn), k, threadInput{ID: r.MessageID, IRT: r.InReplyTo, Refs: r.References, Subj: r.Subject, Date: r.Date})
+}
+
+// ThreadInputs calls fn with the threading headers of every message first
+// stored at or after since, oldest first. It reads a compact index, not the
+// message records.
+func (s *Store) ThreadInputs(since time.Time, fn func(mail.ThreadInput) error) error {
+	start := make([]byte, 8)
+	if !since.IsZero() && since.UnixNano() > 0 {
+		binary.BigEndian.PutUint64(start, uint64(since.UnixNano()))
+	}
+	const batch = 1024
+	for {
+		var got []mail.ThreadInput
+		var next []byte
+		err := s.db.View(func(tx *bolt.Tx) error {
+			c := tx.Bucket(bThreadIn).Cursor()
+			for k, v := c.Seek(start); k != nil; k, v = c.Next() {
+				if len(got) == batch {
+					next = append([]byte(nil), k...)
+					return nil
+				}
+				var ti threadInput
+				if err := json.Unmarshal(v, &ti); err != nil {
+					return err
+				}
+				got = append(got, mail.ThreadInput{MessageID: ti.ID, InReplyTo: ti.IRT, References: ti.Refs, Subject: ti.Subj, Date: ti.Date})
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("thread inputs: %w", err)
+		}
+		for _, in := range got {
+			if err := fn(in); err != nil {
+				return err
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		start = next
+	}
 }

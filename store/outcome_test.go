@@ -1,8 +1,12 @@
 package store
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/mailagent/mailagent/internal/mail"
 )
 
 func TestPutOutcomeWritesAllThree(t *testing.T) {
@@ -33,5 +37,40 @@ func TestPutOutcomeWritesAllThree(t *testing.T) {
 	}
 	if err := s.PutOutcome(rec, tr, "not-a-day", 1, 1); err == nil {
 		t.Error("bad day accepted")
+	}
+}
+
+func TestThreadInputsSince(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 300 {
+		rec := &MessageRecord{MessageKey: MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 1, UID: uint32(i + 1)},
+			MessageID: fmt.Sprintf("m%d@x", i), References: []string{"root@x"}, Subject: "s", State: StateDone,
+			CreatedAt: base.Add(time.Duration(i) * time.Hour)}
+		if err := s.PutMessage(rec); err != nil {
+			t.Fatal(err)
+		}
+		// A second put (a state change) adds no second entry.
+		if err := s.PutMessage(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	err = s.ThreadInputs(base.Add(100*time.Hour), func(in mail.ThreadInput) error {
+		got = append(got, in.MessageID)
+		if len(in.References) != 1 || in.Subject != "s" {
+			t.Fatalf("input %+v lost its headers", in)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 200 || got[0] != "m100@x" || got[199] != "m299@x" {
+		t.Errorf("got %d inputs from %q to %q, want 200 from m100@x to m299@x", len(got), got[0], got[len(got)-1])
 	}
 }

@@ -65,6 +65,7 @@ var (
 	bIdxTraceMID = []byte("idx_trace_message_id") // lower(msgid) \0 account \0 traceid
 	bCheckpoints = []byte("checkpoints")          // account \0 mailbox
 	bUsage       = []byte("usage")                // day
+	bThreadIn    = []byte("thread_inputs")        // be64(created) msgkey → compact threading headers
 	bQueue       = []byte("queue")
 	bOutbox      = []byte("outbox")
 	bContacts    = []byte("contacts") // nested: account → lower(email)
@@ -73,7 +74,7 @@ var (
 )
 
 var allBuckets = [][]byte{bMessages, bIdxMsgID, bIdxThread, bIdxState, bTraces, bIdxTraceMID,
-	bCheckpoints, bUsage, bQueue, bOutbox, bContacts, bAutoSend, bMeta}
+	bCheckpoints, bUsage, bQueue, bOutbox, bContacts, bAutoSend, bMeta, bThreadIn}
 
 // Open opens or creates the database at path with mode 0600, tightening
 // the mode of an existing file that is looser. When another process holds

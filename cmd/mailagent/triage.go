@@ -316,13 +316,31 @@ func policyFromConfig(p config.Policy) agent.Policy {
 	}
 }
 
-// loadThreader rebuilds the in-memory threader from stored messages.
+// threadWindow is how far back the threader is rebuilt at start. Replies
+// to older mail still join their thread through the References chain (the
+// thread id derives from the root message id); only subject-merged threads
+// older than this start afresh.
+const threadWindow = 180 * 24 * time.Hour
+
+// loadThreader rebuilds the in-memory threader from stored messages: from
+// the compact thread index of recent mail when the store has one (a local
+// store), else from every record (through a watcher's socket).
 func loadThreader(st pipelineStore) (*mail.Threader, error) {
 	th := mail.NewThreader()
-	err := st.ListMessages(store.MessageFilter{}, func(r *store.MessageRecord) error {
-		th.Add(mail.ThreadInput{MessageID: r.MessageID, InReplyTo: r.InReplyTo, References: r.References, Subject: r.Subject, Date: r.Date})
+	add := func(in mail.ThreadInput) error {
+		th.Add(in)
 		return nil
-	})
+	}
+	var err error
+	if ti, ok := st.(interface {
+		ThreadInputs(since time.Time, fn func(mail.ThreadInput) error) error
+	}); ok {
+		err = ti.ThreadInputs(time.Now().Add(-threadWindow), add)
+	} else {
+		err = st.ListMessages(store.MessageFilter{}, func(r *store.MessageRecord) error {
+			return add(mail.ThreadInput{MessageID: r.MessageID, InReplyTo: r.InReplyTo, References: r.References, Subject: r.Subject, Date: r.Date})
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load threads: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -71,6 +72,9 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	}
 	defer parts.Mailer.Close()
 	d := newDaemon(f, cfg, st, parts, accounts)
+	// The start-up scans (threads, recovery) leave garbage behind; hand it
+	// back to the OS before settling in for days.
+	debug.FreeOSMemory()
 	f.Logger().Info("watch starting", "accounts", len(accounts), "once", opts.Once)
 
 	g, gctx := errgroup.WithContext(ctx)
