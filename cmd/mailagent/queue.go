@@ -124,6 +124,16 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 			return writeJSON(f.Stdout, items)
 		}
 		printQueue(f.Stdout, items, f.Now())
+		recs, err := svc.NeedsReview(ctx)
+		if err != nil {
+			return err
+		}
+		if len(recs) > 0 {
+			fmt.Fprintf(f.Stdout, "\n%d message(s) need review (retry with: mailagent queue retry TRACE-ID):\n", len(recs))
+			for _, r := range recs {
+				fmt.Fprintf(f.Stdout, "  %s  %s  %s: %s\n", r.TraceID, r.From.Email, truncate(r.Subject, 40), truncate(r.Error, 80))
+			}
+		}
 		return nil
 	case "show":
 		d, err := svc.QueueItem(ctx, opts.ID)
