@@ -295,21 +295,30 @@ func (p *Pipeline) markNeedsReview(rec *store.MessageRecord, reason string) {
 	rec.Reasons = []string{reason}
 }
 
-// enqueue stores a queue item, first appending its IMAP draft when asked.
+// enqueue stores a queue item, then appends its IMAP draft when asked and
+// records the draft's UID. The item is written first: a crash in between
+// leaves at most a draft mailagent does not know about, never a second
+// copy (a restart finds the item and does not act again).
 func (a *Actor) enqueue(ctx context.Context, item *store.QueueItem, draftRaw []byte) error {
-	if draftRaw != nil && a.Mailer != nil {
-		uid, err := a.Mailer.AppendDraft(ctx, item.Account, draftRaw)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			item.Error = "could not save the draft to the Drafts folder: " + err.Error()
-		} else {
-			item.IMAPDraftUID = uid
-		}
-	}
 	if err := a.Store.PutQueueItem(item); err != nil {
 		return fmt.Errorf("queue %s: %w", item.ID, err)
+	}
+	if draftRaw != nil && a.Mailer != nil {
+		uid, err := a.Mailer.AppendDraft(ctx, item.Account, draftRaw)
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		_, terr := a.Store.TransitionQueueItem(item.ID, []string{store.QueuePending}, store.QueuePending, func(q *store.QueueItem) error {
+			if err != nil {
+				q.Error = "could not save the draft to the Drafts folder: " + err.Error()
+			} else {
+				q.IMAPDraftUID = uid
+			}
+			return nil
+		})
+		if terr != nil && !errors.Is(terr, store.ErrConflict) {
+			return fmt.Errorf("queue %s: %w", item.ID, terr)
+		}
 	}
 	a.notify(Event{Kind: "queue_added", ID: item.ID, Account: item.Account})
 	return nil

@@ -527,6 +527,11 @@ stop_all() {
 
 cmd_restart_dovecot() {
 	[[ -s $DOVECOT_CONF ]] || die "no stack in $DIR (run: $0 start $DIR)"
+	# The ports the stack was started with, not this shell's defaults.
+	if [[ -s $DIR/env ]]; then
+		IMAP_PORT=$(sed -n 's/^export MAILAGENT_E2E_IMAP_PORT=//p' "$DIR/env")
+		IMAPS_PORT=$(sed -n 's/^export MAILAGENT_E2E_IMAPS_PORT=//p' "$DIR/env")
+	fi
 	stop_dovecot
 	start_dovecot
 	wait_for "Dovecot IMAP" "$HOST" "$IMAP_PORT"
