@@ -508,11 +508,15 @@ func (p *Pipeline) afterSend(ob *store.OutboxRecord) {
 func (p *Pipeline) failQueueItem(ob *store.OutboxRecord, reason string) {
 	if ob.QueueID == "" {
 		// An auto-send that failed for good goes to the owner as a draft.
-		_ = p.Actor.Store.PutQueueItem(&store.QueueItem{
+		err := p.Actor.Store.PutQueueItem(&store.QueueItem{
 			ID: QueueID(ob.Message), Kind: store.KindDraft, Account: ob.Account, Message: ob.Message,
 			MessageID: ob.InReplyTo, Subject: ob.Subject, To: addrsFrom(ob.To), Draft: ob.Body,
 			Status: store.QueueFailed, Error: reason, Reasons: []string{"auto-send failed: " + reason},
 		})
+		if err != nil {
+			p.logger().Error("queue a failed auto-send", "outbox", ob.ID, "err", err)
+		}
+		p.Actor.notify(Event{Kind: "queue_added", ID: QueueID(ob.Message), Account: ob.Account})
 		return
 	}
 	_, _ = p.Actor.Store.TransitionQueueItem(ob.QueueID, []string{store.QueueApproved}, store.QueueFailed, func(q *store.QueueItem) error {
