@@ -12,7 +12,8 @@
 # BENCH_IMAP_SECURITY=starttls for STARTTLS with the stack's CA).
 # Needs: bash scripts/e2e-stack.sh start (installs isync for mbsync).
 # Env: RUNS, BENCH_N (limit the corpus), BENCH_STATE_BASE (parent dir of
-# mailagent's state dirs, e.g. /dev/shm to take fsync out).
+# mailagent's state dirs, e.g. /dev/shm to take fsync out), BENCH_CONCURRENCY
+# (llm.concurrency, default 4: the product default), BENCH_PROFILE=1.
 source "$(dirname "$0")/bench-lib.sh"
 RUNS=${RUNS:-3}
 USER_=carol@example.test
@@ -25,7 +26,7 @@ machine
 
 start_fake 0s
 STATE_BASE=${BENCH_STATE_BASE:-$WORK}
-write_config "$WORK/config.toml" "$STATE_BASE/state" "$USER_" "$MBOX" 4
+write_config "$WORK/config.toml" "$STATE_BASE/state" "$USER_" "$MBOX" "${BENCH_CONCURRENCY:-4}"
 
 SEC=${BENCH_IMAP_SECURITY:-insecure}
 if [[ $SEC == starttls ]]; then SSL="SSLType STARTTLS
@@ -105,6 +106,12 @@ if [[ -n ${BENCH_PROFILE:-} ]]; then
 		printf 'mailagent with state on tmpfs (no fsync cost): %.3f s\n' "$(echo "$t1 - $t0" | bc -l)"
 		rm -rf "$shm"
 	fi
+	# 1b. The same triage with --dry-run: fetch, parse, thread, route and
+	# classify, but no store at all.
+	t0=$(now_s)
+	"$BIN/mailagent" --config "$WORK/config.toml" triage --dry-run >/dev/null 2>&1 || true
+	t1=$(now_s)
+	printf 'mailagent triage --dry-run (no store writes): %.3f s\n' "$(echo "$t1 - $t0" | bc -l)"
 	# 2. Syscalls: how many fsyncs (one per bbolt transaction).
 	if command -v strace >/dev/null; then
 		rm -rf "$STATE_BASE/state"
@@ -119,6 +126,15 @@ if [[ -n ${BENCH_PROFILE:-} ]]; then
 		go test -run x -bench TriageIngest -benchtime 1x -cpuprofile "$WORK/cpu.out" -o "$WORK/mailagent.test" ./cmd/mailagent | grep -E '^Benchmark' || true)
 	go tool pprof -top -nodecount 30 "$WORK/mailagent.test" "$WORK/cpu.out" 2>/dev/null | head -40
 	go tool pprof -top -cum -nodecount 30 "$WORK/mailagent.test" "$WORK/cpu.out" 2>/dev/null | sed -n '1,6d;1,36p'
+	# 4. Where the goroutines wait (wall time off CPU): the block profile of
+	# the same run records every channel, mutex and sync.Cond wait. The
+	# fetch goroutine waiting in a channel send means the workers are the
+	# bottleneck; workers waiting in a channel receive mean the fetch is.
+	rm -rf "$STATE_BASE/state"
+	(cd "$REPO" && MAILAGENT_BENCH_CONFIG=$WORK/config.toml MAILAGENT_BENCH_STATE=$STATE_BASE/state \
+		go test -run x -bench TriageIngest -benchtime 1x -blockprofile "$WORK/block.out" -o "$WORK/mailagent.test" ./cmd/mailagent | grep -E '^Benchmark' || true)
+	echo "block profile (wall time goroutines spent waiting, summed over goroutines):"
+	go tool pprof -top -cum -nodecount 40 "$WORK/mailagent.test" "$WORK/block.out" 2>/dev/null | sed -n '1,50p'
 fi
 stop_pid "$FAKE_PID"
 cat "$WORK/fake.out"

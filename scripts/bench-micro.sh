@@ -22,7 +22,7 @@ go test -run x -bench ParseThread -cpu 1 -count "$COUNT" ./internal/mail | tee "
 "$BENCHSTAT" "$WORK/parse.txt"
 
 echo "--- 3. go test -run x -bench ClassifyPrompt -benchtime 1000x -v ./internal/bench"
-go test -run x -bench ClassifyPrompt -benchtime 1000x -v ./internal/bench | grep -E 'Benchmark|routes over|max_body_chars'
+go test -run x -bench ClassifyPrompt -benchtime 1000x -v ./internal/bench | grep -E 'Benchmark|routes over|tokens \('
 
 echo "--- 7. go test -run x -bench 'Open10k|Scroll10k' -count $COUNT ./tui"
 go test -run x -bench 'Open10k|Scroll10k' -count "$COUNT" ./tui | tee "$WORK/tui.txt" | grep -E '^Benchmark'

@@ -7,7 +7,8 @@
 # VmHWM (peak) is printed too, and RSS split into RssAnon (heap, stacks)
 # and RssFile (pages of the bbolt file mapped with mmap, which the kernel
 # can reclaim). The watcher runs with GODEBUG=gctrace=1; the Go heap after
-# the last GC is printed from that trace.
+# the last GC is printed from that trace. BENCH_DROP_CACHE=1 evicts the
+# DB file from the page cache before the watcher starts.
 source "$(dirname "$0")/bench-lib.sh"
 N=${N:-100000}
 SETTLE=${SETTLE:-3}
@@ -22,6 +23,14 @@ for run in empty big; do
 	state=$WORK/state-$run
 	mkdir -p "$state"
 	write_config "$WORK/config-$run.toml" "$state" "$USER_" INBOX 4
+	# dbstats reads every page: run it before the cache is dropped.
+	[[ -f $state/mailagent.db ]] && echo "$run records: $("$BIN/benchtool" dbstats -state "$state")"
+	if [[ -n ${BENCH_DROP_CACHE:-} && -f $state/mailagent.db ]]; then
+		# Evict the file from the page cache: pages the kernel maps around
+		# a faulted page (fault-around) are then only those read from disk.
+		dd if="$state/mailagent.db" iflag=nocache count=0 status=none
+		echo "$run records: page cache of the DB file dropped"
+	fi
 	t0=$(now_s)
 	GODEBUG=gctrace=1 start_watch "$WORK/config-$run.toml"
 	t1=$(now_s)

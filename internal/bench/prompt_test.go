@@ -1,24 +1,21 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/prompts"
-)
-
-// Limits copied from agent/pipeline.go (unexported there): the stored
-// excerpt, and how many earlier thread messages a prompt shows.
-const (
-	excerptChars  = 2000
-	threadContext = 3
-	maxBodyChars  = 8000 // llm.max_body_chars default
+	"github.com/mailagent/mailagent/store"
 )
 
 // charsPerToken is the estimate used for token counts: Gemini's
@@ -29,16 +26,61 @@ const charsPerToken = 4
 // corpusPrompt is one corpus message's classify prompt, or its route when
 // it never reaches the model.
 type corpusPrompt struct {
+	file  string
 	route string
-	data  prompts.ClassifyData
-	chars int // system + user prompt, in characters (runes)
+	req   agent.ClassifyRequest // as the pipeline built it
+	sys   int                   // system prompt, in characters (runes)
+	user  int                   // user prompt, in characters (runes)
 }
 
-// renderCorpusPrompts routes every SpamAssassin message and renders the
-// classify prompt of the external ones exactly as agent.Pipeline.classify
-// builds it: owner, up to 3 earlier messages of the thread (excerpts of
-// the messages seen before it, in corpus order), From/To/Subject/Date,
-// body = TrimText(CleanText, 8000), attachment lines.
+func (p corpusPrompt) tokens() int { return (p.sys + p.user + charsPerToken - 1) / charsPerToken }
+
+// recorder is the pipeline's Classifier: it keeps the ClassifyRequest the
+// pipeline built, then classifies with the product's LLMClassifier, whose
+// fake model keeps the rendered prompt and answers "ignore".
+type recorder struct {
+	inner     agent.LLMClassifier
+	req       agent.ClassifyRequest
+	sys, user string
+	calls     int
+}
+
+func newRecorder(ps *prompts.Set) *recorder {
+	r := &recorder{}
+	r.inner = agent.LLMClassifier{Prompts: ps, Model: llm.ModelFunc(func(_ context.Context, req llm.Request) (*llm.Response, error) {
+		r.sys, r.user = req.System, req.Prompt
+		return &llm.Response{Text: IgnoreClassification, FinishReason: "STOP"}, nil
+	})}
+	return r
+}
+
+func (r *recorder) Classify(ctx context.Context, req agent.ClassifyRequest) (store.Classification, llm.CallInfo, error) {
+	r.req = req
+	r.calls++
+	return r.inner.Classify(ctx, req)
+}
+
+// stateDir is a fresh directory for the benchmark's state database, on
+// tmpfs when there is one: the database only feeds thread context back to
+// the pipeline, and its fsyncs are not what this benchmark measures.
+func stateDir(tb testing.TB) string {
+	tb.Helper()
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		if d, err := os.MkdirTemp("/dev/shm", "mailagent-prompt-bench-"); err == nil {
+			tb.Cleanup(func() { os.RemoveAll(d) })
+			return d
+		}
+	}
+	return tb.TempDir()
+}
+
+// renderCorpusPrompts runs every SpamAssassin message, in corpus order,
+// through the product's own agent.Pipeline.Triage (parse, thread, route,
+// classify with the default llm.max_body_chars, decide) over a real state
+// database, and keeps, for each message that reaches the model, the
+// ClassifyRequest the pipeline built and the prompt LLMClassifier rendered
+// from it. Nothing here rebuilds the request: field caps, thread context
+// and body trimming are the pipeline's.
 func renderCorpusPrompts(tb testing.TB) []corpusPrompt {
 	tb.Helper()
 	files, err := CorpusFiles(SpamAssassinDirs...)
@@ -52,101 +94,121 @@ func renderCorpusPrompts(tb testing.TB) []corpusPrompt {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	owner := agent.Owner{Name: "Bench Owner", Addresses: []string{"owner@example.test"}}
-	th := mail.NewThreader()
-	threads := map[string][]prompts.ThreadMessage{}
+	st, err := store.Open(filepath.Join(stateDir(tb), "mailagent.db"), store.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	rec := newRecorder(ps)
+	const account = "bench"
+	p := &agent.Pipeline{
+		Store:      st,
+		Classifier: rec,
+		Threader:   mail.NewThreader(),
+		Accounts: map[string]agent.Account{account: {
+			Name:  account,
+			Owner: agent.Owner{Name: "Bench Owner", Addresses: []string{"owner@example.test"}},
+		}},
+		// MaxBodyChars 0: agent.DefaultMaxBodyChars, as with no llm.max_body_chars set.
+	}
+	ctx := context.Background()
 	out := make([]corpusPrompt, 0, len(files))
-	for _, f := range files {
+	for i, f := range files {
 		raw, err := ReadMessage(f)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		m := mail.Parse(raw)
-		tid, merged := th.Add(mail.InputOf(m))
-		for _, old := range merged {
-			threads[tid] = append(threads[tid], threads[old]...)
-			delete(threads, old)
+		calls := rec.calls
+		o, err := p.Triage(ctx, agent.Input{
+			Key: store.MessageKey{Account: account, Mailbox: "corpus", UIDValidity: 1, UID: uint32(i + 1)},
+			Raw: raw,
+		}, false)
+		if err != nil {
+			tb.Fatalf("%s: triage: %v", f, err)
 		}
-		r := agent.Route(m, owner, false, nil)
-		cp := corpusPrompt{route: r.Route}
-		if r.Route == agent.RouteExternal {
-			prev := threads[tid]
-			if len(prev) > threadContext {
-				prev = prev[len(prev)-threadContext:]
-			}
-			d := prompts.ClassifyData{
-				Owner: prompts.Owner{Name: owner.Name, Email: owner.Addresses[0]}, Boundary: prompts.NewBoundary(),
-				Thread: slices.Clone(prev), From: formatAddr(m.From), To: formatAddrs(m.To), Subject: m.Subject,
-				Body: prompts.TrimText(m.CleanText, maxBodyChars), Route: r.Route,
-			}
-			if !m.Date.IsZero() {
-				d.Date = m.Date.Format(time.RFC1123Z)
-			}
-			for _, a := range m.Attachments {
-				d.Attachments = append(d.Attachments, fmt.Sprintf("%s (%s, %d bytes)", a.Filename, a.ContentType, a.Size))
-			}
-			sys, user, err := ps.Classify(d)
-			if err != nil {
-				tb.Fatalf("%s: render: %v", f, err)
-			}
-			cp.data = d
-			cp.chars = utf8.RuneCountInString(sys) + utf8.RuneCountInString(user)
+		cp := corpusPrompt{file: f, route: o.Record.Route}
+		switch rec.calls - calls {
+		case 0:
+		case 1:
+			cp.req = rec.req
+			cp.sys, cp.user = utf8.RuneCountInString(rec.sys), utf8.RuneCountInString(rec.user)
+		default:
+			tb.Fatalf("%s: %d classify calls, want at most 1", f, rec.calls-calls)
+		}
+		if o.Record.State == store.StateNeedsReview {
+			tb.Fatalf("%s: needs_review: %s", f, o.Record.Error)
 		}
 		out = append(out, cp)
-		tm := prompts.ThreadMessage{From: formatAddr(m.From), Subject: m.Subject,
-			Text: prompts.TrimText(prompts.TrimText(m.CleanText, excerptChars), prompts.ExcerptLimit)}
-		if !m.Date.IsZero() {
-			tm.Date = m.Date.Format(time.RFC1123Z)
-		}
-		threads[tid] = append(threads[tid], tm)
 	}
 	return out
 }
 
-// formatAddr and formatAddrs mirror agent's unexported formatAddress(es).
-func formatAddr(a mail.Address) string {
-	if a.Name == "" {
-		return a.Email
+// fieldSizes lists what the parts of a request weigh in the rendered
+// prompt, in characters, largest first.
+func fieldSizes(p corpusPrompt) string {
+	r := p.req
+	thread := 0
+	for _, t := range r.Thread {
+		thread += utf8.RuneCountInString(t.From) + utf8.RuneCountInString(t.Subject) + utf8.RuneCountInString(t.Date) + utf8.RuneCountInString(t.Text)
 	}
-	return fmt.Sprintf("%s <%s>", a.Name, a.Email)
+	atts := 0
+	for _, a := range r.Attachments {
+		atts += utf8.RuneCountInString(a)
+	}
+	type field struct {
+		name string
+		n    int
+	}
+	fs := []field{
+		{"body", utf8.RuneCountInString(r.Body)},
+		{fmt.Sprintf("thread(%d msgs)", len(r.Thread)), thread},
+		{"from", utf8.RuneCountInString(r.From)},
+		{"to", utf8.RuneCountInString(r.To)},
+		{"subject", utf8.RuneCountInString(r.Subject)},
+		{"date", utf8.RuneCountInString(r.Date)},
+		{fmt.Sprintf("attachments(%d lines)", len(r.Attachments)), atts},
+	}
+	fixed := p.sys + p.user
+	for _, f := range fs {
+		fixed -= f.n
+	}
+	fs = append(fs, field{"instructions+owner+markers", fixed})
+	slices.SortStableFunc(fs, func(a, b field) int { return b.n - a.n })
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = fmt.Sprintf("%s %d", f.name, f.n)
+	}
+	return strings.Join(parts, ", ")
 }
 
-func formatAddrs(as []mail.Address) string {
-	s := ""
-	for i, a := range as {
-		if i > 0 {
-			s += ", "
-		}
-		s += formatAddr(a)
-	}
-	return s
-}
-
-// BenchmarkClassifyPrompt renders the classify prompt of every external
-// SpamAssassin message (one render per iteration) and reports the
-// distribution of prompt sizes in estimated tokens (characters / 4), and
-// how many messages never reach the model because of their route.
+// BenchmarkClassifyPrompt runs every SpamAssassin message through the
+// pipeline (see renderCorpusPrompts), reports the distribution of classify
+// prompt sizes in estimated tokens (characters / 4) and how many messages
+// never reach the model because of their route, and logs what makes the
+// largest prompts large. One iteration renders one recorded request with
+// LLMClassifier (fresh boundary; the fake model's canned answer is
+// validated too).
 //
-//	go test -run x -bench ClassifyPrompt -benchtime 1x ./internal/bench
+//	go test -run x -bench ClassifyPrompt -benchtime 1000x -v ./internal/bench
 func BenchmarkClassifyPrompt(b *testing.B) {
 	all := renderCorpusPrompts(b)
 	routes := map[string]int{}
-	var tokens []int
-	var external []prompts.ClassifyData
+	var external []corpusPrompt
 	for _, p := range all {
 		routes[p.route]++
-		if p.route == agent.RouteExternal {
-			tokens = append(tokens, (p.chars+charsPerToken-1)/charsPerToken)
-			external = append(external, p.data)
+		if p.sys+p.user > 0 {
+			external = append(external, p)
 		}
 	}
 	if len(external) == 0 {
-		b.Fatal("no external message in the corpus")
+		b.Fatal("no message reached the model")
 	}
-	slices.Sort(tokens)
+	slices.SortStableFunc(external, func(a, c corpusPrompt) int { return a.tokens() - c.tokens() })
+	tokens := make([]int, len(external))
 	over := 0
-	for _, t := range tokens {
-		if t > 1500 {
+	for i, p := range external {
+		tokens[i] = p.tokens()
+		if tokens[i] > 1500 {
 			over++
 		}
 	}
@@ -154,14 +216,15 @@ func BenchmarkClassifyPrompt(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	c := newRecorder(ps)
+	ctx := context.Background()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		d := external[i%len(external)]
-		d.Boundary = prompts.NewBoundary()
-		if _, _, err := ps.Classify(d); err != nil {
+		if _, _, err := c.Classify(ctx, external[i%len(external)].req); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.StopTimer()
 	b.ReportMetric(float64(len(all)), "messages")
 	b.ReportMetric(float64(len(tokens)), "to-model")
 	b.ReportMetric(float64(len(all)-len(tokens)), "never-model")
@@ -169,23 +232,16 @@ func BenchmarkClassifyPrompt(b *testing.B) {
 	b.ReportMetric(float64(Percentile(tokens, 95)), "p95-tok")
 	b.ReportMetric(float64(Percentile(tokens, 100)), "max-tok")
 	b.ReportMetric(float64(over), "over-1500")
-	b.Logf("routes over %d messages: %v; prompt tokens (chars/4) min %d, p50 %d, p95 %d, max %d; %d prompts over 1,500",
-		len(all), routes, Percentile(tokens, 0), Percentile(tokens, 50), Percentile(tokens, 95), Percentile(tokens, 100), over)
-	// What a smaller llm.max_body_chars would give: the same prompts with
-	// the body trimmed further.
-	for _, limit := range []int{6000, 4000, 3000} {
-		var ts []int
-		for _, d := range external {
-			d.Body = prompts.TrimText(d.Body, limit)
-			d.Boundary = prompts.NewBoundary()
-			sys, user, err := ps.Classify(d)
-			if err != nil {
-				b.Fatal(err)
+	b.Logf("routes over %d messages: %v; prompt tokens (chars/4) min %d, p50 %d, p95 %d, max %d; %d prompts over 1,500; body cap %d chars (agent.DefaultMaxBodyChars)",
+		len(all), routes, Percentile(tokens, 0), Percentile(tokens, 50), Percentile(tokens, 95), Percentile(tokens, 100), over, agent.DefaultMaxBodyChars)
+	// What makes the largest prompts large: chars per field.
+	for _, p := range external[max(0, len(external)-5):] {
+		rel := p.file
+		if root, err := RepoRoot(); err == nil {
+			if r, err := filepath.Rel(filepath.Join(root, "..", "shared", "corpora"), p.file); err == nil {
+				rel = r
 			}
-			n := utf8.RuneCountInString(sys) + utf8.RuneCountInString(user)
-			ts = append(ts, (n+charsPerToken-1)/charsPerToken)
 		}
-		slices.Sort(ts)
-		b.Logf("with max_body_chars = %d: p50 %d, p95 %d, max %d", limit, Percentile(ts, 50), Percentile(ts, 95), Percentile(ts, 100))
+		b.Logf("%d tokens (%d chars): %s: %s", p.tokens(), p.sys+p.user, rel, fieldSizes(p))
 	}
 }
