@@ -454,7 +454,8 @@ func (p *Pipeline) threadContext(rec *store.MessageRecord) []prompts.ThreadMessa
 		if r.MessageKey == rec.MessageKey || mail.IDKey(r.MessageID) == mail.IDKey(rec.MessageID) {
 			continue
 		}
-		tm := prompts.ThreadMessage{From: formatAddress(r.From), Subject: r.Subject, Text: prompts.TrimText(r.Excerpt, threadExcerptChars)}
+		tm := prompts.ThreadMessage{From: prompts.TrimText(formatAddress(r.From), maxHeaderChars),
+			Subject: prompts.TrimText(r.Subject, maxHeaderChars), Text: prompts.TrimText(r.Excerpt, threadExcerptChars)}
 		if !r.Date.IsZero() {
 			tm.Date = r.Date.Format(time.RFC1123Z)
 		}

@@ -79,10 +79,10 @@ func (s *Store) PutMessage(rec *MessageRecord) error {
 	if err := rec.check(); err != nil {
 		return fmt.Errorf("put message: %w", err)
 	}
-	// Batch: concurrent pipeline workers share one commit (and its fsync)
-	// instead of queueing for one each. putMessageTx may run twice, which
-	// it allows: it only overwrites.
-	err := s.db.Batch(func(tx *bolt.Tx) error {
+	// Concurrent pipeline workers share one commit (and its fsync) instead
+	// of queueing for one each (see groupCommit). putMessageTx may run
+	// twice, which it allows: it only overwrites.
+	err := s.update(func(tx *bolt.Tx) error {
 		return putMessageTx(tx, rec, s.now().UTC())
 	})
 	if err != nil {
@@ -113,7 +113,7 @@ func (s *Store) PutOutcome(rec *MessageRecord, t *Trace, day string, tokensIn, t
 			return fmt.Errorf("put outcome: %w", err)
 		}
 	}
-	err := s.db.Batch(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		if err := putMessageTx(tx, rec, s.now().UTC()); err != nil {
 			return err
 		}

@@ -51,9 +51,10 @@ type Options struct {
 
 // Store is the state database. It is safe for concurrent use.
 type Store struct {
-	db   *bolt.DB
-	path string
-	now  func() time.Time
+	db    *bolt.DB
+	path  string
+	now   func() time.Time
+	group groupCommit
 }
 
 var (
@@ -101,9 +102,6 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
-	// Batch commits wait this long for other writers to join: short, so a
-	// lone writer (one new message in watch) is barely delayed.
-	db.MaxBatchDelay = 2 * time.Millisecond
 	s := &Store{db: db, path: path, now: time.Now}
 	if !opts.ReadOnly {
 		err = db.Update(func(tx *bolt.Tx) error {

@@ -23,7 +23,7 @@ func (s *Store) PutTrace(t *Trace) error {
 	if err := checkNoNUL("message id", t.MessageID); err != nil {
 		return fmt.Errorf("put trace: %w", err)
 	}
-	err := s.db.Batch(func(tx *bolt.Tx) error { return putTraceTx(tx, t) })
+	err := s.update(func(tx *bolt.Tx) error { return putTraceTx(tx, t) })
 	if err != nil {
 		return fmt.Errorf("put trace %s: %w", t.TraceID, err)
 	}

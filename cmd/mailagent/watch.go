@@ -72,9 +72,12 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	}
 	defer parts.Mailer.Close()
 	d := newDaemon(f, cfg, st, parts, accounts)
-	// The start-up scans (threads, recovery) leave garbage behind; hand it
-	// back to the OS before settling in for days.
+	// The start-up scans (threads, recovery) leave garbage and touched
+	// database pages behind; hand them back before settling in for days.
 	debug.FreeOSMemory()
+	if err := st.ReleaseMemory(); err != nil {
+		f.Logger().Warn("release start-up memory", "err", err)
+	}
 	f.Logger().Info("watch starting", "accounts", len(accounts), "once", opts.Once)
 
 	g, gctx := errgroup.WithContext(ctx)
