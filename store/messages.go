@@ -140,6 +140,9 @@ func putMessageTx(tx *bolt.Tx, rec *MessageRecord, now time.Time) error {
 		if err := removeMessageIndexes(tx, key, &old); err != nil {
 			return err
 		}
+		if err := addStateCount(tx, old.State, -1); err != nil {
+			return err
+		}
 		rec.CreatedAt = old.CreatedAt
 	case errors.Is(err, ErrNotFound):
 		if rec.CreatedAt.IsZero() {
@@ -153,6 +156,9 @@ func putMessageTx(tx *bolt.Tx, rec *MessageRecord, now time.Time) error {
 	}
 	rec.UpdatedAt = now
 	if err := putJSON(mb, key, rec); err != nil {
+		return err
+	}
+	if err := addStateCount(tx, rec.State, 1); err != nil {
 		return err
 	}
 	return addMessageIndexes(tx, key, rec)
@@ -392,37 +398,66 @@ func (s *Store) RelabelThread(from, to string) error {
 func (s *Store) CountByState() (map[State]int, error) {
 	counts := map[State]int{}
 	err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bIdxState)
-		if b == nil {
-			return nil
+		// Counters kept by putMessageTx: reading them touches one page,
+		// where scanning the state index would touch (and map into
+		// memory) a page per few hundred messages.
+		b := tx.Bucket(bStateCount)
+		if b == nil { // a read-only open of a database older than the counters
+			return tx.Bucket(bIdxState).ForEach(func(k, _ []byte) error {
+				if i := bytes.IndexByte(k, 0); i >= 0 {
+					counts[State(k[:i])]++
+				}
+				return nil
+			})
 		}
-		// Keys are grouped by state: count runs to avoid a string per key.
-		var cur []byte
-		run := 0
-		err := b.ForEach(func(k, _ []byte) error {
-			i := bytes.IndexByte(k, 0)
-			if i < 0 {
-				return nil
+		return b.ForEach(func(k, v []byte) error {
+			if n := int(binary.BigEndian.Uint64(v)); n > 0 {
+				counts[State(k)] = n
 			}
-			if run > 0 && bytes.Equal(k[:i], cur) {
-				run++
-				return nil
-			}
-			if run > 0 {
-				counts[State(cur)] += run
-			}
-			cur, run = append(cur[:0], k[:i]...), 1
 			return nil
 		})
-		if run > 0 {
-			counts[State(cur)] += run
-		}
-		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("count by state: %w", err)
 	}
 	return counts, nil
+}
+
+func addStateCount(tx *bolt.Tx, st State, delta int64) error {
+	b := tx.Bucket(bStateCount)
+	var n int64
+	if v := b.Get([]byte(st)); len(v) == 8 {
+		n = int64(binary.BigEndian.Uint64(v))
+	}
+	n = max(n+delta, 0)
+	v := make([]byte, 8)
+	binary.BigEndian.PutUint64(v, uint64(n))
+	return b.Put([]byte(st), v)
+}
+
+// rebuildStateCounts fills the counters from the state index, for a
+// database written before they existed.
+func rebuildStateCounts(tx *bolt.Tx) error {
+	sc := tx.Bucket(bStateCount)
+	if k, _ := sc.Cursor().First(); k != nil {
+		return nil
+	}
+	counts := map[string]int64{}
+	err := tx.Bucket(bIdxState).ForEach(func(k, _ []byte) error {
+		if i := bytes.IndexByte(k, 0); i >= 0 {
+			counts[string(k[:i])]++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for st, n := range counts {
+		if err := addStateCount(tx, State(st), n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *MessageRecord) check() error {

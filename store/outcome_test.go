@@ -75,3 +75,31 @@ func TestThreadInputsSince(t *testing.T) {
 		t.Errorf("got %d inputs from %q to %q, want 1095 from m5@x to m1099@x", len(got), got[0], got[len(got)-1])
 	}
 }
+
+func TestCountByStateFollowsTransitions(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 5 {
+		rec := &MessageRecord{MessageKey: MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 1, UID: uint32(i + 1)}, MessageID: fmt.Sprintf("m%d@x", i), State: StateParsed}
+		if err := s.PutMessage(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.State = StateDone
+		if i == 4 {
+			rec.State = StateNeedsReview
+		}
+		if err := s.PutMessage(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.CountByState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[StateDone] != 4 || got[StateNeedsReview] != 1 {
+		t.Errorf("got %v, want done 4, needs_review 1", got)
+	}
+}

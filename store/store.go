@@ -67,6 +67,7 @@ var (
 	bCheckpoints = []byte("checkpoints")          // account \0 mailbox
 	bUsage       = []byte("usage")                // day
 	bThreadIn    = []byte("thread_inputs")        // be64(created) msgkey → compact threading headers
+	bStateCount  = []byte("state_counts")         // state → be64 count of messages in it
 	bQueue       = []byte("queue")
 	bOutbox      = []byte("outbox")
 	bContacts    = []byte("contacts") // nested: account → lower(email)
@@ -75,7 +76,7 @@ var (
 )
 
 var allBuckets = [][]byte{bMessages, bIdxMsgID, bIdxThread, bIdxState, bTraces, bIdxTraceMID,
-	bCheckpoints, bUsage, bQueue, bOutbox, bContacts, bAutoSend, bMeta, bThreadIn}
+	bCheckpoints, bUsage, bQueue, bOutbox, bContacts, bAutoSend, bMeta, bThreadIn, bStateCount}
 
 // Open opens or creates the database at path with mode 0600, tightening
 // the mode of an existing file that is looser. When another process holds
@@ -110,7 +111,7 @@ func Open(path string, opts Options) (*Store, error) {
 					return fmt.Errorf("create bucket %s: %w", b, err)
 				}
 			}
-			return nil
+			return rebuildStateCounts(tx)
 		})
 		if err != nil {
 			db.Close()
