@@ -501,13 +501,31 @@ func putThreadInputTx(tx *bolt.Tx, key []byte, r *MessageRecord) error {
 	return putJSON(tx.Bucket(bThreadIn), k, threadInput{ID: r.MessageID, IRT: r.InReplyTo, Refs: r.References, Subj: r.Subject, Date: r.Date})
 }
 
-// ThreadInputs calls fn with the threading headers of every message first
-// stored at or after since, oldest first. It reads a compact index, not the
-// message records.
-func (s *Store) ThreadInputs(since time.Time, fn func(mail.ThreadInput) error) error {
+// ThreadInputs calls fn with the threading headers of the messages first
+// stored at or after since, and (when limit > 0) only the newest limit of
+// those, oldest first. It reads a compact index, not the message records.
+func (s *Store) ThreadInputs(since time.Time, limit int, fn func(mail.ThreadInput) error) error {
 	start := make([]byte, 8)
 	if !since.IsZero() && since.UnixNano() > 0 {
 		binary.BigEndian.PutUint64(start, uint64(since.UnixNano()))
+	}
+	if limit > 0 {
+		// Walk back from the newest entry: only the pages of the entries
+		// wanted are read.
+		err := s.db.View(func(tx *bolt.Tx) error {
+			c := tx.Bucket(bThreadIn).Cursor()
+			k, _ := c.Last()
+			for i := 1; k != nil && i < limit; i++ {
+				k, _ = c.Prev()
+			}
+			if k != nil && bytes.Compare(k, start) > 0 {
+				start = append([]byte(nil), k...)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("thread inputs: %w", err)
+		}
 	}
 	const batch = 1024
 	for {

@@ -61,7 +61,7 @@ func TestThreadInputsSince(t *testing.T) {
 		}
 	}
 	var got []string
-	err = s.ThreadInputs(base.Add(5*time.Hour), func(in mail.ThreadInput) error {
+	err = s.ThreadInputs(base.Add(5*time.Hour), 0, func(in mail.ThreadInput) error {
 		got = append(got, in.MessageID)
 		if len(in.References) != 1 || in.Subject != "s" {
 			t.Fatalf("input %+v lost its headers", in)
@@ -101,5 +101,43 @@ func TestCountByStateFollowsTransitions(t *testing.T) {
 	}
 	if len(got) != 2 || got[StateDone] != 4 || got[StateNeedsReview] != 1 {
 		t.Errorf("got %v, want done 4, needs_review 1", got)
+	}
+}
+
+func TestThreadInputsLimit(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 50 {
+		rec := &MessageRecord{MessageKey: MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 1, UID: uint32(i + 1)},
+			MessageID: fmt.Sprintf("m%d@x", i), State: StateDone, CreatedAt: base.Add(time.Duration(i) * time.Hour)}
+		if err := s.PutMessage(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name        string
+		since       time.Time
+		limit       int
+		first, last string
+		n           int
+	}{
+		{"limit only", time.Time{}, 10, "m40@x", "m49@x", 10},
+		{"since tighter than limit", base.Add(45 * time.Hour), 10, "m45@x", "m49@x", 5},
+		{"limit above count", time.Time{}, 500, "m0@x", "m49@x", 50},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			if err := s.ThreadInputs(tt.since, tt.limit, func(in mail.ThreadInput) error { got = append(got, in.MessageID); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tt.n || got[0] != tt.first || got[len(got)-1] != tt.last {
+				t.Errorf("got %d from %s to %s, want %d from %s to %s", len(got), got[0], got[len(got)-1], tt.n, tt.first, tt.last)
+			}
+		})
 	}
 }

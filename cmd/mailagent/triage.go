@@ -316,11 +316,16 @@ func policyFromConfig(p config.Policy) agent.Policy {
 	}
 }
 
-// threadWindow is how far back the threader is rebuilt at start. Replies
-// to older mail still join their thread through the References chain (the
+// threadWindow and threadLimit bound how much history the threader is
+// rebuilt from at start (the newest threadLimit messages of the last
+// threadWindow), which keeps a watcher with a big store small. Replies to
+// older mail still join their thread through the References chain (the
 // thread id derives from the root message id); only subject-merged threads
 // older than this start afresh.
-const threadWindow = 180 * 24 * time.Hour
+const (
+	threadWindow = 180 * 24 * time.Hour
+	threadLimit  = 25000
+)
 
 // loadThreader rebuilds the in-memory threader from stored messages: from
 // the compact thread index of recent mail when the store has one (a local
@@ -333,9 +338,9 @@ func loadThreader(st pipelineStore) (*mail.Threader, error) {
 	}
 	var err error
 	if ti, ok := st.(interface {
-		ThreadInputs(since time.Time, fn func(mail.ThreadInput) error) error
+		ThreadInputs(since time.Time, limit int, fn func(mail.ThreadInput) error) error
 	}); ok {
-		err = ti.ThreadInputs(time.Now().Add(-threadWindow), add)
+		err = ti.ThreadInputs(time.Now().Add(-threadWindow), threadLimit, add)
 	} else {
 		err = st.ListMessages(store.MessageFilter{}, func(r *store.MessageRecord) error {
 			return add(mail.ThreadInput{MessageID: r.MessageID, InReplyTo: r.InReplyTo, References: r.References, Subject: r.Subject, Date: r.Date})

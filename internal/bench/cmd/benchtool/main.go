@@ -539,7 +539,7 @@ func seed(_ context.Context, args []string) error {
 		return err
 	}
 	var inputs int
-	if err := st.ThreadInputs(time.Time{}, func(mail.ThreadInput) error { inputs++; return nil }); err != nil {
+	if err := st.ThreadInputs(time.Time{}, 0, func(mail.ThreadInput) error { inputs++; return nil }); err != nil {
 		return err
 	}
 	fi, _ := os.Stat(*state + "/mailagent.db")
