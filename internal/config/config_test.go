@@ -74,7 +74,7 @@ func TestParseDefaults(t *testing.T) {
 		{"llm.model", cfg.LLM.Model, "gemini-2.5-flash"},
 		{"llm.concurrency", cfg.LLM.Concurrency, 4},
 		{"llm.timeout", cfg.LLM.Timeout.D(), 60 * time.Second},
-		{"llm.max_body_chars", cfg.LLM.MaxBodyChars, 8000},
+		{"llm.max_body_chars", cfg.LLM.MaxBodyChars, 4000},
 		{"accounts[0].mailbox", cfg.Accounts[0].Mailbox, "INBOX"},
 		{"accounts[0].display_name", cfg.Accounts[0].DisplayName, "personal"},
 		{"accounts[0].imap.port", cfg.Accounts[0].IMAP.Port, 993},
