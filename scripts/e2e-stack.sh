@@ -31,7 +31,7 @@ IMAPS_PORT=${E2E_IMAPS_PORT:-10993}
 SMTP_PORT=${E2E_SMTP_PORT:-10025}
 DOMAIN=example.test
 USERS="ada bob carol sink corpus"
-PACKAGES="dovecot-imapd dovecot-lmtpd postfix isync tmux"
+PACKAGES="dovecot-imapd dovecot-lmtpd postfix isync tmux openssl"
 START_TIMEOUT=${E2E_START_TIMEOUT:-30} # seconds
 
 DOVECOT_CONF=$DIR/dovecot/dovecot.conf
@@ -88,12 +88,9 @@ install_packages() {
 	chmod 755 "$policy"
 	local rc=0
 	{
-		# Update the index only when a package cannot be found (a fresh
-		# machine ships without package lists).
-		# shellcheck disable=SC2086
-		if ! apt-cache show $missing >/dev/null 2>&1; then
-			apt-get update -qq
-		fi
+		# A fresh machine has no package lists, and old ones may name
+		# files the mirror no longer has.
+		apt-get update -qq
 		# shellcheck disable=SC2086
 		apt-get install -y -qq --no-install-recommends $missing
 	} || rc=$?
