@@ -79,8 +79,12 @@ func (a *Actor) notify(e Event) {
 // acting twice on the same message (after a crash) never makes two items.
 func QueueID(k store.MessageKey) string { return "q_" + keyHash(k) }
 
-// OutboxID is the outbox record id of a queue item's or message's reply.
+// OutboxID is the outbox record id of a message's automatic reply.
 func OutboxID(k store.MessageKey) string { return "ob_" + keyHash(k) }
+
+// ApprovalOutboxID is the outbox record id of an approved queue item's
+// reply: one per item, so approving twice cannot make two.
+func ApprovalOutboxID(queueID string) string { return "ob_" + queueID }
 
 func keyHash(k store.MessageKey) string {
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d\x00%d", k.Account, k.Mailbox, k.UIDValidity, k.UID)))
@@ -95,9 +99,6 @@ func recordMessage(rec *store.MessageRecord) *mail.Message {
 		CleanText: rec.Excerpt, Text: rec.Excerpt,
 	}
 }
-
-// profileAddrRE finds the addresses an owner's profile allows.
-var profileAddrRE = emailRE
 
 // allowedAddresses are the thread's participants and the profile's
 // addresses: the only addresses a draft may name.
@@ -124,7 +125,7 @@ func (p *Pipeline) allowedAddresses(rec *store.MessageRecord, profile string) []
 			}
 		}
 	}
-	out = append(out, profileAddrRE.FindAllString(profile, -1)...)
+	out = append(out, emailRE.FindAllString(profile, -1)...)
 	out = append(out, p.Accounts[rec.Account].Owner.Addresses...)
 	return out
 }
@@ -383,6 +384,13 @@ func (e *TemporaryError) Error() string   { return e.Err.Error() }
 func (e *TemporaryError) Unwrap() error   { return e.Err }
 func (e *TemporaryError) Temporary() bool { return true }
 
+// maybeDelivered reports a failure after the message was handed over and
+// before the server confirmed it.
+func maybeDelivered(err error) bool {
+	var m interface{ MaybeDeliveredErr() bool }
+	return errors.As(err, &m) && m.MaybeDeliveredErr()
+}
+
 func isTemporary(err error) bool {
 	var t interface{ Temporary() bool }
 	if errors.As(err, &t) {
@@ -421,10 +429,19 @@ func (p *Pipeline) Deliver(ctx context.Context, id string) error {
 		return p.finishSent(ctx, ob, true)
 	}
 	sendErr := a.Mailer.Send(ctx, ob.Account, ob.From, ob.To, ob.Raw)
+	if sendErr != nil && ctx.Err() != nil {
+		// Stopping mid-transaction: the record stays "sending", and the
+		// next start's Recover looks for it in Sent and otherwise hands it
+		// to the owner. It may have been delivered, so it is not retried.
+		return fmt.Errorf("send %s: %w", ob.MessageID, sendErr)
+	}
 	if sendErr != nil {
 		to := store.OutboxFailed
-		if isTemporary(sendErr) || ctx.Err() != nil {
-			to = store.OutboxPending
+		switch {
+		case maybeDelivered(sendErr):
+			sendErr = fmt.Errorf("%w: %w", ErrAmbiguousSend, sendErr)
+		case isTemporary(sendErr):
+			to = store.OutboxPending // retried by SendDue after a backoff
 		}
 		_, err := a.Store.TransitionOutbox(id, []string{store.OutboxSending}, to, func(r *store.OutboxRecord) error {
 			r.Error = sendErr.Error()
@@ -472,13 +489,22 @@ func (p *Pipeline) appendSent(ctx context.Context, ob *store.OutboxRecord, inSen
 	return nil
 }
 
+// draftCleanupTimeout bounds removing an IMAP draft after a send.
+const draftCleanupTimeout = 30 * time.Second
+
 // afterSend updates the queue item and the contact's memory.
 func (p *Pipeline) afterSend(ob *store.OutboxRecord) {
 	a := p.Actor
 	if ob.QueueID != "" {
 		item, err := a.Store.TransitionQueueItem(ob.QueueID, []string{store.QueueApproved, store.QueueFailed}, store.QueueSent, nil)
 		if err == nil && item.IMAPDraftUID != 0 && a.Mailer != nil {
-			if err := a.Mailer.DeleteDraft(context.Background(), item.Account, item.IMAPDraftUID); err != nil {
+			// Not the caller's context: the reply is out, and the draft
+			// should go even if the approving client has gone. Bounded,
+			// so a stalled server cannot hold the account's connection.
+			dctx, cancel := context.WithTimeout(context.Background(), draftCleanupTimeout)
+			err := a.Mailer.DeleteDraft(dctx, item.Account, item.IMAPDraftUID)
+			cancel()
+			if err != nil {
 				p.logger().Warn("delete IMAP draft", "queue", item.ID, "err", err)
 			}
 		}

@@ -500,7 +500,7 @@ func (p *Pipeline) decide(rec *store.MessageRecord, route RouteInfo, acct Accoun
 	if ct, err := p.Store.GetContact(rec.Account, rec.From.Email); err == nil {
 		in.ContactKnown = ct.Known
 	}
-	day := p.now().Format("2006-01-02")
+	day := store.Day(p.now())
 	if pc, g, err := p.Store.AutoSendCounts(rec.Account, rec.From.Email, day); err == nil {
 		in.SentToContactToday, in.SentToday = pc, g
 	}

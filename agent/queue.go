@@ -49,12 +49,31 @@ func (p *Pipeline) Approve(ctx context.Context, id, final string) (*store.QueueI
 	if err != nil {
 		return nil, fmt.Errorf("approve %s: %w", id, err)
 	}
-	obID := "ob_" + item.ID
+	obID := ApprovalOutboxID(item.ID)
 	if ob, err := a.Store.GetOutbox(obID); err == nil {
-		// Approved before and the send failed: send the same message (same
-		// Message-ID) again rather than composing a new one.
+		// Approved before and the send failed: send again. When the owner
+		// changed the text since, the reply is composed anew.
 		if ob.Status == store.OutboxFailed {
-			if _, err := a.Store.TransitionOutbox(obID, []string{store.OutboxFailed}, store.OutboxPending, nil); err != nil && !errors.Is(err, store.ErrConflict) {
+			body := item.Final
+			if body == "" {
+				body = item.Draft
+			}
+			var raw []byte
+			var msgID string
+			if body != ob.Body {
+				if raw, msgID, body, err = p.buildApproved(item); err != nil {
+					p.failItem(item.ID, err.Error())
+					return item, err
+				}
+			}
+			_, err := a.Store.TransitionOutbox(obID, []string{store.OutboxFailed}, store.OutboxPending, func(r *store.OutboxRecord) error {
+				if raw != nil {
+					r.Raw, r.MessageID, r.Body = raw, msgID, body
+				}
+				r.Error = ""
+				return nil
+			})
+			if err != nil && !errors.Is(err, store.ErrConflict) {
 				return item, err
 			}
 		}
@@ -262,6 +281,19 @@ func (p *Pipeline) SendDue(ctx context.Context) error {
 		}
 		errs = errors.Join(errs, p.Deliver(ctx, id))
 	}
+	// Sends that failed temporarily wait longer after each attempt.
+	var retry []string
+	if err := a.Store.ListOutbox(store.OutboxPending, func(r *store.OutboxRecord) error {
+		if !r.UpdatedAt.Add(sendRetryBackoff(r.Attempts)).After(now) {
+			retry = append(retry, r.ID)
+		}
+		return nil
+	}); err != nil {
+		return errors.Join(errs, err)
+	}
+	for _, id := range retry {
+		errs = errors.Join(errs, p.Deliver(ctx, id))
+	}
 	var wake []string
 	_ = a.Store.ListQueue(store.QueueSnoozed, func(q *store.QueueItem) error {
 		if !q.SnoozeUntil.After(now) {
@@ -275,6 +307,16 @@ func (p *Pipeline) SendDue(ctx context.Context) error {
 		}
 	}
 	return errs
+}
+
+// sendRetryBackoff is the wait before retrying a send that failed
+// temporarily attempts times: 1 minute, doubling, at most an hour.
+func sendRetryBackoff(attempts int) time.Duration {
+	d := time.Minute
+	for i := 1; i < attempts && d < time.Hour; i++ {
+		d *= 2
+	}
+	return min(d, time.Hour)
 }
 
 // Recover finishes what a crash interrupted in the outbox:

@@ -867,3 +867,18 @@ func TestLogout(t *testing.T) {
 		t.Errorf("Close after Logout: got %v, want nil", err)
 	}
 }
+
+func TestAssembleOrRawKeepsBrokenMessages(t *testing.T) {
+	// A header line without a colon makes the header unparseable; the bytes
+	// must still come through, so that the message is recorded rather than
+	// blocking the mailbox.
+	hdr := []byte("From: a@example.org\r\nthis line has no colon\r\nSubject: big\r\n\r\n")
+	body := []byte("the first text part")
+	got := assembleOrRaw(hdr, nil, body, true)
+	if !bytes.Contains(got, []byte("Subject: big")) || !bytes.Contains(got, body) {
+		t.Errorf("got %q, want the header and the body", got)
+	}
+	if _, err := assembleTruncated(hdr, nil, body, true); err == nil {
+		t.Fatal("the test header should not parse; the fallback is not exercised")
+	}
+}

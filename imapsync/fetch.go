@@ -297,11 +297,7 @@ func (c *Client) fetchPartial(ctx context.Context, uid uint32, limit int64) (Raw
 	switch {
 	case part == nil:
 		// No readable text at all: keep just the header.
-		raw, err := assembleTruncated(hdr.data, nil, nil, false)
-		if err != nil {
-			return RawMessage{}, false, fmt.Errorf("imap fetch uid %d: %w", uid, err)
-		}
-		out.Raw = raw
+		out.Raw = assembleOrRaw(hdr.data, nil, nil, false)
 		return out, true, nil
 	case len(path) == 0:
 		// A single-part message: its body is the TEXT section.
@@ -327,19 +323,32 @@ func (c *Client) fetchPartial(ctx context.Context, uid uint32, limit int64) (Raw
 	}
 	var mimeHdr []byte
 	if len(path) > 0 {
-		s, ok := second[0].section(path, imap.PartSpecifierMIME)
-		if !ok {
-			return RawMessage{}, false, fmt.Errorf("imap fetch uid %d: server sent no MIME header for part %v", uid, path)
+		if s, ok := second[0].section(path, imap.PartSpecifierMIME); ok {
+			mimeHdr = s.data
 		}
-		mimeHdr = s.data
 	}
 	cut := body.cut || int64(part.Size) > limit || int64(len(body.data)) >= limit
-	raw, err := assembleTruncated(hdr.data, mimeHdr, body.data, cut)
-	if err != nil {
-		return RawMessage{}, false, fmt.Errorf("imap fetch uid %d: %w", uid, err)
-	}
-	out.Raw = raw
+	out.Raw = assembleOrRaw(hdr.data, mimeHdr, body.data, cut)
 	return out, true, nil
+}
+
+// assembleOrRaw assembles a truncated message, or, when the server's
+// pieces do not fit together (a malformed header line, a missing MIME
+// header), hands over the header and the text bytes as they came: the
+// parser never fails and records what is wrong, while an error here would
+// stop the whole mailbox at this one message, every sync, for good.
+func assembleOrRaw(hdr, mimeHdr, body []byte, cut bool) []byte {
+	if raw, err := assembleTruncated(hdr, mimeHdr, body, cut); err == nil {
+		return raw
+	}
+	raw := append([]byte(nil), hdr...)
+	if len(body) > 0 {
+		if !bytes.HasSuffix(raw, []byte("\r\n\r\n")) {
+			raw = append(raw, "\r\n"...)
+		}
+		raw = append(raw, body...)
+	}
+	return raw
 }
 
 // firstTextPart finds the first text/plain part that is not an attachment,

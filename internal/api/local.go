@@ -107,9 +107,9 @@ func (l *Local) QueueItem(ctx context.Context, id string) (*QueueDetail, error) 
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("queue item %s: %w", id, err)
 	}
-	// An approved draft's outbox id is "ob_"+item id; an auto-send's
+	// An approved draft's outbox id is agent.ApprovalOutboxID; an auto-send's
 	// (which a cancel turns into an item) derives from the message key.
-	for _, obID := range []string{"ob_" + q.ID, agent.OutboxID(q.Message)} {
+	for _, obID := range []string{agent.ApprovalOutboxID(q.ID), agent.OutboxID(q.Message)} {
 		ob, err := l.DB.GetOutbox(obID)
 		if errors.Is(err, store.ErrNotFound) {
 			continue

@@ -55,6 +55,9 @@ var (
 	ErrAuth = errors.New("smtp authentication failed")
 	// ErrInvalidOptions wraps every validation failure from New.
 	ErrInvalidOptions = errors.New("invalid smtp options")
+	// ErrMaybeDelivered marks a failure after the end of DATA, before the
+	// server's reply (see SendError.MaybeDelivered).
+	ErrMaybeDelivered = errors.New("the connection failed after the message was sent: it may have been delivered")
 )
 
 // Options configures a Sender.
@@ -103,7 +106,15 @@ type SendError struct {
 	Temporary bool
 	// Err is the underlying error, with secrets removed.
 	Err error
+	// MaybeDelivered is set when the connection failed after the message
+	// was sent but before the server's reply: it may have been accepted.
+	// Such a failure is never Temporary; the caller must not resend blindly.
+	MaybeDelivered bool
 }
+
+// MaybeDeliveredErr reports e.MaybeDelivered (for callers that match on an
+// interface rather than this type).
+func (e *SendError) MaybeDeliveredErr() bool { return e.MaybeDelivered }
 
 // Error implements error.
 func (e *SendError) Error() string {
@@ -361,6 +372,12 @@ func (s *Sender) transaction(c *smtp.Client, from string, to []string, raw []byt
 		return fmt.Errorf("data: write: %w", err)
 	}
 	if err := w.Close(); err != nil {
+		// The final dot went out; without the server's reply nobody
+		// knows whether the message was accepted.
+		var reply *smtp.SMTPError
+		if !errors.As(err, &reply) {
+			return fmt.Errorf("data: %w: %w", ErrMaybeDelivered, err)
+		}
 		return fmt.Errorf("data: %w", err)
 	}
 	return nil
@@ -373,9 +390,12 @@ func (s *Sender) classify(ctx context.Context, op string, err error) error {
 		err = fmt.Errorf("%s: %w", op, err)
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
+		if errors.Is(err, ErrMaybeDelivered) {
+			return &SendError{Err: fmt.Errorf("%w (%s)", ctxErr, s.redact(err.Error())), MaybeDelivered: true}
+		}
 		return fmt.Errorf("%w (%s)", ctxErr, s.redact(err.Error()))
 	}
-	se := &SendError{Err: s.redactErr(err)}
+	se := &SendError{Err: s.redactErr(err), MaybeDelivered: errors.Is(err, ErrMaybeDelivered)}
 	var smtpErr *smtp.SMTPError
 	var netErr net.Error
 	var certErr *tls.CertificateVerificationError
@@ -391,6 +411,8 @@ func (s *Sender) classify(ctx context.Context, op string, err error) error {
 		}
 	case errors.As(err, &certErr), errors.As(err, &unknownAuth), errors.As(err, &hostErr), errors.As(err, &invalidCert):
 		se.Temporary = false
+	case se.MaybeDelivered:
+		se.Temporary = false // retrying could deliver it twice
 	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 		se.Temporary = true
 	}

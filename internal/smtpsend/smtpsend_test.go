@@ -394,3 +394,26 @@ func TestEnvelopeValidation(t *testing.T) {
 		t.Errorf("got %d messages, want 0", n)
 	}
 }
+
+func TestCancelAfterDataIsMaybeDelivered(t *testing.T) {
+	sink := smtptest.NewSink(t, smtptest.SinkOptions{})
+	s := newSender(t, smtpsend.Options{Host: sink.Host, Port: sink.Port, Security: "insecure"})
+	// The sink has read the whole message (the final dot) and holds its
+	// reply: whatever happens now, the message may have been accepted.
+	reached, release := sink.Hold(smtptest.StageData)
+	defer release()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- s.Send(ctx, user, []string{"bob@example.com"}, rawMsg) }()
+	<-reached
+	cancel()
+	err := <-errc
+	var se *smtpsend.SendError
+	if !errors.As(err, &se) || !se.MaybeDelivered || se.Temporary {
+		t.Fatalf("got %#v, want a SendError with MaybeDelivered and not Temporary", err)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("got %v, want it to wrap context.Canceled too", err)
+	}
+}
