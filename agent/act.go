@@ -301,6 +301,9 @@ func (p *Pipeline) markNeedsReview(rec *store.MessageRecord, reason string) {
 // leaves at most a draft mailagent does not know about, never a second
 // copy (a restart finds the item and does not act again).
 func (a *Actor) enqueue(ctx context.Context, item *store.QueueItem, draftRaw []byte) error {
+	if _, err := a.Store.GetQueueItem(item.ID); err == nil {
+		return nil // acted on before (a resumed or re-triaged message)
+	}
 	if err := a.Store.PutQueueItem(item); err != nil {
 		return fmt.Errorf("queue %s: %w", item.ID, err)
 	}

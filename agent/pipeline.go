@@ -144,6 +144,7 @@ func (p *Pipeline) Triage(ctx context.Context, in Input, redo bool) (*Outcome, e
 	}
 	if a.rec.State != store.StateNeedsReview {
 		a.rec.State = store.StateDone
+		a.rec.TriageOnly = true
 	}
 	return a.out, p.finish(a)
 }
@@ -159,6 +160,10 @@ func (p *Pipeline) Process(ctx context.Context, in Input) (*Outcome, error) {
 	}
 	old, err := p.Store.GetMessage(in.Key)
 	switch {
+	case err == nil && old.TriageOnly && old.State == store.StateDone:
+		// Triage decided but did not act: act now, from its decision.
+		old.TriageOnly = false
+		old.State = store.StateDecided
 	case err == nil && old.State.Terminal():
 		return &Outcome{Record: old, Skipped: true}, nil
 	case err != nil && !errors.Is(err, store.ErrNotFound):

@@ -77,10 +77,13 @@ type MessageRecord struct {
 	Reasons        []string        `json:"reasons,omitempty"`
 	Gates          []GateResult    `json:"gates,omitempty"`
 
-	State    State  `json:"state"`
-	Error    string `json:"error,omitempty"` // why it needs review
-	Attempts int    `json:"attempts,omitempty"`
-	TraceID  string `json:"trace_id"`
+	State State `json:"state"`
+	// TriageOnly marks a record written by triage, which decides but never
+	// acts: watch still acts on such a message when it reaches it.
+	TriageOnly bool   `json:"triage_only,omitempty"`
+	Error      string `json:"error,omitempty"` // why it needs review
+	Attempts   int    `json:"attempts,omitempty"`
+	TraceID    string `json:"trace_id"`
 
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`

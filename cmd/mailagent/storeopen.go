@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/api"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -29,6 +30,15 @@ func openPipelineStore(f *Factory, dryRun bool) (pipelineStore, func(), error) {
 		if _, err := os.Stat(DBPath(cfg)); errors.Is(err, fs.ErrNotExist) {
 			return emptyStore{}, func() {}, nil
 		}
+		// A watcher's store through its socket, else the file read-only.
+		if c, err := api.Dial(context.Background(), api.SocketPath(cfg.StateDir)); err == nil {
+			return c.Store(), func() { _ = c.Close() }, nil
+		}
+		st, err := f.OpenStore(true)
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, func() { _ = st.Close() }, nil
 	}
 	// While watch runs it owns the database: go through its socket.
 	svc, closeSvc, err := f.Service(context.Background(), false)

@@ -85,3 +85,28 @@ func TestUIDValidityChangeRescansWithoutRepeats(t *testing.T) {
 		t.Errorf("queue: got %d items, want 3", n)
 	}
 }
+
+func TestWatchActsOnMailTriagedBefore(t *testing.T) {
+	h := newHarness(t, compromisedModel, "")
+	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?"))
+	if _, stderr, code := h.run("triage"); code != 0 {
+		t.Fatalf("triage: %d %s", code, stderr)
+	}
+	if n := len(h.queue(t)); n != 0 {
+		t.Fatalf("triage queued %d items; it must not act", n)
+	}
+	if _, stderr, code := h.run("watch", "--once"); code != 0 {
+		t.Fatalf("watch: %d %s", code, stderr)
+	}
+	items := h.queue(t)
+	if len(items) != 1 || items[0].Subject != "Lunch" || items[0].Draft == "" {
+		t.Fatalf("after watch: got %+v, want Carol's draft queued", items)
+	}
+	// And only once.
+	if _, stderr, code := h.run("watch", "--once"); code != 0 {
+		t.Fatalf("watch: %d %s", code, stderr)
+	}
+	if n := len(h.queue(t)); n != 1 {
+		t.Errorf("queue after a second watch: %d items, want 1", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/mailagent/mailagent/store"
 	"os"
 	"path/filepath"
 	"slices"
@@ -244,4 +245,22 @@ func keys[M ~map[string]V, V any](m M) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+func TestTriageDryRunDoesNotLockTheDatabase(t *testing.T) {
+	h := newHarness(t, classifyReply, "")
+	h.deliver(rawMail("Bob <bob@example.org>", "Quick question", "What time is the meeting?"))
+	if _, stderr, code := h.run("triage"); code != 0 {
+		t.Fatalf("triage: %d %s", code, stderr)
+	}
+	// Hold the database read-only, as a dry run now does, and check that a
+	// second reader is not refused: a dry run must not take the write lock.
+	st, err := store.Open(h.dir+"/state/mailagent.db", store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, stderr, code := h.run("triage", "--dry-run", "--json"); code != 0 {
+		t.Errorf("dry run beside a reader: exit %d: %s", code, stderr)
+	}
 }

@@ -130,6 +130,7 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 	if err := d.Pipeline.Recover(ctx); err != nil {
 		d.log().Warn("outbox recovery", "err", err)
 	}
+	d.resumeStranded(ctx)
 	d.retryNeedsReview(ctx, true)
 	if once {
 		return d.runOnce(ctx)

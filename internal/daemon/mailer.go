@@ -28,6 +28,9 @@ type AccountMailer struct {
 	mailbox string // currently selected
 }
 
+// ErrGone means a message is no longer on the server (expunged or moved).
+var ErrGone = errors.New("the message is no longer on the server")
+
 // Mailer implements agent.Mailer over one AccountMailer per account.
 type Mailer struct {
 	Accounts map[string]*AccountMailer
@@ -265,7 +268,7 @@ func (m *Mailer) FetchUID(ctx context.Context, account, mailbox string, uidvalid
 		})
 	})
 	if err == nil && out == nil {
-		err = fmt.Errorf("uid %d is no longer in %s", uid, mailbox)
+		err = fmt.Errorf("uid %d of %s: %w", uid, mailbox, ErrGone)
 	}
 	return out, err
 }

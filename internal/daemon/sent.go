@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -151,6 +152,44 @@ func (d *Daemon) retryNeedsReview(ctx context.Context, all bool) {
 		}
 		if err := d.Retry(ctx, k); err != nil {
 			d.log().Warn("retry", "account", k.Account, "uid", k.UID, "err", err)
+		}
+	}
+}
+
+// resumeStranded finishes messages left in a non-terminal state below the
+// checkpoint: a retry (or a triage-then-watch hand-over) cut off by a stop
+// or a crash. Messages above the checkpoint are resumed by the first sync.
+func (d *Daemon) resumeStranded(ctx context.Context) {
+	var keys []store.MessageKey
+	for _, st := range []store.State{store.StateFetched, store.StateParsed, store.StateClassified, store.StateDecided, store.StateActed} {
+		_ = d.Store.ListMessages(store.MessageFilter{State: st}, func(r *store.MessageRecord) error {
+			if cp, ok, err := d.Store.Checkpoint(r.Account, r.Mailbox); err == nil && ok && cp.UIDValidity == r.UIDValidity && r.UID <= cp.LastUID {
+				keys = append(keys, r.MessageKey)
+			}
+			return nil
+		})
+	}
+	for _, k := range keys {
+		if ctx.Err() != nil {
+			return
+		}
+		raw, err := d.Mailer.FetchUID(ctx, k.Account, k.Mailbox, k.UIDValidity, k.UID, d.MaxMessageBytes)
+		if errors.Is(err, ErrGone) {
+			// Nothing left to act on: record why, so the message ends in a
+			// state the owner can see.
+			if rec, gerr := d.Store.GetMessage(k); gerr == nil {
+				rec.State, rec.Decision, rec.Error = store.StateNeedsReview, agent.DecisionNeedsReview, err.Error()
+				rec.Reasons = []string{"interrupted, and " + err.Error()}
+				_ = d.Store.PutMessage(rec)
+			}
+			continue
+		}
+		if err != nil {
+			d.log().Warn("resume message", "account", k.Account, "uid", k.UID, "err", err)
+			continue
+		}
+		if _, err := d.Pipeline.Process(ctx, agent.Input{Key: k, Raw: raw.Raw, Truncated: raw.Truncated}); err != nil {
+			d.log().Warn("resume message", "account", k.Account, "uid", k.UID, "err", err)
 		}
 	}
 }
