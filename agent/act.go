@@ -162,11 +162,7 @@ func (p *Pipeline) act(ctx context.Context, rec *store.MessageRecord, body strin
 	case DecisionAutoSend, DecisionQueue:
 		return p.draftAndAct(ctx, rec, body, route, acct, tr, out)
 	case DecisionNotify:
-		return a.enqueue(ctx, &store.QueueItem{
-			ID: QueueID(rec.MessageKey), Kind: store.KindNotify, Account: rec.Account, Message: rec.MessageKey,
-			MessageID: rec.MessageID, ThreadID: rec.ThreadID, From: rec.From, Subject: rec.Subject,
-			Classification: rec.Classification, Gates: rec.Gates, Reasons: rec.Reasons, Status: store.QueuePending,
-		}, nil)
+		return a.enqueue(ctx, notifyItem(rec), nil)
 	}
 	return nil
 }
@@ -186,11 +182,7 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 		// answer, so the owner is told instead.
 		rec.Decision = DecisionNotify
 		rec.Reasons = append(rec.Reasons, "no one to reply to: "+err.Error())
-		return a.enqueue(ctx, &store.QueueItem{
-			ID: qid, Kind: store.KindNotify, Account: rec.Account, Message: rec.MessageKey, MessageID: rec.MessageID,
-			ThreadID: rec.ThreadID, From: rec.From, Subject: rec.Subject, Classification: rec.Classification,
-			Gates: rec.Gates, Reasons: rec.Reasons, Status: store.QueuePending,
-		}, nil)
+		return a.enqueue(ctx, notifyItem(rec), nil)
 	}
 
 	thread := p.threadContext(rec)
@@ -537,11 +529,9 @@ func (p *Pipeline) afterSend(ob *store.OutboxRecord) {
 func (p *Pipeline) failQueueItem(ob *store.OutboxRecord, reason string) {
 	if ob.QueueID == "" {
 		// An auto-send that failed for good goes to the owner as a draft.
-		err := p.Actor.Store.PutQueueItem(&store.QueueItem{
-			ID: QueueID(ob.Message), Kind: store.KindDraft, Account: ob.Account, Message: ob.Message,
-			MessageID: ob.InReplyTo, Subject: ob.Subject, To: addrsFrom(ob.To), Draft: ob.Body,
-			Status: store.QueueFailed, Error: reason, Reasons: []string{"auto-send failed: " + reason},
-		})
+		item := draftFromOutbox(ob, store.QueueFailed, "auto-send failed: "+reason)
+		item.Error = reason
+		err := p.Actor.Store.PutQueueItem(item)
 		if err != nil {
 			p.logger().Error("queue a failed auto-send", "outbox", ob.ID, "err", err)
 		}
@@ -552,6 +542,26 @@ func (p *Pipeline) failQueueItem(ob *store.OutboxRecord, reason string) {
 		q.Error = reason
 		return nil
 	})
+}
+
+// notifyItem is the queue item that shows the owner a message without a
+// draft.
+func notifyItem(rec *store.MessageRecord) *store.QueueItem {
+	return &store.QueueItem{
+		ID: QueueID(rec.MessageKey), Kind: store.KindNotify, Account: rec.Account, Message: rec.MessageKey,
+		MessageID: rec.MessageID, ThreadID: rec.ThreadID, From: rec.From, Subject: rec.Subject,
+		Classification: rec.Classification, Gates: rec.Gates, Reasons: rec.Reasons, Status: store.QueuePending,
+	}
+}
+
+// draftFromOutbox turns an auto-reply that will not go out (cancelled, or
+// failed for good) back into a draft for the owner.
+func draftFromOutbox(ob *store.OutboxRecord, status, reason string) *store.QueueItem {
+	return &store.QueueItem{
+		ID: QueueID(ob.Message), Kind: store.KindDraft, Account: ob.Account, Message: ob.Message,
+		MessageID: ob.InReplyTo, Subject: ob.Subject, To: addrsFrom(ob.To), Draft: ob.Body,
+		Status: status, Reasons: []string{reason},
+	}
 }
 
 func addrsFrom(xs []string) []mail.Address {

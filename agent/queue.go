@@ -251,11 +251,7 @@ func (p *Pipeline) Cancel(ctx context.Context, outboxID string) error {
 	if err != nil {
 		return fmt.Errorf("cancel %s: %w", outboxID, err)
 	}
-	err = a.Store.PutQueueItem(&store.QueueItem{
-		ID: QueueID(ob.Message), Kind: store.KindDraft, Account: ob.Account, Message: ob.Message,
-		MessageID: ob.InReplyTo, Subject: ob.Subject, To: addrsFrom(ob.To), Draft: ob.Body,
-		Status: store.QueuePending, Reasons: []string{"auto-send cancelled by the owner"},
-	})
+	err = a.Store.PutQueueItem(draftFromOutbox(ob, store.QueuePending, "auto-send cancelled by the owner"))
 	a.notify(Event{Kind: "queue_added", ID: QueueID(ob.Message), Account: ob.Account})
 	return err
 }
