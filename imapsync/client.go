@@ -263,7 +263,11 @@ func withALPN(cfg *tls.Config) *tls.Config {
 }
 
 func dialFirst(ctx context.Context, addrs []string) (net.Conn, error) {
-	var d net.Dialer // default TCP keep-alive detects dead peers while idling
+	// A connection spends most of its life in IDLE, silent: TCP keep-alive
+	// probes are what notice a peer that vanished (a laptop changing
+	// networks, a NAT dropping state). These settings notice it within
+	// about a minute instead of the system default of several.
+	d := net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 10 * time.Second, Count: 3}}
 	var firstErr error
 	for _, a := range addrs {
 		conn, err := d.DialContext(ctx, "tcp", a)
