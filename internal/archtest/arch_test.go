@@ -7,11 +7,12 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mailagent/mailagent/internal/e2e"
 )
 
 const module = "github.com/mailagent/mailagent/"
@@ -36,23 +37,8 @@ var rules = []struct {
 	{pkg: "internal/daemon", forbidden: []string{"cmd", "tui", "internal/api"}},
 }
 
-func root(t *testing.T) string {
-	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
-
 func TestLayering(t *testing.T) {
-	top := root(t)
+	top := e2e.RepoRoot(t)
 	checked := 0
 	err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {

@@ -29,6 +29,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/mailagent/mailagent/internal/e2e"
 )
 
 // IgnoreClassification is the model answer FakeGemini gives: valid against
@@ -155,24 +157,8 @@ func (s *Stack) Password(user string) (string, error) {
 	return p, nil
 }
 
-// RepoRoot walks up from the working directory to the directory holding
-// go.mod.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
+// RepoRoot is the directory holding go.mod (see e2e.FindRepoRoot).
+func RepoRoot() (string, error) { return e2e.FindRepoRoot() }
 
 // SpamAssassinDirs are the corpus folders, ham first.
 var SpamAssassinDirs = []string{"easy-ham-1", "easy-ham-2", "hard-ham-1", "spam-1", "spam-2"}

@@ -11,14 +11,16 @@ import (
 // test's working directory. It fails the test when there is none.
 func RepoRoot(t testing.TB) string {
 	t.Helper()
-	root, err := findRepoRoot()
+	root, err := FindRepoRoot()
 	if err != nil {
 		t.Fatalf("e2e: %v", err)
 	}
 	return root
 }
 
-func findRepoRoot() (string, error) {
+// FindRepoRoot walks up from the working directory to the directory holding
+// go.mod (for code that has no testing.TB: TestMain, benchmark tools).
+func FindRepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err

@@ -6,9 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"testing"
 	"time"
 
-	"testing"
+	"github.com/mailagent/mailagent/internal/e2e"
 )
 
 // binary is the mailagent executable built by TestMain ("" when the
@@ -40,7 +41,7 @@ func run(m *testing.M) int {
 // build compiles ./cmd/mailagent from the repository root into out, with
 // the race detector when this test binary has it.
 func build(out string) error {
-	root, err := repoRoot()
+	root, err := e2e.FindRepoRoot()
 	if err != nil {
 		return err
 	}
@@ -57,22 +58,4 @@ func build(out string) error {
 		return fmt.Errorf("go %v: %w\n%s", args, err, b)
 	}
 	return nil
-}
-
-// repoRoot walks up from the working directory to the one holding go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
