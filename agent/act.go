@@ -100,50 +100,29 @@ func recordMessage(rec *store.MessageRecord) *mail.Message {
 	}
 }
 
-// allowedAddresses are the thread's participants and the profile's
-// addresses: the only addresses a draft may name.
-func (p *Pipeline) allowedAddresses(rec *store.MessageRecord, profile string) []string {
-	var out []string
-	add := func(as ...mail.Address) {
-		for _, a := range as {
-			if a.Email != "" {
-				out = append(out, a.Email)
-			}
-		}
-	}
-	add(rec.From)
-	add(rec.ReplyTo...)
-	add(rec.To...)
-	add(rec.Cc...)
-	if rec.ThreadID != "" {
-		if msgs, err := p.Store.ThreadMessages(rec.ThreadID, 20); err == nil {
-			for _, r := range msgs {
-				add(r.From)
-				add(r.ReplyTo...)
-				add(r.To...)
-				add(r.Cc...)
-			}
-		}
-	}
-	out = append(out, emailRE.FindAllString(profile, -1)...)
-	out = append(out, p.Accounts[rec.Account].Owner.Addresses...)
-	return out
-}
-
-// allowedText is what a draft may take numbers and links from: the message
-// being answered, its thread and the owner's profile.
-func allowedText(rec *store.MessageRecord, body string, thread []prompts.ThreadMessage, profile string) string {
+// trusted is what an outgoing reply to rec may repeat, and nothing the
+// sender wrote: text from the owner's profile and from the owner's own
+// mail in the thread that rec's authenticated sender may see
+// (threadRecords); addresses of the owner, of the profile, and the reply's
+// final recipients.
+func (p *Pipeline) trusted(rec *store.MessageRecord, reply compose.Reply, profile string) Trusted {
 	var b strings.Builder
 	b.WriteString(profile)
-	b.WriteByte('\n')
-	b.WriteString(rec.Subject)
-	b.WriteByte('\n')
-	b.WriteString(body)
-	for _, t := range thread {
-		b.WriteByte('\n')
-		b.WriteString(t.Text)
+	for _, r := range p.threadRecords(rec, 0) {
+		if r.Route == RouteOwner {
+			b.WriteByte('\n')
+			b.WriteString(r.Subject)
+			b.WriteByte('\n')
+			b.WriteString(r.Excerpt)
+		}
 	}
-	return b.String()
+	t := Trusted{Text: b.String()}
+	t.Addresses = append(t.Addresses, p.Accounts[rec.Account].Owner.Addresses...)
+	t.Addresses = append(t.Addresses, emailRE.FindAllString(profile, -1)...)
+	for _, a := range append(slices.Clone(reply.To), reply.Cc...) {
+		t.Addresses = append(t.Addresses, a.Email)
+	}
+	return t
 }
 
 // act carries out rec's decision. body is the message's clean text when
@@ -154,9 +133,11 @@ func (p *Pipeline) act(ctx context.Context, rec *store.MessageRecord, body strin
 	if body == "" {
 		body = rec.Excerpt
 	}
-	if route.Route == RouteExternal {
-		p.rememberInbound(rec)
-		p.refreshSummary(ctx, rec.Account, rec.From.Email)
+	// Memory is written only for a sender the owner's server vouches for:
+	// anyone can write a known contact's address in From.
+	if id := rec.SenderAuth.Identity(); route.Route == RouteExternal && id != "" {
+		p.rememberInbound(rec, id)
+		p.refreshSummary(ctx, rec.Account, id)
 	}
 	switch rec.Decision {
 	case DecisionAutoSend, DecisionQueue:
@@ -186,10 +167,7 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 	}
 
 	thread := p.threadContext(rec)
-	var contact *store.Contact
-	if c, err := a.Store.GetContact(rec.Account, rec.From.Email); err == nil {
-		contact = c
-	}
+	contact := p.contactFor(rec) // nil for an unauthenticated sender
 	req := DraftRequest{
 		Owner: prompts.Owner{Name: acct.Owner.Name, Email: first(acct.Owner.Addresses)}, Profile: a.Profile,
 		Contact: contact, Thread: thread, From: formatAddress(rec.From), Subject: rec.Subject,
@@ -215,14 +193,11 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 
 	// The gates run again now that the draft exists, so that the output
 	// guard is judged (and shown) on the real text.
-	in := GateInput{Route: route, Classification: rec.Classification, Draft: d.Body,
-		Allowed: allowedText(rec, body, thread, a.Profile), AllowedAddresses: p.allowedAddresses(rec, a.Profile)}
-	in.ContactKnown = contact != nil && contact.Known
-	day := store.Day(p.now())
-	if pc, g, err := a.Store.AutoSendCounts(rec.Account, rec.From.Email, day); err == nil {
-		in.SentToContactToday, in.SentToday = pc, g
-	}
+	in := p.gateInput(rec, route, acct)
+	in.Out = OutboundFields{Subject: compose.ReplySubject(reply.Subject), Body: d.Body}
+	in.Trusted = p.trusted(rec, reply, a.Profile)
 	rec.Gates = EvaluateGates(p.Policy, in)
+	recipients := append(slices.Clone(reply.To), reply.Cc...)
 	if rec.Decision == DecisionQueue {
 		rec.Reasons = FailedReasons(rec.Gates)
 		if d.NeedsOwnerInput {
@@ -235,10 +210,17 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 			rec.Decision, rec.Reasons = DecisionQueue, []string{"the draft needs the owner's input"}
 		case !AllPass(rec.Gates):
 			rec.Decision, rec.Reasons = DecisionQueue, FailedReasons(rec.Gates)
+		case len(recipients) != 1 || !strings.EqualFold(recipients[0].Email, rec.SenderAuth.Identity()):
+			// The recipients gate passed, so this cannot happen; checked
+			// again here because it is what keeps a reply from going
+			// anywhere but back to the authenticated sender.
+			rec.Decision, rec.Reasons = DecisionQueue, []string{"recipients: an automatic reply goes only to the authenticated sender"}
 		default:
 			// The caps are checked and counted in one transaction, so two
-			// watchers (or a race with a restart) cannot exceed them.
-			ok, err := a.Store.IncrAutoSend(rec.Account, rec.From.Email, day, p.Policy.MaxPerContactPerDay, p.Policy.MaxPerDay)
+			// watchers (or a race with a restart) cannot exceed them. They
+			// count per recipient: the one address the reply goes to.
+			day := store.Day(p.now())
+			ok, err := a.Store.IncrAutoSend(rec.Account, recipients[0].Email, day, p.Policy.MaxPerContactPerDay, p.Policy.MaxPerDay)
 			if err != nil {
 				return fmt.Errorf("count auto-send: %w", err)
 			}
@@ -509,11 +491,13 @@ func (p *Pipeline) afterSend(ob *store.OutboxRecord) {
 		_, err := a.Store.UpdateContact(ob.Account, to, func(c *store.Contact) error {
 			c.Outbound++
 			if ob.Auto {
+				// An automatic reply never makes an address known: knowing
+				// someone comes only from mail the owner wrote or approved.
 				c.AutoReplies++
 			} else {
 				c.OwnerReplies++
+				c.Known = true
 			}
-			c.Known = true
 			c.LastSeen = now
 			c.History = append(c.History, store.HistoryEntry{Date: now, Direction: "out", Subject: compose.ReplySubject(ob.Subject), Summary: oneLine(ob.Body, 120)})
 			c.SinceSummary++
@@ -580,14 +564,15 @@ func oneLine(s string, n int) string {
 	return s
 }
 
-// rememberInbound adds an inbound exchange to the sender's memory. It is
-// keyed on the message id, so a resumed message is not counted twice.
-func (p *Pipeline) rememberInbound(rec *store.MessageRecord) {
+// rememberInbound adds an inbound exchange to the memory of id, the
+// message's authenticated sender. It is keyed on the message id, so a
+// resumed message is not counted twice.
+func (p *Pipeline) rememberInbound(rec *store.MessageRecord, id string) {
 	summary := ""
 	if rec.Classification != nil {
 		summary = rec.Classification.Summary
 	}
-	_, err := p.Actor.Store.UpdateContact(rec.Account, rec.From.Email, func(c *store.Contact) error {
+	_, err := p.Actor.Store.UpdateContact(rec.Account, id, func(c *store.Contact) error {
 		for _, h := range c.History {
 			if h.MessageID != "" && h.MessageID == rec.MessageID {
 				return nil

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
+	"github.com/mailagent/mailagent/internal/compose"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/prompts"
@@ -335,6 +337,15 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 		return nil, fmt.Errorf("relabel thread: %w", relabelErr)
 	}
 
+	done = tr.step("authenticate")
+	auth := senderAuthOf(m, acct.Owner, in.FromSent)
+	rec.SenderAuth = &auth
+	verdict := "not authenticated"
+	if auth.Authenticated {
+		verdict = "authenticated " + auth.Address
+	}
+	done(store.Step{Detail: verdict + ": " + auth.Reason}, nil)
+
 	done = tr.step("route")
 	var sentByUs func(string) bool
 	if p.SentByUs != nil {
@@ -445,20 +456,65 @@ func (p *Pipeline) classify(ctx context.Context, rec *store.MessageRecord, m *ma
 	return nil
 }
 
-func (p *Pipeline) threadContext(rec *store.MessageRecord) []prompts.ThreadMessage {
-	if rec.ThreadID == "" {
+// threadScan bounds how many of a thread's newest messages are read to
+// find the ones a prompt may show.
+const threadScan = 50
+
+// threadRecords returns the thread's other messages that a prompt about
+// rec's sender may show, oldest first, at most limit (the newest): the
+// messages authenticated as that sender, and the owner's own mail
+// addressed to them. Never another correspondent's mail: a subject or a
+// References header can join any thread, and the sender chose both. An
+// unauthenticated sender is nobody in particular, so it gets none.
+func (p *Pipeline) threadRecords(rec *store.MessageRecord, limit int) []*store.MessageRecord {
+	id := rec.SenderAuth.Identity()
+	if rec.ThreadID == "" || id == "" {
 		return nil
 	}
-	msgs, err := p.Store.ThreadMessages(rec.ThreadID, threadContext+1)
+	msgs, err := p.Store.ThreadMessages(rec.ThreadID, threadScan)
 	if err != nil {
 		p.logger().Warn("thread context unavailable", "thread", rec.ThreadID, "err", err)
 		return nil
 	}
-	var out []prompts.ThreadMessage
+	var out []*store.MessageRecord
 	for _, r := range msgs {
 		if r.MessageKey == rec.MessageKey || mail.IDKey(r.MessageID) == mail.IDKey(rec.MessageID) {
 			continue
 		}
+		if r.Account != rec.Account {
+			continue
+		}
+		if writtenBy(r, id) || (r.Route == RouteOwner && addressedTo(r, id)) {
+			out = append(out, r)
+		}
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out
+}
+
+// writtenBy reports whether r's sender is authenticated as id. A route
+// other than external or owner (automated, self) never counts.
+func writtenBy(r *store.MessageRecord, id string) bool {
+	return (r.Route == RouteExternal || r.Route == RouteOwner) && strings.EqualFold(r.SenderAuth.Identity(), id)
+}
+
+func addressedTo(r *store.MessageRecord, id string) bool {
+	for _, as := range [][]mail.Address{r.To, r.Cc} {
+		for _, a := range as {
+			if strings.EqualFold(strings.TrimSpace(a.Email), id) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// threadContext is the thread as the model sees it (see threadRecords).
+func (p *Pipeline) threadContext(rec *store.MessageRecord) []prompts.ThreadMessage {
+	var out []prompts.ThreadMessage
+	for _, r := range p.threadRecords(rec, threadContext) {
 		tm := prompts.ThreadMessage{From: prompts.TrimText(formatAddress(r.From), maxHeaderChars),
 			Subject: prompts.TrimText(r.Subject, maxHeaderChars), Text: prompts.TrimText(r.Excerpt, threadExcerptChars)}
 		if !r.Date.IsZero() {
@@ -466,10 +522,54 @@ func (p *Pipeline) threadContext(rec *store.MessageRecord) []prompts.ThreadMessa
 		}
 		out = append(out, tm)
 	}
-	if len(out) > threadContext {
-		out = out[len(out)-threadContext:]
-	}
 	return out
+}
+
+// contactFor returns the memory of rec's authenticated sender, or nil:
+// unauthenticated mail reads no one's memory.
+func (p *Pipeline) contactFor(rec *store.MessageRecord) *store.Contact {
+	id := rec.SenderAuth.Identity()
+	if id == "" {
+		return nil
+	}
+	c, err := p.Store.GetContact(rec.Account, id)
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+// gateInput collects what the gates need, all of it computed by code:
+// the authenticated sender, the reply's final recipients (who they are,
+// whether the owner knows them, today's auto-sends to each) and the day's
+// total. The output guard's fields are left for the caller.
+func (p *Pipeline) gateInput(rec *store.MessageRecord, route RouteInfo, acct Account) GateInput {
+	in := GateInput{Route: route, Classification: rec.Classification, AuthservID: acct.Owner.AuthservID}
+	if rec.SenderAuth != nil {
+		in.Sender = *rec.SenderAuth
+	}
+	for _, a := range rec.ReplyTo {
+		in.ReplyTo = append(in.ReplyTo, a.Email)
+	}
+	day := store.Day(p.now())
+	if _, g, err := p.Store.AutoSendCounts(rec.Account, "", day); err == nil {
+		in.SentToday = g
+	}
+	to, cc, err := compose.Recipients(recordMessage(rec), acct.Owner.Addresses, p.Policy.ReplyAll)
+	if err != nil {
+		return in
+	}
+	for _, a := range append(to, cc...) {
+		r := Recipient{Email: strings.ToLower(a.Email)}
+		if c, err := p.Store.GetContact(rec.Account, a.Email); err == nil {
+			r.Known = c.Known
+		}
+		if pc, _, err := p.Store.AutoSendCounts(rec.Account, a.Email, day); err == nil {
+			r.SentToday = pc
+		}
+		in.Recipients = append(in.Recipients, r)
+	}
+	return in
 }
 
 // decide turns the route and classification into a decision with reasons.
@@ -501,15 +601,7 @@ func (p *Pipeline) decide(rec *store.MessageRecord, route RouteInfo, acct Accoun
 		rec.Decision, rec.Reasons = DecisionNotify, []string{"classified as something the owner should see: " + c.Summary}
 		return
 	}
-	in := GateInput{Route: route, Classification: c}
-	if ct, err := p.Store.GetContact(rec.Account, rec.From.Email); err == nil {
-		in.ContactKnown = ct.Known
-	}
-	day := store.Day(p.now())
-	if pc, g, err := p.Store.AutoSendCounts(rec.Account, rec.From.Email, day); err == nil {
-		in.SentToContactToday, in.SentToday = pc, g
-	}
-	rec.Gates = EvaluateGates(p.Policy, in)
+	rec.Gates = EvaluateGates(p.Policy, p.gateInput(rec, route, acct))
 	failed := FailedReasons(rec.Gates)
 	// With no draft yet the output guard is pending; the decision shown is
 	// what would happen if the draft passes it.

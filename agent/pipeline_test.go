@@ -94,7 +94,7 @@ func newTestPipeline(t *testing.T, model *recordingModel, mode string) (*Pipelin
 		t.Fatal(err)
 	}
 	mailer := &memMailer{}
-	owner := Owner{Name: "Ada", Addresses: []string{"ada@example.com"}}
+	owner := Owner{Name: "Ada", Addresses: []string{"ada@example.com"}, AuthservID: testAuthservID}
 	p := &Pipeline{
 		Store: st, Classifier: &LLMClassifier{Model: model, Prompts: ps}, Threader: mail.NewThreader(),
 		Policy:   Policy{Mode: mode, MinConfidence: 0.8, NeverAuto: DefaultNeverAuto, MaxPerContactPerDay: 3, MaxPerDay: 20, MaxDraftChars: 4000},
@@ -107,10 +107,32 @@ func newTestPipeline(t *testing.T, model *recordingModel, mode string) (*Pipelin
 
 var uid uint32
 
-func input(from, subject, body string) Input {
+// testAuthservID is the authserv-id of the test owner's own server.
+const testAuthservID = "mx.example.com"
+
+// authentic is the Authentication-Results header the owner's server adds
+// for a message whose From domain passes DMARC.
+func authentic(from string) string {
+	d := from[strings.LastIndexByte(from, '@')+1:]
+	d = strings.TrimSuffix(d, ">")
+	return "Authentication-Results: " + testAuthservID + "; dkim=pass header.d=" + d + "; spf=pass smtp.mailfrom=" + d + "; dmarc=pass header.from=" + d
+}
+
+// input is a message from a sender the owner's server authenticated.
+func input(from, subject, body string, extra ...string) Input {
+	return rawInput(from, subject, body, append([]string{authentic(from)}, extra...)...)
+}
+
+// rawInput is a message with exactly the given extra header lines (no
+// Authentication-Results unless given).
+func rawInput(from, subject, body string, extra ...string) Input {
 	uid++
-	raw := fmt.Sprintf("From: %s\r\nTo: ada@example.com\r\nSubject: %s\r\nDate: %s\r\nMessage-ID: <m%d@example.org>\r\n\r\n%s\r\n",
-		from, subject, time.Now().Format(time.RFC1123Z), uid, body)
+	hdr := ""
+	for _, e := range extra {
+		hdr += e + "\r\n"
+	}
+	raw := fmt.Sprintf("%sFrom: %s\r\nTo: ada@example.com\r\nSubject: %s\r\nDate: %s\r\nMessage-ID: <m%d@example.org>\r\n\r\n%s\r\n",
+		hdr, from, subject, time.Now().Format(time.RFC1123Z), uid, body)
 	return Input{Key: store.MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 1, UID: uid}, Raw: []byte(raw)}
 }
 

@@ -27,6 +27,8 @@ const (
 const (
 	GateMode           = "mode"
 	GateRoute          = "route"
+	GateSenderAuth     = "sender_auth"
+	GateRecipients     = "recipients"
 	GateClassification = "classification"
 	GateNeverAuto      = "never_auto"
 	GateKnownContact   = "known_contact"
@@ -51,26 +53,46 @@ type Policy struct {
 var DefaultNeverAuto = []string{"sensitive_legal_financial", "complaint", "sales_vendor", "unknown_ambiguous", "spam"}
 
 // GateInput is everything the gates look at. All of it is computed by code;
-// only Classification and Draft come from the model, and both are treated
+// only Classification and Out come from the model, and both are treated
 // as untrusted.
 type GateInput struct {
-	Route          RouteInfo
+	Route RouteInfo
+	// AuthservID is the account's accounts.authserv_id ("" = not set).
+	AuthservID string
+	// Sender is who sent the message, as far as the owner's own server
+	// vouches for it (AuthenticateSender).
+	Sender store.SenderAuth
+	// Recipients are the reply's final recipients (compose.Recipients),
+	// with what the store knows about each. Every gate about "who" looks at
+	// these, never at From.
+	Recipients []Recipient
+	// ReplyTo holds the message's Reply-To addresses, to name them when
+	// they take the reply away from the authenticated sender.
+	ReplyTo        []string
 	Classification *store.Classification
-	ContactKnown   bool
-	// SentToContactToday and SentToday are the persisted auto-send counts.
-	SentToContactToday, SentToday int
-	// Draft is the reply text; empty when no draft was written yet (triage),
-	// in which case the output guard is reported as pending.
-	Draft string
-	// Allowed is the text the draft may quote numbers and links from: the
-	// thread's messages and the owner's profile.
-	Allowed string
-	// AllowedAddresses are the email addresses the draft may name: the
-	// thread's participants (From, Reply-To, To, Cc headers) and any in the
-	// owner's profile. Addresses that merely appear in a message body do
-	// not count: a hostile message can put any address in its text.
-	AllowedAddresses []string
+	// SentToday is the persisted number of auto-sends today, all accounts.
+	SentToday int
+	// Out is the reply as it would leave; Out.Body is empty when no draft
+	// was written yet (triage), and the output guard is then pending.
+	Out OutboundFields
+	// Trusted is what the reply may repeat: the owner's profile and the
+	// owner's own mail in the thread, the owner's addresses and the final
+	// recipients. Never the incoming mail.
+	Trusted Trusted
 }
+
+// Recipient is one final recipient of a reply.
+type Recipient struct {
+	Email string
+	// Known: the owner wrote to this address, or approved mail to it.
+	// mailagent's automatic replies never make an address known.
+	Known bool
+	// SentToday is the persisted number of auto-sends to it today.
+	SentToday int
+}
+
+// AuthservIDFix is what a user must do when no authserv_id is configured.
+const AuthservIDFix = "set accounts.authserv_id; `mailagent doctor` shows the id your server uses"
 
 // EvaluateGates runs every gate and returns all results, passing or not, so
 // that explain can show each one.
@@ -93,6 +115,44 @@ func EvaluateGates(p Policy, in GateInput) []store.GateResult {
 		add(GateRoute, false, "route is %s (%s): only external mail may be answered automatically", in.Route.Route, in.Route.Reason)
 	default:
 		add(GateRoute, true, "route is external and the mail is not automated")
+	}
+
+	id := in.Sender.Identity()
+	switch {
+	case strings.TrimSpace(in.AuthservID) == "":
+		add(GateSenderAuth, false, "no authserv_id is configured, so no sender can be authenticated: %s", AuthservIDFix)
+	case id == "":
+		add(GateSenderAuth, false, "From %s is not authenticated: %s", orNone(in.Sender.Address), in.Sender.Reason)
+	default:
+		add(GateSenderAuth, true, "From %s is authenticated: %s", id, in.Sender.Reason)
+	}
+
+	rcpts := make([]string, len(in.Recipients))
+	for i, r := range in.Recipients {
+		rcpts[i] = r.Email
+	}
+	switch {
+	case len(rcpts) == 0:
+		add(GateRecipients, false, "no one to reply to")
+	case id == "":
+		add(GateRecipients, false, "an automatic reply goes only to an authenticated sender, and this one is not")
+	case len(rcpts) == 1 && strings.EqualFold(rcpts[0], id):
+		add(GateRecipients, true, "the reply goes to the authenticated sender %s only", id)
+	default:
+		var away []string
+		for _, r := range in.ReplyTo {
+			if !strings.EqualFold(r, id) && slices.ContainsFunc(rcpts, func(x string) bool { return strings.EqualFold(x, r) }) {
+				away = append(away, r)
+			}
+		}
+		switch {
+		case len(away) > 0:
+			add(GateRecipients, false, "Reply-To points to %s, not the authenticated sender %s", strings.Join(away, ", "), id)
+		case len(rcpts) > 1:
+			add(GateRecipients, false, "the reply would go to %d addresses (%s); an automatic reply goes only to the authenticated sender %s", len(rcpts), strings.Join(rcpts, ", "), id)
+		default:
+			add(GateRecipients, false, "the reply would go to %s, not the authenticated sender %s", rcpts[0], id)
+		}
 	}
 
 	c := in.Classification
@@ -131,34 +191,52 @@ func EvaluateGates(p Policy, in GateInput) []store.GateResult {
 		}
 	}
 
+	var unknown []string
+	perRecipient, busiest := 0, ""
+	for _, r := range in.Recipients {
+		if !r.Known {
+			unknown = append(unknown, r.Email)
+		}
+		if r.SentToday >= perRecipient {
+			perRecipient, busiest = r.SentToday, r.Email
+		}
+	}
 	switch {
-	case in.ContactKnown:
-		add(GateKnownContact, true, "the owner has written to this contact before")
+	case len(in.Recipients) == 0:
+		add(GateKnownContact, false, "no recipient")
+	case len(unknown) == 0:
+		add(GateKnownContact, true, "the owner has written to %s before", strings.Join(rcpts, ", "))
 	case p.AutoSendNewContacts:
-		add(GateKnownContact, true, "new contact, allowed by policy.auto_send_new_contacts")
+		add(GateKnownContact, true, "new contact %s, allowed by policy.auto_send_new_contacts", strings.Join(unknown, ", "))
 	default:
-		add(GateKnownContact, false, "the owner has never written to this contact")
+		add(GateKnownContact, false, "the owner has never written to %s (mailagent's automatic replies do not count)", strings.Join(unknown, ", "))
 	}
 
 	switch {
-	case in.SentToContactToday >= p.MaxPerContactPerDay:
-		add(GateCaps, false, "%d of %d auto-replies to this contact today", in.SentToContactToday, p.MaxPerContactPerDay)
+	case perRecipient >= p.MaxPerContactPerDay:
+		add(GateCaps, false, "%d of %d auto-replies to %s today", perRecipient, p.MaxPerContactPerDay, orNone(busiest))
 	case in.SentToday >= p.MaxPerDay:
 		add(GateCaps, false, "%d of %d auto-replies today", in.SentToday, p.MaxPerDay)
 	default:
-		add(GateCaps, true, "%d/%d to this contact, %d/%d in all today", in.SentToContactToday, p.MaxPerContactPerDay, in.SentToday, p.MaxPerDay)
+		add(GateCaps, true, "%d/%d to %s, %d/%d in all today", perRecipient, p.MaxPerContactPerDay, orNone(busiest), in.SentToday, p.MaxPerDay)
 	}
 
-	if in.Draft == "" {
+	if in.Out.Body == "" {
 		add(GateOutput, false, "pending: no draft yet (checked when the reply is written)")
-	} else if problems := GuardOutput(in.Draft, in.Allowed, in.AllowedAddresses, p.MaxDraftChars); len(problems) > 0 {
+	} else if problems := GuardOutput(in.Out, in.Trusted, p.MaxDraftChars); len(problems) > 0 {
 		add(GateOutput, false, "%s", strings.Join(problems, "; "))
 	} else {
-		add(GateOutput, true, "no new address, phone number or link; length %d", utf8.RuneCountInString(in.Draft))
+		add(GateOutput, true, "no new address, phone number or link; length %d", utf8.RuneCountInString(in.Out.Body))
 	}
 	return out
 }
 
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
 // AllPass reports whether every gate passed.
 func AllPass(gates []store.GateResult) bool {
 	for _, g := range gates {
@@ -189,11 +267,11 @@ var (
 	urlRE   = xurls.Relaxed()
 )
 
-// GuardOutput lists why a draft may not be sent automatically: an email
+// guardBody lists why a draft may not be sent automatically: an email
 // address not in addrs, a phone number or URL that does not occur in
 // allowed, or a length out of bounds. An empty result means the draft
 // passes.
-func GuardOutput(draft, allowed string, addrs []string, maxChars int) []string {
+func guardBody(draft, allowed string, addrs []string, maxChars int) []string {
 	var problems []string
 	n := utf8.RuneCountInString(strings.TrimSpace(draft))
 	if n == 0 {

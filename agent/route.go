@@ -3,8 +3,6 @@ package agent
 import (
 	"strings"
 
-	"github.com/emersion/go-msgauth/authres"
-
 	"github.com/mailagent/mailagent/internal/mail"
 )
 
@@ -25,7 +23,7 @@ const TraceHeader = "X-Mailagent-Trace"
 type Owner struct {
 	Name       string
 	Addresses  []string // the account address first, then aliases
-	AuthservID string   // the owner's own server's Authentication-Results id; "" = trust only the Sent folder
+	AuthservID string   // the owner's own server's Authentication-Results id(s) (see AuthservIDs); "" = trust only the Sent folder
 }
 
 // IsOwner reports whether addr is one of the owner's addresses.
@@ -37,16 +35,6 @@ func (o Owner) IsOwner(addr string) bool {
 		}
 	}
 	return false
-}
-
-func (o Owner) domains() []string {
-	var ds []string
-	for _, a := range o.Addresses {
-		if i := strings.LastIndexByte(a, '@'); i >= 0 {
-			ds = append(ds, strings.ToLower(a[i+1:]))
-		}
-	}
-	return ds
 }
 
 // RouteInfo is the outcome of routing one message.
@@ -135,49 +123,14 @@ func isNoReply(local string) bool {
 		strings.HasSuffix(l, "noreply") || strings.HasSuffix(l, "donotreply")
 }
 
-// ownerAuthenticated trusts the topmost Authentication-Results header whose
-// authserv-id is the owner's own server: DKIM, SPF or DMARC must pass for
-// one of the owner's domains. Lower headers with the same id may have been
-// added by the sender, so only the first one counts.
+// ownerAuthenticated trusts the owner's mail when the owner's own server
+// authenticated its From address (AuthenticateSender: DMARC or aligned
+// DKIM in the topmost Authentication-Results block carrying the
+// configured authserv_id) and that address is one of the owner's.
 func ownerAuthenticated(m *mail.Message, o Owner) (bool, string) {
-	if o.AuthservID == "" {
-		return false, ""
-	}
-	domains := o.domains()
-	inDomains := func(d string) bool {
-		d = strings.ToLower(strings.TrimSpace(d))
-		if i := strings.LastIndexByte(d, '@'); i >= 0 {
-			d = d[i+1:]
-		}
-		for _, x := range domains {
-			if x == d {
-				return true
-			}
-		}
-		return false
-	}
-	for _, v := range m.Header["Authentication-Results"] {
-		id, results, err := authres.Parse(v)
-		if err != nil || !strings.EqualFold(id, o.AuthservID) {
-			continue
-		}
-		for _, r := range results {
-			switch r := r.(type) {
-			case *authres.DKIMResult:
-				if r.Value == authres.ResultPass && inDomains(r.Domain) {
-					return true, "DKIM pass (" + o.AuthservID + ")"
-				}
-			case *authres.SPFResult:
-				if r.Value == authres.ResultPass && inDomains(r.From) {
-					return true, "SPF pass (" + o.AuthservID + ")"
-				}
-			case *authres.DMARCResult:
-				if r.Value == authres.ResultPass && inDomains(r.From) {
-					return true, "DMARC pass (" + o.AuthservID + ")"
-				}
-			}
-		}
-		return false, ""
+	a := AuthenticateSender(m, o.AuthservID)
+	if a.Authenticated && o.IsOwner(a.Address) {
+		return true, a.Reason
 	}
 	return false, ""
 }

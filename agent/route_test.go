@@ -7,7 +7,7 @@ import (
 )
 
 func msg(from string, header map[string]string) *mail.Message {
-	m := &mail.Message{MessageID: "m1@example.org", From: mail.Address{Email: from}, Header: map[string][]string{}, ContentType: "text/plain"}
+	m := &mail.Message{MessageID: "m1@example.org", From: mail.Address{Email: from}, Header: map[string][]string{"From": {from}}, ContentType: "text/plain"}
 	for k, v := range header {
 		m.Header[k] = append(m.Header[k], v)
 	}
@@ -30,7 +30,9 @@ func TestRoute(t *testing.T) {
 		{name: "owner via Sent", m: msg("ADA@example.com", nil), fromSent: true, want: RouteOwner},
 		{name: "owner alias via Sent", m: msg("ada@alias.example", nil), fromSent: true, want: RouteOwner},
 		{name: "owner DKIM pass", m: msg("ada@example.com", map[string]string{"Authentication-Results": "mx.example.com; dkim=pass header.d=example.com"}), want: RouteOwner},
-		{name: "owner SPF pass", m: msg("ada@example.com", map[string]string{"Authentication-Results": "mx.example.com; spf=pass smtp.mailfrom=ada@example.com"}), want: RouteOwner},
+		// SPF vouches for the envelope sender, not for From.
+		{name: "owner SPF pass only", m: msg("ada@example.com", map[string]string{"Authentication-Results": "mx.example.com; spf=pass smtp.mailfrom=ada@example.com"}), want: RouteExternal, claims: true},
+		{name: "owner DMARC pass", m: msg("ada@example.com", map[string]string{"Authentication-Results": "mx.example.com; dmarc=pass header.from=example.com"}), want: RouteOwner},
 		{name: "owner DKIM pass for another domain", m: msg("ada@example.com", map[string]string{"Authentication-Results": "mx.example.com; dkim=pass header.d=evil.example"}), want: RouteExternal, claims: true},
 		{name: "owner forged authserv id", m: msg("ada@example.com", map[string]string{"Authentication-Results": "mx.evil.example; dkim=pass header.d=example.com"}), want: RouteExternal, claims: true},
 		{name: "owner dkim fail", m: msg("ada@example.com", map[string]string{"Authentication-Results": "mx.example.com; dkim=fail header.d=example.com"}), want: RouteExternal, claims: true},

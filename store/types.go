@@ -50,6 +50,39 @@ type GateResult struct {
 	Reason string `json:"reason"`
 }
 
+// Methods of SenderAuth.
+const (
+	AuthDMARC      = "dmarc"       // DMARC pass for the From domain
+	AuthDKIM       = "dkim"        // DKIM pass with a signing domain aligned to the From domain
+	AuthSentFolder = "sent_folder" // read from the owner's own Sent folder
+)
+
+// SenderAuth is the outcome of authenticating a message's From address.
+// Only the Authentication-Results headers added by the owner's own server
+// (accounts.authserv_id) count; everything else in a message is text its
+// sender wrote.
+type SenderAuth struct {
+	// Authenticated is true when the owner's server vouches for Address.
+	Authenticated bool `json:"authenticated"`
+	// Address is the From address (lowercased) that was checked; it is the
+	// sender's identity only when Authenticated.
+	Address string `json:"address,omitempty"`
+	// Method is how it was authenticated: dmarc | dkim | sent_folder; empty
+	// when not authenticated.
+	Method string `json:"method,omitempty"`
+	// Reason says why, in words (for explain and the trace).
+	Reason string `json:"reason,omitempty"`
+}
+
+// Identity returns the authenticated address, or "" when a is nil or not
+// authenticated.
+func (a *SenderAuth) Identity() string {
+	if a == nil || !a.Authenticated {
+		return ""
+	}
+	return a.Address
+}
+
 // MessageRecord is everything mailagent knows about one message.
 type MessageRecord struct {
 	MessageKey
@@ -69,6 +102,10 @@ type MessageRecord struct {
 	// prompts can show the thread without refetching.
 	Excerpt  string   `json:"excerpt,omitempty"`
 	Problems []string `json:"problems,omitempty"`
+	// SenderAuth is who sent the message as far as the owner's own server
+	// vouches for it (Authentication-Results) or the Sent folder shows. nil
+	// (records written before it existed) means not authenticated.
+	SenderAuth *SenderAuth `json:"sender_auth,omitempty"`
 
 	Route          string          `json:"route"` // external | owner | self | automated
 	RouteReason    string          `json:"route_reason,omitempty"`
