@@ -237,6 +237,7 @@ func orNone(s string) string {
 	}
 	return s
 }
+
 // AllPass reports whether every gate passed.
 func AllPass(gates []store.GateResult) bool {
 	for _, g := range gates {
