@@ -128,24 +128,25 @@ func stripCFWS(s string) string {
 }
 
 // trustedAR returns the Authentication-Results headers the owner's server
-// added: the topmost contiguous run of headers whose id matches (OpenDKIM
-// and OpenDMARC each add one; iCloud adds one per method). Headers above
-// it were added later on the way to the mailbox and are not about the
-// sender; anything below it, or after a header with another id, may have
-// been written by the sender.
-func trustedAR(values, patterns []string) []arHeader {
-	var block []arHeader
-	for _, v := range values {
+// added: the contiguous run of headers at the top whose id matches
+// (OpenDKIM and OpenDMARC each add one; iCloud adds one per method). The
+// run must start with the topmost header: the owner's server is the last
+// to add one, so when the topmost is someone else's, the id is wrong (or
+// the server added none) and every header may be the sender's. Anything
+// after a header with another id may have been written by the sender.
+// top is the id of the topmost header.
+func trustedAR(values, patterns []string) (block []arHeader, top string) {
+	for i, v := range values {
 		h := parseAR(v)
-		if authservMatch(patterns, h.id) {
-			block = append(block, h)
-			continue
+		if i == 0 {
+			top = h.id
 		}
-		if len(block) > 0 {
+		if !authservMatch(patterns, h.id) {
 			break
 		}
+		block = append(block, h)
 	}
-	return block
+	return block, top
 }
 
 // AuthenticateSender decides whether the owner's own server vouches for
@@ -178,9 +179,13 @@ func AuthenticateSender(m *mail.Message, authservID string) store.SenderAuth {
 		return fail("From names %d addresses", len(list))
 	}
 	domain := addr[at+1:]
-	block := trustedAR(m.Header["Authentication-Results"], patterns)
+	values := m.Header["Authentication-Results"]
+	if len(values) == 0 {
+		return fail("no Authentication-Results header")
+	}
+	block, top := trustedAR(values, patterns)
 	if len(block) == 0 {
-		return fail("no Authentication-Results header from %s (the owner's server)", authservID)
+		return fail("the topmost Authentication-Results header is from %q, not from the owner's server (authserv_id %s)", top, authservID)
 	}
 	var dmarcPass, dmarcFail, dmarcOther, dkimPass, dkimFail, spfPass bool
 	var dkimDomain, other string
