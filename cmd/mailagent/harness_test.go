@@ -18,7 +18,9 @@ import (
 )
 
 const (
-	ownerAddr = "ada@example.com"
+	// testAuthservID is the authserv-id of the test owner's own server.
+	testAuthservID = "mx.example.com"
+	ownerAddr      = "ada@example.com"
 	ownerPass = "imap-secret-7731"
 	apiKey    = "AIza-test-key-9f8e7d"
 )
@@ -59,6 +61,7 @@ concurrency = 3
 name = "personal"
 email = %q
 display_name = "Ada Lovelace"
+authserv_id = %q
   [accounts.imap]
   host = "127.0.0.1"
   port = %d
@@ -69,7 +72,7 @@ display_name = "Ada Lovelace"
   port = %d
   security = "insecure"
   password_env = "MA_TEST_IMAP_PASS"
-%s`, filepath.Join(dir, "state"), g.URL, ownerAddr, srv.Port, sink.Port, extraConfig)
+%s`, filepath.Join(dir, "state"), g.URL, ownerAddr, testAuthservID, srv.Port, sink.Port, extraConfig)
 	path := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -118,12 +121,29 @@ func classifyReply(req *geminitest.Request) geminitest.Reply {
 	return geminitest.JSONReply(c, llm.Usage{PromptTokens: 500, OutputTokens: 40, TotalTokens: 540})
 }
 
+// rawMail is a message whose sender the owner's server authenticated: it
+// carries the Authentication-Results header mx.example.com adds for a
+// DMARC pass of the From domain.
 func rawMail(from, subject, body string, extra ...string) string {
-	h := "From: " + from + "\nTo: Ada <ada@example.com>\nSubject: " + subject +
-		"\nDate: Mon, 02 Nov 2026 10:00:00 +0000\nMessage-ID: <" + strings.ReplaceAll(strings.ToLower(subject), " ", "-") + "@test.example>\n"
+	return unauthenticatedMail(from, subject, body, append([]string{authResults(from, "pass")}, extra...)...)
+}
+
+// authResults is the header the owner's server adds, with the given DMARC
+// (and DKIM) verdict for from's domain.
+func authResults(from, verdict string) string {
+	d := strings.TrimSuffix(from[strings.LastIndexByte(from, '@')+1:], ">")
+	return "Authentication-Results: " + testAuthservID + "; dkim=" + verdict + " header.d=" + d + "; spf=pass smtp.mailfrom=" + d + "; dmarc=" + verdict + " header.from=" + d
+}
+
+// unauthenticatedMail is a message with only the given extra headers (put
+// above the others): no Authentication-Results unless one is given.
+func unauthenticatedMail(from, subject, body string, extra ...string) string {
+	h := ""
 	for _, e := range extra {
 		h += e + "\n"
 	}
+	h += "From: " + from + "\nTo: Ada <ada@example.com>\nSubject: " + subject +
+		"\nDate: Mon, 02 Nov 2026 10:00:00 +0000\nMessage-ID: <" + strings.ReplaceAll(strings.ToLower(subject), " ", "-") + "@test.example>\n"
 	return h + "\n" + body + "\n"
 }
 

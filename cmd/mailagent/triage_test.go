@@ -35,7 +35,7 @@ func TestTriageEndToEndInProcess(t *testing.T) {
 	h.deliver(rawMail("Carol <carol@example.org>", "Overdue invoice", "Your invoice 4411 is overdue."))
 	h.deliver(rawMail("News <news@lists.example.org>", "Weekly digest", "Top stories", "List-Id: <digest.lists.example.org>"))
 	h.deliver(rawMail("Mallory <mallory@example.org>", "GARBAGE please", "x"))
-	h.deliver(rawMail("Ada Lovelace <ada@example.com>", "Note to self", "I wrote this"))
+	h.deliver(unauthenticatedMail("Ada Lovelace <ada@example.com>", "Note to self", "I wrote this")) // a spoofed owner
 
 	stdout, stderr, code := h.run("triage", "--json")
 	if code != ExitPartial {
@@ -150,17 +150,17 @@ func TestTriageEndToEndInProcess(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &e); err != nil {
 			t.Fatal(err)
 		}
-		if e.Trace.TraceID != q.TraceID || len(e.Trace.Gates) != 7 {
+		if e.Trace.TraceID != q.TraceID || len(e.Trace.Gates) != 9 {
 			t.Errorf("explain %s: got trace %s with %d gates", id, e.Trace.TraceID, len(e.Trace.Gates))
 		}
 		var names []string
 		for _, s := range e.Trace.Steps {
 			names = append(names, s.Name)
 		}
-		if !slices.Equal(names, []string{"parse", "thread", "route", "classify", "decide"}) {
+		if !slices.Equal(names, []string{"parse", "thread", "authenticate", "route", "classify", "decide"}) {
 			t.Errorf("steps: got %v", names)
 		}
-		if s := e.Trace.Steps[3]; s.TokensIn != 500 || s.TokensOut != 40 || s.Model == "" {
+		if s := e.Trace.Steps[4]; s.TokensIn != 500 || s.TokensOut != 40 || s.Model == "" {
 			t.Errorf("classify step usage: got %+v", s)
 		}
 	}
