@@ -21,8 +21,8 @@ const (
 	// testAuthservID is the authserv-id of the test owner's own server.
 	testAuthservID = "mx.example.com"
 	ownerAddr      = "ada@example.com"
-	ownerPass = "imap-secret-7731"
-	apiKey    = "AIza-test-key-9f8e7d"
+	ownerPass      = "imap-secret-7731"
+	apiKey         = "AIza-test-key-9f8e7d"
 )
 
 // harness is a real IMAP server (imapmemserver on loopback), a fake Gemini
