@@ -166,10 +166,17 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 		return a.enqueue(ctx, notifyItem(rec), nil)
 	}
 
+	// An unauthenticated sender is nobody in particular: the prompt gets
+	// no one's memory, no thread, and not the owner's profile either (its
+	// reply can only go to the queue).
 	thread := p.threadContext(rec)
-	contact := p.contactFor(rec) // nil for an unauthenticated sender
+	contact := p.contactFor(rec)
+	profile := a.Profile
+	if rec.SenderAuth.Identity() == "" {
+		profile = ""
+	}
 	req := DraftRequest{
-		Owner: prompts.Owner{Name: acct.Owner.Name, Email: first(acct.Owner.Addresses)}, Profile: a.Profile,
+		Owner: prompts.Owner{Name: acct.Owner.Name, Email: first(acct.Owner.Addresses)}, Profile: profile,
 		Contact: contact, Thread: thread, From: formatAddress(rec.From), Subject: rec.Subject,
 		Body: prompts.TrimText(body, p.maxBody()),
 	}
@@ -225,7 +232,8 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 				return fmt.Errorf("count auto-send: %w", err)
 			}
 			if !ok {
-				rec.Decision, rec.Reasons = DecisionQueue, []string{"caps: the daily auto-send cap was reached"}
+				rec.Decision, rec.Reasons = DecisionQueue, []string{fmt.Sprintf("caps: the daily auto-send cap (%d to %s, %d in all) was reached",
+					p.Policy.MaxPerContactPerDay, recipients[0].Email, p.Policy.MaxPerDay)}
 				break
 			}
 			return p.autoSend(ctx, rec, reply, d, acct, tr)

@@ -267,3 +267,39 @@ func TestModelFailureIsRecorded(t *testing.T) {
 		t.Errorf("got state %s error %q, want needs_review naming the drafting failure", rec.State, rec.Error)
 	}
 }
+
+// Unauthenticated mail in a known contact's name reads and writes no one's
+// memory, and the summarizer is not run for it.
+func TestUnauthenticatedSenderHasNoMemory(t *testing.T) {
+	model := &recordingModel{class: okClass(), draft: "Sure."}
+	p, st, _ := newTestPipeline(t, model, "auto")
+	p.Actor.Profile = "PROFILE-SECRET"
+	ctx := context.Background()
+	if _, err := st.UpdateContact("a", "carol@example.org", func(c *store.Contact) error {
+		c.Notes, c.Known = []string{"CAROL-PRIVATE-NOTE"}, true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	forged := "Authentication-Results: " + testAuthservID + "; dmarc=fail header.from=example.org"
+	for i := range 3 {
+		if _, err := p.Process(ctx, rawInput("Carol <carol@example.org>", fmt.Sprintf("Meet %d?", i), "Can we meet?", forged)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range model.calls("body") {
+		if s := d.System + d.Prompt; strings.Contains(s, "CAROL-PRIVATE-NOTE") || strings.Contains(s, "PROFILE-SECRET") {
+			t.Error("an unauthenticated sender's draft prompt carries contact memory or the profile")
+		}
+	}
+	if n := len(model.calls("summary")); n != 0 {
+		t.Errorf("summary calls: got %d, want 0", n)
+	}
+	c, err := st.GetContact("a", "carol@example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Inbound != 0 || len(c.History) != 0 {
+		t.Errorf("carol's memory was written: inbound %d, history %d", c.Inbound, len(c.History))
+	}
+}
