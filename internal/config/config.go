@@ -113,7 +113,13 @@ type Account struct {
 	DraftsMailbox string   `toml:"drafts_mailbox"` // "" = SPECIAL-USE \Drafts, then "Drafts"
 	Aliases       []string `toml:"aliases"`        // other owner addresses
 	// AuthservID is the authserv-id of the owner's own server in
-	// Authentication-Results; owner mail is trusted only when it matches.
+	// Authentication-Results: only the topmost headers carrying it are
+	// trusted, to authenticate senders (and the owner's own mail). One id
+	// ("mx.google.com"), several separated by commas, or "*.domain" for a
+	// provider whose id names the receiving host ("*.messagingengine.com",
+	// "*.icloud.com"); "protection.outlook.com" for Microsoft, whose header
+	// has no id. Without it no sender is authenticated and nothing is sent
+	// automatically. `mailagent doctor` shows the id the server uses.
 	AuthservID string   `toml:"authserv_id"`
 	IMAP       Endpoint `toml:"imap"`
 	SMTP       Endpoint `toml:"smtp"`

@@ -320,6 +320,15 @@ func TestValidationMessages(t *testing.T) {
 			wantFix:     "bare address",
 		},
 		{
+			name: "authserv_id pasted with its results",
+			edit: func(s string) string {
+				return strings.Replace(s, `email = "ada@example.com"`, "email = \"ada@example.com\"\nauthserv_id = \"mx.google.com; dkim=pass\"", 1)
+			},
+			wantKey:     "accounts[0].authserv_id",
+			wantProblem: `"mx.google.com;" is not a host name`,
+			wantFix:     "mailagent doctor",
+		},
+		{
 			name:        "bad base url",
 			edit:        func(s string) string { return strings.Replace(s, "[llm]", "[llm]\nbase_url = \"localhost:8080\"", 1) },
 			wantKey:     "llm.base_url",
@@ -352,6 +361,17 @@ func TestValidationMessages(t *testing.T) {
 				t.Errorf("message: got %q, want prefix %q", msg, "config /x/config.toml: "+tt.wantKey+": ")
 			}
 		})
+	}
+}
+
+func TestValidAuthservID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"mx.google.com": true, "*.messagingengine.com": true, "protection.outlook.com": true, "mail_1.example": true,
+		"": false, "*.": false, "mx.google.com;": false, "a..b": false, ".x": false, "dkim=pass": false, "*.*.x": false,
+	} {
+		if got := validAuthservID(id); got != want {
+			t.Errorf("validAuthservID(%q): got %v, want %v", id, got, want)
+		}
 	}
 }
 

@@ -175,6 +175,13 @@ func (c *Config) validateAccount(p *problems, i int, seen map[string]int) {
 			p.add(fmt.Sprintf("%s.aliases[%d]", key, j), fmt.Sprintf("%q is not an email address", al), `write a bare address such as "ada@example.org"`)
 		}
 	}
+	for _, id := range strings.FieldsFunc(a.AuthservID, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+		if !validAuthservID(id) {
+			p.add(key+".authserv_id", fmt.Sprintf("%q is not a host name or *.domain pattern", id),
+				"copy the id from the first Authentication-Results header of mail in your inbox (e.g. \"mx.google.com\"); `mailagent doctor` shows it")
+			break
+		}
+	}
 	if strings.ContainsRune(a.Mailbox, 0) {
 		p.add(key+".mailbox", "contains a NUL byte", "use the mailbox name as the server lists it")
 	}
@@ -366,4 +373,19 @@ func levenshtein(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(rb)]
+}
+
+// validAuthservID accepts a host name, optionally written "*.domain" to
+// match every host under domain.
+func validAuthservID(id string) bool {
+	id = strings.TrimPrefix(id, "*.")
+	if id == "" || len(id) > 253 || strings.HasPrefix(id, ".") || strings.Contains(id, "..") {
+		return false
+	}
+	for _, r := range id {
+		if !(r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
