@@ -280,3 +280,20 @@ func aligned(d, from string) bool {
 	of, err2 := publicsuffix.EffectiveTLDPlusOne(from)
 	return err1 == nil && err2 == nil && od == of
 }
+
+// AuthResultsIDs returns the authserv-id of each Authentication-Results
+// header of m, topmost first (MicrosoftAuthservID for one without an id).
+// doctor uses it to find the id the owner's server writes.
+func AuthResultsIDs(m *mail.Message) []string {
+	var ids []string
+	for _, v := range m.Header["Authentication-Results"] {
+		ids = append(ids, parseAR(v).id)
+	}
+	return ids
+}
+
+// AuthservMatches reports whether id matches the configured
+// accounts.authserv_id (see AuthservIDs).
+func AuthservMatches(configured, id string) bool {
+	return authservMatch(AuthservIDs(configured), id)
+}

@@ -48,7 +48,11 @@ func newDoctorCmd(f *Factory, runF func(context.Context, *DoctorOptions) error) 
 		Long: `doctor checks that the config parses, that secrets resolve (without
 showing them), that IMAP and SMTP accept the login over verified TLS, that
 the mailbox, Drafts and Sent folders exist, that the model answers a
-structured-output request, and that the state directory is usable.
+structured-output request, and that the state directory is usable. It
+reads the headers of the newest messages to find the authserv-id your
+server writes in Authentication-Results, and checks accounts.authserv_id
+against it: without it no sender is authenticated and nothing is sent
+automatically.
 
 Exit codes: 0 every check passed (warnings allowed); 2 the config does not
 parse; 5 some check failed.`,
@@ -203,6 +207,7 @@ func (d *doctor) imap(ctx context.Context, acct *config.Account) {
 		d.fail(name+": mailbox "+acct.Mailbox, err, "set accounts.mailbox to an existing folder (usually INBOX)")
 	} else {
 		d.pass(name+": mailbox "+acct.Mailbox, "found")
+		d.authserv(dctx, c, acct)
 	}
 	for _, box := range []struct{ attr, configured, key string }{
 		{`\Drafts`, acct.DraftsMailbox, "drafts_mailbox"}, {`\Sent`, acct.SentMailbox, "sent_mailbox"},

@@ -189,6 +189,7 @@ type initSetup struct {
 	Secret               secretChoice
 	APIKeyEnv, APIKeyCmd string
 	Model, Mode          string
+	AuthservID           string // see init_authserv.go
 }
 
 type initServer struct {
@@ -260,6 +261,7 @@ func initRun(ctx context.Context, f *Factory, opts *InitOptions) error {
 	if err := storeInKeyring(s); err != nil {
 		return err
 	}
+	data = initAuthserv(ctx, s, data, path, !opts.NoDoctor)
 	if err := writeConfig(path, data, opts.Force); err != nil {
 		forgetKeyring(s)
 		if errors.Is(err, fs.ErrExist) {
@@ -978,6 +980,7 @@ func renderConfig(s *initSetup) []byte {
 	w("name = %s\n", initTOMLString(s.Account))
 	w("email = %s\n", initTOMLString(s.Email))
 	w("display_name = %s\n", initTOMLString(s.Name))
+	renderAuthserv(w, s)
 
 	src := s.Source
 	if s.Provider != "" {
