@@ -105,8 +105,8 @@ func TestInitPresetAuthserv(t *testing.T) {
 		}
 	}
 	s := &initSetup{Email: "ada@fastmail.com", Name: "Ada", Account: "personal", Source: "preset:fastmail", Model: "m", Mode: "review", APIKeyEnv: "K",
-		IMAP: initServer{Host: "imap.fastmail.com", Port: 993, Security: "tls", Username: "ada@fastmail.com"},
-		SMTP: initServer{Host: "smtp.fastmail.com", Port: 465, Security: "tls", Username: "ada@fastmail.com"},
+		IMAP:   initServer{Host: "imap.fastmail.com", Port: 993, Security: "tls", Username: "ada@fastmail.com"},
+		SMTP:   initServer{Host: "smtp.fastmail.com", Port: 465, Security: "tls", Username: "ada@fastmail.com"},
 		Secret: secretChoice{Kind: secretEnv, Value: "MAIL_PASS"}}
 	data := initAuthserv(t.Context(), s, renderConfig(s), "/x/config.toml", false)
 	if !strings.Contains(string(data), `authserv_id = "*.messagingengine.com"`) {
