@@ -8,7 +8,7 @@ import (
 )
 
 // Auto-send counters live in the autosend bucket:
-//   day \0 account \0 contact  → be64 sends to that contact that day
+//   day \0 account \0 contact  → be64 sends to that recipient address that day
 //   day                        → be64 auto-sends that day, all accounts
 // The global cap is global, like the policy key max_auto_per_day.
 
@@ -30,7 +30,9 @@ func putCount(b *bolt.Bucket, k []byte, n int) error {
 	return b.Put(k, v[:])
 }
 
-// IncrAutoSend reserves one auto-send to contact on day: in one
+// IncrAutoSend reserves one auto-send to contact on day. contact is the
+// address the reply goes to (the final recipient, never the From of the
+// message answered, which its sender wrote). In one
 // transaction it checks that the contact's count is below perContactMax and
 // the day's count (all accounts) below globalMax, and increments both only
 // when both allow. ok reports whether the send may go ahead. A max of 0 or
