@@ -303,3 +303,38 @@ func TestUnauthenticatedSenderHasNoMemory(t *testing.T) {
 		t.Errorf("carol's memory was written: inbound %d, history %d", c.Inbound, len(c.History))
 	}
 }
+
+// Reply-all that adds an address, or a Reply-To elsewhere, sends the draft
+// to the queue with the reason; the caps are not touched.
+func TestRecipientsGateQueues(t *testing.T) {
+	model := &recordingModel{class: okClass(), draft: "Thursday works."}
+	p, st, mailer := newTestPipeline(t, model, "auto")
+	p.Policy.ReplyAll = true
+	ctx := context.Background()
+	if err := st.MarkKnown("a", []string{"bob@example.org", "carol@example.org", "eve@elsewhere.example"}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		extra string
+		want  string
+	}{
+		{"reply-all", "Cc: carol@example.org", "the reply would go to 2 addresses (bob@example.org, carol@example.org)"},
+		{"reply-to", "Reply-To: eve@elsewhere.example", "Reply-To points to eve@elsewhere.example, not the authenticated sender bob@example.org"},
+	}
+	for _, tt := range tests {
+		out, err := p.Process(ctx, input("Bob <bob@example.org>", tt.name, "Thursday at 3?", tt.extra))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Record.Decision != DecisionQueue || !strings.Contains(strings.Join(out.Record.Reasons, "; "), "recipients: "+tt.want) {
+			t.Errorf("%s: got %s %v, want queue naming %q", tt.name, out.Record.Decision, out.Record.Reasons, tt.want)
+		}
+	}
+	if len(mailer.sent) != 0 {
+		t.Errorf("sent %v, want nothing", mailer.sent)
+	}
+	if n, _, _ := st.AutoSendCounts("a", "bob@example.org", store.Day(time.Now())); n != 0 {
+		t.Errorf("auto-send count: got %d, want 0", n)
+	}
+}
