@@ -42,7 +42,7 @@ func TestSenderAuthResults(t *testing.T) {
 		make func(t *testing.T, raw []byte) []byte
 		// The server's verdict in the topmost block.
 		wantDKIM, wantDKIMDomain string // wantDKIMDomain "" = no header.d
-		wantDMARC                string
+		wantDMARC                string // "" = no DMARC result at all
 		// forged is the sender-written field; kept says whether it must
 		// still be in the message (below the server's block) or be gone.
 		forged string
@@ -118,6 +118,14 @@ func TestSenderAuthResults(t *testing.T) {
 			wantDKIM: "pass", wantDKIMDomain: PartnerDomain, wantDMARC: "pass", forged: forgedDKIM, kept: false,
 		},
 		{
+			// A server without a DMARC check: only OpenDKIM's field.
+			name: "forged dmarc=pass, no DMARC check", from: "Dave <dave@" + DKIMOnlyDomain + ">",
+			make: func(_ *testing.T, raw []byte) []byte {
+				return prepend("Authentication-Results: "+a.AuthservID+"; dmarc=pass header.from="+DKIMOnlyDomain, raw)
+			},
+			wantDKIM: "none", wantDMARC: "", forged: "dmarc=pass header.from=" + DKIMOnlyDomain, kept: true,
+		},
+		{
 			// A domain with no DMARC record in the private DNS.
 			name: "unsigned from a domain without DMARC", from: "Someone <someone@nodmarc.test>",
 			make:     func(_ *testing.T, raw []byte) []byte { return raw },
@@ -148,12 +156,17 @@ func TestSenderAuthResults(t *testing.T) {
 			if d := dkims[0]; string(d.Value) != tt.wantDKIM || !strings.EqualFold(d.Domain, tt.wantDKIMDomain) {
 				t.Errorf("dkim: got %s header.d=%q, want %s header.d=%q\n%s", d.Value, d.Domain, tt.wantDKIM, tt.wantDKIMDomain, headerOf(got))
 			}
-			if len(dmarcs) != 1 {
-				t.Fatalf("DMARC results in the server's block: got %d, want 1\n%s", len(dmarcs), headerOf(got))
+			wantDMARCs := 1
+			if tt.wantDMARC == "" {
+				wantDMARCs = 0
+			}
+			if len(dmarcs) != wantDMARCs {
+				t.Fatalf("DMARC results in the server's block: got %d, want %d\n%s", len(dmarcs), wantDMARCs, headerOf(got))
 			}
 			addr := bareAddress(tt.from)
 			fromDomain := addr[strings.LastIndex(addr, "@")+1:]
-			if d := dmarcs[0]; string(d.Value) != tt.wantDMARC || !strings.EqualFold(d.From, fromDomain) {
+			if d := dmarcs; len(d) == 1 && (string(d[0].Value) != tt.wantDMARC || !strings.EqualFold(d[0].From, fromDomain)) {
+				d := d[0]
 				t.Errorf("dmarc: got %s header.from=%q, want %s header.from=%q\n%s", d.Value, d.From, tt.wantDMARC, fromDomain, headerOf(got))
 			}
 

@@ -18,9 +18,14 @@ import (
 // private DNS server publishes. Mail "from the outside" signed with SignDKIM
 // for one of them passes OpenDKIM, and OpenDMARC when From is in the same
 // domain.
+//
+// Mail From DKIMOnlyDomain is checked by OpenDKIM only (OpenDMARC ignores
+// it), as on a server that runs no DMARC check: its Authentication-Results
+// carry a DKIM result and no DMARC result.
 const (
-	PartnerDomain = "partner.test"
-	OtherDomain   = "other.test"
+	PartnerDomain  = "partner.test"
+	OtherDomain    = "other.test"
+	DKIMOnlyDomain = "dkimonly.test"
 )
 
 // SenderAuth describes how the stack authenticates incoming mail: OpenDKIM

@@ -2,10 +2,13 @@ package agente2e
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/emersion/go-imap/v2"
 
 	"github.com/mailagent/mailagent/internal/e2e"
 	"github.com/mailagent/mailagent/store"
@@ -15,9 +18,18 @@ import (
 // stack can authenticate: partner.test publishes a DKIM key and a DMARC
 // p=reject policy in the stack's private DNS. Postfix delivers mail to him
 // to the sink user.
+//
+// carol@nodmarc.test and dave@dkimonly.test are known contacts too. Carol's
+// domain whose domain publishes neither a
+// DKIM key nor a DMARC record: the server's verdict on her mail is
+// dkim=none, dmarc=none. Dave's mail is checked by OpenDKIM only, as on a
+// server without a DMARC check: the verdict is dkim=none and nothing else.
 const (
 	partnerBobEmail = "bob@" + e2e.PartnerDomain
 	partnerBob      = "Bob <" + partnerBobEmail + ">"
+	noDMARCEmail    = "carol@nodmarc.test"
+	noDMARCCarol    = "Carol <" + noDMARCEmail + ">"
+	dkimOnlyDave    = "Dave <dave@" + e2e.DKIMOnlyDomain + ">"
 	gateSenderAuth  = "sender_auth"
 	gateKnown       = "known_contact"
 )
@@ -44,6 +56,7 @@ func (e *env) setAuthservID(id string) {
 // forger) submits it to the owner's server.
 type authCase struct {
 	name string
+	from string // "" = partnerBob
 	// make turns the plain message into what is submitted.
 	make func(t *testing.T, raw []byte) []byte
 	// authentic: the owner's server authenticates From (DMARC pass, or
@@ -73,6 +86,22 @@ func authCases(a *e2e.SenderAuth) []authCase {
 		}},
 		{name: "forged results below the real ones", make: func(_ *testing.T, raw []byte) []byte { return forged(raw) }},
 		{name: "signed by another domain", make: func(t *testing.T, raw []byte) []byte { return a.MustSign(t, raw, e2e.OtherDomain) }},
+		{
+			// The server writes dmarc=none (no policy), not fail: a
+			// forged dmarc=pass below it must not count either.
+			name: "forged dmarc=pass, domain without DMARC", from: noDMARCCarol,
+			make: func(_ *testing.T, raw []byte) []byte {
+				return append([]byte("Authentication-Results: "+a.AuthservID+"; dmarc=pass header.from=nodmarc.test\r\n"), raw...)
+			},
+		},
+		{
+			// Nothing in the server's fields says DMARC at all: a forged
+			// dmarc=pass below them is the only DMARC result in the mail.
+			name: "forged dmarc=pass, server without DMARC check", from: dkimOnlyDave,
+			make: func(_ *testing.T, raw []byte) []byte {
+				return append([]byte("Authentication-Results: "+a.AuthservID+"; dmarc=pass header.from="+e2e.DKIMOnlyDomain+"\r\n"), raw...)
+			},
+		},
 	}
 }
 
@@ -92,16 +121,26 @@ func TestAutoSendOnlyAuthenticated(t *testing.T) {
 	e := newEnv(t, options{Mode: "auto", Model: autoModel})
 	e.setAuthservID(a.AuthservID)
 	e.seedSent(partnerBob)
+	for i, to := range []string{noDMARCCarol, dkimOnlyDave} {
+		e.s.Append(t, e2e.Owner, "Sent", message{
+			From: adaAddr, To: to, Subject: "Catching up " + e.tag, ID: e.id(fmt.Sprintf("earlier-%d", i)),
+			Body: "Hi, good to see you last week.",
+		}.raw(), imap.FlagSeen)
+	}
 	w := e.startWatch()
 
 	cases := authCases(a)
 	ids := make([]string, len(cases))
 	for i, c := range cases {
 		ids[i] = e.id("auth-" + strings.ReplaceAll(c.name, " ", "-"))
-		m := message{From: partnerBob, To: adaAddr, ID: ids[i],
+		from := c.from
+		if from == "" {
+			from = partnerBob
+		}
+		m := message{From: from, To: adaAddr, ID: ids[i],
 			Subject: "Thursday meeting [auto] " + c.name + " " + e.tag,
 			Body:    "Hi Ada,\ncould we meet on Thursday at 3pm instead?\nBob"}
-		e.s.Deliver(t, partnerBobEmail, []string{e2e.Owner}, c.make(t, m.raw()))
+		e.s.Deliver(t, bareAddr(from), []string{e2e.Owner}, c.make(t, m.raw()))
 		e.s.WaitForMessageID(t, e2e.Owner, "INBOX", m.ID, waitShort)
 	}
 	w.waitTerminal(ids, waitLong)
