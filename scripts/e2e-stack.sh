@@ -92,6 +92,7 @@ install_packages() {
 		die "missing Debian packages: $missing
   install them as root, without starting the system daemons:
     echo 'postfix postfix/main_mailer_type select No configuration' | sudo debconf-set-selections
+    echo 'opendmarc opendmarc/dbconfig-install boolean false' | sudo debconf-set-selections
     sudo DEBIAN_FRONTEND=noninteractive apt-get install -y $missing"
 	fi
 	log "installing: $missing"
@@ -701,6 +702,7 @@ auth_start() {
 	# OpenDMARC only knows the system resolver: give it a mount namespace
 	# of its own where /etc/resolv.conf names the private DNS server. The
 	# daemon it forks stays in that namespace.
+	# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
 	unshare --mount --propagation private sh -c \
 		'mount --bind "$1" /etc/resolv.conf && exec opendmarc -c "$2"' \
 		_ "$DNS_DIR/resolv.conf" "$OPENDMARC_DIR/opendmarc.conf" \
@@ -722,17 +724,24 @@ auth_stop() {
 		pids+=("$pid")
 	done
 	((${#pids[@]})) || return 0
+	# libmilter looks at its stop flag only every 5 seconds. The milters
+	# only verify and keep no state, so after a short grace period they
+	# are killed rather than waited for.
 	local i
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < 10; i++)); do
 		any_alive "${pids[@]}" || return 0
 		sleep 0.1
 	done
-	log "milters/DNS (pids ${pids[*]}) did not stop in 10s; killing them"
 	kill -KILL "${pids[@]}" 2>/dev/null || true
+	for ((i = 0; i < 50; i++)); do
+		any_alive "${pids[@]}" || return 0
+		sleep 0.1
+	done
+	log "milters/DNS (pids ${pids[*]}) still running after SIGKILL"
 }
 
 auth_status() {
-	local rc=0 pid
+	local rc=0 pid name
 	if pid=$(auth_pid dnsmasq "$DNS_DIR/dnsmasq.pid"); then echo "dnsmasq: running (pid $pid) on $DNS_ADDR:53"; else
 		echo "dnsmasq: stopped"
 		rc=1
