@@ -100,9 +100,11 @@ func TestSenderAuthResults(t *testing.T) {
 			wantDKIM: "none", wantDMARC: "fail", forged: forgedDMARC, kept: true,
 		},
 		{
-			// OpenDMARC trusts SPF results of its own authserv-id unless
-			// SPFIgnoreResults is set: a forged spf=pass must not turn
-			// into dmarc=pass.
+			// A forged spf=pass must not turn into dmarc=pass. (OpenDMARC
+			// does read the results of fields with its trusted
+			// authserv-id: with OpenDKIM's KeepAuthResults on, the forged
+			// dkim=pass cases above get dmarc=pass. The stack also sets
+			// SPFIgnoreResults.)
 			name: "forged spf=pass, unsigned", from: partnerFrom,
 			make:     func(_ *testing.T, raw []byte) []byte { return prepend(forgedSPF, raw) },
 			wantDKIM: "none", wantDMARC: "fail", forged: forgedSPF, kept: true,
