@@ -101,8 +101,11 @@ install_packages() {
 	debconf-set-selections <<-EOF
 		postfix postfix/main_mailer_type select No configuration
 		postfix postfix/mailname string mail.$DOMAIN
-		opendmarc opendmarc/dbconfig-install boolean false
 	EOF
+	# OpenDMARC needs no database (no reports). A debconf database that
+	# saw the package before may refuse the preseed; the answer only
+	# saves a question, so that is not fatal.
+	echo "opendmarc opendmarc/dbconfig-install boolean false" | debconf-set-selections 2>/dev/null || true
 	# policy-rc.d exiting 101 tells invoke-rc.d not to start any daemon
 	# during the install. Keep whatever policy the host already had.
 	local policy=/usr/sbin/policy-rc.d backup=""
