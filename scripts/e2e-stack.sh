@@ -21,8 +21,9 @@
 # then OpenDMARC, both with the authserv-id mx.example.test. A private DNS
 # server (dnsmasq on E2E_DNS_ADDR port 53, by default an address in
 # 127.0.0.0/8 derived from the SMTP port) serves the DKIM keys and DMARC
-# records of the "outside" sender domains partner.test and other.test; their
-# private keys stay in DIR/dkim so tests can sign mail as those senders.
+# records of the "outside" sender domains partner.test and other.test (and
+# of example.test itself); their private keys stay in DIR/dkim so tests can
+# sign mail as those senders.
 # OpenDKIM reaches that server through an Unbound config file; OpenDMARC,
 # which only uses the system resolver, runs in a private mount namespace
 # where DIR/dns/resolv.conf is bind-mounted over /etc/resolv.conf.
@@ -49,7 +50,9 @@ START_TIMEOUT=${E2E_START_TIMEOUT:-30} # seconds
 # resolv.conf, which OpenDMARC reads, cannot name another port. Each stack
 # gets its own loopback address, so stacks on other ports do not collide.
 AUTHSERV_ID=mx.$DOMAIN
-DKIM_DOMAINS="partner.test other.test"
+# The local domain signs too, so tests can deliver authenticated mail from
+# the local users (bob@example.test) as if it came from their own server.
+DKIM_DOMAINS="partner.test other.test $DOMAIN"
 DKIM_SELECTOR=e2e
 DKIM_ONLY_DOMAIN=dkimonly.test # OpenDMARC skips mail From this domain
 DNS_ADDR=${E2E_DNS_ADDR:-127.53.$((SMTP_PORT / 256 % 256)).$((SMTP_PORT % 256))}

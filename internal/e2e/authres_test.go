@@ -54,6 +54,11 @@ func TestSenderAuthResults(t *testing.T) {
 			wantDKIM: "pass", wantDKIMDomain: PartnerDomain, wantDMARC: "pass",
 		},
 		{
+			name: "local user signed by the local domain", from: "Bob <" + Bob + ">",
+			make:     func(t *testing.T, raw []byte) []byte { return a.MustSign(t, raw, LocalDomain) },
+			wantDKIM: "pass", wantDKIMDomain: LocalDomain, wantDMARC: "pass",
+		},
+		{
 			name: "unsigned", from: partnerFrom,
 			make:     func(_ *testing.T, raw []byte) []byte { return raw },
 			wantDKIM: "none", wantDMARC: "fail",

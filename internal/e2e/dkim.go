@@ -22,10 +22,15 @@ import (
 // Mail From DKIMOnlyDomain is checked by OpenDKIM only (OpenDMARC ignores
 // it), as on a server that runs no DMARC check: its Authentication-Results
 // carry a DKIM result and no DMARC result.
+//
+// LocalDomain, the test users' own domain, publishes a key and a DMARC
+// record too: mail from bob@example.test signed with SignDKIM is
+// authenticated as if bob's own server had signed it.
 const (
 	PartnerDomain  = "partner.test"
 	OtherDomain    = "other.test"
 	DKIMOnlyDomain = "dkimonly.test"
+	LocalDomain    = "example.test"
 )
 
 // SenderAuth describes how the stack authenticates incoming mail: OpenDKIM

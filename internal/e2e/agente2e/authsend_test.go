@@ -52,6 +52,20 @@ func (e *env) setAuthservID(id string) {
 	}
 }
 
+// deliverSigned is deliver with the message DKIM-signed for domain (one of
+// the stack's signing domains: e2e.PartnerDomain, e2e.LocalDomain, …), so
+// the stack's milters authenticate it. Use it, with setAuthservID, for
+// mail that must pass the sender_auth gate.
+func (e *env) deliverSigned(m message, domain string) {
+	e.t.Helper()
+	signed, err := e2e.SignDKIM(m.raw(), domain)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.s.Deliver(e.t, bareAddr(m.From), []string{e2e.Owner}, signed)
+	e.s.WaitForMessageID(e.t, e2e.Owner, "INBOX", m.ID, waitShort)
+}
+
 // authCase is one message from the known contact, as his server (or a
 // forger) submits it to the owner's server.
 type authCase struct {
@@ -240,4 +254,28 @@ func gateMap(gs []store.GateResult) map[string]store.GateResult {
 		m[g.Gate] = g
 	}
 	return m
+}
+
+// TestAutoSendLocalSignedContact: the local user bob@example.test, whose
+// mail is signed by his (the stack's) domain, is authenticated like any
+// outside sender and auto-answered once. It is the pattern for tests that
+// need an automatic send: setAuthservID plus deliverSigned.
+func TestAutoSendLocalSignedContact(t *testing.T) {
+	_, a := e2e.RequireSenderAuth(t)
+	requireGateInTree(t, gateSenderAuth)
+	e := newEnv(t, options{Mode: "auto", Model: autoModel})
+	e.setAuthservID(a.AuthservID)
+	e.seedSent(bobAddr)
+	w := e.startWatch()
+
+	m := message{From: bobAddr, To: adaAddr, Subject: "Thursday meeting [auto] signed " + e.tag, ID: e.id("local-signed"),
+		Body: "Hi Ada,\ncould we meet on Thursday at 3pm instead?\nBob"}
+	e.deliverSigned(m, e2e.LocalDomain)
+	e.waitFind(e2e.Bob, "INBOX", "In-Reply-To", m.ID, 1, waitLong)
+	w.waitTerminal([]string{m.ID}, waitShort)
+	w.stop()
+	e.barrier(e2e.Bob)
+	if got := e.find(e2e.Bob, "INBOX", "In-Reply-To", m.ID); len(got) != 1 {
+		t.Errorf("bob's INBOX: got %d replies to %s, want exactly 1", len(got), m.ID)
+	}
 }
