@@ -8,13 +8,25 @@
 # Usage:
 #   scripts/e2e-stack.sh install            install the Debian packages (root)
 #   scripts/e2e-stack.sh start [DIR]        (re)start the stack, write DIR/env
-#   scripts/e2e-stack.sh stop [DIR]         stop both daemons
+#   scripts/e2e-stack.sh stop [DIR]         stop every daemon
 #   scripts/e2e-stack.sh restart-dovecot [DIR]   stop and start Dovecot only
 #   scripts/e2e-stack.sh env [DIR]          print DIR/env (shell export lines)
 #   scripts/e2e-stack.sh status [DIR]       say what is running
 #
 # DIR defaults to $MAILAGENT_E2E_DIR or /tmp/mailagent-e2e. Ports can be
 # overridden with E2E_IMAP_PORT, E2E_IMAPS_PORT and E2E_SMTP_PORT.
+#
+# Sender authentication (RFC 8601 Authentication-Results): Postfix's SMTP
+# listener runs every message through two verifying milters, OpenDKIM and
+# then OpenDMARC, both with the authserv-id mx.example.test. A private DNS
+# server (dnsmasq on E2E_DNS_ADDR port 53, by default an address in
+# 127.0.0.0/8 derived from the SMTP port) serves the DKIM keys and DMARC
+# records of the "outside" sender domains partner.test and other.test (and
+# of example.test itself); their private keys stay in DIR/dkim so tests can
+# sign mail as those senders.
+# OpenDKIM reaches that server through an Unbound config file; OpenDMARC,
+# which only uses the system resolver, runs in a private mount namespace
+# where DIR/dns/resolv.conf is bind-mounted over /etc/resolv.conf.
 #
 # Users (domain example.test, plain passwords, all stored as vmail):
 #   ada@example.test ada-pass   (the mailbox owner in tests)
@@ -31,8 +43,23 @@ IMAPS_PORT=${E2E_IMAPS_PORT:-10993}
 SMTP_PORT=${E2E_SMTP_PORT:-10025}
 DOMAIN=example.test
 USERS="ada bob carol sink corpus"
-PACKAGES="dovecot-imapd dovecot-lmtpd postfix isync tmux openssl"
+PACKAGES="dovecot-imapd dovecot-lmtpd postfix isync tmux openssl opendkim opendkim-tools opendmarc dbconfig-no-thanks dnsmasq-base"
 START_TIMEOUT=${E2E_START_TIMEOUT:-30} # seconds
+
+# Sender authentication (see the header). The DNS server needs port 53:
+# resolv.conf, which OpenDMARC reads, cannot name another port. Each stack
+# gets its own loopback address, so stacks on other ports do not collide.
+AUTHSERV_ID=mx.$DOMAIN
+# The local domain signs too, so tests can deliver authenticated mail from
+# the local users (bob@example.test) as if it came from their own server.
+DKIM_DOMAINS="partner.test other.test $DOMAIN"
+DKIM_SELECTOR=e2e
+DKIM_ONLY_DOMAIN=dkimonly.test # OpenDMARC skips mail From this domain
+DNS_ADDR=${E2E_DNS_ADDR:-127.53.$((SMTP_PORT / 256 % 256)).$((SMTP_PORT % 256))}
+DKIM_DIR=$DIR/dkim
+DNS_DIR=$DIR/dns
+OPENDKIM_DIR=$DIR/opendkim
+OPENDMARC_DIR=$DIR/opendmarc
 
 DOVECOT_CONF=$DIR/dovecot/dovecot.conf
 DOVECOT_RUN=$DIR/dovecot/run
@@ -68,6 +95,7 @@ install_packages() {
 		die "missing Debian packages: $missing
   install them as root, without starting the system daemons:
     echo 'postfix postfix/main_mailer_type select No configuration' | sudo debconf-set-selections
+    echo 'opendmarc opendmarc/dbconfig-install boolean false' | sudo debconf-set-selections
     sudo DEBIAN_FRONTEND=noninteractive apt-get install -y $missing"
 	fi
 	log "installing: $missing"
@@ -77,6 +105,10 @@ install_packages() {
 		postfix postfix/main_mailer_type select No configuration
 		postfix postfix/mailname string mail.$DOMAIN
 	EOF
+	# OpenDMARC needs no database (no reports). A debconf database that
+	# saw the package before may refuse the preseed; the answer only
+	# saves a question, so that is not fatal.
+	echo "opendmarc opendmarc/dbconfig-install boolean false" | debconf-set-selections 2>/dev/null || true
 	# policy-rc.d exiting 101 tells invoke-rc.d not to start any daemon
 	# during the install. Keep whatever policy the host already had.
 	local policy=/usr/sbin/policy-rc.d backup=""
@@ -324,6 +356,7 @@ write_postfix_conf() {
 		smtp_tls_security_level = none
 		message_size_limit = 52428800
 	EOF
+	auth_postfix_conf >>"$POSTFIX_DIR/main.cf"
 	local known=${USERS// /|}
 	cat >"$POSTFIX_DIR/virtual" <<-EOF
 		!/^($known)@${DOMAIN//./\\.}\$/ sink@$DOMAIN
@@ -381,6 +414,7 @@ write_env() {
 		export MAILAGENT_E2E_DOVECOT_CONF=$DOVECOT_CONF
 		export MAILAGENT_E2E_POSTFIX_DIR=$POSTFIX_DIR
 	EOF
+	auth_env >>"$DIR/env"
 }
 
 # ---------------------------------------------------------------------------
@@ -469,7 +503,7 @@ stop_postfix() {
 
 show_logs() {
 	local f
-	for f in "$DIR/dovecot.log" "$DIR/postfix.log"; do
+	for f in "$DIR/dovecot.log" "$DIR/postfix.log" "$DIR/dnsmasq.log" "$DIR/opendkim.log" "$DIR/opendmarc.log"; do
 		[[ -s $f ]] || continue
 		log "--- last lines of $f"
 		tail -n 25 "$f" >&2
@@ -493,6 +527,256 @@ wait_for() {
 }
 
 # ---------------------------------------------------------------------------
+# sender authentication: DNS (dnsmasq), OpenDKIM and OpenDMARC milters
+#
+# Kept in functions of their own (auth_*) so the rest of the stack does not
+# depend on them beyond: the milter lines in main.cf, start/stop order, env.
+
+# auth_gen_keys makes one DKIM key per sender domain, kept across restarts
+# (like the certificates) so a running test's key stays valid. They are test
+# keys of made-up domains, readable by everyone so tests can sign as them.
+auth_gen_keys() {
+	mkdir -p "$DKIM_DIR"
+	chmod 0755 "$DKIM_DIR"
+	local d
+	for d in $DKIM_DOMAINS; do
+		[[ -s $DKIM_DIR/$d.private ]] && continue
+		log "generating the DKIM key of $d"
+		local t
+		t=$(mktemp -d)
+		opendkim-genkey -b 2048 -h sha256 -d "$d" -s "$DKIM_SELECTOR" -D "$t" ||
+			fail_start "opendkim-genkey for $d failed"
+		install -m 0644 "$t/$DKIM_SELECTOR.private" "$DKIM_DIR/$d.private"
+		rm -rf "$t"
+	done
+}
+
+# auth_txt_record NAME TEXT: a dnsmasq txt-record line, TEXT cut into the
+# 255-byte character-strings DNS allows (a 2048-bit key does not fit one).
+auth_txt_record() {
+	local name=$1 text=$2 line
+	line="txt-record=$name"
+	while [[ -n $text ]]; do
+		line+=",\"${text:0:250}\""
+		text=${text:250}
+	done
+	echo "$line"
+}
+
+auth_write_conf() {
+	mkdir -p "$DNS_DIR" "$OPENDKIM_DIR" "$OPENDMARC_DIR"
+	chown opendkim:opendkim "$OPENDKIM_DIR"
+	chown opendmarc:opendmarc "$OPENDMARC_DIR"
+	chmod 0755 "$DNS_DIR" "$OPENDKIM_DIR" "$OPENDMARC_DIR"
+
+	# The zone: each sender domain's DKIM key and a strict DMARC policy.
+	# Every other name under .test is answered NXDOMAIN, and nothing is
+	# forwarded anywhere (no-resolv, no server lines).
+	local d pub
+	{
+		echo "# Generated by scripts/e2e-stack.sh; rewritten on every start."
+		echo "port=53"
+		echo "listen-address=$DNS_ADDR"
+		echo "bind-interfaces"
+		echo "no-resolv"
+		echo "no-hosts"
+		echo "no-poll"
+		echo "local=/test/"
+		echo "user=nobody"
+		echo "group=nogroup"
+		echo "pid-file=$DNS_DIR/dnsmasq.pid"
+		echo "log-facility=$DIR/dnsmasq.log"
+		echo "log-queries"
+		for d in $DKIM_DOMAINS; do
+			pub=$(openssl pkey -in "$DKIM_DIR/$d.private" -pubout -outform DER 2>/dev/null | base64 -w0) ||
+				fail_start "cannot read the DKIM key of $d"
+			auth_txt_record "$DKIM_SELECTOR._domainkey.$d" "v=DKIM1; h=sha256; k=rsa; p=$pub"
+			auth_txt_record "_dmarc.$d" "v=DMARC1; p=reject"
+		done
+	} >"$DNS_DIR/dnsmasq.conf"
+	printf 'nameserver %s\noptions timeout:1 attempts:2\n' "$DNS_ADDR" >"$DNS_DIR/resolv.conf"
+	chmod 0644 "$DNS_DIR/dnsmasq.conf" "$DNS_DIR/resolv.conf"
+
+	# OpenDKIM resolves through libunbound. Unbound refuses to query
+	# 127.0.0.0/8 and answers the whole .test zone NXDOMAIN by default;
+	# both defaults are turned off here, and every query goes to dnsmasq.
+	cat >"$OPENDKIM_DIR/unbound.conf" <<-EOF
+		server:
+		  do-not-query-localhost: no
+		  local-zone: "test." nodefault
+		  domain-insecure: "test."
+		  module-config: "iterator"
+		forward-zone:
+		  name: "."
+		  forward-addr: $DNS_ADDR
+	EOF
+	# A peer list nothing matches: the default (127.0.0.1) would make
+	# OpenDKIM and OpenDMARC treat the test's own SMTP client as internal.
+	echo "192.0.2.1" >"$OPENDKIM_DIR/internal-hosts"
+	echo "192.0.2.1" >"$OPENDMARC_DIR/ignore-hosts"
+	cat >"$OPENDKIM_DIR/opendkim.conf" <<-EOF
+		# Generated by scripts/e2e-stack.sh; rewritten on every start.
+		Mode v
+		AuthservID $AUTHSERV_ID
+		AlwaysAddARHeader yes
+		InternalHosts $OPENDKIM_DIR/internal-hosts
+		ResolverConfiguration $OPENDKIM_DIR/unbound.conf
+		Socket local:$OPENDKIM_DIR/opendkim.sock
+		UMask 0000
+		UserID opendkim:opendkim
+		PidFile $OPENDKIM_DIR/opendkim.pid
+		Background yes
+		Syslog no
+		SoftwareHeader no
+	EOF
+	local psl=""
+	[[ -s /usr/share/publicsuffix/public_suffix_list.dat ]] &&
+		psl="PublicSuffixList /usr/share/publicsuffix/public_suffix_list.dat"
+	# RejectFailures stays off: the tests want forged mail delivered, to
+	# check that the agent does not trust it. Mail From dkimonly.test is
+	# left to OpenDKIM alone, like on a server that runs no DMARC check.
+	cat >"$OPENDMARC_DIR/opendmarc.conf" <<-EOF
+		# Generated by scripts/e2e-stack.sh; rewritten on every start.
+		AuthservID $AUTHSERV_ID
+		TrustedAuthservIDs $AUTHSERV_ID
+		IgnoreHosts $OPENDMARC_DIR/ignore-hosts
+		IgnoreMailFrom $DKIM_ONLY_DOMAIN
+		RejectFailures false
+		FailureReports false
+		SPFSelfValidate false
+		SPFIgnoreResults true
+		$psl
+		Socket local:$OPENDMARC_DIR/opendmarc.sock
+		UMask 0000
+		UserID opendmarc:opendmarc
+		PidFile $OPENDMARC_DIR/opendmarc.pid
+		Background true
+		Syslog false
+		SoftwareHeader false
+	EOF
+}
+
+# auth_postfix_conf prints the main.cf lines that put both milters on every
+# SMTP connection (OpenDKIM first: OpenDMARC reads its result). A milter that
+# is down makes Postfix answer 4xx rather than deliver unauthenticated mail.
+auth_postfix_conf() {
+	cat <<-EOF
+
+		# Sender authentication (OpenDKIM, then OpenDMARC) on SMTP.
+		smtpd_milters = unix:$OPENDKIM_DIR/opendkim.sock unix:$OPENDMARC_DIR/opendmarc.sock
+		non_smtpd_milters =
+		milter_default_action = tempfail
+	EOF
+}
+
+# auth_pid NAME PIDFILE: the pid of a running daemon, or false.
+auth_pid() {
+	local pid
+	[[ -s $2 ]] || return 1
+	pid=$(<"$2")
+	kill -0 "$pid" 2>/dev/null || return 1
+	echo "$pid"
+}
+
+auth_wait_socket() {
+	local name=$1 sock=$2 deadline=$((SECONDS + START_TIMEOUT))
+	until [[ -S $sock ]]; do
+		((SECONDS < deadline)) || fail_start "$name did not create $sock within ${START_TIMEOUT}s"
+		sleep 0.05
+	done
+}
+
+auth_start() {
+	auth_gen_keys
+	auth_write_conf
+	: >"$DIR/dnsmasq.log"
+	: >"$DIR/opendkim.log"
+	: >"$DIR/opendmarc.log"
+	rm -f "$OPENDKIM_DIR/opendkim.sock" "$OPENDMARC_DIR/opendmarc.sock"
+	dnsmasq --conf-file="$DNS_DIR/dnsmasq.conf" </dev/null >>"$DIR/dnsmasq.log" 2>&1 ||
+		fail_start "dnsmasq did not start on $DNS_ADDR:53 (E2E_DNS_ADDR picks another loopback address)"
+	# The key each domain publishes must be the one in DIR/dkim, as seen
+	# through OpenDKIM's own resolver configuration.
+	local d
+	for d in $DKIM_DOMAINS; do
+		opendkim-testkey -x "$OPENDKIM_DIR/opendkim.conf" -d "$d" -s "$DKIM_SELECTOR" \
+			-k "$DKIM_DIR/$d.private" >>"$DIR/opendkim.log" 2>&1 ||
+			fail_start "opendkim-testkey: the DNS key of $d does not match $DKIM_DIR/$d.private"
+	done
+	opendkim -x "$OPENDKIM_DIR/opendkim.conf" </dev/null >>"$DIR/opendkim.log" 2>&1 ||
+		fail_start "opendkim did not start"
+	# OpenDMARC only knows the system resolver: give it a mount namespace
+	# of its own where /etc/resolv.conf names the private DNS server. The
+	# daemon it forks stays in that namespace.
+	# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
+	unshare --mount --propagation private sh -c \
+		'mount --bind "$1" /etc/resolv.conf && exec opendmarc -c "$2"' \
+		_ "$DNS_DIR/resolv.conf" "$OPENDMARC_DIR/opendmarc.conf" \
+		</dev/null >>"$DIR/opendmarc.log" 2>&1 ||
+		fail_start "opendmarc did not start"
+	auth_wait_socket opendkim "$OPENDKIM_DIR/opendkim.sock"
+	auth_wait_socket opendmarc "$OPENDMARC_DIR/opendmarc.sock"
+}
+
+auth_stop() {
+	local name pidfile pid pids=()
+	for name in opendmarc opendkim dnsmasq; do
+		case $name in
+		dnsmasq) pidfile=$DNS_DIR/dnsmasq.pid ;;
+		*) pidfile=$DIR/$name/$name.pid ;;
+		esac
+		pid=$(auth_pid "$name" "$pidfile") || continue
+		kill -TERM "$pid" 2>/dev/null || true
+		pids+=("$pid")
+	done
+	((${#pids[@]})) || return 0
+	# libmilter looks at its stop flag only every 5 seconds. The milters
+	# only verify and keep no state, so after a short grace period they
+	# are killed rather than waited for.
+	local i
+	for ((i = 0; i < 10; i++)); do
+		any_alive "${pids[@]}" || return 0
+		sleep 0.1
+	done
+	kill -KILL "${pids[@]}" 2>/dev/null || true
+	for ((i = 0; i < 50; i++)); do
+		any_alive "${pids[@]}" || return 0
+		sleep 0.1
+	done
+	log "milters/DNS (pids ${pids[*]}) still running after SIGKILL"
+}
+
+auth_status() {
+	local rc=0 pid name
+	if pid=$(auth_pid dnsmasq "$DNS_DIR/dnsmasq.pid"); then echo "dnsmasq: running (pid $pid) on $DNS_ADDR:53"; else
+		echo "dnsmasq: stopped"
+		rc=1
+	fi
+	for name in opendkim opendmarc; do
+		if pid=$(auth_pid "$name" "$DIR/$name/$name.pid"); then echo "$name: running (pid $pid)"; else
+			echo "$name: stopped"
+			rc=1
+		fi
+	done
+	return $rc
+}
+
+auth_env() {
+	local d keys=""
+	for d in $DKIM_DOMAINS; do
+		keys+="${keys:+,}$d:$DKIM_DIR/$d.private"
+	done
+	cat <<-EOF
+		export MAILAGENT_E2E_AUTHSERV_ID=$AUTHSERV_ID
+		export MAILAGENT_E2E_DKIM_SELECTOR=$DKIM_SELECTOR
+		export MAILAGENT_E2E_DKIM_KEYS=$keys
+		export MAILAGENT_E2E_DMARC=1
+		export MAILAGENT_E2E_DKIM_ONLY_DOMAIN=$DKIM_ONLY_DOMAIN
+		export MAILAGENT_E2E_DNS_ADDR=$DNS_ADDR
+	EOF
+}
+
+# ---------------------------------------------------------------------------
 # commands
 
 cmd_start() {
@@ -510,16 +794,19 @@ cmd_start() {
 	start_dovecot
 	wait_for "Dovecot IMAP" "$HOST" "$IMAP_PORT"
 	wait_for "Dovecot IMAPS" "$HOST" "$IMAPS_PORT" connect
+	auth_start
 	start_postfix
 	wait_for "Postfix SMTP" "$HOST" "$SMTP_PORT"
 	write_env
 	log "running in $DIR: IMAP $HOST:$IMAP_PORT (STARTTLS), IMAPS $HOST:$IMAPS_PORT, SMTP $HOST:$SMTP_PORT"
+	log "sender authentication: OpenDKIM + OpenDMARC as $AUTHSERV_ID, DNS on $DNS_ADDR:53 for: $DKIM_DOMAINS"
 	log "use it with: source $DIR/env"
 }
 
 stop_all() {
 	stop_postfix
 	stop_dovecot
+	auth_stop
 }
 
 cmd_restart_dovecot() {
@@ -545,6 +832,7 @@ cmd_status() {
 		echo "postfix: stopped"
 		rc=1
 	fi
+	auth_status || rc=1
 	return $rc
 }
 
