@@ -254,18 +254,7 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 		ThreadID: rec.ThreadID, From: rec.From, To: append(slices.Clone(reply.To), reply.Cc...), Subject: rec.Subject,
 		Classification: rec.Classification, Gates: rec.Gates, Reasons: rec.Reasons, Draft: d.Body, Status: store.QueuePending,
 	}
-	var draftRaw []byte
-	if acct.DraftsToIMAP {
-		r := reply
-		r.Body = d.Body
-		r.ExtraHeaders = map[string]string{TraceHeader: rec.TraceID}
-		if raw, _, err := compose.Build(r); err == nil {
-			draftRaw = raw
-		} else {
-			item.Error = "could not build the IMAP draft: " + err.Error()
-		}
-	}
-	return a.enqueue(ctx, item, draftRaw)
+	return a.enqueue(ctx, item, p.prepareDraft(item, reply))
 }
 
 // DefaultMaxBodyChars is how much of a message's clean text the model sees
@@ -513,7 +502,9 @@ func (p *Pipeline) afterSend(ob *store.OutboxRecord) {
 			} else {
 				c.OwnerReplies++
 			}
-			c.Known = true
+			// Only the owner's mail (approved here) makes a contact
+			// known; an auto-reply, even to a reply-all stranger, does not.
+			c.Known = c.Known || !ob.Auto
 			c.LastSeen = now
 			c.History = append(c.History, store.HistoryEntry{Date: now, Direction: "out", Subject: compose.ReplySubject(ob.Subject), Summary: oneLine(ob.Body, 120)})
 			c.SinceSummary++
