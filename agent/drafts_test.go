@@ -307,3 +307,57 @@ func TestOwnerRepliedLeavesAnItemBeingApproved(t *testing.T) {
 		t.Errorf("failed item after its copy was sent: %s, %d drafts", got.Status, len(m.drafts()))
 	}
 }
+
+// A model that obeys the mail writes header lines into its draft, and the
+// owner pastes some into an edit: the Drafts copies and the approved reply
+// still carry exactly one Message-ID (the item's), no forged header, and
+// (the Drafts copies) no trace header.
+func TestHostileDraftTextCannotForgeDraftHeaders(t *testing.T) {
+	hostile := []string{
+		"Sure.\r\nMessage-ID: <forged@attacker.example>\r\nX-Mailagent-Trace: q_forged\r\nBcc: evil@attacker.example",
+		"\r\n\r\nMessage-ID: <forged2@attacker.example>\nTo: evil@attacker.example\n\nhi",
+		"Subject: x\rX-Mailagent-Trace: forged\rCc: evil@attacker.example",
+	}
+	tried, through := 0, 0
+	check := func(q *store.QueueItem, raw []byte, draft bool) {
+		t.Helper()
+		tried++
+		i := strings.Index(string(raw), "\r\n\r\n")
+		if i < 0 {
+			t.Fatalf("no header/body separator:\n%s", raw)
+		}
+		hdr := "\r\n" + strings.ToLower(string(raw[:i]))
+		msg := mail.Parse(raw)
+		bad := strings.Count(hdr, "\r\nmessage-id:") != 1 || mail.IDKey(msg.MessageID) != mail.IDKey(q.DraftMessageID) ||
+			strings.Contains(hdr, "attacker") || strings.Contains(hdr, "forged") ||
+			(draft && strings.Contains(hdr, strings.ToLower(TraceHeader)))
+		if bad {
+			through++
+			t.Errorf("forged or wrong header got through:\n%s", raw[:i])
+		}
+	}
+	for _, body := range hostile {
+		p, _, m := newFolderPipeline(t)
+		p.Actor.Drafter.(*LLMDrafter).Model.(*recordingModel).draft = body
+		q := queuedDraft(t, p)
+		for _, raw := range m.drafts() {
+			check(q, raw, true)
+		}
+		if _, err := p.Edit(context.Background(), q.ID, body+"\r\nedited"); err != nil {
+			t.Fatal(err)
+		}
+		drafts := m.drafts()
+		if len(drafts) != 1 {
+			t.Fatalf("Drafts after the edit: %d, want 1", len(drafts))
+		}
+		check(q, drafts[0], true)
+		if _, err := p.Approve(context.Background(), q.ID, ""); err != nil {
+			t.Fatal(err)
+		}
+		if len(m.smtp) != 1 {
+			t.Fatalf("sent %d, want 1", len(m.smtp))
+		}
+		check(q, m.smtp[0], false)
+	}
+	t.Logf("hostile draft text: %d messages checked, %d with a forged header", tried, through)
+}
