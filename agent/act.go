@@ -244,18 +244,7 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 		ThreadID: rec.ThreadID, From: rec.From, To: append(slices.Clone(reply.To), reply.Cc...), Subject: rec.Subject,
 		Classification: rec.Classification, Gates: rec.Gates, Reasons: rec.Reasons, Draft: d.Body, Status: store.QueuePending,
 	}
-	var draftRaw []byte
-	if acct.DraftsToIMAP {
-		r := reply
-		r.Body = d.Body
-		r.ExtraHeaders = map[string]string{TraceHeader: rec.TraceID}
-		if raw, _, err := compose.Build(r); err == nil {
-			draftRaw = raw
-		} else {
-			item.Error = "could not build the IMAP draft: " + err.Error()
-		}
-	}
-	return a.enqueue(ctx, item, draftRaw)
+	return a.enqueue(ctx, item, p.prepareDraft(item, reply))
 }
 
 // DefaultMaxBodyChars is how much of a message's clean text the model sees

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mailagent/mailagent/internal/compose"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/prompts"
 	"github.com/mailagent/mailagent/store"
@@ -31,6 +30,13 @@ func notActionable(id string, st ActStore) error {
 // through the outbox. Human approval skips the auto-send gates, but the
 // recipients are still the ones code chose when the item was queued. Two
 // approvals of the same item send once: the status change is atomic.
+//
+// The reply goes out under the item's one Message-ID (DraftMessageID), the
+// one its Drafts-folder copy carries. Before the first send the Sent folder
+// is read: when the owner already sent that copy, or replied to the
+// message, from their own client, the item is resolved and nothing is
+// sent. When the Sent folder cannot be read the item fails with the
+// reason, and nothing is sent.
 func (p *Pipeline) Approve(ctx context.Context, id, final string) (*store.QueueItem, error) {
 	a := p.Actor
 	item, err := a.Store.TransitionQueueItem(id, openStatuses, store.QueueApproved, func(q *store.QueueItem) error {
@@ -39,6 +45,9 @@ func (p *Pipeline) Approve(ctx context.Context, id, final string) (*store.QueueI
 		}
 		if final != "" {
 			q.Final = final
+		}
+		if q.DraftMessageID == "" {
+			q.DraftMessageID = p.newDraftMessageID(q.Account)
 		}
 		q.Error = ""
 		return nil
@@ -50,14 +59,24 @@ func (p *Pipeline) Approve(ctx context.Context, id, final string) (*store.QueueI
 		return nil, fmt.Errorf("approve %s: %w", id, err)
 	}
 	obID := ApprovalOutboxID(item.ID)
-	if ob, err := a.Store.GetOutbox(obID); err == nil {
+	ob, obErr := a.Store.GetOutbox(obID)
+	if obErr != nil && !errors.Is(obErr, store.ErrNotFound) {
+		p.failItem(item.ID, obErr.Error())
+		return item, fmt.Errorf("approve %s: %w", id, obErr)
+	}
+	if ob == nil || ob.Status == store.OutboxFailed {
+		if done, err := p.handledByOwner(ctx, item, ob == nil); err != nil || done != nil {
+			if done != nil {
+				return done, nil
+			}
+			return item, err
+		}
+	}
+	if ob != nil {
 		// Approved before and the send failed: send again. When the owner
 		// changed the text since, the reply is composed anew.
 		if ob.Status == store.OutboxFailed {
-			body := item.Final
-			if body == "" {
-				body = item.Draft
-			}
+			body := itemBody(item)
 			var raw []byte
 			var msgID string
 			if body != ob.Body {
@@ -101,29 +120,67 @@ func (p *Pipeline) Approve(ctx context.Context, id, final string) (*store.QueueI
 	return item, nil
 }
 
-// buildApproved composes the reply for an approved item. Recipients are
-// the item's, which code chose from the original message.
-func (p *Pipeline) buildApproved(item *store.QueueItem) (raw []byte, msgID, body string, err error) {
-	acct := p.Accounts[item.Account]
-	body = item.Final
-	if body == "" {
-		body = item.Draft
+// handledByOwner looks in the Sent folder, before an approved item is
+// sent, for the owner having handled it from their own client: its Drafts
+// copy (by Message-ID; only before the first send, since later our own
+// attempt may be there and Deliver reconciles that), or their own reply.
+// When found the item is resolved (and a failed outbox record cancelled)
+// and returned. An error reading Sent fails the item: sending without
+// looking could answer twice.
+func (p *Pipeline) handledByOwner(ctx context.Context, item *store.QueueItem, firstSend bool) (*store.QueueItem, error) {
+	a := p.Actor
+	if a.Mailer == nil {
+		return nil, nil
 	}
-	r := compose.Reply{From: acct.From, Subject: item.Subject, Body: body, Date: p.now(),
-		ExtraHeaders: map[string]string{TraceHeader: item.ID}}
-	if rec, err := p.Store.GetMessage(item.Message); err == nil {
-		parent, err := compose.NewReply(recordMessage(rec), acct.From, acct.Owner.Addresses, p.Policy.ReplyAll)
-		if err == nil {
-			parent.Body, parent.Date, parent.ExtraHeaders = r.Body, r.Date, r.ExtraHeaders
-			r = parent
+	reason := ""
+	if firstSend {
+		has, err := a.Mailer.SentHas(ctx, item.Account, item.DraftMessageID)
+		if err != nil {
+			return nil, p.sentUnreadable(item, err)
+		}
+		if has {
+			reason = reasonDraftSentByOwner
 		}
 	}
-	// The queued recipients win: they were fixed when the item was made.
-	r.To, r.Cc = item.To, nil
-	if len(r.To) == 0 {
-		return nil, "", "", errors.New("the item has no recipient")
+	if reason == "" {
+		found, err := p.ownerAnsweredInSent(ctx, item)
+		if err != nil {
+			return nil, p.sentUnreadable(item, err)
+		}
+		if found {
+			reason = reasonOwnerReplied
+		}
 	}
-	raw, msgID, err = compose.Build(r)
+	if reason == "" {
+		return nil, nil
+	}
+	if !firstSend {
+		_, err := a.Store.TransitionOutbox(ApprovalOutboxID(item.ID), []string{store.OutboxFailed}, store.OutboxCancelled, func(r *store.OutboxRecord) error {
+			r.Error = reason
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("approve %s: %w", item.ID, err)
+		}
+	}
+	done, err := p.resolveItem(ctx, item.ID, []string{store.QueueApproved}, reason+"; approving it sent nothing")
+	if err != nil {
+		return nil, fmt.Errorf("approve %s: %w", item.ID, err)
+	}
+	return done, nil
+}
+
+func (p *Pipeline) sentUnreadable(item *store.QueueItem, err error) error {
+	p.failItem(item.ID, "nothing was sent: could not read the Sent folder to check that the owner had not replied already ("+err.Error()+"); approve again")
+	return fmt.Errorf("approve %s: nothing was sent: read the Sent folder: %w", item.ID, err)
+}
+
+// buildApproved composes the reply for an approved item, under the item's
+// Message-ID. Recipients are the item's, which code chose from the
+// original message.
+func (p *Pipeline) buildApproved(item *store.QueueItem) (raw []byte, msgID, body string, err error) {
+	body = itemBody(item)
+	raw, msgID, err = composeItem(p.itemReply(item), item, body, map[string]string{TraceHeader: item.ID})
 	return raw, msgID, body, err
 }
 
@@ -151,16 +208,8 @@ func (p *Pipeline) Reject(ctx context.Context, id, reason string) error {
 	return nil
 }
 
-func (p *Pipeline) dropIMAPDraft(ctx context.Context, item *store.QueueItem) {
-	if item.IMAPDraftUID == 0 || p.Actor.Mailer == nil {
-		return
-	}
-	if err := p.Actor.Mailer.DeleteDraft(ctx, item.Account, item.IMAPDraftUID); err != nil {
-		p.logger().Warn("delete IMAP draft", "queue", item.ID, "err", err)
-	}
-}
-
-// Edit stores the owner's text as Final; the model's Draft is kept.
+// Edit stores the owner's text as Final; the model's Draft is kept. The
+// Drafts-folder copy, if any, is replaced by one with the new text.
 func (p *Pipeline) Edit(ctx context.Context, id, text string) (*store.QueueItem, error) {
 	item, err := p.Actor.Store.TransitionQueueItem(id, openStatuses, store.QueuePending, func(q *store.QueueItem) error {
 		if q.Kind != store.KindDraft {
@@ -175,6 +224,7 @@ func (p *Pipeline) Edit(ctx context.Context, id, text string) (*store.QueueItem,
 	if err != nil {
 		return nil, fmt.Errorf("edit %s: %w", id, err)
 	}
+	item = p.replaceIMAPDraft(ctx, item)
 	p.Actor.notify(Event{Kind: "queue_updated", ID: id, Account: item.Account})
 	return item, nil
 }
@@ -195,7 +245,8 @@ func (p *Pipeline) Snooze(ctx context.Context, id string, until time.Time) error
 	return nil
 }
 
-// Regenerate asks the drafter again, with the owner's instruction.
+// Regenerate asks the drafter again, with the owner's instruction. The
+// Drafts-folder copy, if any, is replaced by one with the new text.
 func (p *Pipeline) Regenerate(ctx context.Context, id, instruction string) (*store.QueueItem, error) {
 	a := p.Actor
 	item, err := a.Store.GetQueueItem(id)
@@ -234,6 +285,7 @@ func (p *Pipeline) Regenerate(ctx context.Context, id, instruction string) (*sto
 	if err != nil {
 		return nil, err
 	}
+	item = p.replaceIMAPDraft(ctx, item)
 	a.notify(Event{Kind: "queue_updated", ID: id, Account: item.Account})
 	return item, nil
 }
@@ -365,40 +417,56 @@ func (p *Pipeline) Recover(ctx context.Context) error {
 	return errs
 }
 
-// OwnerReplied resolves open queue items that the owner answered from
-// their own mail client: sent is a message read from the Sent folder.
-func (p *Pipeline) OwnerReplied(ctx context.Context, account string, sent *mail.Message) error {
+// OwnerReplied resolves the open queue items that the owner handled from
+// their own mail client; sent are messages the owner sent, read from the
+// Sent folder. The caller leaves out mail mailagent sent itself. An item is
+// resolved only by
+//   - its own Drafts copy (the message carries the item's DraftMessageID),
+//     or
+//   - a reply to its message: In-Reply-To names the item's message AND the
+//     reply went (To or Cc) to the item's correspondent.
+//
+// A References chain alone never resolves an item: an owner reply in one
+// thread must not close another correspondent's item.
+func (p *Pipeline) OwnerReplied(ctx context.Context, account string, sent ...*mail.Message) error {
 	a := p.Actor
-	parents := append(slices.Clone(sent.InReplyTo), sent.References...)
-	if len(parents) == 0 {
+	var mine []*mail.Message
+	for _, m := range sent {
+		if m != nil && m.HeaderValue(TraceHeader) == "" && !IsAutomatic(m) {
+			mine = append(mine, m)
+		}
+	}
+	if len(mine) == 0 {
 		return nil
 	}
-	keys := map[string]bool{}
-	for _, id := range parents {
-		keys[mail.IDKey(id)] = true
-	}
-	if sent.HeaderValue(TraceHeader) != "" {
-		return nil // our own send, already accounted for
-	}
-	var hits []*store.QueueItem
+	var open []*store.QueueItem
 	if err := a.Store.ListQueue("", func(q *store.QueueItem) error {
-		if q.Account == account && slices.Contains(openStatuses, q.Status) && keys[mail.IDKey(q.MessageID)] {
-			hits = append(hits, q)
+		if q.Account == account && slices.Contains(openStatuses, q.Status) {
+			open = append(open, q)
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	for _, q := range hits {
-		item, err := a.Store.TransitionQueueItem(q.ID, openStatuses, store.QueueResolved, func(q *store.QueueItem) error {
-			q.Reasons = append(q.Reasons, "the owner replied from their mail client")
-			return nil
-		})
-		if err != nil {
+	owner := p.Accounts[account].Owner
+	for _, q := range open {
+		reason := ""
+		for _, m := range mine {
+			if isDraftCopy(q, m) {
+				reason = reasonDraftSentByOwner
+				break
+			}
+			if answersItem(q, m, owner) {
+				reason = reasonOwnerReplied
+				break
+			}
+		}
+		if reason == "" {
 			continue
 		}
-		p.dropIMAPDraft(ctx, item)
-		a.notify(Event{Kind: "queue_updated", ID: item.ID, Account: item.Account})
+		if _, err := p.resolveItem(ctx, q.ID, openStatuses, reason); err != nil && !errors.Is(err, store.ErrConflict) {
+			return err
+		}
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/mailagent/mailagent/internal/mail"
 )
 
 // PutQueueItem writes q under q.ID (set it with NewID), setting UpdatedAt
@@ -182,4 +184,48 @@ func (s *Store) TransitionOutbox(id string, from []string, to string, mutate fun
 		return nil, fmt.Errorf("outbox %s → %s: %w", id, to, err)
 	}
 	return &r, nil
+}
+
+// OutboxRef is the part of an outbox record that identifies a sent
+// message (no raw message, no body).
+type OutboxRef struct {
+	ID        string `json:"id"`
+	Account   string `json:"account"`
+	MessageID string `json:"message_id"`
+	QueueID   string `json:"queue_id,omitempty"`
+	Status    string `json:"status"`
+	Auto      bool   `json:"auto"`
+}
+
+// OutboxByMessageID finds the outbox records of account whose MessageID is
+// one of ids (compared with mail.IDKey). The result is keyed by
+// mail.IDKey(id); ids without a record are absent. One read transaction;
+// records are decoded without their raw message.
+func (s *Store) OutboxByMessageID(account string, ids []string) (map[string]OutboxRef, error) {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if k := mail.IDKey(id); k != "" {
+			want[k] = true
+		}
+	}
+	out := map[string]OutboxRef{}
+	if len(want) == 0 {
+		return out, nil
+	}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bOutbox).ForEach(func(_, v []byte) error {
+			var r OutboxRef
+			if err := json.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			if k := mail.IDKey(r.MessageID); r.Account == account && want[k] {
+				out[k] = r
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox by message id: %w", err)
+	}
+	return out, nil
 }

@@ -202,6 +202,12 @@ type QueueItem struct {
 	Error          string          `json:"error,omitempty"`
 	CreatedAt      time.Time       `json:"created_at"`
 	UpdatedAt      time.Time       `json:"updated_at"`
+
+	// DraftMessageID is the one Message-ID of this item's reply: the
+	// Drafts-folder copy carries it, and so does the reply sent on
+	// approval. A copy the owner sent from their own client is recognised
+	// by it in the Sent folder, and approval then sends nothing.
+	DraftMessageID string `json:"draft_message_id,omitempty"`
 }
 
 // Outbox record statuses.

@@ -246,6 +246,21 @@ func (m *Mailer) FetchSent(ctx context.Context, account string, after uint32, si
 	return uidvalidity, err
 }
 
+// sentCheckBytes is how much of each message ReadSent fetches: the header
+// is what matters.
+const sentCheckBytes = 64 << 10
+
+var _ agent.SentReader = (*Mailer)(nil)
+
+// ReadSent implements agent.SentReader: fn gets each Sent-folder message
+// from since's day on (larger ones partially: header and first text part).
+func (m *Mailer) ReadSent(ctx context.Context, account string, since time.Time, fn func(raw []byte) error) error {
+	_, err := m.FetchSent(ctx, account, 0, since, sentCheckBytes, func(r imapsync.RawMessage) error {
+		return fn(r.Raw)
+	})
+	return err
+}
+
 // FetchUID refetches one message (used to retry needs_review messages).
 func (m *Mailer) FetchUID(ctx context.Context, account, mailbox string, uidvalidity, uid uint32, maxBytes int64) (*imapsync.RawMessage, error) {
 	a, err := m.account(account)

@@ -22,9 +22,11 @@ const SentCheckpoint = "mailagent:sent-folder"
 // new message.
 const minSentScanInterval = 30 * time.Second
 
-// scanSent reads new messages in the Sent folder: their recipients become
-// known contacts (the known-contact gate), and a reply the owner wrote in
-// their own client resolves the matching queue item.
+// scanSent reads new messages in the Sent folder: the recipients of mail
+// the owner wrote or approved become known contacts (the known-contact
+// gate; automatic replies never count), and a reply the owner sent from
+// their own client resolves the queue item it answers (see
+// agent.Pipeline.OwnerReplied).
 func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 	d.mu.Lock()
 	if d.sentScan == nil {
@@ -61,9 +63,9 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 		m := mail.Parse(r.Raw)
 		if acct.Owner.IsOwner(m.From.Email) {
 			// Keep what is needed, not the bodies.
-			mine = append(mine, &mail.Message{MessageID: m.MessageID, From: m.From, To: m.To, Cc: m.Cc,
+			mine = append(mine, &mail.Message{MessageID: m.MessageID, Synthesized: m.Synthesized, From: m.From, To: m.To, Cc: m.Cc,
 				InReplyTo: m.InReplyTo, References: m.References, Header: map[string][]string{
-					"Bcc": m.Header["Bcc"], agent.TraceHeader: m.Header[agent.TraceHeader]}})
+					"Bcc": m.Header["Bcc"], agent.TraceHeader: m.Header[agent.TraceHeader], "Auto-Submitted": m.Header["Auto-Submitted"]}})
 		}
 		return nil
 	})
@@ -84,10 +86,53 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 	}
 }
 
-// handleSent learns known contacts from the owner's sent mail and resolves
-// the queue items the owner answered in their own client.
+// Kinds of message in the owner's Sent folder.
+const (
+	sentByOwner  = iota // written by the owner (or a Drafts copy they sent from their client)
+	sentApproved        // sent by mailagent after the owner approved it
+	sentAuto            // automatic: mailagent's auto-replies, vacation replies
+)
+
+// sentKind sorts a Sent-folder message. Automatic mail is recognised by
+// its Message-ID being one of mailagent's auto-sends (whatever its
+// headers), or by an Auto-Submitted header (RFC 3834; every auto-reply
+// mailagent sends has one). Other mail carrying TraceHeader was sent by
+// mailagent after approval. The rest the owner sent: a Drafts copy sent
+// from the owner's client carries the draft's Message-ID but no
+// TraceHeader, so it lands here.
+func sentKind(m *mail.Message, ours map[string]store.OutboxRef) int {
+	if ob, ok := ours[mail.IDKey(m.MessageID)]; ok && !m.Synthesized && ob.Auto {
+		return sentAuto
+	}
+	if agent.IsAutomatic(m) {
+		return sentAuto
+	}
+	if m.HeaderValue(agent.TraceHeader) != "" {
+		return sentApproved
+	}
+	return sentByOwner
+}
+
+// handleSent learns known contacts from the mail the owner wrote or
+// approved (never from automatic replies), and resolves the queue items
+// the owner answered in their own client.
 func (d *Daemon) handleSent(ctx context.Context, account string, owner agent.Owner, msgs []*mail.Message) error {
+	ids := make([]string, 0, len(msgs))
 	for _, m := range msgs {
+		if !m.Synthesized {
+			ids = append(ids, m.MessageID)
+		}
+	}
+	ours, err := d.Store.OutboxByMessageID(account, ids)
+	if err != nil {
+		return err
+	}
+	var byOwner []*mail.Message
+	for _, m := range msgs {
+		kind := sentKind(m, ours)
+		if kind == sentAuto {
+			continue // an automatic reply makes no one known
+		}
 		var rcpts []string
 		for _, list := range [][]mail.Address{m.To, m.Cc, parseList(m.HeaderValue("Bcc"))} {
 			for _, a := range list {
@@ -101,20 +146,19 @@ func (d *Daemon) handleSent(ctx context.Context, account string, owner agent.Own
 				return err
 			}
 		}
-		if m.HeaderValue(agent.TraceHeader) == "" {
-			for _, rc := range rcpts {
-				_, _ = d.Store.UpdateContact(account, rc, func(c *store.Contact) error {
-					c.OwnerReplies++
-					c.Known = true
-					return nil
-				})
-			}
+		if kind != sentByOwner {
+			continue // counted when it was sent (afterSend)
 		}
-		if err := d.Pipeline.OwnerReplied(ctx, account, m); err != nil {
-			return err
+		byOwner = append(byOwner, m)
+		for _, rc := range rcpts {
+			_, _ = d.Store.UpdateContact(account, rc, func(c *store.Contact) error {
+				c.OwnerReplies++
+				c.Known = true
+				return nil
+			})
 		}
 	}
-	return nil
+	return d.Pipeline.OwnerReplied(ctx, account, byOwner...)
 }
 
 func parseList(v string) []mail.Address {
