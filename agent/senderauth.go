@@ -134,14 +134,22 @@ func stripCFWS(s string) string {
 // to add one, so when the topmost is someone else's, the id is wrong (or
 // the server added none) and every header may be the sender's. Anything
 // after a header with another id may have been written by the sender.
+// The run must also be contiguous in the whole header: a field below the
+// server's own Received field (or any other field between two results) may
+// have been written by the sender, whatever id it names. pos holds each
+// value's position among all header fields (mail.Message.AuthResultsPos);
+// nil means unknown, and then only the topmost header is trusted.
 // top is the id of the topmost header.
-func trustedAR(values, patterns []string) (block []arHeader, top string) {
+func trustedAR(values []string, pos []int, patterns []string) (block []arHeader, top string) {
 	for i, v := range values {
 		h := parseAR(v)
 		if i == 0 {
 			top = h.id
 		}
 		if !authservMatch(patterns, h.id) {
+			break
+		}
+		if i > 0 && (len(pos) != len(values) || pos[i] != pos[i-1]+1) {
 			break
 		}
 		block = append(block, h)
@@ -183,7 +191,7 @@ func AuthenticateSender(m *mail.Message, authservID string) store.SenderAuth {
 	if len(values) == 0 {
 		return fail("no Authentication-Results header")
 	}
-	block, top := trustedAR(values, patterns)
+	block, top := trustedAR(values, m.AuthResultsPos, patterns)
 	if len(block) == 0 {
 		return fail("the topmost Authentication-Results header is from %q, not from the owner's server (authserv_id %s)", top, authservID)
 	}

@@ -86,9 +86,39 @@ func arMessage(from string, ar ...string) *mail.Message {
 		m.From = mail.Address{Email: from}
 	}
 	if len(ar) > 0 {
+		// As the owner's server writes them: adjacent, at the top.
 		m.Header["Authentication-Results"] = ar
+		for i := range ar {
+			m.AuthResultsPos = append(m.AuthResultsPos, i)
+		}
 	}
 	return m
+}
+
+// TestAuthResultsMustBeAdjacent parses whole messages: a field with the
+// owner's id that sits below another field (the server's Received, say) is
+// not part of the server's block, whatever it claims.
+func TestAuthResultsMustBeAdjacent(t *testing.T) {
+	const top = "Authentication-Results: mx.example.test; dkim=none (no signature)\r\n"
+	forged := "Authentication-Results: mx.example.test; dmarc=pass header.from=dkimonly.test\r\n"
+	tail := "From: a@dkimonly.test\r\nTo: ada@example.test\r\nSubject: hi\r\nMessage-ID: <x@dkimonly.test>\r\n\r\nbody\r\n"
+	tests := []struct {
+		name string
+		raw  string
+		want bool
+	}{
+		{"forged below the server's Received", top + "Received: from x by mx.example.test\r\n" + forged + tail, false},
+		{"forged right below, adjacent", top + forged + tail, true},
+		{"real pass alone on top", forged + "Received: from x by y\r\n" + tail, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := AuthenticateSender(mail.Parse([]byte(tt.raw)), "mx.example.test")
+			if got.Authenticated != tt.want {
+				t.Fatalf("authenticated: got %v (%s), want %v", got.Authenticated, got.Reason, tt.want)
+			}
+		})
+	}
 }
 
 func TestAuthenticateSender(t *testing.T) {

@@ -33,6 +33,11 @@ type Message struct {
 	// Header holds every top-level header field, decoded, keyed by the
 	// canonical MIME key (textproto.CanonicalMIMEHeaderKey).
 	Header map[string][]string `json:"header,omitempty"`
+	// AuthResultsPos is, for each Header["Authentication-Results"] value,
+	// its position among all top-level header fields (0 = topmost). Header
+	// loses the order across field names; whether two results are adjacent
+	// (nothing the sender could have written between them) needs it.
+	AuthResultsPos []int `json:"auth_results_pos,omitempty"`
 
 	ContentType string `json:"content_type"` // top-level media type, lowercased, e.g. "multipart/report"
 

@@ -112,13 +112,16 @@ func (p *parser) headers(hdr message.Header) {
 	m.Header = map[string][]string{}
 	badCharset := false
 	fields := hdr.Fields()
-	for fields.Next() {
+	for pos := 0; fields.Next(); pos++ {
 		k := fields.Key()
 		v, ok := decodeHeaderValue(fields.Value())
 		if !ok {
 			badCharset = true
 		}
 		m.Header[k] = append(m.Header[k], v)
+		if k == "Authentication-Results" {
+			m.AuthResultsPos = append(m.AuthResultsPos, pos)
+		}
 	}
 	if badCharset {
 		p.problem("header has encoded words in an unknown charset: kept undecoded")
