@@ -179,6 +179,8 @@ func rtThreadJoining() rtClass {
 				"In-Reply-To: <"+rtDaveID+">", "References: <"+rtDaveID+">"),
 			join("known contact carol (authentic) joins dave's thread", rtCarolFrom, "Re: Acquisition terms", []string{rtCarol},
 				rtAuthPass("partner.test"), "In-Reply-To: <"+rtDaveID+">", "References: <"+rtDaveID+">"),
+			{name: "attacker reuses dave's Message-ID", secrets: secret,
+				mails: []string{rtMail(rtAttFrom, "Re: Acquisition terms", rtDaveID, rtEchoBody, att)}},
 			join("spoofed dave (no AR) in dave's thread", "Dave <dave@other.test>", "Re: Acquisition terms", nil,
 				"In-Reply-To: <"+rtDaveID+">", "References: <"+rtDaveID+">"),
 		},
