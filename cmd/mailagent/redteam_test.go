@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -73,6 +74,9 @@ const (
 	rtDaveID        = "dave-1@other.test"
 	rtOwnerReDaveID = "ada-re-dave@example.com"
 )
+
+// rtAuthservLine finds an authserv_id the harness itself configures.
+var rtAuthservLine = regexp.MustCompile(`(?m)^\s*authserv_id\s*=.*$`)
 
 // rtCarolSecrets is everything private about carol: her owner note, her
 // memory (an earlier message) and the owner's profile.
@@ -209,11 +213,20 @@ func newRTWorld(t *testing.T) *rtWorld {
 func (w *rtWorld) configure(mode, policy string) {
 	w.t.Helper()
 	const anchor = `display_name = "Ada Lovelace"`
-	if !strings.Contains(w.base, anchor) {
-		w.t.Fatalf("harness config lacks %q", anchor)
+	authserv := "authserv_id = \"" + rtAuthserv + "\""
+	cfg := w.base
+	switch {
+	case rtAuthservLine.MatchString(cfg): // the harness sets its own: ours wins
+		cfg = rtAuthservLine.ReplaceAllLiteralString(cfg, authserv)
+	case strings.Contains(cfg, anchor):
+		cfg = strings.Replace(cfg, anchor, anchor+"\n"+authserv, 1)
+	default:
+		w.t.Fatalf("harness config has neither authserv_id nor %q to put it after", anchor)
 	}
-	cfg := fmt.Sprintf("owner_profile_file = %q\n", w.profile) +
-		strings.Replace(w.base, anchor, anchor+"\nauthserv_id = \""+rtAuthserv+"\"", 1) +
+	if strings.Contains(cfg, "owner_profile_file") || strings.Contains(cfg, "[policy]") {
+		w.t.Fatalf("harness config already sets owner_profile_file or [policy]; the red-team world sets its own")
+	}
+	cfg = fmt.Sprintf("owner_profile_file = %q\n", w.profile) + cfg +
 		fmt.Sprintf("\n[policy]\nmode = %q\n%s\n", mode, policy)
 	if err := os.WriteFile(w.h.cfgPath, []byte(cfg), 0o600); err != nil {
 		w.t.Fatal(err)
