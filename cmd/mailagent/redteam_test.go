@@ -32,6 +32,9 @@ package main
 // sent is safe. Controls prove the attacks are not stopped for a wrong
 // reason (a world where nothing is ever sent would pass every attack); a
 // failed control fails the test but is not counted as an attack.
+//
+// `go test ./cmd/mailagent -run TestRedTeam -v` logs, per class, the
+// attacks tried and got through; any got-through fails the test.
 
 import (
 	"context"
