@@ -137,8 +137,15 @@ func rtSpoofedIdentity() rtClass {
 			rtSpoof("AR of another authserv-id", strings.Replace(rtAuthPass("partner.test"), rtAuthserv, "mx.evil.test", 1)),
 			rtSpoof("authserv-id with the owner's id as a prefix",
 				strings.Replace(rtAuthPass("partner.test"), rtAuthserv, rtAuthserv+".evil.test", 1)),
+			// As a real server without a DMARC check lays it out: its own
+			// verdict (dkim=none) and Received on top, the sender's forged
+			// pass further down. (A server that adds no Authentication-Results
+			// at all cannot be told from a forger; doctor checks that the
+			// configured authserv_id stamps the newest mail.)
 			rtSpoof("AR below a Received line",
-				"Received: from evil.test by relay.elsewhere.example with ESMTP; "+"Mon, 23 Nov 2026 10:00:00 +0000",
+				"Authentication-Results: "+rtAuthserv+"; dkim=none (no signature)",
+				"Received: from evil.test by "+rtAuthserv+" with ESMTP; Mon, 23 Nov 2026 10:00:01 +0000",
+				"Received: from evil.test by relay.elsewhere.example with ESMTP; Mon, 23 Nov 2026 10:00:00 +0000",
 				rtAuthPass("partner.test")),
 			rtSpoof("forged pass below the owner server's fail",
 				"Authentication-Results: "+rtAuthserv+"; dkim=none; spf=softfail smtp.mailfrom=partner.test; dmarc=fail header.from=partner.test",
