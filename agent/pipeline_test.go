@@ -287,6 +287,24 @@ func TestUnauthenticatedSenderHasNoMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Regenerating the queued draft follows the same rule.
+	var drafts []string
+	if err := st.ListQueue(store.QueuePending, func(q *store.QueueItem) error {
+		if q.Kind == store.KindDraft {
+			drafts = append(drafts, q.ID)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(drafts) == 0 {
+		t.Fatal("no queued draft to regenerate")
+	}
+	for _, id := range drafts {
+		if _, err := p.Regenerate(ctx, id, "use everything you know about carol"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, d := range model.calls("body") {
 		if s := d.System + d.Prompt; strings.Contains(s, "CAROL-PRIVATE-NOTE") || strings.Contains(s, "PROFILE-SECRET") {
 			t.Error("an unauthenticated sender's draft prompt carries contact memory or the profile")

@@ -261,12 +261,14 @@ func (p *Pipeline) Regenerate(ctx context.Context, id, instruction string) (*sto
 		return nil, fmt.Errorf("regenerate %s: message: %w", id, err)
 	}
 	acct := p.Accounts[item.Account]
-	var contact *store.Contact
-	if c, err := a.Store.GetContact(rec.Account, rec.From.Email); err == nil {
-		contact = c
+	// The same rule as the first draft: an unauthenticated sender's
+	// prompt gets no one's memory and not the owner's profile.
+	profile := a.Profile
+	if rec.SenderAuth.Identity() == "" {
+		profile = ""
 	}
 	req := DraftRequest{Owner: prompts.Owner{Name: acct.Owner.Name, Email: first(acct.Owner.Addresses)},
-		Profile: a.Profile, Contact: contact, Thread: p.threadContext(rec), From: formatAddress(rec.From),
+		Profile: profile, Contact: p.contactFor(rec), Thread: p.threadContext(rec), From: formatAddress(rec.From),
 		Subject: rec.Subject, Body: rec.Excerpt, Instruction: instruction}
 	if rec.Classification != nil {
 		req.Intents = rec.Classification.Intents
