@@ -260,14 +260,18 @@ func (m *Model) columns(t tab, it *Item) []column {
 	var cols []column
 	switch t {
 	case tabQueue:
-		intentW, parts := 16, 2
+		intentW := 16
 		if w < 120 {
 			intentW = 10
 		}
-		if w < 100 {
-			parts = 1 // no summary column: the subject gets the room
+		// The subject gets 60% of the rest, the summary what is left;
+		// below 100 columns there is no summary column at all.
+		rest := flex([]int{4, fromW, fromW, intentW, 6, 4}, 1)[0]
+		fl := []int{rest, 0}
+		if w >= 100 {
+			fl[0] = rest * 60 / 100
+			fl[1] = max(0, rest-fl[0]-1)
 		}
-		fl := append(flex([]int{4, fromW, fromW, intentW, 6, 4}, parts), 0)
 		cols = []column{
 			{text: pick("AGE", ""), width: 4},
 			{text: pick("FROM", ""), width: fromW},
@@ -513,8 +517,9 @@ func newWarning(n int) string {
 // mode (the colour is extra).
 const newMark = "[new] "
 
-// toCell is the TO column of a row: the first recipient, marked when any
-// is new, and how many more there are.
+// toCell is the TO column of a row: the first new recipient (else the
+// first), by its address alone, marked when any is new, and how many more
+// there are.
 func toCell(as []Address) (text string, isNew bool) {
 	if len(as) == 0 {
 		return "", false
@@ -529,7 +534,7 @@ func toCell(as []Address) (text string, isNew bool) {
 			break
 		}
 	}
-	text = first.String()
+	text = clean(first.Email) // the address itself: a narrow column would cut it after a name
 	if isNew {
 		text = newMark + text
 	}
