@@ -43,7 +43,11 @@ func newQueueCmd(f *Factory, runF func(context.Context, *QueueOptions) error) *c
 		Long: `queue works with the review queue. It talks to a running watcher over
 its socket, or opens the state database when none runs. Every action takes
 the same code path as the review TUI: approvals send through the outbox,
-edits keep the model's draft and your text, reasons are stored.`,
+edits keep the model's draft and your text, reasons are stored.
+
+list and show mark [new] each recipient you have never written to.
+approve then asks "y/N" when stdin is a terminal, and refuses without
+--yes when it is not (a script must say so explicitly).`,
 	}
 	mk := func(use, short string, args cobra.PositionalArgs, setup func(*cobra.Command, *QueueOptions)) *cobra.Command {
 		opts := &QueueOptions{Action: strings.Fields(use)[0]}

@@ -28,6 +28,9 @@ func newReviewCmd(f *Factory, runF func(context.Context, *ReviewOptions) error) 
 it connects to it and shows new drafts, auto-sends and resolutions live;
 without one it opens the state database directly.
 
+The detail view shows the recipients; an address you have never written
+to is marked [new], and approving a send to it asks "y/N" first.
+
 Keys: a/y approve and send, e edit ($VISUAL/$EDITOR), r/n reject, g
 regenerate with an instruction, s snooze, / filter, tab or 1-4 switch
 views, enter open, esc back, ? help, q quit.`,

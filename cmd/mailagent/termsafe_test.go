@@ -249,3 +249,29 @@ func TestApproveYesSkipsQuestion(t *testing.T) {
 		t.Fatalf("sent %d, want 1", n)
 	}
 }
+
+// TestApproveKnownAddressDoesNotAsk: a reply to someone the owner has
+// written to (found in Sent) is approved without --yes, stdin not a
+// terminal.
+func TestApproveKnownAddressDoesNotAsk(t *testing.T) {
+	h := newHarness(t, compromisedModel, "")
+	h.appendTo("Sent", "From: Ada Lovelace <ada@example.com>\nTo: Bob <bob@example.org>\nSubject: hello\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <earlier@example.com>\n\nHi Bob\n")
+	h.deliver(rawMail("Bob <bob@example.org>", "Lunch", "Lunch next week?"))
+	if _, stderr, code := h.run("watch", "--once"); code != 0 {
+		t.Fatalf("watch --once: %d %s", code, stderr)
+	}
+	items := h.queue(t)
+	if len(items) != 1 {
+		t.Fatalf("queue: got %d items, want 1", len(items))
+	}
+	show, _, _ := h.run("queue", "show", items[0].ID)
+	if !strings.Contains(show, "\nto Bob <bob@example.org>\n") {
+		t.Errorf("queue show: want the known recipient unmarked:\n%s", show)
+	}
+	if _, stderr, code := h.run("queue", "approve", items[0].ID); code != 0 {
+		t.Fatalf("approve to a known address: %d %s", code, stderr)
+	}
+	if n := len(h.smtp.Messages()); n != 1 {
+		t.Fatalf("sent %d, want 1", n)
+	}
+}
