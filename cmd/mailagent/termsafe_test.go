@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -273,5 +274,26 @@ func TestApproveKnownAddressDoesNotAsk(t *testing.T) {
 	}
 	if n := len(h.smtp.Messages()); n != 1 {
 		t.Fatalf("sent %d, want 1", n)
+	}
+}
+
+// TestReportSanitisesErrors: the one place that prints a command's error
+// strips what a server or a mail put in it.
+func TestReportSanitisesErrors(t *testing.T) {
+	for _, err := range []error{
+		errors.New("smtp: 550 " + hostileString()),
+		&UserError{Code: ExitUsage, Err: errors.New("no contact " + hostileString()), Hint: "hint " + hostileString()},
+	} {
+		var b bytes.Buffer
+		report(&b, err)
+		for _, r := range b.String() {
+			if why := badRune(r); why != "" {
+				t.Errorf("report(%T) printed %s %U: %q", err, why, r, b.String())
+				break
+			}
+		}
+		if strings.Contains(b.String(), "pwned-title") {
+			t.Errorf("report(%T): the OSC payload got through: %q", err, b.String())
+		}
 	}
 }
