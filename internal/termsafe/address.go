@@ -16,7 +16,8 @@ import (
 //     address first, then the name quoted and marked,
 //     `evil@x.test (name "bob@bank.test" looks like an address)`, so a
 //     narrow column cut at its end still shows the real address;
-//   - otherwise `Name <address>`.
+//   - otherwise `Name <address>` (just the name when there is no
+//     address).
 //
 // Both parts are sanitised with Line first (a bidi override can otherwise
 // make "tset.knab@bob" read as an address).
@@ -27,7 +28,12 @@ func Address(name, email string) string {
 	case name == "" || strings.EqualFold(name, email):
 		return email
 	case LooksLikeAddress(name):
+		if email == "" {
+			email = "(no address)"
+		}
 		return email + " (name " + strconv.Quote(name) + " looks like an address)"
+	case email == "":
+		return name
 	}
 	return name + " <" + email + ">"
 }

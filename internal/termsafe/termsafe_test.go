@@ -161,6 +161,9 @@ func TestAddress(t *testing.T) {
 		{"bidi reversed name", "\u202etset.knab@bob", "evil@x.test", `evil@x.test (name "tset.knab@bob" looks like an address)`},
 		{"escapes in name", "Bob\x1b[2J\x1b]0;t\x07", "bob@bank.test", "Bob <bob@bank.test>"},
 		{"escapes in address", "", "evil@x.test\x1b[8m", "evil@x.test"},
+		{"no address", "Bob", "", "Bob"},
+		{"no address, name with @", "bob@bank.test", "", `(no address) (name "bob@bank.test" looks like an address)`},
+		{"nothing", "", "", ""},
 		{"zero-width at split", "bob\u200b@\u200dbank.test", "evil@x.test", `evil@x.test (name "bob@bank.test" looks like an address)`},
 	}
 	for _, tc := range tests {
