@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/mailagent/mailagent/internal/termsafe"
 )
 
 // Item kinds.
@@ -40,8 +42,13 @@ type Item struct {
 	Kind     string // draft | notify | needs_review | sent
 	Account  string
 	Received time.Time
-	From     string
-	Subject  string
+	From     Address
+	// To are the recipients a draft goes to (chosen by code at queue
+	// time: Reply-To, else From), or those a sent item went to. An
+	// address with New set is highlighted, and approving a send to it
+	// asks for confirmation.
+	To      []Address
+	Subject string
 
 	Intents    []string
 	Risk       string // low | medium | high
@@ -60,6 +67,30 @@ type Item struct {
 	Error  string    // why the item needs attention or failed
 }
 
+// Address is one mail address, both parts untrusted. The TUI shows it
+// with String, so a display name that looks like an address never passes
+// for the address.
+type Address struct {
+	Name  string
+	Email string
+	// New: the owner has never written to this address (recipients).
+	New bool
+}
+
+// String is the sanitised display form (termsafe.Address).
+func (a Address) String() string { return termsafe.Address(a.Name, a.Email) }
+
+// NewRecipients returns the recipients the owner has never written to.
+func (it *Item) NewRecipients() []Address {
+	var out []Address
+	for _, a := range it.To {
+		if a.New {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // Gate is the result of one deterministic safety gate.
 type Gate struct {
 	Name   string
@@ -69,7 +100,7 @@ type Gate struct {
 
 // ThreadMessage is one message of the item's thread, as clean text.
 type ThreadMessage struct {
-	From    string
+	From    Address
 	Date    time.Time
 	Subject string
 	Text    string

@@ -276,11 +276,11 @@ func rowIDs(m *Model, t tab) []string {
 func draft(id, from, subject, risk string, age time.Duration) Item {
 	return Item{
 		ID: id, Kind: KindDraft, Status: StatusPending, Account: "work",
-		Received: fixedNow.Add(-age), From: from, Subject: subject,
+		Received: fixedNow.Add(-age), From: Address{Email: from}, To: []Address{{Email: from}}, Subject: subject,
 		Intents: []string{"question"}, Risk: risk, Confidence: 0.9,
 		Summary: "asks about " + subject, Comments: "plain question",
 		Draft:  "Hello, about " + subject + ".",
 		Gates:  []Gate{{Name: "known_contact", Pass: true, Reason: "owner wrote before"}, {Name: "risk_low", Pass: risk == "low", Reason: "risk is " + risk}},
-		Thread: []ThreadMessage{{From: from, Date: fixedNow.Add(-age), Subject: subject, Text: "Hi,\nwhat about " + subject + "?"}},
+		Thread: []ThreadMessage{{From: Address{Email: from}, Date: fixedNow.Add(-age), Subject: subject, Text: "Hi,\nwhat about " + subject + "?"}},
 	}
 }

@@ -197,8 +197,51 @@ func (m *Model) approve() tea.Cmd {
 	if it == nil {
 		return nil
 	}
+	if news := it.NewRecipients(); len(news) > 0 {
+		return m.confirmNew(it, "approve", news)
+	}
 	m.markBusy(it, "approving")
 	return approveCmd(m.ctx, m.backend, it.ID, it.Final, it.Subject)
+}
+
+// confirmNew asks before sending to addresses the owner has never written
+// to (a Reply-To stranger, say): "send to a new address x@y? y/N". Only
+// "y" or "yes" followed by enter sends; anything else, or esc, does not.
+func (m *Model) confirmNew(it *Item, action string, news []Address) tea.Cmd {
+	addrs := make([]string, 0, len(news))
+	for _, a := range news {
+		addrs = append(addrs, clean(a.Email))
+	}
+	what := "a new address"
+	if len(addrs) > 1 {
+		what = "new addresses"
+	}
+	cmd := m.openPrompt(promptConfirmNew, it.ID, "")
+	m.confirmFor = action
+	m.input.Prompt = fmt.Sprintf("send to %s %s? y/N: ", what, strings.Join(addrs, ", "))
+	m.setNote("")
+	return cmd
+}
+
+// confirmed carries out a confirmed action on the item as it is now.
+func (m *Model) confirmed(action string, it *Item) tea.Cmd {
+	if a, busy := m.busy[it.ID]; busy {
+		m.setErr(fmt.Errorf("%s already in progress for %q", a, it.Subject))
+		return nil
+	}
+	switch action {
+	case "approve":
+		if err := canReview(it); err != nil {
+			m.setErr(err)
+			return nil
+		}
+		m.markBusy(it, "approving")
+		return approveCmd(m.ctx, m.backend, it.ID, it.Final, it.Subject)
+	case "retry":
+		m.markBusy(it, "retrying")
+		return retryCmd(m.ctx, m.backend, it.ID, it.Subject)
+	}
+	return nil
 }
 
 func (m *Model) edit() tea.Cmd {
@@ -250,6 +293,10 @@ func (m *Model) retry() tea.Cmd {
 	})
 	if it == nil {
 		return nil
+	}
+	// Retrying a failed draft approves it again: it sends.
+	if news := it.NewRecipients(); len(news) > 0 && it.Kind == KindDraft && it.Status == StatusFailed {
+		return m.confirmNew(it, "retry", news)
 	}
 	m.markBusy(it, "retrying")
 	return retryCmd(m.ctx, m.backend, it.ID, it.Subject)
@@ -375,6 +422,8 @@ func (m *Model) openPrompt(kind promptKind, id, value string) tea.Cmd {
 	case promptSnooze:
 		m.input.Prompt = "snooze for: "
 		m.input.Placeholder = "4h (or 1h, 30m, 2d, tomorrow)"
+	case promptConfirmNew:
+		m.input.Placeholder = ""
 	}
 	return m.input.Focus()
 }
@@ -382,6 +431,7 @@ func (m *Model) openPrompt(kind promptKind, id, value string) tea.Cmd {
 func (m *Model) closePrompt() {
 	m.mode = modeNormal
 	m.prompt = promptNone
+	m.confirmFor = ""
 	m.input.Blur()
 }
 
@@ -409,7 +459,7 @@ func (m *Model) handlePromptKey(msg tea.KeyPressMsg) tea.Cmd {
 }
 
 func (m *Model) submitPrompt() tea.Cmd {
-	kind, id, value := m.prompt, m.promptID, strings.TrimSpace(m.input.Value())
+	kind, id, value, confirmFor := m.prompt, m.promptID, strings.TrimSpace(m.input.Value()), m.confirmFor
 	m.closePrompt()
 	if kind == promptFilter {
 		m.filter = value
@@ -426,6 +476,12 @@ func (m *Model) submitPrompt() tea.Cmd {
 	}
 	it := e.item
 	switch kind {
+	case promptConfirmNew:
+		if v := strings.ToLower(value); v != "y" && v != "yes" {
+			m.setNote("not sent")
+			return nil
+		}
+		return m.confirmed(confirmFor, &it)
 	case promptReject:
 		m.markBusy(&it, "rejecting")
 		return rejectCmd(m.ctx, m.backend, id, value, it.Subject)

@@ -74,6 +74,7 @@ const (
 	promptReject
 	promptRegenerate
 	promptSnooze
+	promptConfirmNew // approve (or resend) to an address the owner never wrote to
 )
 
 // entry is an item plus the lower-cased text the filter searches.
@@ -121,6 +122,7 @@ type Model struct {
 	mode       mode
 	prompt     promptKind
 	promptID   string
+	confirmFor string // promptConfirmNew: the action it confirms, approve or retry
 	input      textinput.Model
 	editor     textarea.Model
 	editID     string
@@ -268,7 +270,11 @@ func (m *Model) close() { m.cancel() }
 // --- data -----------------------------------------------------------------
 
 func newEntry(it Item) *entry {
-	hay := strings.ToLower(strings.Join([]string{it.From, it.Subject, it.Summary, strings.Join(it.Intents, " ")}, "\x00"))
+	parts := []string{it.From.String(), it.Subject, it.Summary, strings.Join(it.Intents, " ")}
+	for _, a := range it.To {
+		parts = append(parts, a.String())
+	}
+	hay := strings.ToLower(strings.Join(parts, "\x00"))
 	return &entry{item: it, hay: hay}
 }
 
@@ -302,7 +308,7 @@ func (m *Model) applyEvent(ev Event) {
 		}
 		m.items[ev.Item.ID] = newEntry(*ev.Item)
 		if ev.Kind == EventItemAdded && ev.Item.Kind == KindDraft {
-			m.setNote("new draft from " + ev.Item.From)
+			m.setNote("new draft from " + ev.Item.From.String())
 		}
 	case EventItemRemoved:
 		delete(m.items, ev.ID)

@@ -346,8 +346,8 @@ func TestAttentionRetry(t *testing.T) {
 
 func TestCancelOnSentView(t *testing.T) {
 	items := []Item{
-		{ID: "later", Kind: KindSent, Status: StatusSending, From: "eve@example.com", Subject: "Thanks", SendAt: fixedNow.Add(80 * time.Second)},
-		{ID: "gone", Kind: KindSent, Status: StatusSent, From: "fay@example.com", Subject: "Re: hello", Received: fixedNow.Add(-time.Hour), SendAt: fixedNow.Add(-5 * time.Minute)},
+		{ID: "later", Kind: KindSent, Status: StatusSending, To: []Address{{Email: "eve@example.com"}}, Subject: "Thanks", SendAt: fixedNow.Add(80 * time.Second)},
+		{ID: "gone", Kind: KindSent, Status: StatusSent, To: []Address{{Email: "fay@example.com"}}, Subject: "Re: hello", Received: fixedNow.Add(-time.Hour), SendAt: fixedNow.Add(-5 * time.Minute)},
 	}
 	f := newFake(items...)
 	m := newModel(t, f, Options{NoColor: true})
@@ -422,7 +422,7 @@ func TestScrollWindow(t *testing.T) {
 func TestNoColorRendering(t *testing.T) {
 	items := append(sampleQueue(),
 		Item{ID: "evil", Kind: KindDraft, Status: StatusPending, Risk: "high", Received: fixedNow,
-			From: "x@example.com", Subject: "hi\x1b[31mred\x1b]0;pwned\a", Draft: "body\x1b[2J"},
+			From: Address{Name: "\u202eevil\x1b[8m", Email: "x@example.com"}, To: []Address{{Email: "x@example.com", New: true}}, Subject: "hi\x1b[31mred\x1b]0;pwned\a", Draft: "body\x1b[2J"},
 		Item{ID: "nr", Kind: KindNeedsReview, Status: StatusFailed, Subject: "Broken", Error: "boom"},
 		Item{ID: "s", Kind: KindSent, Status: StatusSending, Subject: "Soon", SendAt: fixedNow.Add(time.Minute)},
 	)

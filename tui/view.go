@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/mailagent/mailagent/internal/termsafe"
 )
 
 // viewKeys is one view's help.KeyMap.
@@ -183,6 +184,7 @@ type column struct {
 	width int
 	risk  string // non-empty: colour the cell by this risk
 	err   bool   // colour the cell as an error
+	isNew bool   // colour the cell as a new address
 }
 
 // renderList draws the column header and the rows that fit in h-1 lines.
@@ -258,24 +260,37 @@ func (m *Model) columns(t tab, it *Item) []column {
 	var cols []column
 	switch t {
 	case tabQueue:
-		fl := flex([]int{4, fromW, 16, 6, 4}, 2)
+		intentW := 16
+		if w < 120 {
+			intentW = 10
+		}
+		// The subject gets 60% of the rest, the summary what is left;
+		// below 100 columns there is no summary column at all.
+		rest := flex([]int{4, fromW, fromW, intentW, 6, 4}, 1)[0]
+		fl := []int{rest, 0}
+		if w >= 100 {
+			fl[0] = rest * 60 / 100
+			fl[1] = max(0, rest-fl[0]-1)
+		}
 		cols = []column{
 			{text: pick("AGE", ""), width: 4},
 			{text: pick("FROM", ""), width: fromW},
+			{text: pick("TO", ""), width: fromW},
 			{text: pick("SUBJECT", ""), width: fl[0]},
-			{text: pick("INTENT", ""), width: 16},
+			{text: pick("INTENT", ""), width: intentW},
 			{text: pick("RISK", ""), width: 6},
 			{text: pick("CONF", ""), width: 4},
 			{text: pick("SUMMARY", ""), width: fl[1]},
 		}
 		if !hdr {
 			cols[0].text = age(now, it.Received)
-			cols[1].text = it.From
-			cols[2].text = it.Subject
-			cols[3].text = strings.Join(it.Intents, ",")
-			cols[4].text, cols[4].risk = it.Risk, it.Risk
-			cols[5].text = fmt.Sprintf("%.0f%%", it.Confidence*100)
-			cols[6].text = it.Summary
+			cols[1].text = it.From.String()
+			cols[2].text, cols[2].isNew = toCell(it.To)
+			cols[3].text = it.Subject
+			cols[4].text = strings.Join(it.Intents, ",")
+			cols[5].text, cols[5].risk = it.Risk, it.Risk
+			cols[6].text = fmt.Sprintf("%.0f%%", it.Confidence*100)
+			cols[7].text = it.Summary
 		}
 	case tabAttention:
 		fl := flex([]int{4, 12, fromW, 8}, 2)
@@ -290,7 +305,7 @@ func (m *Model) columns(t tab, it *Item) []column {
 		if !hdr {
 			cols[0].text = age(now, it.Received)
 			cols[1].text = it.Kind
-			cols[2].text = it.From
+			cols[2].text = it.From.String()
 			cols[3].text = it.Subject
 			cols[4].text = it.Status
 			cols[5].text, cols[5].err = firstNonEmpty(it.Error, it.Summary), it.Error != ""
@@ -306,7 +321,7 @@ func (m *Model) columns(t tab, it *Item) []column {
 		}
 		if !hdr {
 			cols[0].text = sendWhen(now, it)
-			cols[1].text = it.From
+			cols[1].text, cols[1].isNew = toCell(it.To)
 			cols[2].text = it.Subject
 			cols[3].text = it.Status
 			cols[4].text = it.Summary
@@ -333,6 +348,8 @@ func (m *Model) joinCells(cols []column, styled bool) string {
 				cell = m.riskStyle(c.risk).Render(cell)
 			case c.err:
 				cell = m.st.Error.Render(cell)
+			case c.isNew:
+				cell = m.st.NewAddress.Render(cell)
 			}
 		}
 		b.WriteString(cell)
@@ -376,7 +393,25 @@ func (m *Model) detailText(it *Item) string {
 		b.WriteByte('\n')
 	}
 
-	label("From", it.From)
+	label("From", it.From.String())
+	if len(it.To) > 0 {
+		b.WriteString(st.Label.Render(fmt.Sprintf("%-12s", "To:")))
+		for i, a := range it.To {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			if a.New {
+				b.WriteString(st.NewAddress.Render(newMark + a.String()))
+			} else {
+				b.WriteString(a.String())
+			}
+		}
+		b.WriteByte('\n')
+		if n := len(it.NewRecipients()); n > 0 && it.Kind != KindSent {
+			b.WriteString(st.NewAddress.Render(fmt.Sprintf("%-12s", "") + newWarning(n)))
+			b.WriteByte('\n')
+		}
+	}
 	label("Subject", it.Subject)
 	label("Account", it.Account)
 	if !it.Received.IsZero() {
@@ -404,7 +439,7 @@ func (m *Model) detailText(it *Item) string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		head := clean(msg.From)
+		head := msg.From.String()
 		if !msg.Date.IsZero() {
 			head += "  " + msg.Date.Local().Format("Mon 2 Jan 15:04")
 		}
@@ -461,54 +496,52 @@ func (m *Model) detailText(it *Item) string {
 
 // --- text helpers ----------------------------------------------------------------
 
-// clean makes untrusted one-line text safe to draw: escape sequences and
-// other control characters from a hostile email could otherwise drive the
-// terminal. Line breaks and tabs become spaces.
-func clean(s string) string {
-	if !needsClean(s, false) {
-		return s
+// clean makes untrusted one-line text safe to draw (termsafe.Line): escape
+// sequences and other control characters from a hostile email could
+// otherwise drive the terminal. Line breaks and tabs become spaces.
+func clean(s string) string { return termsafe.Line(s) }
+
+// cleanText is clean for multi-line text (termsafe.Text): it keeps line
+// breaks and turns tabs into spaces.
+func cleanText(s string) string { return strings.ReplaceAll(termsafe.Text(s), "\t", " ") }
+
+// newWarning explains the new-address marks in the detail view.
+func newWarning(n int) string {
+	if n == 1 {
+		return "you have never written to the address marked [new]"
 	}
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\r' || r == '\t':
-			return ' '
-		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
-			return -1
-		}
-		return r
-	}, s)
+	return fmt.Sprintf("you have never written to the %d addresses marked [new]", n)
 }
 
-// cleanText is clean for multi-line text: it keeps line breaks, expands
-// tabs and drops every other control character.
-func cleanText(s string) string {
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	if !needsClean(s, true) {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n':
-			return r
-		case r == '\t':
-			return ' '
-		case unicode.IsControl(r):
-			return -1
-		}
-		return r
-	}, s)
-}
+// newMark prefixes an address the owner has never written to, in every
+// mode (the colour is extra).
+const newMark = "[new] "
 
-func needsClean(s string, keepNewline bool) bool {
-	for _, r := range s {
-		if r == '\n' && keepNewline {
-			continue
-		}
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return true
+// toCell is the TO column of a row: the first new recipient (else the
+// first), by its address alone, marked when any is new, and how many more
+// there are.
+func toCell(as []Address) (text string, isNew bool) {
+	if len(as) == 0 {
+		return "", false
+	}
+	for _, a := range as {
+		isNew = isNew || a.New
+	}
+	first := as[0]
+	for _, a := range as {
+		if a.New {
+			first = a
+			break
 		}
 	}
-	return false
+	text = clean(first.Email) // the address itself: a narrow column would cut it after a name
+	if isNew {
+		text = newMark + text
+	}
+	if len(as) > 1 {
+		text += fmt.Sprintf(" +%d", len(as)-1)
+	}
+	return text, isNew
 }
 
 func firstNonEmpty(ss ...string) string {

@@ -133,7 +133,7 @@ func TestCommandsAlongsideWatch(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _, codes[i] = h.run("queue", "approve", ev.ID)
+			_, _, codes[i] = h.run("queue", "approve", "--yes", ev.ID) // carol is new: --yes, as a script would
 		}()
 	}
 	wg.Wait()

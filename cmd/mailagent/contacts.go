@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -121,6 +123,8 @@ func contactsRun(ctx context.Context, f *Factory, opts *ContactsOptions) error {
 	return nil
 }
 
+// printContacts writes the human table, names and addresses sanitised
+// before the table pads them.
 func printContacts(w io.Writer, cs []store.Contact, now time.Time) {
 	if len(cs) == 0 {
 		fmt.Fprintln(w, "no contacts yet")
@@ -129,25 +133,37 @@ func printContacts(w io.Writer, cs []store.Contact, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "EMAIL\tNAME\tKNOWN\tIN\tOUT\tAUTO\tLAST SEEN")
 	for _, c := range cs {
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%d\t%s\n", c.Email, c.Name, c.Known, c.Inbound, c.Outbound, c.AutoReplies, age(now, c.LastSeen))
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%d\t%s\n", termsafe.Line(c.Email), contactName(c.Name), c.Known, c.Inbound, c.Outbound, c.AutoReplies, age(now, c.LastSeen))
 	}
 	_ = tw.Flush()
 }
 
+// contactName is a contact's display name, sanitised and truncated; a name
+// that looks like an address is quoted and marked, so it cannot be read as
+// the contact's address.
+func contactName(name string) string {
+	n := truncate(termsafe.Line(name), 40)
+	if termsafe.LooksLikeAddress(n) {
+		return strconv.Quote(n) + " (name looks like an address)"
+	}
+	return n
+}
+
 func printContact(w io.Writer, c *store.Contact) {
-	fmt.Fprintf(w, "%s %s\nknown %v; first seen %s, last seen %s\n", c.Email, c.Name, c.Known,
+	line := termsafe.Line
+	fmt.Fprintf(w, "%s %s\nknown %v; first seen %s, last seen %s\n", line(c.Email), contactName(c.Name), c.Known,
 		c.FirstSeen.Format(time.DateOnly), c.LastSeen.Format(time.DateOnly))
 	fmt.Fprintf(w, "%d in, %d out (%d by you, %d automatic)\n", c.Inbound, c.Outbound, c.OwnerReplies, c.AutoReplies)
 	if c.Summary != "" {
-		fmt.Fprintf(w, "\nsummary: %s\n", c.Summary)
+		fmt.Fprintf(w, "\nsummary: %s\n", line(c.Summary))
 	}
 	for _, n := range c.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
+		fmt.Fprintf(w, "note: %s\n", line(n))
 	}
 	if len(c.History) > 0 {
 		fmt.Fprintln(w, "\nhistory:")
 		for _, h := range c.History {
-			fmt.Fprintf(w, "  %s %-3s %s: %s\n", h.Date.Format(time.DateOnly), h.Direction, h.Subject, h.Summary)
+			fmt.Fprintf(w, "  %s %-3s %s: %s\n", h.Date.Format(time.DateOnly), line(h.Direction), line(h.Subject), line(h.Summary))
 		}
 	}
 }

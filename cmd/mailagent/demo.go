@@ -23,6 +23,7 @@ import (
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/memimap"
+	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -316,7 +317,7 @@ func demoReport(f *Factory, env *demoEnv, asJSON bool) error {
 	fmt.Fprintln(tw, "FROM\tSUBJECT\tROUTE\tINTENT\tRISK\tDECISION")
 	sort.SliceStable(rep.Outcomes, func(i, j int) bool { return rep.Outcomes[i].Decision < rep.Outcomes[j].Decision })
 	for _, o := range rep.Outcomes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", o.From, truncate(o.Subject, 38), o.Route, strings.Join(o.Intents, ","), o.Risk, o.Decision)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(o.From), truncate(termsafe.Line(o.Subject), 38), o.Route, termsafe.Line(strings.Join(o.Intents, ",")), termsafe.Line(o.Risk), o.Decision)
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(f.Stdout, "\n%d drafts and %d notices wait in the queue (run `mailagent demo` without --no-tui to review them).\n", rep.Queued, rep.Notices)
@@ -333,8 +334,8 @@ func printDelivered(w io.Writer, ds []demo.Delivered) {
 		if m.HeaderValue("Auto-Submitted") != "" {
 			kind = "sent automatically"
 		}
-		fmt.Fprintf(w, "  to %s: %q (%s)\n", strings.Join(d.To, ", "), m.Subject, kind)
-		for _, line := range strings.Split(strings.TrimSpace(m.CleanText), "\n") {
+		fmt.Fprintf(w, "  to %s: %q (%s)\n", termsafe.Line(strings.Join(d.To, ", ")), termsafe.Line(m.Subject), kind)
+		for _, line := range strings.Split(strings.TrimSpace(termsafe.Text(m.CleanText)), "\n") {
 			fmt.Fprintf(w, "    | %s\n", line)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -55,18 +56,20 @@ func report(stderr io.Writer, err error) int {
 		fmt.Fprintln(stderr, "mailagent: interrupted")
 		return ExitInterrupted
 	}
+	// Errors carry server and mail text (an SMTP reply, a subject): it
+	// is sanitised like every other untrusted string on a terminal.
 	if errors.Is(err, store.ErrLocked) {
-		fmt.Fprintf(stderr, "mailagent: %v\n", err)
+		fmt.Fprintf(stderr, "mailagent: %s\n", termsafe.Text(err.Error()))
 		return ExitLocked
 	}
 	var ue *UserError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "mailagent: %v\n", ue.Err)
+		fmt.Fprintf(stderr, "mailagent: %s\n", termsafe.Text(ue.Err.Error()))
 		if ue.Hint != "" {
-			fmt.Fprintf(stderr, "  %s\n", ue.Hint)
+			fmt.Fprintf(stderr, "  %s\n", termsafe.Text(ue.Hint))
 		}
 		return ue.Code
 	}
-	fmt.Fprintf(stderr, "mailagent: %v\n", err)
+	fmt.Fprintf(stderr, "mailagent: %s\n", termsafe.Text(err.Error()))
 	return ExitFailure
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -70,49 +71,52 @@ func explainRun(ctx context.Context, f *Factory, opts *ExplainOptions) error {
 	return nil
 }
 
+// printExplain writes the human form; every field that came from mail, the
+// model or a server is sanitised (termsafe.Line) first.
 func printExplain(w io.Writer, e *ExplainJSON) {
+	line := termsafe.Line
 	tr, rec := e.Trace, e.Message
-	fmt.Fprintf(w, "trace %s  %s/%s uid %d\n", tr.TraceID, tr.Message.Account, tr.Message.Mailbox, tr.Message.UID)
-	fmt.Fprintf(w, "message-id <%s>\n", tr.MessageID)
+	fmt.Fprintf(w, "trace %s  %s/%s uid %d\n", line(tr.TraceID), line(tr.Message.Account), line(tr.Message.Mailbox), tr.Message.UID)
+	fmt.Fprintf(w, "message-id <%s>\n", line(tr.MessageID))
 	if rec != nil {
-		fmt.Fprintf(w, "from %s\nsubject %s\n", rec.From.Email, rec.Subject)
-		fmt.Fprintf(w, "route %s: %s\n", rec.Route, rec.RouteReason)
+		fmt.Fprintf(w, "from %s\nsubject %s\n", termsafe.Address(rec.From.Name, rec.From.Email), line(rec.Subject))
+		fmt.Fprintf(w, "route %s: %s\n", line(string(rec.Route)), line(rec.RouteReason))
 		if c := rec.Classification; c != nil {
 			fmt.Fprintf(w, "classification %s, risk %s, action %s, confidence %.2f, approval asked %v\n",
-				strings.Join(c.Intents, "+"), c.Risk, c.Action, c.Confidence, c.RequiresApproval)
-			fmt.Fprintf(w, "  summary: %s\n  comments: %s\n", c.Summary, c.Comments)
+				line(strings.Join(c.Intents, "+")), line(c.Risk), line(c.Action), c.Confidence, c.RequiresApproval)
+			fmt.Fprintf(w, "  summary: %s\n  comments: %s\n", line(c.Summary), line(c.Comments))
 		}
-		fmt.Fprintf(w, "state %s\n", rec.State)
+		fmt.Fprintf(w, "state %s\n", line(string(rec.State)))
 		if rec.Error != "" {
-			fmt.Fprintf(w, "error %s\n", rec.Error)
+			fmt.Fprintf(w, "error %s\n", line(rec.Error))
 		}
 		for _, p := range rec.Problems {
-			fmt.Fprintf(w, "parse problem: %s\n", p)
+			fmt.Fprintf(w, "parse problem: %s\n", line(p))
 		}
 	}
 	fmt.Fprintln(w, "\nsteps:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, s := range tr.Steps {
-		line := fmt.Sprintf("  %s\t%s\t%s", s.Name, (time.Duration(s.LatencyMS) * time.Millisecond).String(), s.Start.Format(time.TimeOnly))
+		l := fmt.Sprintf("  %s\t%s\t%s", line(s.Name), (time.Duration(s.LatencyMS) * time.Millisecond).String(), s.Start.Format(time.TimeOnly))
 		if s.TokensIn+s.TokensOut > 0 {
-			line += fmt.Sprintf("\ttokens %d in / %d out", s.TokensIn, s.TokensOut)
+			l += fmt.Sprintf("\ttokens %d in / %d out", s.TokensIn, s.TokensOut)
 		}
 		if s.Model != "" {
-			line += "\tmodel " + s.Model
+			l += "\tmodel " + line(s.Model)
 		}
 		if s.Retries > 0 {
-			line += fmt.Sprintf("\tretries %d", s.Retries)
+			l += fmt.Sprintf("\tretries %d", s.Retries)
 		}
 		if s.Detail != "" {
-			line += "\t" + s.Detail
+			l += "\t" + line(s.Detail)
 		}
 		if s.Error != "" {
-			line += "\terror: " + s.Error
+			l += "\terror: " + line(s.Error)
 		}
-		fmt.Fprintln(tw, line)
+		fmt.Fprintln(tw, l)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "\ndecision %s\n", tr.Decision)
+	fmt.Fprintf(w, "\ndecision %s\n", line(string(tr.Decision)))
 	if len(tr.Gates) > 0 {
 		fmt.Fprintln(w, "gates:")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -121,14 +125,14 @@ func printExplain(w io.Writer, e *ExplainJSON) {
 			if !g.Pass {
 				mark = "FAIL"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", mark, g.Gate, g.Reason)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", mark, line(g.Gate), line(g.Reason))
 		}
 		_ = tw.Flush()
 	}
 	if len(tr.Reasons) > 0 {
 		fmt.Fprintln(w, "reasons:")
 		for _, r := range tr.Reasons {
-			fmt.Fprintf(w, "  - %s\n", r)
+			fmt.Fprintf(w, "  - %s\n", line(r))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,11 +14,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/api"
 	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -30,6 +33,7 @@ type QueueOptions struct {
 	Reason      string
 	Until       string
 	Instruction string
+	Yes         bool // approve: send to addresses the owner never wrote to without asking
 }
 
 func newQueueCmd(f *Factory, runF func(context.Context, *QueueOptions) error) *cobra.Command {
@@ -39,7 +43,11 @@ func newQueueCmd(f *Factory, runF func(context.Context, *QueueOptions) error) *c
 		Long: `queue works with the review queue. It talks to a running watcher over
 its socket, or opens the state database when none runs. Every action takes
 the same code path as the review TUI: approvals send through the outbox,
-edits keep the model's draft and your text, reasons are stored.`,
+edits keep the model's draft and your text, reasons are stored.
+
+list and show mark [new] each recipient you have never written to.
+approve then asks "y/N" when stdin is a terminal, and refuses without
+--yes when it is not (a script must say so explicitly).`,
 	}
 	mk := func(use, short string, args cobra.PositionalArgs, setup func(*cobra.Command, *QueueOptions)) *cobra.Command {
 		opts := &QueueOptions{Action: strings.Fields(use)[0]}
@@ -68,7 +76,9 @@ edits keep the model's draft and your text, reasons are stored.`,
 		mk("show ID", "Show one item: message, classification, gates and draft", cobra.ExactArgs(1), func(c *cobra.Command, o *QueueOptions) {
 			c.Flags().BoolVar(&o.JSON, "json", false, "print as JSON")
 		}),
-		mk("approve ID", "Send the draft (through the outbox; recipients as chosen by code)", cobra.ExactArgs(1), nil),
+		mk("approve ID", "Send the draft (through the outbox; recipients as chosen by code)", cobra.ExactArgs(1), func(c *cobra.Command, o *QueueOptions) {
+			c.Flags().BoolVarP(&o.Yes, "yes", "y", false, "send even to addresses you have never written to, without asking (needed when stdin is not a terminal)")
+		}),
 		mk("reject ID", "Close the item without sending", cobra.ExactArgs(1), func(c *cobra.Command, o *QueueOptions) {
 			c.Flags().StringVar(&o.Reason, "reason", "", "why (kept for learning later)")
 		}),
@@ -123,7 +133,11 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 		if opts.JSON {
 			return writeJSON(f.Stdout, items)
 		}
-		printQueue(f.Stdout, items, f.Now())
+		known, err := recipientStatus(ctx, svc, items)
+		if err != nil {
+			return err
+		}
+		printQueue(f.Stdout, items, known, f.Now())
 		recs, err := svc.NeedsReview(ctx)
 		if err != nil {
 			return err
@@ -131,7 +145,8 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 		if len(recs) > 0 {
 			fmt.Fprintf(f.Stdout, "\n%d message(s) need review (retry with: mailagent queue retry TRACE-ID):\n", len(recs))
 			for _, r := range recs {
-				fmt.Fprintf(f.Stdout, "  %s  %s  %s: %s\n", r.TraceID, r.From.Email, truncate(r.Subject, 40), truncate(r.Error, 80))
+				fmt.Fprintf(f.Stdout, "  %s  %s  %s: %s\n", termsafe.Line(r.TraceID), termsafe.Address(r.From.Name, r.From.Email),
+					truncate(termsafe.Line(r.Subject), 40), truncate(termsafe.Line(r.Error), 80))
 			}
 		}
 		return nil
@@ -143,14 +158,21 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 		if opts.JSON {
 			return writeJSON(f.Stdout, d)
 		}
-		printQueueItem(f.Stdout, d)
+		known, err := recipientStatus(ctx, svc, []store.QueueItem{d.Item})
+		if err != nil {
+			return err
+		}
+		printQueueItem(f.Stdout, d, known[d.Item.Account])
 		return nil
 	case "approve":
+		if err := confirmRecipients(ctx, f, svc, opts); err != nil {
+			return err
+		}
 		item, err := svc.Approve(ctx, opts.ID, "")
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(f.Stderr, "%s: %s to %s\n", item.ID, item.Status, joinAddrs(item.To))
+		fmt.Fprintf(f.Stderr, "%s: %s to %s\n", termsafe.Line(item.ID), termsafe.Line(item.Status), joinAddrs(item.To, nil))
 		return nil
 	case "reject":
 		if err := svc.Reject(ctx, opts.ID, opts.Reason); err != nil {
@@ -196,7 +218,7 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(f.Stdout, item.Draft)
+		fmt.Fprintln(f.Stdout, termsafe.Text(item.Draft))
 		return nil
 	case "retry":
 		e, err := svc.Explain(ctx, opts.ID)
@@ -270,57 +292,150 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func printQueue(w io.Writer, items []store.QueueItem, now time.Time) {
+// printQueue writes the human table. Every untrusted field is sanitised
+// before it is cut to width. known maps account → address → written to
+// before (see recipientStatus); recipients not in it are marked new.
+func printQueue(w io.Writer, items []store.QueueItem, known map[string]map[string]bool, now time.Time) {
 	if len(items) == 0 {
 		fmt.Fprintln(w, "the queue is empty")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tAGE\tFROM\tSUBJECT\tINTENT\tRISK")
-	for _, q := range items {
+	fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tAGE\tFROM\tTO\tSUBJECT\tINTENT\tRISK")
+	for i := range items {
+		q := &items[i]
 		intent, risk := "", ""
 		if c := q.Classification; c != nil {
-			intent, risk = strings.Join(c.Intents, ","), c.Risk
+			intent, risk = termsafe.Line(strings.Join(c.Intents, ",")), termsafe.Line(c.Risk)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", q.ID, q.Kind, q.Status, age(now, q.CreatedAt),
-			q.From.Email, truncate(q.Subject, 40), intent, risk)
+		var k map[string]bool
+		if sendable(q) {
+			k = known[q.Account]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(q.ID), termsafe.Line(q.Kind), termsafe.Line(q.Status),
+			age(now, q.CreatedAt), truncate(termsafe.Address(q.From.Name, q.From.Email), 40), joinAddrs(q.To, k),
+			truncate(termsafe.Line(q.Subject), 40), intent, risk)
 	}
 	_ = tw.Flush()
 }
 
-func printQueueItem(w io.Writer, d *api.QueueDetail) {
+// newMark prefixes a recipient the owner has never written to.
+const newMark = "[new] "
+
+func printQueueItem(w io.Writer, d *api.QueueDetail, known map[string]bool) {
 	q := d.Item
-	fmt.Fprintf(w, "%s  %s, %s\nfrom %s\nto %s\nsubject %s\n", q.ID, q.Kind, q.Status, q.From.Email, joinAddrs(q.To), q.Subject)
+	line, text := termsafe.Line, termsafe.Text
+	if !sendable(&q) {
+		known = nil
+	}
+	fmt.Fprintf(w, "%s  %s, %s\nfrom %s\nto %s\n", line(q.ID), line(q.Kind), line(q.Status),
+		termsafe.Address(q.From.Name, q.From.Email), joinAddrs(q.To, known))
+	if n := len(newRecipients(q.To, known)); n > 0 {
+		fmt.Fprintf(w, "   %d address(es) marked [new]: you have never written to them; approving asks first\n", n)
+	}
+	fmt.Fprintf(w, "subject %s\n", line(q.Subject))
 	if c := q.Classification; c != nil {
-		fmt.Fprintf(w, "classification %s, risk %s, action %s, confidence %.2f\n  %s\n", strings.Join(c.Intents, "+"), c.Risk, c.Action, c.Confidence, c.Comments)
+		fmt.Fprintf(w, "classification %s, risk %s, action %s, confidence %.2f\n  %s\n", line(strings.Join(c.Intents, "+")),
+			line(c.Risk), line(c.Action), c.Confidence, line(c.Comments))
 	}
 	for _, g := range q.Gates {
 		mark := "pass"
 		if !g.Pass {
 			mark = "FAIL"
 		}
-		fmt.Fprintf(w, "  %s %s: %s\n", mark, g.Gate, g.Reason)
+		fmt.Fprintf(w, "  %s %s: %s\n", mark, line(g.Gate), line(g.Reason))
 	}
 	if q.Error != "" {
-		fmt.Fprintf(w, "error %s\n", q.Error)
+		fmt.Fprintf(w, "error %s\n", line(q.Error))
 	}
 	for _, m := range d.Thread {
-		fmt.Fprintf(w, "\n--- %s, %s\n%s\n", m.From.Email, m.Date.Format(time.DateTime), m.Excerpt)
+		fmt.Fprintf(w, "\n--- %s, %s\n%s\n", termsafe.Address(m.From.Name, m.From.Email), m.Date.Format(time.DateTime), text(m.Excerpt))
 	}
 	if q.Draft != "" {
-		fmt.Fprintf(w, "\n=== draft\n%s\n", q.Draft)
+		fmt.Fprintf(w, "\n=== draft\n%s\n", text(q.Draft))
 	}
 	if q.Final != "" {
-		fmt.Fprintf(w, "\n=== your edit\n%s\n", q.Final)
+		fmt.Fprintf(w, "\n=== your edit\n%s\n", text(q.Final))
 	}
 }
 
-func joinAddrs(as []mail.Address) string {
+// joinAddrs formats recipients; with known non-nil, those not known are
+// marked new.
+func joinAddrs(as []mail.Address, known map[string]bool) string {
 	var out []string
 	for _, a := range as {
-		out = append(out, a.Email)
+		s := termsafe.Address(a.Name, a.Email)
+		if known != nil && !known[a.Email] {
+			s = newMark + s
+		}
+		out = append(out, s)
 	}
 	return strings.Join(out, ", ")
+}
+
+// newRecipients returns the addresses of as that known says the owner
+// never wrote to (none when known is nil: not looked up).
+func newRecipients(as []mail.Address, known map[string]bool) []string {
+	if known == nil {
+		return nil
+	}
+	var out []string
+	for _, a := range as {
+		if !known[a.Email] {
+			out = append(out, a.Email)
+		}
+	}
+	return out
+}
+
+// stdinIsTTY reports whether r is an interactive terminal; tests replace
+// it.
+var stdinIsTTY = func(r io.Reader) bool {
+	fd, ok := r.(interface{ Fd() uintptr })
+	return ok && (isatty.IsTerminal(fd.Fd()) || isatty.IsCygwinTerminal(fd.Fd()))
+}
+
+// confirmRecipients stops an approval that would send to an address the
+// owner has never written to (a Reply-To stranger, say) unless --yes is
+// given or the owner, at a terminal, answers y.
+func confirmRecipients(ctx context.Context, f *Factory, svc api.Service, opts *QueueOptions) error {
+	if opts.Yes {
+		return nil
+	}
+	d, err := svc.QueueItem(ctx, opts.ID)
+	if err != nil {
+		return err
+	}
+	if !sendable(&d.Item) {
+		return nil // Approve says why it cannot send
+	}
+	known, err := recipientStatus(ctx, svc, []store.QueueItem{d.Item})
+	if err != nil {
+		return err
+	}
+	news := termsafe.Lines(newRecipients(d.Item.To, known[d.Item.Account]))
+	if len(news) == 0 {
+		return nil
+	}
+	what := "a new address"
+	if len(news) > 1 {
+		what = "new addresses"
+	}
+	question := fmt.Sprintf("send to %s %s?", what, strings.Join(news, ", "))
+	if !stdinIsTTY(f.Stdin) {
+		return &UserError{Code: ExitUsage,
+			Err:  fmt.Errorf("not sent: %s: you have never written to %s", termsafe.Line(opts.ID), strings.Join(news, ", ")),
+			Hint: "check it with `mailagent queue show " + termsafe.Line(opts.ID) + "`, then approve with --yes"}
+	}
+	fmt.Fprintf(f.Stderr, "%s y/N: ", question)
+	answer, err := bufio.NewReader(f.Stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read answer: %w", err)
+	}
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		return &UserError{Code: ExitFailure, Err: errors.New("not sent")}
+	}
+	return nil
 }
 
 func age(now, t time.Time) string {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/api"
+	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 	"github.com/mailagent/mailagent/tui"
 )
@@ -26,6 +27,9 @@ func newReviewCmd(f *Factory, runF func(context.Context, *ReviewOptions) error) 
 		Long: `review opens the approval queue in the terminal. With a watcher running
 it connects to it and shows new drafts, auto-sends and resolutions live;
 without one it opens the state database directly.
+
+The detail view shows the recipients; an address you have never written
+to is marked [new], and approving a send to it asks "y/N" first.
 
 Keys: a/y approve and send, e edit ($VISUAL/$EDITOR), r/n reject, g
 regenerate with an instruction, s snooze, / filter, tab or 1-4 switch
@@ -82,10 +86,19 @@ const needsReviewPrefix = "msg:"
 // sentWindow is how far back "sent by the agent" looks.
 const sentWindow = 7 * 24 * time.Hour
 
-func queueToItem(q *store.QueueItem) tui.Item {
+// queueToItem converts a queue item; known says which recipients the
+// owner has written to (nil: not looked up, none marked new).
+func queueToItem(q *store.QueueItem, known map[string]bool) tui.Item {
 	it := tui.Item{
-		ID: q.ID, Kind: q.Kind, Account: q.Account, Received: q.CreatedAt, From: displayAddr(q.From.Name, q.From.Email),
+		ID: q.ID, Kind: q.Kind, Account: q.Account, Received: q.CreatedAt, From: tuiAddr(q.From),
 		Subject: q.Subject, Draft: q.Draft, Final: q.Final, Status: q.Status, Error: q.Error,
+	}
+	for _, a := range q.To {
+		ta := tuiAddr(a)
+		if known != nil {
+			ta.New = !known[a.Email]
+		}
+		it.To = append(it.To, ta)
 	}
 	if c := q.Classification; c != nil {
 		it.Intents, it.Risk, it.Confidence, it.Summary, it.Comments = c.Intents, c.Risk, c.Confidence, c.Summary, c.Comments
@@ -102,9 +115,14 @@ func queueToItem(q *store.QueueItem) tui.Item {
 	return it
 }
 
+func tuiAddr(a mail.Address) tui.Address { return tui.Address{Name: a.Name, Email: a.Email} }
+
 func outboxToItem(o *store.OutboxRecord) tui.Item {
 	it := tui.Item{ID: o.ID, Kind: tui.KindSent, Account: o.Account, Received: o.CreatedAt,
-		From: strings.Join(o.To, ", "), Subject: o.Subject, Draft: o.Body, SendAt: o.SendAt, Error: o.Error}
+		From: tui.Address{Email: o.From}, Subject: o.Subject, Draft: o.Body, SendAt: o.SendAt, Error: o.Error}
+	for _, a := range o.To {
+		it.To = append(it.To, tui.Address{Email: a})
+	}
 	switch o.Status {
 	case store.OutboxScheduled, store.OutboxPending, store.OutboxSending:
 		it.Status = tui.StatusSending
@@ -118,19 +136,48 @@ func outboxToItem(o *store.OutboxRecord) tui.Item {
 
 func recordToItem(r *store.MessageRecord) tui.Item {
 	it := tui.Item{ID: needsReviewPrefix + r.TraceID, Kind: tui.KindNeedsReview, Account: r.Account, Received: r.CreatedAt,
-		From: displayAddr(r.From.Name, r.From.Email), Subject: r.Subject, Status: tui.StatusPending, Error: r.Error,
-		Thread: []tui.ThreadMessage{{From: r.From.Email, Date: r.Date, Subject: r.Subject, Text: r.Excerpt}}}
+		From: tuiAddr(r.From), Subject: r.Subject, Status: tui.StatusPending, Error: r.Error,
+		Thread: []tui.ThreadMessage{{From: tuiAddr(r.From), Date: r.Date, Subject: r.Subject, Text: r.Excerpt}}}
 	if len(r.Reasons) > 0 {
 		it.Summary = strings.Join(r.Reasons, "; ")
 	}
 	return it
 }
 
-func displayAddr(name, email string) string {
-	if name == "" {
-		return email
+// sendable reports whether approving (or retrying) q can still send it,
+// so its recipients need the new-address check.
+func sendable(q *store.QueueItem) bool {
+	if q.Kind != store.KindDraft {
+		return false
 	}
-	return name + " <" + email + ">"
+	switch q.Status {
+	case store.QueuePending, store.QueueSnoozed, store.QueueFailed:
+		return true
+	}
+	return false
+}
+
+// recipientStatus asks the service which recipients of the sendable items
+// the owner has written to: one call per account. The map is keyed by
+// account, then address.
+func recipientStatus(ctx context.Context, svc api.Service, qs []store.QueueItem) (map[string]map[string]bool, error) {
+	byAccount := map[string][]string{}
+	for i := range qs {
+		if q := &qs[i]; sendable(q) {
+			for _, a := range q.To {
+				byAccount[q.Account] = append(byAccount[q.Account], a.Email)
+			}
+		}
+	}
+	out := make(map[string]map[string]bool, len(byAccount))
+	for account, addrs := range byAccount {
+		m, err := svc.RecipientStatus(ctx, account, addrs)
+		if err != nil {
+			return nil, fmt.Errorf("recipients of %s: %w", account, err)
+		}
+		out[account] = m
+	}
+	return out, nil
 }
 
 func (b *serviceBackend) List(ctx context.Context) ([]tui.Item, error) {
@@ -138,9 +185,13 @@ func (b *serviceBackend) List(ctx context.Context) ([]tui.Item, error) {
 	if err != nil {
 		return nil, err
 	}
+	known, err := recipientStatus(ctx, b.svc, qs)
+	if err != nil {
+		return nil, err
+	}
 	var out []tui.Item
 	for i := range qs {
-		out = append(out, queueToItem(&qs[i]))
+		out = append(out, queueToItem(&qs[i], known[qs[i].Account]))
 	}
 	recs, err := b.svc.NeedsReview(ctx)
 	if err != nil {
@@ -196,9 +247,13 @@ func (b *serviceBackend) Detail(ctx context.Context, id string) (tui.Item, error
 		}
 		return tui.Item{}, err
 	}
-	it := queueToItem(&d.Item)
+	known, err := recipientStatus(ctx, b.svc, []store.QueueItem{d.Item})
+	if err != nil {
+		return tui.Item{}, err
+	}
+	it := queueToItem(&d.Item, known[d.Item.Account])
 	for _, m := range d.Thread {
-		it.Thread = append(it.Thread, tui.ThreadMessage{From: displayAddr(m.From.Name, m.From.Email), Date: m.Date, Subject: m.Subject, Text: m.Excerpt})
+		it.Thread = append(it.Thread, tui.ThreadMessage{From: tuiAddr(m.From), Date: m.Date, Subject: m.Subject, Text: m.Excerpt})
 	}
 	return it, nil
 }

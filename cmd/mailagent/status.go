@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mailagent/mailagent/internal/termsafe"
 )
 
 // StatusOptions are the flags of `mailagent status`.
@@ -44,12 +46,12 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	if s.Watcher {
 		fmt.Fprintf(f.Stdout, "watcher running (pid %d, since %s)\n", s.PID, s.Started.Format("2006-01-02 15:04"))
 		for _, a := range s.Accounts {
-			line := fmt.Sprintf("  %s: %s", a.Name, a.State)
+			line := fmt.Sprintf("  %s: %s", termsafe.Line(a.Name), termsafe.Line(a.State))
 			if !a.LastSync.IsZero() {
 				line += ", last sync " + a.LastSync.Format("15:04:05")
 			}
 			if a.Error != "" {
-				line += ", error: " + a.Error
+				line += ", error: " + termsafe.Line(a.Error)
 			}
 			fmt.Fprintln(f.Stdout, line)
 		}
@@ -58,7 +60,7 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	}
 	var states []string
 	for k, v := range s.Counts {
-		states = append(states, fmt.Sprintf("%s %d", k, v))
+		states = append(states, fmt.Sprintf("%s %d", termsafe.Line(string(k)), v))
 	}
 	sort.Strings(states)
 	fmt.Fprintf(f.Stdout, "messages: %v\n", states)

@@ -22,6 +22,7 @@ import (
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/prompts"
 	"github.com/mailagent/mailagent/store"
 )
@@ -214,7 +215,7 @@ func formatCounts(m map[string]int) string {
 	})
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		name := k
+		name := termsafe.Line(k) // intents and actions come from the model
 		if name == "" {
 			name = "(none)"
 		}

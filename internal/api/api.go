@@ -65,6 +65,11 @@ type Service interface {
 	Contacts(ctx context.Context, account string) ([]store.Contact, error)
 	// Contact returns one contact, or an error wrapping store.ErrNotFound.
 	Contact(ctx context.Context, account, email string) (*store.Contact, error)
+	// RecipientStatus reports, for each address, whether the owner has
+	// written to it before (its contact is Known). Keys are the addresses
+	// as given; an address with no contact is false. For display and
+	// approval-time confirmation only: it changes nothing.
+	RecipientStatus(ctx context.Context, account string, addrs []string) (map[string]bool, error)
 	// ForgetContact deletes a contact's memory.
 	ForgetContact(ctx context.Context, account, email string) error
 	// NoteContact adds one of the owner's context notes to a contact's

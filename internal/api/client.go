@@ -284,6 +284,15 @@ func (c *Client) Contact(ctx context.Context, account, email string) (*store.Con
 	return &ct, nil
 }
 
+// RecipientStatus implements Service.
+func (c *Client) RecipientStatus(ctx context.Context, account string, addrs []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if err := c.call(ctx, http.MethodPost, "/v1/recipients", nil, recipientsReq{Account: account, Addrs: addrs}, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ForgetContact implements Service.
 func (c *Client) ForgetContact(ctx context.Context, account, email string) error {
 	return c.call(ctx, http.MethodDelete, "/v1/contact", url.Values{"account": {account}, "email": {email}}, nil, nil)

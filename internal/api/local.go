@@ -248,6 +248,26 @@ func (l *Local) Contact(ctx context.Context, account, email string) (*store.Cont
 	return l.DB.GetContact(account, email)
 }
 
+// RecipientStatus implements Service.
+func (l *Local) RecipientStatus(ctx context.Context, account string, addrs []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(addrs))
+	for _, a := range addrs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		c, err := l.DB.GetContact(account, a)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			out[a] = false
+		case err != nil:
+			return nil, fmt.Errorf("recipient status: %w", err)
+		default:
+			out[a] = c.Known
+		}
+	}
+	return out, nil
+}
+
 // NoteContact implements Service.
 func (l *Local) NoteContact(ctx context.Context, account, email, note string) error {
 	note = strings.TrimSpace(note)

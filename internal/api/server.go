@@ -209,6 +209,7 @@ func (h *handler) routes() http.Handler {
 	mux.HandleFunc("GET /v1/needs-review", h.needsReview)
 	mux.HandleFunc("GET /v1/contacts", h.contacts)
 	mux.HandleFunc("GET /v1/contact", h.contact)
+	mux.HandleFunc("POST /v1/recipients", h.recipients)
 	mux.HandleFunc("DELETE /v1/contact", h.forgetContact)
 	mux.HandleFunc("POST /v1/contact/note", h.noteContact)
 	mux.HandleFunc("GET /v1/explain", h.explain)
@@ -381,6 +382,16 @@ func (h *handler) contact(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	c, err := h.svc.Contact(r.Context(), q.Get("account"), q.Get("email"))
 	h.reply(w, c, err)
+}
+
+func (h *handler) recipients(w http.ResponseWriter, r *http.Request) {
+	var req recipientsReq
+	if err := decode(w, r, &req); err != nil {
+		h.fail(w, err)
+		return
+	}
+	m, err := h.svc.RecipientStatus(r.Context(), req.Account, req.Addrs)
+	h.reply(w, m, err)
 }
 
 func (h *handler) forgetContact(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -397,6 +398,16 @@ func runServiceSuite(t *testing.T, newSvc func(t *testing.T, st *store.Store, ac
 		}
 		_, err = svc.Contact(ctx, "home", "nobody@example.org")
 		wantErr(t, "missing contact", err, store.ErrNotFound)
+		// alice is known, bob only wrote in, nobody has no contact, and
+		// carol is a contact of another account.
+		rs, err := svc.RecipientStatus(ctx, "home", []string{"Alice@Example.org", "bob@example.org", "nobody@example.org", "carol@example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantRS := map[string]bool{"Alice@Example.org": true, "bob@example.org": false, "nobody@example.org": false, "carol@example.com": false}
+		if !maps.Equal(rs, wantRS) {
+			t.Errorf("recipient status: got %v, want %v", rs, wantRS)
+		}
 
 		if err := svc.ForgetContact(ctx, "home", "bob@example.org"); err != nil {
 			t.Fatal(err)

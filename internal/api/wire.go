@@ -124,6 +124,10 @@ type (
 	noteReq struct {
 		Note string `json:"note"`
 	}
+	recipientsReq struct {
+		Account string   `json:"account"`
+		Addrs   []string `json:"addrs"`
+	}
 	regenerateReq struct {
 		Instruction string `json:"instruction"`
 	}

@@ -60,6 +60,7 @@ type Styles struct {
 	Offline     lipgloss.Style // "offline (store opened directly)"
 	Prompt      lipgloss.Style // the label of a prompt
 	Body        lipgloss.Style // wrapped message text in the detail view
+	NewAddress  lipgloss.Style // a recipient the owner has never written to
 
 	Help      help.Styles      // the short and full help
 	TextInput textinput.Styles // prompts (reject reason, snooze, filter)
@@ -116,7 +117,7 @@ func plainStyles(s Styles) Styles {
 	s.Row, s.RowSelected, s.RiskHigh, s.RiskMedium, s.RiskLow = n, n, n, n, n
 	s.GateOK, s.GateFail, s.Section, s.Label, s.Muted = n, n, n, n, n
 	s.Error, s.Success, s.StatusBar, s.Online, s.Offline = n, n, n, n, n
-	s.Prompt, s.Body = n, n
+	s.Prompt, s.Body, s.NewAddress = n, n, n
 	s.Help = help.Styles{Ellipsis: n, ShortKey: n, ShortDesc: n, ShortSeparator: n, FullKey: n, FullDesc: n, FullSeparator: n}
 
 	ti := textinput.DefaultStyles(true)
@@ -170,6 +171,7 @@ func colourStyles(s Styles) Styles {
 	s.Offline = n.Foreground(yellow)
 	s.Prompt = n.Foreground(accent).Bold(true)
 	s.Body = n
+	s.NewAddress = n.Foreground(yellow).Bold(true).Underline(true)
 	s.Help = help.DefaultDarkStyles()
 
 	ti := textinput.DefaultStyles(true)

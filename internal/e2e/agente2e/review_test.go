@@ -57,6 +57,9 @@ func TestReviewApproveUnderTmux(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (scripts/e2e-stack.sh install adds it): the real-terminal review test needs it")
 	}
+	// Bob is a known contact, so "a" sends at once (a new address asks
+	// first: TestReviewConfirmsNewAddressUnderTmux).
+	e.seedSent(bobAddr)
 	w := e.startWatch()
 	m := message{From: bobAddr, To: adaAddr, Subject: "Budget review " + e.tag, ID: e.id("review"),
 		Body: "Hi Ada,\ncan you confirm the budget numbers by Friday?\nBob"}
