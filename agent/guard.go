@@ -43,8 +43,17 @@ type guardREs struct {
 }
 
 type paymentPattern struct {
-	name string
-	re   *regexp.Regexp
+	name  string
+	hints []string // lower-case words one of which every match holds
+	re    *regexp.Regexp
+}
+
+// find returns the first match of p in s (lower is s in lower case), or nil.
+func (p paymentPattern) find(s, lower string) []int {
+	if !slices.ContainsFunc(p.hints, func(h string) bool { return strings.Contains(lower, h) }) {
+		return nil
+	}
+	return p.re.FindStringIndex(s)
 }
 
 var guardPatterns = sync.OnceValue(func() *guardREs {
@@ -63,19 +72,19 @@ var guardPatterns = sync.OnceValue(func() *guardREs {
 			regexp.MustCompile(`\b(?:[01]?\d|2[0-3])[:h][0-5]\d(?::[0-5]\d)?\b`),
 		},
 	}
-	for _, p := range []struct{ name, re string }{
-		{"IBAN", `(?i)\biban\b`},
-		{"SWIFT/BIC", `\bSWIFT\b|(?i:\bswift` + hs + `*(?:code|/|number|no\b|address))|(?i:\bbic\b)`},
-		{"wire transfer", `(?i)\bwir(?:e|ed|ing)` + hs + `+(?:(?:me|us|them|him|her|the|a|an|this|that|remaining|outstanding|full|total|whole|agreed|same|first|final|deposit)` + hs + `+){0,3}` +
+	for _, p := range []struct{ name, hints, re string }{
+		{"IBAN", "iban", `(?i)\biban\b`},
+		{"SWIFT/BIC", "swift bic", `\bSWIFT\b|(?i:\bswift` + hs + `*(?:code|/|number|no\b|address))|(?i:\bbic\b)`},
+		{"wire transfer", "wir", `(?i)\bwir(?:e|ed|ing)` + hs + `+(?:(?:me|us|them|him|her|the|a|an|this|that|remaining|outstanding|full|total|whole|agreed|same|first|final|deposit)` + hs + `+){0,3}` +
 			`(?:transfers?|payments?|instructions|details|funds?|money|amount|balance|deposit|sum|fee|invoice|\d|[$€£¥]|to\b)|\b(?:by|via|per)` + hs + `+wire\b`},
-		{"bank transfer", `(?i)\bbank(?:ing)?` + hs + `*-?` + hs + `*(?:transfer|details|account|wire|info|information|deposit)s?\b`},
-		{"account number", `(?i)\b(?:account|acct|a/c)` + hs + `*(?:number|no\b|num\b|#)|\brouting` + hs + `+number|\bsort` + hs + `+code|\bbeneficiary\b`},
-		{"changed payment details", `(?i)\b(?:new|updated|different|changed)` + hs + `+(?:bank|banking|account|payment|remittance)` + hs + `+(?:details|information|info|account|number|instructions)`},
-		{"gift card", `(?i)\bgift` + hs + `*-?` + hs + `*(?:card|voucher|code)s?\b|\b(?:itunes|google` + hs + `*play|steam|amazon|apple|ebay)` + hs + `*-?` + hs + `*(?:gift` + hs + `*)?cards?\b`},
-		{"crypto wallet", `(?i)\b(?:bitcoins?|btc|ethereum|eth|usdt|usdc|tether|litecoin|monero|xmr|crypto(?:currency|currencies)?)\b|\bwallet` + hs + `+address`},
-		{"money transfer service", `(?i)\b(?:western` + hs + `*union|moneygram|zelle|venmo|cash` + hs + `*app)\b`},
+		{"bank transfer", "bank", `(?i)\bbank(?:ing)?` + hs + `*-?` + hs + `*(?:transfer|details|account|wire|info|information|deposit)s?\b`},
+		{"account number", "account acct a/c routing sort beneficiary", `(?i)\b(?:account|acct|a/c)` + hs + `*(?:number|nr\b|no\.|no` + hs + `*[:#]?` + hs + `*\d|num\b|#)|\brouting` + hs + `+number|\bsort` + hs + `+code|\bbeneficiary\b`},
+		{"changed payment details", "new updated different changed", `(?i)\b(?:new|updated|different|changed)` + hs + `+(?:bank|banking|account|payment|remittance)` + hs + `+(?:details|information|info|account|number|instructions)`},
+		{"gift card", "gift card", `(?i)\bgift` + hs + `*-?` + hs + `*(?:card|voucher|code)s?\b|\b(?:itunes|google` + hs + `*play|steam|amazon|apple|ebay)` + hs + `*-?` + hs + `*(?:gift` + hs + `*)?cards?\b`},
+		{"crypto wallet", "bitcoin btc ethereum usd tether litecoin monero xmr crypto wallet", `(?i)\b(?:bitcoins?|btc|ethereum|usdt|usdc|tether|litecoin|monero|xmr|crypto(?:currency|currencies)?)\b|\bwallet` + hs + `+address`},
+		{"money transfer service", "western moneygram zelle venmo cash", `(?i)\b(?:western` + hs + `*union|moneygram|zelle|venmo|cash` + hs + `*app)\b`},
 	} {
-		g.payments = append(g.payments, paymentPattern{p.name, regexp.MustCompile(p.re)})
+		g.payments = append(g.payments, paymentPattern{p.name, strings.Fields(p.hints), regexp.MustCompile(p.re)})
 	}
 	return g
 })
@@ -144,8 +153,9 @@ func newTrustIndex(tr Trusted) *trustIndex {
 		ti.numbers = append(ti.numbers, strings.TrimLeft(r.digits, "0"))
 	}
 	ti.compact = compact(t.s)
+	lower := strings.ToLower(t.s)
 	for _, p := range g.payments {
-		if p.re.MatchString(t.s) {
+		if p.find(t.s, lower) != nil {
 			ti.payments[p.name] = true
 		}
 	}
@@ -205,7 +215,11 @@ func (ti *trustIndex) check(prefix, field string) []string {
 			report("l:"+strings.ToLower(s), "links to "+quoteAs(s, t.source(l[0], l[1]))+" "+notTrusted)
 		}
 	}
-	for _, r := range numberRuns(maskDates(t.s)) {
+	runs := numberRuns(t.s)
+	if slices.ContainsFunc(runs, func(r numRun) bool { return len(r.digits) >= 6 }) {
+		runs = numberRuns(maskDates(t.s)) // masking only ever shortens runs
+	}
+	for _, r := range runs {
 		if len(r.digits) < 6 {
 			continue
 		}
@@ -228,11 +242,12 @@ func (ti *trustIndex) check(prefix, field string) []string {
 		report("c:"+strings.ToLower(code), "names account or wallet code "+quoteAs(code, t.source(m[0], m[1]))+" "+notTrusted)
 	}
 	var pay []string
+	lower := strings.ToLower(t.s)
 	for _, p := range g.payments {
 		if ti.payments[p.name] {
 			continue
 		}
-		if m := p.re.FindStringIndex(t.s); m != nil {
+		if m := p.find(t.s, lower); m != nil {
 			pay = append(pay, quoteAs(t.s[m[0]:m[1]], t.source(m[0], m[1])))
 		}
 	}
@@ -262,21 +277,62 @@ func isCode(s string) bool {
 
 // findLinks returns xurls' matches in s that are not one of the email
 // addresses already found.
+//
+// xurls' pattern holds every top-level domain, and Go's regexp runs it
+// over each byte, so it is only run over the words that can hold a link:
+// a link never spans whitespace (normalize turned every space into ' ',
+// '\t' or '\n') and always has a '.' or a ':'.
 func findLinks(s string, emails [][]int) [][]int {
 	re := relaxedURL()
 	emailGroup := re.SubexpIndex("relaxedEmail")
 	var out [][]int
-	for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
-		if emailGroup > 0 && m[2*emailGroup] >= 0 {
+	for i := 0; i < len(s); {
+		if isSpaceByte(s[i]) {
+			i++
 			continue
 		}
-		if !strings.Contains(s[m[0]:m[1]], "://") && slices.ContainsFunc(emails, func(e []int) bool { return m[0] < e[1] && e[0] < m[1] }) {
-			continue
+		j := i
+		for j < len(s) && !isSpaceByte(s[j]) {
+			j++
 		}
-		out = append(out, m[:2])
+		if word := s[i:j]; mayHoldLink(word) {
+			for _, m := range re.FindAllStringSubmatchIndex(word, -1) {
+				if emailGroup > 0 && m[2*emailGroup] >= 0 {
+					continue
+				}
+				a, b := i+m[0], i+m[1]
+				if !strings.Contains(s[a:b], "://") && slices.ContainsFunc(emails, func(e []int) bool { return a < e[1] && e[0] < b }) {
+					continue
+				}
+				out = append(out, []int{a, b})
+			}
+		}
+		i = j
 	}
 	return out
 }
+
+// mayHoldLink reports whether a word has what every link xurls finds has:
+// a ':' (a scheme, an IPv6 address) or a '.' followed by a letter or digit
+// (a domain name, an IPv4 address). "Thanks." and "3." are skipped.
+func mayHoldLink(w string) bool {
+	if strings.IndexByte(w, ':') >= 0 {
+		return true
+	}
+	for k := strings.IndexByte(w, '.'); k >= 0 && k+1 < len(w); {
+		if c := w[k+1]; c >= 0x80 || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+			return true
+		}
+		n := strings.IndexByte(w[k+1:], '.')
+		if n < 0 {
+			break
+		}
+		k += 1 + n
+	}
+	return false
+}
+
+func isSpaceByte(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
 
 // linkKey is a link in the form links are compared in: lower case, the
 // host without a trailing dot, the path cleaned, no fragment.

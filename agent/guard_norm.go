@@ -106,6 +106,8 @@ func (t ntext) replace(re *regexp.Regexp, f func(t ntext, m []int) []piece) ntex
 				nb.add(p.s, t.start[p.a], t.end[p.b-1])
 			case p.a < len(t.s):
 				nb.add(p.s, t.start[p.a], t.start[p.a])
+			default:
+				nb.add(p.s, len(t.orig), len(t.orig))
 			}
 		}
 		last = m[1]
@@ -137,16 +139,48 @@ func normalize(s string) ntext {
 			if r == utf8.RuneError && size <= 1 {
 				continue // invalid byte: dropped, like an invisible character
 			}
+			orig := r
 			r = foldRune(r)
 			if r < 0 {
+				continue
+			}
+			if r == '.' && (orig != '.' || s[from:to] != ".") {
+				nb.add(string(foreignDot), from, to)
 				continue
 			}
 			n := utf8.EncodeRune(tmp[:], r)
 			nb.add(string(tmp[:n]), from, to)
 		}
 	}
+	placeForeignDots(nb.b)
 	foldLookalikes(nb.b)
 	return nb.text(s)
+}
+
+// foreignDot marks, until placeForeignDots decides, a dot of another
+// script or width (。 ． ･ · and the like). No other control character
+// survives foldRune, so the byte is free.
+const foreignDot = '\x01'
+
+// placeForeignDots reads a foreign dot as '.' when it touches a Latin
+// letter or a digit ("evil。test", "ｅｖｉｌ．ｔｅｓｔ"), and as a space
+// when it sits between words of its own script: "谢谢。公司会回复" or
+// "ありがとうございます。ポイントは…" are sentences, not the domain names
+// they would make with a '.' (公司 and ポイント are top-level domains).
+// The price is that a link written wholly in such a script with such a
+// dot is not seen as one.
+func placeForeignDots(b []byte) {
+	alnum := func(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+	for i, c := range b {
+		if c != foreignDot {
+			continue
+		}
+		if i > 0 && alnum(b[i-1]) || i+1 < len(b) && alnum(b[i+1]) {
+			b[i] = '.'
+		} else {
+			b[i] = ' '
+		}
+	}
 }
 
 // foldRune maps one rune of NFKC text to the rune the guard reads, or -1
@@ -330,23 +364,75 @@ var spacedDotStop = map[string]bool{
 // read as an address when the domain ends with a known top-level domain.
 func deobfuscate(t ntext) ntext {
 	p := deobPatterns()
-	t = t.replace(p.hxxp, func(t ntext, m []int) []piece {
-		s := "http" + t.s[m[2]:m[3]]
-		if m[4] >= 0 {
-			s += "://"
+	lower := strings.ToLower(t.s)
+	// Each pattern runs only when the text holds what it needs; most
+	// replies hold none of it.
+	if strings.Contains(lower, "xxp") || strings.Contains(lower, "**p") || strings.Contains(lower, "__p") {
+		t = t.replace(p.hxxp, func(t ntext, m []int) []piece {
+			s := "http" + t.s[m[2]:m[3]]
+			if m[4] >= 0 {
+				s += "://"
+			}
+			return []piece{{s: s, a: m[0], b: m[1]}}
+		})
+	}
+	if hasBracketForm(lower) {
+		t = t.replace(p.bracketDot, func(t ntext, m []int) []piece { return []piece{{s: ".", a: m[0], b: m[1]}} })
+		t = t.replace(p.bracketAt, func(t ntext, m []int) []piece { return []piece{{s: "@", a: m[0], b: m[1]}} })
+		t = t.replace(p.bracketColon, func(t ntext, m []int) []piece { return []piece{{s: ":", a: m[0], b: m[1]}} })
+		t = t.replace(p.bracketSlash, func(t ntext, m []int) []piece {
+			if strings.Contains(t.s[m[0]:m[1]], "//") {
+				return []piece{{s: "//", a: m[0], b: m[1]}}
+			}
+			return []piece{{s: "/", a: m[0], b: m[1]}}
+		})
+	}
+	if strings.Contains(t.s, "@") || hasSpacedWord(lower, "at") || hasSpacedWord(lower, "dot") {
+		t = t.replace(p.spaced, func(t ntext, m []int) []piece { return spacedPieces(t, m, p) })
+	}
+	return t
+}
+
+// hasBracketForm reports an opening bracket followed (after spaces) by a
+// character or word the bracket patterns replace.
+func hasBracketForm(lower string) bool {
+	for i := 0; i < len(lower); i++ {
+		switch lower[i] {
+		case '[', '(', '{', '<':
+		default:
+			continue
 		}
-		return []piece{{s: s, a: m[0], b: m[1]}}
-	})
-	t = t.replace(p.bracketDot, func(t ntext, m []int) []piece { return []piece{{s: ".", a: m[0], b: m[1]}} })
-	t = t.replace(p.bracketAt, func(t ntext, m []int) []piece { return []piece{{s: "@", a: m[0], b: m[1]}} })
-	t = t.replace(p.bracketColon, func(t ntext, m []int) []piece { return []piece{{s: ":", a: m[0], b: m[1]}} })
-	t = t.replace(p.bracketSlash, func(t ntext, m []int) []piece {
-		if strings.Contains(t.s[m[0]:m[1]], "//") {
-			return []piece{{s: "//", a: m[0], b: m[1]}}
+		rest := strings.TrimLeft(lower[i+1:], " \t")
+		if rest == "" {
+			continue
 		}
-		return []piece{{s: "/", a: m[0], b: m[1]}}
-	})
-	return t.replace(p.spaced, func(t ntext, m []int) []piece { return spacedPieces(t, m, p) })
+		switch rest[0] {
+		case '.', '@', ':', '/':
+			return true
+		}
+		for _, w := range []string{"dot", "at", "punkt", "period", "slash"} {
+			if strings.HasPrefix(rest, w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasSpacedWord reports w standing alone between spaces or tabs in lower.
+func hasSpacedWord(lower, w string) bool {
+	for i := 0; ; {
+		k := strings.Index(lower[i:], w)
+		if k < 0 {
+			return false
+		}
+		k += i
+		e := k + len(w)
+		if k > 0 && (lower[k-1] == ' ' || lower[k-1] == '\t') && e < len(lower) && (lower[e] == ' ' || lower[e] == '\t') {
+			return true
+		}
+		i = k + 1
+	}
 }
 
 // spacedPieces decides one match of the spaced pattern: groups 1 (local

@@ -69,6 +69,8 @@ var obfuscations = []struct {
 	{"right-to-left override", "See \u202eevil.test\u202c today", `"evil.test"`},
 	{"ideographic full stop", "See evil\u3002test", `"evil.test"`},
 	{"halfwidth ideographic full stop", "See evil\uff61test", `"evil.test"`},
+	{"ideographic full stop before a Latin TLD", "See \u4f8b\u5b50\u3002com/pay", `.com/pay" (written`},
+	{"ideographic full stop after a Latin name", "See evil\u3002\u516c\u53f8", `"evil.\u516c\u53f8"`},
 	{"full-width at and dot", "Write to pay\uff20evil\uff0etest", `"pay@evil.test"`},
 	{"full-width letters", "See \uff45\uff56\uff49\uff4c\uff0e\uff54\uff45\uff53\uff54", `"evil.test"`},
 	{"small commercial at", "Write to pay\ufe6bevil.test", `"pay@evil.test"`},
@@ -296,6 +298,13 @@ var benignReplies = []string{
 	"Noted, thanks. 👍",
 	"Thanks! Looking forward to it 😊",
 	"Ok. Looking forward to the 2nd edition.",
+	"谢谢。公司会在周二回复。",          // 谢谢。公司会在周二回复。 (公司 is a TLD)
+	"ありがとうございます。ポイントは火曜日に。", // ありがとうございます。ポイントは火曜日に。
+	"ジョン・スミス様、承知しました。",      // ジョン・スミス様、承知しました。
+	"Your account no longer needs a separate login.",
+	"We met at ETH Zurich last year.",
+	"Merci, à mardi 14h00 !",
+	"Col·laborem amb vosaltres el 3 de març.",
 }
 
 func TestGuardBenignRepliesPass(t *testing.T) {
@@ -445,7 +454,7 @@ func FuzzGuardOutput(f *testing.F) {
 	f.Add("hxxps[:]//evil[.]test", "pay at evil[.]test", "o")
 	f.Add("\xff\xfe\u202e", "\u3002\uff20", "\u3164")
 	f.Fuzz(func(t *testing.T, draft, trustedText, letters string) {
-		_ = GuardOutput(OutboundFields{Subject: draft, Body: draft}, Trusted{Text: trustedText, Addresses: []string{letters}}, 100)
+		assertSanitised(t, GuardOutput(OutboundFields{Subject: draft, Body: draft}, Trusted{Text: trustedText, Addresses: []string{letters}}, 100))
 		word := strings.Map(func(r rune) rune {
 			if unicode.IsLetter(r) {
 				return r
@@ -461,22 +470,46 @@ func FuzzGuardOutput(f *testing.F) {
 	})
 }
 
+// BenchmarkGuardOutput checks 2,000-character drafts against the usual
+// trusted profile: a typical reply (two links, a phone number, dates and
+// times) and a link-heavy one (a link in every sentence; xurls' pattern is
+// most of the cost of a link).
 func BenchmarkGuardOutput(b *testing.B) {
-	var sb strings.Builder
+	typical := "Hi Bob,\n\nThanks for the update. Tuesday 14:00 works for me, and 3 March is fine for the follow-up. " +
+		"The agenda is at https://docs.example.org/agenda and the slides are in the same folder. " +
+		"If anything changes, call me on +1 555 010 9999. "
+	for len(typical) < 1900 {
+		typical += "We reviewed the Q3 numbers and the plan for 2026; room 101 is booked for 2 hours, and the team will bring the draft. "
+	}
+	typical += "See https://docs.example.org/agenda/notes. Best, Ann"
+	linky := ""
 	for i := 0; ; i++ {
-		s := fmt.Sprintf("Thanks for the update on item %d. Tuesday 14:00 works; the agenda is at https://docs.example.org/agenda and I'll call +1 555 010 9999 if needed. ", i)
-		if sb.Len()+len(s) > 2000 {
+		s := fmt.Sprintf("Item %d: Tuesday 14:00 works; the agenda is at https://docs.example.org/agenda and I'll call +1 555 010 9999. ", i)
+		if len(linky)+len(s) > 2000 {
 			break
 		}
-		sb.WriteString(s)
+		linky += s
 	}
-	draft := sb.String() + strings.Repeat("x", 2000-sb.Len())
-	tr := ownerTrusted()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		if got := GuardOutput(OutboundFields{Subject: "Re: Project update", Body: draft}, tr, 4000); len(got) > 0 {
-			b.Fatalf("got %q, want a passing draft", got)
-		}
+	for _, bc := range []struct{ name, draft string }{
+		{"typical", pad(typical, 2000)},
+		{"link_every_sentence", pad(linky, 2000)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			tr := ownerTrusted()
+			b.ReportAllocs()
+			for b.Loop() {
+				if got := GuardOutput(OutboundFields{Subject: "Re: Project update", Body: bc.draft}, tr, 4000); len(got) > 0 {
+					b.Fatalf("got %q, want a passing draft", got)
+				}
+			}
+		})
 	}
+}
+
+// pad cuts or pads s to n bytes with spaces and letters.
+func pad(s string, n int) string {
+	for len(s) < n {
+		s += " Thanks"
+	}
+	return s[:n]
 }
