@@ -103,19 +103,19 @@ var guardPatterns = sync.OnceValue(func() *guardREs {
 // or invisible characters.
 func GuardOutput(out OutboundFields, trusted Trusted, maxChars int) []string {
 	var problems []string
-	n := utf8.RuneCountInString(strings.TrimSpace(out.Body))
-	if strings.TrimSpace(normalize(out.Body).s) == "" {
-		problems = append(problems, "the draft is empty")
+	body, subject := normalize(out.Body), normalize(out.Subject)
+	if strings.TrimSpace(body.s) == "" {
+		problems = append(problems, "the draft is empty") // invisible characters are nothing
 	}
-	if maxChars > 0 && n > maxChars {
+	if n := utf8.RuneCountInString(strings.TrimSpace(out.Body)); maxChars > 0 && n > maxChars {
 		problems = append(problems, fmt.Sprintf("the draft has %d characters, at most %d", n, maxChars))
 	}
-	if strings.TrimSpace(out.Body) == "" && strings.TrimSpace(out.Subject) == "" {
+	if strings.TrimSpace(body.s) == "" && strings.TrimSpace(subject.s) == "" {
 		return problems
 	}
 	tr := newTrustIndex(trusted)
-	problems = append(problems, tr.check("", out.Body)...)
-	problems = append(problems, tr.check("subject: ", out.Subject)...)
+	problems = append(problems, tr.check("", body)...)
+	problems = append(problems, tr.check("subject: ", subject)...)
 	return problems
 }
 
@@ -178,13 +178,14 @@ const (
 	notRecipient = "that is not a recipient or in " + trustedWhere
 )
 
-// check lists the problems of one field; prefix names the field.
-func (ti *trustIndex) check(prefix, field string) []string {
-	if strings.TrimSpace(field) == "" {
+// check lists the problems of one normalised field; prefix names the
+// field.
+func (ti *trustIndex) check(prefix string, field ntext) []string {
+	if strings.TrimSpace(field.s) == "" {
 		return nil
 	}
 	g := guardPatterns()
-	t := deobfuscate(normalize(field))
+	t := deobfuscate(field)
 	var problems []string
 	seen := map[string]bool{}
 	report := func(key, msg string) {

@@ -289,6 +289,7 @@ var benignReplies = []string{
 	"Order 4471 shipped this morning.",
 	"Sure, call me on +1 (555) 010-9999 any time.",
 	"The agenda is at https://docs.example.org/agenda as before.",
+	"The agenda is at docs.example.org/agenda, same as last time.",
 	"Bob (bob@example.org) will join us.",
 	"Great, talk soon.\n\nBest,\nAnn\n--\nAnn Owner | Acme Ltd. | +1 555 010 9999",
 	"Office hours are 14:00-16:00 in room 101.",
@@ -355,6 +356,9 @@ func TestGuardTrustedEcho(t *testing.T) {
 		{"address in trusted text", "Copying carol@example.org.", Trusted{Text: "cc carol@example.org"}, true},
 		{"address nowhere", "Copying eve@evil.example.", Trusted{Text: profile, Addresses: []string{"bob@example.org"}}, false},
 		{"mailto of a recipient", "mailto:bob@example.org", Trusted{Addresses: []string{"bob@example.org"}}, true},
+		{"price from the profile", "The premium plan is 1.250.000 EUR.", ownerTrusted(), true},
+		{"price not trusted", "The premium plan is 1.250.000 EUR.", Trusted{Text: "Ann Owner."}, false},
+		{"spaced at before a plain domain is read as a link", "Write to pay at evil.test", Trusted{Text: profile}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
