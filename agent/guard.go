@@ -144,7 +144,8 @@ func newTrustIndex(tr Trusted) *trustIndex {
 	for _, m := range emails {
 		ti.addrs[strings.ToLower(t.s[m[0]:m[1]])] = true
 	}
-	for _, l := range findLinks(t.s, emails) {
+	links, _ := findLinks(t.s, emails) // a trusted word too long to read vouches for nothing
+	for _, l := range links {
 		if k, ok := parseLink(t.s[l[0]:l[1]]); ok {
 			ti.links = append(ti.links, k)
 		}
@@ -202,7 +203,12 @@ func (ti *trustIndex) check(prefix string, field ntext) []string {
 			report("a:"+addr, "names address "+quoteAs(addr, t.source(m[0], m[1]))+" "+notRecipient)
 		}
 	}
-	for _, l := range findLinks(t.s, emails) {
+	links, tooLong := findLinks(t.s, emails)
+	for _, w := range tooLong {
+		written := t.source(w[0], w[1])
+		report(fmt.Sprintf("w:%d", w[0]), fmt.Sprintf("has a word of %d characters (%s) too long or with too many links to check", utf8.RuneCountInString(written), quote(written)))
+	}
+	for _, l := range links {
 		s := t.s[l[0]:l[1]]
 		k, ok := parseLink(s)
 		if ok && k.scheme == "mailto" {
@@ -276,14 +282,26 @@ func isCode(s string) bool {
 	return letter && digit || len(s) <= 35 && (s[0] == '1' || s[0] == '3')
 }
 
+// maxLinkWord and maxLinksPerWord bound the work of reading one word for
+// links. xurls' leftmost-longest search can read to the end of a word
+// for every match in it, so a word of n bytes made of many short links
+// ("1.1.1.1.1.1…") costs n² steps of a large pattern (2,000 bytes took
+// seconds). A longer word, or one with more links, is not read; in a
+// draft it is a problem of its own.
+const (
+	maxLinkWord     = 300
+	maxLinksPerWord = 4
+)
+
 // findLinks returns xurls' matches in s that are not one of the email
-// addresses already found.
+// addresses already found, and the words too long to read (see
+// maxLinkWord).
 //
 // xurls' pattern holds every top-level domain, and Go's regexp runs it
 // over each byte, so it is only run over the words that can hold a link:
 // a link never spans whitespace (normalize turned every space into ' ',
 // '\t' or '\n') and always has a '.' or a ':'.
-func findLinks(s string, emails [][]int) [][]int {
+func findLinks(s string, emails [][]int) (links, tooLong [][]int) {
 	re := relaxedURL()
 	emailGroup := re.SubexpIndex("relaxedEmail")
 	var out [][]int
@@ -296,21 +314,33 @@ func findLinks(s string, emails [][]int) [][]int {
 		for j < len(s) && !isSpaceByte(s[j]) {
 			j++
 		}
-		if word := s[i:j]; mayHoldLink(word) {
-			for _, m := range re.FindAllStringSubmatchIndex(word, -1) {
-				if emailGroup > 0 && m[2*emailGroup] >= 0 {
-					continue
-				}
-				a, b := i+m[0], i+m[1]
-				if !strings.Contains(s[a:b], "://") && slices.ContainsFunc(emails, func(e []int) bool { return a < e[1] && e[0] < b }) {
-					continue
-				}
-				out = append(out, []int{a, b})
+		word := s[i:j]
+		if !mayHoldLink(word) {
+			i = j
+			continue
+		}
+		var ms [][]int
+		if len(word) <= maxLinkWord {
+			ms = re.FindAllStringSubmatchIndex(word, maxLinksPerWord+1)
+		}
+		if len(word) > maxLinkWord || len(ms) > maxLinksPerWord {
+			tooLong = append(tooLong, []int{i, j})
+			i = j
+			continue
+		}
+		for _, m := range ms {
+			if emailGroup > 0 && m[2*emailGroup] >= 0 {
+				continue
 			}
+			a, b := i+m[0], i+m[1]
+			if !strings.Contains(s[a:b], "://") && slices.ContainsFunc(emails, func(e []int) bool { return a < e[1] && e[0] < b }) {
+				continue
+			}
+			out = append(out, []int{a, b})
 		}
 		i = j
 	}
-	return out
+	return out, tooLong
 }
 
 // mayHoldLink reports whether a word has what every link xurls finds has:

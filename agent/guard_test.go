@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 )
 
@@ -104,6 +105,8 @@ var obfuscations = []struct {
 	{"trusted host, path escapes", "See https://docs.example.org/agenda/../evil", `agenda/../evil"`},
 	{"trusted host, query", "See https://docs.example.org/agenda?next=evil.test", `agenda?next=evil.test"`},
 	{"non-web scheme", "Pay with bitcoin:bc1qxyz", `"bitcoin:bc1qxyz"`},
+	{"link at the end of a 400-character word", strings.Repeat("x", 400) + ".evil.test/pay", "too long or with too many links"},
+	{"five links in one word", "a.test,b.test,c.test,d.test,evil.test/pay", "too long or with too many links"},
 	// Numbers.
 	{"plain phone", "Call +1 555 010 8888", `"+1 555 010 8888"`},
 	{"arabic-indic digits", "Call \u0665\u0665\u0665 \u0660\u0661\u0660 \u0668\u0668\u0668\u0668", `"5550108888"`},
@@ -427,6 +430,26 @@ func TestGuardInvisibleOnlyBody(t *testing.T) {
 	got := GuardOutput(OutboundFields{Body: "\u200b\u200b"}, Trusted{}, 0)
 	if !containsAny(got, "the draft is empty") {
 		t.Errorf("got %q, want the draft to count as empty", got)
+	}
+}
+
+// TestGuardLinearTime: xurls' leftmost-longest search over a word of many
+// short links is quadratic in the word's length (a 38 kB text of
+// "1.1.1.1." words took 13 s before words were bounded); the guard must
+// stay linear, whoever wrote the text.
+func TestGuardLinearTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("timing")
+	}
+	word := strings.Repeat("1.1.1.1.", 37)
+	text := strings.Repeat(word+" ", 130) + strings.Repeat("1.1.1.1.", 2500)
+	start := time.Now()
+	got := GuardOutput(OutboundFields{Subject: text, Body: text}, Trusted{Text: text}, 0)
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("took %v for %d bytes, want linear time (about a second)", d, len(text))
+	}
+	if !containsAny(got, "too long or with too many links") {
+		t.Errorf("got %d problems, want the dense words reported", len(got))
 	}
 }
 
