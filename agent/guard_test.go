@@ -438,7 +438,7 @@ func TestGuardInvisibleOnlyBody(t *testing.T) {
 // "1.1.1.1." words took 13 s before words were bounded); the guard must
 // stay linear, whoever wrote the text.
 func TestGuardLinearTime(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		t.Skip("timing")
 	}
 	word := strings.Repeat("1.1.1.1.", 37)
