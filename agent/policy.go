@@ -2,13 +2,10 @@ package agent
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"mvdan.cc/xurls/v2"
 
 	"github.com/mailagent/mailagent/store"
 )
@@ -254,91 +251,6 @@ func FailedReasons(gates []store.GateResult) []string {
 	for _, g := range gates {
 		if !g.Pass {
 			out = append(out, g.Gate+": "+g.Reason)
-		}
-	}
-	return out
-}
-
-// Patterns for the output guard. These are hand-written because no
-// maintained Go library extracts phone numbers from free text; URLs use
-// xurls, which is.
-var (
-	emailRE = regexp.MustCompile(`(?i)[a-z0-9._%+\-]+@[a-z0-9.\-]+\.[a-z]{2,}`)
-	phoneRE = regexp.MustCompile(`\+?\(?\d[\d\s().\-/]{5,}\d`)
-	urlRE   = xurls.Relaxed()
-)
-
-// guardBody lists why a draft may not be sent automatically: an email
-// address not in addrs, a phone number or URL that does not occur in
-// allowed, or a length out of bounds. An empty result means the draft
-// passes.
-func guardBody(draft, allowed string, addrs []string, maxChars int) []string {
-	var problems []string
-	n := utf8.RuneCountInString(strings.TrimSpace(draft))
-	if n == 0 {
-		problems = append(problems, "the draft is empty")
-	}
-	if maxChars > 0 && n > maxChars {
-		problems = append(problems, fmt.Sprintf("the draft has %d characters, at most %d", n, maxChars))
-	}
-	lowerAllowed := strings.ToLower(allowed)
-	for _, e := range uniq(emailRE.FindAllString(draft, -1)) {
-		if !slices.ContainsFunc(addrs, func(a string) bool { return strings.EqualFold(a, e) }) {
-			problems = append(problems, "names address "+e+" that is not a participant of the thread or in the profile")
-		}
-	}
-	for _, u := range uniq(urlRE.FindAllString(draft, -1)) {
-		if emailRE.MatchString(u) && !strings.Contains(u, "/") {
-			continue // an address, already checked
-		}
-		if !strings.Contains(lowerAllowed, strings.ToLower(strings.TrimRight(u, ".,;:!?)"))) {
-			problems = append(problems, "links to "+u+" that is not in the thread or profile")
-		}
-	}
-	allowedDigits := digitRuns(allowed)
-	for _, ph := range uniq(phoneRE.FindAllString(draft, -1)) {
-		d := onlyDigits(ph)
-		if len(d) < 7 || isDateOrTime(ph) {
-			continue
-		}
-		if !slices.ContainsFunc(allowedDigits, func(a string) bool { return strings.Contains(a, d) }) {
-			problems = append(problems, "names phone number "+strings.TrimSpace(ph)+" that is not in the thread or profile")
-		}
-	}
-	return problems
-}
-
-// isDateOrTime skips things like 2026-01-02 or 12/03/2026 that look like
-// numbers to the phone pattern.
-var dateRE = regexp.MustCompile(`^\s*\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}\s*$`)
-
-func isDateOrTime(s string) bool { return dateRE.MatchString(s) }
-
-func digitRuns(s string) []string {
-	var out []string
-	for _, m := range phoneRE.FindAllString(s, -1) {
-		out = append(out, onlyDigits(m))
-	}
-	return out
-}
-
-func onlyDigits(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r >= '0' && r <= '9' {
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-func uniq(xs []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, x := range xs {
-		if !seen[x] {
-			seen[x] = true
-			out = append(out, x)
 		}
 	}
 	return out

@@ -1,0 +1,7 @@
+//go:build race
+
+package agent
+
+// raceEnabled: the race detector slows the guard's regexps several times,
+// which timing tests allow for.
+const raceEnabled = true
