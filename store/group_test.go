@@ -41,7 +41,7 @@ func TestGroupCommitIsolatesAFailingWrite(t *testing.T) {
 		}
 	}
 	n := 0
-	_ = s.db.View(func(tx *bolt.Tx) error {
+	_ = s.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bMeta).ForEach(func(k, _ []byte) error {
 			if len(k) == 3 && k[0] == 'k' {
 				n++
