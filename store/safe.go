@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -99,4 +100,27 @@ func (s *Store) view(fn func(*bolt.Tx) error) error {
 // the group commit.
 func (s *Store) updateTx(fn func(*bolt.Tx) error) error {
 	return guard(s.path, func() error { return s.db.Update(fn) })
+}
+
+// Check walks every page of the file (bbolt's consistency check) and
+// returns a *CorruptError describing the first problems found. It reads the
+// whole file: doctor runs it, not every command.
+func (s *Store) Check() error {
+	var problems []string
+	err := s.view(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			problems = append(problems, err.Error())
+			if len(problems) == 5 {
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return &CorruptError{Path: s.path, Err: errors.New(strings.Join(problems, "; "))}
+	}
+	return nil
 }

@@ -109,6 +109,9 @@ func Open(path string, opts Options) (*Store, error) {
 		if fi.Size() == 0 {
 			return nil, &CorruptError{Path: path, Err: errors.New("the file is empty (0 bytes), which a database never is once created")}
 		}
+		if err := precheck(path); err != nil {
+			return nil, &CorruptError{Path: path, Err: err}
+		}
 		if fi.Mode().Perm()&0o077 != 0 && !opts.ReadOnly {
 			if err := os.Chmod(path, 0o600); err != nil {
 				return nil, fmt.Errorf("open state database %s: tighten mode: %w", path, err)
@@ -120,10 +123,21 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
 	var db *bolt.DB
+	var file *os.File
 	err := guard(path, func() (err error) {
-		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly})
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly,
+			OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+				f, err := os.OpenFile(name, flag, perm)
+				file = f
+				return f, err
+			}})
 		return err
 	})
+	if err != nil && db == nil && file != nil {
+		// bbolt panicked (or failed) after taking the lock: release it, or
+		// this process could not repair the file it just refused.
+		_ = file.Close()
+	}
 	if err != nil {
 		var pe *PanicError
 		switch {
