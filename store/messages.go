@@ -283,12 +283,18 @@ func (s *Store) ListMessages(f MessageFilter, fn func(*MessageRecord) error) err
 		}
 	}
 	n := 0
+	m := f
+	if bucket != nil && bytes.Equal(bucket, bIdxThread) {
+		// The index already selects the thread; the stored id may differ
+		// from the key's text (JSON cannot keep invalid UTF-8).
+		m.ThreadID = ""
+	}
 	err := scan(s, bucket, prefix, func(tx *bolt.Tx, k, v []byte) (*MessageRecord, bool, error) {
 		r, ok, err := load(tx, k, v)
 		if err != nil || !ok {
 			return nil, false, err
 		}
-		return r, f.match(r), nil
+		return r, m.match(r), nil
 	}, func(r *MessageRecord) error {
 		if f.Limit > 0 && n >= f.Limit {
 			return errStop

@@ -30,7 +30,7 @@ func precheck(path string) error {
 	head = head[:n]
 
 	type meta struct {
-		ps                      int
+		ps                       int
 		root, freelist, hw, txid uint64
 	}
 	read := func(off int) (meta, bool) {

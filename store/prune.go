@@ -59,30 +59,6 @@ func (s *Store) Prune(o PruneOptions) (PruneReport, error) {
 	if now.IsZero() {
 		now = s.now()
 	}
-	if o.RawAfter > 0 {
-		for _, st := range []string{OutboxAppended, OutboxCancelled} {
-			n, err := s.pruneWhere(bIdxOutbox, st, now.Add(-o.RawAfter), func(tx *bolt.Tx, id string) (bool, error) {
-				r, err := getOutboxTx(tx, id, false)
-				if err != nil || r.RawPruned {
-					return false, nil
-				}
-				rb := tx.Bucket(bOutboxRaw)
-				if rb.Get([]byte(id)) == nil {
-					return false, nil
-				}
-				r.RawPruned = true
-				// Index key (status, UpdatedAt) unchanged: write the head only.
-				if err := rb.Delete([]byte(id)); err != nil {
-					return false, err
-				}
-				return true, putJSON(tx.Bucket(bOutbox), []byte(id), r)
-			})
-			rep.RawDropped += n
-			if err != nil {
-				return rep, fmt.Errorf("prune raw messages: %w", err)
-			}
-		}
-	}
 	if o.Retention > 0 {
 		cutoff := now.Add(-o.Retention)
 		for _, st := range []string{OutboxAppended, OutboxCancelled} {
@@ -118,6 +94,30 @@ func (s *Store) Prune(o PruneOptions) (PruneReport, error) {
 			rep.QueueDeleted += n
 			if err != nil {
 				return rep, fmt.Errorf("prune queue: %w", err)
+			}
+		}
+	}
+	if o.RawAfter > 0 {
+		for _, st := range []string{OutboxAppended, OutboxCancelled} {
+			n, err := s.pruneWhere(bIdxOutbox, st, now.Add(-o.RawAfter), func(tx *bolt.Tx, id string) (bool, error) {
+				r, err := getOutboxTx(tx, id, false)
+				if err != nil || r.RawPruned {
+					return false, nil
+				}
+				rb := tx.Bucket(bOutboxRaw)
+				if rb.Get([]byte(id)) == nil {
+					return false, nil
+				}
+				r.RawPruned = true
+				// Index key (status, UpdatedAt) unchanged: write the head only.
+				if err := rb.Delete([]byte(id)); err != nil {
+					return false, err
+				}
+				return true, putJSON(tx.Bucket(bOutbox), []byte(id), r)
+			})
+			rep.RawDropped += n
+			if err != nil {
+				return rep, fmt.Errorf("prune raw messages: %w", err)
 			}
 		}
 	}
