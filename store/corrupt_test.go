@@ -391,3 +391,61 @@ func TestRepairRefusesLockedFile(t *testing.T) {
 }
 
 var _ = time.Second
+
+// TestDamageUnderAnOpenStore damages the file while a store has it open
+// (bbolt maps it, so reads see the damage at once, past every check at
+// Open): reads return errors matching ErrCorrupt, never a panic or a
+// fault, including reads past the end of a file cut short.
+func TestDamageUnderAnOpenStore(t *testing.T) {
+	for _, mode := range []string{"garbage over leaf pages", "truncated"} {
+		t.Run(mode, func(t *testing.T) {
+			path, _ := corpusDB(t)
+			s, err := Open(path, Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mode == "truncated" {
+				err = f.Truncate(int64(len(data) / 3))
+			} else {
+				rng := rand.New(rand.NewPCG(9, 9))
+				garbage := make([]byte, pageSize)
+				for id := range leafPages(data) {
+					for i := range garbage {
+						garbage[i] = byte(rng.Uint32())
+					}
+					if _, err = f.WriteAt(garbage, int64(id)*pageSize); err != nil {
+						break
+					}
+				}
+			}
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var corrupt int
+			noPanic(t, "reads on a file damaged underneath", func() {
+				for _, err := range typicalReads(s) {
+					if errors.Is(err, ErrCorrupt) {
+						corrupt++
+						if !strings.Contains(err.Error(), "doctor --repair") {
+							t.Errorf("error without the way out: %v", err)
+						}
+					}
+				}
+			})
+			if corrupt == 0 {
+				t.Fatal("no read reported the damage")
+			}
+			t.Logf("%d reads reported ErrCorrupt", corrupt)
+		})
+	}
+}

@@ -85,6 +85,9 @@ func precheck(path string) error {
 	} else if fl := le16(p[8:]); fl != flagBranch && fl != flagLeaf {
 		return fmt.Errorf("root page %d has type %#x", best.root, fl)
 	}
+	if err := verifyTree(f, best.root, best.hw, best.ps); err != nil {
+		return err
+	}
 	if best.freelist != ^uint64(0) {
 		if p, err := page(best.freelist); err != nil {
 			return fmt.Errorf("freelist: %w", err)
@@ -93,4 +96,84 @@ func precheck(path string) error {
 		}
 	}
 	return nil
+}
+
+// verifyTree walks the page tree from root the way bbolt would, reading
+// the header of every page (and the whole of branch pages, and of the leaf
+// pages that hold nested buckets): a page that does not say it is itself,
+// has an unknown type, or points past the end is damage that a read would
+// otherwise meet as a panic, or not at all for a command that never
+// touches it. It costs one small read per page (about 0.1 s for a 300 MB
+// file in the page cache) and maps nothing.
+func verifyTree(f *os.File, root, hw uint64, ps int) error {
+	seen := make(map[uint64]bool)
+	hdr := make([]byte, pageHeader)
+	// kind: 0 the root tree, 1 the contacts tree (its leaves hold nested
+	// buckets), 2 any other bucket.
+	var visit func(id uint64, kind, depth int) error
+	visit = func(id uint64, kind, depth int) error {
+		if id < 2 || id >= hw {
+			return fmt.Errorf("a page points to page %d, outside the file's %d pages", id, hw)
+		}
+		if seen[id] {
+			return fmt.Errorf("page %d is reached twice", id)
+		}
+		if depth > maxDepth {
+			return fmt.Errorf("the tree is deeper than %d at page %d", maxDepth, id)
+		}
+		seen[id] = true
+		if _, err := f.ReadAt(hdr, int64(id)*int64(ps)); err != nil {
+			return fmt.Errorf("read page %d: %w", id, err)
+		}
+		if got := le64(hdr); got != id {
+			return fmt.Errorf("page %d says it is page %d", id, got)
+		}
+		flags, count, overflow := le16(hdr[8:]), le16(hdr[10:]), uint64(le32(hdr[12:]))
+		if id+overflow >= hw {
+			return fmt.Errorf("page %d runs past the end of the file", id)
+		}
+		if flags != flagBranch && flags != flagLeaf {
+			return fmt.Errorf("page %d has type %#x, not a branch or leaf", id, flags)
+		}
+		size := int(1+overflow) * ps
+		if pageHeader+count*leafElemSize > size {
+			return fmt.Errorf("page %d claims %d elements", id, count)
+		}
+		if flags == flagLeaf && kind == 2 {
+			return nil
+		}
+		p := make([]byte, size)
+		if _, err := f.ReadAt(p, int64(id)*int64(ps)); err != nil {
+			return fmt.Errorf("read page %d: %w", id, err)
+		}
+		for i := range count {
+			e := pageHeader + i*leafElemSize
+			if flags == flagBranch {
+				if err := visit(le64(p[e+8:]), kind, depth+1); err != nil {
+					return err
+				}
+				continue
+			}
+			lf, pos, ksize, vsize := le32(p[e:]), le32(p[e+4:]), le32(p[e+8:]), le32(p[e+12:])
+			if e+pos+ksize+vsize > size {
+				return fmt.Errorf("page %d: element %d is out of range", id, i)
+			}
+			if lf&leafIsBucket == 0 || vsize < 16 {
+				continue
+			}
+			sub := le64(p[e+pos+ksize:])
+			if sub == 0 {
+				continue // inline bucket: its page is inside this one
+			}
+			child := 2
+			if kind == 0 && string(p[e+pos:e+pos+ksize]) == string(bContacts) {
+				child = 1
+			}
+			if err := visit(sub, child, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return visit(root, 0, 0)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -102,25 +101,45 @@ func (s *Store) updateTx(fn func(*bolt.Tx) error) error {
 	return guard(s.path, func() error { return s.db.Update(fn) })
 }
 
-// Check walks every page of the file (bbolt's consistency check) and
-// returns a *CorruptError describing the first problems found. It reads the
-// whole file: doctor runs it, not every command.
+// Check reads the whole file: the page tree (as Open's precheck does) and
+// then every key and value of every bucket, in order, on this goroutine
+// with faults and panics recovered (bbolt's own Tx.Check runs on a
+// goroutine of its own, where a damaged page would kill the process). It
+// returns a *CorruptError for the first problem. doctor runs it, not every
+// command.
 func (s *Store) Check() error {
-	var problems []string
+	if err := precheck(s.path); err != nil {
+		return &CorruptError{Path: s.path, Err: err}
+	}
+	var problem error
 	err := s.view(func(tx *bolt.Tx) error {
-		for err := range tx.Check() {
-			problems = append(problems, err.Error())
-			if len(problems) == 5 {
-				break
+		var walk func(b *bolt.Bucket, where string)
+		walk = func(b *bolt.Bucket, where string) {
+			var prev []byte
+			c := b.Cursor()
+			for k, v := c.First(); k != nil && problem == nil; k, v = c.Next() {
+				if prev != nil && bytes.Compare(prev, k) >= 0 {
+					problem = fmt.Errorf("%s: keys out of order at %q", where, k)
+					return
+				}
+				prev = append(prev[:0], k...)
+				if v == nil {
+					if sub := b.Bucket(k); sub != nil {
+						walk(sub, where+"/"+string(k))
+					}
+				}
 			}
 		}
-		return nil
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			walk(b, string(name))
+			return problem
+		})
 	})
-	if err != nil {
-		return err
+	if err == nil {
+		err = problem
 	}
-	if len(problems) > 0 {
-		return &CorruptError{Path: s.path, Err: errors.New(strings.Join(problems, "; "))}
+	if err != nil && !errors.Is(err, ErrCorrupt) {
+		err = &CorruptError{Path: s.path, Err: err}
 	}
-	return nil
+	return err
 }

@@ -17,6 +17,7 @@ const (
 	ExitUnreachable = 3   // a server (IMAP, SMTP, model) could not be reached or refused the login
 	ExitLocked      = 4   // the state database is held by another process
 	ExitPartial     = 5   // finished, but some messages need review or some checks failed
+	ExitCorrupt     = 6   // the state database is damaged; the message says: mailagent doctor --repair
 	ExitInterrupted = 130 // stopped by SIGINT/SIGTERM before finishing
 )
 
@@ -54,6 +55,10 @@ func report(stderr io.Writer, err error) int {
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintln(stderr, "mailagent: interrupted")
 		return ExitInterrupted
+	}
+	if errors.Is(err, store.ErrCorrupt) {
+		fmt.Fprintf(stderr, "mailagent: %v\n", err)
+		return ExitCorrupt
 	}
 	if errors.Is(err, store.ErrLocked) {
 		fmt.Fprintf(stderr, "mailagent: %v\n", err)
