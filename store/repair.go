@@ -155,8 +155,13 @@ func salvage(src string, out *Store, rep *RepairReport) error {
 		}
 	}
 	if !ok {
-		rep.Problems = append(rep.Problems, "no usable meta page or root: nothing salvaged")
-		return nil
+		if w.ps == 0 {
+			rep.Problems = append(rep.Problems, "no meta page: nothing salvaged")
+			return nil
+		}
+		rep.Problems = append(rep.Problems, "no usable root: records salvaged from the leaf pages that recognisably hold them")
+		rep.Opened = true
+		return w.orphans(out)
 	}
 	rep.Opened = true
 	top := map[string]bucketRef{}
@@ -540,4 +545,69 @@ func (w *walker) staleRoot() (uint64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// orphans salvages records from leaf pages found anywhere in the file when
+// no tree can be followed (the root is past the end of a file cut short).
+// Records say what they are (a message record's key is its MessageKey, a
+// trace's its TraceID, …), so each leaf element is kept only when its
+// value decodes to a record whose own fields give back its key. Old
+// copies of a record survive in freed pages: the newest (UpdatedAt) wins.
+func (w *walker) orphans(out *Store) error {
+	type rec struct {
+		v       []byte
+		updated time.Time
+	}
+	found := map[string]map[string]rec{}
+	keep := func(bucket string, k, v []byte, updated time.Time) {
+		m := found[bucket]
+		if m == nil {
+			m = map[string]rec{}
+			found[bucket] = m
+		}
+		if old, ok := m[string(k)]; !ok || updated.After(old.updated) {
+			m[string(k)] = rec{bytes.Clone(v), updated}
+		}
+	}
+	for id := 2; id < len(w.data)/w.ps; id++ {
+		p, ok := w.page(uint64(id))
+		if !ok || le16(p[8:]) != flagLeaf {
+			continue
+		}
+		w.elements(p, 0, "(orphans)", func(k, v []byte, isBucket bool) {
+			if isBucket || len(v) == 0 || v[0] != '{' {
+				return
+			}
+			var m MessageRecord
+			if json.Unmarshal(v, &m) == nil && m.Account != "" && bytes.Equal(msgKey(m.MessageKey), k) {
+				keep(string(bMessages), k, v, m.UpdatedAt)
+				return
+			}
+			var t Trace
+			if json.Unmarshal(v, &t) == nil && t.TraceID != "" && t.TraceID == string(k) {
+				keep(string(bTraces), k, v, t.Started)
+				return
+			}
+			var q QueueItem
+			if json.Unmarshal(v, &q) == nil && q.ID == string(k) && q.Kind != "" {
+				keep(string(bQueue), k, v, q.UpdatedAt)
+				return
+			}
+			var o OutboxRecord
+			if json.Unmarshal(v, &o) == nil && o.ID == string(k) && o.Status != "" {
+				keep(string(bOutbox), k, v, o.UpdatedAt)
+			}
+		})
+	}
+	for _, name := range [][]byte{bMessages, bTraces, bQueue, bOutbox} {
+		var pairs []pair
+		for k, r := range found[string(name)] {
+			pairs = append(pairs, pair{k: []byte(k), v: r.v})
+		}
+		slices.SortFunc(pairs, func(a, b pair) int { return bytes.Compare(a.k, b.k) })
+		if err := writePairs(out, name, pairs, w.rep); err != nil {
+			return err
+		}
+	}
+	return nil
 }
