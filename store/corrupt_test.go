@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,7 +23,41 @@ import (
 // it and returns its path and the messages written, by key.
 func corpusDB(t *testing.T) (string, map[string]*MessageRecord) {
 	t.Helper()
+	corpusOnce.Do(func() {
+		corpusDir, _ = os.MkdirTemp("", "store-corpus-")
+		corpusPath, corpusWant = buildCorpus(t, filepath.Join(corpusDir, "mailagent.db"))
+	})
+	if corpusPath == "" {
+		t.Fatal("no corpus")
+	}
+	data, err := os.ReadFile(corpusPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(t.TempDir(), "mailagent.db")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, corpusWant
+}
+
+var (
+	corpusOnce sync.Once
+	corpusDir  string
+	corpusPath string
+	corpusWant map[string]*MessageRecord
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if corpusDir != "" {
+		os.RemoveAll(corpusDir)
+	}
+	os.Exit(code)
+}
+
+func buildCorpus(t *testing.T, path string) (string, map[string]*MessageRecord) {
+	t.Helper()
 	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
