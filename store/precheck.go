@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io"
 	"os"
+	"time"
 )
 
 // precheck reads the meta pages of an existing file and checks what bbolt
@@ -14,12 +15,30 @@ import (
 // mapping the file, which a recovered panic cannot undo): that a meta page
 // validates, that the file holds every page the meta page counts, and that
 // the root and freelist pages are what the meta page says they are.
-func precheck(path string) error {
+//
+// It holds a shared lock while it reads (as a bbolt reader would), so that
+// a writer in another process cannot reuse pages under it; when the lock
+// cannot be had within timeout it returns ErrLocked. lock false is for a caller that already keeps writers from reusing
+// pages (Check, inside a read transaction of this process).
+func precheck(path string, timeout time.Duration, lock bool) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil // bbolt reports it
 	}
 	defer f.Close()
+	if !lock {
+		return precheckFile(f)
+	}
+	if err := lockShared(f, timeout); err != nil {
+		if errors.Is(err, ErrLocked) {
+			return err
+		}
+		return nil // no flock here: bbolt reports what matters
+	}
+	return precheckFile(f)
+}
+
+func precheckFile(f *os.File) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil

@@ -108,11 +108,13 @@ func (s *Store) updateTx(fn func(*bolt.Tx) error) error {
 // returns a *CorruptError for the first problem. doctor runs it, not every
 // command.
 func (s *Store) Check() error {
-	if err := precheck(s.path); err != nil {
-		return &CorruptError{Path: s.path, Err: err}
-	}
 	var problem error
 	err := s.view(func(tx *bolt.Tx) error {
+		// While this read transaction is open no writer reuses a page of
+		// the current tree, so the file can be read as it is.
+		if err := precheck(s.path, 0, false); err != nil {
+			return &CorruptError{Path: s.path, Err: err}
+		}
 		var walk func(b *bolt.Bucket, where string)
 		walk = func(b *bolt.Bucket, where string) {
 			var prev []byte

@@ -109,7 +109,9 @@ func Open(path string, opts Options) (*Store, error) {
 		if fi.Size() == 0 {
 			return nil, &CorruptError{Path: path, Err: errors.New("the file is empty (0 bytes), which a database never is once created")}
 		}
-		if err := precheck(path); err != nil {
+		if err := precheck(path, opts.Timeout, true); errors.Is(err, ErrLocked) {
+			return nil, &LockedError{Path: path}
+		} else if err != nil {
 			return nil, &CorruptError{Path: path, Err: err}
 		}
 		if fi.Mode().Perm()&0o077 != 0 && !opts.ReadOnly {
