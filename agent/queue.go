@@ -310,13 +310,35 @@ func (p *Pipeline) Cancel(ctx context.Context, outboxID string) error {
 	return err
 }
 
+// dueStore is what SendDue uses when the store has it (store.Store
+// does): indexed queries that read only what is due, and the daily prune.
+type dueStore interface {
+	DueOutbox(status string, before time.Time, fn func(*store.OutboxRecord) error) error
+	DueQueue(status string, before time.Time, fn func(*store.QueueItem) error) error
+	PruneIfDue(now time.Time) (store.PruneReport, bool, error)
+}
+
 // SendDue moves scheduled sends whose time has come to pending and sends
-// them, and wakes snoozed items. The watcher calls it on a timer.
+// them, retries pending sends whose backoff is over, and wakes snoozed
+// items. The watcher calls it on a timer: with a store that has due
+// indexes it reads only what is due, and once a day it prunes history.
 func (p *Pipeline) SendDue(ctx context.Context) error {
 	a := p.Actor
 	now := p.now()
+	listOutbox := func(status string, fn func(*store.OutboxRecord) error) error {
+		if ds, ok := a.Store.(dueStore); ok {
+			return ds.DueOutbox(status, now, fn)
+		}
+		return a.Store.ListOutbox(status, fn)
+	}
+	listQueue := func(status string, fn func(*store.QueueItem) error) error {
+		if ds, ok := a.Store.(dueStore); ok {
+			return ds.DueQueue(status, now, fn)
+		}
+		return a.Store.ListQueue(status, fn)
+	}
 	var due []string
-	if err := a.Store.ListOutbox(store.OutboxScheduled, func(r *store.OutboxRecord) error {
+	if err := listOutbox(store.OutboxScheduled, func(r *store.OutboxRecord) error {
 		if !r.SendAt.After(now) {
 			due = append(due, r.ID)
 		}
@@ -333,7 +355,7 @@ func (p *Pipeline) SendDue(ctx context.Context) error {
 	}
 	// Sends that failed temporarily wait longer after each attempt.
 	var retry []string
-	if err := a.Store.ListOutbox(store.OutboxPending, func(r *store.OutboxRecord) error {
+	if err := listOutbox(store.OutboxPending, func(r *store.OutboxRecord) error {
 		if !r.UpdatedAt.Add(sendRetryBackoff(r.Attempts)).After(now) {
 			retry = append(retry, r.ID)
 		}
@@ -345,7 +367,7 @@ func (p *Pipeline) SendDue(ctx context.Context) error {
 		errs = errors.Join(errs, p.Deliver(ctx, id))
 	}
 	var wake []string
-	_ = a.Store.ListQueue(store.QueueSnoozed, func(q *store.QueueItem) error {
+	_ = listQueue(store.QueueSnoozed, func(q *store.QueueItem) error {
 		if !q.SnoozeUntil.After(now) {
 			wake = append(wake, q.ID)
 		}
@@ -354,6 +376,11 @@ func (p *Pipeline) SendDue(ctx context.Context) error {
 	for _, id := range wake {
 		if q, err := a.Store.TransitionQueueItem(id, []string{store.QueueSnoozed}, store.QueuePending, nil); err == nil {
 			a.notify(Event{Kind: "queue_updated", ID: id, Account: q.Account})
+		}
+	}
+	if ds, ok := a.Store.(dueStore); ok {
+		if _, _, err := ds.PruneIfDue(now); err != nil {
+			errs = errors.Join(errs, fmt.Errorf("prune: %w", err))
 		}
 	}
 	return errs

@@ -17,7 +17,7 @@ func SeedForBench(tb testing.TB, s *Store, n int) {
 	now := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 	states := []State{StateDone, StateDone, StateDone, StateNeedsReview, StateFetched}
 	for start := 1; start <= n; start += 1000 {
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		err := s.updateTx(func(tx *bolt.Tx) error {
 			for uid := start; uid < start+1000 && uid <= n; uid++ {
 				r := benchRecord(uint32(uid), states[uid%len(states)], now)
 				if err := putMessageTx(tx, r, now); err != nil {

@@ -13,7 +13,7 @@ import (
 // The global cap is global, like the policy key max_auto_per_day.
 
 func capKeys(account, contact, day string) (perContact, global []byte) {
-	return join([]byte(day), []byte(account), []byte(normEmail(contact))), []byte(day)
+	return join([]byte(day), []byte(account), []byte(emailKey(contact))), []byte(day)
 }
 
 func getCount(b *bolt.Bucket, k []byte) int {
@@ -46,7 +46,7 @@ func (s *Store) IncrAutoSend(account, contact, day string, perContactMax, global
 		return false, fmt.Errorf("auto-send cap: %w", err)
 	}
 	pk, gk := capKeys(account, contact, day)
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.updateTx(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bAutoSend)
 		pc, g := getCount(b, pk), getCount(b, gk)
 		if pc >= perContactMax || g >= globalMax {
@@ -71,7 +71,7 @@ func (s *Store) IncrAutoSend(account, contact, day string, perContactMax, global
 // total across accounts.
 func (s *Store) AutoSendCounts(account, contact, day string) (perContact, global int, err error) {
 	pk, gk := capKeys(account, contact, day)
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bAutoSend)
 		if b == nil {
 			return nil

@@ -17,7 +17,7 @@ func checkpointKey(account, mailbox string) []byte {
 // Checkpoint returns the sync position of a mailbox; ok is false when none
 // has been written.
 func (s *Store) Checkpoint(account, mailbox string) (cp Checkpoint, ok bool, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *bolt.Tx) error {
 		return getJSON(tx.Bucket(bCheckpoints), checkpointKey(account, mailbox), &cp)
 	})
 	if errors.Is(err, ErrNotFound) {
@@ -34,7 +34,7 @@ func (s *Store) SetCheckpoint(account, mailbox string, cp Checkpoint) error {
 	if err := (MessageKey{Account: account, Mailbox: mailbox}).check(); err != nil {
 		return fmt.Errorf("set checkpoint: %w", err)
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateTx(func(tx *bolt.Tx) error {
 		cp.UpdatedAt = s.now().UTC()
 		return putJSON(tx.Bucket(bCheckpoints), checkpointKey(account, mailbox), cp)
 	})
@@ -64,7 +64,7 @@ func (s *Store) AdvanceCheckpoint(account, mailbox string, uidvalidity uint32) (
 		return Checkpoint{}, fmt.Errorf("advance checkpoint: %w", err)
 	}
 	var cp Checkpoint
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateTx(func(tx *bolt.Tx) error {
 		cb := tx.Bucket(bCheckpoints)
 		key := checkpointKey(account, mailbox)
 		err := getJSON(cb, key, &cp)

@@ -26,16 +26,19 @@ func checkContact(account, email string) error {
 	if err := checkName("account", account); err != nil {
 		return err
 	}
-	return checkName("contact email", normEmail(email))
+	if normEmail(email) == "" {
+		return errors.New("contact email is empty")
+	}
+	return nil
 }
 
 // GetContact returns what is remembered about email (compared
 // case-insensitively) on account, or an error wrapping ErrNotFound.
 func (s *Store) GetContact(account, email string) (*Contact, error) {
 	var c Contact
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		b, _ := contactBucket(tx, account, false)
-		return getJSON(b, []byte(normEmail(email)), &c)
+		return getJSON(b, []byte(emailKey(email)), &c)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("get contact %s/%s: %w", account, normEmail(email), err)
@@ -49,17 +52,17 @@ func (s *Store) GetContact(account, email string) (*Contact, error) {
 // aborts. Email stays the lowercased key, and History is cut to the newest
 // HistoryCap entries.
 func (s *Store) UpdateContact(account, email string, fn func(*Contact) error) (*Contact, error) {
-	key := normEmail(email)
+	key := emailKey(email)
 	if err := checkContact(account, email); err != nil {
 		return nil, fmt.Errorf("update contact: %w", err)
 	}
 	var c Contact
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateTx(func(tx *bolt.Tx) error {
 		b, err := contactBucket(tx, account, true)
 		if err != nil {
 			return err
 		}
-		return updateContactTx(b, key, s.now().UTC(), &c, fn)
+		return updateContactTx(b, key, normEmail(email), s.now().UTC(), &c, fn)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("update contact %s/%s: %w", account, key, err)
@@ -67,7 +70,7 @@ func (s *Store) UpdateContact(account, email string, fn func(*Contact) error) (*
 	return &c, nil
 }
 
-func updateContactTx(b *bolt.Bucket, key string, now time.Time, c *Contact, fn func(*Contact) error) error {
+func updateContactTx(b *bolt.Bucket, key, email string, now time.Time, c *Contact, fn func(*Contact) error) error {
 	*c = Contact{}
 	switch err := getJSON(b, []byte(key), c); {
 	case errors.Is(err, ErrNotFound):
@@ -80,7 +83,7 @@ func updateContactTx(b *bolt.Bucket, key string, now time.Time, c *Contact, fn f
 			return err
 		}
 	}
-	c.Email = key
+	c.Email = email
 	if n := len(c.History); n > HistoryCap {
 		c.History = append([]HistoryEntry(nil), c.History[n-HistoryCap:]...)
 	}
@@ -92,7 +95,7 @@ func updateContactTx(b *bolt.Bucket, key string, now time.Time, c *Contact, fn f
 // the store; its error stops the walk.
 func (s *Store) ListContacts(account string, fn func(*Contact) error) error {
 	var all []*Contact
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		b, _ := contactBucket(tx, account, false)
 		if b == nil {
 			return nil
@@ -120,8 +123,8 @@ func (s *Store) ListContacts(account string, fn func(*Contact) error) error {
 // ForgetContact deletes everything remembered about a contact. A contact
 // that does not exist is an error wrapping ErrNotFound.
 func (s *Store) ForgetContact(account, email string) error {
-	key := normEmail(email)
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	key := emailKey(email)
+	err := s.updateTx(func(tx *bolt.Tx) error {
 		b, _ := contactBucket(tx, account, false)
 		if b == nil || b.Get([]byte(key)) == nil {
 			return ErrNotFound
@@ -142,7 +145,7 @@ func (s *Store) MarkKnown(account string, emails []string) error {
 			return fmt.Errorf("mark known: %w", err)
 		}
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateTx(func(tx *bolt.Tx) error {
 		b, err := contactBucket(tx, account, true)
 		if err != nil {
 			return err
@@ -150,7 +153,7 @@ func (s *Store) MarkKnown(account string, emails []string) error {
 		now := s.now().UTC()
 		for _, e := range emails {
 			var c Contact
-			if err := updateContactTx(b, normEmail(e), now, &c, func(c *Contact) error {
+			if err := updateContactTx(b, emailKey(e), normEmail(e), now, &c, func(c *Contact) error {
 				c.Known = true
 				return nil
 			}); err != nil {

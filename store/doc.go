@@ -16,6 +16,20 @@
 //   - Callbacks that run inside a transaction (the mutate of
 //     TransitionQueueItem/TransitionOutbox, the fn of UpdateContact) must
 //     not call the Store: bbolt would deadlock.
+//   - A damaged file is never taken for a first start and never panics:
+//     Open refuses an empty (0-byte) file and checks the meta pages and the
+//     page tree (headers only) before bbolt maps it; every transaction
+//     runs with panics and memory faults recovered, so damage met later is
+//     an error matching ErrCorrupt (a *CorruptError naming the file and
+//     `mailagent doctor --repair`). Repair salvages what is readable into a
+//     new file and keeps the damaged one as <name>.damaged-<time>.
+//   - The group commit runs callers' functions on its goroutine; a panic
+//     there is returned to that caller alone (a *PanicError) and the others
+//     of its batch are committed without it.
+//   - Keys built from mail (Message-IDs, addresses, thread ids) go through
+//     keyPart: text that is too long, not UTF-8, or holds NUL or control
+//     bytes is keyed by its SHA-256, so no header can stop a message from
+//     being stored (the record notes why in Problems).
 //   - Records are stored as JSON so that their format can grow.
 //   - Missing records are errors wrapping ErrNotFound; a transition from
 //     the wrong status wraps ErrConflict.
@@ -34,4 +48,14 @@
 //	outbox                id → OutboxRecord
 //	contacts/<account>    lower(email) → Contact
 //	autosend              day \0 account \0 lower(email) → be64, day → be64
+//	idx_queue             status \0 be64(due) \0 id → id   (due: SnoozeUntil when snoozed, else UpdatedAt)
+//	idx_outbox            status \0 be64(due) \0 id → id   (due: SendAt when scheduled, UpdatedAt+RetryBackoff when pending, else UpdatedAt)
+//	outbox_raw            id → the outbox record's raw message (listing never decodes it)
+//	meta                  schema → be64 (SchemaVersion), created_at, pruned_at
+//
+// The status/due indexes are written in the same transaction as the
+// record, so the watcher's once-a-second work (DueOutbox, DueQueue,
+// NextDue) reads only what is due, and Prune (run daily by PruneIfDue with
+// Options.Retention) deletes finished sends and closed queue items and
+// drops old raw messages, so the file grows with retention, not history.
 package store

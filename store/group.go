@@ -53,25 +53,45 @@ func (s *Store) commitPending() {
 			return
 		}
 		s.group.mu.Unlock()
+		s.commitBatch(batch)
+	}
+}
 
-		err := s.db.Update(func(tx *bolt.Tx) error {
-			for _, w := range batch {
-				if err := w.fn(tx); err != nil {
-					return err
+// commitBatch commits the writes of batch in one transaction. A write that
+// fails (or panics: the panic is recovered into an error for its caller
+// alone, since it runs on the committer's goroutine) is answered with its
+// error and left out, and the others run again together without it, as
+// bbolt's DB.Batch does.
+func (s *Store) commitBatch(batch []groupWrite) {
+	for len(batch) > 0 {
+		failed, ferr := -1, error(nil)
+		err := guard(s.path, func() error {
+			return s.db.Update(func(tx *bolt.Tx) error {
+				for i, w := range batch {
+					if err := guard(s.path, func() error { return w.fn(tx) }); err != nil {
+						failed, ferr = i, err
+						return err
+					}
 				}
-			}
-			return nil
+				return nil
+			})
 		})
-		if err == nil {
+		switch {
+		case err == nil:
 			for _, w := range batch {
 				w.done <- nil
 			}
-			continue
-		}
-		// One write failed and the whole transaction rolled back: run each
-		// alone so that only the failing one reports an error.
-		for _, w := range batch {
-			w.done <- s.db.Update(w.fn)
+			return
+		case failed >= 0:
+			batch[failed].done <- ferr
+			batch = append(batch[:failed:failed], batch[failed+1:]...)
+		default:
+			// The commit itself failed (a full disk, say): each write alone,
+			// so that each caller gets its own answer.
+			for _, w := range batch {
+				w.done <- s.updateTx(w.fn)
+			}
+			return
 		}
 	}
 }

@@ -38,7 +38,7 @@ func (k MessageKey) String() string {
 }
 
 func msgIDIndexKey(account, messageID string, key []byte) []byte {
-	return join([]byte(normID(messageID)), []byte(account), key)
+	return join([]byte(idKey(messageID)), []byte(account), key)
 }
 
 func addMessageIndexes(tx *bolt.Tx, key []byte, r *MessageRecord) error {
@@ -48,7 +48,7 @@ func addMessageIndexes(tx *bolt.Tx, key []byte, r *MessageRecord) error {
 		}
 	}
 	if r.ThreadID != "" {
-		if err := tx.Bucket(bIdxThread).Put(join([]byte(r.ThreadID), key), key); err != nil {
+		if err := tx.Bucket(bIdxThread).Put(join([]byte(threadKey(r.ThreadID)), key), key); err != nil {
 			return err
 		}
 	}
@@ -62,7 +62,7 @@ func removeMessageIndexes(tx *bolt.Tx, key []byte, r *MessageRecord) error {
 		}
 	}
 	if r.ThreadID != "" {
-		if err := tx.Bucket(bIdxThread).Delete(join([]byte(r.ThreadID), key)); err != nil {
+		if err := tx.Bucket(bIdxThread).Delete(join([]byte(threadKey(r.ThreadID)), key)); err != nil {
 			return err
 		}
 	}
@@ -104,9 +104,6 @@ func (s *Store) PutOutcome(rec *MessageRecord, t *Trace, day string, tokensIn, t
 	if err := checkName("trace id", t.TraceID); err != nil {
 		return fmt.Errorf("put outcome: %w", err)
 	}
-	if err := checkNoNUL("message id", t.MessageID); err != nil {
-		return fmt.Errorf("put outcome: %w", err)
-	}
 	withUsage := tokensIn+tokensOut > 0
 	if withUsage {
 		if err := checkDay(day); err != nil {
@@ -132,6 +129,9 @@ func (s *Store) PutOutcome(rec *MessageRecord, t *Trace, day string, tokensIn, t
 }
 
 func putMessageTx(tx *bolt.Tx, rec *MessageRecord, now time.Time) error {
+	if why := unsafeKeyReason(rec.MessageID); why != "" && !slices.Contains(rec.Problems, why) {
+		rec.Problems = append(rec.Problems, why)
+	}
 	mb := tx.Bucket(bMessages)
 	key := msgKey(rec.MessageKey)
 	var old MessageRecord
@@ -167,7 +167,7 @@ func putMessageTx(tx *bolt.Tx, rec *MessageRecord, now time.Time) error {
 // GetMessage returns the record under k, or an error wrapping ErrNotFound.
 func (s *Store) GetMessage(k MessageKey) (*MessageRecord, error) {
 	var rec MessageRecord
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		return getJSON(tx.Bucket(bMessages), msgKey(k), &rec)
 	})
 	if err != nil {
@@ -184,7 +184,7 @@ func (s *Store) FindByMessageID(account, messageID string) ([]*MessageRecord, er
 	if normID(messageID) == "" {
 		return nil, nil
 	}
-	prefix := append([]byte(normID(messageID)), 0)
+	prefix := append([]byte(idKey(messageID)), 0)
 	if account != "" {
 		prefix = append(append(prefix, account...), 0)
 	}
@@ -263,7 +263,7 @@ func (s *Store) ListMessages(f MessageFilter, fn func(*MessageRecord) error) err
 	)
 	switch {
 	case f.ThreadID != "":
-		bucket, prefix = bIdxThread, append([]byte(f.ThreadID), 0)
+		bucket, prefix = bIdxThread, append([]byte(threadKey(f.ThreadID)), 0)
 	case f.State != "":
 		bucket, prefix = bIdxState, append([]byte(f.State), 0)
 	default:
@@ -283,12 +283,18 @@ func (s *Store) ListMessages(f MessageFilter, fn func(*MessageRecord) error) err
 		}
 	}
 	n := 0
+	m := f
+	if bucket != nil && bytes.Equal(bucket, bIdxThread) {
+		// The index already selects the thread; the stored id may differ
+		// from the key's text (JSON cannot keep invalid UTF-8).
+		m.ThreadID = ""
+	}
 	err := scan(s, bucket, prefix, func(tx *bolt.Tx, k, v []byte) (*MessageRecord, bool, error) {
 		r, ok, err := load(tx, k, v)
 		if err != nil || !ok {
 			return nil, false, err
 		}
-		return r, f.match(r), nil
+		return r, m.match(r), nil
 	}, func(r *MessageRecord) error {
 		if f.Limit > 0 && n >= f.Limit {
 			return errStop
@@ -342,10 +348,10 @@ func (s *Store) RelabelThread(from, to string) error {
 	if from == to {
 		return nil
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateTx(func(tx *bolt.Tx) error {
 		now := s.now().UTC()
 		var keys [][]byte
-		prefix := append([]byte(from), 0)
+		prefix := append([]byte(threadKey(from)), 0)
 		c := tx.Bucket(bIdxThread).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			keys = append(keys, append([]byte(nil), v...))
@@ -378,10 +384,11 @@ func (s *Store) RelabelThread(from, to string) error {
 		if err != nil {
 			return err
 		}
-		for _, q := range items {
+		for _, old := range items {
+			q := *old
 			q.ThreadID = to
 			q.UpdatedAt = now
-			if err := putJSON(qb, []byte(q.ID), q); err != nil {
+			if err := putQueueTx(tx, &q, old); err != nil {
 				return err
 			}
 		}
@@ -397,7 +404,7 @@ func (s *Store) RelabelThread(from, to string) error {
 // decoding records.
 func (s *Store) CountByState() (map[State]int, error) {
 	counts := map[State]int{}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		// Counters kept by putMessageTx: reading them touches one page,
 		// where scanning the state index would touch (and map into
 		// memory) a page per few hundred messages.
@@ -464,12 +471,8 @@ func (r *MessageRecord) check() error {
 	if err := r.MessageKey.check(); err != nil {
 		return err
 	}
-	if err := checkNoNUL("message id", r.MessageID); err != nil {
-		return err
-	}
-	if err := checkNoNUL("thread id", r.ThreadID); err != nil {
-		return err
-	}
+	// The Message-ID and thread id come from the mail: keys made from them
+	// go through keyPart, so they never stop a message from being stored.
 	return checkNoNUL("state", string(r.State))
 }
 
@@ -512,7 +515,7 @@ func (s *Store) ThreadInputs(since time.Time, limit int, fn func(mail.ThreadInpu
 	if limit > 0 {
 		// Walk back from the newest entry: only the pages of the entries
 		// wanted are read.
-		err := s.db.View(func(tx *bolt.Tx) error {
+		err := s.view(func(tx *bolt.Tx) error {
 			c := tx.Bucket(bThreadIn).Cursor()
 			k, _ := c.Last()
 			for i := 1; k != nil && i < limit; i++ {
@@ -531,7 +534,7 @@ func (s *Store) ThreadInputs(since time.Time, limit int, fn func(mail.ThreadInpu
 	for {
 		var got []mail.ThreadInput
 		var next []byte
-		err := s.db.View(func(tx *bolt.Tx) error {
+		err := s.view(func(tx *bolt.Tx) error {
 			c := tx.Bucket(bThreadIn).Cursor()
 			for k, v := c.Seek(start); k != nil; k, v = c.Next() {
 				if len(got) == batch {

@@ -22,7 +22,7 @@ func (s *Store) ReleaseMemory() error {
 	}
 	// Inside a read transaction bbolt cannot remap, so the address stays
 	// valid for the call.
-	return s.db.View(func(*bolt.Tx) error {
+	return s.view(func(*bolt.Tx) error {
 		info := s.db.Info()
 		if info.Data == 0 || fi.Size() == 0 {
 			return nil

@@ -47,6 +47,10 @@ type Options struct {
 	Timeout time.Duration
 	// ReadOnly opens with a shared lock; write methods then fail.
 	ReadOnly bool
+	// Retention is how long finished queue items and outbox records are
+	// kept (see Prune); 0 means DefaultRetention, a negative value keeps
+	// them forever.
+	Retention time.Duration
 }
 
 // Store is the state database. It is safe for concurrent use.
@@ -55,6 +59,11 @@ type Store struct {
 	path  string
 	now   func() time.Time
 	group groupCommit
+	opts  Options
+	info  Info
+	// indexed: the queue and outbox status indexes exist (schema >= 2).
+	// A read-only open of an older file falls back to full scans.
+	indexed bool
 }
 
 var (
@@ -73,19 +82,38 @@ var (
 	bContacts    = []byte("contacts") // nested: account → lower(email)
 	bAutoSend    = []byte("autosend") // day \0 account \0 contact, and day \0 (global)
 	bMeta        = []byte("meta")
+	bIdxQueue    = []byte("idx_queue")  // status \0 be64(due) \0 id → id
+	bIdxOutbox   = []byte("idx_outbox") // status \0 be64(due) \0 id → id
+	bOutboxRaw   = []byte("outbox_raw") // id → raw message
 )
 
 var allBuckets = [][]byte{bMessages, bIdxMsgID, bIdxThread, bIdxState, bTraces, bIdxTraceMID,
-	bCheckpoints, bUsage, bQueue, bOutbox, bContacts, bAutoSend, bMeta, bThreadIn, bStateCount}
+	bCheckpoints, bUsage, bQueue, bOutbox, bContacts, bAutoSend, bMeta, bThreadIn, bStateCount,
+	bIdxQueue, bIdxOutbox, bOutboxRaw}
 
 // Open opens or creates the database at path with mode 0600, tightening
 // the mode of an existing file that is looser. When another process holds
 // the lock for longer than opts.Timeout, the error is a *LockedError.
+//
+// An existing file that is empty (0 bytes) or that bbolt cannot read is
+// never taken for a first start: the error is a *CorruptError
+// (errors.Is(err, ErrCorrupt)) that names Repair's command. Open never
+// panics on a damaged file.
 func Open(path string, opts Options) (*Store, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = time.Second
 	}
+	existed := false
 	if fi, err := os.Stat(path); err == nil {
+		existed = true
+		if fi.Size() == 0 {
+			return nil, &CorruptError{Path: path, Err: errors.New("the file is empty (0 bytes), which a database never is once created")}
+		}
+		if err := precheck(path, opts.Timeout, true); errors.Is(err, ErrLocked) {
+			return nil, &LockedError{Path: path}
+		} else if err != nil {
+			return nil, &CorruptError{Path: path, Err: err}
+		}
 		if fi.Mode().Perm()&0o077 != 0 && !opts.ReadOnly {
 			if err := os.Chmod(path, 0o600); err != nil {
 				return nil, fmt.Errorf("open state database %s: tighten mode: %w", path, err)
@@ -96,27 +124,45 @@ func Open(path string, opts Options) (*Store, error) {
 	} else if opts.ReadOnly {
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly})
+	var db *bolt.DB
+	var file *os.File
+	err := guard(path, func() (err error) {
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly,
+			OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+				f, err := os.OpenFile(name, flag, perm)
+				file = f
+				return f, err
+			}})
+		return err
+	})
+	if err != nil && db == nil && file != nil {
+		// bbolt panicked (or failed) after taking the lock: release it, or
+		// this process could not repair the file it just refused.
+		_ = file.Close()
+	}
 	if err != nil {
-		if errors.Is(err, berrors.ErrTimeout) {
+		var pe *PanicError
+		switch {
+		case errors.Is(err, berrors.ErrTimeout):
 			return nil, &LockedError{Path: path}
+		case errors.Is(err, ErrCorrupt):
+			return nil, err
+		case errors.As(err, &pe):
+			return nil, &CorruptError{Path: path, Err: err}
+		case existed && !errors.Is(err, fs.ErrPermission):
+			// ErrInvalid, ErrVersionMismatch, ErrChecksum, "file size too
+			// small", a failed mmap of a truncated file: all damage.
+			return nil, &CorruptError{Path: path, Err: err}
 		}
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path, now: time.Now}
-	if !opts.ReadOnly {
-		err = db.Update(func(tx *bolt.Tx) error {
-			for _, b := range allBuckets {
-				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-					return fmt.Errorf("create bucket %s: %w", b, err)
-				}
-			}
-			return rebuildStateCounts(tx)
-		})
-		if err != nil {
-			db.Close()
-			return nil, fmt.Errorf("open state database %s: %w", path, err)
+	s := &Store{db: db, path: path, now: time.Now, opts: opts}
+	if err := s.init(!existed); err != nil {
+		db.Close()
+		if errors.Is(err, ErrCorrupt) {
+			return nil, err
 		}
+		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
 	return s, nil
 }
@@ -234,7 +280,7 @@ func scan[T any](s *Store, name, prefix []byte, load func(tx *bolt.Tx, k, v []by
 		var items []T
 		var last []byte
 		done := true
-		err := s.db.View(func(tx *bolt.Tx) error {
+		err := s.view(func(tx *bolt.Tx) error {
 			b := tx.Bucket(name)
 			if b == nil {
 				return nil

@@ -8,7 +8,7 @@ import (
 )
 
 func traceIndexKey(t *Trace) []byte {
-	return join([]byte(normID(t.MessageID)), []byte(t.Message.Account), []byte(t.TraceID))
+	return join([]byte(idKey(t.MessageID)), []byte(t.Message.Account), []byte(t.TraceID))
 }
 
 // PutTrace writes a trace under its TraceID (replacing an earlier version)
@@ -18,9 +18,6 @@ func (s *Store) PutTrace(t *Trace) error {
 		return errors.New("put trace: nil trace")
 	}
 	if err := checkName("trace id", t.TraceID); err != nil {
-		return fmt.Errorf("put trace: %w", err)
-	}
-	if err := checkNoNUL("message id", t.MessageID); err != nil {
 		return fmt.Errorf("put trace: %w", err)
 	}
 	err := s.update(func(tx *bolt.Tx) error { return putTraceTx(tx, t) })
@@ -33,7 +30,7 @@ func (s *Store) PutTrace(t *Trace) error {
 // GetTrace returns the trace with that id, or an error wrapping ErrNotFound.
 func (s *Store) GetTrace(id string) (*Trace, error) {
 	var t Trace
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		return getJSON(tx.Bucket(bTraces), []byte(id), &t)
 	})
 	if err != nil {
@@ -46,7 +43,7 @@ func (s *Store) GetTrace(id string) (*Trace, error) {
 // with that Message-ID (case-insensitive, brackets optional); account ""
 // searches every account. No trace is an error wrapping ErrNotFound.
 func (s *Store) TraceForMessageID(account, messageID string) (*Trace, error) {
-	prefix := append([]byte(normID(messageID)), 0)
+	prefix := append([]byte(idKey(messageID)), 0)
 	if account != "" {
 		prefix = append(append(prefix, account...), 0)
 	}

@@ -240,6 +240,9 @@ type OutboxRecord struct {
 	InReplyTo string    `json:"in_reply_to,omitempty"`
 	To        []string  `json:"to"`
 	Raw       []byte    `json:"raw"`
+	// RawPruned: Raw was dropped after RawRetention (the send finished
+	// long ago; the Sent folder has the copy).
+	RawPruned bool      `json:"raw_pruned,omitempty"`
 	Status    string    `json:"status"` // one of the Outbox* statuses
 	Attempts  int       `json:"attempts"`
 	Error     string    `json:"error,omitempty"`

@@ -28,7 +28,7 @@ func (s *Store) AddUsage(day string, tokensIn, tokensOut int64) error {
 	if err := checkDay(day); err != nil {
 		return fmt.Errorf("add usage: %w", err)
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error { return addUsageTx(tx, day, tokensIn, tokensOut) })
+	err := s.updateTx(func(tx *bolt.Tx) error { return addUsageTx(tx, day, tokensIn, tokensOut) })
 	if err != nil {
 		return fmt.Errorf("add usage %s: %w", day, err)
 	}
@@ -39,7 +39,7 @@ func (s *Store) AddUsage(day string, tokensIn, tokensOut int64) error {
 // UsageDay for that day, not an error.
 func (s *Store) Usage(day string) (UsageDay, error) {
 	u := UsageDay{Day: day}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		return getJSON(tx.Bucket(bUsage), []byte(day), &u)
 	})
 	if err != nil && !errors.Is(err, ErrNotFound) {
@@ -52,7 +52,7 @@ func (s *Store) Usage(day string) (UsageDay, error) {
 // for an open end), oldest first.
 func (s *Store) UsageRange(from, to string) ([]UsageDay, error) {
 	var out []UsageDay
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bUsage)
 		if b == nil {
 			return nil

@@ -30,6 +30,7 @@ type DoctorOptions struct {
 	JSON    bool
 	Account string
 	NoModel bool
+	Repair  bool // salvage a damaged state database (doctor_repair.go)
 }
 
 // Check is one line of the doctor's report.
@@ -67,6 +68,7 @@ parse; 5 some check failed.`,
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the checks as a JSON array")
 	cmd.Flags().StringVar(&opts.Account, "account", "", "only this account")
 	cmd.Flags().BoolVar(&opts.NoModel, "no-model", false, "skip the model round trip (costs one small call)")
+	addRepairFlag(cmd, opts)
 	return cmd
 }
 
@@ -94,6 +96,9 @@ func (d *doctor) failed() bool {
 }
 
 func doctorRun(ctx context.Context, f *Factory, opts *DoctorOptions) error {
+	if opts.Repair {
+		return repairRun(f, opts)
+	}
 	d := &doctor{}
 	cfg, file, err := config.Load(f.ConfigPath)
 	if err != nil {
@@ -301,9 +306,16 @@ func (d *doctor) state(cfg *config.Config) {
 	switch {
 	case errors.Is(err, store.ErrLocked):
 		d.warn("state database", "in use by another process (a running `mailagent watch`)", "that is fine while watch runs")
+	case errors.Is(err, store.ErrCorrupt):
+		d.fail("state database", err, "run `mailagent doctor --repair`")
 	case err != nil:
 		d.fail("state database", err, "move the file aside if it is damaged; mailagent recreates it")
 	default:
+		if err := st.Check(); err != nil {
+			_ = st.Close()
+			d.fail("state database", err, "run `mailagent doctor --repair`")
+			return
+		}
 		counts, _ := st.CountByState()
 		_ = st.Close()
 		keys := make([]string, 0, len(counts))

@@ -18,6 +18,7 @@ const (
 	ExitUnreachable = 3   // a server (IMAP, SMTP, model) could not be reached or refused the login
 	ExitLocked      = 4   // the state database is held by another process
 	ExitPartial     = 5   // finished, but some messages need review or some checks failed
+	ExitCorrupt     = 6   // the state database is damaged; the message says: mailagent doctor --repair
 	ExitInterrupted = 130 // stopped by SIGINT/SIGTERM before finishing
 )
 
@@ -58,6 +59,10 @@ func report(stderr io.Writer, err error) int {
 	}
 	// Errors carry server and mail text (an SMTP reply, a subject): it
 	// is sanitised like every other untrusted string on a terminal.
+	if errors.Is(err, store.ErrCorrupt) {
+		fmt.Fprintf(stderr, "mailagent: %s\n", termsafe.Text(err.Error()))
+		return ExitCorrupt
+	}
 	if errors.Is(err, store.ErrLocked) {
 		fmt.Fprintf(stderr, "mailagent: %s\n", termsafe.Text(err.Error()))
 		return ExitLocked

@@ -129,7 +129,7 @@ func (f *Factory) OpenStore(readOnly bool) (*store.Store, error) {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
-	return store.Open(DBPath(cfg), store.Options{Timeout: time.Second, ReadOnly: readOnly})
+	return store.Open(DBPath(cfg), store.Options{Timeout: time.Second, ReadOnly: readOnly, Retention: cfg.StoreRetention()})
 }
 
 // Model builds the configured model, wrapped in retries.

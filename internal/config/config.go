@@ -28,6 +28,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -72,6 +73,7 @@ type Config struct {
 	Accounts []Account `toml:"accounts"`
 	Sync     Sync      `toml:"sync"`
 	Policy   Policy    `toml:"policy"`
+	Store    Store     `toml:"store"`
 
 	// File is the path the configuration was read from ("" when parsed
 	// from memory without a name).
@@ -187,6 +189,52 @@ type Sync struct {
 	PollInterval    Duration `toml:"poll_interval"`
 	InitialLookback Duration `toml:"initial_lookback"`
 	RetryInterval   Duration `toml:"retry_interval"`
+}
+
+// Store configures the state database.
+type Store struct {
+	// Retention is how long finished sends and closed queue items are
+	// kept ("90d"; days may be written with d). "0" keeps them forever.
+	// The raw copy of a finished send is dropped after 7 days (or the
+	// retention, when shorter); message records and traces are kept.
+	Retention Days `toml:"retention"`
+}
+
+// MinRetention is the shortest store.retention accepted: a week of
+// history is what `explain` and a weekly digest need.
+const MinRetention = 7 * 24 * time.Hour
+
+// StoreRetention returns store.retention for store.Options.Retention: a
+// negative value for "keep forever".
+func (c *Config) StoreRetention() time.Duration {
+	if c.Store.Retention.D() == 0 {
+		return -1
+	}
+	return c.Store.Retention.D()
+}
+
+// Days is a Duration that may also be written as a whole number of days
+// ("90d").
+type Days struct{ Duration }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Days) UnmarshalText(b []byte) error {
+	t := strings.TrimSpace(string(b))
+	if n, ok := strings.CutSuffix(t, "d"); ok {
+		if v, err := strconv.Atoi(n); err == nil && v >= 0 && v <= 100*365 {
+			d.Duration = Duration{Duration: time.Duration(v) * 24 * time.Hour, raw: t}
+			return nil
+		}
+	}
+	return d.Duration.UnmarshalText(b)
+}
+
+// MarshalText writes whole days as "Nd".
+func (d Days) MarshalText() ([]byte, error) {
+	if v := d.Duration.Duration; v > 0 && v%(24*time.Hour) == 0 {
+		return []byte(strconv.Itoa(int(v/(24*time.Hour))) + "d"), nil
+	}
+	return d.Duration.MarshalText()
 }
 
 // Policy modes.
@@ -407,6 +455,7 @@ func defaults() *Config {
 			InitialLookback: Dur(24 * time.Hour),
 			RetryInterval:   Dur(15 * time.Minute),
 		},
+		Store: Store{Retention: Days{Dur(90 * 24 * time.Hour)}},
 		Policy: Policy{
 			Mode:                    ModeReview,
 			MinConfidence:           0.8,

@@ -329,6 +329,27 @@ func TestValidationMessages(t *testing.T) {
 			wantFix:     "mailagent doctor",
 		},
 		{
+			name:        "retention not a duration",
+			edit:        func(s string) string { return s + "\n[store]\nretention = \"3 months\"\n" },
+			wantKey:     "store.retention",
+			wantProblem: `"3 months" is not a duration`,
+			wantFix:     "unit",
+		},
+		{
+			name:        "retention too short",
+			edit:        func(s string) string { return s + "\n[store]\nretention = \"2d\"\n" },
+			wantKey:     "store.retention",
+			wantProblem: "shorter than 7 days",
+			wantFix:     `"90d"`,
+		},
+		{
+			name:        "retention negative",
+			edit:        func(s string) string { return s + "\n[store]\nretention = \"-5h\"\n" },
+			wantKey:     "store.retention",
+			wantProblem: "negative",
+			wantFix:     "positive",
+		},
+		{
 			name:        "bad base url",
 			edit:        func(s string) string { return strings.Replace(s, "[llm]", "[llm]\nbase_url = \"localhost:8080\"", 1) },
 			wantKey:     "llm.base_url",
@@ -674,5 +695,28 @@ func TestResolveCancelled(t *testing.T) {
 	e := endpoint(func(e *Endpoint) { e.PasswordCmd = "echo x" })
 	if _, err := e.ResolvePassword(ctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v, want context.Canceled", err)
+	}
+}
+
+func TestStoreRetention(t *testing.T) {
+	for _, tt := range []struct {
+		name, toml string
+		want       time.Duration
+	}{
+		{"default", "", 90 * 24 * time.Hour},
+		{"days", "\n[store]\nretention = \"30d\"\n", 30 * 24 * time.Hour},
+		{"go duration", "\n[store]\nretention = \"240h\"\n", 10 * 24 * time.Hour},
+		{"forever", "\n[store]\nretention = \"0\"\n", -1},
+		{"forever in days", "\n[store]\nretention = \"0d\"\n", -1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(validTOML+tt.toml), "/x/config.toml", 0o600)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if got := cfg.StoreRetention(); got != tt.want {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -147,6 +147,11 @@ func (c *Config) Validate() error {
 	if c.Policy.MaxDraftChars < 100 {
 		p.add("policy.max_draft_chars", fmt.Sprintf("%d is too small", c.Policy.MaxDraftChars), "use at least 100 (default 4000)")
 	}
+	// [store]
+	p.duration("store.retention", c.Store.Retention.Duration, `"90d"`, true)
+	if r := c.Store.Retention.D(); r > 0 && r < MinRetention {
+		p.add("store.retention", fmt.Sprintf("%s is shorter than 7 days", r), `use "90d" (the default), at least "7d", or "0" to keep everything`)
+	}
 	return errors.Join(p.errs...)
 }
 
