@@ -34,6 +34,9 @@ type ActStore interface {
 	GetQueueItem(id string) (*store.QueueItem, error)
 	ListQueue(status string, fn func(*store.QueueItem) error) error
 	TransitionQueueItem(id string, from []string, to string, mutate func(*store.QueueItem) error) (*store.QueueItem, error)
+	// ApproveQueueItem moves an item to approved and writes its outbox
+	// record in one transaction (both or neither).
+	ApproveQueueItem(id string, from []string, mutate func(*store.QueueItem) error, ob *store.OutboxRecord) (*store.QueueItem, *store.OutboxRecord, error)
 	PutOutbox(r *store.OutboxRecord) error
 	GetOutbox(id string) (*store.OutboxRecord, error)
 	ListOutbox(status string, fn func(*store.OutboxRecord) error) error

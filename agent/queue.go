@@ -39,77 +39,58 @@ func notActionable(id string, st ActStore) error {
 // reason, and nothing is sent.
 func (p *Pipeline) Approve(ctx context.Context, id, final string) (*store.QueueItem, error) {
 	a := p.Actor
-	item, err := a.Store.TransitionQueueItem(id, openStatuses, store.QueueApproved, func(q *store.QueueItem) error {
-		if q.Kind != store.KindDraft {
-			return fmt.Errorf("%w: %s is a %s, not a draft", ErrNotActionable, q.ID, q.Kind)
+	cur, err := a.Store.GetQueueItem(id)
+	if err != nil {
+		return nil, fmt.Errorf("approve %s: %w", id, err)
+	}
+	if cur.Kind != store.KindDraft {
+		return nil, fmt.Errorf("%w: %s is a %s, not a draft", ErrNotActionable, cur.ID, cur.Kind)
+	}
+	if !slices.Contains(openStatuses, cur.Status) {
+		return nil, notActionable(id, a.Store)
+	}
+	if final != "" {
+		cur.Final = final
+	}
+	if cur.DraftMessageID == "" {
+		cur.DraftMessageID = p.newDraftMessageID(cur.Account)
+	}
+	obID := ApprovalOutboxID(cur.ID)
+	prev, err := a.Store.GetOutbox(obID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("approve %s: %w", id, err)
+	}
+	if prev == nil || prev.Status == store.OutboxFailed {
+		if done, err := p.handledByOwner(ctx, cur, prev == nil); err != nil || done != nil {
+			return done, err
 		}
-		if final != "" {
-			q.Final = final
+	}
+	raw, msgID, body, err := p.buildApproved(cur)
+	if err != nil {
+		p.recordItemError(cur.ID, "could not build the reply: "+err.Error())
+		return nil, fmt.Errorf("approve %s: %w", id, err)
+	}
+	ob := &store.OutboxRecord{
+		ID: obID, Account: cur.Account, From: p.Accounts[cur.Account].From.Email, MessageID: msgID, QueueID: cur.ID,
+		InReplyTo: cur.MessageID, To: addrStrings(cur.To), Raw: raw, Status: store.OutboxPending,
+		CreatedAt: p.now(), Message: cur.Message, Subject: cur.Subject, Body: body,
+	}
+	// The item is approved and its outbox record written in one
+	// transaction: a crash or a failed write leaves both or neither, never
+	// an approved item with nothing to send. A change to the item since it
+	// was read (an edit, a second approval) is a conflict.
+	item, _, err := a.Store.ApproveQueueItem(id, openStatuses, func(q *store.QueueItem) error {
+		if !q.UpdatedAt.Equal(cur.UpdatedAt) {
+			return fmt.Errorf("%s changed while it was being approved: %w", id, store.ErrConflict)
 		}
-		if q.DraftMessageID == "" {
-			q.DraftMessageID = p.newDraftMessageID(q.Account)
-		}
-		q.Error = ""
+		q.Final, q.DraftMessageID, q.Error = cur.Final, cur.DraftMessageID, ""
 		return nil
-	})
+	}, ob)
 	if errors.Is(err, store.ErrConflict) {
 		return nil, notActionable(id, a.Store)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("approve %s: %w", id, err)
-	}
-	obID := ApprovalOutboxID(item.ID)
-	ob, obErr := a.Store.GetOutbox(obID)
-	if obErr != nil && !errors.Is(obErr, store.ErrNotFound) {
-		p.failItem(item.ID, obErr.Error())
-		return item, fmt.Errorf("approve %s: %w", id, obErr)
-	}
-	if ob == nil || ob.Status == store.OutboxFailed {
-		if done, err := p.handledByOwner(ctx, item, ob == nil); err != nil || done != nil {
-			if done != nil {
-				return done, nil
-			}
-			return item, err
-		}
-	}
-	if ob != nil {
-		// Approved before and the send failed: send again. When the owner
-		// changed the text since, the reply is composed anew.
-		if ob.Status == store.OutboxFailed {
-			body := itemBody(item)
-			var raw []byte
-			var msgID string
-			if body != ob.Body {
-				if raw, msgID, body, err = p.buildApproved(item); err != nil {
-					p.failItem(item.ID, err.Error())
-					return item, err
-				}
-			}
-			_, err := a.Store.TransitionOutbox(obID, []string{store.OutboxFailed}, store.OutboxPending, func(r *store.OutboxRecord) error {
-				if raw != nil {
-					r.Raw, r.MessageID, r.Body = raw, msgID, body
-				}
-				r.Error = ""
-				return nil
-			})
-			if err != nil && !errors.Is(err, store.ErrConflict) {
-				return item, err
-			}
-		}
-	} else {
-		raw, msgID, body, err := p.buildApproved(item)
-		if err != nil {
-			p.failItem(item.ID, err.Error())
-			return item, err
-		}
-		acct := p.Accounts[item.Account]
-		if err := a.Store.PutOutbox(&store.OutboxRecord{
-			ID: obID, Account: item.Account, From: acct.From.Email, MessageID: msgID, QueueID: item.ID,
-			InReplyTo: item.MessageID, To: addrStrings(item.To), Raw: raw, Status: store.OutboxPending,
-			CreatedAt: p.now(), Message: item.Message, Subject: item.Subject, Body: body,
-		}); err != nil {
-			return item, fmt.Errorf("outbox for %s: %w", id, err)
-		}
 	}
 	if err := p.Deliver(ctx, obID); err != nil {
 		return item, err
@@ -118,6 +99,32 @@ func (p *Pipeline) Approve(ctx context.Context, id, final string) (*store.QueueI
 		item = q
 	}
 	return item, nil
+}
+
+// failOpenItem marks an open item failed with the reason (it stays
+// actionable: failed is an open status).
+func (p *Pipeline) failOpenItem(id, reason string) {
+	_, err := p.Actor.Store.TransitionQueueItem(id, openStatuses, store.QueueFailed, func(q *store.QueueItem) error {
+		q.Error = reason
+		return nil
+	})
+	if err != nil {
+		p.logger().Warn("fail queue item", "queue", id, "err", err)
+	}
+}
+
+// recordItemError notes a problem on an open item without closing it.
+func (p *Pipeline) recordItemError(id, reason string) {
+	cur, err := p.Actor.Store.GetQueueItem(id)
+	if err == nil && slices.Contains(openStatuses, cur.Status) {
+		_, err = p.Actor.Store.TransitionQueueItem(id, []string{cur.Status}, cur.Status, func(q *store.QueueItem) error {
+			q.Error = reason
+			return nil
+		})
+	}
+	if err != nil {
+		p.logger().Warn("record queue item error", "queue", id, "err", err)
+	}
 }
 
 // handledByOwner looks in the Sent folder, before an approved item is
@@ -163,7 +170,7 @@ func (p *Pipeline) handledByOwner(ctx context.Context, item *store.QueueItem, fi
 			return nil, fmt.Errorf("approve %s: %w", item.ID, err)
 		}
 	}
-	done, err := p.resolveItem(ctx, item.ID, []string{store.QueueApproved}, reason+"; approving it sent nothing")
+	done, err := p.resolveItem(ctx, item.ID, openStatuses, reason+"; approving it sent nothing")
 	if err != nil {
 		return nil, fmt.Errorf("approve %s: %w", item.ID, err)
 	}
@@ -171,7 +178,7 @@ func (p *Pipeline) handledByOwner(ctx context.Context, item *store.QueueItem, fi
 }
 
 func (p *Pipeline) sentUnreadable(item *store.QueueItem, err error) error {
-	p.failItem(item.ID, "nothing was sent: could not read the Sent folder to check that the owner had not replied already ("+err.Error()+"); approve again")
+	p.failOpenItem(item.ID, "nothing was sent: could not read the Sent folder to check that the owner had not replied already ("+err.Error()+"); approve again")
 	return fmt.Errorf("approve %s: nothing was sent: read the Sent folder: %w", item.ID, err)
 }
 
@@ -405,6 +412,27 @@ func sendRetryBackoff(attempts int) time.Duration {
 //   - sent but not yet in Sent: appended.
 func (p *Pipeline) Recover(ctx context.Context) error {
 	a := p.Actor
+	// An approval cut off between two writes by an older version (approved,
+	// no outbox record, nothing sent) goes back to the owner. Approvals
+	// today write both in one transaction (store.ApproveQueueItem).
+	if sa, ok := a.Store.(interface {
+		StrandedApprovals(outboxID func(string) string) ([]*store.QueueItem, error)
+	}); ok {
+		stranded, err := sa.StrandedApprovals(ApprovalOutboxID)
+		if err != nil {
+			return fmt.Errorf("stranded approvals: %w", err)
+		}
+		for _, q := range stranded {
+			_, err := a.Store.TransitionQueueItem(q.ID, []string{store.QueueApproved}, store.QueueFailed, func(q *store.QueueItem) error {
+				q.Error = "the approval was interrupted before anything was sent; approve it again"
+				return nil
+			})
+			if err != nil && !errors.Is(err, store.ErrConflict) {
+				return fmt.Errorf("stranded approval %s: %w", q.ID, err)
+			}
+			a.notify(Event{Kind: "queue_updated", ID: q.ID, Account: q.Account})
+		}
+	}
 	var pending, sending, sent []*store.OutboxRecord
 	for status, dst := range map[string]*[]*store.OutboxRecord{store.OutboxPending: &pending, store.OutboxSending: &sending, store.OutboxSent: &sent} {
 		if err := a.Store.ListOutbox(status, func(r *store.OutboxRecord) error {

@@ -183,18 +183,27 @@ func TestOwnerReplyResolvesOnlyTheItemItAnswers(t *testing.T) {
 }
 
 func TestAutomaticSendsNeverMakeAContactKnown(t *testing.T) {
-	h := newHarness(t, compromisedModel, autoPolicy+"reply_all = true\n")
+	// auto_send_new_contacts lets mailagent answer a stranger on its own:
+	// that automatic reply must not make him known.
+	h := newHarness(t, compromisedModel, autoPolicy+"auto_send_new_contacts = true\n")
 	// Bob is known: the owner wrote to him.
 	h.appendTo("Sent", "From: Ada Lovelace <ada@example.com>\nTo: Bob <bob@example.org>\nSubject: hello\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <earlier@example.com>\n\nHi Bob\n")
-	// Bob writes, with Dave (a stranger) in Cc: the reply-all auto-reply
-	// goes to Dave too.
-	h.deliver(rawMail("Bob <bob@example.org>", "Call on Thursday", "Can we move our call to Thursday 3pm?", "Cc: Dave <dave@example.net>"))
+	// Dave, a stranger, writes and is answered automatically.
+	h.deliver(rawMail("Dave <dave@example.net>", "Call on Thursday", "Can we move our call to Thursday 3pm?"))
 	// The owner's own vacation responder answered Erin from their client.
 	h.appendTo("Sent", "From: Ada Lovelace <ada@example.com>\nTo: erin@example.net\nSubject: Out of office\nDate: Mon, 02 Nov 2026 09:30:00 +0000\nMessage-ID: <vacation@example.com>\nAuto-Submitted: auto-replied\n\nI am away.\n")
 	h.watchOnce(t)
 	sent := h.smtp.Messages()
-	if len(sent) != 1 || !strings.Contains(strings.Join(sent[0].To, ","), "dave@example.net") {
-		t.Fatalf("auto-reply: got %d messages %v, want one to bob and dave", len(sent), sent)
+	if len(sent) != 1 || strings.Join(sent[0].To, ",") != "dave@example.net" {
+		t.Fatalf("auto-reply: got %d messages %v, want one to dave", len(sent), sent)
+	}
+	// From here on strangers wait for the owner again.
+	cfg, err := os.ReadFile(h.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.cfgPath, []byte(strings.Replace(string(cfg), "auto_send_new_contacts = true\n", "", 1)), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	// The next scan of Sent reads the auto-reply's copy.
 	h.watchOnce(t)
@@ -217,7 +226,7 @@ func TestAutomaticSendsNeverMakeAContactKnown(t *testing.T) {
 		t.Errorf("dave's mail: got %s, want a pending draft", q.Status)
 	}
 	// An approved send does make its recipient known.
-	if _, stderr, code := h.run("queue", "approve", h.item(t, "Thursday too").ID); code != 0 {
+	if _, stderr, code := h.run("queue", "approve", "--yes", h.item(t, "Thursday too").ID); code != 0 {
 		t.Fatalf("approve: %d %s", code, stderr)
 	}
 	h.watchOnce(t)
@@ -284,7 +293,7 @@ func TestDraftSentFromOwnerClientResolvesAndIsNeverSentAgain(t *testing.T) {
 			if c := h.contact(t, "carol@example.org"); !c.Known || c.OwnerReplies != 1 {
 				t.Errorf("carol: known %v, owner replies %d; want known, 1", c.Known, c.OwnerReplies)
 			}
-			_, stderr, code := h.run("queue", "approve", q.ID)
+			_, stderr, code := h.run("queue", "approve", "--yes", q.ID)
 			if code == 0 || !strings.Contains(stderr, "resolved") {
 				t.Errorf("approve after the client sent it: exit %d %q, want a refusal saying it is resolved", code, stderr)
 			}
@@ -303,7 +312,7 @@ func TestApproveFindsTheDraftAlreadySentFromTheClient(t *testing.T) {
 			h := newHarness(t, compromisedModel, "")
 			q, draft := queuedWithDraft(t, h)
 			h.clientSends(t, draft, ce.edit)
-			_, stderr, code := h.run("queue", "approve", q.ID)
+			_, stderr, code := h.run("queue", "approve", "--yes", q.ID)
 			if code != 0 {
 				t.Fatalf("approve: %d %s", code, stderr)
 			}
@@ -327,7 +336,7 @@ func TestApproveThenClientSendsTheStaleDraft(t *testing.T) {
 	// still had open: mailagent sends once and does not undo or redo.
 	h := newHarness(t, compromisedModel, "")
 	q, draft := queuedWithDraft(t, h)
-	if _, stderr, code := h.run("queue", "approve", q.ID); code != 0 {
+	if _, stderr, code := h.run("queue", "approve", "--yes", q.ID); code != 0 {
 		t.Fatalf("approve: %d %s", code, stderr)
 	}
 	sent := h.smtp.Messages()
@@ -342,7 +351,7 @@ func TestApproveThenClientSendsTheStaleDraft(t *testing.T) {
 	}
 	h.appendRaw(t, "Sent", []byte(draft))
 	h.watchOnce(t)
-	if _, _, code := h.run("queue", "approve", q.ID); code == 0 {
+	if _, _, code := h.run("queue", "approve", "--yes", q.ID); code == 0 {
 		t.Error("a second approval succeeded")
 	}
 	if n := len(h.smtp.Messages()); n != 1 {

@@ -91,7 +91,10 @@ func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
 	h := newHarness(t, hostileModel, "")
 	hs := hostileString()
 	body := "Hello " + hs + "\nmore " + hs
-	raw := "From: " + encodedWord("bob@bank.test "+hs) + " <evil@x.test>\n" +
+	// The attacker authenticates their own domain (anyone can), so the
+	// contact record exists and `contacts show` prints their name too.
+	raw := authResults("evil@x.test", "pass") + "\n" +
+		"From: " + encodedWord("bob@bank.test "+hs) + " <evil@x.test>\n" +
 		"Reply-To: " + encodedWord("Bob "+hs) + " <collect@evil.test>\n" +
 		"To: Ada <ada@example.com>\nSubject: " + encodedWord("Invoice "+hs) + "\n" +
 		"Date: Mon, 02 Nov 2026 10:00:00 +0000\nMessage-ID: <hostile@test.example>\n" +
@@ -141,16 +144,18 @@ func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
 			// bytes already removed by the reply builder, so the inert
 			// tails of its sequences are plain text there; every other
 			// field keeps the sequences whole until display.
+			// The output guard's reason names the link it found in the
+			// draft (the OSC 8 target), escaped and on purpose.
 			var kept []string
 			for _, l := range strings.Split(out, "\n") {
-				if !strings.Contains(l, "collect@evil.test") {
+				if !strings.Contains(l, "collect@evil.test") && !strings.Contains(l, "output_guard") {
 					kept = append(kept, l)
 				}
 			}
 			for _, hb := range hostileBits {
 				if hb.marker != "" && strings.Contains(strings.Join(kept, "\n"), hb.marker) {
 					through++
-					t.Errorf("%v %s: the payload of %s got through", args, name, hb.name)
+					t.Errorf("%v %s: the payload of %s got through: %q", args, name, hb.name, lineWith(kept, hb.marker))
 				}
 			}
 		}
@@ -296,4 +301,13 @@ func TestReportSanitisesErrors(t *testing.T) {
 			t.Errorf("report(%T): the OSC payload got through: %q", err, b.String())
 		}
 	}
+}
+
+func lineWith(lines []string, s string) string {
+	for _, l := range lines {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
 }
