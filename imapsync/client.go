@@ -40,7 +40,35 @@ var (
 	// ErrNotSelected means a call needing a selected mailbox came before
 	// Client.Select.
 	ErrNotSelected = errors.New("imap: no mailbox selected")
+	// ErrLoginUnavailable means the server refused the login for a reason
+	// it says is temporary (RFC 5530 [UNAVAILABLE] or [SERVERBUG]: Dovecot
+	// answers so while its authentication backend is down). It is not
+	// ErrAuth: the credentials were not judged, and the login is retried.
+	ErrLoginUnavailable = errors.New("imap login temporarily unavailable")
 )
+
+// Permanent marks err as one that retrying cannot fix (a password
+// command that fails, a missing environment variable): Watcher.Run stops
+// on it instead of reconnecting forever. errors.Is/As still see err.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
+
+type permanentError struct{ err error }
+
+func (p *permanentError) Error() string { return p.err.Error() }
+func (p *permanentError) Unwrap() error { return p.err }
+
+// IsPermanent reports whether err is one Watcher.Run gives up on:
+// ErrAuth, ErrPlaintextNotLoopback, ErrInsecureTLS, or an error marked
+// with Permanent. ErrLoginUnavailable and network errors are temporary.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p) || errors.Is(err, ErrAuth) || errors.Is(err, ErrPlaintextNotLoopback) || errors.Is(err, ErrInsecureTLS)
+}
 
 // Security is how the connection is protected.
 type Security string
@@ -406,11 +434,26 @@ func authErr(op string, err error, secret string) error {
 		if ie.Code != "" {
 			text = "[" + string(ie.Code) + "] " + text
 		}
+		if temporaryLoginCode(ie.Code) {
+			return fmt.Errorf("imap %s: %w: %s", op, ErrLoginUnavailable, text)
+		}
 		return fmt.Errorf("imap %s: %w: %s", op, ErrAuth, text)
 	}
 	// A transport error: not a credentials problem, and it never holds
 	// the secret (go-imap's errors describe the protocol, not the payload).
 	return fmt.Errorf("imap %s: %w", op, err)
+}
+
+// temporaryLoginCode reports whether a NO to LOGIN/AUTHENTICATE with this
+// RFC 5530 code says "try again later" rather than "wrong credentials".
+// AUTHENTICATIONFAILED, AUTHORIZATIONFAILED, EXPIRED and a plain NO are
+// answers about the credentials.
+func temporaryLoginCode(code imap.ResponseCode) bool {
+	switch code {
+	case imap.ResponseCodeUnavailable, imap.ResponseCodeServerBug, imap.ResponseCodeInUse, imap.ResponseCodeLimit:
+		return true
+	}
+	return false
 }
 
 // xoauth2Client implements Google/Microsoft's XOAUTH2 SASL mechanism.
@@ -575,6 +618,8 @@ type Criteria struct {
 	// HeaderMessageID keeps messages whose Message-ID header contains
 	// this string.
 	HeaderMessageID string
+	// UIDs, when not empty, keeps only these UIDs.
+	UIDs []uint32
 }
 
 // Search runs UID SEARCH in the selected mailbox and returns matching UIDs
@@ -589,6 +634,9 @@ func (c *Client) Search(ctx context.Context, crit Criteria) ([]uint32, error) {
 	}
 	if crit.UIDMin > 1 {
 		sc.UID = []imap.UIDSet{{imap.UIDRange{Start: imap.UID(crit.UIDMin), Stop: 0}}}
+	}
+	if len(crit.UIDs) > 0 {
+		sc.UID = append(sc.UID, uidSet(crit.UIDs))
 	}
 	if crit.HeaderMessageID != "" {
 		sc.Header = []imap.SearchCriteriaHeaderField{{Key: "Message-ID", Value: crit.HeaderMessageID}}
@@ -610,6 +658,31 @@ func (c *Client) Search(ctx context.Context, crit Criteria) ([]uint32, error) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}
+
+// Missing returns those of uids that no longer exist in the selected
+// mailbox, asked with a fresh UID SEARCH. Fetch skips messages a server
+// leaves out of its answer; this is how a caller tells "expunged" from
+// "not sent this time" before treating a message as gone.
+func (c *Client) Missing(ctx context.Context, uids []uint32) ([]uint32, error) {
+	if len(uids) == 0 {
+		return nil, nil
+	}
+	found, err := c.Search(ctx, Criteria{UIDs: uids})
+	if err != nil {
+		return nil, err
+	}
+	have := make(map[uint32]bool, len(found))
+	for _, u := range found {
+		have[u] = true
+	}
+	var out []uint32
+	for _, u := range uids {
+		if !have[u] {
+			out = append(out, u)
+		}
+	}
 	return out, nil
 }
 

@@ -46,7 +46,14 @@ const (
 //
 // fn is called between FETCH commands, never while one is in flight, so it
 // may use the Client. If fn returns an error, Fetch stops and returns it.
-// A message expunged before or during the fetch is skipped, not an error.
+//
+// A message the server leaves out of an OK answer (expunged before or
+// during the fetch) is skipped, not an error. A FETCH answered NO is an
+// error (a temporary [UNAVAILABLE] or [LIMIT], or a server that failed to
+// read the message): nothing says the messages are gone, so they must be
+// fetched again, not skipped. The one exception is NO [EXPUNGEISSUED],
+// whose partial answer is kept. A caller that needs to know whether a
+// skipped message is really gone asks Client.Missing.
 func (c *Client) Fetch(ctx context.Context, uids []uint32, opts FetchOptions, fn func(RawMessage) error) error {
 	mailbox, validity, err := c.selected()
 	if err != nil {
@@ -159,8 +166,8 @@ func (f *fetched) section(part []int, spec imap.PartSpecifier) (fetchedSection, 
 
 // runFetch sends one UID FETCH and streams its responses, reading each
 // body literal up to limit bytes. Messages without a UID (or that the
-// server answered with NIL) are dropped. A NO answer is taken as "some
-// messages were expunged": what arrived is returned without error.
+// server answered with NIL) are dropped. A NO answer is an error (see
+// Fetch), except NO [EXPUNGEISSUED]: what arrived is returned.
 func (c *Client) runFetch(ctx context.Context, uids []uint32, items *imap.FetchOptions, limit int64) ([]fetched, error) {
 	var out []fetched
 	err := c.guard(ctx, func() error {
@@ -182,7 +189,7 @@ func (c *Client) runFetch(ctx context.Context, uids []uint32, items *imap.FetchO
 		return cmd.Close()
 	})
 	var ie *imap.Error
-	if errors.As(err, &ie) && ie.Type == imap.StatusResponseTypeNo {
+	if errors.As(err, &ie) && ie.Type == imap.StatusResponseTypeNo && ie.Code == "EXPUNGEISSUED" {
 		err = nil
 	}
 	if err != nil {

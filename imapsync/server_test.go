@@ -65,6 +65,38 @@ type testServer struct {
 	serveDone    chan struct{}
 	fetchGate    chan struct{} // when set, Fetch blocks until it is closed
 	fetchEntered chan struct{}
+	// fetchErr and loginErr, when set, are asked before each FETCH and
+	// LOGIN: a non-nil answer is sent to the client instead (fault
+	// injection: NO [UNAVAILABLE] and the like).
+	fetchErr func() error
+	loginErr func() error
+}
+
+// injectFetch and injectLogin set the fault hooks (see testServer).
+func (ts *testServer) injectFetch(f func() error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.fetchErr = f
+}
+
+func (ts *testServer) injectLogin(f func() error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.loginErr = f
+}
+
+// failTimes returns a hook that answers err the first n times, then nil.
+func failTimes(n int, err error) func() error {
+	var mu sync.Mutex
+	return func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if n <= 0 {
+			return nil
+		}
+		n--
+		return err
+	}
 }
 
 func startServer(t *testing.T, cfg serverConfig) *testServer {
@@ -256,8 +288,13 @@ func (s *testSession) List(w *imapserver.ListWriter, ref string, patterns []stri
 
 func (s *testSession) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *imap.FetchOptions) error {
 	s.ts.mu.Lock()
-	gate, entered := s.ts.fetchGate, s.ts.fetchEntered
+	gate, entered, inject := s.ts.fetchGate, s.ts.fetchEntered, s.ts.fetchErr
 	s.ts.mu.Unlock()
+	if inject != nil {
+		if err := inject(); err != nil {
+			return err
+		}
+	}
 	if gate != nil {
 		select {
 		case <-entered:
@@ -267,6 +304,18 @@ func (s *testSession) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, optio
 		<-gate
 	}
 	return s.SessionIMAP4rev2.Fetch(w, numSet, options)
+}
+
+func (s *testSession) Login(username, password string) error {
+	s.ts.mu.Lock()
+	inject := s.ts.loginErr
+	s.ts.mu.Unlock()
+	if inject != nil {
+		if err := inject(); err != nil {
+			return err
+		}
+	}
+	return s.SessionIMAP4rev2.Login(username, password)
 }
 
 func (s *testSession) AuthenticateMechanisms() []string {
