@@ -90,6 +90,10 @@ type Watcher struct {
 	// OnState, if set, is called from Run's goroutine on every state
 	// change. It must not block.
 	OnState func(State)
+	// OnError, if set, is called from Run's goroutine with the error of
+	// each failed connection attempt or session, before the backoff wait
+	// (for a status line). It must not block.
+	OnError func(error)
 }
 
 // Run watches until ctx is cancelled, then returns nil.
@@ -144,6 +148,9 @@ func (w *Watcher) Run(ctx context.Context, sync func(ctx context.Context, c *Cli
 			attempt = 1
 		}
 		wait := min(bo.NextBackOff(), maxB)
+		if w.OnError != nil && err != nil {
+			w.OnError(err)
+		}
 		r.setState(StateReconnecting)
 		r.log.Warn("imap watcher: connection lost, reconnecting",
 			"mailbox", w.Mailbox, "attempt", attempt, "retry_in", wait.String(), "err", err)

@@ -50,6 +50,9 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 			}
 			if a.Error != "" {
 				line += ", error: " + a.Error
+				if !a.ErrorSince.IsZero() {
+					line += " (since " + a.ErrorSince.Format("2006-01-02 15:04:05") + ")"
+				}
 			}
 			fmt.Fprintln(f.Stdout, line)
 		}

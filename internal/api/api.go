@@ -127,6 +127,8 @@ type AccountStatus struct {
 	State    string    `json:"state"`
 	LastSync time.Time `json:"last_sync,omitzero"`
 	Error    string    `json:"error,omitempty"`
+	// ErrorSince is when Error first occurred.
+	ErrorSince time.Time `json:"error_since,omitzero"`
 }
 
 // QueueFilter selects queue items; zero fields match everything.

@@ -45,7 +45,23 @@ type Status struct {
 	Name     string    `json:"name"`
 	State    string    `json:"state"`
 	LastSync time.Time `json:"last_sync,omitzero"`
-	Error    string    `json:"error,omitempty"`
+	// Error is the account's last error ("" once a sync succeeds), and
+	// ErrorSince when it first occurred (it stays put while the same
+	// problem repeats).
+	Error      string    `json:"error,omitempty"`
+	ErrorSince time.Time `json:"error_since,omitzero"`
+}
+
+// setError records err (nil clears it) on s at now.
+func (s *Status) setError(err error, now time.Time) {
+	if err == nil {
+		s.Error, s.ErrorSince = "", time.Time{}
+		return
+	}
+	if s.Error == "" {
+		s.ErrorSince = now
+	}
+	s.Error = err.Error()
 }
 
 // Daemon runs the watch.
@@ -62,6 +78,16 @@ type Daemon struct {
 	Concurrency     int           // messages in flight per account; default 4
 	// SentLookback bounds the first scan of the Sent folder (default 365 days).
 	SentLookback time.Duration
+	// RetryBatch bounds how many needs_review messages one retry pass
+	// takes (the oldest first; the rest wait for the next pass), and
+	// RetryConcurrency how many run at once; defaults 50 and 2. The pass
+	// at start-up runs in the background after the watchers are up, so
+	// new mail never waits behind a backlog of retries.
+	RetryBatch       int
+	RetryConcurrency int
+	// SyncRetry is the first wait before a failed sync is run again on a
+	// live connection (imapsync.Watcher.SyncRetry); default 30s.
+	SyncRetry time.Duration
 	Logger       *slog.Logger
 	Now          func() time.Time
 	// OnSynced, when set, is called after each sync pass of an account
@@ -126,34 +152,66 @@ func (d *Daemon) setStatus(name string, f func(*Status)) {
 
 // Run watches every account until ctx ends. With once, it catches up on
 // every account and returns (for cron jobs and scripts).
+//
+// Accounts fail independently: an account whose watcher stops for good
+// (a rejected password, a password command that fails) is shown in
+// Statuses with its error, and the others keep running. Run returns an
+// error only when every account has stopped so.
 func (d *Daemon) Run(ctx context.Context, once bool) error {
 	if err := d.Pipeline.Recover(ctx); err != nil {
 		d.log().Warn("outbox recovery", "err", err)
 	}
-	d.resumeStranded(ctx)
-	d.retryNeedsReview(ctx, true)
 	if once {
+		d.resumeStranded(ctx)
+		d.retryNeedsReview(ctx, true)
 		return d.runOnce(ctx)
 	}
 	g, gctx := errgroup.WithContext(ctx)
+	var (
+		failMu  sync.Mutex
+		failed  int
+		failErr error
+	)
 	for _, a := range d.Accounts {
 		w := &imapsync.Watcher{
 			Dial: a.Dial, Mailbox: a.Mailbox, PollInterval: d.PollInterval, DisableIdle: d.DisableIdle,
-			Logger: d.log().With("account", a.Name),
+			SyncRetry: d.SyncRetry,
+			Logger:    d.log().With("account", a.Name),
 			OnState: func(s imapsync.State) {
 				d.setStatus(a.Name, func(st *Status) { st.State = s.String() })
+			},
+			OnError: func(err error) {
+				d.setStatus(a.Name, func(st *Status) { st.setError(err, d.now()) })
 			},
 		}
 		g.Go(func() error {
 			err := w.Run(gctx, func(ctx context.Context, c *imapsync.Client, st imapsync.MailboxStatus) error {
 				return d.Sync(ctx, a, c, st)
 			})
-			if err != nil {
-				d.setStatus(a.Name, func(st *Status) { st.State, st.Error = "stopped", err.Error() })
+			if err == nil || gctx.Err() != nil {
+				return nil
 			}
-			return err
+			d.setStatus(a.Name, func(st *Status) {
+				st.State = "stopped"
+				st.setError(err, d.now())
+			})
+			d.log().Error("account stopped; the other accounts go on", "account", a.Name, "err", err)
+			failMu.Lock()
+			defer failMu.Unlock()
+			failed++
+			failErr = errors.Join(failErr, fmt.Errorf("account %s: %w", a.Name, err))
+			if failed == len(d.Accounts) {
+				return failErr // nothing left to watch
+			}
+			return nil
 		})
 	}
+	g.Go(func() error {
+		// Start-up catch-up, in the background once the watchers run.
+		d.resumeStranded(gctx)
+		d.retryNeedsReview(gctx, true)
+		return nil
+	})
 	g.Go(func() error { return d.tick(gctx, time.Second, d.sendDue) })
 	g.Go(func() error {
 		return d.tick(gctx, orDefault(d.RetryInterval, 15*time.Minute), func(ctx context.Context) {
@@ -221,16 +279,13 @@ func (d *Daemon) runOnce(ctx context.Context) error {
 func (d *Daemon) Sync(ctx context.Context, a Account, c *imapsync.Client, st imapsync.MailboxStatus) error {
 	uids, rescan, cut, err := d.pending(ctx, a, c, st)
 	if err != nil {
+		d.setStatus(a.Name, func(s *Status) { s.setError(err, d.now()) })
 		return err
 	}
 	err = d.process(ctx, a, c, st, uids, rescan, cut)
 	d.setStatus(a.Name, func(s *Status) {
 		s.LastSync = d.now()
-		if err != nil {
-			s.Error = err.Error()
-		} else {
-			s.Error = ""
-		}
+		s.setError(err, d.now())
 	})
 	d.scanSent(ctx, a.Name, false)
 	if d.OnSynced != nil {
@@ -344,14 +399,43 @@ func (d *Daemon) process(ctx context.Context, a Account, c *imapsync.Client, st 
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return err
+		// A failed FETCH (NO [UNAVAILABLE], a dropped connection) says
+		// nothing about the messages it did not return: the checkpoint
+		// moves only over what was handled, and the rest is fetched again.
+		if ctx.Err() != nil {
+			return err
+		}
+		return errors.Join(err, d.advance(a, st.UIDValidity, uids, skipped, fetched, nil))
 	}
-	return errors.Join(procErr, d.advance(a, st.UIDValidity, uids, skipped, fetched))
+	// A UID the server left out of its answer counts as expunged only when
+	// a fresh UID SEARCH confirms it is gone.
+	var notFetched []uint32
+	for _, uid := range uids {
+		if !fetched[uid] {
+			notFetched = append(notFetched, uid)
+		}
+	}
+	gone := map[uint32]bool{}
+	var missErr error
+	if len(notFetched) > 0 {
+		missing, err := c.Missing(ctx, notFetched)
+		if err != nil {
+			missErr = fmt.Errorf("confirm %d messages the server did not return: %w", len(notFetched), err)
+		}
+		for _, uid := range missing {
+			gone[uid] = true
+		}
+		if n := len(notFetched) - len(missing); err == nil && n > 0 {
+			missErr = fmt.Errorf("the server did not return %d messages that still exist: they are fetched again", n)
+		}
+	}
+	return errors.Join(procErr, missErr, d.advance(a, st.UIDValidity, uids, skipped, fetched, gone))
 }
 
 // advance moves the checkpoint over the longest prefix of uids whose
-// messages are terminal (or were skipped as too old, or vanished).
-func (d *Daemon) advance(a Account, uidvalidity uint32, uids []uint32, skipped, fetched map[uint32]bool) error {
+// messages are terminal (or were skipped as too old, or are confirmed
+// gone by a fresh search).
+func (d *Daemon) advance(a Account, uidvalidity uint32, uids []uint32, skipped, fetched, gone map[uint32]bool) error {
 	cp, _, err := d.Store.Checkpoint(a.Name, a.Mailbox)
 	if err != nil {
 		return err
@@ -364,10 +448,10 @@ func (d *Daemon) advance(a Account, uidvalidity uint32, uids []uint32, skipped, 
 		if !skipped[uid] {
 			rec, err := d.Store.GetMessage(store.MessageKey{Account: a.Name, Mailbox: a.Mailbox, UIDValidity: uidvalidity, UID: uid})
 			if errors.Is(err, store.ErrNotFound) {
-				if fetched[uid] {
-					break // fetched but never recorded: try again next time
+				if fetched[uid] || !gone[uid] {
+					break // not recorded and not known to be gone: try again next time
 				}
-				// Not fetched: expunged between SEARCH and FETCH.
+				// Expunged between SEARCH and FETCH (confirmed).
 				last = uid
 				continue
 			}

@@ -225,25 +225,51 @@ func (m *Mailer) DeleteDraft(ctx context.Context, account string, uid uint32) er
 // FetchSent streams Sent-folder messages with UID > after (the owner's own
 // mail: it is how contacts become known and how owner replies resolve
 // queue items). It returns the folder's UIDVALIDITY.
+//
+// The scan may read a year of mail, so it runs on a connection of its
+// own, closed at the end: the account's action connection (sends,
+// approvals, drafts) is never held for it.
 func (m *Mailer) FetchSent(ctx context.Context, account string, after uint32, since time.Time, maxBytes int64, fn func(imapsync.RawMessage) error) (uidvalidity uint32, err error) {
 	a, err := m.account(account)
 	if err != nil {
 		return 0, err
 	}
-	err = a.with(ctx, nil, func(c *imapsync.Client) error {
-		st, err := c.Select(ctx, a.sent, true)
-		a.mailbox = "" // selected read-only; reselect next time
-		if err != nil {
-			return err
-		}
-		uidvalidity = st.UIDValidity
-		uids, err := c.Search(ctx, imapsync.Criteria{UIDMin: after + 1, Since: since})
-		if err != nil {
-			return err
-		}
-		return c.Fetch(ctx, uids, imapsync.FetchOptions{MaxMessageBytes: maxBytes}, fn)
-	})
-	return uidvalidity, err
+	sent, err := a.sentFolder(ctx)
+	if err != nil {
+		return 0, err
+	}
+	c, err := a.Dial(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	st, err := c.Select(ctx, sent, true)
+	if err != nil {
+		return 0, err
+	}
+	uids, err := c.Search(ctx, imapsync.Criteria{UIDMin: after + 1, Since: since})
+	if err != nil {
+		return 0, err
+	}
+	if err := c.Fetch(ctx, uids, imapsync.FetchOptions{MaxMessageBytes: maxBytes}, fn); err != nil {
+		return 0, err
+	}
+	return st.UIDValidity, nil
+}
+
+// sentFolder returns the Sent folder's name, finding it first if needed
+// (on the action connection, briefly).
+func (a *AccountMailer) sentFolder(ctx context.Context) (string, error) {
+	a.mu.Lock()
+	name := a.sent
+	a.mu.Unlock()
+	if name != "" {
+		return name, nil
+	}
+	err := a.with(ctx, nil, func(*imapsync.Client) error { return nil })
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sent, err
 }
 
 // FetchUID refetches one message (used to retry needs_review messages).
@@ -262,13 +288,22 @@ func (m *Mailer) FetchUID(ctx context.Context, account, mailbox string, uidvalid
 		if st.UIDValidity != uidvalidity {
 			return fmt.Errorf("%s: UIDVALIDITY changed from %d to %d", mailbox, uidvalidity, st.UIDValidity)
 		}
-		return c.Fetch(ctx, []uint32{uid}, imapsync.FetchOptions{MaxMessageBytes: maxBytes}, func(r imapsync.RawMessage) error {
+		err = c.Fetch(ctx, []uint32{uid}, imapsync.FetchOptions{MaxMessageBytes: maxBytes}, func(r imapsync.RawMessage) error {
 			out = &r
 			return nil
 		})
+		if err != nil || out != nil {
+			return err
+		}
+		// Not returned: gone only if a fresh search agrees.
+		missing, err := c.Missing(ctx, []uint32{uid})
+		if err != nil {
+			return err
+		}
+		if len(missing) == 0 {
+			return fmt.Errorf("uid %d of %s: the server did not return it", uid, mailbox)
+		}
+		return fmt.Errorf("uid %d of %s: %w", uid, mailbox, ErrGone)
 	})
-	if err == nil && out == nil {
-		err = fmt.Errorf("uid %d of %s: %w", uid, mailbox, ErrGone)
-	}
 	return out, err
 }
