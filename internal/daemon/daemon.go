@@ -88,8 +88,8 @@ type Daemon struct {
 	// SyncRetry is the first wait before a failed sync is run again on a
 	// live connection (imapsync.Watcher.SyncRetry); default 30s.
 	SyncRetry time.Duration
-	Logger       *slog.Logger
-	Now          func() time.Time
+	Logger    *slog.Logger
+	Now       func() time.Time
 	// OnSynced, when set, is called after each sync pass of an account
 	// (tests and benchmarks wait on it).
 	OnSynced func(account string)
