@@ -16,6 +16,7 @@ import (
 
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/daemon"
+	"github.com/mailagent/mailagent/internal/llm/geminitest"
 	"github.com/mailagent/mailagent/internal/memimap"
 	"github.com/mailagent/mailagent/store"
 )
@@ -326,6 +327,96 @@ func TestWatchExitsOnBrokenPasswordSource(t *testing.T) {
 	for _, want := range []string{"personal", "password", "MA_TEST_IMAP_PASS"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+}
+
+// Defect 4: start-up ran every needs_review retry, one after another,
+// before any watcher started, so new mail waited behind the backlog.
+// Retries now run in the background after the watchers are up, at most
+// RetryBatch per pass.
+func TestStartupRetriesDoNotDelayNewMail(t *testing.T) {
+	var mu sync.Mutex
+	var order []string // subjects of classify calls, in arrival order
+	slowModel := func(req *geminitest.Request) geminitest.Reply {
+		props, _ := req.ResponseSchema()["properties"].(map[string]any)
+		if _, ok := props["intents"]; ok {
+			user := req.UserText()
+			mu.Lock()
+			for _, s := range []string{"Old1", "Old2", "Old3", "Old4", "Old5", "Old6", "Fresh"} {
+				if strings.Contains(user, "Subject: "+s) || strings.Contains(user, s+" question") {
+					order = append(order, s)
+					break
+				}
+			}
+			mu.Unlock()
+		}
+		time.Sleep(150 * time.Millisecond) // a slow model: the backlog takes a while
+		return compromisedModel(req)
+	}
+	h := newHarness(t, slowModel, "")
+	for i := 1; i <= 6; i++ {
+		s := "Old" + strconv.Itoa(i)
+		h.deliver(rawMail("Bob <bob@example.org>", s, s+" question?"))
+	}
+	if _, stderr, code := h.run("watch", "--once"); code != 0 {
+		t.Fatalf("watch --once: %d %s", code, stderr)
+	}
+	// A model outage left them all needing review.
+	st := h.openStore(t)
+	var recs []*store.MessageRecord
+	_ = st.ListMessages(store.MessageFilter{}, func(r *store.MessageRecord) error {
+		recs = append(recs, r)
+		return nil
+	})
+	for i, r := range recs {
+		r.State, r.Error = store.StateNeedsReview, "model unavailable"
+		r.UpdatedAt = time.Now().Add(-time.Duration(len(recs)-i) * time.Hour)
+		if err := st.PutMessage(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	mu.Lock()
+	order = nil
+	mu.Unlock()
+
+	h.deliver(rawMail("Carol <carol@example.org>", "Fresh", "Fresh question?"))
+	d := h.runDaemon(t, func(d *daemon.Daemon) {
+		d.RetryBatch, d.RetryConcurrency = 3, 1
+	})
+	eventually(t, "the new mail handled", func() bool { return recordStates(d)["Fresh"] == store.StateDone })
+	eventually(t, "one retry pass done", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) >= 4
+	})
+	time.Sleep(500 * time.Millisecond) // a pass beyond its bound would call the model again by now
+	mu.Lock()
+	got := append([]string(nil), order...)
+	mu.Unlock()
+	idx := -1
+	for i, s := range got {
+		if s == "Fresh" {
+			idx = i
+		}
+	}
+	if idx < 0 || idx > 2 {
+		t.Errorf("classify order %v: the new mail waited behind the start-up retries", got)
+	}
+	var retried []string
+	for _, s := range got {
+		if s != "Fresh" {
+			retried = append(retried, s)
+		}
+	}
+	// The oldest three, and no more, in the first pass.
+	if len(retried) != 3 {
+		t.Errorf("first retry pass classified %v, want exactly 3 (RetryBatch)", retried)
+	}
+	for _, s := range retried {
+		if s != "Old1" && s != "Old2" && s != "Old3" {
+			t.Errorf("retried %s before older messages (%v)", s, retried)
 		}
 	}
 }
