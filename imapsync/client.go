@@ -802,42 +802,6 @@ func (c *Client) deleteLocked(set imap.UIDSet) error {
 	return c.ic.UIDExpunge(set).Close()
 }
 
-// FindSpecialUse returns the mailbox carrying the special-use attribute
-// attr (e.g. `\Sent`, `\Drafts`), asking with LIST RETURN (SPECIAL-USE)
-// when the server supports it. Failing that it returns the first existing
-// mailbox whose name matches one of fallbacks, case-insensitively, in the
-// order given. ErrNoMailbox when nothing matches.
-func (c *Client) FindSpecialUse(ctx context.Context, attr string, fallbacks ...string) (string, error) {
-	var opts *imap.ListOptions
-	if c.Has(string(imap.CapSpecialUse)) {
-		opts = &imap.ListOptions{ReturnSpecialUse: true}
-	}
-	var list []*imap.ListData
-	err := c.guard(ctx, func() error {
-		var err error
-		list, err = c.ic.List("", "*", opts).Collect()
-		return err
-	})
-	if err != nil {
-		return "", fmt.Errorf("imap list: %w", err)
-	}
-	for _, mb := range list {
-		for _, a := range mb.Attrs {
-			if strings.EqualFold(string(a), attr) {
-				return mb.Mailbox, nil
-			}
-		}
-	}
-	for _, name := range fallbacks {
-		for _, mb := range list {
-			if strings.EqualFold(mb.Mailbox, name) {
-				return mb.Mailbox, nil
-			}
-		}
-	}
-	return "", fmt.Errorf("imap find %s mailbox: %w", attr, ErrNoMailbox)
-}
-
 // CreateMailbox creates name; a mailbox that already exists is not an error.
 func (c *Client) CreateMailbox(ctx context.Context, name string) error {
 	err := c.guard(ctx, func() error { return c.ic.Create(name, nil).Wait() })

@@ -43,6 +43,11 @@ type serverConfig struct {
 	// listing, when set, replaces LIST results; special-use attributes are
 	// included only when the client asks with RETURN (SPECIAL-USE).
 	listing []imap.ListData
+	// delim is the separator LIST reports with listing ('/' when 0), and
+	// namespace, when set, answers NAMESPACE (a Courier-style server:
+	// personal prefix "INBOX.", separator '.').
+	delim     rune
+	namespace *imap.NamespaceData
 }
 
 func defaultCaps() imap.CapSet {
@@ -279,11 +284,21 @@ func (s *testSession) List(w *imapserver.ListWriter, ref string, patterns []stri
 			d.Attrs = attrs
 		}
 		d.Delim = '/'
+		if s.ts.cfg.delim != 0 {
+			d.Delim = s.ts.cfg.delim
+		}
 		if err := w.WriteList(&d); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func (s *testSession) Namespace() (*imap.NamespaceData, error) {
+	if s.ts.cfg.namespace != nil {
+		return s.ts.cfg.namespace, nil
+	}
+	return s.SessionIMAP4rev2.Namespace()
 }
 
 func (s *testSession) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *imap.FetchOptions) error {
