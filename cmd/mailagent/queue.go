@@ -148,7 +148,15 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 	case "approve":
 		item, err := svc.Approve(ctx, opts.ID, "")
 		if err != nil {
-			return err
+			// The reply may be out and only its copy to the Sent folder
+			// failed: that is a success with a warning (the copy is
+			// retried), not a failure that invites a second approval.
+			d, qerr := svc.QueueItem(ctx, opts.ID)
+			if qerr != nil || d.Item.Status != store.QueueSent {
+				return err
+			}
+			fmt.Fprintf(f.Stderr, "%s: sent to %s\nwarning: the copy to the Sent folder failed and will be retried: %v\n", d.Item.ID, joinAddrs(d.Item.To), err)
+			return nil
 		}
 		fmt.Fprintf(f.Stderr, "%s: %s to %s\n", item.ID, item.Status, joinAddrs(item.To))
 		return nil
@@ -282,7 +290,11 @@ func printQueue(w io.Writer, items []store.QueueItem, now time.Time) {
 		if c := q.Classification; c != nil {
 			intent, risk = strings.Join(c.Intents, ","), c.Risk
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", q.ID, q.Kind, q.Status, age(now, q.CreatedAt),
+		status := q.Status
+		if q.Kind == store.KindDraft && q.IMAPDraftUID == 0 && strings.HasPrefix(q.Error, "could not save the draft") {
+			status += " (no IMAP copy yet)" // retried by watch; `queue show` says why
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", q.ID, q.Kind, status, age(now, q.CreatedAt),
 			q.From.Email, truncate(q.Subject, 40), intent, risk)
 	}
 	_ = tw.Flush()

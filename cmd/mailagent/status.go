@@ -54,6 +54,9 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 					line += " (since " + a.ErrorSince.Format("2006-01-02 15:04:05") + ")"
 				}
 			}
+			if a.CopiesMissing > 0 {
+				line += fmt.Sprintf(", %d IMAP copies waiting for a retry (%s)", a.CopiesMissing, a.CopyError)
+			}
 			fmt.Fprintln(f.Stdout, line)
 		}
 	} else {

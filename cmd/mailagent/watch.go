@@ -103,7 +103,8 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 			StatusFunc: func(context.Context) api.Status {
 				s := api.Status{Watcher: true, PID: os.Getpid(), Started: started}
 				for _, a := range d.Statuses() {
-					s.Accounts = append(s.Accounts, api.AccountStatus{Name: a.Name, State: a.State, LastSync: a.LastSync, Error: a.Error, ErrorSince: a.ErrorSince})
+					s.Accounts = append(s.Accounts, api.AccountStatus{Name: a.Name, State: a.State, LastSync: a.LastSync, Error: a.Error, ErrorSince: a.ErrorSince,
+						CopiesMissing: a.CopiesMissing, CopyError: a.CopyError})
 				}
 				return s
 			},

@@ -50,6 +50,11 @@ type Status struct {
 	// problem repeats).
 	Error      string    `json:"error,omitempty"`
 	ErrorSince time.Time `json:"error_since,omitzero"`
+	// CopiesMissing counts IMAP copies (drafts to Drafts, sent replies to
+	// Sent) that failed and wait for the retry timer; CopyError is the
+	// last reason.
+	CopiesMissing int    `json:"copies_missing,omitempty"`
+	CopyError     string `json:"copy_error,omitempty"`
 }
 
 // setError records err (nil clears it) on s at now.
@@ -210,12 +215,14 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 		// Start-up catch-up, in the background once the watchers run.
 		d.resumeStranded(gctx)
 		d.retryNeedsReview(gctx, true)
+		d.recordCopies(d.retryCopies(gctx))
 		return nil
 	})
 	g.Go(func() error { return d.tick(gctx, time.Second, d.sendDue) })
 	g.Go(func() error {
 		return d.tick(gctx, orDefault(d.RetryInterval, 15*time.Minute), func(ctx context.Context) {
 			d.retryNeedsReview(ctx, false)
+			d.recordCopies(d.retryCopies(ctx))
 			for _, a := range d.Accounts {
 				d.scanSent(ctx, a.Name, true)
 			}
@@ -226,6 +233,19 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 		return nil
 	}
 	return err
+}
+
+// recordCopies puts what retryCopies left undone in each account's status.
+func (d *Daemon) recordCopies(missing map[string]copyState) {
+	for _, a := range d.Accounts {
+		m := missing[a.Name]
+		d.setStatus(a.Name, func(s *Status) {
+			s.CopiesMissing, s.CopyError = m.missing, ""
+			if m.err != nil {
+				s.CopyError = m.err.Error()
+			}
+		})
+	}
 }
 
 func (d *Daemon) sendDue(ctx context.Context) {
