@@ -420,3 +420,29 @@ func TestStartupRetriesDoNotDelayNewMail(t *testing.T) {
 		}
 	}
 }
+
+// Defect 7: the threader of a long-running watcher grew without bound; it
+// is now rebuilt from the start-up window once it outgrows it.
+func TestWatcherThreaderStaysBounded(t *testing.T) {
+	h := newHarness(t, compromisedModel, "")
+	d := h.runDaemon(t, func(d *daemon.Daemon) {
+		d.ThreadLimit, d.RetryInterval = 4, 50*time.Millisecond
+	})
+	for i := range 8 {
+		h.deliver(rawMail("Bob <bob@example.org>", "Topic "+strconv.Itoa(i), "question?"))
+	}
+	eventually(t, "all eight handled", func() bool {
+		n := 0
+		for _, s := range recordStates(d) {
+			if s == store.StateDone {
+				n++
+			}
+		}
+		return n == 8
+	})
+	eventually(t, "the threader back within its window", func() bool { return d.Pipeline.Threader.Len() <= 4 })
+	// A new message still threads with kept mail.
+	if got := d.Pipeline.Threader.ThreadID("topic-7@test.example"); got == "" {
+		t.Errorf("the newest message fell out of the threader")
+	}
+}

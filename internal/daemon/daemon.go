@@ -93,6 +93,13 @@ type Daemon struct {
 	// SyncRetry is the first wait before a failed sync is run again on a
 	// live connection (imapsync.Watcher.SyncRetry); default 30s.
 	SyncRetry time.Duration
+	// ThreadWindow and ThreadLimit bound the pipeline's threader as the
+	// start-up rebuild does (the newest ThreadLimit messages of the last
+	// ThreadWindow; defaults 180 days and 25,000): once it holds a quarter
+	// more than ThreadLimit, or a day after the last rebuild, it is
+	// rebuilt from that window (mail.Threader.Rebuild).
+	ThreadWindow time.Duration
+	ThreadLimit  int
 	Logger    *slog.Logger
 	Now       func() time.Time
 	// OnSynced, when set, is called after each sync pass of an account
@@ -103,6 +110,9 @@ type Daemon struct {
 	status map[string]*Status
 	// sentScan remembers when each account's Sent folder was last scanned.
 	sentScan map[string]time.Time
+	// threadsRebuilt is when the threader was last bounded (Run's start
+	// counts: the caller loaded the window).
+	threadsRebuilt time.Time
 }
 
 func (d *Daemon) now() time.Time {
@@ -171,6 +181,7 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 		d.retryNeedsReview(ctx, true)
 		return d.runOnce(ctx)
 	}
+	d.threadsRebuilt = d.now()
 	g, gctx := errgroup.WithContext(ctx)
 	var (
 		failMu  sync.Mutex
@@ -223,6 +234,7 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 		return d.tick(gctx, orDefault(d.RetryInterval, 15*time.Minute), func(ctx context.Context) {
 			d.retryNeedsReview(ctx, false)
 			d.recordCopies(d.retryCopies(ctx))
+			d.boundThreader()
 			for _, a := range d.Accounts {
 				d.scanSent(ctx, a.Name, true)
 			}
@@ -233,6 +245,36 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 		return nil
 	}
 	return err
+}
+
+// boundThreader rebuilds the pipeline's threader from the window the
+// start-up uses once it has grown a quarter past ThreadLimit or a day has
+// passed, so a watcher running for months does not grow without bound.
+func (d *Daemon) boundThreader() {
+	th := d.Pipeline.Threader
+	if th == nil {
+		return
+	}
+	limit := d.ThreadLimit
+	if limit <= 0 {
+		limit = 25000
+	}
+	if th.Len() <= limit+limit/4 && d.now().Sub(d.threadsRebuilt) < 24*time.Hour {
+		return
+	}
+	since := d.now().Add(-orDefault(d.ThreadWindow, 180*24*time.Hour))
+	err := th.Rebuild(func(add func(mail.ThreadInput)) error {
+		return d.Store.ThreadInputs(since, limit, func(in mail.ThreadInput) error {
+			add(in)
+			return nil
+		})
+	})
+	if err != nil {
+		d.log().Error("bound the threader", "err", err)
+		return
+	}
+	d.threadsRebuilt = d.now()
+	d.log().Info("threader rebuilt from its window", "messages", th.Len())
 }
 
 // recordCopies puts what retryCopies left undone in each account's status.
