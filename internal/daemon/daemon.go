@@ -100,8 +100,8 @@ type Daemon struct {
 	// rebuilt from that window (mail.Threader.Rebuild).
 	ThreadWindow time.Duration
 	ThreadLimit  int
-	Logger    *slog.Logger
-	Now       func() time.Time
+	Logger       *slog.Logger
+	Now          func() time.Time
 	// OnSynced, when set, is called after each sync pass of an account
 	// (tests and benchmarks wait on it).
 	OnSynced func(account string)
