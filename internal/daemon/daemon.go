@@ -441,8 +441,21 @@ func (d *Daemon) process(ctx context.Context, a Account, c *imapsync.Client, st 
 		g.Go(func() error {
 			for m := range jobs {
 				key := store.MessageKey{Account: a.Name, Mailbox: a.Mailbox, UIDValidity: m.UIDValidity, UID: m.UID}
-				if rescan && d.duplicate(key, m.Raw) {
-					continue
+				if rescan {
+					dup, err := d.duplicate(key, m.Raw)
+					if err != nil {
+						// Unknown whether it was handled before: leave it
+						// unrecorded, so it blocks the checkpoint and is
+						// tried again, rather than risk acting twice.
+						d.log().Error("look for a message handled before the UIDVALIDITY change", "account", a.Name, "uid", m.UID, "err", err)
+						mu.Lock()
+						procErr = errors.Join(procErr, fmt.Errorf("uid %d: %w", m.UID, err))
+						mu.Unlock()
+						continue
+					}
+					if dup {
+						continue
+					}
 				}
 				_, err := d.Pipeline.Process(gctx, agent.Input{Key: key, Raw: m.Raw, Truncated: m.Truncated})
 				if err != nil {
@@ -534,15 +547,16 @@ func (d *Daemon) advance(a Account, uidvalidity uint32, uids []uint32, skipped, 
 
 // duplicate reports whether a message found in a rescan (after a
 // UIDVALIDITY change) was already handled under its old UID, and if so
-// records the new UID as done with the old outcome.
-func (d *Daemon) duplicate(key store.MessageKey, raw []byte) bool {
+// records the new UID as done with the old outcome. An error means the
+// answer is unknown.
+func (d *Daemon) duplicate(key store.MessageKey, raw []byte) (bool, error) {
 	m := mail.Parse(raw)
 	if m.Synthesized {
-		return false
+		return false, nil
 	}
 	olds, err := d.Store.FindByMessageID(key.Account, m.MessageID)
 	if err != nil {
-		return false
+		return false, fmt.Errorf("find %s by Message-ID: %w", m.MessageID, err)
 	}
 	for _, old := range olds {
 		if old.Mailbox != key.Mailbox || old.UIDValidity == key.UIDValidity || !old.State.Terminal() {
@@ -552,9 +566,9 @@ func (d *Daemon) duplicate(key store.MessageKey, raw []byte) bool {
 		cp.MessageKey = key
 		cp.Reasons = append(slices.Clone(old.Reasons), fmt.Sprintf("already handled as uid %d before the UIDVALIDITY change", old.UID))
 		if err := d.Store.PutMessage(&cp); err != nil {
-			return false
+			return false, fmt.Errorf("record uid %d as handled before: %w", key.UID, err)
 		}
-		return true
+		return true, nil
 	}
-	return false
+	return false, nil
 }
