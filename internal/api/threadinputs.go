@@ -108,13 +108,14 @@ func (h *handler) storeThreadInputs(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
+	_ = rc.Flush() // the client's watchdog runs from now
 	enc := json.NewEncoder(w)
 	n := 0
 	err := src.ThreadInputs(req.Since, req.Limit, func(in mail.ThreadInput) error {
 		if err := enc.Encode(threadInputLine{Input: &in}); err != nil {
 			return err
 		}
-		if n++; n%256 == 0 {
+		if n++; n%64 == 0 {
 			_ = rc.Flush()
 		}
 		return r.Context().Err()

@@ -64,13 +64,13 @@ func TestRemoteThreadInputs(t *testing.T) {
 
 	// A long walk (a slow consumer) is not cut off by StoreTimeout as the
 	// old one-shot timeout did: only silence from the watcher is.
-	c.StoreTimeout = 400 * time.Millisecond
+	c.StoreTimeout = time.Second
 	start := time.Now()
 	seen := 0
 	err := rs.ThreadInputs(time.Time{}, 0, func(mail.ThreadInput) error {
 		seen++
 		if seen%300 == 0 {
-			time.Sleep(c.StoreTimeout / 2) // a slow consumer: the whole walk outlasts StoreTimeout
+			time.Sleep(c.StoreTimeout * 2 / 3) // a slow consumer: the whole walk outlasts StoreTimeout
 		}
 		return nil
 	})
