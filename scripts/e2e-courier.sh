@@ -171,6 +171,7 @@ cmd_start() {
 		die "dovecot (courier layout) did not start"
 	}
 	local deadline=$((SECONDS + START_TIMEOUT))
+	# shellcheck disable=SC2016 # $1 and $2 are the inner shell's arguments
 	until timeout 2 bash -c 'exec 3<>"/dev/tcp/$1/$2" && head -c 3 <&3 >/dev/null' _ "$HOST" "$IMAP_PORT" 2>/dev/null; do
 		((SECONDS < deadline)) || die "IMAP on $HOST:$IMAP_PORT did not answer within ${START_TIMEOUT}s"
 		sleep 0.1
