@@ -229,3 +229,54 @@ func TestWatcherRetriesFailedSyncOnTimer(t *testing.T) {
 		})
 	}
 }
+
+// One message the server can never read (Dovecot: NO, "Error reading
+// message") must not hold up the others: with OnRefused, the batch is
+// split and only that message is reported.
+func TestFetchIsolatesARefusedMessage(t *testing.T) {
+	ts := startServer(t, serverConfig{})
+	var uids []uint32
+	for i := range 5 {
+		uids = append(uids, ts.add(t, "INBOX", textMessage("m", fmt.Sprintf("<i%d@x>", i), "x"), time.Time{}))
+	}
+	bad := uids[2]
+	ts.mu.Lock()
+	ts.fetchSetErr = func(set imap.NumSet) error {
+		if us, ok := set.(imap.UIDSet); ok && us.Contains(imap.UID(bad)) {
+			return noErr(imap.ResponseCodeServerBug, "Error reading message")
+		}
+		return nil
+	}
+	ts.mu.Unlock()
+	c := ts.dial(t)
+	if _, err := c.Select(context.Background(), "INBOX", false); err != nil {
+		t.Fatal(err)
+	}
+	var seen []uint32
+	refusedUIDs := map[uint32]error{}
+	err := c.Fetch(context.Background(), uids, FetchOptions{OnRefused: func(uid uint32, err error) { refusedUIDs[uid] = err }},
+		func(m RawMessage) error {
+			seen = append(seen, m.UID)
+			return nil
+		})
+	if err != nil {
+		t.Fatalf("Fetch: %v", err)
+	}
+	if want := []uint32{uids[0], uids[1], uids[3], uids[4]}; !slices.Equal(seen, want) {
+		t.Errorf("delivered %v, want %v (each once, the refused one left out)", seen, want)
+	}
+	if len(refusedUIDs) != 1 || refusedUIDs[bad] == nil {
+		t.Errorf("refused: got %v, want only uid %d", refusedUIDs, bad)
+	}
+	// Without OnRefused the whole Fetch fails.
+	if err := c.Fetch(context.Background(), uids, FetchOptions{}, func(RawMessage) error { return nil }); err == nil {
+		t.Error("Fetch without OnRefused: got nil, want the server's NO")
+	}
+	// A callback error is the callback's, never taken for a refusal.
+	stop := errors.New("stop")
+	err = c.Fetch(context.Background(), uids[:2], FetchOptions{OnRefused: func(uint32, error) { t.Error("callback error taken for a refusal") }},
+		func(RawMessage) error { return stop })
+	if !errors.Is(err, stop) {
+		t.Errorf("Fetch: got %v, want the callback's error", err)
+	}
+}

@@ -75,6 +75,8 @@ type testServer struct {
 	// injection: NO [UNAVAILABLE] and the like).
 	fetchErr func() error
 	loginErr func() error
+	// fetchSetErr, when set, sees each FETCH's number set and may refuse it.
+	fetchSetErr func(imap.NumSet) error
 }
 
 // injectFetch and injectLogin set the fault hooks (see testServer).
@@ -303,10 +305,15 @@ func (s *testSession) Namespace() (*imap.NamespaceData, error) {
 
 func (s *testSession) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *imap.FetchOptions) error {
 	s.ts.mu.Lock()
-	gate, entered, inject := s.ts.fetchGate, s.ts.fetchEntered, s.ts.fetchErr
+	gate, entered, inject, injectSet := s.ts.fetchGate, s.ts.fetchEntered, s.ts.fetchErr, s.ts.fetchSetErr
 	s.ts.mu.Unlock()
 	if inject != nil {
 		if err := inject(); err != nil {
+			return err
+		}
+	}
+	if injectSet != nil {
+		if err := injectSet(numSet); err != nil {
 			return err
 		}
 	}
