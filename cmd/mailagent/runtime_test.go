@@ -24,11 +24,12 @@ import (
 // faults injects IMAP server failures into a memimap server: FETCH
 // answered NO [UNAVAILABLE], LOGIN answered NO with a code.
 type faults struct {
-	mu       sync.Mutex
-	fetchNO  int                          // answer this many FETCH commands NO [UNAVAILABLE]
-	loginNO  map[string]int               // per user: answer this many LOGINs NO
-	loginErr map[string]imap.ResponseCode // the code of those NOs
-	fetches  int
+	mu        sync.Mutex
+	refuseUID imap.UID                     // always answer NO for a FETCH that includes this UID
+	fetchNO   int                          // answer this many FETCH commands NO [UNAVAILABLE]
+	loginNO   map[string]int               // per user: answer this many LOGINs NO
+	loginErr  map[string]imap.ResponseCode // the code of those NOs
+	fetches   int
 }
 
 func (f *faults) wrap(o *memimap.Options) {
@@ -55,6 +56,9 @@ func (s *faultSession) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, opti
 	if fail {
 		s.f.fetchNO--
 	}
+	if us, ok := numSet.(imap.UIDSet); ok && s.f.refuseUID != 0 && us.Contains(s.f.refuseUID) {
+		fail = true
+	}
 	s.f.mu.Unlock()
 	if fail {
 		return &imap.Error{Type: imap.StatusResponseTypeNo, Code: imap.ResponseCodeUnavailable, Text: "Temporary failure, try again later"}
@@ -79,7 +83,8 @@ func (s *faultSession) Login(username, password string) error {
 // Defect 1: a UID FETCH answered NO was taken for "expunged": the UIDs
 // were skipped and the checkpoint moved past them, losing the mail.
 func TestFetchRefusedLosesNoMail(t *testing.T) {
-	f := &faults{fetchNO: 1}
+	// The batch, then each of the three messages alone: all refused once.
+	f := &faults{fetchNO: 4}
 	h := newHarness(t, compromisedModel, "", f.wrap)
 	for _, s := range []string{"Alpha", "Beta", "Gamma"} {
 		h.deliver(rawMail("Bob <bob@example.org>", s, "question "+s+"?"))
@@ -447,4 +452,42 @@ func TestWatcherThreaderStaysBounded(t *testing.T) {
 	if got := d.Pipeline.Threader.ThreadID("topic-7@test.example"); got == "" {
 		t.Errorf("the newest message fell out of the threader")
 	}
+}
+
+// One message the server can never read must not hold up the rest, nor
+// vanish: the others are handled at once, and after a few tries (counted
+// by a running watcher) it is recorded as needing review with the
+// server's answer, and the checkpoint moves on.
+func TestUnreadableMessageRecordedNotSkipped(t *testing.T) {
+	f := &faults{refuseUID: 2}
+	h := newHarness(t, compromisedModel, "", f.wrap)
+	for _, s := range []string{"First", "Broken", "Third"} {
+		h.deliver(rawMail("Bob <bob@example.org>", s, "question "+s+"?"))
+	}
+	// watch --once: the readable messages are handled, the run fails.
+	_, stderr, code := h.run("watch", "--once")
+	if got := h.states(t); got["First"] != store.StateDone || got["Third"] != store.StateDone {
+		t.Fatalf("the readable messages are held up: %v (%s)", got, stderr)
+	}
+	if code == 0 {
+		t.Errorf("watch --once: exit 0 while a message could not be read")
+	}
+	d := h.runDaemon(t, func(d *daemon.Daemon) { d.SyncRetry = 20 * time.Millisecond })
+	var rec *store.MessageRecord
+	eventually(t, "the unreadable message recorded as needing review", func() bool {
+		_ = d.Store.ListMessages(store.MessageFilter{State: store.StateNeedsReview}, func(r *store.MessageRecord) error {
+			if r.UID == 2 {
+				rec = r
+			}
+			return nil
+		})
+		return rec != nil
+	})
+	if !strings.Contains(rec.Error, "refused") || !strings.Contains(rec.Error, "UNAVAILABLE") {
+		t.Errorf("record error %q, want the server's answer", rec.Error)
+	}
+	eventually(t, "the checkpoint past it", func() bool {
+		cp, _, err := d.Store.Checkpoint("personal", "INBOX")
+		return err == nil && cp.LastUID == 3
+	})
 }

@@ -113,6 +113,9 @@ type Daemon struct {
 	// threadsRebuilt is when the threader was last bounded (Run's start
 	// counts: the caller loaded the window).
 	threadsRebuilt time.Time
+	// refusals counts, per message, the syncs in a row whose FETCH the
+	// server refused (see recordRefused).
+	refusals map[store.MessageKey]int
 }
 
 func (d *Daemon) now() time.Time {
@@ -415,11 +418,17 @@ func (d *Daemon) process(ctx context.Context, a Account, c *imapsync.Client, st 
 	var mu sync.Mutex
 	skipped := map[uint32]bool{} // too old for the first start: not ours to process
 	fetched := map[uint32]bool{}
+	refused := map[uint32]error{} // the server answered NO for these alone
 	var procErr error
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		defer close(jobs)
-		return c.Fetch(gctx, uids, imapsync.FetchOptions{MaxMessageBytes: d.MaxMessageBytes}, func(m imapsync.RawMessage) error {
+		opts := imapsync.FetchOptions{MaxMessageBytes: d.MaxMessageBytes, OnRefused: func(uid uint32, err error) {
+			mu.Lock()
+			refused[uid] = err
+			mu.Unlock()
+		}}
+		return c.Fetch(gctx, uids, opts, func(m imapsync.RawMessage) error {
 			mu.Lock()
 			fetched[m.UID] = true
 			mu.Unlock()
@@ -482,11 +491,12 @@ func (d *Daemon) process(ctx context.Context, a Account, c *imapsync.Client, st 
 		}
 		return errors.Join(err, d.advance(a, st.UIDValidity, uids, skipped, fetched, nil))
 	}
+	procErr = errors.Join(procErr, d.recordRefused(a, st.UIDValidity, refused))
 	// A UID the server left out of its answer counts as expunged only when
 	// a fresh UID SEARCH confirms it is gone.
 	var notFetched []uint32
 	for _, uid := range uids {
-		if !fetched[uid] {
+		if !fetched[uid] && refused[uid] == nil {
 			notFetched = append(notFetched, uid)
 		}
 	}
@@ -505,6 +515,56 @@ func (d *Daemon) process(ctx context.Context, a Account, c *imapsync.Client, st 
 		}
 	}
 	return errors.Join(procErr, missErr, d.advance(a, st.UIDValidity, uids, skipped, fetched, gone))
+}
+
+// maxRefusals is how many syncs in a row may find a message refused by the
+// server before it is recorded as needing review (so that it stops
+// holding the checkpoint back, and the owner sees it).
+const maxRefusals = 3
+
+// recordRefused counts the messages the server refused to return. Each is
+// fetched again by the next sync (the error returned makes the watcher
+// retry on its timer); one refused maxRefusals times in a row is recorded
+// as needs_review with the server's answer: never skipped silently, and
+// retried with the other needs_review messages.
+func (d *Daemon) recordRefused(a Account, uidvalidity uint32, refused map[uint32]error) error {
+	var errs error
+	for uid, rerr := range refused {
+		key := store.MessageKey{Account: a.Name, Mailbox: a.Mailbox, UIDValidity: uidvalidity, UID: uid}
+		d.mu.Lock()
+		if d.refusals == nil {
+			d.refusals = map[store.MessageKey]int{}
+		}
+		d.refusals[key]++
+		n := d.refusals[key]
+		if n >= maxRefusals {
+			delete(d.refusals, key)
+		}
+		d.mu.Unlock()
+		if n < maxRefusals {
+			errs = errors.Join(errs, fmt.Errorf("uid %d: the server refused to return it (%d of %d tries): %w", uid, n, maxRefusals, rerr))
+			continue
+		}
+		why := fmt.Sprintf("the server refused to return this message %d times: %v", maxRefusals, rerr)
+		rec, err := d.Store.GetMessage(key)
+		if errors.Is(err, store.ErrNotFound) {
+			rec, err = &store.MessageRecord{MessageKey: key}, nil
+		}
+		if err == nil && rec.State.Terminal() {
+			continue
+		}
+		if err == nil {
+			rec.State, rec.Decision, rec.Error = store.StateNeedsReview, agent.DecisionNeedsReview, why
+			rec.Reasons = append(rec.Reasons, why)
+			err = d.Store.PutMessage(rec)
+		}
+		if err != nil {
+			errs = errors.Join(errs, fmt.Errorf("uid %d: record that the server refuses it: %w", uid, err))
+			continue
+		}
+		d.log().Error("message refused by the server: recorded as needing review", "account", a.Name, "uid", uid, "err", rerr)
+	}
+	return errs
 }
 
 // advance moves the checkpoint over the longest prefix of uids whose
