@@ -19,7 +19,6 @@ import (
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
 	"github.com/emersion/go-message/charset"
-	"github.com/emersion/go-sasl"
 )
 
 // Errors returned by this package. Match them with errors.Is.
@@ -40,6 +39,11 @@ var (
 	// ErrNotSelected means a call needing a selected mailbox came before
 	// Client.Select.
 	ErrNotSelected = errors.New("imap: no mailbox selected")
+	// ErrLoginUnavailable means the server refused the login for a reason
+	// it says is temporary (RFC 5530 [UNAVAILABLE] or [SERVERBUG]: Dovecot
+	// answers so while its authentication backend is down). It is not
+	// ErrAuth: the credentials were not judged, and the login is retried.
+	ErrLoginUnavailable = errors.New("imap login temporarily unavailable")
 )
 
 // Security is how the connection is protected.
@@ -348,86 +352,6 @@ func loopbackAddrs(ctx context.Context, host string) ([]string, error) {
 	return out, nil
 }
 
-// login authenticates with the best method the server allows.
-func (c *Client) login(opts Options) error {
-	caps := c.ic.Caps()
-	if opts.OAuth2Token != "" {
-		var sc sasl.Client
-		mech := "XOAUTH2"
-		if caps.Has(imap.Cap("AUTH=OAUTHBEARER")) {
-			mech = "OAUTHBEARER"
-			sc = sasl.NewOAuthBearerClient(&sasl.OAuthBearerOptions{
-				Username: opts.Username, Token: opts.OAuth2Token, Host: opts.Host, Port: opts.Port,
-			})
-		} else {
-			sc = &xoauth2Client{username: opts.Username, token: opts.OAuth2Token}
-		}
-		if err := c.ic.Authenticate(sc); err != nil {
-			return authErr("authenticate "+mech, err, opts.OAuth2Token)
-		}
-		return nil
-	}
-
-	plain := func() error {
-		if err := c.ic.Authenticate(sasl.NewPlainClient("", opts.Username, opts.Password)); err != nil {
-			return authErr("authenticate PLAIN", err, opts.Password)
-		}
-		return nil
-	}
-	if caps.Has(imap.CapLoginDisabled) {
-		return plain()
-	}
-	err := c.ic.Login(opts.Username, opts.Password).Wait()
-	var ie *imap.Error
-	if errors.As(err, &ie) && ie.Type == imap.StatusResponseTypeBad && caps.Has(imap.Cap("AUTH=PLAIN")) {
-		// BAD means the server does not accept LOGIN at all (as opposed
-		// to NO, which rejects the credentials): try SASL PLAIN instead.
-		return plain()
-	}
-	if err != nil {
-		return authErr("login", err, opts.Password)
-	}
-	return nil
-}
-
-// authErr turns a server rejection into ErrAuth, scrubbing the secret from
-// the server's text in case it echoed it.
-func authErr(op string, err error, secret string) error {
-	var obe *sasl.OAuthBearerError
-	if errors.As(err, &obe) {
-		return fmt.Errorf("imap %s: %w: %s", op, ErrAuth, obe.Status)
-	}
-	var ie *imap.Error
-	if errors.As(err, &ie) {
-		text := ie.Text
-		if secret != "" {
-			text = strings.ReplaceAll(text, secret, "***")
-		}
-		if ie.Code != "" {
-			text = "[" + string(ie.Code) + "] " + text
-		}
-		return fmt.Errorf("imap %s: %w: %s", op, ErrAuth, text)
-	}
-	// A transport error: not a credentials problem, and it never holds
-	// the secret (go-imap's errors describe the protocol, not the payload).
-	return fmt.Errorf("imap %s: %w", op, err)
-}
-
-// xoauth2Client implements Google/Microsoft's XOAUTH2 SASL mechanism.
-// go-sasl dropped it in favour of the standard OAUTHBEARER, but Gmail and
-// Outlook still only advertise XOAUTH2, and it is a few lines.
-type xoauth2Client struct {
-	username, token string
-}
-
-func (x *xoauth2Client) Start() (string, []byte, error) {
-	return "XOAUTH2", []byte("user=" + x.username + "\x01auth=Bearer " + x.token + "\x01\x01"), nil
-}
-
-// Next answers the server's error challenge (a JSON blob) with an empty
-// response, after which the server sends its NO.
-func (x *xoauth2Client) Next([]byte) ([]byte, error) { return []byte{}, nil }
-
 // capsToExpand are capabilities implied by IMAP4rev2 or by another
 // capability; Caps reports them explicitly.
 var capsToExpand = []imap.Cap{
@@ -575,6 +499,8 @@ type Criteria struct {
 	// HeaderMessageID keeps messages whose Message-ID header contains
 	// this string.
 	HeaderMessageID string
+	// UIDs, when not empty, keeps only these UIDs.
+	UIDs []uint32
 }
 
 // Search runs UID SEARCH in the selected mailbox and returns matching UIDs
@@ -589,6 +515,9 @@ func (c *Client) Search(ctx context.Context, crit Criteria) ([]uint32, error) {
 	}
 	if crit.UIDMin > 1 {
 		sc.UID = []imap.UIDSet{{imap.UIDRange{Start: imap.UID(crit.UIDMin), Stop: 0}}}
+	}
+	if len(crit.UIDs) > 0 {
+		sc.UID = append(sc.UID, uidSet(crit.UIDs))
 	}
 	if crit.HeaderMessageID != "" {
 		sc.Header = []imap.SearchCriteriaHeaderField{{Key: "Message-ID", Value: crit.HeaderMessageID}}
@@ -610,6 +539,31 @@ func (c *Client) Search(ctx context.Context, crit Criteria) ([]uint32, error) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}
+
+// Missing returns those of uids that no longer exist in the selected
+// mailbox, asked with a fresh UID SEARCH. Fetch skips messages a server
+// leaves out of its answer; this is how a caller tells "expunged" from
+// "not sent this time" before treating a message as gone.
+func (c *Client) Missing(ctx context.Context, uids []uint32) ([]uint32, error) {
+	if len(uids) == 0 {
+		return nil, nil
+	}
+	found, err := c.Search(ctx, Criteria{UIDs: uids})
+	if err != nil {
+		return nil, err
+	}
+	have := make(map[uint32]bool, len(found))
+	for _, u := range found {
+		have[u] = true
+	}
+	var out []uint32
+	for _, u := range uids {
+		if !have[u] {
+			out = append(out, u)
+		}
+	}
 	return out, nil
 }
 
@@ -727,42 +681,6 @@ func (c *Client) deleteLocked(set imap.UIDSet) error {
 		return nil
 	}
 	return c.ic.UIDExpunge(set).Close()
-}
-
-// FindSpecialUse returns the mailbox carrying the special-use attribute
-// attr (e.g. `\Sent`, `\Drafts`), asking with LIST RETURN (SPECIAL-USE)
-// when the server supports it. Failing that it returns the first existing
-// mailbox whose name matches one of fallbacks, case-insensitively, in the
-// order given. ErrNoMailbox when nothing matches.
-func (c *Client) FindSpecialUse(ctx context.Context, attr string, fallbacks ...string) (string, error) {
-	var opts *imap.ListOptions
-	if c.Has(string(imap.CapSpecialUse)) {
-		opts = &imap.ListOptions{ReturnSpecialUse: true}
-	}
-	var list []*imap.ListData
-	err := c.guard(ctx, func() error {
-		var err error
-		list, err = c.ic.List("", "*", opts).Collect()
-		return err
-	})
-	if err != nil {
-		return "", fmt.Errorf("imap list: %w", err)
-	}
-	for _, mb := range list {
-		for _, a := range mb.Attrs {
-			if strings.EqualFold(string(a), attr) {
-				return mb.Mailbox, nil
-			}
-		}
-	}
-	for _, name := range fallbacks {
-		for _, mb := range list {
-			if strings.EqualFold(mb.Mailbox, name) {
-				return mb.Mailbox, nil
-			}
-		}
-	}
-	return "", fmt.Errorf("imap find %s mailbox: %w", attr, ErrNoMailbox)
 }
 
 // CreateMailbox creates name; a mailbox that already exists is not an error.

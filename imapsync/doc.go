@@ -11,8 +11,12 @@
 //     connection (go-imap has no context of its own).
 //   - Secrets are never logged or put in errors. Options.Debug is the one
 //     exception: the raw protocol trace may include credentials.
-//   - Authentication failures match ErrAuth and are permanent; a plaintext
-//     request for a remote host matches ErrPlaintextNotLoopback.
+//   - Authentication failures match ErrAuth and are permanent; a login the
+//     server refuses as temporary ([UNAVAILABLE], [SERVERBUG]) matches
+//     ErrLoginUnavailable and is retried; a plaintext request for a remote
+//     host matches ErrPlaintextNotLoopback.
+//   - A FETCH answered NO is an error, never "the messages are gone": only
+//     a fresh UID SEARCH (Client.Missing) says a message was expunged.
 //   - This package never imports internal/config: the caller resolves
 //     secrets and passes plain Options.
 //
@@ -22,14 +26,17 @@
 // disabled, or OAUTHBEARER/XOAUTH2 with a token). A Client runs one
 // operation at a time: Select, Search (UID SEARCH), Fetch (streamed in
 // batches, oversized messages reduced to their first text part with
-// RawMessage.Truncated set), Append, StoreFlags, Move, Delete,
-// FindSpecialUse, CreateMailbox and Thread.
+// RawMessage.Truncated set), Missing, Append, StoreFlags, Move, Delete,
+// Namespace, FindSpecialUse (SPECIAL-USE, else common names under the
+// personal namespace: INBOX.Sent on Courier-IMAP), CreateMailbox and
+// Thread.
 //
 // Watcher keeps one mailbox under watch: it calls a sync function at
 // once, then after every EXISTS seen in IDLE (or every poll), always on
 // its own connection with IDLE stopped. It reconnects with exponential
-// backoff and jitter after any connection failure and returns nil when its
-// context is cancelled. A sync function normally searches for UIDs above
+// backoff and jitter after any connection failure, runs a failed sync
+// again on a timer (SyncRetry) without waiting for new mail, and returns
+// nil when its context is cancelled. A sync function normally searches for UIDs above
 // the caller's checkpoint and fetches them:
 //
 //	w := &imapsync.Watcher{

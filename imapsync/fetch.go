@@ -24,6 +24,13 @@ type FetchOptions struct {
 	// MaxMessageBytes is the largest message fetched whole; default 10 MiB.
 	// Larger messages are fetched partially (see Fetch).
 	MaxMessageBytes int64
+	// OnRefused, when set, changes what a FETCH answered NO does: the
+	// batch is fetched again one message at a time, and each message the
+	// server still refuses is reported here (with the server's answer)
+	// instead of failing the whole Fetch, so one unreadable message does
+	// not hold up the others. The caller decides what a refused message
+	// becomes; it is not expunged. Without OnRefused, Fetch fails.
+	OnRefused func(uid uint32, err error)
 }
 
 const (
@@ -46,7 +53,14 @@ const (
 //
 // fn is called between FETCH commands, never while one is in flight, so it
 // may use the Client. If fn returns an error, Fetch stops and returns it.
-// A message expunged before or during the fetch is skipped, not an error.
+//
+// A message the server leaves out of an OK answer (expunged before or
+// during the fetch) is skipped, not an error. A FETCH answered NO is an
+// error (a temporary [UNAVAILABLE] or [LIMIT], or a server that failed to
+// read the message): nothing says the messages are gone, so they must be
+// fetched again, not skipped. The one exception is NO [EXPUNGEISSUED],
+// whose partial answer is kept. A caller that needs to know whether a
+// skipped message is really gone asks Client.Missing.
 func (c *Client) Fetch(ctx context.Context, uids []uint32, opts FetchOptions, fn func(RawMessage) error) error {
 	mailbox, validity, err := c.selected()
 	if err != nil {
@@ -67,11 +81,16 @@ func (c *Client) Fetch(ctx context.Context, uids []uint32, opts FetchOptions, fn
 		uids = uids[1:]
 	}
 
+	delivered := map[uint32]bool{}
 	deliver := func(msgs []RawMessage) error {
 		for _, m := range msgs {
+			if delivered[m.UID] {
+				continue // already handed over before a batch was split
+			}
+			delivered[m.UID] = true
 			m.Account, m.Mailbox, m.UIDValidity = c.account, mailbox, validity
 			if err := fn(m); err != nil {
-				return err
+				return callbackError{err}
 			}
 		}
 		return nil
@@ -79,56 +98,106 @@ func (c *Client) Fetch(ctx context.Context, uids []uint32, opts FetchOptions, fn
 
 	for start := 0; start < len(uids); start += opts.BatchSize {
 		batch := uids[start:min(start+opts.BatchSize, len(uids))]
-		sizes, err := c.fetchSizes(ctx, batch)
-		if err != nil {
-			return err
-		}
-		var group []uint32
-		var groupBytes int64
-		flush := func() error {
-			if len(group) == 0 {
-				return nil
-			}
-			msgs, err := c.fetchFull(ctx, group, opts.MaxMessageBytes)
-			group, groupBytes = group[:0], 0
-			if err != nil {
-				return err
-			}
-			return deliver(msgs)
-		}
-		for _, uid := range batch {
-			size, ok := sizes[uid]
-			if !ok {
-				continue // expunged
-			}
-			if size > opts.MaxMessageBytes {
-				if err := flush(); err != nil {
-					return err
+		err := c.fetchBatch(ctx, batch, opts, budget, deliver)
+		if err != nil && opts.OnRefused != nil && refused(err) {
+			// Find the message(s) the server will not return, one by one,
+			// so that one unreadable message does not hold up the rest.
+			for _, uid := range batch {
+				if delivered[uid] {
+					continue
 				}
-				m, ok, err := c.fetchPartial(ctx, uid, opts.MaxMessageBytes)
+				err := c.fetchBatch(ctx, []uint32{uid}, opts, budget, deliver)
+				if err != nil && refused(err) {
+					opts.OnRefused(uid, err)
+					continue
+				}
 				if err != nil {
-					return err
-				}
-				if ok {
-					if err := deliver([]RawMessage{m}); err != nil {
-						return err
-					}
-				}
-				continue
-			}
-			if len(group) > 0 && groupBytes+size > budget {
-				if err := flush(); err != nil {
-					return err
+					return unwrapCallback(err)
 				}
 			}
-			group = append(group, uid)
-			groupBytes += size
+			continue
 		}
-		if err := flush(); err != nil {
-			return err
+		if err != nil {
+			return unwrapCallback(err)
 		}
 	}
 	return nil
+}
+
+// callbackError carries an error of Fetch's fn through the batch code, so
+// that it is never mistaken for the server's answer.
+type callbackError struct{ err error }
+
+func (e callbackError) Error() string { return e.err.Error() }
+
+func unwrapCallback(err error) error {
+	var cb callbackError
+	if errors.As(err, &cb) {
+		return cb.err
+	}
+	return err
+}
+
+// refused reports whether the server answered a FETCH with NO (not a
+// transport failure, not the callback's error).
+func refused(err error) bool {
+	var cb callbackError
+	if errors.As(err, &cb) {
+		return false
+	}
+	var ie *imap.Error
+	return errors.As(err, &ie) && ie.Type == imap.StatusResponseTypeNo
+}
+
+// fetchBatch fetches one batch: sizes first, then the bodies in groups of
+// at most budget bytes, oversized messages partially.
+func (c *Client) fetchBatch(ctx context.Context, batch []uint32, opts FetchOptions, budget int64, deliver func([]RawMessage) error) error {
+	sizes, err := c.fetchSizes(ctx, batch)
+	if err != nil {
+		return err
+	}
+	var group []uint32
+	var groupBytes int64
+	flush := func() error {
+		if len(group) == 0 {
+			return nil
+		}
+		msgs, err := c.fetchFull(ctx, group, opts.MaxMessageBytes)
+		group, groupBytes = group[:0], 0
+		if err != nil {
+			return err
+		}
+		return deliver(msgs)
+	}
+	for _, uid := range batch {
+		size, ok := sizes[uid]
+		if !ok {
+			continue // expunged
+		}
+		if size > opts.MaxMessageBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+			m, ok, err := c.fetchPartial(ctx, uid, opts.MaxMessageBytes)
+			if err != nil {
+				return err
+			}
+			if ok {
+				if err := deliver([]RawMessage{m}); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if len(group) > 0 && groupBytes+size > budget {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		group = append(group, uid)
+		groupBytes += size
+	}
+	return flush()
 }
 
 // fetched is one message's FETCH data as read from the stream.
@@ -159,8 +228,8 @@ func (f *fetched) section(part []int, spec imap.PartSpecifier) (fetchedSection, 
 
 // runFetch sends one UID FETCH and streams its responses, reading each
 // body literal up to limit bytes. Messages without a UID (or that the
-// server answered with NIL) are dropped. A NO answer is taken as "some
-// messages were expunged": what arrived is returned without error.
+// server answered with NIL) are dropped. A NO answer is an error (see
+// Fetch), except NO [EXPUNGEISSUED]: what arrived is returned.
 func (c *Client) runFetch(ctx context.Context, uids []uint32, items *imap.FetchOptions, limit int64) ([]fetched, error) {
 	var out []fetched
 	err := c.guard(ctx, func() error {
@@ -182,7 +251,7 @@ func (c *Client) runFetch(ctx context.Context, uids []uint32, items *imap.FetchO
 		return cmd.Close()
 	})
 	var ie *imap.Error
-	if errors.As(err, &ie) && ie.Type == imap.StatusResponseTypeNo {
+	if errors.As(err, &ie) && ie.Type == imap.StatusResponseTypeNo && ie.Code == "EXPUNGEISSUED" {
 		err = nil
 	}
 	if err != nil {

@@ -43,6 +43,11 @@ type serverConfig struct {
 	// listing, when set, replaces LIST results; special-use attributes are
 	// included only when the client asks with RETURN (SPECIAL-USE).
 	listing []imap.ListData
+	// delim is the separator LIST reports with listing ('/' when 0), and
+	// namespace, when set, answers NAMESPACE (a Courier-style server:
+	// personal prefix "INBOX.", separator '.').
+	delim     rune
+	namespace *imap.NamespaceData
 }
 
 func defaultCaps() imap.CapSet {
@@ -65,6 +70,40 @@ type testServer struct {
 	serveDone    chan struct{}
 	fetchGate    chan struct{} // when set, Fetch blocks until it is closed
 	fetchEntered chan struct{}
+	// fetchErr and loginErr, when set, are asked before each FETCH and
+	// LOGIN: a non-nil answer is sent to the client instead (fault
+	// injection: NO [UNAVAILABLE] and the like).
+	fetchErr func() error
+	loginErr func() error
+	// fetchSetErr, when set, sees each FETCH's number set and may refuse it.
+	fetchSetErr func(imap.NumSet) error
+}
+
+// injectFetch and injectLogin set the fault hooks (see testServer).
+func (ts *testServer) injectFetch(f func() error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.fetchErr = f
+}
+
+func (ts *testServer) injectLogin(f func() error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.loginErr = f
+}
+
+// failTimes returns a hook that answers err the first n times, then nil.
+func failTimes(n int, err error) func() error {
+	var mu sync.Mutex
+	return func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if n <= 0 {
+			return nil
+		}
+		n--
+		return err
+	}
 }
 
 func startServer(t *testing.T, cfg serverConfig) *testServer {
@@ -247,6 +286,9 @@ func (s *testSession) List(w *imapserver.ListWriter, ref string, patterns []stri
 			d.Attrs = attrs
 		}
 		d.Delim = '/'
+		if s.ts.cfg.delim != 0 {
+			d.Delim = s.ts.cfg.delim
+		}
 		if err := w.WriteList(&d); err != nil {
 			return err
 		}
@@ -254,10 +296,27 @@ func (s *testSession) List(w *imapserver.ListWriter, ref string, patterns []stri
 	return nil
 }
 
+func (s *testSession) Namespace() (*imap.NamespaceData, error) {
+	if s.ts.cfg.namespace != nil {
+		return s.ts.cfg.namespace, nil
+	}
+	return s.SessionIMAP4rev2.Namespace()
+}
+
 func (s *testSession) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, options *imap.FetchOptions) error {
 	s.ts.mu.Lock()
-	gate, entered := s.ts.fetchGate, s.ts.fetchEntered
+	gate, entered, inject, injectSet := s.ts.fetchGate, s.ts.fetchEntered, s.ts.fetchErr, s.ts.fetchSetErr
 	s.ts.mu.Unlock()
+	if inject != nil {
+		if err := inject(); err != nil {
+			return err
+		}
+	}
+	if injectSet != nil {
+		if err := injectSet(numSet); err != nil {
+			return err
+		}
+	}
 	if gate != nil {
 		select {
 		case <-entered:
@@ -267,6 +326,18 @@ func (s *testSession) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, optio
 		<-gate
 	}
 	return s.SessionIMAP4rev2.Fetch(w, numSet, options)
+}
+
+func (s *testSession) Login(username, password string) error {
+	s.ts.mu.Lock()
+	inject := s.ts.loginErr
+	s.ts.mu.Unlock()
+	if inject != nil {
+		if err := inject(); err != nil {
+			return err
+		}
+	}
+	return s.SessionIMAP4rev2.Login(username, password)
 }
 
 func (s *testSession) AuthenticateMechanisms() []string {

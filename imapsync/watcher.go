@@ -45,6 +45,7 @@ const (
 	DefaultIdleRestart  = 25 * time.Minute // RFC 9051 servers may drop IDLE after 30 min
 	DefaultMaxBackoff   = 5 * time.Minute
 	DefaultMinBackoff   = time.Second
+	DefaultSyncRetry    = 30 * time.Second
 	// probeTimeout bounds NOOP health checks and stopping IDLE, so that a
 	// half-open connection is noticed instead of waited on forever.
 	probeTimeout = 30 * time.Second
@@ -77,12 +78,22 @@ type Watcher struct {
 	// never exceeds MaxBackoff and starts over after a healthy session.
 	MinBackoff time.Duration
 	MaxBackoff time.Duration
+	// SyncRetry is the first wait before a failed sync is run again on a
+	// connection that is still healthy (doubled after each failure, at
+	// most MaxBackoff, reset by a sync that succeeds); default 30s. The
+	// retry does not wait for new mail: a message that failed (a full
+	// disk, an unreachable model) is tried again on this timer.
+	SyncRetry time.Duration
 	// Logger receives one warning per reconnection attempt and one error
 	// per failed sync; nil discards. Errors never contain secrets.
 	Logger *slog.Logger
 	// OnState, if set, is called from Run's goroutine on every state
 	// change. It must not block.
 	OnState func(State)
+	// OnError, if set, is called from Run's goroutine with the error of
+	// each failed connection attempt or session, before the backoff wait
+	// (for a status line). It must not block.
+	OnError func(error)
 }
 
 // Run watches until ctx is cancelled, then returns nil.
@@ -98,10 +109,13 @@ type Watcher struct {
 // restarts).
 //
 // A sync error on a connection that still answers NOOP is logged and the
-// watch goes on (the caller records per-message state). A dead connection
+// watch goes on (the caller records per-message state); the sync is run
+// again after SyncRetry (with backoff) even when no new mail arrives. A dead connection
 // (failed IDLE or NOOP, read error, server BYE) is closed and Run
-// reconnects with exponential backoff and jitter. Run returns early only
-// for permanent errors: ErrAuth, ErrPlaintextNotLoopback, ErrInsecureTLS.
+// reconnects with exponential backoff and jitter; so does a login the
+// server refuses temporarily (ErrLoginUnavailable). Run returns early only
+// for permanent errors (IsPermanent): ErrAuth, ErrPlaintextNotLoopback,
+// ErrInsecureTLS, or an error the Dial function marked with Permanent.
 //
 // Every goroutine Run starts has ended (or is ending, having closed its
 // connection) when it returns.
@@ -134,9 +148,12 @@ func (w *Watcher) Run(ctx context.Context, sync func(ctx context.Context, c *Cli
 			attempt = 1
 		}
 		wait := min(bo.NextBackOff(), maxB)
+		if w.OnError != nil && err != nil {
+			w.OnError(err)
+		}
 		r.setState(StateReconnecting)
 		r.log.Warn("imap watcher: connection lost, reconnecting",
-			"mailbox", w.Mailbox, "attempt", attempt, "retry_in", wait, "err", err)
+			"mailbox", w.Mailbox, "attempt", attempt, "retry_in", wait.String(), "err", err)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -147,9 +164,7 @@ func (w *Watcher) Run(ctx context.Context, sync func(ctx context.Context, c *Cli
 	}
 }
 
-func isPermanent(err error) bool {
-	return errors.Is(err, ErrAuth) || errors.Is(err, ErrPlaintextNotLoopback) || errors.Is(err, ErrInsecureTLS)
-}
+func isPermanent(err error) bool { return IsPermanent(err) }
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
@@ -171,6 +186,7 @@ type watchRun struct {
 	log          *slog.Logger
 	state        State
 	lastValidity uint32
+	retry        time.Duration // the last sync retry wait; 0 after a success
 }
 
 func (r *watchRun) setState(s State) {
@@ -207,14 +223,22 @@ func (r *watchRun) session(ctx context.Context, sync func(context.Context, *Clie
 	useIdle := c.Has("IDLE") && !r.w.DisableIdle
 	for {
 		r.setState(StateSyncing)
-		if err := r.sync(ctx, c, st, sync); err != nil {
+		failed, err := r.sync(ctx, c, st, sync)
+		if err != nil {
 			return false, err
 		}
 		synced = true
-		if useIdle {
-			err = r.idle(ctx, c)
+		var retry time.Duration
+		if failed {
+			retry = r.nextRetry()
+			r.log.Warn("imap watcher: sync will be retried", "mailbox", r.w.Mailbox, "retry_in", retry.String())
 		} else {
-			err = r.poll(ctx, c)
+			r.retry = 0
+		}
+		if useIdle {
+			err = r.idle(ctx, c, retry)
+		} else {
+			err = r.poll(ctx, c, retry)
 		}
 		if err != nil {
 			return false, err
@@ -225,18 +249,32 @@ func (r *watchRun) session(ctx context.Context, sync func(context.Context, *Clie
 	}
 }
 
+// nextRetry returns the wait before retrying a failed sync: SyncRetry,
+// doubled after each consecutive failure, at most MaxBackoff.
+func (r *watchRun) nextRetry() time.Duration {
+	first := orDefault(r.w.SyncRetry, DefaultSyncRetry)
+	limit := max(orDefault(r.w.MaxBackoff, DefaultMaxBackoff), first)
+	if r.retry == 0 {
+		r.retry = first
+	} else {
+		r.retry = min(2*r.retry, limit)
+	}
+	return r.retry
+}
+
 // sync calls the callback; its error ends the session only if the
-// connection is dead.
-func (r *watchRun) sync(ctx context.Context, c *Client, st MailboxStatus, sync func(context.Context, *Client, MailboxStatus) error) error {
-	err := sync(ctx, c, st)
+// connection is dead (err). failed reports a sync error on a live
+// connection, to be retried on a timer.
+func (r *watchRun) sync(ctx context.Context, c *Client, st MailboxStatus, sync func(context.Context, *Client, MailboxStatus) error) (failed bool, err error) {
+	err = sync(ctx, c, st)
 	if err == nil || ctx.Err() != nil {
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 	if perr := probe(ctx, c); perr != nil {
-		return fmt.Errorf("sync: %w (connection: %v)", err, perr)
+		return false, fmt.Errorf("sync: %w (connection: %v)", err, perr)
 	}
 	r.log.Error("imap watcher: sync failed", "mailbox", r.w.Mailbox, "err", err)
-	return nil
+	return true, nil
 }
 
 // probe checks the connection with a bounded NOOP.
@@ -251,11 +289,17 @@ func probe(ctx context.Context, c *Client) error {
 	return c.Noop(pctx)
 }
 
-// idle waits in IDLE until the server reports EXISTS (returns nil), the
-// connection dies or ctx ends (returns an error). IDLE is re-issued every
-// IdleRestart.
-func (r *watchRun) idle(ctx context.Context, c *Client) error {
+// idle waits in IDLE until the server reports EXISTS or retry (when not
+// zero) has passed (returns nil), the connection dies or ctx ends
+// (returns an error). IDLE is re-issued every IdleRestart.
+func (r *watchRun) idle(ctx context.Context, c *Client, retry time.Duration) error {
 	restart := orDefault(r.w.IdleRestart, DefaultIdleRestart)
+	var retryC <-chan time.Time
+	if retry > 0 {
+		rt := time.NewTimer(retry)
+		defer rt.Stop()
+		retryC = rt.C
+	}
 	for {
 		select {
 		case <-c.exists: // mail arrived while sync ran
@@ -278,6 +322,8 @@ func (r *watchRun) idle(ctx context.Context, c *Client) error {
 		select {
 		case <-ctx.Done():
 		case <-c.exists:
+			wake = true
+		case <-retryC:
 			wake = true
 		case <-timer.C:
 		case <-c.Done():
@@ -307,11 +353,16 @@ func (r *watchRun) idle(ctx context.Context, c *Client) error {
 	}
 }
 
-// poll waits PollInterval, then checks the connection with NOOP (which
-// also lets the server report new mail).
-func (r *watchRun) poll(ctx context.Context, c *Client) error {
+// poll waits PollInterval (or retry, when shorter and not zero), then
+// checks the connection with NOOP (which also lets the server report new
+// mail).
+func (r *watchRun) poll(ctx context.Context, c *Client, retry time.Duration) error {
 	r.setState(StatePolling)
-	t := time.NewTimer(orDefault(r.w.PollInterval, DefaultPollInterval))
+	wait := orDefault(r.w.PollInterval, DefaultPollInterval)
+	if retry > 0 {
+		wait = min(wait, retry)
+	}
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

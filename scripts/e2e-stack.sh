@@ -798,12 +798,14 @@ cmd_start() {
 	start_postfix
 	wait_for "Postfix SMTP" "$HOST" "$SMTP_PORT"
 	write_env
+	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-courier.sh" start "$DIR"
 	log "running in $DIR: IMAP $HOST:$IMAP_PORT (STARTTLS), IMAPS $HOST:$IMAPS_PORT, SMTP $HOST:$SMTP_PORT"
 	log "sender authentication: OpenDKIM + OpenDMARC as $AUTHSERV_ID, DNS on $DNS_ADDR:53 for: $DKIM_DOMAINS"
 	log "use it with: source $DIR/env"
 }
 
 stop_all() {
+	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-courier.sh" stop "$DIR"
 	stop_postfix
 	stop_dovecot
 	auth_stop

@@ -218,7 +218,7 @@ func (d *doctor) imap(ctx context.Context, acct *config.Account) {
 		{`\Drafts`, acct.DraftsMailbox, "drafts_mailbox"}, {`\Sent`, acct.SentMailbox, "sent_mailbox"},
 	} {
 		fallback := strings.TrimPrefix(box.attr, `\`)
-		attr, names := box.attr, []string{fallback}
+		attr, names := box.attr, []string(nil) // nil: the common names, under the server's namespace
 		if box.configured != "" {
 			// A configured name wins over SPECIAL-USE (as watch uses it),
 			// so a missing one is reported rather than hidden.
@@ -226,7 +226,11 @@ func (d *doctor) imap(ctx context.Context, acct *config.Account) {
 		}
 		got, err := c.FindSpecialUse(dctx, attr, names...)
 		if err != nil {
-			d.fail(name+": "+fallback+" folder", err, fmt.Sprintf("create a %s folder, or set accounts.%s to the right name", fallback, box.key))
+			fix := fmt.Sprintf("create a %s folder, or set accounts.%s to the right name", fallback, box.key)
+			if nf := (*imapsync.NoMailboxError)(nil); errors.As(err, &nf) {
+				fix = folderFix(nf, box.key)
+			}
+			d.fail(name+": "+fallback+" folder", err, fix)
 			continue
 		}
 		d.pass(name+": "+fallback+" folder", got)
@@ -330,4 +334,15 @@ func (d *doctor) state(cfg *config.Config) {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// folderFix advises on a folder that was not found: one of the folders
+// the server has, or the name to create (with the server's namespace
+// prefix, such as "INBOX.Sent" on Courier-IMAP).
+func folderFix(nf *imapsync.NoMailboxError, key string) string {
+	fix := fmt.Sprintf("set accounts.%s to one of the server's folders (%s)", key, strings.Join(nf.Existing, ", "))
+	if nf.Create != "" {
+		fix += fmt.Sprintf(", or create %q", nf.Create)
+	}
+	return fix
 }

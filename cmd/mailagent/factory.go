@@ -183,7 +183,7 @@ func IMAPOptions(ctx context.Context, acct *config.Account) (imapsync.Options, e
 func DialIMAP(ctx context.Context, acct *config.Account) (*imapsync.Client, error) {
 	opts, err := IMAPOptions(ctx, acct)
 	if err != nil {
-		return nil, err
+		return nil, imapsync.Permanent(err) // retrying a broken password source cannot help
 	}
 	c, err := imapsync.Dial(ctx, opts)
 	if err != nil {

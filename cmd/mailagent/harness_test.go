@@ -36,12 +36,16 @@ type harness struct {
 	cfgPath string
 }
 
-func newHarness(t *testing.T, h geminitest.Handler, extraConfig string) *harness {
+func newHarness(t *testing.T, h geminitest.Handler, extraConfig string, imapOpts ...func(*memimap.Options)) *harness {
 	t.Helper()
-	srv, err := memimap.Start(memimap.Options{
+	mo := memimap.Options{
 		Users:     []memimap.User{{Name: ownerAddr, Password: ownerPass}},
 		Mailboxes: []string{"Sent", "Drafts"},
-	})
+	}
+	for _, f := range imapOpts {
+		f(&mo)
+	}
+	srv, err := memimap.Start(mo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -170,7 +170,15 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 		}
 		item, err := svc.Approve(ctx, opts.ID, "")
 		if err != nil {
-			return err
+			// The reply may be out and only its copy to the Sent folder
+			// failed: that is a success with a warning (the copy is
+			// retried), not a failure that invites a second approval.
+			d, qerr := svc.QueueItem(ctx, opts.ID)
+			if qerr != nil || d.Item.Status != store.QueueSent {
+				return err
+			}
+			fmt.Fprintf(f.Stderr, "%s: sent to %s\nwarning: the copy to the Sent folder failed and will be retried: %s\n", termsafe.Line(d.Item.ID), joinAddrs(d.Item.To, nil), termsafe.Line(err.Error()))
+			return nil
 		}
 		fmt.Fprintf(f.Stderr, "%s: %s to %s\n", termsafe.Line(item.ID), termsafe.Line(item.Status), joinAddrs(item.To, nil))
 		return nil
@@ -312,7 +320,11 @@ func printQueue(w io.Writer, items []store.QueueItem, known map[string]map[strin
 		if sendable(q) {
 			k = known[q.Account]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(q.ID), termsafe.Line(q.Kind), termsafe.Line(q.Status),
+		status := q.Status
+		if q.Kind == store.KindDraft && q.IMAPDraftUID == 0 && strings.HasPrefix(q.Error, "could not save the draft") {
+			status += " (no IMAP copy yet)" // retried by watch; `queue show` says why
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(q.ID), termsafe.Line(q.Kind), termsafe.Line(status),
 			age(now, q.CreatedAt), truncate(termsafe.Address(q.From.Name, q.From.Email), 40), joinAddrs(q.To, k),
 			truncate(termsafe.Line(q.Subject), 40), intent, risk)
 	}

@@ -52,6 +52,12 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 			}
 			if a.Error != "" {
 				line += ", error: " + termsafe.Line(a.Error)
+				if !a.ErrorSince.IsZero() {
+					line += " (since " + a.ErrorSince.Format("2006-01-02 15:04:05") + ")"
+				}
+			}
+			if a.CopiesMissing > 0 {
+				line += fmt.Sprintf(", %d IMAP copies waiting for a retry (%s)", a.CopiesMissing, termsafe.Line(a.CopyError))
 			}
 			fmt.Fprintln(f.Stdout, line)
 		}

@@ -259,6 +259,9 @@ func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) error {
 	sum := newTriageSummary()
 	var needsReview bool
 	for _, acct := range accounts {
+		if err := learnSentContacts(ctx, acct, st); err != nil {
+			fmt.Fprintf(f.Stderr, "warning: known contacts not read from Sent: %v\n", err)
+		}
 		nr, err := triageAccount(ctx, f, cfg, acct, p, opts, since, sum)
 		if err != nil {
 			return err

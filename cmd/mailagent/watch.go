@@ -13,6 +13,7 @@ import (
 
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/api"
+	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -61,6 +62,12 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	if err != nil {
 		return err
 	}
+	// A password source that fails (a password_cmd that exits non-zero,
+	// hangs or prints nothing, an unset password_env) is a configuration
+	// error: say so now, naming the key, rather than retry it forever.
+	if err := checkSecrets(ctx, accounts); err != nil {
+		return err
+	}
 	st, err := f.OpenStore(false)
 	if err != nil {
 		return err
@@ -96,7 +103,8 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 			StatusFunc: func(context.Context) api.Status {
 				s := api.Status{Watcher: true, PID: os.Getpid(), Started: started}
 				for _, a := range d.Statuses() {
-					s.Accounts = append(s.Accounts, api.AccountStatus{Name: a.Name, State: a.State, LastSync: a.LastSync, Error: a.Error})
+					s.Accounts = append(s.Accounts, api.AccountStatus{Name: a.Name, State: a.State, LastSync: a.LastSync, Error: a.Error, ErrorSince: a.ErrorSince,
+						CopiesMissing: a.CopiesMissing, CopyError: a.CopyError})
 				}
 				return s
 			},
@@ -119,10 +127,27 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, new(*UserError)):
+		return err
 	case errors.Is(err, imapsync.ErrAuth):
 		return unreachable(err, "check the IMAP login with: mailagent doctor")
 	case errors.Is(err, store.ErrLocked):
 		return err
 	}
 	return fmt.Errorf("watch: %w", err)
+}
+
+// checkSecrets resolves every account's IMAP and SMTP secrets once, so
+// that a broken password source stops watch at start with exit 2 and the
+// key to fix.
+func checkSecrets(ctx context.Context, accounts []*config.Account) error {
+	for _, acct := range accounts {
+		if _, err := IMAPOptions(ctx, acct); err != nil {
+			return err
+		}
+		if _, err := SMTPOptions(ctx, acct); err != nil {
+			return err
+		}
+	}
+	return nil
 }

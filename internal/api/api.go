@@ -132,6 +132,12 @@ type AccountStatus struct {
 	State    string    `json:"state"`
 	LastSync time.Time `json:"last_sync,omitzero"`
 	Error    string    `json:"error,omitempty"`
+	// ErrorSince is when Error first occurred.
+	ErrorSince time.Time `json:"error_since,omitzero"`
+	// CopiesMissing counts IMAP copies (drafts, sent replies) that failed
+	// and are retried on a timer; CopyError is the last reason.
+	CopiesMissing int    `json:"copies_missing,omitempty"`
+	CopyError     string `json:"copy_error,omitempty"`
 }
 
 // QueueFilter selects queue items; zero fields match everything.

@@ -223,6 +223,7 @@ func (h *handler) routes() http.Handler {
 	mux.HandleFunc("POST /v1/store/contact", h.storeContact)
 	mux.HandleFunc("POST /v1/store/autosend-counts", h.storeAutoSend)
 	mux.HandleFunc("POST /v1/store/messages", h.storeMessages)
+	mux.HandleFunc("POST /v1/store/thread-inputs", h.storeThreadInputs)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.wg.Add(1)
 		defer h.wg.Done()

@@ -392,6 +392,12 @@ func Parse(data []byte, file string, mode fs.FileMode) (*Config, error) {
 	md, err := toml.Decode(string(data), cfg)
 	if err != nil {
 		var pe toml.ParseError
+		if errors.As(err, &pe) && strings.Contains(pe.Message, ErrSecretNotString.Error()) {
+			// Not ErrorWithPosition: it would quote the line, secret and all.
+			return nil, &FieldError{File: file, Key: fmt.Sprintf("%s (line %d)", pe.LastKey, pe.Position.Line),
+				Problem: "a secret must be a quoted string, not a bare number, boolean, date or array",
+				Fix:     `put the value in double quotes ("…")`}
+		}
 		if errors.As(err, &pe) {
 			return nil, fmt.Errorf("config %s: %s", displayFile(file), pe.ErrorWithPosition())
 		}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 )
@@ -49,3 +50,19 @@ func (s *Secret) UnmarshalText(b []byte) error {
 
 // LogValue implements slog.LogValuer.
 func (Secret) LogValue() slog.Value { return slog.StringValue(redacted) }
+
+// UnmarshalTOML implements toml.Unmarshaler: a secret must be a TOML
+// string. Without this a bare number (password = 123) would be turned
+// into text silently, and a value such as 0123 or 1e3 would not be the
+// password the owner typed. The error never shows the value.
+func (s *Secret) UnmarshalTOML(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("%w: a secret must be a quoted string, not a TOML %T: put the value in double quotes (password = \"…\")", ErrSecretNotString, v)
+	}
+	s.v = str
+	return nil
+}
+
+// ErrSecretNotString reports a literal secret written without quotes.
+var ErrSecretNotString = errors.New("secret is not a string")

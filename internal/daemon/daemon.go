@@ -45,7 +45,28 @@ type Status struct {
 	Name     string    `json:"name"`
 	State    string    `json:"state"`
 	LastSync time.Time `json:"last_sync,omitzero"`
-	Error    string    `json:"error,omitempty"`
+	// Error is the account's last error ("" once a sync succeeds), and
+	// ErrorSince when it first occurred (it stays put while the same
+	// problem repeats).
+	Error      string    `json:"error,omitempty"`
+	ErrorSince time.Time `json:"error_since,omitzero"`
+	// CopiesMissing counts IMAP copies (drafts to Drafts, sent replies to
+	// Sent) that failed and wait for the retry timer; CopyError is the
+	// last reason.
+	CopiesMissing int    `json:"copies_missing,omitempty"`
+	CopyError     string `json:"copy_error,omitempty"`
+}
+
+// setError records err (nil clears it) on s at now.
+func (s *Status) setError(err error, now time.Time) {
+	if err == nil {
+		s.Error, s.ErrorSince = "", time.Time{}
+		return
+	}
+	if s.Error == "" {
+		s.ErrorSince = now
+	}
+	s.Error = err.Error()
 }
 
 // Daemon runs the watch.
@@ -62,6 +83,23 @@ type Daemon struct {
 	Concurrency     int           // messages in flight per account; default 4
 	// SentLookback bounds the first scan of the Sent folder (default 365 days).
 	SentLookback time.Duration
+	// RetryBatch bounds how many needs_review messages one retry pass
+	// takes (the oldest first; the rest wait for the next pass), and
+	// RetryConcurrency how many run at once; defaults 50 and 2. The pass
+	// at start-up runs in the background after the watchers are up, so
+	// new mail never waits behind a backlog of retries.
+	RetryBatch       int
+	RetryConcurrency int
+	// SyncRetry is the first wait before a failed sync is run again on a
+	// live connection (imapsync.Watcher.SyncRetry); default 30s.
+	SyncRetry time.Duration
+	// ThreadWindow and ThreadLimit bound the pipeline's threader as the
+	// start-up rebuild does (the newest ThreadLimit messages of the last
+	// ThreadWindow; defaults 180 days and 25,000): once it holds a quarter
+	// more than ThreadLimit, or a day after the last rebuild, it is
+	// rebuilt from that window (mail.Threader.Rebuild).
+	ThreadWindow time.Duration
+	ThreadLimit  int
 	Logger       *slog.Logger
 	Now          func() time.Time
 	// OnSynced, when set, is called after each sync pass of an account
@@ -72,6 +110,12 @@ type Daemon struct {
 	status map[string]*Status
 	// sentScan remembers when each account's Sent folder was last scanned.
 	sentScan map[string]time.Time
+	// threadsRebuilt is when the threader was last bounded (Run's start
+	// counts: the caller loaded the window).
+	threadsRebuilt time.Time
+	// refusals counts, per message, the syncs in a row whose FETCH the
+	// server refused (see recordRefused).
+	refusals map[store.MessageKey]int
 }
 
 func (d *Daemon) now() time.Time {
@@ -126,38 +170,74 @@ func (d *Daemon) setStatus(name string, f func(*Status)) {
 
 // Run watches every account until ctx ends. With once, it catches up on
 // every account and returns (for cron jobs and scripts).
+//
+// Accounts fail independently: an account whose watcher stops for good
+// (a rejected password, a password command that fails) is shown in
+// Statuses with its error, and the others keep running. Run returns an
+// error only when every account has stopped so.
 func (d *Daemon) Run(ctx context.Context, once bool) error {
 	if err := d.Pipeline.Recover(ctx); err != nil {
 		d.log().Warn("outbox recovery", "err", err)
 	}
-	d.resumeStranded(ctx)
-	d.retryNeedsReview(ctx, true)
 	if once {
+		d.resumeStranded(ctx)
+		d.retryNeedsReview(ctx, true)
 		return d.runOnce(ctx)
 	}
+	d.threadsRebuilt = d.now()
 	g, gctx := errgroup.WithContext(ctx)
+	var (
+		failMu  sync.Mutex
+		failed  int
+		failErr error
+	)
 	for _, a := range d.Accounts {
 		w := &imapsync.Watcher{
 			Dial: a.Dial, Mailbox: a.Mailbox, PollInterval: d.PollInterval, DisableIdle: d.DisableIdle,
-			Logger: d.log().With("account", a.Name),
+			SyncRetry: d.SyncRetry,
+			Logger:    d.log().With("account", a.Name),
 			OnState: func(s imapsync.State) {
 				d.setStatus(a.Name, func(st *Status) { st.State = s.String() })
+			},
+			OnError: func(err error) {
+				d.setStatus(a.Name, func(st *Status) { st.setError(err, d.now()) })
 			},
 		}
 		g.Go(func() error {
 			err := w.Run(gctx, func(ctx context.Context, c *imapsync.Client, st imapsync.MailboxStatus) error {
 				return d.Sync(ctx, a, c, st)
 			})
-			if err != nil {
-				d.setStatus(a.Name, func(st *Status) { st.State, st.Error = "stopped", err.Error() })
+			if err == nil || gctx.Err() != nil {
+				return nil
 			}
-			return err
+			d.setStatus(a.Name, func(st *Status) {
+				st.State = "stopped"
+				st.setError(err, d.now())
+			})
+			d.log().Error("account stopped; the other accounts go on", "account", a.Name, "err", err)
+			failMu.Lock()
+			defer failMu.Unlock()
+			failed++
+			failErr = errors.Join(failErr, fmt.Errorf("account %s: %w", a.Name, err))
+			if failed == len(d.Accounts) {
+				return failErr // nothing left to watch
+			}
+			return nil
 		})
 	}
+	g.Go(func() error {
+		// Start-up catch-up, in the background once the watchers run.
+		d.resumeStranded(gctx)
+		d.retryNeedsReview(gctx, true)
+		d.recordCopies(d.retryCopies(gctx))
+		return nil
+	})
 	g.Go(func() error { return d.tick(gctx, time.Second, d.sendDue) })
 	g.Go(func() error {
 		return d.tick(gctx, orDefault(d.RetryInterval, 15*time.Minute), func(ctx context.Context) {
 			d.retryNeedsReview(ctx, false)
+			d.recordCopies(d.retryCopies(ctx))
+			d.boundThreader()
 			for _, a := range d.Accounts {
 				d.scanSent(ctx, a.Name, true)
 			}
@@ -168,6 +248,49 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 		return nil
 	}
 	return err
+}
+
+// boundThreader rebuilds the pipeline's threader from the window the
+// start-up uses once it has grown a quarter past ThreadLimit or a day has
+// passed, so a watcher running for months does not grow without bound.
+func (d *Daemon) boundThreader() {
+	th := d.Pipeline.Threader
+	if th == nil {
+		return
+	}
+	limit := d.ThreadLimit
+	if limit <= 0 {
+		limit = 25000
+	}
+	if th.Len() <= limit+limit/4 && d.now().Sub(d.threadsRebuilt) < 24*time.Hour {
+		return
+	}
+	since := d.now().Add(-orDefault(d.ThreadWindow, 180*24*time.Hour))
+	err := th.Rebuild(func(add func(mail.ThreadInput)) error {
+		return d.Store.ThreadInputs(since, limit, func(in mail.ThreadInput) error {
+			add(in)
+			return nil
+		})
+	})
+	if err != nil {
+		d.log().Error("bound the threader", "err", err)
+		return
+	}
+	d.threadsRebuilt = d.now()
+	d.log().Info("threader rebuilt from its window", "messages", th.Len())
+}
+
+// recordCopies puts what retryCopies left undone in each account's status.
+func (d *Daemon) recordCopies(missing map[string]copyState) {
+	for _, a := range d.Accounts {
+		m := missing[a.Name]
+		d.setStatus(a.Name, func(s *Status) {
+			s.CopiesMissing, s.CopyError = m.missing, ""
+			if m.err != nil {
+				s.CopyError = m.err.Error()
+			}
+		})
+	}
 }
 
 func (d *Daemon) sendDue(ctx context.Context) {
@@ -221,16 +344,13 @@ func (d *Daemon) runOnce(ctx context.Context) error {
 func (d *Daemon) Sync(ctx context.Context, a Account, c *imapsync.Client, st imapsync.MailboxStatus) error {
 	uids, rescan, cut, err := d.pending(ctx, a, c, st)
 	if err != nil {
+		d.setStatus(a.Name, func(s *Status) { s.setError(err, d.now()) })
 		return err
 	}
 	err = d.process(ctx, a, c, st, uids, rescan, cut)
 	d.setStatus(a.Name, func(s *Status) {
 		s.LastSync = d.now()
-		if err != nil {
-			s.Error = err.Error()
-		} else {
-			s.Error = ""
-		}
+		s.setError(err, d.now())
 	})
 	d.scanSent(ctx, a.Name, false)
 	if d.OnSynced != nil {
@@ -298,11 +418,17 @@ func (d *Daemon) process(ctx context.Context, a Account, c *imapsync.Client, st 
 	var mu sync.Mutex
 	skipped := map[uint32]bool{} // too old for the first start: not ours to process
 	fetched := map[uint32]bool{}
+	refused := map[uint32]error{} // the server answered NO for these alone
 	var procErr error
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		defer close(jobs)
-		return c.Fetch(gctx, uids, imapsync.FetchOptions{MaxMessageBytes: d.MaxMessageBytes}, func(m imapsync.RawMessage) error {
+		opts := imapsync.FetchOptions{MaxMessageBytes: d.MaxMessageBytes, OnRefused: func(uid uint32, err error) {
+			mu.Lock()
+			refused[uid] = err
+			mu.Unlock()
+		}}
+		return c.Fetch(gctx, uids, opts, func(m imapsync.RawMessage) error {
 			mu.Lock()
 			fetched[m.UID] = true
 			mu.Unlock()
@@ -324,8 +450,21 @@ func (d *Daemon) process(ctx context.Context, a Account, c *imapsync.Client, st 
 		g.Go(func() error {
 			for m := range jobs {
 				key := store.MessageKey{Account: a.Name, Mailbox: a.Mailbox, UIDValidity: m.UIDValidity, UID: m.UID}
-				if rescan && d.duplicate(key, m.Raw) {
-					continue
+				if rescan {
+					dup, err := d.duplicate(key, m.Raw)
+					if err != nil {
+						// Unknown whether it was handled before: leave it
+						// unrecorded, so it blocks the checkpoint and is
+						// tried again, rather than risk acting twice.
+						d.log().Error("look for a message handled before the UIDVALIDITY change", "account", a.Name, "uid", m.UID, "err", err)
+						mu.Lock()
+						procErr = errors.Join(procErr, fmt.Errorf("uid %d: %w", m.UID, err))
+						mu.Unlock()
+						continue
+					}
+					if dup {
+						continue
+					}
 				}
 				_, err := d.Pipeline.Process(gctx, agent.Input{Key: key, Raw: m.Raw, Truncated: m.Truncated})
 				if err != nil {
@@ -344,14 +483,94 @@ func (d *Daemon) process(ctx context.Context, a Account, c *imapsync.Client, st 
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return err
+		// A failed FETCH (NO [UNAVAILABLE], a dropped connection) says
+		// nothing about the messages it did not return: the checkpoint
+		// moves only over what was handled, and the rest is fetched again.
+		if ctx.Err() != nil {
+			return err
+		}
+		return errors.Join(err, d.advance(a, st.UIDValidity, uids, skipped, fetched, nil))
 	}
-	return errors.Join(procErr, d.advance(a, st.UIDValidity, uids, skipped, fetched))
+	procErr = errors.Join(procErr, d.recordRefused(a, st.UIDValidity, refused))
+	// A UID the server left out of its answer counts as expunged only when
+	// a fresh UID SEARCH confirms it is gone.
+	var notFetched []uint32
+	for _, uid := range uids {
+		if !fetched[uid] && refused[uid] == nil {
+			notFetched = append(notFetched, uid)
+		}
+	}
+	gone := map[uint32]bool{}
+	var missErr error
+	if len(notFetched) > 0 {
+		missing, err := c.Missing(ctx, notFetched)
+		if err != nil {
+			missErr = fmt.Errorf("confirm %d messages the server did not return: %w", len(notFetched), err)
+		}
+		for _, uid := range missing {
+			gone[uid] = true
+		}
+		if n := len(notFetched) - len(missing); err == nil && n > 0 {
+			missErr = fmt.Errorf("the server did not return %d messages that still exist: they are fetched again", n)
+		}
+	}
+	return errors.Join(procErr, missErr, d.advance(a, st.UIDValidity, uids, skipped, fetched, gone))
+}
+
+// maxRefusals is how many syncs in a row may find a message refused by the
+// server before it is recorded as needing review (so that it stops
+// holding the checkpoint back, and the owner sees it).
+const maxRefusals = 3
+
+// recordRefused counts the messages the server refused to return. Each is
+// fetched again by the next sync (the error returned makes the watcher
+// retry on its timer); one refused maxRefusals times in a row is recorded
+// as needs_review with the server's answer: never skipped silently, and
+// retried with the other needs_review messages.
+func (d *Daemon) recordRefused(a Account, uidvalidity uint32, refused map[uint32]error) error {
+	var errs error
+	for uid, rerr := range refused {
+		key := store.MessageKey{Account: a.Name, Mailbox: a.Mailbox, UIDValidity: uidvalidity, UID: uid}
+		d.mu.Lock()
+		if d.refusals == nil {
+			d.refusals = map[store.MessageKey]int{}
+		}
+		d.refusals[key]++
+		n := d.refusals[key]
+		if n >= maxRefusals {
+			delete(d.refusals, key)
+		}
+		d.mu.Unlock()
+		if n < maxRefusals {
+			errs = errors.Join(errs, fmt.Errorf("uid %d: the server refused to return it (%d of %d tries): %w", uid, n, maxRefusals, rerr))
+			continue
+		}
+		why := fmt.Sprintf("the server refused to return this message %d times: %v", maxRefusals, rerr)
+		rec, err := d.Store.GetMessage(key)
+		if errors.Is(err, store.ErrNotFound) {
+			rec, err = &store.MessageRecord{MessageKey: key}, nil
+		}
+		if err == nil && rec.State.Terminal() {
+			continue
+		}
+		if err == nil {
+			rec.State, rec.Decision, rec.Error = store.StateNeedsReview, agent.DecisionNeedsReview, why
+			rec.Reasons = append(rec.Reasons, why)
+			err = d.Store.PutMessage(rec)
+		}
+		if err != nil {
+			errs = errors.Join(errs, fmt.Errorf("uid %d: record that the server refuses it: %w", uid, err))
+			continue
+		}
+		d.log().Error("message refused by the server: recorded as needing review", "account", a.Name, "uid", uid, "err", rerr)
+	}
+	return errs
 }
 
 // advance moves the checkpoint over the longest prefix of uids whose
-// messages are terminal (or were skipped as too old, or vanished).
-func (d *Daemon) advance(a Account, uidvalidity uint32, uids []uint32, skipped, fetched map[uint32]bool) error {
+// messages are terminal (or were skipped as too old, or are confirmed
+// gone by a fresh search).
+func (d *Daemon) advance(a Account, uidvalidity uint32, uids []uint32, skipped, fetched, gone map[uint32]bool) error {
 	cp, _, err := d.Store.Checkpoint(a.Name, a.Mailbox)
 	if err != nil {
 		return err
@@ -364,10 +583,10 @@ func (d *Daemon) advance(a Account, uidvalidity uint32, uids []uint32, skipped, 
 		if !skipped[uid] {
 			rec, err := d.Store.GetMessage(store.MessageKey{Account: a.Name, Mailbox: a.Mailbox, UIDValidity: uidvalidity, UID: uid})
 			if errors.Is(err, store.ErrNotFound) {
-				if fetched[uid] {
-					break // fetched but never recorded: try again next time
+				if fetched[uid] || !gone[uid] {
+					break // not recorded and not known to be gone: try again next time
 				}
-				// Not fetched: expunged between SEARCH and FETCH.
+				// Expunged between SEARCH and FETCH (confirmed).
 				last = uid
 				continue
 			}
@@ -388,15 +607,16 @@ func (d *Daemon) advance(a Account, uidvalidity uint32, uids []uint32, skipped, 
 
 // duplicate reports whether a message found in a rescan (after a
 // UIDVALIDITY change) was already handled under its old UID, and if so
-// records the new UID as done with the old outcome.
-func (d *Daemon) duplicate(key store.MessageKey, raw []byte) bool {
+// records the new UID as done with the old outcome. An error means the
+// answer is unknown.
+func (d *Daemon) duplicate(key store.MessageKey, raw []byte) (bool, error) {
 	m := mail.Parse(raw)
 	if m.Synthesized {
-		return false
+		return false, nil
 	}
 	olds, err := d.Store.FindByMessageID(key.Account, m.MessageID)
 	if err != nil {
-		return false
+		return false, fmt.Errorf("find %s by Message-ID: %w", m.MessageID, err)
 	}
 	for _, old := range olds {
 		if old.Mailbox != key.Mailbox || old.UIDValidity == key.UIDValidity || !old.State.Terminal() {
@@ -406,9 +626,9 @@ func (d *Daemon) duplicate(key store.MessageKey, raw []byte) bool {
 		cp.MessageKey = key
 		cp.Reasons = append(slices.Clone(old.Reasons), fmt.Sprintf("already handled as uid %d before the UIDVALIDITY change", old.UID))
 		if err := d.Store.PutMessage(&cp); err != nil {
-			return false
+			return false, fmt.Errorf("record uid %d as handled before: %w", key.UID, err)
 		}
-		return true
+		return true, nil
 	}
-	return false
+	return false, nil
 }

@@ -18,8 +18,8 @@ type AccountMailer struct {
 	Name    string
 	Dial    func(ctx context.Context) (*imapsync.Client, error)
 	SMTP    func(ctx context.Context) (*smtpsend.Sender, error)
-	Sent    string // configured Sent name; "" = SPECIAL-USE, then "Sent"
-	Drafts  string // configured Drafts name; "" = SPECIAL-USE, then "Drafts"
+	Sent    string // configured Sent name; "" = SPECIAL-USE, then the common names
+	Drafts  string // configured Drafts name; "" = SPECIAL-USE, then the common names
 	mu      sync.Mutex
 	c       *imapsync.Client
 	sent    string
@@ -59,8 +59,10 @@ func (m *Mailer) Close() {
 }
 
 // with runs f on a connected client with mailbox selected, redialling once
-// if the cached connection turns out dead.
-func (a *AccountMailer) with(ctx context.Context, mailbox func(*AccountMailer) string, f func(c *imapsync.Client) error) error {
+// if the cached connection turns out dead. mailbox (may be nil: nothing
+// is selected) returns the mailbox to select, finding it on the server if
+// needed.
+func (a *AccountMailer) with(ctx context.Context, mailbox func(context.Context, *AccountMailer) (string, error), f func(c *imapsync.Client) error) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var last error
@@ -71,14 +73,12 @@ func (a *AccountMailer) with(ctx context.Context, mailbox func(*AccountMailer) s
 				return err
 			}
 			a.c, a.mailbox = c, ""
-			if err := a.resolveFolders(ctx); err != nil {
-				_ = a.c.Close()
-				a.c = nil
-				return err
-			}
 		}
 		if mailbox != nil {
-			mb := mailbox(a)
+			mb, err := mailbox(ctx, a)
+			if err != nil {
+				return err
+			}
 			if a.mailbox != mb {
 				if _, err := a.c.Select(ctx, mb, false); err != nil {
 					last = err
@@ -105,44 +105,40 @@ func (a *AccountMailer) with(ctx context.Context, mailbox func(*AccountMailer) s
 	return last
 }
 
-func (a *AccountMailer) resolveFolders(ctx context.Context) error {
+// sentBox and draftsBox find the account's Sent and Drafts folders on
+// first use (a.mu held, a.c connected), each on its own: a missing Sent
+// folder never stops drafts from being saved, nor the other way round.
+// A configured name wins over SPECIAL-USE; otherwise the folder marked
+// \Sent (\Drafts), else a common name under the server's personal
+// namespace (imapsync.FindSpecialUse).
+func sentBox(ctx context.Context, a *AccountMailer) (string, error) {
 	if a.sent == "" {
-		name, err := a.c.FindSpecialUse(ctx, specialUse(`\Sent`, a.Sent), nonEmpty(a.Sent, "Sent", "Sent Items", "Sent Messages")...)
+		name, err := findFolder(ctx, a.c, `\Sent`, a.Sent)
 		if err != nil {
-			return fmt.Errorf("find the Sent folder: %w", err)
+			return "", fmt.Errorf("find the Sent folder: %w", err)
 		}
 		a.sent = name
 	}
+	return a.sent, nil
+}
+
+func draftsBox(ctx context.Context, a *AccountMailer) (string, error) {
 	if a.drafts == "" {
-		name, err := a.c.FindSpecialUse(ctx, specialUse(`\Drafts`, a.Drafts), nonEmpty(a.Drafts, "Drafts")...)
+		name, err := findFolder(ctx, a.c, `\Drafts`, a.Drafts)
 		if err != nil {
-			return fmt.Errorf("find the Drafts folder: %w", err)
+			return "", fmt.Errorf("find the Drafts folder: %w", err)
 		}
 		a.drafts = name
 	}
-	return nil
+	return a.drafts, nil
 }
 
-// specialUse is the attribute to look a folder up by: none when it is
-// configured by name, since a configured name wins over SPECIAL-USE
-// (config: "" means SPECIAL-USE, then the usual names). FindSpecialUse
-// then matches the name alone.
-func specialUse(attr, configured string) string {
+func findFolder(ctx context.Context, c *imapsync.Client, attr, configured string) (string, error) {
 	if configured != "" {
-		return ""
+		return c.FindSpecialUse(ctx, "", configured)
 	}
-	return attr
+	return c.FindSpecialUse(ctx, attr)
 }
-
-func nonEmpty(first string, rest ...string) []string {
-	if first != "" {
-		return []string{first}
-	}
-	return rest
-}
-
-func sentBox(a *AccountMailer) string   { return a.sent }
-func draftsBox(a *AccountMailer) string { return a.drafts }
 
 // Send runs one SMTP transaction.
 func (m *Mailer) Send(ctx context.Context, account, from string, to []string, raw []byte) error {
@@ -176,7 +172,11 @@ func (m *Mailer) AppendSent(ctx context.Context, account string, raw []byte) err
 		return err
 	}
 	return a.with(ctx, nil, func(c *imapsync.Client) error {
-		_, err := c.Append(ctx, a.sent, []string{`\Seen`}, time.Now(), raw)
+		sent, err := sentBox(ctx, a)
+		if err != nil {
+			return err
+		}
+		_, err = c.Append(ctx, sent, []string{`\Seen`}, time.Now(), raw)
 		return err
 	})
 }
@@ -204,8 +204,11 @@ func (m *Mailer) AppendDraft(ctx context.Context, account string, raw []byte) (u
 	}
 	var uid uint32
 	err = a.with(ctx, nil, func(c *imapsync.Client) error {
-		var err error
-		uid, err = c.Append(ctx, a.drafts, []string{`\Draft`, `\Seen`}, time.Now(), raw)
+		drafts, err := draftsBox(ctx, a)
+		if err != nil {
+			return err
+		}
+		uid, err = c.Append(ctx, drafts, []string{`\Draft`, `\Seen`}, time.Now(), raw)
 		return err
 	})
 	return uid, err
@@ -225,25 +228,48 @@ func (m *Mailer) DeleteDraft(ctx context.Context, account string, uid uint32) er
 // FetchSent streams Sent-folder messages with UID > after (the owner's own
 // mail: it is how contacts become known and how owner replies resolve
 // queue items). It returns the folder's UIDVALIDITY.
+//
+// The scan may read a year of mail, so it runs on a connection of its
+// own, closed at the end: the account's action connection (sends,
+// approvals, drafts) is never held for it.
 func (m *Mailer) FetchSent(ctx context.Context, account string, after uint32, since time.Time, maxBytes int64, fn func(imapsync.RawMessage) error) (uidvalidity uint32, err error) {
 	a, err := m.account(account)
 	if err != nil {
 		return 0, err
 	}
-	err = a.with(ctx, nil, func(c *imapsync.Client) error {
-		st, err := c.Select(ctx, a.sent, true)
-		a.mailbox = "" // selected read-only; reselect next time
-		if err != nil {
-			return err
-		}
-		uidvalidity = st.UIDValidity
-		uids, err := c.Search(ctx, imapsync.Criteria{UIDMin: after + 1, Since: since})
-		if err != nil {
-			return err
-		}
-		return c.Fetch(ctx, uids, imapsync.FetchOptions{MaxMessageBytes: maxBytes}, fn)
+	sent, err := a.sentFolder(ctx)
+	if err != nil {
+		return 0, err
+	}
+	c, err := a.Dial(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	st, err := c.Select(ctx, sent, true)
+	if err != nil {
+		return 0, err
+	}
+	uids, err := c.Search(ctx, imapsync.Criteria{UIDMin: after + 1, Since: since})
+	if err != nil {
+		return 0, err
+	}
+	if err := c.Fetch(ctx, uids, imapsync.FetchOptions{MaxMessageBytes: maxBytes}, fn); err != nil {
+		return 0, err
+	}
+	return st.UIDValidity, nil
+}
+
+// sentFolder returns the Sent folder's name, finding it first if needed
+// (on the action connection, briefly).
+func (a *AccountMailer) sentFolder(ctx context.Context) (string, error) {
+	var name string
+	err := a.with(ctx, nil, func(*imapsync.Client) error {
+		var err error
+		name, err = sentBox(ctx, a)
+		return err
 	})
-	return uidvalidity, err
+	return name, err
 }
 
 // sentCheckBytes is how much of each message ReadSent fetches: the header
@@ -277,13 +303,22 @@ func (m *Mailer) FetchUID(ctx context.Context, account, mailbox string, uidvalid
 		if st.UIDValidity != uidvalidity {
 			return fmt.Errorf("%s: UIDVALIDITY changed from %d to %d", mailbox, uidvalidity, st.UIDValidity)
 		}
-		return c.Fetch(ctx, []uint32{uid}, imapsync.FetchOptions{MaxMessageBytes: maxBytes}, func(r imapsync.RawMessage) error {
+		err = c.Fetch(ctx, []uint32{uid}, imapsync.FetchOptions{MaxMessageBytes: maxBytes}, func(r imapsync.RawMessage) error {
 			out = &r
 			return nil
 		})
+		if err != nil || out != nil {
+			return err
+		}
+		// Not returned: gone only if a fresh search agrees.
+		missing, err := c.Missing(ctx, []uint32{uid})
+		if err != nil {
+			return err
+		}
+		if len(missing) == 0 {
+			return fmt.Errorf("uid %d of %s: the server did not return it", uid, mailbox)
+		}
+		return fmt.Errorf("uid %d of %s: %w", uid, mailbox, ErrGone)
 	})
-	if err == nil && out == nil {
-		err = fmt.Errorf("uid %d of %s: %w", uid, mailbox, ErrGone)
-	}
 	return out, err
 }

@@ -3,7 +3,9 @@ package daemon
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	gomail "github.com/emersion/go-message/mail"
@@ -180,25 +182,63 @@ func parseList(v string) []mail.Address {
 // most a day), so a message the model cannot handle does not cost a call
 // every few minutes forever; a retry asked for from the queue is always
 // immediate.
-// At start (all) every one is retried.
+// At start (all) every one is due. A pass takes at most RetryBatch
+// messages, the longest-waiting first, RetryConcurrency at a time.
 func (d *Daemon) retryNeedsReview(ctx context.Context, all bool) {
-	var keys []store.MessageKey
+	type due struct {
+		key     store.MessageKey
+		updated time.Time
+	}
+	var keys []due
 	now := d.now()
-	_ = d.Store.ListMessages(store.MessageFilter{State: store.StateNeedsReview}, func(r *store.MessageRecord) error {
+	err := d.Store.ListMessages(store.MessageFilter{State: store.StateNeedsReview}, func(r *store.MessageRecord) error {
 		if all || now.Sub(r.UpdatedAt) >= retryBackoff(orDefault(d.RetryInterval, 15*time.Minute), r.Attempts) {
-			keys = append(keys, r.MessageKey)
+			keys = append(keys, due{r.MessageKey, r.UpdatedAt})
 		}
 		return nil
 	})
-	for _, k := range keys {
-		if ctx.Err() != nil {
-			return
-		}
-		if err := d.Retry(ctx, k); err != nil {
-			d.log().Warn("retry", "account", k.Account, "uid", k.UID, "err", err)
-		}
+	if err != nil {
+		d.log().Error("list messages to retry", "err", err)
+		return
 	}
+	slices.SortStableFunc(keys, func(a, b due) int { return a.updated.Compare(b.updated) })
+	batch := d.RetryBatch
+	if batch <= 0 {
+		batch = defaultRetryBatch
+	}
+	if len(keys) > batch {
+		d.log().Info("retry pass", "due", len(keys), "now", batch)
+		keys = keys[:batch]
+	}
+	sem := make(chan struct{}, max(d.RetryConcurrency, 1))
+	if d.RetryConcurrency <= 0 {
+		sem = make(chan struct{}, defaultRetryConcurrency)
+	}
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := d.Retry(ctx, k.key); err != nil && ctx.Err() == nil {
+				d.log().Warn("retry", "account", k.key.Account, "uid", k.key.UID, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
 }
+
+// Defaults of RetryBatch and RetryConcurrency.
+const (
+	defaultRetryBatch       = 50
+	defaultRetryConcurrency = 2
+)
 
 // resumeStranded finishes messages left in a non-terminal state below the
 // checkpoint: a retry (or a triage-then-watch hand-over) cut off by a stop
@@ -206,12 +246,19 @@ func (d *Daemon) retryNeedsReview(ctx context.Context, all bool) {
 func (d *Daemon) resumeStranded(ctx context.Context) {
 	var keys []store.MessageKey
 	for _, st := range []store.State{store.StateFetched, store.StateParsed, store.StateClassified, store.StateDecided, store.StateActed} {
-		_ = d.Store.ListMessages(store.MessageFilter{State: st}, func(r *store.MessageRecord) error {
-			if cp, ok, err := d.Store.Checkpoint(r.Account, r.Mailbox); err == nil && ok && cp.UIDValidity == r.UIDValidity && r.UID <= cp.LastUID {
+		err := d.Store.ListMessages(store.MessageFilter{State: st}, func(r *store.MessageRecord) error {
+			cp, ok, err := d.Store.Checkpoint(r.Account, r.Mailbox)
+			if err != nil {
+				return err
+			}
+			if ok && cp.UIDValidity == r.UIDValidity && r.UID <= cp.LastUID {
 				keys = append(keys, r.MessageKey)
 			}
 			return nil
 		})
+		if err != nil {
+			d.log().Error("list stranded messages", "state", st, "err", err)
+		}
 	}
 	for _, k := range keys {
 		if ctx.Err() != nil {
@@ -221,10 +268,14 @@ func (d *Daemon) resumeStranded(ctx context.Context) {
 		if errors.Is(err, ErrGone) {
 			// Nothing left to act on: record why, so the message ends in a
 			// state the owner can see.
-			if rec, gerr := d.Store.GetMessage(k); gerr == nil {
+			rec, gerr := d.Store.GetMessage(k)
+			if gerr == nil {
 				rec.State, rec.Decision, rec.Error = store.StateNeedsReview, agent.DecisionNeedsReview, err.Error()
 				rec.Reasons = []string{"interrupted, and " + err.Error()}
-				_ = d.Store.PutMessage(rec)
+				gerr = d.Store.PutMessage(rec)
+			}
+			if gerr != nil {
+				d.log().Error("record a stranded message as gone", "account", k.Account, "uid", k.UID, "err", gerr)
 			}
 			continue
 		}

@@ -63,6 +63,27 @@ type Stack struct {
 
 	// Users maps each test user's address to its password.
 	Users map[string]string
+
+	// CourierIMAPPort and CourierIMAPSPort are the second Dovecot of
+	// scripts/e2e-courier.sh, laid out as Courier-IMAP (folders under the
+	// "INBOX." namespace, "." separator, no SPECIAL-USE); 0 when absent.
+	// Same host, users and CA. See Courier.
+	CourierIMAPPort  int
+	CourierIMAPSPort int
+}
+
+// Courier returns the stack as seen through its Courier-style Dovecot:
+// the IMAP ports are that server's (SMTP stays Postfix, which delivers to
+// the main Dovecot only: put mail there with Append). The test fails when
+// the environment has no such server.
+func (s *Stack) Courier(t testing.TB) *Stack {
+	t.Helper()
+	if s.CourierIMAPPort == 0 {
+		t.Fatal("e2e: no Courier-style IMAP server in the environment (MAILAGENT_E2E_COURIER_IMAP_PORT); restart the stack with scripts/e2e-stack.sh start")
+	}
+	c := *s
+	c.IMAPPort, c.IMAPSPort = s.CourierIMAPPort, s.CourierIMAPSPort
+	return &c
 }
 
 // Require returns the stack described by the environment, or skips the test
@@ -119,6 +140,10 @@ func fromEnv(getenv func(string) string) (*Stack, error) {
 		if v == "" {
 			errs = append(errs, fmt.Errorf("%s is empty", name))
 		}
+	}
+	if getenv("MAILAGENT_E2E_COURIER_IMAP_PORT") != "" {
+		s.CourierIMAPPort = port("MAILAGENT_E2E_COURIER_IMAP_PORT")
+		s.CourierIMAPSPort = port("MAILAGENT_E2E_COURIER_IMAPS_PORT")
 	}
 	users, err := parseUsers(getenv("MAILAGENT_E2E_USERS"))
 	if err != nil {

@@ -3,6 +3,7 @@ package mail
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"sort"
 	"strings"
 	"sync"
@@ -68,6 +69,12 @@ type Threader struct {
 	index map[string]int32 // key → node
 	nodes []tnode
 	comps map[int32]*tcomp // union-find root → component data
+	msgs  int              // nodes that are messages (not dummies)
+
+	// journal, while a Rebuild loads, records every Add so that none is
+	// lost when the new contents replace the old.
+	journal    []ThreadInput
+	rebuilding bool
 }
 
 type tnode struct {
@@ -140,8 +147,14 @@ func (t *Threader) Add(in ThreadInput) (threadID string, merged []string) {
 		}
 	}
 
+	if t.rebuilding {
+		t.journal = append(t.journal, in)
+	}
 	m := t.node(key)
 	if n := &t.nodes[m]; n.id == "" || id < n.id {
+		if n.id == "" {
+			t.msgs++
+		}
 		n.id = id
 	}
 	mc := t.comps[t.find(m)]
@@ -172,6 +185,56 @@ func (t *Threader) Add(in ThreadInput) (threadID string, merged []string) {
 	}
 	sort.Strings(merged)
 	return threadID, merged
+}
+
+// Len returns how many messages the Threader holds (ids it was given, not
+// the missing parents it only knows by reference).
+func (t *Threader) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.msgs
+}
+
+// ErrRebuilding is returned by Rebuild while another Rebuild runs.
+var ErrRebuilding = errors.New("threader: a rebuild is already running")
+
+// Rebuild replaces the Threader's contents by the messages load adds, in
+// the order it adds them: this is how a long-running Threader is bounded
+// (evicting what lies outside a window) since links cannot be removed
+// from it one by one. Callers load the window their start-up uses (for
+// mailagent: the newest 25,000 messages of the last 180 days).
+//
+// load runs without the lock held, so Add and ThreadID go on meanwhile:
+// every message added during the load is added again to the new contents,
+// so none is lost. A message kept keeps its thread id whenever its
+// thread's root is kept or still referenced by a kept message (the
+// References chain carries the root's id); a thread whose root fell out
+// of the window may get a new id, as after a restart. If load fails, the
+// contents are unchanged.
+func (t *Threader) Rebuild(load func(add func(ThreadInput)) error) error {
+	t.mu.Lock()
+	if t.rebuilding {
+		t.mu.Unlock()
+		return ErrRebuilding
+	}
+	t.rebuilding, t.journal = true, nil
+	t.mu.Unlock()
+
+	fresh := NewThreader()
+	err := load(func(in ThreadInput) { fresh.Add(in) })
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	journal := t.journal
+	t.rebuilding, t.journal = false, nil
+	if err != nil {
+		return err
+	}
+	for _, in := range journal {
+		fresh.Add(in)
+	}
+	t.index, t.nodes, t.comps, t.msgs = fresh.index, fresh.nodes, fresh.comps, fresh.msgs
+	return nil
 }
 
 // ThreadID returns the current thread id of a message added before, or ""

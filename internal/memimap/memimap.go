@@ -36,6 +36,9 @@ type Options struct {
 	// Caps overrides the advertised capabilities (nil: IMAP4rev1 with IDLE,
 	// UIDPLUS, MOVE, SPECIAL-USE… as imapserver implements them).
 	Caps imap.CapSet
+	// Wrap, when set, wraps every session (tests inject faults this way:
+	// a FETCH answered NO, a LOGIN answered NO [UNAVAILABLE]).
+	Wrap func(imapserver.SessionIMAP4rev2) imapserver.SessionIMAP4rev2
 }
 
 // Server is a running in-memory IMAP server.
@@ -79,7 +82,11 @@ func Start(opts Options) (*Server, error) {
 	}
 	s.srv = imapserver.New(&imapserver.Options{
 		NewSession: func(*imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
-			return &session{SessionIMAP4rev2: s.mem.NewSession().(imapserver.SessionIMAP4rev2)}, nil, nil
+			var sess imapserver.SessionIMAP4rev2 = &session{SessionIMAP4rev2: s.mem.NewSession().(imapserver.SessionIMAP4rev2)}
+			if opts.Wrap != nil {
+				sess = opts.Wrap(sess)
+			}
+			return sess, nil, nil
 		},
 		Caps:         caps,
 		InsecureAuth: true, // loopback only, see Start

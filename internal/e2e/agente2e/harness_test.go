@@ -52,6 +52,10 @@ type options struct {
 	Password      string // the owner's password as the agent sees it; "" = the right one
 	IMAPPort      int    // 0 = the stack's
 	DraftsMailbox string // accounts.drafts_mailbox; "" = not set
+	// Courier runs the test against the second Dovecot, laid out as
+	// Courier-IMAP (folders under "INBOX.", no SPECIAL-USE); mail is put
+	// in its INBOX with APPEND, replies still go out through Postfix.
+	Courier bool
 	// Model answers the agent's model calls; nil answers every request
 	// cautiously (a draft that needs approval).
 	Model geminitest.Handler
@@ -68,6 +72,8 @@ type env struct {
 	stateDir string
 	password string
 	model    *geminitest.Server
+	courier  bool       // the IMAP server is the Courier-style one (options.Courier)
+	main     *e2e.Stack // the main stack (Postfix delivers there, whatever the test's server)
 
 	mu       sync.Mutex
 	watchers []*watcher
@@ -90,8 +96,12 @@ func newEnv(t *testing.T, o options) *env {
 	if h == nil {
 		h = cautiousModel
 	}
+	main := s
+	if o.Courier {
+		s = s.Courier(t)
+	}
 	e := &env{
-		t: t, s: s, tag: newTag(), dir: dir,
+		t: t, s: s, main: main, tag: newTag(), dir: dir, courier: o.Courier,
 		cfgPath:  filepath.Join(dir, "config.toml"),
 		stateDir: filepath.Join(dir, "state"),
 		password: o.Password,
@@ -546,8 +556,21 @@ func (e *env) id(name string) string { return name + "." + e.tag + "@e2e.example
 // arrives, and waits until Dovecot has it in ada's INBOX.
 func (e *env) deliver(m message) {
 	e.t.Helper()
+	if e.courier {
+		e.s.Append(e.t, e2e.Owner, "INBOX", m.raw())
+		return
+	}
 	e.s.Deliver(e.t, bareAddr(m.From), []string{e2e.Owner}, m.raw())
 	e.s.WaitForMessageID(e.t, e2e.Owner, "INBOX", m.ID, waitShort)
+}
+
+// box is the full name of a folder on this test's IMAP server: "INBOX.Sent"
+// for "Sent" on the Courier-style server.
+func (e *env) box(name string) string {
+	if e.courier && name != "INBOX" {
+		return "INBOX." + name
+	}
+	return name
 }
 
 func bareAddr(a string) string {
@@ -563,7 +586,7 @@ func bareAddr(a string) string {
 func (e *env) seedSent(rcpt string) string {
 	e.t.Helper()
 	id := e.id("earlier")
-	e.s.Append(e.t, e2e.Owner, "Sent", message{
+	e.s.Append(e.t, e2e.Owner, e.box("Sent"), message{
 		From: ownerName + " <" + e2e.Owner + ">", To: rcpt, Subject: "Catching up " + e.tag, ID: id,
 		Body: "Hi, good to see you last week.",
 	}.raw(), imap.FlagSeen)
@@ -605,7 +628,13 @@ func (e *env) find(user, mailbox, header, value string) []found {
 }
 
 func (e *env) findErr(user, mailbox, header, value string) ([]found, error) {
-	c, err := imapclient.DialStartTLS(e.s.IMAPAddr(), &imapclient.Options{TLSConfig: e.s.TLSConfig(e.t)})
+	// Only the owner's mailbox is on the Courier-style server; Postfix
+	// delivers everyone's mail to the main Dovecot.
+	s := e.s
+	if user != e2e.Owner {
+		s = e.main
+	}
+	c, err := imapclient.DialStartTLS(s.IMAPAddr(), &imapclient.Options{TLSConfig: s.TLSConfig(e.t)})
 	if err != nil {
 		return nil, err
 	}

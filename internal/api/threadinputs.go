@@ -1,0 +1,132 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/mailagent/mailagent/internal/mail"
+)
+
+type (
+	threadInputsReq struct {
+		Since time.Time `json:"since,omitzero"`
+		Limit int       `json:"limit,omitempty"`
+	}
+	threadInputLine struct {
+		Input *mail.ThreadInput `json:"input,omitempty"`
+		Error *Error            `json:"error,omitempty"`
+		Done  bool              `json:"done,omitempty"`
+	}
+)
+
+// ThreadInputs streams the threading headers of the newest limit messages
+// stored since since (store.Store.ThreadInputs), oldest first: only the
+// window the caller rebuilds its threader from, in a compact form, never
+// the whole database. There is no overall deadline, which a large window
+// would outlast: StoreTimeout bounds each wait for the next input from
+// the watcher (the time fn takes is not counted).
+func (s *remoteStore) ThreadInputs(since time.Time, limit int, fn func(mail.ThreadInput) error) error {
+	d := s.c.StoreTimeout
+	if d <= 0 {
+		d = DefaultStoreTimeout
+	}
+	base := s.ctx
+	if base == nil {
+		base = context.Background()
+	}
+	// No overall deadline: a watchdog cancels the stream when a page
+	// takes longer than d.
+	sctx, scancel := context.WithCancel(base)
+	defer scancel()
+	watchdog := time.AfterFunc(d, scancel)
+	defer watchdog.Stop()
+	req, err := s.c.request(sctx, http.MethodPost, "/v1/store/thread-inputs", nil, threadInputsReq{Since: since, Limit: limit})
+	if err != nil {
+		return err
+	}
+	resp, err := s.c.send(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var line threadInputLine
+		if err := dec.Decode(&line); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			if sctx.Err() != nil {
+				err = fmt.Errorf("the watcher sent nothing for %v: %w", d, sctx.Err())
+			}
+			return fmt.Errorf("watcher %s: thread inputs: stream cut short: %w", s.c.path, err)
+		}
+		switch {
+		case line.Error != nil:
+			return line.Error
+		case line.Done:
+			return nil
+		case line.Input != nil:
+			// The watchdog times the watcher, not the caller's work.
+			watchdog.Stop()
+			err := fn(*line.Input)
+			watchdog.Reset(d)
+			if err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// threadInputsSource is a store that can list thread inputs.
+type threadInputsSource interface {
+	ThreadInputs(since time.Time, limit int, fn func(mail.ThreadInput) error) error
+}
+
+// storeThreadInputs streams ThreadInputs as JSON lines: {"input":…} per
+// message, then {"done":true} or {"error":…}.
+func (h *handler) storeThreadInputs(w http.ResponseWriter, r *http.Request) {
+	var req threadInputsReq
+	if err := decode(w, r, &req); err != nil {
+		h.fail(w, err)
+		return
+	}
+	st, ok := h.remote(w)
+	if !ok {
+		return
+	}
+	src, ok := st.(threadInputsSource)
+	if !ok {
+		h.fail(w, fmt.Errorf("this watcher's store lists no thread inputs: %w", ErrNoActions))
+		return
+	}
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	_ = rc.Flush() // the client's watchdog runs from now
+	enc := json.NewEncoder(w)
+	n := 0
+	err := src.ThreadInputs(req.Since, req.Limit, func(in mail.ThreadInput) error {
+		if err := enc.Encode(threadInputLine{Input: &in}); err != nil {
+			return err
+		}
+		if n++; n%64 == 0 {
+			_ = rc.Flush()
+		}
+		return r.Context().Err()
+	})
+	if r.Context().Err() != nil {
+		return
+	}
+	if err != nil {
+		we, _ := wireError(err)
+		_ = enc.Encode(threadInputLine{Error: we})
+		return
+	}
+	_ = enc.Encode(threadInputLine{Done: true})
+}

@@ -1,0 +1,92 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/memimap"
+)
+
+const (
+	testUser = "ada@example.com"
+	testPass = "pw-5521"
+)
+
+func startIMAP(t *testing.T, opts memimap.Options) (*memimap.Server, *AccountMailer) {
+	t.Helper()
+	opts.Users = []memimap.User{{Name: testUser, Password: testPass}}
+	srv, err := memimap.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	a := &AccountMailer{Name: "personal", Dial: func(ctx context.Context) (*imapsync.Client, error) {
+		return imapsync.Dial(ctx, imapsync.Options{Host: srv.Host, Port: srv.Port, Security: imapsync.SecurityInsecure,
+			Username: testUser, Password: testPass, Account: "personal"})
+	}}
+	return srv, a
+}
+
+func sentMail(i int) []byte {
+	return []byte(strings.ReplaceAll(fmt.Sprintf("From: Ada <ada@example.com>\nTo: c%d@example.org\nSubject: s%d\nMessage-ID: <s%d@example.com>\nDate: Mon, 02 Nov 2026 10:00:00 +0000\n\nhello\n", i, i, i), "\n", "\r\n"))
+}
+
+// Defect 6: the action connection's lock was held across the whole Sent
+// scan, so sends and approvals waited behind a year of mail. A draft
+// saved while the scan is in the middle must not wait for it.
+func TestSentScanDoesNotHoldTheActionConnection(t *testing.T) {
+	srv, a := startIMAP(t, memimap.Options{Mailboxes: []string{"Sent", "Drafts"}})
+	for i := range 3 {
+		if _, err := srv.Append(context.Background(), testUser, "Sent", sentMail(i), nil, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := &Mailer{Accounts: map[string]*AccountMailer{"personal": a}}
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var draftErr error
+	draftDone := false
+	_, err := m.FetchSent(ctx, "personal", 0, time.Time{}, 1<<20, func(r imapsync.RawMessage) error {
+		if draftDone {
+			return nil
+		}
+		draftDone = true
+		// The scan is under way (this callback runs between its FETCH
+		// commands). An approval's draft and Sent copy go through now.
+		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+		defer dcancel()
+		done := make(chan error, 1)
+		go func() {
+			_, err := m.AppendDraft(dctx, "personal", sentMail(99))
+			if err == nil {
+				err = m.AppendSent(dctx, "personal", sentMail(98))
+			}
+			done <- err
+		}()
+		select {
+		case draftErr = <-done:
+		case <-time.After(5 * time.Second):
+			draftErr = errors.New("still waiting after 5s")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("FetchSent: %v", err)
+	}
+	if !draftDone {
+		t.Fatal("the scan delivered no message")
+	}
+	if draftErr != nil {
+		t.Fatalf("saving a draft during the Sent scan: %v (the scan holds the action connection)", draftErr)
+	}
+	drafts, err := srv.Messages(context.Background(), testUser, "Drafts")
+	if err != nil || len(drafts) != 1 {
+		t.Errorf("Drafts: got %d messages, %v; want 1", len(drafts), err)
+	}
+}
