@@ -42,6 +42,14 @@ func (e *env) setAuthservID(id string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	// Replace the id the env was written with (its own stack's server).
+	var kept [][]byte
+	for _, l := range bytes.SplitAfter(b, []byte("\n")) {
+		if !bytes.HasPrefix(l, []byte("authserv_id = ")) {
+			kept = append(kept, l)
+		}
+	}
+	b = bytes.Join(kept, nil)
 	line := "display_name = \"" + ownerName + "\"\n"
 	if !bytes.Contains(b, []byte(line)) {
 		e.t.Fatalf("config has no %q line to put authserv_id after", strings.TrimSpace(line))

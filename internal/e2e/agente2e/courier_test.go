@@ -112,7 +112,7 @@ func TestCourierApprove(t *testing.T) {
 	e.deliver(m)
 	item := w.queueItem(m.ID, waitLong)
 	e.waitFind(e2e.Owner, e.box("Drafts"), "In-Reply-To", m.ID, 1, waitShort)
-	out, stderr, code := e.run("queue", "approve", item.ID)
+	out, stderr, code := e.run("queue", "approve", "--yes", item.ID)
 	if code != 0 {
 		t.Fatalf("queue approve: exit %d\n%s\n%s", code, out, stderr)
 	}

@@ -53,6 +53,12 @@ func TestWatchIdleQueuesDraft(t *testing.T) {
 	if !slices.Contains(d.Flags, imap.FlagDraft) {
 		t.Errorf("IMAP draft flags: got %v, want \\Draft", d.Flags)
 	}
+	// The item is written before its Drafts copy, and the copy's UID is
+	// recorded after the APPEND: wait for that second write.
+	eventually(t, waitShort, "the queue item records its draft's UID", func() (bool, string) {
+		item = w.queueItem(m.ID, waitShort)
+		return item.IMAPDraftUID != 0, fmt.Sprintf("uid %d", item.IMAPDraftUID)
+	})
 	if uint32(d.UID) != item.IMAPDraftUID {
 		t.Errorf("IMAP draft uid: got %d in Drafts, the queue item says %d", d.UID, item.IMAPDraftUID)
 	}
@@ -199,7 +205,7 @@ func TestKill9MidBurstResumes(t *testing.T) {
 			m.From, m.Subject, m.Body = carolAddr, fmt.Sprintf("Contract %d [burst] %s", i, e.tag), "Please sign the attached contract."
 		}
 		msgs = append(msgs, m)
-		e.s.Deliver(t, bareAddr(m.From), []string{e2e.Owner}, m.raw())
+		e.s.Deliver(t, bareAddr(m.From), []string{e2e.Owner}, e.signed(m.From, m.raw()))
 	}
 	// Mid-burst: twenty model calls are needed to finish, each takes
 	// 300ms, two at a time. Kill once a random number of them (4 to 12)
