@@ -83,7 +83,10 @@ func TestFailedDraftCopyRetriedOnTimer(t *testing.T) {
 // because only its copy to Sent failed; a second approval could then
 // send it twice. It succeeds with a warning, and the copy is filed later.
 func TestApproveSucceedsWhenOnlyTheSentCopyFails(t *testing.T) {
-	h := newHarness(t, compromisedModel, "", func(o *memimap.Options) { o.Mailboxes = []string{"Drafts"} })
+	// Sent exists and can be read (approval looks there first, so that
+	// nothing is sent twice), but the server refuses the APPEND of the copy.
+	f := &faults{refuseAppend: "Sent"}
+	h := newHarness(t, compromisedModel, "", f.wrap)
 	h.deliver(rawMail("Carol <carol@example.org>", "Contract", "Did you sign it?"))
 	if _, stderr, code := h.run("watch", "--once"); code != 0 {
 		t.Fatalf("watch --once: %d %s", code, stderr)
@@ -92,7 +95,7 @@ func TestApproveSucceedsWhenOnlyTheSentCopyFails(t *testing.T) {
 	if len(items) != 1 {
 		t.Fatalf("queue: %d items, want 1", len(items))
 	}
-	_, stderr, code := h.run("queue", "approve", items[0].ID)
+	_, stderr, code := h.run("queue", "approve", "--yes", items[0].ID)
 	if code != 0 {
 		t.Fatalf("queue approve: exit %d after the reply was sent: %s", code, stderr)
 	}
@@ -103,12 +106,14 @@ func TestApproveSucceedsWhenOnlyTheSentCopyFails(t *testing.T) {
 		t.Fatalf("smtp: %d messages, want 1", n)
 	}
 	// Approving again sends nothing more.
-	h.run("queue", "approve", items[0].ID)
+	h.run("queue", "approve", "--yes", items[0].ID)
 	if n := len(h.smtp.Messages()); n != 1 {
 		t.Errorf("smtp after a second approve: %d messages, want 1", n)
 	}
-	// Once Sent exists, the watcher's timer files the copy.
-	h.createMailbox(t, "Sent")
+	// Once the server takes it, the watcher's timer files the copy.
+	f.mu.Lock()
+	f.refuseAppend = ""
+	f.mu.Unlock()
 	d := h.runDaemon(t, func(d *daemon.Daemon) {
 		d.RetryInterval = 100 * time.Millisecond
 		d.Now = func() time.Time { return time.Now().Add(2 * time.Minute) } // past the settle time

@@ -173,6 +173,11 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 			// The reply may be out and only its copy to the Sent folder
 			// failed: that is a success with a warning (the copy is
 			// retried), not a failure that invites a second approval.
+			// An item that was not actionable (sent before, rejected…) was
+			// not sent by this approval: that stays an error.
+			if errors.Is(err, agent.ErrNotActionable) {
+				return err
+			}
 			d, qerr := svc.QueueItem(ctx, opts.ID)
 			if qerr != nil || d.Item.Status != store.QueueSent {
 				return err

@@ -30,6 +30,8 @@ type faults struct {
 	loginNO   map[string]int               // per user: answer this many LOGINs NO
 	loginErr  map[string]imap.ResponseCode // the code of those NOs
 	fetches   int
+	// refuseAppend: answer NO to an APPEND to this mailbox.
+	refuseAppend string
 }
 
 func (f *faults) wrap(o *memimap.Options) {
@@ -64,6 +66,16 @@ func (s *faultSession) Fetch(w *imapserver.FetchWriter, numSet imap.NumSet, opti
 		return &imap.Error{Type: imap.StatusResponseTypeNo, Code: imap.ResponseCodeUnavailable, Text: "Temporary failure, try again later"}
 	}
 	return s.SessionIMAP4rev2.Fetch(w, numSet, options)
+}
+
+func (s *faultSession) Append(mailbox string, r imap.LiteralReader, options *imap.AppendOptions) (*imap.AppendData, error) {
+	s.f.mu.Lock()
+	refuse := s.f.refuseAppend != "" && mailbox == s.f.refuseAppend
+	s.f.mu.Unlock()
+	if refuse {
+		return nil, &imap.Error{Type: imap.StatusResponseTypeNo, Code: imap.ResponseCodeServerBug, Text: "Append refused (fault injected)"}
+	}
+	return s.SessionIMAP4rev2.Append(mailbox, r, options)
 }
 
 func (s *faultSession) Login(username, password string) error {

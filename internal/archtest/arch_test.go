@@ -26,7 +26,7 @@ var rules = []struct {
 	{pkg: "agent", forbidden: []string{"cmd", "tui", "imapsync", "internal/daemon", "internal/api", "internal/smtpsend", "internal/config"}},
 	{pkg: "imapsync", only: []string{}},
 	{pkg: "store", only: []string{"internal/mail"}},
-	{pkg: "tui", only: []string{"tui"}},
+	{pkg: "tui", only: []string{"tui", "internal/termsafe"}},
 	{pkg: "prompts", only: []string{}},
 	{pkg: "internal/mail", only: []string{}},
 	{pkg: "internal/llm", only: []string{"internal/llm"}},
