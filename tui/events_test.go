@@ -104,7 +104,10 @@ func TestProgramWatcherGoneAndBack(t *testing.T) {
 	// The new stream is live.
 	live := draft("live", "x@example.com", "Live again", "low", 0)
 	second <- Event{Kind: EventItemAdded, Item: &live}
-	hook.waitFor(t, "the live event", func(msg tea.Msg) bool { e, ok := msg.(eventMsg); return ok && e.ev.Item != nil && e.ev.Item.ID == "live" })
+	hook.waitFor(t, "the live event", func(msg tea.Msg) bool {
+		e, ok := msg.(eventMsg)
+		return ok && e.ev.Item != nil && e.ev.Item.ID == "live"
+	})
 
 	m := finalModel(t, tm)
 	if n := len(f.callsOf("List")); n <= lists {
@@ -178,4 +181,3 @@ func TestStatusLineWatcherStates(t *testing.T) {
 		t.Errorf("never connected: got %q", line)
 	}
 }
-
