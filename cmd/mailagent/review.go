@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -100,6 +101,11 @@ type serviceBackend struct {
 	now   func() time.Time
 	label string
 	log   *slog.Logger
+
+	// storeMu serialises the operations that opened the store: bbolt's
+	// file lock is per open, so two at once in this process would wait
+	// for each other and fail.
+	storeMu sync.Mutex
 }
 
 // use runs fn with a service (see open). An action is tried again once,
@@ -110,21 +116,38 @@ func (b *serviceBackend) use(ctx context.Context, action string, fn func(api.Ser
 	if b.open == nil {
 		return b.explain(action, b.svc, fn(b.svc))
 	}
-	withActions := action != ""
 	for attempt := 0; ; attempt++ {
-		svc, closeSvc, err := b.open(ctx, withActions)
-		if err != nil {
-			return err
-		}
-		err = fn(svc)
-		if cerr := closeSvc(); cerr != nil && b.log != nil {
-			b.log.Warn("review: close service", "err", cerr)
-		}
+		svc, err := b.once(ctx, action != "", fn)
 		if attempt == 0 && errors.Is(err, api.ErrNoWatcher) && ctx.Err() == nil {
 			continue // refused before anything was sent: the store now
 		}
 		return b.explain(action, svc, err)
 	}
+}
+
+// once opens a service, runs fn and closes it; storeMu is held while the
+// store is open.
+func (b *serviceBackend) once(ctx context.Context, withActions bool, fn func(api.Service) error) (api.Service, error) {
+	b.storeMu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			b.storeMu.Unlock()
+		}
+	}()
+	svc, closeSvc, err := b.open(ctx, withActions)
+	if err != nil {
+		return nil, err
+	}
+	if _, remote := svc.(*api.Client); remote {
+		b.storeMu.Unlock() // the watcher serves calls concurrently
+		locked = false
+	}
+	err = fn(svc)
+	if cerr := closeSvc(); cerr != nil && b.log != nil {
+		b.log.Warn("review: close service", "err", cerr)
+	}
+	return svc, err
 }
 
 // explain turns a transport failure of the watcher's socket into a

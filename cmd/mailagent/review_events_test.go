@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,4 +162,41 @@ func hasItem(items []tui.Item, id, status string) bool {
 		}
 	}
 	return false
+}
+
+// TestReviewWithoutWatcherConcurrent: without a watcher every operation
+// opens the store; the TUI's concurrent reads (load, status timer, event
+// translation) must not trip over each other's file lock.
+func TestReviewWithoutWatcherConcurrent(t *testing.T) {
+	h := newHarness(t, compromisedModel, "")
+	var out, errb bytes.Buffer
+	f := newFactory(strings.NewReader(""), &out, &errb)
+	f.ConfigPath = h.cfgPath
+	defer f.Close()
+	b := &serviceBackend{open: f.Service, now: time.Now, log: slog.New(slog.DiscardHandler)}
+	ctx := context.Background()
+	errs := make(chan error, 60)
+	var wg sync.WaitGroup
+	for i := range 60 {
+		wg.Go(func() {
+			var err error
+			if i%2 == 0 {
+				_, err = b.List(ctx)
+			} else {
+				var st tui.Status
+				st, err = b.Status(ctx)
+				if err == nil && st.WatcherConnected {
+					err = errors.New("connected without a watcher")
+				}
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("concurrent read without a watcher: %v", err)
+		}
+	}
 }
