@@ -33,6 +33,9 @@ const (
 	EventItemUpdated = "item_updated"
 	EventItemRemoved = "item_removed"
 	EventStatus      = "status"
+	// EventReload asks the TUI to load every item and the status again:
+	// the backend lost events (a reset) or reached the watcher again.
+	EventReload = "reload"
 )
 
 // Item is one reviewable unit: a queued draft, a notification, a message
@@ -123,7 +126,7 @@ type AccountState struct {
 // Event is a live change pushed by the backend.
 //
 // item_added and item_updated carry Item; item_removed carries ID; status
-// carries Status.
+// carries Status; reload carries nothing.
 type Event struct {
 	Kind   string
 	Item   *Item
@@ -157,7 +160,10 @@ type Backend interface {
 	// Cancel stops a delayed auto-send that has not gone out yet.
 	Cancel(ctx context.Context, id string) error
 	// Events streams live changes. It returns a nil channel when there is
-	// no live source; the channel is closed when ctx ends.
+	// no live source; the channel is closed when ctx ends. When it closes
+	// (or Events fails) while the TUI runs, the TUI shows the watcher as
+	// gone and subscribes again every Options.Resubscribe, reloading
+	// everything once it succeeds.
 	Events(ctx context.Context) (<-chan Event, error)
 }
 
@@ -177,7 +183,19 @@ type Options struct {
 	// Logger receives diagnostics; nil discards them. The TUI never writes
 	// to the terminal it draws on.
 	Logger *slog.Logger
+	// StatusEvery is how often the status line is refreshed from
+	// Backend.Status besides on events (0 means DefaultStatusEvery).
+	StatusEvery time.Duration
+	// Resubscribe is the wait before subscribing to Backend.Events again
+	// after the stream closed or failed (0 means DefaultResubscribe).
+	Resubscribe time.Duration
 }
+
+// Defaults of Options.
+const (
+	DefaultStatusEvery = 3 * time.Second
+	DefaultResubscribe = time.Second
+)
 
 // Detailer is implemented by backends that load an item's thread only when
 // it is opened. List may then leave Item.Thread empty.

@@ -34,6 +34,15 @@ type (
 	}
 	// eventsClosedMsg reports the end of the event stream.
 	eventsClosedMsg struct{}
+	// resubscribeMsg says it is time to subscribe to events again.
+	resubscribeMsg struct{}
+	// statusTickMsg says it is time to refresh the status line.
+	statusTickMsg struct{}
+	// statusMsg is the answer to Status.
+	statusMsg struct {
+		status Status
+		err    error
+	}
 	// tickMsg refreshes ages and countdowns.
 	tickMsg time.Time
 	// actionMsg is the result of one Backend action.
@@ -93,6 +102,21 @@ func waitEventCmd(ctx context.Context, ch <-chan Event) tea.Cmd {
 			return nil
 		}
 	}
+}
+
+func statusCmd(ctx context.Context, b Backend) tea.Cmd {
+	return func() tea.Msg {
+		st, err := b.Status(ctx)
+		return statusMsg{status: st, err: err}
+	}
+}
+
+func statusTickCmd(d time.Duration) tea.Cmd {
+	return tea.Tick(d, func(time.Time) tea.Msg { return statusTickMsg{} })
+}
+
+func resubscribeCmd(d time.Duration) tea.Cmd {
+	return tea.Tick(d, func(time.Time) tea.Msg { return resubscribeMsg{} })
 }
 
 func tickCmd() tea.Cmd {

@@ -12,8 +12,12 @@
 //
 // Live changes arrive through Backend.Events: one Cmd waits for the next
 // event and is re-armed after each, so new drafts appear without a restart.
-// The only timer is a one-second tea.Tick that refreshes ages and the
-// "sending in" countdown.
+// Live updates never stop silently: when the stream closes the status line
+// says the watcher is gone at once, the TUI subscribes again every
+// Options.Resubscribe and, once it succeeds, reloads everything (as it does
+// on an EventReload). Timers: a one-second tea.Tick refreshes ages and the
+// "sending in" countdown, and the status line is read again every
+// Options.StatusEvery, so it never shows a stale sync state.
 //
 // Lists render only the rows that fit the window, so a queue of 10,000
 // drafts opens and scrolls without building a 10,000-line string.
@@ -133,6 +137,13 @@ type Model struct {
 	promptKeys viewKeys
 	editKeys   viewKeys
 
+	// sawWatcher: a watcher was connected at some point, so its absence
+	// is news ("no watcher"), not the way review was started.
+	sawWatcher bool
+	// streamLost: the event stream closed or failed; a resubscription is
+	// pending, and everything is reloaded when it succeeds.
+	streamLost bool
+
 	note    string // the last action's result or error
 	noteErr bool
 	busy    map[string]string // id → action in flight
@@ -201,7 +212,7 @@ func New(b Backend, opts Options) *Model {
 func (m *Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{loadCmd(m.ctx, m.backend), subscribeCmd(m.ctx, m.backend)}
 	if m.ticks {
-		cmds = append(cmds, tickCmd())
+		cmds = append(cmds, tickCmd(), statusTickCmd(m.statusEvery()))
 	}
 	return tea.Batch(cmds...)
 }
@@ -224,25 +235,60 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case loadedMsg:
 		m.applyLoad(msg)
 		return m, nil
+	case statusTickMsg:
+		if !m.ticks {
+			return m, nil
+		}
+		return m, tea.Batch(statusCmd(m.ctx, m.backend), statusTickCmd(m.statusEvery()))
+	case statusMsg:
+		if msg.err != nil {
+			m.log.Warn("read status", "err", msg.err)
+			return m, nil
+		}
+		m.setStatus(msg.status)
+		return m, nil
 	case eventsReadyMsg:
 		if msg.err != nil {
 			m.log.Warn("subscribe to events", "err", msg.err)
-			m.setErr(fmt.Errorf("live updates unavailable: %w", msg.err))
-			return m, nil
+			if !m.streamLost {
+				m.setErr(fmt.Errorf("live updates unavailable (retrying): %w", msg.err))
+			}
+			m.streamLost = true
+			return m, m.retrySubscribe()
 		}
 		if msg.ch == nil {
 			return m, nil
+		}
+		if m.streamLost {
+			// Back: whatever happened meanwhile is not in the stream.
+			m.streamLost = false
+			m.log.Info("event stream back; reloading")
+			return m, tea.Batch(waitEventCmd(m.ctx, msg.ch), loadCmd(m.ctx, m.backend))
 		}
 		return m, waitEventCmd(m.ctx, msg.ch)
 	case eventMsg:
-		m.applyEvent(msg.ev)
+		var cmd tea.Cmd
+		if msg.ev.Kind == EventReload {
+			cmd = loadCmd(m.ctx, m.backend)
+		} else {
+			m.applyEvent(msg.ev)
+		}
 		if msg.ch == nil {
+			return m, cmd
+		}
+		return m, tea.Batch(cmd, waitEventCmd(m.ctx, msg.ch))
+	case eventsClosedMsg:
+		if m.ctx.Err() != nil {
 			return m, nil
 		}
-		return m, waitEventCmd(m.ctx, msg.ch)
-	case eventsClosedMsg:
-		m.log.Info("event stream closed")
-		return m, nil
+		m.log.Info("event stream closed; subscribing again")
+		m.streamLost = true
+		// The watcher's account states are stale now; the next status
+		// read says what holds.
+		m.stat.WatcherConnected, m.stat.Accounts = false, nil
+		return m, m.retrySubscribe()
+	case resubscribeMsg:
+		return m, subscribeCmd(m.ctx, m.backend)
 	case actionMsg:
 		return m, m.applyAction(msg)
 	case editorReadyMsg:
@@ -287,7 +333,7 @@ func (m *Model) applyLoad(msg loadedMsg) {
 	if msg.statusErr != nil {
 		m.log.Warn("read status", "err", msg.statusErr)
 	} else {
-		m.stat = msg.status
+		m.setStatus(msg.status)
 	}
 	m.items = make(map[string]*entry, len(msg.items))
 	for _, it := range msg.items {
@@ -317,7 +363,7 @@ func (m *Model) applyEvent(ev Event) {
 		return
 	case EventStatus:
 		if ev.Status != nil {
-			m.stat = *ev.Status
+			m.setStatus(*ev.Status)
 		}
 		return
 	default:
@@ -325,6 +371,34 @@ func (m *Model) applyEvent(ev Event) {
 		return
 	}
 	m.rebuild()
+}
+
+// setStatus replaces the status line's data.
+func (m *Model) setStatus(s Status) {
+	m.stat = s
+	if s.WatcherConnected {
+		m.sawWatcher = true
+	}
+}
+
+func (m *Model) statusEvery() time.Duration {
+	if m.opts.StatusEvery > 0 {
+		return m.opts.StatusEvery
+	}
+	return DefaultStatusEvery
+}
+
+// retrySubscribe schedules the next subscription attempt (none in tests
+// that drive Update directly, where a timer would block).
+func (m *Model) retrySubscribe() tea.Cmd {
+	if !m.ticks {
+		return nil
+	}
+	d := m.opts.Resubscribe
+	if d <= 0 {
+		d = DefaultResubscribe
+	}
+	return resubscribeCmd(d)
 }
 
 // inTab reports whether an item belongs to a list view.

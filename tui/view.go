@@ -157,9 +157,14 @@ func (m *Model) renderNote() string {
 func (m *Model) renderStatus() string {
 	g := m.st.Glyphs
 	var parts []string
-	if m.stat.WatcherConnected {
+	switch {
+	case m.stat.WatcherConnected && m.streamLost:
+		parts = append(parts, m.st.Offline.Render(g.Offline+" live updates lost: reconnecting"))
+	case m.stat.WatcherConnected:
 		parts = append(parts, m.st.Online.Render(g.Online+" watcher connected"))
-	} else {
+	case m.sawWatcher:
+		parts = append(parts, m.st.Offline.Render(g.Offline+" no watcher: actions run locally"))
+	default:
 		parts = append(parts, m.st.Offline.Render(g.Offline+" offline (store opened directly)"))
 	}
 	for _, a := range m.stat.Accounts {

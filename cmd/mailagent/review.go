@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,7 +29,12 @@ func newReviewCmd(f *Factory, runF func(context.Context, *ReviewOptions) error) 
 		Short: "The approval queue: read, edit, approve or reject drafts (TUI)",
 		Long: `review opens the approval queue in the terminal. With a watcher running
 it connects to it and shows new drafts, auto-sends and resolutions live;
-without one it opens the state database directly.
+without one it opens the state database directly, for each operation
+only, so that a watcher can start meanwhile. The status line follows the
+watcher: "● watcher connected" while one runs, "○ no watcher: actions run
+locally" within a second or two after it stops (approvals then send from
+this process), and connected again, with the queue reloaded, when it is
+back.
 
 The detail view shows the recipients; an address you have never written
 to is marked [new], and approving a send to it asks "y/N" first.
@@ -45,23 +53,34 @@ views, enter open, esc back, ? help, q quit.`,
 }
 
 func reviewRun(ctx context.Context, f *Factory, _ *ReviewOptions) error {
-	svc, closeSvc, err := f.Service(ctx, true)
+	// Fail early (bad config, a database held by another command); the
+	// TUI then opens what it needs for each operation.
+	svc, closeSvc, err := f.Service(ctx, false)
 	if err != nil {
 		return err
 	}
-	defer closeSvc()
+	if err := closeSvc(); err != nil {
+		return err
+	}
 	return runReview(ctx, f, svc, "")
 }
 
 // runReview opens the TUI; label, when set, names the model on the status
-// line (the demo says it is not an AI).
+// line (the demo says it is not an AI). svc is used only when the
+// configuration cannot be read again; otherwise every operation reaches
+// the watcher, or the store when none runs, afresh (Factory.Service).
 func runReview(ctx context.Context, f *Factory, svc api.Service, label string) error {
 	editor := os.Getenv("VISUAL")
 	if editor == "" {
 		editor = os.Getenv("EDITOR")
 	}
 	ascii, noColor := tui.DetectPlain(os.Getenv)
-	return tui.Run(ctx, &serviceBackend{svc: svc, now: f.Now, label: label}, tui.Options{
+	b := &serviceBackend{svc: svc, now: f.Now, label: label, log: f.Logger()}
+	if cfg, err := f.Config(); err == nil {
+		b.open = f.Service
+		b.sock = api.SocketPath(cfg.StateDir)
+	}
+	return tui.Run(ctx, b, tui.Options{
 		Editor: editor, ASCII: ascii, NoColor: noColor, Now: f.Now, Logger: f.Logger(),
 	})
 }
@@ -69,9 +88,89 @@ func runReview(ctx context.Context, f *Factory, svc api.Service, label string) e
 // serviceBackend adapts the api.Service (watcher socket or local store) to
 // the TUI's Backend.
 type serviceBackend struct {
-	svc   api.Service
+	// svc serves every call when open is nil.
+	svc api.Service
+	// open, when set, is called for each operation: it reaches the
+	// watcher when one answers and otherwise opens the store (with local
+	// actions when asked), so that review follows a watcher that stops or
+	// starts, and never holds the database a starting watcher needs.
+	open func(ctx context.Context, withActions bool) (api.Service, func() error, error)
+	// sock, when set, is the watcher's socket, followed for live events
+	// whether or not a watcher runs yet (api.FollowEvents).
+	sock  string
 	now   func() time.Time
 	label string
+	log   *slog.Logger
+
+	// storeMu serialises the operations that opened the store: bbolt's
+	// file lock is per open, so two at once in this process would wait
+	// for each other and fail.
+	storeMu sync.Mutex
+}
+
+// use runs fn with a service (see open). An action is tried again once,
+// on a fresh service, when the watcher refused the connection (nothing
+// was sent); a watcher that went away in the middle of one is reported
+// plainly, because its outcome is unknown.
+func (b *serviceBackend) use(ctx context.Context, action string, fn func(api.Service) error) error {
+	if b.open == nil {
+		return b.explain(action, b.svc, fn(b.svc))
+	}
+	for attempt := 0; ; attempt++ {
+		svc, err := b.once(ctx, action != "", fn)
+		if attempt == 0 && errors.Is(err, api.ErrNoWatcher) && ctx.Err() == nil {
+			continue // refused before anything was sent: the store now
+		}
+		return b.explain(action, svc, err)
+	}
+}
+
+// once opens a service, runs fn and closes it; storeMu is held while the
+// store is open.
+func (b *serviceBackend) once(ctx context.Context, withActions bool, fn func(api.Service) error) (api.Service, error) {
+	b.storeMu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			b.storeMu.Unlock()
+		}
+	}()
+	svc, closeSvc, err := b.open(ctx, withActions)
+	if err != nil {
+		return nil, err
+	}
+	if _, remote := svc.(*api.Client); remote {
+		b.storeMu.Unlock() // the watcher serves calls concurrently
+		locked = false
+	}
+	err = fn(svc)
+	if cerr := closeSvc(); cerr != nil && b.log != nil {
+		b.log.Warn("review: close service", "err", cerr)
+	}
+	return svc, err
+}
+
+// explain turns a transport failure of the watcher's socket into a
+// message whose first words say what happened (the status line shows
+// one line); the detail goes to the log.
+func (b *serviceBackend) explain(action string, svc api.Service, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := svc.(*api.Client); !ok {
+		return err
+	}
+	var remote *api.Error
+	if errors.As(err, &remote) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if b.log != nil {
+		b.log.Warn("review: watcher call failed", "action", action, "err", err)
+	}
+	if action == "" {
+		return fmt.Errorf("the watcher went away; it will be reloaded when it is back (%w)", err)
+	}
+	return fmt.Errorf("%s: the watcher went away mid-request, so the outcome is unknown: check the item before trying again (%w)", action, err)
 }
 
 var (
@@ -181,11 +280,21 @@ func recipientStatus(ctx context.Context, svc api.Service, qs []store.QueueItem)
 }
 
 func (b *serviceBackend) List(ctx context.Context) ([]tui.Item, error) {
-	qs, err := b.svc.Queue(ctx, api.QueueFilter{})
+	var out []tui.Item
+	err := b.use(ctx, "", func(svc api.Service) error {
+		var err error
+		out, err = b.list(ctx, svc)
+		return err
+	})
+	return out, err
+}
+
+func (b *serviceBackend) list(ctx context.Context, svc api.Service) ([]tui.Item, error) {
+	qs, err := svc.Queue(ctx, api.QueueFilter{})
 	if err != nil {
 		return nil, err
 	}
-	known, err := recipientStatus(ctx, b.svc, qs)
+	known, err := recipientStatus(ctx, svc, qs)
 	if err != nil {
 		return nil, err
 	}
@@ -193,14 +302,14 @@ func (b *serviceBackend) List(ctx context.Context) ([]tui.Item, error) {
 	for i := range qs {
 		out = append(out, queueToItem(&qs[i], known[qs[i].Account]))
 	}
-	recs, err := b.svc.NeedsReview(ctx)
+	recs, err := svc.NeedsReview(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for i := range recs {
 		out = append(out, recordToItem(&recs[i]))
 	}
-	obs, err := b.svc.Outbox(ctx, "")
+	obs, err := svc.Outbox(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +323,12 @@ func (b *serviceBackend) List(ctx context.Context) ([]tui.Item, error) {
 }
 
 func (b *serviceBackend) Status(ctx context.Context) (tui.Status, error) {
-	s, err := b.svc.Status(ctx)
+	var s api.Status
+	err := b.use(ctx, "", func(svc api.Service) error {
+		var err error
+		s, err = svc.Status(ctx)
+		return err
+	})
 	if err != nil {
 		return tui.Status{}, err
 	}
@@ -233,21 +347,31 @@ func (b *serviceBackend) Status(ctx context.Context) (tui.Status, error) {
 }
 
 func (b *serviceBackend) Detail(ctx context.Context, id string) (tui.Item, error) {
+	var it tui.Item
+	err := b.use(ctx, "", func(svc api.Service) error {
+		var err error
+		it, err = b.detail(ctx, svc, id)
+		return err
+	})
+	return it, err
+}
+
+func (b *serviceBackend) detail(ctx context.Context, svc api.Service, id string) (tui.Item, error) {
 	if strings.HasPrefix(id, needsReviewPrefix) {
-		e, err := b.svc.Explain(ctx, strings.TrimPrefix(id, needsReviewPrefix))
+		e, err := svc.Explain(ctx, strings.TrimPrefix(id, needsReviewPrefix))
 		if err != nil || e.Message == nil {
 			return tui.Item{}, fmt.Errorf("detail %s: %w", id, err)
 		}
 		return recordToItem(e.Message), nil
 	}
-	d, err := b.svc.QueueItem(ctx, id)
+	d, err := svc.QueueItem(ctx, id)
 	if err != nil {
-		if o, oerr := b.findOutbox(ctx, id); oerr == nil {
+		if o, oerr := findOutbox(ctx, svc, id); oerr == nil {
 			return outboxToItem(o), nil
 		}
 		return tui.Item{}, err
 	}
-	known, err := recipientStatus(ctx, b.svc, []store.QueueItem{d.Item})
+	known, err := recipientStatus(ctx, svc, []store.QueueItem{d.Item})
 	if err != nil {
 		return tui.Item{}, err
 	}
@@ -258,8 +382,8 @@ func (b *serviceBackend) Detail(ctx context.Context, id string) (tui.Item, error
 	return it, nil
 }
 
-func (b *serviceBackend) findOutbox(ctx context.Context, id string) (*store.OutboxRecord, error) {
-	obs, err := b.svc.Outbox(ctx, "")
+func findOutbox(ctx context.Context, svc api.Service, id string) (*store.OutboxRecord, error) {
+	obs, err := svc.Outbox(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -272,59 +396,80 @@ func (b *serviceBackend) findOutbox(ctx context.Context, id string) (*store.Outb
 }
 
 func (b *serviceBackend) Approve(ctx context.Context, id, final string) error {
-	_, err := b.svc.Approve(ctx, id, final)
-	return err
+	return b.use(ctx, "approve", func(svc api.Service) error {
+		_, err := svc.Approve(ctx, id, final)
+		return err
+	})
 }
 
 func (b *serviceBackend) Reject(ctx context.Context, id, reason string) error {
-	return b.svc.Reject(ctx, id, reason)
+	return b.use(ctx, "reject", func(svc api.Service) error { return svc.Reject(ctx, id, reason) })
 }
 
 func (b *serviceBackend) Edit(ctx context.Context, id, text string) error {
-	_, err := b.svc.Edit(ctx, id, text)
-	return err
+	return b.use(ctx, "edit", func(svc api.Service) error {
+		_, err := svc.Edit(ctx, id, text)
+		return err
+	})
 }
 
 func (b *serviceBackend) Regenerate(ctx context.Context, id, instruction string) (tui.Item, error) {
-	q, err := b.svc.Regenerate(ctx, id, instruction)
-	if err != nil {
-		return tui.Item{}, err
-	}
-	return b.Detail(ctx, q.ID)
+	var it tui.Item
+	err := b.use(ctx, "regenerate", func(svc api.Service) error {
+		q, err := svc.Regenerate(ctx, id, instruction)
+		if err != nil {
+			return err
+		}
+		it, err = b.detail(ctx, svc, q.ID)
+		return err
+	})
+	return it, err
 }
 
 func (b *serviceBackend) Snooze(ctx context.Context, id string, until time.Time) error {
-	return b.svc.Snooze(ctx, id, until)
+	return b.use(ctx, "snooze", func(svc api.Service) error { return svc.Snooze(ctx, id, until) })
 }
 
 // Retry processes a needs_review message again; a failed send is approved
 // again (the outbox re-sends the same Message-ID, never a second copy).
 func (b *serviceBackend) Retry(ctx context.Context, id string) error {
-	if strings.HasPrefix(id, needsReviewPrefix) {
-		e, err := b.svc.Explain(ctx, strings.TrimPrefix(id, needsReviewPrefix))
+	return b.use(ctx, "retry", func(svc api.Service) error {
+		if strings.HasPrefix(id, needsReviewPrefix) {
+			e, err := svc.Explain(ctx, strings.TrimPrefix(id, needsReviewPrefix))
+			if err != nil {
+				return err
+			}
+			return svc.Retry(ctx, e.Trace.Message)
+		}
+		d, err := svc.QueueItem(ctx, id)
 		if err != nil {
 			return err
 		}
-		return b.svc.Retry(ctx, e.Trace.Message)
-	}
-	d, err := b.svc.QueueItem(ctx, id)
-	if err != nil {
-		return err
-	}
-	if d.Item.Kind == store.KindDraft && d.Item.Status == store.QueueFailed {
-		_, err := b.svc.Approve(ctx, id, "")
-		return err
-	}
-	return b.svc.Retry(ctx, d.Item.Message)
+		if d.Item.Kind == store.KindDraft && d.Item.Status == store.QueueFailed {
+			_, err := svc.Approve(ctx, id, "")
+			return err
+		}
+		return svc.Retry(ctx, d.Item.Message)
+	})
 }
 
-func (b *serviceBackend) Cancel(ctx context.Context, id string) error { return b.svc.Cancel(ctx, id) }
+func (b *serviceBackend) Cancel(ctx context.Context, id string) error {
+	return b.use(ctx, "cancel", func(svc api.Service) error { return svc.Cancel(ctx, id) })
+}
 
-// Events turns the watcher's change notices into TUI item updates.
+// Events turns the watcher's change notices into TUI item updates. With
+// a socket it follows the watcher as it stops and starts: the channel
+// stays open until ctx ends.
 func (b *serviceBackend) Events(ctx context.Context) (<-chan tui.Event, error) {
-	in, err := b.svc.Events(ctx)
-	if err != nil || in == nil {
-		return nil, err
+	var in <-chan agent.Event
+	if b.sock != "" {
+		in = api.FollowEvents(ctx, b.sock)
+	} else {
+		var err error
+		in, err = b.svc.Events(ctx)
+		if err != nil || in == nil {
+			return nil, err
+		}
 	}
 	out := make(chan tui.Event, 16)
 	go func() {
@@ -351,6 +496,17 @@ func (b *serviceBackend) Events(ctx context.Context) (<-chan tui.Event, error) {
 func (b *serviceBackend) translate(ctx context.Context, ev agent.Event) []tui.Event {
 	var out []tui.Event
 	switch ev.Kind {
+	case api.EventWatcherBack, api.EventReset:
+		// What happened meanwhile is not in the stream: load it all.
+		return []tui.Event{{Kind: tui.EventReload}}
+	case api.EventWatcherGone:
+		// Say so now, whatever the store answers.
+		s, err := b.Status(ctx)
+		if err != nil {
+			s = tui.Status{}
+		}
+		s.WatcherConnected = false
+		return []tui.Event{{Kind: tui.EventStatus, Status: &s}}
 	case "queue_added", "queue_updated":
 		if it, err := b.Detail(ctx, ev.ID); err == nil {
 			kind := tui.EventItemUpdated
@@ -360,7 +516,13 @@ func (b *serviceBackend) translate(ctx context.Context, ev agent.Event) []tui.Ev
 			out = append(out, tui.Event{Kind: kind, Item: &it})
 		}
 	case "sent", "scheduled":
-		if o, err := b.findOutbox(ctx, ev.ID); err == nil {
+		var o *store.OutboxRecord
+		err := b.use(ctx, "", func(svc api.Service) error {
+			var err error
+			o, err = findOutbox(ctx, svc, ev.ID)
+			return err
+		})
+		if err == nil {
 			it := outboxToItem(o)
 			out = append(out, tui.Event{Kind: tui.EventItemUpdated, Item: &it})
 			if o.QueueID != "" {
@@ -370,7 +532,13 @@ func (b *serviceBackend) translate(ctx context.Context, ev agent.Event) []tui.Ev
 			}
 		}
 	case "needs_review":
-		if e, err := b.svc.Explain(ctx, ev.ID); err == nil && e.Message != nil {
+		var e *api.Explain
+		err := b.use(ctx, "", func(svc api.Service) error {
+			var err error
+			e, err = svc.Explain(ctx, ev.ID)
+			return err
+		})
+		if err == nil && e.Message != nil {
 			it := recordToItem(e.Message)
 			out = append(out, tui.Event{Kind: tui.EventItemAdded, Item: &it})
 		}

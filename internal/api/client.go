@@ -314,38 +314,174 @@ func (c *Client) Explain(ctx context.Context, ref string) (*Explain, error) {
 
 // Events implements Service over the watcher's Server-Sent Events stream.
 // It returns once the watcher has subscribed, so every event published
-// after it returns is delivered (unless the buffer overflows). The channel
-// is closed when ctx ends or the watcher goes away; a goroutine owned by
-// the stream feeds it and ends then.
+// after it returns is delivered. When the stream ends (the watcher stopped
+// or crashed) the channel stays open: it delivers an EventWatcherGone,
+// reconnects with backoff (at most reconnectMax apart), and on success
+// delivers an EventWatcherBack followed by the events missed meanwhile
+// (resumed with Last-Event-ID), or an EventReset when they cannot be
+// replayed (a restarted watcher, too many missed). A gap in the sequence
+// numbers is also reported as an EventReset: nothing is lost silently.
+// The channel is closed when ctx ends; a goroutine owned by the stream
+// feeds it and ends then.
 func (c *Client) Events(ctx context.Context) (<-chan agent.Event, error) {
-	req, err := c.request(ctx, http.MethodGet, "/v1/events", nil, nil)
+	st, err := c.openStream(ctx, "")
 	if err != nil {
 		return nil, err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := c.send(req)
-	if err != nil {
-		return nil, err
-	}
-	br := bufio.NewReader(resp.Body)
-	// The server flushes a comment after subscribing: wait for it.
-	if _, err := br.ReadString('\n'); err != nil {
-		resp.Body.Close()
-		return nil, fmt.Errorf("watcher %s: events: %w", c.path, err)
 	}
 	out := make(chan agent.Event, eventBuffer)
 	go func() {
 		defer close(out)
-		defer resp.Body.Close()
-		readEvents(ctx, br, out)
+		c.follow(ctx, st, out)
 	}()
 	return out, nil
 }
 
-// readEvents parses an SSE stream until it ends or ctx does. Only data
-// fields matter; comments (keep-alives) and event names are skipped.
+// FollowEvents is Client.Events for a watcher that may not run yet: it
+// never fails, and delivers an EventWatcherBack each time it reaches a
+// watcher on the socket at path (the first time too) and an
+// EventWatcherGone each time it loses it. The channel is closed when ctx
+// ends.
+func FollowEvents(ctx context.Context, path string) <-chan agent.Event {
+	c := newClient(path)
+	out := make(chan agent.Event, eventBuffer)
+	go func() {
+		defer close(out)
+		defer c.Close()
+		c.follow(ctx, nil, out)
+	}()
+	return out
+}
+
+const (
+	// reconnectMin and reconnectMax bound the wait between two attempts
+	// to reach the event stream again.
+	reconnectMin = 100 * time.Millisecond
+	reconnectMax = time.Second
+)
+
+// stream is one open SSE response.
+type stream struct {
+	br     *bufio.Reader
+	body   io.Closer
+	cancel context.CancelFunc
+	pos    position
+}
+
+func (s *stream) close() {
+	s.cancel()
+	s.body.Close()
+}
+
+// position is where a consumer is in the watcher's sequence.
+type position struct {
+	epoch string
+	seq   uint64
+	known bool
+}
+
+func (p position) id() string {
+	if !p.known {
+		return ""
+	}
+	return formatID(p.epoch, p.seq)
+}
+
+// openStream subscribes, resuming after lastID when it is set, and reads
+// the hello (the ": ok" comment and, for a new subscriber, the position).
+func (c *Client) openStream(ctx context.Context, lastID string) (*stream, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	// The subscription must answer quickly; the stream itself has no
+	// deadline.
+	timer := time.AfterFunc(dialTimeout, cancel)
+	req, err := c.request(sctx, http.MethodGet, "/v1/events", nil, nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := c.send(req)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	st := &stream{br: bufio.NewReader(resp.Body), body: resp.Body, cancel: cancel}
+	// The server flushes a comment after subscribing: wait for it.
+	if _, err := st.br.ReadString('\n'); err != nil {
+		st.close()
+		return nil, fmt.Errorf("watcher %s: events: %w", c.path, err)
+	}
+	if !timer.Stop() {
+		st.close()
+		return nil, fmt.Errorf("watcher %s: events: no answer within %s", c.path, dialTimeout)
+	}
+	return st, nil
+}
+
+// follow reads st (nil: not connected yet) and reconnects until ctx ends.
+func (c *Client) follow(ctx context.Context, st *stream, out chan<- agent.Event) {
+	emit := func(e agent.Event) bool {
+		select {
+		case out <- e:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	var pos position
+	wait := time.Duration(0)
+	for {
+		if st != nil {
+			st.pos = pos
+			readStream(ctx, st.br, &st.pos, out)
+			pos = st.pos
+			st.close()
+			st = nil
+			if ctx.Err() != nil || !emit(agent.Event{Kind: EventWatcherGone}) {
+				return
+			}
+			wait = reconnectMin
+		}
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+		next, err := c.openStream(ctx, pos.id())
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			wait = min(max(2*wait, reconnectMin), reconnectMax)
+			continue
+		}
+		st = next
+		if !emit(agent.Event{Kind: EventWatcherBack}) {
+			st.close()
+			return
+		}
+	}
+}
+
+// readEvents parses an SSE stream until it ends or ctx does, ignoring ids.
 func readEvents(ctx context.Context, br *bufio.Reader, out chan<- agent.Event) {
+	readStream(ctx, br, &position{}, out)
+}
+
+// readStream parses an SSE stream until it ends or ctx does. Data fields
+// carry the events, and id fields move pos (also without data, as the
+// server's hello does); comments (keep-alives) and event names are
+// skipped. An id that skips sequence numbers, or changes the epoch without
+// a reset, is delivered as an EventReset first.
+func readStream(ctx context.Context, br *bufio.Reader, pos *position, out chan<- agent.Event) {
 	var data strings.Builder
+	id := ""
 	for {
 		line, err := br.ReadString('\n')
 		if err != nil {
@@ -354,6 +490,14 @@ func readEvents(ctx context.Context, br *bufio.Reader, out chan<- agent.Event) {
 		line = strings.TrimRight(line, "\r\n")
 		switch {
 		case line == "":
+			gap := false
+			if id != "" {
+				if epoch, seq, err := parseID(id); err == nil {
+					gap = pos.known && (epoch != pos.epoch || seq > pos.seq+1)
+					*pos = position{epoch: epoch, seq: seq, known: true}
+				}
+				id = ""
+			}
 			if data.Len() == 0 {
 				continue
 			}
@@ -363,11 +507,20 @@ func readEvents(ctx context.Context, br *bufio.Reader, out chan<- agent.Event) {
 			if !ok {
 				continue // not ours to fail on: skip what we cannot read
 			}
+			if gap && e.Kind != EventReset {
+				select {
+				case out <- agent.Event{Kind: EventReset}:
+				case <-ctx.Done():
+					return
+				}
+			}
 			select {
 			case out <- e:
 			case <-ctx.Done():
 				return
 			}
+		case strings.HasPrefix(line, "id:"):
+			id = strings.TrimPrefix(strings.TrimPrefix(line, "id:"), " ")
 		case strings.HasPrefix(line, "data:"):
 			if data.Len() > 0 {
 				data.WriteByte('\n')

@@ -19,7 +19,14 @@
 //     and streams agent.Event values as Server-Sent Events on
 //     GET /v1/events.
 //   - Broker fans events out to any number of subscribers without ever
-//     blocking the publisher.
+//     blocking the publisher. Events carry an epoch (one per watcher run)
+//     and a sequence number, sent as the SSE id; a reconnecting client
+//     sends Last-Event-ID and gets what it missed from a ring of recent
+//     events, or an EventReset when that is impossible. A subscriber that
+//     falls behind gets an EventReset instead of the events it missed:
+//     nothing is dropped silently.
+//   - Client.Events and FollowEvents reconnect with backoff when the
+//     stream ends and report EventWatcherGone and EventWatcherBack.
 //
 // Service.Store returns a RemoteStore: the store methods the triage
 // pipeline needs, so that `mailagent triage` also works while the watcher

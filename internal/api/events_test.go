@@ -64,22 +64,39 @@ func TestBrokerFanOut(t *testing.T) {
 	}
 }
 
-func TestBrokerDropsOldest(t *testing.T) {
+// TestBrokerSlowSubscriberReset: a subscriber that does not read never
+// blocks Publish, and what it missed is replaced by a reset, never lost
+// silently.
+func TestBrokerSlowSubscriberReset(t *testing.T) {
 	b := &Broker{Buffer: 4}
 	ch := b.Subscribe(context.Background())
 	for i := range 10 {
 		b.Publish(ev(i)) // nobody reads: must not block
 	}
-	var got []string
-	for range 4 {
-		e, _ := recv(t, ch)
-		got = append(got, e.ID)
-	}
-	if want := []string{"6", "7", "8", "9"}; !slices.Equal(got, want) {
-		t.Errorf("got %v, want %v", got, want)
-	}
 	b.Close()
-	drainClosed(t, ch)
+	var got []string
+	for e := range ch {
+		got = append(got, e.Kind+":"+e.ID)
+	}
+	// Whatever the forwarder took first, the buffer overflowed: a reset
+	// was delivered, and after the last reset come the events after it,
+	// in order, up to the last one published.
+	last := slices.Index(got, EventReset+":")
+	if last < 0 {
+		t.Fatalf("got %v, want a reset", got)
+	}
+	for i := len(got) - 1; i >= 0; i-- {
+		if got[i] == EventReset+":" {
+			last = i
+			break
+		}
+	}
+	tail := got[last+1:]
+	for i, e := range tail {
+		if want := fmt.Sprintf("queue_added:%d", 10-len(tail)+i); e != want {
+			t.Errorf("after the reset, event %d: got %s, want %s (all: %v)", i, e, want, got)
+		}
+	}
 }
 
 func TestBrokerUnsubscribe(t *testing.T) {
@@ -156,7 +173,9 @@ func TestEventsOverSocket(t *testing.T) {
 	ccancel()
 	drainClosed(t, early)
 
-	ch, err := c.Events(context.Background())
+	actx, cancelAll := context.WithCancel(context.Background())
+	defer cancelAll()
+	ch, err := c.Events(actx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,14 +193,19 @@ func TestEventsOverSocket(t *testing.T) {
 		}
 	}
 
-	// Server shutdown closes the stream.
+	// Server shutdown ends the subscription; the client says so and keeps
+	// trying until its context ends.
 	if err := srv.stop(t); err != nil {
 		t.Fatalf("Serve: got %v, want nil after a shutdown", err)
 	}
-	drainClosed(t, ch)
+	if e, ok := recv(t, ch); !ok || e.Kind != EventWatcherGone {
+		t.Fatalf("after shutdown: got %+v, %v, want %s", e, ok, EventWatcherGone)
+	}
 	if n := b.Subscribers(); n != 0 {
 		t.Errorf("broker subscribers after shutdown: got %d, want 0", n)
 	}
+	cancelAll()
+	drainClosed(t, ch)
 	c.Close()
 	st.Close()
 	waitGoroutines(t, base)

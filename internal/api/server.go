@@ -415,16 +415,36 @@ func (h *handler) explain(w http.ResponseWriter, r *http.Request) {
 	h.reply(w, e, err)
 }
 
+// eventLog is implemented by services whose events carry sequence
+// numbers (Local with a Broker): the stream then sends SSE ids and honours
+// Last-Event-ID.
+type eventLog interface {
+	EventsFrom(ctx context.Context, lastID string) (<-chan Sequenced, string, error)
+}
+
 // events streams agent.Event values as Server-Sent Events until the
 // client goes away, the source closes, or Serve's ctx ends. A ": ok"
 // comment is flushed once the subscription exists, so a client that has
-// the response headers misses nothing published after.
+// the response headers misses nothing published after. With an eventLog
+// each event has an SSE id; a new client gets the current position as an
+// id without data, and a client that sends Last-Event-ID gets the events
+// it missed, or a reset when they are gone (see Broker.SubscribeFrom).
 func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	stop := context.AfterFunc(h.ctx, cancel)
 	defer stop()
-	ch, err := h.svc.Events(ctx)
+	lastID := r.Header.Get("Last-Event-ID")
+	var (
+		ch  <-chan Sequenced
+		pos string
+		err error
+	)
+	if el, ok := h.svc.(eventLog); ok {
+		ch, pos, err = el.EventsFrom(ctx, lastID)
+	} else {
+		ch, err = plainEvents(ctx, h.svc)
+	}
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -440,7 +460,11 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush()
 	}
-	if err := write(": ok\n\n"); err != nil {
+	hello := ": ok\n"
+	if pos != "" && lastID == "" {
+		hello += "id: " + pos + "\n"
+	}
+	if err := write(hello + "\n"); err != nil {
 		return
 	}
 	tick := time.NewTicker(keepAliveEvery)
@@ -450,11 +474,15 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-ctx.Done():
 			return
-		case e, ok := <-ch:
+		case s, ok := <-ch:
 			if !ok {
 				return
 			}
-			err = write(formatEvent(e))
+			msg := formatEvent(s.Event)
+			if s.Epoch != "" {
+				msg = "id: " + s.ID() + "\n" + msg
+			}
+			err = write(msg)
 		case <-tick.C:
 			err = write(": keep-alive\n\n")
 		}
@@ -463,6 +491,26 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// plainEvents adapts Service.Events to the stream: events without ids.
+func plainEvents(ctx context.Context, svc Service) (<-chan Sequenced, error) {
+	in, err := svc.Events(ctx)
+	if err != nil || in == nil {
+		return nil, err
+	}
+	out := make(chan Sequenced)
+	go func() {
+		defer close(out)
+		for e := range in {
+			select {
+			case out <- Sequenced{Event: e}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
 }
 
 // formatEvent renders one SSE message. The event name is the kind when it
