@@ -522,10 +522,15 @@ func (p *Pipeline) failQueueItem(ob *store.OutboxRecord, reason string) {
 		p.Actor.notify(Event{Kind: "queue_added", ID: QueueID(ob.Message), Account: ob.Account})
 		return
 	}
-	_, _ = p.Actor.Store.TransitionQueueItem(ob.QueueID, []string{store.QueueApproved}, store.QueueFailed, func(q *store.QueueItem) error {
+	_, err := p.Actor.Store.TransitionQueueItem(ob.QueueID, []string{store.QueueApproved}, store.QueueFailed, func(q *store.QueueItem) error {
 		q.Error = reason
 		return nil
 	})
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		// The outbox record says failed and is shown to the owner either
+		// way; the item's status is what could not be written.
+		p.logger().Error("mark a failed approval", "queue", ob.QueueID, "err", err)
+	}
 }
 
 // notifyItem is the queue item that shows the owner a message without a

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mailagent/mailagent/internal/termsafe"
 	"io"
 	"net"
 	"os"
@@ -137,13 +138,15 @@ func (d *doctor) print(w io.Writer, asJSON bool) {
 		return
 	}
 	for _, c := range d.checks {
-		line := fmt.Sprintf("%-4s  %s", strings.ToUpper(c.Status), c.Name)
+		// Details carry server text (greetings, error replies, folder
+		// names): sanitised like every untrusted string on a terminal.
+		line := fmt.Sprintf("%-4s  %s", strings.ToUpper(c.Status), termsafe.Line(c.Name))
 		if c.Detail != "" {
-			line += ": " + c.Detail
+			line += ": " + termsafe.Line(c.Detail)
 		}
 		fmt.Fprintln(w, line)
 		if c.Fix != "" {
-			fmt.Fprintf(w, "      fix: %s\n", c.Fix)
+			fmt.Fprintf(w, "      fix: %s\n", termsafe.Line(c.Fix))
 		}
 	}
 }

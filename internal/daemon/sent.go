@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -153,11 +154,15 @@ func (d *Daemon) handleSent(ctx context.Context, account string, owner agent.Own
 		}
 		byOwner = append(byOwner, m)
 		for _, rc := range rcpts {
-			_, _ = d.Store.UpdateContact(account, rc, func(c *store.Contact) error {
+			// An error here stops the scan before its checkpoint moves, so
+			// the message is read again (and counted) on the next scan.
+			if _, err := d.Store.UpdateContact(account, rc, func(c *store.Contact) error {
 				c.OwnerReplies++
 				c.Known = true
 				return nil
-			})
+			}); err != nil {
+				return fmt.Errorf("contact %s: %w", rc, err)
+			}
 		}
 	}
 	return d.Pipeline.OwnerReplied(ctx, account, byOwner...)
