@@ -131,13 +131,24 @@ func (l *Local) actions(op string) (Actions, error) {
 	return l.Actions, nil
 }
 
+// onlyItem returns q without err, or err without an item, as a Client
+// does: the socket carries one or the other. (The pipeline returns the
+// item with an error when a reply went out but its copy to Sent failed;
+// QueueItem shows that state.)
+func onlyItem(q *store.QueueItem, err error) (*store.QueueItem, error) {
+	if err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
 // Approve implements Service by delegating to Actions.
 func (l *Local) Approve(ctx context.Context, id, final string) (*store.QueueItem, error) {
 	a, err := l.actions("approve " + id)
 	if err != nil {
 		return nil, err
 	}
-	return a.Approve(ctx, id, final)
+	return onlyItem(a.Approve(ctx, id, final))
 }
 
 // Reject implements Service by delegating to Actions.
@@ -155,14 +166,19 @@ func (l *Local) Edit(ctx context.Context, id, text string) (*store.QueueItem, er
 	if err != nil {
 		return nil, err
 	}
-	return a.Edit(ctx, id, text)
+	return onlyItem(a.Edit(ctx, id, text))
 }
 
-// Snooze implements Service by delegating to Actions.
+// Snooze implements Service by delegating to Actions. A time that is not
+// in the future is an error wrapping ErrBadRequest: the item would wake at
+// once, which is not what the owner asked for.
 func (l *Local) Snooze(ctx context.Context, id string, until time.Time) error {
 	a, err := l.actions("snooze " + id)
 	if err != nil {
 		return err
+	}
+	if !until.After(l.now()) {
+		return fmt.Errorf("snooze %s: %w: the time to wake it is not in the future", id, ErrBadRequest)
 	}
 	return a.Snooze(ctx, id, until)
 }
@@ -173,7 +189,7 @@ func (l *Local) Regenerate(ctx context.Context, id, instruction string) (*store.
 	if err != nil {
 		return nil, err
 	}
-	return a.Regenerate(ctx, id, instruction)
+	return onlyItem(a.Regenerate(ctx, id, instruction))
 }
 
 // Cancel implements Service by delegating to Actions.
@@ -185,11 +201,16 @@ func (l *Local) Cancel(ctx context.Context, outboxID string) error {
 	return a.Cancel(ctx, outboxID)
 }
 
-// Retry implements Service by delegating to Actions.
+// Retry implements Service by delegating to Actions. A message the store
+// has no record of is an error wrapping store.ErrNotFound (there is
+// nothing to retry), whatever the mail server still holds.
 func (l *Local) Retry(ctx context.Context, key store.MessageKey) error {
 	a, err := l.actions("retry " + key.String())
 	if err != nil {
 		return err
+	}
+	if _, err := l.DB.GetMessage(key); err != nil {
+		return fmt.Errorf("retry %s: %w", key, err)
 	}
 	return a.Retry(ctx, key)
 }
