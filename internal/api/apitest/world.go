@@ -83,7 +83,7 @@ type World struct {
 	// Faults, switched on and off by the cases.
 	ModelDown      atomic.Bool // every model call fails (HTTP 400)
 	FailSentAppend atomic.Bool // APPEND to Sent answers NO
-	FailSentSelect atomic.Bool // SELECT/EXAMINE of Sent answers NO
+	FailSentSelect atomic.Bool // SELECT/EXAMINE of Sent, and SEARCH in it, answer NO
 	flakyDown      atomic.Bool // Frank's mail fails to classify (on at start)
 }
 
@@ -298,7 +298,8 @@ func (w *World) model(req *geminitest.Request) geminitest.Reply {
 // faultSession injects the World's IMAP faults into a real session.
 type faultSession struct {
 	imapserver.SessionIMAP4rev2
-	w *World
+	w        *World
+	selected string // the mailbox this session has selected
 }
 
 func (s *faultSession) Append(mailbox string, r imap.LiteralReader, o *imap.AppendOptions) (*imap.AppendData, error) {
@@ -310,11 +311,25 @@ func (s *faultSession) Append(mailbox string, r imap.LiteralReader, o *imap.Appe
 }
 
 func (s *faultSession) Select(mailbox string, o *imap.SelectOptions) (*imap.SelectData, error) {
+	s.selected = ""
 	if mailbox == "Sent" && s.w.FailSentSelect.Load() {
-		return nil, &imap.Error{Type: imap.StatusResponseTypeNo, Code: imap.ResponseCodeUnavailable, Text: "Sent is unavailable (test fault)"}
+		return nil, errSentUnavailable
 	}
-	return s.SessionIMAP4rev2.Select(mailbox, o)
+	d, err := s.SessionIMAP4rev2.Select(mailbox, o)
+	if err == nil {
+		s.selected = mailbox
+	}
+	return d, err
 }
+
+func (s *faultSession) Search(kind imapserver.NumKind, c *imap.SearchCriteria, o *imap.SearchOptions) (*imap.SearchData, error) {
+	if s.selected == "Sent" && s.w.FailSentSelect.Load() {
+		return nil, errSentUnavailable
+	}
+	return s.SessionIMAP4rev2.Search(kind, c, o)
+}
+
+var errSentUnavailable = &imap.Error{Type: imap.StatusResponseTypeNo, Code: imap.ResponseCodeUnavailable, Text: "Sent is unavailable (test fault)"}
 
 // Serve puts the World's Local on a real unix socket (api.Serve) and
 // returns a Client of it. Cleanup stops the server and waits for it.
