@@ -89,6 +89,9 @@ func (l *Local) Queue(ctx context.Context, f QueueFilter) ([]store.QueueItem, er
 
 // QueueItem implements Service.
 func (l *Local) QueueItem(ctx context.Context, id string) (*QueueDetail, error) {
+	if err := emptyID("queue item", id); err != nil {
+		return nil, err
+	}
 	q, err := l.DB.GetQueueItem(id)
 	if err != nil {
 		return nil, err
@@ -124,6 +127,16 @@ func (l *Local) QueueItem(ctx context.Context, id string) (*QueueDetail, error) 
 	return d, nil
 }
 
+// emptyID is the error for an operation on the empty id, which no item or
+// record has. Local and Client both check it first (over the socket the
+// empty id would not even make a route), so the error is the same.
+func emptyID(op, id string) error {
+	if id != "" {
+		return nil
+	}
+	return fmt.Errorf("%s: %w: the id is empty", op, ErrBadRequest)
+}
+
 func (l *Local) actions(op string) (Actions, error) {
 	if l.Actions == nil {
 		return nil, fmt.Errorf("%s: %w", op, ErrNoActions)
@@ -144,6 +157,9 @@ func onlyItem(q *store.QueueItem, err error) (*store.QueueItem, error) {
 
 // Approve implements Service by delegating to Actions.
 func (l *Local) Approve(ctx context.Context, id, final string) (*store.QueueItem, error) {
+	if err := emptyID("approve", id); err != nil {
+		return nil, err
+	}
 	a, err := l.actions("approve " + id)
 	if err != nil {
 		return nil, err
@@ -153,6 +169,9 @@ func (l *Local) Approve(ctx context.Context, id, final string) (*store.QueueItem
 
 // Reject implements Service by delegating to Actions.
 func (l *Local) Reject(ctx context.Context, id, reason string) error {
+	if err := emptyID("reject", id); err != nil {
+		return err
+	}
 	a, err := l.actions("reject " + id)
 	if err != nil {
 		return err
@@ -162,6 +181,9 @@ func (l *Local) Reject(ctx context.Context, id, reason string) error {
 
 // Edit implements Service by delegating to Actions.
 func (l *Local) Edit(ctx context.Context, id, text string) (*store.QueueItem, error) {
+	if err := emptyID("edit", id); err != nil {
+		return nil, err
+	}
 	a, err := l.actions("edit " + id)
 	if err != nil {
 		return nil, err
@@ -173,6 +195,9 @@ func (l *Local) Edit(ctx context.Context, id, text string) (*store.QueueItem, er
 // in the future is an error wrapping ErrBadRequest: the item would wake at
 // once, which is not what the owner asked for.
 func (l *Local) Snooze(ctx context.Context, id string, until time.Time) error {
+	if err := emptyID("snooze", id); err != nil {
+		return err
+	}
 	a, err := l.actions("snooze " + id)
 	if err != nil {
 		return err
@@ -185,6 +210,9 @@ func (l *Local) Snooze(ctx context.Context, id string, until time.Time) error {
 
 // Regenerate implements Service by delegating to Actions.
 func (l *Local) Regenerate(ctx context.Context, id, instruction string) (*store.QueueItem, error) {
+	if err := emptyID("regenerate", id); err != nil {
+		return nil, err
+	}
 	a, err := l.actions("regenerate " + id)
 	if err != nil {
 		return nil, err
@@ -194,6 +222,9 @@ func (l *Local) Regenerate(ctx context.Context, id, instruction string) (*store.
 
 // Cancel implements Service by delegating to Actions.
 func (l *Local) Cancel(ctx context.Context, outboxID string) error {
+	if err := emptyID("cancel", outboxID); err != nil {
+		return err
+	}
 	a, err := l.actions("cancel " + outboxID)
 	if err != nil {
 		return err

@@ -76,6 +76,7 @@ var cases = []struct {
 	{"regenerate", caseRegenerate},
 	{"cancel", caseCancel},
 	{"cancel too late", caseCancelTooLate},
+	{"hostile ids and text", caseHostile},
 }
 
 // check records err and fails unless it matches want (nil: no error).

@@ -381,3 +381,71 @@ func caseCancelTooLate(r *run) {
 		r.t.Errorf("outbox: got %s, want appended", ob.Status)
 	}
 }
+
+// caseHostile sends what a compromised client or a pasted mail could:
+// ids that try to leave their route or the store's key space, and text
+// that tries to add headers or recipients to the reply. Nothing may reach
+// another item, another route or another recipient; each attempt counts.
+func caseHostile(r *run) {
+	w := r.w
+	tried, through := 0, 0
+	for _, id := range []string{"../status", "..%2F..%2Fv1%2Fstatus", w.Draft + "/../" + w.Draft2, w.Draft + "\x00", "q_\r\nX-Evil: 1",
+		strings.Repeat("q", 10000), "", " " + w.Draft} {
+		tried++
+		q, err := r.svc.Approve(r.ctx, id, "")
+		want := store.ErrNotFound
+		if id == "" {
+			want = api.ErrBadRequest
+		}
+		r.check(fmt.Sprintf("approve %.40q", id), err, want)
+		if err == nil || q != nil {
+			through++
+		}
+	}
+	// The empty id, which no route can carry, fails the same way for
+	// every operation.
+	_, err := r.svc.QueueItem(r.ctx, "")
+	r.check("queue item with no id", err, api.ErrBadRequest)
+	r.check("reject with no id", r.svc.Reject(r.ctx, "", ""), api.ErrBadRequest)
+	_, err = r.svc.Edit(r.ctx, "", "x")
+	r.check("edit with no id", err, api.ErrBadRequest)
+	r.check("snooze with no id", r.svc.Snooze(r.ctx, "", time.Now().Add(time.Hour)), api.ErrBadRequest)
+	_, err = r.svc.Regenerate(r.ctx, "", "")
+	r.check("regenerate with no id", err, api.ErrBadRequest)
+	r.check("cancel with no id", r.svc.Cancel(r.ctx, ""), api.ErrBadRequest)
+	r.check("cancel a hostile id", r.svc.Cancel(r.ctx, "../"+w.Scheduled), store.ErrNotFound)
+	r.smtp("nothing sent by a hostile id", 0)
+	for _, id := range []string{w.Draft, w.Draft2, w.Notify} {
+		if it := r.item("untouched", id); it.Status != store.QueuePending {
+			through++
+		}
+	}
+	// Header injection through the owner's text: it is the body, never a
+	// header, and the reply goes to Carol alone.
+	text := "Fine.\r\nBcc: mallory@example.net\r\n\r\nTo: mallory@example.net\nSubject: wire money\x00"
+	tried++
+	var q *store.QueueItem
+	q, err = r.svc.Approve(r.ctx, w.Draft, text)
+	r.check("approve with hostile text", err, nil)
+	r.returned("approve with hostile text", q, err)
+	msgs := w.SMTP.Messages()
+	r.smtp("sent once", 1)
+	if len(msgs) == 1 {
+		m := mail.Parse(msgs[0].Data)
+		if len(msgs[0].To) != 1 || msgs[0].To[0] != Carol || m.HeaderValue("Bcc") != "" || len(m.To) != 1 || m.To[0].Email != Carol ||
+			strings.Contains(m.Subject, "wire money") {
+			through++
+			r.t.Errorf("hostile text: got envelope %v, To %v, Bcc %q, Subject %q; want Carol alone and the text in the body", msgs[0].To, m.To, m.HeaderValue("Bcc"), m.Subject)
+		}
+	}
+	tried++
+	r.check("reject with hostile reason", r.svc.Reject(r.ctx, w.Draft2, "no\r\n\x1b]52;c;ZXZpbA==\x07"), nil)
+	if it := r.item("reason kept as given", w.Draft2); it.RejectReason != "no\r\n\x1b]52;c;ZXZpbA==\x07" {
+		through++
+		r.t.Errorf("reject reason: got %q, want it stored exactly (terminals escape it on display)", it.RejectReason)
+	}
+	r.state("attacks", fmt.Sprintf("%d tried, %d got through", tried, through))
+	if through != 0 {
+		r.t.Errorf("attacks: %d of %d got through", through, tried)
+	}
+}
