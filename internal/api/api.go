@@ -43,6 +43,8 @@ type Service interface {
 	// unknown id is an error wrapping store.ErrNotFound.
 	QueueItem(ctx context.Context, id string) (*QueueDetail, error)
 	// Approve sends a queued draft; final, when non-empty, replaces its text.
+	// On error the item is nil (also when the reply went out and only its
+	// copy to Sent failed: QueueItem then shows it sent).
 	Approve(ctx context.Context, id, final string) (*store.QueueItem, error)
 	// Reject closes an item without sending.
 	Reject(ctx context.Context, id, reason string) error

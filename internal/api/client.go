@@ -189,6 +189,9 @@ func (c *Client) Queue(ctx context.Context, f QueueFilter) ([]store.QueueItem, e
 
 // QueueItem implements Service.
 func (c *Client) QueueItem(ctx context.Context, id string) (*QueueDetail, error) {
+	if err := emptyID("queue item", id); err != nil {
+		return nil, err
+	}
 	var d QueueDetail
 	if err := c.call(ctx, http.MethodGet, queuePath(id, ""), nil, nil, &d); err != nil {
 		return nil, err
@@ -199,6 +202,9 @@ func (c *Client) QueueItem(ctx context.Context, id string) (*QueueDetail, error)
 // Approve implements Service. The watcher keeps sending when ctx ends
 // after the request arrived; only its own shutdown stops the send.
 func (c *Client) Approve(ctx context.Context, id, final string) (*store.QueueItem, error) {
+	if err := emptyID("approve", id); err != nil {
+		return nil, err
+	}
 	var q store.QueueItem
 	if err := c.call(ctx, http.MethodPost, queuePath(id, "approve"), nil, approveReq{Final: final}, &q); err != nil {
 		return nil, err
@@ -208,11 +214,17 @@ func (c *Client) Approve(ctx context.Context, id, final string) (*store.QueueIte
 
 // Reject implements Service.
 func (c *Client) Reject(ctx context.Context, id, reason string) error {
+	if err := emptyID("reject", id); err != nil {
+		return err
+	}
 	return c.call(ctx, http.MethodPost, queuePath(id, "reject"), nil, rejectReq{Reason: reason}, nil)
 }
 
 // Edit implements Service.
 func (c *Client) Edit(ctx context.Context, id, text string) (*store.QueueItem, error) {
+	if err := emptyID("edit", id); err != nil {
+		return nil, err
+	}
 	var q store.QueueItem
 	if err := c.call(ctx, http.MethodPost, queuePath(id, "edit"), nil, editReq{Text: text}, &q); err != nil {
 		return nil, err
@@ -222,11 +234,17 @@ func (c *Client) Edit(ctx context.Context, id, text string) (*store.QueueItem, e
 
 // Snooze implements Service.
 func (c *Client) Snooze(ctx context.Context, id string, until time.Time) error {
+	if err := emptyID("snooze", id); err != nil {
+		return err
+	}
 	return c.call(ctx, http.MethodPost, queuePath(id, "snooze"), nil, snoozeReq{Until: until}, nil)
 }
 
 // Regenerate implements Service.
 func (c *Client) Regenerate(ctx context.Context, id, instruction string) (*store.QueueItem, error) {
+	if err := emptyID("regenerate", id); err != nil {
+		return nil, err
+	}
 	var q store.QueueItem
 	if err := c.call(ctx, http.MethodPost, queuePath(id, "regenerate"), nil, regenerateReq{Instruction: instruction}, &q); err != nil {
 		return nil, err
@@ -236,6 +254,9 @@ func (c *Client) Regenerate(ctx context.Context, id, instruction string) (*store
 
 // Cancel implements Service.
 func (c *Client) Cancel(ctx context.Context, outboxID string) error {
+	if err := emptyID("cancel", outboxID); err != nil {
+		return err
+	}
 	return c.call(ctx, http.MethodPost, "/v1/outbox/"+url.PathEscape(outboxID)+"/cancel", nil, nil, nil)
 }
 

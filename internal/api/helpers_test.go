@@ -3,13 +3,10 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,15 +15,14 @@ import (
 	"github.com/mailagent/mailagent/store"
 )
 
-// The watcher's Actions are a *agent.Pipeline plus a Retry of its own.
-var _ Actions = struct {
+// pipelineActions is the shape of the watcher's Actions: a *agent.Pipeline
+// plus a Retry of its own (the daemon's, in the watcher; apitest.Actions
+// is the real one).
+type pipelineActions struct {
 	*agent.Pipeline
-	retrier
-}{}
+}
 
-type retrier struct{}
-
-func (retrier) Retry(context.Context, store.MessageKey) error { return nil }
+func (pipelineActions) Retry(context.Context, store.MessageKey) error { return nil }
 
 // testNow is the fixed clock of the seeded data and of Local.
 var testNow = time.Date(2025, 3, 14, 12, 0, 0, 0, time.UTC)
@@ -57,116 +53,6 @@ func openStore(t *testing.T) *store.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
-}
-
-// fakeActions implements Actions over the store, the way the pipeline
-// does (atomic transitions), and counts the calls it receives.
-type fakeActions struct {
-	st *store.Store
-
-	mu    sync.Mutex
-	calls map[string]int     // "approve:q1" → n
-	keys  []store.MessageKey // Retry arguments
-	fail  map[string]error   // id → error to return instead
-}
-
-func newFakeActions(st *store.Store) *fakeActions {
-	return &fakeActions{st: st, calls: map[string]int{}, fail: map[string]error{}}
-}
-
-func (f *fakeActions) record(op, id string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls[op+":"+id]++
-	return f.fail[id]
-}
-
-func (f *fakeActions) count(op, id string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls[op+":"+id]
-}
-
-var openStatuses = []string{store.QueuePending, store.QueueSnoozed, store.QueueFailed}
-
-func (f *fakeActions) Approve(_ context.Context, id, final string) (*store.QueueItem, error) {
-	if err := f.record("approve", id); err != nil {
-		return nil, err
-	}
-	q, err := f.st.TransitionQueueItem(id, openStatuses, store.QueueApproved, func(q *store.QueueItem) error {
-		q.Final = final
-		return nil
-	})
-	if errors.Is(err, store.ErrConflict) {
-		return nil, fmt.Errorf("%w: %s", agent.ErrNotActionable, id)
-	}
-	return q, err
-}
-
-func (f *fakeActions) Reject(_ context.Context, id, reason string) error {
-	if err := f.record("reject", id); err != nil {
-		return err
-	}
-	_, err := f.st.TransitionQueueItem(id, openStatuses, store.QueueRejected, func(q *store.QueueItem) error {
-		q.RejectReason = reason
-		return nil
-	})
-	return err
-}
-
-// Edit returns the store's error as is, so that ErrConflict reaches the
-// client unchanged.
-func (f *fakeActions) Edit(_ context.Context, id, text string) (*store.QueueItem, error) {
-	if err := f.record("edit", id); err != nil {
-		return nil, err
-	}
-	return f.st.TransitionQueueItem(id, openStatuses, store.QueuePending, func(q *store.QueueItem) error {
-		q.Final = text
-		return nil
-	})
-}
-
-func (f *fakeActions) Snooze(_ context.Context, id string, until time.Time) error {
-	if err := f.record("snooze", id); err != nil {
-		return err
-	}
-	_, err := f.st.TransitionQueueItem(id, openStatuses, store.QueueSnoozed, func(q *store.QueueItem) error {
-		q.SnoozeUntil = until
-		return nil
-	})
-	return err
-}
-
-func (f *fakeActions) Regenerate(_ context.Context, id, instruction string) (*store.QueueItem, error) {
-	if err := f.record("regenerate", id); err != nil {
-		return nil, err
-	}
-	return f.st.TransitionQueueItem(id, openStatuses, store.QueuePending, func(q *store.QueueItem) error {
-		q.Draft, q.Final = "redrafted: "+instruction, ""
-		return nil
-	})
-}
-
-func (f *fakeActions) Cancel(_ context.Context, outboxID string) error {
-	if err := f.record("cancel", outboxID); err != nil {
-		return err
-	}
-	_, err := f.st.TransitionOutbox(outboxID, []string{store.OutboxScheduled}, store.OutboxCancelled, nil)
-	if errors.Is(err, store.ErrConflict) {
-		return fmt.Errorf("%w: %s too late", agent.ErrNotActionable, outboxID)
-	}
-	return err
-}
-
-func (f *fakeActions) Retry(_ context.Context, key store.MessageKey) error {
-	if err := f.record("retry", key.String()); err != nil {
-		return err
-	}
-	f.mu.Lock()
-	f.keys = append(f.keys, key)
-	f.mu.Unlock()
-	_, err := f.st.GetMessage(key)
-	return err
 }
 
 // Seed data.
@@ -249,12 +135,8 @@ func seed(t *testing.T, st *store.Store) {
 }
 
 // newLocal builds the Local under test; act may be nil.
-func newLocal(st *store.Store, act *fakeActions) *Local {
-	l := &Local{DB: st, AutoSendCap: 10, Now: func() time.Time { return testNow }}
-	if act != nil {
-		l.Actions = act
-	}
-	return l
+func newLocal(st *store.Store, act Actions) *Local {
+	return &Local{DB: st, Actions: act, AutoSendCap: 10, Now: func() time.Time { return testNow }}
 }
 
 // server is a Serve running in the background.

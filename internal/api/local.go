@@ -89,6 +89,9 @@ func (l *Local) Queue(ctx context.Context, f QueueFilter) ([]store.QueueItem, er
 
 // QueueItem implements Service.
 func (l *Local) QueueItem(ctx context.Context, id string) (*QueueDetail, error) {
+	if err := emptyID("queue item", id); err != nil {
+		return nil, err
+	}
 	q, err := l.DB.GetQueueItem(id)
 	if err != nil {
 		return nil, err
@@ -124,6 +127,16 @@ func (l *Local) QueueItem(ctx context.Context, id string) (*QueueDetail, error) 
 	return d, nil
 }
 
+// emptyID is the error for an operation on the empty id, which no item or
+// record has. Local and Client both check it first (over the socket the
+// empty id would not even make a route), so the error is the same.
+func emptyID(op, id string) error {
+	if id != "" {
+		return nil
+	}
+	return fmt.Errorf("%s: %w: the id is empty", op, ErrBadRequest)
+}
+
 func (l *Local) actions(op string) (Actions, error) {
 	if l.Actions == nil {
 		return nil, fmt.Errorf("%s: %w", op, ErrNoActions)
@@ -131,17 +144,34 @@ func (l *Local) actions(op string) (Actions, error) {
 	return l.Actions, nil
 }
 
+// onlyItem returns q without err, or err without an item, as a Client
+// does: the socket carries one or the other. (The pipeline returns the
+// item with an error when a reply went out but its copy to Sent failed;
+// QueueItem shows that state.)
+func onlyItem(q *store.QueueItem, err error) (*store.QueueItem, error) {
+	if err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
 // Approve implements Service by delegating to Actions.
 func (l *Local) Approve(ctx context.Context, id, final string) (*store.QueueItem, error) {
+	if err := emptyID("approve", id); err != nil {
+		return nil, err
+	}
 	a, err := l.actions("approve " + id)
 	if err != nil {
 		return nil, err
 	}
-	return a.Approve(ctx, id, final)
+	return onlyItem(a.Approve(ctx, id, final))
 }
 
 // Reject implements Service by delegating to Actions.
 func (l *Local) Reject(ctx context.Context, id, reason string) error {
+	if err := emptyID("reject", id); err != nil {
+		return err
+	}
 	a, err := l.actions("reject " + id)
 	if err != nil {
 		return err
@@ -151,33 +181,50 @@ func (l *Local) Reject(ctx context.Context, id, reason string) error {
 
 // Edit implements Service by delegating to Actions.
 func (l *Local) Edit(ctx context.Context, id, text string) (*store.QueueItem, error) {
+	if err := emptyID("edit", id); err != nil {
+		return nil, err
+	}
 	a, err := l.actions("edit " + id)
 	if err != nil {
 		return nil, err
 	}
-	return a.Edit(ctx, id, text)
+	return onlyItem(a.Edit(ctx, id, text))
 }
 
-// Snooze implements Service by delegating to Actions.
+// Snooze implements Service by delegating to Actions. A time that is not
+// in the future is an error wrapping ErrBadRequest: the item would wake at
+// once, which is not what the owner asked for.
 func (l *Local) Snooze(ctx context.Context, id string, until time.Time) error {
+	if err := emptyID("snooze", id); err != nil {
+		return err
+	}
 	a, err := l.actions("snooze " + id)
 	if err != nil {
 		return err
+	}
+	if !until.After(l.now()) {
+		return fmt.Errorf("snooze %s: %w: the time to wake it is not in the future", id, ErrBadRequest)
 	}
 	return a.Snooze(ctx, id, until)
 }
 
 // Regenerate implements Service by delegating to Actions.
 func (l *Local) Regenerate(ctx context.Context, id, instruction string) (*store.QueueItem, error) {
+	if err := emptyID("regenerate", id); err != nil {
+		return nil, err
+	}
 	a, err := l.actions("regenerate " + id)
 	if err != nil {
 		return nil, err
 	}
-	return a.Regenerate(ctx, id, instruction)
+	return onlyItem(a.Regenerate(ctx, id, instruction))
 }
 
 // Cancel implements Service by delegating to Actions.
 func (l *Local) Cancel(ctx context.Context, outboxID string) error {
+	if err := emptyID("cancel", outboxID); err != nil {
+		return err
+	}
 	a, err := l.actions("cancel " + outboxID)
 	if err != nil {
 		return err
@@ -185,11 +232,16 @@ func (l *Local) Cancel(ctx context.Context, outboxID string) error {
 	return a.Cancel(ctx, outboxID)
 }
 
-// Retry implements Service by delegating to Actions.
+// Retry implements Service by delegating to Actions. A message the store
+// has no record of is an error wrapping store.ErrNotFound (there is
+// nothing to retry), whatever the mail server still holds.
 func (l *Local) Retry(ctx context.Context, key store.MessageKey) error {
 	a, err := l.actions("retry " + key.String())
 	if err != nil {
 		return err
+	}
+	if _, err := l.DB.GetMessage(key); err != nil {
+		return fmt.Errorf("retry %s: %w", key, err)
 	}
 	return a.Retry(ctx, key)
 }

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,16 +15,18 @@ import (
 )
 
 // modes are the two ways to reach a Local: directly, and as a Client of a
-// Serve over a real unix socket.
+// Serve over a real unix socket. These tests read a seeded store; the
+// actions run against the real pipeline in TestConformance
+// (conformance_test.go, package apitest).
 var modes = []struct {
 	name   string
-	newSvc func(t *testing.T, st *store.Store, act *fakeActions) Service
+	newSvc func(t *testing.T, st *store.Store) Service
 }{
-	{"local", func(t *testing.T, st *store.Store, act *fakeActions) Service {
-		return newLocal(st, act)
+	{"local", func(t *testing.T, st *store.Store) Service {
+		return newLocal(st, nil)
 	}},
-	{"socket", func(t *testing.T, st *store.Store, act *fakeActions) Service {
-		srv := startServer(t, newLocal(st, act))
+	{"socket", func(t *testing.T, st *store.Store) Service {
+		srv := startServer(t, newLocal(st, nil))
 		return dial(t, srv.path)
 	}},
 }
@@ -55,14 +56,13 @@ func wantErr(t *testing.T, what string, err, target error) {
 	}
 }
 
-// runServiceSuite checks every Service operation against a seeded store.
+// runServiceSuite checks every read of the Service against a seeded store.
 // Expectations come from the seed and from the store itself, so Local and
 // Client must give identical results.
-func runServiceSuite(t *testing.T, newSvc func(t *testing.T, st *store.Store, act *fakeActions) Service) {
+func runServiceSuite(t *testing.T, newSvc func(t *testing.T, st *store.Store) Service) {
 	st := openStore(t)
 	seed(t, st)
-	act := newFakeActions(st)
-	svc := newSvc(t, st, act)
+	svc := newSvc(t, st)
 	ctx := context.Background()
 
 	t.Run("status", func(t *testing.T) {
@@ -178,136 +178,6 @@ func runServiceSuite(t *testing.T, newSvc func(t *testing.T, st *store.Store, ac
 			_, err := svc.QueueItem(ctx, "a/b?c#d")
 			wantErr(t, "QueueItem", err, store.ErrNotFound)
 		})
-	})
-
-	t.Run("approve", func(t *testing.T) {
-		q, err := svc.Approve(ctx, "q_approve", "Final words.")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if q.Status != store.QueueApproved || q.Final != "Final words." {
-			t.Errorf("got status %q final %q, want approved, %q", q.Status, q.Final, "Final words.")
-		}
-		if n := act.count("approve", "q_approve"); n != 1 {
-			t.Errorf("approve calls: got %d, want 1", n)
-		}
-		_, err = svc.Approve(ctx, "q_approve", "")
-		wantErr(t, "second approve", err, agent.ErrNotActionable)
-		if n := act.count("approve", "q_approve"); n != 2 {
-			t.Errorf("approve calls: got %d, want 2", n)
-		}
-		_, err = svc.Approve(ctx, "q_nosuch", "")
-		wantErr(t, "approve missing", err, store.ErrNotFound)
-	})
-
-	t.Run("concurrent approves reach actions", func(t *testing.T) {
-		const n = 10
-		var wg sync.WaitGroup
-		errs := make([]error, n)
-		for i := range n {
-			wg.Go(func() { _, errs[i] = svc.Approve(ctx, "q_conc", "") })
-		}
-		wg.Wait()
-		if got := act.count("approve", "q_conc"); got != n {
-			t.Errorf("approve calls: got %d, want %d", got, n)
-		}
-		ok := 0
-		for _, err := range errs {
-			switch {
-			case err == nil:
-				ok++
-			case !errors.Is(err, agent.ErrNotActionable):
-				t.Errorf("got error %v, want nil or ErrNotActionable", err)
-			}
-		}
-		if ok != 1 {
-			t.Errorf("successful approves: got %d, want 1", ok)
-		}
-	})
-
-	t.Run("temporary error stays temporary", func(t *testing.T) {
-		act.mu.Lock()
-		act.fail["q_temp"] = &agent.TemporaryError{Err: errors.New("smtp: 451 try later")}
-		act.mu.Unlock()
-		_, err := svc.Approve(ctx, "q_temp", "")
-		var temp interface{ Temporary() bool }
-		if !errors.As(err, &temp) || !temp.Temporary() {
-			t.Errorf("got %v, want a temporary error", err)
-		}
-		if err == nil || !strings.Contains(err.Error(), "451 try later") {
-			t.Errorf("message: got %v, want it to contain the SMTP reply", err)
-		}
-	})
-
-	t.Run("reject", func(t *testing.T) {
-		if err := svc.Reject(ctx, "q_reject", "not now"); err != nil {
-			t.Fatal(err)
-		}
-		q, _ := st.GetQueueItem("q_reject")
-		if q.Status != store.QueueRejected || q.RejectReason != "not now" {
-			t.Errorf("got %q %q, want rejected, %q", q.Status, q.RejectReason, "not now")
-		}
-		wantErr(t, "reject again", svc.Reject(ctx, "q_reject", ""), store.ErrConflict)
-	})
-
-	t.Run("edit", func(t *testing.T) {
-		q, err := svc.Edit(ctx, "q_edit", "My text\nwith two lines.")
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ := st.GetQueueItem("q_edit")
-		sameJSON(t, "edited item", q, want)
-		if q.Final != "My text\nwith two lines." {
-			t.Errorf("final: got %q", q.Final)
-		}
-		_, err = svc.Edit(ctx, "q_reject", "x")
-		wantErr(t, "edit a rejected item", err, store.ErrConflict)
-	})
-
-	t.Run("snooze", func(t *testing.T) {
-		until := time.Date(2025, 3, 15, 9, 30, 0, 123456789, time.FixedZone("CET", 3600))
-		if err := svc.Snooze(ctx, "q_snooze", until); err != nil {
-			t.Fatal(err)
-		}
-		q, _ := st.GetQueueItem("q_snooze")
-		if q.Status != store.QueueSnoozed || !q.SnoozeUntil.Equal(until) {
-			t.Errorf("got %q until %v, want snoozed until %v", q.Status, q.SnoozeUntil, until)
-		}
-	})
-
-	t.Run("regenerate", func(t *testing.T) {
-		q, err := svc.Regenerate(ctx, "q_regen", "shorter")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if q.Draft != "redrafted: shorter" {
-			t.Errorf("draft: got %q, want %q", q.Draft, "redrafted: shorter")
-		}
-	})
-
-	t.Run("cancel", func(t *testing.T) {
-		if err := svc.Cancel(ctx, "ob_sched"); err != nil {
-			t.Fatal(err)
-		}
-		r, _ := st.GetOutbox("ob_sched")
-		if r.Status != store.OutboxCancelled {
-			t.Errorf("status: got %q, want cancelled", r.Status)
-		}
-		wantErr(t, "cancel again", svc.Cancel(ctx, "ob_sched"), agent.ErrNotActionable)
-		wantErr(t, "cancel missing", svc.Cancel(ctx, "ob_nosuch"), store.ErrNotFound)
-	})
-
-	t.Run("retry", func(t *testing.T) {
-		if err := svc.Retry(ctx, keyM3); err != nil {
-			t.Fatal(err)
-		}
-		act.mu.Lock()
-		keys := slices.Clone(act.keys)
-		act.mu.Unlock()
-		if len(keys) != 1 || keys[0] != keyM3 {
-			t.Errorf("retry keys: got %v, want [%v]", keys, keyM3)
-		}
-		wantErr(t, "retry missing", svc.Retry(ctx, keyNone), store.ErrNotFound)
 	})
 
 	t.Run("outbox", func(t *testing.T) {
@@ -575,7 +445,7 @@ func TestNoActions(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			st := openStore(t)
 			seed(t, st)
-			svc := m.newSvc(t, st, nil)
+			svc := m.newSvc(t, st)
 			ctx := context.Background()
 			calls := []struct {
 				name string

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -243,11 +244,11 @@ func TestOpen(t *testing.T) {
 	t.Run("no watcher: local with actions", func(t *testing.T) {
 		dir := shortDir(t)
 		dbPath := filepath.Join(dir, "state.db")
-		var act *fakeActions
+		var act Actions
 		svc, closeFn, err := Open(ctx, dir, func() (*store.Store, error) {
 			return store.Open(dbPath, store.Options{Timeout: 100 * time.Millisecond})
 		}, func(st *store.Store) Actions {
-			act = newFakeActions(st)
+			act = pipelineActions{Pipeline: &agent.Pipeline{Store: st, Actor: &agent.Actor{Store: st}}}
 			return act
 		})
 		if err != nil {
@@ -320,9 +321,10 @@ func TestSocketPath(t *testing.T) {
 }
 
 // blockingActions blocks Approve until released and reports whether its
-// context had ended by then.
+// context had ended by then. Its other methods are the embedded nil
+// interface's: this test calls none of them.
 type blockingActions struct {
-	fakeActions
+	Actions
 	started chan struct{}
 	release chan struct{}
 	ctxErr  chan error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
@@ -21,11 +22,15 @@ const (
 	CodeCanceled      = "canceled"
 	CodeDeadline      = "deadline_exceeded"
 	CodeBadRequest    = "bad_request"
+	CodeAmbiguousSend = "ambiguous_send"
+	CodeModelOutput   = "model_output"
+	CodeCorrupt       = "corrupt"
 	CodeInternal      = "internal"
 )
 
-// ErrBadRequest: the server could not decode a request (a client and
-// server of different versions).
+// ErrBadRequest: the server cannot accept a request: it could not decode
+// it (a client and server of different versions), or an argument is out
+// of range (an empty note, a snooze time in the past).
 var ErrBadRequest = errors.New("bad request")
 
 // codes is checked in order: the first sentinel an error matches names its
@@ -44,24 +49,31 @@ var codes = []struct {
 	{CodeCanceled, context.Canceled, http.StatusServiceUnavailable},
 	{CodeDeadline, context.DeadlineExceeded, http.StatusGatewayTimeout},
 	{CodeBadRequest, ErrBadRequest, http.StatusBadRequest},
+	{CodeAmbiguousSend, agent.ErrAmbiguousSend, http.StatusBadGateway},
+	{CodeModelOutput, agent.ErrModelOutput, http.StatusBadGateway},
+	{CodeCorrupt, store.ErrCorrupt, http.StatusInternalServerError},
 }
 
 // Error is an error that came back from the watcher. It matches the
-// sentinel of its Code with errors.Is, and reports Temporary like the
-// error it stands for (a temporary SMTP failure stays temporary).
+// sentinel of its Code, and of every code in Also, with errors.Is, as the
+// original error did; and reports Temporary like the error it stands for
+// (a temporary SMTP failure stays temporary).
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Temp    bool   `json:"temporary,omitempty"`
+	// Also lists the codes of the other sentinels the original error
+	// matched (an ambiguous send is also not actionable, …).
+	Also []string `json:"also,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Message }
 
-// Is matches the sentinel of e.Code.
+// Is matches the sentinels of e.Code and e.Also.
 func (e *Error) Is(target error) bool {
 	for _, c := range codes {
-		if c.code == e.Code {
-			return target == c.err
+		if target == c.err && (c.code == e.Code || slices.Contains(e.Also, c.code)) {
+			return true
 		}
 	}
 	return false
@@ -75,13 +87,16 @@ func wireError(err error) (*Error, int) {
 	var remote *Error
 	if errors.As(err, &remote) {
 		// An error relayed from another hop keeps its code.
-		return &Error{Code: remote.Code, Message: err.Error(), Temp: remote.Temp}, statusOf(remote.Code)
+		return &Error{Code: remote.Code, Message: err.Error(), Temp: remote.Temp, Also: remote.Also}, statusOf(remote.Code)
 	}
 	we := &Error{Code: CodeInternal, Message: err.Error(), Temp: isTemporary(err)}
 	for _, c := range codes {
-		if errors.Is(err, c.err) {
+		switch {
+		case !errors.Is(err, c.err):
+		case we.Code == CodeInternal:
 			we.Code = c.code
-			break
+		default:
+			we.Also = append(we.Also, c.code)
 		}
 	}
 	return we, statusOf(we.Code)
