@@ -823,36 +823,6 @@ func containsFold(flags []string, want string) bool {
 	return slices.ContainsFunc(flags, func(f string) bool { return strings.EqualFold(f, want) })
 }
 
-func TestLoopbackAddrs(t *testing.T) {
-	tests := []struct {
-		name    string
-		host    string
-		want    []string
-		wantErr error
-	}{
-		{name: "ipv4 loopback", host: "127.0.0.1", want: []string{"127.0.0.1"}},
-		{name: "anywhere in 127/8", host: "127.8.9.10", want: []string{"127.8.9.10"}},
-		{name: "ipv6 loopback", host: "::1", want: []string{"::1"}},
-		{name: "bracketed ipv6", host: "[::1]", want: []string{"::1"}},
-		{name: "localhost", host: "LocalHost.", want: []string{"127.0.0.1", "::1"}},
-		{name: "localhost subdomain", host: "imap.localhost", want: []string{"127.0.0.1", "::1"}},
-		{name: "private address", host: "10.0.0.1", wantErr: ErrPlaintextNotLoopback},
-		{name: "public ipv6", host: "2001:db8::1", wantErr: ErrPlaintextNotLoopback},
-		{name: "unspecified", host: "0.0.0.0", wantErr: ErrPlaintextNotLoopback},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := loopbackAddrs(context.Background(), tt.host)
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("loopbackAddrs(%q): got error %v, want %v", tt.host, err, tt.wantErr)
-			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("loopbackAddrs(%q): got %v, want %v", tt.host, got, tt.want)
-			}
-		})
-	}
-}
-
 func TestLogout(t *testing.T) {
 	ts := startServer(t, serverConfig{})
 	c := ts.dial(t)

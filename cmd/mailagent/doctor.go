@@ -21,6 +21,7 @@ import (
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/netpolicy"
 	"github.com/mailagent/mailagent/internal/smtpsend"
 	"github.com/mailagent/mailagent/store"
 )
@@ -167,8 +168,8 @@ func connFix(err error, e config.Endpoint, kind string) string {
 		return fmt.Sprintf("nothing listens on %s: check the port (%s: 993 for tls, 143 for starttls; smtp: 465 tls, 587 starttls)", e.Addr(), kind)
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
 		return "no answer from " + e.Addr() + ": a firewall, or the wrong port or security mode"
-	case errors.Is(err, imapsync.ErrPlaintextNotLoopback), errors.Is(err, smtpsend.ErrPlaintextNotLoopback):
-		return `use security = "tls" or "starttls": plaintext is allowed only to loopback`
+	case errors.Is(err, netpolicy.ErrPlaintextNotLoopback): // IMAP's and SMTP's
+		return `use security = "tls" or "starttls": plaintext is allowed only to a loopback address (127.0.0.1, ::1, localhost)`
 	}
 	return "check host, port and security in accounts." + kind
 }
