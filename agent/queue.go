@@ -191,13 +191,6 @@ func (p *Pipeline) buildApproved(item *store.QueueItem) (raw []byte, msgID, body
 	return raw, msgID, body, err
 }
 
-func (p *Pipeline) failItem(id, reason string) {
-	_, _ = p.Actor.Store.TransitionQueueItem(id, []string{store.QueueApproved}, store.QueueFailed, func(q *store.QueueItem) error {
-		q.Error = reason
-		return nil
-	})
-}
-
 // Reject closes an item without sending, keeping the reason.
 func (p *Pipeline) Reject(ctx context.Context, id, reason string) error {
 	item, err := p.Actor.Store.TransitionQueueItem(id, openStatuses, store.QueueRejected, func(q *store.QueueItem) error {

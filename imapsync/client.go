@@ -214,24 +214,24 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		return nil, ctxErr(ctx, fmt.Errorf("imap dial %s: %w", addr, err))
 	}
 	// Until login completes, cancellation closes the raw connection.
-	stop := context.AfterFunc(dctx, func() { conn.Close() })
+	stop := context.AfterFunc(dctx, func() { _ = conn.Close() })
 	if opts.Security == SecurityTLS {
 		tconn := tls.Client(conn, withALPN(tlsCfg))
 		if err := tconn.HandshakeContext(dctx); err != nil {
 			stop()
-			conn.Close()
+			_ = conn.Close()
 			return nil, ctxErr(ctx, fmt.Errorf("imap tls handshake with %s: %w", addr, err))
 		}
 		conn = tconn
 	}
 	if !stop() {
-		conn.Close()
+		_ = conn.Close()
 		return nil, ctxErr(ctx, fmt.Errorf("imap dial %s: %w", addr, dctx.Err()))
 	}
 
 	if opts.Security == SecurityStartTLS {
 		// NewStartTLS closes conn on failure.
-		stop = context.AfterFunc(dctx, func() { conn.Close() })
+		stop = context.AfterFunc(dctx, func() { _ = conn.Close() })
 		ic, err := imapclient.NewStartTLS(conn, icOpts)
 		stop()
 		if err != nil {
@@ -255,7 +255,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		return nil
 	})
 	if err != nil {
-		c.ic.Close()
+		_ = c.ic.Close()
 		return nil, err
 	}
 	return c, nil
@@ -275,17 +275,7 @@ func dialFirst(ctx context.Context, addrs []string) (net.Conn, error) {
 	// networks, a NAT dropping state). These settings notice it within
 	// about a minute instead of the system default of several.
 	d := net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 10 * time.Second, Count: 3}}
-	var firstErr error
-	for _, a := range addrs {
-		conn, err := d.DialContext(ctx, "tcp", a)
-		if err == nil {
-			return conn, nil
-		}
-		if firstErr == nil {
-			firstErr = err
-		}
-	}
-	return nil, firstErr
+	return netpolicy.DialFirst(ctx, &d, addrs)
 }
 
 // capsToExpand are capabilities implied by IMAP4rev2 or by another
@@ -364,7 +354,7 @@ func (c *Client) guard(ctx context.Context, f func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	stop := context.AfterFunc(ctx, func() { c.ic.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = c.ic.Close() })
 	err := f()
 	stop()
 	return ctxErr(ctx, err)
@@ -527,7 +517,7 @@ func (c *Client) Append(ctx context.Context, mailbox string, flags []string, dat
 	err := c.guard(ctx, func() error {
 		cmd := c.ic.Append(mailbox, int64(len(raw)), &imap.AppendOptions{Flags: toFlags(flags), Time: date})
 		if _, err := cmd.Write(raw); err != nil {
-			cmd.Close()
+			_ = cmd.Close()
 			return err
 		}
 		if err := cmd.Close(); err != nil {

@@ -77,14 +77,14 @@ func TestDialSecurity(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Dial: got error %v, want success", err)
 				}
-				defer c.Close()
+				defer func() { _ = c.Close() }()
 				if _, err := c.Select(context.Background(), "INBOX", true); err != nil {
 					t.Fatalf("Select after Dial: %v", err)
 				}
 				return
 			}
 			if err == nil {
-				c.Close()
+				_ = c.Close()
 				t.Fatalf("Dial: got success, want an error")
 			}
 			if !tt.wantErr(err) {
@@ -107,7 +107,7 @@ func TestInsecureNeverDials(t *testing.T) {
 	if err != nil {
 		t.Skipf("cannot listen on %s: %v", ip, err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	accepted := make(chan struct{}, 1)
 	go func() {
 		for {
@@ -115,7 +115,7 @@ func TestInsecureNeverDials(t *testing.T) {
 			if err != nil {
 				return
 			}
-			conn.Close()
+			_ = conn.Close()
 			accepted <- struct{}{}
 		}
 	}()
@@ -133,7 +133,7 @@ func TestInsecureNeverDials(t *testing.T) {
 	if err != nil {
 		t.Fatalf("probe dial: %v", err)
 	}
-	conn.Close()
+	_ = conn.Close()
 	<-accepted
 	select {
 	case <-accepted:
@@ -216,7 +216,7 @@ func TestAuthentication(t *testing.T) {
 			opts.Debug = &trace
 			c, err := Dial(context.Background(), opts)
 			if c != nil {
-				defer c.Close()
+				defer func() { _ = c.Close() }()
 			}
 			if tt.wantErr == nil && err != nil {
 				t.Fatalf("Dial: got %v, want success", err)
@@ -320,7 +320,7 @@ func TestFetchStreamsInBatchesWithoutSettingSeen(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	st, err := c.Select(context.Background(), "INBOX", false)
 	if err != nil {
 		t.Fatalf("Select: %v", err)

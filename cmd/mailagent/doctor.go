@@ -190,7 +190,7 @@ func (d *doctor) imap(ctx context.Context, acct *config.Account) {
 		d.fail(name+": connect and login", err, connFix(err, acct.IMAP, "imap"))
 		return
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	d.pass(name+": connect and login", fmt.Sprintf("%s (%s, certificate verified unless insecure loopback)", acct.IMAP.Addr(), acct.IMAP.Security))
 	var have, missing []string
 	for _, cp := range []string{"IDLE", "MOVE", "UIDPLUS", "CONDSTORE", "SPECIAL-USE"} {

@@ -49,7 +49,7 @@ func reviewRun(ctx context.Context, f *Factory, _ *ReviewOptions) error {
 	if err != nil {
 		return err
 	}
-	defer closeSvc()
+	defer func() { _ = closeSvc() }()
 	return runReview(ctx, f, svc, "")
 }
 

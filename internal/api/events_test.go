@@ -182,8 +182,8 @@ func TestEventsOverSocket(t *testing.T) {
 	if n := b.Subscribers(); n != 0 {
 		t.Errorf("broker subscribers after shutdown: got %d, want 0", n)
 	}
-	c.Close()
-	st.Close()
+	_ = c.Close()
+	_ = st.Close()
 	waitGoroutines(t, base)
 }
 

@@ -45,7 +45,7 @@ func shortDir(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	return dir
 }
 
@@ -55,7 +55,7 @@ func openStore(t *testing.T) *store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() { _ = st.Close() })
 	return st
 }
 
@@ -277,7 +277,7 @@ func startServer(t *testing.T, svc Service) *server {
 	}
 	s := &server{path: path, cancel: cancel, done: make(chan error, 1)}
 	go func() { s.done <- serveOn(ctx, ln, path, svc, discard()) }()
-	t.Cleanup(func() { s.stop(t) })
+	t.Cleanup(func() { _ = s.stop(t) })
 	return s
 }
 
@@ -303,7 +303,7 @@ func dial(t *testing.T, path string) *Client {
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 

@@ -26,6 +26,7 @@
 package netpolicy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -101,4 +102,20 @@ func PlaintextAddrs(host string, port int) ([]string, error) {
 		return []string{net.JoinHostPort("127.0.0.1", p), net.JoinHostPort("::1", p)}, nil
 	}
 	return []string{net.JoinHostPort(parseIP(host).String(), p)}, nil
+}
+
+// DialFirst dials addrs in order with d and returns the first connection
+// made, or the first error when none answers (for PlaintextAddrs' list).
+func DialFirst(ctx context.Context, d *net.Dialer, addrs []string) (net.Conn, error) {
+	firstErr := errors.New("no address to dial")
+	for i, a := range addrs {
+		conn, err := d.DialContext(ctx, "tcp", a)
+		if err == nil {
+			return conn, nil
+		}
+		if i == 0 {
+			firstErr = err
+		}
+	}
+	return nil, firstErr
 }

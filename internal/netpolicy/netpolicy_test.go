@@ -1,7 +1,9 @@
 package netpolicy
 
 import (
+	"context"
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -127,4 +129,33 @@ func FuzzIsLoopback(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestDialFirst(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := closed.Addr().String()
+	_ = closed.Close()
+
+	conn, err := DialFirst(context.Background(), &net.Dialer{}, []string{dead, ln.Addr().String()})
+	if err != nil {
+		t.Fatalf("DialFirst: got %v, want the second address", err)
+	}
+	if got := conn.RemoteAddr().String(); got != ln.Addr().String() {
+		t.Errorf("connected to %s, want %s", got, ln.Addr())
+	}
+	_ = conn.Close()
+	if _, err := DialFirst(context.Background(), &net.Dialer{}, []string{dead}); err == nil {
+		t.Error("DialFirst to a closed port: got nil, want an error")
+	}
+	if _, err := DialFirst(context.Background(), &net.Dialer{}, nil); err == nil {
+		t.Error("DialFirst with no address: got nil, want an error")
+	}
 }

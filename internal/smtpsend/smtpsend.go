@@ -247,20 +247,20 @@ func (s *Sender) session(ctx context.Context, fn func(*smtp.Client) error) (err 
 	}
 	// go-smtp has no context support: closing the connection is how a
 	// cancellation interrupts a blocked read or write.
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
 
 	var c *smtp.Client
 	if s.opts.Security == SecurityStartTLS {
 		c, err = smtp.NewClientStartTLS(conn, s.tlsConfig)
 		if err != nil {
-			conn.Close()
+			_ = conn.Close()
 			return s.classify(ctx, "starttls", err)
 		}
 	} else {
 		c = smtp.NewClient(conn)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	c.CommandTimeout = s.opts.Timeout
 	c.SubmissionTimeout = max(s.opts.Timeout, 5*time.Minute)
 
@@ -289,17 +289,7 @@ func (s *Sender) dial(ctx context.Context) (net.Conn, error) {
 		td := &tls.Dialer{NetDialer: d, Config: s.tlsConfig}
 		return td.DialContext(ctx, "tcp", s.addr)
 	}
-	var firstErr error
-	for _, a := range s.dialAddrs {
-		conn, err := d.DialContext(ctx, "tcp", a)
-		if err == nil {
-			return conn, nil
-		}
-		if firstErr == nil {
-			firstErr = err
-		}
-	}
-	return nil, firstErr
+	return netpolicy.DialFirst(ctx, d, s.dialAddrs)
 }
 
 // auth authenticates when a username is configured.
@@ -350,7 +340,7 @@ func (s *Sender) transaction(c *smtp.Client, from string, to []string, raw []byt
 		return fmt.Errorf("data: %w", err)
 	}
 	if _, err := w.Write(raw); err != nil {
-		w.Close()
+		_ = w.Close()
 		return fmt.Errorf("data: write: %w", err)
 	}
 	if err := w.Close(); err != nil {

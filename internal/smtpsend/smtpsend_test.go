@@ -306,7 +306,7 @@ func TestConnectionRefusedIsTemporary(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	_ = ln.Close()
 	s := newSender(t, smtpsend.Options{Host: "127.0.0.1", Port: port, Security: "insecure", Username: user, Password: password})
 	err = s.Send(context.Background(), user, []string{"bob@example.com"}, rawMsg)
 	se := sendError(t, err)
