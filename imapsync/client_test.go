@@ -18,6 +18,8 @@ import (
 	"github.com/emersion/go-imap/v2/imapclient"
 	"github.com/emersion/go-message"
 	"github.com/emersion/go-message/textproto"
+
+	"github.com/mailagent/mailagent/internal/netpolicy"
 )
 
 func TestDialSecurity(t *testing.T) {
@@ -203,6 +205,13 @@ func TestAuthentication(t *testing.T) {
 			name: "OAUTHBEARER bad token", cfg: serverConfig{tls: "implicit", mechs: []string{"OAUTHBEARER"}},
 			opts:    func(o Options) Options { o.OAuth2Token = "bad-" + testToken; return o },
 			wantErr: ErrAuth, secret: "bad-" + testToken,
+		},
+		{
+			// The same choice as SMTP (netpolicy.OAuth2Mechanism): no
+			// mechanism for a token is a permanent error, nothing is sent.
+			name: "token but no OAuth mechanism", cfg: serverConfig{tls: "implicit", mechs: []string{"PLAIN"}},
+			opts:    func(o Options) Options { o.OAuth2Token = testToken; return o },
+			wantErr: netpolicy.ErrNoOAuthMechanism, noTrace: "AUTHENTICATE", secret: testToken,
 		},
 	}
 	for _, tt := range tests {
