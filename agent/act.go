@@ -204,7 +204,7 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 	// The gates run again now that the draft exists, so that the output
 	// guard is judged (and shown) on the real text.
 	in := p.gateInput(rec, route, acct)
-	in.Out = OutboundFields{Subject: compose.ReplySubject(reply.Subject), Body: d.Body}
+	in.Out = OutboundFields{Subject: mail.ReplySubject(reply.Subject), Body: d.Body}
 	in.Trusted = p.trusted(rec, reply, a.Profile)
 	rec.Gates = EvaluateGates(p.Policy, in)
 	recipients := append(slices.Clone(reply.To), reply.Cc...)
@@ -499,7 +499,7 @@ func (p *Pipeline) afterSend(ob *store.OutboxRecord) {
 				c.Known = true
 			}
 			c.LastSeen = now
-			c.History = append(c.History, store.HistoryEntry{Date: now, Direction: "out", Subject: compose.ReplySubject(ob.Subject), Summary: oneLine(ob.Body, 120)})
+			c.History = append(c.History, store.HistoryEntry{Date: now, Direction: "out", Subject: mail.ReplySubject(ob.Subject), Summary: oneLine(ob.Body, 120)})
 			c.SinceSummary++
 			return nil
 		})

@@ -29,7 +29,7 @@ var benchDB = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	excerpt := strings.Repeat("Thanks for the update on the project, see you on Tuesday. ", 8)
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
@@ -93,7 +93,7 @@ func copyFile(t testing.TB, from, to string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer src.Close()
+	defer func() { _ = src.Close() }()
 	dst, err := os.Create(to)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func BenchmarkSendDueIdleTick(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	p := &Pipeline{Store: st, Actor: &Actor{Store: st, Mailer: &memMailer{}}}
 	ctx := context.Background()
 	if err := p.SendDue(ctx); err != nil { // the first tick may prune

@@ -7,6 +7,8 @@ import (
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-sasl"
+
+	"github.com/mailagent/mailagent/internal/netpolicy"
 )
 
 // Permanent marks err as one that retrying cannot fix (a password
@@ -36,16 +38,12 @@ func IsPermanent(err error) bool {
 func (c *Client) login(opts Options) error {
 	caps := c.ic.Caps()
 	if opts.OAuth2Token != "" {
-		var sc sasl.Client
-		mech := "XOAUTH2"
-		if caps.Has(imap.Cap("AUTH=OAUTHBEARER")) {
-			mech = "OAUTHBEARER"
-			sc = sasl.NewOAuthBearerClient(&sasl.OAuthBearerOptions{
-				Username: opts.Username, Token: opts.OAuth2Token, Host: opts.Host, Port: opts.Port,
-			})
-		} else {
-			sc = &xoauth2Client{username: opts.Username, token: opts.OAuth2Token}
+		offers := func(mech string) bool { return caps.Has(imap.Cap("AUTH=" + mech)) }
+		mech, err := netpolicy.OAuth2Mechanism(offers)
+		if err != nil {
+			return Permanent(fmt.Errorf("imap authenticate: %w", err))
 		}
+		sc := netpolicy.OAuth2Client(mech, opts.Username, opts.OAuth2Token, opts.Host, opts.Port)
 		if err := c.ic.Authenticate(sc); err != nil {
 			return authErr("authenticate "+mech, err, opts.OAuth2Token)
 		}
@@ -111,18 +109,3 @@ func temporaryLoginCode(code imap.ResponseCode) bool {
 	}
 	return false
 }
-
-// xoauth2Client implements Google/Microsoft's XOAUTH2 SASL mechanism.
-// go-sasl dropped it in favour of the standard OAUTHBEARER, but Gmail and
-// Outlook still only advertise XOAUTH2, and it is a few lines.
-type xoauth2Client struct {
-	username, token string
-}
-
-func (x *xoauth2Client) Start() (string, []byte, error) {
-	return "XOAUTH2", []byte("user=" + x.username + "\x01auth=Bearer " + x.token + "\x01\x01"), nil
-}
-
-// Next answers the server's error challenge (a JSON blob) with an empty
-// response, after which the server sends its NO.
-func (x *xoauth2Client) Next([]byte) ([]byte, error) { return []byte{}, nil }

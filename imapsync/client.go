@@ -3,13 +3,11 @@ package imapsync
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +17,8 @@ import (
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
 	"github.com/emersion/go-message/charset"
+
+	"github.com/mailagent/mailagent/internal/netpolicy"
 )
 
 // Errors returned by this package. Match them with errors.Is.
@@ -28,10 +28,12 @@ var (
 	ErrAuth = errors.New("imap authentication failed")
 	// ErrPlaintextNotLoopback means Security "insecure" was asked for a
 	// host that is not a loopback address. No connection was attempted.
-	ErrPlaintextNotLoopback = errors.New("imap: plaintext connection refused for a non-loopback host")
+	// It is netpolicy.ErrPlaintextNotLoopback, the value SMTP returns too.
+	ErrPlaintextNotLoopback = netpolicy.ErrPlaintextNotLoopback
 	// ErrInsecureTLS means Options.TLSConfig disabled certificate
-	// verification, which this package never allows.
-	ErrInsecureTLS = errors.New("imap: TLS verification cannot be disabled")
+	// verification, which this package never allows. It is
+	// netpolicy.ErrInsecureTLS.
+	ErrInsecureTLS = netpolicy.ErrInsecureTLS
 	// ErrNoMailbox means no mailbox matched (see Client.FindSpecialUse).
 	ErrNoMailbox = errors.New("imap: no such mailbox")
 	// ErrUnsupported means the server lacks a capability the call needs.
@@ -57,7 +59,8 @@ const (
 	// (usually port 143). The upgrade is mandatory.
 	SecurityStartTLS Security = "starttls"
 	// SecurityInsecure is plaintext. It is only allowed to loopback
-	// addresses (127.0.0.0/8, ::1, localhost), for local test servers.
+	// hosts (netpolicy.IsLoopback: 127.0.0.0/8, ::1, localhost; names are
+	// never resolved), for local test servers and bridges.
 	SecurityInsecure Security = "insecure"
 )
 
@@ -76,12 +79,13 @@ type Options struct {
 	// advertises it, else with XOAUTH2, instead of the password.
 	OAuth2Token string
 
-	// TLSCAFile names a PEM file of extra CA certificates, added to the
-	// system pool. Certificates are always verified.
+	// TLSCAFile names a PEM file of extra CA certificates, added to a copy
+	// of the system pool (or of TLSConfig.RootCAs). Certificates are always
+	// verified.
 	TLSCAFile string
 	// TLSConfig overrides the TLS configuration (used by tests). It is
-	// cloned; ServerName defaults to Host. InsecureSkipVerify is refused
-	// with ErrInsecureTLS.
+	// cloned, never modified; ServerName defaults to Host and MinVersion is
+	// at least TLS 1.2. InsecureSkipVerify is refused with ErrInsecureTLS.
 	TLSConfig *tls.Config
 
 	// DialTimeout bounds the TCP connect and TLS handshake; default 30s.
@@ -158,20 +162,19 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 	var dialAddrs []string
 	switch opts.Security {
 	case SecurityTLS, SecurityStartTLS:
-		cfg, err := opts.tlsConfig()
+		cfg, err := netpolicy.TLSConfig(opts.Host, opts.TLSCAFile, opts.TLSConfig)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("imap dial %s: %w", addr, err)
 		}
 		tlsCfg = cfg
 		dialAddrs = []string{addr}
 	case SecurityInsecure:
-		ips, err := loopbackAddrs(ctx, opts.Host)
+		// The literal loopback addresses are dialled: no resolver is asked.
+		addrs, err := netpolicy.PlaintextAddrs(opts.Host, opts.Port)
 		if err != nil {
 			return nil, err
 		}
-		for _, ip := range ips {
-			dialAddrs = append(dialAddrs, net.JoinHostPort(ip, strconv.Itoa(opts.Port)))
-		}
+		dialAddrs = addrs
 	default:
 		return nil, fmt.Errorf("imap dial: unknown security %q (want tls, starttls or insecure)", opts.Security)
 	}
@@ -211,24 +214,24 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		return nil, ctxErr(ctx, fmt.Errorf("imap dial %s: %w", addr, err))
 	}
 	// Until login completes, cancellation closes the raw connection.
-	stop := context.AfterFunc(dctx, func() { conn.Close() })
+	stop := context.AfterFunc(dctx, func() { _ = conn.Close() })
 	if opts.Security == SecurityTLS {
 		tconn := tls.Client(conn, withALPN(tlsCfg))
 		if err := tconn.HandshakeContext(dctx); err != nil {
 			stop()
-			conn.Close()
+			_ = conn.Close()
 			return nil, ctxErr(ctx, fmt.Errorf("imap tls handshake with %s: %w", addr, err))
 		}
 		conn = tconn
 	}
 	if !stop() {
-		conn.Close()
+		_ = conn.Close()
 		return nil, ctxErr(ctx, fmt.Errorf("imap dial %s: %w", addr, dctx.Err()))
 	}
 
 	if opts.Security == SecurityStartTLS {
 		// NewStartTLS closes conn on failure.
-		stop = context.AfterFunc(dctx, func() { conn.Close() })
+		stop = context.AfterFunc(dctx, func() { _ = conn.Close() })
 		ic, err := imapclient.NewStartTLS(conn, icOpts)
 		stop()
 		if err != nil {
@@ -252,7 +255,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		return nil
 	})
 	if err != nil {
-		c.ic.Close()
+		_ = c.ic.Close()
 		return nil, err
 	}
 	return c, nil
@@ -272,84 +275,7 @@ func dialFirst(ctx context.Context, addrs []string) (net.Conn, error) {
 	// networks, a NAT dropping state). These settings notice it within
 	// about a minute instead of the system default of several.
 	d := net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 10 * time.Second, Count: 3}}
-	var firstErr error
-	for _, a := range addrs {
-		conn, err := d.DialContext(ctx, "tcp", a)
-		if err == nil {
-			return conn, nil
-		}
-		if firstErr == nil {
-			firstErr = err
-		}
-	}
-	return nil, firstErr
-}
-
-// tlsConfig builds a verifying TLS configuration.
-func (o Options) tlsConfig() (*tls.Config, error) {
-	var cfg *tls.Config
-	if o.TLSConfig != nil {
-		if o.TLSConfig.InsecureSkipVerify {
-			return nil, ErrInsecureTLS
-		}
-		cfg = o.TLSConfig.Clone()
-	} else {
-		cfg = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	if cfg.ServerName == "" {
-		cfg.ServerName = o.Host
-	}
-	if o.TLSCAFile != "" {
-		pem, err := os.ReadFile(o.TLSCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("imap tls ca file: %w", err)
-		}
-		pool := cfg.RootCAs
-		if pool == nil {
-			pool, err = x509.SystemCertPool()
-			if err != nil {
-				pool = x509.NewCertPool()
-			}
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("imap tls ca file %s: no PEM certificates found", o.TLSCAFile)
-		}
-		cfg.RootCAs = pool
-	}
-	return cfg, nil
-}
-
-// loopbackAddrs resolves host and returns its addresses only if every one
-// of them is a loopback address; otherwise ErrPlaintextNotLoopback. The
-// resolved addresses are dialled, so a later DNS answer cannot redirect
-// the plaintext connection elsewhere.
-func loopbackAddrs(ctx context.Context, host string) ([]string, error) {
-	h := strings.TrimSuffix(strings.ToLower(host), ".")
-	if ip := net.ParseIP(strings.Trim(h, "[]")); ip != nil {
-		if !ip.IsLoopback() {
-			return nil, fmt.Errorf("%w: %s", ErrPlaintextNotLoopback, host)
-		}
-		return []string{ip.String()}, nil
-	}
-	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
-		// RFC 6761: localhost names are always loopback; do not ask DNS.
-		return []string{"127.0.0.1", "::1"}, nil
-	}
-	addrs, err := net.DefaultResolver.LookupIPAddr(ctx, h)
-	if err != nil {
-		return nil, ctxErr(ctx, fmt.Errorf("imap resolve %s: %w", host, err))
-	}
-	var out []string
-	for _, a := range addrs {
-		if !a.IP.IsLoopback() {
-			return nil, fmt.Errorf("%w: %s resolves to %s", ErrPlaintextNotLoopback, host, a.IP)
-		}
-		out = append(out, a.IP.String())
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("imap resolve %s: no addresses", host)
-	}
-	return out, nil
+	return netpolicy.DialFirst(ctx, &d, addrs)
 }
 
 // capsToExpand are capabilities implied by IMAP4rev2 or by another
@@ -428,7 +354,7 @@ func (c *Client) guard(ctx context.Context, f func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	stop := context.AfterFunc(ctx, func() { c.ic.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = c.ic.Close() })
 	err := f()
 	stop()
 	return ctxErr(ctx, err)
@@ -591,7 +517,7 @@ func (c *Client) Append(ctx context.Context, mailbox string, flags []string, dat
 	err := c.guard(ctx, func() error {
 		cmd := c.ic.Append(mailbox, int64(len(raw)), &imap.AppendOptions{Flags: toFlags(flags), Time: date})
 		if _, err := cmd.Write(raw); err != nil {
-			cmd.Close()
+			_ = cmd.Close()
 			return err
 		}
 		if err := cmd.Close(); err != nil {

@@ -18,6 +18,8 @@ import (
 	"github.com/emersion/go-imap/v2/imapclient"
 	"github.com/emersion/go-message"
 	"github.com/emersion/go-message/textproto"
+
+	"github.com/mailagent/mailagent/internal/netpolicy"
 )
 
 func TestDialSecurity(t *testing.T) {
@@ -77,14 +79,14 @@ func TestDialSecurity(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Dial: got error %v, want success", err)
 				}
-				defer c.Close()
+				defer func() { _ = c.Close() }()
 				if _, err := c.Select(context.Background(), "INBOX", true); err != nil {
 					t.Fatalf("Select after Dial: %v", err)
 				}
 				return
 			}
 			if err == nil {
-				c.Close()
+				_ = c.Close()
 				t.Fatalf("Dial: got success, want an error")
 			}
 			if !tt.wantErr(err) {
@@ -107,7 +109,7 @@ func TestInsecureNeverDials(t *testing.T) {
 	if err != nil {
 		t.Skipf("cannot listen on %s: %v", ip, err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	accepted := make(chan struct{}, 1)
 	go func() {
 		for {
@@ -115,7 +117,7 @@ func TestInsecureNeverDials(t *testing.T) {
 			if err != nil {
 				return
 			}
-			conn.Close()
+			_ = conn.Close()
 			accepted <- struct{}{}
 		}
 	}()
@@ -133,7 +135,7 @@ func TestInsecureNeverDials(t *testing.T) {
 	if err != nil {
 		t.Fatalf("probe dial: %v", err)
 	}
-	conn.Close()
+	_ = conn.Close()
 	<-accepted
 	select {
 	case <-accepted:
@@ -204,6 +206,13 @@ func TestAuthentication(t *testing.T) {
 			opts:    func(o Options) Options { o.OAuth2Token = "bad-" + testToken; return o },
 			wantErr: ErrAuth, secret: "bad-" + testToken,
 		},
+		{
+			// The same choice as SMTP (netpolicy.OAuth2Mechanism): no
+			// mechanism for a token is a permanent error, nothing is sent.
+			name: "token but no OAuth mechanism", cfg: serverConfig{tls: "implicit", mechs: []string{"PLAIN"}},
+			opts:    func(o Options) Options { o.OAuth2Token = testToken; return o },
+			wantErr: netpolicy.ErrNoOAuthMechanism, noTrace: "AUTHENTICATE", secret: testToken,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -216,7 +225,7 @@ func TestAuthentication(t *testing.T) {
 			opts.Debug = &trace
 			c, err := Dial(context.Background(), opts)
 			if c != nil {
-				defer c.Close()
+				defer func() { _ = c.Close() }()
 			}
 			if tt.wantErr == nil && err != nil {
 				t.Fatalf("Dial: got %v, want success", err)
@@ -320,7 +329,7 @@ func TestFetchStreamsInBatchesWithoutSettingSeen(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	st, err := c.Select(context.Background(), "INBOX", false)
 	if err != nil {
 		t.Fatalf("Select: %v", err)
@@ -821,36 +830,6 @@ type imapThread = imapclient.ThreadData
 // case-insensitive and servers may change their case.
 func containsFold(flags []string, want string) bool {
 	return slices.ContainsFunc(flags, func(f string) bool { return strings.EqualFold(f, want) })
-}
-
-func TestLoopbackAddrs(t *testing.T) {
-	tests := []struct {
-		name    string
-		host    string
-		want    []string
-		wantErr error
-	}{
-		{name: "ipv4 loopback", host: "127.0.0.1", want: []string{"127.0.0.1"}},
-		{name: "anywhere in 127/8", host: "127.8.9.10", want: []string{"127.8.9.10"}},
-		{name: "ipv6 loopback", host: "::1", want: []string{"::1"}},
-		{name: "bracketed ipv6", host: "[::1]", want: []string{"::1"}},
-		{name: "localhost", host: "LocalHost.", want: []string{"127.0.0.1", "::1"}},
-		{name: "localhost subdomain", host: "imap.localhost", want: []string{"127.0.0.1", "::1"}},
-		{name: "private address", host: "10.0.0.1", wantErr: ErrPlaintextNotLoopback},
-		{name: "public ipv6", host: "2001:db8::1", wantErr: ErrPlaintextNotLoopback},
-		{name: "unspecified", host: "0.0.0.0", wantErr: ErrPlaintextNotLoopback},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := loopbackAddrs(context.Background(), tt.host)
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("loopbackAddrs(%q): got error %v, want %v", tt.host, err, tt.wantErr)
-			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("loopbackAddrs(%q): got %v, want %v", tt.host, got, tt.want)
-			}
-		})
-	}
 }
 
 func TestLogout(t *testing.T) {

@@ -6,7 +6,8 @@
 //   - Fetching never changes a message's flags: bodies are fetched with
 //     BODY.PEEK[].
 //   - TLS is verified. Plaintext (security = "insecure") is refused for any
-//     host that is not a loopback address.
+//     host that is not a loopback address; the rule, the TLS configuration
+//     and the XOAUTH2 client are internal/netpolicy's, shared with SMTP.
 //   - Every blocking call takes a context; cancelling it closes the
 //     connection (go-imap has no context of its own).
 //   - Secrets are never logged or put in errors. Options.Debug is the one

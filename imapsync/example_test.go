@@ -18,7 +18,7 @@ func ExampleClient_Fetch() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if _, err := c.Select(ctx, "INBOX", true); err != nil {
 		log.Fatal(err)
 	}

@@ -234,7 +234,7 @@ func (c *Client) runFetch(ctx context.Context, uids []uint32, items *imap.FetchO
 	var out []fetched
 	err := c.guard(ctx, func() error {
 		cmd := c.ic.Fetch(uidSet(uids), items)
-		defer cmd.Close()
+		defer func() { _ = cmd.Close() }()
 		for {
 			msg := cmd.Next()
 			if msg == nil {

@@ -156,7 +156,7 @@ func (ts *testServer) serve(ln net.Listener) {
 	ts.mu.Unlock()
 	go func() {
 		defer close(done)
-		srv.Serve(ln)
+		_ = srv.Serve(ln)
 	}()
 }
 
@@ -176,8 +176,8 @@ func (ts *testServer) stop() {
 	if srv != nil {
 		// imapserver.Close misses a listener whose Serve has not started
 		// yet, so close it here too.
-		srv.Close()
-		ln.Close()
+		_ = srv.Close()
+		_ = ln.Close()
 		<-done
 	}
 }
@@ -221,7 +221,7 @@ func (ts *testServer) dial(t *testing.T) *Client {
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 

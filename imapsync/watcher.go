@@ -211,7 +211,7 @@ func (r *watchRun) session(ctx context.Context, sync func(context.Context, *Clie
 	if err != nil {
 		return false, fmt.Errorf("dial: %w", err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 
 	st, err := c.Select(ctx, r.w.Mailbox, false)
 	if err != nil {
@@ -332,8 +332,8 @@ func (r *watchRun) idle(ctx context.Context, c *Client, retry time.Duration) err
 		if ctx.Err() != nil {
 			// Leaving: no need for DONE. Close, and let go-imap's IDLE
 			// goroutine finish before we return.
-			c.Close()
-			cmd.Wait()
+			_ = c.Close()
+			_ = cmd.Wait()
 			return ctx.Err()
 		}
 		sctx, cancel := context.WithTimeout(ctx, probeTimeout)

@@ -100,7 +100,7 @@ func runWatcher(t *testing.T, w *Watcher, syncFn func(context.Context, *Client, 
 		})
 		return result
 	}
-	t.Cleanup(func() { stop() })
+	t.Cleanup(func() { _ = stop() })
 	return stop
 }
 
@@ -171,7 +171,7 @@ func TestWatcherIdleSyncsNewMail(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Append: %v", err)
 	}
-	other.Close()
+	_ = other.Close()
 	ev = rec.waitFor(t, uid)
 	if ev.st.NumMessages != 2 {
 		t.Errorf("status after new mail: got %d messages, want 2", ev.st.NumMessages)

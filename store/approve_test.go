@@ -239,7 +239,7 @@ func killApprover(t *testing.T, mode string, delay time.Duration) (int, string) 
 	}); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	_ = s.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestApproveKilledMidway$")
 	cmd.Env = append(os.Environ(), "STORE_APPROVE_CHILD="+path, "STORE_APPROVE_MODE="+mode)
 	out, err := cmd.StdoutPipe()
@@ -263,7 +263,7 @@ func killApprover(t *testing.T, mode string, delay time.Duration) (int, string) 
 	if err != nil {
 		t.Fatalf("reopen after kill: %v", err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	approved, bad := 0, ""
 	err = s.ListQueue("", func(q *QueueItem) error {
 		_, obErr := s.GetOutbox("ob_" + q.ID)

@@ -93,7 +93,7 @@ func BenchmarkSeed100k(b *testing.B) {
 		b.StartTimer()
 		SeedForBench(b, s, n)
 		b.StopTimer()
-		s.Close()
+		_ = s.Close()
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")

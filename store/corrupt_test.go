@@ -51,7 +51,7 @@ var (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if corpusDir != "" {
-		os.RemoveAll(corpusDir)
+		_ = os.RemoveAll(corpusDir)
 	}
 	os.Exit(code)
 }
@@ -291,7 +291,7 @@ func TestDamagedDatabase(t *testing.T) {
 					if d.wantOpenErr {
 						t.Fatalf("open (read-only %v) succeeded on a damaged file", ro)
 					}
-					defer s.Close()
+					defer func() { _ = s.Close() }()
 					for _, err := range typicalReads(s) {
 						if errors.Is(err, ErrCorrupt) {
 							noticed = true
@@ -323,7 +323,7 @@ func TestDamagedDatabase(t *testing.T) {
 			if err != nil {
 				t.Fatalf("open the repaired file: %v", err)
 			}
-			defer s.Close()
+			defer func() { _ = s.Close() }()
 			if err := s.Check(); err != nil {
 				t.Fatalf("the repaired file fails its check: %v", err)
 			}
@@ -391,7 +391,7 @@ func TestInfoMarker(t *testing.T) {
 	if !info.Fresh || info.Schema != SchemaVersion || info.CreatedAt.IsZero() || len(info.Siblings) != 0 {
 		t.Fatalf("new file: %+v", info)
 	}
-	s.Close()
+	_ = s.Close()
 	s, err = Open(path, Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -399,7 +399,7 @@ func TestInfoMarker(t *testing.T) {
 	if again := s.Info(); again.Fresh || !again.CreatedAt.Equal(info.CreatedAt) {
 		t.Fatalf("reopened: %+v, created %v", again, info.CreatedAt)
 	}
-	s.Close()
+	_ = s.Close()
 	// The file is lost but a backup sits next to it: the new file says so.
 	if err := os.Rename(path, path+".bak"); err != nil {
 		t.Fatal(err)
@@ -408,7 +408,7 @@ func TestInfoMarker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	if info := s.Info(); !info.Fresh || !slices.Equal(info.Siblings, []string{path + ".bak"}) {
 		t.Fatalf("new file beside a backup: %+v", info)
 	}
@@ -457,7 +457,7 @@ func TestDamageUnderAnOpenStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
+			defer func() { _ = s.Close() }()
 			data, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -480,7 +480,7 @@ func TestDamageUnderAnOpenStore(t *testing.T) {
 					}
 				}
 			}
-			f.Close()
+			_ = f.Close()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -213,7 +213,7 @@ func TestMigrateSchema1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.Close()
+	_ = db.Close()
 
 	check := func(s *Store) {
 		t.Helper()
@@ -240,12 +240,12 @@ func TestMigrateSchema1(t *testing.T) {
 		t.Fatalf("read-only old file: %+v", ro.Info())
 	}
 	check(ro)
-	ro.Close()
+	_ = ro.Close()
 	rw, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rw.Close()
+	defer func() { _ = rw.Close() }()
 	if rw.Info().Schema != SchemaVersion || !rw.indexed || rw.Info().Fresh {
 		t.Fatalf("after migration: %+v", rw.Info())
 	}

@@ -11,13 +11,13 @@ import (
 
 func Example() {
 	dir, _ := os.MkdirTemp("", "mailagent")
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	s, err := store.Open(filepath.Join(dir, "state.db"), store.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 
 	item := &store.QueueItem{ID: store.NewID(), Kind: store.KindDraft, Status: store.QueuePending, Draft: "Friday works."}
 	if err := s.PutQueueItem(item); err != nil {

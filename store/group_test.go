@@ -15,7 +15,7 @@ func TestGroupCommitIsolatesAFailingWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	bad := errors.New("bad write")
 	var wg sync.WaitGroup
 	errs := make([]error, 50)
@@ -63,7 +63,7 @@ func TestGroupCommitRecoversAPanic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	var wg sync.WaitGroup
 	errs := make([]error, 40)
 	var mu sync.Mutex
@@ -78,6 +78,7 @@ func TestGroupCommitRecoversAPanic(t *testing.T) {
 				mu.Unlock()
 				if i%10 == 3 {
 					var m map[string]int
+					//lint:ignore SA5000 the runtime panic inside the transaction is what this test is about
 					m["boom"] = i // panics: assignment to a nil map
 				}
 				return tx.Bucket(bMeta).Put([]byte(fmt.Sprintf("p%02d", i)), []byte("v"))

@@ -14,7 +14,7 @@ func TestPutOutcomeWritesAllThree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	rec := &MessageRecord{MessageKey: MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 1, UID: 7},
 		MessageID: "m@x", State: StateDone, TraceID: "tr_1"}
 	tr := &Trace{TraceID: "tr_1", Message: rec.MessageKey, MessageID: "m@x"}
@@ -45,7 +45,7 @@ func TestThreadInputsSince(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 1100 { // more than one read batch (1024)
 		rec := &MessageRecord{MessageKey: MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 1, UID: uint32(i + 1)},
@@ -81,7 +81,7 @@ func TestCountByStateFollowsTransitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	for i := range 5 {
 		rec := &MessageRecord{MessageKey: MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 1, UID: uint32(i + 1)}, MessageID: fmt.Sprintf("m%d@x", i), State: StateParsed}
 		if err := s.PutMessage(rec); err != nil {
@@ -109,7 +109,7 @@ func TestThreadInputsLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 50 {
 		rec := &MessageRecord{MessageKey: MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 1, UID: uint32(i + 1)},

@@ -25,7 +25,7 @@ func precheck(path string, timeout time.Duration, lock bool) error {
 	if err != nil {
 		return nil // bbolt reports it
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if !lock {
 		return precheckFile(f)
 	}

@@ -10,7 +10,7 @@ func TestReleaseMemoryKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	rec := &MessageRecord{MessageKey: MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 1, UID: 1}, MessageID: "m@x", State: StateDone}
 	if err := s.PutMessage(rec); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // RepairReport says what Repair did.
@@ -71,7 +72,7 @@ func Repair(path string) (RepairReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("repair %s: %w", path, err)
 	}
-	defer orig.Close()
+	defer func() { _ = orig.Close() }()
 	if err := lockExclusive(orig); err != nil {
 		if errors.Is(err, ErrLocked) {
 			return rep, &LockedError{Path: path}
@@ -87,7 +88,7 @@ func Repair(path string) (RepairReport, error) {
 	if err := copyFile(orig, src); err != nil {
 		return rep, fmt.Errorf("repair %s: copy: %w", path, err)
 	}
-	defer os.Remove(src)
+	defer func() { _ = os.Remove(src) }()
 
 	dst := filepath.Join(dir, "."+filepath.Base(path)+".repair-new")
 	_ = os.Remove(dst)
@@ -116,7 +117,7 @@ func Repair(path string) (RepairReport, error) {
 	}
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync()
-		d.Close()
+		_ = d.Close()
 	}
 	return rep, nil
 }
@@ -130,7 +131,7 @@ func copyFile(from *os.File, to string) error {
 		return err
 	}
 	if _, err := io.Copy(f, from); err != nil {
-		f.Close()
+		_ = f.Close()
 		return err
 	}
 	return f.Close()
@@ -438,7 +439,7 @@ func writePairs(out *Store, name []byte, pairs []pair, rep *RepairReport) error 
 // outbox record with its raw message inline has it moved apart).
 func rebuildIndexes(tx *bolt.Tx) error {
 	for _, name := range [][]byte{bIdxMsgID, bIdxThread, bIdxState, bStateCount, bThreadIn, bIdxTraceMID, bIdxQueue, bIdxOutbox} {
-		if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+		if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return err
 		}
 		if _, err := tx.CreateBucket(name); err != nil {

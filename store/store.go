@@ -158,7 +158,7 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	s := &Store{db: db, path: path, now: time.Now, opts: opts}
 	if err := s.init(!existed); err != nil {
-		db.Close()
+		_ = db.Close()
 		if errors.Is(err, ErrCorrupt) {
 			return nil, err
 		}
@@ -199,10 +199,6 @@ func NewID() string {
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("%013x%s", ms, hex.EncodeToString(b[:]))
 }
-
-// bucket returns a top-level bucket; in a read-only store opened on a new
-// file it may be missing, which reads treat as empty.
-func bucket(tx *bolt.Tx, name []byte) *bolt.Bucket { return tx.Bucket(name) }
 
 func getJSON(b *bolt.Bucket, key []byte, v any) error {
 	if b == nil {

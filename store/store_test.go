@@ -21,7 +21,7 @@ func openTest(t testing.TB) (*Store, *fakeClock) {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { _ = s.Close() })
 	clk := &fakeClock{t: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
 	s.now = clk.Now
 	return s, clk
@@ -75,7 +75,7 @@ func TestOpenLocked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer first.Close()
+	defer func() { _ = first.Close() }()
 
 	// bbolt's flock belongs to the open file description, so a second Open
 	// in the same process contends exactly as another process would.
@@ -103,7 +103,7 @@ func TestOpenLocked(t *testing.T) {
 	if err != nil {
 		t.Fatalf("open after close: %v", err)
 	}
-	second.Close()
+	_ = second.Close()
 }
 
 func TestOpenMode(t *testing.T) {
@@ -113,7 +113,7 @@ func TestOpenMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	_ = s.Close()
 	if fi, _ := os.Stat(fresh); fi.Mode().Perm() != 0o600 {
 		t.Errorf("new file: got mode %04o, want 0600", fi.Mode().Perm())
 	}
@@ -124,7 +124,7 @@ func TestOpenMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	_ = s.Close()
 	if fi, _ := os.Stat(fresh); fi.Mode().Perm() != 0o600 {
 		t.Errorf("loose file: got mode %04o after Open, want 0600", fi.Mode().Perm())
 	}
@@ -137,18 +137,18 @@ func TestReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustPut(t, s, msg("a", "INBOX", 1, 1, StateDone))
-	s.Close()
+	_ = s.Close()
 
 	r1, err := Open(path, Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r1.Close()
+	defer func() { _ = r1.Close() }()
 	r2, err := Open(path, Options{ReadOnly: true})
 	if err != nil {
 		t.Fatalf("second read-only open: got %v, want shared lock", err)
 	}
-	defer r2.Close()
+	defer func() { _ = r2.Close() }()
 	if _, err := r2.GetMessage(MessageKey{"a", "INBOX", 1, 1}); err != nil {
 		t.Errorf("read: %v", err)
 	}
@@ -737,12 +737,12 @@ func TestAutoSendCaps(t *testing.T) {
 		if ok, _ := s.IncrAutoSend("p", "a@example.com", "2025-03-01", 1, 10); !ok {
 			t.Error("first send: got refused")
 		}
-		s.Close()
+		_ = s.Close()
 		s, err = Open(path, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer s.Close()
+		defer func() { _ = s.Close() }()
 		if ok, _ := s.IncrAutoSend("p", "a@example.com", "2025-03-01", 1, 10); ok {
 			t.Error("after restart: got ok, want the cap to persist")
 		}

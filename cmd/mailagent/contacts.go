@@ -80,7 +80,7 @@ func contactsRun(ctx context.Context, f *Factory, opts *ContactsOptions) error {
 	if err != nil {
 		return err
 	}
-	defer closeSvc()
+	defer func() { _ = closeSvc() }()
 	switch opts.Action {
 	case "list":
 		cs, err := svc.Contacts(ctx, account)

@@ -19,7 +19,7 @@ func (h *harness) createMailbox(t *testing.T, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if err := c.Login(ownerAddr, ownerPass).Wait(); err != nil {
 		t.Fatal(err)
 	}

@@ -285,7 +285,7 @@ func demoReport(f *Factory, env *demoEnv, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	rep := DemoReport{Model: env.label, Outcomes: []DemoOutcome{}, Sent: []DemoSent{}}
 	err = st.ListMessages(store.MessageFilter{Account: "demo", Mailbox: "INBOX"}, func(r *store.MessageRecord) error {
 		o := DemoOutcome{MessageID: r.MessageID, From: r.From.Email, Subject: r.Subject, Route: r.Route, Decision: r.Decision, Reasons: r.Reasons}

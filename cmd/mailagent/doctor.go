@@ -22,6 +22,7 @@ import (
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/netpolicy"
 	"github.com/mailagent/mailagent/internal/smtpsend"
 	"github.com/mailagent/mailagent/store"
 )
@@ -170,8 +171,8 @@ func connFix(err error, e config.Endpoint, kind string) string {
 		return fmt.Sprintf("nothing listens on %s: check the port (%s: 993 for tls, 143 for starttls; smtp: 465 tls, 587 starttls)", e.Addr(), kind)
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
 		return "no answer from " + e.Addr() + ": a firewall, or the wrong port or security mode"
-	case errors.Is(err, imapsync.ErrPlaintextNotLoopback), errors.Is(err, smtpsend.ErrPlaintextNotLoopback):
-		return `use security = "tls" or "starttls": plaintext is allowed only to loopback`
+	case errors.Is(err, netpolicy.ErrPlaintextNotLoopback): // IMAP's and SMTP's
+		return `use security = "tls" or "starttls": plaintext is allowed only to a loopback address (127.0.0.1, ::1, localhost)`
 	}
 	return "check host, port and security in accounts." + kind
 }
@@ -192,7 +193,7 @@ func (d *doctor) imap(ctx context.Context, acct *config.Account) {
 		d.fail(name+": connect and login", err, connFix(err, acct.IMAP, "imap"))
 		return
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	d.pass(name+": connect and login", fmt.Sprintf("%s (%s, certificate verified unless insecure loopback)", acct.IMAP.Addr(), acct.IMAP.Security))
 	var have, missing []string
 	for _, cp := range []string{"IDLE", "MOVE", "UIDPLUS", "CONDSTORE", "SPECIAL-USE"} {

@@ -145,7 +145,7 @@ func TestDamagedStateDatabaseCommands(t *testing.T) {
 					t.Fatal(err)
 				}
 				counts, _ := st.CountByState()
-				st.Close()
+				_ = st.Close()
 				if counts[store.StateDone] < 250 {
 					t.Errorf("salvaged %d of 300 messages after losing 6 leaf pages", counts[store.StateDone])
 				}

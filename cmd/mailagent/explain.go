@@ -51,7 +51,7 @@ func explainRun(ctx context.Context, f *Factory, opts *ExplainOptions) error {
 	if err != nil {
 		return err
 	}
-	defer closeSvc()
+	defer func() { _ = closeSvc() }()
 	ref := strings.Trim(strings.TrimSpace(opts.ID), "<>")
 	e, err := svc.Explain(ctx, ref)
 	if errors.Is(err, store.ErrNotFound) {

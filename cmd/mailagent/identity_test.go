@@ -72,7 +72,7 @@ func (h *harness) draftPrompts(marker string) []string {
 func (h *harness) queueItems(t *testing.T) map[string]*store.QueueItem {
 	t.Helper()
 	st := h.openStore(t)
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	items := map[string]*store.QueueItem{}
 	_ = st.ListQueue("", func(q *store.QueueItem) error { items[q.Subject] = q; return nil })
 	return items
@@ -134,7 +134,7 @@ func TestSpoofedKnownContactWithReplyTo(t *testing.T) {
 	}
 	// Unauthenticated mail wrote nothing into Bob's memory.
 	st := h.openStore(t)
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	c, err := st.GetContact("personal", "bob@example.org")
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func TestAutoSendDoesNotMakeKnown(t *testing.T) {
 	}
 	st := h.openStore(t)
 	c, err := st.GetContact("personal", "dave@example.net")
-	st.Close()
+	_ = st.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestCapsPerRecipient(t *testing.T) {
 	}
 	st := h.openStore(t)
 	n, _, _ := st.AutoSendCounts("personal", "bob@example.org", store.Day(timeNow()))
-	st.Close()
+	_ = st.Close()
 	if n != 1 {
 		t.Errorf("auto-sends counted for bob@example.org: got %d, want 1", n)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/mailagent/mailagent/internal/autoconfig"
 	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/netpolicy"
 )
 
 // InitOptions are the flags of `mailagent init`.
@@ -660,7 +661,7 @@ func confirmServers(ctx context.Context, p *prompter, s *initSetup) error {
 		}
 		switch strings.ToLower(ans) {
 		case "y", "yes":
-			if initLoopback(s.IMAP.Host) && strings.HasPrefix(s.Source, "preset:proton") {
+			if netpolicy.IsLoopback(s.IMAP.Host) && strings.HasPrefix(s.Source, "preset:proton") {
 				return askBridgeCA(ctx, p, s)
 			}
 			return nil
@@ -724,10 +725,6 @@ func editServer(ctx context.Context, p *prompter, label, kind string, e *initSer
 		return err
 	}
 	return nil
-}
-
-func initLoopback(host string) bool {
-	return host == "127.0.0.1" || host == "::1" || strings.EqualFold(host, "localhost")
 }
 
 func askBridgeCA(ctx context.Context, p *prompter, s *initSetup) error {
@@ -1106,7 +1103,7 @@ func writeConfig(path string, data []byte, force bool) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
+	defer func() { _ = os.Remove(tmp.Name()) }() // no-op after the rename
 	_, werr := tmp.Write(data)
 	serr := tmp.Sync()
 	cerr := tmp.Close()

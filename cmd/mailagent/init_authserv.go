@@ -192,7 +192,7 @@ func initAuthserv(ctx context.Context, s *initSetup, data []byte, path string, l
 		if err != nil {
 			return data
 		}
-		defer c.Close()
+		defer func() { _ = c.Close() }()
 		if got, err := discoverAuthserv(dctx, c, cfg.Accounts[0].Mailbox, ""); err == nil {
 			s.AuthservID = got.Suggest
 		}

@@ -23,7 +23,7 @@ func (h *harness) openStore(t *testing.T) *store.Store {
 func (h *harness) queue(t *testing.T) []*store.QueueItem {
 	t.Helper()
 	st := h.openStore(t)
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	var items []*store.QueueItem
 	_ = st.ListQueue("", func(q *store.QueueItem) error { items = append(items, q); return nil })
 	return items
@@ -59,7 +59,7 @@ func TestOwnerReplyResolvesQueueItem(t *testing.T) {
 	}
 	// Carol is now a known contact: the owner wrote to her.
 	st := h.openStore(t)
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	if cp, ok, err := st.Checkpoint("personal", daemon.SentCheckpoint); err != nil || !ok || cp.LastUID != 1 {
 		t.Errorf("Sent checkpoint: got %+v ok=%v err=%v, want last uid 1", cp, ok, err)
 	}
@@ -83,7 +83,7 @@ func TestSendDelayAndCancel(t *testing.T) {
 	st := h.openStore(t)
 	var scheduled []*store.OutboxRecord
 	_ = st.ListOutbox(store.OutboxScheduled, func(r *store.OutboxRecord) error { scheduled = append(scheduled, r); return nil })
-	st.Close()
+	_ = st.Close()
 	if len(scheduled) != 2 {
 		t.Fatalf("scheduled: got %d, want 2", len(scheduled))
 	}
@@ -109,7 +109,7 @@ func TestSendDelayAndCancel(t *testing.T) {
 		r.SendAt = time.Now().Add(-time.Second)
 		return nil
 	})
-	st.Close()
+	_ = st.Close()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func queueRun(ctx context.Context, f *Factory, opts *QueueOptions) error {
 	if err != nil {
 		return err
 	}
-	defer closeSvc()
+	defer func() { _ = closeSvc() }()
 	err = queueDo(ctx, f, svc, opts)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -281,7 +281,7 @@ func editText(ctx context.Context, f *Factory, text string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	path := filepath.Join(dir, "draft.txt")
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		return "", err

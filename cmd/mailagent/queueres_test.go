@@ -58,7 +58,7 @@ func (h *harness) mailbox(t *testing.T, name string) []string {
 func (h *harness) contact(t *testing.T, email string) *store.Contact {
 	t.Helper()
 	st := h.openStore(t)
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	c, err := st.GetContact("personal", email)
 	if err != nil {
 		return &store.Contact{Email: email}
@@ -88,7 +88,7 @@ func (h *harness) clientSends(t *testing.T, draft string, edit func(string) stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if err := c.Login(ownerAddr, ownerPass).Wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +451,7 @@ func TestEditRecordsADraftsFolderFailure(t *testing.T) {
 	if err := c.Delete("Drafts").Wait(); err != nil {
 		t.Fatal(err)
 	}
-	c.Close()
+	_ = c.Close()
 	t.Setenv("VISUAL", editorScript(t, "Tuesday is better for me."))
 	if _, stderr, code := h.run("queue", "edit", q.ID); code != 0 {
 		t.Fatalf("edit: %d %s", code, stderr)

@@ -110,7 +110,7 @@ func TestFetchRefusedLosesNoMail(t *testing.T) {
 	}
 	st := h.openStore(t)
 	cp, _, err := st.Checkpoint("personal", "INBOX")
-	st.Close()
+	_ = st.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func (h *harness) runDaemon(t *testing.T, mod func(*daemon.Daemon)) *daemon.Daem
 			t.Error("daemon did not stop")
 		}
 		parts.Mailer.Close()
-		st.Close()
+		_ = st.Close()
 		f.Close()
 	})
 	return d
@@ -185,7 +185,7 @@ func (h *harness) appendConfig(t *testing.T, text string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fh.Close()
+	defer func() { _ = fh.Close() }()
 	if _, err := fh.WriteString(text); err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +393,7 @@ func TestStartupRetriesDoNotDelayNewMail(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st.Close()
+	_ = st.Close()
 	mu.Lock()
 	order = nil
 	mu.Unlock()

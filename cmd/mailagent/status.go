@@ -35,7 +35,7 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	if err != nil {
 		return err
 	}
-	defer closeSvc()
+	defer func() { _ = closeSvc() }()
 	s, err := svc.Status(ctx)
 	if err != nil {
 		return err

@@ -20,7 +20,7 @@ func (h *harness) appendAt(t *testing.T, mailbox, raw string, date time.Time) {
 func (h *harness) states(t *testing.T) map[string]store.State {
 	t.Helper()
 	st := h.openStore(t)
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	out := map[string]store.State{}
 	_ = st.ListMessages(store.MessageFilter{}, func(r *store.MessageRecord) error {
 		out[r.Subject] = r.State

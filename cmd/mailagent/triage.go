@@ -366,7 +366,7 @@ func triageAccount(ctx context.Context, f *Factory, cfg *config.Config, acct *co
 	if err != nil {
 		return false, err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	// Read-only EXAMINE: triage never changes the mailbox.
 	if _, err := c.Select(ctx, mailbox, true); err != nil {
 		return false, unreachable(fmt.Errorf("account %s: %w", acct.Name, err), "check the mailbox name with: mailagent doctor")

@@ -53,7 +53,7 @@ func sentRecipients(ctx context.Context, acct *config.Account, since time.Time) 
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	attr, names := `\Sent`, []string(nil)
 	if acct.SentMailbox != "" {
 		attr, names = "", []string{acct.SentMailbox}

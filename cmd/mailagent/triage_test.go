@@ -259,7 +259,7 @@ func TestTriageDryRunDoesNotLockTheDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	if _, stderr, code := h.run("triage", "--dry-run", "--json"); code != 0 {
 		t.Errorf("dry run beside a reader: exit %d: %s", code, stderr)
 	}

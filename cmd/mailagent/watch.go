@@ -72,7 +72,7 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	parts, err := buildAgent(ctx, f, cfg, st, false)
 	if err != nil {
 		return err

@@ -114,7 +114,7 @@ func TestWatchOnceActs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	var items []*store.QueueItem
 	_ = st.ListQueue("", func(q *store.QueueItem) error { items = append(items, q); return nil })
 	if len(items) != 2 {
@@ -149,7 +149,7 @@ func TestWatchOnceActs(t *testing.T) {
 	if counts[store.StateDone] != 3 {
 		t.Errorf("states: got %v, want 3 done", counts)
 	}
-	st.Close()
+	_ = st.Close()
 
 	// A second run does nothing new: exactly once.
 	if _, stderr, code := h.run("watch", "--once"); code != 0 {

@@ -59,7 +59,7 @@ func Dial(ctx context.Context, path string) (*Client, error) {
 	_, err := c.Status(dctx)
 	var remote *Error
 	if err != nil && !errors.As(err, &remote) { // a watcher that answers with an error is still there
-		c.Close()
+		_ = c.Close()
 		return nil, fmt.Errorf("dial %s: %w", path, err)
 	}
 	return c, nil

@@ -206,8 +206,8 @@ func TestEventsOverSocket(t *testing.T) {
 	}
 	cancelAll()
 	drainClosed(t, ch)
-	c.Close()
-	st.Close()
+	_ = c.Close()
+	_ = st.Close()
 	waitGoroutines(t, base)
 }
 

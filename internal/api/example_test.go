@@ -21,7 +21,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(stateDir)
+	defer func() { _ = os.RemoveAll(stateDir) }()
 	openStore := func() (*store.Store, error) {
 		return store.Open(filepath.Join(stateDir, "state.db"), store.Options{Timeout: 100 * time.Millisecond})
 	}
@@ -31,7 +31,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	events := &api.Broker{}
 	ctx, stop := context.WithCancel(context.Background())
 	served := make(chan error, 1)
@@ -46,7 +46,7 @@ func Example() {
 	for {
 		var closeFn func() error
 		if svc, closeFn, err = api.Open(context.Background(), stateDir, openStore, nil); err == nil {
-			defer closeFn()
+			defer func() { _ = closeFn() }()
 			break
 		}
 		time.Sleep(10 * time.Millisecond)

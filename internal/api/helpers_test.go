@@ -41,7 +41,7 @@ func shortDir(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	return dir
 }
 
@@ -51,7 +51,7 @@ func openStore(t *testing.T) *store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() { _ = st.Close() })
 	return st
 }
 
@@ -159,7 +159,7 @@ func startServer(t *testing.T, svc Service) *server {
 	}
 	s := &server{path: path, cancel: cancel, done: make(chan error, 1)}
 	go func() { s.done <- serveOn(ctx, ln, path, svc, discard()) }()
-	t.Cleanup(func() { s.stop(t) })
+	t.Cleanup(func() { _ = s.stop(t) })
 	return s
 }
 
@@ -185,7 +185,7 @@ func dial(t *testing.T, path string) *Client {
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 

@@ -91,7 +91,9 @@ func serveOn(ctx context.Context, ln net.Listener, path string, svc Service, log
 		_ = srv.Close()
 	}
 	if serveErr == nil {
-		<-errc // http.ErrServerClosed
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			serveErr = fmt.Errorf("serve %s: %w", path, err)
+		}
 	}
 	h.wg.Wait()
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -149,7 +151,7 @@ func listen(ctx context.Context, path string, log *slog.Logger) (net.Listener, e
 	// The directory is 0700, so nobody else can reach the socket in the
 	// moment before this chmod.
 	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
+		_ = ln.Close()
 		return nil, fmt.Errorf("serve %s: chmod socket: %w", path, err)
 	}
 	return ln, nil
@@ -169,11 +171,11 @@ func probe(ctx context.Context, path string) error {
 	}
 	// Something answers: another watcher, or at least a live process
 	// whose socket must not be taken over.
-	conn.Close()
+	_ = conn.Close()
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	c := newClient(path)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if st, err := c.Status(pctx); err == nil && st.PID != 0 {
 		return fmt.Errorf("serve %s: %w (pid %d); stop it first", path, ErrWatcherRunning, st.PID)
 	}

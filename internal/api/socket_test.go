@@ -44,7 +44,7 @@ func TestServeTightensReadableDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln.Close()
+	_ = ln.Close()
 	fi, _ := os.Stat(dir)
 	if got := fi.Mode().Perm(); got != 0o700 {
 		t.Errorf("dir mode: got %04o, want 0700", got)
@@ -135,7 +135,7 @@ func staleSocket(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	ln.Close()
+	_ = ln.Close()
 	if _, err := os.Lstat(path); err != nil {
 		t.Fatalf("stale socket: %v", err)
 	}
@@ -181,7 +181,7 @@ func TestServeReturnsAndRemovesSocket(t *testing.T) {
 	for {
 		c, err := Dial(context.Background(), path)
 		if err == nil {
-			c.Close()
+			_ = c.Close()
 			break
 		}
 		if time.Now().After(deadline) {
@@ -213,7 +213,7 @@ func TestDialNoWatcher(t *testing.T) {
 func TestClientWatcherGone(t *testing.T) {
 	srv := startServer(t, &Local{DB: openStore(t)})
 	c := dial(t, srv.path)
-	srv.stop(t)
+	_ = srv.stop(t)
 	_, err := c.Status(context.Background())
 	if !errors.Is(err, ErrNoWatcher) {
 		t.Errorf("got %v, want ErrNoWatcher", err)
@@ -233,7 +233,7 @@ func TestOpen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer closeFn()
+		defer func() { _ = closeFn() }()
 		if _, ok := svc.(*Client); !ok {
 			t.Errorf("got %T, want *Client", svc)
 		}
@@ -269,7 +269,7 @@ func TestOpen(t *testing.T) {
 		if err != nil {
 			t.Fatalf("reopen after close: %v", err)
 		}
-		st.Close()
+		_ = st.Close()
 	})
 	t.Run("stale socket: local", func(t *testing.T) {
 		dir := shortDir(t)
@@ -280,7 +280,7 @@ func TestOpen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer closeFn()
+		defer func() { _ = closeFn() }()
 		if _, ok := svc.(*Local); !ok {
 			t.Errorf("got %T, want *Local", svc)
 		}
@@ -294,7 +294,7 @@ func TestOpen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer holder.Close()
+		defer func() { _ = holder.Close() }()
 		_, _, err = Open(ctx, dir, func() (*store.Store, error) {
 			return store.Open(dbPath, store.Options{Timeout: 50 * time.Millisecond})
 		}, nil)

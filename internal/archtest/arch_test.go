@@ -1,12 +1,26 @@
 // Package archtest enforces the layering in docs/ARCHITECTURE.md: a test,
 // so that `go test ./...` fails when an import crosses a layer. (A linter
 // such as depguard would do the same; this needs no extra tool in CI.)
+//
+// The tiers, bottom up:
+//
+//   - leaf libraries (leafLibraries): internal/mail, compose, llm, smtpsend,
+//     config, netpolicy, termsafe, autoconfig. They import no
+//     application-tier package; internal/netpolicy imports nothing from the
+//     project at all.
+//   - application tier (applicationTier): agent, store, imapsync's users
+//     internal/daemon and internal/api, tui, cmd.
+//   - nothing imports cmd; agent, imapsync and store never import tui.
+//
+// Only non-test files count: a test may wire layers together to check them.
 package archtest
 
 import (
+	"fmt"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +31,17 @@ import (
 
 const module = "github.com/mailagent/mailagent/"
 
+// applicationTier are the packages that run the program: no leaf library
+// may import them.
+var applicationTier = []string{"agent", "store", "internal/daemon", "internal/api", "tui", "cmd"}
+
+// leafLibraries may import only other leaf libraries (and what their rule
+// below allows), never the application tier.
+var leafLibraries = []string{
+	"internal/mail", "internal/compose", "internal/llm", "internal/smtpsend",
+	"internal/config", "internal/netpolicy", "internal/termsafe", "internal/autoconfig",
+}
+
 // rules: package (relative path prefix) → project packages it must not import.
 var rules = []struct {
 	pkg       string
@@ -24,17 +49,64 @@ var rules = []struct {
 	only      []string // when set, the only project imports allowed
 }{
 	{pkg: "agent", forbidden: []string{"cmd", "tui", "imapsync", "internal/daemon", "internal/api", "internal/smtpsend", "internal/config"}},
-	{pkg: "imapsync", only: []string{}},
+	{pkg: "imapsync", only: []string{"internal/netpolicy"}},
 	{pkg: "store", only: []string{"internal/mail"}},
 	{pkg: "tui", only: []string{"tui", "internal/termsafe"}},
 	{pkg: "prompts", only: []string{}},
 	{pkg: "internal/mail", only: []string{}},
 	{pkg: "internal/llm", only: []string{"internal/llm"}},
-	{pkg: "internal/config", only: []string{}},
+	{pkg: "internal/config", only: []string{"internal/netpolicy"}},
 	{pkg: "internal/compose", only: []string{"internal/mail"}},
-	{pkg: "internal/smtpsend", only: []string{"internal/smtpsend"}},
+	{pkg: "internal/smtpsend", only: []string{"internal/smtpsend", "internal/netpolicy"}},
+	{pkg: "internal/netpolicy", only: []string{}},
+	{pkg: "internal/termsafe", only: []string{}},
+	{pkg: "internal/autoconfig", only: []string{}},
 	{pkg: "internal/api", forbidden: []string{"cmd", "tui", "imapsync", "internal/daemon"}},
 	{pkg: "internal/daemon", forbidden: []string{"cmd", "tui", "internal/api"}},
+}
+
+// under reports whether pkg is p or a package below it.
+func under(pkg, p string) bool { return pkg == p || strings.HasPrefix(pkg, p+"/") }
+
+func underAny(pkg string, ps []string) bool {
+	for _, p := range ps {
+		if under(pkg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// violations returns what is wrong with package rel importing target (both
+// relative to the module), and how many rules applied.
+func violations(rel, target string) (problems []string, applied int) {
+	if under(target, "cmd") {
+		problems = append(problems, fmt.Sprintf("%s imports %s: nothing imports cmd", rel, target))
+	}
+	if underAny(rel, []string{"agent", "imapsync", "store"}) && under(target, "tui") {
+		problems = append(problems, fmt.Sprintf("%s imports %s: agent, imapsync and store never import tui", rel, target))
+	}
+	if underAny(rel, leafLibraries) {
+		applied++
+		if underAny(target, applicationTier) {
+			problems = append(problems, fmt.Sprintf("%s imports %s: a leaf library imports no application-tier package %v", rel, target, applicationTier))
+		}
+	}
+	for _, r := range rules {
+		if !under(rel, r.pkg) {
+			continue
+		}
+		applied++
+		for _, f := range r.forbidden {
+			if under(target, f) {
+				problems = append(problems, fmt.Sprintf("%s imports %s, which its layer forbids", rel, target))
+			}
+		}
+		if r.only != nil && !underAny(target, r.only) {
+			problems = append(problems, fmt.Sprintf("%s imports %s; it may only import %v from the project", rel, target, r.only))
+		}
+	}
+	return problems, applied
 }
 
 func TestLayering(t *testing.T) {
@@ -55,31 +127,10 @@ func TestLayering(t *testing.T) {
 			if !strings.HasPrefix(p, module) {
 				continue
 			}
-			target := strings.TrimPrefix(p, module)
-			if strings.HasPrefix(target, "cmd") {
-				t.Errorf("%s imports %s: nothing imports cmd", rel, target)
-			}
-			for _, r := range rules {
-				if rel != r.pkg && !strings.HasPrefix(rel, r.pkg+"/") {
-					continue
-				}
-				checked++
-				for _, f := range r.forbidden {
-					if target == f || strings.HasPrefix(target, f+"/") {
-						t.Errorf("%s imports %s, which its layer forbids", rel, target)
-					}
-				}
-				if r.only != nil {
-					ok := false
-					for _, o := range r.only {
-						if target == o || strings.HasPrefix(target, o+"/") {
-							ok = true
-						}
-					}
-					if !ok {
-						t.Errorf("%s imports %s; it may only import %v from the project", rel, target, r.only)
-					}
-				}
+			problems, applied := violations(rel, strings.TrimPrefix(p, module))
+			checked += applied
+			for _, msg := range problems {
+				t.Error(msg)
 			}
 		}
 		return nil
@@ -89,5 +140,62 @@ func TestLayering(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no project import was checked: the rules match nothing")
+	}
+}
+
+// TestRulesNameRealPackages: a rule about a package that was renamed or
+// moved would pass forever, checking nothing.
+func TestRulesNameRealPackages(t *testing.T) {
+	top := e2e.RepoRoot(t)
+	var names []string
+	for _, r := range rules {
+		names = append(names, r.pkg)
+	}
+	names = append(names, leafLibraries...)
+	names = append(names, applicationTier...)
+	for _, n := range names {
+		if _, err := os.Stat(filepath.Join(top, filepath.FromSlash(n))); err != nil {
+			t.Errorf("rule names %s, which does not exist: %v", n, err)
+		}
+	}
+}
+
+// TestRulesCatch feeds imports that must be refused (and some that must
+// not) to the same check TestLayering runs.
+func TestRulesCatch(t *testing.T) {
+	tests := []struct {
+		from, to string
+		bad      bool
+	}{
+		{"internal/mail", "agent", true},
+		{"internal/compose", "store", true},
+		{"internal/llm", "internal/daemon", true},
+		{"internal/smtpsend", "internal/api", true},
+		{"internal/config", "tui", true},
+		{"internal/termsafe", "cmd/mailagent", true},
+		{"internal/autoconfig", "agent", true},
+		{"internal/netpolicy", "internal/mail", true},
+		{"internal/netpolicy", "internal/termsafe", true},
+		{"internal/api", "cmd/mailagent", true},
+		{"agent", "tui", true},
+		{"imapsync", "tui/styles", true},
+		{"store", "tui", true},
+		{"imapsync", "internal/mail", true},
+		{"tui", "agent", true},
+		{"tui", "internal/termsafe", false},
+
+		{"internal/compose", "internal/mail", false},
+		{"imapsync", "internal/netpolicy", false},
+		{"internal/smtpsend", "internal/netpolicy", false},
+		{"internal/config", "internal/netpolicy", false},
+		{"agent", "store", false},
+		{"internal/daemon", "imapsync", false},
+		{"cmd/mailagent", "internal/daemon", false},
+	}
+	for _, tt := range tests {
+		problems, _ := violations(tt.from, tt.to)
+		if got := len(problems) > 0; got != tt.bad {
+			t.Errorf("%s importing %s: got refused=%v (%v), want %v", tt.from, tt.to, got, problems, tt.bad)
+		}
 	}
 }

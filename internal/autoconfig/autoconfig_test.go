@@ -111,7 +111,7 @@ func (rs *responder) requests() []string {
 func serve(body string) func(w http.ResponseWriter, r *http.Request) {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/xml")
-		io.WriteString(w, body)
+		_, _ = io.WriteString(w, body)
 	}
 }
 
@@ -513,7 +513,7 @@ func TestPresetsWellFormed(t *testing.T) {
 
 func TestHTTPSOnlyRedirect(t *testing.T) {
 	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		io.WriteString(w, exampleConfig)
+		_, _ = io.WriteString(w, exampleConfig)
 	}))
 	defer plain.Close()
 	secure := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

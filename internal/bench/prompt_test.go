@@ -67,7 +67,7 @@ func stateDir(tb testing.TB) string {
 	tb.Helper()
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
 		if d, err := os.MkdirTemp("/dev/shm", "mailagent-prompt-bench-"); err == nil {
-			tb.Cleanup(func() { os.RemoveAll(d) })
+			tb.Cleanup(func() { _ = os.RemoveAll(d) })
 			return d
 		}
 	}
@@ -98,7 +98,7 @@ func renderCorpusPrompts(tb testing.TB) []corpusPrompt {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { st.Close() })
+	tb.Cleanup(func() { _ = st.Close() })
 	rec := newRecorder(ps)
 	const account = "bench"
 	p := &agent.Pipeline{

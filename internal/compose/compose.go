@@ -48,7 +48,7 @@ type Reply struct {
 	To []mail.Address
 	Cc []mail.Address
 	// Subject is the parent's subject; Build turns it into "Re: …" with
-	// ReplySubject, so prefixes never stack.
+	// mail.ReplySubject, so prefixes never stack.
 	Subject string
 	// ParentMessageID is the parent's Message-ID, brackets optional. Empty
 	// when the parent had none (a synthesized id must not be used): then no
@@ -127,7 +127,7 @@ func Build(r Reply) (raw []byte, messageID string, err error) {
 	tmp.SetAddressList("From", []*gomail.Address{from})
 	tmp.SetAddressList("To", to)
 	tmp.SetAddressList("Cc", cc)
-	tmp.SetSubject(ReplySubject(r.Subject))
+	tmp.SetSubject(mail.ReplySubject(r.Subject))
 	tmp.SetDate(date)
 	tmp.SetMessageID(messageID)
 	parent := cleanID(r.ParentMessageID)
@@ -197,64 +197,6 @@ func NewMessageID(domain string) string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error (Go ≥ 1.24)
 	enc := base32.StdEncoding.WithPadding(base32.NoPadding)
 	return strings.ToLower(enc.EncodeToString(b[:])) + "." + strconv.FormatInt(time.Now().Unix(), 10) + "@" + domain
-}
-
-// replyPrefixes are the words mail clients in various languages put before a
-// reply's subject ("Re:", German "Aw:", Nordic "SV:"/"VS:", Dutch "Antw:",
-// Polish "Odp:", ...). Matching is case-insensitive.. Forward markers are deliberately absent: "Re: Fwd: x"
-// is a reply to a forward.
-var replyPrefixes = []string{"re", "aw", "sv", "vs", "antw", "odp", "atb", "vá", "svar", "απ", "回复", "回覆", "答复"}
-
-// ReplySubject returns "Re: " + s with every leading reply prefix removed, so
-// prefixes never stack: "Re: Re: x", "RE: x", "Aw: x", "SV: x", "Re[2]: x"
-// all become "Re: x". CR, LF and runs of whitespace become single spaces.
-// An empty subject gives "Re:".
-func ReplySubject(s string) string {
-	s = strings.Join(strings.Fields(oneLine(s)), " ")
-	for {
-		rest, ok := cutReplyPrefix(s)
-		if !ok {
-			break
-		}
-		s = rest
-	}
-	if s == "" {
-		return "Re:"
-	}
-	return "Re: " + s
-}
-
-// cutReplyPrefix removes one leading reply prefix such as "Re:", "RE[3]:",
-// "Aw :" or "Re：" (full-width colon).
-func cutReplyPrefix(s string) (string, bool) {
-	for _, p := range replyPrefixes {
-		if len(s) < len(p) || !strings.EqualFold(s[:len(p)], p) {
-			continue
-		}
-		rest := s[len(p):]
-		if strings.HasPrefix(rest, "[") || strings.HasPrefix(rest, "(") {
-			closer := "]"
-			if rest[0] == '(' {
-				closer = ")"
-			}
-			end := strings.Index(rest, closer)
-			if end < 2 || strings.Trim(rest[1:end], "0123456789") != "" {
-				continue
-			}
-			rest = rest[end+1:]
-		}
-		rest = strings.TrimLeft(rest, " ")
-		switch {
-		case strings.HasPrefix(rest, ":"):
-			rest = rest[1:]
-		case strings.HasPrefix(rest, "："):
-			rest = rest[len("："):]
-		default:
-			continue
-		}
-		return strings.TrimLeft(rest, " "), true
-	}
-	return s, false
 }
 
 // references builds the References list for a reply: the parent's References

@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/mail"
 	"net/url"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"unicode"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/mailagent/mailagent/internal/netpolicy"
 )
 
 // FieldError is one problem with one key of the configuration file.
@@ -204,7 +205,7 @@ func (c *Config) validateEndpoint(p *problems, key, kind string, e *Endpoint) {
 	switch e.Security {
 	case SecurityTLS, SecurityStartTLS:
 	case SecurityInsecure:
-		if !isLoopback(e.Host) {
+		if !netpolicy.IsLoopback(e.Host) {
 			p.add(key+".security", fmt.Sprintf(`"insecure" is refused for the non-loopback host %q: the password would cross the network in clear text`, e.Host),
 				`use "tls" or "starttls"; "insecure" is only for 127.0.0.1/localhost test servers`)
 		}
@@ -259,15 +260,6 @@ func (c *Config) literalSecret(p *problems, key, alternatives string) {
 func bareAddress(s string) bool {
 	a, err := mail.ParseAddress(s)
 	return err == nil && a.Name == "" && a.Address == s
-}
-
-func isLoopback(host string) bool {
-	h := strings.Trim(host, "[]")
-	if strings.EqualFold(h, "localhost") || strings.HasSuffix(strings.ToLower(h), ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 func portHint(kind string) string {

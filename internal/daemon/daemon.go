@@ -321,7 +321,7 @@ func (d *Daemon) runOnce(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			defer c.Close()
+			defer func() { _ = c.Close() }()
 			st, err := c.Select(ctx, a.Mailbox, false)
 			if err != nil {
 				return err

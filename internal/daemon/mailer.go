@@ -245,7 +245,7 @@ func (m *Mailer) FetchSent(ctx context.Context, account string, after uint32, si
 	if err != nil {
 		return 0, err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	st, err := c.Select(ctx, sent, true)
 	if err != nil {
 		return 0, err

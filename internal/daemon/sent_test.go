@@ -38,7 +38,7 @@ func TestHandleSentKnownOnlyFromOwnerMail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	owner := agent.Owner{Addresses: []string{"ada@example.com"}}
 	p := &agent.Pipeline{Store: st, Accounts: map[string]agent.Account{"a": {Name: "a", Owner: owner}}, Actor: &agent.Actor{Store: st}}
 	d := &Daemon{Store: st, Pipeline: p}

@@ -36,7 +36,7 @@ func (s *Stack) deliver(from string, to []string, raw []byte) error {
 		return fmt.Errorf("dial smtp: %w", err)
 	}
 	c := smtp.NewClient(conn)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	c.CommandTimeout = ioTimeout
 	c.SubmissionTimeout = ioTimeout
 	if err := c.SendMail(from, to, bytes.NewReader(raw)); err != nil {

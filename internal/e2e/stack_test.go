@@ -216,7 +216,7 @@ func TestSMTPAuth(t *testing.T) {
 			if err != nil {
 				t.Fatalf("dial with STARTTLS: %v", err)
 			}
-			defer c.Close()
+			defer func() { _ = c.Close() }()
 			if _, ok := c.TLSConnectionState(); !ok {
 				t.Fatalf("got a plaintext connection after STARTTLS, want TLS")
 			}
@@ -251,7 +251,7 @@ func TestIMAPFeatures(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dial IMAPS: %v", err)
 	}
-	defer implicit.Close()
+	defer func() { _ = implicit.Close() }()
 	if err := implicit.Login(Owner, s.Password(t, Owner)).Wait(); err != nil {
 		t.Fatalf("login over IMAPS: %v", err)
 	}

@@ -586,7 +586,7 @@ func synthID(m *Message) string {
 		date = m.Date.UTC().Format(time.RFC3339)
 	}
 	for _, s := range []string{strings.ToLower(m.From.Email), date, collapseSpace(m.Subject), m.Text} {
-		io.WriteString(h, s)
+		_, _ = io.WriteString(h, s)
 		h.Write([]byte{0})
 	}
 	return "synth-" + hex.EncodeToString(h.Sum(nil)) + "@mailagent.invalid"

@@ -1,7 +1,9 @@
 package mail
 
 import (
+	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -10,7 +12,7 @@ import (
 // (Outlook, Thunderbird, Apple Mail, Gmail) write in place of them.
 var (
 	replyPrefixes = []string{
-		"re", "aw", "sv", "antw", "antwort", "rif", "réf", "odp", "vá", "ynt",
+		"re", "aw", "sv", "svar", "antw", "antwort", "rif", "réf", "odp", "vá", "ynt",
 		"res", "atb", "vs", "回复", "答复", "回覆", "απ", "σχετ", "отв", "השב",
 	}
 	forwardPrefixes = []string{
@@ -42,38 +44,101 @@ func IsReplySubject(s string) bool {
 	return r
 }
 
-// ReplySubject returns the subject of a reply to a message with subject s:
-// "Re: " and s without its leading reply prefixes, so replies never stack
-// ("Re: Re:", "RE: AW:" → one "Re: "). A list tag in front of a prefix
-// ("[list] Re: x") is kept after the new prefix ("Re: [list] x").
-// Forward prefixes are kept: a reply to "Fwd: x" is "Re: Fwd: x".
+// ReplySubject returns the subject of a reply to a message with subject s.
+// It is the one implementation: compose and agent both use it.
+//
+// RFC 5322 §3.6.5: a reply's subject may be "Re: " followed by the
+// original's, and "only one instance of the literal string "Re: " ought to
+// be used". So:
+//
+//   - RFC 2047 encoded words are decoded first (a raw "=?utf-8?q?Re=3A_x?="
+//     is the reply prefix "Re:" too); text that is not UTF-8 is read as
+//     Windows-1252; control characters are dropped and whitespace runs,
+//     CR and LF included, become one space.
+//   - Every leading reply prefix goes, in any case and language ("Re:",
+//     "RE:", "Aw:", "SV:", "Antw:", "回复：", …), with a counter
+//     ("Re[2]:", "Re(3):", "Re^2:"), and one "Re: " is put in front.
+//   - List tags: a prefix after a leading "[tag]" goes too, and the tag
+//     stays in front of the topic: "[list] Re: topic" becomes
+//     "Re: [list] topic", and a tag repeated by earlier replies is kept
+//     once ("Re: [l] Re: [l] x" → "Re: [l] x"). Thunderbird (NS_MsgStripRE)
+//     and mutt's default $reply_regex strip prefixes only at the very
+//     start and answer "Re: [list] Re: topic", the stacking RFC 5322 warns
+//     about; a list manager such as Mailman moves its tag back in front
+//     when it relays the reply, and threading ignores both (BaseSubject).
+//   - Forward prefixes are kept: a reply to "Fwd: x" is "Re: Fwd: x".
+//
+// ReplySubject(ReplySubject(s)) == ReplySubject(s); an empty subject gives
+// "Re:".
 func ReplySubject(s string) string {
-	s = collapseSpace(s)
+	s = cleanSubject(s)
+	var tags []string
 	for {
 		if n := matchPrefix(s, replyPrefixes); n > 0 {
 			s = strings.TrimLeft(s[n:], " ")
 			continue
 		}
-		if strings.HasPrefix(s, "[") {
-			if end := strings.IndexByte(s, ']'); end > 0 {
-				tag := s[:end+1]
-				after := strings.TrimLeft(s[end+1:], " ")
-				if n := matchPrefix(after, replyPrefixes); n > 0 {
-					for n > 0 {
-						after = strings.TrimLeft(after[n:], " ")
-						n = matchPrefix(after, replyPrefixes)
-					}
-					s = tag + " " + after
-					break
-				}
+		if n := blobLen(s); n > 0 {
+			tag := strings.TrimRight(s[:n], " ")
+			if !slices.ContainsFunc(tags, func(t string) bool { return strings.EqualFold(t, tag) }) {
+				tags = append(tags, tag)
 			}
+			s = s[n:]
+			continue
 		}
 		break
+	}
+	if len(tags) > 0 {
+		s = strings.TrimSpace(strings.Join(tags, " ") + " " + s)
 	}
 	if s == "" {
 		return "Re:"
 	}
 	return "Re: " + s
+}
+
+// cleanSubject decodes encoded words (once, as mail clients do: a
+// doubly-encoded word stays encoded once), makes s valid UTF-8, drops control
+// characters and collapses whitespace (CR and LF included) to single spaces.
+// Controls go before decoding too, so that removing them cannot make an
+// encoded word that a second call would decode.
+func cleanSubject(s string) string {
+	// Byte-wise first: the text may still be in a legacy charset, which
+	// decodeHeaderValue converts (strings.Map would turn it into U+FFFD).
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\t' || c == '\r' || c == '\n':
+			b = append(b, ' ')
+		case c >= 0x20 && c != 0x7f:
+			b = append(b, c)
+		}
+	}
+	s, _ = decodeHeaderValue(string(b))
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case unicode.IsSpace(r):
+			return ' '
+		case unicode.IsControl(r):
+			return -1
+		}
+		return r
+	}, s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// blobLen returns the length of an RFC 5256 subj-blob ("[" text without
+// brackets "]") at the start of s and the spaces after it; 0 when s does not
+// start with one.
+func blobLen(s string) int {
+	if !strings.HasPrefix(s, "[") {
+		return 0
+	}
+	end := strings.IndexAny(s[1:], "[]")
+	if end < 0 || s[1+end] != ']' {
+		return 0
+	}
+	return skipSpaces(s, end+2)
 }
 
 func baseSubject(s string) (base string, reply bool) {

@@ -122,8 +122,8 @@ func (s *Server) Append(ctx context.Context, user, mailbox string, raw []byte, f
 	if err != nil {
 		return 0, err
 	}
-	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer func() { _ = c.Close() }()
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	defer stop()
 	cmd := c.Append(mailbox, int64(len(raw)), &imap.AppendOptions{Flags: flags, Time: date})
 	if _, err := cmd.Write(raw); err != nil {
@@ -152,8 +152,8 @@ func (s *Server) Messages(ctx context.Context, user, mailbox string) ([]Message,
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer func() { _ = c.Close() }()
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	defer stop()
 	if _, err := c.Select(mailbox, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
 		return nil, fmt.Errorf("memimap: select %s: %w", mailbox, err)
@@ -186,7 +186,7 @@ func (s *Server) dial(user string) (*imapclient.Client, error) {
 		return nil, fmt.Errorf("memimap: dial: %w", err)
 	}
 	if err := c.Login(user, pw).Wait(); err != nil {
-		c.Close()
+		_ = c.Close()
 		return nil, fmt.Errorf("memimap: login: %w", err)
 	}
 	return c, nil
@@ -199,8 +199,8 @@ func (s *Server) Recreate(ctx context.Context, user, mailbox string) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer func() { _ = c.Close() }()
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	defer stop()
 	if err := c.Delete(mailbox).Wait(); err != nil {
 		return fmt.Errorf("memimap: delete %s: %w", mailbox, err)

@@ -4,7 +4,9 @@
 //
 //   - TLS is always verified (system roots plus an optional CA file).
 //     Plaintext ("insecure") is only allowed to a loopback host; New refuses
-//     anything else with ErrPlaintextNotLoopback, without dialing.
+//     anything else with ErrPlaintextNotLoopback, without dialing. These
+//     rules, and the XOAUTH2 client, are internal/netpolicy's, shared with
+//     IMAP.
 //   - One connection per Send. Every recipient gets a RCPT; if any RCPT is
 //     refused the transaction is reset and no DATA is sent: a message goes to
 //     all of its recipients or to none.
@@ -27,13 +29,14 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
+
+	"github.com/mailagent/mailagent/internal/netpolicy"
 )
 
 // Security modes for Options.Security.
@@ -49,8 +52,9 @@ const DefaultTimeout = time.Minute
 
 var (
 	// ErrPlaintextNotLoopback is returned by New for Security "insecure"
-	// with a host that is not loopback.
-	ErrPlaintextNotLoopback = errors.New("plaintext smtp is only allowed to a loopback host")
+	// with a host that is not loopback. It is
+	// netpolicy.ErrPlaintextNotLoopback, the value IMAP returns too.
+	ErrPlaintextNotLoopback = netpolicy.ErrPlaintextNotLoopback
 	// ErrAuth means the server rejected the credentials (reply 535).
 	ErrAuth = errors.New("smtp authentication failed")
 	// ErrInvalidOptions wraps every validation failure from New.
@@ -70,7 +74,8 @@ type Options struct {
 	Port int
 	// Security is "tls" (the default when empty), "starttls" or "insecure".
 	// "insecure" sends everything, including the password, in clear text and
-	// is refused unless Host is loopback (localhost, 127.0.0.0/8, ::1).
+	// is refused unless Host is loopback (netpolicy.IsLoopback: localhost,
+	// 127.0.0.0/8, ::1; names are never resolved).
 	Security string
 	// Username enables AUTH. With Password it uses PLAIN (LOGIN when the
 	// server offers only that); with OAuth2Token, XOAUTH2 or OAUTHBEARER.
@@ -83,9 +88,11 @@ type Options struct {
 	// TLSCAFile is a PEM file of extra CA certificates trusted in addition to
 	// the system roots (for a self-hosted server).
 	TLSCAFile string
-	// TLSConfig, when set, is cloned and used as the base TLS configuration.
-	// Its RootCAs gets TLSCAFile's certificates; ServerName defaults to Host.
-	// Setting InsecureSkipVerify in it disables verification: don't.
+	// TLSConfig, when set, is cloned (never modified) and used as the base
+	// TLS configuration. A copy of its RootCAs gets TLSCAFile's
+	// certificates; ServerName defaults to Host; MinVersion is at least TLS
+	// 1.2. InsecureSkipVerify is refused (ErrInvalidOptions wrapping
+	// netpolicy.ErrInsecureTLS).
 	TLSConfig *tls.Config
 	// Timeout bounds the dial and each SMTP command; DefaultTimeout when zero.
 	Timeout time.Duration
@@ -132,6 +139,7 @@ func (e *SendError) Unwrap() error { return e.Err }
 type Sender struct {
 	opts      Options
 	addr      string
+	dialAddrs []string    // what is dialled: addr, or literal loopback addresses for insecure
 	tlsConfig *tls.Config // nil for insecure
 	secrets   []string
 }
@@ -150,8 +158,8 @@ func New(opts Options) (*Sender, error) {
 	case SecurityStartTLS:
 		defaultPort = 587
 	case SecurityInsecure:
-		if !isLoopback(opts.Host) {
-			return nil, fmt.Errorf("smtp host %q: %w", opts.Host, ErrPlaintextNotLoopback)
+		if err := netpolicy.CheckPlaintext(opts.Host); err != nil {
+			return nil, err
 		}
 		defaultPort = 25
 	default:
@@ -182,58 +190,22 @@ func New(opts Options) (*Sender, error) {
 			s.secrets = append(s.secrets, secret)
 		}
 	}
-	if opts.Security != SecurityInsecure {
-		cfg, err := tlsConfig(opts)
+	if opts.Security == SecurityInsecure {
+		// The literal loopback addresses are dialled: no resolver is asked.
+		addrs, err := netpolicy.PlaintextAddrs(opts.Host, opts.Port)
 		if err != nil {
 			return nil, err
 		}
+		s.dialAddrs = addrs
+	} else {
+		cfg, err := netpolicy.TLSConfig(opts.Host, opts.TLSCAFile, opts.TLSConfig)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		}
 		s.tlsConfig = cfg
+		s.dialAddrs = []string{s.addr}
 	}
 	return s, nil
-}
-
-func tlsConfig(opts Options) (*tls.Config, error) {
-	var cfg *tls.Config
-	if opts.TLSConfig != nil {
-		cfg = opts.TLSConfig.Clone()
-	} else {
-		cfg = &tls.Config{}
-	}
-	if cfg.MinVersion == 0 {
-		cfg.MinVersion = tls.VersionTLS12
-	}
-	if cfg.ServerName == "" {
-		cfg.ServerName = opts.Host
-	}
-	if opts.TLSCAFile != "" {
-		pem, err := os.ReadFile(opts.TLSCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("%w: read tls ca file: %w", ErrInvalidOptions, err)
-		}
-		pool := cfg.RootCAs
-		if pool == nil {
-			if pool, err = x509.SystemCertPool(); err != nil {
-				pool = x509.NewCertPool()
-			}
-		}
-		pool = pool.Clone()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%w: tls ca file %s holds no PEM certificate", ErrInvalidOptions, opts.TLSCAFile)
-		}
-		cfg.RootCAs = pool
-	}
-	return cfg, nil
-}
-
-// isLoopback reports whether host is "localhost" or a loopback IP literal.
-// Names are not resolved: New must decide without touching the network.
-func isLoopback(host string) bool {
-	h := strings.TrimSuffix(strings.ToLower(host), ".")
-	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(h, "[]"))
-	return ip != nil && ip.IsLoopback()
 }
 
 // Send submits raw to the server with the envelope sender from and
@@ -275,20 +247,20 @@ func (s *Sender) session(ctx context.Context, fn func(*smtp.Client) error) (err 
 	}
 	// go-smtp has no context support: closing the connection is how a
 	// cancellation interrupts a blocked read or write.
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
 
 	var c *smtp.Client
 	if s.opts.Security == SecurityStartTLS {
 		c, err = smtp.NewClientStartTLS(conn, s.tlsConfig)
 		if err != nil {
-			conn.Close()
+			_ = conn.Close()
 			return s.classify(ctx, "starttls", err)
 		}
 	} else {
 		c = smtp.NewClient(conn)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	c.CommandTimeout = s.opts.Timeout
 	c.SubmissionTimeout = max(s.opts.Timeout, 5*time.Minute)
 
@@ -317,7 +289,7 @@ func (s *Sender) dial(ctx context.Context) (net.Conn, error) {
 		td := &tls.Dialer{NetDialer: d, Config: s.tlsConfig}
 		return td.DialContext(ctx, "tcp", s.addr)
 	}
-	return d.DialContext(ctx, "tcp", s.addr)
+	return netpolicy.DialFirst(ctx, d, s.dialAddrs)
 }
 
 // auth authenticates when a username is configured.
@@ -331,12 +303,12 @@ func (s *Sender) auth(c *smtp.Client) error {
 	}
 	var mech sasl.Client
 	switch {
-	case o.OAuth2Token != "" && c.SupportsAuth("XOAUTH2"):
-		mech = &xoauth2Client{username: o.Username, token: o.OAuth2Token}
-	case o.OAuth2Token != "" && c.SupportsAuth(sasl.OAuthBearer):
-		mech = sasl.NewOAuthBearerClient(&sasl.OAuthBearerOptions{Username: o.Username, Token: o.OAuth2Token, Host: o.Host, Port: o.Port})
 	case o.OAuth2Token != "":
-		return errors.New("server offers neither XOAUTH2 nor OAUTHBEARER for the oauth2 token")
+		name, err := netpolicy.OAuth2Mechanism(c.SupportsAuth)
+		if err != nil {
+			return err
+		}
+		mech = netpolicy.OAuth2Client(name, o.Username, o.OAuth2Token, o.Host, o.Port)
 	case c.SupportsAuth(sasl.Plain):
 		mech = sasl.NewPlainClient("", o.Username, o.Password)
 	case c.SupportsAuth(sasl.Login):
@@ -368,7 +340,7 @@ func (s *Sender) transaction(c *smtp.Client, from string, to []string, raw []byt
 		return fmt.Errorf("data: %w", err)
 	}
 	if _, err := w.Write(raw); err != nil {
-		w.Close()
+		_ = w.Close()
 		return fmt.Errorf("data: write: %w", err)
 	}
 	if err := w.Close(); err != nil {
@@ -402,7 +374,12 @@ func (s *Sender) classify(ctx context.Context, op string, err error) error {
 	var unknownAuth x509.UnknownAuthorityError
 	var hostErr x509.HostnameError
 	var invalidCert x509.CertificateInvalidError
+	var bearerErr *sasl.OAuthBearerError
 	switch {
+	case errors.As(err, &bearerErr):
+		// OAUTHBEARER's failure arrives as a challenge (RFC 7628 §3.2.2),
+		// which go-sasl turns into this error before any 535 reply.
+		se.Err = fmt.Errorf("%w: %w", ErrAuth, se.Err)
 	case errors.As(err, &smtpErr):
 		se.Code = smtpErr.Code
 		se.Temporary = smtpErr.Code/100 == 4
@@ -473,22 +450,4 @@ func allASCII(l []string) bool {
 		}
 	}
 	return true
-}
-
-// xoauth2Client implements Google's and Microsoft's XOAUTH2 SASL mechanism,
-// which go-sasl does not provide (it has only the standard OAUTHBEARER). It
-// is hand-written because the mechanism is two lines.
-type xoauth2Client struct {
-	username, token string
-}
-
-// Start implements sasl.Client.
-func (a *xoauth2Client) Start() (string, []byte, error) {
-	return "XOAUTH2", []byte("user=" + a.username + "\x01auth=Bearer " + a.token + "\x01\x01"), nil
-}
-
-// Next implements sasl.Client. On failure the server sends a JSON error as a
-// challenge; the answer is an empty response, after which it replies 535.
-func (a *xoauth2Client) Next([]byte) ([]byte, error) {
-	return []byte{}, nil
 }

@@ -139,16 +139,20 @@ func TestStartTLSRequired(t *testing.T) {
 }
 
 func TestAuthFailure(t *testing.T) {
-	sink := smtptest.NewSink(t, smtptest.SinkOptions{Username: user, Password: "the-right-one", OAuth2Token: "right-token"})
 	tests := []struct {
-		name string
-		opts smtpsend.Options
+		name  string
+		opts  smtpsend.Options
+		mechs []string // offered by the sink; nil: its default
+		code  int      // the reply code; 0 when the failure is not a reply
 	}{
-		{name: "wrong password", opts: smtpsend.Options{Password: password}},
-		{name: "wrong xoauth2 token", opts: smtpsend.Options{OAuth2Token: token}},
+		{name: "wrong password", opts: smtpsend.Options{Password: password}, code: 535},
+		{name: "wrong xoauth2 token", opts: smtpsend.Options{OAuth2Token: token}, mechs: []string{"XOAUTH2"}, code: 535},
+		// OAUTHBEARER reports the failure in a challenge, before any reply.
+		{name: "wrong oauthbearer token", opts: smtpsend.Options{OAuth2Token: token}, code: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			sink := smtptest.NewSink(t, smtptest.SinkOptions{Username: user, Password: "the-right-one", OAuth2Token: "right-token", AuthMechanisms: tt.mechs})
 			opts := tt.opts
 			opts.Host, opts.Port, opts.Security, opts.Username = sink.Host, sink.Port, "insecure", user
 			s := newSender(t, opts)
@@ -164,8 +168,8 @@ func TestAuthFailure(t *testing.T) {
 					t.Fatalf("%s: got %v, want ErrAuth", run.op, err)
 				}
 				se := sendError(t, err)
-				if se.Code != 535 || se.Temporary {
-					t.Errorf("%s: got code %d temporary %v, want 535 permanent", run.op, se.Code, se.Temporary)
+				if se.Code != tt.code || se.Temporary {
+					t.Errorf("%s: got code %d temporary %v, want %d permanent", run.op, se.Code, se.Temporary, tt.code)
 				}
 				for _, secret := range []string{password, token} {
 					if strings.Contains(err.Error(), secret) {
@@ -302,7 +306,7 @@ func TestConnectionRefusedIsTemporary(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	_ = ln.Close()
 	s := newSender(t, smtpsend.Options{Host: "127.0.0.1", Port: port, Security: "insecure", Username: user, Password: password})
 	err = s.Send(context.Background(), user, []string{"bob@example.com"}, rawMsg)
 	se := sendError(t, err)

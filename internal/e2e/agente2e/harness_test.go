@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -681,7 +680,7 @@ func (e *env) findErr(user, mailbox, header, value string) ([]found, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if err := c.Login(user, e.s.Password(e.t, user)).Wait(); err != nil {
 		return nil, err
 	}
@@ -777,6 +776,3 @@ func cautiousModel(req *geminitest.Request) geminitest.Reply {
 	}
 	return draftReply("Thanks, I will get back to you.")
 }
-
-// tokenRE finds the per-message markers tests put in subjects ("[m3]").
-var tokenRE = regexp.MustCompile(`\[m(\d+)\]`)

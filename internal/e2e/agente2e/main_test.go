@@ -29,7 +29,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "agente2e: temp dir: %v\n", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	binary = filepath.Join(dir, "mailagent")
 	if err := build(binary); err != nil {
 		fmt.Fprintf(os.Stderr, "agente2e: %v\n", err)

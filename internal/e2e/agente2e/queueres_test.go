@@ -42,7 +42,7 @@ func queuedDraftE2E(t *testing.T, e *env, name string) (message, store.QueueItem
 func (e *env) item(messageID string) store.QueueItem {
 	e.t.Helper()
 	st := e.openStore()
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	var got *store.QueueItem
 	_ = st.ListQueue("", func(q *store.QueueItem) error {
 		if q.MessageID == messageID {
@@ -141,7 +141,7 @@ func TestDraftSentFromOwnerClientNeverSentTwice(t *testing.T) {
 		}
 	}
 	st := e.openStore()
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	var approvals int
 	_ = st.ListOutbox("", func(r *store.OutboxRecord) error {
 		if r.InReplyTo == m1.ID || r.InReplyTo == m2.ID {

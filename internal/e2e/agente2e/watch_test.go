@@ -223,7 +223,7 @@ func TestKill9MidBurstResumes(t *testing.T) {
 	}
 	doneAtKill := func() int {
 		st := e.openStore()
-		defer st.Close()
+		defer func() { _ = st.Close() }()
 		k := 0
 		for _, id := range ids {
 			if rs, _ := st.FindByMessageID(account, id); len(rs) > 0 && rs[0].State.Terminal() {
@@ -409,7 +409,7 @@ func TestModelStormEndsRecorded(t *testing.T) {
 			t.Errorf("%s: got state %s after the run, want done or needs_review", id, r.State)
 		}
 	}
-	st.Close()
+	_ = st.Close()
 	t.Logf("after the storm: %d of %d need review, %d model calls failed on purpose", review, n, min(calls.Load(), 16))
 
 	storm.Store(false)
@@ -440,7 +440,7 @@ func TestModelStormEndsRecorded(t *testing.T) {
 func (e *env) ownerReplies(addr string) int {
 	e.t.Helper()
 	st := e.openStore()
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	c, err := st.GetContact(account, addr)
 	if err != nil {
 		e.t.Fatalf("contact %s: %v", addr, err)

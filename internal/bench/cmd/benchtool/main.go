@@ -196,7 +196,7 @@ func loadOnce(ctx context.Context, st *bench.Stack, user, mailbox string, files 
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if err := resetMailbox(c, mailbox); err != nil {
 		return err
 	}
@@ -251,7 +251,7 @@ func synth(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if err := resetMailbox(c, *mailbox); err != nil {
 		return err
 	}
@@ -306,7 +306,7 @@ func deliver(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	sel, err := c.Select("INBOX", &imap.SelectOptions{ReadOnly: true}).Wait()
 	if err != nil {
 		return fmt.Errorf("examine INBOX: %w", err)
@@ -374,7 +374,7 @@ func smtpSend(addr, from, to string, raw []byte) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("dial smtp: %w", err)
 	}
 	c := smtp.NewClient(conn)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if err := c.Hello("bench.outside.example"); err != nil {
 		return time.Time{}, err
 	}
@@ -417,12 +417,12 @@ func decided(_ context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	st, err := store.Open(*state+"/mailagent.db", store.Options{Timeout: 5 * time.Second, ReadOnly: true})
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	var idle, toFetch, toDecide, toDone, agentOnly []time.Duration
 	sc := bufio.NewScanner(f)
 	missing := 0
@@ -487,7 +487,7 @@ func seed(_ context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	base := time.Now().Add(-time.Duration(*n) * time.Minute)
 	decisions := []string{"ignore", "archive", "queue", "archive"}
 	start := time.Now()
@@ -562,7 +562,7 @@ func dbstats(_ context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	var parts []string
 	err = db.View(func(tx *bolt.Tx) error {
 		parts = append(parts, fmt.Sprintf("file_MiB=%.1f", float64(tx.Size())/(1<<20)))
