@@ -51,7 +51,7 @@ func (h *harness) runWatch(t *testing.T) (stop func()) {
 	for {
 		c, err := api.Dial(ctx, api.SocketPath(cfg.StateDir))
 		if err == nil {
-			c.Close()
+			_ = c.Close()
 			return stop
 		}
 		select {

@@ -367,7 +367,7 @@ func FollowEvents(ctx context.Context, path string) <-chan agent.Event {
 	out := make(chan agent.Event, eventBuffer)
 	go func() {
 		defer close(out)
-		defer c.Close()
+		defer func() { _ = c.Close() }()
 		c.follow(ctx, nil, out)
 	}()
 	return out
@@ -390,7 +390,7 @@ type stream struct {
 
 func (s *stream) close() {
 	s.cancel()
-	s.body.Close()
+	_ = s.body.Close() // the stream is abandoned: nothing to report
 }
 
 // position is where a consumer is in the watcher's sequence.

@@ -129,7 +129,7 @@ func NewWorld(t testing.TB) *World {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	if err := os.Chmod(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func NewWorld(t testing.TB) *World {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() { _ = st.Close() })
 	w.Store = st
 
 	gem := w.Gemini.NewGemini(t, llm.GeminiConfig{})
@@ -353,13 +353,13 @@ func (w *World) Serve(t testing.TB) *api.Client {
 		case <-time.After(10 * time.Second):
 			t.Error("Serve did not return after its context ended")
 		}
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir)
 	})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c, err := api.Dial(context.Background(), path)
 		if err == nil {
-			t.Cleanup(func() { c.Close() })
+			t.Cleanup(func() { _ = c.Close() })
 			return c
 		}
 		if time.Now().After(deadline) {
