@@ -445,24 +445,44 @@ func TestWatcherThreaderStaysBounded(t *testing.T) {
 	d := h.runDaemon(t, func(d *daemon.Daemon) {
 		d.ThreadLimit, d.RetryInterval = 4, 50*time.Millisecond
 	})
-	for i := range 8 {
+	handled := func(want int) func() bool {
+		return func() bool {
+			n := 0
+			for _, s := range recordStates(d) {
+				if s == store.StateDone {
+					n++
+				}
+			}
+			return n == want
+		}
+	}
+	// Seven first; workers run concurrently, so their arrival order in
+	// the store is not their delivery order. The eighth comes after them
+	// all and is, without doubt, the newest.
+	for i := range 7 {
 		h.deliver(rawMail("Bob <bob@example.org>", "Topic "+strconv.Itoa(i), "question?"))
 	}
-	eventually(t, "all eight handled", func() bool {
-		n := 0
-		for _, s := range recordStates(d) {
-			if s == store.StateDone {
-				n++
-			}
-		}
-		return n == 8
-	})
+	eventually(t, "seven handled", handled(7))
+	h.deliver(rawMail("Bob <bob@example.org>", "Topic 7", "question?"))
+	eventually(t, "all eight handled", handled(8))
 	// The bound is ThreadLimit plus a quarter (4+1): eight messages are
 	// past it, so the threader must have been rebuilt.
 	eventually(t, "the threader back within its bound", func() bool { return d.Pipeline.Threader.Len() <= 5 })
-	// A new message still threads with kept mail.
-	if got := d.Pipeline.Threader.ThreadID("topic-7@test.example"); got == "" {
-		t.Errorf("the newest message fell out of the threader")
+	// A reply to kept mail still joins its thread (whether or not the
+	// rebuild caught the parent between its Add and its commit: the
+	// thread id derives from the root key, not from the parent's node).
+	threads := func() map[string]string {
+		out := map[string]string{}
+		_ = d.Store.ListMessages(store.MessageFilter{}, func(r *store.MessageRecord) error {
+			out[r.Subject] = r.ThreadID
+			return nil
+		})
+		return out
+	}
+	h.deliver(rawMail("Bob <bob@example.org>", "Re: Topic 7", "and another thing", "In-Reply-To: <topic-7@test.example>", "References: <topic-7@test.example>"))
+	eventually(t, "the reply handled", handled(9))
+	if th := threads(); th["Re: Topic 7"] == "" || th["Re: Topic 7"] != th["Topic 7"] {
+		t.Errorf("the reply's thread %q, its parent's %q: want the same", th["Re: Topic 7"], th["Topic 7"])
 	}
 }
 
