@@ -380,4 +380,6 @@ func (m *folderMailer) Answered(_ context.Context, _ string, _ store.MessageKey,
 	return false, "", nil
 }
 
-func (m *folderMailer) MarkAnswered(context.Context, string, store.MessageKey, string) error { return nil }
+func (m *folderMailer) MarkAnswered(context.Context, string, store.MessageKey, string) error {
+	return nil
+}
