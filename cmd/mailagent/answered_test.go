@@ -328,3 +328,48 @@ func dialOwner(h *harness) (*imapclient.Client, error) {
 	}
 	return c, nil
 }
+
+// Hostile Message-IDs (quotes, backslashes, an IMAP literal marker,
+// parentheses, a search-key look-alike) go to the IMAP server only as
+// search strings: each mail is answered once and flagged, and after the
+// state is lost none is answered again.
+func TestNoSecondReplyHostileMessageIDs(t *testing.T) {
+	h := newHarness(t, compromisedModel, answeredPolicy)
+	ids := []string{
+		`a"b\c@x.example`,
+		`{5}\r\nX@x.example`,
+		`x) OR (ALL@x.example`,
+		`ALL@x.example`,
+	}
+	for i, id := range ids {
+		addr := fmt.Sprintf("h%d@hostile%d.example", i, i)
+		h.appendTo("Sent", fmt.Sprintf("From: Ada Lovelace <ada@example.com>\nTo: <%s>\nSubject: hi %d\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <hseed%d@example.com>\n\nHi\n", addr, i, i))
+		raw := rawMail(fmt.Sprintf("H%d <%s>", i, addr), fmt.Sprintf("Question %d", i), "Can we meet on Thursday?")
+		raw = strings.Replace(raw, fmt.Sprintf("<question-%d@test.example>", i), "<"+id+">", 1)
+		h.deliver(raw)
+	}
+	// A decoy from a stranger (queued, never answered) whose Message-ID
+	// contains another's: IMAP SEARCH matches substrings, which must not
+	// count.
+	h.deliver(strings.Replace(rawMail("Decoy <decoy@decoy.example>", "Decoy", "hello"), "<decoy@test.example>", "<zzALL@x.example>", 1))
+	h.watchOnce(t)
+	if n := len(h.smtp.Messages()); n != len(ids) {
+		t.Fatalf("first run: %d replies, want %d", n, len(ids))
+	}
+	flags := h.answeredFlags(t)
+	for _, id := range ids {
+		if !flags[mail.IDKey(id)] {
+			t.Errorf(`%q: no \Answered`, id)
+		}
+	}
+	if flags[mail.IDKey("zzALL@x.example")] {
+		t.Error(`the decoy, never answered, is flagged \Answered`)
+	}
+	if err := os.Remove(h.dbPath()); err != nil {
+		t.Fatal(err)
+	}
+	h.watchOnce(t)
+	if n := len(h.smtp.Messages()); n != len(ids) {
+		t.Errorf("after the loss: %d replies, want still %d", n, len(ids))
+	}
+}

@@ -96,29 +96,50 @@ func (m *Mailer) MarkAnswered(ctx context.Context, account string, original stor
 }
 
 // originalUIDs finds original in the selected mailbox: by Message-ID
-// (confirmed on the header), else by UID under the same UIDVALIDITY.
+// (the search matches substrings, so each hit's header is read and its id
+// compared), else by its UID while the mailbox keeps the same UIDVALIDITY
+// (a Message-ID the server's search cannot match as written, such as one
+// with a comment or folding whitespace), confirmed by its header too. With
+// flags, only messages carrying them are returned.
 func originalUIDs(ctx context.Context, c *imapsync.Client, original store.MessageKey, messageID string, flags ...string) ([]uint32, error) {
 	key := mail.IDKey(messageID)
-	if key == "" {
+	var cands []uint32
+	if key != "" {
+		var err error
+		if cands, err = c.SearchHeader(ctx, "Message-ID", mail.NormalizeID(messageID), flags...); err != nil {
+			return nil, err
+		}
+	}
+	byUID := false
+	if len(cands) == 0 {
 		_, uv, err := c.Selected()
 		if err != nil || uv != original.UIDValidity || original.UID == 0 {
 			return nil, err
 		}
-		return []uint32{original.UID}, nil
+		cands, byUID = []uint32{original.UID}, true
 	}
-	uids, err := c.SearchHeader(ctx, "Message-ID", mail.NormalizeID(messageID), flags...)
-	if err != nil || len(uids) == 0 {
-		return nil, err
-	}
-	hdrs, err := c.FetchHeaders(ctx, uids, answeredHeaderBytes)
+	hdrs, err := c.FetchHeaders(ctx, cands, answeredHeaderBytes)
 	if err != nil {
 		return nil, err
 	}
 	var out []uint32
-	for _, uid := range uids {
-		if h := mail.Parse(hdrs[uid]); !h.Synthesized && mail.IDKey(h.MessageID) == key {
+	for _, uid := range cands {
+		raw, ok := hdrs[uid]
+		if !ok {
+			continue // gone
+		}
+		if h := mail.Parse(raw); key == "" && byUID || !h.Synthesized && mail.IDKey(h.MessageID) == key {
 			out = append(out, uid)
 		}
+	}
+	if byUID && len(flags) > 0 && len(out) > 0 {
+		have, err := c.Flags(ctx, out)
+		if err != nil {
+			return nil, err
+		}
+		out = slices.DeleteFunc(out, func(uid uint32) bool {
+			return !slices.ContainsFunc(flags, func(f string) bool { return slices.Contains(have[uid], f) })
+		})
 	}
 	return out, nil
 }
