@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/emersion/go-imap/v2"
 )
@@ -11,17 +12,23 @@ import (
 // FlagAnswered is the IMAP \Answered flag.
 const FlagAnswered = string(imap.FlagAnswered)
 
-// SearchHeader runs UID SEARCH HEADER field value in the selected mailbox
-// (IMAP matches value as a case-insensitive substring of the field), also
-// requiring every flag in flags. UIDs come back in ascending order.
-func (c *Client) SearchHeader(ctx context.Context, field, value string, flags ...string) ([]uint32, error) {
+// SearchHeader runs UID SEARCH in the selected mailbox for messages whose
+// header field (any of fields, joined with OR) contains value (IMAP
+// matches a case-insensitive substring), also requiring every flag in
+// flags. UIDs come back in ascending order.
+func (c *Client) SearchHeader(ctx context.Context, fields []string, value string, flags ...string) ([]uint32, error) {
+	if len(fields) == 0 {
+		return nil, nil
+	}
 	if _, _, err := c.selected(); err != nil {
 		return nil, fmt.Errorf("imap search: %w", err)
 	}
-	sc := &imap.SearchCriteria{
-		Header: []imap.SearchCriteriaHeaderField{{Key: field, Value: value}},
-		Flag:   toFlags(flags),
+	sc := &imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: fields[0], Value: value}}}
+	for _, f := range fields[1:] {
+		prev := *sc
+		sc = &imap.SearchCriteria{Or: [][2]imap.SearchCriteria{{prev, {Header: []imap.SearchCriteriaHeaderField{{Key: f, Value: value}}}}}}
 	}
+	sc.Flag = toFlags(flags)
 	var data *imap.SearchData
 	err := c.guard(ctx, func() error {
 		var err error
@@ -29,7 +36,7 @@ func (c *Client) SearchHeader(ctx context.Context, field, value string, flags ..
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("imap search header %s: %w", field, err)
+		return nil, fmt.Errorf("imap search header %s: %w", strings.Join(fields, "/"), err)
 	}
 	out := make([]uint32, 0, len(data.AllUIDs()))
 	for _, uid := range data.AllUIDs() {

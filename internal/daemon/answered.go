@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -29,25 +30,27 @@ func (m *Mailer) Answered(ctx context.Context, account string, original store.Me
 	how := ""
 	if key != "" {
 		err = a.with(ctx, sentBox, func(c *imapsync.Client) error {
-			for _, field := range []string{"In-Reply-To", "References"} {
-				uids, err := c.SearchHeader(ctx, field, mail.NormalizeID(messageID))
-				if err != nil {
-					return err
-				}
-				hdrs, err := c.FetchHeaders(ctx, uids, answeredHeaderBytes)
-				if err != nil {
-					return err
-				}
-				for _, uid := range uids {
-					h := mail.Parse(hdrs[uid])
-					if slices.ContainsFunc(append(slices.Clone(h.InReplyTo), h.References...), func(id string) bool { return mail.IDKey(id) == key }) {
-						how = fmt.Sprintf("a reply to it is in the Sent folder, %s", describeSent(h))
-						return nil
-					}
+			uids, err := c.SearchHeader(ctx, []string{"In-Reply-To", "References"}, mail.NormalizeID(messageID))
+			if err != nil {
+				return err
+			}
+			hdrs, err := c.FetchHeaders(ctx, uids, answeredHeaderBytes)
+			if err != nil {
+				return err
+			}
+			for _, uid := range uids {
+				h := mail.Parse(hdrs[uid])
+				if slices.ContainsFunc(append(slices.Clone(h.InReplyTo), h.References...), func(id string) bool { return mail.IDKey(id) == key }) {
+					how = fmt.Sprintf("a reply to it is in the Sent folder, %s", describeSent(h))
+					return nil
 				}
 			}
 			return nil
 		})
+		// No Sent folder at all holds no reply: the flag still counts.
+		if errors.Is(err, imapsync.ErrNoMailbox) {
+			err = nil
+		}
 		if err != nil || how != "" {
 			return how != "", how, err
 		}
@@ -106,7 +109,7 @@ func originalUIDs(ctx context.Context, c *imapsync.Client, original store.Messag
 	var cands []uint32
 	if key != "" {
 		var err error
-		if cands, err = c.SearchHeader(ctx, "Message-ID", mail.NormalizeID(messageID), flags...); err != nil {
+		if cands, err = c.SearchHeader(ctx, []string{"Message-ID"}, mail.NormalizeID(messageID), flags...); err != nil {
 			return nil, err
 		}
 	}
