@@ -346,7 +346,13 @@ func (p *Pipeline) autoSend(ctx context.Context, rec *store.MessageRecord, reply
 	}
 	done := tr.step("send")
 	err = p.Deliver(ctx, ob.ID)
-	done(store.Step{Detail: "Message-ID <" + msgID + ">"}, err)
+	detail := "Message-ID <" + msgID + ">"
+	if cur, gerr := a.Store.GetOutbox(ob.ID); gerr == nil && cur.Status == store.OutboxCancelled {
+		// Deliver found the message answered already: nothing was sent.
+		rec.Reasons = []string{"not sent: " + cur.Error}
+		detail = "not sent: " + cur.Error
+	}
+	done(store.Step{Detail: detail}, err)
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}

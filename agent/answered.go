@@ -140,8 +140,8 @@ func (p *Pipeline) checkAnswered(ctx context.Context, ob *store.OutboxRecord) (s
 		}
 		if to == store.OutboxFailed && ob.QueueID != "" {
 			p.failQueueItem(ob, msg+"; approve again")
+			a.notify(Event{Kind: "queue_updated", ID: ob.QueueID, Account: ob.Account})
 		}
-		a.notify(Event{Kind: "queue_updated", ID: ob.QueueID, Account: ob.Account})
 		return true, fmt.Errorf("send %s: %w", ob.MessageID, err)
 	}
 	if !found {
@@ -159,7 +159,6 @@ func (p *Pipeline) checkAnswered(ctx context.Context, ob *store.OutboxRecord) (s
 		}
 	}
 	p.logger().Info("not sent: "+reason, "account", ob.Account, "outbox", ob.ID)
-	a.notify(Event{Kind: "queue_updated", ID: ob.QueueID, Account: ob.Account})
 	return true, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
@@ -51,6 +52,41 @@ func TestScheduledReplyCancelledWhenAnsweredMeanwhile(t *testing.T) {
 	if ob.Status != store.OutboxCancelled || !strings.Contains(ob.Error, "already answered") {
 		t.Errorf("outbox: %s %q, want cancelled as already answered", ob.Status, ob.Error)
 	}
+}
+
+// The same check right before SMTP, for an immediate auto-send: the owner
+// answered between drafting and sending. The record says why nothing went.
+func TestImmediateAutoSendNotSentWhenAnswered(t *testing.T) {
+	p, st, m := autoPipeline(t)
+	ctx := context.Background()
+	in := input("Bob <bob@example.org>", "Thursday?", "Thursday at 3?")
+	// Answered only once the draft exists: the act-time check saw nothing.
+	p.Actor.Drafter = answerWhileDrafting{Drafter: p.Actor.Drafter, m: m, id: messageID(t, in)}
+	out, err := p.Process(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.sent) != 0 {
+		t.Fatalf("sent %d, want 0", len(m.sent))
+	}
+	ob, err := st.GetOutbox(OutboxID(in.Key))
+	if err != nil || ob.Status != store.OutboxCancelled {
+		t.Fatalf("outbox: %+v %v, want cancelled", ob, err)
+	}
+	if r := strings.Join(out.Record.Reasons, ";"); !strings.Contains(r, "not sent") || !strings.Contains(r, "already answered") {
+		t.Errorf("record reasons: %s", r)
+	}
+}
+
+type answerWhileDrafting struct {
+	Drafter
+	m  *memMailer
+	id string
+}
+
+func (d answerWhileDrafting) Draft(ctx context.Context, req DraftRequest) (Draft, llm.CallInfo, error) {
+	_ = d.m.MarkAnswered(ctx, "a", store.MessageKey{}, d.id)
+	return d.Drafter.Draft(ctx, req)
 }
 
 // When the mailbox cannot be read, an automatic reply is not sent: it goes
