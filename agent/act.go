@@ -25,6 +25,12 @@ type Mailer interface {
 	SentHas(ctx context.Context, account, messageID string) (bool, error)
 	AppendDraft(ctx context.Context, account string, raw []byte) (uid uint32, err error)
 	DeleteDraft(ctx context.Context, account string, uid uint32) error
+	// Answered reports whether the mailbox shows original (Message-ID
+	// messageID; "" when it has none) answered: a reply to it in the Sent
+	// folder, or \Answered on it. how says which. See answered.go.
+	Answered(ctx context.Context, account string, original store.MessageKey, messageID string) (found bool, how string, err error)
+	// MarkAnswered sets \Answered on original.
+	MarkAnswered(ctx context.Context, account string, original store.MessageKey, messageID string) error
 }
 
 // ActStore is what acting needs from persistent state, beyond Store.
@@ -159,6 +165,9 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 	}
 	if ob, err := a.Store.GetOutbox(OutboxID(rec.MessageKey)); err == nil && ob != nil {
 		return nil // the auto-reply is already in the outbox
+	}
+	if skip, err := p.skipAnswered(ctx, rec, tr); err != nil || skip {
+		return err
 	}
 	reply, err := compose.NewReply(recordMessage(rec), acct.From, acct.Owner.Addresses, p.Policy.ReplyAll)
 	if err != nil {
@@ -337,7 +346,13 @@ func (p *Pipeline) autoSend(ctx context.Context, rec *store.MessageRecord, reply
 	}
 	done := tr.step("send")
 	err = p.Deliver(ctx, ob.ID)
-	done(store.Step{Detail: "Message-ID <" + msgID + ">"}, err)
+	detail := "Message-ID <" + msgID + ">"
+	if cur, gerr := a.Store.GetOutbox(ob.ID); gerr == nil && cur.Status == store.OutboxCancelled {
+		// Deliver found the message answered already: nothing was sent.
+		rec.Reasons = []string{"not sent: " + cur.Error}
+		detail = "not sent: " + cur.Error
+	}
+	done(store.Step{Detail: detail}, err)
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -405,6 +420,9 @@ func (p *Pipeline) Deliver(ctx context.Context, id string) error {
 	if has, err := a.Mailer.SentHas(ctx, ob.Account, ob.MessageID); err == nil && has {
 		return p.finishSent(ctx, ob, true)
 	}
+	if stop, err := p.checkAnswered(ctx, ob); stop {
+		return err
+	}
 	sendErr := a.Mailer.Send(ctx, ob.Account, ob.From, ob.To, ob.Raw)
 	if sendErr != nil && ctx.Err() != nil {
 		// Stopping mid-transaction: the record stays "sending", and the
@@ -449,6 +467,7 @@ func (p *Pipeline) finishSent(ctx context.Context, ob *store.OutboxRecord, inSen
 		return fmt.Errorf("outbox %s: mark sent: %w", ob.ID, err)
 	}
 	p.afterSend(ob)
+	p.markAnswered(ob)
 	return p.appendSent(ctx, ob, inSent)
 }
 

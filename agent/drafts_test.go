@@ -361,3 +361,25 @@ func TestHostileDraftTextCannotForgeDraftHeaders(t *testing.T) {
 	}
 	t.Logf("hostile draft text: %d messages checked, %d with a forged header", tried, through)
 }
+
+// Answered looks in the fake Sent folder for a reply to id.
+func (m *folderMailer) Answered(_ context.Context, _ string, _ store.MessageKey, id string) (bool, string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sentErr != nil {
+		return false, "", m.sentErr
+	}
+	k := mail.IDKey(id)
+	for _, raw := range m.sentBox {
+		for _, r := range mail.Parse(raw).InReplyTo {
+			if k != "" && mail.IDKey(r) == k {
+				return true, "a reply to it is in the Sent folder", nil
+			}
+		}
+	}
+	return false, "", nil
+}
+
+func (m *folderMailer) MarkAnswered(context.Context, string, store.MessageKey, string) error {
+	return nil
+}

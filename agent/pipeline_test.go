@@ -61,9 +61,11 @@ func (m *recordingModel) calls(prop string) []llm.Request {
 
 // memMailer records side effects in memory.
 type memMailer struct {
-	mu     sync.Mutex
-	sent   [][]string
-	drafts int
+	mu          sync.Mutex
+	sent        [][]string
+	drafts      int
+	answered    map[string]bool // by IDKey: \Answered on the server
+	answeredErr error
 }
 
 func (m *memMailer) Send(_ context.Context, _, _ string, to []string, _ []byte) error {
@@ -355,4 +357,26 @@ func TestRecipientsGateQueues(t *testing.T) {
 	if n, _, _ := st.AutoSendCounts("a", "bob@example.org", store.Day(time.Now())); n != 0 {
 		t.Errorf("auto-send count: got %d, want 0", n)
 	}
+}
+
+func (m *memMailer) Answered(_ context.Context, _ string, _ store.MessageKey, id string) (bool, string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.answeredErr != nil {
+		return false, "", m.answeredErr
+	}
+	if m.answered[mail.IDKey(id)] {
+		return true, `flagged \Answered`, nil
+	}
+	return false, "", nil
+}
+
+func (m *memMailer) MarkAnswered(_ context.Context, _ string, _ store.MessageKey, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.answered == nil {
+		m.answered = map[string]bool{}
+	}
+	m.answered[mail.IDKey(id)] = true
+	return nil
 }

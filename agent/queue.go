@@ -459,6 +459,7 @@ func (p *Pipeline) Recover(ctx context.Context) error {
 			errs = errors.Join(errs, err)
 			continue
 		}
+		p.markAnswered(ob) // a crash may have come before it
 		errs = errors.Join(errs, p.appendSent(ctx, ob, has))
 	}
 	for _, ob := range pending {

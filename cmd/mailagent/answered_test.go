@@ -1,0 +1,375 @@
+package main
+
+// "No second reply": what was answered is read from the mailbox (replies in
+// Sent, \Answered, Message-IDs), so losing the state database, replacing
+// it, or a UIDVALIDITY change (or both, after a crash) never answers the
+// same mail twice.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
+
+	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/internal/smtpsend/smtptest"
+	"github.com/mailagent/mailagent/store"
+)
+
+const answeredPolicy = `[policy]
+mode = "auto"
+max_auto_per_contact_per_day = 10
+max_auto_per_day = 100
+[sync]
+initial_lookback = "168h"
+`
+
+// fiveCorrespondents seeds five known contacts (the owner wrote to each)
+// and delivers one authenticated question from each; it returns the raw
+// questions.
+func fiveCorrespondents(t *testing.T, h *harness) []string {
+	t.Helper()
+	var qs []string
+	for i := range 5 {
+		addr := fmt.Sprintf("p%d@partner%d.example", i, i)
+		h.appendTo("Sent", fmt.Sprintf("From: Ada Lovelace <ada@example.com>\nTo: <%s>\nSubject: hello %d\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <seed%d@example.com>\n\nHi\n", addr, i, i))
+		q := rawMail(fmt.Sprintf("P%d <%s>", i, addr), fmt.Sprintf("Meeting %d", i), "Can we meet on Thursday?")
+		qs = append(qs, q)
+		h.deliver(q)
+	}
+	return qs
+}
+
+func (h *harness) dbPath() string { return filepath.Join(h.dir, "state", "mailagent.db") }
+
+// answeredFlags returns, by Message-ID key, whether each INBOX message
+// carries \Answered.
+func (h *harness) answeredFlags(t *testing.T) map[string]bool {
+	t.Helper()
+	msgs, err := h.imap.Messages(context.Background(), ownerAddr, "INBOX")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, m := range msgs {
+		out[mail.IDKey(mail.Parse(m.Raw).MessageID)] = slices.Contains(m.Flags, imap.FlagAnswered)
+	}
+	return out
+}
+
+func TestNoSecondReplyAfterStateLoss(t *testing.T) {
+	cases := []struct {
+		name        string
+		loseState   bool // delete the database file
+		replaceDB   bool // a fresh, empty database in its place
+		uidValidity bool // the server recreates INBOX: same mail, new UIDs
+	}{
+		{name: "database deleted", loseState: true},
+		{name: "database replaced by an empty one", replaceDB: true},
+		{name: "UIDVALIDITY changed", uidValidity: true},
+		{name: "database deleted and UIDVALIDITY changed", loseState: true, uidValidity: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, compromisedModel, answeredPolicy)
+			qs := fiveCorrespondents(t, h)
+			h.watchOnce(t)
+			if n := len(h.smtp.Messages()); n != 5 {
+				t.Fatalf("first run: %d replies, want 5", n)
+			}
+			// Every original is flagged \Answered, for any mail client to see.
+			for id, answered := range h.answeredFlags(t) {
+				if !answered {
+					t.Errorf(`%s: no \Answered after the reply`, id)
+				}
+			}
+
+			if tc.loseState {
+				if err := os.Remove(h.dbPath()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.replaceDB {
+				if err := os.Remove(h.dbPath()); err != nil {
+					t.Fatal(err)
+				}
+				st, err := store.Open(h.dbPath(), store.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				st.Close()
+			}
+			if tc.uidValidity {
+				if err := h.imap.Recreate(context.Background(), ownerAddr, "INBOX"); err != nil {
+					t.Fatal(err)
+				}
+				// A restore brings the mail back without its flags.
+				for _, q := range qs {
+					h.deliver(q)
+				}
+			}
+			h.watchOnce(t)
+			h.watchOnce(t)
+			if n := len(h.smtp.Messages()); n != 5 {
+				t.Fatalf("after the loss: %d replies in all, want still 5", n)
+			}
+			for _, q := range h.queue(t) {
+				if q.Status == store.QueuePending || q.Status == store.QueueFailed {
+					t.Errorf("queue item %q (%s) for mail already answered: %v %s", q.Subject, q.Status, q.Reasons, q.Error)
+				}
+			}
+			if !tc.loseState && !tc.replaceDB {
+				return // the records were kept: recognised by Message-ID (daemon.duplicate)
+			}
+			// The reason is on the record.
+			st := h.openStore(t)
+			defer st.Close()
+			answered := 0
+			_ = st.ListMessages(store.MessageFilter{}, func(r *store.MessageRecord) error {
+				if strings.Contains(strings.Join(r.Reasons, ";"), "already answered") {
+					answered++
+				}
+				return nil
+			})
+			if answered != 5 {
+				t.Errorf(`records marked "already answered": got %d, want 5`, answered)
+			}
+		})
+	}
+}
+
+// A draft the owner answered from their own client (the reply in Sent is
+// days old; the original is flagged \Answered) is neither queued again
+// after the state is lost, nor sent when an item for it is approved.
+func TestNoSecondReplyOwnerAnsweredFromClient(t *testing.T) {
+	h := newHarness(t, compromisedModel, "[sync]\ninitial_lookback = \"168h\"\n")
+	q := rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?")
+	h.appendAt(t, "INBOX", q, time.Now().Add(-5*24*time.Hour))
+	h.watchOnce(t)
+	item := h.item(t, "Lunch")
+	if item.Status != store.QueuePending {
+		t.Fatalf("item: %s, want pending", item.Status)
+	}
+	// The owner replied four days ago from their phone.
+	h.appendAt(t, "Sent", "From: Ada Lovelace <ada@example.com>\nTo: Carol <carol@example.org>\nSubject: Re: Lunch\nDate: Mon, 02 Nov 2026 11:00:00 +0000\nMessage-ID: <phone-reply@example.com>\nIn-Reply-To: <lunch@test.example>\nReferences: <lunch@test.example>\n\nYes, Tuesday.\n", time.Now().Add(-4*24*time.Hour))
+	if err := os.Remove(h.dbPath()); err != nil {
+		t.Fatal(err)
+	}
+	h.watchOnce(t)
+	for _, it := range h.queue(t) {
+		if it.Status == store.QueuePending {
+			// Were it there, approving it must still send nothing.
+			h.run("queue", "approve", "--yes", it.ID)
+		}
+	}
+	if n := len(h.smtp.Messages()); n != 0 {
+		t.Fatalf("sink: %d messages, want 0 (the owner had answered)", n)
+	}
+	for _, it := range h.queue(t) {
+		t.Errorf("queue item %q (%s) for a message the owner answered", it.Subject, it.Status)
+	}
+}
+
+// Approving a draft whose original the owner answered from a client that
+// files no copy in this account's Sent (only \Answered is set) sends
+// nothing and resolves the item with the reason.
+func TestApproveSendsNothingWhenOriginalIsAnswered(t *testing.T) {
+	h := newHarness(t, compromisedModel, "")
+	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?"))
+	h.watchOnce(t)
+	item := h.item(t, "Lunch")
+	h.flagInbox(t, "lunch@test.example", imap.FlagAnswered)
+	_, stderr, code := h.run("queue", "approve", "--yes", item.ID)
+	if n := len(h.smtp.Messages()); n != 0 {
+		t.Fatalf("sink: %d messages, want 0 (exit %d: %s)", n, code, stderr)
+	}
+	got := h.item(t, "Lunch")
+	if got.Status != store.QueueResolved || !strings.Contains(strings.Join(got.Reasons, ";"), `\Answered`) {
+		t.Errorf("item: %s %v, want resolved as already answered", got.Status, got.Reasons)
+	}
+}
+
+// flagInbox sets flag on the INBOX message with Message-ID id, as another
+// mail client would.
+func (h *harness) flagInbox(t *testing.T, id string, flag imap.Flag) {
+	t.Helper()
+	c, err := dialOwner(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Select("INBOX", nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := c.UIDSearch(&imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "Message-ID", Value: id}}}, nil).Wait()
+	if err != nil || len(data.AllUIDs()) == 0 {
+		t.Fatalf("find %s: %v", id, err)
+	}
+	var set imap.UIDSet
+	set.AddNum(data.AllUIDs()...)
+	if err := c.Store(set, &imap.StoreFlags{Op: imap.StoreFlagsAdd, Flags: []imap.Flag{flag}}, nil).Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A crash between the SMTP server accepting a reply and mailagent
+// recording it (the process is stopped while DATA waits for its answer;
+// the server then delivers), followed by a UIDVALIDITY change: exactly one
+// reply.
+func TestCrashAfterSMTPAcceptAndUIDValidityChange(t *testing.T) {
+	h := newHarness(t, compromisedModel, answeredPolicy)
+	h.appendTo("Sent", "From: Ada Lovelace <ada@example.com>\nTo: Bob <bob@example.org>\nSubject: hello\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <earlier@example.com>\n\nHi Bob\n")
+	q := rawMail("Bob <bob@example.org>", "Call on Thursday", "Can we move our call to Thursday 3pm?")
+	h.deliver(q)
+
+	reached, release := h.smtp.Hold(smtptest.StageData)
+	stop := h.startDaemon(t)
+	select {
+	case <-reached:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reply never reached DATA")
+	}
+	stop() // killed mid-transaction
+	release()
+	if err := h.smtp.WaitFor(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	// The Sent copy was never filed and the original never flagged: the
+	// mailbox does not know. The server then loses its UIDs.
+	if got := h.answeredFlags(t)[mail.IDKey("call-on-thursday@test.example")]; got {
+		t.Fatal(`\Answered set although the send was never confirmed`)
+	}
+	if err := h.imap.Recreate(context.Background(), ownerAddr, "INBOX"); err != nil {
+		t.Fatal(err)
+	}
+	h.deliver(q)
+	h.watchOnce(t)
+	h.watchOnce(t)
+	if n := len(h.smtp.Messages()); n != 1 {
+		t.Fatalf("sink: %d replies, want exactly 1", n)
+	}
+	// The interrupted send is the owner's to decide (Recover); the same
+	// mail under its new UID is not drafted again.
+	var open []string
+	for _, it := range h.queue(t) {
+		if it.Status == store.QueuePending || it.Status == store.QueueFailed {
+			open = append(open, it.ID)
+		}
+	}
+	if len(open) != 1 {
+		t.Errorf("open queue items: %v, want the one interrupted send", open)
+	}
+}
+
+// startDaemon runs the watch daemon, as watchRun builds it, until the
+// returned stop is called (which waits for it to end).
+func (h *harness) startDaemon(t *testing.T) (stop func()) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	f := newFactory(strings.NewReader(""), &out, &errb)
+	f.ConfigPath = h.cfgPath
+	cfg, err := f.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.OpenStore(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	parts, err := buildAgent(ctx, f, cfg, st, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accts []*config.Account
+	for i := range cfg.Accounts {
+		accts = append(accts, &cfg.Accounts[i])
+	}
+	d := newDaemon(f, cfg, st, parts, accts)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx, false) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Error("daemon did not stop")
+		}
+		parts.Mailer.Close()
+		st.Close()
+		f.Close()
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func dialOwner(h *harness) (*imapclient.Client, error) {
+	c, err := imapclient.DialInsecure(h.imap.Addr(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Login(ownerAddr, ownerPass).Wait(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Hostile Message-IDs (quotes, backslashes, an IMAP literal marker,
+// parentheses, a search-key look-alike) go to the IMAP server only as
+// search strings: each mail is answered once and flagged, and after the
+// state is lost none is answered again.
+func TestNoSecondReplyHostileMessageIDs(t *testing.T) {
+	h := newHarness(t, compromisedModel, answeredPolicy)
+	ids := []string{
+		`a"b\c@x.example`,
+		`{5}\r\nX@x.example`,
+		`x) OR (ALL@x.example`,
+		`ALL@x.example`,
+	}
+	for i, id := range ids {
+		addr := fmt.Sprintf("h%d@hostile%d.example", i, i)
+		h.appendTo("Sent", fmt.Sprintf("From: Ada Lovelace <ada@example.com>\nTo: <%s>\nSubject: hi %d\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <hseed%d@example.com>\n\nHi\n", addr, i, i))
+		raw := rawMail(fmt.Sprintf("H%d <%s>", i, addr), fmt.Sprintf("Question %d", i), "Can we meet on Thursday?")
+		raw = strings.Replace(raw, fmt.Sprintf("<question-%d@test.example>", i), "<"+id+">", 1)
+		h.deliver(raw)
+	}
+	// A decoy from a stranger (queued, never answered) whose Message-ID
+	// contains another's: IMAP SEARCH matches substrings, which must not
+	// count.
+	h.deliver(strings.Replace(rawMail("Decoy <decoy@decoy.example>", "Decoy", "hello"), "<decoy@test.example>", "<zzALL@x.example>", 1))
+	h.watchOnce(t)
+	if n := len(h.smtp.Messages()); n != len(ids) {
+		t.Fatalf("first run: %d replies, want %d", n, len(ids))
+	}
+	flags := h.answeredFlags(t)
+	for _, id := range ids {
+		if !flags[mail.IDKey(id)] {
+			t.Errorf(`%q: no \Answered`, id)
+		}
+	}
+	if flags[mail.IDKey("zzALL@x.example")] {
+		t.Error(`the decoy, never answered, is flagged \Answered`)
+	}
+	if err := os.Remove(h.dbPath()); err != nil {
+		t.Fatal(err)
+	}
+	h.watchOnce(t)
+	if n := len(h.smtp.Messages()); n != len(ids) {
+		t.Errorf("after the loss: %d replies, want still %d", n, len(ids))
+	}
+}

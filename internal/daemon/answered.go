@@ -1,0 +1,159 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/store"
+)
+
+// answeredHeaderBytes bounds each header read to confirm a search hit.
+const answeredHeaderBytes = 64 << 10
+
+// Answered implements agent.Mailer: it asks the server whether original
+// was answered. The Sent folder is searched for a message whose
+// In-Reply-To or References names messageID (IMAP HEADER search, then the
+// header is read to confirm the exact id: the search matches substrings);
+// then original's mailbox for the message carrying messageID with
+// \Answered. A message without Message-ID is looked up by its UID, when
+// its mailbox still has the same UIDVALIDITY.
+func (m *Mailer) Answered(ctx context.Context, account string, original store.MessageKey, messageID string) (bool, string, error) {
+	a, err := m.account(account)
+	if err != nil {
+		return false, "", err
+	}
+	key := mail.IDKey(messageID)
+	how := ""
+	if key != "" {
+		err = a.with(ctx, sentBox, func(c *imapsync.Client) error {
+			uids, err := c.SearchHeader(ctx, []string{"In-Reply-To", "References"}, mail.NormalizeID(messageID))
+			if err != nil {
+				return err
+			}
+			hdrs, err := c.FetchHeaders(ctx, uids, answeredHeaderBytes)
+			if err != nil {
+				return err
+			}
+			for _, uid := range uids {
+				h := mail.Parse(hdrs[uid])
+				if slices.ContainsFunc(append(slices.Clone(h.InReplyTo), h.References...), func(id string) bool { return mail.IDKey(id) == key }) {
+					how = fmt.Sprintf("a reply to it is in the Sent folder, %s", describeSent(h))
+					return nil
+				}
+			}
+			return nil
+		})
+		// No Sent folder at all holds no reply: the flag still counts.
+		if errors.Is(err, imapsync.ErrNoMailbox) {
+			err = nil
+		}
+		if err != nil || how != "" {
+			return how != "", how, err
+		}
+	}
+	if original.Mailbox == "" {
+		return false, "", nil
+	}
+	err = a.with(ctx, inMailbox(original.Mailbox), func(c *imapsync.Client) error {
+		uids, err := originalUIDs(ctx, c, original, messageID, imapsync.FlagAnswered)
+		if err != nil || len(uids) == 0 {
+			return err
+		}
+		flags, err := c.Flags(ctx, uids)
+		if err != nil {
+			return err
+		}
+		for _, uid := range uids {
+			if slices.Contains(flags[uid], imapsync.FlagAnswered) {
+				how = `it is flagged \Answered in ` + original.Mailbox
+				return nil
+			}
+		}
+		return nil
+	})
+	return how != "", how, err
+}
+
+// MarkAnswered implements agent.Mailer: it sets \Answered on original,
+// found by Message-ID in its mailbox (or by UID when it has none and the
+// mailbox's UIDVALIDITY is unchanged).
+func (m *Mailer) MarkAnswered(ctx context.Context, account string, original store.MessageKey, messageID string) error {
+	a, err := m.account(account)
+	if err != nil {
+		return err
+	}
+	if original.Mailbox == "" {
+		return nil
+	}
+	return a.with(ctx, inMailbox(original.Mailbox), func(c *imapsync.Client) error {
+		uids, err := originalUIDs(ctx, c, original, messageID)
+		if err != nil {
+			return err
+		}
+		return c.StoreFlags(ctx, uids, true, []string{imapsync.FlagAnswered})
+	})
+}
+
+// originalUIDs finds original in the selected mailbox: by Message-ID
+// (the search matches substrings, so each hit's header is read and its id
+// compared), else by its UID while the mailbox keeps the same UIDVALIDITY
+// (a Message-ID the server's search cannot match as written, such as one
+// with a comment or folding whitespace), confirmed by its header too. With
+// flags, only messages carrying them are returned.
+func originalUIDs(ctx context.Context, c *imapsync.Client, original store.MessageKey, messageID string, flags ...string) ([]uint32, error) {
+	key := mail.IDKey(messageID)
+	var cands []uint32
+	if key != "" {
+		var err error
+		if cands, err = c.SearchHeader(ctx, []string{"Message-ID"}, mail.NormalizeID(messageID), flags...); err != nil {
+			return nil, err
+		}
+	}
+	byUID := false
+	if len(cands) == 0 {
+		_, uv, err := c.Selected()
+		if err != nil || uv != original.UIDValidity || original.UID == 0 {
+			return nil, err
+		}
+		cands, byUID = []uint32{original.UID}, true
+	}
+	hdrs, err := c.FetchHeaders(ctx, cands, answeredHeaderBytes)
+	if err != nil {
+		return nil, err
+	}
+	var out []uint32
+	for _, uid := range cands {
+		raw, ok := hdrs[uid]
+		if !ok {
+			continue // gone
+		}
+		if h := mail.Parse(raw); key == "" && byUID || !h.Synthesized && mail.IDKey(h.MessageID) == key {
+			out = append(out, uid)
+		}
+	}
+	if byUID && len(flags) > 0 && len(out) > 0 {
+		have, err := c.Flags(ctx, out)
+		if err != nil {
+			return nil, err
+		}
+		out = slices.DeleteFunc(out, func(uid uint32) bool {
+			return !slices.ContainsFunc(flags, func(f string) bool { return slices.Contains(have[uid], f) })
+		})
+	}
+	return out, nil
+}
+
+func inMailbox(name string) func(context.Context, *AccountMailer) (string, error) {
+	return func(context.Context, *AccountMailer) (string, error) { return name, nil }
+}
+
+func describeSent(h *mail.Message) string {
+	if h.Synthesized {
+		return "without a Message-ID"
+	}
+	return "Message-ID <" + h.MessageID + ">"
+}
