@@ -96,8 +96,8 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	g, gctx := errgroup.WithContext(ctx)
 	if !opts.Once {
 		broker := &api.Broker{}
-		// Events reach API subscribers and wake the daemon's timer of
-		// due sends and snoozes (it otherwise sleeps until the next due time).
+		// Events reach API subscribers, and still wake the daemon's timer
+		// of due sends and snoozes (newDaemon wired that).
 		parts.Pipeline.Actor.Notify = func(e agent.Event) {
 			broker.Publish(e)
 			d.Notify(e)
