@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/api"
 	"github.com/mailagent/mailagent/internal/config"
@@ -95,7 +96,12 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	g, gctx := errgroup.WithContext(ctx)
 	if !opts.Once {
 		broker := &api.Broker{}
-		parts.Pipeline.Actor.Notify = broker.Publish
+		// Events reach API subscribers, and still wake the daemon's timer
+		// of due sends and snoozes (newDaemon wired that).
+		parts.Pipeline.Actor.Notify = func(e agent.Event) {
+			broker.Publish(e)
+			d.Notify(e)
+		}
 		started := time.Now()
 		local := &api.Local{
 			DB: st, Actions: localActions{Pipeline: parts.Pipeline, d: d}, Broker: broker,

@@ -135,6 +135,10 @@ func newDaemon(f *Factory, cfg *config.Config, st *store.Store, parts *agentPart
 			Dial: func(ctx context.Context) (*imapsync.Client, error) { return DialIMAP(ctx, acct) },
 		})
 	}
+	// The agent's events wake the daemon's timer of due sends and snoozes,
+	// which otherwise sleeps until the next due time (watch adds the API
+	// broker in front).
+	parts.Pipeline.Actor.Notify = d.Notify
 	return d
 }
 

@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -100,8 +101,14 @@ type Daemon struct {
 	// rebuilt from that window (mail.Threader.Rebuild).
 	ThreadWindow time.Duration
 	ThreadLimit  int
-	Logger       *slog.Logger
-	Now          func() time.Time
+	// DueCap is the longest the timer of due sends and snoozes sleeps
+	// without looking at the store (default 60s): it sleeps until the next
+	// due time or a Wake, and this bounds the wait when a change reached
+	// the store without a Wake (another process, a clock jump). It also
+	// paces the daily prune.
+	DueCap time.Duration
+	Logger *slog.Logger
+	Now    func() time.Time
 	// OnSynced, when set, is called after each sync pass of an account
 	// (tests and benchmarks wait on it).
 	OnSynced func(account string)
@@ -116,6 +123,10 @@ type Daemon struct {
 	// refusals counts, per message, the syncs in a row whose FETCH the
 	// server refused (see recordRefused).
 	refusals map[store.MessageKey]int
+	// wake carries Wake's nudges to dueLoop (capacity 1; made lazily).
+	wake chan struct{}
+	// duePasses counts dueLoop's passes of sendDue (tests).
+	duePasses atomic.Int64
 }
 
 func (d *Daemon) now() time.Time {
@@ -232,7 +243,7 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 		d.recordCopies(d.retryCopies(gctx))
 		return nil
 	})
-	g.Go(func() error { return d.tick(gctx, time.Second, d.sendDue) })
+	g.Go(func() error { return d.dueLoop(gctx) })
 	g.Go(func() error {
 		return d.tick(gctx, orDefault(d.RetryInterval, 15*time.Minute), func(ctx context.Context) {
 			d.retryNeedsReview(ctx, false)
@@ -291,6 +302,90 @@ func (d *Daemon) recordCopies(missing map[string]copyState) {
 			}
 		})
 	}
+}
+
+// defaultDueCap is the default of Daemon.DueCap.
+const defaultDueCap = 60 * time.Second
+
+// dueMinGap is the shortest time between two passes of sendDue when the
+// store still shows something due after a pass (a send that cannot move
+// on): the loop then works at most once a second instead of spinning.
+const dueMinGap = time.Second
+
+func (d *Daemon) wakeCh() chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.wake == nil {
+		d.wake = make(chan struct{}, 1)
+	}
+	return d.wake
+}
+
+// Wake tells the timer of scheduled sends, send retries and snoozes that
+// what is due may have changed (a new outbox record, a snooze, an
+// approval, a cancel). It never blocks; nudges that arrive together are
+// merged. Wire it to agent.Actor.Notify (every event is fine: a wake only
+// reads the store's next due time).
+func (d *Daemon) Wake() {
+	select {
+	case d.wakeCh() <- struct{}{}:
+	default:
+	}
+}
+
+// Notify is Wake in the shape of agent.Actor.Notify.
+func (d *Daemon) Notify(agent.Event) { d.Wake() }
+
+// dueLoop runs sendDue when something falls due, and otherwise sleeps:
+// until the store's next due time (store.NextDue), a Wake, or DueCap,
+// whichever comes first. An idle watcher therefore wakes once per DueCap
+// however much history the database holds, and a due item fires at its
+// time (the timer is set for it, not rounded to a tick).
+func (d *Daemon) dueLoop(ctx context.Context) error {
+	wake := d.wakeCh()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	var last time.Time // when sendDue last ran (zero: never)
+	run := true        // a first pass at start
+	for {
+		if run {
+			d.sendDue(ctx)
+			d.duePasses.Add(1)
+			last = d.now()
+		}
+		wait := d.untilDue(last)
+		t.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+			// Something changed: look at the store's next due time again
+			// (the timer is reset to it; 0 when it is due already).
+			run = false
+		case <-t.C:
+			run = true
+		}
+	}
+}
+
+// untilDue is how long dueLoop may sleep after a pass of sendDue at last:
+// until the next due time, at most DueCap, and at least what is left of
+// dueMinGap after last when something is due already.
+func (d *Daemon) untilDue(last time.Time) time.Duration {
+	next, ok, err := d.Store.NextDue()
+	if err != nil {
+		d.log().Warn("next due time", "err", err)
+		return dueMinGap
+	}
+	now := d.now()
+	if !ok {
+		return orDefault(d.DueCap, defaultDueCap)
+	}
+	wait := min(next.Sub(now), orDefault(d.DueCap, defaultDueCap))
+	if wait <= 0 {
+		wait = max(0, dueMinGap-now.Sub(last))
+	}
+	return wait
 }
 
 func (d *Daemon) sendDue(ctx context.Context) {

@@ -7,7 +7,9 @@
 //	deliver -user U -n N -out F [-gap 1s]    SMTP-deliver N messages one at a time, timing
 //	                                         SMTP 250 and an IDLE client's EXISTS for each
 //	decided -state DIR -account A -in F      join deliver's timings with the decisions stored
-//	seed  -state DIR -account A -n N         write N message records (store.PutMessage) into a state database
+//	seed  -state DIR -account A -n N [-sends S -queue Q]   write N message records (store.PutMessage),
+//	                                         S finished sends and Q queue items into a state database
+//	cpu   -pid P [-for 60s]                  CPU time of a process over a while, as % of one core
 //	dbstats -state DIR                       print the DB file size and each bucket's keys and pages
 //	rss   -pid P                             print VmRSS, VmHWM, RssAnon, RssFile of a process in MiB
 //
@@ -45,14 +47,14 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool fakegemini|load|synth|deliver|decided|seed|rss [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchtool fakegemini|load|synth|deliver|decided|seed|rss|dbstats|cpu [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cmds := map[string]func(context.Context, []string) error{
 		"fakegemini": fakeGemini, "load": load, "synth": synth, "deliver": deliver,
-		"decided": decided, "seed": seed, "rss": rss, "dbstats": dbstats,
+		"decided": decided, "seed": seed, "rss": rss, "dbstats": dbstats, "cpu": cpuUse,
 	}
 	f, ok := cmds[os.Args[1]]
 	if !ok {
@@ -478,6 +480,8 @@ func seed(_ context.Context, args []string) error {
 	account := fs.String("account", "bench", "account name")
 	n := fs.Int("n", 100000, "records")
 	writers := fs.Int("writers", 32, "concurrent PutMessage callers (their commits are batched)")
+	sends := fs.Int("sends", 0, "finished outbox records (and a few scheduled days ahead)")
+	queue := fs.Int("queue", 0, "queue items, mostly closed, some pending and snoozed")
 	reviewEvery := fs.Int("review-every", 0, "make every k-th record needs_review (0 = none): the watcher retries those at start-up, one IMAP round trip each")
 	_ = fs.Parse(args)
 	if err := os.MkdirAll(*state, 0o700); err != nil {
@@ -538,6 +542,9 @@ func seed(_ context.Context, args []string) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	if err := seedSends(st, *account, *sends, *queue, *writers); err != nil {
+		return err
+	}
 	var inputs int
 	if err := st.ThreadInputs(time.Time{}, 0, func(mail.ThreadInput) error { inputs++; return nil }); err != nil {
 		return err
@@ -547,7 +554,7 @@ func seed(_ context.Context, args []string) error {
 	if fi != nil {
 		size = fi.Size()
 	}
-	fmt.Printf("seeded records=%d thread_inputs=%d db_bytes=%d writers=%d in %s\n", *n, inputs, size, *writers, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("seeded records=%d sends=%d queue=%d thread_inputs=%d db_bytes=%d writers=%d in %s\n", *n, *sends, *queue, inputs, size, *writers, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
