@@ -17,7 +17,8 @@
 # mailagent's state dirs, e.g. /dev/shm to take fsync out), BENCH_CONCURRENCY
 # (llm.concurrency, default 4: the product default), BENCH_PROFILE=1,
 # BENCH_CORPUS_REPO (a checkout whose ../shared/corpora holds the corpus;
-# default this one, e.g. /work/main from a worktree elsewhere).
+# default this one, e.g. /work/main from a worktree elsewhere),
+# BENCH_MAILAGENT (time this mailagent binary instead of the checkout's).
 source "$(dirname "$0")/bench-lib.sh"
 RUNS=${RUNS:-3}
 # best of the arguments (the smallest).
@@ -25,6 +26,9 @@ best() { printf '%s\n' "$@" | sort -g | head -1; }
 USER_=carol@example.test
 MBOX=bench-ingest
 build
+# BENCH_MAILAGENT: another mailagent binary to time instead (a before/after
+# comparison with the same script).
+if [[ -n ${BENCH_MAILAGENT:-} ]]; then cp "$BENCH_MAILAGENT" "$BIN/mailagent"; fi
 wait_imap
 machine
 
