@@ -56,8 +56,8 @@ type Options struct {
 	// flushes them. It is for a writer whose work can simply be run again
 	// (triage), never for watch: a process crash loses nothing, but a
 	// power cut or kernel crash before the final Sync can lose the commits
-	// since the last Sync and can leave the file damaged (Open then
-	// reports a *CorruptError naming the repair command).
+	// since the last Sync and can leave the file damaged (Open's precheck
+	// or doctor's Check then reports a *CorruptError; see Repair).
 	NoSync bool
 }
 
