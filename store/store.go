@@ -51,6 +51,14 @@ type Options struct {
 	// kept (see Prune); 0 means DefaultRetention, a negative value keeps
 	// them forever.
 	Retention time.Duration
+	// NoSync skips the fsync of each commit (bbolt's NoSync and
+	// NoGrowSync): commits reach the page cache only, and Sync or Close
+	// flushes them. It is for a writer whose work can simply be run again
+	// (triage), never for watch: a process crash loses nothing, but a
+	// power cut or kernel crash before the final Sync can lose the commits
+	// since the last Sync and can leave the file damaged (Open's precheck
+	// or doctor's Check then reports a *CorruptError; see Repair).
+	NoSync bool
 }
 
 // Store is the state database. It is safe for concurrent use.
@@ -128,6 +136,7 @@ func Open(path string, opts Options) (*Store, error) {
 	var file *os.File
 	err := guard(path, func() (err error) {
 		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly,
+			NoSync: opts.NoSync && !opts.ReadOnly, NoGrowSync: opts.NoSync && !opts.ReadOnly,
 			OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 				f, err := os.OpenFile(name, flag, perm)
 				file = f
@@ -170,10 +179,31 @@ func Open(path string, opts Options) (*Store, error) {
 // Path returns the database file.
 func (s *Store) Path() string { return s.path }
 
-// Close releases the file and its lock.
+// Close releases the file and its lock. A store opened with NoSync is
+// synced first; a failed sync is returned (and the file still closed).
 func (s *Store) Close() error {
+	var syncErr error
+	if s.opts.NoSync && !s.opts.ReadOnly {
+		syncErr = s.Sync()
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close state database: %w", err)
+	}
+	return syncErr
+}
+
+// Durable reports whether each commit is fsynced before it returns (the
+// store was opened writable without NoSync).
+func (s *Store) Durable() bool { return !s.opts.ReadOnly && !s.db.NoSync }
+
+// Sync flushes every commit to stable storage (fdatasync). Only a store
+// opened with NoSync needs it; on others it is a cheap no-op in effect.
+func (s *Store) Sync() error {
+	if s.opts.ReadOnly {
+		return nil
+	}
+	if err := guard(s.path, s.db.Sync); err != nil {
+		return fmt.Errorf("sync state database %s: %w", s.path, err)
 	}
 	return nil
 }

@@ -122,6 +122,12 @@ func DBPath(cfg *config.Config) string { return filepath.Join(cfg.StateDir, "mai
 
 // OpenStore opens the state database, creating the state directory.
 func (f *Factory) OpenStore(readOnly bool) (*store.Store, error) {
+	return f.openStore(store.Options{ReadOnly: readOnly})
+}
+
+// openStore opens the state database with o, filling in the lock timeout
+// and the configured retention.
+func (f *Factory) openStore(o store.Options) (*store.Store, error) {
 	cfg, err := f.Config()
 	if err != nil {
 		return nil, err
@@ -129,7 +135,8 @@ func (f *Factory) OpenStore(readOnly bool) (*store.Store, error) {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
-	return store.Open(DBPath(cfg), store.Options{Timeout: time.Second, ReadOnly: readOnly, Retention: cfg.StoreRetention()})
+	o.Timeout, o.Retention = time.Second, cfg.StoreRetention()
+	return store.Open(DBPath(cfg), o)
 }
 
 // Model builds the configured model, wrapped in retries.

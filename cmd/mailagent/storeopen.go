@@ -21,31 +21,45 @@ type pipelineStore interface {
 // openPipelineStore opens the state database for triage. A dry run opens
 // it read-only when it exists and otherwise uses an empty stand-in, so
 // that it never creates or changes a file.
-func openPipelineStore(f *Factory, dryRun bool) (pipelineStore, func(), error) {
+//
+// The returned func closes the store; its error (a failed final sync)
+// must be reported, since commits may not have reached the disk.
+func openPipelineStore(f *Factory, dryRun bool) (pipelineStore, func() error, error) {
 	if dryRun {
 		cfg, err := f.Config()
 		if err != nil {
 			return nil, nil, err
 		}
 		if _, err := os.Stat(DBPath(cfg)); errors.Is(err, fs.ErrNotExist) {
-			return emptyStore{}, func() {}, nil
+			return emptyStore{}, func() error { return nil }, nil
 		}
 		// A watcher's store through its socket, else the file read-only.
 		if c, err := api.Dial(context.Background(), api.SocketPath(cfg.StateDir)); err == nil {
-			return c.Store(), func() { _ = c.Close() }, nil
+			return c.Store(), c.Close, nil
 		}
 		st, err := f.OpenStore(true)
 		if err != nil {
 			return nil, nil, err
 		}
-		return st, func() { _ = st.Close() }, nil
+		return st, st.Close, nil
 	}
-	// While watch runs it owns the database: go through its socket.
-	svc, closeSvc, err := f.Service(context.Background(), false)
+	// While watch runs it owns the database: go through its socket (and
+	// its durability). Otherwise the file is opened without an fsync per
+	// commit: triage is re-runnable, so one Sync when the store is closed
+	// (at the end, or after an interrupt) is enough.
+	cfg, err := f.Config()
 	if err != nil {
 		return nil, nil, err
 	}
-	return svc.Store(), func() { _ = closeSvc() }, nil
+	svc, closeSvc, err := api.Open(context.Background(), cfg.StateDir,
+		func() (*store.Store, error) { return f.openStore(store.Options{NoSync: true}) }, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if l, ok := svc.(*api.Local); ok {
+		l.AutoSendCap = cfg.Policy.MaxAutoPerDay
+	}
+	return svc.Store(), closeSvc, nil
 }
 
 // emptyStore is a store with nothing in it that accepts no writes. It

@@ -224,7 +224,7 @@ func formatCounts(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) error {
+func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) (err error) {
 	start := time.Now()
 	cfg, err := f.Config()
 	if err != nil {
@@ -240,7 +240,13 @@ func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) error {
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer func() {
+		// The store is written without an fsync per commit; closing it
+		// syncs, and a failure there means results may not be on disk.
+		if cerr := closeStore(); cerr != nil && err == nil {
+			err = fmt.Errorf("save triage results: %w", cerr)
+		}
+	}()
 	threader, err := loadThreader(st)
 	if err != nil {
 		return err
