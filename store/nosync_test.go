@@ -47,7 +47,7 @@ func TestNoSyncStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s2.Close()
+	defer func() { _ = s2.Close() }()
 	if !s2.Durable() {
 		t.Fatal("default Open: Durable() = false, want true (watch's durability)")
 	}
@@ -89,7 +89,7 @@ func TestReadOnlyAndDefaultDurability(t *testing.T) {
 	if !s.Durable() {
 		t.Error("default Open: Durable() = false, want true")
 	}
-	s.Close()
+	_ = s.Close()
 	ro, err := Open(path, Options{ReadOnly: true, NoSync: true})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -106,7 +107,7 @@ func TestNoSecondReplyAfterStateLoss(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				st.Close()
+				_ = st.Close()
 			}
 			if tc.uidValidity {
 				if err := h.imap.Recreate(context.Background(), ownerAddr, "INBOX"); err != nil {
@@ -132,7 +133,7 @@ func TestNoSecondReplyAfterStateLoss(t *testing.T) {
 			}
 			// The reason is on the record.
 			st := h.openStore(t)
-			defer st.Close()
+			defer func() { _ = st.Close() }()
 			answered := 0
 			_ = st.ListMessages(store.MessageFilter{}, func(r *store.MessageRecord) error {
 				if strings.Contains(strings.Join(r.Reasons, ";"), "already answered") {
@@ -206,7 +207,7 @@ func (h *harness) flagInbox(t *testing.T, id string, flag imap.Flag) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if _, err := c.Select("INBOX", nil).Wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -305,12 +306,15 @@ func (h *harness) startDaemon(t *testing.T) (stop func()) {
 		stopped = true
 		cancel()
 		select {
-		case <-done:
+		case err := <-done:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("daemon: %v", err)
+			}
 		case <-time.After(20 * time.Second):
 			t.Error("daemon did not stop")
 		}
 		parts.Mailer.Close()
-		st.Close()
+		_ = st.Close()
 		f.Close()
 	}
 	t.Cleanup(stop)
@@ -323,7 +327,7 @@ func dialOwner(h *harness) (*imapclient.Client, error) {
 		return nil, err
 	}
 	if err := c.Login(ownerAddr, ownerPass).Wait(); err != nil {
-		c.Close()
+		_ = c.Close()
 		return nil, err
 	}
 	return c, nil

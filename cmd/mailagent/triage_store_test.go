@@ -47,7 +47,7 @@ func TestTriageStoreSkipsPerCommitSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	defer func() { _ = w.Close() }()
 	if !w.Durable() {
 		t.Error("watch's store: Durable() = false, want true")
 	}

@@ -32,7 +32,7 @@ func newDueRig(t *testing.T, dueCap time.Duration) *dueRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() { _ = st.Close() })
 	_, am := startIMAP(t, memimap.Options{Mailboxes: []string{"Sent", "Drafts"}})
 	sink := smtptest.NewSink(t, smtptest.SinkOptions{})
 	am.SMTP = func(context.Context) (*smtpsend.Sender, error) {
@@ -230,7 +230,7 @@ func TestUntilDue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	d := &Daemon{Store: st, Now: func() time.Time { return now }}
 	if got := d.untilDue(time.Time{}); got != defaultDueCap {

@@ -27,7 +27,7 @@ func BenchmarkRetryPassIdle(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	excerpt := strings.Repeat("Thanks for the update on the project, see you on Tuesday. ", 8)
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
