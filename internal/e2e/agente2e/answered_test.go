@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/emersion/go-imap/v2"
 
@@ -27,6 +28,7 @@ func TestNoSecondReplyAfterStateLoss(t *testing.T) {
 	e.seedSent(bobAddr)
 	w := e.startWatch()
 
+	start := time.Now()
 	var ids []string
 	for _, n := range []string{"one", "two"} {
 		m := message{From: bobAddr, To: adaAddr, Subject: "Thursday meeting [auto] answered " + n + " " + e.tag, ID: e.id("answered-" + n),
@@ -55,6 +57,10 @@ func TestNoSecondReplyAfterStateLoss(t *testing.T) {
 	if err := os.Remove(filepath.Join(e.stateDir, "mailagent.db")); err != nil {
 		t.Fatal(err)
 	}
+	// A new state directory takes initial_lookback of history (2 s in
+	// these tests, so that other tests' mail is not picked up): widen it
+	// to cover this test's mail, as a real first start would (24 h).
+	e.setLookback(time.Since(start) + time.Minute)
 	w2 := e.startWatch()
 	w2.waitTerminal(ids, waitLong)
 	recs, err := w2.records()

@@ -776,3 +776,20 @@ func cautiousModel(req *geminitest.Request) geminitest.Reply {
 	}
 	return draftReply("Thanks, I will get back to you.")
 }
+
+// setLookback rewrites sync.initial_lookback in the env's config.
+func (e *env) setLookback(d time.Duration) {
+	e.t.Helper()
+	b, err := os.ReadFile(e.cfgPath)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	const old = "initial_lookback = \"2s\"\n"
+	if !bytes.Contains(b, []byte(old)) {
+		e.t.Fatalf("config has no %q line", strings.TrimSpace(old))
+	}
+	b = bytes.Replace(b, []byte(old), []byte(fmt.Sprintf("initial_lookback = %q\n", d.Round(time.Second).String())), 1)
+	if err := os.WriteFile(e.cfgPath, b, 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
