@@ -9,6 +9,9 @@ import (
 	"github.com/mailagent/mailagent/internal/config"
 )
 
+// The system keyring, for the password_keyring choice: probed during the
+// interview, written just before the config file, undone if that fails.
+
 // keyringProbeUser is looked up, never written, to learn whether a keyring
 // answers at all.
 const keyringProbeUser = "mailagent-init-probe"

@@ -13,10 +13,10 @@ import (
 	"golang.org/x/term"
 )
 
-// prompter is the Prompter of a real session: it asks questions on w and reads answers from r. Reads happen on
-// one goroutine, one at a time and only on request, so that a prompt can
-// give up when ctx ends (Ctrl-C) even though a read from a terminal cannot
-// be interrupted. That goroutine is owned by the prompter: Close stops it
+// prompter is the Prompter of a real session: it asks questions on w and
+// reads answers from r. Reads happen on one goroutine, one at a time and
+// only on request, so that a prompt can give up when ctx ends (Ctrl-C)
+// even though a read from a terminal cannot be interrupted. That goroutine is owned by the prompter: Close stops it
 // once no read is pending; a read abandoned on cancel ends with stdin's EOF
 // or the process, which exits right after.
 type prompter struct {
@@ -26,6 +26,8 @@ type prompter struct {
 	reqs chan bool
 	res  chan readResult
 }
+
+var _ Prompter = (*prompter)(nil)
 
 type readResult struct {
 	line string

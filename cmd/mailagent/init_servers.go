@@ -12,7 +12,9 @@ import (
 	"github.com/mailagent/mailagent/internal/config"
 )
 
-// ---- answers from flags ---------------------------------------------------
+// The answers init gets without asking: from flags (--non-interactive),
+// and the server settings proposed from a preset or autodiscovery, with
+// the checks shared by flags and the interview.
 
 func fromFlags(ctx context.Context, w io.Writer, opts *InitOptions) (*initSetup, error) {
 	s := &initSetup{Email: strings.TrimSpace(opts.Email), Name: strings.TrimSpace(opts.Name)}
