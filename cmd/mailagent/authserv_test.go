@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/mailagent/mailagent/internal/initcfg"
 )
 
 func (h *harness) doctorCheck(t *testing.T, name string) Check {
@@ -108,7 +110,7 @@ func TestInitPresetAuthserv(t *testing.T) {
 		IMAP:   initServer{Host: "imap.fastmail.com", Port: 993, Security: "tls", Username: "ada@fastmail.com"},
 		SMTP:   initServer{Host: "smtp.fastmail.com", Port: 465, Security: "tls", Username: "ada@fastmail.com"},
 		Secret: secretChoice{Kind: secretEnv, Value: "MAIL_PASS"}}
-	data := initAuthserv(t.Context(), s, renderConfig(s), "/x/config.toml", false)
+	data := initAuthserv(t.Context(), s, initcfg.Render(s), "/x/config.toml", false)
 	if !strings.Contains(string(data), `authserv_id = "*.messagingengine.com"`) {
 		t.Errorf("rendered config lacks the preset authserv_id:\n%s", data)
 	}

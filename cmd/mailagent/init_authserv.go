@@ -13,6 +13,7 @@ import (
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/initcfg"
 	"github.com/mailagent/mailagent/internal/mail"
 )
 
@@ -200,16 +201,5 @@ func initAuthserv(ctx context.Context, s *initSetup, data []byte, path string, l
 	if s.AuthservID == "" {
 		return data
 	}
-	return renderConfig(s)
-}
-
-// renderAuthserv writes the authserv_id line of the account table.
-func renderAuthserv(w func(string, ...any), s *initSetup) {
-	w("# Your server's id in Authentication-Results: only mail it authenticated\n")
-	w("# can be answered automatically. `mailagent doctor` checks it.\n")
-	if s.AuthservID == "" {
-		w("# authserv_id = \"mx.example.com\"\n")
-		return
-	}
-	w("authserv_id = %s\n", initTOMLString(s.AuthservID))
+	return initcfg.Render(s)
 }

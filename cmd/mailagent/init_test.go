@@ -18,7 +18,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/BurntSushi/toml"
 	"github.com/zalando/go-keyring"
 
 	"github.com/mailagent/mailagent/internal/autoconfig"
@@ -740,27 +739,6 @@ func TestInitFlags(t *testing.T) {
 	}
 }
 
-func TestInitTOMLString(t *testing.T) {
-	tests := []struct{ name, in string }{
-		{"plain", "Ada Lovelace"},
-		{"quotes and backslashes", `a "b" \c\\`},
-		{"control characters", "tab\there\nnew\rline\x00nul\x1fus\x7fdel"},
-		{"unicode", "Zoë 李 🙂"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var v struct{ K string }
-			doc := "K = " + initTOMLString(tt.in)
-			if _, err := toml.Decode(doc, &v); err != nil {
-				t.Fatalf("decode %s: %v", doc, err)
-			}
-			if v.K != tt.in {
-				t.Errorf("round trip: got %q, want %q", v.K, tt.in)
-			}
-		})
-	}
-}
-
 // TestInitRunsDoctor writes a config for real servers on loopback (an
 // in-memory IMAP server and an SMTP sink) and lets doctor check it: the
 // logins pass, the model key is missing, so init exits 5 with the report
@@ -848,7 +826,7 @@ func TestPrompterCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		_, err := p.text(ctx, "Email address", "", nil)
+		_, err := p.Text(ctx, "Email address", "", nil)
 		errc <- err
 	}()
 	cancel()

@@ -40,6 +40,7 @@ var applicationTier = []string{"agent", "store", "internal/daemon", "internal/ap
 var leafLibraries = []string{
 	"internal/mail", "internal/compose", "internal/llm", "internal/smtpsend",
 	"internal/config", "internal/netpolicy", "internal/termsafe", "internal/autoconfig",
+	"internal/initcfg",
 }
 
 // testRigs are packages that only tests import (checked below): they wire
@@ -58,6 +59,7 @@ var rules = []struct {
 	{pkg: "store", only: []string{"internal/mail"}},
 	{pkg: "tui", only: []string{"tui", "internal/termsafe"}},
 	{pkg: "prompts", only: []string{}},
+	{pkg: "internal/initcfg", only: []string{}},
 	{pkg: "internal/mail", only: []string{}},
 	{pkg: "internal/llm", only: []string{"internal/llm"}},
 	{pkg: "internal/config", only: []string{"internal/netpolicy"}},

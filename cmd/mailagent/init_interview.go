@@ -1,0 +1,427 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/mailagent/mailagent/internal/autoconfig"
+	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/initcfg"
+	"github.com/mailagent/mailagent/internal/netpolicy"
+)
+
+// Prompter asks the user questions. The interview depends only on this;
+// *prompter reads a terminal or a pipe, tests script the answers.
+type Prompter interface {
+	// Say writes a message (printf-style); it never reads.
+	Say(format string, a ...any)
+	// Text asks until check (when not nil) accepts the answer; an empty
+	// answer means def.
+	Text(ctx context.Context, label, def string, check func(string) error) (string, error)
+	// Password asks for a non-empty secret, not echoed.
+	Password(ctx context.Context, label string) (string, error)
+	// YesNo asks a y/n question; an empty answer means def.
+	YesNo(ctx context.Context, label string, def bool) (bool, error)
+	// Choose shows items and returns the key of the one chosen; def is
+	// the key an empty answer picks.
+	Choose(ctx context.Context, label string, items []initChoice, def string) (string, error)
+}
+
+// initChoice is one item of a Choose menu.
+type initChoice struct{ key, label string }
+
+// sayWriter lets code that writes to an io.Writer talk through a Prompter.
+type sayWriter struct{ p Prompter }
+
+func (w sayWriter) Write(b []byte) (int, error) {
+	w.p.Say("%s", b)
+	return len(b), nil
+}
+
+// interview asks the questions, renders the config and validates it with
+// config.Parse; on problems it shows them and offers to go through the
+// answers again (the previous ones become the defaults).
+func interview(ctx context.Context, p Prompter, opts *InitOptions, path string) (*initSetup, []byte, error) {
+	p.Say("mailagent setup: press Enter to accept the [default]. Nothing is written until the end.\n")
+	var prev *initSetup
+	for {
+		s, err := askAll(ctx, p, opts, prev)
+		if err != nil {
+			return nil, nil, err
+		}
+		data := initcfg.Render(s)
+		_, perr := config.Parse(data, path, 0o600)
+		if perr == nil {
+			return s, data, nil
+		}
+		p.Say("\nThese settings do not make a valid config:\n%s\n", initProblems(perr))
+		again, err := p.YesNo(ctx, "Go through the answers again?", true)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !again {
+			return nil, nil, &UserError{Code: ExitUsage, Err: errors.New("setup aborted: nothing was written")}
+		}
+		prev = s
+	}
+}
+
+func initProblems(err error) string {
+	var lines []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		lines = append(lines, "  - "+l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func askAll(ctx context.Context, p Prompter, opts *InitOptions, prev *initSetup) (*initSetup, error) {
+	s := &initSetup{}
+	if prev != nil {
+		*s = *prev
+	}
+	var err error
+	if s.Email, err = p.Text(ctx, "Email address", initDefault(s.Email, opts.Email), checkEmail); err != nil {
+		return nil, err
+	}
+	if s.Name, err = p.Text(ctx, "Your name, as shown in From: and in the AI footer", initDefault(s.Name, opts.Name), initNonEmpty); err != nil {
+		return nil, err
+	}
+	if prev == nil || prev.Email != s.Email {
+		if err := chooseServers(ctx, p, s, opts.Provider); err != nil {
+			return nil, err
+		}
+	}
+	if err := confirmServers(ctx, p, s); err != nil {
+		return nil, err
+	}
+	if s.Account, err = p.Text(ctx, "Account name (short: used by --account and for keyring entries)",
+		initDefault(s.Account, initDefault(opts.Account, defaultAccountName(s))), checkAccountName); err != nil {
+		return nil, err
+	}
+	if err := askSecret(ctx, p, s, opts); err != nil {
+		return nil, err
+	}
+	if err := askLLM(ctx, p, s, opts); err != nil {
+		return nil, err
+	}
+	p.Say("\nPolicy: review never sends anything without your approval; auto may send low-risk replies to known contacts when every safety gate passes.\n")
+	if s.Mode, err = p.Text(ctx, "Mode (review or auto)", initDefault(s.Mode, initDefault(opts.Mode, config.ModeReview)), func(v string) error {
+		if v != config.ModeReview && v != config.ModeAuto {
+			return fmt.Errorf("%q: type review or auto", v)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func initNonEmpty(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return errors.New("this cannot be empty")
+	}
+	return nil
+}
+
+// chooseServers proposes settings from a preset or autodiscovery; when
+// neither finds anything it lets the user pick a provider.
+func chooseServers(ctx context.Context, p Prompter, s *initSetup, provider string) error {
+	res, err := proposeServers(ctx, sayWriter{p}, s.Email, provider)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		p.Say("No settings found (%v).\n", initFirstLine(err))
+		return pickProvider(ctx, p, s)
+	}
+	applyResult(s, res)
+	if s.Source == "preset:gmail" {
+		s.Notes += " For OAuth2 instead, see docs/OAUTH2.md."
+	}
+	return nil
+}
+
+func initFirstLine(err error) string {
+	l, _, _ := strings.Cut(err.Error(), "\n")
+	return l
+}
+
+func pickProvider(ctx context.Context, p Prompter, s *initSetup) error {
+	presets := autoconfig.Presets()
+	var items []initChoice
+	for _, pr := range presets {
+		label := pr.Name
+		if pr.ID == "generic" {
+			label += ": imap." + s.Email[strings.LastIndexByte(s.Email, '@')+1:] + " and smtp…, then edit them"
+		}
+		items = append(items, initChoice{key: pr.ID, label: label})
+	}
+	id, err := p.Choose(ctx, "Which provider hosts this address?", items, "generic")
+	if err != nil {
+		return err
+	}
+	pr, _ := presetByID(id)
+	res, err := pr.Result(s.Email)
+	if err != nil {
+		return fmt.Errorf("preset %s: %w", id, err)
+	}
+	applyResult(s, res)
+	return nil
+}
+
+func confirmServers(ctx context.Context, p Prompter, s *initSetup) error {
+	for {
+		showProposal(sayWriter{p}, s)
+		ans, err := p.Text(ctx, "Use these settings? (y: yes, e: edit them, p: pick a provider)", "y", func(v string) error {
+			switch strings.ToLower(v) {
+			case "y", "yes", "e", "edit", "n", "no", "p":
+				return nil
+			}
+			return fmt.Errorf("%q: type y, e or p", v)
+		})
+		if err != nil {
+			return err
+		}
+		switch strings.ToLower(ans) {
+		case "y", "yes":
+			if netpolicy.IsLoopback(s.IMAP.Host) && strings.HasPrefix(s.Source, "preset:proton") {
+				return askBridgeCA(ctx, p, s)
+			}
+			return nil
+		case "p":
+			if err := pickProvider(ctx, p, s); err != nil {
+				return err
+			}
+		default:
+			if err := editServer(ctx, p, "IMAP", "imap", &s.IMAP); err != nil {
+				return err
+			}
+			if err := editServer(ctx, p, "SMTP", "smtp", &s.SMTP); err != nil {
+				return err
+			}
+			if s.Source == "preset:proton" {
+				s.Source = "preset:proton, edited"
+			} else {
+				s.Source = "your answers"
+			}
+			s.Notes = ""
+		}
+	}
+}
+
+func editServer(ctx context.Context, p Prompter, label, kind string, e *initServer) error {
+	var err error
+	if e.Host, err = p.Text(ctx, label+" host", e.Host, func(v string) error {
+		if strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || r == '/' }) || v == "" {
+			return fmt.Errorf("%q is not a host name", v)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	oldSec := e.Security
+	if e.Security, err = p.Text(ctx, label+" security (tls, starttls; insecure only for localhost)", e.Security, func(v string) error {
+		switch v {
+		case config.SecurityTLS, config.SecurityStartTLS, config.SecurityInsecure:
+			return nil
+		}
+		return fmt.Errorf("%q: type tls, starttls or insecure", v)
+	}); err != nil {
+		return err
+	}
+	port := e.Port
+	if e.Security != oldSec || port == 0 {
+		port = config.DefaultPort(kind, e.Security)
+	}
+	ps, err := p.Text(ctx, label+" port", strconv.Itoa(port), func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%q is not a port number (1-65535)", v)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	e.Port, _ = strconv.Atoi(ps)
+	if e.Username, err = p.Text(ctx, label+" login name", e.Username, initNonEmpty); err != nil {
+		return err
+	}
+	return nil
+}
+
+func askBridgeCA(ctx context.Context, p Prompter, s *initSetup) error {
+	v, err := p.Text(ctx, "Path to the certificate exported from Proton Bridge (cert.pem; empty: add tls_ca_file later)", s.TLSCAFile, func(v string) error {
+		if v == "" {
+			return nil
+		}
+		if _, err := os.Stat(initExpandTilde(v)); err != nil {
+			return fmt.Errorf("cannot read %s", v)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if v == "" {
+		s.TLSCAFile = ""
+		return nil
+	}
+	abs, err := filepath.Abs(initExpandTilde(v))
+	if err != nil {
+		return fmt.Errorf("certificate path %s: %w", v, err)
+	}
+	s.TLSCAFile = abs
+	return nil
+}
+
+func initExpandTilde(p string) string {
+	if strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, p[2:])
+		}
+	}
+	return p
+}
+
+// askSecret asks where the mail password lives.
+func askSecret(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions) error {
+	switch {
+	case opts.PasswordCmd != "":
+		s.Secret = secretChoice{Kind: secretCmd, Value: opts.PasswordCmd}
+		return nil
+	case opts.PasswordEnv != "":
+		s.Secret = secretChoice{Kind: secretEnv, Value: opts.PasswordEnv}
+		return nil
+	case opts.OAuth2TokenCmd != "":
+		s.Secret = secretChoice{Kind: secretOAuth2, Value: opts.OAuth2TokenCmd}
+		return nil
+	}
+	items := []initChoice{
+		{secretCmd, "a command that prints it (password_cmd), e.g. pass show mail/" + s.Account},
+		{secretEnv, "an environment variable (password_env)"},
+		{secretKeyring, "the system keyring: type it once now, mailagent stores it there"},
+		{secretOAuth2, "OAuth2: a command that prints an access token (Gmail, Microsoft 365; see docs/OAUTH2.md)"},
+		{secretLiteral, "in the config file itself (not recommended)"},
+	}
+	def := secretKeyring
+	if s.IMAP.Auth == autoconfig.AuthOAuth2 {
+		def = secretOAuth2
+	}
+	if s.Secret.Kind != "" {
+		def = s.Secret.Kind
+	}
+	p.Say("\nWhere should mailagent get your mail password? (It is never printed.)\n")
+	for {
+		kind, err := p.Choose(ctx, "Password source", items, def)
+		if err != nil {
+			return err
+		}
+		prevValue := ""
+		if s.Secret.Kind == kind {
+			prevValue = s.Secret.Value
+		}
+		switch kind {
+		case secretCmd:
+			v, err := p.Text(ctx, "Command that prints the password (run with sh -c)", prevValue, initNonEmpty)
+			if err != nil {
+				return err
+			}
+			s.Secret = secretChoice{Kind: kind, Value: v}
+			return nil
+		case secretEnv:
+			v, err := p.Text(ctx, "Environment variable name", initDefault(prevValue, "MAILAGENT_PASSWORD"), checkEnvName)
+			if err != nil {
+				return err
+			}
+			if os.Getenv(v) == "" {
+				p.Say("  Note: %s is not set in this shell; export it before running mailagent.\n", v)
+			}
+			s.Secret = secretChoice{Kind: kind, Value: v}
+			return nil
+		case secretOAuth2:
+			v, err := p.Text(ctx, "Command that prints a fresh access token (e.g. oama access "+s.Email+")", prevValue, initNonEmpty)
+			if err != nil {
+				return err
+			}
+			s.Secret = secretChoice{Kind: kind, Value: v}
+			return nil
+		case secretKeyring:
+			if err := keyringAvailable(); err != nil {
+				p.Say("  The system keyring is not available here (%v). Choose another source.\n", err)
+				items = slices.DeleteFunc(items, func(c initChoice) bool { return c.key == secretKeyring })
+				def = secretCmd
+				continue
+			}
+			pw, err := p.Password(ctx, "Password (not shown)")
+			if err != nil {
+				return err
+			}
+			s.Secret = secretChoice{Kind: kind, Password: pw}
+			return nil
+		case secretLiteral:
+			p.Say("  The password would be stored in plain text in the config file (mode 0600).\n")
+			yes, err := p.Text(ctx, `Type "yes" to do that anyway`, "no", nil)
+			if err != nil {
+				return err
+			}
+			if yes != "yes" {
+				def = secretCmd
+				continue
+			}
+			pw, err := p.Password(ctx, "Password (not shown)")
+			if err != nil {
+				return err
+			}
+			s.Secret = secretChoice{Kind: kind, Password: pw}
+			return nil
+		}
+	}
+}
+
+func checkEnvName(v string) error {
+	if !initEnvName.MatchString(v) {
+		return fmt.Errorf("%q is not a variable name (letters, digits and _)", v)
+	}
+	return nil
+}
+
+func askLLM(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions) error {
+	p.Say("\nThe Gemini API key is never written to the file; mailagent reads it when it runs.\n")
+	def := "env"
+	if initDefault(s.APIKeyCmd, opts.APIKeyCmd) != "" {
+		def = "cmd"
+	}
+	kind, err := p.Choose(ctx, "Read the Gemini API key from", []initChoice{
+		{"env", "an environment variable"},
+		{"cmd", "a command that prints it (api_key_cmd)"},
+	}, def)
+	if err != nil {
+		return err
+	}
+	if kind == "env" {
+		v, err := p.Text(ctx, "Environment variable", initDefault(s.APIKeyEnv, initDefault(opts.APIKeyEnv, defaultAPIKeyEnv)), checkEnvName)
+		if err != nil {
+			return err
+		}
+		s.APIKeyEnv, s.APIKeyCmd = v, ""
+		if os.Getenv(v) == "" {
+			p.Say("  Note: %s is not set in this shell. Get a key at https://aistudio.google.com/apikey and export it.\n", v)
+		}
+	} else {
+		v, err := p.Text(ctx, "Command that prints the API key", initDefault(s.APIKeyCmd, opts.APIKeyCmd), initNonEmpty)
+		if err != nil {
+			return err
+		}
+		s.APIKeyCmd, s.APIKeyEnv = v, ""
+	}
+	s.Model, err = p.Text(ctx, "Gemini model", initDefault(s.Model, initDefault(opts.Model, defaultModel)), initNonEmpty)
+	return err
+}
