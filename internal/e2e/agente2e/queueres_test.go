@@ -97,7 +97,7 @@ func TestDraftSentFromOwnerClientNeverSentTwice(t *testing.T) {
 	// 1. Sent from the client as saved, approved before any scan of Sent.
 	m1, item1, d1 := queuedDraftE2E(t, e, "client-as-saved")
 	e.clientSend(d1, []string{e2e.Carol}, nil)
-	_, stderr, code := e.run("queue", "approve", item1.ID)
+	_, stderr, code := e.run("queue", "approve", "--yes", item1.ID)
 	if code != 0 {
 		t.Fatalf("approve: exit %d\n%s", code, stderr)
 	}
@@ -115,14 +115,14 @@ func TestDraftSentFromOwnerClientNeverSentTwice(t *testing.T) {
 	if got := e.item(m2.ID); got.Status != store.QueueResolved {
 		t.Errorf("%s after the scan of Sent: got %s, want resolved", m2.ID, got.Status)
 	}
-	if _, stderr, code := e.run("queue", "approve", item2.ID); code == 0 || !strings.Contains(stderr, "resolved") {
+	if _, stderr, code := e.run("queue", "approve", "--yes", item2.ID); code == 0 || !strings.Contains(stderr, "resolved") {
 		t.Errorf("approving a resolved item: exit %d %q, want a refusal", code, stderr)
 	}
 
 	// 3. Approved first; then the client, which still had the draft open,
 	// files its stale copy in Sent (its own SMTP send is the owner's).
 	m3, item3, d3 := queuedDraftE2E(t, e, "approved-first")
-	if _, stderr, code := e.run("queue", "approve", item3.ID); code != 0 {
+	if _, stderr, code := e.run("queue", "approve", "--yes", item3.ID); code != 0 {
 		t.Fatalf("approve: exit %d\n%s", code, stderr)
 	}
 	e.s.Append(t, e2e.Owner, "Sent", d3.Raw, imap.FlagSeen)
