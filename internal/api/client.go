@@ -659,24 +659,7 @@ func (s *remoteStore) ListMessages(f store.MessageFilter, fn func(*store.Message
 		return err
 	}
 	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
-	for {
-		var line streamLine
-		if err := dec.Decode(&line); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return fmt.Errorf("watcher %s: list messages: stream cut short: %w", s.c.path, err)
-		}
-		switch {
-		case line.Error != nil:
-			return line.Error
-		case line.Done:
-			return nil
-		case line.Record != nil:
-			if err := fn(line.Record); err != nil {
-				return err
-			}
-		}
-	}
+	return readNDJSON[*store.MessageRecord, streamLine](resp.Body, fn, func(err error) error {
+		return fmt.Errorf("watcher %s: list messages: stream cut short: %w", s.c.path, err)
+	})
 }
