@@ -30,14 +30,9 @@ CONF=$CDIR/dovecot.conf
 RUN=$CDIR/run
 START_TIMEOUT=${E2E_START_TIMEOUT:-30}
 
+LOG_TAG=e2e-courier
 # shellcheck source=scripts/e2e-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/e2e-lib.sh"
-
-log() { printf 'e2e-courier: %s\n' "$*" >&2; }
-die() {
-	log "error: $*"
-	exit 1
-}
 
 write_conf() {
 	mkdir -p "$CDIR" "$RUN" "$CDIR/state" "$CDIR/mail"

@@ -2,8 +2,14 @@
 # Shared helpers of scripts/e2e-stack.sh and scripts/e2e-courier.sh
 # (sourced, not run): finding and stopping a daemon, waiting for a port,
 # and the pieces of Dovecot configuration both private Dovecots share.
-# The caller sets DIR, HOST, DOMAIN, USERS and START_TIMEOUT, and defines
-# log.
+# The caller sets LOG_TAG (the name its lines start with), DIR, HOST,
+# DOMAIN, USERS and START_TIMEOUT.
+
+log() { printf '%s: %s\n' "$LOG_TAG" "$*" >&2; }
+die() {
+	log "error: $*"
+	exit 1
+}
 
 # pid_from PIDFILE: the pid in PIDFILE when that process runs, or false.
 pid_from() {

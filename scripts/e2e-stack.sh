@@ -66,14 +66,9 @@ DOVECOT_RUN=$DIR/dovecot/run
 POSTFIX_DIR=$DIR/postfix
 POSTFIX_QUEUE=$DIR/postfix-queue
 
+LOG_TAG=e2e-stack
 # shellcheck source=scripts/e2e-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/e2e-lib.sh"
-
-log() { printf 'e2e-stack: %s\n' "$*" >&2; }
-die() {
-	log "error: $*"
-	exit 1
-}
 
 # ---------------------------------------------------------------------------
 # install

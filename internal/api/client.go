@@ -649,17 +649,9 @@ func (s *remoteStore) AutoSendCounts(account, contact, day string) (int, int, er
 func (s *remoteStore) ListMessages(f store.MessageFilter, fn func(*store.MessageRecord) error) error {
 	ctx, cancel := s.context()
 	defer cancel()
-	req, err := s.c.request(ctx, http.MethodPost, "/v1/store/messages", nil, messageFilter{Account: f.Account,
-		Mailbox: f.Mailbox, State: f.State, ThreadID: f.ThreadID, Limit: f.Limit, Since: f.Since})
-	if err != nil {
-		return err
-	}
-	resp, err := s.c.send(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	return readNDJSON[*store.MessageRecord, streamLine](resp.Body, fn, func(err error) error {
+	in := messageFilter{Account: f.Account, Mailbox: f.Mailbox, State: f.State, ThreadID: f.ThreadID,
+		Limit: f.Limit, Since: f.Since}
+	return readNDJSON[*store.MessageRecord, streamLine](ctx, s.c, "/v1/store/messages", in, fn, func(err error) error {
 		return fmt.Errorf("watcher %s: list messages: stream cut short: %w", s.c.path, err)
 	})
 }

@@ -42,16 +42,8 @@ func (s *remoteStore) ThreadInputs(since time.Time, limit int, fn func(mail.Thre
 	defer scancel()
 	watchdog := time.AfterFunc(d, scancel)
 	defer watchdog.Stop()
-	req, err := s.c.request(sctx, http.MethodPost, "/v1/store/thread-inputs", nil, threadInputsReq{Since: since, Limit: limit})
-	if err != nil {
-		return err
-	}
-	resp, err := s.c.send(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	return readNDJSON[mail.ThreadInput, threadInputLine](resp.Body, func(in mail.ThreadInput) error {
+	body := threadInputsReq{Since: since, Limit: limit}
+	return readNDJSON[mail.ThreadInput, threadInputLine](sctx, s.c, "/v1/store/thread-inputs", body, func(in mail.ThreadInput) error {
 		// The watchdog times the watcher, not the caller's work.
 		watchdog.Stop()
 		err := fn(in)
