@@ -136,13 +136,18 @@ func (c *Client) send(req *http.Request) (*http.Response, error) {
 	return nil, eb.Error
 }
 
-// call runs one JSON request; out may be nil.
-func (c *Client) call(ctx context.Context, method, path string, q url.Values, in, out any) error {
+// do builds one request (request) and runs it (send).
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, in any) (*http.Response, error) {
 	req, err := c.request(ctx, method, path, q, in)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	resp, err := c.send(req)
+	return c.send(req)
+}
+
+// call runs one JSON request; out may be nil.
+func (c *Client) call(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	resp, err := c.do(ctx, method, path, q, in)
 	if err != nil {
 		return err
 	}

@@ -73,18 +73,14 @@ func streamNDJSON[L any](w http.ResponseWriter, r *http.Request, walk func(emit 
 }
 
 // readNDJSON posts in to path on the watcher, reads the lines
-// streamNDJSON answers with and calls fn with each item, until the done line (nil) or an error line (that error,
-// as the watcher sent it). An error from fn stops the reading and is
-// returned as is. A line that does not decode, or the body ending before
-// the done or error line (io.ErrUnexpectedEOF), is passed to cut, which
-// says what was being read.
+// streamNDJSON answers with and calls fn with each item, until the done
+// line (nil) or an error line (that error, as the watcher sent it). An
+// error from fn stops the reading and is returned as is. A line that does
+// not decode, or the body ending before the done or error line
+// (io.ErrUnexpectedEOF), is passed to cut, which says what was being read.
 func readNDJSON[T any, L ndjsonLine[T]](ctx context.Context, c *Client, path string, in any,
 	fn func(T) error, cut func(error) error) error {
-	req, err := c.request(ctx, http.MethodPost, path, nil, in)
-	if err != nil {
-		return err
-	}
-	resp, err := c.send(req)
+	resp, err := c.do(ctx, http.MethodPost, path, nil, in)
 	if err != nil {
 		return err
 	}
