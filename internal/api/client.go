@@ -136,13 +136,18 @@ func (c *Client) send(req *http.Request) (*http.Response, error) {
 	return nil, eb.Error
 }
 
-// call runs one JSON request; out may be nil.
-func (c *Client) call(ctx context.Context, method, path string, q url.Values, in, out any) error {
+// do builds one request (request) and runs it (send).
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, in any) (*http.Response, error) {
 	req, err := c.request(ctx, method, path, q, in)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	resp, err := c.send(req)
+	return c.send(req)
+}
+
+// call runs one JSON request; out may be nil.
+func (c *Client) call(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	resp, err := c.do(ctx, method, path, q, in)
 	if err != nil {
 		return err
 	}
@@ -649,34 +654,9 @@ func (s *remoteStore) AutoSendCounts(account, contact, day string) (int, int, er
 func (s *remoteStore) ListMessages(f store.MessageFilter, fn func(*store.MessageRecord) error) error {
 	ctx, cancel := s.context()
 	defer cancel()
-	req, err := s.c.request(ctx, http.MethodPost, "/v1/store/messages", nil, messageFilter{Account: f.Account,
-		Mailbox: f.Mailbox, State: f.State, ThreadID: f.ThreadID, Limit: f.Limit, Since: f.Since})
-	if err != nil {
-		return err
-	}
-	resp, err := s.c.send(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
-	for {
-		var line streamLine
-		if err := dec.Decode(&line); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return fmt.Errorf("watcher %s: list messages: stream cut short: %w", s.c.path, err)
-		}
-		switch {
-		case line.Error != nil:
-			return line.Error
-		case line.Done:
-			return nil
-		case line.Record != nil:
-			if err := fn(line.Record); err != nil {
-				return err
-			}
-		}
-	}
+	in := messageFilter{Account: f.Account, Mailbox: f.Mailbox, State: f.State, ThreadID: f.ThreadID,
+		Limit: f.Limit, Since: f.Since}
+	return readNDJSON[*store.MessageRecord, streamLine](ctx, s.c, "/v1/store/messages", in, fn, func(err error) error {
+		return fmt.Errorf("watcher %s: list messages: stream cut short: %w", s.c.path, err)
+	})
 }

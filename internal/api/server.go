@@ -638,28 +638,10 @@ func (h *handler) storeMessages(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(w)
-	n := 0
-	err := st.ListMessages(store.MessageFilter{Account: f.Account, Mailbox: f.Mailbox, State: f.State,
-		ThreadID: f.ThreadID, Limit: f.Limit, Since: f.Since}, func(rec *store.MessageRecord) error {
-		if err := enc.Encode(streamLine{Record: rec}); err != nil {
-			return err
-		}
-		if n++; n%64 == 0 {
-			_ = rc.Flush()
-		}
-		return r.Context().Err()
+	streamNDJSON(w, r, func(emit func(streamLine) error) error {
+		return st.ListMessages(store.MessageFilter{Account: f.Account, Mailbox: f.Mailbox, State: f.State,
+			ThreadID: f.ThreadID, Limit: f.Limit, Since: f.Since}, func(rec *store.MessageRecord) error {
+			return emit(streamLine{Record: rec})
+		})
 	})
-	if r.Context().Err() != nil {
-		return
-	}
-	if err != nil {
-		we, _ := wireError(err)
-		_ = enc.Encode(streamLine{Error: we})
-		return
-	}
-	_ = enc.Encode(streamLine{Done: true})
 }

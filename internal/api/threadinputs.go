@@ -2,10 +2,7 @@ package api
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -45,42 +42,19 @@ func (s *remoteStore) ThreadInputs(since time.Time, limit int, fn func(mail.Thre
 	defer scancel()
 	watchdog := time.AfterFunc(d, scancel)
 	defer watchdog.Stop()
-	req, err := s.c.request(sctx, http.MethodPost, "/v1/store/thread-inputs", nil, threadInputsReq{Since: since, Limit: limit})
-	if err != nil {
+	body := threadInputsReq{Since: since, Limit: limit}
+	return readNDJSON[mail.ThreadInput, threadInputLine](sctx, s.c, "/v1/store/thread-inputs", body, func(in mail.ThreadInput) error {
+		// The watchdog times the watcher, not the caller's work.
+		watchdog.Stop()
+		err := fn(in)
+		watchdog.Reset(d)
 		return err
-	}
-	resp, err := s.c.send(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
-	for {
-		var line threadInputLine
-		if err := dec.Decode(&line); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			if sctx.Err() != nil {
-				err = fmt.Errorf("the watcher sent nothing for %v: %w", d, sctx.Err())
-			}
-			return fmt.Errorf("watcher %s: thread inputs: stream cut short: %w", s.c.path, err)
+	}, func(err error) error {
+		if sctx.Err() != nil {
+			err = fmt.Errorf("the watcher sent nothing for %v: %w", d, sctx.Err())
 		}
-		switch {
-		case line.Error != nil:
-			return line.Error
-		case line.Done:
-			return nil
-		case line.Input != nil:
-			// The watchdog times the watcher, not the caller's work.
-			watchdog.Stop()
-			err := fn(*line.Input)
-			watchdog.Reset(d)
-			if err != nil {
-				return err
-			}
-		}
-	}
+		return fmt.Errorf("watcher %s: thread inputs: stream cut short: %w", s.c.path, err)
+	})
 }
 
 // threadInputsSource is a store that can list thread inputs.
@@ -105,28 +79,9 @@ func (h *handler) storeThreadInputs(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, fmt.Errorf("this watcher's store lists no thread inputs: %w", ErrNoActions))
 		return
 	}
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.WriteHeader(http.StatusOK)
-	_ = rc.Flush() // the client's watchdog runs from now
-	enc := json.NewEncoder(w)
-	n := 0
-	err := src.ThreadInputs(req.Since, req.Limit, func(in mail.ThreadInput) error {
-		if err := enc.Encode(threadInputLine{Input: &in}); err != nil {
-			return err
-		}
-		if n++; n%64 == 0 {
-			_ = rc.Flush()
-		}
-		return r.Context().Err()
+	streamNDJSON(w, r, func(emit func(threadInputLine) error) error {
+		return src.ThreadInputs(req.Since, req.Limit, func(in mail.ThreadInput) error {
+			return emit(threadInputLine{Input: &in})
+		})
 	})
-	if r.Context().Err() != nil {
-		return
-	}
-	if err != nil {
-		we, _ := wireError(err)
-		_ = enc.Encode(threadInputLine{Error: we})
-		return
-	}
-	_ = enc.Encode(threadInputLine{Done: true})
 }
