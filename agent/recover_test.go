@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
-	"github.com/mailagent/mailagent/internal/api/apitest"
+	"github.com/mailagent/mailagent/internal/app/api/apitest"
 	"github.com/mailagent/mailagent/internal/smtpsend/smtptest"
 	"github.com/mailagent/mailagent/store"
 )

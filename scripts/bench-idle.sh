@@ -20,7 +20,7 @@ IDLE=${IDLE:-60}
 REPS=${REPS:-3}
 USER_=bob@example.test
 if [[ -z ${BASE:-} ]]; then
-	first=$(cd "$REPO" && git log --reverse --format=%H -S'func (d *Daemon) dueLoop' -- internal/daemon/daemon.go | head -1)
+	first=$(cd "$REPO" && git log --reverse --format=%H -S'func (d *Daemon) dueLoop' -- internal/daemon/daemon.go internal/app/daemon/daemon.go | head -1)
 	BASE=${first:+$first^}
 	BASE=${BASE:-HEAD}
 fi

@@ -28,7 +28,7 @@ trap cleanup EXIT
 
 # build compiles mailagent and benchtool from this checkout.
 build() {
-	(cd "$REPO" && go build -o "$BIN/mailagent" ./cmd/mailagent && go build -o "$BIN/benchtool" ./internal/bench/cmd/benchtool)
+	(cd "$REPO" && go build -o "$BIN/mailagent" ./cmd/mailagent && go build -o "$BIN/benchtool" ./internal/rig/bench/cmd/benchtool)
 }
 
 # machine prints the header every figure carries.

@@ -21,8 +21,8 @@ echo "--- 1. go test -run x -bench ParseThread -cpu 1 -count $COUNT ./internal/m
 go test -run x -bench ParseThread -cpu 1 -count "$COUNT" ./internal/mail | tee "$WORK/parse.txt" | grep -E '^Benchmark'
 "$BENCHSTAT" "$WORK/parse.txt"
 
-echo "--- 3. go test -run x -bench ClassifyPrompt -benchtime 1000x -v ./internal/bench"
-go test -run x -bench ClassifyPrompt -benchtime 1000x -v ./internal/bench | grep -E 'Benchmark|routes over|tokens \('
+echo "--- 3. go test -run x -bench ClassifyPrompt -benchtime 1000x -v ./internal/rig/bench"
+go test -run x -bench ClassifyPrompt -benchtime 1000x -v ./internal/rig/bench | grep -E 'Benchmark|routes over|tokens \('
 
 echo "--- 7. go test -run x -bench 'Open10k|Scroll10k' -count $COUNT ./tui"
 go test -run x -bench 'Open10k|Scroll10k' -count "$COUNT" ./tui | tee "$WORK/tui.txt" | grep -E '^Benchmark'

@@ -8,7 +8,7 @@ import (
 
 	"github.com/emersion/go-imap/v2/imapclient"
 
-	"github.com/mailagent/mailagent/internal/daemon"
+	"github.com/mailagent/mailagent/internal/app/daemon"
 	"github.com/mailagent/mailagent/internal/memimap"
 	"github.com/mailagent/mailagent/store"
 )

@@ -17,7 +17,7 @@ import (
 	"github.com/emersion/go-imap/v2"
 	"github.com/spf13/cobra"
 
-	"github.com/mailagent/mailagent/internal/api"
+	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/demo"
 	"github.com/mailagent/mailagent/internal/llm"

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mailagent/mailagent/internal/daemon"
+	"github.com/mailagent/mailagent/internal/app/daemon"
 	"github.com/mailagent/mailagent/store"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/agent"
-	"github.com/mailagent/mailagent/internal/api"
+	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mailagent/mailagent/internal/api"
+	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/store"
 	"github.com/mailagent/mailagent/tui"
 )

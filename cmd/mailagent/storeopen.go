@@ -7,7 +7,7 @@ import (
 	"os"
 
 	"github.com/mailagent/mailagent/agent"
-	"github.com/mailagent/mailagent/internal/api"
+	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/store"
 )
 

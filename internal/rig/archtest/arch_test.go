@@ -1,0 +1,220 @@
+// Package archtest enforces the layering in docs/ARCHITECTURE.md: a test,
+// so that `go test ./...` fails when an import crosses a layer. (A linter
+// such as depguard would do the same; this needs no extra tool in CI.)
+//
+// The tiers, bottom up:
+//
+//   - leaf libraries (leafLibraries): internal/mail, compose, llm, smtpsend,
+//     config, netpolicy, termsafe, autoconfig, initcfg. They import no
+//     application-tier package; internal/netpolicy imports nothing from the
+//     project at all.
+//   - application tier (applicationTier): agent and store; above agent,
+//     internal/app (daemon: the watch runtime; api: the service behind the
+//     socket and its transport); tui; cmd.
+//   - test rigs (testRigs): internal/rig (e2e harness, benchmarks, this
+//     test) and internal/app/api/apitest; only tests and other rigs import
+//     them.
+//   - nothing imports cmd; agent, imapsync and store never import tui.
+//
+// Only non-test files count: a test may wire layers together to check them.
+package archtest
+
+import (
+	"fmt"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mailagent/mailagent/internal/rig/e2e"
+)
+
+const module = "github.com/mailagent/mailagent/"
+
+// applicationTier are the packages that run the program: no leaf library
+// may import them.
+var applicationTier = []string{"agent", "store", "internal/app", "tui", "cmd"}
+
+// leafLibraries may import only other leaf libraries (and what their rule
+// below allows), never the application tier.
+var leafLibraries = []string{
+	"internal/mail", "internal/compose", "internal/llm", "internal/smtpsend",
+	"internal/config", "internal/netpolicy", "internal/termsafe", "internal/autoconfig",
+	"internal/initcfg",
+}
+
+// testRigs are packages that only tests (and other rigs) import, checked
+// below: they wire the real tiers together (the e2e harness, the benchmark
+// tool, the API conformance suite runs a real watcher), so the layer rules
+// do not apply to them.
+var testRigs = []string{"internal/rig", "internal/app/api/apitest"}
+
+// rules: package (relative path prefix) → project packages it must not import.
+var rules = []struct {
+	pkg       string
+	forbidden []string
+	only      []string // when set, the only project imports allowed
+}{
+	{pkg: "agent", forbidden: []string{"cmd", "tui", "imapsync", "internal/app", "internal/smtpsend", "internal/config"}},
+	{pkg: "imapsync", only: []string{"internal/netpolicy"}},
+	{pkg: "store", only: []string{"internal/mail"}},
+	{pkg: "tui", only: []string{"tui", "internal/termsafe"}},
+	{pkg: "prompts", only: []string{}},
+	{pkg: "internal/initcfg", only: []string{}},
+	{pkg: "internal/mail", only: []string{}},
+	{pkg: "internal/llm", only: []string{"internal/llm"}},
+	{pkg: "internal/config", only: []string{"internal/netpolicy"}},
+	{pkg: "internal/compose", only: []string{"internal/mail"}},
+	{pkg: "internal/smtpsend", only: []string{"internal/smtpsend", "internal/netpolicy"}},
+	{pkg: "internal/netpolicy", only: []string{}},
+	{pkg: "internal/termsafe", only: []string{}},
+	{pkg: "internal/autoconfig", only: []string{}},
+	{pkg: "internal/app/api", forbidden: []string{"cmd", "tui", "imapsync", "internal/app/daemon"}},
+	{pkg: "internal/app/daemon", forbidden: []string{"cmd", "tui", "internal/app/api"}},
+}
+
+// under reports whether pkg is p or a package below it.
+func under(pkg, p string) bool { return pkg == p || strings.HasPrefix(pkg, p+"/") }
+
+func underAny(pkg string, ps []string) bool {
+	for _, p := range ps {
+		if under(pkg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// violations returns what is wrong with package rel importing target (both
+// relative to the module), and how many rules applied.
+func violations(rel, target string) (problems []string, applied int) {
+	if under(target, "cmd") {
+		problems = append(problems, fmt.Sprintf("%s imports %s: nothing imports cmd", rel, target))
+	}
+	if underAny(rel, []string{"agent", "imapsync", "store"}) && under(target, "tui") {
+		problems = append(problems, fmt.Sprintf("%s imports %s: agent, imapsync and store never import tui", rel, target))
+	}
+	if underAny(rel, leafLibraries) {
+		applied++
+		if underAny(target, applicationTier) {
+			problems = append(problems, fmt.Sprintf("%s imports %s: a leaf library imports no application-tier package %v", rel, target, applicationTier))
+		}
+	}
+	for _, r := range rules {
+		if !under(rel, r.pkg) {
+			continue
+		}
+		applied++
+		for _, f := range r.forbidden {
+			if under(target, f) {
+				problems = append(problems, fmt.Sprintf("%s imports %s, which its layer forbids", rel, target))
+			}
+		}
+		if r.only != nil && !underAny(target, r.only) {
+			problems = append(problems, fmt.Sprintf("%s imports %s; it may only import %v from the project", rel, target, r.only))
+		}
+	}
+	return problems, applied
+}
+
+func TestLayering(t *testing.T) {
+	top := e2e.RepoRoot(t)
+	checked := 0
+	err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		rel, _ := filepath.Rel(top, filepath.Dir(path))
+		rel = filepath.ToSlash(rel)
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if !strings.HasPrefix(p, module) {
+				continue
+			}
+			target := strings.TrimPrefix(p, module)
+			if underAny(rel, testRigs) {
+				continue // a rig wires the real tiers together, for tests only
+			}
+			if underAny(target, testRigs) {
+				t.Errorf("%s imports the test rig %s: only tests may", rel, target)
+			}
+			problems, applied := violations(rel, strings.TrimPrefix(p, module))
+			checked += applied
+			for _, msg := range problems {
+				t.Error(msg)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked == 0 {
+		t.Fatal("no project import was checked: the rules match nothing")
+	}
+}
+
+// TestRulesNameRealPackages: a rule about a package that was renamed or
+// moved would pass forever, checking nothing.
+func TestRulesNameRealPackages(t *testing.T) {
+	top := e2e.RepoRoot(t)
+	var names []string
+	for _, r := range rules {
+		names = append(names, r.pkg)
+	}
+	names = append(names, leafLibraries...)
+	names = append(names, applicationTier...)
+	for _, n := range names {
+		if _, err := os.Stat(filepath.Join(top, filepath.FromSlash(n))); err != nil {
+			t.Errorf("rule names %s, which does not exist: %v", n, err)
+		}
+	}
+}
+
+// TestRulesCatch feeds imports that must be refused (and some that must
+// not) to the same check TestLayering runs.
+func TestRulesCatch(t *testing.T) {
+	tests := []struct {
+		from, to string
+		bad      bool
+	}{
+		{"internal/mail", "agent", true},
+		{"internal/compose", "store", true},
+		{"internal/llm", "internal/app/daemon", true},
+		{"internal/smtpsend", "internal/app/api", true},
+		{"internal/config", "tui", true},
+		{"internal/termsafe", "cmd/mailagent", true},
+		{"internal/autoconfig", "agent", true},
+		{"internal/netpolicy", "internal/mail", true},
+		{"internal/netpolicy", "internal/termsafe", true},
+		{"internal/app/api", "cmd/mailagent", true},
+		{"agent", "tui", true},
+		{"imapsync", "tui/styles", true},
+		{"store", "tui", true},
+		{"imapsync", "internal/mail", true},
+		{"tui", "agent", true},
+		{"tui", "internal/termsafe", false},
+
+		{"internal/compose", "internal/mail", false},
+		{"imapsync", "internal/netpolicy", false},
+		{"internal/smtpsend", "internal/netpolicy", false},
+		{"internal/config", "internal/netpolicy", false},
+		{"agent", "store", false},
+		{"internal/app/daemon", "imapsync", false},
+		{"cmd/mailagent", "internal/app/daemon", false},
+	}
+	for _, tt := range tests {
+		problems, _ := violations(tt.from, tt.to)
+		if got := len(problems) > 0; got != tt.bad {
+			t.Errorf("%s importing %s: got refused=%v (%v), want %v", tt.from, tt.to, got, problems, tt.bad)
+		}
+	}
+}

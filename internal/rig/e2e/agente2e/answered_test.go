@@ -1,0 +1,90 @@
+package agente2e
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+
+	"github.com/mailagent/mailagent/internal/rig/e2e"
+	"github.com/mailagent/mailagent/store"
+)
+
+// TestNoSecondReplyAfterStateLoss: mailagent answers two authenticated
+// questions automatically through real Postfix, and Dovecot shows each
+// original flagged \Answered to another IMAP client. The state database is
+// then deleted (a new laptop, a lost disk) and the watcher started again:
+// the same mail is in its first-start lookback, yet nothing is sent a
+// second time, because the mailbox records what was answered.
+func TestNoSecondReplyAfterStateLoss(t *testing.T) {
+	_, a := e2e.RequireSenderAuth(t)
+	requireGateInTree(t, gateSenderAuth)
+	e := newEnv(t, options{Mode: "auto", Model: autoModel})
+	e.setAuthservID(a.AuthservID)
+	e.seedSent(bobAddr)
+	w := e.startWatch()
+
+	start := time.Now()
+	var ids []string
+	for _, n := range []string{"one", "two"} {
+		m := message{From: bobAddr, To: adaAddr, Subject: "Thursday meeting [auto] answered " + n + " " + e.tag, ID: e.id("answered-" + n),
+			Body: "Hi Ada,\ncould we meet on Thursday at 3pm instead?\nBob"}
+		e.deliverSigned(m, e2e.LocalDomain)
+		ids = append(ids, m.ID)
+	}
+	for _, id := range ids {
+		e.waitFind(e2e.Bob, "INBOX", "In-Reply-To", id, 1, waitLong)
+	}
+	w.waitTerminal(ids, waitShort)
+	w.stop()
+
+	// Another IMAP client sees the originals answered.
+	for _, id := range ids {
+		got := e.find(e2e.Owner, "INBOX", "Message-ID", id)
+		if len(got) != 1 {
+			t.Fatalf("INBOX: %d messages with Message-ID %s, want 1", len(got), id)
+		}
+		if !slices.Contains(got[0].Flags, imap.FlagAnswered) {
+			t.Errorf(`%s: flags %v, want \Answered after the reply`, id, got[0].Flags)
+		}
+	}
+
+	// The state is lost.
+	if err := os.Remove(filepath.Join(e.stateDir, "mailagent.db")); err != nil {
+		t.Fatal(err)
+	}
+	// A new state directory takes initial_lookback of history (2 s in
+	// these tests, so that other tests' mail is not picked up): widen it
+	// to cover this test's mail, as a real first start would (24 h).
+	e.setLookback(time.Since(start) + time.Minute)
+	w2 := e.startWatch()
+	w2.waitTerminal(ids, waitLong)
+	recs, err := w2.records()
+	if err != nil {
+		t.Fatalf("records: %v", err)
+	}
+	w2.stop()
+	e.mustRun("watch", "--once")
+	e.barrier(e2e.Bob)
+
+	for _, id := range ids {
+		if got := e.find(e2e.Bob, "INBOX", "In-Reply-To", id); len(got) != 1 {
+			t.Errorf("bob's INBOX: %d replies to %s, want exactly 1", len(got), id)
+		}
+		rs := recs[id]
+		if len(rs) != 1 || !strings.Contains(strings.Join(rs[0].Reasons, ";"), "already answered") {
+			t.Errorf("record of %s after the loss: %+v, want one, decided \"already answered\"", id, rs)
+		}
+	}
+	st := e.openStore()
+	_ = st.ListQueue("", func(q *store.QueueItem) error {
+		if slices.Contains(ids, q.MessageID) {
+			t.Errorf("queue item %s (%s) for mail already answered", q.ID, q.Status)
+		}
+		return nil
+	})
+}
