@@ -202,3 +202,10 @@ const (
 type Detailer interface {
 	Detail(ctx context.Context, id string) (Item, error)
 }
+
+// Unsnoozer is implemented by backends that can return a snoozed item to
+// the queue at once. Without it, the TUI's unsnooze snoozes the item until
+// now, which the watcher wakes on its next pass.
+type Unsnoozer interface {
+	Unsnooze(ctx context.Context, id string) error
+}

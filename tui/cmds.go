@@ -161,6 +161,21 @@ func snoozeCmd(ctx context.Context, b Backend, id string, until time.Time, subje
 	}
 }
 
+// unsnoozeCmd wakes a snoozed item: Backend.Unsnooze when the backend
+// implements Unsnoozer, else Snooze until now, so the item is due at once
+// and the watcher's next pass returns it to the queue.
+func unsnoozeCmd(ctx context.Context, b Backend, id string, now time.Time, subject string) tea.Cmd {
+	return func() tea.Msg {
+		var err error
+		if u, ok := b.(Unsnoozer); ok {
+			err = u.Unsnooze(ctx, id)
+		} else {
+			err = b.Snooze(ctx, id, now)
+		}
+		return actionMsg{action: "unsnooze", id: id, err: err, subject: subject}
+	}
+}
+
 func retryCmd(ctx context.Context, b Backend, id, subject string) tea.Cmd {
 	return func() tea.Msg {
 		err := b.Retry(ctx, id)

@@ -255,6 +255,8 @@ func press(names ...string) []tea.Msg {
 			out = append(out, tea.KeyPressMsg{Code: tea.KeyDown})
 		case "end":
 			out = append(out, tea.KeyPressMsg{Code: tea.KeyEnd})
+		case "ctrl+d", "ctrl+u", "ctrl+c":
+			out = append(out, tea.KeyPressMsg{Code: rune(n[len(n)-1]), Mod: tea.ModCtrl})
 		default:
 			for _, r := range n {
 				out = append(out, tea.KeyPressMsg{Code: r, Text: string(r)})

@@ -34,8 +34,24 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		return nil
 	}
+	// "gg" jumps to the top (vim, less); a lone g does nothing yet.
+	if msg.String() == "g" {
+		if m.pendingG {
+			m.pendingG = false
+			m.scroll(-1 << 30)
+			return nil
+		}
+		m.pendingG = true
+		return nil
+	}
+	m.pendingG = false
 	switch {
 	case key.Matches(msg, k.Quit):
+		if m.tab == tabDetail && msg.String() != "ctrl+c" {
+			// neomutt, aerc: q leaves the message before the program.
+			m.switchTab(m.detailFrom)
+			return nil
+		}
 		return m.quit()
 	case key.Matches(msg, k.Help):
 		m.showHelp = true
@@ -64,6 +80,10 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.scroll(-m.bodyHeight())
 	case key.Matches(msg, k.PageDown):
 		m.scroll(m.bodyHeight())
+	case key.Matches(msg, k.HalfPageUp):
+		m.scroll(-max(1, m.bodyHeight()/2))
+	case key.Matches(msg, k.HalfPageDown):
+		m.scroll(max(1, m.bodyHeight()/2))
 	case key.Matches(msg, k.Top):
 		m.scroll(-1 << 30)
 	case key.Matches(msg, k.Bottom):
@@ -93,6 +113,8 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.retry()
 	case key.Matches(msg, k.Cancel):
 		return m.cancelSend()
+	case key.Matches(msg, k.Unsnooze):
+		return m.unsnooze()
 	}
 	return nil
 }
@@ -103,6 +125,9 @@ func (m *Model) quit() tea.Cmd {
 }
 
 func (m *Model) switchTab(t tab) {
+	if t != m.tab {
+		m.setNote("") // a flash belongs to the view it was shown in
+	}
 	if t == tabDetail && m.tab != tabDetail {
 		if it, ok := m.selected(); ok {
 			m.openDetail(it.ID)
@@ -120,6 +145,7 @@ func (m *Model) switchTab(t tab) {
 func (m *Model) openDetail(id string) {
 	if m.tab != tabDetail {
 		m.detailFrom = m.tab
+		m.setNote("")
 	}
 	m.detailID = id
 	m.tab = tabDetail
@@ -302,6 +328,25 @@ func (m *Model) retry() tea.Cmd {
 	return retryCmd(m.ctx, m.backend, it.ID, it.Subject)
 }
 
+// canUnsnooze reports whether an item is snoozed.
+func canUnsnooze(it *Item) error {
+	if it.Status != StatusSnoozed {
+		return fmt.Errorf("only snoozed items can be unsnoozed: %w", errNotApplicable)
+	}
+	return nil
+}
+
+// unsnooze brings a snoozed item back: through Unsnoozer when the backend
+// has it, else by snoozing it until now, which makes it due at once.
+func (m *Model) unsnooze() tea.Cmd {
+	it := m.current(canUnsnooze)
+	if it == nil {
+		return nil
+	}
+	m.markBusy(it, "unsnoozing")
+	return unsnoozeCmd(m.ctx, m.backend, it.ID, m.now(), it.Subject)
+}
+
 func (m *Model) cancelSend() tea.Cmd {
 	now := m.now()
 	it := m.current(func(it *Item) error {
@@ -366,6 +411,10 @@ func (m *Model) applyAction(msg actionMsg) tea.Cmd {
 			m.items[msg.item.ID] = newEntry(*msg.item)
 		}
 		m.setNote("regenerated " + quote(subject))
+	case "unsnooze":
+		e.item.Status = StatusPending
+		m.setNote("unsnoozed " + quote(subject))
+		cmd = loadCmd(m.ctx, m.backend)
 	case "snooze":
 		e.item.Status = StatusSnoozed
 		m.setNote("snoozed " + quote(subject) + " until " + msg.until.Format("Mon 15:04"))

@@ -144,7 +144,7 @@ func TestRetryFailedDraftToNewRecipientAsksFirst(t *testing.T) {
 	f := newFake(it)
 	m := newModel(t, f, Options{})
 	send(t, m, press("3")...) // needs attention
-	send(t, m, press("R")...)
+	send(t, m, press("t")...)
 	if m.prompt != promptConfirmNew {
 		t.Fatalf("retry of a failed send to a new address: prompt %v, want the confirm prompt", m.prompt)
 	}

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textarea"
 	"charm.land/bubbles/v2/textinput"
 	"charm.land/bubbles/v2/viewport"
@@ -123,6 +124,9 @@ type Model struct {
 
 	filter string
 
+	// pendingG: the last key was a lone "g"; a second one jumps to the top.
+	pendingG bool
+
 	mode       mode
 	prompt     promptKind
 	promptID   string
@@ -135,6 +139,7 @@ type Model struct {
 	showHelp   bool
 	helpByTab  [numTabs]viewKeys
 	promptKeys viewKeys
+	detailBack key.Binding // "q/esc back": what q and esc do in the detail view
 	editKeys   viewKeys
 
 	// sawWatcher: a watcher was connected at some point, so its absence
@@ -187,9 +192,7 @@ func New(b Backend, opts Options) *Model {
 	}
 
 	m.input = textinput.New()
-	m.input.SetStyles(st.TextInput)
 	m.editor = textarea.New()
-	m.editor.SetStyles(st.TextArea)
 	m.editor.ShowLineNumbers = false
 	if opts.ASCII {
 		m.editor.Prompt = "| "
@@ -199,9 +202,10 @@ func New(b Backend, opts Options) *Model {
 	m.viewport.KeyMap = viewport.KeyMap{} // scrolling goes through our keymap
 
 	m.help = help.New()
-	m.help.Styles = st.Help
+	m.setStyles(st)
 	m.help.ShortSeparator = st.Glyphs.HelpSep
 	m.help.Ellipsis = st.Glyphs.Ellipsis
+	m.detailBack = key.NewBinding(key.WithKeys("q", "esc"), key.WithHelp("q/esc", "back"))
 	m.buildHelp()
 	m.resize()
 	return m
@@ -212,7 +216,9 @@ func New(b Backend, opts Options) *Model {
 func (m *Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{loadCmd(m.ctx, m.backend), subscribeCmd(m.ctx, m.backend)}
 	if m.ticks {
-		cmds = append(cmds, tickCmd(), statusTickCmd(m.statusEvery()))
+		// The terminal answers with a tea.BackgroundColorMsg; the palette
+		// then follows a light or dark background.
+		cmds = append(cmds, tickCmd(), statusTickCmd(m.statusEvery()), tea.RequestBackgroundColor)
 	}
 	return tea.Batch(cmds...)
 }
@@ -223,6 +229,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.resize()
+		return m, nil
+	case tea.BackgroundColorMsg:
+		if m.st.Dark != msg.IsDark() {
+			m.setStyles(styles.ForBackground(m.opts.NoColor, m.opts.ASCII, msg.IsDark()))
+		}
 		return m, nil
 	case tickMsg:
 		if m.tab == tabDetail {
@@ -308,6 +319,17 @@ func (m *Model) View() tea.View {
 	v.AltScreen = true
 	v.WindowTitle = "mailagent review"
 	return v
+}
+
+// setStyles switches the palette of the model and its components.
+func (m *Model) setStyles(st styles.Styles) {
+	m.st = st
+	m.input.SetStyles(st.TextInput)
+	m.editor.SetStyles(st.TextArea)
+	m.help.Styles = st.Help
+	if m.tab == tabDetail {
+		m.refreshDetail()
+	}
 }
 
 // close ends the context shared by all Backend calls.
@@ -405,7 +427,8 @@ func (m *Model) retrySubscribe() tea.Cmd {
 func inTab(t tab, it *Item) bool {
 	switch t {
 	case tabQueue:
-		return it.Kind == KindDraft && it.Status == StatusPending
+		// Snoozed drafts stay in sight, below the pending ones.
+		return it.Kind == KindDraft && (it.Status == StatusPending || it.Status == StatusSnoozed)
 	case tabAttention:
 		if it.Status == StatusFailed {
 			return true
@@ -431,6 +454,14 @@ func riskRank(r string) int {
 	case "medium":
 		return 2
 	case "low":
+		return 1
+	}
+	return 0
+}
+
+// snoozedRank sorts snoozed items after the others.
+func snoozedRank(it *Item) int {
+	if it.Status == StatusSnoozed {
 		return 1
 	}
 	return 0
@@ -462,6 +493,9 @@ func (m *Model) rebuild() {
 		switch t {
 		case tabQueue:
 			slices.SortFunc(rows, func(a, b *entry) int {
+				if c := cmp.Compare(snoozedRank(&a.item), snoozedRank(&b.item)); c != 0 {
+					return c
+				}
 				if c := cmp.Compare(riskRank(b.item.Risk), riskRank(a.item.Risk)); c != 0 {
 					return c
 				}

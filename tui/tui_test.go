@@ -143,7 +143,7 @@ func TestRejectPromptEscCancels(t *testing.T) {
 func TestRegenerate(t *testing.T) {
 	f := newFake(sampleQueue()...)
 	m := newModel(t, f, Options{})
-	send(t, m, press("g", "shorter", "enter")...)
+	send(t, m, press("R", "shorter", "enter")...)
 	calls := f.callsOf("Regenerate")
 	if len(calls) != 1 || calls[0].id != "high-new" || calls[0].arg != "shorter" {
 		t.Fatalf("Regenerate calls: got %+v, want one for high-new with %q", calls, "shorter")
@@ -176,8 +176,10 @@ func TestSnooze(t *testing.T) {
 			if !calls[0].until.Equal(tt.want) {
 				t.Fatalf("snooze until: got %v, want %v", calls[0].until, tt.want)
 			}
-			if slices.Contains(rowIDs(m, tabQueue), "high-new") {
-				t.Fatalf("snoozed item still queued")
+			// Snoozed items stay in sight, below the pending ones.
+			ids := rowIDs(m, tabQueue)
+			if len(ids) == 0 || ids[len(ids)-1] != "high-new" || m.items["high-new"].item.Status != StatusSnoozed {
+				t.Fatalf("queue after snooze: got %v, want high-new last and snoozed", ids)
 			}
 		})
 	}
@@ -326,7 +328,7 @@ func TestAttentionRetry(t *testing.T) {
 	if view := m.View().Content; !strings.Contains(view, "llm: schema mismatch") {
 		t.Fatalf("attention view lacks the error:\n%s", view)
 	}
-	send(t, m, press("R")...)
+	send(t, m, press("t")...)
 	if calls := f.callsOf("Retry"); len(calls) != 1 || calls[0].id != "nr" {
 		t.Fatalf("Retry calls: got %+v, want one for nr", calls)
 	}
@@ -335,7 +337,7 @@ func TestAttentionRetry(t *testing.T) {
 		t.Fatalf("retried item not reloaded into the queue: %v", rowIDs(m, tabQueue))
 	}
 	// A notify item cannot be retried.
-	send(t, m, press("R")...)
+	send(t, m, press("t")...)
 	if got := len(f.callsOf("Retry")); got != 1 {
 		t.Fatalf("Retry calls after R on notify: got %d, want 1", got)
 	}
@@ -385,7 +387,7 @@ func TestActionsIgnoredOnWrongKind(t *testing.T) {
 	items := []Item{{ID: "s", Kind: KindSent, Status: StatusSent, Subject: "done", SendAt: fixedNow.Add(-time.Minute)}}
 	f := newFake(items...)
 	m := newModel(t, f, Options{})
-	send(t, m, press("4", "a", "e", "g")...)
+	send(t, m, press("4", "a", "e", "R")...)
 	for _, method := range []string{"Approve", "Edit", "Regenerate"} {
 		if got := len(f.callsOf(method)); got != 0 {
 			t.Errorf("%s calls on a sent item: got %d, want 0", method, got)

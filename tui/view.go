@@ -26,23 +26,23 @@ func (v viewKeys) FullHelp() [][]key.Binding { return v.full }
 
 func (m *Model) buildHelp() {
 	k := m.keys
-	nav := []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}
+	nav := []key.Binding{k.Up, k.Down, k.HalfPageUp, k.HalfPageDown, k.PageUp, k.PageDown, k.Top, k.Bottom}
 	tabs := []key.Binding{k.NextTab, k.PrevTab, k.GotoTab, k.Help, k.Quit}
-	review := []key.Binding{k.Approve, k.Edit, k.Reject, k.Regenerate, k.Snooze}
+	review := []key.Binding{k.Approve, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Unsnooze}
 	m.helpByTab[tabQueue] = viewKeys{
-		short: []key.Binding{k.Approve, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Open, k.Filter, k.NextTab, k.Help, k.Quit},
+		short: []key.Binding{k.Approve, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Unsnooze, k.Open, k.Filter, k.NextTab},
 		full:  [][]key.Binding{nav, review, {k.Open, k.Filter, k.Back}, tabs},
 	}
 	m.helpByTab[tabDetail] = viewKeys{
-		short: []key.Binding{k.Approve, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Retry, k.Cancel, k.Back, k.Help, k.Quit},
-		full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, review, {k.Retry, k.Cancel, k.Back}, tabs},
+		short: []key.Binding{k.Approve, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Unsnooze, k.Retry, k.Cancel, m.detailBack},
+		full:  [][]key.Binding{nav, review, {k.Retry, k.Cancel, m.detailBack}, tabs},
 	}
 	m.helpByTab[tabAttention] = viewKeys{
-		short: []key.Binding{k.Retry, k.Reject, k.Open, k.Filter, k.NextTab, k.Help, k.Quit},
+		short: []key.Binding{k.Retry, k.Approve, k.Edit, k.Reject, k.Open, k.Filter, k.NextTab},
 		full:  [][]key.Binding{nav, {k.Retry, k.Reject, k.Approve, k.Edit}, {k.Open, k.Filter, k.Back}, tabs},
 	}
 	m.helpByTab[tabSent] = viewKeys{
-		short: []key.Binding{k.Cancel, k.Open, k.Filter, k.NextTab, k.Help, k.Quit},
+		short: []key.Binding{k.Cancel, k.Open, k.Filter, k.NextTab},
 		full:  [][]key.Binding{nav, {k.Cancel}, {k.Open, k.Filter, k.Back}, tabs},
 	}
 	m.promptKeys = viewKeys{short: []key.Binding{k.Submit, k.Back}, full: [][]key.Binding{{k.Submit, k.Back}}}
@@ -59,6 +59,89 @@ func (m *Model) currentKeys() viewKeys {
 	return m.helpByTab[m.tab]
 }
 
+// fullHelp is the help overlay: the key groups side by side, in as many
+// rows of groups as the width needs, so no binding is ever cut off.
+func (m *Model) fullHelp() []string {
+	h := m.help
+	h.SetWidth(0)
+	var lines []string
+	var row [][]key.Binding
+	flush := func() {
+		if len(row) == 0 {
+			return
+		}
+		if len(lines) > 0 {
+			lines = append(lines, "")
+		}
+		lines = append(lines, strings.Split(h.FullHelpView(row), "\n")...)
+		row = nil
+	}
+	for _, g := range m.currentKeys().FullHelp() {
+		if len(row) > 0 && lipgloss.Width(h.FullHelpView(append(row[:len(row):len(row)], g))) > m.width { // widest line
+			flush()
+		}
+		row = append(row, g)
+	}
+	flush()
+	return lines
+}
+
+// applicable reports whether binding b can act on the selected item (or,
+// for keys that act on no item, always). The hint bar offers only these.
+func (m *Model) applicable(b key.Binding, it *Item) bool {
+	k := m.keys
+	is := func(o key.Binding) bool { return b.Help() == o.Help() }
+	switch {
+	case is(k.Approve):
+		return it != nil && canReview(it) == nil && (it.Draft != "" || it.Final != "")
+	case is(k.Edit), is(k.Reject), is(k.Regenerate), is(k.Snooze):
+		return it != nil && canReview(it) == nil
+	case is(k.Unsnooze):
+		return it != nil && canUnsnooze(it) == nil
+	case is(k.Retry):
+		return it != nil && (it.Kind == KindNeedsReview || it.Status == StatusFailed)
+	case is(k.Cancel):
+		return it != nil && it.Kind == KindSent && it.Status != StatusSent && it.SendAt.After(m.now())
+	case is(k.Open):
+		return it != nil
+	}
+	return true
+}
+
+// shortHelp is the hint bar: the keys that apply to the selected item,
+// then "? help" and "q quit" (or "q/esc back" in the detail view), which
+// stay visible at any width: other hints are trimmed first, from the end.
+func (m *Model) shortHelp() string {
+	keys := m.currentKeys().short
+	var tail []key.Binding
+	if m.mode == modeNormal {
+		it, _ := m.selected()
+		var others []key.Binding
+		for _, b := range keys {
+			if m.applicable(b, it) {
+				others = append(others, b)
+			}
+		}
+		keys = others
+		tail = []key.Binding{m.keys.Help, m.keys.Quit}
+		if m.tab == tabDetail {
+			tail = []key.Binding{m.keys.Help}
+			if n := len(keys); n > 0 && keys[n-1].Help() == m.detailBack.Help() {
+				keys, tail = keys[:n-1], []key.Binding{m.detailBack, m.keys.Help}
+			}
+		}
+	}
+	h := m.help
+	h.SetWidth(0) // we trim whole hints ourselves
+	for n := len(keys); n >= 0; n-- {
+		v := h.ShortHelpView(append(keys[:n:n], tail...))
+		if ansi.StringWidth(v) <= m.width {
+			return v
+		}
+	}
+	return h.ShortHelpView(tail)
+}
+
 // render draws the whole frame: tab bar, body, note or prompt, status line
 // and short help, exactly m.height lines of at most m.width cells.
 func (m *Model) render() string {
@@ -66,7 +149,7 @@ func (m *Model) render() string {
 	var body []string
 	switch {
 	case m.showHelp:
-		body = strings.Split(m.help.FullHelpView(m.currentKeys().FullHelp()), "\n")
+		body = m.fullHelp()
 	case m.mode == modeInlineEdit:
 		body = append([]string{m.st.Section.Render("Editing " + clean(m.editSubject()))}, strings.Split(m.editor.View(), "\n")...)
 	case m.tab == tabDetail:
@@ -87,7 +170,7 @@ func (m *Model) render() string {
 	}
 	m.writeLine(&b, m.renderNote())
 	m.writeLine(&b, m.renderStatus())
-	b.WriteString(m.fitLine(m.help.ShortHelpView(m.currentKeys().ShortHelp())))
+	b.WriteString(m.fitLine(m.shortHelp()))
 	return b.String()
 }
 
@@ -111,12 +194,31 @@ func (m *Model) editSubject() string {
 	return ""
 }
 
+// tabShort are the tab titles used when the full ones do not fit.
+var tabShort = [numTabs]string{"Queue", "Detail", "Attention", "Sent"}
+
+// renderTabs draws the tab bar. When the full titles do not fit, short
+// ones are used, then the app name goes, so a tab label is never cut.
 func (m *Model) renderTabs() string {
+	for _, try := range []struct {
+		titles *[numTabs]string
+		name   bool
+	}{{&tabTitles, true}, {&tabShort, true}, {&tabShort, false}} {
+		if s := m.tabBar(try.titles, try.name); ansi.StringWidth(s) <= m.width || try.titles == &tabShort && !try.name {
+			return s
+		}
+	}
+	return ""
+}
+
+func (m *Model) tabBar(titles *[numTabs]string, name bool) string {
 	var b strings.Builder
-	b.WriteString(m.st.Title.Render("mailagent"))
-	b.WriteString(" ")
+	if name {
+		b.WriteString(m.st.Title.Render("mailagent"))
+		b.WriteString(" ")
+	}
 	for t := range numTabs {
-		label := fmt.Sprintf("%d %s", t+1, tabTitles[t])
+		label := fmt.Sprintf("%d %s", t+1, titles[t])
 		if t != tabDetail {
 			label += fmt.Sprintf(" (%d)", len(m.lists[t].rows))
 		}
@@ -132,6 +234,26 @@ func (m *Model) renderTabs() string {
 		}
 	}
 	return b.String()
+}
+
+// position is the scroll indicator: the selected row of a list, or the
+// top line of the detail view, over the total ("12/340").
+func (m *Model) position() string {
+	if m.showHelp || m.mode == modeInlineEdit {
+		return ""
+	}
+	if m.tab == tabDetail {
+		total := m.viewport.TotalLineCount()
+		if total == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%d/%d", m.viewport.YOffset()+1, total)
+	}
+	ls := &m.lists[m.tab]
+	if len(ls.rows) == 0 {
+		return "0/0"
+	}
+	return fmt.Sprintf("%d/%d", ls.cursor+1, len(ls.rows))
 }
 
 func (m *Model) renderNote() string {
@@ -157,6 +279,9 @@ func (m *Model) renderNote() string {
 func (m *Model) renderStatus() string {
 	g := m.st.Glyphs
 	var parts []string
+	if p := m.position(); p != "" {
+		parts = append(parts, m.st.StatusBar.Render(p))
+	}
 	switch {
 	case m.stat.WatcherConnected && m.streamLost:
 		parts = append(parts, m.st.Offline.Render(g.Offline+" live updates lost: reconnecting"))
@@ -259,19 +384,46 @@ func (m *Model) columns(t tab, it *Item) []column {
 		if parts == 1 {
 			return []int{rest}
 		}
-		a := rest * 45 / 100
+		a := rest * 60 / 100
 		return []int{a, max(0, rest-a-1)}
 	}
 	var cols []column
 	switch t {
 	case tabQueue:
-		intentW := 16
+		// Columns give way by priority so that SUBJECT keeps room: first
+		// CONF goes, then INTENT shrinks and goes, then FROM and TO
+		// narrow. RISK stays: it is what the owner sorts by.
+		intentW, confW := 16, 4
 		if w < 120 {
 			intentW = 10
 		}
+		toW := fromW
+		subject := func() int { // the cells left once the others and their separators are set
+			fixed := 4 + 1 + fromW + 1 + toW + 1 + 6 + 1
+			if intentW > 0 {
+				fixed += intentW + 1
+			}
+			if confW > 0 {
+				fixed += confW + 1
+			}
+			return w - fixed
+		}
+		const minSubject = 30
+		for _, give := range []func(){
+			func() { confW = 0 },
+			func() { intentW = 6 },
+			func() { intentW = 0 },
+			func() { fromW, toW = 12, 12 },
+			func() { fromW, toW = 10, 10 },
+		} {
+			if subject() >= minSubject {
+				break
+			}
+			give()
+		}
+		rest := max(8, subject())
 		// The subject gets 60% of the rest, the summary what is left;
 		// below 100 columns there is no summary column at all.
-		rest := flex([]int{4, fromW, fromW, intentW, 6, 4}, 1)[0]
 		fl := []int{rest, 0}
 		if w >= 100 {
 			fl[0] = rest * 60 / 100
@@ -280,11 +432,11 @@ func (m *Model) columns(t tab, it *Item) []column {
 		cols = []column{
 			{text: pick("AGE", ""), width: 4},
 			{text: pick("FROM", ""), width: fromW},
-			{text: pick("TO", ""), width: fromW},
+			{text: pick("TO", ""), width: toW},
 			{text: pick("SUBJECT", ""), width: fl[0]},
 			{text: pick("INTENT", ""), width: intentW},
 			{text: pick("RISK", ""), width: 6},
-			{text: pick("CONF", ""), width: 4},
+			{text: pick("CONF", ""), width: confW},
 			{text: pick("SUMMARY", ""), width: fl[1]},
 		}
 		if !hdr {
@@ -292,13 +444,22 @@ func (m *Model) columns(t tab, it *Item) []column {
 			cols[1].text = it.From.String()
 			cols[2].text, cols[2].isNew = toCell(it.To)
 			cols[3].text = it.Subject
+			if it.Status == StatusSnoozed {
+				cols[0].text = "zz"
+				cols[3].text = "(snoozed) " + it.Subject
+			}
 			cols[4].text = strings.Join(it.Intents, ",")
 			cols[5].text, cols[5].risk = it.Risk, it.Risk
 			cols[6].text = fmt.Sprintf("%.0f%%", it.Confidence*100)
 			cols[7].text = it.Summary
 		}
 	case tabAttention:
-		fl := flex([]int{4, 12, fromW, 8}, 2)
+		parts := 2
+		if w < 90 {
+			// The reason shows in the detail view; the subject needs the room.
+			fromW, parts = 12, 1
+		}
+		fl := append(flex([]int{4, 12, fromW, 8}, parts), 0)
 		cols = []column{
 			{text: pick("AGE", ""), width: 4},
 			{text: pick("KIND", ""), width: 12},
@@ -316,7 +477,11 @@ func (m *Model) columns(t tab, it *Item) []column {
 			cols[5].text, cols[5].err = firstNonEmpty(it.Error, it.Summary), it.Error != ""
 		}
 	case tabSent:
-		fl := flex([]int{17, fromW, 8}, 2)
+		parts := 2
+		if w < 90 {
+			fromW, parts = 12, 1
+		}
+		fl := append(flex([]int{17, fromW, 8}, parts), 0)
 		cols = []column{
 			{text: pick("WHEN", ""), width: 17},
 			{text: pick("TO", ""), width: fromW},
@@ -386,11 +551,13 @@ func (m *Model) detailText(it *Item) string {
 	st, g := m.st, m.st.Glyphs
 	now := m.now()
 	var b strings.Builder
+	w := max(24, m.width-1) // one cell spare: viewport soft-wrap never has to step in
 	label := func(name, value string) {
 		b.WriteString(st.Label.Render(fmt.Sprintf("%-12s", name+":")))
-		b.WriteString(clean(value))
+		b.WriteString(wrapIndent(clean(value), w, labelIndent))
 		b.WriteByte('\n')
 	}
+	body := func(text string) string { return st.Body.Render(wrapBody(cleanText(text), w)) }
 	section := func(title string) {
 		b.WriteByte('\n')
 		rule := strings.Repeat(g.Rule, 2)
@@ -454,7 +621,7 @@ func (m *Model) detailText(it *Item) string {
 			b.WriteString(st.Label.Render(clean(msg.Subject)))
 			b.WriteByte('\n')
 		}
-		b.WriteString(st.Body.Render(cleanText(msg.Text)))
+		b.WriteString(body(msg.Text))
 		b.WriteByte('\n')
 	}
 
@@ -477,22 +644,25 @@ func (m *Model) detailText(it *Item) string {
 		if !gt.Pass {
 			mark = st.GateFail.Render(g.GateFail)
 		}
-		b.WriteString(mark + " " + clean(gt.Name))
+		line := clean(gt.Name)
 		if gt.Reason != "" {
-			b.WriteString(st.Muted.Render(": " + clean(gt.Reason)))
+			line += ": " + clean(gt.Reason)
 		}
+		// The mark is one or four cells; the gate text wraps under itself.
+		indent := strings.Repeat(" ", ansi.StringWidth(g.GateOK)+1)
+		b.WriteString(mark + " " + wrapIndent(line, w, indent))
 		b.WriteByte('\n')
 	}
 
 	if it.Final != "" {
 		section("Final (edited)")
-		b.WriteString(st.Body.Render(cleanText(it.Final)))
+		b.WriteString(body(it.Final))
 	} else {
 		section("Draft")
 		if it.Draft == "" {
 			b.WriteString(st.Muted.Render("(no draft)"))
 		} else {
-			b.WriteString(st.Body.Render(cleanText(it.Draft)))
+			b.WriteString(body(it.Draft))
 		}
 	}
 	b.WriteByte('\n')
@@ -500,6 +670,37 @@ func (m *Model) detailText(it *Item) string {
 }
 
 // --- text helpers ----------------------------------------------------------------
+
+// labelIndent lines a wrapped label value up under its first line.
+const labelIndent = "            "
+
+// bodyIndent sets message text off from the labels around it.
+const bodyIndent = "  "
+
+// wrapIndent wraps already-sanitised one-line text at words so that the
+// first line fits in width minus the indent's width (the caller has drawn
+// that much already) and each further line starts with indent. Widths are
+// display cells (CJK, emoji); a word longer than a line is broken.
+func wrapIndent(s string, width int, indent string) string {
+	iw := ansi.StringWidth(indent)
+	if width-iw < 8 || ansi.StringWidth(s) <= width-iw {
+		return s
+	}
+	return strings.ReplaceAll(ansi.Wrap(s, width-iw, ""), "\n", "\n"+indent)
+}
+
+// wrapBody indents sanitised multi-line text by bodyIndent and wraps each
+// line at words to width cells, continuation lines indented alike.
+func wrapBody(s string, width int) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if l == "" {
+			continue
+		}
+		lines[i] = bodyIndent + wrapIndent(l, width, bodyIndent)
+	}
+	return strings.Join(lines, "\n")
+}
 
 // clean makes untrusted one-line text safe to draw (termsafe.Line): escape
 // sequences and other control characters from a hostile email could

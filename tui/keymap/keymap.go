@@ -1,6 +1,9 @@
 // Package keymap holds the review TUI's key bindings.
 //
-// The bindings are aerc-like single keys. DefaultKeyMap builds them with help
+// The bindings follow vim, less and neomutt habits: j/k move, gg/G jump
+// to the top and bottom (the TUI handles the two-key gg itself, so no
+// action sits on a lone g), ctrl-d/ctrl-u move half a page, and q or esc
+// go back from the detail view before they quit. DefaultKeyMap builds them with help
 // text so that every view can expose them through help.KeyMap; the tui
 // package matches key presses with key.Matches and never compares raw
 // strings. A KeyMap is a plain value: copy it and call SetKeys or
@@ -31,7 +34,11 @@ type KeyMap struct {
 	PageUp key.Binding
 	// PageDown moves one page down.
 	PageDown key.Binding
-	// Top jumps to the first row.
+	// HalfPageUp moves half a page up (ctrl-u).
+	HalfPageUp key.Binding
+	// HalfPageDown moves half a page down (ctrl-d).
+	HalfPageDown key.Binding
+	// Top jumps to the first row; "gg" does too.
 	Top key.Binding
 	// Bottom jumps to the last row.
 	Bottom key.Binding
@@ -39,7 +46,8 @@ type KeyMap struct {
 	Open key.Binding
 	// Back leaves the detail view, a prompt or the filter.
 	Back key.Binding
-	// Quit leaves the program.
+	// Quit leaves the program; in the detail view "q" goes back first
+	// (ctrl+c always quits).
 	Quit key.Binding
 	// Help toggles the full help overlay.
 	Help key.Binding
@@ -51,6 +59,8 @@ type KeyMap struct {
 	GotoTab key.Binding
 	// Retry re-runs a needs_review or failed item.
 	Retry key.Binding
+	// Unsnooze brings a snoozed item back into the queue now.
+	Unsnooze key.Binding
 	// Cancel cancels a delayed auto-send before it goes out.
 	Cancel key.Binding
 	// Save saves the inline editor.
@@ -62,29 +72,32 @@ type KeyMap struct {
 // DefaultKeyMap returns the default bindings.
 func DefaultKeyMap() KeyMap {
 	return KeyMap{
-		Approve:    key.NewBinding(key.WithKeys("a", "y"), key.WithHelp("a/y", "approve & send")),
-		Edit:       key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit")),
-		Reject:     key.NewBinding(key.WithKeys("r", "n"), key.WithHelp("r/n", "reject")),
-		Regenerate: key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "regenerate")),
-		Snooze:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "snooze")),
-		Filter:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
-		Up:         key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("k/↑", "up")),
-		Down:       key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("j/↓", "down")),
-		PageUp:     key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
-		PageDown:   key.NewBinding(key.WithKeys("pgdown", "ctrl+f", "space"), key.WithHelp("pgdn", "page down")),
-		Top:        key.NewBinding(key.WithKeys("home", "<"), key.WithHelp("home", "top")),
-		Bottom:     key.NewBinding(key.WithKeys("end", "G", ">"), key.WithHelp("end/G", "bottom")),
-		Open:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open")),
-		Back:       key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
-		Quit:       key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
-		Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-		NextTab:    key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next view")),
-		PrevTab:    key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "prev view")),
-		GotoTab:    key.NewBinding(key.WithKeys("1", "2", "3", "4"), key.WithHelp("1-4", "go to view")),
-		Retry:      key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "retry")),
-		Cancel:     key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "cancel send")),
-		Save:       key.NewBinding(key.WithKeys("ctrl+s"), key.WithHelp("ctrl+s", "save")),
-		Submit:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "confirm")),
+		Approve:      key.NewBinding(key.WithKeys("a", "y"), key.WithHelp("a/y", "approve & send")),
+		Edit:         key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit")),
+		Reject:       key.NewBinding(key.WithKeys("r", "n"), key.WithHelp("r/n", "reject")),
+		Regenerate:   key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "regenerate")),
+		Snooze:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "snooze")),
+		Filter:       key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
+		Up:           key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("k/↑", "up")),
+		Down:         key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("j/↓", "down")),
+		PageUp:       key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
+		PageDown:     key.NewBinding(key.WithKeys("pgdown", "ctrl+f", "space"), key.WithHelp("pgdn", "page down")),
+		HalfPageUp:   key.NewBinding(key.WithKeys("ctrl+u"), key.WithHelp("ctrl+u", "half page up")),
+		HalfPageDown: key.NewBinding(key.WithKeys("ctrl+d"), key.WithHelp("ctrl+d", "half page down")),
+		Top:          key.NewBinding(key.WithKeys("home", "<"), key.WithHelp("gg/home", "top")),
+		Unsnooze:     key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "unsnooze")),
+		Bottom:       key.NewBinding(key.WithKeys("end", "G", ">"), key.WithHelp("G/end", "bottom")),
+		Open:         key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open")),
+		Back:         key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+		Quit:         key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		Help:         key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		NextTab:      key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next view")),
+		PrevTab:      key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "prev view")),
+		GotoTab:      key.NewBinding(key.WithKeys("1", "2", "3", "4"), key.WithHelp("1-4", "go to view")),
+		Retry:        key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "try again")),
+		Cancel:       key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "cancel send")),
+		Save:         key.NewBinding(key.WithKeys("ctrl+s"), key.WithHelp("ctrl+s", "save")),
+		Submit:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "confirm")),
 	}
 }
 

@@ -16,6 +16,7 @@ func TestNoConflicts(t *testing.T) {
 		"PageDown": k.PageDown, "Top": k.Top, "Bottom": k.Bottom, "Open": k.Open, "Back": k.Back,
 		"Quit": k.Quit, "Help": k.Help, "NextTab": k.NextTab, "PrevTab": k.PrevTab,
 		"GotoTab": k.GotoTab, "Retry": k.Retry, "Cancel": k.Cancel,
+		"HalfPageUp": k.HalfPageUp, "HalfPageDown": k.HalfPageDown, "Unsnooze": k.Unsnooze,
 	}
 	owner := map[string]string{}
 	for name, b := range normal {
@@ -42,5 +43,23 @@ func TestASCIIHelp(t *testing.T) {
 				t.Errorf("help %q/%q: got non-ASCII %q, want ASCII only", b.Help().Key, b.Help().Desc, r)
 			}
 		}
+	}
+}
+
+// TestNoLoneG checks that no binding sits on a lone "g": a vim user's "gg"
+// must move to the top, never open a prompt on its first g.
+func TestNoLoneG(t *testing.T) {
+	k := DefaultKeyMap()
+	for _, b := range []key.Binding{k.Approve, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Filter,
+		k.Up, k.Down, k.PageUp, k.PageDown, k.HalfPageUp, k.HalfPageDown, k.Top, k.Bottom, k.Open,
+		k.Back, k.Quit, k.Help, k.NextTab, k.PrevTab, k.GotoTab, k.Retry, k.Cancel, k.Unsnooze} {
+		for _, key := range b.Keys() {
+			if key == "g" {
+				t.Errorf("binding %q uses a lone g", b.Help().Desc)
+			}
+		}
+	}
+	if got := k.Regenerate.Keys(); len(got) != 1 || got[0] != "R" {
+		t.Errorf("regenerate keys: got %v, want [R]", got)
 	}
 }

@@ -9,7 +9,6 @@
 package styles
 
 import (
-	"image/color"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/textarea"
@@ -37,6 +36,7 @@ type Glyphs struct {
 type Styles struct {
 	Plain  bool // no colour or attributes at all
 	ASCII  bool // 7-bit glyphs only
+	Dark   bool // the palette is for a dark background
 	Glyphs Glyphs
 
 	Title       lipgloss.Style // the app name in the tab bar
@@ -80,17 +80,25 @@ func DetectPlain(env func(string) string) (ascii, noColor bool) {
 	return false, false
 }
 
-// DefaultStyles builds the styles. noColor drops every colour and text
-// attribute; ascii swaps the glyphs for 7-bit ones.
+// DefaultStyles builds the styles for a dark terminal background, the
+// guess before the terminal has answered; see ForBackground.
 func DefaultStyles(noColor, ascii bool) Styles {
-	s := Styles{Plain: noColor, ASCII: ascii, Glyphs: unicodeGlyphs()}
+	return ForBackground(noColor, ascii, true)
+}
+
+// ForBackground builds the styles. noColor drops every colour and text
+// attribute; ascii swaps the glyphs for 7-bit ones; dark picks the palette
+// (lipgloss.LightDark) for a dark or a light terminal background, as
+// reported by tea.BackgroundColorMsg.
+func ForBackground(noColor, ascii, dark bool) Styles {
+	s := Styles{Plain: noColor, ASCII: ascii, Dark: dark, Glyphs: unicodeGlyphs()}
 	if ascii {
 		s.Glyphs = asciiGlyphs()
 	}
 	if noColor {
 		return plainStyles(s)
 	}
-	return colourStyles(s)
+	return colourStyles(s, dark)
 }
 
 func unicodeGlyphs() Glyphs {
@@ -139,15 +147,19 @@ func plainStyles(s Styles) Styles {
 	return s
 }
 
-func colourStyles(s Styles) Styles {
+// colourStyles picks each colour for the background: on a light terminal
+// the pale yellow, green and grey of the dark palette would barely show, so
+// darker shades replace them.
+func colourStyles(s Styles, dark bool) Styles {
+	ld := lipgloss.LightDark(dark)
 	var (
-		accent  color.Color = lipgloss.Color("#7D56F4")
-		dim     color.Color = lipgloss.Color("245")
-		red     color.Color = lipgloss.Color("203")
-		yellow  color.Color = lipgloss.Color("220")
-		green   color.Color = lipgloss.Color("78")
-		fgLight color.Color = lipgloss.Color("255")
-		selBg   color.Color = lipgloss.Color("237")
+		accent  = ld(lipgloss.Color("#5A3FC0"), lipgloss.Color("#7D56F4"))
+		dim     = ld(lipgloss.Color("241"), lipgloss.Color("245"))
+		red     = ld(lipgloss.Color("160"), lipgloss.Color("203"))
+		yellow  = ld(lipgloss.Color("130"), lipgloss.Color("220"))
+		green   = ld(lipgloss.Color("28"), lipgloss.Color("78"))
+		fgLight = lipgloss.Color("255") // on the accent background, both modes
+		selBg   = ld(lipgloss.Color("254"), lipgloss.Color("237"))
 	)
 	n := lipgloss.NewStyle()
 	s.Title = n.Bold(true).Foreground(accent)
@@ -172,12 +184,12 @@ func colourStyles(s Styles) Styles {
 	s.Prompt = n.Foreground(accent).Bold(true)
 	s.Body = n
 	s.NewAddress = n.Foreground(yellow).Bold(true).Underline(true)
-	s.Help = help.DefaultDarkStyles()
+	s.Help = help.DefaultStyles(dark)
 
-	ti := textinput.DefaultStyles(true)
+	ti := textinput.DefaultStyles(dark)
 	ti.Cursor.Blink = false // a static cursor: no blink ticks to drive
 	s.TextInput = ti
-	ta := textarea.DefaultStyles(true)
+	ta := textarea.DefaultStyles(dark)
 	ta.Cursor.Blink = false
 	s.TextArea = ta
 	return s
