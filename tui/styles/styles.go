@@ -9,7 +9,6 @@
 package styles
 
 import (
-
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/textarea"
 	"charm.land/bubbles/v2/textinput"
