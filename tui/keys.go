@@ -106,7 +106,7 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Reject):
 		return m.startPrompt(promptReject, canReview)
 	case key.Matches(msg, k.Regenerate):
-		return m.startPrompt(promptRegenerate, canReview)
+		return m.startPrompt(promptRegenerate, canRegenerate)
 	case key.Matches(msg, k.Snooze):
 		return m.startPrompt(promptSnooze, canReview)
 	case key.Matches(msg, k.Retry):
@@ -176,6 +176,17 @@ func canReview(it *Item) error {
 	switch it.Status {
 	case StatusApproved, StatusSent, StatusSending, StatusRejected:
 		return fmt.Errorf("item is already %s: %w", it.Status, errNotApplicable)
+	}
+	return nil
+}
+
+// canRegenerate reports whether the item has a draft to write again.
+func canRegenerate(it *Item) error {
+	if err := canReview(it); err != nil {
+		return err
+	}
+	if it.Kind != KindDraft {
+		return fmt.Errorf("only drafts can be regenerated: %w", errNotApplicable)
 	}
 	return nil
 }

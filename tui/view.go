@@ -94,7 +94,9 @@ func (m *Model) applicable(b key.Binding, it *Item) bool {
 	switch {
 	case is(k.Approve):
 		return it != nil && canReview(it) == nil && (it.Draft != "" || it.Final != "")
-	case is(k.Edit), is(k.Reject), is(k.Regenerate), is(k.Snooze):
+	case is(k.Regenerate):
+		return it != nil && canRegenerate(it) == nil
+	case is(k.Edit), is(k.Reject), is(k.Snooze):
 		return it != nil && canReview(it) == nil
 	case is(k.Unsnooze):
 		return it != nil && canUnsnooze(it) == nil
