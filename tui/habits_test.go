@@ -315,9 +315,9 @@ func TestSnoozedVisibleAndUnsnooze(t *testing.T) {
 
 func TestSnoozeTomorrowAccepted(t *testing.T) {
 	// The prompt offers "tomorrow"; it must parse.
-	got, err := parseSnooze("tomorrow", fixedNow)
+	got, err := ParseSnooze("tomorrow", fixedNow)
 	if err != nil || !got.After(fixedNow) {
-		t.Fatalf("parseSnooze(tomorrow): got %v, %v", got, err)
+		t.Fatalf("ParseSnooze(tomorrow): got %v, %v", got, err)
 	}
 }
 

@@ -553,7 +553,7 @@ func (m *Model) submitPrompt() tea.Cmd {
 		m.markBusy(&it, "regenerating")
 		return regenerateCmd(m.ctx, m.backend, id, value, it.Subject)
 	case promptSnooze:
-		until, err := parseSnooze(value, m.now())
+		until, err := ParseSnooze(value, m.now())
 		if err != nil {
 			m.setErr(err)
 			return nil
@@ -567,10 +567,11 @@ func (m *Model) submitPrompt() tea.Cmd {
 // defaultSnooze is the snooze length when the prompt is left empty.
 const defaultSnooze = 4 * time.Hour
 
-// parseSnooze turns the snooze prompt into a time: "" is 4h, a Go duration
+// ParseSnooze turns the snooze prompt (or a CLI --for value, so both
+// accept the same words) into a time: "" is 4h, a Go duration
 // ("90m", "1h30m"), a number of days ("2d"), or "tomorrow" (08:00 local
 // time the next day).
-func parseSnooze(s string, now time.Time) (time.Time, error) {
+func ParseSnooze(s string, now time.Time) (time.Time, error) {
 	s = strings.ToLower(strings.TrimSpace(s))
 	switch {
 	case s == "":

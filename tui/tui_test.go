@@ -188,8 +188,8 @@ func TestSnooze(t *testing.T) {
 func TestParseSnoozeErrors(t *testing.T) {
 	for _, in := range []string{"soon", "-1h", "0d", "xd"} {
 		t.Run(in, func(t *testing.T) {
-			if got, err := parseSnooze(in, fixedNow); err == nil {
-				t.Fatalf("parseSnooze(%q): got %v, want an error", in, got)
+			if got, err := ParseSnooze(in, fixedNow); err == nil {
+				t.Fatalf("ParseSnooze(%q): got %v, want an error", in, got)
 			}
 		})
 	}
