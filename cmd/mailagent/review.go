@@ -39,9 +39,12 @@ back.
 The detail view shows the recipients; an address you have never written
 to is marked [new], and approving a send to it asks "y/N" first.
 
-Keys: a/y approve and send, e edit ($VISUAL/$EDITOR), r/n reject, g
-regenerate with an instruction, s snooze, / filter, tab or 1-4 switch
-views, enter open, esc back, ? help, q quit.`,
+Keys follow vim/less/neomutt: j/k, gg/G, ctrl-d/ctrl-u, enter opens, q or
+esc goes back (ctrl+c quits anywhere); a/y approve and send, e edit
+($VISUAL/$EDITOR), r/n reject, R regenerate with an instruction, s snooze,
+u unsnooze, t try again (needs attention), c cancel a pending send,
+/ filter, tab or 1-4 switch views, ? help. The hint bar offers only what
+applies to the selected item.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
