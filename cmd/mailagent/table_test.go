@@ -104,3 +104,36 @@ func TestPlural(t *testing.T) {
 		}
 	}
 }
+
+func TestQueueAgeCountsFromTheMailsDate(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	items := []store.QueueItem{
+		{ID: "q1", Kind: store.KindDraft, Status: store.QueuePending, Subject: "old mail", CreatedAt: now.Add(-time.Minute)},
+		{ID: "q2", Kind: store.KindDraft, Status: store.QueuePending, Subject: "no date", CreatedAt: now.Add(-2 * time.Hour)},
+	}
+	var b bytes.Buffer
+	printQueue(&b, items, nil, map[string]time.Time{"q1": now.Add(-72 * time.Hour)}, now)
+	lines := strings.Split(b.String(), "\n")
+	if f := strings.Fields(lines[1]); len(f) < 4 || f[3] != "3d" {
+		t.Errorf("dated item: AGE %v, want 3d from the mail's date\n%s", f, b.String())
+	}
+	if f := strings.Fields(lines[2]); len(f) < 4 || f[3] != "2h" {
+		t.Errorf("undated item: AGE %v, want 2h from the item's creation\n%s", f, b.String())
+	}
+}
+
+func TestStatusWithoutMessagesSaysSo(t *testing.T) {
+	h := newHarness(t, classifyReply, "")
+	out, stderr, code := h.run("status")
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s", code, stderr)
+	}
+	if strings.Contains(out, "[]") || !strings.Contains(out, "messages: none yet") {
+		t.Errorf("status without messages:\n%s", out)
+	}
+	h.deliver(rawMail("Bob <bob@example.org>", "Quick question", "What time is the meeting?"))
+	h.watchOnce(t)
+	if out, _, _ = h.run("status"); !strings.Contains(out, "messages: ") || strings.Contains(out, "[") {
+		t.Errorf("status with messages:\n%s", out)
+	}
+}
