@@ -470,6 +470,9 @@ func toCheckJSON(c Check) CheckJSON {
 	}
 	if id, ok := checkIDs[label]; ok {
 		j.Check = proto + "." + id
+		if strings.HasSuffix(id, "_folder") && c.Status != "fail" {
+			j.Mailbox = optStr(c.Detail) // the folder found
+		}
 	} else {
 		j.Check = proto + "." + strings.ReplaceAll(strings.ToLower(label), " ", "_")
 	}

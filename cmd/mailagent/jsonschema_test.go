@@ -188,6 +188,19 @@ func TestJSONSchemaPerKind(t *testing.T) {
 	}
 	h.watchOnce(t)
 
+	// Approve Carol's draft, so that one queue show has an outbox record.
+	var lunch string
+	for _, q := range decodeAny(t, "queue list", run("queue", "list", "--json")).([]any) {
+		if m := q.(map[string]any); m["subject"] == "Lunch" {
+			lunch = m["id"].(string)
+		}
+	}
+	if lunch == "" {
+		t.Fatal("no queued draft for Lunch")
+	}
+	run("queue", "approve", lunch, "--yes")
+	var sawOutbox bool
+
 	list := decodeAny(t, "queue list", run("queue", "list", "--all", "--json")).([]any)
 	if len(list) == 0 {
 		o, e, _ := h.run("queue", "list", "--all")
@@ -198,6 +211,7 @@ func TestJSONSchemaPerKind(t *testing.T) {
 		id := q.(map[string]any)["id"].(string)
 		show := decodeAny(t, "queue show", run("queue", "show", id, "--json")).(map[string]any)
 		add("queue_show", "queue show", show)
+		sawOutbox = sawOutbox || show["outbox"] != nil
 		add("queue_item", "queue show", show["item"])
 		for _, m := range show["thread"].([]any) {
 			add("message", "queue show", m)
@@ -206,6 +220,9 @@ func TestJSONSchemaPerKind(t *testing.T) {
 		e := decodeAny(t, "explain", run("explain", mid, "--json")).(map[string]any)
 		add("explain", "explain", e)
 		add("message", "explain", e["message"])
+	}
+	if !sawOutbox {
+		t.Error("no queue show --json carried an outbox record after the approval")
 	}
 	add("status", "status", decodeAny(t, "status", run("status", "--json")))
 	for _, c := range decodeAny(t, "contacts list", run("contacts", "list", "--json")).([]any) {
@@ -256,6 +273,9 @@ func TestJSONSchemaPerKind(t *testing.T) {
 		}
 		if id == "imap.mailbox" {
 			sawMailbox = m["mailbox"] == "INBOX"
+		}
+		if id == "imap.drafts_folder" && m["mailbox"] != "Drafts" {
+			t.Errorf("imap.drafts_folder: mailbox = %v, want Drafts", m["mailbox"])
 		}
 	}
 	if !sawMailbox {
