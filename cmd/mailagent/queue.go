@@ -371,7 +371,7 @@ func printQueueItem(w io.Writer, d *api.QueueDetail, known map[string]bool) {
 	fmt.Fprintf(w, "%s  %s, %s\nfrom %s\nto %s\n", line(q.ID), line(q.Kind), line(q.Status),
 		termsafe.Address(q.From.Name, q.From.Email), joinAddrs(q.To, known))
 	if n := len(newRecipients(q.To, known)); n > 0 {
-		fmt.Fprintf(w, "   %d address(es) marked [new]: you have never written to them; approving asks first\n", n)
+		fmt.Fprintf(w, "   %s marked [new]: you have never written to them; approving asks first\n", pluralWord(n, "address", "addresses"))
 	}
 	fmt.Fprintf(w, "subject %s\n", line(q.Subject))
 	if c := q.Classification; c != nil {

@@ -58,7 +58,7 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 				}
 			}
 			if a.CopiesMissing > 0 {
-				line += fmt.Sprintf(", %d IMAP copies waiting for a retry (%s)", a.CopiesMissing, termsafe.Line(a.CopyError))
+				line += fmt.Sprintf(", %s waiting for a retry (%s)", pluralWord(a.CopiesMissing, "IMAP copy", "IMAP copies"), termsafe.Line(a.CopyError))
 			}
 			fmt.Fprintln(f.Stdout, line)
 		}
@@ -75,6 +75,6 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	}
 	fmt.Fprintf(f.Stdout, "messages: %s\n", strings.Join(states, ", "))
 	fmt.Fprintf(f.Stdout, "auto-sent today: %d of %d\n", s.AutoSentToday, s.AutoSendCap)
-	fmt.Fprintf(f.Stdout, "tokens today: %d in, %d out (%d calls)\n", s.TokensToday.TokensIn, s.TokensToday.TokensOut, s.TokensToday.Calls)
+	fmt.Fprintf(f.Stdout, "tokens today: %d in, %d out (%s)\n", s.TokensToday.TokensIn, s.TokensToday.TokensOut, plural(int(s.TokensToday.Calls), "call"))
 	return nil
 }

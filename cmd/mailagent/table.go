@@ -56,9 +56,12 @@ func truncate(s string, n int) string {
 }
 
 // plural is "1 message", "2 messages".
-func plural(n int, word string) string {
+func plural(n int, word string) string { return pluralWord(n, word, word+"s") }
+
+// pluralWord is plural for a word whose plural is not word+"s".
+func pluralWord(n int, one, many string) string {
 	if n == 1 {
-		return fmt.Sprintf("%d %s", n, word)
+		return fmt.Sprintf("%d %s", n, one)
 	}
-	return fmt.Sprintf("%d %ss", n, word)
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -103,6 +103,12 @@ func TestPlural(t *testing.T) {
 			t.Errorf("plural(%d) = %q, want %q", n, got, want)
 		}
 	}
+	if got := pluralWord(1, "IMAP copy", "IMAP copies"); got != "1 IMAP copy" {
+		t.Errorf("pluralWord(1) = %q", got)
+	}
+	if got := pluralWord(3, "address", "addresses"); got != "3 addresses" {
+		t.Errorf("pluralWord(3) = %q", got)
+	}
 }
 
 func TestQueueAgeCountsFromTheMailsDate(t *testing.T) {
