@@ -13,13 +13,13 @@ import (
 func (h *harness) doctorCheck(t *testing.T, name string) Check {
 	t.Helper()
 	stdout, stderr, _ := h.run("doctor", "--no-model", "--json")
-	var checks []Check
+	var checks []CheckJSON
 	if err := json.Unmarshal([]byte(stdout), &checks); err != nil {
 		t.Fatalf("doctor --json: %v\n%s\n%s", err, stdout, stderr)
 	}
 	for _, c := range checks {
-		if c.Name == name {
-			return c
+		if c.Check == name && sv(c.Account) == "personal" {
+			return Check{Name: c.Check, Status: c.Status, Detail: sv(c.Detail), Fix: sv(c.Fix), Account: sv(c.Account)}
 		}
 	}
 	t.Fatalf("doctor: no check %q in %+v", name, checks)
@@ -41,7 +41,7 @@ func (h *harness) setAuthserv(t *testing.T, line string) {
 	}
 }
 
-const authservCheck = "imap personal: authserv_id"
+const authservCheck = "imap.authserv_id"
 
 var authservLine = regexp.MustCompile(`(?m)^(authserv_id = .*|# authserv-slot)$`)
 

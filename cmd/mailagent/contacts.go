@@ -7,7 +7,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -88,10 +87,7 @@ func contactsRun(ctx context.Context, f *Factory, opts *ContactsOptions) error {
 			return err
 		}
 		if opts.JSON {
-			if cs == nil {
-				cs = []store.Contact{}
-			}
-			return writeJSON(f.Stdout, cs)
+			return writeJSON(f.Stdout, toContactsJSON(account, cs))
 		}
 		printContacts(f.Stdout, cs, f.Now())
 	case "show":
@@ -103,7 +99,7 @@ func contactsRun(ctx context.Context, f *Factory, opts *ContactsOptions) error {
 			return err
 		}
 		if opts.JSON {
-			return writeJSON(f.Stdout, c)
+			return writeJSON(f.Stdout, toContactJSON(account, c))
 		}
 		printContact(f.Stdout, c)
 	case "forget":
@@ -130,12 +126,13 @@ func printContacts(w io.Writer, cs []store.Contact, now time.Time) {
 		fmt.Fprintln(w, "no contacts yet")
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "EMAIL\tNAME\tKNOWN\tIN\tOUT\tAUTO\tLAST SEEN")
+	var tb table
+	tb.row("EMAIL", "NAME", "KNOWN", "IN", "OUT", "AUTO", "LAST SEEN")
 	for _, c := range cs {
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%d\t%s\n", termsafe.Line(c.Email), contactName(c.Name), c.Known, c.Inbound, c.Outbound, c.AutoReplies, age(now, c.LastSeen))
+		tb.row(termsafe.Line(c.Email), contactName(c.Name), strconv.FormatBool(c.Known), strconv.Itoa(c.Inbound),
+			strconv.Itoa(c.Outbound), strconv.Itoa(c.AutoReplies), age(now, c.LastSeen))
 	}
-	_ = tw.Flush()
+	_ = tb.write(w)
 }
 
 // contactName is a contact's display name, sanitised and truncated; a name

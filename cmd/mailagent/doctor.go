@@ -41,6 +41,10 @@ type Check struct {
 	Status string `json:"status"` // pass | warn | fail
 	Detail string `json:"detail,omitempty"`
 	Fix    string `json:"fix,omitempty"`
+	// Account is the account the check concerns ("" for global checks);
+	// the JSON form (CheckJSON) carries it beside a fixed check id.
+	Account string `json:"-"`
+	Mailbox string `json:"-"`
 }
 
 func newDoctorCmd(f *Factory, runF func(context.Context, *DoctorOptions) error) *cobra.Command {
@@ -75,17 +79,18 @@ parse; 5 some check failed.`,
 }
 
 type doctor struct {
-	checks []Check
+	checks  []Check
+	account string // the account being checked, "" for global checks
 }
 
 func (d *doctor) pass(name, detail string) {
-	d.checks = append(d.checks, Check{Name: name, Status: "pass", Detail: detail})
+	d.checks = append(d.checks, Check{Name: name, Status: "pass", Detail: detail, Account: d.account})
 }
 func (d *doctor) warn(name, detail, fix string) {
-	d.checks = append(d.checks, Check{Name: name, Status: "warn", Detail: detail, Fix: fix})
+	d.checks = append(d.checks, Check{Name: name, Status: "warn", Detail: detail, Fix: fix, Account: d.account})
 }
 func (d *doctor) fail(name string, err error, fix string) {
-	d.checks = append(d.checks, Check{Name: name, Status: "fail", Detail: err.Error(), Fix: fix})
+	d.checks = append(d.checks, Check{Name: name, Status: "fail", Detail: err.Error(), Fix: fix, Account: d.account})
 }
 
 func (d *doctor) failed() bool {
@@ -117,9 +122,11 @@ func doctorRun(ctx context.Context, f *Factory, opts *DoctorOptions) error {
 		return err
 	}
 	for _, acct := range accounts {
+		d.account = acct.Name
 		d.imap(ctx, acct)
 		d.smtp(ctx, acct)
 	}
+	d.account = ""
 	if !opts.NoModel {
 		d.model(ctx, f, cfg)
 	}
@@ -135,7 +142,7 @@ func (d *doctor) print(w io.Writer, asJSON bool) {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(d.checks)
+		_ = enc.Encode(toChecksJSON(d.checks))
 		return
 	}
 	for _, c := range d.checks {

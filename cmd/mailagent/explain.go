@@ -40,8 +40,8 @@ func newExplainCmd(f *Factory, runF func(context.Context, *ExplainOptions) error
 	return cmd
 }
 
-// ExplainJSON is the output of `explain --json`.
-type ExplainJSON struct {
+// explainView is what `explain` prints (ExplainJSON is its --json form).
+type explainView struct {
 	Trace   *store.Trace         `json:"trace"`
 	Message *store.MessageRecord `json:"message,omitempty"`
 }
@@ -61,11 +61,11 @@ func explainRun(ctx context.Context, f *Factory, opts *ExplainOptions) error {
 	if err != nil {
 		return fmt.Errorf("explain %q: %w", ref, err)
 	}
-	out := &ExplainJSON{Trace: e.Trace, Message: e.Message}
+	out := &explainView{Trace: e.Trace, Message: e.Message}
 	if opts.JSON {
 		enc := json.NewEncoder(f.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return enc.Encode(toExplainJSON(e.Trace, e.Message))
 	}
 	printExplain(f.Stdout, out)
 	return nil
@@ -73,7 +73,7 @@ func explainRun(ctx context.Context, f *Factory, opts *ExplainOptions) error {
 
 // printExplain writes the human form; every field that came from mail, the
 // model or a server is sanitised (termsafe.Line) first.
-func printExplain(w io.Writer, e *ExplainJSON) {
+func printExplain(w io.Writer, e *explainView) {
 	line := termsafe.Line
 	tr, rec := e.Trace, e.Message
 	fmt.Fprintf(w, "trace %s  %s/%s uid %d\n", line(tr.TraceID), line(tr.Message.Account), line(tr.Message.Mailbox), tr.Message.UID)

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -131,19 +130,19 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 			items = open
 		}
 		if opts.JSON {
-			return writeJSON(f.Stdout, items)
+			return writeJSON(f.Stdout, toQueueItemsJSON(items))
 		}
 		known, err := recipientStatus(ctx, svc, items)
 		if err != nil {
 			return err
 		}
-		printQueue(f.Stdout, items, known, f.Now())
+		printQueue(f.Stdout, items, known, mailDates(ctx, svc, items), f.Now())
 		recs, err := svc.NeedsReview(ctx)
 		if err != nil {
 			return err
 		}
 		if len(recs) > 0 {
-			fmt.Fprintf(f.Stdout, "\n%d message(s) need review (retry with: mailagent queue retry TRACE-ID):\n", len(recs))
+			fmt.Fprintf(f.Stdout, "\n%s need review (retry with: mailagent queue retry TRACE-ID):\n", plural(len(recs), "message"))
 			for _, r := range recs {
 				fmt.Fprintf(f.Stdout, "  %s  %s  %s: %s\n", termsafe.Line(r.TraceID), termsafe.Address(r.From.Name, r.From.Email),
 					truncate(termsafe.Line(r.Subject), 40), truncate(termsafe.Line(r.Error), 80))
@@ -156,7 +155,7 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 			return err
 		}
 		if opts.JSON {
-			return writeJSON(f.Stdout, d)
+			return writeJSON(f.Stdout, toQueueShowJSON(d))
 		}
 		known, err := recipientStatus(ctx, svc, []store.QueueItem{d.Item})
 		if err != nil {
@@ -308,13 +307,15 @@ func writeJSON(w io.Writer, v any) error {
 // printQueue writes the human table. Every untrusted field is sanitised
 // before it is cut to width. known maps account → address → written to
 // before (see recipientStatus); recipients not in it are marked new.
-func printQueue(w io.Writer, items []store.QueueItem, known map[string]map[string]bool, now time.Time) {
+// dates maps an item id to its mail's Date: AGE counts from it (from the
+// item's creation when the date is unknown).
+func printQueue(w io.Writer, items []store.QueueItem, known map[string]map[string]bool, dates map[string]time.Time, now time.Time) {
 	if len(items) == 0 {
 		fmt.Fprintln(w, "the queue is empty")
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tAGE\tFROM\tTO\tSUBJECT\tINTENT\tRISK")
+	var tb table
+	tb.row("ID", "KIND", "STATUS", "AGE", "FROM", "TO", "SUBJECT", "INTENT", "RISK")
 	for i := range items {
 		q := &items[i]
 		intent, risk := "", ""
@@ -329,11 +330,33 @@ func printQueue(w io.Writer, items []store.QueueItem, known map[string]map[strin
 		if q.Kind == store.KindDraft && q.IMAPDraftUID == 0 && strings.HasPrefix(q.Error, "could not save the draft") {
 			status += " (no IMAP copy yet)" // retried by watch; `queue show` says why
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(q.ID), termsafe.Line(q.Kind), termsafe.Line(status),
-			age(now, q.CreatedAt), truncate(termsafe.Address(q.From.Name, q.From.Email), 40), joinAddrs(q.To, k),
+		when := dates[q.ID]
+		if when.IsZero() {
+			when = q.CreatedAt
+		}
+		tb.row(termsafe.Line(q.ID), termsafe.Line(q.Kind), termsafe.Line(status),
+			age(now, when), truncate(termsafe.Address(q.From.Name, q.From.Email), 40), joinAddrs(q.To, k),
 			truncate(termsafe.Line(q.Subject), 40), intent, risk)
 	}
-	_ = tw.Flush()
+	_ = tb.write(w)
+}
+
+// mailDates looks up the Date header of each item's message. A message
+// whose record cannot be read is left out: its AGE falls back to the
+// item's creation, which is no reason to fail the listing.
+func mailDates(ctx context.Context, svc api.Service, items []store.QueueItem) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, q := range items {
+		if q.MessageID == "" {
+			continue
+		}
+		e, err := svc.Explain(ctx, q.MessageID)
+		if err != nil || e.Message == nil {
+			continue
+		}
+		out[q.ID] = e.Message.Date
+	}
+	return out
 }
 
 // newMark prefixes a recipient the owner has never written to.
@@ -348,7 +371,7 @@ func printQueueItem(w io.Writer, d *api.QueueDetail, known map[string]bool) {
 	fmt.Fprintf(w, "%s  %s, %s\nfrom %s\nto %s\n", line(q.ID), line(q.Kind), line(q.Status),
 		termsafe.Address(q.From.Name, q.From.Email), joinAddrs(q.To, known))
 	if n := len(newRecipients(q.To, known)); n > 0 {
-		fmt.Fprintf(w, "   %d address(es) marked [new]: you have never written to them; approving asks first\n", n)
+		fmt.Fprintf(w, "   %s marked [new]: you have never written to them; approving asks first\n", pluralWord(n, "address", "addresses"))
 	}
 	fmt.Fprintf(w, "subject %s\n", line(q.Subject))
 	if c := q.Classification; c != nil {
@@ -469,11 +492,4 @@ func age(now, t time.Time) string {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
-
-func truncate(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -41,7 +42,7 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return writeJSON(f.Stdout, s)
+		return writeJSON(f.Stdout, toStatusJSON(&s))
 	}
 	if s.Watcher {
 		fmt.Fprintf(f.Stdout, "watcher running (pid %d, since %s)\n", s.PID, s.Started.Format("2006-01-02 15:04"))
@@ -57,7 +58,7 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 				}
 			}
 			if a.CopiesMissing > 0 {
-				line += fmt.Sprintf(", %d IMAP copies waiting for a retry (%s)", a.CopiesMissing, termsafe.Line(a.CopyError))
+				line += fmt.Sprintf(", %s waiting for a retry (%s)", pluralWord(a.CopiesMissing, "IMAP copy", "IMAP copies"), termsafe.Line(a.CopyError))
 			}
 			fmt.Fprintln(f.Stdout, line)
 		}
@@ -69,8 +70,11 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		states = append(states, fmt.Sprintf("%s %d", termsafe.Line(string(k)), v))
 	}
 	sort.Strings(states)
-	fmt.Fprintf(f.Stdout, "messages: %v\n", states)
+	if len(states) == 0 {
+		states = append(states, "none yet")
+	}
+	fmt.Fprintf(f.Stdout, "messages: %s\n", strings.Join(states, ", "))
 	fmt.Fprintf(f.Stdout, "auto-sent today: %d of %d\n", s.AutoSentToday, s.AutoSendCap)
-	fmt.Fprintf(f.Stdout, "tokens today: %d in, %d out (%d calls)\n", s.TokensToday.TokensIn, s.TokensToday.TokensOut, s.TokensToday.Calls)
+	fmt.Fprintf(f.Stdout, "tokens today: %d in, %d out (%s)\n", s.TokensToday.TokensIn, s.TokensToday.TokensOut, plural(int(s.TokensToday.Calls), "call"))
 	return nil
 }

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -101,50 +100,8 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%q is neither a duration (7d, 36h, 2w) nor a date (2026-01-02)", s)
 }
 
-// TriageJSON is one line of `triage --json`.
-type TriageJSON struct {
-	Account          string             `json:"account"`
-	Mailbox          string             `json:"mailbox"`
-	UID              uint32             `json:"uid"`
-	MessageID        string             `json:"message_id"`
-	ThreadID         string             `json:"thread_id"`
-	From             string             `json:"from"`
-	Subject          string             `json:"subject"`
-	Route            string             `json:"route"`
-	RouteReason      string             `json:"route_reason,omitempty"`
-	Intents          []string           `json:"intents"`
-	Risk             string             `json:"risk,omitempty"`
-	Action           string             `json:"action,omitempty"`
-	Confidence       float64            `json:"confidence"`
-	RequiresApproval bool               `json:"requires_approval"`
-	Summary          string             `json:"summary,omitempty"`
-	Decision         string             `json:"decision"`
-	Reasons          []string           `json:"reasons"`
-	Gates            []store.GateResult `json:"gates,omitempty"`
-	State            string             `json:"state"`
-	Error            string             `json:"error,omitempty"`
-	TraceID          string             `json:"trace_id"`
-	TokensIn         int32              `json:"tokens_in"`
-	TokensOut        int32              `json:"tokens_out"`
-	Skipped          bool               `json:"skipped,omitempty"`
-}
-
 func toTriageJSON(rec *store.MessageRecord, usage llm.Usage, skipped bool) TriageJSON {
-	j := TriageJSON{
-		Account: rec.Account, Mailbox: rec.Mailbox, UID: rec.UID, MessageID: rec.MessageID,
-		ThreadID: rec.ThreadID, From: rec.From.Email, Subject: rec.Subject, Route: rec.Route,
-		RouteReason: rec.RouteReason, Intents: []string{}, Decision: rec.Decision, Reasons: rec.Reasons,
-		Gates: rec.Gates, State: string(rec.State), Error: rec.Error, TraceID: rec.TraceID,
-		TokensIn: usage.PromptTokens, TokensOut: usage.OutputTokens, Skipped: skipped,
-	}
-	if j.Reasons == nil {
-		j.Reasons = []string{}
-	}
-	if c := rec.Classification; c != nil {
-		j.Intents, j.Risk, j.Action = c.Intents, c.Risk, c.Action
-		j.Confidence, j.RequiresApproval, j.Summary = c.Confidence, c.RequiresApproval, c.Summary
-	}
-	return j
+	return TriageJSON{MessageJSON: toMessageJSON(rec), TokensIn: usage.PromptTokens, TokensOut: usage.OutputTokens, Skipped: skipped}
 }
 
 // triageSummary counts outcomes for the closing table.
@@ -187,16 +144,16 @@ func (s *triageSummary) add(rec *store.MessageRecord, usage llm.Usage, skipped b
 func (s *triageSummary) print(w io.Writer, wall time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "triaged\t%d messages (%d already done, skipped) in %s\n", s.total, s.skipped, wall.Round(time.Millisecond))
+	var tb table
+	tb.row("triaged", fmt.Sprintf("%s (%d already done, skipped) in %s", plural(s.total, "message"), s.skipped, wall.Round(time.Millisecond)))
 	for _, sec := range []struct {
 		name string
 		m    map[string]int
 	}{{"route", s.routes}, {"intent", s.intents}, {"action", s.actions}, {"decision", s.decisions}} {
-		fmt.Fprintf(tw, "%s\t%s\n", sec.name, formatCounts(sec.m))
+		tb.row(sec.name, formatCounts(sec.m))
 	}
-	fmt.Fprintf(tw, "tokens\t%d in, %d out (%d messages never reached the model)\n", s.usage.PromptTokens, s.usage.OutputTokens, s.noModel)
-	_ = tw.Flush()
+	tb.row("tokens", fmt.Sprintf("%d in, %d out (%s never reached the model)", s.usage.PromptTokens, s.usage.OutputTokens, plural(s.noModel, "message")))
+	_ = tb.write(w)
 }
 
 func formatCounts(m map[string]int) string {

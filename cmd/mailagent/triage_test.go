@@ -60,8 +60,8 @@ func TestTriageEndToEndInProcess(t *testing.T) {
 			t.Errorf("%s: missing from output", tt.subject)
 			continue
 		}
-		if j.Route != tt.route || j.Decision != tt.decision {
-			t.Errorf("%s: got route %s decision %s, want %s %s (reasons %v)", tt.subject, j.Route, j.Decision, tt.route, tt.decision, j.Reasons)
+		if j.Route != tt.route || sv(j.Decision) != tt.decision {
+			t.Errorf("%s: got route %s decision %s, want %s %s (reasons %v)", tt.subject, j.Route, sv(j.Decision), tt.route, tt.decision, j.Reasons)
 		}
 		if j.TraceID == "" || j.ThreadID == "" || j.MessageID == "" || j.UID == 0 || j.Account != "personal" || j.Mailbox != "INBOX" {
 			t.Errorf("%s: identity fields missing: %+v", tt.subject, j)
@@ -70,10 +70,10 @@ func TestTriageEndToEndInProcess(t *testing.T) {
 			t.Errorf("%s: no reasons", tt.subject)
 		}
 	}
-	if j := got["GARBAGE please"]; !strings.Contains(j.Error, "intents") || j.State != "needs_review" {
-		t.Errorf("garbage: got state %s error %q, want needs_review naming the bad field", j.State, j.Error)
+	if j := got["GARBAGE please"]; !strings.Contains(sv(j.Error), "intents") || j.State != "needs_review" {
+		t.Errorf("garbage: got state %s error %q, want needs_review naming the bad field", j.State, sv(j.Error))
 	}
-	if j := got["Quick question"]; !slices.Contains(j.Intents, "information_request") || j.Confidence != 0.9 || j.Risk != "low" || j.Action != "reply" {
+	if j := got["Quick question"]; !slices.Contains(j.Intents, "information_request") || fv(j.Confidence) != 0.9 || sv(j.Risk) != "low" || sv(j.Action) != "reply" {
 		t.Errorf("classification fields not carried: %+v", j)
 	}
 	if j := got["Note to self"]; !strings.Contains(strings.Join(j.Reasons, " "), "not authenticated") {
@@ -160,7 +160,7 @@ func TestTriageEndToEndInProcess(t *testing.T) {
 		if !slices.Equal(names, []string{"parse", "thread", "authenticate", "route", "classify", "decide"}) {
 			t.Errorf("steps: got %v", names)
 		}
-		if s := e.Trace.Steps[4]; s.TokensIn != 500 || s.TokensOut != 40 || s.Model == "" {
+		if s := e.Trace.Steps[4]; s.TokensIn != 500 || s.TokensOut != 40 || sv(s.Model) == "" {
 			t.Errorf("classify step usage: got %+v", s)
 		}
 	}
@@ -180,7 +180,7 @@ func TestTriageDryRunWritesNothing(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if got := decodeLines(t, stdout); got["Quick question"].Decision != "queue" {
+	if got := decodeLines(t, stdout); sv(got["Quick question"].Decision) != "queue" {
 		t.Errorf("got %+v", got)
 	}
 	if _, err := os.Stat(filepath.Join(h.dir, "state", "mailagent.db")); !os.IsNotExist(err) {

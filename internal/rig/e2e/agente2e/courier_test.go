@@ -26,7 +26,7 @@ func TestCourierDoctor(t *testing.T) {
 		t.Errorf("doctor: exit %d\n%s\n%s", code, out, stderr)
 	}
 	byName := doctorChecks(t, out)
-	for name, want := range map[string]string{"imap e2e: Drafts folder": "INBOX.Drafts", "imap e2e: Sent folder": "INBOX.Sent"} {
+	for name, want := range map[string]string{"imap.drafts_folder": "INBOX.Drafts", "imap.sent_folder": "INBOX.Sent"} {
 		if c := byName[name]; c.Status != "pass" || !strings.Contains(c.Detail, want) {
 			t.Errorf("%s: got %+v, want pass naming %s", name, c, want)
 		}
@@ -37,7 +37,7 @@ func TestCourierDoctor(t *testing.T) {
 	if code != 5 {
 		t.Errorf("doctor with a missing drafts_mailbox: exit %d, want 5", code)
 	}
-	c := doctorChecks(t, out)["imap e2e: Drafts folder"]
+	c := doctorChecks(t, out)["imap.drafts_folder"]
 	if c.Status != "fail" {
 		t.Fatalf("Drafts folder: got %+v, want fail", c)
 	}

@@ -50,7 +50,7 @@ func TestDoctor(t *testing.T) {
 		opts     options
 		args     []string
 		wantCode int
-		// failing maps a check's name (without the "imap e2e: " prefix) to
+		// failing maps a check id (doctor --json: the account is a field) to
 		// text its detail or fix must contain.
 		failing map[string][]string
 	}{
@@ -61,22 +61,22 @@ func TestDoctor(t *testing.T) {
 			name: "wrong password", opts: options{Password: "not-the-password"}, args: []string{"doctor", "--json", "--no-model"},
 			wantCode: 5,
 			failing: map[string][]string{
-				"imap e2e: connect and login": {"login"},
-				"smtp e2e: connect and AUTH":  {"login"},
+				"imap.login": {"login"},
+				"smtp.login": {"login"},
 			},
 		},
 		{
 			name: "wrong imap port", opts: options{IMAPPort: port}, args: []string{"doctor", "--json", "--no-model"},
 			wantCode: 5,
 			failing: map[string][]string{
-				"imap e2e: connect and login": {fmt.Sprintf("127.0.0.1:%d", port)},
+				"imap.login": {fmt.Sprintf("127.0.0.1:%d", port)},
 			},
 		},
 		{
 			name: "missing drafts folder", opts: options{DraftsMailbox: "NoSuchDrafts"}, args: []string{"doctor", "--json", "--no-model"},
 			wantCode: 5,
 			failing: map[string][]string{
-				"imap e2e: Drafts folder": {"drafts_mailbox"},
+				"imap.drafts_folder": {"drafts_mailbox"},
 			},
 		},
 	}
@@ -119,8 +119,8 @@ func TestDoctor(t *testing.T) {
 				}
 			}
 			if tt.wantCode == 0 {
-				for _, name := range []string{"imap e2e: connect and login", "imap e2e: Drafts folder", "imap e2e: Sent folder",
-					"smtp e2e: connect and AUTH", "model: structured output round trip", "state dir"} {
+				for _, name := range []string{"imap.login", "imap.drafts_folder", "imap.sent_folder",
+					"smtp.login", "model.round_trip", "state.dir"} {
 					if c, ok := byName[name]; !ok || c.Status != "pass" {
 						t.Errorf("%s: got %+v, want pass", name, c)
 					}

@@ -1,0 +1,488 @@
+package main
+
+// The public JSON schema of every --json output: one Go type per kind of
+// record, shared by every command that prints that kind. Every field is
+// always present (no omitempty): null where unknown, [] for an empty list.
+// README.md "JSON output" documents these types; jsonschema_test.go pins
+// them with golden files.
+
+import (
+	"strings"
+	"time"
+
+	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/store"
+)
+
+// AddressJSON is a mail address: {"name","email"}; name is "" when the
+// header had none.
+type AddressJSON struct {
+	Name  string `json:"name"`
+	Email string `json:"email"`
+}
+
+// MessageKeyJSON names one message in one mailbox.
+type MessageKeyJSON struct {
+	Account     string `json:"account"`
+	Mailbox     string `json:"mailbox"`
+	UIDValidity uint32 `json:"uidvalidity"`
+	UID         uint32 `json:"uid"`
+}
+
+// GateJSON is one policy gate's outcome.
+type GateJSON struct {
+	Gate   string `json:"gate"`
+	Pass   bool   `json:"pass"`
+	Reason string `json:"reason"`
+}
+
+// ClassificationJSON is the model's classification, flattened into message
+// records and queue items. Every field but intents is null when the model
+// never saw the message (automated mail, needs_review); intents is then [].
+type ClassificationJSON struct {
+	Intents          []string `json:"intents"`
+	Risk             *string  `json:"risk"`
+	Action           *string  `json:"action"`
+	Confidence       *float64 `json:"confidence"`
+	RequiresApproval *bool    `json:"requires_approval"`
+	Summary          *string  `json:"summary"`
+	// Rationale is the model's own explanation of its classification.
+	Rationale *string `json:"rationale"`
+}
+
+// SenderAuthJSON is how the From address was authenticated.
+type SenderAuthJSON struct {
+	Authenticated bool    `json:"authenticated"`
+	Address       *string `json:"address"`
+	Method        *string `json:"method"`
+}
+
+// MessageJSON is a message and what was decided about it: the record kind
+// of `triage --json` (plus its triage fields), `explain --json` (message)
+// and `queue show --json` (thread).
+type MessageJSON struct {
+	MessageKeyJSON
+	MessageID  string          `json:"message_id"`
+	ThreadID   string          `json:"thread_id"`
+	From       AddressJSON     `json:"from"`
+	ReplyTo    []AddressJSON   `json:"reply_to"`
+	To         []AddressJSON   `json:"to"`
+	Cc         []AddressJSON   `json:"cc"`
+	Subject    string          `json:"subject"`
+	Date       *time.Time      `json:"date"`
+	SenderAuth *SenderAuthJSON `json:"sender_auth"`
+	Problems   []string        `json:"problems"`
+	Excerpt    *string         `json:"excerpt"`
+
+	Route       string  `json:"route"`
+	RouteReason *string `json:"route_reason"`
+	ClassificationJSON
+	Decision *string  `json:"decision"`
+	Reasons  []string `json:"reasons"`
+	// Gates is null when no gate ran (automated mail, needs_review).
+	Gates []GateJSON `json:"gates"`
+
+	State      string    `json:"state"`
+	TriageOnly bool      `json:"triage_only"`
+	Error      *string   `json:"error"`
+	Attempts   int       `json:"attempts"`
+	TraceID    string    `json:"trace_id"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// TriageJSON is one line of `triage --json`: the message record plus what
+// this run spent on it.
+type TriageJSON struct {
+	MessageJSON
+	TokensIn  int32 `json:"tokens_in"`
+	TokensOut int32 `json:"tokens_out"`
+	// Skipped: an earlier run had already triaged it (without --redo).
+	Skipped bool `json:"skipped"`
+}
+
+// QueueItemJSON is one item of `queue list --json` and `queue show --json`.
+type QueueItemJSON struct {
+	ID        string         `json:"id"`
+	Kind      string         `json:"kind"`
+	Status    string         `json:"status"`
+	Account   string         `json:"account"`
+	Message   MessageKeyJSON `json:"message"`
+	MessageID string         `json:"message_id"`
+	ThreadID  string         `json:"thread_id"`
+	From      AddressJSON    `json:"from"`
+	To        []AddressJSON  `json:"to"`
+	Subject   string         `json:"subject"`
+	ClassificationJSON
+	Reasons        []string   `json:"reasons"`
+	Gates          []GateJSON `json:"gates"`
+	Draft          *string    `json:"draft"`
+	Final          *string    `json:"final"`
+	RejectReason   *string    `json:"reject_reason"`
+	SnoozeUntil    *time.Time `json:"snooze_until"`
+	IMAPDraftUID   *uint32    `json:"imap_draft_uid"`
+	DraftMessageID *string    `json:"draft_message_id"`
+	Error          *string    `json:"error"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+}
+
+// OutboxJSON is a reply's send record (without the raw message).
+type OutboxJSON struct {
+	ID        string         `json:"id"`
+	Account   string         `json:"account"`
+	From      string         `json:"envelope_from"`
+	MessageID string         `json:"message_id"`
+	Message   MessageKeyJSON `json:"message"`
+	QueueID   *string        `json:"queue_id"`
+	InReplyTo *string        `json:"in_reply_to"`
+	To        []string       `json:"to"`
+	Subject   string         `json:"subject"`
+	Body      *string        `json:"body"`
+	Status    string         `json:"status"`
+	Auto      bool           `json:"auto"`
+	Attempts  int            `json:"attempts"`
+	Error     *string        `json:"error"`
+	RawPruned bool           `json:"raw_pruned"`
+	SendAt    *time.Time     `json:"send_at"`
+	SentAt    *time.Time     `json:"sent_at"`
+	CreatedAt time.Time      `json:"created_at"`
+	UpdatedAt time.Time      `json:"updated_at"`
+}
+
+// QueueShowJSON is `queue show --json`.
+type QueueShowJSON struct {
+	Item   QueueItemJSON `json:"item"`
+	Thread []MessageJSON `json:"thread"`
+	Outbox *OutboxJSON   `json:"outbox"`
+}
+
+// StepJSON is one step of a trace.
+type StepJSON struct {
+	Name      string    `json:"name"`
+	Start     time.Time `json:"start"`
+	LatencyMS int64     `json:"latency_ms"`
+	TokensIn  int32     `json:"tokens_in"`
+	TokensOut int32     `json:"tokens_out"`
+	Model     *string   `json:"model"`
+	Retries   int       `json:"retries"`
+	Detail    *string   `json:"detail"`
+	Error     *string   `json:"error"`
+}
+
+// TraceJSON is how one message was handled, step by step.
+type TraceJSON struct {
+	TraceID   string         `json:"trace_id"`
+	Message   MessageKeyJSON `json:"message"`
+	MessageID string         `json:"message_id"`
+	Started   time.Time      `json:"started"`
+	Steps     []StepJSON     `json:"steps"`
+	Decision  *string        `json:"decision"`
+	Reasons   []string       `json:"reasons"`
+	Gates     []GateJSON     `json:"gates"`
+}
+
+// ExplainJSON is `explain --json`; message is null when the record is gone.
+type ExplainJSON struct {
+	Trace   TraceJSON    `json:"trace"`
+	Message *MessageJSON `json:"message"`
+}
+
+// AccountStatusJSON is one account's sync state in `status --json`.
+type AccountStatusJSON struct {
+	Name          string     `json:"name"`
+	State         string     `json:"state"`
+	LastSync      *time.Time `json:"last_sync"`
+	Error         *string    `json:"error"`
+	ErrorSince    *time.Time `json:"error_since"`
+	CopiesMissing int        `json:"copies_missing"`
+	CopyError     *string    `json:"copy_error"`
+}
+
+// UsageJSON is a day's token ledger.
+type UsageJSON struct {
+	Day       string `json:"day"`
+	Calls     int64  `json:"calls"`
+	TokensIn  int64  `json:"tokens_in"`
+	TokensOut int64  `json:"tokens_out"`
+}
+
+// StatusJSON is `status --json`.
+type StatusJSON struct {
+	Watcher       bool                `json:"watcher"`
+	PID           *int                `json:"pid"`
+	Started       *time.Time          `json:"started"`
+	Accounts      []AccountStatusJSON `json:"accounts"`
+	AutoSentToday int                 `json:"auto_sent_today"`
+	AutoSendCap   int                 `json:"auto_send_cap"`
+	Counts        map[string]int      `json:"counts"`
+	TokensToday   UsageJSON           `json:"tokens_today"`
+}
+
+// HistoryJSON is one exchange in a contact's history.
+type HistoryJSON struct {
+	Date      time.Time `json:"date"`
+	Direction string    `json:"direction"`
+	Subject   string    `json:"subject"`
+	Summary   *string   `json:"summary"`
+	MessageID *string   `json:"message_id"`
+}
+
+// ContactJSON is one contact in `contacts list --json` and
+// `contacts show --json`.
+type ContactJSON struct {
+	Account      string        `json:"account"`
+	Email        string        `json:"email"`
+	Name         *string       `json:"name"`
+	Known        bool          `json:"known"`
+	FirstSeen    *time.Time    `json:"first_seen"`
+	LastSeen     *time.Time    `json:"last_seen"`
+	Inbound      int           `json:"inbound"`
+	Outbound     int           `json:"outbound"`
+	OwnerReplies int           `json:"owner_replies"`
+	AutoReplies  int           `json:"auto_replies"`
+	Summary      *string       `json:"summary"`
+	SummaryAt    *time.Time    `json:"summary_at"`
+	SinceSummary int           `json:"since_summary"`
+	Notes        []string      `json:"notes"`
+	History      []HistoryJSON `json:"history"`
+}
+
+// CheckJSON is one doctor check. Check is a fixed id (imap.login,
+// smtp.login, model.round_trip…); the account and mailbox it concerns are
+// fields of their own.
+type CheckJSON struct {
+	Check   string  `json:"check"`
+	Account *string `json:"account"`
+	Mailbox *string `json:"mailbox"`
+	Status  string  `json:"status"`
+	Detail  *string `json:"detail"`
+	Fix     *string `json:"fix"`
+}
+
+func optStr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func strs(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func toAddressJSON(a mail.Address) AddressJSON { return AddressJSON{Name: a.Name, Email: a.Email} }
+
+func toAddressesJSON(as []mail.Address) []AddressJSON {
+	out := make([]AddressJSON, 0, len(as))
+	for _, a := range as {
+		out = append(out, toAddressJSON(a))
+	}
+	return out
+}
+
+func toKeyJSON(k store.MessageKey) MessageKeyJSON {
+	return MessageKeyJSON{Account: k.Account, Mailbox: k.Mailbox, UIDValidity: k.UIDValidity, UID: k.UID}
+}
+
+// toGatesJSON is null when no gate ran.
+func toGatesJSON(gs []store.GateResult) []GateJSON {
+	if len(gs) == 0 {
+		return nil
+	}
+	out := make([]GateJSON, 0, len(gs))
+	for _, g := range gs {
+		out = append(out, GateJSON(g))
+	}
+	return out
+}
+
+func toClassificationJSON(c *store.Classification) ClassificationJSON {
+	if c == nil {
+		return ClassificationJSON{Intents: []string{}}
+	}
+	conf, appr := c.Confidence, c.RequiresApproval
+	return ClassificationJSON{Intents: strs(c.Intents), Risk: optStr(c.Risk), Action: optStr(c.Action),
+		Confidence: &conf, RequiresApproval: &appr, Summary: optStr(c.Summary), Rationale: optStr(c.Comments)}
+}
+
+func toMessageJSON(rec *store.MessageRecord) MessageJSON {
+	j := MessageJSON{
+		MessageKeyJSON: toKeyJSON(rec.MessageKey), MessageID: rec.MessageID, ThreadID: rec.ThreadID,
+		From: toAddressJSON(rec.From), ReplyTo: toAddressesJSON(rec.ReplyTo), To: toAddressesJSON(rec.To),
+		Cc: toAddressesJSON(rec.Cc), Subject: rec.Subject, Date: optTime(rec.Date), Problems: strs(rec.Problems),
+		Excerpt: optStr(rec.Excerpt), Route: rec.Route, RouteReason: optStr(rec.RouteReason),
+		ClassificationJSON: toClassificationJSON(rec.Classification), Decision: optStr(rec.Decision),
+		Reasons: strs(rec.Reasons), Gates: toGatesJSON(rec.Gates), State: string(rec.State),
+		TriageOnly: rec.TriageOnly, Error: optStr(rec.Error), Attempts: rec.Attempts, TraceID: rec.TraceID,
+		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt,
+	}
+	if a := rec.SenderAuth; a != nil {
+		j.SenderAuth = &SenderAuthJSON{Authenticated: a.Authenticated, Address: optStr(a.Address), Method: optStr(a.Method)}
+	}
+	return j
+}
+
+func toQueueItemJSON(q *store.QueueItem) QueueItemJSON {
+	j := QueueItemJSON{
+		ID: q.ID, Kind: q.Kind, Status: q.Status, Account: q.Account, Message: toKeyJSON(q.Message),
+		MessageID: q.MessageID, ThreadID: q.ThreadID, From: toAddressJSON(q.From), To: toAddressesJSON(q.To),
+		Subject: q.Subject, ClassificationJSON: toClassificationJSON(q.Classification), Reasons: strs(q.Reasons),
+		Gates: toGatesJSON(q.Gates), Draft: optStr(q.Draft), Final: optStr(q.Final), RejectReason: optStr(q.RejectReason),
+		SnoozeUntil: optTime(q.SnoozeUntil), DraftMessageID: optStr(q.DraftMessageID), Error: optStr(q.Error),
+		CreatedAt: q.CreatedAt, UpdatedAt: q.UpdatedAt,
+	}
+	if q.IMAPDraftUID != 0 {
+		uid := q.IMAPDraftUID
+		j.IMAPDraftUID = &uid
+	}
+	return j
+}
+
+func toQueueItemsJSON(items []store.QueueItem) []QueueItemJSON {
+	out := make([]QueueItemJSON, 0, len(items))
+	for i := range items {
+		out = append(out, toQueueItemJSON(&items[i]))
+	}
+	return out
+}
+
+func toQueueShowJSON(d *api.QueueDetail) QueueShowJSON {
+	j := QueueShowJSON{Item: toQueueItemJSON(&d.Item), Thread: make([]MessageJSON, 0, len(d.Thread))}
+	for i := range d.Thread {
+		j.Thread = append(j.Thread, toMessageJSON(&d.Thread[i]))
+	}
+	if o := d.Outbox; o != nil {
+		j.Outbox = &OutboxJSON{ID: o.ID, Account: o.Account, From: o.From, MessageID: o.MessageID, Message: toKeyJSON(o.Message),
+			QueueID: optStr(o.QueueID), InReplyTo: optStr(o.InReplyTo), To: strs(o.To), Subject: o.Subject, Body: optStr(o.Body),
+			Status: o.Status, Auto: o.Auto, Attempts: o.Attempts, Error: optStr(o.Error), RawPruned: o.RawPruned,
+			SendAt: optTime(o.SendAt), SentAt: optTime(o.SentAt), CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
+	}
+	return j
+}
+
+func toExplainJSON(tr *store.Trace, rec *store.MessageRecord) ExplainJSON {
+	j := ExplainJSON{Trace: TraceJSON{TraceID: tr.TraceID, Message: toKeyJSON(tr.Message), MessageID: tr.MessageID,
+		Started: tr.Started, Steps: make([]StepJSON, 0, len(tr.Steps)), Decision: optStr(tr.Decision),
+		Reasons: strs(tr.Reasons), Gates: toGatesJSON(tr.Gates)}}
+	for _, s := range tr.Steps {
+		j.Trace.Steps = append(j.Trace.Steps, StepJSON{Name: s.Name, Start: s.Start, LatencyMS: s.LatencyMS, TokensIn: s.TokensIn,
+			TokensOut: s.TokensOut, Model: optStr(s.Model), Retries: s.Retries, Detail: optStr(s.Detail), Error: optStr(s.Error)})
+	}
+	if rec != nil {
+		m := toMessageJSON(rec)
+		j.Message = &m
+	}
+	return j
+}
+
+func toStatusJSON(s *api.Status) StatusJSON {
+	j := StatusJSON{Watcher: s.Watcher, Started: optTime(s.Started), Accounts: make([]AccountStatusJSON, 0, len(s.Accounts)),
+		AutoSentToday: s.AutoSentToday, AutoSendCap: s.AutoSendCap, Counts: map[string]int{},
+		TokensToday: UsageJSON(s.TokensToday)}
+	if s.PID != 0 {
+		pid := s.PID
+		j.PID = &pid
+	}
+	for _, a := range s.Accounts {
+		j.Accounts = append(j.Accounts, AccountStatusJSON{Name: a.Name, State: a.State, LastSync: optTime(a.LastSync),
+			Error: optStr(a.Error), ErrorSince: optTime(a.ErrorSince), CopiesMissing: a.CopiesMissing, CopyError: optStr(a.CopyError)})
+	}
+	for k, v := range s.Counts {
+		j.Counts[string(k)] = v
+	}
+	return j
+}
+
+func toContactJSON(account string, c *store.Contact) ContactJSON {
+	j := ContactJSON{Account: account, Email: c.Email, Name: optStr(c.Name), Known: c.Known, FirstSeen: optTime(c.FirstSeen),
+		LastSeen: optTime(c.LastSeen), Inbound: c.Inbound, Outbound: c.Outbound, OwnerReplies: c.OwnerReplies,
+		AutoReplies: c.AutoReplies, Summary: optStr(c.Summary), SummaryAt: optTime(c.SummaryAt), SinceSummary: c.SinceSummary,
+		Notes: strs(c.Notes), History: make([]HistoryJSON, 0, len(c.History))}
+	for _, h := range c.History {
+		j.History = append(j.History, HistoryJSON{Date: h.Date, Direction: h.Direction, Subject: h.Subject,
+			Summary: optStr(h.Summary), MessageID: optStr(h.MessageID)})
+	}
+	return j
+}
+
+func toContactsJSON(account string, cs []store.Contact) []ContactJSON {
+	out := make([]ContactJSON, 0, len(cs))
+	for i := range cs {
+		out = append(out, toContactJSON(account, &cs[i]))
+	}
+	return out
+}
+
+// checkIDs maps the human label of a per-account check (after "imap ACCOUNT: "
+// or "smtp ACCOUNT: ") to its fixed id suffix.
+var checkIDs = map[string]string{
+	"secret":            "secret",
+	"connect and login": "login",
+	"connect and AUTH":  "login",
+	"capabilities":      "capabilities",
+	"authserv_id":       "authserv_id",
+	"Drafts folder":     "drafts_folder",
+	"Sent folder":       "sent_folder",
+}
+
+// fixedCheckIDs maps the labels of the account-free checks to their ids.
+var fixedCheckIDs = map[string]string{
+	"config":                              "config",
+	"model: api key":                      "model.api_key",
+	"model: structured output round trip": "model.round_trip",
+	"state dir":                           "state.dir",
+	"state database":                      "state.database",
+}
+
+// toCheckJSON turns a doctor check into its JSON form: the label's account
+// and mailbox move to fields of their own, leaving a fixed id.
+func toCheckJSON(c Check) CheckJSON {
+	j := CheckJSON{Check: c.Name, Status: c.Status, Detail: optStr(c.Detail), Fix: optStr(c.Fix),
+		Account: optStr(c.Account), Mailbox: optStr(c.Mailbox)}
+	if id, ok := fixedCheckIDs[c.Name]; ok {
+		j.Check = id
+		return j
+	}
+	proto, rest, ok := strings.Cut(c.Name, " ")
+	if !ok || (proto != "imap" && proto != "smtp") || c.Account == "" {
+		return j
+	}
+	label, ok := strings.CutPrefix(rest, c.Account+": ")
+	if !ok {
+		return j
+	}
+	if box, ok := strings.CutPrefix(label, "mailbox "); ok {
+		j.Check = proto + ".mailbox"
+		j.Mailbox = &box
+		return j
+	}
+	if id, ok := checkIDs[label]; ok {
+		j.Check = proto + "." + id
+		if strings.HasSuffix(id, "_folder") && c.Status != "fail" {
+			j.Mailbox = optStr(c.Detail) // the folder found
+		}
+	} else {
+		j.Check = proto + "." + strings.ReplaceAll(strings.ToLower(label), " ", "_")
+	}
+	return j
+}
+
+func toChecksJSON(cs []Check) []CheckJSON {
+	out := make([]CheckJSON, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, toCheckJSON(c))
+	}
+	return out
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+// table is a plain-text table whose columns are padded by display width
+// (a CJK character or an emoji takes two cells), like the TUI's, where
+// text/tabwriter counts runes and misaligns them. Cells must already be
+// sanitised (termsafe): they are measured, not escaped.
+type table struct {
+	rows [][]string
+}
+
+// row adds one row of cells.
+func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
+
+// write pads every cell but the last of each row to its column's widest
+// cell plus two spaces, as tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) did.
+func (t *table) write(w io.Writer) error {
+	var widths []int
+	for _, r := range t.rows {
+		for i, c := range r[:max(len(r)-1, 0)] {
+			if i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], ansi.StringWidth(c))
+		}
+	}
+	var b strings.Builder
+	for _, r := range t.rows {
+		for i, c := range r {
+			b.WriteString(c)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-ansi.StringWidth(c)+2))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
+	return nil
+}
+
+// truncate cuts s to at most n display cells, ending in "…" when cut.
+func truncate(s string, n int) string {
+	if ansi.StringWidth(s) <= n {
+		return s
+	}
+	return ansi.Truncate(s, n, "…")
+}
+
+// plural is "1 message", "2 messages".
+func plural(n int, word string) string { return pluralWord(n, word, word+"s") }
+
+// pluralWord is plural for a word whose plural is not word+"s".
+func pluralWord(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/store"
+)
+
+// colAt is the display column where needle starts in line, -1 if absent.
+func colAt(line, needle string) int {
+	i := strings.Index(line, needle)
+	if i < 0 {
+		return -1
+	}
+	return ansi.StringWidth(line[:i])
+}
+
+var wideSubjects = []string{
+	"会議の時間について",        // CJK: two cells per character
+	"Party 🎉🎂 tonight", // emoji
+	"plain ascii subject",
+	"한국어 제목 🇰🇷 mixed",
+}
+
+func TestQueueTableAlignsWideText(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var items []store.QueueItem
+	for i, s := range wideSubjects {
+		items = append(items, store.QueueItem{ID: "q" + strings.Repeat("x", i), Kind: store.KindDraft, Status: store.QueuePending,
+			Account: "personal", From: mail.Address{Name: "送信者 🙂", Email: "a@example.org"},
+			To: []mail.Address{{Email: "a@example.org"}}, Subject: s,
+			Classification: &store.Classification{Intents: []string{"intent" + strings.Repeat("Z", i)}, Risk: "low"},
+			CreatedAt:      now.Add(-time.Hour)})
+	}
+	var b bytes.Buffer
+	printQueue(&b, items, nil, nil, now)
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	if len(lines) != len(items)+1 {
+		t.Fatalf("got %d lines:\n%s", len(lines), b.String())
+	}
+	want := colAt(lines[0], "INTENT")
+	for i, l := range lines[1:] {
+		if got := colAt(l, "intent"+strings.Repeat("Z", i)+" "); got != want {
+			t.Errorf("row %d (%q): INTENT at display column %d, header at %d\n%s", i, wideSubjects[i], got, want, b.String())
+		}
+	}
+
+	// The old tabwriter counted runes and misaligned the same rows: the
+	// check above can fail.
+	var tw bytes.Buffer
+	w := tabwriter.NewWriter(&tw, 0, 0, 2, ' ', 0)
+	for _, s := range append([]string{"SUBJECT"}, wideSubjects...) {
+		_, _ = w.Write([]byte(s + "\tX\n"))
+	}
+	_ = w.Flush()
+	cols := map[int]bool{}
+	for _, l := range strings.Split(strings.TrimRight(tw.String(), "\n"), "\n") {
+		cols[colAt(l, "X")] = true
+	}
+	if len(cols) == 1 {
+		t.Errorf("tabwriter aligned wide text; the test above proves nothing")
+	}
+}
+
+func TestContactsTableAlignsWideNames(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var cs []store.Contact
+	for i, s := range wideSubjects {
+		cs = append(cs, store.Contact{Email: strings.Repeat("b", i+1) + "@example.org", Name: s, Inbound: 10 + i, LastSeen: now})
+	}
+	var b bytes.Buffer
+	printContacts(&b, cs, now)
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	want := colAt(lines[0], "KNOWN")
+	for i, l := range lines[1:] {
+		if got := colAt(l, "false"); got != want {
+			t.Errorf("row %d (%q): KNOWN at display column %d, header at %d\n%s", i, wideSubjects[i], got, want, b.String())
+		}
+	}
+}
+
+func TestTruncateByDisplayWidth(t *testing.T) {
+	for _, s := range []string{strings.Repeat("会", 30), strings.Repeat("🎉", 30), strings.Repeat("a", 60)} {
+		if got := truncate(s, 40); ansi.StringWidth(got) > 40 || !strings.HasSuffix(got, "…") {
+			t.Errorf("truncate(%q, 40) = %q: %d cells", s, got, ansi.StringWidth(got))
+		}
+	}
+	if got := truncate("短い", 40); got != "短い" {
+		t.Errorf("short text changed: %q", got)
+	}
+}
+
+func TestPlural(t *testing.T) {
+	for n, want := range map[int]string{0: "0 messages", 1: "1 message", 2: "2 messages"} {
+		if got := plural(n, "message"); got != want {
+			t.Errorf("plural(%d) = %q, want %q", n, got, want)
+		}
+	}
+	if got := pluralWord(1, "IMAP copy", "IMAP copies"); got != "1 IMAP copy" {
+		t.Errorf("pluralWord(1) = %q", got)
+	}
+	if got := pluralWord(3, "address", "addresses"); got != "3 addresses" {
+		t.Errorf("pluralWord(3) = %q", got)
+	}
+}
+
+func TestQueueAgeCountsFromTheMailsDate(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	items := []store.QueueItem{
+		{ID: "q1", Kind: store.KindDraft, Status: store.QueuePending, Subject: "old mail", CreatedAt: now.Add(-time.Minute)},
+		{ID: "q2", Kind: store.KindDraft, Status: store.QueuePending, Subject: "no date", CreatedAt: now.Add(-2 * time.Hour)},
+	}
+	var b bytes.Buffer
+	printQueue(&b, items, nil, map[string]time.Time{"q1": now.Add(-72 * time.Hour)}, now)
+	lines := strings.Split(b.String(), "\n")
+	if f := strings.Fields(lines[1]); len(f) < 4 || f[3] != "3d" {
+		t.Errorf("dated item: AGE %v, want 3d from the mail's date\n%s", f, b.String())
+	}
+	if f := strings.Fields(lines[2]); len(f) < 4 || f[3] != "2h" {
+		t.Errorf("undated item: AGE %v, want 2h from the item's creation\n%s", f, b.String())
+	}
+}
+
+func TestStatusWithoutMessagesSaysSo(t *testing.T) {
+	h := newHarness(t, classifyReply, "")
+	out, stderr, code := h.run("status")
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s", code, stderr)
+	}
+	if strings.Contains(out, "[]") || !strings.Contains(out, "messages: none yet") {
+		t.Errorf("status without messages:\n%s", out)
+	}
+	h.deliver(rawMail("Bob <bob@example.org>", "Quick question", "What time is the meeting?"))
+	h.watchOnce(t)
+	if out, _, _ = h.run("status"); !strings.Contains(out, "messages: ") || strings.Contains(out, "[") {
+		t.Errorf("status with messages:\n%s", out)
+	}
+}
