@@ -238,3 +238,51 @@ func TestCompletionDynamic(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletionRetry: `queue retry` completes the trace ids of the
+// messages that need review, which is what it resolves.
+func TestCompletionRetry(t *testing.T) {
+	h := newHarness(t, classifyReply, "")
+	h.deliver(rawMail("Mallory <mallory@example.org>", "GARBAGE please", "x"))
+	if _, stderr, code := h.run("triage"); code != ExitPartial {
+		t.Fatalf("triage: %d %s", code, stderr)
+	}
+	st := h.openStore(t)
+	var want []string
+	_ = st.ListMessages(store.MessageFilter{}, func(r *store.MessageRecord) error {
+		if r.State == store.StateNeedsReview {
+			want = append(want, r.TraceID)
+		}
+		return nil
+	})
+	_ = st.Close()
+	if len(want) != 1 || want[0] == "" {
+		t.Fatalf("setup: needs-review traces %v", want)
+	}
+	stdout, stderr, code := h.run("__complete", "queue", "retry", "")
+	if code != 0 || !strings.HasPrefix(stdout, want[0]+"\t") {
+		t.Fatalf("__complete queue retry: %d %q %s, want %s first", code, stdout, stderr, want[0])
+	}
+}
+
+// TestDemoKeepPrintsStateDir: --keep names the state directory that holds
+// the database and the log, and the config next to it; both exist.
+func TestDemoKeepPrintsStateDir(t *testing.T) {
+	isolate(t)
+	t.Setenv("GEMINI_API_KEY", "")
+	_, stderr, code := runMain(t, "demo", "--no-tui", "--keep")
+	if code != 0 {
+		t.Fatalf("demo --keep: %d %s", code, stderr)
+	}
+	m := regexp.MustCompile(`demo state: (\S+) \(config: (\S+)\)`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("demo --keep did not name its state: %q", stderr)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(m[1])) })
+	if _, err := os.Stat(filepath.Join(m[1], "mailagent.db")); err != nil {
+		t.Errorf("printed state dir %s has no database: %v", m[1], err)
+	}
+	if _, err := os.Stat(m[2]); err != nil {
+		t.Errorf("printed config %s: %v", m[2], err)
+	}
+}

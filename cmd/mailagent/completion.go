@@ -18,7 +18,7 @@ import (
 const completionTimeout = 2 * time.Second
 
 // registerCompletions adds dynamic shell completion: queue ids, outbox ids,
-// message keys, contact emails, account names and providers. Every value
+// the trace ids of messages that need review, contact emails, account names and providers. Every value
 // comes from the configuration or through the same api.Service the
 // commands use, opened without actions (no IMAP, no SMTP).
 func registerCompletions(root *cobra.Command, f *Factory) {
@@ -131,7 +131,9 @@ func completeFromService(cmd *cobra.Command, f *Factory, kind string) []string {
 			return nil
 		}
 		for _, r := range recs {
-			add(r.MessageKey.String(), r.Subject)
+			if r.TraceID != "" { // what `queue retry` resolves
+				add(r.TraceID, r.Subject)
+			}
 		}
 	case "outbox-scheduled":
 		recs, err := svc.Outbox(ctx, store.OutboxScheduled)

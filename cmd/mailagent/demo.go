@@ -227,7 +227,8 @@ func demoRun(ctx context.Context, f *Factory, opts *DemoOptions) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	if opts.Keep {
-		fmt.Fprintf(f.Stderr, "demo state: %s\n", env.dir)
+		// The state directory itself (database, log), not its parent.
+		fmt.Fprintf(f.Stderr, "demo state: %s (config: %s)\n", filepath.Join(env.dir, "state"), filepath.Join(env.dir, "config.toml"))
 	}
 	fmt.Fprintf(f.Stderr, "mailagent demo: model = %s\n", env.label)
 	fmt.Fprintf(f.Stderr, "IMAP and SMTP servers run in this process on 127.0.0.1; nothing leaves the machine.\n\n")

@@ -33,8 +33,8 @@ var commandExamples = map[string]string{
 	"queue snooze": `  mailagent queue snooze ID --for 90m
   mailagent queue snooze ID --for 2d`,
 	"queue regenerate": `  mailagent queue regenerate ID --instruction "shorter, and decline politely"`,
-	"queue retry": `  mailagent queue retry personal/INBOX/1700000000/42   # a message key from status or triage
-  mailagent queue retry tr_3f9a1c2e5b7d9e01                       # or its trace id`,
+	"queue retry": `  mailagent queue retry tr_3f9a1c2e5b7d9e01             # a trace id (Tab completes those that need review)
+  mailagent queue retry '<CAF=abc123@mail.example.com>'  # or the Message-ID`,
 	"queue cancel": `  mailagent queue cancel OUTBOX-ID   # within policy.send_delay of an auto-send`,
 	"contacts": `  mailagent contacts list
   mailagent contacts show grace@hopper.example`,
