@@ -22,6 +22,7 @@ type ContactsOptions struct {
 	Account string
 	JSON    bool
 	Note    string
+	Yes     bool // forget: without asking (needed when stdin is not a terminal)
 }
 
 func newContactsCmd(f *Factory, runF func(context.Context, *ContactsOptions) error) *cobra.Command {
@@ -50,6 +51,9 @@ contact. forget deletes a contact's memory entirely.`,
 		c.Flags().StringVar(&opts.Account, "account", "", "account (default: the only one, or the first)")
 		if json {
 			c.Flags().BoolVar(&opts.JSON, "json", false, "print as JSON")
+		}
+		if opts.Action == "forget" {
+			c.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "forget without asking (needed when stdin is not a terminal)")
 		}
 		return c
 	}
@@ -103,6 +107,9 @@ func contactsRun(ctx context.Context, f *Factory, opts *ContactsOptions) error {
 		}
 		printContact(f.Stdout, c)
 	case "forget":
+		if err := confirmForget(ctx, f, svc, account, opts); err != nil {
+			return err
+		}
 		if err := svc.ForgetContact(ctx, account, opts.Email); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return &UserError{Code: ExitUsage, Err: fmt.Errorf("no contact %s in account %s", opts.Email, account)}

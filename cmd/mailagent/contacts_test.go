@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 
@@ -30,8 +32,34 @@ func TestContactsCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &c); err != nil || len(c.Notes) != 1 || c.Notes[0] != "prefers mornings" {
 		t.Errorf("show after note: %v %+v", err, c)
 	}
-	if _, stderr, code := h.run("contacts", "forget", "bob@example.org"); code != 0 {
-		t.Fatalf("forget: %d %s", code, stderr)
+	// Without a terminal, forget needs --yes; nothing is deleted.
+	if _, stderr, code := h.run("contacts", "forget", "bob@example.org"); code != ExitUsage || !strings.Contains(stderr, "--yes") {
+		t.Fatalf("forget without --yes, no TTY: got %d %q, want %d naming --yes", code, stderr, ExitUsage)
+	}
+	if _, _, code := h.run("contacts", "show", "bob@example.org"); code != 0 {
+		t.Fatalf("forget without --yes deleted the contact (show: %d)", code)
+	}
+	// At a terminal it asks; anything but y keeps the contact.
+	old := stdinIsTTY
+	stdinIsTTY = func(io.Reader) bool { return true }
+	t.Cleanup(func() { stdinIsTTY = old })
+	var out, errb bytes.Buffer
+	if code := Main([]string{"--config", h.cfgPath, "contacts", "forget", "bob@example.org"}, strings.NewReader("n\n"), &out, &errb); code != ExitFailure || !strings.Contains(errb.String(), "y/N") {
+		t.Fatalf("forget answered n: got %d %q", code, errb.String())
+	}
+	if _, _, code := h.run("contacts", "show", "bob@example.org"); code != 0 {
+		t.Fatalf("forget answered n deleted the contact (show: %d)", code)
+	}
+	errb.Reset()
+	if code := Main([]string{"--config", h.cfgPath, "contacts", "forget", "bob@example.org"}, strings.NewReader("y\n"), &out, &errb); code != 0 {
+		t.Fatalf("forget answered y: %d %s", code, errb.String())
+	}
+	if _, stderr, code := h.run("contacts", "note", "bob@example.org", "again"); code != 0 {
+		t.Fatalf("note: %d %s", code, stderr)
+	}
+	stdinIsTTY = old
+	if _, stderr, code := h.run("contacts", "forget", "--yes", "bob@example.org"); code != 0 {
+		t.Fatalf("forget --yes: %d %s", code, stderr)
 	}
 	if _, stderr, code := h.run("contacts", "show", "bob@example.org"); code != ExitUsage || !strings.Contains(stderr, "no contact") {
 		t.Errorf("show after forget: got %d %q", code, stderr)

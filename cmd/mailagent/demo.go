@@ -119,6 +119,16 @@ func (e *demoEnv) close(keep bool) {
 	}
 }
 
+// libLogger hands a library's log.Printf-style lines to the factory's
+// logger (the log file; stderr only with -v). The logger is looked up at
+// each line: the demo's configuration, and so the log file, is written
+// after the servers start.
+type libLogger struct{ f *Factory }
+
+func (l libLogger) Printf(format string, args ...any) {
+	l.f.Logger().Warn("demo server", "detail", fmt.Sprintf(format, args...))
+}
+
 func startDemo(ctx context.Context, f *Factory) (*demoEnv, error) {
 	dir, err := os.MkdirTemp("", "mailagent-demo-")
 	if err != nil {
@@ -129,6 +139,9 @@ func startDemo(ctx context.Context, f *Factory) (*demoEnv, error) {
 	env.imap, err = memimap.Start(memimap.Options{
 		Users:     []memimap.User{{Name: demo.OwnerEmail, Password: pass}},
 		Mailboxes: []string{"Sent", "Drafts", "Trash"},
+		// The server's own error lines go to the log file, never to the
+		// terminal the table, the JSON or the TUI is on.
+		Logger: libLogger{f},
 	})
 	if err != nil {
 		return env, err
@@ -200,6 +213,10 @@ mode = "auto"
 }
 
 func demoRun(ctx context.Context, f *Factory, opts *DemoOptions) error {
+	if !opts.NoTUI && !terminalAttached(f) {
+		fmt.Fprintln(f.Stderr, "mailagent demo: no terminal to draw on: printing the table instead (as with --no-tui)")
+		opts.NoTUI = true
+	}
 	env, err := startDemo(ctx, f)
 	defer func() {
 		if env != nil {
@@ -210,7 +227,8 @@ func demoRun(ctx context.Context, f *Factory, opts *DemoOptions) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	if opts.Keep {
-		fmt.Fprintf(f.Stderr, "demo state: %s\n", env.dir)
+		// The state directory itself (database, log), not its parent.
+		fmt.Fprintf(f.Stderr, "demo state: %s (config: %s)\n", filepath.Join(env.dir, "state"), filepath.Join(env.dir, "config.toml"))
 	}
 	fmt.Fprintf(f.Stderr, "mailagent demo: model = %s\n", env.label)
 	fmt.Fprintf(f.Stderr, "IMAP and SMTP servers run in this process on 127.0.0.1; nothing leaves the machine.\n\n")

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
@@ -40,6 +43,58 @@ func usageErr(format string, args ...any) error {
 
 func unreachable(err error, hint string) error {
 	return &UserError{Code: ExitUnreachable, Err: err, Hint: hint}
+}
+
+// usageArgs makes every bad command line exit with ExitUsage, as the
+// README promises: cobra reports an unknown command, a missing or extra
+// argument as a plain error (exit 1) and a group command given an unknown
+// subcommand prints its help and exits 0. It walks the whole tree, so a
+// command added later is covered too: a leaf without Args takes none, a
+// group rejects any word that is not one of its subcommands.
+func usageArgs(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		switch {
+		case c.Name() == "help" && c.HasParent() && !c.HasSubCommands():
+			c.Args = func(cmd *cobra.Command, args []string) error {
+				if found, rest, err := cmd.Root().Find(args); err != nil || len(rest) > 0 || (len(args) > 0 && found == cmd.Root()) {
+					return &UserError{Code: ExitUsage, Err: fmt.Errorf("unknown help topic %q", strings.Join(args, " ")), Hint: "see: mailagent --help"}
+				}
+				return nil
+			}
+		case c.HasSubCommands():
+			c.Args = func(cmd *cobra.Command, args []string) error {
+				if len(args) == 0 {
+					return nil
+				}
+				hint := "see: " + cmd.CommandPath() + " --help"
+				if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+					hint = "did you mean: " + cmd.CommandPath() + " " + s[0] + "?"
+				}
+				return &UserError{Code: ExitUsage, Err: fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()), Hint: hint}
+			}
+			if !c.Runnable() {
+				c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+			}
+		default:
+			check := c.Args
+			if check == nil {
+				check = cobra.NoArgs
+			}
+			c.Args = func(cmd *cobra.Command, args []string) error {
+				if err := check(cmd, args); err != nil {
+					return &UserError{Code: ExitUsage, Err: err, Hint: "see: " + cmd.CommandPath() + " --help"}
+				}
+				return nil
+			}
+		}
+	}
+	walk(root)
 }
 
 // errPartial is returned by commands that finished but want exit code 5.

@@ -94,7 +94,7 @@ found problems.`,
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&opts.Force, "force", false, "replace an existing config file")
-	fl.BoolVar(&opts.NoDoctor, "no-doctor", false, "do not run `mailagent doctor` after writing")
+	fl.BoolVar(&opts.NoDoctor, "no-doctor", false, "do not run mailagent doctor after writing")
 	fl.BoolVar(&opts.NonInteractive, "non-interactive", false, "ask nothing: take the answers from flags (needs --email, --name and a password source)")
 	fl.StringVar(&opts.Email, "email", "", "your email address")
 	fl.StringVar(&opts.Name, "name", "", "your display name")

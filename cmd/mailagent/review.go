@@ -56,6 +56,10 @@ applies to the selected item.`,
 }
 
 func reviewRun(ctx context.Context, f *Factory, _ *ReviewOptions) error {
+	if !terminalAttached(f) {
+		return &UserError{Code: ExitUsage, Err: errors.New("review needs a terminal (stdin and stdout are not both one)"),
+			Hint: "for scripts: mailagent queue list, then mailagent queue show|approve|reject ID"}
+	}
 	// Fail early (bad config, a database held by another command); the
 	// TUI then opens what it needs for each operation.
 	svc, closeSvc, err := f.Service(ctx, false)

@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 )
 
@@ -34,9 +35,16 @@ safety gates, and queues everything else as drafts for you to review.
 
 The model is assumed compromised: code, not the model, decides who receives
 mail, whether a send happens at all, and what the model gets to see.`,
+		Example: `  mailagent demo                # try it: no account, no key, no network
+  mailagent init                # write a configuration, then run doctor
+  mailagent watch               # run the agent
+  mailagent review              # approve, edit or reject its drafts`,
+		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// --version prints what `mailagent version` prints.
+	root.SetVersionTemplate("mailagent {{.Version}}\n")
 	root.PersistentFlags().StringVar(&f.ConfigPath, "config", "", "config file (default $MAILAGENT_CONFIG, then $XDG_CONFIG_HOME/mailagent/config.toml)")
 	root.PersistentFlags().StringVar(&f.StateDir, "state-dir", "", "state directory (default state_dir from the config, then $XDG_STATE_HOME/mailagent)")
 	root.PersistentFlags().BoolVarP(&f.Verbose, "verbose", "v", false, "also log to stderr")
@@ -54,6 +62,21 @@ mail, whether a send happens at all, and what the model gets to see.`,
 		newDemoCmd(f, nil),
 		newInitCmd(f, nil),
 		newVersionCmd(f),
+		newManCmd(),
 	)
+	registerCompletions(root, f)
+	usageArgs(root)
+	applyExamples(root)
 	return root
+}
+
+// terminalAttached reports whether the TUI can draw: stdin and stdout are
+// both terminals. Tests replace it.
+var terminalAttached = func(f *Factory) bool {
+	return isTerminal(f.Stdin) && isTerminal(f.Stdout)
+}
+
+func isTerminal(v any) bool {
+	fd, ok := v.(interface{ Fd() uintptr })
+	return ok && (isatty.IsTerminal(fd.Fd()) || isatty.IsCygwinTerminal(fd.Fd()))
 }

@@ -39,6 +39,10 @@ type Options struct {
 	// Wrap, when set, wraps every session (tests inject faults this way:
 	// a FETCH answered NO, a LOGIN answered NO [UNAVAILABLE]).
 	Wrap func(imapserver.SessionIMAP4rev2) imapserver.SessionIMAP4rev2
+	// Logger receives the server's own error lines ("failed to read
+	// command: …"); nil means the standard log package (stderr), which a
+	// command that owns the terminal must not use.
+	Logger imapserver.Logger
 }
 
 // Server is a running in-memory IMAP server.
@@ -89,6 +93,7 @@ func Start(opts Options) (*Server, error) {
 			return sess, nil, nil
 		},
 		Caps:         caps,
+		Logger:       opts.Logger,
 		InsecureAuth: true, // loopback only, see Start
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,0 +1,338 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mailagent/mailagent/internal/demo"
+	"github.com/mailagent/mailagent/store"
+)
+
+// TestEveryCommandHasExamples: `--help` of every visible command shows an
+// Examples section, and the examples table names no command that does
+// not exist.
+func TestEveryCommandHasExamples(t *testing.T) {
+	keys := map[string]bool{}
+	for _, c := range allCommands(t) {
+		keys[commandKey(c)] = true
+		if c.Hidden && c.Name() != "man" {
+			continue
+		}
+		if strings.TrimSpace(c.Example) == "" {
+			t.Errorf("%s: no Example", c.CommandPath())
+			continue
+		}
+		args := append(strings.Fields(c.CommandPath())[1:], "--help")
+		stdout, _, code := runMain(t, args...)
+		if code != 0 || !strings.Contains(stdout, "Examples:\n"+c.Example) {
+			t.Errorf("%s --help: exit %d, no Examples section:\n%s", c.CommandPath(), code, stdout)
+		}
+	}
+	for k := range commandExamples {
+		if !keys[k] {
+			t.Errorf("commandExamples[%q]: no such command", k)
+		}
+	}
+}
+
+// TestFlagUsageRendersPlainly: a back-quoted word in a flag's usage
+// becomes its value name in pflag ("--no-doctor mailagent doctor"); no
+// boolean flag may have one.
+func TestFlagUsageRendersPlainly(t *testing.T) {
+	stdout, _, _ := runMain(t, "init", "--help")
+	if !regexp.MustCompile(`--no-doctor +do not run`).MatchString(stdout) {
+		t.Errorf("init --help renders --no-doctor oddly:\n%s", stdout)
+	}
+	for _, c := range allCommands(t) {
+		c.Flags().VisitAll(func(fl *pflag.Flag) {
+			if fl.Value.Type() == "bool" && strings.Contains(fl.Usage, "`") {
+				t.Errorf("%s --%s: back-quoted usage %q renders as a value name", c.CommandPath(), fl.Name, fl.Usage)
+			}
+		})
+	}
+}
+
+// TestManPagesOnePerCommand: `mailagent man DIR` writes one page per
+// visible command, each with its name, synopsis and examples.
+func TestManPagesOnePerCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "man")
+	if _, stderr, code := runMain(t, "man", dir); code != 0 {
+		t.Fatalf("man: %d %s", code, stderr)
+	}
+	var want []string
+	for _, c := range allCommands(t) {
+		if !c.IsAvailableCommand() && c.HasParent() || c.IsAdditionalHelpTopicCommand() {
+			continue
+		}
+		want = append(want, strings.ReplaceAll(c.CommandPath(), " ", "-")+".1")
+		page, err := os.ReadFile(filepath.Join(dir, want[len(want)-1]))
+		if err != nil {
+			t.Errorf("%s: %v", c.CommandPath(), err)
+			continue
+		}
+		s := string(page)
+		if !strings.Contains(s, ".TH \"MAILAGENT\" \"1\"") || !strings.Contains(s, ".SH SYNOPSIS") {
+			t.Errorf("%s: not a man page:\n%.300s", c.CommandPath(), s)
+		}
+		if c.Example != "" && !strings.Contains(s, ".SH EXAMPLE") {
+			t.Errorf("%s: no EXAMPLE section", c.CommandPath())
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("pages %v, want %v", got, want)
+	}
+	for _, must := range []string{"mailagent.1", "mailagent-queue-approve.1", "mailagent-contacts-forget.1", "mailagent-demo.1"} {
+		if !slices.Contains(got, must) {
+			t.Errorf("no %s", must)
+		}
+	}
+	if slices.Contains(got, "mailagent-man.1") {
+		t.Error("the hidden man command got a page")
+	}
+}
+
+// TestReviewWithoutTerminal: review with stdin/stdout not a terminal
+// exits 2 and points at the queue commands, without starting bubbletea.
+func TestReviewWithoutTerminal(t *testing.T) {
+	h := newHarness(t, classifyReply, "")
+	_, stderr, code := h.run("review")
+	if code != ExitUsage || !strings.Contains(stderr, "terminal") || !strings.Contains(stderr, "mailagent queue list") {
+		t.Fatalf("review without a TTY: exit %d, stderr %q", code, stderr)
+	}
+	if strings.Contains(strings.ToLower(stderr), "tty") && strings.Contains(stderr, "/dev/tty") {
+		t.Errorf("bubbletea error leaked: %q", stderr)
+	}
+}
+
+// TestDemoWithoutTerminal: demo without a TTY prints its table as with
+// --no-tui and says why, and nothing of the in-process servers reaches
+// the terminal through the standard log package (demo --json too).
+func TestDemoWithoutTerminal(t *testing.T) {
+	isolate(t)
+	t.Setenv("GEMINI_API_KEY", "")
+	var lib bytes.Buffer
+	log.SetOutput(&lib)
+	t.Cleanup(func() { log.SetOutput(os.Stderr) })
+
+	stdout, stderr, code := runMain(t, "demo")
+	if code != 0 {
+		t.Fatalf("demo: exit %d; stderr %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "no terminal") || !strings.Contains(stderr, "--no-tui") {
+		t.Errorf("demo did not say it fell back: %q", stderr)
+	}
+	if !strings.Contains(stdout, "FROM") || !strings.Contains(stdout, "the outside world received") || !strings.Contains(stdout, demo.Label) {
+		t.Errorf("demo without a TTY did not print its table:\n%s", stdout)
+	}
+
+	stdout, stderr, code = runMain(t, "demo", "--json")
+	if code != 0 || !strings.HasPrefix(strings.TrimSpace(stdout), "{") {
+		t.Fatalf("demo --json: exit %d; stdout %.200s; stderr %s", code, stdout, stderr)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if line != "" && !strings.HasPrefix(line, "mailagent demo:") && !strings.HasPrefix(line, "IMAP and SMTP servers run") {
+			t.Errorf("demo --json: unexpected stderr line %q", line)
+		}
+	}
+	if lib.Len() != 0 {
+		t.Errorf("a library wrote to the standard log: %q", lib.String())
+	}
+}
+
+// TestCompletionDynamic asks cobra's hidden __complete command, in
+// process, for each dynamic completion, with the IMAP server stopped: the
+// candidates come from the state database alone.
+func TestCompletionDynamic(t *testing.T) {
+	h := newHarness(t, compromisedModel, autoPolicy+"send_delay = \"1h\"\n")
+	h.appendTo("Sent", "From: Ada <ada@example.com>\nTo: bob@example.org\nSubject: hi\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <s1@example.com>\n\nhi\n")
+	h.deliver(rawMail("Bob <bob@example.org>", "Call on Thursday", "Can we move our call to Thursday 3pm?"))
+	h.deliver(rawMail("Carol <carol@example.org>", "Partnership\tproposal", "Shall we work together?"))
+	if _, stderr, code := h.run("watch", "--once"); code != 0 {
+		t.Fatalf("watch --once: %d %s", code, stderr)
+	}
+	st := h.openStore(t)
+	var queued, scheduled []string
+	_ = st.ListQueue("", func(q *store.QueueItem) error {
+		if q.Status == store.QueuePending {
+			queued = append(queued, q.ID)
+		}
+		return nil
+	})
+	_ = st.ListOutbox(store.OutboxScheduled, func(r *store.OutboxRecord) error { scheduled = append(scheduled, r.ID); return nil })
+	_ = st.Close()
+	if len(queued) == 0 || len(scheduled) == 0 {
+		t.Fatalf("setup: %d queued, %d scheduled; want both", len(queued), len(scheduled))
+	}
+	_ = h.imap.Close()
+
+	complete := func(args ...string) []string {
+		t.Helper()
+		stdout, stderr, code := h.run(append([]string{"__complete"}, args...)...)
+		if code != 0 {
+			t.Fatalf("__complete %v: %d %s", args, code, stderr)
+		}
+		var vals []string
+		for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+			if strings.HasPrefix(line, ":") {
+				if line != ":4" { // ShellCompDirectiveNoFileComp
+					t.Errorf("__complete %v: directive %s, want :4", args, line)
+				}
+				break
+			}
+			v, _, _ := strings.Cut(line, "\t")
+			vals = append(vals, v)
+		}
+		return vals
+	}
+	for _, sub := range []string{"show", "approve", "reject", "edit", "snooze", "regenerate"} {
+		got := complete("queue", sub, "")
+		for _, id := range queued {
+			if !slices.Contains(got, id) {
+				t.Errorf("queue %s: %v lacks queued id %s", sub, got, id)
+			}
+		}
+	}
+	if got := complete("queue", "cancel", ""); !slices.Equal(got, scheduled) {
+		t.Errorf("queue cancel: got %v, want the scheduled outbox ids %v", got, scheduled)
+	}
+	if got := complete("queue", "show", queued[0], ""); len(got) != 0 {
+		t.Errorf("queue show takes one id; second word offered %v", got)
+	}
+	for _, sub := range []string{"show", "note", "forget"} {
+		if got := complete("contacts", sub, ""); !slices.Contains(got, "bob@example.org") || !slices.Contains(got, "carol@example.org") {
+			t.Errorf("contacts %s: got %v", sub, got)
+		}
+	}
+	for _, cmd := range [][]string{{"triage"}, {"watch"}, {"doctor"}, {"contacts", "list"}} {
+		if got := complete(append(cmd, "--account", "")...); !slices.Equal(got, []string{"personal"}) {
+			t.Errorf("%v --account: got %v", cmd, got)
+		}
+	}
+	got := complete("init", "--provider", "")
+	if !slices.Contains(got, "auto") || !slices.Contains(got, "fastmail") {
+		t.Errorf("init --provider: got %v", got)
+	}
+	// A description is one line of sanitised mail text: no tab inside.
+	stdout, _, _ := h.run("__complete", "queue", "show", "")
+	for _, line := range strings.Split(stdout, "\n") {
+		if strings.Count(line, "\t") > 1 {
+			t.Errorf("completion line with a tab in its description: %q", line)
+		}
+	}
+}
+
+// TestCompletionRetry: `queue retry` completes the trace ids of the
+// messages that need review, which is what it resolves.
+func TestCompletionRetry(t *testing.T) {
+	h := newHarness(t, classifyReply, "")
+	h.deliver(rawMail("Mallory <mallory@example.org>", "GARBAGE please", "x"))
+	if _, stderr, code := h.run("triage"); code != ExitPartial {
+		t.Fatalf("triage: %d %s", code, stderr)
+	}
+	st := h.openStore(t)
+	var want []string
+	_ = st.ListMessages(store.MessageFilter{}, func(r *store.MessageRecord) error {
+		if r.State == store.StateNeedsReview {
+			want = append(want, r.TraceID)
+		}
+		return nil
+	})
+	_ = st.Close()
+	if len(want) != 1 || want[0] == "" {
+		t.Fatalf("setup: needs-review traces %v", want)
+	}
+	stdout, stderr, code := h.run("__complete", "queue", "retry", "")
+	if code != 0 || !strings.HasPrefix(stdout, want[0]+"\t") {
+		t.Fatalf("__complete queue retry: %d %q %s, want %s first", code, stdout, stderr, want[0])
+	}
+}
+
+// TestDemoKeepPrintsStateDir: --keep names the state directory that holds
+// the database and the log, and the config next to it; both exist.
+func TestDemoKeepPrintsStateDir(t *testing.T) {
+	isolate(t)
+	t.Setenv("GEMINI_API_KEY", "")
+	_, stderr, code := runMain(t, "demo", "--no-tui", "--keep")
+	if code != 0 {
+		t.Fatalf("demo --keep: %d %s", code, stderr)
+	}
+	m := regexp.MustCompile(`demo state: (\S+) \(config: (\S+)\)`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("demo --keep did not name its state: %q", stderr)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(m[1])) })
+	if _, err := os.Stat(filepath.Join(m[1], "mailagent.db")); err != nil {
+		t.Errorf("printed state dir %s has no database: %v", m[1], err)
+	}
+	if _, err := os.Stat(m[2]); err != nil {
+		t.Errorf("printed config %s: %v", m[2], err)
+	}
+}
+
+// TestDemoServerLogsGoToLogFile: the in-process IMAP server's own error
+// lines (a client that hangs up mid-command, as the watcher's connection
+// does when the TUI quits) go to the demo's log file, never to the
+// standard log package, which writes to the terminal.
+func TestDemoServerLogsGoToLogFile(t *testing.T) {
+	isolate(t)
+	t.Setenv("GEMINI_API_KEY", "")
+	var lib bytes.Buffer
+	log.SetOutput(&lib)
+	t.Cleanup(func() { log.SetOutput(os.Stderr) })
+	f := newFactory(strings.NewReader(""), io.Discard, io.Discard)
+	defer f.Close()
+	env, err := startDemo(context.Background(), f)
+	if env != nil {
+		defer env.close(false)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(env.imap.Port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	// A command cut off by the end of the stream: the server logs
+	// "failed to read command: unexpected EOF".
+	_, _ = conn.Write([]byte("a1 NOOP"))
+	_ = conn.(*net.TCPConn).CloseWrite()
+	logPath := filepath.Join(env.dir, "state", "mailagent.log")
+	deadline := time.Now().Add(5 * time.Second)
+	var logged []byte
+	for time.Now().Before(deadline) {
+		if logged, _ = os.ReadFile(logPath); bytes.Contains(logged, []byte("demo server")) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // polling the log file for the server's line
+	}
+	if !bytes.Contains(logged, []byte("demo server")) {
+		t.Errorf("the server's error line is not in the log file %s: %q (standard log got %q)", logPath, logged, lib.String())
+	}
+	if lib.Len() != 0 {
+		t.Errorf("the IMAP server wrote to the standard log (the terminal): %q", lib.String())
+	}
+}

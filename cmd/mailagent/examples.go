@@ -1,0 +1,88 @@
+package main
+
+import "github.com/spf13/cobra"
+
+// commandExamples is the Example text of each command, keyed by its path
+// without "mailagent ". They live in one table, applied to the tree in
+// newRootCmd, so that `--help`, the man pages and the test that every
+// command has examples all read the same text; a command that already
+// sets its own Example (init) keeps it.
+var commandExamples = map[string]string{
+	"triage": `  mailagent triage --dry-run --since 7d     # what it would do with last week's mail
+  mailagent triage --unseen --limit 50      # classify the 50 newest unread messages
+  mailagent triage --json | jq '.[].route'`,
+	"explain": `  mailagent explain '<CAF=abc123@mail.example.com>'   # by Message-ID
+  mailagent explain tr_3f9a1c2e5b7d9e01                           # by trace id (from triage, queue show)
+  mailagent explain tr_3f9a1c2e5b7d9e01 --json`,
+	"watch": `  mailagent watch                    # every account, until Ctrl-C
+  mailagent watch --account work
+  mailagent watch --once             # one sync, then exit (cron)`,
+	"doctor": `  mailagent doctor
+  mailagent doctor --no-model        # skip the model call
+  mailagent doctor --account work --json`,
+	"queue": `  mailagent queue list
+  mailagent queue show ID
+  mailagent queue approve ID --yes`,
+	"queue list": `  mailagent queue list
+  mailagent queue list --all --json | jq '.[] | select(.status == "pending") | .id'`,
+	"queue show": `  mailagent queue show ID          # ids from: mailagent queue list (Tab completes them)`,
+	"queue approve": `  mailagent queue approve ID       # asks y/N for a recipient you never wrote to
+  mailagent queue approve ID --yes # in a script`,
+	"queue reject": `  mailagent queue reject ID --reason "already answered by phone"`,
+	"queue edit":   `  EDITOR=vim mailagent queue edit ID`,
+	"queue snooze": `  mailagent queue snooze ID --for 90m
+  mailagent queue snooze ID --for 2d`,
+	"queue regenerate": `  mailagent queue regenerate ID --instruction "shorter, and decline politely"`,
+	"queue retry": `  mailagent queue retry tr_3f9a1c2e5b7d9e01             # a trace id (Tab completes those that need review)
+  mailagent queue retry '<CAF=abc123@mail.example.com>'  # or the Message-ID`,
+	"queue cancel": `  mailagent queue cancel OUTBOX-ID   # within policy.send_delay of an auto-send`,
+	"contacts": `  mailagent contacts list
+  mailagent contacts show grace@hopper.example`,
+	"contacts list": `  mailagent contacts list --account work --json`,
+	"contacts show": `  mailagent contacts show grace@hopper.example --json`,
+	"contacts forget": `  mailagent contacts forget spammer@example.net         # asks y/N at a terminal
+  mailagent contacts forget spammer@example.net --yes   # in a script`,
+	"contacts note": `  mailagent contacts note grace@hopper.example "prefers short answers; call her Grace"`,
+	"status": `  mailagent status
+  mailagent status --json | jq .watcher`,
+	"review": `  mailagent review                  # in a terminal; scripts use: mailagent queue list`,
+	"demo": `  mailagent demo                    # the TUI on a seeded mailbox
+  mailagent demo --no-tui           # print what it did as a table
+  mailagent demo --no-tui --json`,
+	"version": `  mailagent version
+  mailagent --version`,
+	"completion": `  source <(mailagent completion bash)
+  mailagent completion zsh > "${fpath[1]}/_mailagent"
+  mailagent completion fish > ~/.config/fish/completions/mailagent.fish`,
+	"completion bash":       `  source <(mailagent completion bash)`,
+	"completion zsh":        `  mailagent completion zsh > "${fpath[1]}/_mailagent"`,
+	"completion fish":       `  mailagent completion fish > ~/.config/fish/completions/mailagent.fish`,
+	"completion powershell": `  mailagent completion powershell | Out-String | Invoke-Expression`,
+	"help":                  `  mailagent help queue approve`,
+}
+
+// applyExamples sets Example from commandExamples on every command that
+// has none.
+func applyExamples(root *cobra.Command) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if c.Example == "" {
+			c.Example = commandExamples[commandKey(c)]
+		}
+	}
+	walk(root)
+}
+
+// commandKey is c's path without the root's name: "queue show".
+func commandKey(c *cobra.Command) string {
+	if !c.HasParent() {
+		return ""
+	}
+	if k := commandKey(c.Parent()); k != "" {
+		return k + " " + c.Name()
+	}
+	return c.Name()
+}
