@@ -95,20 +95,9 @@ func (s *Store) PutMessage(rec *MessageRecord) error {
 // tokensIn+tokensOut > 0) the day's token usage in one transaction: one
 // commit per processed message instead of three.
 func (s *Store) PutOutcome(rec *MessageRecord, t *Trace, day string, tokensIn, tokensOut int64) error {
-	if rec == nil || t == nil {
-		return errors.New("put outcome: nil record or trace")
-	}
-	if err := rec.check(); err != nil {
-		return fmt.Errorf("put outcome: %w", err)
-	}
-	if err := checkName("trace id", t.TraceID); err != nil {
-		return fmt.Errorf("put outcome: %w", err)
-	}
 	withUsage := tokensIn+tokensOut > 0
-	if withUsage {
-		if err := checkDay(day); err != nil {
-			return fmt.Errorf("put outcome: %w", err)
-		}
+	if err := checkOutcome(rec, t, day, withUsage); err != nil {
+		return err
 	}
 	err := s.update(func(tx *bolt.Tx) error {
 		if err := putMessageTx(tx, rec, s.now().UTC()); err != nil {

@@ -509,21 +509,18 @@ func (d *Daemon) process(ctx context.Context, a Account, c *imapsync.Client, st 
 	if d.Concurrency == 0 {
 		conc = 4
 	}
-	jobs := make(chan imapsync.RawMessage, conc)
 	var mu sync.Mutex
 	skipped := map[uint32]bool{} // too old for the first start: not ours to process
 	fetched := map[uint32]bool{}
 	refused := map[uint32]error{} // the server answered NO for these alone
 	var procErr error
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		defer close(jobs)
+	fetch := func(ctx context.Context, send func(imapsync.RawMessage) error) error {
 		opts := imapsync.FetchOptions{MaxMessageBytes: d.MaxMessageBytes, OnRefused: func(uid uint32, err error) {
 			mu.Lock()
 			refused[uid] = err
 			mu.Unlock()
 		}}
-		return c.Fetch(gctx, uids, opts, func(m imapsync.RawMessage) error {
+		return c.Fetch(ctx, uids, opts, func(m imapsync.RawMessage) error {
 			mu.Lock()
 			fetched[m.UID] = true
 			mu.Unlock()
@@ -533,51 +530,42 @@ func (d *Daemon) process(ctx context.Context, a Account, c *imapsync.Client, st 
 				mu.Unlock()
 				return nil
 			}
-			select {
-			case jobs <- m:
-				return nil
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		})
-	})
-	for range conc {
-		g.Go(func() error {
-			for m := range jobs {
-				key := store.MessageKey{Account: a.Name, Mailbox: a.Mailbox, UIDValidity: m.UIDValidity, UID: m.UID}
-				if rescan {
-					dup, err := d.duplicate(key, m.Raw)
-					if err != nil {
-						// Unknown whether it was handled before: leave it
-						// unrecorded, so it blocks the checkpoint and is
-						// tried again, rather than risk acting twice.
-						d.log().Error("look for a message handled before the UIDVALIDITY change", "account", a.Name, "uid", m.UID, "err", err)
-						mu.Lock()
-						procErr = errors.Join(procErr, fmt.Errorf("uid %d: %w", m.UID, err))
-						mu.Unlock()
-						continue
-					}
-					if dup {
-						continue
-					}
-				}
-				_, err := d.Pipeline.Process(gctx, agent.Input{Key: key, Raw: m.Raw, Truncated: m.Truncated})
-				if err != nil {
-					if gctx.Err() != nil {
-						return gctx.Err()
-					}
-					// The message stays non-terminal and blocks the
-					// checkpoint, so the next sync tries it again.
-					d.log().Error("process message", "account", a.Name, "uid", m.UID, "err", err)
-					mu.Lock()
-					procErr = errors.Join(procErr, fmt.Errorf("uid %d: %w", m.UID, err))
-					mu.Unlock()
-				}
-			}
-			return nil
+			return send(m)
 		})
 	}
-	if err := g.Wait(); err != nil {
+	work := func(ctx context.Context, m imapsync.RawMessage) error {
+		key := store.MessageKey{Account: a.Name, Mailbox: a.Mailbox, UIDValidity: m.UIDValidity, UID: m.UID}
+		if rescan {
+			dup, err := d.duplicate(key, m.Raw)
+			if err != nil {
+				// Unknown whether it was handled before: leave it
+				// unrecorded, so it blocks the checkpoint and is
+				// tried again, rather than risk acting twice.
+				d.log().Error("look for a message handled before the UIDVALIDITY change", "account", a.Name, "uid", m.UID, "err", err)
+				mu.Lock()
+				procErr = errors.Join(procErr, fmt.Errorf("uid %d: %w", m.UID, err))
+				mu.Unlock()
+				return nil
+			}
+			if dup {
+				return nil
+			}
+		}
+		_, err := d.Pipeline.Process(ctx, agent.Input{Key: key, Raw: m.Raw, Truncated: m.Truncated})
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// The message stays non-terminal and blocks the
+			// checkpoint, so the next sync tries it again.
+			d.log().Error("process message", "account", a.Name, "uid", m.UID, "err", err)
+			mu.Lock()
+			procErr = errors.Join(procErr, fmt.Errorf("uid %d: %w", m.UID, err))
+			mu.Unlock()
+		}
+		return nil
+	}
+	if err := agent.RunPool(ctx, conc, fetch, work); err != nil {
 		// A failed FETCH (NO [UNAVAILABLE], a dropped connection) says
 		// nothing about the messages it did not return: the checkpoint
 		// moves only over what was handled, and the rest is fetched again.
