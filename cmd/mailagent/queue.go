@@ -357,6 +357,7 @@ func printQueueItem(w io.Writer, d *api.QueueDetail, known map[string]bool) {
 		fmt.Fprintf(w, "   %d address(es) marked [new]: you have never written to them; approving asks first\n", n)
 	}
 	fmt.Fprintf(w, "subject %s\n", line(q.Subject))
+	printExplainIDs(w, d)
 	if c := q.Classification; c != nil {
 		fmt.Fprintf(w, "classification %s, risk %s, action %s, confidence %.2f\n  %s\n", line(strings.Join(c.Intents, "+")),
 			line(c.Risk), line(c.Action), c.Confidence, line(c.Comments))
@@ -379,6 +380,22 @@ func printQueueItem(w io.Writer, d *api.QueueDetail, known map[string]bool) {
 	}
 	if q.Final != "" {
 		fmt.Fprintf(w, "\n=== your edit\n%s\n", text(q.Final))
+	}
+}
+
+// printExplainIDs prints the item's message id and trace id, each in a
+// form `mailagent explain` accepts (the Message-ID without brackets, which
+// a shell would take for redirections).
+func printExplainIDs(w io.Writer, d *api.QueueDetail) {
+	q := d.Item
+	if q.MessageID != "" {
+		fmt.Fprintf(w, "message-id %s\n", termsafe.Line(strings.Trim(q.MessageID, "<>")))
+	}
+	for _, r := range d.Thread {
+		if r.MessageKey == q.Message && r.TraceID != "" {
+			fmt.Fprintf(w, "trace %s  (mailagent explain %s)\n", termsafe.Line(r.TraceID), termsafe.Line(r.TraceID))
+			break
+		}
 	}
 }
 
