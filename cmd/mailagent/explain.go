@@ -35,7 +35,7 @@ trace id (tr_…), a queue id (q_…) or an outbox id (ob_…). Traces of
 ` + "`triage --dry-run`" + ` are not kept (a dry run writes nothing): its --json
 output has the classification, gates and decision; run triage without
 --dry-run to keep a trace.`,
-		Args:  cobra.ExactArgs(1),
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ID = args[0]
 			if runF != nil {
