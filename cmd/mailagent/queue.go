@@ -97,6 +97,9 @@ approve then asks "y/N" when stdin is a terminal, and refuses without
 
 func queueRun(ctx context.Context, f *Factory, opts *QueueOptions) error {
 	needsActions := opts.Action != "list" && opts.Action != "show"
+	if opts.Action == "approve" {
+		f.approveNotice = f.Stderr // the undo window is announced here
+	}
 	svc, closeSvc, err := f.Service(ctx, needsActions)
 	if err != nil {
 		return err

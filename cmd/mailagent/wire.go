@@ -150,17 +150,19 @@ func newDaemon(f *Factory, cfg *config.Config, st *store.Store, parts *agentPart
 type localActions struct {
 	*agent.Pipeline
 	d *daemon.Daemon
-	// undo, when set (no watcher runs, so no due timer will send the
-	// reply), makes Approve wait out policy.approval_delay here, saying so
-	// on it; Ctrl-C in the window cancels the approval.
-	undo io.Writer
+	// local is set when no watcher runs (so no due timer will send the
+	// reply): Approve then waits out policy.approval_delay here, saying
+	// so on undo when that is set; an ended context (Ctrl-C) in the window
+	// cancels the approval.
+	local bool
+	undo  io.Writer
 }
 
 // Approve approves, and with no watcher running waits out the undo window
 // and sends (see agent.Pipeline.SendApproval).
 func (a localActions) Approve(ctx context.Context, id, final string) (*store.QueueItem, error) {
 	item, err := a.Pipeline.Approve(ctx, id, final)
-	if err != nil || a.undo == nil || item == nil || item.Status != store.QueueApproved {
+	if err != nil || !a.local || item == nil || item.Status != store.QueueApproved {
 		return item, err
 	}
 	return a.SendApproval(ctx, item.ID, func(ctx context.Context, at time.Time) error {
@@ -171,7 +173,9 @@ func (a localActions) Approve(ctx context.Context, id, final string) (*store.Que
 		if wait <= 0 {
 			return nil
 		}
-		fmt.Fprintf(a.undo, "%s: sending in %s; press Ctrl-C to cancel\n", termsafe.Line(item.ID), roundWait(wait))
+		if a.undo != nil {
+			fmt.Fprintf(a.undo, "%s: sending in %s; press Ctrl-C to cancel\n", termsafe.Line(item.ID), roundWait(wait))
+		}
 		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {
@@ -203,7 +207,7 @@ func (f *Factory) Service(ctx context.Context, withActions bool) (api.Service, f
 				return nil
 			}
 			parts = p
-			return localActions{Pipeline: p.Pipeline, d: newDaemon(f, cfg, st, p, nil), undo: f.Stderr}
+			return localActions{Pipeline: p.Pipeline, d: newDaemon(f, cfg, st, p, nil), local: true, undo: f.approveNotice}
 		}
 	}
 	svc, closeFn, err := api.Open(ctx, cfg.StateDir, func() (*store.Store, error) { return f.OpenStore(false) }, actions)
