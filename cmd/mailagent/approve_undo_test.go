@@ -87,8 +87,10 @@ func TestApproveRiskyDraftAsks(t *testing.T) {
 // waits policy.approval_delay; `queue cancel` within it sends nothing and
 // hands the item back; approved again, the due timer sends it once.
 func TestApproveUndoWindowWithWatcher(t *testing.T) {
-	const delay = 2 * time.Second
-	h := newHarness(t, compromisedModel, "[policy]\napproval_delay = \"2s\"\n")
+	// The default window (5s): long enough for the cancel below to land
+	// in it on a loaded machine.
+	const delay = 5 * time.Second
+	h := newHarness(t, compromisedModel, "")
 	id := queuedFromBob(t, h, "Call on Thursday", "Can we move our call to Thursday?")
 	stderrW, stop := startWatch(t, h, true)
 	eventually(t, "the watcher is idle", func() bool { return strings.Contains(stderrW.String(), "personal: idle") })
