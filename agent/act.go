@@ -43,6 +43,10 @@ type ActStore interface {
 	// ApproveQueueItem moves an item to approved and writes its outbox
 	// record in one transaction (both or neither).
 	ApproveQueueItem(id string, from []string, mutate func(*store.QueueItem) error, ob *store.OutboxRecord) (*store.QueueItem, *store.OutboxRecord, error)
+	// CancelApproval undoes a scheduled approval: the outbox record goes
+	// scheduled → cancelled and its item approved → pending, in one
+	// transaction.
+	CancelApproval(outboxID string) (*store.QueueItem, error)
 	PutOutbox(r *store.OutboxRecord) error
 	GetOutbox(id string) (*store.OutboxRecord, error)
 	ListOutbox(status string, fn func(*store.OutboxRecord) error) error

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/mail"
@@ -201,23 +202,90 @@ func (p *Pipeline) failQueueItem(ob *store.OutboxRecord, reason string) {
 	}
 }
 
-// Cancel stops a delayed auto-send and puts its draft in the queue.
-func (p *Pipeline) Cancel(ctx context.Context, outboxID string) error {
+// Cancel stops a scheduled send: a delayed auto-send (its draft is put in
+// the queue) or an approval still in its undo window (policy.approval_delay;
+// its item goes back to pending, whole). id is the outbox record's id, or
+// the queue item's id for an approval. Once the send has started it is too
+// late, and the error wraps ErrNotActionable.
+func (p *Pipeline) Cancel(ctx context.Context, id string) error {
 	a := p.Actor
+	outboxID := id
+	if strings.HasPrefix(id, "q_") {
+		outboxID = ApprovalOutboxID(id)
+	}
+	cur, err := a.Store.GetOutbox(outboxID)
+	if err != nil {
+		return fmt.Errorf("cancel %s: %w", id, err)
+	}
+	if cur.QueueID != "" {
+		item, err := a.Store.CancelApproval(outboxID)
+		if errors.Is(err, store.ErrConflict) {
+			return p.tooLate(id, outboxID)
+		}
+		if err != nil {
+			return fmt.Errorf("cancel %s: %w", id, err)
+		}
+		a.notify(Event{Kind: "queue_updated", ID: item.ID, Account: item.Account})
+		return nil
+	}
 	ob, err := a.Store.TransitionOutbox(outboxID, []string{store.OutboxScheduled}, store.OutboxCancelled, nil)
 	if errors.Is(err, store.ErrConflict) {
-		if cur, gerr := a.Store.GetOutbox(outboxID); gerr == nil {
-			return fmt.Errorf("%w: %s is %s, too late to cancel", ErrNotActionable, outboxID, cur.Status)
-		}
-		return fmt.Errorf("%w: %s", ErrNotActionable, outboxID)
+		return p.tooLate(id, outboxID)
 	}
 	if err != nil {
-		return fmt.Errorf("cancel %s: %w", outboxID, err)
+		return fmt.Errorf("cancel %s: %w", id, err)
 	}
 	err = a.Store.PutQueueItem(draftFromOutbox(ob, store.QueuePending, "auto-send cancelled by the owner"))
 	a.notify(Event{Kind: "queue_added", ID: QueueID(ob.Message), Account: ob.Account})
 	return err
 }
+
+// tooLate is Cancel's answer for a send that is no longer scheduled.
+func (p *Pipeline) tooLate(id, outboxID string) error {
+	if cur, err := p.Actor.Store.GetOutbox(outboxID); err == nil {
+		return fmt.Errorf("%w: %s is %s, too late to cancel", ErrNotActionable, id, cur.Status)
+	}
+	return fmt.Errorf("%w: %s", ErrNotActionable, id)
+}
+
+// SendApproval waits out the undo window of the approved item queueID
+// (when its reply is scheduled) and then sends it, for a process that has
+// no due timer (an approval made with no watcher running). wait sleeps
+// until the given time or returns ctx's error; when ctx ends first the
+// approval is cancelled (the item goes back to pending) and the error
+// says so. A send cancelled meanwhile by someone else is not sent. It
+// returns the item as it ends up.
+func (p *Pipeline) SendApproval(ctx context.Context, queueID string, wait func(context.Context, time.Time) error) (*store.QueueItem, error) {
+	a := p.Actor
+	obID := ApprovalOutboxID(queueID)
+	ob, err := a.Store.GetOutbox(obID)
+	if err != nil {
+		return nil, fmt.Errorf("send %s: %w", queueID, err)
+	}
+	if ob.Status == store.OutboxScheduled {
+		if err := wait(ctx, ob.SendAt); err != nil {
+			if cerr := p.Cancel(context.WithoutCancel(ctx), obID); cerr != nil && !errors.Is(cerr, ErrNotActionable) {
+				return nil, errors.Join(fmt.Errorf("send %s: %w", queueID, err), cerr)
+			}
+			return nil, fmt.Errorf("%w: %s: not sent; it is back in the queue", ErrApprovalCancelled, queueID)
+		}
+		if _, err := a.Store.TransitionOutbox(obID, []string{store.OutboxScheduled}, store.OutboxPending, nil); err != nil && !errors.Is(err, store.ErrConflict) {
+			return nil, fmt.Errorf("send %s: %w", queueID, err)
+		}
+	}
+	// Pending (just moved, or left by a temporary failure) is sent now;
+	// anything else (cancelled, already sent) is left alone by Deliver.
+	derr := p.Deliver(ctx, obID)
+	item, err := a.Store.GetQueueItem(queueID)
+	if err != nil {
+		return nil, errors.Join(derr, err)
+	}
+	return item, derr
+}
+
+// ErrApprovalCancelled is returned by SendApproval when the undo window
+// ended with a cancellation.
+var ErrApprovalCancelled = errors.New("approval cancelled")
 
 // dueStore is what SendDue uses when the store has it (store.Store
 // does): indexed queries that read only what is due, and the daily prune.

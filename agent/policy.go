@@ -44,6 +44,10 @@ type Policy struct {
 	SendDelay           time.Duration
 	ReplyAll            bool
 	MaxDraftChars       int
+	// ApprovalDelay is the undo window of an approval
+	// (policy.approval_delay): the approved reply waits this long,
+	// scheduled and cancellable, before it is sent. 0 sends at once.
+	ApprovalDelay time.Duration
 }
 
 // DefaultNeverAuto is the default policy.never_auto list.

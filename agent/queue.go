@@ -37,6 +37,11 @@ func notActionable(id string, st ActStore) error {
 // message, from their own client, the item is resolved and nothing is
 // sent. When the Sent folder cannot be read the item fails with the
 // reason, and nothing is sent.
+//
+// With a Policy.ApprovalDelay the reply is not sent here: its outbox
+// record is scheduled that far ahead (the undo window) and the item stays
+// approved; Cancel (with the item's or the record's id) takes it back to
+// pending, and SendDue (or SendApproval) sends it once the time has come.
 func (p *Pipeline) Approve(ctx context.Context, id, final string) (*store.QueueItem, error) {
 	a := p.Actor
 	cur, err := a.Store.GetQueueItem(id)
@@ -60,8 +65,10 @@ func (p *Pipeline) Approve(ctx context.Context, id, final string) (*store.QueueI
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("approve %s: %w", id, err)
 	}
-	if prev == nil || prev.Status == store.OutboxFailed {
-		if done, err := p.handledByOwner(ctx, cur, prev == nil); err != nil || done != nil {
+	if prev == nil || prev.Status == store.OutboxFailed || prev.Status == store.OutboxCancelled {
+		// A cancelled record is an undone approval: nothing was sent.
+		first := prev == nil || prev.Status == store.OutboxCancelled
+		if done, err := p.handledByOwner(ctx, cur, first); err != nil || done != nil {
 			return done, err
 		}
 	}
@@ -74,6 +81,9 @@ func (p *Pipeline) Approve(ctx context.Context, id, final string) (*store.QueueI
 		ID: obID, Account: cur.Account, From: p.Accounts[cur.Account].From.Email, MessageID: msgID, QueueID: cur.ID,
 		InReplyTo: cur.MessageID, To: addrStrings(cur.To), Raw: raw, Status: store.OutboxPending,
 		CreatedAt: p.now(), Message: cur.Message, Subject: cur.Subject, Body: body,
+	}
+	if d := p.Policy.ApprovalDelay; d > 0 {
+		ob.Status, ob.SendAt = store.OutboxScheduled, p.now().Add(d)
 	}
 	// The item is approved and its outbox record written in one
 	// transaction: a crash or a failed write leaves both or neither, never
@@ -91,6 +101,11 @@ func (p *Pipeline) Approve(ctx context.Context, id, final string) (*store.QueueI
 	}
 	if err != nil {
 		return nil, fmt.Errorf("approve %s: %w", id, err)
+	}
+	if ob.Status == store.OutboxScheduled {
+		// The undo window: the due timer (or SendApproval) sends it.
+		a.notify(Event{Kind: "scheduled", ID: obID, Account: cur.Account})
+		return item, nil
 	}
 	if err := p.Deliver(ctx, obID); err != nil {
 		return item, err

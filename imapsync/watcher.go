@@ -94,6 +94,10 @@ type Watcher struct {
 	// each failed connection attempt or session, before the backoff wait
 	// (for a status line). It must not block.
 	OnError func(error)
+	// OnRetry, if set, is called from Run's goroutine before each backoff
+	// wait with the error that caused it and the wait (for a terminal
+	// line "retrying in 4s"). It must not block.
+	OnRetry func(err error, wait time.Duration)
 }
 
 // Run watches until ctx is cancelled, then returns nil.
@@ -152,6 +156,9 @@ func (w *Watcher) Run(ctx context.Context, sync func(ctx context.Context, c *Cli
 			w.OnError(err)
 		}
 		r.setState(StateReconnecting)
+		if w.OnRetry != nil {
+			w.OnRetry(err, wait)
+		}
 		r.log.Warn("imap watcher: connection lost, reconnecting",
 			"mailbox", w.Mailbox, "attempt", attempt, "retry_in", wait.String(), "err", err)
 		t := time.NewTimer(wait)

@@ -251,6 +251,10 @@ func (s *Store) ApproveQueueItem(id string, from []string, mutate func(*QueueIte
 			if n.CreatedAt.IsZero() {
 				n.CreatedAt = now
 			}
+		case old.Status == OutboxCancelled:
+			// Approved again after an undo (CancelApproval): nothing was
+			// sent, so this is a fresh send of the current text.
+			n.CreatedAt = old.CreatedAt
 		case old.Status == OutboxFailed:
 			n.CreatedAt, n.Attempts = old.CreatedAt, old.Attempts
 			if old.Body == n.Body && len(old.Raw) > 0 {
@@ -267,6 +271,34 @@ func (s *Store) ApproveQueueItem(id string, from []string, mutate func(*QueueIte
 		return nil, nil, fmt.Errorf("approve %s: %w", id, err)
 	}
 	return q, stored, nil
+}
+
+// CancelApproval undoes an approval still waiting out its delay: the
+// outbox record outboxID goes scheduled → cancelled and its queue item
+// approved → pending, in one transaction, so an undo either stops the send
+// and hands the item back whole, or (too late: the record is no longer
+// scheduled) changes nothing and wraps ErrConflict.
+func (s *Store) CancelApproval(outboxID string) (*QueueItem, error) {
+	var q *QueueItem
+	err := s.updateTx(func(tx *bolt.Tx) error {
+		old, err := getOutboxTx(tx, outboxID, true)
+		if err != nil {
+			return err
+		}
+		if old.Status != OutboxScheduled || old.QueueID == "" {
+			return fmt.Errorf("outbox %s is %s, not a scheduled approval: %w", outboxID, old.Status, ErrConflict)
+		}
+		if q, err = transitionQueueTx(tx, old.QueueID, []string{QueueApproved}, QueuePending, nil, s.now); err != nil {
+			return err
+		}
+		n := *old
+		n.Status, n.UpdatedAt = OutboxCancelled, s.now().UTC()
+		return putOutboxTx(tx, &n, old)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel approval %s: %w", outboxID, err)
+	}
+	return q, nil
 }
 
 // StrandedApprovals returns the queue items that are approved but have no

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -70,8 +71,10 @@ func (s *Store) TraceForMessageID(account, messageID string) (*Trace, error) {
 	return best, nil
 }
 
-// ResolveTrace finds a trace from what a user typed: a trace id, or else a
-// Message-ID (what `mailagent explain` accepts).
+// ResolveTrace finds a trace from what a user typed: any id the product
+// prints. In order: a trace id; a queue item id (q_…) or an outbox id
+// (ob_…), which lead to the message they answer; else a Message-ID (of
+// the message, brackets optional). account "" searches every account.
 func (s *Store) ResolveTrace(account, ref string) (*Trace, error) {
 	if t, err := s.GetTrace(ref); err == nil {
 		if account == "" || t.Message.Account == account {
@@ -80,7 +83,49 @@ func (s *Store) ResolveTrace(account, ref string) (*Trace, error) {
 	} else if !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
+	if key, msgID, ok, err := s.messageOf(ref); err != nil {
+		return nil, err
+	} else if ok && (account == "" || key.Account == account) {
+		if rec, err := s.GetMessage(key); err == nil && rec.TraceID != "" {
+			if t, err := s.GetTrace(rec.TraceID); err == nil {
+				return t, nil
+			} else if !errors.Is(err, ErrNotFound) {
+				return nil, err
+			}
+		} else if err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+		if msgID != "" {
+			return s.TraceForMessageID(key.Account, msgID)
+		}
+	}
 	return s.TraceForMessageID(account, ref)
+}
+
+// messageOf returns the message a queue item or outbox id refers to (ok
+// false when ref is neither, or names nothing).
+func (s *Store) messageOf(ref string) (key MessageKey, messageID string, ok bool, err error) {
+	switch {
+	case strings.HasPrefix(ref, "q_"):
+		q, err := s.GetQueueItem(ref)
+		if errors.Is(err, ErrNotFound) {
+			return key, "", false, nil
+		}
+		if err != nil {
+			return key, "", false, err
+		}
+		return q.Message, q.MessageID, true, nil
+	case strings.HasPrefix(ref, "ob_"):
+		ob, err := s.GetOutbox(ref)
+		if errors.Is(err, ErrNotFound) {
+			return key, "", false, nil
+		}
+		if err != nil {
+			return key, "", false, err
+		}
+		return ob.Message, ob.InReplyTo, true, nil
+	}
+	return key, "", false, nil
 }
 
 func putTraceTx(tx *bolt.Tx, t *Trace) error {

@@ -25,9 +25,17 @@ type ExplainOptions struct {
 func newExplainCmd(f *Factory, runF func(context.Context, *ExplainOptions) error) *cobra.Command {
 	opts := &ExplainOptions{}
 	cmd := &cobra.Command{
-		Use:   "explain <message-id|trace-id>",
+		Use:   "explain <id>",
 		Short: "Show how a message was handled: every step, gate and reason",
-		Args:  cobra.ExactArgs(1),
+		Long: `explain shows how a message was handled: each step with its timing,
+the classification, every gate with its reason, and the decision.
+
+It accepts any id mailagent prints: a Message-ID (with or without <>), a
+trace id (tr_…), a queue id (q_…) or an outbox id (ob_…). Traces of
+` + "`triage --dry-run`" + ` are not kept (a dry run writes nothing): its --json
+output has the classification, gates and decision; run triage without
+--dry-run to keep a trace.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ID = args[0]
 			if runF != nil {
@@ -55,8 +63,7 @@ func explainRun(ctx context.Context, f *Factory, opts *ExplainOptions) error {
 	ref := strings.Trim(strings.TrimSpace(opts.ID), "<>")
 	e, err := svc.Explain(ctx, ref)
 	if errors.Is(err, store.ErrNotFound) {
-		return &UserError{Code: ExitUsage, Err: fmt.Errorf("no trace or message %q", ref),
-			Hint: "ids come from `mailagent triage --json` (trace_id or message_id)"}
+		return explainNotFound(ref)
 	}
 	if err != nil {
 		return fmt.Errorf("explain %q: %w", ref, err)
@@ -69,6 +76,25 @@ func explainRun(ctx context.Context, f *Factory, opts *ExplainOptions) error {
 	}
 	printExplain(f.Stdout, out)
 	return nil
+}
+
+// explainNotFound says why ref found nothing, by the kind of id it is.
+func explainNotFound(ref string) error {
+	shown := termsafe.Line(ref)
+	switch {
+	case strings.HasPrefix(ref, "tr_"):
+		return &UserError{Code: ExitUsage, Err: fmt.Errorf("no trace %q", shown),
+			Hint: "if it came from `mailagent triage --dry-run`: a dry run writes nothing, so its traces are not kept; " +
+				"`triage --dry-run --json` shows the classification, gates and decision, and triage without --dry-run keeps a trace"}
+	case strings.HasPrefix(ref, "q_"):
+		return &UserError{Code: ExitUsage, Err: fmt.Errorf("no queue item %q", shown),
+			Hint: "`mailagent queue list --all` shows the queue ids"}
+	case strings.HasPrefix(ref, "ob_"):
+		return &UserError{Code: ExitUsage, Err: fmt.Errorf("no outbox record %q", shown),
+			Hint: "outbox ids are in `mailagent queue show ID` and `mailagent status`"}
+	}
+	return &UserError{Code: ExitUsage, Err: fmt.Errorf("no trace or message %q", shown),
+		Hint: "explain takes a Message-ID, a trace id (tr_…), a queue id (q_…) or an outbox id (ob_…)"}
 }
 
 // printExplain writes the human form; every field that came from mail, the

@@ -34,6 +34,10 @@ type Factory struct {
 	NewModel func(ctx context.Context, cfg *config.Config) (llm.Model, error)
 	// Now is the clock; tests replace it.
 	Now func() time.Time
+	// approveNotice, when set, is where an approval made with no watcher
+	// running announces its undo window (`queue approve`; the TUI leaves
+	// it nil: it must not print over the screen).
+	approveNotice io.Writer
 
 	cfgOnce sync.Once
 	cfg     *config.Config

@@ -89,13 +89,16 @@ approve then asks "y/N" when stdin is a terminal, and refuses without
 			c.Flags().StringVar(&o.Instruction, "instruction", "", `e.g. "shorter" or "decline politely"`)
 		}),
 		mk("retry MESSAGE-KEY|TRACE-ID", "Process a message that needs review again", cobra.ExactArgs(1), nil),
-		mk("cancel OUTBOX-ID", "Cancel a delayed auto-send (policy.send_delay) and queue its draft", cobra.ExactArgs(1), nil),
+		mk("cancel ID", "Cancel a scheduled send: an approval in its undo window (policy.approval_delay; ID is the queue id) or a delayed auto-send (policy.send_delay; ID is the outbox id)", cobra.ExactArgs(1), nil),
 	)
 	return cmd
 }
 
 func queueRun(ctx context.Context, f *Factory, opts *QueueOptions) error {
 	needsActions := opts.Action != "list" && opts.Action != "show"
+	if opts.Action == "approve" {
+		f.approveNotice = f.Stderr // the undo window is announced here
+	}
 	svc, closeSvc, err := f.Service(ctx, needsActions)
 	if err != nil {
 		return err
@@ -182,6 +185,12 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 				return err
 			}
 			fmt.Fprintf(f.Stderr, "%s: sent to %s\nwarning: the copy to the Sent folder failed and will be retried: %s\n", termsafe.Line(d.Item.ID), joinAddrs(d.Item.To, nil), termsafe.Line(err.Error()))
+			return nil
+		}
+		if item.Status == store.QueueApproved {
+			// The watcher holds it for policy.approval_delay: say how to undo.
+			fmt.Fprintf(f.Stderr, "%s: approved, to %s; it goes out shortly (policy.approval_delay): undo with `mailagent queue cancel %s`\n",
+				termsafe.Line(item.ID), joinAddrs(item.To, nil), termsafe.Line(item.ID))
 			return nil
 		}
 		fmt.Fprintf(f.Stderr, "%s: %s to %s\n", termsafe.Line(item.ID), termsafe.Line(item.Status), joinAddrs(item.To, nil))
@@ -374,6 +383,7 @@ func printQueueItem(w io.Writer, d *api.QueueDetail, known map[string]bool) {
 		fmt.Fprintf(w, "   %s marked [new]: you have never written to them; approving asks first\n", pluralWord(n, "address", "addresses"))
 	}
 	fmt.Fprintf(w, "subject %s\n", line(q.Subject))
+	printExplainIDs(w, d)
 	if c := q.Classification; c != nil {
 		fmt.Fprintf(w, "classification %s, risk %s, action %s, confidence %.2f\n  %s\n", line(strings.Join(c.Intents, "+")),
 			line(c.Risk), line(c.Action), c.Confidence, line(c.Comments))
@@ -396,6 +406,22 @@ func printQueueItem(w io.Writer, d *api.QueueDetail, known map[string]bool) {
 	}
 	if q.Final != "" {
 		fmt.Fprintf(w, "\n=== your edit\n%s\n", text(q.Final))
+	}
+}
+
+// printExplainIDs prints the item's message id and trace id, each in a
+// form `mailagent explain` accepts (the Message-ID without brackets, which
+// a shell would take for redirections).
+func printExplainIDs(w io.Writer, d *api.QueueDetail) {
+	q := d.Item
+	if q.MessageID != "" {
+		fmt.Fprintf(w, "message-id %s\n", termsafe.Line(strings.Trim(q.MessageID, "<>")))
+	}
+	for _, r := range d.Thread {
+		if r.MessageKey == q.Message && r.TraceID != "" {
+			fmt.Fprintf(w, "trace %s  (mailagent explain %s)\n", termsafe.Line(r.TraceID), termsafe.Line(r.TraceID))
+			break
+		}
 	}
 }
 
@@ -436,8 +462,10 @@ var stdinIsTTY = func(r io.Reader) bool {
 }
 
 // confirmRecipients stops an approval that would send to an address the
-// owner has never written to (a Reply-To stranger, say) unless --yes is
-// given or the owner, at a terminal, answers y.
+// owner has never written to (a Reply-To stranger, say), or a draft whose
+// safety gates failed for a reason that is a warning to a person too (see
+// riskyGates), unless --yes is given or the owner, at a terminal, answers
+// y. Off a terminal it refuses with every reason.
 func confirmRecipients(ctx context.Context, f *Factory, svc api.Service, opts *QueueOptions) error {
 	if opts.Yes {
 		return nil
@@ -454,20 +482,35 @@ func confirmRecipients(ctx context.Context, f *Factory, svc api.Service, opts *Q
 		return err
 	}
 	news := termsafe.Lines(newRecipients(d.Item.To, known[d.Item.Account]))
-	if len(news) == 0 {
+	risky := riskyGates(&d.Item)
+	if len(news) == 0 && len(risky) == 0 {
 		return nil
 	}
-	what := "a new address"
-	if len(news) > 1 {
-		what = "new addresses"
+	var questions, reasons []string
+	if len(news) > 0 {
+		what := "a new address"
+		if len(news) > 1 {
+			what = "new addresses"
+		}
+		questions = append(questions, fmt.Sprintf("send to %s %s", what, strings.Join(news, ", ")))
+		reasons = append(reasons, "you have never written to "+strings.Join(news, ", "))
 	}
-	question := fmt.Sprintf("send to %s %s?", what, strings.Join(news, ", "))
+	for _, g := range risky {
+		reasons = append(reasons, "gate "+termsafe.Line(g.Gate)+" failed: "+termsafe.Line(g.Reason))
+	}
+	if len(risky) > 0 {
+		questions = append(questions, "send although the safety gates above failed")
+	}
+	id := termsafe.Line(opts.ID)
 	if !stdinIsTTY(f.Stdin) {
 		return &UserError{Code: ExitUsage,
-			Err:  fmt.Errorf("not sent: %s: you have never written to %s", termsafe.Line(opts.ID), strings.Join(news, ", ")),
-			Hint: "check it with `mailagent queue show " + termsafe.Line(opts.ID) + "`, then approve with --yes"}
+			Err:  fmt.Errorf("not sent: %s: %s", id, strings.Join(reasons, "; ")),
+			Hint: "check it with `mailagent queue show " + id + "`, then approve with --yes"}
 	}
-	fmt.Fprintf(f.Stderr, "%s y/N: ", question)
+	for _, g := range risky {
+		fmt.Fprintf(f.Stderr, "  FAIL %s: %s\n", termsafe.Line(g.Gate), termsafe.Line(g.Reason))
+	}
+	fmt.Fprintf(f.Stderr, "%s? y/N: ", strings.Join(questions, ", and "))
 	answer, err := bufio.NewReader(f.Stdin).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("read answer: %w", err)
@@ -476,6 +519,32 @@ func confirmRecipients(ctx context.Context, f *Factory, svc api.Service, opts *Q
 		return &UserError{Code: ExitFailure, Err: errors.New("not sent")}
 	}
 	return nil
+}
+
+// riskyGates returns the failed gates of q that should make a person think
+// twice before sending: a sender that is not authenticated, a route that
+// claims to be the owner or is automated, recipients that are not the
+// sender, a sensitive intent, a draft the output guard flagged, and a
+// classification of high risk. The gates that every queued draft may fail
+// (policy.mode is review, the daily caps, an unknown contact, which the
+// new-address check covers, a model that merely asked for approval) do
+// not ask.
+func riskyGates(q *store.QueueItem) []store.GateResult {
+	var out []store.GateResult
+	for _, g := range q.Gates {
+		if g.Pass {
+			continue
+		}
+		switch g.Gate {
+		case agent.GateRoute, agent.GateSenderAuth, agent.GateRecipients, agent.GateNeverAuto, agent.GateOutput:
+			out = append(out, g)
+		case agent.GateClassification:
+			if c := q.Classification; c == nil || c.Risk == "high" {
+				out = append(out, g)
+			}
+		}
+	}
+	return out
 }
 
 func age(now, t time.Time) string {

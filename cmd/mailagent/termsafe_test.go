@@ -221,7 +221,10 @@ func TestApproveToNewAddressAsks(t *testing.T) {
 	t.Cleanup(func() { stdinIsTTY = old })
 	for _, answer := range []string{"n\n", "\n", "", "yy\n"} {
 		_, stderr, code = h.runIn(strings.NewReader(answer), "queue", "approve", id)
-		if code == 0 || !strings.Contains(stderr, "send to a new address collect@evil.test? y/N") {
+		// The Reply-To redirect also fails the recipients gate: one
+		// question names both.
+		if code == 0 || !strings.Contains(stderr, "send to a new address collect@evil.test, and send although the safety gates above failed? y/N") ||
+			!strings.Contains(stderr, "FAIL recipients: Reply-To points to collect@evil.test") {
 			t.Fatalf("approve at a terminal, answer %q: got %d %q, want the question and no send", answer, code, stderr)
 		}
 	}

@@ -305,6 +305,7 @@ func policyFromConfig(p config.Policy) agent.Policy {
 		Mode: p.Mode, MinConfidence: p.MinConfidence, NeverAuto: p.NeverAuto,
 		AutoSendNewContacts: p.AutoSendNewContacts, MaxPerContactPerDay: p.MaxAutoPerContactPerDay,
 		MaxPerDay: p.MaxAutoPerDay, SendDelay: p.SendDelay.D(), ReplyAll: p.ReplyAll, MaxDraftChars: p.MaxDraftChars,
+		ApprovalDelay: p.ApprovalDelay.D(),
 	}
 }
 

@@ -22,6 +22,9 @@ import (
 type WatchOptions struct {
 	Account string
 	Once    bool
+	// isTTY replaces the terminal check of stderr (tests); nil asks the
+	// real stderr.
+	isTTY func() bool
 }
 
 func newWatchCmd(f *Factory, runF func(context.Context, *WatchOptions) error) *cobra.Command {
@@ -80,6 +83,11 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	}
 	defer parts.Mailer.Close()
 	d := newDaemon(f, cfg, st, parts, accounts)
+	var progress *watchProgress
+	if progressWanted(f.Stderr, opts.isTTY) {
+		progress = newWatchProgress(f.Stderr, accounts)
+		progress.hook(d)
+	}
 	// The start-up scans (threads, recovery) leave garbage and touched
 	// database pages behind; hand them back before settling in for days.
 	// watch mostly waits on IDLE, so it trades a little GC time for a
@@ -92,6 +100,9 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 		f.Logger().Warn("release start-up memory", "err", err)
 	}
 	f.Logger().Info("watch starting", "accounts", len(accounts), "once", opts.Once)
+	if progress != nil {
+		progress.start(accounts, opts.Once)
+	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	if !opts.Once {
@@ -128,6 +139,9 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	if ctx.Err() != nil {
 		// SIGINT/SIGTERM: in-flight work is either finished or resumable.
 		f.Logger().Info("watch stopped")
+		if progress != nil {
+			progress.printf("stopped")
+		}
 		return nil
 	}
 	switch {

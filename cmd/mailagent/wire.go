@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"time"
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
@@ -13,6 +15,7 @@ import (
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/smtpsend"
+	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/prompts"
 	"github.com/mailagent/mailagent/store"
 )
@@ -147,6 +150,41 @@ func newDaemon(f *Factory, cfg *config.Config, st *store.Store, parts *agentPart
 type localActions struct {
 	*agent.Pipeline
 	d *daemon.Daemon
+	// local is set when no watcher runs (so no due timer will send the
+	// reply): Approve then waits out policy.approval_delay here, saying
+	// so on undo when that is set; an ended context (Ctrl-C) in the window
+	// cancels the approval.
+	local bool
+	undo  io.Writer
+}
+
+// Approve approves, and with no watcher running waits out the undo window
+// and sends (see agent.Pipeline.SendApproval).
+func (a localActions) Approve(ctx context.Context, id, final string) (*store.QueueItem, error) {
+	item, err := a.Pipeline.Approve(ctx, id, final)
+	if err != nil || !a.local || item == nil || item.Status != store.QueueApproved {
+		return item, err
+	}
+	return a.SendApproval(ctx, item.ID, func(ctx context.Context, at time.Time) error {
+		wait := time.Until(at)
+		if a.Pipeline.Now != nil {
+			wait = at.Sub(a.Pipeline.Now())
+		}
+		if wait <= 0 {
+			return nil
+		}
+		if a.undo != nil {
+			fmt.Fprintf(a.undo, "%s: sending in %s; press Ctrl-C to cancel\n", termsafe.Line(item.ID), roundWait(wait))
+		}
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		}
+	})
 }
 
 func (a localActions) Retry(ctx context.Context, k store.MessageKey) error { return a.d.Retry(ctx, k) }
@@ -169,7 +207,7 @@ func (f *Factory) Service(ctx context.Context, withActions bool) (api.Service, f
 				return nil
 			}
 			parts = p
-			return localActions{Pipeline: p.Pipeline, d: newDaemon(f, cfg, st, p, nil)}
+			return localActions{Pipeline: p.Pipeline, d: newDaemon(f, cfg, st, p, nil), local: true, undo: f.approveNotice}
 		}
 	}
 	svc, closeFn, err := api.Open(ctx, cfg.StateDir, func() (*store.Store, error) { return f.OpenStore(false) }, actions)

@@ -243,6 +243,9 @@ const (
 	ModeAuto   = "auto"
 )
 
+// DefaultApprovalDelay is policy.approval_delay's default.
+const DefaultApprovalDelay = 5 * time.Second
+
 // Policy configures the deterministic send gates.
 type Policy struct {
 	Mode                    string   `toml:"mode"`
@@ -257,6 +260,10 @@ type Policy struct {
 	AIFooter                bool     `toml:"ai_footer"`
 	FooterText              string   `toml:"footer_text"`
 	MaxDraftChars           int      `toml:"max_draft_chars"`
+	// ApprovalDelay is the undo window of an approval: an approved reply
+	// waits this long, cancellable (`mailagent queue cancel`, the TUI),
+	// before it is sent. Default 5s; 0 sends at once.
+	ApprovalDelay Duration `toml:"approval_delay"`
 }
 
 // Footer returns the footer for an account's display name, or "" when
@@ -472,6 +479,7 @@ func defaults() *Config {
 			AIFooter:                true,
 			FooterText:              DefaultFooter,
 			MaxDraftChars:           4000,
+			ApprovalDelay:           Dur(DefaultApprovalDelay),
 		},
 	}
 }

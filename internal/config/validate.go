@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/BurntSushi/toml"
@@ -142,6 +143,10 @@ func (c *Config) Validate() error {
 		p.add("policy.max_auto_per_day", "is negative", "use 0 (no auto-sends) or more")
 	}
 	p.duration("policy.send_delay", c.Policy.SendDelay, `"0s"`, true)
+	p.duration("policy.approval_delay", c.Policy.ApprovalDelay, `"5s"`, true)
+	if d := c.Policy.ApprovalDelay.D(); d > time.Hour {
+		p.add("policy.approval_delay", fmt.Sprintf("%s is longer than an hour", d), `it is an undo window: use a few seconds ("5s", "30s"), or "0s" to send at once`)
+	}
 	if c.Policy.AIFooter && strings.TrimSpace(c.Policy.FooterText) == "" {
 		p.add("policy.footer_text", "is empty while ai_footer is on", "write a footer, or set ai_footer = false")
 	}

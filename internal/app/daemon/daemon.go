@@ -112,6 +112,11 @@ type Daemon struct {
 	// OnSynced, when set, is called after each sync pass of an account
 	// (tests and benchmarks wait on it).
 	OnSynced func(account string)
+	// OnState and OnRetry, when set, are called with each account's
+	// watcher state changes and before each reconnection wait (with its
+	// reason); watch prints them on a terminal. They must not block.
+	OnState func(account string, s imapsync.State)
+	OnRetry func(account string, err error, wait time.Duration)
 
 	mu     sync.Mutex
 	status map[string]*Status
@@ -209,6 +214,14 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 			Logger:    d.log().With("account", a.Name),
 			OnState: func(s imapsync.State) {
 				d.setStatus(a.Name, func(st *Status) { st.State = s.String() })
+				if d.OnState != nil {
+					d.OnState(a.Name, s)
+				}
+			},
+			OnRetry: func(err error, wait time.Duration) {
+				if d.OnRetry != nil {
+					d.OnRetry(a.Name, err, wait)
+				}
 			},
 			OnError: func(err error) {
 				d.setStatus(a.Name, func(st *Status) { st.setError(err, d.now()) })
