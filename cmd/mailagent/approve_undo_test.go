@@ -90,7 +90,7 @@ func TestApproveUndoWindowWithWatcher(t *testing.T) {
 	// The default window (5s): long enough for the cancel below to land
 	// in it on a loaded machine.
 	const delay = 5 * time.Second
-	h := newHarness(t, compromisedModel, "")
+	h := newHarness(t, compromisedModel, "[policy]\napproval_delay = \"5s\"\n")
 	id := queuedFromBob(t, h, "Call on Thursday", "Can we move our call to Thursday?")
 	stderrW, stop := startWatch(t, h, true)
 	eventually(t, "the watcher is idle", func() bool { return strings.Contains(stderrW.String(), "personal: idle") })

@@ -53,6 +53,15 @@ func newHarness(t *testing.T, h geminitest.Handler, extraConfig string, imapOpts
 	g := geminitest.NewServer(t, h)
 	sink := smtptest.NewSink(t, smtptest.SinkOptions{Username: ownerAddr, Password: ownerPass})
 	dir := t.TempDir()
+	// Approvals send at once in tests unless a test sets its own undo
+	// window (policy.approval_delay; the 5s default has its own tests).
+	if !strings.Contains(extraConfig, "approval_delay") {
+		if strings.Contains(extraConfig, "[policy]\n") {
+			extraConfig = strings.Replace(extraConfig, "[policy]\n", "[policy]\napproval_delay = \"0s\"\n", 1)
+		} else {
+			extraConfig += "\n[policy]\napproval_delay = \"0s\"\n"
+		}
+	}
 	t.Setenv("MA_TEST_IMAP_PASS", ownerPass)
 	t.Setenv("MA_TEST_GEMINI_KEY", apiKey)
 	cfg := fmt.Sprintf(`state_dir = %q

@@ -226,11 +226,14 @@ func (w *rtWorld) configure(mode, policy string) {
 	default:
 		w.t.Fatalf("harness config has neither authserv_id nor %q to put it after", anchor)
 	}
+	// The harness's own default (approvals without an undo window) moves
+	// into the world's [policy] below.
+	cfg = strings.Replace(cfg, "\n[policy]\napproval_delay = \"0s\"\n", "", 1)
 	if strings.Contains(cfg, "owner_profile_file") || strings.Contains(cfg, "[policy]") {
 		w.t.Fatalf("harness config already sets owner_profile_file or [policy]; the red-team world sets its own")
 	}
 	cfg = fmt.Sprintf("owner_profile_file = %q\n", w.profile) + cfg +
-		fmt.Sprintf("\n[policy]\nmode = %q\n%s\n", mode, policy)
+		fmt.Sprintf("\n[policy]\nmode = %q\napproval_delay = \"0s\"\n%s\n", mode, policy)
 	if err := os.WriteFile(w.h.cfgPath, []byte(cfg), 0o600); err != nil {
 		w.t.Fatal(err)
 	}
