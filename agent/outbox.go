@@ -326,14 +326,17 @@ func (p *Pipeline) SendDue(ctx context.Context) error {
 	var errs error
 	for _, id := range due {
 		if _, err := a.Store.TransitionOutbox(id, []string{store.OutboxScheduled}, store.OutboxPending, nil); err != nil {
-			continue // cancelled meanwhile
+			if !errors.Is(err, store.ErrConflict) { // a conflict: cancelled meanwhile
+				errs = errors.Join(errs, err)
+			}
+			continue
 		}
 		errs = errors.Join(errs, p.Deliver(ctx, id))
 	}
 	// Sends that failed temporarily wait longer after each attempt.
 	var retry []string
 	if err := listOutbox(store.OutboxPending, func(r *store.OutboxRecord) error {
-		if !r.UpdatedAt.Add(sendRetryBackoff(r.Attempts)).After(now) {
+		if !r.UpdatedAt.Add(store.RetryBackoff(r.Attempts)).After(now) {
 			retry = append(retry, r.ID)
 		}
 		return nil
@@ -344,15 +347,21 @@ func (p *Pipeline) SendDue(ctx context.Context) error {
 		errs = errors.Join(errs, p.Deliver(ctx, id))
 	}
 	var wake []string
-	_ = listQueue(store.QueueSnoozed, func(q *store.QueueItem) error {
+	if err := listQueue(store.QueueSnoozed, func(q *store.QueueItem) error {
 		if !q.SnoozeUntil.After(now) {
 			wake = append(wake, q.ID)
 		}
 		return nil
-	})
+	}); err != nil {
+		errs = errors.Join(errs, err)
+	}
 	for _, id := range wake {
-		if q, err := a.Store.TransitionQueueItem(id, []string{store.QueueSnoozed}, store.QueuePending, nil); err == nil {
+		q, err := a.Store.TransitionQueueItem(id, []string{store.QueueSnoozed}, store.QueuePending, nil)
+		switch {
+		case err == nil:
 			a.notify(Event{Kind: "queue_updated", ID: id, Account: q.Account})
+		case !errors.Is(err, store.ErrConflict): // a conflict: acted on meanwhile
+			errs = errors.Join(errs, err)
 		}
 	}
 	if ds, ok := a.Store.(dueStore); ok {
@@ -361,16 +370,6 @@ func (p *Pipeline) SendDue(ctx context.Context) error {
 		}
 	}
 	return errs
-}
-
-// sendRetryBackoff is the wait before retrying a send that failed
-// temporarily attempts times: 1 minute, doubling, at most an hour.
-func sendRetryBackoff(attempts int) time.Duration {
-	d := time.Minute
-	for i := 1; i < attempts && d < time.Hour; i++ {
-		d *= 2
-	}
-	return min(d, time.Hour)
 }
 
 // Recover finishes what a crash interrupted in the outbox:
