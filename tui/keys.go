@@ -170,7 +170,7 @@ func (m *Model) scroll(n int) {
 // canReview reports whether the owner can approve, edit, reject,
 // regenerate or snooze an item.
 func canReview(it *Item) error {
-	if it.Kind == KindSent || it.Kind == KindNotify {
+	if it.Kind == KindSent || it.Kind == KindNotify || it.Kind == KindDecided {
 		return fmt.Errorf("%s items have no draft to review: %w", it.Kind, errNotApplicable)
 	}
 	switch it.Status {
@@ -358,22 +358,52 @@ func (m *Model) unsnooze() tea.Cmd {
 	return unsnoozeCmd(m.ctx, m.backend, it.ID, m.now(), it.Subject)
 }
 
+// canCancel reports whether a send can still be stopped: a delayed
+// auto-send, or an approval in its undo window (policy.approval_delay).
+func canCancel(it *Item, now time.Time) error {
+	if !(it.Kind == KindDraft && it.Status == StatusApproved) && it.Kind != KindSent {
+		return fmt.Errorf("only a send that has not gone out can be cancelled: %w", errNotApplicable)
+	}
+	if it.Status == StatusSent {
+		return fmt.Errorf("too late to cancel: already sent: %w", errNotApplicable)
+	}
+	if !it.SendAt.After(now) {
+		return fmt.Errorf("too late to cancel: it is being sent: %w", errNotApplicable)
+	}
+	return nil
+}
+
 func (m *Model) cancelSend() tea.Cmd {
 	now := m.now()
-	it := m.current(func(it *Item) error {
-		if it.Kind != KindSent {
-			return fmt.Errorf("only the agent's sends can be cancelled: %w", errNotApplicable)
-		}
-		if it.Status == StatusSent || !it.SendAt.After(now) {
-			return fmt.Errorf("too late to cancel: already sent: %w", errNotApplicable)
-		}
-		return nil
-	})
+	it := m.current(func(it *Item) error { return canCancel(it, now) })
 	if it == nil {
 		return nil
 	}
 	m.markBusy(it, "cancelling")
 	return cancelCmd(m.ctx, m.backend, it.ID, it.Subject)
+}
+
+// sendDue sends, when the backend leaves that to the TUI (ApprovalSender),
+// each approved reply whose undo window has ended. It runs on every tick.
+func (m *Model) sendDue() tea.Cmd {
+	s, ok := m.backend.(ApprovalSender)
+	if !ok {
+		return nil
+	}
+	now := m.now()
+	var cmds []tea.Cmd
+	for id, e := range m.items {
+		it := &e.item
+		if it.Kind != KindDraft || it.Status != StatusApproved || it.SendAt.IsZero() || it.SendAt.After(now) {
+			continue
+		}
+		if _, busy := m.busy[id]; busy {
+			continue
+		}
+		m.busy[id] = "sending"
+		cmds = append(cmds, sendApprovedCmd(m.ctx, s, id, it.Subject))
+	}
+	return tea.Batch(cmds...)
 }
 
 // applyAction folds an action's result into the model. On failure the item
@@ -399,9 +429,18 @@ func (m *Model) applyAction(msg actionMsg) tea.Cmd {
 	var cmd tea.Cmd
 	switch msg.action {
 	case "approve":
+		// The reply waits out its undo window: the item stays in sight
+		// with a countdown (see undoNote) and c cancels it. Its send time
+		// comes with the item read again.
 		e.item.Status = StatusApproved
-		m.setNote("approved " + quote(subject) + ": sending")
-		m.leaveDetailOf(msg.id)
+		m.undoID = msg.id
+		m.setNote("")
+		if cmd = detailCmd(m.ctx, m.backend, msg.id); cmd == nil {
+			cmd = loadCmd(m.ctx, m.backend)
+		}
+	case "send":
+		m.setNote("sent " + quote(subject))
+		cmd = loadCmd(m.ctx, m.backend)
 	case "reject":
 		e.item.Status = StatusRejected
 		if msg.text != "" {
@@ -435,8 +474,13 @@ func (m *Model) applyAction(msg actionMsg) tea.Cmd {
 		cmd = loadCmd(m.ctx, m.backend) // the backend decides where it goes
 	case "cancel":
 		e.item.SendAt = time.Time{}
-		e.item.Status = StatusRejected
-		m.setNote("cancelled the send of " + quote(subject))
+		if e.item.Kind == KindDraft {
+			e.item.Status = StatusPending
+			m.setNote("not sent: " + quote(subject) + " is back in the queue")
+		} else {
+			e.item.Status = StatusRejected
+			m.setNote("cancelled the send of " + quote(subject))
+		}
 		cmd = loadCmd(m.ctx, m.backend)
 	}
 	m.rebuild()
