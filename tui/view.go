@@ -585,4 +585,3 @@ func (m *Model) padRight(s string, w int) string {
 	}
 	return s
 }
-
