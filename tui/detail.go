@@ -180,6 +180,10 @@ func (m *Model) detailText(it *Item) string {
 	}
 
 	section("Classification")
+	if len(it.Intents) == 0 && it.Risk == "" && it.Decision != "" && it.Kind != KindNeedsReview {
+		b.WriteString(st.Muted.Render(wrapIndent("(not classified: decided before any model call, see Reason)", w, "")))
+		b.WriteByte('\n')
+	}
 	label("Intents", strings.Join(it.Intents, ", "))
 	label("Risk", it.Risk)
 	label("Confidence", fmt.Sprintf("%.0f%%", it.Confidence*100))

@@ -123,9 +123,10 @@ func findOutbox(ctx context.Context, svc Service, id string) (*store.OutboxRecor
 // lists the messages that ended in one of them.
 var decidedAlone = []string{agent.DecisionArchive, agent.DecisionIgnore, agent.DecisionNotify, agent.DecisionAutoSend}
 
-// DecidedWithoutAsking lists the messages since the given time (by their
-// Date) that the agent archived, ignored, notified about or answered on
-// its own, newest first, so that nothing it does happens out of sight.
+// DecidedWithoutAsking lists the messages the agent archived, ignored,
+// notified about or answered on its own since the given time (when it
+// decided, whatever the mail's Date), newest first, so that nothing it
+// does happens out of sight.
 // Messages only triaged (triage decides but never acts) are left out.
 func DecidedWithoutAsking(ctx context.Context, svc Service, since time.Time) ([]store.MessageRecord, error) {
 	st := svc.Store()
@@ -136,8 +137,8 @@ func DecidedWithoutAsking(ctx context.Context, svc Service, since time.Time) ([]
 		return nil, fmt.Errorf("decided: %w", ErrNoActions)
 	}
 	out := []store.MessageRecord{}
-	err := st.ListMessages(store.MessageFilter{State: store.StateDone, Since: since}, func(r *store.MessageRecord) error {
-		if slices.Contains(decidedAlone, r.Decision) && !r.TriageOnly {
+	err := st.ListMessages(store.MessageFilter{State: store.StateDone}, func(r *store.MessageRecord) error {
+		if slices.Contains(decidedAlone, r.Decision) && !r.TriageOnly && !r.UpdatedAt.Before(since) {
 			out = append(out, *r)
 		}
 		return ctx.Err()
@@ -146,18 +147,10 @@ func DecidedWithoutAsking(ctx context.Context, svc Service, since time.Time) ([]
 		return nil, fmt.Errorf("decided: %w", err)
 	}
 	slices.SortStableFunc(out, func(a, b store.MessageRecord) int {
-		if c := when(&b).Compare(when(&a)); c != 0 {
+		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
 			return c
 		}
 		return strings.Compare(b.TraceID, a.TraceID)
 	})
 	return out, nil
-}
-
-// when is a message's Date, or when it was recorded when it has none.
-func when(r *store.MessageRecord) time.Time {
-	if !r.Date.IsZero() {
-		return r.Date
-	}
-	return r.CreatedAt
 }
