@@ -140,7 +140,9 @@ func stateItems() map[string]Item {
 	out["snoozed"] = snoozed
 	archived := base("msg:tr_arch", KindDecided, StatusDone)
 	archived.From, archived.To, archived.Draft = Address{Name: "Shop", Email: "news@shop.example"}, nil, ""
-	archived.Subject, archived.Intents, archived.Risk = "Spring sale: 20% off", []string{"newsletter"}, "low"
+	archived.Subject, archived.Intents, archived.Risk, archived.Confidence, archived.Summary, archived.Comments = "Spring sale: 20% off", nil, "", 0, "", ""
+	archived.Cc, archived.MessageID = nil, "<sale-7@shop.example>"
+	archived.Thread = []ThreadMessage{{From: archived.From, Date: archived.Received, Subject: archived.Subject, Text: "Everything 20% off until Sunday."}}
 	archived.Decision, archived.Reasons, archived.Gates = "archive", []string{"automated mail is never answered: List-Unsubscribe"}, nil
 	archived.QueueID = ""
 	out["archived"] = archived
@@ -166,7 +168,7 @@ func TestDetailEveryState(t *testing.T) {
 			m.openDetail(it.ID)
 			text := ansi.Strip(m.detailText(&m.items[it.ID].item))
 			want := []string{"── Thread (1) ──", "── Classification ──", "Rationale:", "── Gates ──", "Subject:    Budget for Q3",
-				"Message-ID: budget-1@example.com", "Trace:      tr_0123456789abcdef  (mailagent explain tr_0123456789abcdef)", "Status:"}
+				"Message-ID: ", "Trace:      tr_0123456789abcdef  (mailagent explain tr_0123456789abcdef)", "Status:"}
 			if name != "archived" {
 				want = append(want, "Cc:         Lee <lee@example.com>", "✓ sender_auth: dmarc pass for example.com")
 			}
@@ -174,7 +176,8 @@ func TestDetailEveryState(t *testing.T) {
 			case "sent_by_agent":
 				want = append(want, "Sent to:    kim@example.com", "Answering:  kim@example.com", "── Sent reply ──", "the Q3 budget is in the shared folder", "Ids:        ob_bbbb")
 			case "archived":
-				want = append(want, "From:       Shop <news@shop.example>", "Decision:   archive", "archived by the agent, without asking", "(no reply")
+				want = append(want, "From:       Shop <news@shop.example>", "Decision:   archive", "archived by the agent, without asking", "(no reply",
+					"Message-ID: sale-7@shop.example", "(not classified: decided before any model call", "Reason:     automated mail is never answered")
 			case "approved":
 				want = append(want, "To:         kim@example.com", "sending in 4s (c cancels)", "✗ policy_mode: policy.mode is review")
 			case "snoozed":
