@@ -20,6 +20,8 @@ var commandExamples = map[string]string{
 	"doctor": `  mailagent doctor
   mailagent doctor --no-model        # skip the model call
   mailagent doctor --account work --json`,
+	"decisions": `  mailagent decisions                 # the last 7 days
+  mailagent decisions --since 24h --json | jq '.[] | select(.decision == "auto_send") | .reply.to'`,
 	"queue": `  mailagent queue list
   mailagent queue show ID
   mailagent queue approve ID --yes`,
