@@ -70,8 +70,13 @@ type Item struct {
 	Draft string // the generated reply
 	Final string // the owner's edited reply; "" when unedited
 
-	Gates  []Gate
-	Thread []ThreadMessage
+	Gates []Gate
+	// Warnings are the failed gates that should make a person think
+	// twice before sending (chosen by the backend, like `queue approve`:
+	// an unauthenticated sender, a high-risk intent, a draft the output
+	// guard flagged), "gate: reason" each. Approving asks first.
+	Warnings []string
+	Thread   []ThreadMessage
 
 	Status string    // pending | approved | sent | rejected | snoozed | failed | sending | done
 	SendAt time.Time // when a delayed send (auto-send, or an approval's undo window) goes out; Cancel works until then

@@ -234,7 +234,7 @@ func (m *Model) approve() tea.Cmd {
 	if it == nil {
 		return nil
 	}
-	if news := it.NewRecipients(); len(news) > 0 {
+	if news := it.NewRecipients(); len(news) > 0 || len(it.Warnings) > 0 {
 		return m.confirmNew(it, "approve", news)
 	}
 	m.markBusy(it, "approving")
@@ -242,20 +242,37 @@ func (m *Model) approve() tea.Cmd {
 }
 
 // confirmNew asks before sending to addresses the owner has never written
-// to (a Reply-To stranger, say): "send to a new address x@y? y/N". Only
+// to (a Reply-To stranger, say), or a draft with Warnings (safety gates
+// that failed for a reason a person should weigh): "send to a new address
+// x@y? y/N", "send although 2 safety gates failed (see Gates)? y/N". Only
 // "y" or "yes" followed by enter sends; anything else, or esc, does not.
 func (m *Model) confirmNew(it *Item, action string, news []Address) tea.Cmd {
-	addrs := make([]string, 0, len(news))
-	for _, a := range news {
-		addrs = append(addrs, clean(a.Email))
+	var questions []string
+	if len(news) > 0 {
+		addrs := make([]string, 0, len(news))
+		for _, a := range news {
+			addrs = append(addrs, clean(a.Email))
+		}
+		what := "a new address"
+		if len(addrs) > 1 {
+			what = "new addresses"
+		}
+		questions = append(questions, fmt.Sprintf("send to %s %s", what, strings.Join(addrs, ", ")))
 	}
-	what := "a new address"
-	if len(addrs) > 1 {
-		what = "new addresses"
+	if n := len(it.Warnings); n > 0 {
+		gates := "a safety gate"
+		if n > 1 {
+			gates = fmt.Sprintf("%d safety gates", n)
+		}
+		q := "send although " + gates + " failed (" + clean(strings.Join(it.Warnings, "; ")) + ")"
+		if len(questions) > 0 {
+			q = "and although " + gates + " failed (" + clean(strings.Join(it.Warnings, "; ")) + ")"
+		}
+		questions = append(questions, q)
 	}
 	cmd := m.openPrompt(promptConfirmNew, it.ID, "")
 	m.confirmFor = action
-	m.input.Prompt = fmt.Sprintf("send to %s %s? y/N: ", what, strings.Join(addrs, ", "))
+	m.input.Prompt = strings.Join(questions, ", ") + "? y/N: "
 	m.setNote("")
 	return cmd
 }
@@ -332,7 +349,7 @@ func (m *Model) retry() tea.Cmd {
 		return nil
 	}
 	// Retrying a failed draft approves it again: it sends.
-	if news := it.NewRecipients(); len(news) > 0 && it.Kind == KindDraft && it.Status == StatusFailed {
+	if news := it.NewRecipients(); (len(news) > 0 || len(it.Warnings) > 0) && it.Kind == KindDraft && it.Status == StatusFailed {
 		return m.confirmNew(it, "retry", news)
 	}
 	m.markBusy(it, "retrying")

@@ -271,3 +271,35 @@ func TestDecidedView(t *testing.T) {
 		t.Errorf("hint bar offers approve on a decided item: %q", last)
 	}
 }
+
+// TestApproveWithWarningsAsks: a draft whose safety gates failed for a
+// reason a person should weigh (Warnings) is not sent by "a" alone; the
+// prompt names the gates, and only y + enter sends.
+func TestApproveWithWarningsAsks(t *testing.T) {
+	for _, tt := range []struct {
+		keys     []string
+		wantSent bool
+	}{{[]string{"y", "enter"}, true}, {[]string{"enter"}, false}, {[]string{"esc"}, false}, {[]string{"a", "enter"}, false}} {
+		it := draft("risky", "bob@example.com", "Invoice overdue", "high", time.Hour)
+		it.Warnings = []string{"never_auto: intent sensitive_legal_financial is in policy.never_auto"}
+		f := newFake(it)
+		m := newModel(t, f, Options{})
+		send(t, m, press("a")...)
+		want := "send although a safety gate failed (never_auto: intent sensitive_legal_financial is in policy.never_auto)? y/N: "
+		if m.mode != modePrompt || m.input.Prompt != want {
+			t.Fatalf("after a: mode %v prompt %q, want %q", m.mode, m.input.Prompt, want)
+		}
+		send(t, m, press(tt.keys...)...)
+		if sent := len(f.callsOf("Approve")) == 1; sent != tt.wantSent {
+			t.Errorf("keys %v: sent %v, want %v", tt.keys, sent, tt.wantSent)
+		}
+	}
+	// With a new recipient too, one question covers both.
+	it := strangerDraft()
+	it.Warnings = []string{"sender_auth: not authenticated", "output_guard: a new link"}
+	m := newModel(t, newFake(it), Options{})
+	send(t, m, press("a")...)
+	if want := "send to a new address collect@evil.test, and although 2 safety gates failed (sender_auth: not authenticated; output_guard: a new link)? y/N: "; m.input.Prompt != want {
+		t.Errorf("prompt: got %q, want %q", m.input.Prompt, want)
+	}
+}

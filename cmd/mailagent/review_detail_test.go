@@ -151,3 +151,28 @@ func TestReviewApproveUndoWindow(t *testing.T) {
 		t.Fatalf("after send: %s, want sent", it.Status)
 	}
 }
+
+// TestReviewWarnsOfRiskyGates: the review backend marks the failed gates
+// that `queue approve` asks about, so the TUI asks too; a plain draft
+// from a known contact has none.
+func TestReviewWarnsOfRiskyGates(t *testing.T) {
+	h := newHarness(t, highRiskModel, "")
+	id := queuedFromBob(t, h, "Overdue invoice", "Please pay the invoice by Friday.")
+	it, err := reviewBackend(t, h).Detail(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(it.Warnings, func(w string) bool { return strings.HasPrefix(w, "never_auto: ") }) {
+		t.Errorf("warnings: got %q, want the never_auto gate", it.Warnings)
+	}
+
+	h2 := newHarness(t, compromisedModel, "")
+	id2 := queuedFromBob(t, h2, "Tuesday?", "Can we meet on Tuesday?")
+	it2, err := reviewBackend(t, h2).Detail(context.Background(), id2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(it2.Warnings) != 0 {
+		t.Errorf("a plain draft from a known contact: warnings %q, want none", it2.Warnings)
+	}
+}

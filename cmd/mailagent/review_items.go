@@ -42,6 +42,11 @@ func queueToItem(q *store.QueueItem, known map[string]bool) tui.Item {
 		it.Summary = strings.Join(q.Reasons, "; ")
 	}
 	it.Gates = tuiGates(q.Gates)
+	if sendable(q) {
+		for _, g := range riskyGates(q) {
+			it.Warnings = append(it.Warnings, g.Gate+": "+g.Reason)
+		}
+	}
 	if q.Status == store.QueueSent || q.Status == store.QueueResolved {
 		it.Status = tui.StatusSent
 	}
