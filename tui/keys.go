@@ -120,8 +120,30 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 }
 
 func (m *Model) quit() tea.Cmd {
+	if n := m.waitingLocally(); n > 0 && !m.quitWarned {
+		// Nothing else sends them before a watcher runs: say so once.
+		m.quitWarned = true
+		m.setErr(fmt.Errorf("%d approved %s still in the undo window and no watcher runs: quit now and it goes out when one starts; c cancels; q again quits",
+			n, map[bool]string{true: "reply is", false: "replies are"}[n == 1]))
+		return nil
+	}
 	m.close()
 	return tea.Quit
+}
+
+// waitingLocally counts the approved replies in their undo window that
+// this process would send (ApprovalSender, no watcher connected).
+func (m *Model) waitingLocally() int {
+	if _, ok := m.backend.(ApprovalSender); !ok || m.stat.WatcherConnected {
+		return 0
+	}
+	n := 0
+	for _, e := range m.items {
+		if e.item.Kind == KindDraft && e.item.Status == StatusApproved {
+			n++
+		}
+	}
+	return n
 }
 
 func (m *Model) switchTab(t tab) {
