@@ -592,6 +592,7 @@ func TestProgramApprove(t *testing.T) {
 	tm, hook := startProgram(t, f, Options{})
 	tm.Send(tea.KeyPressMsg{Code: 'y', Text: "y"})
 	hook.waitFor(t, "the approve result", func(msg tea.Msg) bool { a, ok := msg.(actionMsg); return ok && a.action == "approve" })
+	hook.waitFor(t, "the item read again", func(msg tea.Msg) bool { _, ok := msg.(loadedMsg); return ok })
 	m := finalModel(t, tm)
 	if calls := f.callsOf("Approve"); len(calls) != 1 || calls[0].id != "high-new" {
 		t.Fatalf("Approve calls: got %+v, want one for high-new", calls)
