@@ -266,7 +266,7 @@ func (m *Model) approve() tea.Cmd {
 // confirmNew asks before sending to addresses the owner has never written
 // to (a Reply-To stranger, say), or a draft with Warnings (safety gates
 // that failed for a reason a person should weigh): "send to a new address
-// x@y? y/N", "send although 2 safety gates failed (see Gates)? y/N". Only
+// x@y? y/N", "send although safety gate never_auto failed? y/N". Only
 // "y" or "yes" followed by enter sends; anything else, or esc, does not.
 func (m *Model) confirmNew(it *Item, action string, news []Address) tea.Cmd {
 	var questions []string
@@ -282,13 +282,20 @@ func (m *Model) confirmNew(it *Item, action string, news []Address) tea.Cmd {
 		questions = append(questions, fmt.Sprintf("send to %s %s", what, strings.Join(addrs, ", ")))
 	}
 	if n := len(it.Warnings); n > 0 {
-		gates := "a safety gate"
-		if n > 1 {
-			gates = fmt.Sprintf("%d safety gates", n)
+		// Gate names only, so that "y/N" stays on the line; the detail
+		// view has each reason.
+		names := make([]string, 0, n)
+		for _, w := range it.Warnings {
+			name, _, _ := strings.Cut(w, ":")
+			names = append(names, clean(name))
 		}
-		q := "send although " + gates + " failed (" + clean(strings.Join(it.Warnings, "; ")) + ")"
-		if len(questions) > 0 {
-			q = "and although " + gates + " failed (" + clean(strings.Join(it.Warnings, "; ")) + ")"
+		gates := "gate " + names[0]
+		if n > 1 {
+			gates = "gates " + strings.Join(names, ", ")
+		}
+		q := "although safety " + gates + " failed"
+		if len(questions) == 0 {
+			q = "send " + q
 		}
 		questions = append(questions, q)
 	}

@@ -285,7 +285,7 @@ func TestApproveWithWarningsAsks(t *testing.T) {
 		f := newFake(it)
 		m := newModel(t, f, Options{})
 		send(t, m, press("a")...)
-		want := "send although a safety gate failed (never_auto: intent sensitive_legal_financial is in policy.never_auto)? y/N: "
+		want := "send although safety gate never_auto failed? y/N: "
 		if m.mode != modePrompt || m.input.Prompt != want {
 			t.Fatalf("after a: mode %v prompt %q, want %q", m.mode, m.input.Prompt, want)
 		}
@@ -299,7 +299,7 @@ func TestApproveWithWarningsAsks(t *testing.T) {
 	it.Warnings = []string{"sender_auth: not authenticated", "output_guard: a new link"}
 	m := newModel(t, newFake(it), Options{})
 	send(t, m, press("a")...)
-	if want := "send to a new address collect@evil.test, and although 2 safety gates failed (sender_auth: not authenticated; output_guard: a new link)? y/N: "; m.input.Prompt != want {
+	if want := "send to a new address collect@evil.test, although safety gates sender_auth, output_guard failed? y/N: "; m.input.Prompt != want {
 		t.Errorf("prompt: got %q, want %q", m.input.Prompt, want)
 	}
 }
