@@ -325,3 +325,53 @@ func TestQuitWarnsOfLocalSends(t *testing.T) {
 		t.Fatal("q with a watcher connected did not quit")
 	}
 }
+
+// TestHostileFieldsInEveryDetail puts escape sequences, bidi overrides
+// and line breaks in every field the new detail, the Decided view and
+// the send question draw (Cc, ids, decision, reasons, warnings, gate
+// names), for each kind; with colour off no frame may carry an ESC, and
+// no field may add a line of its own. attacks counts what was tried.
+func TestHostileFieldsInEveryDetail(t *testing.T) {
+	const bad = "\x1b]0;pwned\a\x1b[2J\u202e\r\nFAKE: line"
+	attacks, through := 0, 0
+	for _, kind := range []string{KindDraft, KindSent, KindDecided, KindNotify, KindNeedsReview} {
+		it := draft("h-"+kind, "x@example.com", "hostile "+kind, "high", time.Hour)
+		it.Kind = kind
+		it.Cc = []Address{{Name: bad, Email: "cc" + bad + "@example.com"}}
+		it.MessageID, it.TraceID, it.QueueID, it.OutboxID = bad, "tr_"+bad, "q_"+bad, "ob_"+bad
+		it.Decision, it.Reasons = "archive"+bad, []string{bad, "why" + bad}
+		it.Warnings = []string{"gate" + bad + ": reason" + bad}
+		it.Gates = []Gate{{Name: "g" + bad, Pass: false, Reason: bad}}
+		it.Comments, it.Error = bad, bad
+		attacks += 12
+		m := newModel(t, newFake(it), Options{NoColor: true, ASCII: true})
+		tabKey := map[string]string{KindDraft: "1", KindSent: "4", KindDecided: "5", KindNotify: "3", KindNeedsReview: "3"}[kind]
+		send(t, m, press(tabKey)...)
+		frames := []string{m.View().Content}
+		send(t, m, press("enter")...)
+		frames = append(frames, ansi.Strip(m.detailText(&m.items[it.ID].item)), m.View().Content)
+		if kind == KindDraft {
+			// The prompt's own cursor is drawn in reverse video; the
+			// question must carry nothing of the mail's.
+			send(t, m, press("a")...)
+			q := m.View().Content
+			if strings.Contains(q, "\x1b]") || strings.Contains(q, "\x1b[2J") || strings.Contains(q, "\u202e") || strings.Contains(q, "\r") {
+				through++
+				t.Errorf("the send question passes the mail's control characters:\n%q", q)
+			}
+		}
+		for _, f := range frames {
+			if strings.Contains(f, "\x1b") || strings.Contains(f, "\u202e") || strings.Contains(f, "\r") {
+				through++
+				t.Errorf("%s: a control or bidi character got through:\n%q", kind, f)
+			}
+			for _, l := range strings.Split(f, "\n") {
+				if strings.HasPrefix(strings.TrimSpace(l), "FAKE: line") {
+					through++
+					t.Errorf("%s: a field started a line of its own: %q", kind, l)
+				}
+			}
+		}
+	}
+	t.Logf("hostile fields: %d tried, %d got through", attacks, through)
+}
