@@ -182,7 +182,7 @@ func (p *Pipeline) afterSend(ob *store.OutboxRecord) {
 func (p *Pipeline) failQueueItem(ob *store.OutboxRecord, reason string) {
 	if ob.QueueID == "" {
 		// An auto-send that failed for good goes to the owner as a draft.
-		item := draftFromOutbox(ob, store.QueueFailed, "auto-send failed: "+reason)
+		item := withMessage(p.Actor.Store, draftFromOutbox(ob, store.QueueFailed, "auto-send failed: "+reason))
 		item.Error = reason
 		err := p.Actor.Store.PutQueueItem(item)
 		if err != nil {
@@ -235,7 +235,7 @@ func (p *Pipeline) Cancel(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("cancel %s: %w", id, err)
 	}
-	err = a.Store.PutQueueItem(draftFromOutbox(ob, store.QueuePending, "auto-send cancelled by the owner"))
+	err = a.Store.PutQueueItem(withMessage(a.Store, draftFromOutbox(ob, store.QueuePending, "auto-send cancelled by the owner")))
 	a.notify(Event{Kind: "queue_added", ID: QueueID(ob.Message), Account: ob.Account})
 	return err
 }

@@ -260,6 +260,47 @@ func (p *Pipeline) Snooze(ctx context.Context, id string, until time.Time) error
 	return nil
 }
 
+// Unsnooze returns a snoozed item to the queue now (pending, no wake
+// time). An item that is not snoozed is an error wrapping
+// ErrNotActionable.
+func (p *Pipeline) Unsnooze(ctx context.Context, id string) error {
+	item, err := p.Actor.Store.TransitionQueueItem(id, []string{store.QueueSnoozed}, store.QueuePending, func(q *store.QueueItem) error {
+		q.SnoozeUntil = time.Time{}
+		return nil
+	})
+	if errors.Is(err, store.ErrConflict) {
+		return notActionable(id, p.Actor.Store)
+	}
+	if err != nil {
+		return fmt.Errorf("unsnooze %s: %w", id, err)
+	}
+	p.Actor.notify(Event{Kind: "queue_updated", ID: id, Account: item.Account})
+	return nil
+}
+
+// withMessage completes a draft rebuilt from an outbox record (a
+// cancelled or failed auto-send) with what the message record knows: the
+// sender, thread, classification, gates and reasons, so the item back in
+// the queue reads like any other. A record that cannot be read leaves the
+// item as it is.
+func withMessage(st Store, q *store.QueueItem) *store.QueueItem {
+	rec, err := st.GetMessage(q.Message)
+	if err != nil {
+		return q
+	}
+	q.From, q.ThreadID = rec.From, rec.ThreadID
+	if q.MessageID == "" {
+		q.MessageID = rec.MessageID
+	}
+	if rec.Classification != nil {
+		c := *rec.Classification
+		q.Classification = &c
+	}
+	q.Gates = append([]store.GateResult(nil), rec.Gates...)
+	q.Reasons = append(append([]string(nil), rec.Reasons...), q.Reasons...)
+	return q
+}
+
 // Regenerate asks the drafter again, with the owner's instruction. The
 // Drafts-folder copy, if any, is replaced by one with the new text.
 func (p *Pipeline) Regenerate(ctx context.Context, id, instruction string) (*store.QueueItem, error) {

@@ -14,6 +14,10 @@ const (
 	KindNotify      = "notify"
 	KindNeedsReview = "needs_review"
 	KindSent        = "sent"
+	// KindDecided is a message the agent handled without asking the
+	// owner and without a reply or queue item: archived or ignored (and,
+	// in the Decided view, also what it notified about or answered).
+	KindDecided = "decided"
 )
 
 // Item statuses.
@@ -25,6 +29,8 @@ const (
 	StatusSnoozed  = "snoozed"
 	StatusFailed   = "failed"
 	StatusSending  = "sending"
+	// StatusDone is a decided message: nothing more will happen to it.
+	StatusDone = "done"
 )
 
 // Event kinds.
@@ -50,7 +56,9 @@ type Item struct {
 	// time: Reply-To, else From), or those a sent item went to. An
 	// address with New set is highlighted, and approving a send to it
 	// asks for confirmation.
-	To      []Address
+	To []Address
+	// Cc are the other recipients of the message being answered.
+	Cc      []Address
 	Subject string
 
 	Intents    []string
@@ -62,12 +70,31 @@ type Item struct {
 	Draft string // the generated reply
 	Final string // the owner's edited reply; "" when unedited
 
-	Gates  []Gate
-	Thread []ThreadMessage
+	Gates []Gate
+	// Warnings are the failed gates that should make a person think
+	// twice before sending (chosen by the backend, like `queue approve`:
+	// an unauthenticated sender, a high-risk intent, a draft the output
+	// guard flagged), "gate: reason" each. Approving asks first.
+	Warnings []string
+	Thread   []ThreadMessage
 
-	Status string    // pending | approved | sent | rejected | snoozed | failed | sending
-	SendAt time.Time // when a delayed auto-send goes out; Cancel works until then
+	Status string    // pending | approved | sent | rejected | snoozed | failed | sending | done
+	SendAt time.Time // when a delayed send (auto-send, or an approval's undo window) goes out; Cancel works until then
 	Error  string    // why the item needs attention or failed
+
+	// Decision is what the agent decided on its own: auto_send | queue |
+	// notify | archive | ignore | needs_review ("" when unknown), and
+	// Reasons say why.
+	Decision string
+	Reasons  []string
+	// SnoozeUntil is when a snoozed item comes back.
+	SnoozeUntil time.Time
+	// Ids for `mailagent explain`: the mail's Message-ID, its trace, the
+	// queue item and the reply's outbox record ("" when none).
+	MessageID string
+	TraceID   string
+	QueueID   string
+	OutboxID  string
 }
 
 // Address is one mail address, both parts untrusted. The TUI shows it
@@ -208,4 +235,14 @@ type Detailer interface {
 // now, which the watcher wakes on its next pass.
 type Unsnoozer interface {
 	Unsnooze(ctx context.Context, id string) error
+}
+
+// ApprovalSender is implemented by backends in which an approved reply
+// waits in its undo window (Item.SendAt) for the caller to send it, because
+// no watcher runs to do so. The TUI calls SendApproved once the countdown
+// has run out; Approve itself must then return without waiting out the
+// window, so the TUI stays responsive and the database is not held. A
+// backend that finds a watcher running leaves the send to it.
+type ApprovalSender interface {
+	SendApproved(ctx context.Context, id string) error
 }

@@ -176,6 +176,15 @@ func unsnoozeCmd(ctx context.Context, b Backend, id string, now time.Time, subje
 	}
 }
 
+// sendApprovedCmd sends an approved reply whose undo window has ended
+// (ApprovalSender).
+func sendApprovedCmd(ctx context.Context, s ApprovalSender, id, subject string) tea.Cmd {
+	return func() tea.Msg {
+		err := s.SendApproved(ctx, id)
+		return actionMsg{action: "send", id: id, err: err, subject: subject}
+	}
+}
+
 func retryCmd(ctx context.Context, b Backend, id, subject string) tea.Cmd {
 	return func() tea.Msg {
 		err := b.Retry(ctx, id)

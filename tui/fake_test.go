@@ -87,7 +87,8 @@ func (f *fakeBackend) Approve(ctx context.Context, id, finalText string) error {
 	if err := f.record(call{method: "Approve", id: id, arg: finalText}); err != nil {
 		return err
 	}
-	f.update(id, func(it *Item) { it.Status = StatusApproved })
+	// As with the default policy.approval_delay: the reply waits 5s.
+	f.update(id, func(it *Item) { it.Status, it.SendAt = StatusApproved, fixedNow.Add(5*time.Second) })
 	return nil
 }
 
@@ -144,7 +145,26 @@ func (f *fakeBackend) Cancel(ctx context.Context, id string) error {
 	if err := f.record(call{method: "Cancel", id: id}); err != nil {
 		return err
 	}
-	f.update(id, func(it *Item) { it.Status, it.SendAt = StatusRejected, time.Time{} })
+	f.update(id, func(it *Item) {
+		if it.Kind == KindDraft {
+			it.Status = StatusPending // an approval undone
+		} else {
+			it.Status = StatusRejected
+		}
+		it.SendAt = time.Time{}
+	})
+	return nil
+}
+
+// senderBackend is a fakeBackend that leaves the end of the undo window
+// to the TUI, as the review command does with no watcher running.
+type senderBackend struct{ *fakeBackend }
+
+func (s senderBackend) SendApproved(ctx context.Context, id string) error {
+	if err := s.record(call{method: "SendApproved", id: id}); err != nil {
+		return err
+	}
+	s.update(id, func(it *Item) { it.Status = StatusSent })
 	return nil
 }
 

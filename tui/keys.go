@@ -120,8 +120,30 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 }
 
 func (m *Model) quit() tea.Cmd {
+	if n := m.waitingLocally(); n > 0 && !m.quitWarned {
+		// Nothing else sends them before a watcher runs: say so once.
+		m.quitWarned = true
+		m.setErr(fmt.Errorf("%d approved %s still in the undo window and no watcher runs: quit now and it goes out when one starts; c cancels; q again quits",
+			n, map[bool]string{true: "reply is", false: "replies are"}[n == 1]))
+		return nil
+	}
 	m.close()
 	return tea.Quit
+}
+
+// waitingLocally counts the approved replies in their undo window that
+// this process would send (ApprovalSender, no watcher connected).
+func (m *Model) waitingLocally() int {
+	if _, ok := m.backend.(ApprovalSender); !ok || m.stat.WatcherConnected {
+		return 0
+	}
+	n := 0
+	for _, e := range m.items {
+		if e.item.Kind == KindDraft && e.item.Status == StatusApproved {
+			n++
+		}
+	}
+	return n
 }
 
 func (m *Model) switchTab(t tab) {
@@ -170,7 +192,7 @@ func (m *Model) scroll(n int) {
 // canReview reports whether the owner can approve, edit, reject,
 // regenerate or snooze an item.
 func canReview(it *Item) error {
-	if it.Kind == KindSent || it.Kind == KindNotify {
+	if it.Kind == KindSent || it.Kind == KindNotify || it.Kind == KindDecided {
 		return fmt.Errorf("%s items have no draft to review: %w", it.Kind, errNotApplicable)
 	}
 	switch it.Status {
@@ -234,7 +256,7 @@ func (m *Model) approve() tea.Cmd {
 	if it == nil {
 		return nil
 	}
-	if news := it.NewRecipients(); len(news) > 0 {
+	if news := it.NewRecipients(); len(news) > 0 || len(it.Warnings) > 0 {
 		return m.confirmNew(it, "approve", news)
 	}
 	m.markBusy(it, "approving")
@@ -242,20 +264,44 @@ func (m *Model) approve() tea.Cmd {
 }
 
 // confirmNew asks before sending to addresses the owner has never written
-// to (a Reply-To stranger, say): "send to a new address x@y? y/N". Only
+// to (a Reply-To stranger, say), or a draft with Warnings (safety gates
+// that failed for a reason a person should weigh): "send to a new address
+// x@y? y/N", "send although safety gate never_auto failed? y/N". Only
 // "y" or "yes" followed by enter sends; anything else, or esc, does not.
 func (m *Model) confirmNew(it *Item, action string, news []Address) tea.Cmd {
-	addrs := make([]string, 0, len(news))
-	for _, a := range news {
-		addrs = append(addrs, clean(a.Email))
+	var questions []string
+	if len(news) > 0 {
+		addrs := make([]string, 0, len(news))
+		for _, a := range news {
+			addrs = append(addrs, clean(a.Email))
+		}
+		what := "a new address"
+		if len(addrs) > 1 {
+			what = "new addresses"
+		}
+		questions = append(questions, fmt.Sprintf("send to %s %s", what, strings.Join(addrs, ", ")))
 	}
-	what := "a new address"
-	if len(addrs) > 1 {
-		what = "new addresses"
+	if n := len(it.Warnings); n > 0 {
+		// Gate names only, so that "y/N" stays on the line; the detail
+		// view has each reason.
+		names := make([]string, 0, n)
+		for _, w := range it.Warnings {
+			name, _, _ := strings.Cut(w, ":")
+			names = append(names, clean(name))
+		}
+		gates := "gate " + names[0]
+		if n > 1 {
+			gates = "gates " + strings.Join(names, ", ")
+		}
+		q := "although safety " + gates + " failed"
+		if len(questions) == 0 {
+			q = "send " + q
+		}
+		questions = append(questions, q)
 	}
 	cmd := m.openPrompt(promptConfirmNew, it.ID, "")
 	m.confirmFor = action
-	m.input.Prompt = fmt.Sprintf("send to %s %s? y/N: ", what, strings.Join(addrs, ", "))
+	m.input.Prompt = strings.Join(questions, ", ") + "? y/N: "
 	m.setNote("")
 	return cmd
 }
@@ -332,7 +378,7 @@ func (m *Model) retry() tea.Cmd {
 		return nil
 	}
 	// Retrying a failed draft approves it again: it sends.
-	if news := it.NewRecipients(); len(news) > 0 && it.Kind == KindDraft && it.Status == StatusFailed {
+	if news := it.NewRecipients(); (len(news) > 0 || len(it.Warnings) > 0) && it.Kind == KindDraft && it.Status == StatusFailed {
 		return m.confirmNew(it, "retry", news)
 	}
 	m.markBusy(it, "retrying")
@@ -358,22 +404,52 @@ func (m *Model) unsnooze() tea.Cmd {
 	return unsnoozeCmd(m.ctx, m.backend, it.ID, m.now(), it.Subject)
 }
 
+// canCancel reports whether a send can still be stopped: a delayed
+// auto-send, or an approval in its undo window (policy.approval_delay).
+func canCancel(it *Item, now time.Time) error {
+	if !(it.Kind == KindDraft && it.Status == StatusApproved) && it.Kind != KindSent {
+		return fmt.Errorf("only a send that has not gone out can be cancelled: %w", errNotApplicable)
+	}
+	if it.Status == StatusSent {
+		return fmt.Errorf("too late to cancel: already sent: %w", errNotApplicable)
+	}
+	if !it.SendAt.After(now) {
+		return fmt.Errorf("too late to cancel: it is being sent: %w", errNotApplicable)
+	}
+	return nil
+}
+
 func (m *Model) cancelSend() tea.Cmd {
 	now := m.now()
-	it := m.current(func(it *Item) error {
-		if it.Kind != KindSent {
-			return fmt.Errorf("only the agent's sends can be cancelled: %w", errNotApplicable)
-		}
-		if it.Status == StatusSent || !it.SendAt.After(now) {
-			return fmt.Errorf("too late to cancel: already sent: %w", errNotApplicable)
-		}
-		return nil
-	})
+	it := m.current(func(it *Item) error { return canCancel(it, now) })
 	if it == nil {
 		return nil
 	}
 	m.markBusy(it, "cancelling")
 	return cancelCmd(m.ctx, m.backend, it.ID, it.Subject)
+}
+
+// sendDue sends, when the backend leaves that to the TUI (ApprovalSender),
+// each approved reply whose undo window has ended. It runs on every tick.
+func (m *Model) sendDue() tea.Cmd {
+	s, ok := m.backend.(ApprovalSender)
+	if !ok {
+		return nil
+	}
+	now := m.now()
+	var cmds []tea.Cmd
+	for id, e := range m.items {
+		it := &e.item
+		if it.Kind != KindDraft || it.Status != StatusApproved || it.SendAt.IsZero() || it.SendAt.After(now) {
+			continue
+		}
+		if _, busy := m.busy[id]; busy {
+			continue
+		}
+		m.busy[id] = "sending"
+		cmds = append(cmds, sendApprovedCmd(m.ctx, s, id, it.Subject))
+	}
+	return tea.Batch(cmds...)
 }
 
 // applyAction folds an action's result into the model. On failure the item
@@ -399,9 +475,18 @@ func (m *Model) applyAction(msg actionMsg) tea.Cmd {
 	var cmd tea.Cmd
 	switch msg.action {
 	case "approve":
+		// The reply waits out its undo window: the item stays in sight
+		// with a countdown (see undoNote) and c cancels it. Its send time
+		// comes with the item read again.
 		e.item.Status = StatusApproved
-		m.setNote("approved " + quote(subject) + ": sending")
-		m.leaveDetailOf(msg.id)
+		m.undoID = msg.id
+		m.setNote("")
+		if cmd = detailCmd(m.ctx, m.backend, msg.id); cmd == nil {
+			cmd = loadCmd(m.ctx, m.backend)
+		}
+	case "send":
+		m.setNote("sent " + quote(subject))
+		cmd = loadCmd(m.ctx, m.backend)
 	case "reject":
 		e.item.Status = StatusRejected
 		if msg.text != "" {
@@ -435,8 +520,13 @@ func (m *Model) applyAction(msg actionMsg) tea.Cmd {
 		cmd = loadCmd(m.ctx, m.backend) // the backend decides where it goes
 	case "cancel":
 		e.item.SendAt = time.Time{}
-		e.item.Status = StatusRejected
-		m.setNote("cancelled the send of " + quote(subject))
+		if e.item.Kind == KindDraft {
+			e.item.Status = StatusPending
+			m.setNote("not sent: " + quote(subject) + " is back in the queue")
+		} else {
+			e.item.Status = StatusRejected
+			m.setNote("cancelled the send of " + quote(subject))
+		}
 		cmd = loadCmd(m.ctx, m.backend)
 	}
 	m.rebuild()

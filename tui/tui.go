@@ -56,10 +56,14 @@ const (
 	tabDetail
 	tabAttention
 	tabSent
+	tabDecided
 	numTabs
 )
 
-var tabTitles = [numTabs]string{"Queue", "Detail", "Needs attention", "Sent by the agent"}
+var tabTitles = [numTabs]string{"Queue", "Detail", "Needs attention", "Sent by the agent", "Decided without asking"}
+
+// listTabs are the views that list items.
+var listTabs = []tab{tabQueue, tabAttention, tabSent, tabDecided}
 
 // mode is what currently receives key presses.
 type mode int
@@ -148,6 +152,13 @@ type Model struct {
 	// streamLost: the event stream closed or failed; a resubscription is
 	// pending, and everything is reloaded when it succeeds.
 	streamLost bool
+
+	// undoID is the item last approved: while its undo window runs the
+	// note line counts down and says how to cancel.
+	undoID string
+	// quitWarned: quitting was asked once with approvals still waiting
+	// to be sent by this process; the next quit goes.
+	quitWarned bool
 
 	note    string // the last action's result or error
 	noteErr bool
@@ -239,10 +250,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.tab == tabDetail {
 			m.refreshDetail() // the "sending in" countdown
 		}
+		send := m.sendDue()
 		if m.ticks {
-			return m, tickCmd()
+			return m, tea.Batch(send, tickCmd())
 		}
-		return m, nil
+		return m, send
 	case loadedMsg:
 		m.applyLoad(msg)
 		return m, nil
@@ -428,7 +440,8 @@ func inTab(t tab, it *Item) bool {
 	switch t {
 	case tabQueue:
 		// Snoozed drafts stay in sight, below the pending ones.
-		return it.Kind == KindDraft && (it.Status == StatusPending || it.Status == StatusSnoozed)
+		// Approved drafts stay during their undo window, with a countdown.
+		return it.Kind == KindDraft && (it.Status == StatusPending || it.Status == StatusSnoozed || it.Status == StatusApproved)
 	case tabAttention:
 		if it.Status == StatusFailed {
 			return true
@@ -443,6 +456,8 @@ func inTab(t tab, it *Item) bool {
 		return true
 	case tabSent:
 		return it.Kind == KindSent
+	case tabDecided:
+		return it.Kind == KindDecided
 	}
 	return false
 }
@@ -477,7 +492,7 @@ func sentTime(it *Item) time.Time {
 // rebuild recomputes every list from the items, keeping each list's
 // selection on the same item where it still exists.
 func (m *Model) rebuild() {
-	for _, t := range []tab{tabQueue, tabAttention, tabSent} {
+	for _, t := range listTabs {
 		ls := &m.lists[t]
 		var selected string
 		oldCursor := ls.cursor
@@ -504,7 +519,7 @@ func (m *Model) rebuild() {
 				}
 				return cmp.Compare(a.item.ID, b.item.ID)
 			})
-		case tabAttention:
+		case tabAttention, tabDecided:
 			slices.SortFunc(rows, func(a, b *entry) int {
 				if c := b.item.Received.Compare(a.item.Received); c != 0 {
 					return c
@@ -572,7 +587,7 @@ func (m *Model) resize() {
 	m.editor.SetHeight(max(1, m.bodyHeight()))
 	m.viewport.SetWidth(max(10, m.width))
 	m.viewport.SetHeight(m.bodyHeight() + 1) // detail has no column header
-	for _, t := range []tab{tabQueue, tabAttention, tabSent} {
+	for _, t := range listTabs {
 		m.clampOffset(t)
 	}
 	if m.tab == tabDetail {

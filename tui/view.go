@@ -27,8 +27,8 @@ func (m *Model) buildHelp() {
 	tabs := []key.Binding{k.NextTab, k.PrevTab, k.GotoTab, k.Help, k.Quit}
 	review := []key.Binding{k.Approve, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Unsnooze}
 	m.helpByTab[tabQueue] = viewKeys{
-		short: []key.Binding{k.Approve, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Unsnooze, k.Open, k.Filter, k.NextTab},
-		full:  [][]key.Binding{nav, review, {k.Open, k.Filter, k.Back}, tabs},
+		short: []key.Binding{k.Approve, k.Cancel, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Unsnooze, k.Open, k.Filter, k.NextTab},
+		full:  [][]key.Binding{nav, review, {k.Cancel, k.Open, k.Filter, k.Back}, tabs},
 	}
 	m.helpByTab[tabDetail] = viewKeys{
 		short: []key.Binding{k.Approve, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Unsnooze, k.Retry, k.Cancel, m.detailBack},
@@ -43,6 +43,10 @@ func (m *Model) buildHelp() {
 	m.helpByTab[tabSent] = viewKeys{
 		short: []key.Binding{k.Cancel, k.Open, k.Filter, k.NextTab},
 		full:  [][]key.Binding{nav, {k.Cancel}, {k.Open, k.Filter, k.Back}, tabs},
+	}
+	m.helpByTab[tabDecided] = viewKeys{
+		short: []key.Binding{k.Open, k.Filter, k.NextTab},
+		full:  [][]key.Binding{nav, {k.Open, k.Filter, k.Back}, tabs},
 	}
 	m.promptKeys = viewKeys{short: []key.Binding{k.Submit, k.Back}, full: [][]key.Binding{{k.Submit, k.Back}}}
 	m.editKeys = viewKeys{short: []key.Binding{k.Save, k.Back}, full: [][]key.Binding{{k.Save, k.Back}}}
@@ -102,7 +106,7 @@ func (m *Model) applicable(b key.Binding, it *Item) bool {
 	case is(k.Retry):
 		return it != nil && (it.Kind == KindNeedsReview || it.Status == StatusFailed)
 	case is(k.Cancel):
-		return it != nil && it.Kind == KindSent && it.Status != StatusSent && it.SendAt.After(m.now())
+		return it != nil && canCancel(it, m.now()) == nil
 	case is(k.Open):
 		return it != nil
 	}
@@ -196,7 +200,7 @@ func (m *Model) editSubject() string {
 }
 
 // tabShort are the tab titles used when the full ones do not fit.
-var tabShort = [numTabs]string{"Queue", "Detail", "Attention", "Sent"}
+var tabShort = [numTabs]string{"Queue", "Detail", "Attention", "Sent", "Decided"}
 
 // renderTabs draws the tab bar. When the full titles do not fit, short
 // ones are used, then the app name goes, so a tab label is never cut.
@@ -263,6 +267,8 @@ func (m *Model) renderNote() string {
 		return m.st.Prompt.Render("") + m.input.View()
 	case m.mode == modeInlineEdit:
 		return m.st.Muted.Render("editing the draft: ctrl+s saves, esc cancels")
+	case m.note == "" && m.undoNote() != "":
+		return m.st.Success.Render(m.undoNote())
 	case m.note != "" && m.noteErr:
 		prefix := ""
 		if m.st.Plain {
@@ -275,6 +281,24 @@ func (m *Model) renderNote() string {
 		return m.st.Muted.Render(fmt.Sprintf("%sfilter %q (esc clears)", m.st.Glyphs.FilterMrk, m.filter))
 	}
 	return ""
+}
+
+// undoNote counts down the undo window of the item last approved:
+// "approved "X": sending in 4s, c cancels". It is empty once the reply
+// has left (or was cancelled).
+func (m *Model) undoNote() string {
+	e, ok := m.items[m.undoID]
+	if !ok || e.item.Status != StatusApproved {
+		return ""
+	}
+	if a, busy := m.busy[m.undoID]; busy {
+		return a + " " + quote(clean(e.item.Subject)) + "…"
+	}
+	now := m.now()
+	if !e.item.SendAt.After(now) {
+		return "approved " + quote(clean(e.item.Subject)) + ": sending"
+	}
+	return "approved " + quote(clean(e.item.Subject)) + ": sending in " + countdown(e.item.SendAt.Sub(now)) + ", c cancels"
 }
 
 func (m *Model) renderStatus() string {
@@ -353,6 +377,8 @@ func (m *Model) emptyText(t tab) string {
 		return "No drafts waiting. New drafts appear here as they arrive."
 	case tabAttention:
 		return "Nothing needs attention."
+	case tabDecided:
+		return "The agent has decided nothing on its own recently."
 	default:
 		return "The agent has sent nothing recently."
 	}
@@ -445,9 +471,14 @@ func (m *Model) columns(t tab, it *Item) []column {
 			cols[1].text = it.From.String()
 			cols[2].text, cols[2].isNew = toCell(it.To)
 			cols[3].text = it.Subject
-			if it.Status == StatusSnoozed {
+			switch {
+			case it.Status == StatusSnoozed:
 				cols[0].text = "zz"
 				cols[3].text = "(snoozed) " + it.Subject
+			case it.Status == StatusApproved && it.SendAt.After(now):
+				cols[3].text = "(sending in " + countdown(it.SendAt.Sub(now)) + ") " + it.Subject
+			case it.Status == StatusApproved:
+				cols[3].text = "(sending) " + it.Subject
 			}
 			cols[4].text = strings.Join(it.Intents, ",")
 			cols[5].text, cols[5].risk = it.Risk, it.Risk
@@ -497,6 +528,26 @@ func (m *Model) columns(t tab, it *Item) []column {
 			cols[3].text = it.Status
 			cols[4].text = it.Summary
 		}
+	case tabDecided:
+		parts := 2
+		if w < 90 {
+			fromW, parts = 12, 1
+		}
+		fl := append(flex([]int{4, 9, fromW}, parts), 0)
+		cols = []column{
+			{text: pick("AGE", ""), width: 4},
+			{text: pick("DECISION", ""), width: 9},
+			{text: pick("FROM", ""), width: fromW},
+			{text: pick("SUBJECT", ""), width: fl[0]},
+			{text: pick("WHY", ""), width: fl[1]},
+		}
+		if !hdr {
+			cols[0].text = age(now, it.Received)
+			cols[1].text = it.Decision
+			cols[2].text = it.From.String()
+			cols[3].text = it.Subject
+			cols[4].text = firstNonEmpty(strings.Join(it.Reasons, "; "), it.Summary)
+		}
 	}
 	return cols
 }
@@ -533,139 +584,4 @@ func (m *Model) padRight(s string, w int) string {
 		return s + strings.Repeat(" ", w-n)
 	}
 	return s
-}
-
-// --- detail -----------------------------------------------------------------
-
-// refreshDetail rebuilds the detail view's content from the current item.
-// It runs on open, resize, item changes and clock ticks, never in View.
-func (m *Model) refreshDetail() {
-	e, ok := m.items[m.detailID]
-	if !ok {
-		m.viewport.SetContent(m.st.Muted.Render("  Nothing selected (the item may have been handled elsewhere)."))
-		return
-	}
-	m.viewport.SetContent(m.detailText(&e.item))
-}
-
-func (m *Model) detailText(it *Item) string {
-	st, g := m.st, m.st.Glyphs
-	now := m.now()
-	var b strings.Builder
-	w := max(24, m.width-1) // one cell spare: viewport soft-wrap never has to step in
-	label := func(name, value string) {
-		b.WriteString(st.Label.Render(fmt.Sprintf("%-12s", name+":")))
-		b.WriteString(wrapIndent(clean(value), w, labelIndent))
-		b.WriteByte('\n')
-	}
-	body := func(text string) string { return st.Body.Render(wrapBody(cleanText(text), w)) }
-	section := func(title string) {
-		b.WriteByte('\n')
-		rule := strings.Repeat(g.Rule, 2)
-		b.WriteString(st.Section.Render(rule + " " + title + " " + rule))
-		b.WriteByte('\n')
-	}
-
-	label("From", it.From.String())
-	if len(it.To) > 0 {
-		b.WriteString(st.Label.Render(fmt.Sprintf("%-12s", "To:")))
-		for i, a := range it.To {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			if a.New {
-				b.WriteString(st.NewAddress.Render(newMark + a.String()))
-			} else {
-				b.WriteString(a.String())
-			}
-		}
-		b.WriteByte('\n')
-		if n := len(it.NewRecipients()); n > 0 && it.Kind != KindSent {
-			b.WriteString(st.NewAddress.Render(fmt.Sprintf("%-12s", "") + newWarning(n)))
-			b.WriteByte('\n')
-		}
-	}
-	label("Subject", it.Subject)
-	label("Account", it.Account)
-	if !it.Received.IsZero() {
-		label("Received", it.Received.Local().Format("Mon 2 Jan 2006 15:04")+" ("+ago(now, it.Received)+")")
-	}
-	status := it.Kind + ", " + it.Status
-	if a, busy := m.busy[it.ID]; busy {
-		status += " (" + a + ")"
-	}
-	label("Status", status)
-	if it.Kind == KindSent {
-		label("Send", sendWhen(now, it))
-	}
-	if it.Error != "" {
-		b.WriteString(st.Error.Render(fmt.Sprintf("%-12s", "Error:") + clean(it.Error)))
-		b.WriteByte('\n')
-	}
-
-	section(fmt.Sprintf("Thread (%d)", len(it.Thread)))
-	if len(it.Thread) == 0 {
-		b.WriteString(st.Muted.Render("(no messages)"))
-		b.WriteByte('\n')
-	}
-	for i, msg := range it.Thread {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		head := msg.From.String()
-		if !msg.Date.IsZero() {
-			head += "  " + msg.Date.Local().Format("Mon 2 Jan 15:04")
-		}
-		b.WriteString(st.Label.Render(head))
-		b.WriteByte('\n')
-		if msg.Subject != "" {
-			b.WriteString(st.Label.Render(clean(msg.Subject)))
-			b.WriteByte('\n')
-		}
-		b.WriteString(body(msg.Text))
-		b.WriteByte('\n')
-	}
-
-	section("Classification")
-	label("Intents", strings.Join(it.Intents, ", "))
-	label("Risk", it.Risk)
-	label("Confidence", fmt.Sprintf("%.0f%%", it.Confidence*100))
-	label("Summary", it.Summary)
-	if it.Comments != "" {
-		label("Rationale", it.Comments)
-	}
-
-	section("Gates")
-	if len(it.Gates) == 0 {
-		b.WriteString(st.Muted.Render("(no gate results)"))
-		b.WriteByte('\n')
-	}
-	for _, gt := range it.Gates {
-		mark := st.GateOK.Render(g.GateOK)
-		if !gt.Pass {
-			mark = st.GateFail.Render(g.GateFail)
-		}
-		line := clean(gt.Name)
-		if gt.Reason != "" {
-			line += ": " + clean(gt.Reason)
-		}
-		// The mark is one or four cells; the gate text wraps under itself.
-		indent := strings.Repeat(" ", ansi.StringWidth(g.GateOK)+1)
-		b.WriteString(mark + " " + wrapIndent(line, w, indent))
-		b.WriteByte('\n')
-	}
-
-	if it.Final != "" {
-		section("Final (edited)")
-		b.WriteString(body(it.Final))
-	} else {
-		section("Draft")
-		if it.Draft == "" {
-			b.WriteString(st.Muted.Render("(no draft)"))
-		} else {
-			b.WriteString(body(it.Draft))
-		}
-	}
-	b.WriteByte('\n')
-	return b.String()
 }

@@ -41,6 +41,8 @@ func registerCompletions(root *cobra.Command, f *Factory) {
 				c.ValidArgsFunction = open("queue-all")
 			case "queue approve", "queue reject", "queue edit", "queue snooze", "queue regenerate":
 				c.ValidArgsFunction = open("queue-open")
+			case "queue unsnooze":
+				c.ValidArgsFunction = open("queue-snoozed")
 			case "queue retry":
 				c.ValidArgsFunction = open("needs-review")
 			case "queue cancel":
@@ -114,13 +116,16 @@ func completeFromService(cmd *cobra.Command, f *Factory, kind string) []string {
 		out = append(out, value+"\t"+truncate(desc, 60))
 	}
 	switch kind {
-	case "queue-all", "queue-open":
+	case "queue-all", "queue-open", "queue-snoozed":
 		items, err := svc.Queue(ctx, api.QueueFilter{})
 		if err != nil {
 			return nil
 		}
 		for _, q := range items {
 			if kind == "queue-open" && q.Status != store.QueuePending && q.Status != store.QueueSnoozed && q.Status != store.QueueFailed {
+				continue
+			}
+			if kind == "queue-snoozed" && q.Status != store.QueueSnoozed {
 				continue
 			}
 			add(q.ID, q.Subject)

@@ -20,6 +20,8 @@ var commandExamples = map[string]string{
 	"doctor": `  mailagent doctor
   mailagent doctor --no-model        # skip the model call
   mailagent doctor --account work --json`,
+	"decisions": `  mailagent decisions                 # the last 7 days
+  mailagent decisions --since 24h --json | jq '.[] | select(.decision == "auto_send") | .reply.to'`,
 	"queue": `  mailagent queue list
   mailagent queue show ID
   mailagent queue approve ID --yes`,
@@ -29,9 +31,11 @@ var commandExamples = map[string]string{
 	"queue approve": `  mailagent queue approve ID       # asks y/N for a recipient you never wrote to
   mailagent queue approve ID --yes # in a script`,
 	"queue reject": `  mailagent queue reject ID --reason "already answered by phone"`,
-	"queue edit":   `  EDITOR=vim mailagent queue edit ID`,
+	"queue edit": `  EDITOR=vim mailagent queue edit ID   # else $VISUAL, else vi
+  mailagent queue edit ID --text "Thursday works. Ada"`,
 	"queue snooze": `  mailagent queue snooze ID --for 90m
-  mailagent queue snooze ID --for 2d`,
+  mailagent queue snooze ID --for tomorrow   # 08:00, as in the review TUI`,
+	"queue unsnooze":   `  mailagent queue unsnooze ID   # back in the queue now`,
 	"queue regenerate": `  mailagent queue regenerate ID --instruction "shorter, and decline politely"`,
 	"queue retry": `  mailagent queue retry tr_3f9a1c2e5b7d9e01             # a trace id (Tab completes those that need review)
   mailagent queue retry '<CAF=abc123@mail.example.com>'  # or the Message-ID`,

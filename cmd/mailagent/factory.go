@@ -38,6 +38,10 @@ type Factory struct {
 	// running announces its undo window (`queue approve`; the TUI leaves
 	// it nil: it must not print over the screen).
 	approveNotice io.Writer
+	// deferApprovalSend: an approval made with no watcher running returns
+	// once it is approved instead of waiting out the undo window (review:
+	// the TUI counts down and sends through serviceBackend.SendApproved).
+	deferApprovalSend bool
 
 	cfgOnce sync.Once
 	cfg     *config.Config

@@ -151,6 +151,14 @@ type OutboxJSON struct {
 	UpdatedAt time.Time      `json:"updated_at"`
 }
 
+// DecisionJSON is one line of `decisions --json`: a message the agent
+// decided on without asking (decision archive, ignore, notify or
+// auto_send), and for an auto_send the reply it sent (null otherwise).
+type DecisionJSON struct {
+	MessageJSON
+	Reply *OutboxJSON `json:"reply"`
+}
+
 // QueueShowJSON is `queue show --json`.
 type QueueShowJSON struct {
 	Item   QueueItemJSON `json:"item"`
@@ -363,13 +371,19 @@ func toQueueShowJSON(d *api.QueueDetail) QueueShowJSON {
 	for i := range d.Thread {
 		j.Thread = append(j.Thread, toMessageJSON(&d.Thread[i]))
 	}
-	if o := d.Outbox; o != nil {
-		j.Outbox = &OutboxJSON{ID: o.ID, Account: o.Account, From: o.From, MessageID: o.MessageID, Message: toKeyJSON(o.Message),
-			QueueID: optStr(o.QueueID), InReplyTo: optStr(o.InReplyTo), To: strs(o.To), Subject: o.Subject, Body: optStr(o.Body),
-			Status: o.Status, Auto: o.Auto, Attempts: o.Attempts, Error: optStr(o.Error), RawPruned: o.RawPruned,
-			SendAt: optTime(o.SendAt), SentAt: optTime(o.SentAt), CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
-	}
+	j.Outbox = toOutboxJSON(d.Outbox)
 	return j
+}
+
+// toOutboxJSON is null for a nil record.
+func toOutboxJSON(o *store.OutboxRecord) *OutboxJSON {
+	if o == nil {
+		return nil
+	}
+	return &OutboxJSON{ID: o.ID, Account: o.Account, From: o.From, MessageID: o.MessageID, Message: toKeyJSON(o.Message),
+		QueueID: optStr(o.QueueID), InReplyTo: optStr(o.InReplyTo), To: strs(o.To), Subject: o.Subject, Body: optStr(o.Body),
+		Status: o.Status, Auto: o.Auto, Attempts: o.Attempts, Error: optStr(o.Error), RawPruned: o.RawPruned,
+		SendAt: optTime(o.SendAt), SentAt: optTime(o.SentAt), CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
 }
 
 func toExplainJSON(tr *store.Trace, rec *store.MessageRecord) ExplainJSON {

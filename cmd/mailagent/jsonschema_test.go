@@ -224,6 +224,14 @@ func TestJSONSchemaPerKind(t *testing.T) {
 	if !sawOutbox {
 		t.Error("no queue show --json carried an outbox record after the approval")
 	}
+	var sawReply bool
+	for _, d := range decodeAny(t, "decisions", run("decisions", "--json")).([]any) {
+		add("decision", "decisions", d)
+		sawReply = sawReply || d.(map[string]any)["reply"] != nil
+	}
+	if !sawReply {
+		t.Error("decisions --json: no auto_send decision carried its reply")
+	}
 	add("status", "status", decodeAny(t, "status", run("status", "--json")))
 	for _, c := range decodeAny(t, "contacts list", run("contacts", "list", "--json")).([]any) {
 		add("contact", "contacts list", c)

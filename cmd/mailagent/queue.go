@@ -21,6 +21,7 @@ import (
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
+	"github.com/mailagent/mailagent/tui"
 )
 
 // QueueOptions are the flags shared by the queue subcommands.
@@ -32,7 +33,9 @@ type QueueOptions struct {
 	Reason      string
 	Until       string
 	Instruction string
-	Yes         bool // approve: send to addresses the owner never wrote to without asking
+	Yes         bool   // approve: send to addresses the owner never wrote to without asking
+	Text        string // edit: the new text, instead of an editor
+	TextSet     bool
 }
 
 func newQueueCmd(f *Factory, runF func(context.Context, *QueueOptions) error) *cobra.Command {
@@ -81,10 +84,14 @@ approve then asks "y/N" when stdin is a terminal, and refuses without
 		mk("reject ID", "Close the item without sending", cobra.ExactArgs(1), func(c *cobra.Command, o *QueueOptions) {
 			c.Flags().StringVar(&o.Reason, "reason", "", "why (kept for learning later)")
 		}),
-		mk("edit ID", "Edit the draft in $VISUAL / $EDITOR (the model's text is kept too)", cobra.ExactArgs(1), nil),
-		mk("snooze ID", "Hide the item for a while", cobra.ExactArgs(1), func(c *cobra.Command, o *QueueOptions) {
-			c.Flags().StringVar(&o.Until, "for", "4h", "how long: a duration (90m, 4h) or Nd for days")
+		mk("edit ID", "Edit the draft in $VISUAL / $EDITOR, else vi (the model's text is kept too)", cobra.ExactArgs(1), func(c *cobra.Command, o *QueueOptions) {
+			c.Flags().StringVar(&o.Text, "text", "", "the new text, without an editor")
+			c.PreRun = func(c *cobra.Command, _ []string) { o.TextSet = c.Flags().Changed("text") }
 		}),
+		mk("snooze ID", "Hide the item for a while", cobra.ExactArgs(1), func(c *cobra.Command, o *QueueOptions) {
+			c.Flags().StringVar(&o.Until, "for", "4h", "how long: a duration (90m, 4h), Nd for days, or tomorrow (08:00) — the words the review TUI takes")
+		}),
+		mk("unsnooze ID", "Bring a snoozed item back to the queue now", cobra.ExactArgs(1), nil),
 		mk("regenerate ID", "Draft the reply again with an instruction", cobra.ExactArgs(1), func(c *cobra.Command, o *QueueOptions) {
 			c.Flags().StringVar(&o.Instruction, "instruction", "", `e.g. "shorter" or "decline politely"`)
 		}),
@@ -210,9 +217,11 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 		if text == "" {
 			text = d.Item.Draft
 		}
-		edited, err := editText(ctx, f, text)
-		if err != nil {
-			return err
+		edited := opts.Text
+		if !opts.TextSet {
+			if edited, err = editText(ctx, f, text); err != nil {
+				return err
+			}
 		}
 		if edited == text {
 			fmt.Fprintln(f.Stderr, "no change")
@@ -224,15 +233,20 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 		fmt.Fprintf(f.Stderr, "%s: edited (the model's draft is kept beside your text)\n", opts.ID)
 		return nil
 	case "snooze":
-		d, err := parseFor(opts.Until)
+		until, err := tui.ParseSnooze(opts.Until, f.Now())
 		if err != nil {
 			return usageErr("--for: %v", err)
 		}
-		until := f.Now().Add(d)
 		if err := svc.Snooze(ctx, opts.ID, until); err != nil {
 			return err
 		}
-		fmt.Fprintf(f.Stderr, "%s: snoozed until %s\n", opts.ID, until.Format(time.DateTime))
+		fmt.Fprintf(f.Stderr, "%s: snoozed until %s (undo: mailagent queue unsnooze %s)\n", termsafe.Line(opts.ID), until.Format("Mon 2 Jan 15:04"), termsafe.Line(opts.ID))
+		return nil
+	case "unsnooze":
+		if err := svc.Unsnooze(ctx, opts.ID); err != nil {
+			return err
+		}
+		fmt.Fprintf(f.Stderr, "%s: back in the queue\n", termsafe.Line(opts.ID))
 		return nil
 	case "regenerate":
 		item, err := svc.Regenerate(ctx, opts.ID, opts.Instruction)
@@ -276,14 +290,28 @@ func parseFor(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// editText opens $VISUAL or $EDITOR on a private temp file.
-func editText(ctx context.Context, f *Factory, text string) (string, error) {
-	editor := os.Getenv("VISUAL")
-	if editor == "" {
-		editor = os.Getenv("EDITOR")
+// lookEditor finds the editor: $VISUAL, else $EDITOR, else vi when it is
+// installed (as git and crontab do). lookPath is exec.LookPath; tests
+// replace it.
+func lookEditor(getenv func(string) string, lookPath func(string) (string, error)) (string, error) {
+	for _, v := range []string{"VISUAL", "EDITOR"} {
+		if e := strings.TrimSpace(getenv(v)); e != "" {
+			return e, nil
+		}
 	}
-	if editor == "" {
-		return "", usageErr("set $VISUAL or $EDITOR to edit drafts")
+	if _, err := lookPath("vi"); err == nil {
+		return "vi", nil
+	}
+	return "", usageErr("no editor: set $VISUAL or $EDITOR (no vi is installed either), or give the text with --text")
+}
+
+// editText opens the editor (lookEditor) on a private temp file. The file
+// ends with a newline, as editors expect; one the draft did not have is
+// taken off again, so an unchanged draft comes back unchanged.
+func editText(ctx context.Context, f *Factory, text string) (string, error) {
+	editor, err := lookEditor(os.Getenv, exec.LookPath)
+	if err != nil {
+		return "", err
 	}
 	dir, err := os.MkdirTemp("", "mailagent-edit-")
 	if err != nil {
@@ -291,7 +319,12 @@ func editText(ctx context.Context, f *Factory, text string) (string, error) {
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	path := filepath.Join(dir, "draft.txt")
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+	added := !strings.HasSuffix(text, "\n")
+	content := text
+	if added {
+		content += "\n"
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		return "", err
 	}
 	parts := strings.Fields(editor)
@@ -304,7 +337,19 @@ func editText(ctx context.Context, f *Factory, text string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimRight(string(b), "\n"), nil
+	return trimAddedNewline(string(b), added), nil
+}
+
+// trimAddedNewline takes off the one final newline (LF or CRLF) that
+// editText added, and nothing the owner typed.
+func trimAddedNewline(s string, added bool) string {
+	if !added {
+		return s
+	}
+	if t, ok := strings.CutSuffix(s, "\r\n"); ok {
+		return t
+	}
+	return strings.TrimSuffix(s, "\n")
 }
 
 func writeJSON(w io.Writer, v any) error {

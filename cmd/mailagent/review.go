@@ -14,7 +14,6 @@ import (
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
-	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 	"github.com/mailagent/mailagent/tui"
 )
@@ -43,8 +42,21 @@ Keys follow vim/less/neomutt: j/k, gg/G, ctrl-d/ctrl-u, enter opens, q or
 esc goes back (ctrl+c quits anywhere); a/y approve and send, e edit
 ($VISUAL/$EDITOR), r/n reject, R regenerate with an instruction, s snooze,
 u unsnooze, t try again (needs attention), c cancel a pending send,
-/ filter, tab or 1-4 switch views, ? help. The hint bar offers only what
-applies to the selected item.`,
+/ filter, tab or 1-5 switch views, ? help. The hint bar offers only what
+applies to the selected item.
+
+An approved reply waits policy.approval_delay (5s by default) before it
+goes: the queue and the detail count it down and c cancels it. With no
+watcher running the TUI sends it itself when the countdown ends; quit
+before that and it stays approved until a watcher runs (or cancel it
+with mailagent queue cancel ID).
+
+Every item opens to the same detail, whatever its state: recipients,
+the thread, the classification and its rationale, every gate with its
+reason, the draft or the text sent, and the message and trace ids that
+mailagent explain takes. View 5 lists what the agent decided without
+asking (archived, ignored, notified, answered on its own); so does
+mailagent decisions.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -83,6 +95,9 @@ func runReview(ctx context.Context, f *Factory, svc api.Service, label string) e
 	}
 	ascii, noColor := tui.DetectPlain(os.Getenv)
 	b := &serviceBackend{svc: svc, now: f.Now, label: label, log: f.Logger()}
+	// An approval with no watcher running returns at once; the TUI counts
+	// the undo window down and sends when it ends (SendApproved).
+	f.deferApprovalSend = true
 	if cfg, err := f.Config(); err == nil {
 		b.open = f.Service
 		b.sock = api.SocketPath(cfg.StateDir)
@@ -192,64 +207,6 @@ const needsReviewPrefix = "msg:"
 // sentWindow is how far back "sent by the agent" looks.
 const sentWindow = 7 * 24 * time.Hour
 
-// queueToItem converts a queue item; known says which recipients the
-// owner has written to (nil: not looked up, none marked new).
-func queueToItem(q *store.QueueItem, known map[string]bool) tui.Item {
-	it := tui.Item{
-		ID: q.ID, Kind: q.Kind, Account: q.Account, Received: q.CreatedAt, From: tuiAddr(q.From),
-		Subject: q.Subject, Draft: q.Draft, Final: q.Final, Status: q.Status, Error: q.Error,
-	}
-	for _, a := range q.To {
-		ta := tuiAddr(a)
-		if known != nil {
-			ta.New = !known[a.Email]
-		}
-		it.To = append(it.To, ta)
-	}
-	if c := q.Classification; c != nil {
-		it.Intents, it.Risk, it.Confidence, it.Summary, it.Comments = c.Intents, c.Risk, c.Confidence, c.Summary, c.Comments
-	}
-	if it.Summary == "" && len(q.Reasons) > 0 {
-		it.Summary = strings.Join(q.Reasons, "; ")
-	}
-	for _, g := range q.Gates {
-		it.Gates = append(it.Gates, tui.Gate{Name: g.Gate, Pass: g.Pass, Reason: g.Reason})
-	}
-	if q.Status == store.QueueSent || q.Status == store.QueueResolved {
-		it.Status = tui.StatusSent
-	}
-	return it
-}
-
-func tuiAddr(a mail.Address) tui.Address { return tui.Address{Name: a.Name, Email: a.Email} }
-
-func outboxToItem(o *store.OutboxRecord) tui.Item {
-	it := tui.Item{ID: o.ID, Kind: tui.KindSent, Account: o.Account, Received: o.CreatedAt,
-		From: tui.Address{Email: o.From}, Subject: o.Subject, Draft: o.Body, SendAt: o.SendAt, Error: o.Error}
-	for _, a := range o.To {
-		it.To = append(it.To, tui.Address{Email: a})
-	}
-	switch o.Status {
-	case store.OutboxScheduled, store.OutboxPending, store.OutboxSending:
-		it.Status = tui.StatusSending
-	case store.OutboxFailed:
-		it.Status = tui.StatusFailed
-	default:
-		it.Status = tui.StatusSent
-	}
-	return it
-}
-
-func recordToItem(r *store.MessageRecord) tui.Item {
-	it := tui.Item{ID: needsReviewPrefix + r.TraceID, Kind: tui.KindNeedsReview, Account: r.Account, Received: r.CreatedAt,
-		From: tuiAddr(r.From), Subject: r.Subject, Status: tui.StatusPending, Error: r.Error,
-		Thread: []tui.ThreadMessage{{From: tuiAddr(r.From), Date: r.Date, Subject: r.Subject, Text: r.Excerpt}}}
-	if len(r.Reasons) > 0 {
-		it.Summary = strings.Join(r.Reasons, "; ")
-	}
-	return it
-}
-
 // sendable reports whether approving (or retrying) q can still send it,
 // so its recipients need the new-address check.
 func sendable(q *store.QueueItem) bool {
@@ -326,7 +283,11 @@ func (b *serviceBackend) list(ctx context.Context, svc api.Service) ([]tui.Item,
 			out = append(out, outboxToItem(o))
 		}
 	}
-	return out, nil
+	decided, err := b.decided(ctx, svc)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, decided...), nil
 }
 
 func (b *serviceBackend) Status(ctx context.Context) (tui.Status, error) {
@@ -361,45 +322,6 @@ func (b *serviceBackend) Detail(ctx context.Context, id string) (tui.Item, error
 		return err
 	})
 	return it, err
-}
-
-func (b *serviceBackend) detail(ctx context.Context, svc api.Service, id string) (tui.Item, error) {
-	if strings.HasPrefix(id, needsReviewPrefix) {
-		e, err := svc.Explain(ctx, strings.TrimPrefix(id, needsReviewPrefix))
-		if err != nil || e.Message == nil {
-			return tui.Item{}, fmt.Errorf("detail %s: %w", id, err)
-		}
-		return recordToItem(e.Message), nil
-	}
-	d, err := svc.QueueItem(ctx, id)
-	if err != nil {
-		if o, oerr := findOutbox(ctx, svc, id); oerr == nil {
-			return outboxToItem(o), nil
-		}
-		return tui.Item{}, err
-	}
-	known, err := recipientStatus(ctx, svc, []store.QueueItem{d.Item})
-	if err != nil {
-		return tui.Item{}, err
-	}
-	it := queueToItem(&d.Item, known[d.Item.Account])
-	for _, m := range d.Thread {
-		it.Thread = append(it.Thread, tui.ThreadMessage{From: tuiAddr(m.From), Date: m.Date, Subject: m.Subject, Text: m.Excerpt})
-	}
-	return it, nil
-}
-
-func findOutbox(ctx context.Context, svc api.Service, id string) (*store.OutboxRecord, error) {
-	obs, err := svc.Outbox(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	for i := range obs {
-		if obs[i].ID == id {
-			return &obs[i], nil
-		}
-	}
-	return nil, store.ErrNotFound
 }
 
 func (b *serviceBackend) Approve(ctx context.Context, id, final string) error {
@@ -530,8 +452,11 @@ func (b *serviceBackend) translate(ctx context.Context, ev agent.Event) []tui.Ev
 			return err
 		})
 		if err == nil {
-			it := outboxToItem(o)
-			out = append(out, tui.Event{Kind: tui.EventItemUpdated, Item: &it})
+			if o.Auto {
+				if it, err := b.Detail(ctx, o.ID); err == nil {
+					out = append(out, tui.Event{Kind: tui.EventItemUpdated, Item: &it})
+				}
+			}
 			if o.QueueID != "" {
 				if q, err := b.Detail(ctx, o.QueueID); err == nil {
 					out = append(out, tui.Event{Kind: tui.EventItemUpdated, Item: &q})

@@ -156,13 +156,16 @@ type localActions struct {
 	// cancels the approval.
 	local bool
 	undo  io.Writer
+	// deferSend: Approve does not wait out the window; the caller sends
+	// when it ends (the review TUI, Factory.deferApprovalSend).
+	deferSend bool
 }
 
 // Approve approves, and with no watcher running waits out the undo window
 // and sends (see agent.Pipeline.SendApproval).
 func (a localActions) Approve(ctx context.Context, id, final string) (*store.QueueItem, error) {
 	item, err := a.Pipeline.Approve(ctx, id, final)
-	if err != nil || !a.local || item == nil || item.Status != store.QueueApproved {
+	if err != nil || !a.local || a.deferSend || item == nil || item.Status != store.QueueApproved {
 		return item, err
 	}
 	return a.SendApproval(ctx, item.ID, func(ctx context.Context, at time.Time) error {
@@ -207,7 +210,7 @@ func (f *Factory) Service(ctx context.Context, withActions bool) (api.Service, f
 				return nil
 			}
 			parts = p
-			return localActions{Pipeline: p.Pipeline, d: newDaemon(f, cfg, st, p, nil), local: true, undo: f.approveNotice}
+			return localActions{Pipeline: p.Pipeline, d: newDaemon(f, cfg, st, p, nil), local: true, undo: f.approveNotice, deferSend: f.deferApprovalSend}
 		}
 	}
 	svc, closeFn, err := api.Open(ctx, cfg.StateDir, func() (*store.Store, error) { return f.OpenStore(false) }, actions)

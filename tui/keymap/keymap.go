@@ -55,7 +55,7 @@ type KeyMap struct {
 	NextTab key.Binding
 	// PrevTab switches to the previous view.
 	PrevTab key.Binding
-	// GotoTab switches to view 1-4 directly; the digit picks the view.
+	// GotoTab switches to view 1-5 directly; the digit picks the view.
 	GotoTab key.Binding
 	// Retry re-runs a needs_review or failed item.
 	Retry key.Binding
@@ -93,7 +93,7 @@ func DefaultKeyMap() KeyMap {
 		Help:         key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		NextTab:      key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next view")),
 		PrevTab:      key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "prev view")),
-		GotoTab:      key.NewBinding(key.WithKeys("1", "2", "3", "4"), key.WithHelp("1-4", "go to view")),
+		GotoTab:      key.NewBinding(key.WithKeys("1", "2", "3", "4", "5"), key.WithHelp("1-5", "go to view")),
 		Retry:        key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "try again")),
 		Cancel:       key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "cancel send")),
 		Save:         key.NewBinding(key.WithKeys("ctrl+s"), key.WithHelp("ctrl+s", "save")),

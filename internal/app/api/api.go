@@ -52,6 +52,9 @@ type Service interface {
 	Edit(ctx context.Context, id, text string) (*store.QueueItem, error)
 	// Snooze hides an item until the given time.
 	Snooze(ctx context.Context, id string, until time.Time) error
+	// Unsnooze returns a snoozed item to the queue now; an item that is
+	// not snoozed is an error wrapping agent.ErrNotActionable.
+	Unsnooze(ctx context.Context, id string) error
 	// Regenerate drafts the reply again with the owner's instruction.
 	Regenerate(ctx context.Context, id, instruction string) (*store.QueueItem, error)
 	// Cancel stops a scheduled auto-send and queues its draft.
@@ -95,6 +98,7 @@ type Actions interface {
 	Reject(ctx context.Context, id, reason string) error
 	Edit(ctx context.Context, id, text string) (*store.QueueItem, error)
 	Snooze(ctx context.Context, id string, until time.Time) error
+	Unsnooze(ctx context.Context, id string) error
 	Regenerate(ctx context.Context, id, instruction string) (*store.QueueItem, error)
 	Cancel(ctx context.Context, outboxID string) error
 	Retry(ctx context.Context, key store.MessageKey) error

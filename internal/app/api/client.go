@@ -245,6 +245,14 @@ func (c *Client) Snooze(ctx context.Context, id string, until time.Time) error {
 	return c.call(ctx, http.MethodPost, queuePath(id, "snooze"), nil, snoozeReq{Until: until}, nil)
 }
 
+// Unsnooze implements Service.
+func (c *Client) Unsnooze(ctx context.Context, id string) error {
+	if err := emptyID("unsnooze", id); err != nil {
+		return err
+	}
+	return c.call(ctx, http.MethodPost, queuePath(id, "unsnooze"), nil, struct{}{}, nil)
+}
+
 // Regenerate implements Service.
 func (c *Client) Regenerate(ctx context.Context, id, instruction string) (*store.QueueItem, error) {
 	if err := emptyID("regenerate", id); err != nil {

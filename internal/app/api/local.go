@@ -208,6 +208,18 @@ func (l *Local) Snooze(ctx context.Context, id string, until time.Time) error {
 	return a.Snooze(ctx, id, until)
 }
 
+// Unsnooze implements Service by delegating to Actions.
+func (l *Local) Unsnooze(ctx context.Context, id string) error {
+	if err := emptyID("unsnooze", id); err != nil {
+		return err
+	}
+	a, err := l.actions("unsnooze " + id)
+	if err != nil {
+		return err
+	}
+	return a.Unsnooze(ctx, id)
+}
+
 // Regenerate implements Service by delegating to Actions.
 func (l *Local) Regenerate(ctx context.Context, id, instruction string) (*store.QueueItem, error) {
 	if err := emptyID("regenerate", id); err != nil {

@@ -204,6 +204,7 @@ func (h *handler) routes() http.Handler {
 	mux.HandleFunc("POST /v1/queue/{id}/reject", h.reject)
 	mux.HandleFunc("POST /v1/queue/{id}/edit", h.edit)
 	mux.HandleFunc("POST /v1/queue/{id}/snooze", h.snooze)
+	mux.HandleFunc("POST /v1/queue/{id}/unsnooze", h.unsnooze)
 	mux.HandleFunc("POST /v1/queue/{id}/regenerate", h.regenerate)
 	mux.HandleFunc("POST /v1/outbox/{id}/cancel", h.cancel)
 	mux.HandleFunc("GET /v1/outbox", h.outbox)
@@ -335,6 +336,17 @@ func (h *handler) snooze(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := h.actionContext(r)
 	defer cancel()
 	h.reply(w, nil, h.svc.Snooze(ctx, r.PathValue("id"), req.Until))
+}
+
+func (h *handler) unsnooze(w http.ResponseWriter, r *http.Request) {
+	var req struct{}
+	if err := decode(w, r, &req); err != nil {
+		h.fail(w, err)
+		return
+	}
+	ctx, cancel := h.actionContext(r)
+	defer cancel()
+	h.reply(w, nil, h.svc.Unsnooze(ctx, r.PathValue("id")))
 }
 
 func (h *handler) regenerate(w http.ResponseWriter, r *http.Request) {

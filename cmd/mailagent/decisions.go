@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/termsafe"
+	"github.com/mailagent/mailagent/store"
+)
+
+// DecisionsOptions are the flags of `mailagent decisions`.
+type DecisionsOptions struct {
+	Since string
+	JSON  bool
+}
+
+func newDecisionsCmd(f *Factory, runF func(context.Context, *DecisionsOptions) error) *cobra.Command {
+	opts := &DecisionsOptions{}
+	cmd := &cobra.Command{
+		Use:   "decisions",
+		Short: "What the agent decided without asking: archived, ignored, notified, answered on its own",
+		Long: `decisions lists the mail the agent handled without asking you: what it
+archived (automated mail), ignored (already answered, for instance),
+showed you as a notice, or answered on its own (with the reply it sent),
+newest first, so that nothing it does happens out of sight. Drafts
+waiting for your approval are in mailagent queue list instead.
+
+Each line has the trace id that mailagent explain takes. The review
+TUI shows the same list in view 5.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return decisionsRun(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Since, "since", "7d", "how far back, by when the agent decided: a duration (12h) or Nd for days")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "one JSON array on stdout")
+	return cmd
+}
+
+func decisionsRun(ctx context.Context, f *Factory, opts *DecisionsOptions) error {
+	d, err := parseFor(opts.Since)
+	if err != nil {
+		return usageErr("--since: %v", err)
+	}
+	svc, closeSvc, err := f.Service(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = closeSvc() }()
+	recs, err := api.DecidedWithoutAsking(ctx, svc, f.Now().Add(-d))
+	if err != nil {
+		return err
+	}
+	replies := map[store.MessageKey]*store.OutboxRecord{}
+	obs, err := svc.Outbox(ctx, "")
+	if err != nil {
+		return err
+	}
+	for i := range obs {
+		if o := &obs[i]; o.Auto {
+			replies[o.Message] = o
+		}
+	}
+	if opts.JSON {
+		out := make([]DecisionJSON, 0, len(recs))
+		for i := range recs {
+			j := DecisionJSON{MessageJSON: toMessageJSON(&recs[i])}
+			if recs[i].Decision == agent.DecisionAutoSend {
+				j.Reply = toOutboxJSON(replies[recs[i].MessageKey])
+			}
+			out = append(out, j)
+		}
+		return writeJSON(f.Stdout, out)
+	}
+	printDecisions(f.Stdout, recs, replies, f.Now(), strings.TrimSpace(opts.Since))
+	return nil
+}
+
+// printDecisions writes the human table; every untrusted field is
+// sanitised before it is measured.
+func printDecisions(w io.Writer, recs []store.MessageRecord, replies map[store.MessageKey]*store.OutboxRecord, now time.Time, since string) {
+	if len(recs) == 0 {
+		fmt.Fprintf(w, "the agent decided nothing on its own in the last %s\n", termsafe.Line(since))
+		return
+	}
+	var tb table
+	tb.row("TRACE", "WHEN", "DECISION", "FROM", "SUBJECT", "WHY")
+	for i := range recs {
+		r := &recs[i]
+		why := strings.Join(r.Reasons, "; ")
+		if o := replies[r.MessageKey]; o != nil && r.Decision == agent.DecisionAutoSend {
+			why = "replied to " + strings.Join(o.To, ", ") + " (" + o.Status + ")"
+		}
+		tb.row(termsafe.Line(r.TraceID), age(now, r.UpdatedAt), termsafe.Line(r.Decision),
+			truncate(termsafe.Address(r.From.Name, r.From.Email), 40), truncate(termsafe.Line(r.Subject), 40),
+			truncate(termsafe.Line(why), 80))
+	}
+	_ = tb.write(w)
+	fmt.Fprintf(w, "\n%s; details: mailagent explain TRACE\n", plural(len(recs), "decision"))
+}
