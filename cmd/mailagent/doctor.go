@@ -34,6 +34,10 @@ type DoctorOptions struct {
 	Account string
 	NoModel bool
 	Repair  bool // salvage a damaged state database (doctor_repair.go)
+
+	// report, when set, receives the checks (init names the failed ones
+	// in its next steps).
+	report *[]Check
 }
 
 // Check is one line of the doctor's report.
@@ -148,6 +152,9 @@ func doctorRun(ctx context.Context, f *Factory, opts *DoctorOptions) error {
 	}
 	d.state(cfg)
 	d.print(f.Stdout, opts.JSON)
+	if opts.report != nil {
+		*opts.report = d.checks
+	}
 	if d.failed() {
 		return errPartial
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/mailagent/mailagent/internal/autoconfig"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/initcfg"
+	"github.com/mailagent/mailagent/internal/termsafe"
 )
 
 // InitOptions are the flags of `mailagent init`.
@@ -242,14 +243,15 @@ func initRun(ctx context.Context, f *Factory, opts *InitOptions) error {
 	fmt.Fprintf(f.Stderr, "\nWrote %s (mode 0600).\n", path)
 
 	var doctorErr error
+	var checks []Check
 	if !opts.NoDoctor {
 		fmt.Fprintln(f.Stderr, "\nChecking it with `mailagent doctor`:")
-		doctorErr = runDoctorFor(ctx, f, path)
-		if doctorErr != nil && ctx.Err() == nil {
-			fmt.Fprintln(f.Stderr, "\nSome checks failed: fix what is named above, then run `mailagent doctor` again.")
+		checks, doctorErr = runDoctorFor(ctx, f, path)
+		if ctx.Err() != nil {
+			return doctorErr
 		}
 	}
-	printNextSteps(f.Stderr, s, path, f.ConfigPath != "")
+	printNextSteps(f.Stderr, s, path, f.ConfigPath != "", !opts.NoDoctor, checks)
 	return doctorErr
 }
 
@@ -275,8 +277,8 @@ func initPath(explicit string) (string, error) {
 }
 
 // runDoctorFor runs doctor on the new file with its report on stderr, so
-// that stdout carries only the path written.
-func runDoctorFor(ctx context.Context, f *Factory, path string) error {
+// that stdout carries only the path written, and returns its checks.
+func runDoctorFor(ctx context.Context, f *Factory, path string) ([]Check, error) {
 	df := newFactory(f.Stdin, f.Stderr, f.Stderr)
 	defer df.Close()
 	df.ConfigPath = path
@@ -284,15 +286,33 @@ func runDoctorFor(ctx context.Context, f *Factory, path string) error {
 	df.Verbose = f.Verbose
 	df.NewModel = f.NewModel
 	df.Now = f.Now
-	return doctorRun(ctx, df, &DoctorOptions{})
+	var checks []Check
+	err := doctorRun(ctx, df, &DoctorOptions{report: &checks})
+	return checks, err
 }
 
 // printNextSteps tells what to run next; withFlag adds --config PATH to
-// the commands (the file is not where they look by themselves).
-func printNextSteps(w io.Writer, s *initSetup, path string, withFlag bool) {
+// the commands (the file is not where they look by themselves). watch is
+// suggested only after a passing doctor: when a check failed, the steps
+// are its fix and doctor again.
+func printNextSteps(w io.Writer, s *initSetup, path string, withFlag, doctorRan bool, checks []Check) {
 	cfgFlag := ""
 	if withFlag {
 		cfgFlag = " --config " + initShellQuote(path)
+	}
+	var failed []Check
+	for _, c := range checks {
+		if c.Status == "fail" {
+			failed = append(failed, c)
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(w, "\nNot ready yet: doctor found %s.\n", plural(len(failed), "problem"))
+		for _, c := range failed {
+			fmt.Fprintf(w, "  - %s\n      fix: %s\n", termsafe.Line(c.Name), termsafe.Line(initDefault(c.Fix, "see the line above")))
+		}
+		fmt.Fprintf(w, "Then run `mailagent%s doctor` again; once it passes, `mailagent%s watch` handles new mail.\n", cfgFlag, cfgFlag)
+		return
 	}
 	fmt.Fprintln(w, "\nNext steps:")
 	if s.APIKeyCmd == "" && os.Getenv(s.APIKeyEnv) == "" {
@@ -301,8 +321,15 @@ func printNextSteps(w io.Writer, s *initSetup, path string, withFlag bool) {
 	if s.Secret.Kind == secretEnv && os.Getenv(s.Secret.Value) == "" {
 		fmt.Fprintf(w, "  export %s=…            # your mail password\n", s.Secret.Value)
 	}
+	if !doctorRan {
+		fmt.Fprintf(w, "  mailagent%s doctor                        # test the servers and the model first\n", cfgFlag)
+	}
 	fmt.Fprintf(w, "  mailagent%s triage --dry-run --limit 20   # see what it would do with your latest mail\n", cfgFlag)
-	fmt.Fprintf(w, "  mailagent%s watch                         # handle new mail as it arrives\n", cfgFlag)
+	if doctorRan {
+		fmt.Fprintf(w, "  mailagent%s watch                         # handle new mail as it arrives\n", cfgFlag)
+	} else {
+		fmt.Fprintf(w, "  mailagent%s watch                         # once doctor passes: handle new mail as it arrives\n", cfgFlag)
+	}
 	if s.Mode == config.ModeReview {
 		fmt.Fprintln(w, "  Mode is review: nothing is sent until you approve it.")
 	}

@@ -92,7 +92,10 @@ func proposeServers(ctx context.Context, w io.Writer, email, provider string) (*
 	fmt.Fprintf(w, "Looking up the mail servers for %s (autoconfig, Thunderbird ISPDB, DNS SRV)…\n", domain)
 	res, err := autoconfig.Discover(ctx, email, autoconfigOptions())
 	if err != nil {
-		return nil, fmt.Errorf("discover servers for %s: %w", domain, err)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &noSettingsError{domain: domain, cause: err}
 	}
 	return res, nil
 }
@@ -177,3 +180,17 @@ func checkAccountName(v string) error {
 	}
 	return nil
 }
+
+// noSettingsError is autodiscovery finding nothing. It reads as one short
+// line: the per-source reasons (404s, timeouts, NXDOMAIN) stay in the
+// chain for errors.Is, not on the screen.
+type noSettingsError struct {
+	domain string
+	cause  error
+}
+
+func (e *noSettingsError) Error() string {
+	return "no server settings found for " + e.domain + " (autoconfig, Thunderbird ISPDB and DNS SRV have none)"
+}
+
+func (e *noSettingsError) Unwrap() error { return e.cause }
