@@ -215,7 +215,7 @@ func confirmServers(ctx context.Context, p Prompter, s *initSetup) error {
 			if s.Source == "preset:proton" {
 				s.Source = "preset:proton, edited"
 			} else {
-				s.Source = "your answers"
+				s.Provider, s.Source = "", "your answers"
 			}
 			s.Notes = ""
 		}

@@ -123,6 +123,9 @@ func testServer(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions
 		}
 		if perr == nil && err == nil {
 			p.Say("  ✓ %s: logged in to %s as %s (%s)\n", label, ep.Addr(), srv.Username, securityWords(srv.Security))
+			if ca != "" && srv.Security != config.SecurityInsecure {
+				p.Say("    trusting the CA in %s\n", ca)
+			}
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -173,7 +176,7 @@ func testServer(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions
 			if err := editServer(ctx, p, label, kind, srv); err != nil {
 				return err
 			}
-			s.Source, s.Notes = "your answers", ""
+			s.Provider, s.Source, s.Notes = "", "your answers", ""
 		case "secret":
 			s.Secret = secretChoice{}
 			if err := askSecret(ctx, p, s, opts); err != nil {
