@@ -311,7 +311,7 @@ func printNextSteps(w io.Writer, s *initSetup, path string, withFlag, doctorRan 
 		for _, c := range failed {
 			fmt.Fprintf(w, "  - %s\n      fix: %s\n", termsafe.Line(c.Name), termsafe.Line(initDefault(c.Fix, "see the line above")))
 		}
-		fmt.Fprintf(w, "Then run `mailagent%s doctor` again; once it passes, `mailagent%s watch` handles new mail.\n", cfgFlag, cfgFlag)
+		fmt.Fprintf(w, "Then run `mailagent%s doctor` again.\n", cfgFlag)
 		return
 	}
 	fmt.Fprintln(w, "\nNext steps:")
