@@ -216,7 +216,7 @@ func initRun(ctx context.Context, f *Factory, opts *InitOptions) error {
 				Hint: "fix the flags named above, or run `mailagent init` interactively"}
 		}
 	} else {
-		p := newPrompter(f.Stdin, f.Stderr)
+		p := newInitPrompter(f.Stdin, f.Stderr)
 		defer p.Close()
 		s, data, err = interview(ctx, p, opts, path)
 		if errors.Is(err, errInputEnded) {

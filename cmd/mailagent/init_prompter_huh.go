@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"charm.land/huh/v2"
+	"golang.org/x/term"
+)
+
+// huhPrompter is the Prompter of a terminal: each question is a
+// charm.land/huh field (a text input that can be edited, a masked
+// password, a y/n toggle, a menu moved with the arrow keys), as cli/cli
+// does. Each answered question is echoed as "label: answer" (passwords
+// never), so the transcript stays readable after the field is gone.
+// Scripts, pipes and tests get the line prompter (newInitPrompter).
+type huhPrompter struct {
+	in  io.Reader
+	out io.Writer
+}
+
+var _ Prompter = (*huhPrompter)(nil)
+
+// initPrompter is a Prompter that holds resources until Close.
+type initPrompter interface {
+	Prompter
+	Close()
+}
+
+// newInitPrompter is the terminal prompter when stdin and w are both
+// terminals (and neither TERM=dumb nor ACCESSIBLE asks for plain lines),
+// else the line prompter.
+func newInitPrompter(r io.Reader, w io.Writer) initPrompter {
+	in, inOK := r.(*os.File)
+	out, outOK := w.(*os.File)
+	if inOK && outOK && term.IsTerminal(int(in.Fd())) && term.IsTerminal(int(out.Fd())) &&
+		os.Getenv("TERM") != "dumb" && os.Getenv("ACCESSIBLE") == "" {
+		return &huhPrompter{in: in, out: out}
+	}
+	return newPrompter(r, w)
+}
+
+// Close implements initPrompter; a huh field holds nothing between
+// questions.
+func (p *huhPrompter) Close() {}
+
+func (p *huhPrompter) run(ctx context.Context, field huh.Field) error {
+	err := huh.NewForm(huh.NewGroup(field)).WithInput(p.in).WithOutput(p.out).WithShowHelp(false).RunWithContext(ctx)
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, huh.ErrUserAborted):
+		// Ctrl-C in raw mode is a key, not SIGINT: end as the signal would.
+		return fmt.Errorf("setup cancelled, nothing was written: %w", context.Canceled)
+	case err != nil:
+		return fmt.Errorf("prompt: %w", err)
+	}
+	return nil
+}
+
+// Say writes a message for the user.
+func (p *huhPrompter) Say(format string, a ...any) { fmt.Fprintf(p.out, format, a...) }
+
+// Text asks with def already typed in, editable; check runs as the user
+// types and on Enter.
+func (p *huhPrompter) Text(ctx context.Context, label, def string, check func(string) error) (string, error) {
+	v := def
+	in := huh.NewInput().Title(label).Value(&v).Validate(func(s string) error {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			s = def
+		}
+		if check == nil {
+			return nil
+		}
+		return check(s)
+	})
+	if err := p.run(ctx, in); err != nil {
+		return "", err
+	}
+	if v = strings.TrimSpace(v); v == "" {
+		v = def
+	}
+	p.Say("%s: %s\n", label, v)
+	return v, nil
+}
+
+// Password asks for a non-empty secret, masked; it is never echoed.
+func (p *huhPrompter) Password(ctx context.Context, label string) (string, error) {
+	var v string
+	in := huh.NewInput().Title(label).EchoMode(huh.EchoModePassword).Value(&v).Validate(func(s string) error {
+		if s == "" {
+			return errors.New("the password cannot be empty")
+		}
+		return nil
+	})
+	if err := p.run(ctx, in); err != nil {
+		return "", err
+	}
+	p.Say("%s: (hidden)\n", label)
+	return v, nil
+}
+
+// YesNo asks with a toggle; def is selected first.
+func (p *huhPrompter) YesNo(ctx context.Context, label string, def bool) (bool, error) {
+	v := def
+	if err := p.run(ctx, huh.NewConfirm().Title(label).Affirmative("Yes").Negative("No").Value(&v)); err != nil {
+		return false, err
+	}
+	p.Say("%s: %s\n", label, map[bool]string{true: "yes", false: "no"}[v])
+	return v, nil
+}
+
+// Choose shows a menu with def selected.
+func (p *huhPrompter) Choose(ctx context.Context, label string, items []initChoice, def string) (string, error) {
+	opts := make([]huh.Option[string], len(items))
+	chosen := ""
+	for i, c := range items {
+		opts[i] = huh.NewOption(c.label, c.key)
+		if c.key == def {
+			chosen = def
+		}
+	}
+	if chosen == "" && len(items) > 0 {
+		chosen = items[0].key
+	}
+	if err := p.run(ctx, huh.NewSelect[string]().Title(label).Options(opts...).Value(&chosen)); err != nil {
+		return "", err
+	}
+	for _, c := range items {
+		if c.key == chosen {
+			p.Say("%s: %s\n", label, c.label)
+		}
+	}
+	return chosen, nil
+}
