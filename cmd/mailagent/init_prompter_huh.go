@@ -19,9 +19,15 @@ import (
 // never), so the transcript stays readable after the field is gone.
 // Scripts, pipes and tests get the line prompter (newInitPrompter).
 type huhPrompter struct {
-	in  io.Reader
-	out io.Writer
+	in    io.Reader
+	out   io.Writer
+	width int // of the fields; 0: huhWidth
 }
+
+// huhWidth is the fields' width when the terminal's is unknown. A width
+// is always set: a form that never learns one draws a placeholder with a
+// negative width (and panics).
+const huhWidth = 80
 
 var _ Prompter = (*huhPrompter)(nil)
 
@@ -39,7 +45,11 @@ func newInitPrompter(r io.Reader, w io.Writer) initPrompter {
 	out, outOK := w.(*os.File)
 	if inOK && outOK && term.IsTerminal(int(in.Fd())) && term.IsTerminal(int(out.Fd())) &&
 		os.Getenv("TERM") != "dumb" && os.Getenv("ACCESSIBLE") == "" {
-		return &huhPrompter{in: in, out: out}
+		w, _, err := term.GetSize(int(out.Fd()))
+		if err != nil || w < 20 {
+			w = huhWidth
+		}
+		return &huhPrompter{in: in, out: out, width: w}
 	}
 	return newPrompter(r, w)
 }
@@ -48,8 +58,18 @@ func newInitPrompter(r io.Reader, w io.Writer) initPrompter {
 // questions.
 func (p *huhPrompter) Close() {}
 
-func (p *huhPrompter) run(ctx context.Context, field huh.Field) error {
-	err := huh.NewForm(huh.NewGroup(field)).WithInput(p.in).WithOutput(p.out).WithShowHelp(false).RunWithContext(ctx)
+func (p *huhPrompter) run(ctx context.Context, field huh.Field) (err error) {
+	defer func() {
+		// huh turns a failed program into a nil-model panic; say it.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("prompt failed (%v): set ACCESSIBLE=1 to answer line by line", r)
+		}
+	}()
+	width := p.width
+	if width <= 0 {
+		width = huhWidth
+	}
+	err = huh.NewForm(huh.NewGroup(field)).WithInput(p.in).WithOutput(p.out).WithShowHelp(false).WithWidth(width).RunWithContext(ctx)
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -65,11 +85,11 @@ func (p *huhPrompter) run(ctx context.Context, field huh.Field) error {
 // Say writes a message for the user.
 func (p *huhPrompter) Say(format string, a ...any) { fmt.Fprintf(p.out, format, a...) }
 
-// Text asks with def already typed in, editable; check runs as the user
-// types and on Enter.
+// Text asks with def shown as the placeholder (Enter takes it, typing
+// replaces it, → or Ctrl-E fills it in to edit); check runs on Enter.
 func (p *huhPrompter) Text(ctx context.Context, label, def string, check func(string) error) (string, error) {
-	v := def
-	in := huh.NewInput().Title(label).Value(&v).Validate(func(s string) error {
+	var v string
+	in := huh.NewInput().Title(label).Placeholder(def).Value(&v).Validate(func(s string) error {
 		s = strings.TrimSpace(s)
 		if s == "" {
 			s = def
@@ -79,6 +99,9 @@ func (p *huhPrompter) Text(ctx context.Context, label, def string, check func(st
 		}
 		return check(s)
 	})
+	if def != "" {
+		in = in.Suggestions([]string{def})
+	}
 	if err := p.run(ctx, in); err != nil {
 		return "", err
 	}

@@ -50,9 +50,9 @@ func TestHuhPrompter(t *testing.T) {
 		t.Errorf("the answer is not echoed:\n%q", out.String())
 	}
 
-	// The default is typed in and editable: three backspaces, then a
-	// wrong answer that Enter cannot submit, fixed to "ssl".
-	p, _ = run("\x7f", "\x7f", "\x7f", "x", "\r", "\x7f", "ssl", "\r")
+	// Typing replaces the default; a wrong answer cannot be submitted
+	// until it is fixed.
+	p, _ = run("x", "\r", "\x7f", "ssl", "\r")
 	if v, err := p.Text(ctx, "IMAP security", "tls", func(v string) error { _, err := parseSecurity(v); return err }); err != nil || v != "ssl" {
 		t.Fatalf("edited: got %q, %v", v, err)
 	}
