@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -312,5 +313,40 @@ func TestInitServerFailureMenu(t *testing.T) {
 	}
 	if s.IMAP.Port != srv.Port || s.Source != "your answers" {
 		t.Errorf("setup %+v", s)
+	}
+}
+
+// TestPrintNextStepsWatchOnlyAfterPassingDoctor: watch is suggested after
+// a passing doctor (warnings allowed), after --no-doctor only behind
+// doctor, and never after a failed check, which is named with its fix.
+func TestPrintNextStepsWatchOnlyAfterPassingDoctor(t *testing.T) {
+	t.Setenv("MA_TEST_NEXT_KEY", "set")
+	s := &initSetup{APIKeyEnv: "MA_TEST_NEXT_KEY", Mode: config.ModeReview, Secret: secretChoice{Kind: secretCmd, Value: "pass x"}}
+	pass := []Check{{Name: "config", Status: "pass"}, {Name: "imap a: authserv_id", Status: "warn", Fix: "later"}}
+	fail := append(slices.Clone(pass), Check{Name: "smtp a: connect and AUTH", Status: "fail", Detail: "refused", Fix: "check the port"})
+	for _, tt := range []struct {
+		name      string
+		ran       bool
+		checks    []Check
+		want, not []string
+	}{
+		{"doctor passed", true, pass, []string{"Next steps:", "mailagent watch", "triage --dry-run"}, []string{"Not ready", "mailagent doctor"}},
+		{"no doctor", false, nil, []string{"mailagent doctor ", "once doctor passes: handle new mail"}, []string{"Not ready"}},
+		{"doctor failed", true, fail, []string{"Not ready yet: doctor found 1 problem.", "  - smtp a: connect and AUTH\n      fix: check the port\n", "Then run `mailagent doctor` again."}, []string{"watch", "triage", "authserv_id"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			printNextSteps(&b, s, "/x/config.toml", false, tt.ran, tt.checks)
+			for _, w := range tt.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("lacks %q:\n%s", w, b.String())
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(b.String(), w) {
+					t.Errorf("says %q:\n%s", w, b.String())
+				}
+			}
+		})
 	}
 }
