@@ -86,7 +86,7 @@ func (p *huhPrompter) run(ctx context.Context, field huh.Field) (err error) {
 func (p *huhPrompter) Say(format string, a ...any) { fmt.Fprintf(p.out, format, a...) }
 
 // Text asks with def shown as the placeholder (Enter takes it, typing
-// replaces it, → or Ctrl-E fills it in to edit); check runs on Enter.
+// replaces it); check runs on Enter.
 func (p *huhPrompter) Text(ctx context.Context, label, def string, check func(string) error) (string, error) {
 	var v string
 	in := huh.NewInput().Title(label).Placeholder(def).Value(&v).Validate(func(s string) error {
@@ -99,9 +99,6 @@ func (p *huhPrompter) Text(ctx context.Context, label, def string, check func(st
 		}
 		return check(s)
 	})
-	if def != "" {
-		in = in.Suggestions([]string{def})
-	}
 	if err := p.run(ctx, in); err != nil {
 		return "", err
 	}
