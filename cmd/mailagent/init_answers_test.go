@@ -136,8 +136,9 @@ func closedLoopbackPort(t *testing.T) int {
 }
 
 // TestInterviewWrongInputs drives the interview with wrong answers a
-// newcomer types: host:port in the host field, "ssl", and starttls with
-// SMTP port 465. Each is taken as meant, and the written config parses.
+// newcomer types: an address and then host:port in the host field (the
+// port and security are then not asked), and starttls with SMTP port
+// 465. Each is taken as meant, and the written config parses.
 func TestInterviewWrongInputs(t *testing.T) {
 	noDiscovery(t)
 	withDiscovery(t, autoconfig.Options{ // every source fails
@@ -151,9 +152,7 @@ func TestInterviewWrongInputs(t *testing.T) {
 		{"Which provider", "generic"},
 		{"Use these settings?", "e"},
 		{"IMAP host", "ada@example.org"}, // refused: an address
-		{"IMAP host", "mail.example.org:993"},
-		{"IMAP security", "SSL"},
-		{"IMAP port", ""}, // 993, from the host answer
+		{"IMAP host", "mail.example.org:993"}, // port and security: not asked again
 		{"IMAP login name", ""},
 		{"SMTP host", "mail.example.org"},
 		{"SMTP security", "starttls"},
@@ -176,6 +175,9 @@ func TestInterviewWrongInputs(t *testing.T) {
 	}
 	if s.SMTP.Port != 465 || s.SMTP.Security != "tls" {
 		t.Errorf("SMTP %+v, want 465 tls", s.SMTP)
+	}
+	if !strings.Contains(p.said.String(), "IMAP: port 993, tls (implicit TLS)") {
+		t.Errorf("the port and security taken from the host answer were not said:\n%s", p.said.String())
 	}
 	if !strings.Contains(p.said.String(), "Port 465 is SMTP over implicit TLS, so security is now tls") {
 		t.Errorf("the security change was not said:\n%s", p.said.String())
@@ -288,7 +290,7 @@ func TestInitServerFailureMenu(t *testing.T) {
 	p := &scriptedPrompter{steps: []step{
 		{"Email address", user}, {"Your name", "Ada"},
 		{"Use these settings?", "e"},
-		{"IMAP host", "127.0.0.1:" + closed}, {"IMAP security", "none"}, {"IMAP port", ""}, {"IMAP login name", ""},
+		{"IMAP host", "127.0.0.1:" + closed}, {"IMAP security", "none"}, {"IMAP login name", ""},
 		{"SMTP host", "127.0.0.1"}, {"SMTP security", "insecure"}, {"SMTP port", strconv.Itoa(sink.Port)}, {"SMTP login name", ""},
 		{"Use these settings?", "y"},
 		{"Account name", ""}, {"Password source", secretEnv}, {"Environment variable name", "MA_TEST_INIT_PASS"},

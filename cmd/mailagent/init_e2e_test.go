@@ -41,8 +41,8 @@ func TestInitSelfHostedE2E(t *testing.T) {
 	script := answers(
 		user, "Ada Lovelace",
 		"e",
-		imaps, "ssl", "", "", // IMAP: host:port, "ssl", port from the host, login
-		"smtp://"+st.SMTPAddr(), "", "", "", // SMTP: a URL: starttls and the port from it
+		imaps, "ssl", "", // IMAP: host:port (not a usual port: security asked), "ssl", login
+		"smtp://"+st.SMTPAddr(), "", // SMTP: a URL gives starttls and the port; login
 		"y",
 		"", "2", "MA_E2E_INIT_PASS", // account, password from env
 		wrongCA,                           // the IMAP certificate is not trusted: a CA that did not sign it

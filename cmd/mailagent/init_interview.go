@@ -243,38 +243,48 @@ func editServer(ctx context.Context, p Prompter, label, kind string, e *initServ
 	if given.Port != 0 {
 		e.Port = given.Port
 	}
-	secDef := e.Security
-	if secDef == "" {
-		secDef = config.SecurityTLS
-	}
-	var sec string
-	if _, err := p.Text(ctx, label+" security (tls, starttls; insecure only for localhost)", secDef, func(v string) error {
-		var err error
-		sec, err = parseSecurity(v)
-		return err
-	}); err != nil {
-		return err
-	}
-	e.Security = sec
-	port := e.Port
-	if given.Port == 0 && (e.Security != oldSec || port == 0) {
-		port = config.DefaultPort(kind, e.Security)
-	}
-	ps, err := p.Text(ctx, label+" port", strconv.Itoa(port), func(v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("%q is not a port number (1-65535; usually %s)", v, initPortHint(kind))
+	// What the host answer carried ("host:993", "imaps://host") is not
+	// asked again.
+	if given.Security == "" {
+		secDef := e.Security
+		if secDef == "" {
+			secDef = config.SecurityTLS
 		}
-		return nil
-	})
-	if err != nil {
-		return err
+		var sec string
+		if _, err := p.Text(ctx, label+" security (tls, starttls; insecure only for localhost)", secDef, func(v string) error {
+			var err error
+			sec, err = parseSecurity(v)
+			return err
+		}); err != nil {
+			return err
+		}
+		e.Security = sec
 	}
-	e.Port, _ = strconv.Atoi(ps)
-	if fitted, note := fitPortSecurity(kind, e.Port, e.Security); note != "" {
-		p.Say("  %s\n", note)
-		e.Security = fitted
+	if given.Port == 0 {
+		port := e.Port
+		if e.Security != oldSec || port == 0 {
+			port = config.DefaultPort(kind, e.Security)
+		}
+		ps, err := p.Text(ctx, label+" port", strconv.Itoa(port), func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 65535 {
+				return fmt.Errorf("%q is not a port number (1-65535; usually %s)", v, initPortHint(kind))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		e.Port, _ = strconv.Atoi(ps)
+		if fitted, note := fitPortSecurity(kind, e.Port, e.Security); note != "" {
+			p.Say("  %s\n", note)
+			e.Security = fitted
+		}
 	}
+	if given.Port != 0 && given.Security != "" {
+		p.Say("  %s: port %d, %s (%s)\n", label, e.Port, e.Security, securityMode(e.Security))
+	}
+	var err error
 	if e.Username, err = p.Text(ctx, label+" login name", e.Username, initNonEmpty); err != nil {
 		return err
 	}
