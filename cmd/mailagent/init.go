@@ -65,8 +65,14 @@ built-in preset for Gmail, Fastmail, iCloud, Outlook/Office 365 and Proton
 Bridge, or autodiscovery: Mozilla autoconfig, the Thunderbird ISPDB and DNS
 SRV records), asks where your password lives (a command such as
 "pass show mail/you", an environment variable, the system keyring, or an
-OAuth2 token command), and where the Gemini API key lives. It writes the
-config file with mode 0600, then runs doctor.
+OAuth2 token command), then tests the IMAP and SMTP logins at once (for a
+self-hosted server whose certificate the system does not trust, it asks
+for the CA file), and asks where the Gemini API key lives. It writes the
+config file with mode 0600, then runs doctor, and suggests watch only when
+doctor passes.
+
+Answers other mail clients use are understood: ssl for tls,
+imap.example.com:993 or imaps://imap.example.com in a host field.
 
 The file goes to --config, else $MAILAGENT_CONFIG, else
 $XDG_CONFIG_HOME/mailagent/config.toml. An existing file is replaced only
