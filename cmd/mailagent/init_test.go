@@ -709,6 +709,13 @@ func TestInitNonInteractive(t *testing.T) {
 				if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("config written on bad input (stat err %v)", err)
 				}
+				if strings.Contains(tt.name, "nothing discovered") {
+					// One short line, not the chain of every source's failure.
+					want := "mailagent: no server settings found for example.net (autoconfig, Thunderbird ISPDB and DNS SRV have none)\n"
+					if !strings.Contains(stderr, want) || strings.Contains(stderr, "404") {
+						t.Errorf("discovery failure: stderr\n%s\nwant the line %q", stderr, want)
+					}
+				}
 				return
 			}
 			if stdout != path+"\n" {
