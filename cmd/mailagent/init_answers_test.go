@@ -151,7 +151,7 @@ func TestInterviewWrongInputs(t *testing.T) {
 		{"Email address", "ada@example.org"}, {"Your name", "Ada"},
 		{"Which provider", "generic"},
 		{"Use these settings?", "e"},
-		{"IMAP host", "ada@example.org"}, // refused: an address
+		{"IMAP host", "ada@example.org"},      // refused: an address
 		{"IMAP host", "mail.example.org:993"}, // port and security: not asked again
 		{"IMAP login name", ""},
 		{"SMTP host", "mail.example.org"},

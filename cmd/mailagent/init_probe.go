@@ -16,6 +16,7 @@ import (
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/initcfg"
 	"github.com/mailagent/mailagent/internal/smtpsend"
+	"github.com/mailagent/mailagent/internal/termsafe"
 )
 
 // Testing each server as soon as its login is known: IMAP, then SMTP,
@@ -122,7 +123,7 @@ func testServer(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions
 			err = initProbe(ctx, kind, acct)
 		}
 		if perr == nil && err == nil {
-			p.Say("  ✓ %s: logged in to %s as %s (%s)\n", label, ep.Addr(), srv.Username, securityWords(srv.Security))
+			p.Say("  ✓ %s: logged in to %s as %s (%s)\n", label, termsafe.Line(ep.Addr()), termsafe.Line(srv.Username), securityWords(srv.Security))
 			if ca != "" && srv.Security != config.SecurityInsecure {
 				p.Say("    trusting the CA in %s\n", ca)
 			}
@@ -157,7 +158,8 @@ func testServer(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions
 				continue
 			}
 		default:
-			p.Say("  ✗ %s: %s\n    fix: %s\n", label, probeReason(err), connFix(err, ep, kind))
+			// The reason carries server text (greetings, NO replies).
+			p.Say("  ✗ %s: %s\n    fix: %s\n", label, termsafe.Line(probeReason(err)), termsafe.Line(connFix(err, ep, kind)))
 		}
 		items := []initChoice{
 			{"edit", "edit the " + label + " settings"},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mailagent/mailagent/internal/autoconfig"
 	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/termsafe"
 )
 
 // The answers init gets without asking: from flags (--non-interactive),
@@ -135,15 +136,17 @@ func showProposal(w io.Writer, s *initSetup) {
 	if name == "" {
 		name = "your provider"
 	}
-	fmt.Fprintf(w, "\nServer settings for %s (from %s):\n", name, s.Source)
+	// Names, logins and notes may come from the network (autoconfig,
+	// ISPDB): sanitised like any untrusted text on a terminal.
+	fmt.Fprintf(w, "\nServer settings for %s (from %s):\n", termsafe.Line(name), termsafe.Line(s.Source))
 	for _, e := range []struct {
 		kind string
 		srv  initServer
 	}{{"IMAP", s.IMAP}, {"SMTP", s.SMTP}} {
-		fmt.Fprintf(w, "  %s  %s port %d, %s, login %s\n", e.kind, e.srv.Host, e.srv.Port, e.srv.Security, e.srv.Username)
+		fmt.Fprintf(w, "  %s  %s port %d, %s, login %s\n", e.kind, termsafe.Line(e.srv.Host), e.srv.Port, termsafe.Line(e.srv.Security), termsafe.Line(e.srv.Username))
 	}
 	if s.Notes != "" {
-		fmt.Fprintf(w, "  Note: %s\n", s.Notes)
+		fmt.Fprintf(w, "  Note: %s\n", termsafe.Line(s.Notes))
 	}
 }
 
