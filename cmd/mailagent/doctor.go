@@ -203,6 +203,12 @@ func connFix(err error, e config.Endpoint, kind string) string {
 		return fmt.Sprintf("%s does not speak implicit TLS: use security = \"starttls\" (port 587), or port 465 for security = \"tls\"", e.Addr())
 	case kind == "imap" && isTLSRecordErr(err):
 		return fmt.Sprintf("%s does not speak implicit TLS: use security = \"starttls\" (port 143), or port 993 for security = \"tls\"", e.Addr())
+	case e.Security == config.SecurityStartTLS && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
+		tlsPort := 993
+		if kind == "smtp" {
+			tlsPort = 465
+		}
+		return fmt.Sprintf("%s closed the connection before STARTTLS: if it speaks implicit TLS (usually port %d), use security = \"tls\"", e.Addr(), tlsPort)
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
 		return "no answer from " + e.Addr() + ": a firewall, or the wrong port or security mode"
 	case errors.Is(err, netpolicy.ErrPlaintextNotLoopback): // IMAP's and SMTP's
