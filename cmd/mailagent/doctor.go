@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -33,6 +34,10 @@ type DoctorOptions struct {
 	Account string
 	NoModel bool
 	Repair  bool // salvage a damaged state database (doctor_repair.go)
+
+	// report, when set, receives the checks (init names the failed ones
+	// in its next steps).
+	report *[]Check
 }
 
 // Check is one line of the doctor's report.
@@ -90,7 +95,22 @@ func (d *doctor) warn(name, detail, fix string) {
 	d.checks = append(d.checks, Check{Name: name, Status: "warn", Detail: detail, Fix: fix, Account: d.account})
 }
 func (d *doctor) fail(name string, err error, fix string) {
-	d.checks = append(d.checks, Check{Name: name, Status: "fail", Detail: err.Error(), Fix: fix, Account: d.account})
+	detail, own := splitFix(err.Error())
+	if own != "" {
+		fix = own // the error's own fix is the specific one: say it once
+	}
+	d.checks = append(d.checks, Check{Name: name, Status: "fail", Detail: detail, Fix: fix, Account: d.account})
+}
+
+// splitFix takes the " (fix: …)" that config and secret errors end with
+// off a one-line message, so that the fix is printed once, on its own
+// line.
+func splitFix(msg string) (detail, fix string) {
+	i := strings.LastIndex(msg, " (fix: ")
+	if i < 0 || strings.Contains(msg, "\n") || !strings.HasSuffix(msg, ")") {
+		return msg, ""
+	}
+	return msg[:i], msg[i+len(" (fix: ") : len(msg)-1]
 }
 
 func (d *doctor) failed() bool {
@@ -132,6 +152,9 @@ func doctorRun(ctx context.Context, f *Factory, opts *DoctorOptions) error {
 	}
 	d.state(cfg)
 	d.print(f.Stdout, opts.JSON)
+	if opts.report != nil {
+		*opts.report = d.checks
+	}
 	if d.failed() {
 		return errPartial
 	}
@@ -169,13 +192,23 @@ func connFix(err error, e config.Endpoint, kind string) string {
 	case errors.Is(err, imapsync.ErrAuth), errors.Is(err, smtpsend.ErrAuth):
 		return "the server refused the login: check username and the password source (Gmail and iCloud need an app password, or oauth2_token_cmd)"
 	case errors.As(err, &certErr), errors.As(err, &unknownAuth):
-		return "the server's certificate is not trusted: set tls_ca_file to its CA (for example Proton Bridge's cert.pem)"
+		return "the server's certificate is not signed by an authority this system trusts: set accounts." + kind + ".tls_ca_file to the PEM file of the CA that signed it (a self-hosted server's own CA, or Proton Bridge's cert.pem)"
 	case errors.As(err, &hostErr):
 		return "the certificate does not name " + e.Host + ": use the host name the provider documents"
 	case errors.As(err, &dnsErr):
-		return "the host name " + e.Host + " does not resolve: check accounts." + kind + ".host"
+		return "the host name " + e.Host + " does not resolve: check accounts." + kind + ".host (and that this machine is online)"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Sprintf("nothing listens on %s: check the port (%s: 993 for tls, 143 for starttls; smtp: 465 tls, 587 starttls)", e.Addr(), kind)
+	case kind == "smtp" && isTLSRecordErr(err):
+		return fmt.Sprintf("%s does not speak implicit TLS: use security = \"starttls\" (port 587), or port 465 for security = \"tls\"", e.Addr())
+	case kind == "imap" && isTLSRecordErr(err):
+		return fmt.Sprintf("%s does not speak implicit TLS: use security = \"starttls\" (port 143), or port 993 for security = \"tls\"", e.Addr())
+	case e.Security == config.SecurityStartTLS && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
+		tlsPort := 993
+		if kind == "smtp" {
+			tlsPort = 465
+		}
+		return fmt.Sprintf("%s closed the connection before STARTTLS: if it speaks implicit TLS (usually port %d), use security = \"tls\"", e.Addr(), tlsPort)
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
 		return "no answer from " + e.Addr() + ": a firewall, or the wrong port or security mode"
 	case errors.Is(err, netpolicy.ErrPlaintextNotLoopback): // IMAP's and SMTP's
@@ -201,7 +234,7 @@ func (d *doctor) imap(ctx context.Context, acct *config.Account) {
 		return
 	}
 	defer func() { _ = c.Close() }()
-	d.pass(name+": connect and login", fmt.Sprintf("%s (%s, certificate verified unless insecure loopback)", acct.IMAP.Addr(), acct.IMAP.Security))
+	d.pass(name+": connect and login", fmt.Sprintf("%s (%s)", acct.IMAP.Addr(), securityWords(acct.IMAP.Security)))
 	var have, missing []string
 	for _, cp := range []string{"IDLE", "MOVE", "UIDPLUS", "CONDSTORE", "SPECIAL-USE"} {
 		if c.Has(cp) {
@@ -239,9 +272,11 @@ func (d *doctor) imap(ctx context.Context, acct *config.Account) {
 		if err != nil {
 			fix := fmt.Sprintf("create a %s folder, or set accounts.%s to the right name", fallback, box.key)
 			if nf := (*imapsync.NoMailboxError)(nil); errors.As(err, &nf) {
-				fix = folderFix(nf, box.key)
+				fix = folderFix(nf, box.key, fallback)
+				err = errors.New(folderMissing(nf, fallback))
 			}
 			d.fail(name+": "+fallback+" folder", err, fix)
+			d.checks[len(d.checks)-1].Mailbox = initDefault(box.configured, fallback)
 			continue
 		}
 		d.pass(name+": "+fallback+" folder", got)
@@ -265,10 +300,10 @@ func (d *doctor) smtp(ctx context.Context, acct *config.Account) {
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	if err := s.Check(cctx); err != nil {
-		d.fail(name+": connect and AUTH", err, connFix(err, acct.SMTP, "smtp"))
+		d.fail(name+": connect and AUTH", errors.New(smtpFailDetail(err, acct.SMTP)), connFix(err, acct.SMTP, "smtp"))
 		return
 	}
-	d.pass(name+": connect and AUTH", fmt.Sprintf("%s (%s)", acct.SMTP.Addr(), acct.SMTP.Security))
+	d.pass(name+": connect and AUTH", fmt.Sprintf("%s (%s)", acct.SMTP.Addr(), securityWords(acct.SMTP.Security)))
 }
 
 func (d *doctor) model(ctx context.Context, f *Factory, cfg *config.Config) {
@@ -294,12 +329,7 @@ func (d *doctor) model(ctx context.Context, f *Factory, cfg *config.Config) {
 		return nil
 	})
 	if err != nil {
-		fix := "check llm.model and llm.base_url"
-		var api *llm.APIError
-		if errors.As(err, &api) && (api.StatusCode == 400 || api.StatusCode == 401 || api.StatusCode == 403) {
-			fix = "the API key was refused: create a new one and update its source"
-		}
-		d.fail("model: structured output round trip", err, fix)
+		d.fail("model: structured output round trip", err, modelFix(err, cfg.LLM.BaseURL))
 		return
 	}
 	d.pass("model: structured output round trip", fmt.Sprintf("%s answered (%d tokens)", info.Model, info.Usage.TotalTokens))
@@ -338,8 +368,76 @@ func (d *doctor) state(cfg *config.Config) {
 			keys = append(keys, fmt.Sprintf("%s %d", k, v))
 		}
 		sort.Strings(keys)
-		d.pass("state database", "not locked; "+strings.Join(keys, ", "))
+		summary := "empty: nothing processed yet"
+		if len(keys) > 0 {
+			summary = strings.Join(keys, ", ")
+		}
+		d.pass("state database", "not locked; "+summary)
 	}
+}
+
+// modelFix names the fix for a failed model call. Only a base_url the
+// config sets is blamed: a lookup failure of the default endpoint is the
+// network's.
+func modelFix(err error, baseURL string) string {
+	var api *llm.APIError
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &api) && (api.StatusCode == 400 || api.StatusCode == 401 || api.StatusCode == 403):
+		return "the API key was refused: create a new one and update its source"
+	case errors.As(err, &api) && api.StatusCode == 404:
+		return "the model was not found: check llm.model"
+	case errors.As(err, &dnsErr) || strings.Contains(err.Error(), "no such host"):
+		if baseURL != "" {
+			return "the host of llm.base_url (" + baseURL + ") does not resolve: check llm.base_url"
+		}
+		return "the model's API host does not resolve: check that this machine is online and its DNS works"
+	case baseURL != "":
+		return "check llm.model, and that llm.base_url (" + baseURL + ") is reachable"
+	}
+	return "check llm.model, and that this machine can reach the model's API"
+}
+
+// smtpFailDetail words an SMTP check failure for the doctor: the address
+// and how the connection was secured (implicit TLS or STARTTLS), then the
+// server's or the TLS library's reason, without smtpsend's "permanent smtp
+// failure" classification, which is for the retry logic.
+func smtpFailDetail(err error, e config.Endpoint) string {
+	var se *smtpsend.SendError
+	if !errors.As(err, &se) {
+		return err.Error()
+	}
+	mode := securityMode(e.Security)
+	if errors.Is(err, smtpsend.ErrAuth) {
+		return fmt.Sprintf("%s (%s): login refused: %v", e.Addr(), mode, se.Err)
+	}
+	return fmt.Sprintf("%s (%s): %v", e.Addr(), mode, se.Err)
+}
+
+// securityMode names a security mode for a newcomer.
+func securityMode(security string) string {
+	switch security {
+	case config.SecurityStartTLS:
+		return "STARTTLS"
+	case config.SecurityInsecure:
+		return "plain text, loopback only"
+	}
+	return "implicit TLS"
+}
+
+// securityWords is securityMode for a connection that succeeded.
+func securityWords(security string) string {
+	if security == config.SecurityInsecure {
+		return securityMode(security)
+	}
+	return securityMode(security) + ", certificate verified"
+}
+
+// isTLSRecordErr reports a TLS client that got something else than TLS:
+// a plain-text greeting on a port dialled with implicit TLS.
+func isTLSRecordErr(err error) bool {
+	var rh tls.RecordHeaderError
+	return errors.As(err, &rh) || strings.Contains(err.Error(), "first record does not look like a TLS handshake")
 }
 
 func fileExists(p string) bool {
@@ -350,10 +448,45 @@ func fileExists(p string) bool {
 // folderFix advises on a folder that was not found: one of the folders
 // the server has, or the name to create (with the server's namespace
 // prefix, such as "INBOX.Sent" on Courier-IMAP).
-func folderFix(nf *imapsync.NoMailboxError, key string) string {
-	fix := fmt.Sprintf("set accounts.%s to one of the server's folders (%s)", key, strings.Join(nf.Existing, ", "))
-	if nf.Create != "" {
-		fix += fmt.Sprintf(", or create %q", nf.Create)
+func folderFix(nf *imapsync.NoMailboxError, key, fallback string) string {
+	create := nf.Create
+	if create == "" {
+		create = fallback
 	}
-	return fix
+	if len(nf.Existing) == 0 {
+		return fmt.Sprintf("create a folder named %q in your mail client, or set accounts.%s to the name of an existing one", create, key)
+	}
+	return fmt.Sprintf("set accounts.%s to one of the server's folders (%s), or create %q", key, quoteNames(nf.Existing), create)
+}
+
+// folderMissing says which folder was not found, by its name (or its
+// special-use flag) and the names tried, never with an empty name.
+func folderMissing(nf *imapsync.NoMailboxError, fallback string) string {
+	names := slices.DeleteFunc(slices.Clone(nf.Tried), func(n string) bool { return n == "" })
+	tried := fmt.Sprintf("%q", fallback)
+	switch {
+	case len(names) > 3:
+		tried = fmt.Sprintf("%s or %d other usual names", quoteNames(names[:2]), len(names)-2)
+	case len(names) > 0:
+		tried = strings.Join(strings.Split(quoteNames(names), ", "), " or ")
+	}
+	what := "no folder named " + tried
+	if nf.Attr != "" {
+		what = fmt.Sprintf("no folder is marked %s and none is named %s", nf.Attr, tried)
+	}
+	if len(nf.Existing) == 0 {
+		return what + "; the server lists no folders"
+	}
+	return what + "; the server has " + quoteNames(nf.Existing)
+}
+
+// quoteNames quotes folder names for a one-line message ("" for none).
+func quoteNames(names []string) string {
+	q := make([]string, 0, len(names))
+	for _, n := range names {
+		if n != "" {
+			q = append(q, fmt.Sprintf("%q", n))
+		}
+	}
+	return strings.Join(q, ", ")
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/mailagent/mailagent/internal/autoconfig"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/initcfg"
+	"github.com/mailagent/mailagent/internal/termsafe"
 )
 
 // InitOptions are the flags of `mailagent init`.
@@ -64,8 +65,14 @@ built-in preset for Gmail, Fastmail, iCloud, Outlook/Office 365 and Proton
 Bridge, or autodiscovery: Mozilla autoconfig, the Thunderbird ISPDB and DNS
 SRV records), asks where your password lives (a command such as
 "pass show mail/you", an environment variable, the system keyring, or an
-OAuth2 token command), and where the Gemini API key lives. It writes the
-config file with mode 0600, then runs doctor.
+OAuth2 token command), then tests the IMAP and SMTP logins at once (for a
+self-hosted server whose certificate the system does not trust, it asks
+for the CA file), and asks where the Gemini API key lives. It writes the
+config file with mode 0600, then runs doctor, and suggests watch only when
+doctor passes.
+
+Answers other mail clients use are understood: ssl for tls,
+imap.example.com:993 or imaps://imap.example.com in a host field.
 
 The file goes to --config, else $MAILAGENT_CONFIG, else
 $XDG_CONFIG_HOME/mailagent/config.toml. An existing file is replaced only
@@ -215,7 +222,7 @@ func initRun(ctx context.Context, f *Factory, opts *InitOptions) error {
 				Hint: "fix the flags named above, or run `mailagent init` interactively"}
 		}
 	} else {
-		p := newPrompter(f.Stdin, f.Stderr)
+		p := newInitPrompter(f.Stdin, f.Stderr)
 		defer p.Close()
 		s, data, err = interview(ctx, p, opts, path)
 		if errors.Is(err, errInputEnded) {
@@ -242,14 +249,15 @@ func initRun(ctx context.Context, f *Factory, opts *InitOptions) error {
 	fmt.Fprintf(f.Stderr, "\nWrote %s (mode 0600).\n", path)
 
 	var doctorErr error
+	var checks []Check
 	if !opts.NoDoctor {
 		fmt.Fprintln(f.Stderr, "\nChecking it with `mailagent doctor`:")
-		doctorErr = runDoctorFor(ctx, f, path)
-		if doctorErr != nil && ctx.Err() == nil {
-			fmt.Fprintln(f.Stderr, "\nSome checks failed: fix what is named above, then run `mailagent doctor` again.")
+		checks, doctorErr = runDoctorFor(ctx, f, path)
+		if ctx.Err() != nil {
+			return doctorErr
 		}
 	}
-	printNextSteps(f.Stderr, s, path, f.ConfigPath != "")
+	printNextSteps(f.Stderr, s, path, f.ConfigPath != "", !opts.NoDoctor, checks)
 	return doctorErr
 }
 
@@ -275,8 +283,8 @@ func initPath(explicit string) (string, error) {
 }
 
 // runDoctorFor runs doctor on the new file with its report on stderr, so
-// that stdout carries only the path written.
-func runDoctorFor(ctx context.Context, f *Factory, path string) error {
+// that stdout carries only the path written, and returns its checks.
+func runDoctorFor(ctx context.Context, f *Factory, path string) ([]Check, error) {
 	df := newFactory(f.Stdin, f.Stderr, f.Stderr)
 	defer df.Close()
 	df.ConfigPath = path
@@ -284,15 +292,33 @@ func runDoctorFor(ctx context.Context, f *Factory, path string) error {
 	df.Verbose = f.Verbose
 	df.NewModel = f.NewModel
 	df.Now = f.Now
-	return doctorRun(ctx, df, &DoctorOptions{})
+	var checks []Check
+	err := doctorRun(ctx, df, &DoctorOptions{report: &checks})
+	return checks, err
 }
 
 // printNextSteps tells what to run next; withFlag adds --config PATH to
-// the commands (the file is not where they look by themselves).
-func printNextSteps(w io.Writer, s *initSetup, path string, withFlag bool) {
+// the commands (the file is not where they look by themselves). watch is
+// suggested only after a passing doctor: when a check failed, the steps
+// are its fix and doctor again.
+func printNextSteps(w io.Writer, s *initSetup, path string, withFlag, doctorRan bool, checks []Check) {
 	cfgFlag := ""
 	if withFlag {
 		cfgFlag = " --config " + initShellQuote(path)
+	}
+	var failed []Check
+	for _, c := range checks {
+		if c.Status == "fail" {
+			failed = append(failed, c)
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(w, "\nNot ready yet: doctor found %s.\n", plural(len(failed), "problem"))
+		for _, c := range failed {
+			fmt.Fprintf(w, "  - %s\n      fix: %s\n", termsafe.Line(c.Name), termsafe.Line(initDefault(c.Fix, "see the line above")))
+		}
+		fmt.Fprintf(w, "Then run `mailagent%s doctor` again.\n", cfgFlag)
+		return
 	}
 	fmt.Fprintln(w, "\nNext steps:")
 	if s.APIKeyCmd == "" && os.Getenv(s.APIKeyEnv) == "" {
@@ -301,8 +327,15 @@ func printNextSteps(w io.Writer, s *initSetup, path string, withFlag bool) {
 	if s.Secret.Kind == secretEnv && os.Getenv(s.Secret.Value) == "" {
 		fmt.Fprintf(w, "  export %s=…            # your mail password\n", s.Secret.Value)
 	}
+	if !doctorRan {
+		fmt.Fprintf(w, "  mailagent%s doctor                        # test the servers and the model first\n", cfgFlag)
+	}
 	fmt.Fprintf(w, "  mailagent%s triage --dry-run --limit 20   # see what it would do with your latest mail\n", cfgFlag)
-	fmt.Fprintf(w, "  mailagent%s watch                         # handle new mail as it arrives\n", cfgFlag)
+	if doctorRan {
+		fmt.Fprintf(w, "  mailagent%s watch                         # handle new mail as it arrives\n", cfgFlag)
+	} else {
+		fmt.Fprintf(w, "  mailagent%s watch                         # once doctor passes: handle new mail as it arrives\n", cfgFlag)
+	}
 	if s.Mode == config.ModeReview {
 		fmt.Fprintln(w, "  Mode is review: nothing is sent until you approve it.")
 	}

@@ -144,6 +144,11 @@ func (d *doctor) authserv(ctx context.Context, c *imapsync.Client, acct *config.
 	case acct.AuthservID == "" && got.Suggest != "":
 		d.warn(name, fmt.Sprintf("not set: no sender can be authenticated, so nothing is sent automatically; %d of the newest %d messages carry Authentication-Results from %s", got.WithAR, got.Looked, got.topList()),
 			fmt.Sprintf("add authserv_id = %q to [[accounts]] %q", got.Suggest, acct.Name))
+	case acct.AuthservID == "" && got.Looked == 0:
+		d.warn(name, "not set, and the mailbox is empty: there is no mail to learn it from yet",
+			"run `mailagent doctor` again when mail has arrived, or ask your provider which authserv-id its servers write; without it nothing is sent automatically")
+	case got.WithAR == 0 && got.Looked == 0 && acct.AuthservID != "":
+		d.warn(name, fmt.Sprintf("%s is set; the mailbox is empty, so there is no mail to check it against yet", acct.AuthservID), "check again when mail has arrived")
 	case acct.AuthservID == "":
 		d.warn(name, fmt.Sprintf("not set, and none of the newest %d messages show a consistent Authentication-Results id (%s)", got.Looked, orNothing(got.topList())),
 			"ask your provider which authserv-id its servers write, and set accounts.authserv_id; without it nothing is sent automatically")

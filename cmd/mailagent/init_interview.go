@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/mailagent/mailagent/internal/autoconfig"
 	"github.com/mailagent/mailagent/internal/config"
@@ -108,6 +106,9 @@ func askAll(ctx context.Context, p Prompter, opts *InitOptions, prev *initSetup)
 	if err := askSecret(ctx, p, s, opts); err != nil {
 		return nil, err
 	}
+	if err := testServers(ctx, p, s, opts); err != nil {
+		return nil, err
+	}
 	if err := askLLM(ctx, p, s, opts); err != nil {
 		return nil, err
 	}
@@ -138,7 +139,12 @@ func chooseServers(ctx context.Context, p Prompter, s *initSetup, provider strin
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		p.Say("No settings found (%v).\n", initFirstLine(err))
+		var none *noSettingsError
+		if errors.As(err, &none) {
+			p.Say("No settings found for %s: pick your provider below (Enter: type the servers yourself).\n", none.domain)
+		} else {
+			p.Say("Could not look up the servers: %s\n", initFirstLine(err))
+		}
 		return pickProvider(ctx, p, s)
 	}
 	applyResult(s, res)
@@ -209,7 +215,7 @@ func confirmServers(ctx context.Context, p Prompter, s *initSetup) error {
 			if s.Source == "preset:proton" {
 				s.Source = "preset:proton, edited"
 			} else {
-				s.Source = "your answers"
+				s.Provider, s.Source = "", "your answers"
 			}
 			s.Notes = ""
 		}
@@ -217,44 +223,79 @@ func confirmServers(ctx context.Context, p Prompter, s *initSetup) error {
 }
 
 func editServer(ctx context.Context, p Prompter, label, kind string, e *initServer) error {
-	var err error
-	if e.Host, err = p.Text(ctx, label+" host", e.Host, func(v string) error {
-		if strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || r == '/' }) || v == "" {
-			return fmt.Errorf("%q is not a host name", v)
-		}
-		return nil
+	var given hostAnswer
+	hostDef := e.Host
+	if _, err := parseHostAnswer(kind, hostDef); err != nil {
+		hostDef = "" // not a default worth offering
+	}
+	if _, err := p.Text(ctx, label+" host", hostDef, func(v string) error {
+		a, err := parseHostAnswer(kind, v)
+		given = a
+		return err
 	}); err != nil {
 		return err
 	}
+	e.Host = given.Host
 	oldSec := e.Security
-	if e.Security, err = p.Text(ctx, label+" security (tls, starttls; insecure only for localhost)", e.Security, func(v string) error {
-		switch v {
-		case config.SecurityTLS, config.SecurityStartTLS, config.SecurityInsecure:
+	if given.Security != "" {
+		e.Security = given.Security
+	}
+	if given.Port != 0 {
+		e.Port = given.Port
+	}
+	// What the host answer carried ("host:993", "imaps://host") is not
+	// asked again.
+	if given.Security == "" {
+		secDef := e.Security
+		if secDef == "" {
+			secDef = config.SecurityTLS
+		}
+		var sec string
+		if _, err := p.Text(ctx, label+" security (tls, starttls; insecure only for localhost)", secDef, func(v string) error {
+			var err error
+			sec, err = parseSecurity(v)
+			return err
+		}); err != nil {
+			return err
+		}
+		e.Security = sec
+	}
+	if given.Port == 0 {
+		port := e.Port
+		if e.Security != oldSec || port == 0 {
+			port = config.DefaultPort(kind, e.Security)
+		}
+		ps, err := p.Text(ctx, label+" port", strconv.Itoa(port), func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 65535 {
+				return fmt.Errorf("%q is not a port number (1-65535; usually %s)", v, initPortHint(kind))
+			}
 			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return fmt.Errorf("%q: type tls, starttls or insecure", v)
-	}); err != nil {
-		return err
-	}
-	port := e.Port
-	if e.Security != oldSec || port == 0 {
-		port = config.DefaultPort(kind, e.Security)
-	}
-	ps, err := p.Text(ctx, label+" port", strconv.Itoa(port), func(v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("%q is not a port number (1-65535)", v)
+		e.Port, _ = strconv.Atoi(ps)
+		if fitted, note := fitPortSecurity(kind, e.Port, e.Security); note != "" {
+			p.Say("  %s\n", note)
+			e.Security = fitted
 		}
-		return nil
-	})
-	if err != nil {
-		return err
 	}
-	e.Port, _ = strconv.Atoi(ps)
+	if given.Port != 0 && given.Security != "" {
+		p.Say("  %s: port %d, %s (%s)\n", label, e.Port, e.Security, securityMode(e.Security))
+	}
+	var err error
 	if e.Username, err = p.Text(ctx, label+" login name", e.Username, initNonEmpty); err != nil {
 		return err
 	}
 	return nil
+}
+
+func initPortHint(kind string) string {
+	if kind == "smtp" {
+		return "465 for tls, 587 for starttls"
+	}
+	return "993 for tls, 143 for starttls"
 }
 
 func askBridgeCA(ctx context.Context, p Prompter, s *initSetup) error {
@@ -312,6 +353,14 @@ func askSecret(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions)
 		{secretLiteral, "in the config file itself (not recommended)"},
 	}
 	def := secretKeyring
+	// Probed once, before the menu: an unavailable keyring keeps its
+	// number (answers typed from habit or a script stay right) and says
+	// why it cannot be chosen.
+	keyringErr := keyringAvailable()
+	if keyringErr != nil {
+		items[2].label = "the system keyring: not available here"
+		def = secretCmd
+	}
 	if s.IMAP.Auth == autoconfig.AuthOAuth2 {
 		def = secretOAuth2
 	}
@@ -354,9 +403,8 @@ func askSecret(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions)
 			s.Secret = secretChoice{Kind: kind, Value: v}
 			return nil
 		case secretKeyring:
-			if err := keyringAvailable(); err != nil {
-				p.Say("  The system keyring is not available here (%v). Choose another source.\n", err)
-				items = slices.DeleteFunc(items, func(c initChoice) bool { return c.key == secretKeyring })
+			if keyringErr != nil {
+				p.Say("  The system keyring is not available here (%s). Choose another source.\n", initFirstLine(keyringErr))
 				def = secretCmd
 				continue
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mailagent/mailagent/internal/autoconfig"
 	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/termsafe"
 )
 
 // The answers init gets without asking: from flags (--non-interactive),
@@ -92,7 +93,10 @@ func proposeServers(ctx context.Context, w io.Writer, email, provider string) (*
 	fmt.Fprintf(w, "Looking up the mail servers for %s (autoconfig, Thunderbird ISPDB, DNS SRV)…\n", domain)
 	res, err := autoconfig.Discover(ctx, email, autoconfigOptions())
 	if err != nil {
-		return nil, fmt.Errorf("discover servers for %s: %w", domain, err)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &noSettingsError{domain: domain, cause: err}
 	}
 	return res, nil
 }
@@ -132,15 +136,17 @@ func showProposal(w io.Writer, s *initSetup) {
 	if name == "" {
 		name = "your provider"
 	}
-	fmt.Fprintf(w, "\nServer settings for %s (from %s):\n", name, s.Source)
+	// Names, logins and notes may come from the network (autoconfig,
+	// ISPDB): sanitised like any untrusted text on a terminal.
+	fmt.Fprintf(w, "\nServer settings for %s (from %s):\n", termsafe.Line(name), termsafe.Line(s.Source))
 	for _, e := range []struct {
 		kind string
 		srv  initServer
 	}{{"IMAP", s.IMAP}, {"SMTP", s.SMTP}} {
-		fmt.Fprintf(w, "  %s  %s port %d, %s, login %s\n", e.kind, e.srv.Host, e.srv.Port, e.srv.Security, e.srv.Username)
+		fmt.Fprintf(w, "  %s  %s port %d, %s, login %s\n", e.kind, termsafe.Line(e.srv.Host), e.srv.Port, termsafe.Line(e.srv.Security), termsafe.Line(e.srv.Username))
 	}
 	if s.Notes != "" {
-		fmt.Fprintf(w, "  Note: %s\n", s.Notes)
+		fmt.Fprintf(w, "  Note: %s\n", termsafe.Line(s.Notes))
 	}
 }
 
@@ -177,3 +183,17 @@ func checkAccountName(v string) error {
 	}
 	return nil
 }
+
+// noSettingsError is autodiscovery finding nothing. It reads as one short
+// line: the per-source reasons (404s, timeouts, NXDOMAIN) stay in the
+// chain for errors.Is, not on the screen.
+type noSettingsError struct {
+	domain string
+	cause  error
+}
+
+func (e *noSettingsError) Error() string {
+	return "no server settings found for " + e.domain + " (autoconfig, Thunderbird ISPDB and DNS SRV have none)"
+}
+
+func (e *noSettingsError) Unwrap() error { return e.cause }

@@ -83,9 +83,12 @@ func withDiscovery(t *testing.T, opts autoconfig.Options) {
 	t.Cleanup(func() { autoconfigOptions = old })
 }
 
-// noDiscovery fails the test when discovery touches the network.
+// noDiscovery fails the test when discovery touches the network, and
+// turns the server tests of the interview off (they would dial the
+// presets' real servers); liveProbes turns them back on.
 func noDiscovery(t *testing.T) {
 	t.Helper()
+	withProbe(t, func(context.Context, string, *config.Account) error { return nil })
 	withDiscovery(t, autoconfig.Options{
 		HTTPClient: &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			t.Errorf("unexpected HTTP request to %s", r.URL)
@@ -94,6 +97,18 @@ func noDiscovery(t *testing.T) {
 		Resolver: &srvTable{},
 	})
 }
+
+// withProbe replaces the interview's server test for the test.
+func withProbe(t *testing.T, probe serverProbe) {
+	t.Helper()
+	old := initProbe
+	initProbe = probe
+	t.Cleanup(func() { initProbe = old })
+}
+
+// liveProbes lets the interview dial the servers typed (loopback test
+// servers).
+func liveProbes(t *testing.T) { withProbe(t, liveProbe) }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
@@ -337,6 +352,7 @@ func TestInitAutodiscovery(t *testing.T) {
 					return []string{hs.URL + "/autoconfig/" + domain + "/mail/config-v1.1.xml"}
 				},
 			})
+			withProbe(t, func(context.Context, string, *config.Account) error { return nil }) // the hosts are made up
 			t.Setenv("MA_TEST_MAIL_PASS", "x")
 			lines := []string{email, "Ada Lovelace"}
 			lines = append(lines, tt.serverStep...)
@@ -693,6 +709,13 @@ func TestInitNonInteractive(t *testing.T) {
 				if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("config written on bad input (stat err %v)", err)
 				}
+				if strings.Contains(tt.name, "nothing discovered") {
+					// One short line, not the chain of every source's failure.
+					want := "mailagent: no server settings found for example.net (autoconfig, Thunderbird ISPDB and DNS SRV have none)\n"
+					if !strings.Contains(stderr, want) || strings.Contains(stderr, "404") {
+						t.Errorf("discovery failure: stderr\n%s\nwant the line %q", stderr, want)
+					}
+				}
 				return
 			}
 			if stdout != path+"\n" {
@@ -745,6 +768,7 @@ func TestInitFlags(t *testing.T) {
 // on stderr and only the path on stdout.
 func TestInitRunsDoctor(t *testing.T) {
 	noDiscovery(t)
+	liveProbes(t)
 	const user, pass = "ada@example.com", "imap-secret-4410"
 	srv, err := memimap.Start(memimap.Options{
 		Users:     []memimap.User{{Name: user, Password: pass}},
@@ -776,14 +800,22 @@ func TestInitRunsDoctor(t *testing.T) {
 		t.Errorf("stdout: got %q, want only the path", stdout)
 	}
 	for _, want := range []string{
+		"✓ IMAP: logged in to 127.0.0.1:", // tested as soon as the login was known
+		"✓ SMTP: logged in to 127.0.0.1:",
 		"PASS  imap example: connect and login",
 		"PASS  smtp example: connect and AUTH",
 		"FAIL  model: api key",
-		"triage --dry-run --limit 20",
+		"Not ready yet: doctor found 1 problem.",
+		"  - model: api key\n      fix: export MA_TEST_INIT_NO_KEY=…",
+		"Then run `mailagent --config " + path + " doctor` again",
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
+	}
+	// watch is suggested only after a passing doctor.
+	if strings.Contains(stderr[strings.Index(stderr, "Not ready yet"):], "watch") || strings.Contains(stderr, "triage --dry-run") {
+		t.Errorf("next steps suggest watch or triage after a failed doctor:\n%s", stderr)
 	}
 	if strings.Contains(stdout+stderr, pass) {
 		t.Errorf("the password was printed")

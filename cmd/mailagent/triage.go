@@ -371,9 +371,7 @@ func triageAccount(ctx context.Context, f *Factory, cfg *config.Config, acct *co
 
 	var bar *progressbar.ProgressBar
 	if IsTTY(f.Stderr) && len(uids) > 0 {
-		bar = progressbar.NewOptions(len(uids), progressbar.OptionSetWriter(f.Stderr),
-			progressbar.OptionSetDescription(acct.Name+" "+mailbox), progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
+		bar = newMessageBar(f.Stderr, len(uids), acct.Name+" "+mailbox)
 	}
 
 	conc := cfg.LLM.Concurrency

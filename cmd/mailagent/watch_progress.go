@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
+
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/app/daemon"
 	"github.com/mailagent/mailagent/internal/config"
@@ -140,4 +142,14 @@ func roundWait(d time.Duration) time.Duration {
 		return d.Round(100 * time.Millisecond)
 	}
 	return d.Round(time.Second)
+}
+
+// newMessageBar is the progress bar of a pass over n messages (triage):
+// a count of messages and a rate in msg/s, never bytes or "it/s". It is
+// cleared when done, so the summary line stands alone.
+func newMessageBar(w io.Writer, n int, desc string) *progressbar.ProgressBar {
+	return progressbar.NewOptions(n, progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription(termsafe.Line(desc)), progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(), progressbar.OptionSetItsString("msg"),
+		progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
 }

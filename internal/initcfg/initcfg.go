@@ -33,7 +33,11 @@ type Setup struct {
 	Provider, Source     string // display name and where the settings came from
 	Notes                string
 	IMAP, SMTP           Server
-	TLSCAFile            string // Proton Bridge's certificate, both servers
+	// TLSCAFile is the CA that signed the servers' certificates when the
+	// system does not trust it (Proton Bridge's cert.pem, a self-hosted
+	// server's own CA): IMAP's, and SMTP's unless SMTPCAFile is set.
+	TLSCAFile            string
+	SMTPCAFile           string // SMTP's own CA, when it differs from TLSCAFile
 	Secret               Secret
 	APIKeyEnv, APIKeyCmd string
 	Model, Mode          string
@@ -133,7 +137,11 @@ func Render(s *Setup) []byte {
 	if !s.SMTPOwnLogin() {
 		smtp.Username = s.Email // leave it out: the IMAP login is inherited
 	}
-	renderEndpoint(&b, smtp, s.Email, s.TLSCAFile)
+	smtpCA := s.TLSCAFile
+	if s.SMTPCAFile != "" {
+		smtpCA = s.SMTPCAFile
+	}
+	renderEndpoint(&b, smtp, s.Email, smtpCA)
 	if s.SMTPOwnLogin() {
 		if smtp.Username == s.Email {
 			// Explicit, so that a reader sees the two logins differ.

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/initcfg"
+	"github.com/mailagent/mailagent/internal/smtpsend"
+	"github.com/mailagent/mailagent/internal/termsafe"
+)
+
+// Testing each server as soon as its login is known: IMAP, then SMTP,
+// before the model questions. A certificate signed by an unknown
+// authority (a self-hosted server with its own CA) is answered by asking
+// for the CA file; SMTP tries the IMAP CA first. Any other failure says
+// why and what to change, and offers to edit, retry or go on.
+
+// serverProbe logs in to one server (kind "imap" or "smtp") of acct and
+// logs out. Tests replace initProbe; the live one dials.
+type serverProbe func(ctx context.Context, kind string, acct *config.Account) error
+
+var initProbe serverProbe = liveProbe
+
+// initProbeTimeout bounds one probe: connect, TLS, greeting and login.
+const initProbeTimeout = 20 * time.Second
+
+func liveProbe(ctx context.Context, kind string, acct *config.Account) error {
+	ctx, cancel := context.WithTimeout(ctx, initProbeTimeout)
+	defer cancel()
+	if kind == "imap" {
+		opts, err := IMAPOptions(ctx, acct)
+		if err != nil {
+			return err
+		}
+		opts.DialTimeout = 10 * time.Second
+		c, err := imapsync.Dial(ctx, opts)
+		if err != nil {
+			return err
+		}
+		_ = c.Close() // logged in: that was the test
+		return nil
+	}
+	opts, err := SMTPOptions(ctx, acct)
+	if err != nil {
+		return err
+	}
+	opts.Timeout = 10 * time.Second
+	s, err := smtpsend.New(opts)
+	if err != nil {
+		return err
+	}
+	return s.Check(ctx)
+}
+
+// probeAccount is the account the setup describes, as the config will
+// read it: the setup is rendered and parsed, so the secret resolves the
+// way watch will resolve it. The keyring is not written yet: its
+// password is tested as typed.
+func probeAccount(s *initSetup) (*config.Account, error) {
+	c := *s
+	if c.Secret.Kind == secretKeyring {
+		c.Secret.Kind = secretLiteral
+	}
+	// The model questions come later; placeholders keep the file valid.
+	if c.APIKeyEnv == "" && c.APIKeyCmd == "" {
+		c.APIKeyEnv = defaultAPIKeyEnv
+	}
+	c.Model = initDefault(c.Model, defaultModel)
+	c.Mode = initDefault(c.Mode, config.ModeReview)
+	c.Account = initDefault(c.Account, "probe")
+	dir, err := os.Getwd()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	cfg, err := config.Parse(initcfg.Render(&c), filepath.Join(dir, "mailagent-init.toml"), 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return &cfg.Accounts[0], nil
+}
+
+// testServers tests IMAP, then SMTP.
+func testServers(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions) error {
+	p.Say("\nTesting the servers with these settings:\n")
+	for _, kind := range []string{"imap", "smtp"} {
+		if err := testServer(ctx, p, s, opts, kind); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// testServer tests one server until it passes or the user goes on.
+func testServer(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions, kind string) error {
+	label := strings.ToUpper(kind)
+	for {
+		srv := &s.IMAP
+		if kind == "smtp" {
+			srv = &s.SMTP
+		}
+		ca := s.TLSCAFile
+		if kind == "smtp" && s.SMTPCAFile != "" {
+			ca = s.SMTPCAFile
+		}
+		acct, perr := probeAccount(s)
+		ep := config.Endpoint{Host: srv.Host, Port: srv.Port, Security: srv.Security}
+		var err error
+		if perr == nil {
+			ep = acct.IMAP
+			if kind == "smtp" {
+				ep = acct.SMTP
+			}
+			err = initProbe(ctx, kind, acct)
+		}
+		if perr == nil && err == nil {
+			p.Say("  ✓ %s: logged in to %s as %s (%s)\n", label, termsafe.Line(ep.Addr()), termsafe.Line(srv.Username), securityWords(srv.Security))
+			if ca != "" && srv.Security != config.SecurityInsecure {
+				p.Say("    trusting the CA in %s\n", ca)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if perr != nil {
+			// The whole config is checked when the answers are complete,
+			// and its problems shown then, with an offer to go again.
+			p.Say("  - %s: not tested: the settings have problems, shown at the end\n", label)
+			return nil
+		}
+		switch {
+		case unknownAuthority(err):
+			p.Say("  ✗ %s: the certificate of %s is not signed by an authority this system trusts.\n", label, ep.Addr())
+			if ca != "" {
+				p.Say("    It is not signed by %s either.\n", ca)
+			}
+			p.Say("    A self-hosted server often has its own CA: give its certificate (PEM), as your other mail clients use it.\n")
+			path, err := askCAFile(ctx, p, "Path to the CA certificate that signed it (empty: not now)")
+			if err != nil {
+				return err
+			}
+			if path != "" {
+				if kind == "imap" {
+					s.TLSCAFile = path
+				} else {
+					s.SMTPCAFile = path
+				}
+				continue
+			}
+		default:
+			// The reason carries server text (greetings, NO replies).
+			p.Say("  ✗ %s: %s\n    fix: %s\n", label, termsafe.Line(probeReason(err)), termsafe.Line(connFix(err, ep, kind)))
+		}
+		items := []initChoice{
+			{"edit", "edit the " + label + " settings"},
+			{"retry", "test again (after fixing it elsewhere)"},
+		}
+		if opts.PasswordCmd == "" && opts.PasswordEnv == "" && opts.OAuth2TokenCmd == "" {
+			items = append(items, initChoice{"secret", "change the password source"})
+		}
+		items = append(items, initChoice{"skip", "keep these settings and go on (doctor tests them again at the end)"})
+		choice, err := p.Choose(ctx, "What now?", items, "edit")
+		if err != nil {
+			return err
+		}
+		switch choice {
+		case "edit":
+			if err := editServer(ctx, p, label, kind, srv); err != nil {
+				return err
+			}
+			s.Provider, s.Source, s.Notes = "", "your answers", ""
+		case "secret":
+			s.Secret = secretChoice{}
+			if err := askSecret(ctx, p, s, opts); err != nil {
+				return err
+			}
+		case "skip":
+			return nil
+		}
+	}
+}
+
+// probeReason is the first line of a probe's error, without smtpsend's
+// retry classification.
+func probeReason(err error) string {
+	var se *smtpsend.SendError
+	if errors.As(err, &se) {
+		err = se.Err
+	}
+	return initFirstLine(err)
+}
+
+// unknownAuthority reports a certificate chain the system roots (and the
+// CA file given, if any) do not vouch for.
+func unknownAuthority(err error) bool {
+	var ua x509.UnknownAuthorityError
+	if errors.As(err, &ua) {
+		return true
+	}
+	var cv *tls.CertificateVerificationError
+	return errors.As(err, &cv) && errors.As(cv.Err, &ua)
+}
+
+// askCAFile asks for a PEM file holding at least one certificate; empty
+// is "not now". The answer is made absolute.
+func askCAFile(ctx context.Context, p Prompter, label string) (string, error) {
+	v, err := p.Text(ctx, label, "", func(v string) error {
+		if v == "" {
+			return nil
+		}
+		return checkCAFile(initExpandTilde(v))
+	})
+	if err != nil || v == "" {
+		return "", err
+	}
+	abs, err := filepath.Abs(initExpandTilde(v))
+	if err != nil {
+		return "", fmt.Errorf("certificate path %s: %w", v, err)
+	}
+	return abs, nil
+}
+
+// checkCAFile accepts a readable PEM file with at least one certificate.
+func checkCAFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("cannot read %s: %v", path, errors.Unwrap(err))
+	}
+	for {
+		var b *pem.Block
+		b, data = pem.Decode(data)
+		if b == nil {
+			return fmt.Errorf("%s holds no PEM certificate (-----BEGIN CERTIFICATE-----): give the CA's certificate, not its key", path)
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+			return fmt.Errorf("%s: the certificate does not parse: %v", path, err)
+		}
+		return nil
+	}
+}
