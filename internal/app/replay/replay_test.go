@@ -80,6 +80,8 @@ func TestTruthIgnoresSpoofedAndMisaddressedReplies(t *testing.T) {
 		parse("From: Mallory <m@evil.example>\nTo: bob@example.org\nIn-Reply-To: <x@test>\nDate: Sun, 01 Nov 2026 11:00:00 +0000\n\nhi\n"),
 		// The owner's, but to someone other than the sender.
 		parse("From: ada@example.com\nTo: zed@example.org\nIn-Reply-To: <x@test>\nDate: Sun, 01 Nov 2026 12:00:00 +0000\n\nfwd\n"),
+		// mailagent's own reply (auto-sent): not the owner's.
+		parse("From: ada@example.com\nTo: bob@example.org\nX-Mailagent-Trace: tr_1\nIn-Reply-To: <x@test>\nDate: Sun, 01 Nov 2026 10:05:00 +0000\n\nauto\n"),
 		// The real reply, later, through References, to the Reply-To.
 		parse("From: ada@example.com\nTo: List <team@example.org>\nReferences: <other@test> <X@TEST>\nDate: Sun, 01 Nov 2026 13:30:00 +0000\n\nDone.\n\n> quoted\n"),
 	}

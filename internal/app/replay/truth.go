@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/mail"
 )
 
@@ -49,10 +50,13 @@ type SentIndex struct {
 // NewSentIndex indexes the owner's sent messages. isOwner tells the
 // owner's addresses: a message in Sent from someone else is not the
 // owner's (a copy of a forwarded message, a misfiled one) and is skipped.
+// So is mail mailagent wrote (it carries agent.TraceHeader): an
+// auto-reply, or a draft the owner approved, is the agent's text, not
+// ground truth about what the owner would have done.
 func NewSentIndex(msgs []*mail.Message, isOwner func(addr string) bool) *SentIndex {
 	ix := &SentIndex{byParent: map[string][]int{}, firstTo: map[string]time.Time{}}
 	for _, m := range msgs {
-		if !isOwner(m.From.Email) {
+		if !isOwner(m.From.Email) || m.HeaderValue(agent.TraceHeader) != "" {
 			continue
 		}
 		r := SentReply{Date: m.Date, InReplyTo: m.InReplyTo, Refs: m.References, Text: m.CleanText}
