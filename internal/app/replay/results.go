@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -30,7 +31,13 @@ var (
 // database. Safe for concurrent use.
 type Results struct {
 	db *bolt.DB
+
+	mu      sync.Mutex
+	pending map[string][]byte // results not committed yet (see Put)
 }
+
+// resultBatch is how many results one commit holds.
+const resultBatch = 256
 
 // OpenResults opens (creating it and its directory, mode 0600) the results
 // file at path. Commits skip the fsync (a replay can be run again); Close
@@ -55,12 +62,39 @@ func OpenResults(path string) (*Results, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("replay results %s: %w", path, err)
 	}
-	return &Results{db: db}, nil
+	return &Results{db: db, pending: map[string][]byte{}}, nil
 }
 
-// Close syncs and closes the file.
+// Close commits what is held, syncs and closes the file.
 func (r *Results) Close() error {
-	return errors.Join(r.db.Sync(), r.db.Close())
+	return errors.Join(r.Flush(), r.db.Sync(), r.db.Close())
+}
+
+// Flush commits the results Put holds. Reads flush first.
+func (r *Results) Flush() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.flushLocked()
+}
+
+func (r *Results) flushLocked() error {
+	if len(r.pending) == 0 {
+		return nil
+	}
+	err := r.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bResults)
+		for k, v := range r.pending {
+			if err := b.Put([]byte(k), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("replay results: %w", err)
+	}
+	clear(r.pending)
+	return nil
 }
 
 // Begin checks that the stored results were made with settings (an
@@ -68,6 +102,9 @@ func (r *Results) Close() error {
 // stored results are dropped first. A mismatch without reset returns an
 // error wrapping ErrSettingsChanged.
 func (r *Results) Begin(settings string, reset bool) error {
+	if err := r.Flush(); err != nil {
+		return err
+	}
 	return r.db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bMeta)
 		if reset {
@@ -97,19 +134,28 @@ func resultKey(k store.MessageKey) []byte {
 	return binary.BigEndian.AppendUint32(b, k.UID)
 }
 
-// Put stores one result (concurrent callers share commits).
+// Put stores one result. Results are held and committed resultBatch at
+// a time (and by Flush, Close and every read): a crash loses at most the
+// held ones, which the next run simply replays again.
 func (r *Results) Put(res *Result) error {
 	v, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
 	}
-	return r.db.Batch(func(tx *bolt.Tx) error {
-		return tx.Bucket(bResults).Put(resultKey(res.Key), v)
-	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending[string(resultKey(res.Key))] = v
+	if len(r.pending) >= resultBatch {
+		return r.flushLocked()
+	}
+	return nil
 }
 
 // Get returns the result of k, or store.ErrNotFound.
 func (r *Results) Get(k store.MessageKey) (*Result, error) {
+	if err := r.Flush(); err != nil {
+		return nil, err
+	}
 	var res *Result
 	err := r.db.View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bResults).Get(resultKey(k))
@@ -127,6 +173,9 @@ func (r *Results) Get(k store.MessageKey) (*Result, error) {
 func (r *Results) Done(account, mailbox string, uidvalidity uint32) (map[uint32]bool, error) {
 	prefix := resultKey(store.MessageKey{Account: account, Mailbox: mailbox, UIDValidity: uidvalidity})
 	prefix = prefix[:len(prefix)-4]
+	if err := r.Flush(); err != nil {
+		return nil, err
+	}
 	out := map[uint32]bool{}
 	err := r.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bResults).Cursor()
@@ -140,6 +189,9 @@ func (r *Results) Done(account, mailbox string, uidvalidity uint32) (map[uint32]
 
 // Len is how many results the file holds.
 func (r *Results) Len() (int, error) {
+	if err := r.Flush(); err != nil {
+		return 0, err
+	}
 	n := 0
 	err := r.db.View(func(tx *bolt.Tx) error {
 		n = tx.Bucket(bResults).Stats().KeyN

@@ -2,12 +2,15 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
@@ -288,16 +291,27 @@ var errReadOnly = errors.New("replay: the agent's store is read-only")
 
 // Load returns the results of keys, in order, skipping keys without one.
 func (r *Results) Load(keys []store.MessageKey) ([]*Result, error) {
+	if err := r.Flush(); err != nil {
+		return nil, err
+	}
 	out := make([]*Result, 0, len(keys))
-	for _, k := range keys {
-		res, err := r.Get(k)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
+	err := r.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bResults)
+		for _, k := range keys {
+			v := b.Get(resultKey(k))
+			if v == nil {
+				continue
+			}
+			res := &Result{}
+			if err := json.Unmarshal(v, res); err != nil {
+				return fmt.Errorf("decode result uid %d: %w", k.UID, err)
+			}
+			out = append(out, res)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("replay results: %w", err)
-		}
-		out = append(out, res)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replay results: %w", err)
 	}
 	return out, nil
 }
