@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"time"
 
@@ -68,14 +71,17 @@ func digestRun(ctx context.Context, f *Factory, opts *DigestOptions) error {
 	}
 	now := f.Now()
 	since, _ := parseSince(opts.Since, now)
-	svc, closeSvc, err := api.Open(ctx, cfg.StateDir, func() (*store.Store, error) { return f.OpenStore(true) }, nil)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = closeSvc() }()
-	var src digest.Source = serviceSource{ctx: ctx, svc: svc}
-	if l, ok := svc.(*api.Local); ok {
-		src = l.DB
+	var src digest.Source = noState{}
+	if _, err := os.Stat(DBPath(cfg)); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		svc, closeSvc, err := api.Open(ctx, cfg.StateDir, func() (*store.Store, error) { return f.OpenStore(true) }, nil)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = closeSvc() }()
+		src = serviceSource{ctx: ctx, svc: svc}
+		if l, ok := svc.(*api.Local); ok {
+			src = l.DB
+		}
 	}
 	rep, err := digest.Build(src, since, now, cfg.LLM.Model)
 	if err != nil {
@@ -168,6 +174,13 @@ func newDigestScheduler(f *Factory, cfg *config.Config, st *store.Store, m diges
 		},
 	}, nil
 }
+
+// noState is the digest's source before any state exists: nothing done.
+type noState struct{ emptyStore }
+
+func (noState) ListQueue(string, func(*store.QueueItem) error) error     { return nil }
+func (noState) ListOutbox(string, func(*store.OutboxRecord) error) error { return nil }
+func (noState) UsageRange(string, string) ([]store.UsageDay, error)      { return nil, nil }
 
 // serviceSource reads a digest through a running watcher's socket. The
 // token ledger there has only today's day (api.Status): a period that

@@ -71,6 +71,18 @@ func TestDigestContentAndJSON(t *testing.T) {
 	}
 }
 
+func TestDigestBeforeAnyState(t *testing.T) {
+	h := newHarness(t, compromisedModel, "")
+	out, stderr, code := h.run("digest", "--json")
+	if code != 0 {
+		t.Fatalf("digest with no state: exit %d: %s", code, stderr)
+	}
+	var j DigestJSON
+	if err := json.Unmarshal([]byte(out), &j); err != nil || len(j.AutoSent) != 0 || j.Processed != 0 {
+		t.Errorf("digest with no state: %v %s", err, out)
+	}
+}
+
 func TestDigestFlags(t *testing.T) {
 	for _, args := range [][]string{{"--since", "soon"}, {"--json", "--send"}, {"x"}} {
 		if _, _, code := runMain(t, append([]string{"digest"}, args...)...); code != ExitUsage {
