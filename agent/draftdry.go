@@ -25,7 +25,8 @@ type DryDraft struct {
 	Decision string
 	Reasons  []string
 	Usage    llm.Usage
-	// Calls is how many model answers the draft took (1, or 2 with a repair).
+	// Calls is how many model requests the draft took: 1, one more for a
+	// repair, and one per transport retry.
 	Calls int
 }
 
@@ -65,7 +66,7 @@ func (p *Pipeline) DraftDryRun(ctx context.Context, rec *store.MessageRecord, bo
 		req.Intents = rec.Classification.Intents
 	}
 	dr, info, err := d.Draft(ctx, req)
-	out := &DryDraft{Usage: info.Usage, Calls: max(info.Attempts, 1)}
+	out := &DryDraft{Usage: info.Usage, Calls: max(info.Attempts, 1) + info.Retries}
 	if err != nil {
 		return out, fmt.Errorf("draft: %w", err)
 	}

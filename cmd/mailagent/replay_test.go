@@ -241,10 +241,11 @@ func TestReplayScoresByHand(t *testing.T) {
 			t.Errorf("threshold %.2f: got %d auto-sends, %d unwanted; want %d, %d", r.MinConfidence, r.AutoSends, r.Unwanted, wv[0], wv[1])
 		}
 	}
-	// 10 classify steps (m7 is automated); 9×500+10+10 in, 9×40+5+5 out.
+	// 11 model requests: 9 answers, and GARBAGE's answer and its repair
+	// (m7 is automated); 9×500+10+10 tokens in, 9×40+5+5 out.
 	c := j.Cost
-	if c.Calls != 10 || c.TokensIn != 9*500+20 || c.TokensOut != 9*40+10 || c.Model != "gemini-test" || c.EstimatedUSD != nil || c.PriceAsOf != nil {
-		t.Errorf("cost: got %+v, want 10 calls, 4520 in, 370 out, gemini-test, price unknown", c)
+	if c.Calls != 11 || c.TokensIn != 9*500+20 || c.TokensOut != 9*40+10 || c.Model != "gemini-test" || c.EstimatedUSD != nil || c.PriceAsOf != nil {
+		t.Errorf("cost: got %+v, want 11 calls, 4520 in, 370 out, gemini-test, price unknown", c)
 	}
 	if got := len(h.gemini.Requests()) - calls0; got != 11 { // 9 + GARBAGE's repair
 		t.Errorf("model requests: got %d, want 11", got)
@@ -322,9 +323,9 @@ func TestReplayDraftsByHand(t *testing.T) {
 			t.Errorf("threshold 0.80 with drafts: got %+v, want 3/1", r)
 		}
 	}
-	// 10 classify steps + 7 drafts.
-	if c := j.Cost; c.Calls != 17 || c.TokensIn != 9*500+20+7*200 || c.TokensOut != 9*40+10+7*20 {
-		t.Errorf("cost: got %+v, want 17 calls, %d in, %d out", c, 9*500+20+7*200, 9*40+10+7*20)
+	// 11 classify requests + 7 drafts.
+	if c := j.Cost; c.Calls != 18 || c.TokensIn != 9*500+20+7*200 || c.TokensOut != 9*40+10+7*20 {
+		t.Errorf("cost: got %+v, want 18 calls, %d in, %d out", c, 9*500+20+7*200, 9*40+10+7*20)
 	}
 }
 

@@ -226,7 +226,7 @@ func (r *Runner) one(ctx context.Context, base *agent.Pipeline, ix *SentIndex, a
 	if out.Trace != nil {
 		for _, s := range out.Trace.Steps {
 			if s.Name == "classify" {
-				w.Calls++
+				w.Calls += 1 + s.Retries // a repair or a transport retry is one more request
 			}
 		}
 	}
