@@ -267,6 +267,19 @@ type ReplayThresholdJSON struct {
 	Unwanted      int     `json:"unwanted"`
 }
 
+// ReplayUnwantedJSON is one auto-send the owner would not have made:
+// never answered, or answered very differently (similarity is then the
+// draft's similarity to the owner's reply; null when never answered).
+type ReplayUnwantedJSON struct {
+	Message       MessageKeyJSON `json:"message"`
+	From          string         `json:"from"`
+	Subject       string         `json:"subject"`
+	Date          time.Time      `json:"date"`
+	Confidence    float64        `json:"confidence"`
+	NeverAnswered bool           `json:"never_answered"`
+	Similarity    *float64       `json:"similarity"`
+}
+
 // ReplayJSON is `replay --json`: the scores of one replay. Ratios are
 // null when undefined (no denominator); answered_very_differently and the
 // similarities are null without --drafts.
@@ -308,6 +321,7 @@ type ReplayJSON struct {
 		VeryDifferentBelow float64  `json:"very_different_below"`
 	} `json:"drafts"`
 	Thresholds          []ReplayThresholdJSON `json:"thresholds"`
+	Unwanted            []ReplayUnwantedJSON  `json:"unwanted_messages"`
 	Cost                CostJSON              `json:"cost"`
 	ElapsedSeconds      float64               `json:"elapsed_seconds"`
 	TotalElapsedSeconds float64               `json:"total_elapsed_seconds"`

@@ -293,6 +293,10 @@ func replayRun(ctx context.Context, f *Factory, opts *ReplayOptions) (err error)
 		return err
 	}
 	fmt.Fprintln(f.Stdout)
+	if err := sum.WriteUnwanted(f.Stdout, 10); err != nil {
+		return err
+	}
+	fmt.Fprintln(f.Stdout)
 	return sum.WriteThresholds(f.Stdout, IsTTY(f.Stdout))
 }
 
@@ -363,6 +367,16 @@ func toReplayJSON(s replay.Summary) ReplayJSON {
 	j.Thresholds = make([]ReplayThresholdJSON, len(s.Thresholds))
 	for i, r := range s.Thresholds {
 		j.Thresholds[i] = ReplayThresholdJSON{MinConfidence: r.MinConfidence, AutoSends: r.AutoSends, Unwanted: r.Unwanted}
+	}
+	j.Unwanted = []ReplayUnwantedJSON{}
+	for _, u := range s.Unwanted {
+		uj := ReplayUnwantedJSON{Message: toKeyJSON(u.Key), From: u.From, Subject: u.Subject, Date: u.Date, Confidence: u.Confidence,
+			NeverAnswered: u.Similarity < 0}
+		if u.Similarity >= 0 {
+			sim := u.Similarity
+			uj.Similarity = &sim
+		}
+		j.Unwanted = append(j.Unwanted, uj)
 	}
 	j.Cost = toCostJSON(int64(s.Calls), s.TokensIn, s.TokensOut, s.Model, s.USD, s.PriceKnown)
 	j.ElapsedSeconds, j.TotalElapsedSeconds = s.Elapsed.Seconds(), s.TotalElapsed.Seconds()

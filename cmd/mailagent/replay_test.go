@@ -100,7 +100,7 @@ func newReplayWorld(t *testing.T) *replayWorld {
 	w.in("INBOX", "m2", "Carol <carol@example.org>", "Lunch", "Lunch? [[act=reply conf=0.85 risk=low draft=Sure, lunch sounds great]]", H, seen, ans)
 	w.reply("m2", "carol@example.org", "In-Reply-To", "No.", H, 3*H)
 	// m3: auto-send (0.90), never answered: the unwanted one.
-	w.in("INBOX", "m3", "Dan <dan@example.org>", "Update", "News. [[act=reply conf=0.90 risk=low draft=Thanks for the update]]", 2*H, seen)
+	w.in("INBOX", "m3", "Dan <dan@example.org>", "Update <script>alert(1)</script>", "News. [[act=reply conf=0.90 risk=low draft=Thanks for the update]]", 2*H, seen)
 	// m4: queued (0.60 < 0.80), answered after 1h, threaded by References only.
 	w.in("INBOX", "m4", "Erin <erin@example.org>", "Question", "What is it? [[act=reply conf=0.60 risk=low draft=The answer is 42]]", 3*H, seen)
 	w.reply("m4", "erin@example.org", "References", "The answer is 42 I think", 3*H, H)
@@ -257,8 +257,13 @@ func TestReplayScoresByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(html), "Unwanted auto-sends: 1 of 3") || strings.Contains(string(html), "<script") {
-		t.Errorf("html report: no headline, or a script:\n%s", html)
+	if !strings.Contains(string(html), "Unwanted auto-sends: 1 of 3") || strings.Contains(string(html), "<script") ||
+		!strings.Contains(string(html), "Update &lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Errorf("html report: no headline, no escaped m3 subject, or a script:\n%s", html)
+	}
+	if len(j.Unwanted) != 1 || j.Unwanted[0].Message.UID == 0 || !strings.HasPrefix(j.Unwanted[0].Subject, "Update <script>") ||
+		!j.Unwanted[0].NeverAnswered || j.Unwanted[0].Similarity != nil || j.Unwanted[0].Confidence != 0.90 {
+		t.Errorf("unwanted_messages: got %+v, want m3 (never answered, 0.90)", j.Unwanted)
 	}
 
 	if got := fileHash(t, db); got != dbBefore {
@@ -317,6 +322,13 @@ func TestReplayDraftsByHand(t *testing.T) {
 	a := j.AutoSends
 	if a.Total != 3 || a.OwnerAlsoAnswered != 1 || a.AnsweredVeryDifferently == nil || *a.AnsweredVeryDifferently != 1 || a.NeverAnswered != 1 {
 		t.Errorf("auto_sends: got %+v, want 3: 1 also answered (m1), 1 very differently (m2), 1 never (m3)", a)
+	}
+	if len(j.Unwanted) != 2 || !j.Unwanted[0].NeverAnswered || j.Unwanted[1].Subject != "Lunch" || j.Unwanted[1].Similarity == nil || *j.Unwanted[1].Similarity != 0 {
+		t.Errorf("unwanted_messages: got %+v, want m3 (newest, never answered) then m2 (answered very differently, 0)", j.Unwanted)
+	}
+	text, stderr, code := w.h.run("replay", "--drafts", "--policy", pol)
+	if code != 0 || !strings.Contains(text, "Auto-sends you would not have made (2)") || !strings.Contains(text, "answered very differently (similarity 0.00)") {
+		t.Errorf("terminal report: exit %d %s\n%s", code, stderr, text)
 	}
 	for _, r := range j.Thresholds {
 		if r.MinConfidence == 0.80 && (r.AutoSends != 3 || r.Unwanted != 1) {

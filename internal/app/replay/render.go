@@ -10,6 +10,7 @@ import (
 	"github.com/guptarohit/asciigraph"
 
 	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/termsafe"
 )
 
 // Summary is a report with what it cost and how long it took, as the
@@ -86,6 +87,26 @@ func (s Summary) Rows() [][2]string {
 	return rows
 }
 
+// WriteUnwanted writes at most limit of the unwanted auto-sends (0 = all),
+// one a line, every field cleaned for a terminal.
+func (s Summary) WriteUnwanted(w io.Writer, limit int) error {
+	if len(s.Unwanted) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Auto-sends you would not have made (%d):\n", len(s.Unwanted))
+	for i, u := range s.Unwanted {
+		if limit > 0 && i == limit {
+			fmt.Fprintf(&b, "  … and %d more (--json or --html lists them all)\n", len(s.Unwanted)-limit)
+			break
+		}
+		fmt.Fprintf(&b, "  %s  %s: %s (confidence %.2f, %s)\n", u.Date.Format("2006-01-02"), termsafe.Line(u.From),
+			termsafe.Line(u.Subject), u.Confidence, u.Why())
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 // WriteThresholds writes the threshold table as plain text, and with plot
 // an ASCII chart of auto-sends and unwanted ones against min_confidence.
 func (s Summary) WriteThresholds(w io.Writer, plot bool) error {
@@ -132,6 +153,10 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;tex
 {{$max := .MaxAuto}}{{range .Thresholds}}<tr><td>{{printf "%.2f" .MinConfidence}}</td><td>{{.AutoSends}}</td><td>{{.Unwanted}}</td>
 <td><span class="bar" style="width:{{bar .AutoSends $max}}px"></span><br><span class="bar bad" style="width:{{bar .Unwanted $max}}px"></span></td></tr>
 {{end}}</table>
+{{if .Unwanted}}<h2>Auto-sends you would not have made</h2>
+<table><tr><th>date</th><th>from</th><th>subject</th><th>confidence</th><th>why</th></tr>
+{{range .Unwanted}}<tr><td>{{.Date.Format "2006-01-02"}}</td><td>{{.From}}</td><td>{{.Subject}}</td><td>{{printf "%.2f" .Confidence}}</td><td>{{.Why}}</td></tr>
+{{end}}</table>{{end}}
 <p>Draft similarity: {{.Measure}}. Its limits: word order, synonyms, negation and length are ignored.</p>
 </body></html>
 `))

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -170,6 +171,27 @@ func Thresholds() []float64 {
 	return out
 }
 
+// Unwanted is a would-be auto-send the owner would not have made as it
+// was: never answered, or (with drafts) answered very differently.
+type Unwanted struct {
+	Key        store.MessageKey
+	From       string
+	Subject    string
+	Date       time.Time
+	Confidence float64
+	// Similarity is the draft's similarity to the owner's reply; -1 when
+	// the owner never answered.
+	Similarity float64
+}
+
+// Why says why it is unwanted, in words.
+func (u Unwanted) Why() string {
+	if u.Similarity < 0 {
+		return "never answered"
+	}
+	return fmt.Sprintf("answered very differently (similarity %.2f)", u.Similarity)
+}
+
 // Report is the scored replay.
 type Report struct {
 	Messages    int // results scored
@@ -190,6 +212,9 @@ type Report struct {
 	Calls         int
 	TokensIn      int64
 	TokensOut     int64
+	// Unwanted lists the auto-sends never answered or answered very
+	// differently, newest first.
+	Unwanted []Unwanted
 }
 
 // Score computes the report over results.
@@ -255,11 +280,18 @@ func Score(results []*Result) Report {
 		}
 		if r.Would.Decision == agent.DecisionAutoSend {
 			rep.Auto.Total++
+			u := Unwanted{Key: r.Key, From: r.From, Subject: r.Subject, Date: r.Date, Similarity: sim}
+			if c := r.Would.Classification; c != nil {
+				u.Confidence = c.Confidence
+			}
 			switch {
 			case !tr.Replied:
 				rep.Auto.NeverAnswered++
+				u.Similarity = -1
+				rep.Unwanted = append(rep.Unwanted, u)
 			case sim >= 0 && sim < VeryDifferent:
 				rep.Auto.AnsweredDifferently++
+				rep.Unwanted = append(rep.Unwanted, u)
 			default:
 				rep.Auto.AlsoAnswered++
 			}
@@ -274,6 +306,7 @@ func Score(results []*Result) Report {
 		}
 	}
 	rep.Auto.Compared = drafts
+	slices.SortStableFunc(rep.Unwanted, func(a, b Unwanted) int { return b.Date.Compare(a.Date) })
 	rep.NeedsReply.Precision = ratio(rep.NeedsReply.TP, rep.NeedsReply.TP+rep.NeedsReply.FP)
 	rep.NeedsReply.Recall = ratio(rep.NeedsReply.TP, rep.NeedsReply.TP+rep.NeedsReply.FN)
 	if len(lat) > 0 {
