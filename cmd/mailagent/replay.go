@@ -23,6 +23,7 @@ import (
 	"github.com/mailagent/mailagent/internal/app/replay"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/prompts"
 	"github.com/mailagent/mailagent/store"
@@ -189,6 +190,11 @@ func replayRun(ctx context.Context, f *Factory, opts *ReplayOptions) (err error)
 	p := newPipeline(cfg, st, &agent.LLMClassifier{Model: model, Prompts: ps}, threader, f)
 	p.Policy = pol
 	p.DryRun = true
+	for _, a := range cfg.Accounts { // as watch drafts: replies come from the account
+		acct := p.Accounts[a.Name]
+		acct.From = mail.Address{Name: a.DisplayName, Email: a.Email}
+		p.Accounts[a.Name] = acct
+	}
 	run := &replay.Runner{Pipeline: p, Results: res, Concurrency: cfg.LLM.Concurrency,
 		MaxMessageBytes: cfg.Sync.MaxMessageBytes, Logger: f.Logger()}
 	if opts.Drafts {
