@@ -327,7 +327,8 @@ func TestReplayDraftsByHand(t *testing.T) {
 		t.Errorf("unwanted_messages: got %+v, want m3 (newest, never answered) then m2 (answered very differently, 0)", j.Unwanted)
 	}
 	text, stderr, code := w.h.run("replay", "--drafts", "--policy", pol)
-	if code != 0 || !strings.Contains(text, "Auto-sends you would not have made (2)") || !strings.Contains(text, "answered very differently (similarity 0.00)") {
+	if code != 0 || !strings.Contains(text, "Auto-sends you never answered or answered very differently (2)") ||
+		!strings.Contains(text, "1 auto-send the owner never answered") || !strings.Contains(text, "answered very differently (similarity 0.00)") {
 		t.Errorf("terminal report: exit %d %s\n%s", code, stderr, text)
 	}
 	for _, r := range j.Thresholds {

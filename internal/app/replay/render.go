@@ -74,7 +74,7 @@ func (s Summary) Rows() [][2]string {
 			Pct(nr.Precision), Pct(nr.Recall), nr.TP, nr.FP, nr.FN, nr.TN)},
 		{"auto-sends", fmt.Sprintf("%d at min_confidence %.2f: owner also answered %d, answered very differently %s, never answered %d",
 			auto.Total, s.MinConfidence, auto.AlsoAnswered, diff, auto.NeverAnswered)},
-		{"UNWANTED", fmt.Sprintf("%d auto-sends the owner would not have made (never answered)", auto.NeverAnswered)},
+		{"UNWANTED", unwantedText(auto)},
 	}
 	if s.WithDrafts {
 		rows = append(rows, [2]string{"drafts", fmt.Sprintf("%d compared with the owner's reply: mean similarity %.2f, median %.2f (%s; below %.2f counts as very different)",
@@ -94,7 +94,7 @@ func (s Summary) WriteUnwanted(w io.Writer, limit int) error {
 		return nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Auto-sends you would not have made (%d):\n", len(s.Unwanted))
+	fmt.Fprintf(&b, "Auto-sends you never answered or answered very differently (%d):\n", len(s.Unwanted))
 	for i, u := range s.Unwanted {
 		if limit > 0 && i == limit {
 			fmt.Fprintf(&b, "  … and %d more (--json or --html lists them all)\n", len(s.Unwanted)-limit)
@@ -153,7 +153,7 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;tex
 {{$max := .MaxAuto}}{{range .Thresholds}}<tr><td>{{printf "%.2f" .MinConfidence}}</td><td>{{.AutoSends}}</td><td>{{.Unwanted}}</td>
 <td><span class="bar" style="width:{{bar .AutoSends $max}}px"></span><br><span class="bar bad" style="width:{{bar .Unwanted $max}}px"></span></td></tr>
 {{end}}</table>
-{{if .Unwanted}}<h2>Auto-sends you would not have made</h2>
+{{if .Unwanted}}<h2>Auto-sends you never answered or answered very differently</h2>
 <table><tr><th>date</th><th>from</th><th>subject</th><th>confidence</th><th>why</th></tr>
 {{range .Unwanted}}<tr><td>{{.Date.Format "2006-01-02"}}</td><td>{{.From}}</td><td>{{.Subject}}</td><td>{{printf "%.2f" .Confidence}}</td><td>{{.Why}}</td></tr>
 {{end}}</table>{{end}}
@@ -177,4 +177,17 @@ func (s Summary) Measure() string { return SimilarityMeasure }
 // resources; every value escaped by html/template).
 func (s Summary) WriteHTML(w io.Writer) error {
 	return htmlReport.Execute(w, s)
+}
+
+// unwantedText is the headline: auto-sends the owner never answered.
+func unwantedText(a AutoSplit) string {
+	noun := "auto-sends"
+	if a.NeverAnswered == 1 {
+		noun = "auto-send"
+	}
+	t := fmt.Sprintf("%d %s the owner never answered: mail the agent would have sent and the owner did not", a.NeverAnswered, noun)
+	if a.Compared && a.AnsweredDifferently > 0 {
+		t += fmt.Sprintf(" (and %d answered very differently)", a.AnsweredDifferently)
+	}
+	return t
 }

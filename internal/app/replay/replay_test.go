@@ -217,3 +217,20 @@ func sum(m map[store.State]int) int {
 	}
 	return s
 }
+
+func TestWriteThresholdsPlot(t *testing.T) {
+	rep := Score([]*Result{{Would: Would{Route: agent.RouteExternal, Decision: agent.DecisionAutoSend,
+		Classification: &store.Classification{Action: "reply", Risk: "low", Confidence: 0.72},
+		Gates:          []store.GateResult{{Gate: agent.GateMode, Pass: true}, {Gate: agent.GateOutput}}}}})
+	var b strings.Builder
+	if err := NewSummary(rep, "gemini-2.5-flash").WriteThresholds(&b, true); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	// Auto-sent up to 0.70, not from 0.75; never answered, so unwanted too.
+	for _, want := range []string{"          0.70           1         1", "          0.75           0         0", "auto-sends (top) and unwanted"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("threshold output lacks %q:\n%s", want, out)
+		}
+	}
+}
