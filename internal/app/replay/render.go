@@ -121,7 +121,7 @@ func (s Summary) WriteThresholds(w io.Writer, plot bool) error {
 		for i, r := range s.Thresholds {
 			all[i], bad[i] = float64(r.AutoSends), float64(r.Unwanted)
 		}
-		g := asciigraph.PlotMany([][]float64{all, bad}, asciigraph.Height(8), asciigraph.Width(40),
+		g := asciigraph.PlotMany([][]float64{all, bad}, asciigraph.Height(8), asciigraph.Width(40), asciigraph.Precision(0),
 			asciigraph.SeriesColors(asciigraph.Default, asciigraph.Red),
 			asciigraph.Caption(fmt.Sprintf("auto-sends (top) and unwanted (red) for min_confidence %.2f → %.2f",
 				s.Thresholds[0].MinConfidence, s.Thresholds[len(s.Thresholds)-1].MinConfidence)))
