@@ -125,6 +125,10 @@ func newReplayWorld(t *testing.T) *replayWorld {
 	// at the time, so queued, not auto-sent (no hindsight); answered after 1h.
 	w.in("INBOX", "m11", "Ivy <ivy@example.org>", "Intro", "Hi Ada [[act=reply conf=0.95 risk=low draft=Nice to meet you]]", 10*H, seen)
 	w.reply("m11", "ivy@example.org", "In-Reply-To", "Nice to meet you too", 10*H, H)
+	// m12: the owner's own sent mail, moved to Trash: not incoming, not
+	// scored (the model still sees it: From claims the owner, unverified).
+	w.put("Trash", "From: Ada Lovelace <ada@example.com>\nTo: bob@example.org\nSubject: old\nDate: "+w.base.Add(11*H).Format(time.RFC1123Z)+
+		"\nMessage-ID: <m12@example.com>\n\nOld note [[act=reply conf=0.95 risk=low]]\n", w.base.Add(11*H), seen)
 	return w
 }
 
@@ -201,10 +205,10 @@ func TestReplayScoresByHand(t *testing.T) {
 	}
 	j := decodeReplay(t, out)
 
-	if j.Messages != 11 || j.Incoming != 10 || j.NeedsReview != 1 {
-		t.Errorf("messages/incoming/needs_review: got %d/%d/%d, want 11/10/1", j.Messages, j.Incoming, j.NeedsReview)
+	if j.Messages != 12 || j.Incoming != 10 || j.NeedsReview != 1 {
+		t.Errorf("messages/incoming/needs_review: got %d/%d/%d, want 12/10/1", j.Messages, j.Incoming, j.NeedsReview)
 	}
-	wantDec := map[string]int{"auto_send": 3, "queue": 4, "ignore": 2, "archive": 1, "needs_review": 1}
+	wantDec := map[string]int{"auto_send": 3, "queue": 5, "ignore": 2, "archive": 1, "needs_review": 1}
 	for k, v := range wantDec {
 		if j.Decisions[k] != v {
 			t.Errorf("decisions[%s]: got %d, want %d (all %v)", k, j.Decisions[k], v, j.Decisions)
@@ -241,14 +245,14 @@ func TestReplayScoresByHand(t *testing.T) {
 			t.Errorf("threshold %.2f: got %d auto-sends, %d unwanted; want %d, %d", r.MinConfidence, r.AutoSends, r.Unwanted, wv[0], wv[1])
 		}
 	}
-	// 11 model requests: 9 answers, and GARBAGE's answer and its repair
-	// (m7 is automated); 9×500+10+10 tokens in, 9×40+5+5 out.
+	// 12 model requests: 10 answers (m12 too), and GARBAGE's answer and
+	// its repair (m7 is automated); 10×500+10+10 tokens in, 10×40+5+5 out.
 	c := j.Cost
-	if c.Calls != 11 || c.TokensIn != 9*500+20 || c.TokensOut != 9*40+10 || c.Model != "gemini-test" || c.EstimatedUSD != nil || c.PriceAsOf != nil {
-		t.Errorf("cost: got %+v, want 11 calls, 4520 in, 370 out, gemini-test, price unknown", c)
+	if c.Calls != 12 || c.TokensIn != 10*500+20 || c.TokensOut != 10*40+10 || c.Model != "gemini-test" || c.EstimatedUSD != nil || c.PriceAsOf != nil {
+		t.Errorf("cost: got %+v, want 12 calls, 5020 in, 410 out, gemini-test, price unknown", c)
 	}
-	if got := len(h.gemini.Requests()) - calls0; got != 11 { // 9 + GARBAGE's repair
-		t.Errorf("model requests: got %d, want 11", got)
+	if got := len(h.gemini.Requests()) - calls0; got != 12 {
+		t.Errorf("model requests: got %d, want 12", got)
 	}
 	if j.ElapsedSeconds <= 0 || j.TotalElapsedSeconds < j.ElapsedSeconds {
 		t.Errorf("elapsed: got %v this run, %v total", j.ElapsedSeconds, j.TotalElapsedSeconds)
@@ -336,9 +340,9 @@ func TestReplayDraftsByHand(t *testing.T) {
 			t.Errorf("threshold 0.80 with drafts: got %+v, want 3/1", r)
 		}
 	}
-	// 11 classify requests + 7 drafts.
-	if c := j.Cost; c.Calls != 18 || c.TokensIn != 9*500+20+7*200 || c.TokensOut != 9*40+10+7*20 {
-		t.Errorf("cost: got %+v, want 18 calls, %d in, %d out", c, 9*500+20+7*200, 9*40+10+7*20)
+	// 12 classify requests + 7 drafts (m12 has no one to reply to: no draft).
+	if c := j.Cost; c.Calls != 19 || c.TokensIn != 10*500+20+7*200 || c.TokensOut != 10*40+10+7*20 {
+		t.Errorf("cost: got %+v, want 19 calls, %d in, %d out", c, 10*500+20+7*200, 10*40+10+7*20)
 	}
 }
 

@@ -217,7 +217,8 @@ func (r *Runner) one(ctx context.Context, base *agent.Pipeline, ix *SentIndex, a
 		return nil, err
 	}
 	rec := out.Record
-	res := &Result{Key: key, MessageID: rec.MessageID, From: rec.From.Email, Subject: rec.Subject, Date: rec.Date}
+	res := &Result{Key: key, MessageID: rec.MessageID, From: rec.From.Email, Subject: rec.Subject, Date: rec.Date,
+		FromOwner: a.IsOwner != nil && a.IsOwner(rec.From.Email)}
 	if res.Date.IsZero() {
 		res.Date = m.InternalDate
 	}

@@ -37,15 +37,18 @@ type Result struct {
 	From      string           `json:"from"`
 	Subject   string           `json:"subject"`
 	Date      time.Time        `json:"date"`
-	Truth     Truth            `json:"truth"`
-	Would     Would            `json:"would"`
+	// FromOwner: From is one of the owner's addresses (the owner's own
+	// mail, say a sent message moved to Trash, or a forgery of it).
+	FromOwner bool  `json:"from_owner"`
+	Truth     Truth `json:"truth"`
+	Would     Would `json:"would"`
 }
 
 // Incoming reports whether r counts in the scores: mail from someone
-// else (not the owner's own, not mailagent's) that the model judged, or
-// automated mail. Messages that need review are counted apart.
+// else (not from the owner's address, not mailagent's), that the model
+// judged, or automated mail. Messages that need review are counted apart.
 func (r *Result) Incoming() bool {
-	return r.Would.Route != agent.RouteOwner && r.Would.Route != agent.RouteSelf
+	return !r.FromOwner && r.Would.Route != agent.RouteOwner && r.Would.Route != agent.RouteSelf
 }
 
 // NeedsReply is the agent's verdict: it would have drafted a reply
