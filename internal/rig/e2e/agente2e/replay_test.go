@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/emersion/go-imap/v2"
 
@@ -16,8 +18,14 @@ import (
 // an unread message stays unread and every flag stays as it was (EXAMINE,
 // BODY.PEEK), no state database is created, and the owner's reply that
 // another client filed in Sent (In-Reply-To, to the sender) is counted.
+// Also on the Courier-style server (INBOX.Sent, no SPECIAL-USE).
 func TestReplayOnDovecot(t *testing.T) {
-	e := newEnv(t, options{})
+	t.Run("dovecot", func(t *testing.T) { testReplayOn(t, options{}) })
+	t.Run("courier", func(t *testing.T) { testReplayOn(t, options{Courier: true}) })
+}
+
+func testReplayOn(t *testing.T, o options) {
+	e := newEnv(t, o)
 	e.seedSent(bobAddr)
 	m1 := message{From: bobAddr, To: adaAddr, Subject: "Replay question " + e.tag, ID: e.id("replay-1"), Body: "Hi Ada,\nare you in on Friday?\nBob"}
 	m2 := message{From: bobAddr, To: adaAddr, Subject: "Replay note " + e.tag, ID: e.id("replay-2"), Body: "Just so you know.\nBob"}
@@ -65,4 +73,39 @@ func sortedFlags(fs []imap.Flag) []imap.Flag {
 	out := slices.Clone(fs)
 	slices.Sort(out)
 	return out
+}
+
+// TestDigestThroughPostfix mails the digest through the real Postfix to
+// the owner and lets the watcher see it arrive: it is routed as
+// mailagent's own mail (self), decided ignore, and nothing is queued.
+func TestDigestThroughPostfix(t *testing.T) {
+	e := newEnv(t, options{})
+	_, stderr, code := e.run("digest", "--send")
+	_, after, ok := strings.Cut(stderr, "Message-ID <")
+	id, _, _ := strings.Cut(after, ">")
+	if code != 0 || !ok || id == "" {
+		t.Fatalf("digest --send: exit %d: %s", code, stderr)
+	}
+	got := e.waitFind(e2e.Owner, "INBOX", "Message-ID", id, 1, waitShort)
+	if got[0].M.HeaderValue("X-Mailagent-Digest") != "manual" || got[0].M.HeaderValue("Auto-Submitted") != "auto-generated" {
+		t.Errorf("digest as delivered lacks its marks: %s", got[0].Raw)
+	}
+	e.setLookback(time.Hour)
+	e.mustRun("watch", "--once")
+	out := e.mustRun("explain", id, "--json")
+	var ex struct {
+		Message struct {
+			Route    string  `json:"route"`
+			Decision *string `json:"decision"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal([]byte(out), &ex); err != nil {
+		t.Fatalf("explain --json: %v\n%s", err, out)
+	}
+	if ex.Message.Route != "self" || ex.Message.Decision == nil || *ex.Message.Decision != "ignore" {
+		t.Errorf("the digest was routed %q, decided %v; want self, ignore\n%s", ex.Message.Route, ex.Message.Decision, out)
+	}
+	if q := e.mustRun("queue", "list", "--json"); strings.Contains(q, id) {
+		t.Errorf("the digest was queued: %s", q)
+	}
 }
