@@ -104,7 +104,10 @@ func replayPolicy(base config.Policy, file string) (config.Policy, error) {
 		}
 		var md toml.MetaData
 		var err error
-		if _, ok := top["policy"]; ok {
+		_, wrapped := top["policy"]
+		if wrapped {
+			// A [policy] table: the rest of the file (a whole config.toml,
+			// say) is not replay's business.
 			wrap := struct {
 				Policy *config.Policy `toml:"policy"`
 			}{&p}
@@ -115,8 +118,10 @@ func replayPolicy(base config.Policy, file string) (config.Policy, error) {
 		if err != nil {
 			return p, usageErr("--policy %s: %v", file, err)
 		}
-		if und := md.Undecoded(); len(und) > 0 {
-			return p, usageErr("--policy %s: unknown key %s", file, und[0])
+		for _, k := range md.Undecoded() {
+			if !wrapped || (len(k) > 1 && k[0] == "policy") {
+				return p, usageErr("--policy %s: unknown key %s", file, k)
+			}
 		}
 		if p.MinConfidence < 0 || p.MinConfidence > 1 {
 			return p, usageErr("--policy %s: min_confidence %.2f is not between 0 and 1", file, p.MinConfidence)

@@ -143,8 +143,15 @@ type fakeSource struct {
 	usage []store.UsageDay
 }
 
-func (f fakeSource) ListMessages(_ store.MessageFilter, fn func(*store.MessageRecord) error) error {
+func (f fakeSource) ListMessages(flt store.MessageFilter, fn func(*store.MessageRecord) error) error {
 	for _, m := range f.msgs {
+		d := m.Date // as the store does, with the record's time for an undated message
+		if d.IsZero() {
+			d = m.UpdatedAt
+		}
+		if flt.State != "" && m.State != flt.State || !flt.Since.IsZero() && d.Before(flt.Since) {
+			continue
+		}
 		if err := fn(m); err != nil {
 			return err
 		}
@@ -184,6 +191,8 @@ func TestBuildCountsByHand(t *testing.T) {
 			{Route: "owner", Decision: "ignore", State: store.StateDone, UpdatedAt: in},
 			{Route: "external", Decision: "auto_send", State: store.StateDone, UpdatedAt: in},
 			{Route: "external", Decision: "needs_review", State: store.StateNeedsReview, UpdatedAt: old, Subject: "broken", Error: "model down"},
+			// Dated (by its sender) long before the period, processed in it: counted.
+			{Route: "automated", Decision: "archive", State: store.StateDone, UpdatedAt: in, Date: time.Date(1990, 1, 1, 0, 0, 0, 0, time.UTC)},
 		},
 		queue: []*store.QueueItem{
 			{ID: "q1", Kind: "draft", Status: store.QueuePending, CreatedAt: in},
@@ -208,7 +217,7 @@ func TestBuildCountsByHand(t *testing.T) {
 	if len(r.Waiting) != 2 || !r.Waiting[1].New || r.Waiting[0].New {
 		t.Errorf("waiting: got %+v, want q2 (old) then q1 (new)", r.Waiting)
 	}
-	if r.Archived["automated"] != 1 || r.Ignored["newsletter"] != 1 || r.Ignored["owner"] != 1 || r.Processed != 4 {
+	if r.Archived["automated"] != 2 || r.Ignored["newsletter"] != 1 || r.Ignored["owner"] != 1 || r.Processed != 5 {
 		t.Errorf("archived %v ignored %v processed %d", r.Archived, r.Ignored, r.Processed)
 	}
 	if len(r.NeedsReview) != 1 || r.NeedsReview[0].Error != "model down" {

@@ -105,10 +105,17 @@ func Build(src Source, since, until time.Time, model string) (*Report, error) {
 			return nil, fmt.Errorf("digest: queue: %w", err)
 		}
 	}
+	err = src.ListMessages(store.MessageFilter{State: store.StateNeedsReview}, func(m *store.MessageRecord) error {
+		r.NeedsReview = append(r.NeedsReview, Review{Key: m.MessageKey, From: m.From, Subject: m.Subject, Error: m.Error})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("digest: messages: %w", err)
+	}
+	// Mail processed in the period, whatever its Date header says (the
+	// sender writes that; a message dated 1990 must not hide from the
+	// digest): every record is read, once a day.
 	err = src.ListMessages(store.MessageFilter{}, func(m *store.MessageRecord) error {
-		if m.State == store.StateNeedsReview {
-			r.NeedsReview = append(r.NeedsReview, Review{Key: m.MessageKey, From: m.From, Subject: m.Subject, Error: m.Error})
-		}
 		if !in(m.UpdatedAt) || !m.State.Terminal() {
 			return nil
 		}
