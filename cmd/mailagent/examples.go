@@ -8,6 +8,12 @@ import "github.com/spf13/cobra"
 // command has examples all read the same text; a command that already
 // sets its own Example (init) keeps it.
 var commandExamples = map[string]string{
+	"replay": `  mailagent replay --since 90d              # score the agent on the last 90 days of your mail
+  mailagent replay --drafts --limit 500 --html report.html
+  mailagent replay --policy strict.toml --json | jq '.thresholds'`,
+	"digest": `  mailagent digest                          # what the agent did in the last 24 hours
+  mailagent digest --since 7d --json
+  mailagent digest --send                   # mail it to yourself`,
 	"triage": `  mailagent triage --dry-run --since 7d     # what it would do with last week's mail
   mailagent triage --unseen --limit 50      # classify the 50 newest unread messages
   mailagent triage --json | jq '.[].route'`,

@@ -257,6 +257,127 @@ type ContactJSON struct {
 	History      []HistoryJSON `json:"history"`
 }
 
+// CostJSON is model usage with its estimated price: estimated_usd is null
+// for a model without a known list price (price_as_of is then null too).
+type CostJSON struct {
+	Calls        int64    `json:"calls"`
+	TokensIn     int64    `json:"tokens_in"`
+	TokensOut    int64    `json:"tokens_out"`
+	Model        string   `json:"model"`
+	EstimatedUSD *float64 `json:"estimated_usd"`
+	PriceAsOf    *string  `json:"price_as_of"`
+}
+
+// ReplayThresholdJSON is one row of replay's threshold table.
+type ReplayThresholdJSON struct {
+	MinConfidence float64 `json:"min_confidence"`
+	AutoSends     int     `json:"auto_sends"`
+	Unwanted      int     `json:"unwanted"`
+}
+
+// ReplayUnwantedJSON is one auto-send the owner would not have made:
+// never answered, or answered very differently (similarity is then the
+// draft's similarity to the owner's reply; null when never answered).
+type ReplayUnwantedJSON struct {
+	Message       MessageKeyJSON `json:"message"`
+	From          string         `json:"from"`
+	Subject       string         `json:"subject"`
+	Date          time.Time      `json:"date"`
+	Confidence    float64        `json:"confidence"`
+	NeverAnswered bool           `json:"never_answered"`
+	Similarity    *float64       `json:"similarity"`
+}
+
+// ReplayJSON is `replay --json`: the scores of one replay. Ratios are
+// null when undefined (no denominator); answered_very_differently and the
+// similarities are null without --drafts.
+type ReplayJSON struct {
+	Messages    int            `json:"messages"`
+	Incoming    int            `json:"incoming"`
+	NeedsReview int            `json:"needs_review"`
+	Decisions   map[string]int `json:"decisions"`
+	Owner       struct {
+		Replied            int      `json:"replied"`
+		MedianReplySeconds *float64 `json:"median_reply_seconds"`
+		Flagged            int      `json:"flagged"`
+		Unread             int      `json:"unread"`
+		Deleted            int      `json:"deleted"`
+		Archived           int      `json:"archived"`
+	} `json:"owner"`
+	NeedsReply struct {
+		TruePositive  int      `json:"true_positive"`
+		FalsePositive int      `json:"false_positive"`
+		FalseNegative int      `json:"false_negative"`
+		TrueNegative  int      `json:"true_negative"`
+		Precision     *float64 `json:"precision"`
+		Recall        *float64 `json:"recall"`
+	} `json:"needs_reply"`
+	AutoSends struct {
+		MinConfidence           float64 `json:"min_confidence"`
+		Total                   int     `json:"total"`
+		OwnerAlsoAnswered       int     `json:"owner_also_answered"`
+		AnsweredVeryDifferently *int    `json:"answered_very_differently"`
+		NeverAnswered           int     `json:"never_answered"`
+		Unwanted                int     `json:"unwanted"`
+	} `json:"auto_sends"`
+	Drafts struct {
+		Enabled            bool     `json:"enabled"`
+		Compared           int      `json:"compared"`
+		MeanSimilarity     *float64 `json:"mean_similarity"`
+		MedianSimilarity   *float64 `json:"median_similarity"`
+		Measure            string   `json:"measure"`
+		VeryDifferentBelow float64  `json:"very_different_below"`
+	} `json:"drafts"`
+	Thresholds          []ReplayThresholdJSON `json:"thresholds"`
+	Unwanted            []ReplayUnwantedJSON  `json:"unwanted_messages"`
+	Cost                CostJSON              `json:"cost"`
+	ElapsedSeconds      float64               `json:"elapsed_seconds"`
+	TotalElapsedSeconds float64               `json:"total_elapsed_seconds"`
+}
+
+// DigestSendJSON is one reply mailagent sent (or will send) on its own.
+type DigestSendJSON struct {
+	Account string    `json:"account"`
+	To      []string  `json:"to"`
+	Subject string    `json:"subject"`
+	At      time.Time `json:"at"`
+}
+
+// DigestWaitingJSON is one queue item still waiting for the owner.
+type DigestWaitingJSON struct {
+	ID      string      `json:"id"`
+	Kind    string      `json:"kind"`
+	Account string      `json:"account"`
+	From    AddressJSON `json:"from"`
+	Subject string      `json:"subject"`
+	Since   time.Time   `json:"since"`
+	New     bool        `json:"new"`
+}
+
+// DigestReviewJSON is one message that needs review.
+type DigestReviewJSON struct {
+	Message MessageKeyJSON `json:"message"`
+	From    AddressJSON    `json:"from"`
+	Subject string         `json:"subject"`
+	Error   string         `json:"error"`
+}
+
+// DigestJSON is `digest --json`: what the agent did between since and
+// until. archived and ignored count messages by category (the first
+// intent, or the route when the model never saw the message).
+type DigestJSON struct {
+	Since       time.Time           `json:"since"`
+	Until       time.Time           `json:"until"`
+	AutoSent    []DigestSendJSON    `json:"auto_sent"`
+	Scheduled   []DigestSendJSON    `json:"scheduled"`
+	Waiting     []DigestWaitingJSON `json:"waiting"`
+	Processed   int                 `json:"processed"`
+	Archived    map[string]int      `json:"archived"`
+	Ignored     map[string]int      `json:"ignored"`
+	NeedsReview []DigestReviewJSON  `json:"needs_review"`
+	Cost        CostJSON            `json:"cost"`
+}
+
 // CheckJSON is one doctor check. Check is a fixed id (imap.login,
 // smtp.login, model.round_trip…); the account and mailbox it concerns are
 // fields of their own.

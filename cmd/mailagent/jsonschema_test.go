@@ -241,6 +241,9 @@ func TestJSONSchemaPerKind(t *testing.T) {
 		add("doctor_check", "doctor", c)
 	}
 
+	add("replay", "replay", decodeAny(t, "replay", run("replay", "--json")))
+	add("digest", "digest", decodeAny(t, "digest", run("digest", "--json")))
+
 	// Automated mail never reached the model or the gates: null, not absent.
 	var sawDigest bool
 	for _, r := range records["triage_line"] {

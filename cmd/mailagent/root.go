@@ -52,6 +52,8 @@ mail, whether a send happens at all, and what the model gets to see.`,
 
 	root.AddCommand(
 		newTriageCmd(f, nil),
+		newReplayCmd(f, nil),
+		newDigestCmd(f, nil),
 		newExplainCmd(f, nil),
 		newWatchCmd(f, nil),
 		newDoctorCmd(f, nil),

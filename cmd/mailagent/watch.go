@@ -83,6 +83,11 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	}
 	defer parts.Mailer.Close()
 	d := newDaemon(f, cfg, st, parts, accounts)
+	if ds, err := newDigestScheduler(f, cfg, st, parts.Mailer); err != nil {
+		return err
+	} else if ds != nil {
+		d.Digest = ds
+	}
 	var progress *watchProgress
 	if progressWanted(f.Stderr, opts.isTTY) {
 		progress = newWatchProgress(f.Stderr, accounts)

@@ -74,6 +74,7 @@ type Config struct {
 	Sync     Sync      `toml:"sync"`
 	Policy   Policy    `toml:"policy"`
 	Store    Store     `toml:"store"`
+	Digest   Digest    `toml:"digest"`
 
 	// File is the path the configuration was read from ("" when parsed
 	// from memory without a name).
@@ -192,6 +193,17 @@ type Sync struct {
 }
 
 // Store configures the state database.
+// Digest configures the owner's periodic digest (mailagent digest).
+type Digest struct {
+	// Schedule is when watch mails the digest: "daily HH:MM" (local
+	// time); "" sends none.
+	Schedule string `toml:"schedule"`
+	// Account sends it (default: the first account); To receives it
+	// (default: that account's address).
+	Account string `toml:"account"`
+	To      string `toml:"to"`
+}
+
 type Store struct {
 	// Retention is how long finished sends and closed queue items are
 	// kept ("90d"; days may be written with d). "0" keeps them forever.

@@ -155,6 +155,7 @@ func (c *Config) Validate() error {
 	}
 	// [store]
 	p.duration("store.retention", c.Store.Retention.Duration, `"90d"`, true)
+	c.validateDigest(p)
 	if r := c.Store.Retention.D(); r > 0 && r < MinRetention {
 		p.add("store.retention", fmt.Sprintf("%s is shorter than 7 days", r), `use "90d" (the default), at least "7d", or "0" to keep everything`)
 	}
@@ -390,4 +391,30 @@ func validAuthservID(id string) bool {
 		}
 	}
 	return true
+}
+
+// validateDigest checks [digest]: "daily HH:MM", a configured account.
+func (c *Config) validateDigest(p *problems) {
+	d := c.Digest
+	if d.Schedule != "" {
+		f := strings.Fields(d.Schedule)
+		ok := len(f) == 2 && strings.EqualFold(f[0], "daily") && len(f[1]) == 5 && f[1][2] == ':'
+		if ok {
+			h, m := f[1][:2], f[1][3:]
+			ok = h >= "00" && h <= "23" && m >= "00" && m <= "59" && strings.Trim(h+m, "0123456789") == ""
+		}
+		if !ok {
+			p.add("digest.schedule", fmt.Sprintf("%q is not a schedule", d.Schedule), `write "daily HH:MM", e.g. "daily 08:00"`)
+		}
+	}
+	if d.Account != "" {
+		if _, found := c.Account(d.Account); !found {
+			p.add("digest.account", fmt.Sprintf("no account %q", d.Account), "use the name of one of [[accounts]]")
+		}
+	}
+	if d.To != "" {
+		if _, err := mail.ParseAddress(d.To); err != nil {
+			p.add("digest.to", fmt.Sprintf("%q is not an address", d.To), "write an address such as you@example.com")
+		}
+	}
 }

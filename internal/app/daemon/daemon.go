@@ -117,6 +117,9 @@ type Daemon struct {
 	// reason); watch prints them on a terminal. They must not block.
 	OnState func(account string, s imapsync.State)
 	OnRetry func(account string, err error, wait time.Duration)
+	// Digest, when set, sends the owner's digest once per period
+	// (digest.schedule); see digest.go.
+	Digest DigestRunner
 
 	mu     sync.Mutex
 	status map[string]*Status
@@ -257,6 +260,9 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 		return nil
 	})
 	g.Go(func() error { return d.dueLoop(gctx) })
+	if d.Digest != nil {
+		g.Go(func() error { return d.digestLoop(gctx) })
+	}
 	g.Go(func() error {
 		return d.tick(gctx, orDefault(d.RetryInterval, 15*time.Minute), func(ctx context.Context) {
 			d.retryNeedsReview(ctx, false)
@@ -444,6 +450,7 @@ func (d *Daemon) runOnce(ctx context.Context) error {
 		}
 	}
 	d.sendDue(ctx)
+	d.runDigest(ctx)
 	return errs
 }
 

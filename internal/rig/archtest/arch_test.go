@@ -10,7 +10,8 @@
 //     project at all.
 //   - application tier (applicationTier): agent and store; above agent,
 //     internal/app (daemon: the watch runtime; api: the service behind the
-//     socket and its transport); tui; cmd.
+//     socket and its transport; replay: scoring against the owner's own
+//     replies; digest: the owner's periodic report); tui; cmd.
 //   - test rigs (testRigs): internal/rig (e2e harness, benchmarks, this
 //     test) and internal/app/api/apitest; only tests and other rigs import
 //     them.
@@ -75,6 +76,8 @@ var rules = []struct {
 	{pkg: "internal/autoconfig", only: []string{}},
 	{pkg: "internal/app/api", forbidden: []string{"cmd", "tui", "imapsync", "internal/app/daemon"}},
 	{pkg: "internal/app/daemon", forbidden: []string{"cmd", "tui", "internal/app/api"}},
+	{pkg: "internal/app/replay", forbidden: []string{"cmd", "tui", "internal/app/api", "internal/app/daemon", "internal/app/digest", "internal/smtpsend"}},
+	{pkg: "internal/app/digest", forbidden: []string{"cmd", "tui", "imapsync", "internal/app/api", "internal/app/daemon", "internal/app/replay", "internal/smtpsend"}},
 }
 
 // under reports whether pkg is p or a package below it.

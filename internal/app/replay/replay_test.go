@@ -1,0 +1,236 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/internal/memimap"
+	"github.com/mailagent/mailagent/store"
+)
+
+func TestSimilarity(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want float64
+	}{
+		{"Thursday at 3pm works", "thursday AT 3pm works!", 1},
+		{"yes", "no", 0},
+		{"", "", 0},
+		{"a b c d", "c d e f", 2.0 / 6},
+		{"Grüße aus Köln", "grüße aus Berlin", 2.0 / 4},
+		{"yes yes yes", "yes", 1}, // a set: repetition does not count
+	} {
+		if got := Similarity(tc.a, tc.b); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("Similarity(%q, %q): got %.4f, want %.4f", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// TestAutoAtAgreesWithTheGates: at the policy's own min_confidence the
+// threshold table's verdict is the pipeline's decision, for every gate
+// combination the table can see.
+func TestAutoAtAgreesWithTheGates(t *testing.T) {
+	pol := agent.Policy{Mode: "auto", MinConfidence: 0.8, MaxPerContactPerDay: 3, MaxPerDay: 20, NeverAuto: agent.DefaultNeverAuto}
+	n := 0
+	for _, conf := range []float64{0.5, 0.79, 0.8, 0.95} {
+		for _, risk := range []string{"low", "high"} {
+			for _, action := range []string{"reply", "ignore"} {
+				for _, known := range []bool{true, false} {
+					for _, intent := range []string{"scheduling", "complaint"} {
+						c := &store.Classification{Intents: []string{intent}, Risk: risk, Action: action, Confidence: conf}
+						in := agent.GateInput{Route: agent.RouteInfo{Route: agent.RouteExternal}, AuthservID: "mx", Classification: c,
+							Sender:     store.SenderAuth{Authenticated: true, Address: "bob@example.org"},
+							Recipients: []agent.Recipient{{Email: "bob@example.org", Known: known}}}
+						gates := agent.EvaluateGates(pol, in)
+						failed := agent.FailedReasons(gates)
+						auto := len(failed) == 1 && strings.HasPrefix(failed[0], agent.GateOutput)
+						w := Would{Route: agent.RouteExternal, Classification: c, Gates: gates, Decision: agent.DecisionQueue}
+						if got := w.AutoAt(pol.MinConfidence); got != auto {
+							t.Errorf("conf %.2f risk %s action %s known %v intent %s: AutoAt %v, gates say %v (%v)", conf, risk, action, known, intent, got, auto, failed)
+						}
+						n++
+					}
+				}
+			}
+		}
+	}
+	if n != 64 {
+		t.Fatalf("checked %d combinations", n)
+	}
+}
+
+func TestTruthIgnoresSpoofedAndMisaddressedReplies(t *testing.T) {
+	owner := func(a string) bool { return strings.EqualFold(a, "ada@example.com") }
+	d := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	parse := func(s string) *mail.Message { return mail.Parse([]byte(strings.ReplaceAll(s, "\n", "\r\n"))) }
+	sent := []*mail.Message{
+		// Not the owner's: a message in Sent whose From is someone else.
+		parse("From: Mallory <m@evil.example>\nTo: bob@example.org\nIn-Reply-To: <x@test>\nDate: Sun, 01 Nov 2026 11:00:00 +0000\n\nhi\n"),
+		// The owner's, but to someone other than the sender.
+		parse("From: ada@example.com\nTo: zed@example.org\nIn-Reply-To: <x@test>\nDate: Sun, 01 Nov 2026 12:00:00 +0000\n\nfwd\n"),
+		// mailagent's own reply (auto-sent): not the owner's.
+		parse("From: ada@example.com\nTo: bob@example.org\nX-Mailagent-Trace: tr_1\nIn-Reply-To: <x@test>\nDate: Sun, 01 Nov 2026 10:05:00 +0000\n\nauto\n"),
+		// The real reply, later, through References, to the Reply-To.
+		parse("From: ada@example.com\nTo: List <team@example.org>\nReferences: <other@test> <X@TEST>\nDate: Sun, 01 Nov 2026 13:30:00 +0000\n\nDone.\n\n> quoted\n"),
+	}
+	ix := NewSentIndex(sent, owner)
+	if ix.Len() != 2 {
+		t.Fatalf("index holds %d messages, want 2 (the spoofed one skipped)", ix.Len())
+	}
+	parent := &mail.Message{MessageID: "x@test", From: mail.Address{Email: "bob@example.org"}, ReplyTo: []mail.Address{{Email: "team@example.org"}}, Date: d}
+	tr := TruthFor(ix, parent, []string{`\Seen`, `\Flagged`}, false, false)
+	if !tr.Replied || tr.Latency != 3*time.Hour+30*time.Minute || tr.ReplyText != "Done." || !tr.Seen || !tr.Flagged || tr.Answered {
+		t.Errorf("truth: got %+v, want replied after 3h30 with \"Done.\", seen and flagged", tr)
+	}
+	if ix.KnownBefore("zed@example.org", d) || !ix.KnownBefore("zed@example.org", d.Add(3*time.Hour)) || ix.KnownBefore("bob@example.org", time.Time{}) {
+		t.Error("KnownBefore: zed is known only after noon; bob was never written to by the owner")
+	}
+}
+
+func TestResultsSettings(t *testing.T) {
+	r, err := OpenResults(filepath.Join(t.TempDir(), "x", "replay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close() }()
+	if err := r.Begin("a", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Put(&Result{Key: store.MessageKey{Account: "p", Mailbox: "INBOX", UIDValidity: 7, UID: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Begin("b", false); !errors.Is(err, ErrSettingsChanged) {
+		t.Errorf("other settings: got %v, want ErrSettingsChanged", err)
+	}
+	done, _ := r.Done("p", "INBOX", 7)
+	other, _ := r.Done("p", "INBOX", 8)
+	if !done[3] || len(done) != 1 || len(other) != 0 {
+		t.Errorf("done: %v, other uidvalidity: %v", done, other)
+	}
+	if err := r.Begin("b", true); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := r.Len(); n != 0 {
+		t.Errorf("after reset: %d results", n)
+	}
+}
+
+// countingClassifier says "reply" to everything and counts its calls.
+type countingClassifier struct{ n atomic.Int64 }
+
+func (c *countingClassifier) Classify(context.Context, agent.ClassifyRequest) (store.Classification, llm.CallInfo, error) {
+	c.n.Add(1)
+	return store.Classification{Intents: []string{"scheduling"}, Risk: "low", Action: "reply", Confidence: 0.9},
+		llm.CallInfo{Usage: llm.Usage{PromptTokens: 100, OutputTokens: 10}, Attempts: 1}, nil
+}
+
+// TestRunResumesAfterInterruption stops a replay of 40 messages after 15
+// (the context is cancelled, as Ctrl-C does), runs it again, and checks
+// that only the rest is classified and every message has one result.
+func TestRunResumesAfterInterruption(t *testing.T) {
+	srv, err := memimap.Start(memimap.Options{Users: []memimap.User{{Name: "ada@example.com", Password: "pw"}}, Mailboxes: []string{"Sent"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	const total = 40
+	for i := range total {
+		raw := fmt.Sprintf("From: Bob <bob@example.org>\r\nTo: ada@example.com\r\nSubject: m%d\r\nMessage-ID: <m%d@test>\r\nDate: Sun, 01 Nov 2026 10:00:00 +0000\r\n\r\nhello %d\r\n", i, i, i)
+		if _, err := srv.Append(context.Background(), "ada@example.com", "INBOX", []byte(raw), nil, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, "mailagent.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	res, err := OpenResults(filepath.Join(dir, "replay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = res.Close() })
+	cl := &countingClassifier{}
+	p := &agent.Pipeline{Store: st, Classifier: cl, Threader: mail.NewThreader(), Policy: agent.Policy{Mode: "auto", MinConfidence: 0.8},
+		Accounts: map[string]agent.Account{"p": {Name: "p", Owner: agent.Owner{Addresses: []string{"ada@example.com"}}}}}
+	acct := Account{Name: "p", Mailbox: "INBOX", IsOwner: func(a string) bool { return a == "ada@example.com" },
+		Dial: func(ctx context.Context) (*imapsync.Client, error) {
+			return imapsync.Dial(ctx, imapsync.Options{Host: srv.Host, Port: srv.Port, Security: imapsync.SecurityInsecure, Username: "ada@example.com", Password: "pw"})
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	done := 0
+	r := &Runner{Pipeline: p, Results: res, Concurrency: 3,
+		OnDone: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if done++; done == 15 {
+				cancel()
+			}
+		}}
+	if _, err := r.Run(ctx, acct, time.Time{}, 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: got %v, want context.Canceled", err)
+	}
+	first, _ := res.Len()
+	if first < 15 || first >= total {
+		t.Fatalf("after the interruption %d results, want 15 to %d", first, total-1)
+	}
+	calls := cl.n.Load()
+	r.OnDone = nil
+	keys, err := r.Run(context.Background(), acct, time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.Len(); n != total || len(keys) != total {
+		t.Errorf("after the resumed run: %d results, %d keys; want %d", n, len(keys), total)
+	}
+	if again := cl.n.Load() - calls; again != int64(total-first) {
+		t.Errorf("resumed run classified %d, want %d (only the rest)", again, total-first)
+	}
+	results, err := res.Load(keys)
+	if err != nil || len(results) != total {
+		t.Fatalf("load: %d results, %v", len(results), err)
+	}
+	// Read-only: the agent's store has no message records.
+	if n, err := st.CountByState(); err != nil || len(n) != 0 && sum(n) != 0 {
+		t.Errorf("the agent's store was written: %v %v", n, err)
+	}
+}
+
+func sum(m map[store.State]int) int {
+	s := 0
+	for _, v := range m {
+		s += v
+	}
+	return s
+}
+
+func TestWriteThresholdsPlot(t *testing.T) {
+	rep := Score([]*Result{{Would: Would{Route: agent.RouteExternal, Decision: agent.DecisionAutoSend,
+		Classification: &store.Classification{Action: "reply", Risk: "low", Confidence: 0.72},
+		Gates:          []store.GateResult{{Gate: agent.GateMode, Pass: true}, {Gate: agent.GateOutput}}}}})
+	var b strings.Builder
+	if err := NewSummary(rep, "gemini-2.5-flash").WriteThresholds(&b, true); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	// Auto-sent up to 0.70, not from 0.75; never answered, so unwanted too.
+	for _, want := range []string{"          0.70           1         1", "          0.75           0         0", "auto-sends (top) and unwanted"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("threshold output lacks %q:\n%s", want, out)
+		}
+	}
+}
