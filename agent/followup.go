@@ -427,8 +427,9 @@ func (f *Followups) close(id string, updated time.Time, state, reason string) (b
 	return did, nil
 }
 
-// ErrFollowupClosed: the followup is done or given up.
-var ErrFollowupClosed = errors.New("the followup is closed")
+// ErrFollowupClosed: the followup is done or given up. It matches
+// ErrNotActionable.
+var ErrFollowupClosed = fmt.Errorf("%w: the followup is closed", ErrNotActionable)
 
 // MarkDone closes a followup at the owner's request.
 func (f *Followups) MarkDone(ctx context.Context, id string) error {
@@ -507,7 +508,7 @@ func (f *Followups) Nudge(ctx context.Context, id string) (*store.QueueItem, err
 		return nil, fmt.Errorf("nudge %s: %w", id, ErrFollowupClosed)
 	}
 	if fu.State != store.FollowupAwaitingReply {
-		return nil, fmt.Errorf("nudge %s: only a thread awaiting an answer gets a follow-up draft (this one needs the owner's reply)", id)
+		return nil, fmt.Errorf("nudge %s: %w: only a thread awaiting an answer gets a follow-up draft (this one needs the owner's reply)", id, ErrNotActionable)
 	}
 	return f.queueNudge(fu, fu.Nudges+1, "the owner asked for a follow-up")
 }

@@ -117,6 +117,11 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 		Profile:    profile,
 		Summarizer: &agent.LLMSummarizer{Model: model, Prompts: ps},
 	}
+	if cfg.Followup.Enabled {
+		p.Followups = &agent.Followups{Store: st, Accounts: p.Accounts, Now: f.Now, Policy: agent.FollowupPolicy{
+			Enabled: true, DefaultAfter: cfg.Followup.DefaultAfter.D(), BusinessDays: cfg.Followup.BusinessDays,
+			MaxNudges: cfg.Followup.MaxNudges}}
+	}
 	return &agentParts{Pipeline: p, Mailer: mailer}, nil
 }
 
@@ -142,6 +147,9 @@ func newDaemon(f *Factory, cfg *config.Config, st *store.Store, parts *agentPart
 	// which otherwise sleeps until the next due time (watch adds the API
 	// broker in front).
 	parts.Pipeline.Actor.Notify = d.Notify
+	if parts.Pipeline.Followups != nil {
+		parts.Pipeline.Followups.Notify = d.Notify
+	}
 	return d
 }
 

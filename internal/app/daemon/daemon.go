@@ -257,6 +257,7 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 		return nil
 	})
 	g.Go(func() error { return d.dueLoop(gctx) })
+	g.Go(func() error { return d.followupLoop(gctx) })
 	g.Go(func() error {
 		return d.tick(gctx, orDefault(d.RetryInterval, 15*time.Minute), func(ctx context.Context) {
 			d.retryNeedsReview(ctx, false)
@@ -444,6 +445,7 @@ func (d *Daemon) runOnce(ctx context.Context) error {
 		}
 	}
 	d.sendDue(ctx)
+	d.fireFollowups(ctx)
 	return errs
 }
 
