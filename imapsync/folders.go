@@ -16,6 +16,7 @@ var commonNames = map[string][]string{
 	`\drafts`: {"Drafts", "Draft", "Entwürfe", "Brouillons", "Borradores", "Bozze"},
 	`\trash`:  {"Trash", "Deleted Items", "Deleted Messages"},
 	`\junk`:   {"Junk", "Spam", "Junk E-mail"},
+	`\archive`: {"Archive", "Archives"},
 }
 
 // CommonNames returns the folder names tried for a special-use attribute

@@ -224,6 +224,16 @@ func TestJSONSchemaPerKind(t *testing.T) {
 	if !sawOutbox {
 		t.Error("no queue show --json carried an outbox record after the approval")
 	}
+	fus := decodeAny(t, "followups", run("followups", "--state", "all", "--json")).([]any)
+	if len(fus) == 0 {
+		t.Error("followups --json: no thread tracked after watch --once")
+	}
+	for _, fu := range fus {
+		add("followup", "followups", fu)
+	}
+	for _, m := range decodeAny(t, "followups replies", run("followups", "replies", "earlier@example.com", "--json")).([]any) {
+		add("message", "followups replies", m)
+	}
 	add("status", "status", decodeAny(t, "status", run("status", "--json")))
 	for _, c := range decodeAny(t, "contacts list", run("contacts", "list", "--json")).([]any) {
 		add("contact", "contacts list", c)

@@ -50,7 +50,9 @@ func newMailer(cfg *config.Config) *daemon.Mailer {
 			Name:   acct.Name,
 			Sent:   acct.SentMailbox,
 			Drafts: acct.DraftsMailbox,
-			Dial:   func(ctx context.Context) (*imapsync.Client, error) { return DialIMAP(ctx, acct) },
+			Mailbox: daemon.MailboxPolicy{Archive: cfg.Mailbox.Archive, ArchiveFolder: cfg.Mailbox.ArchiveFolder,
+				Keywords: cfg.Mailbox.Keywords},
+			Dial: func(ctx context.Context) (*imapsync.Client, error) { return DialIMAP(ctx, acct) },
 			SMTP: func(ctx context.Context) (*smtpsend.Sender, error) {
 				opts, err := SMTPOptions(ctx, acct)
 				if err != nil {

@@ -20,6 +20,10 @@ type AccountMailer struct {
 	SMTP    func(ctx context.Context) (*smtpsend.Sender, error)
 	Sent    string // configured Sent name; "" = SPECIAL-USE, then the common names
 	Drafts  string // configured Drafts name; "" = SPECIAL-USE, then the common names
+	// Mailbox says how decisions show in the mailbox (mailbox.go); the
+	// zero value changes nothing.
+	Mailbox MailboxPolicy
+	archive string // the Archive folder, once found
 	mu      sync.Mutex
 	c       *imapsync.Client
 	sent    string
