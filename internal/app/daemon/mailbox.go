@@ -46,6 +46,14 @@ var _ agent.MailboxActor = (*Mailer)(nil)
 func archiveBox(ctx context.Context, a *AccountMailer) (string, error) {
 	if a.archive == "" {
 		name, err := findFolder(ctx, a.c, `\Archive`, a.Mailbox.ArchiveFolder)
+		var nf *imapsync.NoMailboxError
+		if errors.As(err, &nf) && nf.Create != "" {
+			// The owner asked for archiving by moving: make the folder
+			// (under the personal namespace, "INBOX.Archive" on Courier).
+			if err = a.c.CreateMailbox(ctx, nf.Create); err == nil {
+				name = nf.Create
+			}
+		}
 		if err != nil {
 			return "", fmt.Errorf("find the Archive folder: %w", err)
 		}
