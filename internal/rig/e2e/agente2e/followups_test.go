@@ -72,7 +72,7 @@ func (e *env) libWatcher(path string, clk *clock) *libWatcher {
 		From: mail.Address{Name: ownerName, Email: e2e.Owner}}}
 	p := &agent.Pipeline{
 		Store: st, Classifier: &agent.LLMClassifier{Model: gem, Prompts: ps}, Threader: mail.NewThreader(),
-		Policy: agent.Policy{Mode: "review", MinConfidence: 0.8, NeverAuto: agent.DefaultNeverAuto, MaxDraftChars: 4000},
+		Policy:   agent.Policy{Mode: "review", MinConfidence: 0.8, NeverAuto: agent.DefaultNeverAuto, MaxDraftChars: 4000},
 		Accounts: accts, Now: clk.Now,
 		Actor: &agent.Actor{Store: st, Drafter: &agent.LLMDrafter{Model: gem, Prompts: ps, MaxChars: 4000}, Mailer: mailer},
 		Followups: &agent.Followups{Store: st, Accounts: accts, Now: clk.Now,
