@@ -43,6 +43,8 @@ var commandExamples = map[string]string{
 	"followups snooze":  `  mailagent followups snooze fu_3f9a1c2e5b7d9e01 --for 2d`,
 	"followups nudge":   `  mailagent followups nudge fu_3f9a1c2e5b7d9e01   # then: mailagent queue show ID`,
 	"followups replies": `  mailagent followups replies '<CAF=abc123@mail.example.com>' --json`,
+	"unsubscribe": `  mailagent unsubscribe '<CAF=abc123@news.example.com>'   # shows what it will send, asks y/N
+  mailagent unsubscribe tr_3f9a1c2e5b7d9e01 --yes --json`,
 	"contacts": `  mailagent contacts list
   mailagent contacts show grace@hopper.example`,
 	"contacts list": `  mailagent contacts list --account work --json`,

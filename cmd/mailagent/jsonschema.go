@@ -303,6 +303,19 @@ func toFollowupsJSON(fs []store.Followup, now time.Time) []FollowupJSON {
 	return out
 }
 
+// UnsubscribeJSON is the record `unsubscribe --json` prints. Method is
+// one_click or mailto; target is the URL or the address used; result is
+// "ok" (a failure exits non-zero and prints no record).
+type UnsubscribeJSON struct {
+	Account   string    `json:"account"`
+	MessageID string    `json:"message_id"`
+	List      string    `json:"list"`
+	Method    string    `json:"method"`
+	Target    string    `json:"target"`
+	Result    string    `json:"result"`
+	At        time.Time `json:"at"`
+}
+
 func optStr(s string) *string {
 	if s == "" {
 		return nil

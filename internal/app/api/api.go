@@ -88,6 +88,8 @@ type Service interface {
 	FollowupAction(ctx context.Context, id, action string, until time.Time) (*FollowupActionResult, error)
 	// Replies lists the stored messages that answer messageID.
 	Replies(ctx context.Context, account, messageID string) ([]store.MessageRecord, error)
+	// RecordUnsubscribe keeps the record of an unsubscribe request.
+	RecordUnsubscribe(ctx context.Context, u store.Unsubscribe) error
 	// Events streams what changes in the watcher. The channel is closed
 	// when ctx ends or the source goes away. Local without a Broker
 	// returns a nil channel (no live source: it never delivers).
