@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
