@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/compose"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/mail"
@@ -56,88 +57,123 @@ records what it did. ID is the Message-ID or a trace id.`,
 }
 
 func unsubscribeRun(ctx context.Context, f *Factory, opts *UnsubscribeOptions) error {
-	cfg, err := f.Config()
-	if err != nil {
-		return err
-	}
 	svc, closeSvc, err := f.Service(ctx, false)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = closeSvc() }()
-	ref := strings.Trim(strings.TrimSpace(opts.Ref), "<>")
-	ex, err := svc.Explain(ctx, ref)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && ex.Message == nil) {
-		return &UserError{Code: ExitUsage, Err: fmt.Errorf("no message %q in the state database", termsafe.Line(ref)),
-			Hint: "use a Message-ID or trace id from `mailagent triage` or `mailagent queue list`"}
-	}
+	p, err := planUnsubscribe(ctx, f, svc, opts.Ref)
 	if err != nil {
 		return err
 	}
+	defer p.close()
+	if err := confirmUnsubscribe(f, opts, termsafe.Line(p.u.List), p.what); err != nil {
+		return err
+	}
+	if err := p.execute(ctx, f, svc); err != nil {
+		return err
+	}
+	if opts.JSON {
+		u := p.u
+		return writeJSON(f.Stdout, UnsubscribeJSON{Account: u.Account, MessageID: u.MessageID, List: u.List, Method: u.Method,
+			Target: u.Target, Result: u.Result, At: u.At})
+	}
+	fmt.Fprintf(f.Stderr, "unsubscribed from %s by %s\n", termsafe.Line(p.u.List), strings.ReplaceAll(p.u.Method, "_", "-"))
+	return nil
+}
+
+// unsubscribePlan is what an unsubscribe would send, read from the
+// message on the server, before anything is sent.
+type unsubscribePlan struct {
+	u      store.Unsubscribe
+	o      unsubscribe.Options
+	from   string
+	what   string // in words, for the confirmation
+	mailer interface {
+		Send(ctx context.Context, account, from string, to []string, raw []byte) error
+		AppendSent(ctx context.Context, account string, raw []byte) error
+		Close()
+	}
+}
+
+func (p *unsubscribePlan) close() { p.mailer.Close() }
+
+// planUnsubscribe finds the message of ref (a Message-ID or trace id),
+// reads its List-Unsubscribe header again from the server and chooses the
+// method. It sends nothing.
+func planUnsubscribe(ctx context.Context, f *Factory, svc api.Service, ref string) (*unsubscribePlan, error) {
+	cfg, err := f.Config()
+	if err != nil {
+		return nil, err
+	}
+	ref = strings.Trim(strings.TrimSpace(ref), "<>")
+	ex, err := svc.Explain(ctx, ref)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && ex.Message == nil) {
+		return nil, &UserError{Code: ExitUsage, Err: fmt.Errorf("no message %q in the state database", termsafe.Line(ref)),
+			Hint: "use a Message-ID or trace id from `mailagent triage` or `mailagent queue list`"}
+	}
+	if err != nil {
+		return nil, err
+	}
 	rec := ex.Message
 	mailer := newMailer(cfg)
-	defer mailer.Close()
 	raw, err := mailer.FetchUID(ctx, rec.Account, rec.Mailbox, rec.UIDValidity, rec.UID, 256<<10)
 	if err != nil {
-		return fmt.Errorf("read the message again from the server: %w", err)
+		mailer.Close()
+		return nil, fmt.Errorf("read the message again from the server: %w", err)
 	}
 	m := mail.Parse(raw.Raw)
 	if mail.IDKey(m.MessageID) != mail.IDKey(rec.MessageID) {
-		return fmt.Errorf("the message at uid %d is no longer %s", rec.UID, termsafe.Line(rec.MessageID))
+		mailer.Close()
+		return nil, fmt.Errorf("the message at uid %d is no longer %s", rec.UID, termsafe.Line(rec.MessageID))
 	}
-	o := unsubscribe.Parse(m.HeaderValue("List-Unsubscribe"), m.HeaderValue("List-Unsubscribe-Post"))
+	p := &unsubscribePlan{mailer: mailer, from: accountEmail(cfg, rec.Account),
+		o: unsubscribe.Parse(m.HeaderValue("List-Unsubscribe"), m.HeaderValue("List-Unsubscribe-Post"))}
 	list := m.HeaderValue("List-Id")
 	if list == "" {
 		list = m.From.Email
 	}
-	u := store.Unsubscribe{Account: rec.Account, Message: rec.MessageKey, MessageID: rec.MessageID, List: list}
+	p.u = store.Unsubscribe{Account: rec.Account, Message: rec.MessageKey, MessageID: rec.MessageID, List: list}
 	switch {
-	case o.OneClick != "":
-		u.Method, u.Target = unsubscribe.MethodOneClick, o.OneClick
-	case o.Mailto != "":
-		u.Method, u.Target = unsubscribe.MethodMailto, o.Mailto
+	case p.o.OneClick != "":
+		p.u.Method, p.u.Target = unsubscribe.MethodOneClick, p.o.OneClick
+		p.what = "a one-click request (RFC 8058) to " + termsafe.Line(p.o.OneClick)
+	case p.o.Mailto != "":
+		p.u.Method, p.u.Target = unsubscribe.MethodMailto, p.o.Mailto
+		p.what = fmt.Sprintf("a mail to %s (subject %q) from %s", termsafe.Line(p.o.Mailto), termsafe.Line(p.o.Subject), p.from)
 	default:
+		mailer.Close()
 		why := "the message has no List-Unsubscribe header"
-		if len(o.Refused) > 0 {
-			why = "refused: " + strings.Join(o.Refused, "; ")
+		if len(p.o.Refused) > 0 {
+			why = "refused: " + strings.Join(p.o.Refused, "; ")
 		}
-		return &UserError{Code: ExitFailure, Err: fmt.Errorf("%w (%s)", unsubscribe.ErrNone, termsafe.Line(why))}
+		return nil, &UserError{Code: ExitFailure, Err: fmt.Errorf("%w (%s)", unsubscribe.ErrNone, termsafe.Line(why))}
 	}
-	what := "a one-click request (RFC 8058) to " + termsafe.Line(o.OneClick)
-	if u.Method == unsubscribe.MethodMailto {
-		what = fmt.Sprintf("a mail to %s (subject %q) from %s", termsafe.Line(o.Mailto), termsafe.Line(o.Subject), accountEmail(cfg, rec.Account))
-	}
-	if err := confirmUnsubscribe(f, opts, termsafe.Line(list), what); err != nil {
-		return err
-	}
-	switch u.Method {
+	return p, nil
+}
+
+// execute sends what the plan says and records it (also a failure).
+func (p *unsubscribePlan) execute(ctx context.Context, f *Factory, svc api.Service) error {
+	var err error
+	switch p.u.Method {
 	case unsubscribe.MethodOneClick:
-		err = newUnsubscribePoster().Post(ctx, o.OneClick)
+		err = newUnsubscribePoster().Post(ctx, p.o.OneClick)
 	default:
-		from := accountEmail(cfg, rec.Account)
-		msg := unsubscribeMail(from, o)
-		if err = mailer.Send(ctx, rec.Account, from, []string{o.Mailto}, msg); err == nil {
-			if aerr := mailer.AppendSent(ctx, rec.Account, msg); aerr != nil {
+		msg := unsubscribeMail(p.from, p.o)
+		if err = p.mailer.Send(ctx, p.u.Account, p.from, []string{p.o.Mailto}, msg); err == nil {
+			if aerr := p.mailer.AppendSent(ctx, p.u.Account, msg); aerr != nil {
 				f.Logger().Warn("unsubscribe: copy to Sent", "err", aerr)
 			}
 		}
 	}
-	u.Result, u.At = "ok", f.Now()
+	p.u.Result, p.u.At = "ok", f.Now()
 	if err != nil {
-		u.Result = err.Error()
+		p.u.Result = err.Error()
 	}
-	if rerr := svc.RecordUnsubscribe(ctx, u); rerr != nil {
+	if rerr := svc.RecordUnsubscribe(ctx, p.u); rerr != nil {
 		return errors.Join(err, fmt.Errorf("record the unsubscribe: %w", rerr))
 	}
-	if err != nil {
-		return err
-	}
-	if opts.JSON {
-		return writeJSON(f.Stdout, UnsubscribeJSON{Account: u.Account, MessageID: u.MessageID, List: u.List, Method: u.Method,
-			Target: u.Target, Result: u.Result, At: u.At})
-	}
-	fmt.Fprintf(f.Stderr, "unsubscribed from %s by %s\n", termsafe.Line(list), strings.ReplaceAll(u.Method, "_", "-"))
-	return nil
+	return err
 }
 
 func accountEmail(cfg *config.Config, name string) string {
