@@ -45,6 +45,12 @@ type libWatcher struct {
 }
 
 func (e *env) libWatcher(path string, clk *clock) *libWatcher {
+	return e.libWatcherArchive(path, clk, "Archive-"+e.tag)
+}
+
+// libWatcherArchive is libWatcher with mailbox.archive_folder set to
+// archive ("" finds or creates the Archive folder).
+func (e *env) libWatcherArchive(path string, clk *clock, archive string) *libWatcher {
 	t := e.t
 	t.Helper()
 	st, err := store.Open(path, store.Options{})
@@ -62,7 +68,7 @@ func (e *env) libWatcher(path string, clk *clock) *libWatcher {
 	}
 	mailer := &daemon.Mailer{Accounts: map[string]*daemon.AccountMailer{account: {
 		Name: account, Dial: dial,
-		Mailbox: daemon.MailboxPolicy{Archive: daemon.ArchiveMove, ArchiveFolder: "Archive-" + e.tag, Keywords: true},
+		Mailbox: daemon.MailboxPolicy{Archive: daemon.ArchiveMove, ArchiveFolder: archive, Keywords: true},
 		SMTP: func(context.Context) (*smtpsend.Sender, error) {
 			return smtpsend.New(smtpsend.Options{Host: e.s.SMTPHost, Port: e.s.SMTPPort, Security: "starttls", TLSCAFile: e.s.CAFile,
 				Username: e2e.Owner, Password: e.password})
@@ -246,4 +252,26 @@ func flagsOf(fs []found) [][]imap.Flag {
 		out = append(out, f.Flags)
 	}
 	return out
+}
+
+// TestCourierArchive: on the Courier-style server (no SPECIAL-USE, folders
+// under "INBOX.") an archive decision moves the message to INBOX.Archive,
+// created when missing, and another client sees it there only.
+func TestCourierArchive(t *testing.T) {
+	e := newEnv(t, options{Courier: true})
+	clk := &clock{t: time.Now()}
+	w := e.libWatcherArchive(filepath.Join(e.dir, "lib.db"), clk, "")
+	defer w.close()
+	w.once(t)
+	news := message{From: "News <news@other.test>", To: adaAddr, Subject: "Courier news " + e.tag, ID: e.id("courier-news"), Body: "Top stories"}
+	raw := append([]byte("List-Id: <news.other.test>\r\nPrecedence: bulk\r\n"), news.raw()...)
+	e.deliverRaw(news.From, news.ID, e.signed(news.From, raw))
+	clk.Add(time.Minute)
+	w.once(t)
+	if n := len(e.find(e2e.Owner, "INBOX", "Message-ID", news.ID)); n != 0 {
+		t.Errorf("the archived newsletter is still in INBOX (%d)", n)
+	}
+	if n := len(e.find(e2e.Owner, "INBOX.Archive", "Message-ID", news.ID)); n != 1 {
+		t.Errorf("INBOX.Archive holds %d copies of the newsletter, want 1", n)
+	}
 }
