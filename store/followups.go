@@ -344,3 +344,23 @@ func (s *Store) ListUnsubscribes(fn func(*Unsubscribe) error) error {
 		return &u, true, nil
 	}, fn)
 }
+
+// rebuildFollowupIndex rebuilds idx_followup from the followups (Repair;
+// the caller emptied the index).
+func rebuildFollowupIndex(tx *bolt.Tx) error {
+	b, idx := tx.Bucket(bFollowups), tx.Bucket(bIdxFollowup)
+	if b == nil || idx == nil {
+		return nil
+	}
+	return b.ForEach(func(k, v []byte) error {
+		var f Followup
+		if json.Unmarshal(v, &f) != nil {
+			return nil
+		}
+		f.ID = string(k)
+		if !indexed(&f) {
+			return nil
+		}
+		return idx.Put(followupDueKey(&f), bytes.Clone(k))
+	})
+}
