@@ -51,6 +51,12 @@ type FollowupPolicy struct {
 	// MaxNudges is how many reminders (needs_reply) or follow-up drafts
 	// (awaiting_reply) are made before the thread is given up (default 2).
 	MaxNudges int
+	// AutoSendKnownContacts lets a follow-up draft go out without the
+	// owner's approval, only when the thread has exactly one
+	// correspondent and the owner has written to them before (a Known
+	// contact) and Followups.AutoSend accepts it (the daily caps). Off by
+	// default: every follow-up draft waits for approval.
+	AutoSendKnownContacts bool
 	// Lookback bounds how old the owner's sent mail may be to open an
 	// awaiting_reply thread (default 14 days): the first scan of a Sent
 	// folder does not turn a year of mail into followups.
@@ -149,6 +155,19 @@ type Followups struct {
 	Now func() time.Time
 	// Notify, when set, is told of every change (it must not block).
 	Notify func(Event)
+	// Known reports whether the owner has written to email (a Known
+	// contact); nil means nobody is known.
+	Known func(account, email string) bool
+	// AutoSend sends a follow-up draft without approval (the caps are
+	// its to check); used only with Policy.AutoSendKnownContacts. nil
+	// never sends.
+	AutoSend func(ctx context.Context, item *store.QueueItem) error
+}
+
+// autoSendable reports whether fu's follow-up may go out unapproved.
+func (f *Followups) autoSendable(fu *store.Followup) bool {
+	return f.Policy.AutoSendKnownContacts && f.AutoSend != nil && f.Known != nil &&
+		len(fu.Correspondents) == 1 && f.Known(fu.Account, fu.Correspondents[0])
 }
 
 func (f *Followups) now() time.Time {
@@ -565,7 +584,7 @@ func (f *Followups) FireDue(ctx context.Context) (int, error) {
 		if ctx.Err() != nil {
 			return n, ctx.Err()
 		}
-		fired, err := f.fire(fu, now)
+		fired, err := f.fire(ctx, fu, now)
 		if err != nil {
 			errs = errors.Join(errs, err)
 		}
@@ -576,7 +595,7 @@ func (f *Followups) FireDue(ctx context.Context) (int, error) {
 	return n, errs
 }
 
-func (f *Followups) fire(fu *store.Followup, now time.Time) (bool, error) {
+func (f *Followups) fire(ctx context.Context, fu *store.Followup, now time.Time) (bool, error) {
 	if !store.FollowupOpen(fu.State) || fu.Due.After(now) {
 		return false, nil
 	}
@@ -623,6 +642,13 @@ func (f *Followups) fire(fu *store.Followup, now time.Time) (bool, error) {
 	}
 	if fired {
 		f.notify(Event{Kind: "followup_due", ID: fu.ID, Account: out.Account})
+	}
+	if fired && nudge != nil && nudge.Status == store.QueuePending && f.autoSendable(out) {
+		// The policy allows it: the draft goes through the normal approval
+		// path (outbox, the Sent check, the undo window) without waiting.
+		if err := f.AutoSend(ctx, nudge); err != nil {
+			return true, fmt.Errorf("followups: auto-send %s: %w", nudge.ID, err)
+		}
 	}
 	return fired, nil
 }

@@ -387,3 +387,44 @@ func TestFollowupSnoozeAndMarkDone(t *testing.T) {
 		t.Fatal("nudge of a closed followup accepted")
 	}
 }
+
+// Follow-up drafts wait for approval unless the policy explicitly allows
+// them to a known contact; a stranger's thread never goes out on its own.
+func TestFollowupAutoSendKnownContacts(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		allow   bool
+		to      string
+		wantOut int
+	}{
+		{"off by default", false, "carol@ext.test", 0},
+		{"allowed, known contact", true, "carol@ext.test", 1},
+		{"allowed, unknown contact", true, "stranger@ext.test", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			clock := &fakeClock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
+			f, st := newFollowups(t, filepath.Join(t.TempDir(), "db"), clock)
+			f.Policy.AutoSendKnownContacts = tc.allow
+			f.Known = func(_, email string) bool { return email == "carol@ext.test" }
+			var sent []string
+			f.AutoSend = func(_ context.Context, q *store.QueueItem) error {
+				sent = append(sent, q.ID)
+				return nil
+			}
+			if err := f.OwnerSent(ctx, "a", ownerMail("ask@example.test", tc.to, "Any news?", clock.Now())); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 { // reminder, then the follow-up draft
+				clock.Add(73 * time.Hour)
+				if _, err := f.FireDue(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fu := getFU(t, st, "sent:ask@example.test")
+			if fu.Nudges != 1 || len(sent) != tc.wantOut {
+				t.Fatalf("nudges %d, auto-sent %v; want 1 and %d", fu.Nudges, sent, tc.wantOut)
+			}
+		})
+	}
+}

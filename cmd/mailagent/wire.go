@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
@@ -122,7 +123,24 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 	if cfg.Followup.Enabled {
 		p.Followups = &agent.Followups{Store: st, Accounts: p.Accounts, Now: f.Now, Policy: agent.FollowupPolicy{
 			Enabled: true, DefaultAfter: cfg.Followup.DefaultAfter.D(), BusinessDays: cfg.Followup.BusinessDays,
-			MaxNudges: cfg.Followup.MaxNudges}}
+			MaxNudges:             cfg.Followup.MaxNudges,
+			AutoSendKnownContacts: cfg.Followup.AutoSendKnownContacts && cfg.Policy.Mode == config.ModeAuto}}
+		p.Followups.Known = func(account, email string) bool {
+			c, err := st.GetContact(account, email)
+			return err == nil && c.Known
+		}
+		p.Followups.AutoSend = func(ctx context.Context, q *store.QueueItem) error {
+			if len(q.To) != 1 {
+				return nil
+			}
+			ok, err := st.IncrAutoSend(q.Account, strings.ToLower(q.To[0].Email), store.Day(f.Now()),
+				cfg.Policy.MaxAutoPerContactPerDay, cfg.Policy.MaxAutoPerDay)
+			if err != nil || !ok {
+				return err // over the caps: the draft waits for approval
+			}
+			_, err = p.Approve(ctx, q.ID, "")
+			return err
+		}
 	}
 	return &agentParts{Pipeline: p, Mailer: mailer}, nil
 }

@@ -217,6 +217,11 @@ type Followup struct {
 	// MaxNudges is how many reminders or follow-up drafts are made before
 	// the thread is given up (default 2).
 	MaxNudges int `toml:"max_nudges"`
+	// AutoSendKnownContacts lets a follow-up draft go out without your
+	// approval when policy.mode is "auto", the thread has one
+	// correspondent, you have written to them before, and the daily
+	// auto-send caps allow it. Default false: every follow-up waits.
+	AutoSendKnownContacts bool `toml:"auto_send_known_contacts"`
 }
 
 // Values of mailbox.archive.
