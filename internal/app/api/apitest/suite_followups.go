@@ -2,6 +2,7 @@ package apitest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -83,6 +84,19 @@ func caseFollowups(r *run) {
 		q := r.item("nudge item", res.QueueID)
 		if q.Kind != store.KindDraft || len(q.To) != 1 || q.To[0].Email != Dave {
 			r.t.Errorf("nudge item: %s", ItemState(q))
+		}
+		// Approved, it goes to Dave as a reply to the owner's question.
+		before := len(w.SMTP.Messages())
+		_, err = r.svc.Approve(r.ctx, res.QueueID, "")
+		r.check("approve the follow-up", err, nil)
+		msgs := w.SMTP.Messages()
+		if len(msgs) != before+1 {
+			r.t.Fatalf("approving the follow-up sent %d messages, want 1", len(msgs)-before)
+		}
+		sent := mail.Parse(msgs[len(msgs)-1].Data)
+		if len(sent.To) != 1 || sent.To[0].Email != Dave || !slices.Contains(sent.InReplyTo, "ask-dave@example.com") ||
+			!strings.HasPrefix(sent.Subject, "Re: Office") {
+			r.t.Errorf("the follow-up: to %v in-reply-to %v subject %q", sent.To, sent.InReplyTo, sent.Subject)
 		}
 	}
 	replies, err := r.svc.Replies(r.ctx, Account, "carol-1@example.org")
