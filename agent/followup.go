@@ -264,6 +264,9 @@ func (f *Followups) Incoming(ctx context.Context, rec *store.MessageRecord) erro
 		if old != nil && !old.LastAt.IsZero() && !rec.Date.IsZero() && rec.Date.Before(old.LastAt) {
 			return nil, nil // older than what the followup already knows
 		}
+		if old != nil && !store.FollowupOpen(old.State) && mail.IDKey(old.MessageID) == mail.IDKey(rec.MessageID) {
+			return nil, nil // the same message again (a retry): it stays closed
+		}
 		fu := &store.Followup{Account: rec.Account, ThreadID: rec.ThreadID, State: store.FollowupNeedsReply,
 			Correspondents: []string{from}, Subject: rec.Subject, MessageID: rec.MessageID, Message: rec.MessageKey,
 			LastAt: rec.Date, Reason: "the last message is from " + from + " and expects an answer"}

@@ -100,6 +100,13 @@ func TestFollowupNeedsReplyThenOwnerRepliesDone(t *testing.T) {
 	if n, _, _ := st.NextFollowupDue(); !n.IsZero() {
 		t.Fatalf("a timer is left at %v", n)
 	}
+	// The same message processed again (a retry) does not reopen it.
+	if err := f.Incoming(ctx, incoming(1, "alice@ext.test", "m1@ext.test", "t1", clock.Now())); err != nil {
+		t.Fatal(err)
+	}
+	if got := getFU(t, st, "t1").State; got != store.FollowupDone {
+		t.Fatalf("after reprocessing the answered message: %s, want done", got)
+	}
 }
 
 func TestFollowupDeadlineFromMailValidatedByCode(t *testing.T) {
