@@ -532,7 +532,27 @@ func (f *Followups) Nudge(ctx context.Context, id string) (*store.QueueItem, err
 	if fu.State != store.FollowupAwaitingReply {
 		return nil, fmt.Errorf("nudge %s: %w: only a thread awaiting an answer gets a follow-up draft (this one needs the owner's reply)", id, ErrNotActionable)
 	}
-	return f.queueNudge(fu, fu.Nudges+1, "the owner asked for a follow-up")
+	q, err := f.queueNudge(fu, fu.Nudges+1, "the owner asked for a follow-up")
+	if err != nil {
+		return nil, err
+	}
+	// Counted like a timer's nudge; the next tier waits from now.
+	now := f.now()
+	_, err = f.Store.UpdateFollowup(id, func(old *store.Followup) (*store.Followup, error) {
+		if old == nil || !store.FollowupOpen(old.State) || slices.Contains(old.NudgeIDs, q.ID) {
+			return nil, nil
+		}
+		old.Nudges++
+		old.NudgeIDs = append(old.NudgeIDs, q.ID)
+		old.Tier = store.TierNudged
+		old.Due = f.Policy.AddWait(now)
+		old.Reason = fmt.Sprintf("follow-up draft %d queued for approval (asked by the owner)", old.Nudges)
+		return old, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("nudge %s: %w", id, err)
+	}
+	return q, nil
 }
 
 // queueNudge writes the n-th follow-up draft of fu, unless it exists.

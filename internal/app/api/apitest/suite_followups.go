@@ -81,6 +81,9 @@ func caseFollowups(r *run) {
 	res, err = r.svc.FollowupAction(r.ctx, dave[0].ID, api.FollowupActNudge, time.Time{})
 	r.check("nudge", err, nil)
 	if err == nil {
+		if res.Followup.Nudges != 1 || res.Followup.Tier != store.TierNudged {
+			r.t.Errorf("after a nudge: nudges %d tier %d, want 1 and nudged", res.Followup.Nudges, res.Followup.Tier)
+		}
 		q := r.item("nudge item", res.QueueID)
 		if q.Kind != store.KindDraft || len(q.To) != 1 || q.To[0].Email != Dave {
 			r.t.Errorf("nudge item: %s", ItemState(q))
