@@ -170,9 +170,26 @@ func (l *Local) Replies(ctx context.Context, account, messageID string) ([]store
 			}
 		}
 	}
+	if len(recs) == 0 {
+		// Not a stored message (the owner's own, from Sent): look through
+		// the account's recent mail for answers to it.
+		err := l.DB.ListMessages(store.MessageFilter{Account: account, Since: l.now().Add(-repliesWindow)}, func(m *store.MessageRecord) error {
+			if slices.ContainsFunc(slices.Concat(m.InReplyTo, m.References), func(id string) bool { return mail.IDKey(id) == key }) {
+				out = append(out, *m)
+			}
+			return ctx.Err()
+		})
+		if err != nil {
+			return nil, fmt.Errorf("replies: %w", err)
+		}
+	}
 	slices.SortStableFunc(out, func(a, b store.MessageRecord) int { return a.Date.Compare(b.Date) })
 	return out, ctx.Err()
 }
+
+// repliesWindow bounds the scan for replies to a message that is not
+// stored itself.
+const repliesWindow = 180 * 24 * time.Hour
 
 // Followups implements Service.
 func (c *Client) Followups(ctx context.Context, f FollowupFilter) ([]store.Followup, error) {

@@ -105,6 +105,21 @@ func caseFollowups(r *run) {
 	replies, err := r.svc.Replies(r.ctx, Account, "carol-1@example.org")
 	r.check("replies", err, nil)
 	r.state("replies", fmt.Sprint(len(replies)))
+	// Dave answers the owner's question (a message that is not stored
+	// itself): Replies finds the answer.
+	uid := w.Append("INBOX", append([]byte("In-Reply-To: <ask-dave@example.com>\r\n"), Mail(Dave, "Re: Office", "dave-answer@example.org", "Monday.")...))
+	w.UIDs["dave-answer"] = store.MessageKey{Account: Account, Mailbox: "INBOX", UID: uid}
+	if err := w.Daemon.Run(r.ctx, true); err != nil {
+		r.t.Fatal(err)
+	}
+	replies, err = r.svc.Replies(r.ctx, Account, "<ask-dave@example.com>")
+	r.check("replies to the owner's question", err, nil)
+	if len(replies) != 1 || replies[0].MessageID != "dave-answer@example.org" {
+		r.t.Errorf("replies to the owner's question: %d records, want Dave's answer", len(replies))
+	}
+	if fu, err := w.Store.GetFollowup(dave[0].ID); err != nil || fu.State != store.FollowupDone {
+		r.t.Errorf("Dave's answer did not close the followup: %+v %v", fu, err)
+	}
 	_, err = r.svc.Replies(r.ctx, Account, "")
 	r.check("replies to nothing", err, api.ErrBadRequest)
 }
