@@ -364,3 +364,48 @@ func rebuildFollowupIndex(tx *bolt.Tx) error {
 		return idx.Put(followupDueKey(&f), bytes.Clone(k))
 	})
 }
+
+// pruneFollowups deletes the followups closed before cutoff (open ones
+// are never touched), pruneBatch per transaction.
+func (s *Store) pruneFollowups(cutoff time.Time) (int, error) {
+	var ids [][]byte
+	err := s.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bFollowups)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var f Followup
+			if json.Unmarshal(v, &f) == nil && !FollowupOpen(f.State) && !f.ClosedAt.IsZero() && f.ClosedAt.Before(cutoff) {
+				ids = append(ids, bytes.Clone(k))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), pruneBatch)]
+		ids = ids[len(batch):]
+		err := s.updateTx(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bFollowups)
+			for _, k := range batch {
+				var f Followup
+				if getJSON(b, k, &f) != nil || FollowupOpen(f.State) {
+					continue // reopened meanwhile
+				}
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}

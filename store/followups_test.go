@@ -95,3 +95,24 @@ func TestFollowupSurvivesRepair(t *testing.T) {
 		t.Fatalf("after repair: %d due (%v), want 1", n, err)
 	}
 }
+
+func TestPruneClosedFollowups(t *testing.T) {
+	s, clk := openTest(t)
+	for id, state := range map[string]string{"fu_open": FollowupNeedsReply, "fu_done": FollowupDone} {
+		if _, err := s.UpdateFollowup(id, func(*Followup) (*Followup, error) {
+			return &Followup{Account: "a", State: state, Due: clk.Now().Add(time.Hour)}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := s.Prune(PruneOptions{Now: clk.Now().Add(24 * time.Hour), Retention: time.Hour})
+	if err != nil || rep.FollowupsDeleted != 1 {
+		t.Fatalf("prune: %+v %v; want 1 followup deleted", rep, err)
+	}
+	if _, err := s.GetFollowup("fu_done"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the closed followup is still there: %v", err)
+	}
+	if _, err := s.GetFollowup("fu_open"); err != nil {
+		t.Fatalf("the open followup was pruned: %v", err)
+	}
+}
