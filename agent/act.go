@@ -152,13 +152,17 @@ func (p *Pipeline) act(ctx context.Context, rec *store.MessageRecord, body strin
 		p.rememberInbound(rec, id)
 		p.refreshSummary(ctx, rec.Account, id)
 	}
+	var err error
 	switch rec.Decision {
 	case DecisionAutoSend, DecisionQueue:
-		return p.draftAndAct(ctx, rec, body, route, acct, tr, out)
+		err = p.draftAndAct(ctx, rec, body, route, acct, tr, out)
 	case DecisionNotify:
-		return a.enqueue(ctx, notifyItem(rec), nil)
+		err = a.enqueue(ctx, notifyItem(rec), nil)
 	}
-	return nil
+	if err == nil && rec.State != store.StateNeedsReview {
+		p.reflectInMailbox(ctx, rec, tr)
+	}
+	return err
 }
 
 func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, body string, route RouteInfo, acct Account, tr *tracer, out *Outcome) error {

@@ -48,9 +48,10 @@ func ClassificationSchema() *llm.Schema {
 			"confidence":        {Type: "number", Minimum: ptr(0.0), Maximum: ptr(1.0)},
 			"summary":           {Type: "string", MaxLength: ptr[int64](MaxSummaryChars), Description: "one line, at most 200 characters"},
 			"comments":          {Type: "string", MaxLength: ptr[int64](MaxCommentsChars), Description: "why, 1 to 500 characters"},
+			"reply_by":          {Type: "string", Description: "YYYY-MM-DD the sender asks an answer by, or empty"},
 		},
 		Required:         []string{"intents", "risk", "action", "requires_approval", "confidence", "summary", "comments"},
-		PropertyOrdering: []string{"intents", "risk", "action", "requires_approval", "confidence", "summary", "comments"},
+		PropertyOrdering: []string{"intents", "risk", "action", "requires_approval", "confidence", "summary", "comments", "reply_by"},
 	}
 }
 
@@ -64,6 +65,8 @@ type classificationWire struct {
 	Confidence       *float64 `json:"confidence"`
 	Summary          *string  `json:"summary"`
 	Comments         *string  `json:"comments"`
+	// ReplyBy is optional; code checks it before use (ValidDeadline).
+	ReplyBy *string `json:"reply_by"`
 }
 
 // ValidationError lists every way a model answer broke the schema.
@@ -133,8 +136,17 @@ func (w *classificationWire) classification() store.Classification {
 	return store.Classification{
 		Intents: w.Intents, Risk: *w.Risk, Action: *w.Action,
 		RequiresApproval: *w.RequiresApproval, Confidence: *w.Confidence,
-		Summary: *w.Summary, Comments: *w.Comments,
+		Summary: *w.Summary, Comments: *w.Comments, ReplyBy: replyBy(w.ReplyBy),
 	}
+}
+
+// replyBy keeps a short reply_by as the model wrote it (checked later,
+// when it is used); anything longer than a date could be is dropped.
+func replyBy(s *string) string {
+	if s == nil || len(*s) > 32 {
+		return ""
+	}
+	return strings.TrimSpace(*s)
 }
 
 // ClassifyRequest is what a classifier may see of one message. It is built

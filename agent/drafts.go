@@ -91,6 +91,11 @@ func composeItem(r compose.Reply, item *store.QueueItem, body string, headers ma
 func (p *Pipeline) itemReply(item *store.QueueItem) compose.Reply {
 	acct := p.Accounts[item.Account]
 	r := compose.Reply{From: acct.From, Subject: item.Subject, Date: p.now()}
+	if NudgeOf(item.ID) != "" {
+		// A follow-up draft answers the owner's own last message, which
+		// has no stored record: thread on its Message-ID.
+		r.ParentMessageID = item.MessageID
+	}
 	if rec, err := p.Store.GetMessage(item.Message); err == nil {
 		if parent, err := compose.NewReply(recordMessage(rec), acct.From, acct.Owner.Addresses, p.Policy.ReplyAll); err == nil {
 			parent.Date = r.Date

@@ -76,9 +76,12 @@ type Pipeline struct {
 	// SentByUs reports whether mailagent generated a Message-ID (loop guard).
 	SentByUs func(account, messageID string) bool
 	// Actor carries out decisions; nil for triage, which never acts.
-	Actor  *Actor
-	Now    func() time.Time
-	Logger *slog.Logger
+	Actor *Actor
+	// Followups, when set (watch), tracks replies per thread: every
+	// message Process finishes is shown to it (followup.go).
+	Followups *Followups
+	Now       func() time.Time
+	Logger    *slog.Logger
 }
 
 const (
@@ -198,7 +201,17 @@ func (p *Pipeline) complete(ctx context.Context, a *analysis) (*Outcome, error) 
 	if a.rec.State == store.StateActed {
 		a.rec.State = store.StateDone
 	}
-	return a.out, p.finish(a)
+	if err := p.finish(a); err != nil {
+		return a.out, err
+	}
+	if p.Followups != nil && !p.DryRun {
+		// Reply tracking is derived state: a failure is logged, and the
+		// message is not handled again for it.
+		if err := p.Followups.Incoming(ctx, a.rec); err != nil {
+			p.logger().Warn("reply tracking", "message", a.rec.MessageID, "err", err)
+		}
+	}
+	return a.out, nil
 }
 
 // Reprocess runs a message through Process again even though it reached a

@@ -136,6 +136,8 @@ type Client struct {
 	mailbox     string // selected mailbox; "" before Select
 	uidValidity uint32
 	numMessages uint32 // kept up to date by EXISTS and EXPUNGE
+	// permFlags is the selected mailbox's PERMANENTFLAGS (keywords.go).
+	permFlags []imap.Flag
 }
 
 const defaultDialTimeout = 30 * time.Second
@@ -386,6 +388,7 @@ func (c *Client) Select(ctx context.Context, mailbox string, readOnly bool) (Mai
 	}
 	c.mu.Lock()
 	c.mailbox, c.uidValidity, c.numMessages = mailbox, data.UIDValidity, data.NumMessages
+	c.permFlags = data.PermanentFlags
 	c.mu.Unlock()
 	return MailboxStatus{
 		Name:        mailbox,

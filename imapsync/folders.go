@@ -12,10 +12,11 @@ import (
 // commonNames are the folder names clients create for Sent and Drafts
 // when the server marks none with SPECIAL-USE, most common first.
 var commonNames = map[string][]string{
-	`\sent`:   {"Sent", "Sent Items", "Sent Messages", "Sent Mail", "Sent-Mail", "Gesendet", "Envoyés", "Enviados", "Posta inviata"},
-	`\drafts`: {"Drafts", "Draft", "Entwürfe", "Brouillons", "Borradores", "Bozze"},
-	`\trash`:  {"Trash", "Deleted Items", "Deleted Messages"},
-	`\junk`:   {"Junk", "Spam", "Junk E-mail"},
+	`\sent`:    {"Sent", "Sent Items", "Sent Messages", "Sent Mail", "Sent-Mail", "Gesendet", "Envoyés", "Enviados", "Posta inviata"},
+	`\drafts`:  {"Drafts", "Draft", "Entwürfe", "Brouillons", "Borradores", "Bozze"},
+	`\trash`:   {"Trash", "Deleted Items", "Deleted Messages"},
+	`\junk`:    {"Junk", "Spam", "Junk E-mail"},
+	`\archive`: {"Archive", "Archives"},
 }
 
 // CommonNames returns the folder names tried for a special-use attribute

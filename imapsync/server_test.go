@@ -77,6 +77,20 @@ type testServer struct {
 	loginErr func() error
 	// fetchSetErr, when set, sees each FETCH's number set and may refuse it.
 	fetchSetErr func(imap.NumSet) error
+	// storeErr, when set, is asked before each STORE (move_test.go).
+	storeErr func() error
+}
+
+func (s *testSession) Store(w *imapserver.FetchWriter, numSet imap.NumSet, flags *imap.StoreFlags, options *imap.StoreOptions) error {
+	s.ts.mu.Lock()
+	inject := s.ts.storeErr
+	s.ts.mu.Unlock()
+	if inject != nil {
+		if err := inject(); err != nil {
+			return err
+		}
+	}
+	return s.SessionIMAP4rev2.Store(w, numSet, flags, options)
 }
 
 // injectFetch and injectLogin set the fault hooks (see testServer).

@@ -42,6 +42,8 @@ type PruneReport struct {
 	RawDropped    int
 	OutboxDeleted int
 	QueueDeleted  int
+	// FollowupsDeleted counts closed followups (done, gave up) dropped.
+	FollowupsDeleted int
 }
 
 // Prune removes what a long-running mailbox no longer needs, so that the
@@ -95,6 +97,13 @@ func (s *Store) Prune(o PruneOptions) (PruneReport, error) {
 			if err != nil {
 				return rep, fmt.Errorf("prune queue: %w", err)
 			}
+		}
+	}
+	if o.Retention > 0 {
+		n, err := s.pruneFollowups(now.Add(-o.Retention))
+		rep.FollowupsDeleted += n
+		if err != nil {
+			return rep, fmt.Errorf("prune followups: %w", err)
 		}
 	}
 	if o.RawAfter > 0 {

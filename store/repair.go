@@ -53,11 +53,13 @@ func sum(m map[string]int) int {
 
 // primary buckets hold data; every other bucket is an index rebuilt from
 // them.
-var primaryBuckets = [][]byte{bMessages, bTraces, bCheckpoints, bUsage, bQueue, bOutbox, bOutboxRaw, bContacts, bAutoSend}
+var primaryBuckets = [][]byte{bMessages, bTraces, bCheckpoints, bUsage, bQueue, bOutbox, bOutboxRaw, bContacts, bAutoSend,
+	bFollowups, bUnsubscribes}
 
 // jsonBuckets hold one JSON document per key; a value that is not valid
 // JSON is damage, not a record.
-var jsonBuckets = map[string]bool{"messages": true, "traces": true, "checkpoints": true, "usage": true, "queue": true, "outbox": true, "contacts": true}
+var jsonBuckets = map[string]bool{"messages": true, "traces": true, "checkpoints": true, "usage": true, "queue": true, "outbox": true, "contacts": true,
+	"followups": true, "unsubscribes": true}
 
 // Repair salvages the damaged database at path: it copies every record it
 // can read (walking each bucket with panics recovered, forwards and then
@@ -438,7 +440,7 @@ func writePairs(out *Store, name []byte, pairs []pair, rep *RepairReport) error 
 // inputs, the trace index, and the queue and outbox status indexes (an
 // outbox record with its raw message inline has it moved apart).
 func rebuildIndexes(tx *bolt.Tx) error {
-	for _, name := range [][]byte{bIdxMsgID, bIdxThread, bIdxState, bStateCount, bThreadIn, bIdxTraceMID, bIdxQueue, bIdxOutbox} {
+	for _, name := range [][]byte{bIdxMsgID, bIdxThread, bIdxState, bStateCount, bThreadIn, bIdxTraceMID, bIdxQueue, bIdxOutbox, bIdxFollowup} {
 		if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return err
 		}
@@ -513,7 +515,7 @@ func rebuildIndexes(tx *bolt.Tx) error {
 			return err
 		}
 	}
-	return nil
+	return rebuildFollowupIndex(tx)
 }
 
 // staleRoot looks, from the end of the file back, for a leaf page that

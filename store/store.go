@@ -97,7 +97,7 @@ var (
 
 var allBuckets = [][]byte{bMessages, bIdxMsgID, bIdxThread, bIdxState, bTraces, bIdxTraceMID,
 	bCheckpoints, bUsage, bQueue, bOutbox, bContacts, bAutoSend, bMeta, bThreadIn, bStateCount,
-	bIdxQueue, bIdxOutbox, bOutboxRaw}
+	bIdxQueue, bIdxOutbox, bOutboxRaw, bFollowups, bIdxFollowup, bUnsubscribes}
 
 // Open opens or creates the database at path with mode 0600, tightening
 // the mode of an existing file that is looser. When another process holds

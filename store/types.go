@@ -41,6 +41,10 @@ type Classification struct {
 	Confidence       float64  `json:"confidence"`
 	Summary          string   `json:"summary"`
 	Comments         string   `json:"comments"`
+	// ReplyBy is a date the message asks an answer by ("YYYY-MM-DD"), as
+	// the model read it; reply tracking uses it only after checking it
+	// (agent.ValidDeadline).
+	ReplyBy string `json:"reply_by,omitempty"`
 }
 
 // GateResult is the outcome of one deterministic policy gate or routing rule.

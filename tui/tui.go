@@ -167,6 +167,8 @@ type Model struct {
 	// ticks is false in tests that drive Update directly, where a
 	// tea.Tick would block the synchronous Cmd runner.
 	ticks bool
+
+	fu followupView // followups.go
 }
 
 // New returns a model over b. It does no I/O; Init loads the items.
@@ -236,6 +238,9 @@ func (m *Model) Init() tea.Cmd {
 
 // Update handles one message.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if cmd, ok := m.followupsUpdate(msg); ok {
+		return m, cmd
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height

@@ -155,6 +155,8 @@ func (m *Model) render() string {
 	switch {
 	case m.showHelp:
 		body = m.fullHelp()
+	case m.fu.open:
+		body = m.renderFollowups(h)
 	case m.mode == modeInlineEdit:
 		body = append([]string{m.st.Section.Render("Editing " + clean(m.editSubject()))}, strings.Split(m.editor.View(), "\n")...)
 	case m.tab == tabDetail:

@@ -46,6 +46,15 @@ var commandExamples = map[string]string{
 	"queue retry": `  mailagent queue retry tr_3f9a1c2e5b7d9e01             # a trace id (Tab completes those that need review)
   mailagent queue retry '<CAF=abc123@mail.example.com>'  # or the Message-ID`,
 	"queue cancel": `  mailagent queue cancel OUTBOX-ID   # within policy.send_delay of an auto-send`,
+	"followups": `  mailagent followups                          # threads waiting for you or for them, with age and deadline
+  mailagent followups --state needs-reply --from example.org --since 7d
+  mailagent followups --recent 2d --json       # recently replied`,
+	"followups done":    `  mailagent followups done fu_3f9a1c2e5b7d9e01`,
+	"followups snooze":  `  mailagent followups snooze fu_3f9a1c2e5b7d9e01 --for 2d`,
+	"followups nudge":   `  mailagent followups nudge fu_3f9a1c2e5b7d9e01   # then: mailagent queue show ID`,
+	"followups replies": `  mailagent followups replies '<CAF=abc123@mail.example.com>' --json`,
+	"unsubscribe": `  mailagent unsubscribe '<CAF=abc123@news.example.com>'   # shows what it will send, asks y/N
+  mailagent unsubscribe tr_3f9a1c2e5b7d9e01 --yes --json`,
 	"contacts": `  mailagent contacts list
   mailagent contacts show grace@hopper.example`,
 	"contacts list": `  mailagent contacts list --account work --json`,

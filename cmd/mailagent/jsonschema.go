@@ -390,6 +390,61 @@ type CheckJSON struct {
 	Fix     *string `json:"fix"`
 }
 
+// FollowupJSON is one reply-tracking thread in `followups --json`.
+// State is needs_reply | awaiting_reply | done | gave_up; tier is 0 (nothing
+// fired yet), 1 (reminded) or 2 (a follow-up draft was queued).
+type FollowupJSON struct {
+	ID             string     `json:"id"`
+	Account        string     `json:"account"`
+	ThreadID       string     `json:"thread_id"`
+	State          string     `json:"state"`
+	Correspondents []string   `json:"correspondents"`
+	Subject        string     `json:"subject"`
+	MessageID      string     `json:"message_id"`
+	LastAt         time.Time  `json:"last_at"`
+	AgeSeconds     int64      `json:"age_seconds"`
+	Deadline       time.Time  `json:"deadline"`
+	DeadlineSource string     `json:"deadline_source"`
+	Overdue        bool       `json:"overdue"`
+	Tier           int        `json:"tier"`
+	Nudges         int        `json:"nudges"`
+	NudgeIDs       []string   `json:"nudge_ids"`
+	SnoozeUntil    *time.Time `json:"snooze_until"`
+	Due            *time.Time `json:"due"`
+	Reason         string     `json:"reason"`
+	ClosedAt       *time.Time `json:"closed_at"`
+}
+
+func toFollowupJSON(fu *store.Followup, now time.Time) FollowupJSON {
+	return FollowupJSON{ID: fu.ID, Account: fu.Account, ThreadID: fu.ThreadID, State: fu.State,
+		Correspondents: strs(fu.Correspondents), Subject: fu.Subject, MessageID: fu.MessageID, LastAt: fu.LastAt,
+		AgeSeconds: int64(max(0, now.Sub(fu.LastAt)) / time.Second), Deadline: fu.Deadline, DeadlineSource: fu.DeadlineSource,
+		Overdue: store.FollowupOpen(fu.State) && fu.Deadline.Before(now), Tier: fu.Tier, Nudges: fu.Nudges,
+		NudgeIDs: strs(fu.NudgeIDs), SnoozeUntil: optTime(fu.SnoozeUntil), Due: optTime(fu.Due), Reason: fu.Reason,
+		ClosedAt: optTime(fu.ClosedAt)}
+}
+
+func toFollowupsJSON(fs []store.Followup, now time.Time) []FollowupJSON {
+	out := make([]FollowupJSON, 0, len(fs))
+	for i := range fs {
+		out = append(out, toFollowupJSON(&fs[i], now))
+	}
+	return out
+}
+
+// UnsubscribeJSON is the record `unsubscribe --json` prints. Method is
+// one_click or mailto; target is the URL or the address used; result is
+// "ok" (a failure exits non-zero and prints no record).
+type UnsubscribeJSON struct {
+	Account   string    `json:"account"`
+	MessageID string    `json:"message_id"`
+	List      string    `json:"list"`
+	Method    string    `json:"method"`
+	Target    string    `json:"target"`
+	Result    string    `json:"result"`
+	At        time.Time `json:"at"`
+}
+
 func optStr(s string) *string {
 	if s == "" {
 		return nil

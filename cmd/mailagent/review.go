@@ -101,6 +101,7 @@ func runReview(ctx context.Context, f *Factory, svc api.Service, label string) e
 	if cfg, err := f.Config(); err == nil {
 		b.open = f.Service
 		b.sock = api.SocketPath(cfg.StateDir)
+		b.f = f // unsubscribing reaches the mail server (review_followups.go)
 	}
 	return tui.Run(ctx, b, tui.Options{
 		Editor: editor, ASCII: ascii, NoColor: noColor, Now: f.Now, Logger: f.Logger(),
@@ -128,6 +129,8 @@ type serviceBackend struct {
 	// file lock is per open, so two at once in this process would wait
 	// for each other and fail.
 	storeMu sync.Mutex
+	// f, when set, is how unsubscribe reaches the mail server.
+	f *Factory
 }
 
 // use runs fn with a service (see open). An action is tried again once,

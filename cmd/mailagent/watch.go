@@ -118,9 +118,12 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 			broker.Publish(e)
 			d.Notify(e)
 		}
+		if parts.Pipeline.Followups != nil {
+			parts.Pipeline.Followups.Notify = parts.Pipeline.Actor.Notify
+		}
 		started := time.Now()
 		local := &api.Local{
-			DB: st, Actions: localActions{Pipeline: parts.Pipeline, d: d}, Broker: broker,
+			DB: st, Actions: localActions{Pipeline: parts.Pipeline, d: d}, Broker: broker, Tracker: parts.Pipeline.Followups,
 			AutoSendCap: cfg.Policy.MaxAutoPerDay,
 			StatusFunc: func(context.Context) api.Status {
 				s := api.Status{Watcher: true, PID: os.Getpid(), Started: started}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
@@ -50,7 +51,9 @@ func newMailer(cfg *config.Config) *daemon.Mailer {
 			Name:   acct.Name,
 			Sent:   acct.SentMailbox,
 			Drafts: acct.DraftsMailbox,
-			Dial:   func(ctx context.Context) (*imapsync.Client, error) { return DialIMAP(ctx, acct) },
+			Mailbox: daemon.MailboxPolicy{Archive: cfg.Mailbox.Archive, ArchiveFolder: cfg.Mailbox.ArchiveFolder,
+				Keywords: cfg.Mailbox.Keywords},
+			Dial: func(ctx context.Context) (*imapsync.Client, error) { return DialIMAP(ctx, acct) },
 			SMTP: func(ctx context.Context) (*smtpsend.Sender, error) {
 				opts, err := SMTPOptions(ctx, acct)
 				if err != nil {
@@ -117,6 +120,28 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 		Profile:    profile,
 		Summarizer: &agent.LLMSummarizer{Model: model, Prompts: ps},
 	}
+	if cfg.Followup.Enabled {
+		p.Followups = &agent.Followups{Store: st, Accounts: p.Accounts, Now: f.Now, Policy: agent.FollowupPolicy{
+			Enabled: true, DefaultAfter: cfg.Followup.DefaultAfter.D(), BusinessDays: cfg.Followup.BusinessDays,
+			MaxNudges:             cfg.Followup.MaxNudges,
+			AutoSendKnownContacts: cfg.Followup.AutoSendKnownContacts && cfg.Policy.Mode == config.ModeAuto}}
+		p.Followups.Known = func(account, email string) bool {
+			c, err := st.GetContact(account, email)
+			return err == nil && c.Known
+		}
+		p.Followups.AutoSend = func(ctx context.Context, q *store.QueueItem) error {
+			if len(q.To) != 1 {
+				return nil
+			}
+			ok, err := st.IncrAutoSend(q.Account, strings.ToLower(q.To[0].Email), store.Day(f.Now()),
+				cfg.Policy.MaxAutoPerContactPerDay, cfg.Policy.MaxAutoPerDay)
+			if err != nil || !ok {
+				return err // over the caps: the draft waits for approval
+			}
+			_, err = p.Approve(ctx, q.ID, "")
+			return err
+		}
+	}
 	return &agentParts{Pipeline: p, Mailer: mailer}, nil
 }
 
@@ -142,6 +167,9 @@ func newDaemon(f *Factory, cfg *config.Config, st *store.Store, parts *agentPart
 	// which otherwise sleeps until the next due time (watch adds the API
 	// broker in front).
 	parts.Pipeline.Actor.Notify = d.Notify
+	if parts.Pipeline.Followups != nil {
+		parts.Pipeline.Followups.Notify = d.Notify
+	}
 	return d
 }
 

@@ -75,6 +75,8 @@ type Config struct {
 	Policy   Policy    `toml:"policy"`
 	Store    Store     `toml:"store"`
 	Digest   Digest    `toml:"digest"`
+	Followup Followup  `toml:"followup"`
+	Mailbox  Mailbox   `toml:"mailbox"`
 
 	// File is the path the configuration was read from ("" when parsed
 	// from memory without a name).
@@ -210,6 +212,50 @@ type Store struct {
 	// The raw copy of a finished send is dropped after 7 days (or the
 	// retention, when shorter); message records and traces are kept.
 	Retention Days `toml:"retention"`
+}
+
+// Followup configures reply tracking (`mailagent followups`).
+type Followup struct {
+	// Enabled tracks needs-reply and awaiting-reply threads (default
+	// true; it only writes the state database and queues follow-up drafts
+	// for approval, never sends).
+	Enabled bool `toml:"enabled"`
+	// DefaultAfter is how long a thread waits for an answer before it is
+	// stale, when the mail gives no date ("3d"); also the wait between
+	// later reminders and follow-up drafts.
+	DefaultAfter Days `toml:"default_after"`
+	// BusinessDays counts DefaultAfter in working days (Monday–Friday).
+	BusinessDays bool `toml:"business_days"`
+	// MaxNudges is how many reminders or follow-up drafts are made before
+	// the thread is given up (default 2).
+	MaxNudges int `toml:"max_nudges"`
+	// AutoSendKnownContacts lets a follow-up draft go out without your
+	// approval when policy.mode is "auto", the thread has one
+	// correspondent, you have written to them before, and the daily
+	// auto-send caps allow it. Default false: every follow-up waits.
+	AutoSendKnownContacts bool `toml:"auto_send_known_contacts"`
+}
+
+// Values of mailbox.archive.
+const (
+	ArchiveOff     = "off"     // archive decisions leave the message where it is
+	ArchiveMove    = "move"    // move it to the Archive folder
+	ArchiveKeyword = "keyword" // only set the $mailagent-archived keyword
+)
+
+// Mailbox configures how the agent's decisions show in the mailbox.
+// Everything is off by default; triage never changes the mailbox.
+type Mailbox struct {
+	// Archive is what an "archive" decision does: off | move | keyword.
+	Archive string `toml:"archive"`
+	// ArchiveFolder names the Archive folder; "" finds it by SPECIAL-USE
+	// \Archive, else "Archive" (or "INBOX.Archive" on Courier-style
+	// servers).
+	ArchiveFolder string `toml:"archive_folder"`
+	// Keywords sets IMAP keywords for the agent's labels
+	// ($mailagent-queued, $mailagent-<intent>) where the server allows
+	// them (PERMANENTFLAGS).
+	Keywords bool `toml:"keywords"`
 }
 
 // MinRetention is the shortest store.retention accepted: a week of
@@ -480,7 +526,9 @@ func defaults() *Config {
 			InitialLookback: Dur(24 * time.Hour),
 			RetryInterval:   Dur(15 * time.Minute),
 		},
-		Store: Store{Retention: Days{Dur(90 * 24 * time.Hour)}},
+		Store:    Store{Retention: Days{Dur(90 * 24 * time.Hour)}},
+		Followup: Followup{Enabled: true, DefaultAfter: Days{Dur(72 * time.Hour)}, MaxNudges: 2},
+		Mailbox:  Mailbox{Archive: ArchiveOff},
 		Policy: Policy{
 			Mode:                    ModeReview,
 			MinConfidence:           0.8,

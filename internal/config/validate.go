@@ -153,6 +153,21 @@ func (c *Config) Validate() error {
 	if c.Policy.MaxDraftChars < 100 {
 		p.add("policy.max_draft_chars", fmt.Sprintf("%d is too small", c.Policy.MaxDraftChars), "use at least 100 (default 4000)")
 	}
+	// [followup]
+	p.duration("followup.default_after", c.Followup.DefaultAfter.Duration, `"3d"`, false)
+	if d := c.Followup.DefaultAfter.D(); d > 0 && d < time.Hour {
+		p.add("followup.default_after", fmt.Sprintf("%s is shorter than an hour", d), `use days, e.g. "3d"`)
+	}
+	if n := c.Followup.MaxNudges; n < 1 || n > 10 {
+		p.add("followup.max_nudges", fmt.Sprintf("%d is outside 1–10", n), "use 2 (the default)")
+	}
+	// [mailbox]
+	if a := c.Mailbox.Archive; a != ArchiveOff && a != ArchiveMove && a != ArchiveKeyword {
+		p.add("mailbox.archive", fmt.Sprintf("%q is not off, move or keyword", a), `use "off" (the default), "move" or "keyword"`)
+	}
+	if strings.ContainsAny(c.Mailbox.ArchiveFolder, "\r\n\x00*%") {
+		p.add("mailbox.archive_folder", "contains a control or wildcard character", `name the folder, e.g. "Archive"`)
+	}
 	// [store]
 	p.duration("store.retention", c.Store.Retention.Duration, `"90d"`, true)
 	c.validateDigest(p)

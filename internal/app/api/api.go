@@ -83,6 +83,16 @@ type Service interface {
 	// Explain finds a trace by trace id or Message-ID, with its message
 	// record when there is one.
 	Explain(ctx context.Context, ref string) (*Explain, error)
+	// Followups lists reply-tracking threads (followups.go), earliest
+	// deadline first.
+	Followups(ctx context.Context, f FollowupFilter) ([]store.Followup, error)
+	// FollowupAction marks a thread done, snoozes it until until, or
+	// queues a follow-up draft (FollowupActDone, …Snooze, …Nudge).
+	FollowupAction(ctx context.Context, id, action string, until time.Time) (*FollowupActionResult, error)
+	// Replies lists the stored messages that answer messageID.
+	Replies(ctx context.Context, account, messageID string) ([]store.MessageRecord, error)
+	// RecordUnsubscribe keeps the record of an unsubscribe request.
+	RecordUnsubscribe(ctx context.Context, u store.Unsubscribe) error
 	// Events streams what changes in the watcher. The channel is closed
 	// when ctx ends or the source goes away. Local without a Broker
 	// returns a nil channel (no live source: it never delivers).

@@ -30,6 +30,9 @@ type Local struct {
 	AutoSendCap int
 	// Now is the clock for "today"; nil means time.Now.
 	Now func() time.Time
+	// Tracker is the watcher's reply tracker (nil: followup actions use
+	// one over DB).
+	Tracker *agent.Followups
 }
 
 var _ Service = (*Local)(nil)

@@ -216,6 +216,10 @@ func (h *handler) routes() http.Handler {
 	mux.HandleFunc("DELETE /v1/contact", h.forgetContact)
 	mux.HandleFunc("POST /v1/contact/note", h.noteContact)
 	mux.HandleFunc("GET /v1/explain", h.explain)
+	mux.HandleFunc("POST /v1/followups", h.followupsList)
+	mux.HandleFunc("POST /v1/followups/{id}", h.followupAction)
+	mux.HandleFunc("POST /v1/replies", h.replies)
+	mux.HandleFunc("POST /v1/unsubscribes", h.recordUnsubscribe)
 	mux.HandleFunc("GET /v1/events", h.events)
 
 	mux.HandleFunc("POST /v1/store/message/get", h.storeGetMessage)

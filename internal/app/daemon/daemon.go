@@ -263,6 +263,7 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 	if d.Digest != nil {
 		g.Go(func() error { return d.digestLoop(gctx) })
 	}
+	g.Go(func() error { return d.followupLoop(gctx) })
 	g.Go(func() error {
 		return d.tick(gctx, orDefault(d.RetryInterval, 15*time.Minute), func(ctx context.Context) {
 			d.retryNeedsReview(ctx, false)
@@ -451,6 +452,7 @@ func (d *Daemon) runOnce(ctx context.Context) error {
 	}
 	d.sendDue(ctx)
 	d.runDigest(ctx)
+	d.fireFollowups(ctx)
 	return errs
 }
 

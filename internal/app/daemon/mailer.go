@@ -15,11 +15,15 @@ import (
 // AccountMailer is one account's IMAP "action" connection (separate from
 // the watcher's IDLE connection) and its SMTP sender.
 type AccountMailer struct {
-	Name    string
-	Dial    func(ctx context.Context) (*imapsync.Client, error)
-	SMTP    func(ctx context.Context) (*smtpsend.Sender, error)
-	Sent    string // configured Sent name; "" = SPECIAL-USE, then the common names
-	Drafts  string // configured Drafts name; "" = SPECIAL-USE, then the common names
+	Name   string
+	Dial   func(ctx context.Context) (*imapsync.Client, error)
+	SMTP   func(ctx context.Context) (*smtpsend.Sender, error)
+	Sent   string // configured Sent name; "" = SPECIAL-USE, then the common names
+	Drafts string // configured Drafts name; "" = SPECIAL-USE, then the common names
+	// Mailbox says how decisions show in the mailbox (mailbox.go); the
+	// zero value changes nothing.
+	Mailbox MailboxPolicy
+	archive string // the Archive folder, once found
 	mu      sync.Mutex
 	c       *imapsync.Client
 	sent    string

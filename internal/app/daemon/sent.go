@@ -56,6 +56,7 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 	// The messages are collected first and handled after the fetch: the
 	// handling itself uses the same IMAP connection (to drop drafts).
 	var mine []*mail.Message
+	asks := map[*mail.Message]bool{} // for reply tracking
 	uv, err := d.Mailer.FetchSent(ctx, account, cp.LastUID, since, 256<<10, func(r imapsync.RawMessage) error {
 		if ok && r.UIDValidity != cp.UIDValidity {
 			return nil // handled below: rescan from scratch
@@ -66,14 +67,19 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 		m := mail.Parse(r.Raw)
 		if acct.Owner.IsOwner(m.From.Email) {
 			// Keep what is needed, not the bodies.
-			mine = append(mine, &mail.Message{MessageID: m.MessageID, Synthesized: m.Synthesized, From: m.From, To: m.To, Cc: m.Cc,
-				InReplyTo: m.InReplyTo, References: m.References, Header: map[string][]string{
-					"Bcc": m.Header["Bcc"], agent.TraceHeader: m.Header[agent.TraceHeader], "Auto-Submitted": m.Header["Auto-Submitted"]}})
+			kept := &mail.Message{MessageID: m.MessageID, Synthesized: m.Synthesized, From: m.From, To: m.To, Cc: m.Cc,
+				InReplyTo: m.InReplyTo, References: m.References, Subject: m.Subject, Date: m.Date, Header: map[string][]string{
+					"Bcc": m.Header["Bcc"], agent.TraceHeader: m.Header[agent.TraceHeader], "Auto-Submitted": m.Header["Auto-Submitted"]}}
+			mine = append(mine, kept)
+			asks[kept] = agent.AsksQuestion(m)
 		}
 		return nil
 	})
 	if err == nil {
 		err = d.handleSent(ctx, account, acct.Owner, mine)
+	}
+	if err == nil {
+		err = d.trackSent(ctx, account, mine, asks)
 	}
 	if err != nil {
 		if ctx.Err() == nil {

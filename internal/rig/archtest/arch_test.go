@@ -45,7 +45,7 @@ var applicationTier = []string{"agent", "store", "internal/app", "tui", "cmd"}
 var leafLibraries = []string{
 	"internal/mail", "internal/compose", "internal/llm", "internal/smtpsend",
 	"internal/config", "internal/netpolicy", "internal/termsafe", "internal/autoconfig",
-	"internal/initcfg",
+	"internal/initcfg", "internal/unsubscribe",
 }
 
 // testRigs are packages that only tests (and other rigs) import, checked
@@ -72,6 +72,7 @@ var rules = []struct {
 	{pkg: "internal/compose", only: []string{"internal/mail"}},
 	{pkg: "internal/smtpsend", only: []string{"internal/smtpsend", "internal/netpolicy"}},
 	{pkg: "internal/netpolicy", only: []string{}},
+	{pkg: "internal/unsubscribe", only: []string{"internal/netpolicy"}},
 	{pkg: "internal/termsafe", only: []string{}},
 	{pkg: "internal/autoconfig", only: []string{}},
 	{pkg: "internal/app/api", forbidden: []string{"cmd", "tui", "imapsync", "internal/app/daemon"}},

@@ -80,6 +80,7 @@ var cases = []struct {
 	{"cancel", caseCancel},
 	{"cancel too late", caseCancelTooLate},
 	{"hostile ids and text", caseHostile},
+	{"followups", caseFollowups},
 }
 
 // check records err and fails unless it matches want (nil: no error).

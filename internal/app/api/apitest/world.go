@@ -168,9 +168,12 @@ func NewWorld(t testing.TB) *World {
 			Summarizer: &agent.LLMSummarizer{Model: gem, Prompts: ps}, Notify: w.Broker.Publish},
 		Logger: discard(),
 	}
+	w.Pipeline.Followups = &agent.Followups{Store: st, Accounts: w.Pipeline.Accounts, Notify: w.Broker.Publish,
+		Policy: agent.FollowupPolicy{Enabled: true}}
 	w.Daemon = &daemon.Daemon{Store: st, Pipeline: w.Pipeline, Mailer: w.Mailer, Concurrency: 1, Logger: discard(),
 		Accounts: []daemon.Account{{Name: Account, Mailbox: "INBOX", Dial: dial}}}
 	w.Local = &api.Local{DB: st, Actions: Actions{Pipeline: w.Pipeline, Daemon: w.Daemon}, Broker: w.Broker, AutoSendCap: 20,
+		Tracker: w.Pipeline.Followups,
 		StatusFunc: func(context.Context) api.Status {
 			s := api.Status{Watcher: true, PID: os.Getpid()}
 			for _, a := range w.Daemon.Statuses() {

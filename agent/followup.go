@@ -1,0 +1,677 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/store"
+)
+
+// Reply tracking (issue 11). A thread is
+//
+//   - needs_reply when its last message is from someone else, the
+//     classification says it expects an answer (action "reply", not spam or
+//     a notification) and the decision left it to the owner (queue or
+//     notify); auto-sent and already-answered mail never opens one;
+//   - awaiting_reply when the owner (from any client, or mailagent after an
+//     approval) sent the last message, it asks something (a question mark
+//     in the owner's own text) and no answer came;
+//   - done when the owner's reply names the last incoming message
+//     (In-Reply-To) and goes to its sender, or when an answer names one of
+//     the owner's messages (In-Reply-To or References) and comes from one
+//     of the owner's recipients. A message from anyone else, whatever its
+//     headers or text say, changes nothing.
+//
+// Every state comes from mailbox facts; the only thing the model adds is a
+// date ("reply by Friday", Classification.ReplyBy), which code accepts
+// only when it is a real date in the future within MaxDeadline.
+//
+// Timers: each open followup has a Due time, indexed in the store. Fire
+// moves it in one transaction that first checks it is still due, so a
+// timer fires once even across restarts; the nudge queue item's id derives
+// from the followup id and the nudge number, so a crash between writing
+// the item and moving the timer writes the same item again, not a second.
+
+// FollowupPolicy configures reply tracking ([followup] in the config).
+type FollowupPolicy struct {
+	// Enabled turns tracking on.
+	Enabled bool
+	// DefaultAfter is how long after the last message a thread without a
+	// date of its own becomes stale, and the wait between later tiers
+	// (default 3 days).
+	DefaultAfter time.Duration
+	// BusinessDays counts DefaultAfter in whole days skipping Saturday and
+	// Sunday.
+	BusinessDays bool
+	// MaxNudges is how many reminders (needs_reply) or follow-up drafts
+	// (awaiting_reply) are made before the thread is given up (default 2).
+	MaxNudges int
+	// AutoSendKnownContacts lets a follow-up draft go out without the
+	// owner's approval, only when the thread has exactly one
+	// correspondent and the owner has written to them before (a Known
+	// contact) and Followups.AutoSend accepts it (the daily caps). Off by
+	// default: every follow-up draft waits for approval.
+	AutoSendKnownContacts bool
+	// Lookback bounds how old the owner's sent mail may be to open an
+	// awaiting_reply thread (default 14 days): the first scan of a Sent
+	// folder does not turn a year of mail into followups.
+	Lookback time.Duration
+}
+
+// Limits of a deadline read from a message.
+const (
+	// MaxDeadline is how far ahead a date read from a message may be.
+	MaxDeadline = 180 * 24 * time.Hour
+	// DefaultFollowupAfter is followup.default_after's default.
+	DefaultFollowupAfter = 72 * time.Hour
+	// DefaultMaxNudges is followup.max_nudges's default.
+	DefaultMaxNudges = 2
+)
+
+func (fp FollowupPolicy) after() time.Duration {
+	if fp.DefaultAfter > 0 {
+		return fp.DefaultAfter
+	}
+	return DefaultFollowupAfter
+}
+
+func (fp FollowupPolicy) maxNudges() int {
+	if fp.MaxNudges > 0 {
+		return fp.MaxNudges
+	}
+	return DefaultMaxNudges
+}
+
+func (fp FollowupPolicy) lookback() time.Duration {
+	if fp.Lookback > 0 {
+		return fp.Lookback
+	}
+	return 14 * 24 * time.Hour
+}
+
+// AddWait returns t plus the policy's wait: DefaultAfter, or with
+// BusinessDays that many whole days (rounded up) not counting Saturdays
+// and Sundays.
+func (fp FollowupPolicy) AddWait(t time.Time) time.Time {
+	d := fp.after()
+	if !fp.BusinessDays {
+		return t.Add(d)
+	}
+	days := int((d + 24*time.Hour - 1) / (24 * time.Hour))
+	for days > 0 {
+		t = t.AddDate(0, 0, 1)
+		if wd := t.Weekday(); wd != time.Saturday && wd != time.Sunday {
+			days--
+		}
+	}
+	return t
+}
+
+// ValidDeadline checks a date the model read in a message ("YYYY-MM-DD").
+// It is accepted only when it parses, is after now, and is at most
+// MaxDeadline ahead; the deadline is the end of that day in now's
+// location. reason says why a non-empty value was refused.
+func ValidDeadline(s string, now time.Time) (deadline time.Time, ok bool, reason string) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, false, ""
+	}
+	d, err := time.ParseInLocation(time.DateOnly, s, now.Location())
+	if err != nil {
+		return time.Time{}, false, fmt.Sprintf("reply_by %q is not a date (YYYY-MM-DD)", oneLine(s, 40))
+	}
+	end := d.Add(24*time.Hour - time.Second)
+	switch {
+	case !end.After(now):
+		return time.Time{}, false, fmt.Sprintf("reply_by %s is in the past", s)
+	case end.Sub(now) > MaxDeadline:
+		return time.Time{}, false, fmt.Sprintf("reply_by %s is more than %d days ahead", s, int(MaxDeadline.Hours()/24))
+	}
+	return end, true, ""
+}
+
+// FollowupStore is what reply tracking needs from the database.
+type FollowupStore interface {
+	UpdateFollowup(id string, fn func(old *store.Followup) (*store.Followup, error)) (*store.Followup, error)
+	GetFollowup(id string) (*store.Followup, error)
+	DueFollowups(before time.Time, fn func(*store.Followup) error) error
+	FindByMessageID(account, messageID string) ([]*store.MessageRecord, error)
+	PutQueueItem(q *store.QueueItem) error
+	GetQueueItem(id string) (*store.QueueItem, error)
+	TransitionQueueItem(id string, from []string, to string, mutate func(*store.QueueItem) error) (*store.QueueItem, error)
+}
+
+// Followups tracks replies per thread and runs their timers.
+type Followups struct {
+	Store    FollowupStore
+	Policy   FollowupPolicy
+	Accounts map[string]Account
+	// Now is the clock (tests inject one); nil is time.Now.
+	Now func() time.Time
+	// Notify, when set, is told of every change (it must not block).
+	Notify func(Event)
+	// Known reports whether the owner has written to email (a Known
+	// contact); nil means nobody is known.
+	Known func(account, email string) bool
+	// AutoSend sends a follow-up draft without approval (the caps are
+	// its to check); used only with Policy.AutoSendKnownContacts. nil
+	// never sends.
+	AutoSend func(ctx context.Context, item *store.QueueItem) error
+}
+
+// autoSendable reports whether fu's follow-up may go out unapproved.
+func (f *Followups) autoSendable(fu *store.Followup) bool {
+	return f.Policy.AutoSendKnownContacts && f.AutoSend != nil && f.Known != nil &&
+		len(fu.Correspondents) == 1 && f.Known(fu.Account, fu.Correspondents[0])
+}
+
+func (f *Followups) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
+}
+
+func (f *Followups) notify(e Event) {
+	if f.Notify != nil {
+		f.Notify(e)
+	}
+}
+
+// farFuture is a bound that every timer is before.
+var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// open returns the account's open followups.
+func (f *Followups) open(account string) ([]*store.Followup, error) {
+	var out []*store.Followup
+	err := f.Store.DueFollowups(farFuture, func(fu *store.Followup) error {
+		if fu.Account == account && store.FollowupOpen(fu.State) {
+			out = append(out, fu)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// expectsReply reports whether code (from the validated classification and
+// the decision) considers rec a message the owner has to answer.
+func expectsReply(rec *store.MessageRecord) bool {
+	c := rec.Classification
+	if c == nil || c.Action != "reply" || rec.Route != RouteExternal {
+		return false
+	}
+	if slices.Contains(c.Intents, "spam") || slices.Contains(c.Intents, "fyi_notification") {
+		return false
+	}
+	return rec.Decision == "queue" || rec.Decision == "notify"
+}
+
+func lower(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// names reports whether ids (In-Reply-To or References) name one of want.
+func names(ids []string, want ...string) bool {
+	for _, w := range want {
+		k := mail.IDKey(w)
+		if k != "" && slices.ContainsFunc(ids, func(id string) bool { return mail.IDKey(id) == k }) {
+			return true
+		}
+	}
+	return false
+}
+
+// Incoming updates reply tracking with a message the pipeline finished.
+// An answer to an awaiting_reply thread closes it (cancelling its timer);
+// a message that expects a reply opens needs_reply.
+func (f *Followups) Incoming(ctx context.Context, rec *store.MessageRecord) error {
+	if !f.Policy.Enabled || rec == nil || rec.State != store.StateDone || rec.Route != RouteExternal {
+		return nil
+	}
+	from := lower(rec.From.Email)
+	refs := slices.Concat(rec.InReplyTo, rec.References)
+	open, err := f.open(rec.Account)
+	if err != nil {
+		return fmt.Errorf("followups: %w", err)
+	}
+	// Answers: the sender is one of the owner's recipients and the message
+	// names one of the owner's messages.
+	for _, fu := range open {
+		if fu.State != store.FollowupAwaitingReply || !slices.Contains(fu.Correspondents, from) ||
+			!names(refs, append([]string{fu.MessageID}, fu.PriorIDs...)...) {
+			continue
+		}
+		if _, err := f.close(fu.ID, fu.UpdatedAt, store.FollowupDone,
+			fmt.Sprintf("%s answered (%s)", from, oneLine(rec.MessageID, 80))); err != nil {
+			return err
+		}
+	}
+	if !expectsReply(rec) || rec.ThreadID == "" {
+		return nil
+	}
+	now := f.now()
+	id := store.FollowupID(rec.Account, rec.ThreadID)
+	_, err = f.Store.UpdateFollowup(id, func(old *store.Followup) (*store.Followup, error) {
+		if old != nil && store.FollowupOpen(old.State) && old.State == store.FollowupNeedsReply &&
+			!slices.Contains(old.Correspondents, from) {
+			// Someone else wrote in this thread (a subject or References
+			// can join any thread): the open request stays theirs.
+			return nil, nil
+		}
+		if old != nil && !old.LastAt.IsZero() && !rec.Date.IsZero() && rec.Date.Before(old.LastAt) {
+			return nil, nil // older than what the followup already knows
+		}
+		if old != nil && !store.FollowupOpen(old.State) && mail.IDKey(old.MessageID) == mail.IDKey(rec.MessageID) {
+			return nil, nil // the same message again (a retry): it stays closed
+		}
+		fu := &store.Followup{Account: rec.Account, ThreadID: rec.ThreadID, State: store.FollowupNeedsReply,
+			Correspondents: []string{from}, Subject: rec.Subject, MessageID: rec.MessageID, Message: rec.MessageKey,
+			LastAt: rec.Date, Reason: "the last message is from " + from + " and expects an answer"}
+		if fu.LastAt.IsZero() || fu.LastAt.After(now) {
+			fu.LastAt = now
+		}
+		if old != nil {
+			fu.CreatedAt = old.CreatedAt
+		}
+		fu.Deadline, fu.DeadlineSource = f.Policy.AddWait(fu.LastAt), "default"
+		if rec.Classification != nil {
+			if d, ok, why := ValidDeadline(rec.Classification.ReplyBy, now); ok {
+				fu.Deadline, fu.DeadlineSource = d, "mail"
+			} else if why != "" {
+				fu.Reason += "; " + why + ", the default applies"
+			}
+		}
+		fu.Due = fu.Deadline
+		return fu, nil
+	})
+	if err != nil {
+		return fmt.Errorf("followups: %w", err)
+	}
+	f.notify(Event{Kind: "followup_updated", ID: id, Account: rec.Account})
+	return nil
+}
+
+// SentMail is one message from the owner's Sent folder, as reply tracking
+// needs it.
+type SentMail struct {
+	Message *mail.Message
+	// Asks is true when the owner's own text (quotes removed) asks
+	// something: it contains a question mark.
+	Asks bool
+	// NudgeOf is the followup id when the message is one of mailagent's
+	// follow-up drafts sent after approval ("" otherwise).
+	NudgeOf string
+}
+
+// AsksQuestion is how Asks is decided: the owner's own text, without
+// quotes and signature, contains a question mark.
+func AsksQuestion(m *mail.Message) bool {
+	return strings.ContainsAny(m.CleanText, "?？")
+}
+
+// OwnerSent updates reply tracking with mail the owner sent (any client,
+// or mailagent after approval); automatic mail must be left out by the
+// caller. A reply to the last message of a needs_reply thread that goes to
+// its sender closes it; a message that asks something opens (or moves)
+// awaiting_reply.
+func (f *Followups) OwnerSent(ctx context.Context, account string, sent ...SentMail) error {
+	if !f.Policy.Enabled {
+		return nil
+	}
+	owner := f.Accounts[account].Owner
+	for _, s := range sent {
+		m := s.Message
+		if m == nil || IsAutomatic(m) {
+			continue
+		}
+		var rcpts []string
+		for _, a := range slices.Concat(m.To, m.Cc) {
+			if e := lower(a.Email); e != "" && !owner.IsOwner(e) && !slices.Contains(rcpts, e) {
+				rcpts = append(rcpts, e)
+			}
+		}
+		open, err := f.open(account)
+		if err != nil {
+			return fmt.Errorf("followups: %w", err)
+		}
+		threadID := ""
+		for _, fu := range open {
+			if fu.State == store.FollowupNeedsReply && names(m.InReplyTo, fu.MessageID) &&
+				slices.ContainsFunc(fu.Correspondents, func(c string) bool { return slices.Contains(rcpts, c) }) {
+				threadID = fu.ThreadID
+				if _, err := f.close(fu.ID, fu.UpdatedAt, store.FollowupDone,
+					"the owner replied ("+oneLine(m.MessageID, 80)+")"); err != nil {
+					return err
+				}
+			}
+			if fu.State == store.FollowupAwaitingReply && names(slices.Concat(m.InReplyTo, m.References), append([]string{fu.MessageID}, fu.PriorIDs...)...) {
+				threadID = fu.ThreadID
+			}
+		}
+		if !s.Asks || len(rcpts) == 0 || m.Synthesized {
+			continue
+		}
+		if d := m.Date; !d.IsZero() && f.now().Sub(d) > f.Policy.lookback() {
+			continue
+		}
+		if threadID == "" {
+			threadID = f.threadOf(account, m)
+		}
+		if err := f.openAwaiting(ctx, account, threadID, s, rcpts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// threadOf finds the thread of an owner's message from the stored records
+// it names, else makes one from its own Message-ID.
+func (f *Followups) threadOf(account string, m *mail.Message) string {
+	for _, id := range slices.Concat(m.InReplyTo, m.References) {
+		recs, err := f.Store.FindByMessageID(account, id)
+		if err == nil && len(recs) > 0 && recs[0].ThreadID != "" {
+			return recs[0].ThreadID
+		}
+	}
+	return "sent:" + mail.IDKey(m.MessageID)
+}
+
+func (f *Followups) openAwaiting(ctx context.Context, account, threadID string, s SentMail, rcpts []string) error {
+	m := s.Message
+	now := f.now()
+	id := store.FollowupID(account, threadID)
+	_, err := f.Store.UpdateFollowup(id, func(old *store.Followup) (*store.Followup, error) {
+		last := m.Date
+		if last.IsZero() || last.After(now) {
+			last = now
+		}
+		if old != nil && (mail.IDKey(old.MessageID) == mail.IDKey(m.MessageID) ||
+			slices.ContainsFunc(old.PriorIDs, func(p string) bool { return mail.IDKey(p) == mail.IDKey(m.MessageID) })) {
+			return nil, nil // seen already (a rescan of Sent)
+		}
+		if old != nil && last.Before(old.LastAt) {
+			return nil, nil
+		}
+		fu := &store.Followup{Account: account, ThreadID: threadID, State: store.FollowupAwaitingReply,
+			Correspondents: rcpts, Subject: m.Subject, MessageID: m.MessageID, LastAt: last,
+			Reason: "the owner asked " + strings.Join(rcpts, ", ") + " and no answer came"}
+		fu.Deadline, fu.DeadlineSource = f.Policy.AddWait(last), "default"
+		fu.Due = fu.Deadline
+		if old != nil && old.State == store.FollowupAwaitingReply {
+			fu.PriorIDs = append(old.PriorIDs, old.MessageID)
+			if s.NudgeOf == id {
+				// Our own nudge went out: the escalation goes on from
+				// where it was.
+				fu.Tier, fu.Nudges, fu.NudgeIDs = old.Tier, old.Nudges, old.NudgeIDs
+				fu.Deadline, fu.DeadlineSource = old.Deadline, old.DeadlineSource
+			}
+		}
+		return fu, nil
+	})
+	if err != nil {
+		return fmt.Errorf("followups: %w", err)
+	}
+	f.notify(Event{Kind: "followup_updated", ID: id, Account: account})
+	return nil
+}
+
+// close moves an open followup to state (done or gave_up), if it has not
+// changed since updated (zero: whatever it is). It reports whether it did.
+func (f *Followups) close(id string, updated time.Time, state, reason string) (bool, error) {
+	did := false
+	fu, err := f.Store.UpdateFollowup(id, func(old *store.Followup) (*store.Followup, error) {
+		if old == nil || !store.FollowupOpen(old.State) || (!updated.IsZero() && !old.UpdatedAt.Equal(updated)) {
+			return nil, nil
+		}
+		old.State, old.Reason, old.Due = state, reason, time.Time{}
+		did = true
+		return old, nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("followups: close %s: %w", id, err)
+	}
+	if did {
+		// Follow-up drafts still waiting for approval are moot now.
+		for _, q := range append(slices.Clone(fu.NudgeIDs), NudgeID(id, fu.Nudges+1)) {
+			_, err := f.Store.TransitionQueueItem(q, openStatuses, store.QueueResolved, func(it *store.QueueItem) error {
+				it.Reasons = append(it.Reasons, "not needed: "+reason)
+				return nil
+			})
+			if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrConflict) {
+				return true, fmt.Errorf("followups: resolve nudge %s: %w", q, err)
+			}
+		}
+		f.notify(Event{Kind: "followup_updated", ID: id, Account: fu.Account})
+	}
+	return did, nil
+}
+
+// ErrFollowupClosed: the followup is done or given up. It matches
+// ErrNotActionable.
+var ErrFollowupClosed = fmt.Errorf("%w: the followup is closed", ErrNotActionable)
+
+// MarkDone closes a followup at the owner's request.
+func (f *Followups) MarkDone(ctx context.Context, id string) error {
+	if _, err := f.Store.GetFollowup(id); err != nil {
+		return err
+	}
+	did, err := f.close(id, time.Time{}, store.FollowupDone, "marked done by the owner")
+	if err != nil {
+		return err
+	}
+	if !did {
+		return fmt.Errorf("mark %s done: %w", id, ErrFollowupClosed)
+	}
+	return nil
+}
+
+// Snooze hides a followup and delays its timer until until (which must be
+// in the future).
+func (f *Followups) Snooze(ctx context.Context, id string, until time.Time) error {
+	if !until.After(f.now()) {
+		return fmt.Errorf("snooze %s: %s is not in the future", id, until.Format(time.RFC3339))
+	}
+	closed := false
+	fu, err := f.Store.UpdateFollowup(id, func(old *store.Followup) (*store.Followup, error) {
+		if old == nil {
+			return nil, store.ErrNotFound
+		}
+		if !store.FollowupOpen(old.State) {
+			closed = true
+			return nil, nil
+		}
+		old.SnoozeUntil, old.Due = until, until
+		return old, nil
+	})
+	if err != nil {
+		return fmt.Errorf("snooze %s: %w", id, err)
+	}
+	if closed {
+		return fmt.Errorf("snooze %s: %w", id, ErrFollowupClosed)
+	}
+	f.notify(Event{Kind: "followup_updated", ID: id, Account: fu.Account})
+	return nil
+}
+
+// NudgeID is the queue id of a followup's n-th follow-up draft.
+func NudgeID(followupID string, n int) string { return fmt.Sprintf("q_%s_%d", followupID, n) }
+
+// NudgeOf returns the followup id a nudge queue id belongs to ("" when
+// id is not a nudge's).
+func NudgeOf(queueID string) string {
+	rest, ok := strings.CutPrefix(queueID, "q_fu_")
+	if !ok {
+		return ""
+	}
+	i := strings.LastIndexByte(rest, '_')
+	if i <= 0 {
+		return ""
+	}
+	return "fu_" + rest[:i]
+}
+
+// nudgeText is the follow-up draft: fixed text, no model, nothing from
+// the other side's mail.
+func nudgeText(fu *store.Followup) string {
+	return "Hello,\n\nI am following up on my message below. Could you let me know where things stand?\n\nThank you."
+}
+
+// Nudge queues a follow-up draft for an awaiting_reply followup now, at
+// the owner's request; it returns the queue item.
+func (f *Followups) Nudge(ctx context.Context, id string) (*store.QueueItem, error) {
+	fu, err := f.Store.GetFollowup(id)
+	if err != nil {
+		return nil, err
+	}
+	if !store.FollowupOpen(fu.State) {
+		return nil, fmt.Errorf("nudge %s: %w", id, ErrFollowupClosed)
+	}
+	if fu.State != store.FollowupAwaitingReply {
+		return nil, fmt.Errorf("nudge %s: %w: only a thread awaiting an answer gets a follow-up draft (this one needs the owner's reply)", id, ErrNotActionable)
+	}
+	q, err := f.queueNudge(fu, fu.Nudges+1, "the owner asked for a follow-up")
+	if err != nil {
+		return nil, err
+	}
+	// Counted like a timer's nudge; the next tier waits from now.
+	now := f.now()
+	_, err = f.Store.UpdateFollowup(id, func(old *store.Followup) (*store.Followup, error) {
+		if old == nil || !store.FollowupOpen(old.State) || slices.Contains(old.NudgeIDs, q.ID) {
+			return nil, nil
+		}
+		old.Nudges++
+		old.NudgeIDs = append(old.NudgeIDs, q.ID)
+		old.Tier = store.TierNudged
+		old.Due = f.Policy.AddWait(now)
+		old.Reason = fmt.Sprintf("follow-up draft %d queued for approval (asked by the owner)", old.Nudges)
+		return old, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("nudge %s: %w", id, err)
+	}
+	return q, nil
+}
+
+// queueNudge writes the n-th follow-up draft of fu, unless it exists.
+func (f *Followups) queueNudge(fu *store.Followup, n int, why string) (*store.QueueItem, error) {
+	qid := NudgeID(fu.ID, n)
+	if q, err := f.Store.GetQueueItem(qid); err == nil {
+		return q, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	to := make([]mail.Address, 0, len(fu.Correspondents))
+	for _, c := range fu.Correspondents {
+		to = append(to, mail.Address{Email: c})
+	}
+	var from mail.Address
+	if len(to) > 0 {
+		from = to[0]
+	}
+	q := &store.QueueItem{ID: qid, Kind: store.KindDraft, Account: fu.Account, Message: fu.Message,
+		MessageID: fu.MessageID, ThreadID: fu.ThreadID, From: from, To: to, Subject: fu.Subject,
+		Draft: nudgeText(fu), Status: store.QueuePending,
+		Reasons: []string{fmt.Sprintf("follow-up %d: no answer since %s (%s)", n, fu.LastAt.Format(time.DateOnly), why)}}
+	if acct, ok := f.Accounts[fu.Account]; ok {
+		domain := acct.From.Email[strings.LastIndexByte(acct.From.Email, '@')+1:]
+		q.DraftMessageID = fmt.Sprintf("%s.nudge@%s", qid, domain)
+	}
+	if err := f.Store.PutQueueItem(q); err != nil {
+		return nil, err
+	}
+	f.notify(Event{Kind: "queue_added", ID: qid, Account: fu.Account})
+	return q, nil
+}
+
+// FireDue runs every timer due at now: a first reminder, then follow-up
+// drafts (awaiting_reply) or more reminders (needs_reply), then gave_up
+// after MaxNudges. It returns how many fired.
+func (f *Followups) FireDue(ctx context.Context) (int, error) {
+	if !f.Policy.Enabled {
+		return 0, nil
+	}
+	now := f.now()
+	var due []*store.Followup
+	if err := f.Store.DueFollowups(now, func(fu *store.Followup) error {
+		due = append(due, fu)
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("followups: %w", err)
+	}
+	n := 0
+	var errs error
+	for _, fu := range due {
+		if ctx.Err() != nil {
+			return n, ctx.Err()
+		}
+		fired, err := f.fire(ctx, fu, now)
+		if err != nil {
+			errs = errors.Join(errs, err)
+		}
+		if fired {
+			n++
+		}
+	}
+	return n, errs
+}
+
+func (f *Followups) fire(ctx context.Context, fu *store.Followup, now time.Time) (bool, error) {
+	if !store.FollowupOpen(fu.State) || fu.Due.After(now) {
+		return false, nil
+	}
+	max := f.Policy.maxNudges()
+	// The side effect (a queue item with a derived id) goes first; the
+	// timer then moves only if nobody moved it meanwhile.
+	var nudge *store.QueueItem
+	if fu.Tier >= store.TierReminded && fu.State == store.FollowupAwaitingReply && fu.Nudges < max {
+		q, err := f.queueNudge(fu, fu.Nudges+1, "deadline "+fu.Deadline.Format(time.DateOnly)+" passed")
+		if err != nil {
+			return false, fmt.Errorf("followups: nudge %s: %w", fu.ID, err)
+		}
+		nudge = q
+	}
+	fired := false
+	out, err := f.Store.UpdateFollowup(fu.ID, func(old *store.Followup) (*store.Followup, error) {
+		if old == nil || !store.FollowupOpen(old.State) || !old.Due.Equal(fu.Due) || old.Tier != fu.Tier || old.Nudges != fu.Nudges {
+			return nil, nil // closed, snoozed or fired meanwhile
+		}
+		fired = true
+		old.SnoozeUntil = time.Time{}
+		switch {
+		case old.Tier == store.TierNone:
+			old.Tier = store.TierReminded
+			old.Reason = "stale: deadline " + old.Deadline.Format(time.DateOnly) + " passed (reminder)"
+		case old.Nudges >= max:
+			old.State = store.FollowupGaveUp
+			old.Reason = fmt.Sprintf("no answer after %d follow-ups", old.Nudges)
+			return old, nil
+		case nudge != nil:
+			old.Tier = store.TierNudged
+			old.Nudges++
+			old.NudgeIDs = append(old.NudgeIDs, nudge.ID)
+			old.Reason = fmt.Sprintf("follow-up draft %d queued for approval", old.Nudges)
+		default:
+			old.Nudges++
+			old.Reason = fmt.Sprintf("still unanswered (reminder %d)", old.Nudges+1)
+		}
+		old.Due = f.Policy.AddWait(now)
+		return old, nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("followups: fire %s: %w", fu.ID, err)
+	}
+	if fired {
+		f.notify(Event{Kind: "followup_due", ID: fu.ID, Account: out.Account})
+	}
+	if fired && nudge != nil && nudge.Status == store.QueuePending && f.autoSendable(out) {
+		// The policy allows it: the draft goes through the normal approval
+		// path (outbox, the Sent check, the undo window) without waiting.
+		if err := f.AutoSend(ctx, nudge); err != nil {
+			return true, fmt.Errorf("followups: auto-send %s: %w", nudge.ID, err)
+		}
+	}
+	return fired, nil
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mailagent/mailagent/internal/unsubscribe"
+	"github.com/mailagent/mailagent/store"
+)
+
+func newsletter(id, unsub, post string) string {
+	extra := []string{"List-Id: <news.lists.example.org>", "Message-ID: <" + id + ">"}
+	if unsub != "" {
+		extra = append(extra, "List-Unsubscribe: "+unsub)
+	}
+	if post != "" {
+		extra = append(extra, "List-Unsubscribe-Post: "+post)
+	}
+	return rawMail("News <news@lists.example.org>", "Weekly digest "+id, "Top stories", extra...)
+}
+
+func TestUnsubscribe(t *testing.T) {
+	var mu sync.Mutex
+	var posts []string
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		posts = append(posts, r.Method+" "+r.URL.Path+" "+string(b))
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	old := newUnsubscribePoster
+	// The test server is on loopback, which the real poster refuses: its
+	// transport is the test's (the URL checks still run in Parse).
+	tr := srv.Client().Transport.(*http.Transport).Clone()
+	tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
+	}
+	newUnsubscribePoster = func() *unsubscribe.Poster { return &unsubscribe.Poster{Transport: tr} }
+	t.Cleanup(func() { newUnsubscribePoster = old })
+
+	h := newHarness(t, compromisedModel, "")
+	oneClickURL := "https://lists.example.com/u/one" // Parse checks this one; the transport goes to the test server
+	h.deliver(newsletter("oneclick@lists.example.org", "<mailto:leave@lists.example.org>, <"+oneClickURL+">", "List-Unsubscribe=One-Click"))
+	h.deliver(newsletter("mailto@lists.example.org", "<mailto:leave@lists.example.org?subject=unsubscribe%20me%0D%0ABcc:%20boss@corp.example>", ""))
+	hostile := map[string]string{
+		"js@lists.example.org":       "<javascript:alert(1)>",
+		"http@lists.example.org":     "<http://lists.example.org/u>",
+		"internal@lists.example.org": "<https://10.0.0.1/u>",
+		"meta@lists.example.org":     "<https://169.254.169.254/latest>",
+		"two@lists.example.org":      "<mailto:a@x.example,boss@corp.example>",
+		"none@lists.example.org":     "",
+	}
+	for id, v := range hostile {
+		h.deliver(newsletter(id, v, "List-Unsubscribe=One-Click"))
+	}
+	h.watchOnce(t)
+
+	// Without --yes and without a terminal: nothing is sent.
+	if _, stderr, code := h.run("unsubscribe", "oneclick@lists.example.org"); code != ExitUsage || !strings.Contains(stderr, "--yes") {
+		t.Fatalf("without --yes: exit %d, %s", code, stderr)
+	}
+	if len(posts) != 0 || len(h.smtp.Messages()) != 0 {
+		t.Fatal("something was sent without confirmation")
+	}
+
+	out, stderr, code := h.run("unsubscribe", "<oneclick@lists.example.org>", "--yes", "--json")
+	if code != 0 {
+		t.Fatalf("one-click: exit %d: %s", code, stderr)
+	}
+	var rec UnsubscribeJSON
+	if err := json.Unmarshal([]byte(out), &rec); err != nil || rec.Method != "one_click" || rec.Target != oneClickURL || rec.Result != "ok" {
+		t.Fatalf("one-click record: %+v (%v)", rec, err)
+	}
+	if len(posts) != 1 || posts[0] != "POST /u/one List-Unsubscribe=One-Click" {
+		t.Fatalf("posts: %v", posts)
+	}
+	if len(h.smtp.Messages()) != 0 {
+		t.Fatal("a mail was sent although one-click was offered")
+	}
+
+	if _, stderr, code := h.run("unsubscribe", "mailto@lists.example.org", "--yes"); code != 0 {
+		t.Fatalf("mailto: exit %d: %s", code, stderr)
+	}
+	msgs := h.smtp.Messages()
+	if len(msgs) != 1 || len(msgs[0].To) != 1 || msgs[0].To[0] != "leave@lists.example.org" {
+		t.Fatalf("mailto: sent %+v, want one mail to leave@lists.example.org", msgs)
+	}
+	if data := string(msgs[0].Data); strings.Contains(data, "\r\nBcc:") || !strings.Contains(data, "Subject: unsubscribe meBcc") {
+		t.Fatalf("mailto message headers:\n%s", data)
+	}
+
+	tried, through := 0, 0
+	for id := range hostile {
+		tried++
+		_, stderr, code := h.run("unsubscribe", id, "--yes")
+		if code == 0 {
+			through++
+			t.Errorf("%s: unsubscribed (%s)", id, stderr)
+		}
+	}
+	if len(posts) != 1 || len(h.smtp.Messages()) != 1 {
+		through++
+		t.Errorf("hostile headers made requests: posts %v, mails %d", posts, len(h.smtp.Messages()))
+	}
+	t.Logf("hostile List-Unsubscribe values tried %d, got through %d", tried, through)
+
+	st := h.openStore(t)
+	defer func() { _ = st.Close() }()
+	var recs []string
+	if err := st.ListUnsubscribes(func(u *store.Unsubscribe) error {
+		recs = append(recs, u.Method+" "+u.Result)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(recs, ",") != "one_click ok,mailto ok" {
+		t.Fatalf("recorded: %v", recs)
+	}
+}

@@ -1,0 +1,65 @@
+package daemon
+
+import (
+	"context"
+	"time"
+
+	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/mail"
+)
+
+// followupTick is how often the followup timers are looked at: a timer
+// fires within this of its due time (the issue asks for a minute).
+const followupTick = 30 * time.Second
+
+// followupLoop fires the reply-tracking timers (agent.Followups.FireDue)
+// at start and then every followupTick until ctx ends. Firing is
+// idempotent in the store, so a restart in the middle fires nothing twice.
+func (d *Daemon) followupLoop(ctx context.Context) error {
+	if d.Pipeline.Followups == nil {
+		return nil
+	}
+	d.fireFollowups(ctx)
+	return d.tick(ctx, followupTick, d.fireFollowups)
+}
+
+// fireFollowups runs the due followup timers once.
+func (d *Daemon) fireFollowups(ctx context.Context) {
+	f := d.Pipeline.Followups
+	if f == nil {
+		return
+	}
+	if n, err := f.FireDue(ctx); err != nil && ctx.Err() == nil {
+		d.log().Warn("followup timers", "err", err)
+	} else if n > 0 {
+		d.log().Info("followup timers fired", "count", n)
+	}
+}
+
+// trackSent shows the owner's sent mail (any client, or approved by the
+// owner; never automatic replies) to reply tracking. asks tells which
+// messages ask something (their own text has a question mark).
+func (d *Daemon) trackSent(ctx context.Context, account string, msgs []*mail.Message, asks map[*mail.Message]bool) error {
+	f := d.Pipeline.Followups
+	if f == nil || len(msgs) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		if !m.Synthesized {
+			ids = append(ids, m.MessageID)
+		}
+	}
+	ours, err := d.Store.OutboxByMessageID(account, ids)
+	if err != nil {
+		return err
+	}
+	var sent []agent.SentMail
+	for _, m := range msgs {
+		if sentKind(m, ours) == sentAuto {
+			continue
+		}
+		sent = append(sent, agent.SentMail{Message: m, Asks: asks[m], NudgeOf: agent.NudgeOf(m.HeaderValue(agent.TraceHeader))})
+	}
+	return f.OwnerSent(ctx, account, sent...)
+}

@@ -1,0 +1,156 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/store"
+)
+
+// Values of MailboxPolicy.Archive (config mailbox.archive).
+const (
+	ArchiveOff     = "off"
+	ArchiveMove    = "move"
+	ArchiveKeyword = "keyword"
+)
+
+// Keywords mailagent sets (only with MailboxPolicy.Keywords, or
+// ArchiveKeyword, and only where PERMANENTFLAGS allows).
+const (
+	KeywordQueued   = "$mailagent-queued"
+	KeywordArchived = "$mailagent-archived"
+)
+
+// MailboxPolicy is how the agent's decisions show in one account's
+// mailbox. The zero value changes nothing.
+type MailboxPolicy struct {
+	// Archive: "" or ArchiveOff leaves archived mail in place; ArchiveMove
+	// moves it to the Archive folder; ArchiveKeyword only sets
+	// KeywordArchived.
+	Archive string
+	// ArchiveFolder names the folder; "" finds the one marked \Archive
+	// (SPECIAL-USE), else "Archive" or "Archives", also under the personal
+	// namespace ("INBOX.Archive" on Courier-style servers).
+	ArchiveFolder string
+	// Keywords sets KeywordQueued and "$mailagent-<intent>" labels.
+	Keywords bool
+}
+
+var _ agent.MailboxActor = (*Mailer)(nil)
+
+// archiveBox finds the Archive folder on first use (a.mu held).
+func archiveBox(ctx context.Context, a *AccountMailer) (string, error) {
+	if a.archive == "" {
+		name, err := findFolder(ctx, a.c, `\Archive`, a.Mailbox.ArchiveFolder)
+		var nf *imapsync.NoMailboxError
+		if errors.As(err, &nf) && nf.Create != "" {
+			// The owner asked for archiving by moving: make the folder
+			// (under the personal namespace, "INBOX.Archive" on Courier).
+			if err = a.c.CreateMailbox(ctx, nf.Create); err == nil {
+				name = nf.Create
+			}
+		}
+		if err != nil {
+			return "", fmt.Errorf("find the Archive folder: %w", err)
+		}
+		a.archive = name
+	}
+	return a.archive, nil
+}
+
+// Archive carries out an "archive" decision on original as the account's
+// MailboxPolicy says: a move to the Archive folder (imapsync.MoveByID:
+// the message is never in neither place), or the archived keyword, or
+// nothing. done says what happened ("" when the policy is off).
+func (m *Mailer) Archive(ctx context.Context, account string, original store.MessageKey, messageID string) (done string, err error) {
+	a, err := m.account(account)
+	if err != nil {
+		return "", err
+	}
+	switch a.Mailbox.Archive {
+	case "", ArchiveOff:
+		return "", nil
+	case ArchiveKeyword:
+		if err := m.Label(ctx, account, original, messageID, []string{KeywordArchived}); err != nil {
+			return "", err
+		}
+		return "keyword " + KeywordArchived, nil
+	case ArchiveMove:
+	default:
+		return "", fmt.Errorf("mailbox.archive %q is not off, move or keyword", a.Mailbox.Archive)
+	}
+	if original.Mailbox == "" {
+		return "", nil
+	}
+	err = a.with(ctx, inMailbox(original.Mailbox), func(c *imapsync.Client) error {
+		dest, err := archiveBox(ctx, a)
+		if err != nil {
+			return err
+		}
+		if strings.EqualFold(dest, original.Mailbox) {
+			return nil
+		}
+		uids, err := originalUIDs(ctx, c, original, messageID)
+		if err != nil {
+			return err
+		}
+		if len(uids) == 0 {
+			return fmt.Errorf("archive: %w", ErrGone)
+		}
+		a.mailbox = "" // MoveByID selects the Archive folder on the way
+		for _, uid := range uids {
+			if err := c.MoveByID(ctx, original.Mailbox, uid, messageID, dest); err != nil {
+				return err
+			}
+		}
+		a.mailbox = original.Mailbox
+		done = "moved to " + dest
+		return nil
+	})
+	return done, err
+}
+
+// Label sets IMAP keywords on original, those the server keeps
+// (PERMANENTFLAGS); a server that keeps none is not an error.
+func (m *Mailer) Label(ctx context.Context, account string, original store.MessageKey, messageID string, keywords []string) error {
+	a, err := m.account(account)
+	if err != nil {
+		return err
+	}
+	if original.Mailbox == "" || len(keywords) == 0 {
+		return nil
+	}
+	return a.with(ctx, inMailbox(original.Mailbox), func(c *imapsync.Client) error {
+		uids, err := originalUIDs(ctx, c, original, messageID)
+		if err != nil || len(uids) == 0 {
+			return err
+		}
+		_, err = c.SetKeywords(ctx, uids, keywords)
+		if errors.Is(err, imapsync.ErrKeywordsRefused) {
+			return nil
+		}
+		return err
+	})
+}
+
+// Labels returns the keywords for a decision, when the account sets them.
+func (m *Mailer) Labels(account string, rec *store.MessageRecord) []string {
+	a, err := m.account(account)
+	if err != nil || !a.Mailbox.Keywords || rec == nil {
+		return nil
+	}
+	var out []string
+	if rec.Decision == agent.DecisionQueue {
+		out = append(out, KeywordQueued)
+	}
+	if rec.Classification != nil {
+		for _, in := range rec.Classification.Intents {
+			out = append(out, "$mailagent-"+strings.ReplaceAll(in, "_", "-"))
+		}
+	}
+	return out
+}
