@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mailagent/mailagent/agent/outbox"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/prompts"
 	"github.com/mailagent/mailagent/store"
@@ -14,7 +15,7 @@ import (
 
 // ErrNotActionable is returned when a queue item is in a state the action
 // does not apply to (already sent, rejected, …).
-var ErrNotActionable = errors.New("queue item is not in a state this action applies to")
+var ErrNotActionable = outbox.ErrNotActionable
 
 // open statuses: an item the owner can still act on.
 var openStatuses = []string{store.QueuePending, store.QueueSnoozed, store.QueueFailed}

@@ -8,7 +8,9 @@
 //     config, netpolicy, termsafe, autoconfig, initcfg. They import no
 //     application-tier package; internal/netpolicy imports nothing from the
 //     project at all.
-//   - application tier (applicationTier): agent and store; above agent,
+//   - application tier (applicationTier): agent (with agent/outbox, the
+//     send protocol, which imports only store and internal/mail, never
+//     agent) and store; above agent,
 //     internal/app (daemon: the watch runtime; api: the service behind the
 //     socket and its transport); tui; cmd.
 //   - test rigs (testRigs): internal/rig (e2e harness, benchmarks, this
@@ -60,6 +62,9 @@ var rules = []struct {
 	only      []string // when set, the only project imports allowed
 }{
 	{pkg: "agent", forbidden: []string{"cmd", "tui", "imapsync", "internal/app", "internal/smtpsend", "internal/config"}},
+	// The outbox is the send protocol alone: it never imports the agent
+	// that uses it (the agent's side effects come in as hooks).
+	{pkg: "agent/outbox", only: []string{"store", "internal/mail"}},
 	{pkg: "imapsync", only: []string{"internal/netpolicy"}},
 	{pkg: "store", only: []string{"internal/mail"}},
 	{pkg: "tui", only: []string{"tui", "internal/termsafe"}},
@@ -202,6 +207,11 @@ func TestRulesCatch(t *testing.T) {
 		{"imapsync", "internal/mail", true},
 		{"tui", "agent", true},
 		{"tui", "internal/termsafe", false},
+		{"agent/outbox", "agent", true},
+		{"agent/outbox", "internal/llm", true},
+		{"agent/outbox", "imapsync", true},
+		{"agent/outbox", "store", false},
+		{"agent", "agent/outbox", false},
 
 		{"internal/compose", "internal/mail", false},
 		{"imapsync", "internal/netpolicy", false},
