@@ -99,17 +99,28 @@ func getQueueTx(tx *bolt.Tx, id string) (*QueueItem, error) {
 
 // putQueueTx writes q and moves its index entry from old's (nil: none).
 func putQueueTx(tx *bolt.Tx, q, old *QueueItem) error {
-	if idx := tx.Bucket(bIdxQueue); idx != nil {
-		if old != nil {
-			if err := idx.Delete(dueKey(old.Status, queueDue(old), old.ID)); err != nil {
-				return err
-			}
-		}
-		if err := idx.Put(dueKey(q.Status, queueDue(q), q.ID), []byte(q.ID)); err != nil {
+	if err := reindex(tx, bIdxQueue, q, old, func(q *QueueItem) (string, time.Time, string) { return q.Status, queueDue(q), q.ID }); err != nil {
+		return err
+	}
+	return putJSON(tx.Bucket(bQueue), []byte(q.ID), q)
+}
+
+// reindex moves a record's entry in a status and due-time index (the
+// bucket index; none in a read-only store of an old layout) from old's
+// key (old nil: a new record) to rec's. key gives a record's status, due
+// time and id.
+func reindex[T any](tx *bolt.Tx, index []byte, rec, old *T, key func(*T) (string, time.Time, string)) error {
+	idx := tx.Bucket(index)
+	if idx == nil {
+		return nil
+	}
+	if old != nil {
+		if err := idx.Delete(dueKey(key(old))); err != nil {
 			return err
 		}
 	}
-	return putJSON(tx.Bucket(bQueue), []byte(q.ID), q)
+	status, due, id := key(rec)
+	return idx.Put(dueKey(status, due, id), []byte(id))
 }
 
 func getOutboxTx(tx *bolt.Tx, id string, withRaw bool) (*OutboxRecord, error) {
@@ -147,15 +158,8 @@ func decodeOutbox(tx *bolt.Tx, k, v []byte, withRaw bool) (*OutboxRecord, error)
 // putOutboxTx writes r (its Raw in the raw bucket; a nil Raw deletes it)
 // and moves its index entry from old's (nil: none).
 func putOutboxTx(tx *bolt.Tx, r, old *OutboxRecord) error {
-	if idx := tx.Bucket(bIdxOutbox); idx != nil {
-		if old != nil {
-			if err := idx.Delete(dueKey(old.Status, outboxDue(old), old.ID)); err != nil {
-				return err
-			}
-		}
-		if err := idx.Put(dueKey(r.Status, outboxDue(r), r.ID), []byte(r.ID)); err != nil {
-			return err
-		}
+	if err := reindex(tx, bIdxOutbox, r, old, func(r *OutboxRecord) (string, time.Time, string) { return r.Status, outboxDue(r), r.ID }); err != nil {
+		return err
 	}
 	rb := tx.Bucket(bOutboxRaw)
 	if rb == nil { // cannot happen in a writable store; keep the old layout

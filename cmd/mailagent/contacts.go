@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/internal/humantime"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
@@ -137,7 +138,7 @@ func printContacts(w io.Writer, cs []store.Contact, now time.Time) {
 	tb.row("EMAIL", "NAME", "KNOWN", "IN", "OUT", "AUTO", "LAST SEEN")
 	for _, c := range cs {
 		tb.row(termsafe.Line(c.Email), contactName(c.Name), strconv.FormatBool(c.Known), strconv.Itoa(c.Inbound),
-			strconv.Itoa(c.Outbound), strconv.Itoa(c.AutoReplies), age(now, c.LastSeen))
+			strconv.Itoa(c.Outbound), strconv.Itoa(c.AutoReplies), humantime.Age(now, c.LastSeen))
 	}
 	_ = tb.write(w)
 }

@@ -5,7 +5,7 @@
 // The tiers, bottom up:
 //
 //   - leaf libraries (leafLibraries): internal/mail, compose, llm, smtpsend,
-//     config, netpolicy, termsafe, autoconfig, initcfg. They import no
+//     config, netpolicy, termsafe, autoconfig, initcfg, humantime. They import no
 //     application-tier package; internal/netpolicy imports nothing from the
 //     project at all.
 //   - application tier (applicationTier): agent (with agent/outbox, the
@@ -46,7 +46,7 @@ var applicationTier = []string{"agent", "store", "internal/app", "tui", "cmd"}
 var leafLibraries = []string{
 	"internal/mail", "internal/compose", "internal/llm", "internal/smtpsend",
 	"internal/config", "internal/netpolicy", "internal/termsafe", "internal/autoconfig",
-	"internal/initcfg",
+	"internal/initcfg", "internal/humantime",
 }
 
 // testRigs are packages that only tests (and other rigs) import, checked
@@ -67,7 +67,7 @@ var rules = []struct {
 	{pkg: "agent/outbox", only: []string{"store", "internal/mail"}},
 	{pkg: "imapsync", only: []string{"internal/netpolicy"}},
 	{pkg: "store", only: []string{"internal/mail"}},
-	{pkg: "tui", only: []string{"tui", "internal/termsafe"}},
+	{pkg: "tui", only: []string{"tui", "internal/termsafe", "internal/humantime"}},
 	{pkg: "prompts", only: []string{}},
 	{pkg: "internal/initcfg", only: []string{}},
 	{pkg: "internal/mail", only: []string{}},
@@ -78,6 +78,7 @@ var rules = []struct {
 	{pkg: "internal/netpolicy", only: []string{}},
 	{pkg: "internal/termsafe", only: []string{}},
 	{pkg: "internal/autoconfig", only: []string{}},
+	{pkg: "internal/humantime", only: []string{}},
 	{pkg: "internal/app/api", forbidden: []string{"cmd", "tui", "imapsync", "internal/app/daemon"}},
 	{pkg: "internal/app/daemon", forbidden: []string{"cmd", "tui", "internal/app/api"}},
 }
@@ -207,6 +208,9 @@ func TestRulesCatch(t *testing.T) {
 		{"imapsync", "internal/mail", true},
 		{"tui", "agent", true},
 		{"tui", "internal/termsafe", false},
+		{"tui", "internal/humantime", false},
+		{"tui", "internal/mail", true},
+		{"internal/humantime", "internal/termsafe", true},
 		{"agent/outbox", "agent", true},
 		{"agent/outbox", "internal/llm", true},
 		{"agent/outbox", "imapsync", true},
