@@ -68,11 +68,7 @@ contact. forget deletes a contact's memory entirely.`,
 }
 
 func contactsRun(ctx context.Context, f *Factory, opts *ContactsOptions) error {
-	cfg, err := f.Config()
-	if err != nil {
-		return err
-	}
-	accounts, err := pickAccounts(cfg, opts.Account)
+	_, accounts, err := configAccounts(f, opts.Account)
 	if err != nil {
 		return err
 	}

@@ -194,11 +194,7 @@ func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) (err error)
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(triageGOGC))
 	}
-	cfg, err := f.Config()
-	if err != nil {
-		return err
-	}
-	accounts, err := pickAccounts(cfg, opts.Account)
+	cfg, accounts, err := configAccounts(f, opts.Account)
 	if err != nil {
 		return err
 	}
@@ -250,6 +246,18 @@ func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) (err error)
 		return errPartial
 	}
 	return nil
+}
+
+// configAccounts is the preamble of the commands that work on accounts:
+// the configuration, and the accounts --account picks (all when name is
+// empty; an unknown name is a usage error).
+func configAccounts(f *Factory, name string) (*config.Config, []*config.Account, error) {
+	cfg, err := f.Config()
+	if err != nil {
+		return nil, nil, err
+	}
+	accounts, err := pickAccounts(cfg, name)
+	return cfg, accounts, err
 }
 
 func pickAccounts(cfg *config.Config, name string) ([]*config.Account, error) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/app/status"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -128,19 +129,7 @@ type Status struct {
 }
 
 // AccountStatus is one account's sync state as the watcher sees it.
-type AccountStatus struct {
-	Name string `json:"name"`
-	// State is free text from the watcher: idle, syncing, reconnecting, …
-	State    string    `json:"state"`
-	LastSync time.Time `json:"last_sync,omitzero"`
-	Error    string    `json:"error,omitempty"`
-	// ErrorSince is when Error first occurred.
-	ErrorSince time.Time `json:"error_since,omitzero"`
-	// CopiesMissing counts IMAP copies (drafts, sent replies) that failed
-	// and are retried on a timer; CopyError is the last reason.
-	CopiesMissing int    `json:"copies_missing,omitempty"`
-	CopyError     string `json:"copy_error,omitempty"`
-}
+type AccountStatus = status.Account
 
 // QueueFilter selects queue items; zero fields match everything.
 type QueueFilter struct {

@@ -81,6 +81,9 @@ var rules = []struct {
 	{pkg: "internal/humantime", only: []string{}},
 	{pkg: "internal/app/api", forbidden: []string{"cmd", "tui", "imapsync", "internal/app/daemon"}},
 	{pkg: "internal/app/daemon", forbidden: []string{"cmd", "tui", "internal/app/api"}},
+	// The account status both the watcher and the API speak: a type, no
+	// dependencies.
+	{pkg: "internal/app/status", only: []string{}},
 }
 
 // under reports whether pkg is p or a package below it.
@@ -216,6 +219,9 @@ func TestRulesCatch(t *testing.T) {
 		{"agent/outbox", "imapsync", true},
 		{"agent/outbox", "store", false},
 		{"agent", "agent/outbox", false},
+		{"internal/app/status", "store", true},
+		{"internal/app/api", "internal/app/status", false},
+		{"internal/app/daemon", "internal/app/status", false},
 
 		{"internal/compose", "internal/mail", false},
 		{"imapsync", "internal/netpolicy", false},
