@@ -179,6 +179,15 @@ func putOutboxTx(tx *bolt.Tx, r, old *OutboxRecord) error {
 
 // idsInStatus returns the ids an index holds under status, sorted.
 func (s *Store) idsInStatus(index []byte, status string) ([]string, error) {
+	ids, err := s.indexIDs(index, status, nil)
+	slices.Sort(ids)
+	return ids, err
+}
+
+// indexIDs returns the ids a status and due-time index holds under
+// status, in due order; with end, only those whose key up to end's length
+// is not after end.
+func (s *Store) indexIDs(index []byte, status string, end []byte) ([]string, error) {
 	var ids []string
 	p := statusPrefix(status)
 	err := s.view(func(tx *bolt.Tx) error {
@@ -188,11 +197,13 @@ func (s *Store) idsInStatus(index []byte, status string) ([]string, error) {
 		}
 		c := b.Cursor()
 		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+			if end != nil && bytes.Compare(k[:min(len(k), len(end))], end) > 0 {
+				break
+			}
 			ids = append(ids, string(v))
 		}
 		return nil
 	})
-	slices.Sort(ids)
 	return ids, err
 }
 
@@ -217,12 +228,20 @@ func loadByID[T any](s *Store, ids []string, get func(*bolt.Tx, string) (T, erro
 		if err != nil {
 			return err
 		}
-		for _, it := range items {
-			if err := fn(it); err != nil {
-				return err
-			}
+		if err := each(items, fn); err != nil {
+			return err
 		}
 		ids = ids[n:]
+	}
+	return nil
+}
+
+// each calls fn for each item, stopping at its first error.
+func each[T any](items []T, fn func(T) error) error {
+	for _, it := range items {
+		if err := fn(it); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -232,24 +251,8 @@ func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 // dueIDs returns the ids of index entries under status whose due time is
 // not after before, in due order.
 func (s *Store) dueIDs(index []byte, status string, before time.Time) ([]string, error) {
-	var ids []string
-	p := statusPrefix(status)
-	end := binary.BigEndian.AppendUint64(append([]byte(nil), p...), timeKey(before))
-	err := s.view(func(tx *bolt.Tx) error {
-		b := tx.Bucket(index)
-		if b == nil {
-			return nil
-		}
-		c := b.Cursor()
-		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-			if bytes.Compare(k[:min(len(k), len(end))], end) > 0 {
-				break
-			}
-			ids = append(ids, string(v))
-		}
-		return nil
-	})
-	return ids, err
+	end := binary.BigEndian.AppendUint64(statusPrefix(status), timeKey(before))
+	return s.indexIDs(index, status, end)
 }
 
 // DueOutbox calls fn for each outbox record in status whose due time is
