@@ -553,7 +553,8 @@ func TestRecoverSentHasErrorIsReported(t *testing.T) {
 func TestIDsAreStableAndDistinct(t *testing.T) {
 	other := original
 	other.UIDValidity++
-	if QueueID(original) != QueueID(original) || QueueID(original) == QueueID(other) || ID(original) == ID(other) {
+	again := original // an equal key, built anew
+	if QueueID(original) != QueueID(again) || QueueID(original) == QueueID(other) || ID(original) == ID(other) {
 		t.Error("ids must be derived from the whole key, the same every time")
 	}
 	if !strings.HasPrefix(QueueID(original), "q_") || !strings.HasPrefix(ID(original), "ob_") || ApprovalID("q_x") != "ob_q_x" {
