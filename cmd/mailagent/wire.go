@@ -24,20 +24,28 @@ import (
 func SMTPOptions(ctx context.Context, acct *config.Account) (smtpsend.Options, error) {
 	e := acct.SMTP
 	opts := smtpsend.Options{Host: e.Host, Port: e.Port, Security: e.Security, Username: e.Username, TLSCAFile: e.TLSCAFile}
+	var err error
+	opts.Password, opts.OAuth2Token, err = resolveLogin(ctx, acct.Name, "smtp", e)
+	return opts, err
+}
+
+// resolveLogin resolves an endpoint's secret (what: "imap" or "smtp"):
+// an OAuth 2 access token when it uses one, else its password. A source
+// that fails is a configuration error (exit 2) naming the account; the
+// secret itself is never in the error.
+func resolveLogin(ctx context.Context, account, what string, e config.Endpoint) (password, token string, _ error) {
 	if e.UsesOAuth2() {
 		tok, err := e.ResolveOAuth2Token(ctx)
 		if err != nil {
-			return opts, &UserError{Code: ExitUsage, Err: fmt.Errorf("account %s smtp token: %w", acct.Name, err)}
+			return "", "", &UserError{Code: ExitUsage, Err: fmt.Errorf("account %s %s token: %w", account, what, err)}
 		}
-		opts.OAuth2Token = tok.Reveal()
-		return opts, nil
+		return "", tok.Reveal(), nil
 	}
 	pw, err := e.ResolvePassword(ctx)
 	if err != nil {
-		return opts, &UserError{Code: ExitUsage, Err: fmt.Errorf("account %s smtp password: %w", acct.Name, err)}
+		return "", "", &UserError{Code: ExitUsage, Err: fmt.Errorf("account %s %s password: %w", account, what, err)}
 	}
-	opts.Password = pw.Reveal()
-	return opts, nil
+	return pw.Reveal(), "", nil
 }
 
 // newMailer wires IMAP action connections and SMTP senders for every
