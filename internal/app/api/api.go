@@ -43,22 +43,8 @@ type Service interface {
 	// QueueItem returns one item with its thread and outbox record; an
 	// unknown id is an error wrapping store.ErrNotFound.
 	QueueItem(ctx context.Context, id string) (*QueueDetail, error)
-	// Approve sends a queued draft; final, when non-empty, replaces its text.
-	// On error the item is nil (also when the reply went out and only its
-	// copy to Sent failed: QueueItem then shows it sent).
-	Approve(ctx context.Context, id, final string) (*store.QueueItem, error)
-	// Reject closes an item without sending.
-	Reject(ctx context.Context, id, reason string) error
-	// Edit stores the owner's text for a draft.
-	Edit(ctx context.Context, id, text string) (*store.QueueItem, error)
-	// Snooze hides an item until the given time.
-	Snooze(ctx context.Context, id string, until time.Time) error
-	// Regenerate drafts the reply again with the owner's instruction.
-	Regenerate(ctx context.Context, id, instruction string) (*store.QueueItem, error)
-	// Cancel stops a scheduled auto-send and queues its draft.
-	Cancel(ctx context.Context, outboxID string) error
-	// Retry processes a message that needs review again.
-	Retry(ctx context.Context, key store.MessageKey) error
+	// Actions: approve, reject, edit, snooze, regenerate, cancel, retry.
+	Actions
 	// Outbox lists outbox records with that status ("" for all), newest
 	// first, without their Raw bytes.
 	Outbox(ctx context.Context, status string) ([]store.OutboxRecord, error)
@@ -92,12 +78,22 @@ type Service interface {
 // Actions are the side-effecting operations. *agent.Pipeline, plus a
 // Retry that the watcher provides, implements them; Local delegates to it.
 type Actions interface {
+	// Approve sends a queued draft; final, when non-empty, replaces its text.
+	// On error the item is nil (also when the reply went out and only its
+	// copy to Sent failed: QueueItem then shows it sent).
 	Approve(ctx context.Context, id, final string) (*store.QueueItem, error)
+	// Reject closes an item without sending.
 	Reject(ctx context.Context, id, reason string) error
+	// Edit stores the owner's text for a draft.
 	Edit(ctx context.Context, id, text string) (*store.QueueItem, error)
+	// Snooze hides an item until the given time.
 	Snooze(ctx context.Context, id string, until time.Time) error
+	// Regenerate drafts the reply again with the owner's instruction.
 	Regenerate(ctx context.Context, id, instruction string) (*store.QueueItem, error)
+	// Cancel stops a scheduled send: a delayed auto-send (its draft is
+	// queued) or, by queue or outbox id, an approval in its undo window.
 	Cancel(ctx context.Context, outboxID string) error
+	// Retry processes a message that needs review again.
 	Retry(ctx context.Context, key store.MessageKey) error
 }
 
