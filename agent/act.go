@@ -325,13 +325,10 @@ func (p *Pipeline) autoSend(ctx context.Context, rec *store.MessageRecord, reply
 	ob := &store.OutboxRecord{
 		ID: OutboxID(rec.MessageKey), Account: rec.Account, From: acct.From.Email, MessageID: msgID,
 		InReplyTo: rec.MessageID, To: addrStrings(append(slices.Clone(reply.To), reply.Cc...)), Raw: raw,
-		Status: store.OutboxPending, Auto: true, CreatedAt: now, Message: rec.MessageKey, Subject: rec.Subject,
+		Auto: true, CreatedAt: now, Message: rec.MessageKey, Subject: rec.Subject,
 		Body: d.Body,
 	}
-	if p.Policy.SendDelay > 0 {
-		ob.Status = store.OutboxScheduled
-		ob.SendAt = now.Add(p.Policy.SendDelay)
-	}
+	outbox.Schedule(ob, now, p.Policy.SendDelay)
 	// The record is written before any SMTP traffic: see Deliver.
 	if err := a.Store.PutOutbox(ob); err != nil {
 		return fmt.Errorf("outbox %s: %w", ob.ID, err)

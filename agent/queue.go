@@ -80,12 +80,10 @@ func (p *Pipeline) Approve(ctx context.Context, id, final string) (*store.QueueI
 	}
 	ob := &store.OutboxRecord{
 		ID: obID, Account: cur.Account, From: p.Accounts[cur.Account].From.Email, MessageID: msgID, QueueID: cur.ID,
-		InReplyTo: cur.MessageID, To: addrStrings(cur.To), Raw: raw, Status: store.OutboxPending,
+		InReplyTo: cur.MessageID, To: addrStrings(cur.To), Raw: raw,
 		CreatedAt: p.now(), Message: cur.Message, Subject: cur.Subject, Body: body,
 	}
-	if d := p.Policy.ApprovalDelay; d > 0 {
-		ob.Status, ob.SendAt = store.OutboxScheduled, p.now().Add(d)
-	}
+	outbox.Schedule(ob, ob.CreatedAt, p.Policy.ApprovalDelay)
 	// The item is approved and its outbox record written in one
 	// transaction: a crash or a failed write leaves both or neither, never
 	// an approved item with nothing to send. A change to the item since it

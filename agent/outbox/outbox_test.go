@@ -561,3 +561,20 @@ func TestIDsAreStableAndDistinct(t *testing.T) {
 		t.Errorf("ids: %s %s %s", QueueID(original), ID(original), ApprovalID("q_x"))
 	}
 }
+
+func TestScheduleFirstStatus(t *testing.T) {
+	now := time.Now()
+	var ob store.OutboxRecord
+	Schedule(&ob, now, 0)
+	if ob.Status != store.OutboxPending || !ob.SendAt.IsZero() {
+		t.Errorf("no delay: %s at %v, want pending now", ob.Status, ob.SendAt)
+	}
+	Schedule(&ob, now, 5*time.Second)
+	if ob.Status != store.OutboxScheduled || !ob.SendAt.Equal(now.Add(5*time.Second)) {
+		t.Errorf("5s delay: %s at %v, want scheduled 5s on", ob.Status, ob.SendAt)
+	}
+	Schedule(&ob, now, -time.Second)
+	if ob.Status != store.OutboxPending || !ob.SendAt.IsZero() {
+		t.Errorf("negative delay: %s at %v, want pending now", ob.Status, ob.SendAt)
+	}
+}

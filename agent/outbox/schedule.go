@@ -173,3 +173,14 @@ func (o *Outbox) wakeSnoozed(now time.Time, ds dueStore, indexed bool) error {
 	}
 	return errs
 }
+
+// Schedule sets a new record's first status: pending, which Deliver sends
+// at once, or with delay > 0 scheduled for now+delay (an auto-send's
+// policy.send_delay, an approval's undo window), which SendDue sends when
+// it is due and Cancel can stop until then.
+func Schedule(ob *store.OutboxRecord, now time.Time, delay time.Duration) {
+	ob.Status, ob.SendAt = store.OutboxPending, time.Time{}
+	if delay > 0 {
+		ob.Status, ob.SendAt = store.OutboxScheduled, now.Add(delay)
+	}
+}
