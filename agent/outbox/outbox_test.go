@@ -578,3 +578,23 @@ func TestScheduleFirstStatus(t *testing.T) {
 		t.Errorf("negative delay: %s at %v, want pending now", ob.Status, ob.SendAt)
 	}
 }
+
+// Without a mailer (a process that cannot send) Recover still hands back
+// stranded approvals and says so when sends are left, touching none.
+func TestRecoverWithoutMailer(t *testing.T) {
+	w := newWorld(t)
+	w.o.Mailer = nil
+	if err := w.o.Recover(context.Background()); err != nil {
+		t.Fatalf("nothing to finish: %v", err)
+	}
+	ob := w.autoSend(t, store.OutboxSending)
+	if err := w.o.Recover(context.Background()); err == nil {
+		t.Fatal("a send left to finish and no mailer: got nil")
+	}
+	if got := w.status(t, ob.ID).Status; got != store.OutboxSending {
+		t.Errorf("record: %s, want left sending", got)
+	}
+	if err := w.o.Deliver(context.Background(), ob.ID); err == nil {
+		t.Error("deliver with no mailer: got nil")
+	}
+}

@@ -18,9 +18,6 @@ import (
 //     delivered: the owner is shown it and decides;
 //   - sent but not yet in Sent: appended.
 func (o *Outbox) Recover(ctx context.Context) error {
-	if o.Mailer == nil {
-		return errors.New("recover the outbox: no mailer")
-	}
 	if err := o.recoverStranded(); err != nil {
 		return err
 	}
@@ -32,6 +29,9 @@ func (o *Outbox) Recover(ctx context.Context) error {
 		}); err != nil {
 			return fmt.Errorf("list outbox: %w", err)
 		}
+	}
+	if o.Mailer == nil && len(pending)+len(sending)+len(sent) > 0 {
+		return errors.New("recover the outbox: no mailer to finish the sends with")
 	}
 	var errs error
 	for _, ob := range sending {
