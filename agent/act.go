@@ -2,14 +2,13 @@ package agent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/mailagent/mailagent/agent/outbox"
 	"github.com/mailagent/mailagent/internal/compose"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/prompts"
@@ -90,19 +89,14 @@ func (a *Actor) notify(e Event) {
 
 // QueueID is the queue item id for a message: derived from its key so that
 // acting twice on the same message (after a crash) never makes two items.
-func QueueID(k store.MessageKey) string { return "q_" + keyHash(k) }
+func QueueID(k store.MessageKey) string { return outbox.QueueID(k) }
 
 // OutboxID is the outbox record id of a message's automatic reply.
-func OutboxID(k store.MessageKey) string { return "ob_" + keyHash(k) }
+func OutboxID(k store.MessageKey) string { return outbox.ID(k) }
 
 // ApprovalOutboxID is the outbox record id of an approved queue item's
 // reply: one per item, so approving twice cannot make two.
-func ApprovalOutboxID(queueID string) string { return "ob_" + queueID }
-
-func keyHash(k store.MessageKey) string {
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d\x00%d", k.Account, k.Mailbox, k.UIDValidity, k.UID)))
-	return hex.EncodeToString(h[:8])
-}
+func ApprovalOutboxID(queueID string) string { return outbox.ApprovalID(queueID) }
 
 // recordMessage rebuilds the parts of a parsed message that replying needs.
 func recordMessage(rec *store.MessageRecord) *mail.Message {
@@ -335,13 +329,10 @@ func (p *Pipeline) autoSend(ctx context.Context, rec *store.MessageRecord, reply
 	ob := &store.OutboxRecord{
 		ID: OutboxID(rec.MessageKey), Account: rec.Account, From: acct.From.Email, MessageID: msgID,
 		InReplyTo: rec.MessageID, To: addrStrings(append(slices.Clone(reply.To), reply.Cc...)), Raw: raw,
-		Status: store.OutboxPending, Auto: true, CreatedAt: now, Message: rec.MessageKey, Subject: rec.Subject,
+		Auto: true, CreatedAt: now, Message: rec.MessageKey, Subject: rec.Subject,
 		Body: d.Body,
 	}
-	if p.Policy.SendDelay > 0 {
-		ob.Status = store.OutboxScheduled
-		ob.SendAt = now.Add(p.Policy.SendDelay)
-	}
+	outbox.Schedule(ob, now, p.Policy.SendDelay)
 	// The record is written before any SMTP traffic: see Deliver.
 	if err := a.Store.PutOutbox(ob); err != nil {
 		return fmt.Errorf("outbox %s: %w", ob.ID, err)
@@ -385,24 +376,6 @@ func notifyItem(rec *store.MessageRecord) *store.QueueItem {
 		MessageID: rec.MessageID, ThreadID: rec.ThreadID, From: rec.From, Subject: rec.Subject,
 		Classification: rec.Classification, Gates: rec.Gates, Reasons: rec.Reasons, Status: store.QueuePending,
 	}
-}
-
-// draftFromOutbox turns an auto-reply that will not go out (cancelled, or
-// failed for good) back into a draft for the owner.
-func draftFromOutbox(ob *store.OutboxRecord, status, reason string) *store.QueueItem {
-	return &store.QueueItem{
-		ID: QueueID(ob.Message), Kind: store.KindDraft, Account: ob.Account, Message: ob.Message,
-		MessageID: ob.InReplyTo, Subject: ob.Subject, To: addrsFrom(ob.To), Draft: ob.Body,
-		Status: status, Reasons: []string{reason},
-	}
-}
-
-func addrsFrom(xs []string) []mail.Address {
-	out := make([]mail.Address, len(xs))
-	for i, x := range xs {
-		out[i] = mail.Address{Email: x}
-	}
-	return out
 }
 
 func oneLine(s string, n int) string {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mailagent/mailagent/agent/outbox"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/prompts"
 	"github.com/mailagent/mailagent/store"
@@ -14,7 +15,7 @@ import (
 
 // ErrNotActionable is returned when a queue item is in a state the action
 // does not apply to (already sent, rejected, …).
-var ErrNotActionable = errors.New("queue item is not in a state this action applies to")
+var ErrNotActionable = outbox.ErrNotActionable
 
 // open statuses: an item the owner can still act on.
 var openStatuses = []string{store.QueuePending, store.QueueSnoozed, store.QueueFailed}
@@ -79,12 +80,10 @@ func (p *Pipeline) Approve(ctx context.Context, id, final string) (*store.QueueI
 	}
 	ob := &store.OutboxRecord{
 		ID: obID, Account: cur.Account, From: p.Accounts[cur.Account].From.Email, MessageID: msgID, QueueID: cur.ID,
-		InReplyTo: cur.MessageID, To: addrStrings(cur.To), Raw: raw, Status: store.OutboxPending,
+		InReplyTo: cur.MessageID, To: addrStrings(cur.To), Raw: raw,
 		CreatedAt: p.now(), Message: cur.Message, Subject: cur.Subject, Body: body,
 	}
-	if d := p.Policy.ApprovalDelay; d > 0 {
-		ob.Status, ob.SendAt = store.OutboxScheduled, p.now().Add(d)
-	}
+	outbox.Schedule(ob, ob.CreatedAt, p.Policy.ApprovalDelay)
 	// The item is approved and its outbox record written in one
 	// transaction: a crash or a failed write leaves both or neither, never
 	// an approved item with nothing to send. A change to the item since it
@@ -276,29 +275,6 @@ func (p *Pipeline) Unsnooze(ctx context.Context, id string) error {
 	}
 	p.Actor.notify(Event{Kind: "queue_updated", ID: id, Account: item.Account})
 	return nil
-}
-
-// withMessage completes a draft rebuilt from an outbox record (a
-// cancelled or failed auto-send) with what the message record knows: the
-// sender, thread, classification, gates and reasons, so the item back in
-// the queue reads like any other. A record that cannot be read leaves the
-// item as it is.
-func withMessage(st Store, q *store.QueueItem) *store.QueueItem {
-	rec, err := st.GetMessage(q.Message)
-	if err != nil {
-		return q
-	}
-	q.From, q.ThreadID = rec.From, rec.ThreadID
-	if q.MessageID == "" {
-		q.MessageID = rec.MessageID
-	}
-	if rec.Classification != nil {
-		c := *rec.Classification
-		q.Classification = &c
-	}
-	q.Gates = append([]store.GateResult(nil), rec.Gates...)
-	q.Reasons = append(append([]string(nil), rec.Reasons...), q.Reasons...)
-	return q
 }
 
 // Regenerate asks the drafter again, with the owner's instruction. The

@@ -29,12 +29,7 @@ func (c *Client) SearchHeader(ctx context.Context, fields []string, value string
 		sc = &imap.SearchCriteria{Or: [][2]imap.SearchCriteria{{prev, {Header: []imap.SearchCriteriaHeaderField{{Key: f, Value: value}}}}}}
 	}
 	sc.Flag = toFlags(flags)
-	var data *imap.SearchData
-	err := c.guard(ctx, func() error {
-		var err error
-		data, err = c.ic.UIDSearch(sc, nil).Wait()
-		return err
-	})
+	data, err := c.uidSearch(ctx, sc)
 	if err != nil {
 		return nil, fmt.Errorf("imap search header %s: %w", strings.Join(fields, "/"), err)
 	}

@@ -451,12 +451,7 @@ func (c *Client) Search(ctx context.Context, crit Criteria) ([]uint32, error) {
 	if crit.HeaderMessageID != "" {
 		sc.Header = []imap.SearchCriteriaHeaderField{{Key: "Message-ID", Value: crit.HeaderMessageID}}
 	}
-	var data *imap.SearchData
-	err := c.guard(ctx, func() error {
-		var err error
-		data, err = c.ic.UIDSearch(sc, nil).Wait()
-		return err
-	})
+	data, err := c.uidSearch(ctx, sc)
 	if err != nil {
 		return nil, fmt.Errorf("imap search: %w", err)
 	}
@@ -672,4 +667,15 @@ func flattenThread(dst []uint32, t imapclient.ThreadData) []uint32 {
 		dst = flattenThread(dst, sub)
 	}
 	return dst
+}
+
+// uidSearch runs UID SEARCH sc under the connection's guard.
+func (c *Client) uidSearch(ctx context.Context, sc *imap.SearchCriteria) (*imap.SearchData, error) {
+	var data *imap.SearchData
+	err := c.guard(ctx, func() error {
+		var err error
+		data, err = c.ic.UIDSearch(sc, nil).Wait()
+		return err
+	})
+	return data, err
 }

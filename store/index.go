@@ -99,17 +99,28 @@ func getQueueTx(tx *bolt.Tx, id string) (*QueueItem, error) {
 
 // putQueueTx writes q and moves its index entry from old's (nil: none).
 func putQueueTx(tx *bolt.Tx, q, old *QueueItem) error {
-	if idx := tx.Bucket(bIdxQueue); idx != nil {
-		if old != nil {
-			if err := idx.Delete(dueKey(old.Status, queueDue(old), old.ID)); err != nil {
-				return err
-			}
-		}
-		if err := idx.Put(dueKey(q.Status, queueDue(q), q.ID), []byte(q.ID)); err != nil {
+	if err := reindex(tx, bIdxQueue, q, old, func(q *QueueItem) (string, time.Time, string) { return q.Status, queueDue(q), q.ID }); err != nil {
+		return err
+	}
+	return putJSON(tx.Bucket(bQueue), []byte(q.ID), q)
+}
+
+// reindex moves a record's entry in a status and due-time index (the
+// bucket index; none in a read-only store of an old layout) from old's
+// key (old nil: a new record) to rec's. key gives a record's status, due
+// time and id.
+func reindex[T any](tx *bolt.Tx, index []byte, rec, old *T, key func(*T) (string, time.Time, string)) error {
+	idx := tx.Bucket(index)
+	if idx == nil {
+		return nil
+	}
+	if old != nil {
+		if err := idx.Delete(dueKey(key(old))); err != nil {
 			return err
 		}
 	}
-	return putJSON(tx.Bucket(bQueue), []byte(q.ID), q)
+	status, due, id := key(rec)
+	return idx.Put(dueKey(status, due, id), []byte(id))
 }
 
 func getOutboxTx(tx *bolt.Tx, id string, withRaw bool) (*OutboxRecord, error) {
@@ -147,15 +158,8 @@ func decodeOutbox(tx *bolt.Tx, k, v []byte, withRaw bool) (*OutboxRecord, error)
 // putOutboxTx writes r (its Raw in the raw bucket; a nil Raw deletes it)
 // and moves its index entry from old's (nil: none).
 func putOutboxTx(tx *bolt.Tx, r, old *OutboxRecord) error {
-	if idx := tx.Bucket(bIdxOutbox); idx != nil {
-		if old != nil {
-			if err := idx.Delete(dueKey(old.Status, outboxDue(old), old.ID)); err != nil {
-				return err
-			}
-		}
-		if err := idx.Put(dueKey(r.Status, outboxDue(r), r.ID), []byte(r.ID)); err != nil {
-			return err
-		}
+	if err := reindex(tx, bIdxOutbox, r, old, func(r *OutboxRecord) (string, time.Time, string) { return r.Status, outboxDue(r), r.ID }); err != nil {
+		return err
 	}
 	rb := tx.Bucket(bOutboxRaw)
 	if rb == nil { // cannot happen in a writable store; keep the old layout
@@ -175,6 +179,15 @@ func putOutboxTx(tx *bolt.Tx, r, old *OutboxRecord) error {
 
 // idsInStatus returns the ids an index holds under status, sorted.
 func (s *Store) idsInStatus(index []byte, status string) ([]string, error) {
+	ids, err := s.indexIDs(index, status, nil)
+	slices.Sort(ids)
+	return ids, err
+}
+
+// indexIDs returns the ids a status and due-time index holds under
+// status, in due order; with end, only those whose key up to end's length
+// is not after end.
+func (s *Store) indexIDs(index []byte, status string, end []byte) ([]string, error) {
 	var ids []string
 	p := statusPrefix(status)
 	err := s.view(func(tx *bolt.Tx) error {
@@ -184,11 +197,13 @@ func (s *Store) idsInStatus(index []byte, status string) ([]string, error) {
 		}
 		c := b.Cursor()
 		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+			if end != nil && bytes.Compare(k[:min(len(k), len(end))], end) > 0 {
+				break
+			}
 			ids = append(ids, string(v))
 		}
 		return nil
 	})
-	slices.Sort(ids)
 	return ids, err
 }
 
@@ -213,12 +228,20 @@ func loadByID[T any](s *Store, ids []string, get func(*bolt.Tx, string) (T, erro
 		if err != nil {
 			return err
 		}
-		for _, it := range items {
-			if err := fn(it); err != nil {
-				return err
-			}
+		if err := each(items, fn); err != nil {
+			return err
 		}
 		ids = ids[n:]
+	}
+	return nil
+}
+
+// each calls fn for each item, stopping at its first error.
+func each[T any](items []T, fn func(T) error) error {
+	for _, it := range items {
+		if err := fn(it); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -228,24 +251,8 @@ func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 // dueIDs returns the ids of index entries under status whose due time is
 // not after before, in due order.
 func (s *Store) dueIDs(index []byte, status string, before time.Time) ([]string, error) {
-	var ids []string
-	p := statusPrefix(status)
-	end := binary.BigEndian.AppendUint64(append([]byte(nil), p...), timeKey(before))
-	err := s.view(func(tx *bolt.Tx) error {
-		b := tx.Bucket(index)
-		if b == nil {
-			return nil
-		}
-		c := b.Cursor()
-		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-			if bytes.Compare(k[:min(len(k), len(end))], end) > 0 {
-				break
-			}
-			ids = append(ids, string(v))
-		}
-		return nil
-	})
-	return ids, err
+	end := binary.BigEndian.AppendUint64(statusPrefix(status), timeKey(before))
+	return s.indexIDs(index, status, end)
 }
 
 // DueOutbox calls fn for each outbox record in status whose due time is

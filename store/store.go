@@ -342,10 +342,8 @@ func scan[T any](s *Store, name, prefix []byte, load func(tx *bolt.Tx, k, v []by
 		if err != nil {
 			return err
 		}
-		for _, it := range items {
-			if err := fn(it); err != nil {
-				return err
-			}
+		if err := each(items, fn); err != nil {
+			return err
 		}
 		if done {
 			return nil

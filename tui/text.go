@@ -8,6 +8,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/mailagent/mailagent/internal/humantime"
 	"github.com/mailagent/mailagent/internal/termsafe"
 )
 
@@ -101,24 +102,6 @@ func firstNonEmpty(ss ...string) string {
 	return ""
 }
 
-// age formats how long ago t was, compactly: "now", "5m", "3h", "2d".
-func age(now, t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := now.Sub(t)
-	switch {
-	case d < time.Minute:
-		return "now"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d/time.Minute))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d/time.Hour))
-	default:
-		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
-	}
-}
-
 // sendWhen describes a sent item's timing: "sending in 1m20s" while it can
 // still be cancelled, else "sent 5m ago".
 func sendWhen(now time.Time, it *Item) string {
@@ -129,7 +112,7 @@ func sendWhen(now time.Time, it *Item) string {
 	if t.IsZero() {
 		return it.Status
 	}
-	a := age(now, t)
+	a := humantime.Age(now, t)
 	if a == "now" {
 		return "sent just now"
 	}
@@ -138,7 +121,7 @@ func sendWhen(now time.Time, it *Item) string {
 
 // ago is age as a phrase: "just now", "5m ago".
 func ago(now, t time.Time) string {
-	a := age(now, t)
+	a := humantime.Age(now, t)
 	switch a {
 	case "now":
 		return "just now"

@@ -7,6 +7,8 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/mailagent/mailagent/internal/humantime"
 )
 
 // viewKeys is one view's help.KeyMap.
@@ -469,7 +471,7 @@ func (m *Model) columns(t tab, it *Item) []column {
 			{text: pick("SUMMARY", ""), width: fl[1]},
 		}
 		if !hdr {
-			cols[0].text = age(now, it.Received)
+			cols[0].text = humantime.Age(now, it.Received)
 			cols[1].text = it.From.String()
 			cols[2].text, cols[2].isNew = toCell(it.To)
 			cols[3].text = it.Subject
@@ -503,7 +505,7 @@ func (m *Model) columns(t tab, it *Item) []column {
 			{text: pick("ERROR / REASON", ""), width: fl[1]},
 		}
 		if !hdr {
-			cols[0].text = age(now, it.Received)
+			cols[0].text = humantime.Age(now, it.Received)
 			cols[1].text = it.Kind
 			cols[2].text = it.From.String()
 			cols[3].text = it.Subject
@@ -544,7 +546,7 @@ func (m *Model) columns(t tab, it *Item) []column {
 			{text: pick("WHY", ""), width: fl[1]},
 		}
 		if !hdr {
-			cols[0].text = age(now, it.Received)
+			cols[0].text = humantime.Age(now, it.Received)
 			cols[1].text = it.Decision
 			cols[2].text = it.From.String()
 			cols[3].text = it.Subject

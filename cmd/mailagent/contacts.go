@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/internal/humantime"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
@@ -67,11 +68,7 @@ contact. forget deletes a contact's memory entirely.`,
 }
 
 func contactsRun(ctx context.Context, f *Factory, opts *ContactsOptions) error {
-	cfg, err := f.Config()
-	if err != nil {
-		return err
-	}
-	accounts, err := pickAccounts(cfg, opts.Account)
+	_, accounts, err := configAccounts(f, opts.Account)
 	if err != nil {
 		return err
 	}
@@ -137,7 +134,7 @@ func printContacts(w io.Writer, cs []store.Contact, now time.Time) {
 	tb.row("EMAIL", "NAME", "KNOWN", "IN", "OUT", "AUTO", "LAST SEEN")
 	for _, c := range cs {
 		tb.row(termsafe.Line(c.Email), contactName(c.Name), strconv.FormatBool(c.Known), strconv.Itoa(c.Inbound),
-			strconv.Itoa(c.Outbound), strconv.Itoa(c.AutoReplies), age(now, c.LastSeen))
+			strconv.Itoa(c.Outbound), strconv.Itoa(c.AutoReplies), humantime.Age(now, c.LastSeen))
 	}
 	_ = tb.write(w)
 }

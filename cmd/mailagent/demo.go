@@ -295,11 +295,7 @@ func waitForWatcher(ctx context.Context, f *Factory, watchDone <-chan error) (ap
 }
 
 func demoReport(f *Factory, env *demoEnv, asJSON bool) error {
-	cfg, err := f.Config()
-	if err != nil {
-		return err
-	}
-	st, err := store.Open(DBPath(cfg), store.Options{Timeout: time.Second, ReadOnly: true})
+	st, err := f.openStore(store.Options{ReadOnly: true})
 	if err != nil {
 		return err
 	}

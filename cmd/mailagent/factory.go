@@ -178,20 +178,9 @@ func IMAPOptions(ctx context.Context, acct *config.Account) (imapsync.Options, e
 		Host: e.Host, Port: e.Port, Security: imapsync.Security(e.Security),
 		Username: e.Username, TLSCAFile: e.TLSCAFile, Account: acct.Name,
 	}
-	if e.UsesOAuth2() {
-		tok, err := e.ResolveOAuth2Token(ctx)
-		if err != nil {
-			return opts, &UserError{Code: ExitUsage, Err: fmt.Errorf("account %s imap token: %w", acct.Name, err)}
-		}
-		opts.OAuth2Token = tok.Reveal()
-		return opts, nil
-	}
-	pw, err := e.ResolvePassword(ctx)
-	if err != nil {
-		return opts, &UserError{Code: ExitUsage, Err: fmt.Errorf("account %s imap password: %w", acct.Name, err)}
-	}
-	opts.Password = pw.Reveal()
-	return opts, nil
+	var err error
+	opts.Password, opts.OAuth2Token, err = resolveLogin(ctx, acct.Name, "imap", e)
+	return opts, err
 }
 
 // DialIMAP connects and logs in to an account's IMAP server.

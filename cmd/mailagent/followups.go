@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mailagent/mailagent/internal/humantime"
 	"io"
 	"strings"
 	"time"
@@ -219,7 +220,7 @@ func printFollowups(w io.Writer, fs []store.Followup, now time.Time) {
 			tier = "snoozed"
 		}
 		tb.row(fu.ID, stateLabel(fu.State), truncate(strings.Join(with, ","), 32), truncate(termsafe.Line(fu.Subject), 40),
-			age(now, fu.LastAt), deadline, tier)
+			humantime.Age(now, fu.LastAt), deadline, tier)
 	}
 	_ = tb.write(w)
 }

@@ -377,6 +377,14 @@ func askSecret(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions)
 		if s.Secret.Kind == kind {
 			prevValue = s.Secret.Value
 		}
+		askPassword := func(kind string) error {
+			pw, err := p.Password(ctx, "Password (not shown)")
+			if err != nil {
+				return err
+			}
+			s.Secret = secretChoice{Kind: kind, Password: pw}
+			return nil
+		}
 		switch kind {
 		case secretCmd:
 			v, err := p.Text(ctx, "Command that prints the password (run with sh -c)", prevValue, initNonEmpty)
@@ -408,12 +416,7 @@ func askSecret(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions)
 				def = secretCmd
 				continue
 			}
-			pw, err := p.Password(ctx, "Password (not shown)")
-			if err != nil {
-				return err
-			}
-			s.Secret = secretChoice{Kind: kind, Password: pw}
-			return nil
+			return askPassword(kind)
 		case secretLiteral:
 			p.Say("  The password would be stored in plain text in the config file (mode 0600).\n")
 			yes, err := p.Text(ctx, `Type "yes" to do that anyway`, "no", nil)
@@ -424,12 +427,7 @@ func askSecret(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions)
 				def = secretCmd
 				continue
 			}
-			pw, err := p.Password(ctx, "Password (not shown)")
-			if err != nil {
-				return err
-			}
-			s.Secret = secretChoice{Kind: kind, Password: pw}
-			return nil
+			return askPassword(kind)
 		}
 	}
 }

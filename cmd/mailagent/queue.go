@@ -18,6 +18,7 @@ import (
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/humantime"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
@@ -389,7 +390,7 @@ func printQueue(w io.Writer, items []store.QueueItem, known map[string]map[strin
 			when = q.CreatedAt
 		}
 		tb.row(termsafe.Line(q.ID), termsafe.Line(q.Kind), termsafe.Line(status),
-			age(now, when), truncate(termsafe.Address(q.From.Name, q.From.Email), 40), joinAddrs(q.To, k),
+			humantime.Age(now, when), truncate(termsafe.Address(q.From.Name, q.From.Email), 40), joinAddrs(q.To, k),
 			truncate(termsafe.Line(q.Subject), 40), intent, risk)
 	}
 	_ = tb.write(w)
@@ -590,20 +591,4 @@ func riskyGates(q *store.QueueItem) []store.GateResult {
 		}
 	}
 	return out
-}
-
-func age(now, t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := now.Sub(t)
-	switch {
-	case d < time.Minute:
-		return "now"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }

@@ -21,9 +21,7 @@ import (
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/llm"
-	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/termsafe"
-	"github.com/mailagent/mailagent/prompts"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -196,11 +194,7 @@ func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) (err error)
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(triageGOGC))
 	}
-	cfg, err := f.Config()
-	if err != nil {
-		return err
-	}
-	accounts, err := pickAccounts(cfg, opts.Account)
+	cfg, accounts, err := configAccounts(f, opts.Account)
 	if err != nil {
 		return err
 	}
@@ -229,19 +223,10 @@ func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) (err error)
 			err = fmt.Errorf("save triage results: %w", cerr)
 		}
 	}()
-	threader, err := loadThreader(st)
+	p, _, _, err := classifyingPipeline(ctx, f, cfg, st, false)
 	if err != nil {
 		return err
 	}
-	model, err := f.Model(ctx)
-	if err != nil {
-		return err
-	}
-	ps, err := prompts.Load(cfg.PromptsDir)
-	if err != nil {
-		return usageErr("prompts_dir: %v", err)
-	}
-	p := newPipeline(cfg, st, &agent.LLMClassifier{Model: model, Prompts: ps}, threader, f)
 	p.DryRun = opts.DryRun
 
 	sum := newTriageSummary()
@@ -263,6 +248,18 @@ func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) (err error)
 	return nil
 }
 
+// configAccounts is the preamble of the commands that work on accounts:
+// the configuration, and the accounts --account picks (all when name is
+// empty; an unknown name is a usage error).
+func configAccounts(f *Factory, name string) (*config.Config, []*config.Account, error) {
+	cfg, err := f.Config()
+	if err != nil {
+		return nil, nil, err
+	}
+	accounts, err := pickAccounts(cfg, name)
+	return cfg, accounts, err
+}
+
 func pickAccounts(cfg *config.Config, name string) ([]*config.Account, error) {
 	if name != "" {
 		a, ok := cfg.Account(name)
@@ -280,69 +277,6 @@ func pickAccounts(cfg *config.Config, name string) ([]*config.Account, error) {
 		out[i] = &cfg.Accounts[i]
 	}
 	return out, nil
-}
-
-// newPipeline wires an agent.Pipeline from the configuration.
-func newPipeline(cfg *config.Config, st agent.Store, c agent.Classifier, th *mail.Threader, f *Factory) *agent.Pipeline {
-	accts := map[string]agent.Account{}
-	for _, a := range cfg.Accounts {
-		accts[a.Name] = agent.Account{Name: a.Name, Owner: agent.Owner{
-			Name: a.DisplayName, Addresses: a.OwnerAddresses(), AuthservID: a.AuthservID,
-		}}
-	}
-	return &agent.Pipeline{
-		Store: st, Classifier: c, Threader: th, Accounts: accts,
-		Policy:            policyFromConfig(cfg.Policy),
-		MaxBodyChars:      cfg.LLM.MaxBodyChars,
-		ClassifyAutomated: cfg.LLM.ClassifyAutomated,
-		Now:               f.Now,
-		Logger:            f.Logger(),
-	}
-}
-
-func policyFromConfig(p config.Policy) agent.Policy {
-	return agent.Policy{
-		Mode: p.Mode, MinConfidence: p.MinConfidence, NeverAuto: p.NeverAuto,
-		AutoSendNewContacts: p.AutoSendNewContacts, MaxPerContactPerDay: p.MaxAutoPerContactPerDay,
-		MaxPerDay: p.MaxAutoPerDay, SendDelay: p.SendDelay.D(), ReplyAll: p.ReplyAll, MaxDraftChars: p.MaxDraftChars,
-		ApprovalDelay: p.ApprovalDelay.D(),
-	}
-}
-
-// threadWindow and threadLimit bound how much history the threader is
-// rebuilt from at start (the newest threadLimit messages of the last
-// threadWindow), which keeps a watcher with a big store small. Replies to
-// older mail still join their thread through the References chain (the
-// thread id derives from the root message id); only subject-merged threads
-// older than this start afresh.
-const (
-	threadWindow = 180 * 24 * time.Hour
-	threadLimit  = 25000
-)
-
-// loadThreader rebuilds the in-memory threader from stored messages: from
-// the compact thread index of recent mail when the store has one (a local
-// store), else from every record (through a watcher's socket).
-func loadThreader(st pipelineStore) (*mail.Threader, error) {
-	th := mail.NewThreader()
-	add := func(in mail.ThreadInput) error {
-		th.Add(in)
-		return nil
-	}
-	var err error
-	if ti, ok := st.(interface {
-		ThreadInputs(since time.Time, limit int, fn func(mail.ThreadInput) error) error
-	}); ok {
-		err = ti.ThreadInputs(time.Now().Add(-threadWindow), threadLimit, add)
-	} else {
-		err = st.ListMessages(store.MessageFilter{}, func(r *store.MessageRecord) error {
-			return add(mail.ThreadInput{MessageID: r.MessageID, InReplyTo: r.InReplyTo, References: r.References, Subject: r.Subject, Date: r.Date})
-		})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load threads: %w", err)
-	}
-	return th, nil
 }
 
 func triageAccount(ctx context.Context, f *Factory, cfg *config.Config, acct *config.Account, p *agent.Pipeline,

@@ -58,11 +58,7 @@ is resumed on the next start.`,
 }
 
 func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
-	cfg, err := f.Config()
-	if err != nil {
-		return err
-	}
-	accounts, err := pickAccounts(cfg, opts.Account)
+	cfg, accounts, err := configAccounts(f, opts.Account)
 	if err != nil {
 		return err
 	}
@@ -127,10 +123,7 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 			AutoSendCap: cfg.Policy.MaxAutoPerDay,
 			StatusFunc: func(context.Context) api.Status {
 				s := api.Status{Watcher: true, PID: os.Getpid(), Started: started}
-				for _, a := range d.Statuses() {
-					s.Accounts = append(s.Accounts, api.AccountStatus{Name: a.Name, State: a.State, LastSync: a.LastSync, Error: a.Error, ErrorSince: a.ErrorSince,
-						CopiesMissing: a.CopiesMissing, CopyError: a.CopyError})
-				}
+				s.Accounts = d.Statuses()
 				return s
 			},
 		}

@@ -25,20 +25,28 @@ import (
 func SMTPOptions(ctx context.Context, acct *config.Account) (smtpsend.Options, error) {
 	e := acct.SMTP
 	opts := smtpsend.Options{Host: e.Host, Port: e.Port, Security: e.Security, Username: e.Username, TLSCAFile: e.TLSCAFile}
+	var err error
+	opts.Password, opts.OAuth2Token, err = resolveLogin(ctx, acct.Name, "smtp", e)
+	return opts, err
+}
+
+// resolveLogin resolves an endpoint's secret (what: "imap" or "smtp"):
+// an OAuth 2 access token when it uses one, else its password. A source
+// that fails is a configuration error (exit 2) naming the account; the
+// secret itself is never in the error.
+func resolveLogin(ctx context.Context, account, what string, e config.Endpoint) (password, token string, _ error) {
 	if e.UsesOAuth2() {
 		tok, err := e.ResolveOAuth2Token(ctx)
 		if err != nil {
-			return opts, &UserError{Code: ExitUsage, Err: fmt.Errorf("account %s smtp token: %w", acct.Name, err)}
+			return "", "", &UserError{Code: ExitUsage, Err: fmt.Errorf("account %s %s token: %w", account, what, err)}
 		}
-		opts.OAuth2Token = tok.Reveal()
-		return opts, nil
+		return "", tok.Reveal(), nil
 	}
 	pw, err := e.ResolvePassword(ctx)
 	if err != nil {
-		return opts, &UserError{Code: ExitUsage, Err: fmt.Errorf("account %s smtp password: %w", acct.Name, err)}
+		return "", "", &UserError{Code: ExitUsage, Err: fmt.Errorf("account %s %s password: %w", account, what, err)}
 	}
-	opts.Password = pw.Reveal()
-	return opts, nil
+	return pw.Reveal(), "", nil
 }
 
 // newMailer wires IMAP action connections and SMTP senders for every
@@ -78,23 +86,9 @@ type agentParts struct {
 // With lazyModel, a missing model (no API key) is only an error when a
 // model call is made.
 func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.Store, lazyModel bool) (*agentParts, error) {
-	threader, err := loadThreader(st)
+	p, model, ps, err := classifyingPipeline(ctx, f, cfg, st, lazyModel)
 	if err != nil {
 		return nil, err
-	}
-	model, err := f.Model(ctx)
-	if err != nil {
-		if !lazyModel {
-			return nil, err
-		}
-		// Approving, rejecting and editing need no model; only a call
-		// that does (regenerate) reports why it is missing.
-		modelErr := err
-		model = llm.ModelFunc(func(context.Context, llm.Request) (*llm.Response, error) { return nil, modelErr })
-	}
-	ps, err := prompts.Load(cfg.PromptsDir)
-	if err != nil {
-		return nil, usageErr("prompts_dir: %v", err)
 	}
 	profile := ""
 	if cfg.OwnerProfileFile != "" {
@@ -104,7 +98,6 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 		}
 		profile = string(b)
 	}
-	p := newPipeline(cfg, st, &agent.LLMClassifier{Model: model, Prompts: ps}, threader, f)
 	for _, a := range cfg.Accounts {
 		acct := p.Accounts[a.Name]
 		acct.From = mail.Address{Name: a.DisplayName, Email: a.Email}
@@ -145,6 +138,95 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 	return &agentParts{Pipeline: p, Mailer: mailer}, nil
 }
 
+// classifyingPipeline wires the pipeline triage and watch share over st:
+// the threader rebuilt from its window, the model, the prompts and the
+// classifier, the accounts and the policy. With lazyModel, a missing
+// model (no API key) is only an error when a model call is made.
+func classifyingPipeline(ctx context.Context, f *Factory, cfg *config.Config, st pipelineStore, lazyModel bool) (*agent.Pipeline, llm.Model, *prompts.Set, error) {
+	threader, err := loadThreader(st)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	model, err := f.Model(ctx)
+	if err != nil {
+		if !lazyModel {
+			return nil, nil, nil, err
+		}
+		// Approving, rejecting and editing need no model; only a call
+		// that does (regenerate) reports why it is missing.
+		modelErr := err
+		model = llm.ModelFunc(func(context.Context, llm.Request) (*llm.Response, error) { return nil, modelErr })
+	}
+	ps, err := prompts.Load(cfg.PromptsDir)
+	if err != nil {
+		return nil, nil, nil, usageErr("prompts_dir: %v", err)
+	}
+	return newPipeline(cfg, st, &agent.LLMClassifier{Model: model, Prompts: ps}, threader, f), model, ps, nil
+}
+
+// newPipeline wires an agent.Pipeline from the configuration.
+func newPipeline(cfg *config.Config, st agent.Store, c agent.Classifier, th *mail.Threader, f *Factory) *agent.Pipeline {
+	accts := map[string]agent.Account{}
+	for _, a := range cfg.Accounts {
+		accts[a.Name] = agent.Account{Name: a.Name, Owner: agent.Owner{
+			Name: a.DisplayName, Addresses: a.OwnerAddresses(), AuthservID: a.AuthservID,
+		}}
+	}
+	return &agent.Pipeline{
+		Store: st, Classifier: c, Threader: th, Accounts: accts,
+		Policy:            policyFromConfig(cfg.Policy),
+		MaxBodyChars:      cfg.LLM.MaxBodyChars,
+		ClassifyAutomated: cfg.LLM.ClassifyAutomated,
+		Now:               f.Now,
+		Logger:            f.Logger(),
+	}
+}
+
+func policyFromConfig(p config.Policy) agent.Policy {
+	return agent.Policy{
+		Mode: p.Mode, MinConfidence: p.MinConfidence, NeverAuto: p.NeverAuto,
+		AutoSendNewContacts: p.AutoSendNewContacts, MaxPerContactPerDay: p.MaxAutoPerContactPerDay,
+		MaxPerDay: p.MaxAutoPerDay, SendDelay: p.SendDelay.D(), ReplyAll: p.ReplyAll, MaxDraftChars: p.MaxDraftChars,
+		ApprovalDelay: p.ApprovalDelay.D(),
+	}
+}
+
+// threadWindow and threadLimit bound how much history the threader is
+// rebuilt from at start (the newest threadLimit messages of the last
+// threadWindow), which keeps a watcher with a big store small. Replies to
+// older mail still join their thread through the References chain (the
+// thread id derives from the root message id); only subject-merged threads
+// older than this start afresh.
+const (
+	threadWindow = 180 * 24 * time.Hour
+	threadLimit  = 25000
+)
+
+// loadThreader rebuilds the in-memory threader from stored messages: from
+// the compact thread index of recent mail when the store has one (a local
+// store), else from every record (through a watcher's socket).
+func loadThreader(st pipelineStore) (*mail.Threader, error) {
+	th := mail.NewThreader()
+	add := func(in mail.ThreadInput) error {
+		th.Add(in)
+		return nil
+	}
+	var err error
+	if ti, ok := st.(interface {
+		ThreadInputs(since time.Time, limit int, fn func(mail.ThreadInput) error) error
+	}); ok {
+		err = ti.ThreadInputs(time.Now().Add(-threadWindow), threadLimit, add)
+	} else {
+		err = st.ListMessages(store.MessageFilter{}, func(r *store.MessageRecord) error {
+			return add(mail.ThreadInput{MessageID: r.MessageID, InReplyTo: r.InReplyTo, References: r.References, Subject: r.Subject, Date: r.Date})
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load threads: %w", err)
+	}
+	return th, nil
+}
+
 // newDaemon builds the watch daemon for the chosen accounts.
 func newDaemon(f *Factory, cfg *config.Config, st *store.Store, parts *agentParts, accounts []*config.Account) *daemon.Daemon {
 	d := &daemon.Daemon{
@@ -153,6 +235,8 @@ func newDaemon(f *Factory, cfg *config.Config, st *store.Store, parts *agentPart
 		InitialLookback: cfg.Sync.InitialLookback.D(),
 		RetryInterval:   cfg.Sync.RetryInterval.D(),
 		PollInterval:    cfg.Sync.PollInterval.D(),
+		ThreadWindow:    threadWindow,
+		ThreadLimit:     threadLimit,
 		Concurrency:     cfg.LLM.Concurrency,
 		Logger:          f.Logger(),
 		Now:             f.Now,

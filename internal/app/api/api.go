@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/app/status"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -42,25 +43,8 @@ type Service interface {
 	// QueueItem returns one item with its thread and outbox record; an
 	// unknown id is an error wrapping store.ErrNotFound.
 	QueueItem(ctx context.Context, id string) (*QueueDetail, error)
-	// Approve sends a queued draft; final, when non-empty, replaces its text.
-	// On error the item is nil (also when the reply went out and only its
-	// copy to Sent failed: QueueItem then shows it sent).
-	Approve(ctx context.Context, id, final string) (*store.QueueItem, error)
-	// Reject closes an item without sending.
-	Reject(ctx context.Context, id, reason string) error
-	// Edit stores the owner's text for a draft.
-	Edit(ctx context.Context, id, text string) (*store.QueueItem, error)
-	// Snooze hides an item until the given time.
-	Snooze(ctx context.Context, id string, until time.Time) error
-	// Unsnooze returns a snoozed item to the queue now; an item that is
-	// not snoozed is an error wrapping agent.ErrNotActionable.
-	Unsnooze(ctx context.Context, id string) error
-	// Regenerate drafts the reply again with the owner's instruction.
-	Regenerate(ctx context.Context, id, instruction string) (*store.QueueItem, error)
-	// Cancel stops a scheduled auto-send and queues its draft.
-	Cancel(ctx context.Context, outboxID string) error
-	// Retry processes a message that needs review again.
-	Retry(ctx context.Context, key store.MessageKey) error
+	// Actions: approve, reject, edit, snooze, unsnooze, regenerate, cancel, retry.
+	Actions
 	// Outbox lists outbox records with that status ("" for all), newest
 	// first, without their Raw bytes.
 	Outbox(ctx context.Context, status string) ([]store.OutboxRecord, error)
@@ -104,13 +88,25 @@ type Service interface {
 // Actions are the side-effecting operations. *agent.Pipeline, plus a
 // Retry that the watcher provides, implements them; Local delegates to it.
 type Actions interface {
+	// Approve sends a queued draft; final, when non-empty, replaces its text.
+	// On error the item is nil (also when the reply went out and only its
+	// copy to Sent failed: QueueItem then shows it sent).
 	Approve(ctx context.Context, id, final string) (*store.QueueItem, error)
+	// Reject closes an item without sending.
 	Reject(ctx context.Context, id, reason string) error
+	// Edit stores the owner's text for a draft.
 	Edit(ctx context.Context, id, text string) (*store.QueueItem, error)
+	// Snooze hides an item until the given time.
 	Snooze(ctx context.Context, id string, until time.Time) error
+	// Unsnooze returns a snoozed item to the queue now; an item that is
+	// not snoozed is an error wrapping agent.ErrNotActionable.
 	Unsnooze(ctx context.Context, id string) error
+	// Regenerate drafts the reply again with the owner's instruction.
 	Regenerate(ctx context.Context, id, instruction string) (*store.QueueItem, error)
+	// Cancel stops a scheduled send: a delayed auto-send (its draft is
+	// queued) or, by queue or outbox id, an approval in its undo window.
 	Cancel(ctx context.Context, outboxID string) error
+	// Retry processes a message that needs review again.
 	Retry(ctx context.Context, key store.MessageKey) error
 }
 
@@ -142,19 +138,7 @@ type Status struct {
 }
 
 // AccountStatus is one account's sync state as the watcher sees it.
-type AccountStatus struct {
-	Name string `json:"name"`
-	// State is free text from the watcher: idle, syncing, reconnecting, …
-	State    string    `json:"state"`
-	LastSync time.Time `json:"last_sync,omitzero"`
-	Error    string    `json:"error,omitempty"`
-	// ErrorSince is when Error first occurred.
-	ErrorSince time.Time `json:"error_since,omitzero"`
-	// CopiesMissing counts IMAP copies (drafts, sent replies) that failed
-	// and are retried on a timer; CopyError is the last reason.
-	CopiesMissing int    `json:"copies_missing,omitempty"`
-	CopyError     string `json:"copy_error,omitempty"`
-}
+type AccountStatus = status.Account
 
 // QueueFilter selects queue items; zero fields match everything.
 type QueueFilter struct {

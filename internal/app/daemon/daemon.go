@@ -29,6 +29,7 @@ import (
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/app/status"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
@@ -41,34 +42,9 @@ type Account struct {
 	Dial func(ctx context.Context) (*imapsync.Client, error)
 }
 
-// Status is what the daemon reports about one account.
-type Status struct {
-	Name     string    `json:"name"`
-	State    string    `json:"state"`
-	LastSync time.Time `json:"last_sync,omitzero"`
-	// Error is the account's last error ("" once a sync succeeds), and
-	// ErrorSince when it first occurred (it stays put while the same
-	// problem repeats).
-	Error      string    `json:"error,omitempty"`
-	ErrorSince time.Time `json:"error_since,omitzero"`
-	// CopiesMissing counts IMAP copies (drafts to Drafts, sent replies to
-	// Sent) that failed and wait for the retry timer; CopyError is the
-	// last reason.
-	CopiesMissing int    `json:"copies_missing,omitempty"`
-	CopyError     string `json:"copy_error,omitempty"`
-}
-
-// setError records err (nil clears it) on s at now.
-func (s *Status) setError(err error, now time.Time) {
-	if err == nil {
-		s.Error, s.ErrorSince = "", time.Time{}
-		return
-	}
-	if s.Error == "" {
-		s.ErrorSince = now
-	}
-	s.Error = err.Error()
-}
+// Status is what the daemon reports about one account (the type the
+// API reports too).
+type Status = status.Account
 
 // Daemon runs the watch.
 type Daemon struct {
@@ -227,7 +203,7 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 				}
 			},
 			OnError: func(err error) {
-				d.setStatus(a.Name, func(st *Status) { st.setError(err, d.now()) })
+				d.setStatus(a.Name, func(st *Status) { st.SetError(err, d.now()) })
 			},
 		}
 		g.Go(func() error {
@@ -239,7 +215,7 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 			}
 			d.setStatus(a.Name, func(st *Status) {
 				st.State = "stopped"
-				st.setError(err, d.now())
+				st.SetError(err, d.now())
 			})
 			d.log().Error("account stopped; the other accounts go on", "account", a.Name, "err", err)
 			failMu.Lock()
@@ -461,13 +437,13 @@ func (d *Daemon) runOnce(ctx context.Context) error {
 func (d *Daemon) Sync(ctx context.Context, a Account, c *imapsync.Client, st imapsync.MailboxStatus) error {
 	uids, rescan, cut, err := d.pending(ctx, a, c, st)
 	if err != nil {
-		d.setStatus(a.Name, func(s *Status) { s.setError(err, d.now()) })
+		d.setStatus(a.Name, func(s *Status) { s.SetError(err, d.now()) })
 		return err
 	}
 	err = d.process(ctx, a, c, st, uids, rescan, cut)
 	d.setStatus(a.Name, func(s *Status) {
 		s.LastSync = d.now()
-		s.setError(err, d.now())
+		s.SetError(err, d.now())
 	})
 	d.scanSent(ctx, a.Name, false)
 	if d.OnSynced != nil {

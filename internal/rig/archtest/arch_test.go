@@ -5,10 +5,12 @@
 // The tiers, bottom up:
 //
 //   - leaf libraries (leafLibraries): internal/mail, compose, llm, smtpsend,
-//     config, netpolicy, termsafe, autoconfig, initcfg. They import no
+//     config, netpolicy, termsafe, autoconfig, initcfg, humantime. They import no
 //     application-tier package; internal/netpolicy imports nothing from the
 //     project at all.
-//   - application tier (applicationTier): agent and store; above agent,
+//   - application tier (applicationTier): agent (with agent/outbox, the
+//     send protocol, which imports only store and internal/mail, never
+//     agent) and store; above agent,
 //     internal/app (daemon: the watch runtime; api: the service behind the
 //     socket and its transport; replay: scoring against the owner's own
 //     replies; digest: the owner's periodic report); tui; cmd.
@@ -45,7 +47,7 @@ var applicationTier = []string{"agent", "store", "internal/app", "tui", "cmd"}
 var leafLibraries = []string{
 	"internal/mail", "internal/compose", "internal/llm", "internal/smtpsend",
 	"internal/config", "internal/netpolicy", "internal/termsafe", "internal/autoconfig",
-	"internal/initcfg", "internal/unsubscribe",
+	"internal/initcfg", "internal/unsubscribe", "internal/humantime",
 }
 
 // testRigs are packages that only tests (and other rigs) import, checked
@@ -61,9 +63,12 @@ var rules = []struct {
 	only      []string // when set, the only project imports allowed
 }{
 	{pkg: "agent", forbidden: []string{"cmd", "tui", "imapsync", "internal/app", "internal/smtpsend", "internal/config"}},
+	// The outbox is the send protocol alone: it never imports the agent
+	// that uses it (the agent's side effects come in as hooks).
+	{pkg: "agent/outbox", only: []string{"store", "internal/mail"}},
 	{pkg: "imapsync", only: []string{"internal/netpolicy"}},
 	{pkg: "store", only: []string{"internal/mail"}},
-	{pkg: "tui", only: []string{"tui", "internal/termsafe"}},
+	{pkg: "tui", only: []string{"tui", "internal/termsafe", "internal/humantime"}},
 	{pkg: "prompts", only: []string{}},
 	{pkg: "internal/initcfg", only: []string{}},
 	{pkg: "internal/mail", only: []string{}},
@@ -75,10 +80,14 @@ var rules = []struct {
 	{pkg: "internal/unsubscribe", only: []string{"internal/netpolicy"}},
 	{pkg: "internal/termsafe", only: []string{}},
 	{pkg: "internal/autoconfig", only: []string{}},
+	{pkg: "internal/humantime", only: []string{}},
 	{pkg: "internal/app/api", forbidden: []string{"cmd", "tui", "imapsync", "internal/app/daemon"}},
 	{pkg: "internal/app/daemon", forbidden: []string{"cmd", "tui", "internal/app/api"}},
 	{pkg: "internal/app/replay", forbidden: []string{"cmd", "tui", "internal/app/api", "internal/app/daemon", "internal/app/digest", "internal/smtpsend"}},
 	{pkg: "internal/app/digest", forbidden: []string{"cmd", "tui", "imapsync", "internal/app/api", "internal/app/daemon", "internal/app/replay", "internal/smtpsend"}},
+	// The account status both the watcher and the API speak: a type, no
+	// dependencies.
+	{pkg: "internal/app/status", only: []string{}},
 }
 
 // under reports whether pkg is p or a package below it.
@@ -206,6 +215,17 @@ func TestRulesCatch(t *testing.T) {
 		{"imapsync", "internal/mail", true},
 		{"tui", "agent", true},
 		{"tui", "internal/termsafe", false},
+		{"tui", "internal/humantime", false},
+		{"tui", "internal/mail", true},
+		{"internal/humantime", "internal/termsafe", true},
+		{"agent/outbox", "agent", true},
+		{"agent/outbox", "internal/llm", true},
+		{"agent/outbox", "imapsync", true},
+		{"agent/outbox", "store", false},
+		{"agent", "agent/outbox", false},
+		{"internal/app/status", "store", true},
+		{"internal/app/api", "internal/app/status", false},
+		{"internal/app/daemon", "internal/app/status", false},
 
 		{"internal/compose", "internal/mail", false},
 		{"imapsync", "internal/netpolicy", false},

@@ -176,10 +176,7 @@ func NewWorld(t testing.TB) *World {
 		Tracker: w.Pipeline.Followups,
 		StatusFunc: func(context.Context) api.Status {
 			s := api.Status{Watcher: true, PID: os.Getpid()}
-			for _, a := range w.Daemon.Statuses() {
-				s.Accounts = append(s.Accounts, api.AccountStatus{Name: a.Name, State: a.State, LastSync: a.LastSync,
-					Error: a.Error, ErrorSince: a.ErrorSince, CopiesMissing: a.CopiesMissing, CopyError: a.CopyError})
-			}
+			s.Accounts = w.Daemon.Statuses()
 			return s
 		}}
 

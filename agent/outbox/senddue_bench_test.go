@@ -1,4 +1,4 @@
-package agent
+package outbox
 
 import (
 	"context"
@@ -109,7 +109,7 @@ func copyFile(t testing.TB, from, to string) {
 // BenchmarkSendDueIdleTick is one tick of the watcher's 1-second timer on
 // a store with a long history and nothing due.
 //
-//	go test ./agent -run '^$' -bench SendDueIdleTick -benchtime 50x
+//	go test ./agent/outbox -run '^$' -bench SendDueIdleTick -benchtime 50x
 func BenchmarkSendDueIdleTick(b *testing.B) {
 	src, err := benchDB()
 	if err != nil {
@@ -122,15 +122,15 @@ func BenchmarkSendDueIdleTick(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = st.Close() }()
-	p := &Pipeline{Store: st, Actor: &Actor{Store: st, Mailer: &memMailer{}}}
+	o := &Outbox{Store: st, Mailer: &scriptMailer{}}
 	ctx := context.Background()
-	if err := p.SendDue(ctx); err != nil { // the first tick may prune
+	if err := o.SendDue(ctx); err != nil { // the first tick may prune
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if err := p.SendDue(ctx); err != nil {
+		if err := o.SendDue(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

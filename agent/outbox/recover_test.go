@@ -1,4 +1,4 @@
-package agent_test
+package outbox_test
 
 import (
 	"bytes"
