@@ -1,6 +1,7 @@
 package agente2e
 
 import (
+	"fmt"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -90,6 +91,12 @@ func TestCourierWatchDraftsAndSent(t *testing.T) {
 	e.deliver(queued)
 	item := w.queueItem(queued.ID, waitLong)
 	drafts := e.waitFind(e2e.Owner, e.box("Drafts"), "In-Reply-To", queued.ID, 1, waitShort)
+	// The item is written before its Drafts copy, and the copy's UID is
+	// recorded after the APPEND: wait for that second write.
+	eventually(t, waitShort, "the queue item records its draft's UID", func() (bool, string) {
+		item = w.queueItem(queued.ID, waitShort)
+		return item.IMAPDraftUID != 0, fmt.Sprintf("uid %d", item.IMAPDraftUID)
+	})
 	if !slices.Contains(drafts[0].Flags, imap.FlagDraft) || uint32(drafts[0].UID) != item.IMAPDraftUID {
 		t.Errorf("INBOX.Drafts: flags %v uid %d, queue item says uid %d", drafts[0].Flags, drafts[0].UID, item.IMAPDraftUID)
 	}
