@@ -1,8 +1,8 @@
 package agente2e
 
 import (
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
