@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/mailagent/mailagent/internal/humantime"
 	"io"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/humantime"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
