@@ -197,11 +197,15 @@ type QueueItem struct {
 	Final          string          `json:"final,omitempty"` // as the owner edited it
 	Status         string          `json:"status"`          // pending|approved|rejected|sent|resolved|snoozed|failed
 	RejectReason   string          `json:"reject_reason,omitempty"`
-	SnoozeUntil    time.Time       `json:"snooze_until,omitzero"`
-	IMAPDraftUID   uint32          `json:"imap_draft_uid,omitempty"`
-	Error          string          `json:"error,omitempty"`
-	CreatedAt      time.Time       `json:"created_at"`
-	UpdatedAt      time.Time       `json:"updated_at"`
+	// Learned lists the memory records the owner's approval or rejection
+	// of this item wrote (filled on the result of Approve and Reject, for
+	// the "learned: …" line and its undo; not kept on the stored item).
+	Learned      []Learned `json:"learned,omitempty"`
+	SnoozeUntil  time.Time `json:"snooze_until,omitzero"`
+	IMAPDraftUID uint32    `json:"imap_draft_uid,omitempty"`
+	Error        string    `json:"error,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
 
 	// DraftMessageID is the one Message-ID of this item's reply: the
 	// Drafts-folder copy carries it, and so does the reply sent on
