@@ -80,6 +80,15 @@ type Actor struct {
 	// SummaryEvery is the number of exchanges between summaries
 	// (DefaultSummaryEvery when 0).
 	SummaryEvery int
+	// Memory keeps learned records and examples (learn.go); nil learns
+	// nothing and drafts without them.
+	Memory MemoryStore
+	// MemoryBudget caps learned memory in a draft prompt, in
+	// EstimateTokens (DefaultMemoryBudget when 0).
+	MemoryBudget int
+	// Learner distills style rules and runs the owner loop (owner.go);
+	// nil distills nothing and leaves owner mail alone.
+	Learner *Learner
 }
 
 func (a *Actor) notify(e Event) {
@@ -146,6 +155,9 @@ func (p *Pipeline) act(ctx context.Context, rec *store.MessageRecord, body strin
 	if body == "" {
 		body = rec.Excerpt
 	}
+	if route.Route == RouteOwner && a.Learner != nil && a.Memory != nil {
+		return p.ownerMail(ctx, rec, body, tr) // owner.go: the owner's channel
+	}
 	// Memory is written only for a sender the owner's server vouches for:
 	// anyone can write a known contact's address in From.
 	if id := rec.SenderAuth.Identity(); route.Route == RouteExternal && id != "" {
@@ -202,6 +214,7 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 	if rec.Classification != nil {
 		req.Intents = rec.Classification.Intents
 	}
+	req.Memory = p.memoryFor(rec.Account, rec.SenderAuth.Identity(), req.Intents)
 	done := tr.step("draft")
 	d, info, err := a.Drafter.Draft(ctx, req)
 	out.Usage = out.Usage.Add(info.Usage)
