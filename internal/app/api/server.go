@@ -216,6 +216,7 @@ func (h *handler) routes() http.Handler {
 	mux.HandleFunc("POST /v1/contact/note", h.noteContact)
 	mux.HandleFunc("GET /v1/explain", h.explain)
 	mux.HandleFunc("GET /v1/events", h.events)
+	h.memoryRoutes(mux) // memory.go
 
 	mux.HandleFunc("POST /v1/store/message/get", h.storeGetMessage)
 	mux.HandleFunc("POST /v1/store/message/put", h.storePutMessage)
