@@ -287,7 +287,7 @@ func newPipeline(cfg *config.Config, st agent.Store, c agent.Classifier, th *mai
 	accts := map[string]agent.Account{}
 	for _, a := range cfg.Accounts {
 		accts[a.Name] = agent.Account{Name: a.Name, Owner: agent.Owner{
-			Name: a.DisplayName, Addresses: a.OwnerAddresses(), AuthservID: a.AuthservID,
+			Name: a.DisplayName, Addresses: a.OwnerAddresses(), AuthservID: a.AuthservID, Assistant: a.AssistantAddress,
 		}}
 	}
 	return &agent.Pipeline{

@@ -116,6 +116,8 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 		Mailer:     mailer,
 		Profile:    profile,
 		Summarizer: &agent.LLMSummarizer{Model: model, Prompts: ps},
+		Memory:     st,
+		Learner:    &agent.Learner{Model: model, Prompts: ps},
 	}
 	return &agentParts{Pipeline: p, Mailer: mailer}, nil
 }
