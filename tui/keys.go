@@ -401,6 +401,11 @@ func (m *Model) applyAction(msg actionMsg) tea.Cmd {
 	case "approve":
 		e.item.Status = StatusApproved
 		m.setNote("approved " + quote(subject) + ": sending")
+		if l, ok := m.backend.(Learner); ok {
+			if learned := l.LastLearned(msg.id); len(learned) > 0 {
+				m.setNote("approved " + quote(subject) + "; learned: " + strings.Join(learned, "; "))
+			}
+		}
 		m.leaveDetailOf(msg.id)
 	case "reject":
 		e.item.Status = StatusRejected

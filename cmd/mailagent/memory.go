@@ -13,6 +13,7 @@ import (
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
+	"github.com/mailagent/mailagent/tui"
 )
 
 // MemoryOptions are the flags of the memory subcommands.
@@ -200,4 +201,20 @@ func printMemoryRecord(w io.Writer, r *store.MemoryRecord) {
 		fmt.Fprintf(w, "expires: %s\n", r.Expires.Format(time.RFC3339))
 	}
 	fmt.Fprintf(w, "\n%s\n", termsafe.Text(r.Text))
+}
+
+var _ tui.Learner = (*serviceBackend)(nil)
+
+// LastLearned implements tui.Learner: the records the approval of id
+// wrote, once, each with the command that undoes it.
+func (b *serviceBackend) LastLearned(id string) []string {
+	v, ok := b.learned.LoadAndDelete(id)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, l := range v.([]store.Learned) {
+		out = append(out, truncate(termsafe.Line(l.Text), 80)+" (undo: mailagent memory forget "+termsafe.Line(l.ID)+")")
+	}
+	return out
 }

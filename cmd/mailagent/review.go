@@ -107,7 +107,9 @@ type serviceBackend struct {
 	sock  string
 	now   func() time.Time
 	label string
-	log   *slog.Logger
+	// learned holds, per queue id, what its approval taught (LastLearned).
+	learned sync.Map
+	log     *slog.Logger
 
 	// storeMu serialises the operations that opened the store: bbolt's
 	// file lock is per open, so two at once in this process would wait
@@ -404,7 +406,10 @@ func findOutbox(ctx context.Context, svc api.Service, id string) (*store.OutboxR
 
 func (b *serviceBackend) Approve(ctx context.Context, id, final string) error {
 	return b.use(ctx, "approve", func(svc api.Service) error {
-		_, err := svc.Approve(ctx, id, final)
+		item, err := svc.Approve(ctx, id, final)
+		if item != nil {
+			b.learned.Store(id, item.Learned) // memory.go: LastLearned
+		}
 		return err
 	})
 }
