@@ -218,3 +218,10 @@ func (b *serviceBackend) LastLearned(id string) []string {
 	}
 	return out
 }
+
+// printLearned tells the owner what an approval taught, and how to undo it.
+func printLearned(w io.Writer, learned []store.Learned) {
+	for _, l := range learned {
+		fmt.Fprintf(w, "learned: %s (undo: mailagent memory forget %s)\n", truncate(termsafe.Line(l.Text), 100), termsafe.Line(l.ID))
+	}
+}

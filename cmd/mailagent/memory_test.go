@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
@@ -221,5 +225,49 @@ func TestMemoryCommands(t *testing.T) {
 	}
 	if out, _, _ := h.run("memory", "list"); !strings.Contains(out, "no memory records yet") {
 		t.Errorf("list after forget:\n%s", out)
+	}
+}
+
+// An approval of an edited draft, without a watcher, through the TUI's
+// backend: the review screen learns what was recorded (once), with the
+// command that undoes it, and the undo forgets exactly that record.
+func TestReviewShowsWhatAnApprovalLearned(t *testing.T) {
+	h := newHarness(t, ownerLoopModel, "")
+	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?"))
+	h.watchOnce(t)
+	var id string
+	for _, q := range queueItems(t, h) {
+		if q.Subject == "Lunch" {
+			id = q.ID
+		}
+	}
+	if id == "" {
+		t.Fatal("no queued draft")
+	}
+	var out, errb bytes.Buffer
+	f := newFactory(strings.NewReader(""), &out, &errb)
+	f.ConfigPath = h.cfgPath
+	defer f.Close()
+	b := &serviceBackend{open: f.Service, now: time.Now, log: slog.New(slog.DiscardHandler)}
+	if err := b.Approve(context.Background(), id, "Sure, Tuesday.\n\nBest,\nAda"); err != nil {
+		t.Fatal(err)
+	}
+	learned := b.LastLearned(id)
+	if len(learned) != 1 || !strings.Contains(learned[0], `signs off with \"Best, Ada\"`) && !strings.Contains(learned[0], `signs off with "Best, Ada"`) {
+		t.Fatalf("learned: got %q", learned)
+	}
+	if again := b.LastLearned(id); len(again) != 0 {
+		t.Errorf("learned shown twice: %q", again)
+	}
+	i := strings.Index(learned[0], "memory forget ")
+	if i < 0 {
+		t.Fatalf("no undo in %q", learned[0])
+	}
+	memID := strings.TrimSuffix(learned[0][i+len("memory forget "):], ")")
+	if _, stderr, code := h.run("memory", "forget", memID); code != 0 {
+		t.Fatalf("undo: exit %d: %s", code, stderr)
+	}
+	if rs := memoryRecords(t, h); len(rs) != 0 {
+		t.Errorf("after undo: %+v", rs)
 	}
 }

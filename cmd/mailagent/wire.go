@@ -167,7 +167,8 @@ func (a localActions) Approve(ctx context.Context, id, final string) (*store.Que
 	if err != nil || !a.local || item == nil || item.Status != store.QueueApproved {
 		return item, err
 	}
-	return a.SendApproval(ctx, item.ID, func(ctx context.Context, at time.Time) error {
+	learned := item.Learned // what the approval taught: kept for the result
+	item, err = a.SendApproval(ctx, item.ID, func(ctx context.Context, at time.Time) error {
 		wait := time.Until(at)
 		if a.Pipeline.Now != nil {
 			wait = at.Sub(a.Pipeline.Now())
@@ -176,7 +177,7 @@ func (a localActions) Approve(ctx context.Context, id, final string) (*store.Que
 			return nil
 		}
 		if a.undo != nil {
-			fmt.Fprintf(a.undo, "%s: sending in %s; press Ctrl-C to cancel\n", termsafe.Line(item.ID), roundWait(wait))
+			fmt.Fprintf(a.undo, "%s: sending in %s; press Ctrl-C to cancel\n", termsafe.Line(id), roundWait(wait))
 		}
 		t := time.NewTimer(wait)
 		defer t.Stop()
@@ -187,6 +188,10 @@ func (a localActions) Approve(ctx context.Context, id, final string) (*store.Que
 			return nil
 		}
 	})
+	if item != nil {
+		item.Learned = learned
+	}
+	return item, err
 }
 
 func (a localActions) Retry(ctx context.Context, k store.MessageKey) error { return a.d.Retry(ctx, k) }
