@@ -179,3 +179,26 @@ func (p *Pipeline) memoryFor(account, contact string, intents []string) prompts.
 	}
 	return SelectMemory(MemoryQuery{Account: account, Contact: contact, Intents: intents, Now: p.now(), Budget: a.MemoryBudget}, recs, exs)
 }
+
+// ownerRuleFor returns the text of an active rule record that applies to
+// the recipient (its own, its domain's, or a global one), or "". A draft
+// under one of the owner's standing rules is never sent automatically: a
+// rule ("never promise dates to acme.com") is for the owner to check.
+func (p *Pipeline) ownerRuleFor(account, recipient string) string {
+	a := p.Actor
+	if a == nil || a.Memory == nil {
+		return ""
+	}
+	recs, err := a.Memory.ListMemory(store.MemoryFilter{Account: account, Kind: store.MemoryRule})
+	if err != nil {
+		// Fail closed: without the rules, the reply waits for the owner.
+		return "the owner's rules could not be read: " + err.Error()
+	}
+	now := p.now()
+	for _, r := range recs {
+		if r.Active(now) && r.AppliesTo(recipient) {
+			return r.Text
+		}
+	}
+	return ""
+}

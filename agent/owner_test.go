@@ -239,3 +239,34 @@ func TestOwnerOrdinaryMailIsLeftAlone(t *testing.T) {
 		t.Error("ordinary owner mail went through the owner loop")
 	}
 }
+
+// A rule the owner gave by mail ("never auto-reply to anyone at
+// example.org") keeps replies to that domain in the queue; others still
+// go out automatically.
+func TestOwnerRuleHoldsAutoSend(t *testing.T) {
+	p, st, mailer, model := newLearnPipeline(t, "auto")
+	model.draft = "Sure, Tuesday works."
+	for _, who := range []string{"bob@example.org", "zoe@example.net"} {
+		if err := st.MarkKnown("a", []string{who}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model.turns = []map[string]any{turn(ToolUpdateContext, store.MemoryRule, "@example.org", "Never auto-reply to anyone at example.org.", "")}
+	if _, err := p.Process(context.Background(), ownerMsg("ada+agent@example.com", "", "Rule", "Never auto-reply to anyone at example.org.", ownerAuth)); err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Process(context.Background(), input("Bob <bob@example.org>", "Meet", "Can we meet on Tuesday?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Record.Decision != DecisionQueue || !strings.Contains(strings.Join(out.Record.Reasons, " "), "owner rule: Never auto-reply") {
+		t.Errorf("Bob: got %s %v, want queued by the owner's rule", out.Record.Decision, out.Record.Reasons)
+	}
+	out, err = p.Process(context.Background(), input("Zoe <zoe@example.net>", "Meet", "Can we meet on Tuesday?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Record.Decision != DecisionAutoSend || len(mailer.sent) != 1 {
+		t.Errorf("Zoe: got %s %v (sent %v), want the control auto-sent", out.Record.Decision, out.Record.Reasons, mailer.sent)
+	}
+}
