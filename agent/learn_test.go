@@ -31,6 +31,9 @@ func (m *learnModel) Generate(ctx context.Context, req llm.Request) (*llm.Respon
 	var v any
 	m.mu.Lock()
 	switch {
+	case req.Schema != nil && req.Schema.Properties["tool"] != nil && m.failOn == "tool":
+		m.mu.Unlock()
+		return nil, &llm.APIError{StatusCode: 400, Message: "bad request"}
 	case req.Schema != nil && req.Schema.Properties["tool"] != nil:
 		m.ownerPrompts = append(m.ownerPrompts, req)
 		v = turn(ToolDone, "", "", "ok", "")

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	netmail "net/mail"
 	"regexp"
@@ -310,7 +311,8 @@ func (p *Pipeline) runOwnerLoop(ctx context.Context, rec *store.MessageRecord, b
 			if ctx.Err() != nil {
 				return res, ctx.Err()
 			}
-			if refused != "" {
+			var ve *ValidationError
+			if refused != "" && errors.As(err, &ve) {
 				// The model insisted on something code does not allow:
 				// the loop stops; nothing of it was done.
 				res.Rejected++

@@ -270,3 +270,20 @@ func TestOwnerRuleHoldsAutoSend(t *testing.T) {
 		t.Errorf("Zoe: got %s %v (sent %v), want the control auto-sent", out.Record.Decision, out.Record.Reasons, mailer.sent)
 	}
 }
+
+// A model failure in the owner loop is not swallowed: the owner's mail
+// needs review (and is retried), and nothing was recorded.
+func TestOwnerLoopModelFailureNeedsReview(t *testing.T) {
+	p, st, _, model := newLearnPipeline(t, "review")
+	model.failOn = "tool"
+	out, err := p.Process(context.Background(), ownerMsg("ada+agent@example.com", "", "Rule", "Answer Carol in German.", ownerAuth))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Record.State != store.StateNeedsReview || !strings.Contains(out.Record.Error, "owner mail") {
+		t.Errorf("got state %s error %q, want needs_review about the owner mail", out.Record.State, out.Record.Error)
+	}
+	if n := len(records(t, st)); n != 0 {
+		t.Errorf("%d records after a failed loop", n)
+	}
+}
