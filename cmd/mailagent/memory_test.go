@@ -271,3 +271,36 @@ func TestReviewShowsWhatAnApprovalLearned(t *testing.T) {
 		t.Errorf("after undo: %+v", rs)
 	}
 }
+
+// The owner's own reply in Sent (written in their mail client) reaches
+// the next draft to that recipient, and only to that recipient.
+func TestSentRepliesReachDraftsToThatContact(t *testing.T) {
+	h := newHarness(t, ownerLoopModel, "")
+	h.appendTo("Sent", "From: Ada Lovelace <ada@example.com>\nTo: Carol <carol@example.org>\nSubject: Re: Plans\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <own-reply@example.com>\n\nLiebe Carol, das machen wir so. Herzlich, Ada\n")
+	h.watchOnce(t) // the Sent folder is scanned after INBOX
+	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?"))
+	h.deliver(rawMail("Dan <dan@example.org>", "Coffee", "Coffee next week?"))
+	h.watchOnce(t)
+	var carol, dan int
+	for _, r := range h.gemini.Requests() {
+		if _, ok := r.ResponseSchema()["properties"].(map[string]any)["body"]; !ok {
+			continue
+		}
+		text := r.SystemText() + r.UserText()
+		switch {
+		case strings.Contains(text, "Subject: Lunch"):
+			carol++
+			if !strings.Contains(text, "Liebe Carol, das machen wir so.") {
+				t.Errorf("Carol's draft prompt lacks the owner's own reply to her:\n%s", text)
+			}
+		case strings.Contains(text, "Subject: Coffee"):
+			dan++
+			if strings.Contains(text, "Liebe Carol") {
+				t.Error("the owner's reply to Carol reached Dan's draft prompt")
+			}
+		}
+	}
+	if carol != 1 || dan != 1 {
+		t.Fatalf("draft calls: carol %d, dan %d; want 1 each", carol, dan)
+	}
+}
