@@ -123,9 +123,10 @@ func (p *Pipeline) learnFromReject(item *store.QueueItem) []store.Learned {
 }
 
 // SummarizeEdit describes, deterministically and in one line, how the
-// owner changed a draft: a new sign-off, dropped exclamation marks,
-// sentences removed and added. ok is false when nothing but whitespace
-// changed.
+// owner changed a draft: a new sign-off, dropped exclamation marks, how
+// many sentences were removed, and the sentences the owner wrote instead
+// (quoted: they are the owner's). Nothing of the model's text is quoted.
+// ok is false when nothing but whitespace changed.
 func SummarizeEdit(draft, final string) (summary string, ok bool) {
 	if strings.Join(strings.Fields(draft), " ") == strings.Join(strings.Fields(final), " ") {
 		return "", false
@@ -150,7 +151,10 @@ func SummarizeEdit(draft, final string) (summary string, ok bool) {
 		}
 	}
 	if len(removed) > 0 {
-		parts = append(parts, "removed "+quoteList(removed))
+		// Counted, never quoted: the removed text is the model's, which a
+		// stranger's mail may have steered, and records are trusted text
+		// in later prompts. Only the owner's own words are quoted.
+		parts = append(parts, fmt.Sprintf("removed %d sentence(s) of the draft", len(removed)))
 	}
 	if len(added) > 0 {
 		parts = append(parts, "wrote instead "+quoteList(added))
