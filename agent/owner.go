@@ -27,7 +27,8 @@ import (
 //   - context: a reply in a correspondent's thread → records about that
 //     correspondent only;
 //   - delegate: a forwarded message → a reply to the original sender,
-//     drafted and queued for approval, never sent;
+//     drafted and queued for approval, never sent; nothing is learned
+//     from it (the forwarded text is a stranger's);
 //   - observe: the owner wrote to others with the agent in Cc → records
 //     about those recipients; nothing is ever sent.
 //
@@ -399,6 +400,10 @@ func (p *Pipeline) checkTurn(t *ownerTurn, mode string, contacts []string, haveD
 		}
 		return ""
 	case ToolUpdateContext:
+		if mode == prompts.ModeDelegate {
+			// The forwarded text is a stranger's: nothing is learned from it.
+			return "update_context is not available for a forwarded message"
+		}
 	default:
 		return fmt.Sprintf("unknown tool %q", *t.Tool)
 	}
