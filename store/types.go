@@ -197,21 +197,21 @@ type QueueItem struct {
 	Final          string          `json:"final,omitempty"` // as the owner edited it
 	Status         string          `json:"status"`          // pending|approved|rejected|sent|resolved|snoozed|failed
 	RejectReason   string          `json:"reject_reason,omitempty"`
-	// Learned lists the memory records the owner's approval or rejection
-	// of this item wrote (filled on the result of Approve and Reject, for
-	// the "learned: …" line and its undo; not kept on the stored item).
-	Learned      []Learned `json:"learned,omitempty"`
-	SnoozeUntil  time.Time `json:"snooze_until,omitzero"`
-	IMAPDraftUID uint32    `json:"imap_draft_uid,omitempty"`
-	Error        string    `json:"error,omitempty"`
-	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
+	SnoozeUntil    time.Time       `json:"snooze_until,omitzero"`
+	IMAPDraftUID   uint32          `json:"imap_draft_uid,omitempty"`
+	Error          string          `json:"error,omitempty"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
 
 	// DraftMessageID is the one Message-ID of this item's reply: the
 	// Drafts-folder copy carries it, and so does the reply sent on
 	// approval. A copy the owner sent from their own client is recognised
 	// by it in the Sent folder, and approval then sends nothing.
 	DraftMessageID string `json:"draft_message_id,omitempty"`
+	// Learned lists the memory records the owner's approval of this item
+	// wrote, for the "learned: …" line and its undo: filled on the result
+	// of Approve only, never stored.
+	Learned []Learned `json:"learned,omitempty"`
 }
 
 // Outbox record statuses.

@@ -107,14 +107,14 @@ type serviceBackend struct {
 	sock  string
 	now   func() time.Time
 	label string
-	// learned holds, per queue id, what its approval taught (LastLearned).
-	learned sync.Map
-	log     *slog.Logger
+	log   *slog.Logger
 
 	// storeMu serialises the operations that opened the store: bbolt's
 	// file lock is per open, so two at once in this process would wait
 	// for each other and fail.
 	storeMu sync.Mutex
+	// learned holds, per queue id, what its approval taught (LastLearned).
+	learned sync.Map
 }
 
 // use runs fn with a service (see open). An action is tried again once,

@@ -122,14 +122,14 @@ type Account struct {
 	// "*.icloud.com"); "protection.outlook.com" for Microsoft, whose header
 	// has no id. Without it no sender is authenticated and nothing is sent
 	// automatically. `mailagent doctor` shows the id the server uses.
-	AuthservID string `toml:"authserv_id"`
+	AuthservID string   `toml:"authserv_id"`
+	IMAP       Endpoint `toml:"imap"`
+	SMTP       Endpoint `toml:"smtp"`
 	// AssistantAddress is the agent's own address: the owner's
 	// (authenticated) mail to it is an instruction, a Cc to it lets the
 	// agent learn, a forward to it delegates the reply. The "+agent"
 	// plus-address of the owner's address always counts too.
-	AssistantAddress string   `toml:"assistant_address"`
-	IMAP             Endpoint `toml:"imap"`
-	SMTP             Endpoint `toml:"smtp"`
+	AssistantAddress string `toml:"assistant_address"`
 }
 
 // OwnerAddresses returns Email followed by the aliases.
