@@ -156,7 +156,7 @@ func (p *Pipeline) act(ctx context.Context, rec *store.MessageRecord, body strin
 		body = rec.Excerpt
 	}
 	if route.Route == RouteOwner && a.Learner != nil && a.Memory != nil {
-		return p.ownerMail(ctx, rec, body, tr) // owner.go: the owner's channel
+		return p.ownerMail(ctx, rec, body, tr, out) // owner.go: the owner's channel
 	}
 	// Memory is written only for a sender the owner's server vouches for:
 	// anyone can write a known contact's address in From.

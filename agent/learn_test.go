@@ -49,7 +49,7 @@ func (m *learnModel) Generate(ctx context.Context, req llm.Request) (*llm.Respon
 	}
 	m.mu.Unlock()
 	b, _ := json.Marshal(v)
-	return &llm.Response{Text: string(b), Model: "fake"}, nil
+	return &llm.Response{Text: string(b), Model: "fake", Usage: llm.Usage{PromptTokens: 7, OutputTokens: 1, TotalTokens: 8}}, nil
 }
 
 func turn(tool, kind, contact, text, expires string) map[string]any {

@@ -239,19 +239,22 @@ type OwnerResult struct {
 	// mode, …).
 	Steps    []string
 	Rejected int
+	// Usage is the tokens of every model call of the loop.
+	Usage llm.Usage
 }
 
 // ownerMail handles a message that routes as owner (see the top of this
 // file). Mail not meant for the agent is left alone (decision ignore).
-func (p *Pipeline) ownerMail(ctx context.Context, rec *store.MessageRecord, body string, tr *tracer) error {
+func (p *Pipeline) ownerMail(ctx context.Context, rec *store.MessageRecord, body string, tr *tracer, out *Outcome) error {
 	mode, contacts := p.ownerMode(rec, body)
 	if mode == "" {
 		return nil
 	}
 	done := tr.step("owner")
 	res, err := p.runOwnerLoop(ctx, rec, body, mode, contacts)
+	out.Usage = out.Usage.Add(res.Usage)
 	detail := fmt.Sprintf("%s: %d recorded, %d refused, %d steps", mode, len(res.Recorded), res.Rejected, len(res.Steps))
-	done(store.Step{Detail: detail}, err)
+	done(store.Step{Detail: detail, TokensIn: res.Usage.PromptTokens, TokensOut: res.Usage.OutputTokens}, err)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -301,13 +304,14 @@ func (p *Pipeline) runOwnerLoop(ctx context.Context, rec *store.MessageRecord, b
 			return res, fmt.Errorf("render owner prompt: %w", err)
 		}
 		refused := ""
-		turn, _, err := llm.GenerateJSON(ctx, l.Model, llm.Request{System: system, Prompt: user, Schema: OwnerTurnSchema()}, func(t *ownerTurn) error {
+		turn, info, err := llm.GenerateJSON(ctx, l.Model, llm.Request{System: system, Prompt: user, Schema: OwnerTurnSchema()}, func(t *ownerTurn) error {
 			if why := p.checkTurn(t, mode, contacts, draft != nil, now); why != "" {
 				refused = why
 				return &ValidationError{Problems: []string{why}}
 			}
 			return nil
 		})
+		res.Usage = res.Usage.Add(info.Usage)
 		if err != nil {
 			if ctx.Err() != nil {
 				return res, ctx.Err()
@@ -342,7 +346,8 @@ func (p *Pipeline) runOwnerLoop(ctx context.Context, rec *store.MessageRecord, b
 			res.Recorded = append(res.Recorded, store.Learned{ID: saved.ID, Text: recordLine(*saved)})
 			res.Steps = append(res.Steps, "update_context: recorded "+saved.ID)
 		case ToolGenerateDraft:
-			d, err := p.delegateDraft(ctx, rec, fw, turn.Instruction)
+			d, u, err := p.delegateDraft(ctx, rec, fw, turn.Instruction)
+			res.Usage = res.Usage.Add(u)
 			if err != nil {
 				return res, err
 			}
@@ -367,7 +372,8 @@ func (p *Pipeline) finishDelegate(ctx context.Context, rec *store.MessageRecord,
 		return res, nil
 	}
 	if draft == nil {
-		d, err := p.delegateDraft(ctx, rec, fw, "")
+		d, u, err := p.delegateDraft(ctx, rec, fw, "")
+		res.Usage = res.Usage.Add(u)
 		if err != nil {
 			return res, err
 		}
@@ -441,7 +447,7 @@ func validDomain(c string) bool { return domainPattern.MatchString(c) }
 // delegateDraft drafts the reply to the forwarded original, with the
 // owner's note as the instruction. The original sender is vouched for by
 // the owner's forward, so their memory is used.
-func (p *Pipeline) delegateDraft(ctx context.Context, rec *store.MessageRecord, fw forwarded, instruction string) (Draft, error) {
+func (p *Pipeline) delegateDraft(ctx context.Context, rec *store.MessageRecord, fw forwarded, instruction string) (Draft, llm.Usage, error) {
 	a := p.Actor
 	if instruction == "" {
 		instruction = oneLine(rec.Excerpt, 300) // the owner's note above the forward
@@ -452,11 +458,11 @@ func (p *Pipeline) delegateDraft(ctx context.Context, rec *store.MessageRecord, 
 	if c, err := p.Store.GetContact(rec.Account, who); err == nil {
 		req.Contact = c
 	}
-	d, _, err := a.Drafter.Draft(ctx, req)
+	d, info, err := a.Drafter.Draft(ctx, req)
 	if err != nil {
-		return Draft{}, fmt.Errorf("delegated draft: %w", err)
+		return Draft{}, info.Usage, fmt.Errorf("delegated draft: %w", err)
 	}
-	return d, nil
+	return d, info.Usage, nil
 }
 
 // queueDelegated records the forwarded original as a message of its own

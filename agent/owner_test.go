@@ -54,6 +54,9 @@ func TestOwnerInstructionChangesLaterDrafts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got := out.Usage.PromptTokens; got != 3*7 {
+		t.Errorf("owner-loop tokens in the outcome: got %d, want %d (three calls)", got, 3*7)
+	}
 	recs := records(t, st)
 	if len(recs) != 2 || recs[0].Contact != "carol@example.org" || recs[1].Kind != store.MemoryTemporary || recs[1].Expires.IsZero() {
 		t.Fatalf("records: got %+v", recs)
