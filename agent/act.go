@@ -79,6 +79,15 @@ type Actor struct {
 	// SummaryEvery is the number of exchanges between summaries
 	// (DefaultSummaryEvery when 0).
 	SummaryEvery int
+	// Memory keeps learned records and examples (learn.go); nil learns
+	// nothing and drafts without them.
+	Memory MemoryStore
+	// MemoryBudget caps learned memory in a draft prompt, in
+	// EstimateTokens (DefaultMemoryBudget when 0).
+	MemoryBudget int
+	// Learner distills style rules and runs the owner loop (owner.go);
+	// nil distills nothing and leaves owner mail alone.
+	Learner *Learner
 }
 
 func (a *Actor) notify(e Event) {
@@ -140,6 +149,9 @@ func (p *Pipeline) act(ctx context.Context, rec *store.MessageRecord, body strin
 	if body == "" {
 		body = rec.Excerpt
 	}
+	if route.Route == RouteOwner && a.Learner != nil && a.Memory != nil {
+		return p.ownerMail(ctx, rec, body, tr, out) // owner.go: the owner's channel
+	}
 	// Memory is written only for a sender the owner's server vouches for:
 	// anyone can write a known contact's address in From.
 	if id := rec.SenderAuth.Identity(); route.Route == RouteExternal && id != "" {
@@ -200,6 +212,7 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 	if rec.Classification != nil {
 		req.Intents = rec.Classification.Intents
 	}
+	req.Memory = p.memoryFor(rec.Account, rec.SenderAuth.Identity(), req.Intents)
 	done := tr.step("draft")
 	d, info, err := a.Drafter.Draft(ctx, req)
 	out.Usage = out.Usage.Add(info.Usage)
@@ -231,6 +244,9 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 			rec.Decision, rec.Reasons = DecisionQueue, []string{"the draft needs the owner's input"}
 		case !AllPass(rec.Gates):
 			rec.Decision, rec.Reasons = DecisionQueue, FailedReasons(rec.Gates)
+		case p.ownerRuleFor(rec.Account, recipients[0].Email) != "":
+			// memory_select.go: the owner's standing rules are checked by them.
+			rec.Decision, rec.Reasons = DecisionQueue, []string{"owner rule: " + p.ownerRuleFor(rec.Account, recipients[0].Email)}
 		case len(recipients) != 1 || !strings.EqualFold(recipients[0].Email, rec.SenderAuth.Identity()):
 			// The recipients gate passed, so this cannot happen; checked
 			// again here because it is what keeps a reply from going

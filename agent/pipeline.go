@@ -383,7 +383,11 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 			return nil, err
 		}
 	}
-	return &analysis{rec: rec, route: route, body: m.CleanText, tr: tr, out: out}, nil
+	body := m.CleanText
+	if route.Route == RouteOwner && m.Forwarded {
+		body = m.Text // the owner's forward: the loop reads the forwarded block (owner.go)
+	}
+	return &analysis{rec: rec, route: route, body: body, tr: tr, out: out}, nil
 }
 
 // journal records an intermediate state. Only watch needs the journal (a

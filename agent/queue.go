@@ -101,6 +101,8 @@ func (p *Pipeline) Approve(ctx context.Context, id, final string) (*store.QueueI
 	if err != nil {
 		return nil, fmt.Errorf("approve %s: %w", id, err)
 	}
+	learned := p.learnFromApproval(ctx, item) // learn.go: "learned: …"
+	item.Learned = learned
 	if ob.Status == store.OutboxScheduled {
 		// The undo window: the due timer (or SendApproval) sends it.
 		a.notify(Event{Kind: "scheduled", ID: obID, Account: cur.Account})
@@ -111,6 +113,7 @@ func (p *Pipeline) Approve(ctx context.Context, id, final string) (*store.QueueI
 	}
 	if q, err := a.Store.GetQueueItem(id); err == nil {
 		item = q
+		item.Learned = learned
 	}
 	return item, nil
 }
@@ -218,6 +221,7 @@ func (p *Pipeline) Reject(ctx context.Context, id, reason string) error {
 		return fmt.Errorf("reject %s: %w", id, err)
 	}
 	p.dropIMAPDraft(ctx, item)
+	p.learnFromReject(item) // learn.go
 	p.Actor.notify(Event{Kind: "queue_updated", ID: id, Account: item.Account})
 	return nil
 }
@@ -305,6 +309,7 @@ func (p *Pipeline) Regenerate(ctx context.Context, id, instruction string) (*sto
 	if rec.Classification != nil {
 		req.Intents = rec.Classification.Intents
 	}
+	req.Memory = p.memoryFor(rec.Account, rec.SenderAuth.Identity(), req.Intents)
 	d, _, err := a.Drafter.Draft(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("regenerate %s: %w", id, err)

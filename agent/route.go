@@ -24,6 +24,9 @@ type Owner struct {
 	Name       string
 	Addresses  []string // the account address first, then aliases
 	AuthservID string   // the owner's own server's Authentication-Results id(s) (see AuthservIDs); "" = trust only the Sent folder
+	// Assistant is the agent's own address (accounts.assistant_address);
+	// the "+agent" plus-address of each owner address always counts too.
+	Assistant string
 }
 
 // IsOwner reports whether addr is one of the owner's addresses.

@@ -1,7 +1,8 @@
 // Package prompts renders the model prompts of mailagent from templates.
 //
 // Contract:
-//   - The templates are embedded (classify.tmpl, draft.tmpl, summary.tmpl),
+//   - The templates are embedded (classify.tmpl, draft.tmpl, summary.tmpl,
+//     style.tmpl, owner.tmpl),
 //     each defining a "system" and a "user" template. A file with the same
 //     name in the override directory given to Load replaces the embedded
 //     one. Load parses and trial-renders every template, so a broken
@@ -42,9 +43,11 @@ const (
 	classifyFile = "classify.tmpl"
 	draftFile    = "draft.tmpl"
 	summaryFile  = "summary.tmpl"
+	styleFile    = "style.tmpl"
+	ownerFile    = "owner.tmpl"
 )
 
-var fileNames = []string{classifyFile, draftFile, summaryFile}
+var fileNames = []string{classifyFile, draftFile, summaryFile, styleFile, ownerFile}
 
 // Recommended TrimText caps for the classify prompt: with them a full
 // prompt (body plus three excerpts) stays near 1,300 tokens.
@@ -137,11 +140,21 @@ func (s *Set) check() error {
 	if _, _, err := s.Classify(ClassifyData{Owner: owner, Boundary: b, Thread: thread, From: "a@example.com", To: "owner@example.com", Subject: "s", Date: "d", Body: "b", Attachments: []string{"a.pdf"}, Route: "external"}); err != nil {
 		return err
 	}
-	if _, _, err := s.Draft(DraftData{Owner: owner, Profile: "p", ContactSummary: "c", ContactNotes: []string{"n"}, ContactHistory: []string{"h"}, Boundary: b, Thread: thread, From: "a@example.com", Subject: "s", Date: "d", Body: "b", Intents: []string{"scheduling"}, Tone: "warm", Instruction: "i"}); err != nil {
+	if _, _, err := s.Draft(DraftData{Owner: owner, Profile: "p", ContactSummary: "c", ContactNotes: []string{"n"}, ContactHistory: []string{"h"}, Boundary: b, Thread: thread, From: "a@example.com", Subject: "s", Date: "d", Body: "b", Intents: []string{"scheduling"}, Tone: "warm", Instruction: "i", Memory: Memory{OwnerReplies: []string{"r"}, Examples: []string{"e"}, Records: []string{"x"}, Style: []string{"y"}}}); err != nil {
 		return err
 	}
-	_, _, err := s.Summarize(SummaryData{Owner: owner, Contact: "a@example.com", Previous: "p", History: []string{"h"}, Boundary: b})
-	return err
+	if _, _, err := s.Summarize(SummaryData{Owner: owner, Contact: "a@example.com", Previous: "p", History: []string{"h"}, Boundary: b}); err != nil {
+		return err
+	}
+	if _, _, err := s.Style(StyleData{Owner: owner, Boundary: b, Edits: []string{"e"}, MaxRules: 3}); err != nil {
+		return err
+	}
+	for _, mode := range []string{ModeInstruction, ModeObserve, ModeContext, ModeDelegate} {
+		if _, _, err := s.OwnerTurn(OwnerData{Owner: owner, Boundary: b, Mode: mode, Today: "2006-01-02", Contacts: []string{"a@example.com"}, Steps: []string{"s"}, From: "f", To: "t", Subject: "s", Text: "x"}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 var funcs = template.FuncMap{
@@ -210,6 +223,20 @@ type DraftData struct {
 	Intents        []string
 	Tone           string
 	Instruction    string // owner's regenerate instruction; may be empty
+	// Memory is what was learned, selected by the caller within a token
+	// budget (agent.SelectMemory): Records and Style come from the owner
+	// (their corrections, instructions, `memory add`) and are trusted;
+	// OwnerReplies and Examples are fenced like the thread.
+	Memory Memory
+}
+
+// Memory is the learned part of a draft prompt, each list in the order it
+// should be read.
+type Memory struct {
+	OwnerReplies []string // the owner's own recent replies to this contact
+	Examples     []string // approved replies to similar emails (few-shot)
+	Records      []string // this contact's records, then the owner's global ones
+	Style        []string // the owner's global style rules
 }
 
 // Draft renders the reply-draft prompt. The model's answer is expected to

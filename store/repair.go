@@ -54,12 +54,12 @@ func sum(m map[string]int) int {
 // primary buckets hold data; every other bucket is an index rebuilt from
 // them.
 var primaryBuckets = [][]byte{bMessages, bTraces, bCheckpoints, bUsage, bQueue, bOutbox, bOutboxRaw, bContacts, bAutoSend,
-	bFollowups, bUnsubscribes}
+	bFollowups, bUnsubscribes, bMemory, bExamples}
 
 // jsonBuckets hold one JSON document per key; a value that is not valid
 // JSON is damage, not a record.
 var jsonBuckets = map[string]bool{"messages": true, "traces": true, "checkpoints": true, "usage": true, "queue": true, "outbox": true, "contacts": true,
-	"followups": true, "unsubscribes": true}
+	"followups": true, "unsubscribes": true, "memory": true, "examples": true}
 
 // Repair salvages the damaged database at path: it copies every record it
 // can read (walking each bucket with panics recovered, forwards and then

@@ -93,11 +93,13 @@ var (
 	bIdxQueue    = []byte("idx_queue")  // status \0 be64(due) \0 id → id
 	bIdxOutbox   = []byte("idx_outbox") // status \0 be64(due) \0 id → id
 	bOutboxRaw   = []byte("outbox_raw") // id → raw message
+	bMemory      = []byte("memory")     // id → MemoryRecord
+	bExamples    = []byte("examples")   // id → Example
 )
 
 var allBuckets = [][]byte{bMessages, bIdxMsgID, bIdxThread, bIdxState, bTraces, bIdxTraceMID,
 	bCheckpoints, bUsage, bQueue, bOutbox, bContacts, bAutoSend, bMeta, bThreadIn, bStateCount,
-	bIdxQueue, bIdxOutbox, bOutboxRaw, bFollowups, bIdxFollowup, bUnsubscribes}
+	bIdxQueue, bIdxOutbox, bOutboxRaw, bFollowups, bIdxFollowup, bUnsubscribes, bMemory, bExamples}
 
 // Open opens or creates the database at path with mode 0600, tightening
 // the mode of an existing file that is looser. When another process holds

@@ -212,6 +212,10 @@ type QueueItem struct {
 	// approval. A copy the owner sent from their own client is recognised
 	// by it in the Sent folder, and approval then sends nothing.
 	DraftMessageID string `json:"draft_message_id,omitempty"`
+	// Learned lists the memory records the owner's approval of this item
+	// wrote, for the "learned: …" line and its undo: filled on the result
+	// of Approve only, never stored.
+	Learned []Learned `json:"learned,omitempty"`
 }
 
 // Outbox record statuses.

@@ -194,6 +194,13 @@ type Backend interface {
 	Events(ctx context.Context) (<-chan Event, error)
 }
 
+// Learner is optionally implemented by a Backend whose approvals teach
+// the agent: LastLearned returns, once, what approving id recorded (one
+// line each, already safe for the terminal, with how to undo it).
+type Learner interface {
+	LastLearned(id string) []string
+}
+
 // Options configure the TUI. The zero value is usable.
 type Options struct {
 	// Editor is the command line of the external editor ($VISUAL or

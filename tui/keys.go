@@ -480,6 +480,12 @@ func (m *Model) applyAction(msg actionMsg) tea.Cmd {
 		// comes with the item read again.
 		e.item.Status = StatusApproved
 		m.undoID = msg.id
+		m.undoLearned = ""
+		if l, ok := m.backend.(Learner); ok {
+			if learned := l.LastLearned(msg.id); len(learned) > 0 {
+				m.undoLearned = strings.Join(learned, "; ")
+			}
+		}
 		m.setNote("")
 		if cmd = detailCmd(m.ctx, m.backend, msg.id); cmd == nil {
 			cmd = loadCmd(m.ctx, m.backend)

@@ -156,6 +156,9 @@ type Model struct {
 	// undoID is the item last approved: while its undo window runs the
 	// note line counts down and says how to cancel.
 	undoID string
+	// undoLearned is what the approval of undoID taught (tui.Learner),
+	// shown with its countdown.
+	undoLearned string
 	// quitWarned: quitting was asked once with approvals still waiting
 	// to be sent by this process; the next quit goes.
 	quitWarned bool

@@ -298,11 +298,15 @@ func (m *Model) undoNote() string {
 	if a, busy := m.busy[m.undoID]; busy {
 		return a + " " + quote(clean(e.item.Subject)) + "…"
 	}
+	learned := ""
+	if m.undoLearned != "" {
+		learned = "; learned: " + clean(m.undoLearned)
+	}
 	now := m.now()
 	if !e.item.SendAt.After(now) {
-		return "approved " + quote(clean(e.item.Subject)) + ": sending"
+		return "approved " + quote(clean(e.item.Subject)) + ": sending" + learned
 	}
-	return "approved " + quote(clean(e.item.Subject)) + ": sending in " + countdown(e.item.SendAt.Sub(now)) + ", c cancels"
+	return "approved " + quote(clean(e.item.Subject)) + ": sending in " + countdown(e.item.SendAt.Sub(now)) + ", c cancels" + learned
 }
 
 func (m *Model) renderStatus() string {

@@ -226,6 +226,12 @@ func TestCompletionDynamic(t *testing.T) {
 			t.Errorf("contacts %s: got %v", sub, got)
 		}
 	}
+	memID, _, _ := h.run("memory", "add", "--kind", "style", "signs off with 'Best, Ada'")
+	for _, sub := range []string{"show", "forget", "edit"} {
+		if got := complete("memory", sub, ""); !slices.Equal(got, []string{strings.TrimSpace(memID)}) {
+			t.Errorf("memory %s: got %v, want [%s]", sub, got, strings.TrimSpace(memID))
+		}
+	}
 	for _, cmd := range [][]string{{"triage"}, {"watch"}, {"doctor"}, {"contacts", "list"}} {
 		if got := complete(append(cmd, "--account", "")...); !slices.Equal(got, []string{"personal"}) {
 			t.Errorf("%v --account: got %v", cmd, got)

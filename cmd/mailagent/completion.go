@@ -49,6 +49,8 @@ func registerCompletions(root *cobra.Command, f *Factory) {
 				c.ValidArgsFunction = open("outbox-scheduled")
 			case "contacts show", "contacts note", "contacts forget":
 				c.ValidArgsFunction = open("contacts")
+			case "memory show", "memory forget", "memory edit":
+				c.ValidArgsFunction = open("memory")
 			}
 		}
 		if c.Flags().Lookup("account") != nil {
@@ -92,7 +94,7 @@ func completeFromService(cmd *cobra.Command, f *Factory, kind string) []string {
 		return nil
 	}
 	account := ""
-	if kind == "contacts" {
+	if kind == "contacts" || kind == "memory" {
 		name, _ := cmd.Flags().GetString("account")
 		accounts, err := pickAccounts(cfg, name)
 		if err != nil || len(accounts) == 0 {
@@ -155,6 +157,14 @@ func completeFromService(cmd *cobra.Command, f *Factory, kind string) []string {
 		}
 		for _, c := range cs {
 			add(c.Email, c.Name)
+		}
+	case "memory":
+		recs, err := svc.Memory(ctx, api.MemoryFilter{Account: account})
+		if err != nil {
+			return nil
+		}
+		for _, r := range recs {
+			add(r.ID, r.Kind+": "+r.Text)
 		}
 	}
 	return out

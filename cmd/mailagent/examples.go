@@ -61,6 +61,16 @@ var commandExamples = map[string]string{
 	"contacts show": `  mailagent contacts show grace@hopper.example --json`,
 	"contacts forget": `  mailagent contacts forget spammer@example.net         # asks y/N at a terminal
   mailagent contacts forget spammer@example.net --yes   # in a script`,
+	"memory": `  mailagent memory list --contact carol@example.org
+  mailagent memory add --contact carol@example.org --kind preference "answer in German"`,
+	"memory list":   `  mailagent memory list --contact carol@example.org --json`,
+	"memory show":   `  mailagent memory show mem_0190a1b2c3d4e5f60718293a4b`,
+	"memory forget": `  mailagent memory forget mem_0190a1b2c3d4e5f60718293a4b`,
+	"memory add": `  mailagent memory add --contact carol@example.org --kind preference "answer in German"
+  mailagent memory add --contact @acme.example --kind rule "never promise delivery dates"
+  mailagent memory add --kind temporary --expires 2027-03-07 "I am away until 7 March; say so"
+  mailagent memory add --kind style "signs off with 'Best, Ada'"`,
+	"memory edit":   `  mailagent memory edit mem_0190a1b2c3d4e5f60718293a4b "answer in German, formally"`,
 	"contacts note": `  mailagent contacts note grace@hopper.example "prefers short answers; call her Grace"`,
 	"status": `  mailagent status
   mailagent status --json | jq .watcher`,

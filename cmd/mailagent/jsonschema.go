@@ -378,6 +378,33 @@ type DigestJSON struct {
 	Cost        CostJSON            `json:"cost"`
 }
 
+// MemoryJSON is one memory record in `memory list --json` and
+// `memory show --json`. Contact is null for a global record.
+type MemoryJSON struct {
+	ID      string     `json:"id"`
+	Account string     `json:"account"`
+	Kind    string     `json:"kind"`
+	Contact *string    `json:"contact"`
+	Intent  *string    `json:"intent"`
+	Text    string     `json:"text"`
+	Source  string     `json:"source"`
+	Created time.Time  `json:"created"`
+	Expires *time.Time `json:"expires"`
+}
+
+func toMemoryJSON(r *store.MemoryRecord) MemoryJSON {
+	return MemoryJSON{ID: r.ID, Account: r.Account, Kind: r.Kind, Contact: optStr(r.Contact), Intent: optStr(r.Intent),
+		Text: r.Text, Source: r.Source, Created: r.Created, Expires: optTime(r.Expires)}
+}
+
+func toMemoryJSONs(rs []store.MemoryRecord) []MemoryJSON {
+	out := make([]MemoryJSON, 0, len(rs))
+	for i := range rs {
+		out = append(out, toMemoryJSON(&rs[i]))
+	}
+	return out
+}
+
 // CheckJSON is one doctor check. Check is a fixed id (imap.login,
 // smtp.login, model.round_trip…); the account and mailbox it concerns are
 // fields of their own.

@@ -253,6 +253,12 @@ func TestJSONSchemaPerKind(t *testing.T) {
 		add("contact", "contacts list", c)
 	}
 	add("contact", "contacts show", decodeAny(t, "contacts show", run("contacts", "show", "bob@example.org", "--json")))
+	id := strings.TrimSpace(run("memory", "add", "--contact", "carol@example.org", "--kind", "preference", "answer in German"))
+	run("memory", "add", "--kind", "temporary", "--expires", "2099-03-07", "away until 7 March")
+	for _, m := range decodeAny(t, "memory list", run("memory", "list", "--json")).([]any) {
+		add("memory_record", "memory list", m)
+	}
+	add("memory_record", "memory show", decodeAny(t, "memory show", run("memory", "show", id, "--json")))
 	for _, c := range decodeAny(t, "doctor", run("doctor", "--no-model", "--json")).([]any) {
 		add("doctor_check", "doctor", c)
 	}

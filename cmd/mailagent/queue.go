@@ -195,6 +195,7 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 			fmt.Fprintf(f.Stderr, "%s: sent to %s\nwarning: the copy to the Sent folder failed and will be retried: %s\n", termsafe.Line(d.Item.ID), joinAddrs(d.Item.To, nil), termsafe.Line(err.Error()))
 			return nil
 		}
+		printLearned(f.Stderr, item.Learned) // memory.go
 		if item.Status == store.QueueApproved {
 			// The watcher holds it for policy.approval_delay: say how to undo.
 			fmt.Fprintf(f.Stderr, "%s: approved, to %s; it goes out shortly (policy.approval_delay): undo with `mailagent queue cancel %s`\n",

@@ -76,6 +76,7 @@ func rtPoison(hdr ...string) func(w *rtWorld) []string {
 				leaks = append(leaks, "`contacts show "+rtCarol+"` names evil.test")
 			}
 		}
+		leaks = append(leaks, rtNoMemory(w)...) // no memory record either
 		// Later, carol (authentic) writes; her memory goes into the prompt.
 		w.mark()
 		w.h.deliver(rtMail(rtCarolFrom, "Lunch", "rt4-lunch@partner.test", "ECHO-CONTEXT\nDRAFT: Lunch on Friday works.", rtAuthPass("partner.test")))
@@ -207,6 +208,15 @@ func rtNotOwner(w *rtWorld, id string) []string {
 		if strings.HasPrefix(line, "route owner") {
 			return []string{"treated as the owner's own mail: " + line}
 		}
+	}
+	return nil
+}
+
+// rtNoMemory fails when anything wrote a memory record: only the owner's
+// authenticated mail and actions may.
+func rtNoMemory(w *rtWorld) []string {
+	if out := w.mustRun("memory", "list"); !strings.Contains(out, "no memory records yet") {
+		return []string{"memory was written: " + out}
 	}
 	return nil
 }

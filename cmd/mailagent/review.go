@@ -131,6 +131,8 @@ type serviceBackend struct {
 	storeMu sync.Mutex
 	// f, when set, is how unsubscribe reaches the mail server.
 	f *Factory
+	// learned holds, per queue id, what its approval taught (LastLearned).
+	learned sync.Map
 }
 
 // use runs fn with a service (see open). An action is tried again once,
@@ -329,7 +331,10 @@ func (b *serviceBackend) Detail(ctx context.Context, id string) (tui.Item, error
 
 func (b *serviceBackend) Approve(ctx context.Context, id, final string) error {
 	return b.use(ctx, "approve", func(svc api.Service) error {
-		_, err := svc.Approve(ctx, id, final)
+		item, err := svc.Approve(ctx, id, final)
+		if item != nil {
+			b.learned.Store(id, item.Learned) // memory.go: LastLearned
+		}
 		return err
 	})
 }

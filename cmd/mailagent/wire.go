@@ -112,6 +112,8 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 		Mailer:     mailer,
 		Profile:    profile,
 		Summarizer: &agent.LLMSummarizer{Model: model, Prompts: ps},
+		Memory:     st,
+		Learner:    &agent.Learner{Model: model, Prompts: ps},
 	}
 	if cfg.Followup.Enabled {
 		p.Followups = &agent.Followups{Store: st, Accounts: p.Accounts, Now: f.Now, Policy: agent.FollowupPolicy{
@@ -169,7 +171,7 @@ func newPipeline(cfg *config.Config, st agent.Store, c agent.Classifier, th *mai
 	accts := map[string]agent.Account{}
 	for _, a := range cfg.Accounts {
 		accts[a.Name] = agent.Account{Name: a.Name, Owner: agent.Owner{
-			Name: a.DisplayName, Addresses: a.OwnerAddresses(), AuthservID: a.AuthservID,
+			Name: a.DisplayName, Addresses: a.OwnerAddresses(), AuthservID: a.AuthservID, Assistant: a.AssistantAddress,
 		}}
 	}
 	return &agent.Pipeline{
@@ -280,7 +282,8 @@ func (a localActions) Approve(ctx context.Context, id, final string) (*store.Que
 	if err != nil || !a.local || a.deferSend || item == nil || item.Status != store.QueueApproved {
 		return item, err
 	}
-	return a.SendApproval(ctx, item.ID, func(ctx context.Context, at time.Time) error {
+	learned := item.Learned // what the approval taught: kept for the result
+	item, err = a.SendApproval(ctx, item.ID, func(ctx context.Context, at time.Time) error {
 		wait := time.Until(at)
 		if a.Pipeline.Now != nil {
 			wait = at.Sub(a.Pipeline.Now())
@@ -289,7 +292,7 @@ func (a localActions) Approve(ctx context.Context, id, final string) (*store.Que
 			return nil
 		}
 		if a.undo != nil {
-			fmt.Fprintf(a.undo, "%s: sending in %s; press Ctrl-C to cancel\n", termsafe.Line(item.ID), roundWait(wait))
+			fmt.Fprintf(a.undo, "%s: sending in %s; press Ctrl-C to cancel\n", termsafe.Line(id), roundWait(wait))
 		}
 		t := time.NewTimer(wait)
 		defer t.Stop()
@@ -300,6 +303,10 @@ func (a localActions) Approve(ctx context.Context, id, final string) (*store.Que
 			return nil
 		}
 	})
+	if item != nil {
+		item.Learned = learned
+	}
+	return item, err
 }
 
 func (a localActions) Retry(ctx context.Context, k store.MessageKey) error { return a.d.Retry(ctx, k) }

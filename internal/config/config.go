@@ -128,6 +128,11 @@ type Account struct {
 	AuthservID string   `toml:"authserv_id"`
 	IMAP       Endpoint `toml:"imap"`
 	SMTP       Endpoint `toml:"smtp"`
+	// AssistantAddress is the agent's own address: the owner's
+	// (authenticated) mail to it is an instruction, a Cc to it lets the
+	// agent learn, a forward to it delegates the reply. The "+agent"
+	// plus-address of the owner's address always counts too.
+	AssistantAddress string `toml:"assistant_address"`
 }
 
 // OwnerAddresses returns Email followed by the aliases.

@@ -202,6 +202,9 @@ func (c *Config) validateAccount(p *problems, i int, seen map[string]int) {
 			p.add(fmt.Sprintf("%s.aliases[%d]", key, j), fmt.Sprintf("%q is not an email address", al), `write a bare address such as "ada@example.org"`)
 		}
 	}
+	if a.AssistantAddress != "" && !bareAddress(a.AssistantAddress) {
+		p.add(key+".assistant_address", fmt.Sprintf("%q is not an email address", a.AssistantAddress), `write a bare address such as "ada+agent@example.com"`)
+	}
 	for _, id := range strings.FieldsFunc(a.AuthservID, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
 		if !validAuthservID(id) {
 			p.add(key+".authserv_id", fmt.Sprintf("%q is not a host name or *.domain pattern", id),

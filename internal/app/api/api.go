@@ -64,6 +64,18 @@ type Service interface {
 	// NoteContact adds one of the owner's context notes to a contact's
 	// memory (creating the contact when needed).
 	NoteContact(ctx context.Context, account, email, note string) error
+	// Memory lists memory records matching f, oldest first.
+	Memory(ctx context.Context, f MemoryFilter) ([]store.MemoryRecord, error)
+	// MemoryRecord returns one record, or an error wrapping
+	// store.ErrNotFound.
+	MemoryRecord(ctx context.Context, id string) (*store.MemoryRecord, error)
+	// AddMemory stores a record the owner typed (source "manual"); an
+	// invalid one is an error wrapping ErrBadRequest.
+	AddMemory(ctx context.Context, r store.MemoryRecord) (*store.MemoryRecord, error)
+	// EditMemory replaces a record's text.
+	EditMemory(ctx context.Context, id, text string) (*store.MemoryRecord, error)
+	// ForgetMemory deletes one record (the undo of "learned: …").
+	ForgetMemory(ctx context.Context, id string) error
 	// Explain finds a trace by trace id or Message-ID, with its message
 	// record when there is one.
 	Explain(ctx context.Context, ref string) (*Explain, error)

@@ -221,6 +221,7 @@ func (h *handler) routes() http.Handler {
 	mux.HandleFunc("POST /v1/replies", h.replies)
 	mux.HandleFunc("POST /v1/unsubscribes", h.recordUnsubscribe)
 	mux.HandleFunc("GET /v1/events", h.events)
+	h.memoryRoutes(mux) // memory.go
 
 	mux.HandleFunc("POST /v1/store/message/get", h.storeGetMessage)
 	mux.HandleFunc("POST /v1/store/message/put", h.storePutMessage)

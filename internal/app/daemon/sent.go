@@ -14,6 +14,7 @@ import (
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/prompts"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -67,8 +68,11 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 		m := mail.Parse(r.Raw)
 		if acct.Owner.IsOwner(m.From.Email) {
 			// Keep what is needed, not the bodies.
+			// The owner's own words are kept too (trimmed): drafts to the same
+			// recipient learn their voice from them (agent.LearnOwnerReplies).
 			kept := &mail.Message{MessageID: m.MessageID, Synthesized: m.Synthesized, From: m.From, To: m.To, Cc: m.Cc,
-				InReplyTo: m.InReplyTo, References: m.References, Subject: m.Subject, Date: m.Date, Header: map[string][]string{
+				Subject: m.Subject, Date: m.Date, CleanText: prompts.TrimText(m.CleanText, store.MaxExampleText),
+				InReplyTo: m.InReplyTo, References: m.References, Header: map[string][]string{
 					"Bcc": m.Header["Bcc"], agent.TraceHeader: m.Header[agent.TraceHeader], "Auto-Submitted": m.Header["Auto-Submitted"]}}
 			mine = append(mine, kept)
 			asks[kept] = agent.AsksQuestion(m)
@@ -171,6 +175,7 @@ func (d *Daemon) handleSent(ctx context.Context, account string, owner agent.Own
 			}
 		}
 	}
+	d.Pipeline.LearnOwnerReplies(account, byOwner)
 	return d.Pipeline.OwnerReplied(ctx, account, byOwner...)
 }
 

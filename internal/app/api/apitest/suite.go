@@ -59,6 +59,7 @@ var cases = []struct {
 	{"outbox", caseOutbox},
 	{"needs review and retry", caseRetry},
 	{"contacts", caseContacts},
+	{"memory", caseMemory},
 	{"explain", caseExplain},
 	{"events", caseEvents},
 	{"store forwarding", caseStore},

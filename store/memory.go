@@ -1,0 +1,359 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Kinds of memory record.
+const (
+	// MemoryFact is something true about a contact or the owner.
+	MemoryFact = "fact"
+	// MemoryPreference is how the owner likes something done (often
+	// learned from an edit).
+	MemoryPreference = "preference"
+	// MemoryRule is a standing instruction ("never auto-reply to …").
+	MemoryRule = "rule"
+	// MemoryStyle is a global rule of the owner's writing style.
+	MemoryStyle = "style"
+	// MemoryTemporary is a fact that stops applying at Expires.
+	MemoryTemporary = "temporary"
+)
+
+// MemoryKinds lists the kinds in display order.
+var MemoryKinds = []string{MemoryFact, MemoryPreference, MemoryRule, MemoryStyle, MemoryTemporary}
+
+// MaxMemoryText bounds the text of one record, in characters.
+const MaxMemoryText = 400
+
+// Sources of memory records, as the prefix of MemoryRecord.Source.
+const (
+	SourceManual    = "manual"     // `mailagent memory add`
+	SourceEdit      = "edit:"      // + queue item id: the owner edited a draft
+	SourceReject    = "reject:"    // + queue item id: the owner rejected a draft
+	SourceMail      = "mail:"      // + Message-ID: the owner's mail (instruction, Cc, reply)
+	SourceDistilled = "distilled:" // + count of edits: style distilled from edits
+)
+
+// MemoryRecord is one typed, inspectable thing the agent remembers.
+type MemoryRecord struct {
+	// ID is "mem_" followed by a NewID: creation order is key order.
+	ID      string `json:"id"`
+	Account string `json:"account"`
+	Kind    string `json:"kind"`
+	// Contact is the lowercased address the record is about, "@domain"
+	// for everyone at a domain, or "" for a global record (style, and
+	// the owner's own rules and absences).
+	Contact string `json:"contact,omitempty"`
+	// Intent is the classified intent the record was learned on, if any.
+	Intent string `json:"intent,omitempty"`
+	Text   string `json:"text"`
+	// Source says where the record came from (see the Source constants).
+	Source  string    `json:"source"`
+	Created time.Time `json:"created"`
+	// Expires ends a temporary record (zero: never).
+	Expires time.Time `json:"expires,omitzero"`
+}
+
+// Active reports whether the record applies at now (not expired).
+func (r *MemoryRecord) Active(now time.Time) bool {
+	return r.Expires.IsZero() || now.Before(r.Expires)
+}
+
+// AppliesTo reports whether the record may be shown when drafting for
+// contact: its own records, its domain's, and global ones.
+func (r *MemoryRecord) AppliesTo(contact string) bool {
+	contact = normEmail(contact)
+	switch {
+	case r.Contact == "":
+		return true
+	case strings.HasPrefix(r.Contact, "@"):
+		return contact != "" && strings.HasSuffix(contact, r.Contact)
+	default:
+		return r.Contact == contact
+	}
+}
+
+// ErrBadMemory is wrapped by the errors for a record that cannot be
+// stored (unknown kind, empty or long text, …).
+var ErrBadMemory = errors.New("invalid memory record")
+
+// CheckMemory validates r, normalising its contact and text in place.
+func CheckMemory(r *MemoryRecord) error {
+	if err := checkName("account", r.Account); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadMemory, err)
+	}
+	if !slices.Contains(MemoryKinds, r.Kind) {
+		return fmt.Errorf("%w: kind %q is not one of %s", ErrBadMemory, r.Kind, strings.Join(MemoryKinds, ", "))
+	}
+	r.Text = strings.Join(strings.Fields(r.Text), " ")
+	r.Contact = normEmail(r.Contact)
+	switch n := utf8.RuneCountInString(r.Text); {
+	case n == 0:
+		return fmt.Errorf("%w: empty text", ErrBadMemory)
+	case n > MaxMemoryText:
+		return fmt.Errorf("%w: text has %d characters, at most %d", ErrBadMemory, n, MaxMemoryText)
+	}
+	if r.Contact != "" && !strings.Contains(r.Contact, "@") {
+		return fmt.Errorf("%w: contact %q is neither an address nor @domain", ErrBadMemory, r.Contact)
+	}
+	if r.Kind == MemoryStyle && r.Contact != "" {
+		return fmt.Errorf("%w: style records are global (no contact)", ErrBadMemory)
+	}
+	if r.Kind == MemoryTemporary && r.Expires.IsZero() {
+		return fmt.Errorf("%w: a temporary record needs an expiry", ErrBadMemory)
+	}
+	if r.Source == "" {
+		return fmt.Errorf("%w: no source", ErrBadMemory)
+	}
+	return nil
+}
+
+// AddMemory validates and stores r, giving it an ID and Created time when
+// it has none. Adding a record whose Source and Text equal an existing
+// one of the account is a no-op that returns the existing record (a
+// resumed message or a repeated approval learns once).
+func (s *Store) AddMemory(r *MemoryRecord) (*MemoryRecord, error) {
+	if err := CheckMemory(r); err != nil {
+		return nil, err
+	}
+	out := *r
+	if out.ID == "" {
+		out.ID = "mem_" + NewID()
+	}
+	if out.Created.IsZero() {
+		out.Created = s.now().UTC()
+	}
+	err := s.updateTx(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bMemory)
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			var old MemoryRecord
+			if json.Unmarshal(v, &old) == nil && old.Account == out.Account && old.Source == out.Source && old.Text == out.Text && old.Contact == out.Contact {
+				out = old
+				return nil
+			}
+		}
+		return putJSON(b, []byte(out.ID), &out)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("add memory: %w", err)
+	}
+	return &out, nil
+}
+
+// GetMemory returns one record, or an error wrapping ErrNotFound.
+func (s *Store) GetMemory(id string) (*MemoryRecord, error) {
+	var r MemoryRecord
+	err := s.view(func(tx *bolt.Tx) error { return getJSON(tx.Bucket(bMemory), []byte(id), &r) })
+	if err != nil {
+		return nil, fmt.Errorf("memory %q: %w", id, err)
+	}
+	return &r, nil
+}
+
+// MemoryFilter selects records; zero fields match everything.
+type MemoryFilter struct {
+	Account string
+	// Contact matches records about exactly this contact (or "@domain").
+	Contact string
+	Kind    string
+	// Source matches records whose Source equals it.
+	Source string
+}
+
+func (f MemoryFilter) match(r *MemoryRecord) bool {
+	return (f.Account == "" || r.Account == f.Account) &&
+		(f.Contact == "" || r.Contact == normEmail(f.Contact)) &&
+		(f.Kind == "" || r.Kind == f.Kind) &&
+		(f.Source == "" || r.Source == f.Source)
+}
+
+// ListMemory returns the records matching f, oldest first.
+func (s *Store) ListMemory(f MemoryFilter) ([]MemoryRecord, error) {
+	out := []MemoryRecord{}
+	err := s.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bMemory)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var r MemoryRecord
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("decode memory %q: %w", k, err)
+			}
+			if f.match(&r) {
+				out = append(out, r)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list memory: %w", err)
+	}
+	return out, nil
+}
+
+// UpdateMemory lets fn change a record (its ID, Account and Source are
+// kept) and stores it after validation, in one transaction.
+func (s *Store) UpdateMemory(id string, fn func(*MemoryRecord) error) (*MemoryRecord, error) {
+	var r MemoryRecord
+	err := s.updateTx(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bMemory)
+		if err := getJSON(b, []byte(id), &r); err != nil {
+			return err
+		}
+		keep := r
+		if err := fn(&r); err != nil {
+			return err
+		}
+		r.ID, r.Account, r.Source, r.Created = keep.ID, keep.Account, keep.Source, keep.Created
+		if err := CheckMemory(&r); err != nil {
+			return err
+		}
+		return putJSON(b, []byte(id), &r)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("update memory %q: %w", id, err)
+	}
+	return &r, nil
+}
+
+// ForgetMemory deletes one record; an unknown id is an error wrapping
+// ErrNotFound.
+func (s *Store) ForgetMemory(id string) error {
+	err := s.updateTx(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bMemory)
+		if b == nil || b.Get([]byte(id)) == nil {
+			return ErrNotFound
+		}
+		return b.Delete([]byte(id))
+	})
+	if err != nil {
+		return fmt.Errorf("forget memory %q: %w", id, err)
+	}
+	return nil
+}
+
+// Kinds of Example.
+const (
+	ExampleOwnerReply = "owner_reply" // the owner's own reply, read from Sent
+	ExampleApproved   = "approved"    // a draft the owner approved (with their edits)
+)
+
+// MaxExampleText bounds the text of an example, in characters.
+const MaxExampleText = 1200
+
+// ExamplesPerContact is how many examples of each kind are kept per
+// contact; older ones are dropped when a new one is added.
+const ExamplesPerContact = 5
+
+// Example is a reply the owner wrote or approved, kept as a few-shot
+// example for later drafts.
+type Example struct {
+	ID      string    `json:"id"` // "ex_" + NewID
+	Account string    `json:"account"`
+	Kind    string    `json:"kind"`
+	Contact string    `json:"contact"` // lowercased: who the reply went to
+	Intents []string  `json:"intents,omitempty"`
+	Subject string    `json:"subject,omitempty"`
+	Text    string    `json:"text"`
+	Source  string    `json:"source"` // Message-ID or queue item id
+	Created time.Time `json:"created"`
+}
+
+// AddExample stores e (its text cut to MaxExampleText at a word
+// boundary), dropping the oldest examples of the same account, contact and
+// kind beyond ExamplesPerContact. An example with the same Source is not
+// stored twice.
+func (s *Store) AddExample(e *Example) error {
+	if err := checkName("account", e.Account); err != nil {
+		return fmt.Errorf("add example: %w", err)
+	}
+	out := *e
+	out.Contact = normEmail(out.Contact)
+	out.Text = strings.TrimSpace(out.Text)
+	if r := []rune(out.Text); len(r) > MaxExampleText {
+		cut := string(r[:MaxExampleText])
+		if i := strings.LastIndexAny(cut, " \n"); i > MaxExampleText/2 {
+			cut = cut[:i]
+		}
+		out.Text = cut
+	}
+	if out.Text == "" || out.Contact == "" {
+		return errors.New("add example: empty text or contact")
+	}
+	if out.ID == "" {
+		out.ID = "ex_" + NewID()
+	}
+	if out.Created.IsZero() {
+		out.Created = s.now().UTC()
+	}
+	err := s.updateTx(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bExamples)
+		var same [][]byte
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			var old Example
+			if json.Unmarshal(v, &old) != nil || old.Account != out.Account {
+				continue
+			}
+			if out.Source != "" && old.Source == out.Source && old.Kind == out.Kind {
+				return nil
+			}
+			if old.Contact == out.Contact && old.Kind == out.Kind {
+				same = append(same, bytes.Clone(k))
+			}
+		}
+		for len(same) >= ExamplesPerContact {
+			if err := b.Delete(same[0]); err != nil {
+				return err
+			}
+			same = same[1:]
+		}
+		return putJSON(b, []byte(out.ID), &out)
+	})
+	if err != nil {
+		return fmt.Errorf("add example: %w", err)
+	}
+	return nil
+}
+
+// ListExamples returns the account's examples, oldest first.
+func (s *Store) ListExamples(account string) ([]Example, error) {
+	out := []Example{}
+	err := s.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bExamples)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var e Example
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("decode example %q: %w", k, err)
+			}
+			if e.Account == account {
+				out = append(out, e)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list examples: %w", err)
+	}
+	return out, nil
+}
+
+// Learned names one memory record written from an owner's action.
+type Learned struct {
+	ID   string `json:"id"`
+	Text string `json:"text"`
+}
