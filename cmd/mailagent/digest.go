@@ -220,6 +220,19 @@ func (s serviceSource) ListOutbox(status string, fn func(*store.OutboxRecord) er
 	return nil
 }
 
+func (s serviceSource) ListFollowups(ff store.FollowupFilter, fn func(*store.Followup) error) error {
+	fus, err := s.svc.Followups(s.ctx, api.FollowupFilter{Account: ff.Account, States: ff.States})
+	if err != nil {
+		return err
+	}
+	for i := range fus {
+		if err := fn(&fus[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s serviceSource) UsageRange(from, to string) ([]store.UsageDay, error) {
 	st, err := s.svc.Status(s.ctx)
 	if err != nil {
@@ -234,7 +247,7 @@ func (s serviceSource) UsageRange(from, to string) ([]store.UsageDay, error) {
 func toDigestJSON(r *digest.Report) DigestJSON {
 	j := DigestJSON{Since: r.Since, Until: r.Until, Processed: r.Processed,
 		AutoSent: []DigestSendJSON{}, Scheduled: []DigestSendJSON{}, Waiting: []DigestWaitingJSON{}, NeedsReview: []DigestReviewJSON{},
-		Archived: map[string]int{}, Ignored: map[string]int{}}
+		FollowupsDue: []DigestDueJSON{}, Archived: map[string]int{}, Ignored: map[string]int{}}
 	for _, s := range r.AutoSent {
 		j.AutoSent = append(j.AutoSent, DigestSendJSON{Account: s.Account, To: strs(s.To), Subject: s.Subject, At: s.SentAt})
 	}
@@ -246,6 +259,10 @@ func toDigestJSON(r *digest.Report) DigestJSON {
 	}
 	for _, m := range r.NeedsReview {
 		j.NeedsReview = append(j.NeedsReview, DigestReviewJSON{Message: toKeyJSON(m.Key), From: toAddressJSON(m.From), Subject: m.Subject, Error: m.Error})
+	}
+	for _, d := range r.FollowupsDue {
+		j.FollowupsDue = append(j.FollowupsDue, DigestDueJSON{ID: d.ID, Account: d.Account, State: d.State,
+			Correspondents: strs(d.Correspondents), Subject: d.Subject, Deadline: d.Deadline, Nudges: d.Nudges})
 	}
 	for k, v := range r.Archived {
 		j.Archived[k] = v

@@ -362,6 +362,18 @@ type DigestReviewJSON struct {
 	Error   string         `json:"error"`
 }
 
+// DigestDueJSON is one tracked thread past its deadline: state is
+// needs_reply (the owner owes the answer) or awaiting_reply.
+type DigestDueJSON struct {
+	ID             string    `json:"id"`
+	Account        string    `json:"account"`
+	State          string    `json:"state"`
+	Correspondents []string  `json:"correspondents"`
+	Subject        string    `json:"subject"`
+	Deadline       time.Time `json:"deadline"`
+	Nudges         int       `json:"nudges"`
+}
+
 // DigestJSON is `digest --json`: what the agent did between since and
 // until. archived and ignored count messages by category (the first
 // intent, or the route when the model never saw the message).
@@ -375,7 +387,9 @@ type DigestJSON struct {
 	Archived    map[string]int      `json:"archived"`
 	Ignored     map[string]int      `json:"ignored"`
 	NeedsReview []DigestReviewJSON  `json:"needs_review"`
-	Cost        CostJSON            `json:"cost"`
+	// FollowupsDue: open threads past their deadline, oldest first.
+	FollowupsDue []DigestDueJSON `json:"followups_due"`
+	Cost         CostJSON        `json:"cost"`
 }
 
 // MemoryJSON is one memory record in `memory list --json` and

@@ -228,3 +228,64 @@ func TestBuildCountsByHand(t *testing.T) {
 		t.Errorf("usage %+v, price known %v, $%f", r.Usage, r.PriceKnown, r.USD)
 	}
 }
+
+// followupSource is a fakeSource with reply tracking.
+type followupSource struct {
+	fakeSource
+	fus []*store.Followup
+}
+
+func (f followupSource) ListFollowups(ff store.FollowupFilter, fn func(*store.Followup) error) error {
+	for _, fu := range f.fus {
+		if ff.Match(fu) {
+			if err := fn(fu); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// TestBuildListsFollowupsDue: open threads past their deadline at the end
+// of the period are listed, oldest deadline first; a deadline still ahead,
+// a snooze past the period and a closed thread are not. Subjects are
+// cleaned in the text.
+func TestBuildListsFollowupsDue(t *testing.T) {
+	until := time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
+	since := until.Add(-24 * time.Hour)
+	src := followupSource{fus: []*store.Followup{
+		{ID: "fu_late", State: store.FollowupAwaitingReply, Correspondents: []string{"dan@example.org"}, Subject: "Invoice?", Deadline: until.Add(-72 * time.Hour), Nudges: 1},
+		{ID: "fu_owe", State: store.FollowupNeedsReply, Correspondents: []string{"bob@example.org"}, Subject: "Budget \x1b[31mnow", Deadline: until.Add(-time.Hour)},
+		{ID: "fu_ahead", State: store.FollowupNeedsReply, Correspondents: []string{"eve@example.org"}, Subject: "later", Deadline: until.Add(time.Hour)},
+		{ID: "fu_snoozed", State: store.FollowupNeedsReply, Correspondents: []string{"fay@example.org"}, Subject: "snoozed", Deadline: since, SnoozeUntil: until.Add(time.Hour)},
+		{ID: "fu_done", State: store.FollowupDone, Correspondents: []string{"gus@example.org"}, Subject: "done", Deadline: since},
+	}}
+	r, err := Build(src, since, until, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range r.FollowupsDue {
+		got = append(got, d.ID)
+	}
+	if strings.Join(got, ",") != "fu_late,fu_owe" {
+		t.Fatalf("followups due: got %v, want [fu_late fu_owe]", got)
+	}
+	var b strings.Builder
+	if err := Text(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	for _, want := range []string{"Follow-ups due (2)", "waiting for a reply from dan@example.org: Invoice?", "you owe a reply to bob@example.org"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "\x1b") {
+		t.Errorf("text carries an escape from a subject:\n%q", text)
+	}
+	// A source without reply tracking lists none and still builds.
+	if r, err := Build(fakeSource{}, since, until, ""); err != nil || len(r.FollowupsDue) != 0 {
+		t.Errorf("no tracking: got %v, %v", r.FollowupsDue, err)
+	}
+}

@@ -22,6 +22,27 @@ type Source interface {
 
 var _ Source = (*store.Store)(nil)
 
+// FollowupSource is what a Source also has when reply tracking is there
+// (store.Store has it): the report then lists the follow-ups due.
+type FollowupSource interface {
+	ListFollowups(ff store.FollowupFilter, fn func(*store.Followup) error) error
+}
+
+var _ FollowupSource = (*store.Store)(nil)
+
+// Due is one tracked thread whose deadline has passed by the end of the
+// period: the owner owes an answer (needs_reply) or waits for one
+// (awaiting_reply).
+type Due struct {
+	ID             string
+	Account        string
+	State          string
+	Correspondents []string
+	Subject        string
+	Deadline       time.Time
+	Nudges         int
+}
+
 // Sent is one reply mailagent sent on its own.
 type Sent struct {
 	Account string
@@ -64,6 +85,9 @@ type Report struct {
 	Ignored     map[string]int
 	Processed   int
 	NeedsReview []Review
+	// FollowupsDue are open threads past their deadline at Until, oldest
+	// deadline first (empty when the source has no reply tracking).
+	FollowupsDue []Due
 	Usage       store.UsageDay // summed over the days the period touches
 	Model       string
 	Price       llm.Price
@@ -131,6 +155,20 @@ func Build(src Source, since, until time.Time, model string) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("digest: messages: %w", err)
 	}
+	if fs, ok := src.(FollowupSource); ok {
+		open := store.FollowupFilter{States: []string{store.FollowupNeedsReply, store.FollowupAwaitingReply}}
+		err := fs.ListFollowups(open, func(fu *store.Followup) error {
+			if fu.Deadline.IsZero() || fu.Deadline.After(until) || fu.SnoozeUntil.After(until) {
+				return nil
+			}
+			r.FollowupsDue = append(r.FollowupsDue, Due{ID: fu.ID, Account: fu.Account, State: fu.State,
+				Correspondents: slices.Clone(fu.Correspondents), Subject: fu.Subject, Deadline: fu.Deadline, Nudges: fu.Nudges})
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("digest: followups: %w", err)
+		}
+	}
 	days, err := src.UsageRange(store.Day(since), store.Day(until))
 	if err != nil {
 		return nil, fmt.Errorf("digest: usage: %w", err)
@@ -148,6 +186,7 @@ func Build(src Source, since, until time.Time, model string) (*Report, error) {
 	slices.SortFunc(r.AutoSent, func(a, b Sent) int { return a.SentAt.Compare(b.SentAt) })
 	slices.SortFunc(r.Scheduled, func(a, b Sent) int { return a.SentAt.Compare(b.SentAt) })
 	slices.SortFunc(r.Waiting, func(a, b Waiting) int { return cmp.Or(a.Since.Compare(b.Since), cmp.Compare(a.ID, b.ID)) })
+	slices.SortFunc(r.FollowupsDue, func(a, b Due) int { return cmp.Or(a.Deadline.Compare(b.Deadline), cmp.Compare(a.ID, b.ID)) })
 	slices.SortFunc(r.NeedsReview, func(a, b Review) int { return cmp.Compare(a.Key.UID, b.Key.UID) })
 	return r, nil
 }

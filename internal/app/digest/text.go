@@ -10,6 +10,7 @@ import (
 
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/termsafe"
+	"github.com/mailagent/mailagent/store"
 )
 
 // Text writes r as plain text. Every string that came from mail or the
@@ -45,6 +46,16 @@ func Text(w io.Writer, r *Report) error {
 	fmt.Fprintf(&b, "\nNeeds review (%d):\n", len(r.NeedsReview))
 	for _, m := range r.NeedsReview {
 		fmt.Fprintf(&b, "  %s: %s (%s)\n", termsafe.Address(m.From.Name, m.From.Email), termsafe.Line(m.Subject), termsafe.Line(m.Error))
+	}
+	if len(r.FollowupsDue) > 0 {
+		fmt.Fprintf(&b, "\nFollow-ups due (%d):\n", len(r.FollowupsDue))
+		for _, d := range r.FollowupsDue {
+			what := "you owe a reply to"
+			if d.State == store.FollowupAwaitingReply {
+				what = "waiting for a reply from"
+			}
+			fmt.Fprintf(&b, "  %s  since %s, %s %s: %s\n", termsafe.Line(d.ID), d.Deadline.Format("01-02 15:04"), what, addrs(d.Correspondents), termsafe.Line(d.Subject))
+		}
 	}
 	fmt.Fprintf(&b, "\nHandled without you (%d messages processed):\n", r.Processed)
 	fmt.Fprintf(&b, "  archived: %s\n", counts(r.Archived))
