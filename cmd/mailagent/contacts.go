@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/humantime"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
@@ -67,16 +68,26 @@ contact. forget deletes a contact's memory entirely.`,
 	return cmd
 }
 
-func contactsRun(ctx context.Context, f *Factory, opts *ContactsOptions) error {
-	_, accounts, err := configAccounts(f, opts.Account)
+// accountService opens the service (a running watcher's socket, else the
+// store) for the commands that act on one account's records: the named
+// account, or the first configured. The caller closes it.
+func accountService(ctx context.Context, f *Factory, name string) (string, api.Service, func() error, error) {
+	_, accounts, err := configAccounts(f, name)
 	if err != nil {
-		return err
+		return "", nil, nil, err
 	}
 	if len(accounts) == 0 {
-		return usageErr("no accounts configured")
+		return "", nil, nil, usageErr("no accounts configured")
 	}
-	account := accounts[0].Name
 	svc, closeSvc, err := f.Service(ctx, false)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return accounts[0].Name, svc, closeSvc, nil
+}
+
+func contactsRun(ctx context.Context, f *Factory, opts *ContactsOptions) error {
+	account, svc, closeSvc, err := accountService(ctx, f, opts.Account)
 	if err != nil {
 		return err
 	}

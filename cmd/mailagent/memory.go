@@ -99,19 +99,7 @@ func memoryRun(ctx context.Context, f *Factory, opts *MemoryOptions) error {
 			add.Expires = day.AddDate(0, 0, 1)
 		}
 	}
-	cfg, err := f.Config()
-	if err != nil {
-		return err
-	}
-	accounts, err := pickAccounts(cfg, opts.Account)
-	if err != nil {
-		return err
-	}
-	if len(accounts) == 0 {
-		return usageErr("no accounts configured")
-	}
-	account := accounts[0].Name
-	svc, closeSvc, err := f.Service(ctx, false)
+	account, svc, closeSvc, err := accountService(ctx, f, opts.Account)
 	if err != nil {
 		return err
 	}

@@ -68,11 +68,8 @@ Exit codes: 0 done; 2 bad flags or config; 3 a server could not be
 reached.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if opts.Limit < 0 {
-				return usageErr("--limit must be 0 (no limit) or more, got %d", opts.Limit)
-			}
-			if _, err := parseSince(opts.Since, time.Now()); err != nil {
-				return usageErr("--since: %v", err)
+			if err := checkWindow(opts.Limit, opts.Since); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)

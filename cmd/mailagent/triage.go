@@ -57,11 +57,8 @@ reached; 4 the state database is in use; 5 finished, but some messages
 need review (see their reasons with --json or mailagent explain).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if opts.Limit < 0 {
-				return usageErr("--limit must be 0 (no limit) or more, got %d", opts.Limit)
-			}
-			if _, err := parseSince(opts.Since, time.Now()); err != nil {
-				return usageErr("--since: %v", err)
+			if err := checkWindow(opts.Limit, opts.Since); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -251,6 +248,18 @@ func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) (err error)
 // configAccounts is the preamble of the commands that work on accounts:
 // the configuration, and the accounts --account picks (all when name is
 // empty; an unknown name is a usage error).
+// checkWindow checks the --limit and --since flags that triage and replay
+// share: a usage error (exit 2) names the flag.
+func checkWindow(limit int, since string) error {
+	if limit < 0 {
+		return usageErr("--limit must be 0 (no limit) or more, got %d", limit)
+	}
+	if _, err := parseSince(since, time.Now()); err != nil {
+		return usageErr("--since: %v", err)
+	}
+	return nil
+}
+
 func configAccounts(f *Factory, name string) (*config.Config, []*config.Account, error) {
 	cfg, err := f.Config()
 	if err != nil {
