@@ -21,7 +21,6 @@ import (
 
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/config"
-	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/netpolicy"
 	"github.com/mailagent/mailagent/internal/smtpsend"
 	"github.com/mailagent/mailagent/store"
@@ -269,40 +268,6 @@ func (d *doctor) smtp(ctx context.Context, acct *config.Account) {
 		return
 	}
 	d.pass(name+": connect and AUTH", fmt.Sprintf("%s (%s)", acct.SMTP.Addr(), acct.SMTP.Security))
-}
-
-func (d *doctor) model(ctx context.Context, f *Factory, cfg *config.Config) {
-	m, err := f.NewModel(ctx, cfg)
-	if err != nil {
-		d.fail("model: api key", err, "set the variable named by llm.api_key_env (default GEMINI_API_KEY) or llm.api_key_cmd")
-		return
-	}
-	d.pass("model: api key", "resolved (value not shown)")
-	type probe struct {
-		OK *bool `json:"ok"`
-	}
-	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	_, info, err := llm.GenerateJSON(cctx, m, llm.Request{
-		System: "You answer health checks.",
-		Prompt: `Answer with {"ok": true}.`,
-		Schema: &llm.Schema{Type: "object", Properties: map[string]*llm.Schema{"ok": {Type: "boolean"}}, Required: []string{"ok"}},
-	}, func(p *probe) error {
-		if p.OK == nil {
-			return errors.New("ok: required")
-		}
-		return nil
-	})
-	if err != nil {
-		fix := "check llm.model and llm.base_url"
-		var api *llm.APIError
-		if errors.As(err, &api) && (api.StatusCode == 400 || api.StatusCode == 401 || api.StatusCode == 403) {
-			fix = "the API key was refused: create a new one and update its source"
-		}
-		d.fail("model: structured output round trip", err, fix)
-		return
-	}
-	d.pass("model: structured output round trip", fmt.Sprintf("%s answered (%d tokens)", info.Model, info.Usage.TotalTokens))
 }
 
 func (d *doctor) state(cfg *config.Config) {

@@ -233,7 +233,7 @@ func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) (err error)
 	if err != nil {
 		return err
 	}
-	model, err := f.Model(ctx)
+	model, err := f.NewModel(ctx, taskConfig(cfg, config.TaskClassify))
 	if err != nil {
 		return err
 	}

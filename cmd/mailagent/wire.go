@@ -79,7 +79,7 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 	if err != nil {
 		return nil, err
 	}
-	model, err := f.Model(ctx)
+	model, draftModel, err := f.taskModels(ctx)
 	if err != nil {
 		if !lazyModel {
 			return nil, err
@@ -88,6 +88,7 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 		// that does (regenerate) reports why it is missing.
 		modelErr := err
 		model = llm.ModelFunc(func(context.Context, llm.Request) (*llm.Response, error) { return nil, modelErr })
+		draftModel = model
 	}
 	ps, err := prompts.Load(cfg.PromptsDir)
 	if err != nil {
@@ -112,10 +113,10 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 	mailer := newMailer(cfg)
 	p.Actor = &agent.Actor{
 		Store:      st,
-		Drafter:    &agent.LLMDrafter{Model: model, Prompts: ps, MaxChars: cfg.Policy.MaxDraftChars},
+		Drafter:    &agent.LLMDrafter{Model: draftModel, Prompts: ps, MaxChars: cfg.Policy.MaxDraftChars},
 		Mailer:     mailer,
 		Profile:    profile,
-		Summarizer: &agent.LLMSummarizer{Model: model, Prompts: ps},
+		Summarizer: &agent.LLMSummarizer{Model: draftModel, Prompts: ps},
 	}
 	return &agentParts{Pipeline: p, Mailer: mailer}, nil
 }
