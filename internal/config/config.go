@@ -169,8 +169,8 @@ func (l LLM) ForTask(task string) LLM {
 	elsewhere := (t.Provider != "" && t.Provider != l.Provider) || (t.BaseURL != "" && t.BaseURL != l.BaseURL)
 	if t.Provider != "" {
 		out.Provider = t.Provider
-		if t.Provider != l.Provider {
-			out.BaseURL, out.StructuredOutput = "", ""
+		if t.Provider != l.Provider { // another provider's URL, mode and model do not apply
+			out.BaseURL, out.StructuredOutput, out.Model = "", "", ""
 		}
 	}
 	if t.Model != "" {

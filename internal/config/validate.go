@@ -376,7 +376,7 @@ func validAuthservID(id string) bool {
 // what it sets itself: the inherited [llm] keys are checked once.
 func (c *Config) validateModel(p *problems, key string, l LLM) {
 	task := key != "llm"
-	own := func(name string, set bool) bool { return !task || set }
+	own := func(set bool) bool { return !task || set } // a task reports only its own keys
 	var t LLMTask
 	switch key {
 	case "llm." + TaskClassify:
@@ -386,32 +386,32 @@ func (c *Config) validateModel(p *problems, key string, l LLM) {
 	}
 	switch l.Provider {
 	case ProviderGemini:
-		if own("provider", t.Provider != "") && l.StructuredOutput != "" && own("structured_output", t.StructuredOutput != "" || t.Provider != "") {
+		if own(t.Provider != "") && l.StructuredOutput != "" && own(t.StructuredOutput != "" || t.Provider != "") {
 			p.add(key+".structured_output", "applies to provider \"openai\" only", "remove it: gemini always gets the schema as its response schema")
 		}
 	case ProviderOpenAI:
 		switch l.StructuredOutput {
 		case "", "json_schema", "json_object", "prompt":
 		default:
-			if own("structured_output", t.StructuredOutput != "") {
+			if own(t.StructuredOutput != "") {
 				p.add(key+".structured_output", fmt.Sprintf("%q is not a structured-output mode", l.StructuredOutput),
 					`use "json_schema" (server supports response_format json_schema), "json_object" (JSON mode only) or "prompt" (neither)`)
 			}
 		}
 	default:
-		if own("provider", t.Provider != "") {
+		if own(t.Provider != "") {
 			p.add(key+".provider", fmt.Sprintf("%q is not a supported provider", l.Provider),
 				`use "gemini", or "openai" for any OpenAI-compatible server (Ollama, llama.cpp, vLLM, LM Studio)`)
 		}
 	}
-	if strings.TrimSpace(l.Model) == "" && own("model", t.Provider != "") {
+	if strings.TrimSpace(l.Model) == "" && own(t.Provider != "") {
 		fix := `set a model name, e.g. "gemini-2.5-flash"`
 		if l.Provider == ProviderOpenAI {
 			fix = `set the name the server lists at /v1/models, e.g. "qwen2.5:7b" for Ollama`
 		}
 		p.add(key+".model", "is empty", fix)
 	}
-	if own("api_key", t.APIKeyEnv != "" || t.APIKeyCmd != "" || !t.APIKey.Empty()) {
+	if own(t.APIKeyEnv != "" || t.APIKeyCmd != "" || !t.APIKey.Empty()) {
 		n := 0
 		for _, set := range []bool{l.APIKeyEnv != "", l.APIKeyCmd != "", !l.APIKey.Empty()} {
 			if set {
@@ -425,16 +425,16 @@ func (c *Config) validateModel(p *problems, key string, l LLM) {
 			c.literalSecret(p, key+".api_key", "api_key_env or api_key_cmd")
 		}
 	}
-	if l.BaseURL != "" && own("base_url", t.BaseURL != "") {
+	if l.BaseURL != "" && own(t.BaseURL != "") {
 		u, err := url.Parse(l.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			p.add(key+".base_url", fmt.Sprintf("%q is not an http(s) URL", l.BaseURL), `write a full URL such as "https://gateway.example.com/" or "http://localhost:11434/v1", or leave it empty`)
 		}
 	}
-	if l.RequestsPerMinute < 0 && own("requests_per_minute", t.RequestsPerMinute != 0) {
+	if l.RequestsPerMinute < 0 && own(t.RequestsPerMinute != 0) {
 		p.add(key+".requests_per_minute", fmt.Sprintf("%d is negative", l.RequestsPerMinute), "use 0 for no limit, or your quota (e.g. 10)")
 	}
-	if own("timeout", t.Timeout != (Duration{})) {
+	if own(t.Timeout != (Duration{})) {
 		p.duration(key+".timeout", l.Timeout, `"60s"`, false)
 	}
 }
