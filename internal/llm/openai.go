@@ -71,7 +71,8 @@ type OpenAIConfig struct {
 // makes exactly one HTTP request per Generate call (the SDK's own retries
 // are off): retries belong to WithRetry.
 type OpenAI struct {
-	client  openai.Client
+	chat    openai.ChatCompletionService
+	models  openai.ModelService
 	model   string
 	mode    StructuredOutput
 	timeout time.Duration
@@ -80,7 +81,7 @@ type OpenAI struct {
 
 // NewOpenAI builds an OpenAI-compatible model. It does not contact the
 // server. Environment variables the SDK would read (OPENAI_API_KEY,
-// OPENAI_BASE_URL) are overridden: only cfg counts.
+// OPENAI_BASE_URL, OPENAI_ORG_ID, …) are ignored: only cfg counts.
 func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if strings.TrimSpace(cfg.Model) == "" {
 		return nil, errors.New("openai: model is empty")
@@ -106,10 +107,16 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 		option.WithAPIKey(cmpOr(cfg.APIKey, "none")),
 		option.WithMaxRetries(0),
 	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
 	}
-	return &OpenAI{client: openai.NewClient(opts...), model: cfg.Model, mode: mode, timeout: timeout, secret: cfg.APIKey}, nil
+	opts = append(opts, option.WithHTTPClient(hc))
+	// The services, not openai.NewClient: the client would add what the
+	// environment says (OPENAI_ORG_ID, OPENAI_PROJECT_ID, custom headers),
+	// which must not reach a server the configuration did not name.
+	return &OpenAI{chat: openai.NewChatCompletionService(opts...), models: openai.NewModelService(opts...),
+		model: cfg.Model, mode: mode, timeout: timeout, secret: cfg.APIKey}, nil
 }
 
 func cmpOr(a, b string) string {
@@ -163,7 +170,7 @@ func (o *OpenAI) Generate(ctx context.Context, req Request) (*Response, error) {
 
 	callCtx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	resp, err := o.client.Chat.Completions.New(callCtx, params)
+	resp, err := o.chat.New(callCtx, params)
 	if err != nil {
 		return nil, o.wrapErr(ctx, callCtx, err)
 	}
@@ -351,7 +358,7 @@ func unfence(text string) string {
 func (o *OpenAI) ListModels(ctx context.Context) ([]string, error) {
 	callCtx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	page, err := o.client.Models.List(callCtx)
+	page, err := o.models.List(callCtx)
 	if err != nil {
 		return nil, o.wrapErr(ctx, callCtx, err)
 	}

@@ -156,11 +156,13 @@ func TestOpenAIRetriesTemporaryErrors(t *testing.T) {
 func TestOpenAIUnauthorizedIsPermanent(t *testing.T) {
 	const key = "sk-local-secret-4242"
 	t.Setenv("OPENAI_API_KEY", "sk-from-environment-must-not-be-used")
+	t.Setenv("OPENAI_ORG_ID", "org-from-environment")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
 	var n atomic.Int32
 	var auth atomic.Value
 	srv := openaitest.NewServer(t, openaitest.ModeStrict, func(r *openaitest.Request) openaitest.Reply {
 		n.Add(1)
-		auth.Store(r.Header.Get("Authorization"))
+		auth.Store(r.Header.Get("Authorization") + r.Header.Get("OpenAI-Organization"))
 		return openaitest.ErrorReply(http.StatusUnauthorized, "invalid_request_error", "Incorrect API key provided: "+key)
 	})
 	m := llm.WithRetry(srv.NewOpenAI(t, llm.OpenAIConfig{APIKey: key}), llm.RetryOptions{Sleep: func(context.Context, time.Duration) error {
