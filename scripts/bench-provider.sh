@@ -4,8 +4,10 @@
 # llm.concurrency = CONC, the real binary against Dovecot) run against the
 # fake Gemini and the fake OpenAI-compatible server alternately (same
 # answer, same delay), RUNS times each, interleaved so that machine noise
-# falls on both. Prints, per provider, best-of-RUNS and median end-to-end
-# throughput, and the openai/gemini ratios (goal: within 2 %).
+# falls on both. Prints, per provider, best-of-RUNS and median throughput,
+# end to end (N / wall time of the command) and steady state (calls / time
+# from the first model request to the last answer, as the fake saw it), and
+# the openai/gemini ratios (goal: within 2 %).
 # Needs: bash scripts/e2e-stack.sh start. Env: N, RUNS, DELAY, CONC.
 source "$(dirname "$0")/bench-lib.sh"
 N=${N:-300}
@@ -18,7 +20,7 @@ build
 wait_imap
 machine
 "$BIN/benchtool" synth -user "$USER_" -mailbox "$MBOX" -n "$N"
-declare -A rates
+declare -A rates steady
 for i in $(seq "$RUNS"); do
 	for p in gemini openai; do
 		export BENCH_PROVIDER=$p
@@ -37,13 +39,22 @@ for i in $(seq "$RUNS"); do
 		done
 		if [[ $rc -ne 0 ]]; then cat "$WORK/triage.err" >&2; exit 1; fi
 		w=$(echo "$N / ($t1 - $t0)" | bc -l)
+		span=$(sed -n 's/.*first_to_last_ms=\([0-9.]*\).*/\1/p' "$WORK/fake.out")
+		calls=$(sed -n 's/.*calls=\([0-9]*\).*/\1/p' "$WORK/fake.out")
+		s=$(echo "$calls / ($span / 1000)" | bc -l)
 		rates[$p]="${rates[$p]:-} $w"
-		printf 'run %d %-6s: %.2f s -> %.2f msg/s; %s\n' "$i" "$p" "$(echo "$t1 - $t0" | bc -l)" "$w" "$(cat "$WORK/fake.out")"
+		steady[$p]="${steady[$p]:-} $s"
+		printf 'run %d %-6s: %.2f s -> %.2f msg/s; steady %.2f msg/s; %s\n' "$i" "$p" "$(echo "$t1 - $t0" | bc -l)" "$w" "$s" "$(cat "$WORK/fake.out")"
 	done
 done
 best() { printf '%s\n' "$@" | sort -g | tail -1; }
-# shellcheck disable=SC2086
-gb=$(best ${rates[gemini]}) ob=$(best ${rates[openai]}) gm=$(median ${rates[gemini]}) om=$(median ${rates[openai]})
-printf 'gemini: best %.2f msg/s, median %.2f msg/s\n' "$gb" "$gm"
-printf 'openai: best %.2f msg/s, median %.2f msg/s\n' "$ob" "$om"
-printf 'ratio openai/gemini: best-of-%d %.4f, median %.4f\n' "$RUNS" "$(echo "$ob / $gb" | bc -l)" "$(echo "$om / $gm" | bc -l)"
+report() { # NAME ARRAY-NAME
+	local -n arr=$2
+	# shellcheck disable=SC2086
+	local gb gm ob om
+	gb=$(best ${arr[gemini]}) gm=$(median ${arr[gemini]}) ob=$(best ${arr[openai]}) om=$(median ${arr[openai]})
+	printf '%s: gemini best %.2f median %.2f msg/s; openai best %.2f median %.2f msg/s; ratio openai/gemini best-of-%d %.4f, median %.4f\n' \
+		"$1" "$gb" "$gm" "$ob" "$om" "$RUNS" "$(echo "$ob / $gb" | bc -l)" "$(echo "$om / $gm" | bc -l)"
+}
+report "end to end" rates
+report "steady state" steady
