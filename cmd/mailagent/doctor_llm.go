@@ -57,7 +57,7 @@ func (d *doctor) modelFor(ctx context.Context, f *Factory, cfg *config.Config, p
 		d.fail(prefix+": api key", err, fix)
 		return
 	}
-	if !openai || l.APIKeyEnv != "" || l.APIKeyCmd != "" || !l.APIKey.Empty() {
+	if !openai || l.HasKeySource() {
 		d.pass(prefix+": api key", "resolved (value not shown)")
 	}
 	if openai && !d.openAIServer(ctx, cfg, prefix) {
@@ -91,7 +91,7 @@ func (d *doctor) modelFor(ctx context.Context, f *Factory, cfg *config.Config, p
 func (d *doctor) openAIServer(ctx context.Context, cfg *config.Config, prefix string) bool {
 	l := cfg.LLM
 	var key string
-	if l.APIKeyEnv != "" || l.APIKeyCmd != "" || !l.APIKey.Empty() {
+	if l.HasKeySource() {
 		s, err := l.ResolveAPIKey(ctx)
 		if err != nil {
 			d.fail(prefix+": api key", err, "set the variable named by llm.api_key_env or fix llm.api_key_cmd")

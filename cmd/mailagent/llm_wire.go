@@ -23,7 +23,7 @@ func newModel(ctx context.Context, cfg *config.Config) (llm.Model, error) {
 func newOpenAIModel(ctx context.Context, cfg *config.Config) (llm.Model, error) {
 	l := cfg.LLM
 	var key string
-	if l.APIKeyEnv != "" || l.APIKeyCmd != "" || !l.APIKey.Empty() {
+	if l.HasKeySource() {
 		s, err := l.ResolveAPIKey(ctx)
 		if err != nil {
 			return nil, &UserError{Code: ExitUsage, Err: fmt.Errorf("llm api key: %w", err),

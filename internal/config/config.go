@@ -100,6 +100,10 @@ type LLM struct {
 	// is set; provider "openai" needs no key (local servers).
 	APIKeyEnv string `toml:"api_key_env"`
 	APIKeyCmd string `toml:"api_key_cmd"`
+	// APIKeyKeyring reads the key from the system keyring: service
+	// "mailagent", user "llm" ("llm/classify", "llm/draft" for a task
+	// section that names its own source).
+	APIKeyKeyring bool `toml:"api_key_keyring"`
 	// APIKey is a literal key, accepted only in a 0600 file.
 	APIKey Secret `toml:"api_key"`
 	// CmdTimeout bounds api_key_cmd (default 30s).
@@ -123,6 +127,22 @@ type LLM struct {
 	// [llm]. See ForTask.
 	Classify LLMTask `toml:"classify"`
 	Draft    LLMTask `toml:"draft"`
+
+	keyringUser string // set by ForTask for a task's own keyring entry; "" is "llm"
+}
+
+// KeyringUser is the keyring user of the API key: "llm", or "llm/TASK"
+// for a task section with its own key source.
+func (l LLM) KeyringUser() string {
+	if l.keyringUser != "" {
+		return l.keyringUser
+	}
+	return "llm"
+}
+
+// HasKeySource reports whether any API key source is configured.
+func (l LLM) HasKeySource() bool {
+	return l.APIKeyEnv != "" || l.APIKeyCmd != "" || l.APIKeyKeyring || !l.APIKey.Empty()
 }
 
 // LLMTask is an [llm.classify] or [llm.draft] section: the keys that may
@@ -133,6 +153,7 @@ type LLMTask struct {
 	BaseURL           string   `toml:"base_url"`
 	APIKeyEnv         string   `toml:"api_key_env"`
 	APIKeyCmd         string   `toml:"api_key_cmd"`
+	APIKeyKeyring     bool     `toml:"api_key_keyring"`
 	APIKey            Secret   `toml:"api_key"`
 	StructuredOutput  string   `toml:"structured_output"`
 	Timeout           Duration `toml:"timeout"`
@@ -188,9 +209,10 @@ func (l LLM) ForTask(task string) LLM {
 	if t.RequestsPerMinute != 0 {
 		out.RequestsPerMinute = t.RequestsPerMinute
 	}
-	if t.APIKeyEnv != "" || t.APIKeyCmd != "" || !t.APIKey.Empty() || elsewhere {
-		out.APIKeyEnv, out.APIKeyCmd, out.APIKey = t.APIKeyEnv, t.APIKeyCmd, t.APIKey
-		if out.Provider == ProviderGemini && out.APIKeyEnv == "" && out.APIKeyCmd == "" && out.APIKey.Empty() {
+	if t.APIKeyEnv != "" || t.APIKeyCmd != "" || t.APIKeyKeyring || !t.APIKey.Empty() || elsewhere {
+		out.APIKeyEnv, out.APIKeyCmd, out.APIKeyKeyring, out.APIKey = t.APIKeyEnv, t.APIKeyCmd, t.APIKeyKeyring, t.APIKey
+		out.keyringUser = "llm/" + task
+		if out.Provider == ProviderGemini && !out.HasKeySource() {
 			out.APIKeyEnv = "GEMINI_API_KEY"
 		}
 	}
@@ -592,7 +614,7 @@ func (c *Config) applyDefaults(md toml.MetaData) error {
 	} else {
 		c.LogFile = c.resolvePath(c.LogFile)
 	}
-	if c.LLM.Provider == ProviderGemini && c.LLM.APIKeyEnv == "" && c.LLM.APIKeyCmd == "" && c.LLM.APIKey.Empty() {
+	if c.LLM.Provider == ProviderGemini && !c.LLM.HasKeySource() {
 		c.LLM.APIKeyEnv = "GEMINI_API_KEY"
 	}
 	if c.LLM.Provider != ProviderGemini && !md.IsDefined("llm", "model") {

@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/zalando/go-keyring"
 )
 
 const llmAccounts = `
@@ -126,5 +128,46 @@ model = "gemini-2.5-pro"
 	d := cfg.LLM.ForTask(TaskDraft)
 	if d.APIKeyEnv != "GEMINI_API_KEY" || d.BaseURL != "" || d.StructuredOutput != "" {
 		t.Errorf("draft %+v", d)
+	}
+}
+
+// TestAPIKeyKeyring: the key can live in the system keyring, under user
+// "llm", or "llm/TASK" for a task section with its own source.
+func TestAPIKeyKeyring(t *testing.T) {
+	keyring.MockInit()
+	if err := keyring.Set(KeyringService, "llm", "main-key"); err != nil {
+		t.Fatal(err)
+	}
+	if err := keyring.Set(KeyringService, "llm/draft", "draft-key"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse([]byte(`[llm]
+api_key_keyring = true
+
+[llm.draft]
+provider = "openai"
+model = "big"
+base_url = "https://gw.example.com/v1"
+api_key_keyring = true
+`+llmAccounts), "", 0o600)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if cfg.LLM.APIKeyEnv != "" {
+		t.Errorf("keyring source also got GEMINI_API_KEY: %q", cfg.LLM.APIKeyEnv)
+	}
+	for task, want := range map[string]string{TaskClassify: "main-key", TaskDraft: "draft-key"} {
+		s, err := cfg.LLM.ForTask(task).ResolveAPIKey(t.Context())
+		if err != nil || s.Reveal() != want {
+			t.Errorf("%s: %v", task, err)
+		}
+	}
+	missing := LLM{APIKeyKeyring: true, Classify: LLMTask{APIKeyKeyring: true}}
+	if _, err := missing.ForTask(TaskClassify).ResolveAPIKey(t.Context()); err == nil || !strings.Contains(err.Error(), "secret-tool store") {
+		t.Errorf("missing entry: %v", err)
+	}
+	_, err = Parse([]byte("[llm]\napi_key_keyring = true\napi_key_env = \"X\"\n"+llmAccounts), "", 0o600)
+	if err == nil || !strings.Contains(err.Error(), "exactly one") {
+		t.Errorf("two sources accepted: %v", err)
 	}
 }

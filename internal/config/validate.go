@@ -411,15 +411,15 @@ func (c *Config) validateModel(p *problems, key string, l LLM) {
 		}
 		p.add(key+".model", "is empty", fix)
 	}
-	if own(t.APIKeyEnv != "" || t.APIKeyCmd != "" || !t.APIKey.Empty()) {
+	if own(t.APIKeyEnv != "" || t.APIKeyCmd != "" || t.APIKeyKeyring || !t.APIKey.Empty()) {
 		n := 0
-		for _, set := range []bool{l.APIKeyEnv != "", l.APIKeyCmd != "", !l.APIKey.Empty()} {
+		for _, set := range []bool{l.APIKeyEnv != "", l.APIKeyCmd != "", l.APIKeyKeyring, !l.APIKey.Empty()} {
 			if set {
 				n++
 			}
 		}
 		if n > 1 {
-			p.add(key, "sets more than one of api_key_env, api_key_cmd and api_key", "keep exactly one")
+			p.add(key, "sets more than one of api_key_env, api_key_cmd, api_key_keyring and api_key", "keep exactly one")
 		}
 		if !l.APIKey.Empty() {
 			c.literalSecret(p, key+".api_key", "api_key_env or api_key_cmd")
