@@ -471,7 +471,7 @@ func (v rtVariant) exec(w *rtWorld) []string {
 // TestRedTeam runs the suite over every provider: the compromised model
 // is the same, only the wire differs.
 func TestRedTeam(t *testing.T) {
-	for _, p := range []string{provGemini, provStrict, provProse} {
+	for _, p := range []string{provGemini, provStrict, provJSONOnly, provProse} {
 		t.Run(p, func(t *testing.T) { redTeam(t, p) })
 	}
 }
