@@ -60,8 +60,14 @@ func (d *doctor) modelFor(ctx context.Context, f *Factory, cfg *config.Config, p
 	if !openai || l.HasKeySource() {
 		d.pass(prefix+": api key", "resolved (value not shown)")
 	}
-	if openai && !d.openAIServer(ctx, cfg, prefix) {
-		return
+	var unlisted error // the server does not list the model: judged after the round trip
+	var unlistedFix string
+	if openai {
+		ok, fix, err := d.openAIServer(ctx, cfg, prefix)
+		if !ok {
+			return
+		}
+		unlisted, unlistedFix = err, fix
 	}
 	type probe struct {
 		OK *bool `json:"ok"`
@@ -80,22 +86,31 @@ func (d *doctor) modelFor(ctx context.Context, f *Factory, cfg *config.Config, p
 		return nil
 	})
 	if err != nil {
+		if unlisted != nil {
+			d.fail(prefix+": model listed", unlisted, unlistedFix)
+		}
 		d.fail(prefix+": structured output round trip", err, roundTripFix(err, l))
 		return
+	}
+	if unlisted != nil {
+		// llama.cpp's server answers with its one model whatever the name.
+		d.warn(prefix+": model listed", unlisted.Error()+", but the server answered with "+info.Model, unlistedFix)
 	}
 	d.pass(prefix+": structured output round trip", fmt.Sprintf("%s answered in %s (%d tokens, %s)",
 		info.Model, time.Since(start).Round(time.Millisecond), info.Usage.TotalTokens, structuredMode(l)))
 }
 
-// openAIServer checks that the server answers /models and lists the model.
-func (d *doctor) openAIServer(ctx context.Context, cfg *config.Config, prefix string) bool {
+// openAIServer checks that the server answers /models (false when not:
+// nothing more can be checked) and reports whether it lists the model: a
+// non-nil error and its fix when it does not.
+func (d *doctor) openAIServer(ctx context.Context, cfg *config.Config, prefix string) (bool, string, error) {
 	l := cfg.LLM
 	var key string
 	if l.HasKeySource() {
 		s, err := l.ResolveAPIKey(ctx)
 		if err != nil {
 			d.fail(prefix+": api key", err, "set the variable named by llm.api_key_env or fix llm.api_key_cmd")
-			return false
+			return false, "", nil
 		}
 		key = s.Reveal()
 	}
@@ -107,7 +122,7 @@ func (d *doctor) openAIServer(ctx context.Context, cfg *config.Config, prefix st
 		StructuredOutput: llm.StructuredOutput(l.StructuredOutput)})
 	if err != nil {
 		d.fail(prefix+": server answers", err, "fix llm.model and llm.structured_output")
-		return false
+		return false, "", nil
 	}
 	base := l.BaseURL
 	if base == "" {
@@ -116,7 +131,7 @@ func (d *doctor) openAIServer(ctx context.Context, cfg *config.Config, prefix st
 	ids, err := c.ListModels(ctx)
 	if err != nil {
 		d.fail(prefix+": server answers", err, serverFix(err, base))
-		return false
+		return false, "", nil
 	}
 	d.pass(prefix+": server answers", fmt.Sprintf("%s lists %d model(s)", base, len(ids)))
 	if !slices.Contains(ids, l.Model) {
@@ -131,11 +146,10 @@ func (d *doctor) openAIServer(ctx context.Context, cfg *config.Config, prefix st
 		if strings.Contains(base, ":11434") {
 			fix += fmt.Sprintf(", or pull it: ollama pull %s", l.Model)
 		}
-		d.fail(prefix+": model listed", fmt.Errorf("the server does not list model %q", l.Model), fix)
-		return false
+		return true, fix, fmt.Errorf("the server does not list model %q", l.Model)
 	}
 	d.pass(prefix+": model listed", l.Model)
-	return true
+	return true, "", nil
 }
 
 func serverFix(err error, base string) string {

@@ -244,6 +244,21 @@ func TestDoctorLLM(t *testing.T) {
 			t.Errorf("model.listed: %+v, want a fail naming the listed models", c)
 		}
 	})
+	t.Run("unlisted but served", func(t *testing.T) {
+		// llama.cpp's server lists its GGUF and answers any model name.
+		h := newHarnessOn(t, provStrict, func(*geminitest.Request) geminitest.Reply {
+			return geminitest.JSONReply(map[string]any{"ok": true}, llm.Usage{TotalTokens: 12})
+		}, "")
+		h.openai.srv.AnyModel = true
+		h.openai.srv.Models = []string{"/models/qwen2.5-7b-instruct-q4_k_m.gguf"}
+		m := checks(h)
+		if c := m["model.listed"]; c.Status != "warn" || !strings.Contains(sv(c.Fix), "qwen2.5-7b-instruct-q4_k_m.gguf") {
+			t.Errorf("model.listed: %+v, want a warning naming the listed model", c)
+		}
+		if m["model.round_trip"].Status != "pass" {
+			t.Errorf("model.round_trip: %+v", m["model.round_trip"])
+		}
+	})
 	t.Run("json_schema refused", func(t *testing.T) {
 		h := newHarnessOn(t, provJSONOnly, nil, "")
 		setLLM(h, `structured_output = "json_object"`, `structured_output = "json_schema"`)

@@ -204,7 +204,11 @@ func (o *OpenAI) toResponse(resp *openai.ChatCompletion, wantJSON bool) (*Respon
 	if model == "" {
 		model = o.model
 	}
-	return &Response{Text: text, Usage: usage, Model: model, FinishReason: strings.ToUpper(c.FinishReason)}, nil
+	finish := strings.ToUpper(c.FinishReason)
+	if c.FinishReason == "length" {
+		finish = "MAX_TOKENS" // the neutral name, as Gemini reports a truncated answer
+	}
+	return &Response{Text: text, Usage: usage, Model: model, FinishReason: finish}, nil
 }
 
 // wrapErr turns an SDK error into *APIError or a wrapped transport error,

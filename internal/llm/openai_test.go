@@ -283,3 +283,15 @@ func TestPresets(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAITruncatedAnswer: finish_reason "length" is reported with the
+// neutral name Gemini uses, MAX_TOKENS.
+func TestOpenAITruncatedAnswer(t *testing.T) {
+	srv := openaitest.NewServer(t, openaitest.ModeStrict, func(*openaitest.Request) openaitest.Reply {
+		return openaitest.Reply{Text: `{"label":"h`, FinishReason: "length"}
+	})
+	resp, err := srv.NewOpenAI(t, llm.OpenAIConfig{}).Generate(t.Context(), llm.Request{Prompt: "x"})
+	if err != nil || resp.FinishReason != "MAX_TOKENS" {
+		t.Fatalf("got %+v, %v; want FinishReason MAX_TOKENS", resp, err)
+	}
+}

@@ -172,6 +172,9 @@ type Server struct {
 	URL    string // base URL ending in /v1, for llm.OpenAIConfig.BaseURL
 	Mode   Mode
 	Models []string // listed at /models; default {DefaultModel}
+	// AnyModel answers whatever model is asked for, as llama.cpp's server
+	// does (it serves one model); otherwise an unlisted model is a 404.
+	AnyModel bool
 
 	srv  *httptest.Server
 	h    Handler
@@ -266,7 +269,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeReply(w, ErrorReply(http.StatusBadRequest, "invalid_request_error", "response_format json_schema is not supported by this server"))
 		return
 	}
-	if !s.knows(req.Model()) {
+	if !s.AnyModel && !s.knows(req.Model()) {
 		writeReply(w, ErrorReply(http.StatusNotFound, "invalid_request_error", fmt.Sprintf("model %q not found", req.Model())))
 		return
 	}
