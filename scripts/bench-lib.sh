@@ -42,11 +42,12 @@ user_pass() {
 	tr ',' '\n' <<<"$MAILAGENT_E2E_USERS" | awk -F: -v u="$1" '$1==u {print $2}'
 }
 
-# start_fake DELAY: starts the fake Gemini; sets FAKE_URL and FAKE_PID.
+# start_fake DELAY: starts the fake model (Gemini, or the OpenAI-compatible
+# one when BENCH_PROVIDER=openai); sets FAKE_URL and FAKE_PID.
 # Its stats line goes to $WORK/fake.out when it is stopped.
 start_fake() {
 	rm -f "$WORK/fake.url"
-	"$BIN/benchtool" fakegemini -delay "$1" -urlfile "$WORK/fake.url" >"$WORK/fake.out" 2>&1 </dev/null &
+	"$BIN/benchtool" fakegemini -provider "${BENCH_PROVIDER:-gemini}" -delay "$1" -urlfile "$WORK/fake.url" >"$WORK/fake.out" 2>&1 </dev/null &
 	FAKE_PID=$!
 	BG_PIDS+=("$FAKE_PID")
 	for _ in $(seq 100); do [[ -s $WORK/fake.url ]] && break; sleep 0.05; done
@@ -60,14 +61,18 @@ stop_pid() {
 }
 
 # write_config FILE STATE_DIR USER MAILBOX CONCURRENCY: a mailagent config
-# for one account on the stack, model = the fake Gemini at $FAKE_URL.
+# for one account on the stack, model = the fake at $FAKE_URL (Gemini, or
+# provider "openai" when BENCH_PROVIDER=openai).
 write_config() {
 	local file=$1 state=$2 user=$3 mailbox=$4 conc=$5
 	cat >"$file" <<CFG
 state_dir = "$state"
 [llm]
-model = "gemini-bench"
-api_key_env = "BENCH_GEMINI_KEY"
+$( if [[ ${BENCH_PROVIDER:-gemini} == openai ]]; then
+	printf 'provider = "openai"\nmodel = "bench-local"\nstructured_output = "json_schema"\n'
+else
+	printf 'model = "gemini-bench"\napi_key_env = "BENCH_GEMINI_KEY"\n'
+fi )
 base_url = "$FAKE_URL"
 concurrency = $conc
 [sync]

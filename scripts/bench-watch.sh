@@ -8,7 +8,8 @@
 # "decided" = end of the trace's "decide" step (the record is saved right
 # after it); "done" = the record's final UpdatedAt. Same machine, same clock.
 # Needs: bash scripts/e2e-stack.sh start. Env: N, GAP (pause after each
-# EXISTS, default 1s), BENCH_IMAP_SECURITY (insecure|starttls).
+# EXISTS, default 1s), BENCH_IMAP_SECURITY (insecure|starttls), DELAY (the
+# model latency, default 0s), BENCH_PROVIDER (gemini|openai: which fake).
 source "$(dirname "$0")/bench-lib.sh"
 N=${N:-50}
 USER_=bob@example.test
@@ -16,7 +17,7 @@ build
 wait_imap
 machine
 "$BIN/benchtool" synth -user "$USER_" -mailbox INBOX -n 0 >/dev/null # empty INBOX
-start_fake 0s
+start_fake "${DELAY:-0s}" # the model latency, the same for every provider
 write_config "$WORK/config.toml" "$WORK/state" "$USER_" INBOX 4
 start_watch "$WORK/config.toml"
 echo "watch is idle (pid $WATCH_PID, imap security ${BENCH_IMAP_SECURITY:-insecure}); delivering $N messages"

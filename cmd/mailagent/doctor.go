@@ -22,7 +22,6 @@ import (
 
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/config"
-	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/netpolicy"
 	"github.com/mailagent/mailagent/internal/smtpsend"
 	"github.com/mailagent/mailagent/store"
@@ -306,35 +305,6 @@ func (d *doctor) smtp(ctx context.Context, acct *config.Account) {
 	d.pass(name+": connect and AUTH", fmt.Sprintf("%s (%s)", acct.SMTP.Addr(), securityWords(acct.SMTP.Security)))
 }
 
-func (d *doctor) model(ctx context.Context, f *Factory, cfg *config.Config) {
-	m, err := f.NewModel(ctx, cfg)
-	if err != nil {
-		d.fail("model: api key", err, "set the variable named by llm.api_key_env (default GEMINI_API_KEY) or llm.api_key_cmd")
-		return
-	}
-	d.pass("model: api key", "resolved (value not shown)")
-	type probe struct {
-		OK *bool `json:"ok"`
-	}
-	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	_, info, err := llm.GenerateJSON(cctx, m, llm.Request{
-		System: "You answer health checks.",
-		Prompt: `Answer with {"ok": true}.`,
-		Schema: &llm.Schema{Type: "object", Properties: map[string]*llm.Schema{"ok": {Type: "boolean"}}, Required: []string{"ok"}},
-	}, func(p *probe) error {
-		if p.OK == nil {
-			return errors.New("ok: required")
-		}
-		return nil
-	})
-	if err != nil {
-		d.fail("model: structured output round trip", err, modelFix(err, cfg.LLM.BaseURL))
-		return
-	}
-	d.pass("model: structured output round trip", fmt.Sprintf("%s answered (%d tokens)", info.Model, info.Usage.TotalTokens))
-}
-
 func (d *doctor) state(cfg *config.Config) {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		d.fail("state dir", err, "set state_dir to a directory you can write")
@@ -374,28 +344,6 @@ func (d *doctor) state(cfg *config.Config) {
 		}
 		d.pass("state database", "not locked; "+summary)
 	}
-}
-
-// modelFix names the fix for a failed model call. Only a base_url the
-// config sets is blamed: a lookup failure of the default endpoint is the
-// network's.
-func modelFix(err error, baseURL string) string {
-	var api *llm.APIError
-	var dnsErr *net.DNSError
-	switch {
-	case errors.As(err, &api) && (api.StatusCode == 400 || api.StatusCode == 401 || api.StatusCode == 403):
-		return "the API key was refused: create a new one and update its source"
-	case errors.As(err, &api) && api.StatusCode == 404:
-		return "the model was not found: check llm.model"
-	case errors.As(err, &dnsErr) || strings.Contains(err.Error(), "no such host"):
-		if baseURL != "" {
-			return "the host of llm.base_url (" + baseURL + ") does not resolve: check llm.base_url"
-		}
-		return "the model's API host does not resolve: check that this machine is online and its DNS works"
-	case baseURL != "":
-		return "check llm.model, and that llm.base_url (" + baseURL + ") is reachable"
-	}
-	return "check llm.model, and that this machine can reach the model's API"
 }
 
 // smtpFailDetail words an SMTP check failure for the doctor: the address

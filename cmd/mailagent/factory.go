@@ -54,7 +54,7 @@ type Factory struct {
 
 func newFactory(stdin io.Reader, stdout, stderr io.Writer) *Factory {
 	f := &Factory{Stdin: stdin, Stdout: stdout, Stderr: stderr, Now: time.Now}
-	f.NewModel = newGeminiModel
+	f.NewModel = newModel
 	return f
 }
 

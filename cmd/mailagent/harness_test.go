@@ -31,6 +31,7 @@ type harness struct {
 	t       *testing.T
 	imap    *memimap.Server
 	gemini  *geminitest.Server
+	openai  *oaBridge // set by newHarnessOn for an openai provider
 	smtp    *smtptest.Sink
 	dir     string
 	cfgPath string

@@ -321,8 +321,12 @@ func printNextSteps(w io.Writer, s *initSetup, path string, withFlag, doctorRan 
 		return
 	}
 	fmt.Fprintln(w, "\nNext steps:")
-	if s.APIKeyCmd == "" && os.Getenv(s.APIKeyEnv) == "" {
-		fmt.Fprintf(w, "  export %s=…            # your Gemini API key (https://aistudio.google.com/apikey)\n", s.APIKeyEnv)
+	if s.APIKeyCmd == "" && s.APIKeyEnv != "" && os.Getenv(s.APIKeyEnv) == "" {
+		what := "your Gemini API key (https://aistudio.google.com/apikey)"
+		if s.LLMProvider != "" {
+			what = "your model server's API key"
+		}
+		fmt.Fprintf(w, "  export %s=…            # %s\n", s.APIKeyEnv, what)
 	}
 	if s.Secret.Kind == secretEnv && os.Getenv(s.Secret.Value) == "" {
 		fmt.Fprintf(w, "  export %s=…            # your mail password\n", s.Secret.Value)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/mailagent/mailagent/internal/autoconfig"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/initcfg"
+	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/netpolicy"
 )
 
@@ -440,6 +442,108 @@ func checkEnvName(v string) error {
 }
 
 func askLLM(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions) error {
+	items := []initChoice{{"gemini", "Google Gemini (cloud; needs an API key)"}}
+	for _, pr := range llm.Presets {
+		items = append(items, initChoice{pr.Name, pr.Title + " (" + pr.BaseURL + ")"})
+	}
+	items = append(items, initChoice{"other", "another OpenAI-compatible server or gateway"})
+	def := "gemini"
+	if s.LLMProvider == config.ProviderOpenAI {
+		def = initDefault(s.LLMPreset, "other")
+	}
+	choice, err := p.Choose(ctx, "Model provider", items, def)
+	if err != nil {
+		return err
+	}
+	if choice == "gemini" {
+		if s.LLMProvider != "" { // answered another provider before: its model and key do not apply
+			s.Model, s.APIKeyEnv, s.APIKeyCmd = "", "", ""
+		}
+		s.LLMProvider, s.LLMPreset, s.LLMBaseURL, s.LLMStructuredOutput = "", "", "", ""
+		return askGemini(ctx, p, s, opts)
+	}
+	return askOpenAI(ctx, p, s, choice)
+}
+
+// askOpenAI asks for an OpenAI-compatible server: its base URL, the model
+// name as the server lists it, the structured-output mode and the key
+// (none for a local server).
+func askOpenAI(ctx context.Context, p Prompter, s *initSetup, choice string) error {
+	pr, known := llm.PresetByName(choice)
+	if !known {
+		pr = llm.Preset{Name: "other", BaseURL: "http://localhost:8000/v1", StructuredOutput: llm.OutputJSONObject,
+			ModelNaming: "the id the server lists at /v1/models"}
+	}
+	if s.LLMPreset != pr.Name {
+		s.LLMBaseURL, s.Model, s.LLMStructuredOutput = "", "", ""
+		s.APIKeyEnv, s.APIKeyCmd = "", ""
+	}
+	s.LLMProvider, s.LLMPreset = config.ProviderOpenAI, pr.Name
+	if !pr.NeedsKey {
+		p.Say("\nA local server keeps your mail on this machine. Model names: %s.\n", pr.ModelNaming)
+	}
+	if pr.Notes != "" {
+		p.Say("  Note: %s.\n", pr.Notes)
+	}
+	var err error
+	if s.LLMBaseURL, err = p.Text(ctx, "Server base URL", initDefault(s.LLMBaseURL, pr.BaseURL), checkBaseURL); err != nil {
+		return err
+	}
+	if s.Model, err = p.Text(ctx, "Model name", initDefault(s.Model, pr.ExampleModel), initNonEmpty); err != nil {
+		return err
+	}
+	mode, err := p.Choose(ctx, "Structured output", []initChoice{
+		{string(llm.OutputJSONSchema), "response_format json_schema (the server enforces the schema)"},
+		{string(llm.OutputJSONObject), "JSON mode only; the schema goes into the prompt"},
+		{string(llm.OutputPrompt), "neither; the schema goes into the prompt"},
+	}, initDefault(s.LLMStructuredOutput, string(pr.StructuredOutput)))
+	if err != nil {
+		return err
+	}
+	s.LLMStructuredOutput = mode
+	keyDef := "none"
+	switch {
+	case s.APIKeyCmd != "":
+		keyDef = "cmd"
+	case s.APIKeyEnv != "" || pr.NeedsKey:
+		keyDef = "env"
+	}
+	kind, err := p.Choose(ctx, "API key", []initChoice{
+		{"none", "none (local servers need none)"},
+		{"env", "an environment variable"},
+		{"cmd", "a command that prints it (api_key_cmd)"},
+	}, keyDef)
+	if err != nil {
+		return err
+	}
+	switch kind {
+	case "none":
+		s.APIKeyEnv, s.APIKeyCmd = "", ""
+	case "env":
+		v, err := p.Text(ctx, "Environment variable", initDefault(s.APIKeyEnv, initDefault(pr.KeyEnv, "OPENAI_API_KEY")), checkEnvName)
+		if err != nil {
+			return err
+		}
+		s.APIKeyEnv, s.APIKeyCmd = v, ""
+	default:
+		v, err := p.Text(ctx, "Command that prints the API key", s.APIKeyCmd, initNonEmpty)
+		if err != nil {
+			return err
+		}
+		s.APIKeyCmd, s.APIKeyEnv = v, ""
+	}
+	return nil
+}
+
+func checkBaseURL(v string) error {
+	u, err := url.Parse(strings.TrimSpace(v))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL such as http://localhost:11434/v1", v)
+	}
+	return nil
+}
+
+func askGemini(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions) error {
 	p.Say("\nThe Gemini API key is never written to the file; mailagent reads it when it runs.\n")
 	def := "env"
 	if initDefault(s.APIKeyCmd, opts.APIKeyCmd) != "" {

@@ -106,6 +106,7 @@ func TestInterviewScripted(t *testing.T) {
 		{"Account name", ""},
 		{"Password source", secretCmd},
 		{"Command that prints the password", "pass show mail/fastmail"},
+		{"Model provider", ""},
 		{"Read the Gemini API key from", "cmd"},
 		{"Command that prints the API key", "pass show gemini"},
 		{"Gemini model", ""},
@@ -153,7 +154,7 @@ func TestInterviewScriptedAgainAndEnd(t *testing.T) {
 		{"SMTP host", ""}, {"SMTP security", ""}, {"SMTP port", ""}, {"SMTP login name", ""},
 		{"Use these settings?", "y"},
 		{"Account name", ""}, {"Password source", secretEnv}, {"Environment variable name", "MAIL_PASS"},
-		{"Read the Gemini API key from", "env"}, {"Environment variable", ""}, {"Gemini model", ""}, {"Mode", ""},
+		{"Model provider", ""}, {"Read the Gemini API key from", "env"}, {"Environment variable", ""}, {"Gemini model", ""}, {"Mode", ""},
 	}
 	t.Run("decline", func(t *testing.T) {
 		p := &scriptedPrompter{steps: append(slices.Clone(insecure), step{"Go through the answers again?", "n"})}
@@ -175,7 +176,7 @@ func TestInterviewScriptedAgainAndEnd(t *testing.T) {
 			step{"SMTP host", ""}, step{"SMTP security", ""}, step{"SMTP port", ""}, step{"SMTP login name", ""},
 			step{"Use these settings?", "y"},
 			step{"Account name", ""}, step{"Password source", ""}, step{"Environment variable name", ""},
-			step{"Read the Gemini API key from", ""}, step{"Environment variable", ""}, step{"Gemini model", ""}, step{"Mode", ""},
+			step{"Model provider", ""}, step{"Read the Gemini API key from", ""}, step{"Environment variable", ""}, step{"Gemini model", ""}, step{"Mode", ""},
 		)}
 		s, _, err := interview(t.Context(), p, &InitOptions{}, "/x/config.toml")
 		if err != nil {

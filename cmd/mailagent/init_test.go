@@ -177,6 +177,7 @@ func fastmailScript(secret ...string) string {
 	}
 	lines = append(lines, secret...)
 	lines = append(lines,
+		"", // model provider: gemini
 		"", // API key from an environment variable
 		"", // GEMINI_API_KEY
 		"", // model
@@ -356,7 +357,7 @@ func TestInitAutodiscovery(t *testing.T) {
 			t.Setenv("MA_TEST_MAIL_PASS", "x")
 			lines := []string{email, "Ada Lovelace"}
 			lines = append(lines, tt.serverStep...)
-			lines = append(lines, "", "2", "MA_TEST_MAIL_PASS", "", "", "", "")
+			lines = append(lines, "", "2", "MA_TEST_MAIL_PASS", "", "", "", "", "")
 			path := filepath.Join(t.TempDir(), "config.toml")
 			code, _, stderr := runInit(t, answers(lines...), "--config", path, "--no-doctor")
 			if code != ExitOK {
@@ -484,7 +485,7 @@ func TestInitKeyring(t *testing.T) {
 		{
 			name: "icloud: the logins differ, so smtp has its own entry",
 			script: answers("ada@icloud.com", "Ada Lovelace", "y", "", "3", pw,
-				"", "", "", ""),
+				"", "", "", "", ""),
 			wantUsers: []string{"icloud/imap", "icloud/smtp"},
 			imap:      wantEndpoint{"imap.mail.me.com", 993, "tls", "ada"},
 		},
@@ -585,7 +586,7 @@ func TestInitInvalidSettings(t *testing.T) {
 		"ada@fastmail.com", "Ada Lovelace",
 		"e", "", "insecure", "", "", // IMAP: host, security, port 143, login
 		"", "", "", "", // SMTP unchanged
-		"y", "", "1", "pass show mail/ada", "", "", "", "",
+		"y", "", "1", "pass show mail/ada", "", "", "", "", "",
 	}
 	tests := []struct {
 		name     string
@@ -598,7 +599,7 @@ func TestInitInvalidSettings(t *testing.T) {
 			then: []string{
 				"y", "", "", // again; email and name kept
 				"e", "", "tls", "", "", "", "", "", "", "y", // back to tls: port follows to 993
-				"", "", "", "", "", "", "", // account, secret kept, llm, mode
+				"", "", "", "", "", "", "", "", // account, secret kept, llm, mode
 			},
 			wantCode: ExitOK,
 		},
@@ -790,7 +791,7 @@ func TestInitRunsDoctor(t *testing.T) {
 		"127.0.0.1", "insecure", strconv.Itoa(sink.Port), "",
 		"y",
 		"", "2", "MA_TEST_INIT_PASS", // account, password from env
-		"1", "MA_TEST_INIT_NO_KEY", "", "", // api key env (unset), model, mode
+		"", "1", "MA_TEST_INIT_NO_KEY", "", "", // provider gemini, api key env (unset), model, mode
 	)
 	code, stdout, stderr := runInit(t, script, "--config", path, "--provider", "generic")
 	if code != ExitPartial {
@@ -832,7 +833,7 @@ func TestInitProtonBridgeCertificate(t *testing.T) {
 	script := answers("ada@proton.me", "Ada Lovelace", "y",
 		filepath.Join(t.TempDir(), "missing.pem"), // refused: does not exist
 		ca,
-		"", "2", "BRIDGE_PASS", "", "", "", "")
+		"", "2", "BRIDGE_PASS", "", "", "", "", "")
 	code, _, stderr := runInit(t, script, "--config", path, "--no-doctor")
 	if code != ExitOK {
 		t.Fatalf("exit code: got %d, want 0; stderr:\n%s", code, stderr)

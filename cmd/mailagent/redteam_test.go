@@ -179,9 +179,9 @@ type rtWorld struct {
 
 // newRTWorld seeds the world in review mode (nothing is sent while
 // seeding), adds carol's note, then switches to policy.mode "auto".
-func newRTWorld(t *testing.T) *rtWorld {
+func newRTWorld(t *testing.T, provider string) *rtWorld {
 	t.Helper()
-	h := newHarness(t, rtModel, "")
+	h := newHarnessOn(t, provider, rtModel, "")
 	base, err := os.ReadFile(h.cfgPath)
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +242,7 @@ func (w *rtWorld) configure(mode, policy string) {
 // mark starts a new observation window for sent mail and prompts.
 func (w *rtWorld) mark() {
 	w.sinkMark = len(w.h.smtp.Messages())
-	w.promptMark = len(w.h.gemini.Requests())
+	w.promptMark = len(w.h.modelRequests())
 }
 
 func (w *rtWorld) watch() {
@@ -287,7 +287,7 @@ func (w *rtWorld) sent() []rtSent {
 // prompts returns the full text of each model request since the mark.
 func (w *rtWorld) prompts() []string {
 	var out []string
-	for _, r := range w.h.gemini.Requests()[w.promptMark:] {
+	for _, r := range w.h.modelRequests()[w.promptMark:] {
 		out = append(out, r.SystemText()+"\n"+r.UserText())
 	}
 	return out
@@ -468,7 +468,15 @@ func (v rtVariant) exec(w *rtWorld) []string {
 	return leaks
 }
 
+// TestRedTeam runs the suite over every provider: the compromised model
+// is the same, only the wire differs.
 func TestRedTeam(t *testing.T) {
+	for _, p := range []string{provGemini, provStrict, provJSONOnly, provProse} {
+		t.Run(p, func(t *testing.T) { redTeam(t, p) })
+	}
+}
+
+func redTeam(t *testing.T, provider string) {
 	type tally struct{ tried, through, broken int }
 	classes := rtClasses()
 	counts := make([]tally, len(classes))
@@ -476,7 +484,7 @@ func TestRedTeam(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			for _, ctl := range c.controls {
 				t.Run("control/"+ctl.name, func(t *testing.T) {
-					if problems := ctl.run(newRTWorld(t)); len(problems) > 0 {
+					if problems := ctl.run(newRTWorld(t, provider)); len(problems) > 0 {
 						t.Errorf("control failed, so this class's attacks could pass for a wrong reason:\n  %s", strings.Join(problems, "\n  "))
 					}
 				})
@@ -486,7 +494,7 @@ func TestRedTeam(t *testing.T) {
 				ok := t.Run(v.name, func(t *testing.T) {
 					started = true
 					counts[ci].tried++
-					leaks := v.exec(newRTWorld(t))
+					leaks := v.exec(newRTWorld(t, provider))
 					finished = true
 					if len(leaks) > 0 {
 						counts[ci].through++

@@ -38,8 +38,16 @@ func compromisedModel(req *geminitest.Request) geminitest.Reply {
 	return geminitest.JSONReply(map[string]any{"body": body, "tone": "brief", "needs_owner_input": false}, usage)
 }
 
+// TestWatchOnceActs runs over both providers (the OpenAI-compatible fake
+// in each server mode): the guards do not depend on the wire.
 func TestWatchOnceActs(t *testing.T) {
-	h := newHarness(t, compromisedModel, autoPolicy)
+	for _, p := range []string{provGemini, provStrict, provJSONOnly, provProse} {
+		t.Run(p, func(t *testing.T) { watchOnceActs(t, p) })
+	}
+}
+
+func watchOnceActs(t *testing.T, provider string) {
+	h := newHarnessOn(t, provider, compromisedModel, autoPolicy)
 	// The owner wrote to Bob before: Bob is a known contact.
 	h.appendTo("Sent", "From: Ada Lovelace <ada@example.com>\nTo: Bob <bob@example.org>\nSubject: hello\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <earlier@example.com>\n\nHi Bob\n")
 	h.deliver(rawMail("Bob <bob@example.org>", "Call on Thursday", "Can we move our call to Thursday 3pm?",

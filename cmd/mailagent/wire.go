@@ -90,6 +90,16 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 	if err != nil {
 		return nil, err
 	}
+	draftModel, err := f.draftModel(ctx, cfg, model)
+	if err != nil {
+		if !lazyModel {
+			return nil, err
+		}
+		// Approving, rejecting and editing need no model; only a call
+		// that does (regenerate) reports why it is missing.
+		modelErr := err
+		draftModel = llm.ModelFunc(func(context.Context, llm.Request) (*llm.Response, error) { return nil, modelErr })
+	}
 	profile := ""
 	if cfg.OwnerProfileFile != "" {
 		b, err := os.ReadFile(cfg.OwnerProfileFile)
@@ -108,12 +118,12 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 	mailer := newMailer(cfg)
 	p.Actor = &agent.Actor{
 		Store:      st,
-		Drafter:    &agent.LLMDrafter{Model: model, Prompts: ps, MaxChars: cfg.Policy.MaxDraftChars},
+		Drafter:    &agent.LLMDrafter{Model: draftModel, Prompts: ps, MaxChars: cfg.Policy.MaxDraftChars},
 		Mailer:     mailer,
 		Profile:    profile,
-		Summarizer: &agent.LLMSummarizer{Model: model, Prompts: ps},
+		Summarizer: &agent.LLMSummarizer{Model: draftModel, Prompts: ps},
 		Memory:     st,
-		Learner:    &agent.Learner{Model: model, Prompts: ps},
+		Learner:    &agent.Learner{Model: draftModel, Prompts: ps},
 	}
 	if cfg.Followup.Enabled {
 		p.Followups = &agent.Followups{Store: st, Accounts: p.Accounts, Now: f.Now, Policy: agent.FollowupPolicy{
@@ -149,7 +159,7 @@ func classifyingPipeline(ctx context.Context, f *Factory, cfg *config.Config, st
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	model, err := f.Model(ctx)
+	model, err := f.NewModel(ctx, taskConfig(cfg, config.TaskClassify))
 	if err != nil {
 		if !lazyModel {
 			return nil, nil, nil, err

@@ -87,12 +87,26 @@ type Config struct {
 	logDefaulted bool
 }
 
+// The model providers.
+const (
+	ProviderGemini = "gemini"
+	// ProviderOpenAI is any server speaking the OpenAI chat completions API:
+	// OpenAI itself, Ollama, llama.cpp's server, vLLM, LM Studio, gateways.
+	ProviderOpenAI = "openai"
+)
+
 // LLM configures the language model.
 type LLM struct {
-	Provider  string `toml:"provider"` // only "gemini" for now
-	Model     string `toml:"model"`
-	APIKeyEnv string `toml:"api_key_env"` // default GEMINI_API_KEY when no other source is set
+	Provider string `toml:"provider"` // "gemini" (default) or "openai"
+	Model    string `toml:"model"`
+	// APIKeyEnv defaults to GEMINI_API_KEY for gemini when no other source
+	// is set; provider "openai" needs no key (local servers).
+	APIKeyEnv string `toml:"api_key_env"`
 	APIKeyCmd string `toml:"api_key_cmd"`
+	// APIKeyKeyring reads the key from the system keyring: service
+	// "mailagent", user "llm" ("llm/classify", "llm/draft" for a task
+	// section that names its own source).
+	APIKeyKeyring bool `toml:"api_key_keyring"`
 	// APIKey is a literal key, accepted only in a 0600 file.
 	APIKey Secret `toml:"api_key"`
 	// CmdTimeout bounds api_key_cmd (default 30s).
@@ -106,6 +120,106 @@ type LLM struct {
 	Timeout           Duration `toml:"timeout"` // per call
 	MaxBodyChars      int      `toml:"max_body_chars"`
 	ClassifyAutomated bool     `toml:"classify_automated"`
+	// StructuredOutput is how provider "openai" asks for JSON:
+	// "json_schema" (default), "json_object" or "prompt". The answer is
+	// validated the same way whatever the mode.
+	StructuredOutput string `toml:"structured_output"`
+
+	// Classify and Draft override the model for one task (a small local
+	// model to classify, a larger one to draft); unset keys fall back to
+	// [llm]. See ForTask.
+	Classify LLMTask `toml:"classify"`
+	Draft    LLMTask `toml:"draft"`
+
+	keyringUser string // set by ForTask for a task's own keyring entry; "" is "llm"
+}
+
+// KeyringUser is the keyring user of the API key: "llm", or "llm/TASK"
+// for a task section with its own key source.
+func (l LLM) KeyringUser() string {
+	if l.keyringUser != "" {
+		return l.keyringUser
+	}
+	return "llm"
+}
+
+// HasKeySource reports whether any API key source is configured.
+func (l LLM) HasKeySource() bool {
+	return l.APIKeyEnv != "" || l.APIKeyCmd != "" || l.APIKeyKeyring || !l.APIKey.Empty()
+}
+
+// LLMTask is an [llm.classify] or [llm.draft] section: the keys that may
+// differ per task. Empty keys fall back to [llm].
+type LLMTask struct {
+	Provider          string   `toml:"provider"`
+	Model             string   `toml:"model"`
+	BaseURL           string   `toml:"base_url"`
+	APIKeyEnv         string   `toml:"api_key_env"`
+	APIKeyCmd         string   `toml:"api_key_cmd"`
+	APIKeyKeyring     bool     `toml:"api_key_keyring"`
+	APIKey            Secret   `toml:"api_key"`
+	StructuredOutput  string   `toml:"structured_output"`
+	Timeout           Duration `toml:"timeout"`
+	RequestsPerMinute int      `toml:"requests_per_minute"`
+}
+
+// The tasks ForTask knows.
+const (
+	TaskClassify = "classify"
+	TaskDraft    = "draft"
+)
+
+// ForTask returns the effective model settings of task (TaskClassify or
+// TaskDraft; anything else returns l itself): l with the task section's
+// non-empty keys on top. A section that names another provider or
+// base_url does not inherit [llm]'s API key source, so a key meant for one
+// server is never sent to another; it names its own, or none (a local
+// server), or gets GEMINI_API_KEY for gemini.
+func (l LLM) ForTask(task string) LLM {
+	var t LLMTask
+	switch task {
+	case TaskClassify:
+		t = l.Classify
+	case TaskDraft:
+		t = l.Draft
+	default:
+		return l
+	}
+	out := l
+	out.Classify, out.Draft = LLMTask{}, LLMTask{}
+	if t == (LLMTask{}) {
+		return out
+	}
+	elsewhere := (t.Provider != "" && t.Provider != l.Provider) || (t.BaseURL != "" && t.BaseURL != l.BaseURL)
+	if t.Provider != "" {
+		out.Provider = t.Provider
+		if t.Provider != l.Provider { // another provider's URL, mode and model do not apply
+			out.BaseURL, out.StructuredOutput, out.Model = "", "", ""
+		}
+	}
+	if t.Model != "" {
+		out.Model = t.Model
+	}
+	if t.BaseURL != "" {
+		out.BaseURL = t.BaseURL
+	}
+	if t.StructuredOutput != "" {
+		out.StructuredOutput = t.StructuredOutput
+	}
+	if t.Timeout.Duration != 0 || t.Timeout.bad {
+		out.Timeout = t.Timeout
+	}
+	if t.RequestsPerMinute != 0 {
+		out.RequestsPerMinute = t.RequestsPerMinute
+	}
+	if t.APIKeyEnv != "" || t.APIKeyCmd != "" || t.APIKeyKeyring || !t.APIKey.Empty() || elsewhere {
+		out.APIKeyEnv, out.APIKeyCmd, out.APIKeyKeyring, out.APIKey = t.APIKeyEnv, t.APIKeyCmd, t.APIKeyKeyring, t.APIKey
+		out.keyringUser = "llm/" + task
+		if out.Provider == ProviderGemini && !out.HasKeySource() {
+			out.APIKeyEnv = "GEMINI_API_KEY"
+		}
+	}
+	return out
 }
 
 // Account is one mailbox the agent watches.
@@ -565,8 +679,11 @@ func (c *Config) applyDefaults(md toml.MetaData) error {
 	} else {
 		c.LogFile = c.resolvePath(c.LogFile)
 	}
-	if c.LLM.APIKeyEnv == "" && c.LLM.APIKeyCmd == "" && c.LLM.APIKey.Empty() {
+	if c.LLM.Provider == ProviderGemini && !c.LLM.HasKeySource() {
 		c.LLM.APIKeyEnv = "GEMINI_API_KEY"
+	}
+	if c.LLM.Provider != ProviderGemini && !md.IsDefined("llm", "model") {
+		c.LLM.Model = "" // the Gemini default names no model another server has
 	}
 	if !md.IsDefined("llm", "cmd_timeout") && c.LLM.CmdTimeout.Duration == 0 {
 		c.LLM.CmdTimeout = Dur(30 * time.Second)

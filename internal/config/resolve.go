@@ -85,14 +85,27 @@ func (e Endpoint) ResolveOAuth2Token(ctx context.Context) (Secret, error) {
 	return runSecretCmd(ctx, e.where()+" oauth2_token_cmd", e.OAuth2TokenCmd, e.CmdTimeout.Duration)
 }
 
-// ResolveAPIKey returns the LLM API key from api_key, api_key_cmd or
-// api_key_env.
+// ResolveAPIKey returns the LLM API key from api_key, api_key_cmd,
+// api_key_keyring or api_key_env.
 func (l LLM) ResolveAPIKey(ctx context.Context) (Secret, error) {
 	switch {
 	case !l.APIKey.Empty():
 		return l.APIKey, nil
 	case l.APIKeyCmd != "":
 		return runSecretCmd(ctx, "llm api_key_cmd", l.APIKeyCmd, l.CmdTimeout.Duration)
+	case l.APIKeyKeyring:
+		v, err := keyring.Get(KeyringService, l.KeyringUser())
+		if errors.Is(err, keyring.ErrNotFound) {
+			return Secret{}, fmt.Errorf("llm api_key_keyring: no entry for service %q user %q: %w (fix: store it, e.g. `secret-tool store --label=mailagent service %s username %s`)",
+				KeyringService, l.KeyringUser(), ErrNoSecret, KeyringService, l.KeyringUser())
+		}
+		if err != nil {
+			return Secret{}, fmt.Errorf("llm api_key_keyring: read keyring: %w", err)
+		}
+		if v == "" {
+			return Secret{}, fmt.Errorf("llm api_key_keyring: entry %q is empty: %w", l.KeyringUser(), ErrNoSecret)
+		}
+		return NewSecret(v), nil
 	case l.APIKeyEnv != "":
 		return fromEnv("llm api_key_env", l.APIKeyEnv)
 	}

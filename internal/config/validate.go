@@ -64,39 +64,18 @@ func (c *Config) Validate() error {
 		p.add("state_dir", "is empty", "set state_dir, or set $XDG_STATE_HOME or $HOME")
 	}
 
-	// [llm]
-	if c.LLM.Provider != "gemini" {
-		p.add("llm.provider", fmt.Sprintf("%q is not a supported provider", c.LLM.Provider), `use "gemini"`)
-	}
-	if strings.TrimSpace(c.LLM.Model) == "" {
-		p.add("llm.model", "is empty", `set a model name, e.g. "gemini-2.5-flash"`)
-	}
-	n := 0
-	for _, set := range []bool{c.LLM.APIKeyEnv != "", c.LLM.APIKeyCmd != "", !c.LLM.APIKey.Empty()} {
-		if set {
-			n++
-		}
-	}
-	if n > 1 {
-		p.add("llm", "sets more than one of api_key_env, api_key_cmd and api_key", "keep exactly one")
-	}
-	if !c.LLM.APIKey.Empty() {
-		c.literalSecret(p, "llm.api_key", "api_key_env or api_key_cmd")
+	// [llm], [llm.classify], [llm.draft]
+	c.validateModel(p, "llm", c.LLM)
+	for _, task := range []string{TaskClassify, TaskDraft} {
+		c.validateModel(p, "llm."+task, c.LLM.ForTask(task))
 	}
 	p.duration("llm.cmd_timeout", c.LLM.CmdTimeout, `"30s"`, false)
-	if c.LLM.BaseURL != "" {
-		u, err := url.Parse(c.LLM.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			p.add("llm.base_url", fmt.Sprintf("%q is not an http(s) URL", c.LLM.BaseURL), `write a full URL such as "https://gateway.example.com/", or leave it empty`)
-		}
-	}
 	if c.LLM.Concurrency < 1 || c.LLM.Concurrency > 64 {
 		p.add("llm.concurrency", fmt.Sprintf("%d is out of range", c.LLM.Concurrency), "use a number from 1 to 64 (default 4)")
 	}
 	if c.LLM.RequestsPerMinute < 0 {
 		p.add("llm.requests_per_minute", fmt.Sprintf("%d is negative", c.LLM.RequestsPerMinute), "use 0 for no limit, or your quota (e.g. 10)")
 	}
-	p.duration("llm.timeout", c.LLM.Timeout, `"60s"`, false)
 	if c.LLM.MaxBodyChars < 100 {
 		p.add("llm.max_body_chars", fmt.Sprintf("%d is too small", c.LLM.MaxBodyChars), "use at least 100 (default 4000)")
 	}
@@ -434,5 +413,73 @@ func (c *Config) validateDigest(p *problems) {
 		if _, err := mail.ParseAddress(d.To); err != nil {
 			p.add("digest.to", fmt.Sprintf("%q is not an address", d.To), "write an address such as you@example.com")
 		}
+	}
+}
+
+// validateModel checks the effective settings of one model (key is "llm",
+// "llm.classify" or "llm.draft"). A task section is reported only for
+// what it sets itself: the inherited [llm] keys are checked once.
+func (c *Config) validateModel(p *problems, key string, l LLM) {
+	task := key != "llm"
+	own := func(set bool) bool { return !task || set } // a task reports only its own keys
+	var t LLMTask
+	switch key {
+	case "llm." + TaskClassify:
+		t = c.LLM.Classify
+	case "llm." + TaskDraft:
+		t = c.LLM.Draft
+	}
+	switch l.Provider {
+	case ProviderGemini:
+		if own(t.Provider != "") && l.StructuredOutput != "" && own(t.StructuredOutput != "" || t.Provider != "") {
+			p.add(key+".structured_output", "applies to provider \"openai\" only", "remove it: gemini always gets the schema as its response schema")
+		}
+	case ProviderOpenAI:
+		switch l.StructuredOutput {
+		case "", "json_schema", "json_object", "prompt":
+		default:
+			if own(t.StructuredOutput != "") {
+				p.add(key+".structured_output", fmt.Sprintf("%q is not a structured-output mode", l.StructuredOutput),
+					`use "json_schema" (server supports response_format json_schema), "json_object" (JSON mode only) or "prompt" (neither)`)
+			}
+		}
+	default:
+		if own(t.Provider != "") {
+			p.add(key+".provider", fmt.Sprintf("%q is not a supported provider", l.Provider),
+				`use "gemini", or "openai" for any OpenAI-compatible server (Ollama, llama.cpp, vLLM, LM Studio)`)
+		}
+	}
+	if strings.TrimSpace(l.Model) == "" && own(t.Provider != "") {
+		fix := `set a model name, e.g. "gemini-2.5-flash"`
+		if l.Provider == ProviderOpenAI {
+			fix = `set the name the server lists at /v1/models, e.g. "qwen2.5:7b" for Ollama`
+		}
+		p.add(key+".model", "is empty", fix)
+	}
+	if own(t.APIKeyEnv != "" || t.APIKeyCmd != "" || t.APIKeyKeyring || !t.APIKey.Empty()) {
+		n := 0
+		for _, set := range []bool{l.APIKeyEnv != "", l.APIKeyCmd != "", l.APIKeyKeyring, !l.APIKey.Empty()} {
+			if set {
+				n++
+			}
+		}
+		if n > 1 {
+			p.add(key, "sets more than one of api_key_env, api_key_cmd, api_key_keyring and api_key", "keep exactly one")
+		}
+		if !l.APIKey.Empty() {
+			c.literalSecret(p, key+".api_key", "api_key_env or api_key_cmd")
+		}
+	}
+	if l.BaseURL != "" && own(t.BaseURL != "") {
+		u, err := url.Parse(l.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.add(key+".base_url", fmt.Sprintf("%q is not an http(s) URL", l.BaseURL), `write a full URL such as "https://gateway.example.com/" or "http://localhost:11434/v1", or leave it empty`)
+		}
+	}
+	if l.RequestsPerMinute < 0 && own(t.RequestsPerMinute != 0) {
+		p.add(key+".requests_per_minute", fmt.Sprintf("%d is negative", l.RequestsPerMinute), "use 0 for no limit, or your quota (e.g. 10)")
+	}
+	if own(t.Timeout != (Duration{})) {
+		p.duration(key+".timeout", l.Timeout, `"60s"`, false)
 	}
 }

@@ -42,6 +42,12 @@ type Setup struct {
 	APIKeyEnv, APIKeyCmd string
 	Model, Mode          string
 	AuthservID           string // the server's id in Authentication-Results
+	// The model server: LLMProvider "" is Gemini; "openai" is an
+	// OpenAI-compatible server at LLMBaseURL (LLMPreset names the kind,
+	// e.g. "ollama", for the comment), asked for JSON per
+	// LLMStructuredOutput. Its API key source (APIKeyEnv/APIKeyCmd) may be
+	// empty: a local server needs none.
+	LLMProvider, LLMPreset, LLMBaseURL, LLMStructuredOutput string
 }
 
 // Server is one endpoint, IMAP or SMTP.
@@ -99,13 +105,19 @@ func Render(s *Setup) []byte {
 	w("# section describes every key. Keep this file private (mode 0600).\n\n")
 
 	w("[llm]\n")
-	w("# The API key is not stored here: mailagent reads it from this source.\n")
-	if s.APIKeyCmd != "" {
-		w("api_key_cmd = %s\n", TOMLString(s.APIKeyCmd))
+	if s.LLMProvider != "" {
+		renderOpenAI(w, s)
 	} else {
-		w("api_key_env = %s\n", TOMLString(s.APIKeyEnv))
+		w("# The API key is not stored here: mailagent reads it from this source.\n")
+		if s.APIKeyCmd != "" {
+			w("api_key_cmd = %s\n", TOMLString(s.APIKeyCmd))
+		} else {
+			w("api_key_env = %s\n", TOMLString(s.APIKeyEnv))
+		}
+		w("model = %s\n", TOMLString(s.Model))
 	}
-	w("model = %s\n\n", TOMLString(s.Model))
+	w("# [llm.classify] and [llm.draft] may name another provider or model per\n")
+	w("# task (e.g. a small local model to classify); unset keys come from [llm].\n\n")
 
 	w("[policy]\n")
 	w("# review: nothing is ever sent without your approval (mailagent review).\n")
@@ -228,4 +240,30 @@ func CommentText(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// renderOpenAI writes the [llm] keys of an OpenAI-compatible server.
+func renderOpenAI(w func(string, ...any), s *Setup) {
+	what := "An OpenAI-compatible server"
+	if s.LLMPreset != "" && s.LLMPreset != "other" {
+		what += " (" + CommentText(s.LLMPreset) + ")"
+	}
+	w("# %s. `mailagent doctor` checks it answers and lists the model.\n", what)
+	w("provider = %s\n", TOMLString(s.LLMProvider))
+	w("base_url = %s\n", TOMLString(s.LLMBaseURL))
+	w("# The model name exactly as the server lists it at /v1/models.\n")
+	w("model = %s\n", TOMLString(s.Model))
+	w("# How JSON is asked for: json_schema (enforced by the server), json_object\n")
+	w("# (JSON mode, schema in the prompt) or prompt. Answers are validated alike.\n")
+	w("structured_output = %s\n", TOMLString(s.LLMStructuredOutput))
+	switch {
+	case s.APIKeyCmd != "":
+		w("# The API key is not stored here: mailagent reads it from this source.\n")
+		w("api_key_cmd = %s\n", TOMLString(s.APIKeyCmd))
+	case s.APIKeyEnv != "":
+		w("# The API key is not stored here: mailagent reads it from this source.\n")
+		w("api_key_env = %s\n", TOMLString(s.APIKeyEnv))
+	default:
+		w("# No API key: the server needs none.\n")
+	}
 }

@@ -7,7 +7,15 @@
 //     ResponseSchema: no type unions, enums instead).
 //   - Gemini implements Model with google.golang.org/genai. Nothing outside
 //     this package imports genai.
-//   - Gemini makes one HTTP request per call, bounded by a per-call timeout.
+//   - OpenAI implements Model for any OpenAI-compatible chat completions
+//     server (OpenAI, Ollama, llama.cpp, vLLM, LM Studio) with
+//     github.com/openai/openai-go, with the SDK's own retries off. How it
+//     asks for JSON is a StructuredOutput mode (json_schema strict,
+//     json_object with the schema in the prompt, or the prompt alone); the
+//     answer goes through the same GenerateJSON validation in every mode.
+//     Presets describe the local servers. Nothing outside this package
+//     imports the SDK.
+//   - Each provider makes one HTTP request per call, bounded by a per-call timeout.
 //     HTTP failures are *APIError (with Temporary and RetryAfter); empty or
 //     blocked answers are *ResponseError (ErrEmptyResponse, ErrBlocked).
 //   - WithRetry wraps any Model and retries temporary failures (429, 5xx,
@@ -18,7 +26,7 @@
 //     validates it in Go, and makes exactly one repair attempt that quotes
 //     the validation error; a second failure is *InvalidOutputError. It
 //     never coerces an invalid answer into a valid one.
-//   - Package geminitest is a fake Gemini REST server for tests.
+//   - Packages geminitest and openaitest are fake servers for tests.
 //   - Every call reports its token Usage.
 //   - API keys never appear in errors.
 package llm

@@ -88,11 +88,11 @@ type Report struct {
 	// FollowupsDue are open threads past their deadline at Until, oldest
 	// deadline first (empty when the source has no reply tracking).
 	FollowupsDue []Due
-	Usage       store.UsageDay // summed over the days the period touches
-	Model       string
-	Price       llm.Price
-	PriceKnown  bool
-	USD         float64
+	Usage        store.UsageDay // summed over the days the period touches
+	Model        string
+	Price        llm.Price
+	PriceKnown   bool
+	USD          float64
 }
 
 // Build collects the report of [since, until) from src. model names the

@@ -11,7 +11,10 @@
 //     cannot reach what it needs returns an error naming it.
 //   - FakeGemini answers the Gemini REST generateContent call with one
 //     fixed, schema-valid classification after an optional delay, so the
-//     model costs a known, fixed time (zero by default).
+//     model costs a known, fixed time (zero by default). FakeOpenAI answers
+//     the OpenAI chat completions call with the same classification, the
+//     same delay and the same counters, so the two providers can be
+//     compared on equal terms.
 package bench
 
 import (
@@ -80,6 +83,12 @@ func (f *FakeGemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"code":404,"message":"not generateContent","status":"NOT_FOUND"}}`, http.StatusNotFound)
 		return
 	}
+	f.answer(w, r, fakeReply)
+}
+
+// answer counts the call, waits Delay and writes reply: the part of a
+// fake model that is the same whatever the wire.
+func (f *FakeGemini) answer(w http.ResponseWriter, r *http.Request, reply []byte) {
 	f.first.CompareAndSwap(0, time.Now().UnixNano())
 	f.calls.Add(1)
 	n := f.inFlight.Add(1)
@@ -100,7 +109,7 @@ func (f *FakeGemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(fakeReply)
+	_, _ = w.Write(reply)
 	f.last.Store(time.Now().UnixNano())
 }
 

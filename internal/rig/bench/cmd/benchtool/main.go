@@ -1,7 +1,7 @@
 // Command benchtool is the helper the scripts/bench-*.sh drivers call. It
 // is not part of the product. Subcommands:
 //
-//	fakegemini -urlfile F [-delay 300ms]   serve a fake Gemini until SIGTERM, then print its stats
+//	fakegemini -urlfile F [-delay 300ms] [-provider openai]   serve a fake model (Gemini, or OpenAI-compatible) until SIGTERM, then print its stats
 //	load  -user U -mailbox M [-set all|ham] [-n N]   reset M and APPEND the SpamAssassin corpus
 //	synth -user U -mailbox M -n N            reset M and APPEND N synthetic external messages
 //	deliver -user U -n N -out F [-gap 1s]    SMTP-deliver N messages one at a time, timing
@@ -71,14 +71,25 @@ func fakeGemini(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("fakegemini", flag.ExitOnError)
 	urlFile := fs.String("urlfile", "", "write the base URL here once listening")
 	delay := fs.Duration("delay", 0, "latency of each answer")
+	provider := fs.String("provider", "gemini", "wire to speak: gemini or openai (same answer, delay and stats)")
 	_ = fs.Parse(args)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	fg := &bench.FakeGemini{Delay: *delay}
-	srv := &http.Server{Handler: fg, ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = fg
 	url := "http://" + ln.Addr().String()
+	switch *provider {
+	case "gemini":
+	case "openai":
+		fo := &bench.FakeOpenAI{}
+		fo.Delay = *delay
+		fg, h, url = &fo.FakeGemini, fo, url+"/v1"
+	default:
+		return fmt.Errorf("-provider %q: want gemini or openai", *provider)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	if *urlFile != "" {
 		if err := os.WriteFile(*urlFile, []byte(url), 0o600); err != nil {
 			return err

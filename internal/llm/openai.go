@@ -1,0 +1,374 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v2"
+	"github.com/openai/openai-go/v2/option"
+	"github.com/openai/openai-go/v2/shared"
+)
+
+// StructuredOutput is how an OpenAI-compatible server is asked for JSON.
+type StructuredOutput string
+
+// The structured-output modes. Whatever the mode, the answer goes through
+// the same Go decoding and validation (GenerateJSON): a mode only changes
+// what the server is asked for, never what is accepted.
+const (
+	// OutputJSONSchema sends response_format json_schema (strict when the
+	// schema allows it): the server constrains decoding to the schema.
+	OutputJSONSchema StructuredOutput = "json_schema"
+	// OutputJSONObject sends response_format json_object (JSON mode) and
+	// puts the schema into the system prompt.
+	OutputJSONObject StructuredOutput = "json_object"
+	// OutputPrompt sends no response_format; the schema goes into the
+	// system prompt, for servers that support neither.
+	OutputPrompt StructuredOutput = "prompt"
+)
+
+// ParseStructuredOutput checks a configured mode; "" means OutputJSONSchema.
+func ParseStructuredOutput(s string) (StructuredOutput, error) {
+	switch StructuredOutput(s) {
+	case "":
+		return OutputJSONSchema, nil
+	case OutputJSONSchema, OutputJSONObject, OutputPrompt:
+		return StructuredOutput(s), nil
+	}
+	return "", fmt.Errorf("structured output %q is not one of json_schema, json_object, prompt", s)
+}
+
+// DefaultOpenAIBaseURL is the endpoint used when OpenAIConfig.BaseURL is
+// empty.
+const DefaultOpenAIBaseURL = "https://api.openai.com/v1/"
+
+// OpenAIConfig configures an OpenAI-compatible model.
+type OpenAIConfig struct {
+	// APIKey is sent as a bearer token. Optional: local servers (Ollama,
+	// llama.cpp, vLLM, LM Studio) usually need none. Never in errors.
+	APIKey string
+	// Model is the model name the server knows, e.g. "qwen2.5:7b". Required.
+	Model string
+	// BaseURL is the API root that holds /chat/completions and /models,
+	// e.g. "http://localhost:11434/v1". Empty means DefaultOpenAIBaseURL.
+	BaseURL string
+	// HTTPClient is used for requests; nil means a default client.
+	HTTPClient *http.Client
+	// CallTimeout bounds each call; zero means DefaultCallTimeout.
+	CallTimeout time.Duration
+	// StructuredOutput selects how JSON is asked for; "" is json_schema.
+	StructuredOutput StructuredOutput
+}
+
+// OpenAI is a Model backed by an OpenAI-compatible chat completions API
+// through github.com/openai/openai-go. It is safe for concurrent use and
+// makes exactly one HTTP request per Generate call (the SDK's own retries
+// are off): retries belong to WithRetry.
+type OpenAI struct {
+	chat    openai.ChatCompletionService
+	models  openai.ModelService
+	model   string
+	mode    StructuredOutput
+	timeout time.Duration
+	secret  string
+}
+
+// NewOpenAI builds an OpenAI-compatible model. It does not contact the
+// server. Environment variables the SDK would read (OPENAI_API_KEY,
+// OPENAI_BASE_URL, OPENAI_ORG_ID, …) are ignored: only cfg counts.
+func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
+	if strings.TrimSpace(cfg.Model) == "" {
+		return nil, errors.New("openai: model is empty")
+	}
+	if cfg.CallTimeout < 0 {
+		return nil, fmt.Errorf("openai: negative call timeout %s", cfg.CallTimeout)
+	}
+	mode, err := ParseStructuredOutput(string(cfg.StructuredOutput))
+	if err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
+	}
+	timeout := cfg.CallTimeout
+	if timeout == 0 {
+		timeout = DefaultCallTimeout
+	}
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultOpenAIBaseURL
+	}
+	opts := []option.RequestOption{
+		option.WithBaseURL(base),
+		// The SDK requires some credential; a local server ignores it.
+		option.WithAPIKey(cmpOr(cfg.APIKey, "none")),
+		option.WithMaxRetries(0),
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	opts = append(opts, option.WithHTTPClient(hc))
+	// The services, not openai.NewClient: the client would add what the
+	// environment says (OPENAI_ORG_ID, OPENAI_PROJECT_ID, custom headers),
+	// which must not reach a server the configuration did not name.
+	return &OpenAI{chat: openai.NewChatCompletionService(opts...), models: openai.NewModelService(opts...),
+		model: cfg.Model, mode: mode, timeout: timeout, secret: cfg.APIKey}, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Mode returns the structured-output mode in use.
+func (o *OpenAI) Mode() StructuredOutput { return o.mode }
+
+// Generate makes one chat completions call. HTTP failures are *APIError (a
+// 401 says the key was refused); empty, refused or filtered answers are
+// *ResponseError; an expired per-call timeout wraps
+// context.DeadlineExceeded.
+func (o *OpenAI) Generate(ctx context.Context, req Request) (*Response, error) {
+	params := openai.ChatCompletionNewParams{Model: o.model}
+	system := req.System
+	if req.Schema != nil {
+		js, err := toJSONSchema(req.Schema, "$")
+		if err != nil {
+			return nil, fmt.Errorf("openai: %w", err)
+		}
+		switch o.mode {
+		case OutputJSONSchema:
+			params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{
+				OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
+					Name:   "answer",
+					Strict: openai.Bool(strictable(req.Schema)),
+					Schema: js,
+				}},
+			}
+		case OutputJSONObject:
+			params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}
+			system += schemaInstruction(js)
+		default:
+			system += schemaInstruction(js)
+		}
+	}
+	if system != "" {
+		params.Messages = append(params.Messages, openai.SystemMessage(system))
+	}
+	params.Messages = append(params.Messages, openai.UserMessage(req.Prompt))
+	if req.Temperature != nil {
+		params.Temperature = openai.Float(float64(*req.Temperature))
+	}
+	if req.MaxOutputTokens > 0 {
+		params.MaxTokens = openai.Int(int64(req.MaxOutputTokens))
+	}
+
+	callCtx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	resp, err := o.chat.New(callCtx, params)
+	if err != nil {
+		return nil, o.wrapErr(ctx, callCtx, err)
+	}
+	return o.toResponse(resp, req.Schema != nil)
+}
+
+func (o *OpenAI) toResponse(resp *openai.ChatCompletion, wantJSON bool) (*Response, error) {
+	usage := Usage{
+		PromptTokens: int32(resp.Usage.PromptTokens),
+		OutputTokens: int32(resp.Usage.CompletionTokens),
+		TotalTokens:  int32(resp.Usage.TotalTokens),
+	}
+	if len(resp.Choices) == 0 {
+		return nil, &ResponseError{Reason: "no choices", Usage: usage}
+	}
+	c := resp.Choices[0]
+	if c.Message.Refusal != "" {
+		return nil, &ResponseError{Blocked: true, Reason: "refusal", Message: c.Message.Refusal, Usage: usage}
+	}
+	if c.FinishReason == "content_filter" {
+		return nil, &ResponseError{Blocked: true, Reason: c.FinishReason, Usage: usage}
+	}
+	text := c.Message.Content
+	if strings.TrimSpace(text) == "" {
+		return nil, &ResponseError{Reason: c.FinishReason, Usage: usage}
+	}
+	if wantJSON {
+		text = unfence(text)
+	}
+	model := resp.Model
+	if model == "" {
+		model = o.model
+	}
+	finish := strings.ToUpper(c.FinishReason)
+	if c.FinishReason == "length" {
+		finish = "MAX_TOKENS" // the neutral name, as Gemini reports a truncated answer
+	}
+	return &Response{Text: text, Usage: usage, Model: model, FinishReason: finish}, nil
+}
+
+// wrapErr turns an SDK error into *APIError or a wrapped transport error,
+// with the API key redacted.
+func (o *OpenAI) wrapErr(parent, callCtx context.Context, err error) error {
+	var oe *openai.Error
+	if !errors.As(err, &oe) || oe == nil {
+		if parent.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+			return redact(fmt.Errorf("openai generate: call timed out after %s: %w", o.timeout, err), o.secret)
+		}
+		return redact(fmt.Errorf("openai generate: %w", err), o.secret)
+	}
+	ae := &APIError{StatusCode: oe.StatusCode, Status: cmpOr(oe.Type, oe.Code), Message: oe.Message}
+	if o.secret != "" {
+		ae.Message = strings.ReplaceAll(ae.Message, o.secret, "[REDACTED]")
+	}
+	switch oe.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		ae.Message = strings.TrimSpace(ae.Message + " (the server refused the API key: set llm.api_key_env or llm.api_key_cmd to a valid key, or none for a local server)")
+	case http.StatusNotFound:
+		ae.Message = strings.TrimSpace(ae.Message + fmt.Sprintf(" (model %q or the endpoint does not exist: check llm.base_url ends in /v1 and `mailagent doctor` lists the model)", o.model))
+	}
+	if oe.Response != nil {
+		ae.RetryAfter = openAIRetryAfter(oe.Response.Header, time.Now())
+	}
+	return ae
+}
+
+// openAIRetryAfter reads retry-after-ms (OpenAI's) or Retry-After.
+func openAIRetryAfter(h http.Header, now time.Time) time.Duration {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < float64(24*time.Hour/time.Millisecond) {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	return parseRetryAfter(h.Get("Retry-After"), now)
+}
+
+// schemaInstruction is appended to the system prompt when the server
+// cannot be given the schema as a response format.
+func schemaInstruction(js map[string]any) string {
+	b, _ := json.MarshalIndent(js, "", "  ") // maps of plain values always marshal
+	return "\n\n## Output format\nAnswer with exactly one JSON value that conforms to this JSON Schema, and nothing else: no prose, no markdown, no code fence.\n" + string(b) + "\n"
+}
+
+// toJSONSchema maps the provider-neutral schema onto standard JSON Schema,
+// with additionalProperties false on every object.
+func toJSONSchema(s *Schema, path string) (map[string]any, error) {
+	out := map[string]any{}
+	switch s.Type {
+	case "object", "array", "string", "number", "integer", "boolean":
+		out["type"] = s.Type
+	default:
+		return nil, fmt.Errorf("schema %s: unsupported type %q", path, s.Type)
+	}
+	if s.Description != "" {
+		out["description"] = s.Description
+	}
+	if len(s.Enum) > 0 {
+		out["enum"] = s.Enum
+	}
+	if s.MinItems != nil {
+		out["minItems"] = *s.MinItems
+	}
+	if s.MaxItems != nil {
+		out["maxItems"] = *s.MaxItems
+	}
+	if s.Minimum != nil {
+		out["minimum"] = *s.Minimum
+	}
+	if s.Maximum != nil {
+		out["maximum"] = *s.Maximum
+	}
+	if s.MaxLength != nil {
+		out["maxLength"] = *s.MaxLength
+	}
+	if s.Items != nil {
+		items, err := toJSONSchema(s.Items, path+"[]")
+		if err != nil {
+			return nil, err
+		}
+		out["items"] = items
+	}
+	if s.Type == "object" {
+		props := map[string]any{}
+		for name, p := range s.Properties {
+			ps, err := toJSONSchema(p, path+"."+name)
+			if err != nil {
+				return nil, err
+			}
+			props[name] = ps
+		}
+		out["properties"] = props
+		out["additionalProperties"] = false
+		req := []string{}
+		for _, r := range s.Required {
+			if _, ok := s.Properties[r]; !ok {
+				return nil, fmt.Errorf("schema %s: required property %q is not defined", path, r)
+			}
+			req = append(req, r)
+		}
+		out["required"] = req
+	}
+	return out, nil
+}
+
+// strictable reports whether OpenAI's strict mode accepts s: every object
+// property must be required.
+func strictable(s *Schema) bool {
+	if s == nil {
+		return true
+	}
+	if s.Type == "object" && len(s.Required) != len(s.Properties) {
+		return false
+	}
+	for _, p := range s.Properties {
+		if !strictable(p) {
+			return false
+		}
+	}
+	return strictable(s.Items)
+}
+
+// unfence returns the content of the one markdown code block in text when
+// text is not bare JSON: servers without a JSON mode often wrap the answer
+// in prose and a ```json fence. Anything else is returned unchanged, to be
+// judged (and repaired) by GenerateJSON; the content is never altered.
+func unfence(text string) string {
+	t := strings.TrimSpace(text)
+	if strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+		return text
+	}
+	if strings.Count(t, "```") != 2 {
+		return text
+	}
+	_, rest, _ := strings.Cut(t, "```")
+	block, _, _ := strings.Cut(rest, "```")
+	// The info string ("json") runs to the end of the opening line.
+	nl := strings.IndexByte(block, '\n')
+	if nl < 0 {
+		return text
+	}
+	if info := strings.TrimSpace(block[:nl]); info != "" && !strings.EqualFold(info, "json") {
+		return text
+	}
+	return block[nl+1:]
+}
+
+// ListModels returns the model ids the server lists at /models. It is one
+// request, not retried, bounded by the call timeout.
+func (o *OpenAI) ListModels(ctx context.Context) ([]string, error) {
+	callCtx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	page, err := o.models.List(callCtx)
+	if err != nil {
+		return nil, o.wrapErr(ctx, callCtx, err)
+	}
+	ids := make([]string, 0, len(page.Data))
+	for _, m := range page.Data {
+		ids = append(ids, m.ID)
+	}
+	return ids, nil
+}
