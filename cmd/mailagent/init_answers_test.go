@@ -161,7 +161,7 @@ func TestInterviewWrongInputs(t *testing.T) {
 		{"Use these settings?", "y"},
 		{"Account name", ""},
 		{"Password source", secretEnv}, {"Environment variable name", "MAIL_PASS"},
-		{"Read the Gemini API key from", "env"}, {"Environment variable", ""}, {"Gemini model", ""}, {"Mode", ""},
+		{"Model provider", ""}, {"Read the Gemini API key from", "env"}, {"Environment variable", ""}, {"Gemini model", ""}, {"Mode", ""},
 	}}
 	s, data, err := interview(t.Context(), p, &InitOptions{Provider: "auto"}, "/x/config.toml")
 	if err != nil {
@@ -245,7 +245,7 @@ func TestInitAsksSMTPCAOnUnknownAuthority(t *testing.T) {
 		{"Account name", ""}, {"Password source", secretEnv}, {"Environment variable name", "MA_TEST_INIT_PASS"},
 		{"Path to the CA certificate", notCA}, // refused: no certificate in it
 		{"Path to the CA certificate", ca},
-		{"Read the Gemini API key from", "env"}, {"Environment variable", ""}, {"Gemini model", ""}, {"Mode", ""},
+		{"Model provider", ""}, {"Read the Gemini API key from", "env"}, {"Environment variable", ""}, {"Gemini model", ""}, {"Mode", ""},
 	}}
 	s, data, err := interview(context.Background(), p, &InitOptions{Provider: "generic"}, filepath.Join(dir, "config.toml"))
 	if err != nil {
@@ -296,7 +296,7 @@ func TestInitServerFailureMenu(t *testing.T) {
 		{"Account name", ""}, {"Password source", secretEnv}, {"Environment variable name", "MA_TEST_INIT_PASS"},
 		{"What now?", "edit"},
 		{"IMAP host", ""}, {"IMAP security", ""}, {"IMAP port", strconv.Itoa(srv.Port)}, {"IMAP login name", ""},
-		{"Read the Gemini API key from", "env"}, {"Environment variable", ""}, {"Gemini model", ""}, {"Mode", ""},
+		{"Model provider", ""}, {"Read the Gemini API key from", "env"}, {"Environment variable", ""}, {"Gemini model", ""}, {"Mode", ""},
 	}}
 	s, _, err := interview(context.Background(), p, &InitOptions{Provider: "generic"}, filepath.Join(t.TempDir(), "config.toml"))
 	if err != nil {

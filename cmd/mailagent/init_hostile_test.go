@@ -91,7 +91,7 @@ func TestInitHostileServerText(t *testing.T) {
 		{"Account name", ""}, {"Password source", secretEnv}, {"Environment variable name", "MA_TEST_HOSTILE_PASS"},
 		{"What now?", "skip"}, // IMAP refused by the hostile server
 		{"What now?", "skip"}, // nothing on SMTP's port 25
-		{"Read the Gemini API key from", "env"}, {"Environment variable", ""}, {"Gemini model", ""}, {"Mode", ""},
+		{"Model provider", ""}, {"Read the Gemini API key from", "env"}, {"Environment variable", ""}, {"Gemini model", ""}, {"Mode", ""},
 	}}
 	_, _, err := interview(context.Background(), p, &InitOptions{}, filepath.Join(t.TempDir(), "config.toml"))
 	said := p.said.String()
