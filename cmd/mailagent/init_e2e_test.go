@@ -45,9 +45,9 @@ func TestInitSelfHostedE2E(t *testing.T) {
 		"smtp://"+st.SMTPAddr(), "", // SMTP: a URL gives starttls and the port; login
 		"y",
 		"", "2", "MA_E2E_INIT_PASS", // account, password from env
-		wrongCA,                           // the IMAP certificate is not trusted: a CA that did not sign it
-		st.CAFile,                         // the stack's CA
-		"1", "MA_E2E_INIT_NO_KEY", "", "", // api key env (unset), model, mode
+		wrongCA,                               // the IMAP certificate is not trusted: a CA that did not sign it
+		st.CAFile,                             // the stack's CA
+		"", "1", "MA_E2E_INIT_NO_KEY", "", "", // provider (gemini), api key env (unset), model, mode
 	)
 	code, stdout, stderr := runInit(t, script, "--config", path, "--provider", "generic")
 	if code != ExitPartial {
