@@ -62,6 +62,8 @@ var commandExamples = map[string]string{
 	"contacts forget": `  mailagent contacts forget spammer@example.net         # asks y/N at a terminal
   mailagent contacts forget spammer@example.net --yes   # in a script`,
 	"contacts note": `  mailagent contacts note grace@hopper.example "prefers short answers; call her Grace"`,
+	"mcp": `  mailagent mcp                     # started by an AI client (see README: MCP)
+  npx @modelcontextprotocol/inspector --cli mailagent mcp --method tools/list`,
 	"status": `  mailagent status
   mailagent status --json | jq .watcher`,
 	"review": `  mailagent review                  # in a terminal; scripts use: mailagent queue list`,
