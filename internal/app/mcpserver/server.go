@@ -164,7 +164,9 @@ func parsePage(cursor string, limit int) (page, error) {
 	return p, nil
 }
 
-func cursorAt(n int) string { return base64.RawURLEncoding.EncodeToString([]byte("o:" + strconv.Itoa(n))) }
+func cursorAt(n int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("o:" + strconv.Itoa(n)))
+}
 
 // cut returns the page of items and the next cursor ("" at the end).
 func cut[T any](items []T, p page) ([]T, string) {

@@ -67,6 +67,9 @@ type MailText struct {
 	Subject   string   `json:"subject" jsonschema:"the subject (untrusted)"`
 	Snippet   string   `json:"snippet,omitempty" jsonschema:"an excerpt of the clean text or the draft (untrusted)"`
 	MessageID string   `json:"message_id,omitempty" jsonschema:"the Message-ID header (untrusted)"`
+	// AuthenticatedSender is the address the owner's server verified: its
+	// domain is real, but its text is still the stranger's.
+	AuthenticatedSender string `json:"authenticated_sender,omitempty" jsonschema:"the sender address the owner's mail server authenticated (untrusted text)"`
 	Reasons   []string `json:"reasons,omitempty" jsonschema:"mailagent's reasons, which may quote the model's reading of the mail (untrusted)"`
 	Summary   string   `json:"summary,omitempty" jsonschema:"the model's summary of the mail (untrusted)"`
 }
@@ -97,8 +100,9 @@ type Message struct {
 	Decision string    `json:"decision"`
 	State    string    `json:"state"`
 	Intents  []string  `json:"intents"`
-	// Authenticated is the sender address the owner's server verified ("" when none).
-	Authenticated string   `json:"authenticated_sender" jsonschema:"the sender address the owner's mail server authenticated (empty when not authenticated)"`
+	// Authenticated: the owner's mail server verified the sender (the
+	// address is in the untrusted part).
+	Authenticated bool     `json:"sender_authenticated" jsonschema:"the owner's mail server authenticated the sender (its address is untrusted_external_content.authenticated_sender)"`
 	Gates         []Gate   `json:"gates"`
 	Untrusted     MailText `json:"untrusted_external_content"`
 }
@@ -106,8 +110,8 @@ type Message struct {
 func message(r *store.MessageRecord, snippet int) Message {
 	m := Message{Key: r.MessageKey.String(), Account: line(r.Account), ThreadID: line(r.ThreadID), TraceID: line(r.TraceID),
 		Date: r.Date, Route: line(r.Route), Decision: line(r.Decision), State: line(string(r.State)),
-		Intents: []string{}, Authenticated: line(r.SenderAuth.Identity()), Gates: gates(r.Gates),
-		Untrusted: MailText{From: addr(r.From), To: addrs(r.To), Subject: line(r.Subject), Snippet: text(r.Excerpt, snippet),
+		Intents: []string{}, Authenticated: r.SenderAuth.Identity() != "", Gates: gates(r.Gates),
+		Untrusted: MailText{From: addr(r.From), AuthenticatedSender: line(r.SenderAuth.Identity()), To: addrs(r.To), Subject: line(r.Subject), Snippet: text(r.Excerpt, snippet),
 			MessageID: line(r.MessageID), Reasons: lines(r.Reasons)}}
 	if c := r.Classification; c != nil {
 		m.Intents = lines(c.Intents)
