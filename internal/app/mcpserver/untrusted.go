@@ -69,9 +69,9 @@ type MailText struct {
 	MessageID string   `json:"message_id,omitempty" jsonschema:"the Message-ID header (untrusted)"`
 	// AuthenticatedSender is the address the owner's server verified: its
 	// domain is real, but its text is still the stranger's.
-	AuthenticatedSender string `json:"authenticated_sender,omitempty" jsonschema:"the sender address the owner's mail server authenticated (untrusted text)"`
-	Reasons   []string `json:"reasons,omitempty" jsonschema:"mailagent's reasons, which may quote the model's reading of the mail (untrusted)"`
-	Summary   string   `json:"summary,omitempty" jsonschema:"the model's summary of the mail (untrusted)"`
+	AuthenticatedSender string   `json:"authenticated_sender,omitempty" jsonschema:"the sender address the owner's mail server authenticated (untrusted text)"`
+	Reasons             []string `json:"reasons,omitempty" jsonschema:"mailagent's reasons, which may quote the model's reading of the mail (untrusted)"`
+	Summary             string   `json:"summary,omitempty" jsonschema:"the model's summary of the mail (untrusted)"`
 }
 
 // Gate is one policy gate's verdict (mailagent's own).
