@@ -120,7 +120,7 @@ func (s *rpcSession) close() int {
 func (s *rpcSession) callTool(name string, args map[string]any, out any) string {
 	s.t.Helper()
 	var res struct {
-		IsError           bool            `json:"isError"`
+		IsError           bool `json:"isError"`
 		Content           []struct{ Text string }
 		StructuredContent json.RawMessage `json:"structuredContent"`
 	}
