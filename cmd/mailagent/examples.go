@@ -72,6 +72,8 @@ var commandExamples = map[string]string{
   mailagent memory add --kind style "signs off with 'Best, Ada'"`,
 	"memory edit":   `  mailagent memory edit mem_0190a1b2c3d4e5f60718293a4b "answer in German, formally"`,
 	"contacts note": `  mailagent contacts note grace@hopper.example "prefers short answers; call her Grace"`,
+	"mcp": `  mailagent mcp                     # started by an AI client (see README: MCP)
+  npx @modelcontextprotocol/inspector --cli mailagent mcp --method tools/list`,
 	"status": `  mailagent status
   mailagent status --json | jq .watcher`,
 	"review": `  mailagent review                  # in a terminal; scripts use: mailagent queue list`,

@@ -77,6 +77,7 @@ type Config struct {
 	Digest   Digest    `toml:"digest"`
 	Followup Followup  `toml:"followup"`
 	Mailbox  Mailbox   `toml:"mailbox"`
+	MCP      MCP       `toml:"mcp"`
 
 	// File is the path the configuration was read from ("" when parsed
 	// from memory without a name).
@@ -311,6 +312,16 @@ type Sync struct {
 	PollInterval    Duration `toml:"poll_interval"`
 	InitialLookback Duration `toml:"initial_lookback"`
 	RetryInterval   Duration `toml:"retry_interval"`
+}
+
+// MCP configures `mailagent mcp`, the Model Context Protocol server.
+type MCP struct {
+	// Enabled lets the server start (default true).
+	Enabled bool `toml:"enabled"`
+	// ReadOnly drops the one write tool, propose_reply.
+	ReadOnly bool `toml:"read_only"`
+	// Accounts limits the accounts the server exposes (default: all).
+	Accounts []string `toml:"accounts"`
 }
 
 // Store configures the state database.
@@ -647,6 +658,7 @@ func defaults() *Config {
 		},
 		Store:    Store{Retention: Days{Dur(90 * 24 * time.Hour)}},
 		Followup: Followup{Enabled: true, DefaultAfter: Days{Dur(72 * time.Hour)}, MaxNudges: 2},
+		MCP:      MCP{Enabled: true},
 		Mailbox:  Mailbox{Archive: ArchiveOff},
 		Policy: Policy{
 			Mode:                    ModeReview,

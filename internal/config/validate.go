@@ -150,6 +150,11 @@ func (c *Config) Validate() error {
 	// [store]
 	p.duration("store.retention", c.Store.Retention.Duration, `"90d"`, true)
 	c.validateDigest(p)
+	for _, a := range c.MCP.Accounts {
+		if _, found := c.Account(a); !found {
+			p.add("mcp.accounts", fmt.Sprintf("no account %q", a), "use the names of [[accounts]], or leave it out to expose all")
+		}
+	}
 	if r := c.Store.Retention.D(); r > 0 && r < MinRetention {
 		p.add("store.retention", fmt.Sprintf("%s is shorter than 7 days", r), `use "90d" (the default), at least "7d", or "0" to keep everything`)
 	}

@@ -13,7 +13,8 @@
 //     agent) and store; above agent,
 //     internal/app (daemon: the watch runtime; api: the service behind the
 //     socket and its transport; replay: scoring against the owner's own
-//     replies; digest: the owner's periodic report); tui; cmd.
+//     replies; digest: the owner's periodic report; mcpserver: `mailagent
+//     mcp` over api.Service); tui; cmd.
 //   - test rigs (testRigs): internal/rig (e2e harness, benchmarks, this
 //     test) and internal/app/api/apitest; only tests and other rigs import
 //     them.
@@ -84,6 +85,9 @@ var rules = []struct {
 	{pkg: "internal/app/api", forbidden: []string{"cmd", "tui", "imapsync", "internal/app/daemon"}},
 	{pkg: "internal/app/daemon", forbidden: []string{"cmd", "tui", "internal/app/api"}},
 	{pkg: "internal/app/replay", forbidden: []string{"cmd", "tui", "internal/app/api", "internal/app/daemon", "internal/app/digest", "internal/smtpsend"}},
+	// The MCP server reads through api.Service only: no mail server, no
+	// watch runtime, no sending.
+	{pkg: "internal/app/mcpserver", forbidden: []string{"cmd", "tui", "imapsync", "internal/app/daemon", "internal/app/replay", "internal/smtpsend", "internal/llm"}},
 	{pkg: "internal/app/digest", forbidden: []string{"cmd", "tui", "imapsync", "internal/app/api", "internal/app/daemon", "internal/app/replay", "internal/smtpsend"}},
 	// The account status both the watcher and the API speak: a type, no
 	// dependencies.
@@ -233,6 +237,9 @@ func TestRulesCatch(t *testing.T) {
 		{"internal/config", "internal/netpolicy", false},
 		{"agent", "store", false},
 		{"internal/app/daemon", "imapsync", false},
+		{"internal/app/mcpserver", "internal/app/daemon", true},
+		{"internal/app/mcpserver", "internal/smtpsend", true},
+		{"internal/app/mcpserver", "internal/app/api", false},
 		{"cmd/mailagent", "internal/app/daemon", false},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/mcpserver"
+	"github.com/mailagent/mailagent/store"
+)
+
+// MCPOptions are the flags of `mailagent mcp`.
+type MCPOptions struct{}
+
+func newMCPCmd(f *Factory, runF func(context.Context, *MCPOptions) error) *cobra.Command {
+	opts := &MCPOptions{}
+	return &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the Model Context Protocol on stdin/stdout for your AI client (read-only, plus proposing drafts)",
+		Long: `mcp speaks the Model Context Protocol over stdin and stdout, for an AI client
+(Claude, Cursor, Zed, Goose, …) that starts it. The client can read mailagent's
+status, queue, reply tracking, traces, contacts, decisions and digest, and
+propose a reply, which becomes a pending draft for your review. It cannot
+approve, send, edit, reject, snooze, remember or change policy.
+
+Beside a running watch it goes through the watcher's socket; without one it
+opens the database read-only for each request. Logs go to the log file
+(and stderr with -v), never to stdout. Configure it in [mcp].`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return mcpRun(cmd.Context(), f, opts)
+		},
+	}
+}
+
+// mcpStartError is the one stderr line of a server that cannot start: what
+// is missing and the fix (MCP clients show the server's stderr).
+func mcpStartError(err error, fix string) error {
+	var ue *UserError
+	if errors.As(err, &ue) {
+		err = ue.Err
+		if fix == "" {
+			fix = ue.Hint
+		}
+	}
+	return &UserError{Code: ExitUsage, Err: fmt.Errorf("mcp cannot start: %w; fix: %s", err, fix)}
+}
+
+func mcpRun(ctx context.Context, f *Factory, _ *MCPOptions) error {
+	cfg, err := f.Config()
+	if err != nil {
+		return mcpStartError(err, "")
+	}
+	if !cfg.MCP.Enabled {
+		return mcpStartError(errors.New("the MCP server is switched off ([mcp] enabled = false in "+cfg.File+")"),
+			"set [mcp] enabled = true")
+	}
+	srv := mcpserver.New(mcpserver.Options{
+		Open:     func(ctx context.Context) (api.Service, func() error, error) { return openMCPService(ctx, f) },
+		ReadOnly: cfg.MCP.ReadOnly, Accounts: cfg.MCP.Accounts, Model: cfg.LLM.Model,
+		Version: versionString(), Now: f.Now, Logger: f.Logger(),
+	})
+	f.Logger().Info("mcp: serving on stdio", "read_only", cfg.MCP.ReadOnly, "accounts", cfg.MCP.Accounts)
+	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(f.Stdin), Writer: nopWriteCloser{f.Stdout}})
+	if err != nil && (errors.Is(err, io.EOF) || ctx.Err() != nil) {
+		return nil // the client closed stdin, or we were interrupted
+	}
+	return err
+}
+
+// openMCPService is the service for one MCP request: the watcher through
+// its socket, else the database opened read-only (a shared lock, released
+// when the request ends, so a watcher started later is never kept out).
+func openMCPService(ctx context.Context, f *Factory) (api.Service, func() error, error) {
+	cfg, err := f.Config()
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := os.Stat(DBPath(cfg)); errors.Is(err, fs.ErrNotExist) {
+		if c, err := api.Dial(ctx, api.SocketPath(cfg.StateDir)); err == nil {
+			return c, c.Close, nil
+		}
+		return nil, nil, errors.New("mailagent has no state yet: the owner must run `mailagent watch` (or `mailagent triage`) first")
+	}
+	svc, closeFn, err := api.Open(ctx, cfg.StateDir, func() (*store.Store, error) { return f.OpenStore(true) }, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if l, ok := svc.(*api.Local); ok {
+		l.AutoSendCap = cfg.Policy.MaxAutoPerDay
+	}
+	return svc, closeFn, nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

@@ -1,0 +1,24 @@
+// Package mcpserver is `mailagent mcp`: a Model Context Protocol server
+// (github.com/modelcontextprotocol/go-sdk) over api.Service, so that the
+// owner's own AI client can ask what needs attention.
+//
+// Its contract:
+//   - Every tool but one only reads. The one write tool, propose_reply,
+//     queues a pending draft through the agent (api.Proposer, which is
+//     agent.Pipeline.Propose): its recipient is the message's
+//     authenticated sender, chosen by code, and the owner reviews it like
+//     any draft. No tool approves, sends, edits, rejects or snoozes a
+//     queue item, writes contact memory or changes policy.
+//   - Every string that came from mail (addresses, subjects, excerpts,
+//     drafts and reasons the model wrote after reading mail) is cleaned by
+//     internal/termsafe and returned only inside an
+//     `untrusted_external_content` object, apart from mailagent's own
+//     fields (ids, states, decisions, gates, dates).
+//   - Results are paginated (an opaque cursor, a limit of at most MaxLimit)
+//     and every string is bounded.
+//   - Accounts outside Options.Accounts do not exist for the client: an id
+//     that belongs to one is "not found".
+//   - Each call opens the service (Options.Open) and closes it when done, so
+//     the server never holds the database between calls: a watcher started
+//     later still gets its lock.
+package mcpserver

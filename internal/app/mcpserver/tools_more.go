@@ -1,0 +1,423 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/digest"
+	"github.com/mailagent/mailagent/store"
+)
+
+// SearchIn selects triaged messages; every field narrows.
+type SearchIn struct {
+	Account       string `json:"account,omitempty" jsonschema:"only this account"`
+	Correspondent string `json:"correspondent,omitempty" jsonschema:"part of an address or domain of the sender or a recipient"`
+	Subject       string `json:"subject,omitempty" jsonschema:"words that must all appear in the subject"`
+	Since         string `json:"since,omitempty" jsonschema:"from this date (2026-01-02 or RFC 3339)"`
+	Until         string `json:"until,omitempty" jsonschema:"before this date"`
+	Intent        string `json:"intent,omitempty" jsonschema:"an intent the model gave, e.g. meeting_request"`
+	Decision      string `json:"decision,omitempty" jsonschema:"auto_send, queue, notify, archive, ignore or needs_review"`
+	Page
+}
+
+// MessagesOut is a page of messages.
+type MessagesOut struct {
+	Messages   []Message `json:"messages"`
+	NextCursor string    `json:"next_cursor" jsonschema:"pass it as cursor for the next page; empty at the end"`
+}
+
+func (s *server) searchMail(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn) (*mcp.CallToolResult, MessagesOut, error) {
+	out := MessagesOut{Messages: []Message{}}
+	p, err := parsePage(in.Cursor, in.Limit)
+	if err == nil {
+		err = s.account(in.Account)
+	}
+	var since, until time.Time
+	if err == nil {
+		since, err = parseDate("since", in.Since)
+	}
+	if err == nil {
+		until, err = parseDate("until", in.Until)
+	}
+	if err != nil {
+		return nil, out, err
+	}
+	corr := strings.ToLower(strings.TrimSpace(in.Correspondent))
+	words := strings.Fields(strings.ToLower(in.Subject))
+	match := func(r *store.MessageRecord) bool {
+		if !s.allowed(r.Account) || (!until.IsZero() && !r.Date.Before(until)) ||
+			(in.Decision != "" && r.Decision != in.Decision) {
+			return false
+		}
+		if in.Intent != "" && (r.Classification == nil || !slices.Contains(r.Classification.Intents, in.Intent)) {
+			return false
+		}
+		subj := strings.ToLower(r.Subject)
+		for _, w := range words {
+			if !strings.Contains(subj, w) {
+				return false
+			}
+		}
+		if corr != "" {
+			found := strings.Contains(strings.ToLower(r.SenderAuth.Identity()), corr)
+			for _, a := range slices.Concat(r.To, r.Cc, r.ReplyTo) {
+				found = found || strings.Contains(strings.ToLower(a.Email), corr)
+			}
+			if !found && !strings.Contains(strings.ToLower(r.From.Email), corr) {
+				return false
+			}
+		}
+		return true
+	}
+	err = s.with(ctx, func(svc api.Service) error {
+		var all []*store.MessageRecord
+		scanned := 0
+		err := storeOf(ctx, svc).ListMessages(store.MessageFilter{Account: in.Account, Since: since}, func(r *store.MessageRecord) error {
+			if scanned++; scanned > maxScan {
+				return errStop
+			}
+			if match(r) {
+				all = append(all, r)
+			}
+			return ctx.Err()
+		})
+		if err != nil && !errors.Is(err, errStop) {
+			return err
+		}
+		slices.SortStableFunc(all, func(a, b *store.MessageRecord) int { return b.Date.Compare(a.Date) })
+		pg, next := cut(all, p)
+		for _, r := range pg {
+			out.Messages = append(out.Messages, message(r, maxSnippet))
+		}
+		out.NextCursor = next
+		return nil
+	})
+	return nil, out, err
+}
+
+var errStop = errors.New("stop")
+
+// storeOf is the service's store, bound to ctx over the socket.
+func storeOf(ctx context.Context, svc api.Service) api.RemoteStore {
+	if c, ok := svc.(*api.Client); ok {
+		return c.StoreContext(ctx)
+	}
+	return svc.Store()
+}
+
+// ContactIn names a contact.
+type ContactIn struct {
+	Account string `json:"account" jsonschema:"the account"`
+	Email   string `json:"email" jsonschema:"the correspondent's address"`
+}
+
+// ContactText is a contact's untrusted part.
+type ContactText struct {
+	Email    string   `json:"email"`
+	Name     string   `json:"name"`
+	Summary  string   `json:"summary" jsonschema:"the model's rolling summary of the exchanges (untrusted)"`
+	Notes    []string `json:"notes"`
+	Subjects []string `json:"recent_subjects"`
+}
+
+// ContactOut is one contact.
+type ContactOut struct {
+	Account   string      `json:"account"`
+	Known     bool        `json:"known" jsonschema:"the owner has written to them"`
+	FirstSeen time.Time   `json:"first_seen"`
+	LastSeen  time.Time   `json:"last_seen"`
+	Inbound   int         `json:"inbound"`
+	Outbound  int         `json:"outbound"`
+	Untrusted ContactText `json:"untrusted_external_content"`
+}
+
+func (s *server) contactShow(ctx context.Context, _ *mcp.CallToolRequest, in ContactIn) (*mcp.CallToolResult, ContactOut, error) {
+	out := ContactOut{Untrusted: ContactText{Notes: []string{}, Subjects: []string{}}}
+	err := checkID("account", in.Account)
+	if err == nil {
+		err = checkID("email", in.Email)
+	}
+	if err == nil && !s.allowed(in.Account) {
+		err = errNotFound
+	}
+	if err != nil {
+		return nil, out, err
+	}
+	err = s.with(ctx, func(svc api.Service) error {
+		c, err := svc.Contact(ctx, in.Account, in.Email)
+		if err != nil {
+			return err
+		}
+		out.Account, out.Known, out.FirstSeen, out.LastSeen, out.Inbound, out.Outbound =
+			line(in.Account), c.Known, c.FirstSeen, c.LastSeen, c.Inbound, c.Outbound
+		out.Untrusted.Email, out.Untrusted.Name, out.Untrusted.Summary = line(c.Email), line(c.Name), text(c.Summary, maxBody)
+		out.Untrusted.Notes = lines(c.Notes)
+		h := c.History
+		if len(h) > maxList {
+			h = h[len(h)-maxList:]
+		}
+		for _, e := range h {
+			out.Untrusted.Subjects = append(out.Untrusted.Subjects, line(e.Direction+": "+e.Subject))
+		}
+		return nil
+	})
+	return nil, out, err
+}
+
+// DecisionsIn selects what was decided without asking.
+type DecisionsIn struct {
+	Since   string `json:"since,omitempty" jsonschema:"from this date (2026-01-02 or RFC 3339); default the last 7 days"`
+	Account string `json:"account,omitempty" jsonschema:"only this account"`
+	Page
+}
+
+func (s *server) decisions(ctx context.Context, _ *mcp.CallToolRequest, in DecisionsIn) (*mcp.CallToolResult, MessagesOut, error) {
+	out := MessagesOut{Messages: []Message{}}
+	p, err := parsePage(in.Cursor, in.Limit)
+	if err == nil {
+		err = s.account(in.Account)
+	}
+	var since time.Time
+	if err == nil {
+		since, err = parseDate("since", in.Since)
+	}
+	if err != nil {
+		return nil, out, err
+	}
+	if since.IsZero() {
+		since = s.o.Now().Add(-7 * 24 * time.Hour)
+	}
+	err = s.with(ctx, func(svc api.Service) error {
+		recs, err := api.DecidedWithoutAsking(ctx, svc, since)
+		if err != nil {
+			return err
+		}
+		recs = slices.DeleteFunc(recs, func(r store.MessageRecord) bool {
+			return !s.allowed(r.Account) || (in.Account != "" && r.Account != in.Account)
+		})
+		pg, next := cut(recs, p)
+		for i := range pg {
+			out.Messages = append(out.Messages, message(&pg[i], maxSnippet))
+		}
+		out.NextCursor = next
+		return nil
+	})
+	return nil, out, err
+}
+
+// DigestIn picks the period.
+type DigestIn struct {
+	Since string `json:"since,omitempty" jsonschema:"from this date (2026-01-02 or RFC 3339); default the last 24 hours"`
+}
+
+// DigestItem is one line of the digest.
+type DigestItem struct {
+	Account   string    `json:"account"`
+	ID        string    `json:"id" jsonschema:"a queue id or a message key"`
+	At        time.Time `json:"at"`
+	Untrusted MailText  `json:"untrusted_external_content"`
+}
+
+// DigestOut is the report of a period; each list holds at most 100 items.
+type DigestOut struct {
+	Since       time.Time      `json:"since"`
+	Until       time.Time      `json:"until"`
+	Processed   int            `json:"processed"`
+	AutoSent    []DigestItem   `json:"auto_sent"`
+	Scheduled   []DigestItem   `json:"scheduled"`
+	Waiting     []DigestItem   `json:"waiting"`
+	NeedsReview []DigestItem   `json:"needs_review"`
+	Archived    map[string]int `json:"archived" jsonschema:"archived messages by category"`
+	Ignored     map[string]int `json:"ignored" jsonschema:"ignored messages by category"`
+	TokensIn    int64          `json:"tokens_in"`
+	TokensOut   int64          `json:"tokens_out"`
+	USD         float64        `json:"usd" jsonschema:"estimated cost (0 when the model's price is unknown)"`
+}
+
+func (s *server) digest(ctx context.Context, _ *mcp.CallToolRequest, in DigestIn) (*mcp.CallToolResult, DigestOut, error) {
+	now := s.o.Now()
+	out := DigestOut{AutoSent: []DigestItem{}, Scheduled: []DigestItem{}, Waiting: []DigestItem{}, NeedsReview: []DigestItem{},
+		Archived: map[string]int{}, Ignored: map[string]int{}}
+	since, err := parseDate("since", in.Since)
+	if err != nil {
+		return nil, out, err
+	}
+	if since.IsZero() {
+		since = now.Add(-24 * time.Hour)
+	}
+	err = s.with(ctx, func(svc api.Service) error {
+		rep, err := digest.Build(source{ctx: ctx, svc: svc, allowed: s.allowed}, since, now, s.o.Model)
+		if err != nil {
+			return err
+		}
+		out.Since, out.Until, out.Processed = rep.Since, rep.Until, rep.Processed
+		out.TokensIn, out.TokensOut, out.USD = rep.Usage.TokensIn, rep.Usage.TokensOut, rep.USD
+		for k, v := range rep.Archived {
+			out.Archived[line(k)] = v
+		}
+		for k, v := range rep.Ignored {
+			out.Ignored[line(k)] = v
+		}
+		for _, x := range first(rep.AutoSent) {
+			out.AutoSent = append(out.AutoSent, DigestItem{Account: line(x.Account), At: x.SentAt, Untrusted: MailText{To: lines(x.To), Subject: line(x.Subject)}})
+		}
+		for _, x := range first(rep.Scheduled) {
+			out.Scheduled = append(out.Scheduled, DigestItem{Account: line(x.Account), At: x.SentAt, Untrusted: MailText{To: lines(x.To), Subject: line(x.Subject)}})
+		}
+		for _, x := range first(rep.Waiting) {
+			out.Waiting = append(out.Waiting, DigestItem{Account: line(x.Account), ID: line(x.ID), At: x.Since, Untrusted: MailText{From: addr(x.From), Subject: line(x.Subject)}})
+		}
+		for _, x := range first(rep.NeedsReview) {
+			out.NeedsReview = append(out.NeedsReview, DigestItem{Account: line(x.Key.Account), ID: x.Key.String(),
+				Untrusted: MailText{From: addr(x.From), Subject: line(x.Subject), Reasons: lines([]string{x.Error})}})
+		}
+		return nil
+	})
+	return nil, out, err
+}
+
+func first[T any](xs []T) []T { return xs[:min(len(xs), MaxLimit)] }
+
+// source is digest.Source over any Service, limited to the accounts the
+// client may see.
+type source struct {
+	ctx     context.Context
+	svc     api.Service
+	allowed func(string) bool
+}
+
+func (s source) ListMessages(f store.MessageFilter, fn func(*store.MessageRecord) error) error {
+	return storeOf(s.ctx, s.svc).ListMessages(f, func(r *store.MessageRecord) error {
+		if !s.allowed(r.Account) {
+			return nil
+		}
+		return fn(r)
+	})
+}
+
+func (s source) ListQueue(status string, fn func(*store.QueueItem) error) error {
+	items, err := s.svc.Queue(s.ctx, api.QueueFilter{Status: status})
+	if err != nil {
+		return err
+	}
+	for i := range items {
+		if s.allowed(items[i].Account) {
+			if err := fn(&items[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s source) ListOutbox(status string, fn func(*store.OutboxRecord) error) error {
+	recs, err := s.svc.Outbox(s.ctx, status)
+	if err != nil {
+		return err
+	}
+	for i := range recs {
+		if s.allowed(recs[i].Account) {
+			if err := fn(&recs[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// UsageRange: the service reports today's ledger only (api.Status).
+func (s source) UsageRange(from, to string) ([]store.UsageDay, error) {
+	st, err := s.svc.Status(s.ctx)
+	if err != nil {
+		return nil, err
+	}
+	if d := st.TokensToday; d.Day >= from && d.Day <= to {
+		return []store.UsageDay{d}, nil
+	}
+	return nil, nil
+}
+
+// ProposeIn is a proposed reply.
+type ProposeIn struct {
+	Ref  string `json:"ref" jsonschema:"the message to answer: a thread id, a Message-ID, a trace id or a queue id"`
+	Text string `json:"text" jsonschema:"the reply's text (plain text, at most 20000 characters); recipients are not yours to choose"`
+}
+
+// ProposeOut is the queued draft.
+type ProposeOut struct {
+	Item QueueItem `json:"item"`
+	Note string    `json:"note"`
+}
+
+func (s *server) proposeReply(ctx context.Context, req *mcp.CallToolRequest, in ProposeIn) (*mcp.CallToolResult, ProposeOut, error) {
+	var out ProposeOut
+	if err := checkID("ref", in.Ref); err != nil {
+		return nil, out, err
+	}
+	if strings.TrimSpace(in.Text) == "" || len(in.Text) > 4*20000 {
+		return nil, out, fmt.Errorf("%w: the text is empty or too long", ErrInvalid)
+	}
+	source := "unknown client"
+	if req != nil && req.Session != nil {
+		if ip := req.Session.InitializeParams(); ip != nil && ip.ClientInfo != nil && ip.ClientInfo.Name != "" {
+			source = clip(line(ip.ClientInfo.Name), 64)
+		}
+	}
+	err := s.with(ctx, func(svc api.Service) error {
+		p, ok := svc.(api.Proposer)
+		if !ok {
+			return api.ErrNoActions
+		}
+		key, err := s.resolve(ctx, svc, in.Ref)
+		if err != nil {
+			return err
+		}
+		q, err := p.Propose(ctx, key, in.Text, source)
+		if err != nil {
+			return err
+		}
+		out.Item = queueItem(q, maxBody)
+		out.Note = "queued as a pending draft for the owner's review in mailagent; nothing was sent"
+		s.o.Logger.Info("mcp: reply proposed", "queue_id", q.ID, "client", source)
+		return nil
+	})
+	return nil, out, err
+}
+
+// resolve finds the message a reference names, in an account the client
+// may see: a queue id, a thread id (its latest message from someone
+// else), else a trace id or Message-ID.
+func (s *server) resolve(ctx context.Context, svc api.Service, ref string) (store.MessageKey, error) {
+	if d, err := svc.QueueItem(ctx, ref); err == nil {
+		if !s.allowed(d.Item.Account) {
+			return store.MessageKey{}, errNotFound
+		}
+		return d.Item.Message, nil
+	} else if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, api.ErrBadRequest) {
+		return store.MessageKey{}, err
+	}
+	if msgs, err := storeOf(ctx, svc).ThreadMessages(ref, 0); err == nil && len(msgs) > 0 {
+		for i := len(msgs) - 1; i >= 0; i-- {
+			m := msgs[i]
+			if s.allowed(m.Account) && m.Route == "external" && m.SenderAuth.Identity() != "" {
+				return m.MessageKey, nil
+			}
+		}
+		return store.MessageKey{}, fmt.Errorf("%w: the thread has no message from an authenticated correspondent to answer", ErrInvalid)
+	}
+	e, err := svc.Explain(ctx, ref)
+	if err != nil {
+		return store.MessageKey{}, err
+	}
+	if e.Trace == nil || !s.allowed(e.Trace.Message.Account) {
+		return store.MessageKey{}, errNotFound
+	}
+	return e.Trace.Message, nil
+}
