@@ -77,6 +77,8 @@ type Config struct {
 	Digest   Digest    `toml:"digest"`
 	Followup Followup  `toml:"followup"`
 	Mailbox  Mailbox   `toml:"mailbox"`
+	// Scheduling holds the owner's meeting preferences for free slots.
+	Scheduling Scheduling `toml:"scheduling"`
 
 	// File is the path the configuration was read from ("" when parsed
 	// from memory without a name).
@@ -128,6 +130,8 @@ type Account struct {
 	AuthservID string   `toml:"authserv_id"`
 	IMAP       Endpoint `toml:"imap"`
 	SMTP       Endpoint `toml:"smtp"`
+	// Calendar is the account's calendar source (optional).
+	Calendar Calendar `toml:"calendar"`
 }
 
 // OwnerAddresses returns Email followed by the aliases.
@@ -526,9 +530,10 @@ func defaults() *Config {
 			InitialLookback: Dur(24 * time.Hour),
 			RetryInterval:   Dur(15 * time.Minute),
 		},
-		Store:    Store{Retention: Days{Dur(90 * 24 * time.Hour)}},
-		Followup: Followup{Enabled: true, DefaultAfter: Days{Dur(72 * time.Hour)}, MaxNudges: 2},
-		Mailbox:  Mailbox{Archive: ArchiveOff},
+		Store:      Store{Retention: Days{Dur(90 * 24 * time.Hour)}},
+		Followup:   Followup{Enabled: true, DefaultAfter: Days{Dur(72 * time.Hour)}, MaxNudges: 2},
+		Mailbox:    Mailbox{Archive: ArchiveOff},
+		Scheduling: defaultScheduling(),
 		Policy: Policy{
 			Mode:                    ModeReview,
 			MinConfidence:           0.8,
@@ -582,6 +587,7 @@ func (c *Config) applyDefaults(md toml.MetaData) error {
 		a.SMTP.fill(a, "smtp")
 		a.IMAP.TLSCAFile = c.resolvePath(a.IMAP.TLSCAFile)
 		a.SMTP.TLSCAFile = c.resolvePath(a.SMTP.TLSCAFile)
+		a.Calendar.fill(a, c)
 	}
 	return err
 }

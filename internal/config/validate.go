@@ -171,6 +171,7 @@ func (c *Config) Validate() error {
 	// [store]
 	p.duration("store.retention", c.Store.Retention.Duration, `"90d"`, true)
 	c.validateDigest(p)
+	c.Scheduling.validate(p)
 	if r := c.Store.Retention.D(); r > 0 && r < MinRetention {
 		p.add("store.retention", fmt.Sprintf("%s is shorter than 7 days", r), `use "90d" (the default), at least "7d", or "0" to keep everything`)
 	}
@@ -214,6 +215,7 @@ func (c *Config) validateAccount(p *problems, i int, seen map[string]int) {
 	}
 	c.validateEndpoint(p, key+".imap", "imap", &a.IMAP)
 	c.validateEndpoint(p, key+".smtp", "smtp", &a.SMTP)
+	c.validateCalendar(p, key+".calendar", &a.Calendar)
 }
 
 func (c *Config) validateEndpoint(p *problems, key, kind string, e *Endpoint) {
