@@ -164,7 +164,7 @@ type capped struct {
 
 func (t *transport) wrap(err error) error {
 	if err != nil && t.denied.Load() {
-		return fmt.Errorf("%w (fix: check the calendar username and password source): %w", ErrAuth, err)
+		return fmt.Errorf("%w: %w", ErrAuth, err)
 	}
 	return err
 }
