@@ -150,3 +150,23 @@ func TestDoctorCalendar(t *testing.T) {
 		t.Errorf("doctor does not report the refused calendar login with its fix: %v", c)
 	}
 }
+
+// withCalendar returns a copy of the harness's config with an empty .ics
+// calendar and Europe/Berlin scheduling added (a later --config wins).
+func (h *harness) withCalendar(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(h.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ics := filepath.Join(h.dir, "empty.ics")
+	if err := os.WriteFile(ics, []byte(vcal("")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(h.dir, "config-calendar.toml")
+	cfg := string(data) + "\n[accounts.calendar]\nurl = " + tomlQuote(ics) + "\n" + schedulingTOML
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

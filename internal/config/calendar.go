@@ -46,10 +46,11 @@ const (
 // Configured reports whether the account names a calendar source.
 func (c Calendar) Configured() bool { return strings.TrimSpace(c.URL) != "" }
 
-// IsFile reports whether URL names a local file (a path or file:// URL).
+// IsFile reports whether URL names a local file (a path, relative to
+// the config file's directory, or a file:// URL).
 func (c Calendar) IsFile() bool {
 	u := strings.TrimSpace(c.URL)
-	return strings.HasPrefix(u, "file://") || strings.HasPrefix(u, "/") || strings.HasPrefix(u, "~/") || strings.HasPrefix(u, ".")
+	return u != "" && (strings.HasPrefix(u, "file://") || !strings.Contains(u, "://"))
 }
 
 // FilePath returns the local path of a file source.
