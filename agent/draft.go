@@ -33,6 +33,7 @@ type DraftRequest struct {
 	Body        string
 	Intents     []string
 	Instruction string // the owner's regenerate instruction
+	FreeSlots   string // the owner's free slots (scheduling mail), from code
 }
 
 // Drafter writes reply drafts.
@@ -92,7 +93,7 @@ func (d *LLMDrafter) Draft(ctx context.Context, req DraftRequest) (Draft, llm.Ca
 	data := prompts.DraftData{
 		Owner: req.Owner, Profile: req.Profile, Boundary: prompts.NewBoundary(), Thread: req.Thread,
 		From: req.From, Subject: req.Subject, Date: req.Date, Body: req.Body, Intents: req.Intents,
-		Tone: ToneFor(req.Intents), Instruction: req.Instruction,
+		Tone: ToneFor(req.Intents), Instruction: req.Instruction, FreeSlots: req.FreeSlots,
 	}
 	if c := req.Contact; c != nil {
 		data.ContactSummary = c.Summary

@@ -210,6 +210,10 @@ type DraftData struct {
 	Intents        []string
 	Tone           string
 	Instruction    string // owner's regenerate instruction; may be empty
+	// FreeSlots lists the owner's free slots, computed by code from the
+	// calendar (scheduling mail only; "" otherwise): the only times the
+	// draft may offer. Trusted.
+	FreeSlots string
 }
 
 // Draft renders the reply-draft prompt. The model's answer is expected to

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/internal/config"
 )
@@ -208,4 +209,31 @@ func printFreeSlots(w io.Writer, slots []calendar.Interval, p calendar.Prefs) {
 		line = append(line, st.Format("15:04")+"–"+en.Format("15:04"))
 	}
 	flush()
+}
+
+// schedulingDays is how far ahead free slots are offered to a scheduling
+// draft.
+const schedulingDays = 14
+
+// agentCalendar gives the agent each account's free slots.
+type agentCalendar struct{ cfg *config.Config }
+
+// newAgentCalendar returns the agent's calendar, nil when no account has
+// one (scheduling drafts then get no slots and no schedule gate).
+func newAgentCalendar(cfg *config.Config) agent.Calendar {
+	for _, a := range cfg.Accounts {
+		if a.Calendar.Configured() {
+			return agentCalendar{cfg: cfg}
+		}
+	}
+	return nil
+}
+
+func (c agentCalendar) FreeSlots(ctx context.Context, account string, now time.Time) ([]calendar.Interval, *time.Location, error) {
+	a, ok := c.cfg.Account(account)
+	if !ok || !a.Calendar.Configured() {
+		return nil, nil, nil // this account has no calendar: no slots, no gate
+	}
+	slots, prefs, err := FreeSlots(ctx, c.cfg, a, now, schedulingDays)
+	return slots, prefs.Location, err
 }

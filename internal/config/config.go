@@ -326,6 +326,11 @@ type Policy struct {
 	// waits this long, cancellable (`mailagent queue cancel`, the TUI),
 	// before it is sent. Default 5s; 0 sends at once.
 	ApprovalDelay Duration `toml:"approval_delay"`
+	// AutoSchedule lets a reply to a scheduling mail go out without
+	// approval (when every other gate passes) only if every date and time
+	// it names came from the calendar's free slots. Default false: such
+	// replies wait for you.
+	AutoSchedule bool `toml:"auto_schedule"`
 }
 
 // Footer returns the footer for an account's display name, or "" when
