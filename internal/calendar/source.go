@@ -272,7 +272,7 @@ func (s *Source) fetchICS(ctx context.Context) ([]*ical.Calendar, error) {
 		if err != nil {
 			return nil, fmt.Errorf("calendar: %w", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only: nothing to flush
 		if data, err = io.ReadAll(io.LimitReader(f, MaxResponseBytes+1)); err != nil {
 			return nil, fmt.Errorf("calendar: read %s: %w", path, err)
 		}
