@@ -296,6 +296,32 @@ END:VEVENT`)
 	}
 }
 
+func TestBusyWindowsAndPrefixedZones(t *testing.T) {
+	// Outlook writes Windows zone names; Lightning once prefixed a path.
+	cal := parseICS(t, `
+BEGIN:VEVENT
+UID:outlook@test
+DTSTART;TZID=W. Europe Standard Time:20260330T100000
+DTEND;TZID=W. Europe Standard Time:20260330T110000
+END:VEVENT
+BEGIN:VEVENT
+UID:lightning@test
+DTSTART;TZID=/mozilla.org/20050126_1/America/New_York:20260330T100000
+DTEND;TZID=/mozilla.org/20050126_1/America/New_York:20260330T103000
+END:VEVENT`)
+	busy, err := Busy([]*ical.Calendar{cal}, iv("2026-03-30T00:00:00Z", "2026-03-31T00:00:00Z"), time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Interval{
+		iv("2026-03-30T10:00:00+02:00", "2026-03-30T11:00:00+02:00"),
+		iv("2026-03-30T10:00:00-04:00", "2026-03-30T10:30:00-04:00"),
+	}
+	if format(inZone(busy, berlin)) != format(inZone(want, berlin)) {
+		t.Errorf("busy\n%swant\n%s", format(inZone(busy, berlin)), format(inZone(want, berlin)))
+	}
+}
+
 func TestBusyHostileInput(t *testing.T) {
 	cases := map[string]string{
 		"unknown zone": `BEGIN:VEVENT

@@ -267,11 +267,36 @@ func propTime(p *ical.Prop, v string, loc *time.Location) (time.Time, bool, erro
 	return t, false, err
 }
 
-// loadZone loads an IANA zone; a TZID some servers prefix with a path
-// ("/mozilla.org/20050126_1/Europe/Berlin") is reduced to its IANA tail.
+// windowsZones maps the Windows time zone names Outlook and Exchange
+// write as TZID to IANA zones (CLDR windowsZones.xml, territory 001), for
+// the most common zones.
+var windowsZones = map[string]string{
+	"UTC": "Etc/UTC", "GMT Standard Time": "Europe/London", "Greenwich Standard Time": "Atlantic/Reykjavik",
+	"W. Europe Standard Time": "Europe/Berlin", "Central Europe Standard Time": "Europe/Budapest",
+	"Central European Standard Time": "Europe/Warsaw", "Romance Standard Time": "Europe/Paris",
+	"E. Europe Standard Time": "Europe/Chisinau", "FLE Standard Time": "Europe/Kiev", "GTB Standard Time": "Europe/Bucharest",
+	"Russian Standard Time": "Europe/Moscow", "Turkey Standard Time": "Europe/Istanbul", "Israel Standard Time": "Asia/Jerusalem",
+	"Eastern Standard Time": "America/New_York", "Central Standard Time": "America/Chicago",
+	"Mountain Standard Time": "America/Denver", "US Mountain Standard Time": "America/Phoenix",
+	"Pacific Standard Time": "America/Los_Angeles", "Alaskan Standard Time": "America/Anchorage",
+	"Hawaiian Standard Time": "Pacific/Honolulu", "Atlantic Standard Time": "America/Halifax",
+	"E. South America Standard Time": "America/Sao_Paulo", "India Standard Time": "Asia/Calcutta",
+	"China Standard Time": "Asia/Shanghai", "Tokyo Standard Time": "Asia/Tokyo", "Singapore Standard Time": "Asia/Singapore",
+	"AUS Eastern Standard Time": "Australia/Sydney", "New Zealand Standard Time": "Pacific/Auckland",
+	"Arabian Standard Time": "Asia/Dubai", "South Africa Standard Time": "Africa/Johannesburg",
+}
+
+// loadZone loads an IANA zone or a common Windows zone name; a TZID some
+// servers prefix with a path ("/mozilla.org/20050126_1/Europe/Berlin") is
+// reduced to its IANA tail.
 func loadZone(tzid string) (*time.Location, error) {
 	if z, err := time.LoadLocation(tzid); err == nil {
 		return z, nil
+	}
+	if iana, ok := windowsZones[tzid]; ok {
+		if z, err := time.LoadLocation(iana); err == nil {
+			return z, nil
+		}
 	}
 	parts := strings.Split(tzid, "/")
 	for i := 1; i < len(parts)-1; i++ {
@@ -279,5 +304,5 @@ func loadZone(tzid string) (*time.Location, error) {
 			return z, nil
 		}
 	}
-	return nil, fmt.Errorf("unknown time zone %q (only IANA names are understood)", tzid)
+	return nil, fmt.Errorf("unknown time zone %q (IANA names and common Windows names are understood)", tzid)
 }
