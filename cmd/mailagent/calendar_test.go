@@ -149,6 +149,13 @@ func TestDoctorCalendar(t *testing.T) {
 		!strings.Contains(c["detail"].(string), "refused the login") || strings.Contains(out, "wrong") {
 		t.Errorf("doctor does not report the refused calendar login with its fix: %v", c)
 	}
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close() // nothing listens there any more
+	out, _, _ = runAt(t, calConfig(t, "  url = \""+gone.URL+"/\"\n  password_env = \"MA_TEST_CAL_SECRET\""), calNow, "doctor", "--no-model", "--json")
+	c = checks(out)["calendar.source"]
+	if c == nil || c["status"] != "fail" || !strings.Contains(c["fix"].(string), "reachable") {
+		t.Errorf("doctor does not report the unreachable calendar with its fix: %v", c)
+	}
 }
 
 // withCalendar returns a copy of the harness's config with an empty .ics
