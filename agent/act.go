@@ -213,6 +213,7 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 		req.Intents = rec.Classification.Intents
 	}
 	req.Memory = p.memoryFor(rec.Account, rec.SenderAuth.Identity(), req.Intents)
+	offered := p.offerSlots(ctx, rec, &req)
 	done := tr.step("draft")
 	d, info, err := a.Drafter.Draft(ctx, req)
 	out.Usage = out.Usage.Add(info.Usage)
@@ -231,6 +232,7 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 	in.Out = OutboundFields{Subject: mail.ReplySubject(reply.Subject), Body: d.Body}
 	in.Trusted = p.trusted(rec, reply, a.Profile)
 	rec.Gates = EvaluateGates(p.Policy, in)
+	rec.Gates = p.scheduleGate(rec.Gates, offered, req, d.Body)
 	recipients := append(slices.Clone(reply.To), reply.Cc...)
 	if rec.Decision == DecisionQueue {
 		rec.Reasons = FailedReasons(rec.Gates)

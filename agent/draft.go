@@ -35,7 +35,8 @@ type DraftRequest struct {
 	Instruction string // the owner's regenerate instruction
 	// Memory is the learned memory selected for this contact within the
 	// budget (Pipeline.memoryFor); empty for an unauthenticated sender.
-	Memory prompts.Memory
+	Memory    prompts.Memory
+	FreeSlots string // the owner's free slots (scheduling mail), from code
 }
 
 // Drafter writes reply drafts.
@@ -95,7 +96,7 @@ func (d *LLMDrafter) Draft(ctx context.Context, req DraftRequest) (Draft, llm.Ca
 	data := prompts.DraftData{
 		Owner: req.Owner, Profile: req.Profile, Boundary: prompts.NewBoundary(), Thread: req.Thread,
 		From: req.From, Subject: req.Subject, Date: req.Date, Body: req.Body, Intents: req.Intents,
-		Tone: ToneFor(req.Intents), Instruction: req.Instruction, Memory: req.Memory,
+		Tone: ToneFor(req.Intents), Instruction: req.Instruction, Memory: req.Memory, FreeSlots: req.FreeSlots,
 	}
 	if c := req.Contact; c != nil {
 		data.ContactSummary = c.Summary

@@ -82,6 +82,10 @@ type Pipeline struct {
 	Followups *Followups
 	Now       func() time.Time
 	Logger    *slog.Logger
+
+	// Calendar, when set, gives scheduling drafts the owner's free slots
+	// and the schedule gate its answer (schedule.go).
+	Calendar Calendar
 }
 
 const (

@@ -44,6 +44,9 @@ type Policy struct {
 	SendDelay           time.Duration
 	ReplyAll            bool
 	MaxDraftChars       int
+	// AutoSchedule lets a scheduling reply go out on its own when every
+	// date and time in it came from the calendar (policy.auto_schedule).
+	AutoSchedule bool
 	// ApprovalDelay is the undo window of an approval
 	// (policy.approval_delay): the approved reply waits this long,
 	// scheduled and cancellable, before it is sent. 0 sends at once.

@@ -228,6 +228,10 @@ type DraftData struct {
 	// (their corrections, instructions, `memory add`) and are trusted;
 	// OwnerReplies and Examples are fenced like the thread.
 	Memory Memory
+	// FreeSlots lists the owner's free slots, computed by code from the
+	// calendar (scheduling mail only; "" otherwise): the only times the
+	// draft may offer. Trusted.
+	FreeSlots string
 }
 
 // Memory is the learned part of a draft prompt, each list in the order it

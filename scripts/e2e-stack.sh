@@ -14,7 +14,8 @@
 #   scripts/e2e-stack.sh status [DIR]       say what is running
 #
 # DIR defaults to $MAILAGENT_E2E_DIR or /tmp/mailagent-e2e. Ports can be
-# overridden with E2E_IMAP_PORT, E2E_IMAPS_PORT and E2E_SMTP_PORT.
+# overridden with E2E_IMAP_PORT, E2E_IMAPS_PORT and E2E_SMTP_PORT; Radicale
+# (CalDAV, scripts/e2e-radicale.sh) listens on E2E_RADICALE_PORT.
 #
 # Sender authentication (RFC 8601 Authentication-Results): Postfix's SMTP
 # listener runs every message through two verifying milters, OpenDKIM and
@@ -43,7 +44,7 @@ IMAPS_PORT=${E2E_IMAPS_PORT:-10993}
 SMTP_PORT=${E2E_SMTP_PORT:-10025}
 DOMAIN=example.test
 USERS="ada bob carol sink corpus"
-PACKAGES="dovecot-imapd dovecot-lmtpd postfix isync tmux openssl opendkim opendkim-tools opendmarc dbconfig-no-thanks dnsmasq-base"
+PACKAGES="dovecot-imapd dovecot-lmtpd postfix isync tmux openssl opendkim opendkim-tools opendmarc dbconfig-no-thanks dnsmasq-base radicale"
 START_TIMEOUT=${E2E_START_TIMEOUT:-30} # seconds
 
 # Sender authentication (see the header). The DNS server needs port 53:
@@ -694,6 +695,7 @@ cmd_start() {
 	wait_for "Postfix SMTP" "$HOST" "$SMTP_PORT"
 	write_env
 	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-courier.sh" start "$DIR"
+	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-radicale.sh" start "$DIR"
 	log "running in $DIR: IMAP $HOST:$IMAP_PORT (STARTTLS), IMAPS $HOST:$IMAPS_PORT, SMTP $HOST:$SMTP_PORT"
 	log "sender authentication: OpenDKIM + OpenDMARC as $AUTHSERV_ID, DNS on $DNS_ADDR:53 for: $DKIM_DOMAINS"
 	log "use it with: source $DIR/env"
@@ -701,6 +703,7 @@ cmd_start() {
 
 stop_all() {
 	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-courier.sh" stop "$DIR"
+	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-radicale.sh" stop "$DIR"
 	stop_postfix
 	stop_dovecot
 	auth_stop

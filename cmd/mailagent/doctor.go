@@ -144,6 +144,7 @@ func doctorRun(ctx context.Context, f *Factory, opts *DoctorOptions) error {
 		d.account = acct.Name
 		d.imap(ctx, acct)
 		d.smtp(ctx, acct)
+		d.calendar(ctx, cfg, acct, f.Now())
 	}
 	d.account = ""
 	if !opts.NoModel {

@@ -49,6 +49,10 @@ var commandExamples = map[string]string{
 	"followups": `  mailagent followups                          # threads waiting for you or for them, with age and deadline
   mailagent followups --state needs-reply --from example.org --since 7d
   mailagent followups --recent 2d --json       # recently replied`,
+	"calendar": `  mailagent calendar free                  # free slots in the next 7 days`,
+	"calendar free": `  mailagent calendar free                  # the next 7 days, as the agent would offer them
+  mailagent calendar free --days 14 --account work
+  mailagent calendar free --json | jq '.[0].start'`,
 	"followups done":    `  mailagent followups done fu_3f9a1c2e5b7d9e01`,
 	"followups snooze":  `  mailagent followups snooze fu_3f9a1c2e5b7d9e01 --for 2d`,
 	"followups nudge":   `  mailagent followups nudge fu_3f9a1c2e5b7d9e01   # then: mailagent queue show ID`,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
@@ -716,4 +717,15 @@ func toChecksJSON(cs []Check) []CheckJSON {
 		out = append(out, toCheckJSON(c))
 	}
 	return out
+}
+
+// FreeSlotJSON is one free interval (`calendar free --json`), in RFC 3339
+// with the scheduling time zone's offset.
+type FreeSlotJSON struct {
+	Start string `json:"start"`
+	End   string `json:"end"`
+}
+
+func toFreeSlotJSON(s calendar.Interval) FreeSlotJSON {
+	return FreeSlotJSON{Start: s.Start.Format(time.RFC3339), End: s.End.Format(time.RFC3339)}
 }

@@ -264,6 +264,9 @@ func TestJSONSchemaPerKind(t *testing.T) {
 	}
 
 	add("replay", "replay", decodeAny(t, "replay", run("replay", "--json")))
+	for _, s := range decodeAny(t, "calendar free", run("--config", h.withCalendar(t), "calendar", "free", "--days", "14", "--json")).([]any) {
+		add("free_slot", "calendar free", s)
+	}
 	add("digest", "digest", decodeAny(t, "digest", run("digest", "--json")))
 
 	// Automated mail never reached the model or the gates: null, not absent.

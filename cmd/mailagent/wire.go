@@ -125,6 +125,7 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 		Memory:     st,
 		Learner:    &agent.Learner{Model: draftModel, Prompts: ps},
 	}
+	p.Calendar = newAgentCalendar(cfg)
 	if cfg.Followup.Enabled {
 		p.Followups = &agent.Followups{Store: st, Accounts: p.Accounts, Now: f.Now, Policy: agent.FollowupPolicy{
 			Enabled: true, DefaultAfter: cfg.Followup.DefaultAfter.D(), BusinessDays: cfg.Followup.BusinessDays,
@@ -199,7 +200,7 @@ func policyFromConfig(p config.Policy) agent.Policy {
 		Mode: p.Mode, MinConfidence: p.MinConfidence, NeverAuto: p.NeverAuto,
 		AutoSendNewContacts: p.AutoSendNewContacts, MaxPerContactPerDay: p.MaxAutoPerContactPerDay,
 		MaxPerDay: p.MaxAutoPerDay, SendDelay: p.SendDelay.D(), ReplyAll: p.ReplyAll, MaxDraftChars: p.MaxDraftChars,
-		ApprovalDelay: p.ApprovalDelay.D(),
+		ApprovalDelay: p.ApprovalDelay.D(), AutoSchedule: p.AutoSchedule,
 	}
 }
 

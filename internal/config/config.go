@@ -78,6 +78,8 @@ type Config struct {
 	Followup Followup  `toml:"followup"`
 	Mailbox  Mailbox   `toml:"mailbox"`
 	MCP      MCP       `toml:"mcp"`
+	// Scheduling holds the owner's meeting preferences for free slots.
+	Scheduling Scheduling `toml:"scheduling"`
 
 	// File is the path the configuration was read from ("" when parsed
 	// from memory without a name).
@@ -248,6 +250,8 @@ type Account struct {
 	// agent learn, a forward to it delegates the reply. The "+agent"
 	// plus-address of the owner's address always counts too.
 	AssistantAddress string `toml:"assistant_address"`
+	// Calendar is the account's calendar source (optional).
+	Calendar Calendar `toml:"calendar"`
 }
 
 // OwnerAddresses returns Email followed by the aliases.
@@ -452,6 +456,11 @@ type Policy struct {
 	// waits this long, cancellable (`mailagent queue cancel`, the TUI),
 	// before it is sent. Default 5s; 0 sends at once.
 	ApprovalDelay Duration `toml:"approval_delay"`
+	// AutoSchedule lets a reply to a scheduling mail go out without
+	// approval (when every other gate passes) only if every date and time
+	// it names came from the calendar's free slots. Default false: such
+	// replies wait for you.
+	AutoSchedule bool `toml:"auto_schedule"`
 }
 
 // Footer returns the footer for an account's display name, or "" when
@@ -656,10 +665,11 @@ func defaults() *Config {
 			InitialLookback: Dur(24 * time.Hour),
 			RetryInterval:   Dur(15 * time.Minute),
 		},
-		Store:    Store{Retention: Days{Dur(90 * 24 * time.Hour)}},
-		Followup: Followup{Enabled: true, DefaultAfter: Days{Dur(72 * time.Hour)}, MaxNudges: 2},
-		MCP:      MCP{Enabled: true},
-		Mailbox:  Mailbox{Archive: ArchiveOff},
+		Store:      Store{Retention: Days{Dur(90 * 24 * time.Hour)}},
+		Followup:   Followup{Enabled: true, DefaultAfter: Days{Dur(72 * time.Hour)}, MaxNudges: 2},
+		MCP:        MCP{Enabled: true},
+		Mailbox:    Mailbox{Archive: ArchiveOff},
+		Scheduling: defaultScheduling(),
 		Policy: Policy{
 			Mode:                    ModeReview,
 			MinConfidence:           0.8,
@@ -716,6 +726,7 @@ func (c *Config) applyDefaults(md toml.MetaData) error {
 		a.SMTP.fill(a, "smtp")
 		a.IMAP.TLSCAFile = c.resolvePath(a.IMAP.TLSCAFile)
 		a.SMTP.TLSCAFile = c.resolvePath(a.SMTP.TLSCAFile)
+		a.Calendar.fill(a, c)
 	}
 	return err
 }

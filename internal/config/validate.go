@@ -155,6 +155,7 @@ func (c *Config) Validate() error {
 			p.add("mcp.accounts", fmt.Sprintf("no account %q", a), "use the names of [[accounts]], or leave it out to expose all")
 		}
 	}
+	c.Scheduling.validate(p)
 	if r := c.Store.Retention.D(); r > 0 && r < MinRetention {
 		p.add("store.retention", fmt.Sprintf("%s is shorter than 7 days", r), `use "90d" (the default), at least "7d", or "0" to keep everything`)
 	}
@@ -201,6 +202,7 @@ func (c *Config) validateAccount(p *problems, i int, seen map[string]int) {
 	}
 	c.validateEndpoint(p, key+".imap", "imap", &a.IMAP)
 	c.validateEndpoint(p, key+".smtp", "smtp", &a.SMTP)
+	c.validateCalendar(p, key+".calendar", &a.Calendar)
 }
 
 func (c *Config) validateEndpoint(p *problems, key, kind string, e *Endpoint) {

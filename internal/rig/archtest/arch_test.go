@@ -49,6 +49,7 @@ var leafLibraries = []string{
 	"internal/mail", "internal/compose", "internal/llm", "internal/smtpsend",
 	"internal/config", "internal/netpolicy", "internal/termsafe", "internal/autoconfig",
 	"internal/initcfg", "internal/unsubscribe", "internal/humantime",
+	"internal/calendar",
 }
 
 // testRigs are packages that only tests (and other rigs) import, checked
@@ -82,6 +83,7 @@ var rules = []struct {
 	{pkg: "internal/termsafe", only: []string{}},
 	{pkg: "internal/autoconfig", only: []string{}},
 	{pkg: "internal/humantime", only: []string{}},
+	{pkg: "internal/calendar", only: []string{}},
 	{pkg: "internal/app/api", forbidden: []string{"cmd", "tui", "imapsync", "internal/app/daemon"}},
 	{pkg: "internal/app/daemon", forbidden: []string{"cmd", "tui", "internal/app/api"}},
 	{pkg: "internal/app/replay", forbidden: []string{"cmd", "tui", "internal/app/api", "internal/app/daemon", "internal/app/digest", "internal/smtpsend"}},

@@ -1,0 +1,91 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/mailagent/mailagent/internal/calendar"
+	"github.com/mailagent/mailagent/store"
+)
+
+// Calendar computes an account's free slots from the owner's calendar:
+// code, not the model, decides when the owner is free.
+// FreeSlots returns a nil location (and no error) for an account that
+// has no calendar.
+type Calendar interface {
+	FreeSlots(ctx context.Context, account string, now time.Time) ([]calendar.Interval, *time.Location, error)
+}
+
+// GateSchedule is the gate a scheduling reply passes only when every date
+// and time it names lies in a slot the calendar offered, and
+// policy.auto_schedule is on.
+const GateSchedule = "schedule"
+
+// maxOfferedSlots caps the slots shown to the drafter.
+const maxOfferedSlots = 20
+
+// offeredSlots is what the calendar said for one scheduling mail.
+type offeredSlots struct {
+	slots []calendar.Interval
+	loc   *time.Location
+	ref   time.Time
+	err   error
+}
+
+// offerSlots asks the calendar for the owner's free slots when the mail
+// is about scheduling and a calendar is configured, and gives them to the
+// drafter. nil when it does not apply.
+func (p *Pipeline) offerSlots(ctx context.Context, rec *store.MessageRecord, req *DraftRequest) *offeredSlots {
+	if p.Calendar == nil || rec.Classification == nil || !slices.Contains(rec.Classification.Intents, "scheduling") {
+		return nil
+	}
+	o := &offeredSlots{ref: p.now()}
+	o.slots, o.loc, o.err = p.Calendar.FreeSlots(ctx, rec.Account, o.ref)
+	if o.err == nil && o.loc == nil {
+		return nil // the account has no calendar
+	}
+	switch {
+	case o.err != nil:
+		p.logger().Warn("calendar: no free slots for a scheduling draft", "account", rec.Account, "err", o.err)
+	case len(o.slots) == 0:
+		req.FreeSlots = "(none: the owner has no free time in this window)"
+	default:
+		req.FreeSlots = calendar.FormatSlots(o.slots[:min(len(o.slots), maxOfferedSlots)], o.loc)
+	}
+	return o
+}
+
+// scheduleGate appends the schedule gate to gates for a scheduling reply:
+// every date and time in the draft must lie in an offered slot (times
+// the thread already holds are named apart: fine to queue, never to send
+// on its own), and policy.auto_schedule must be on.
+func (p *Pipeline) scheduleGate(gates []store.GateResult, o *offeredSlots, req DraftRequest, draft string) []store.GateResult {
+	if o == nil {
+		return gates
+	}
+	thread := req.Body
+	for _, m := range req.Thread {
+		thread += "\n" + m.Text
+	}
+	g := store.GateResult{Gate: GateSchedule}
+	var c calendar.TimeCheck
+	if o.err == nil {
+		c = calendar.CheckTimes(draft, thread, o.slots[:min(len(o.slots), maxOfferedSlots)], o.ref, o.loc)
+	}
+	switch {
+	case o.err != nil:
+		g.Reason = fmt.Sprintf("the calendar could not be read (%v): a scheduling reply waits for you", o.err)
+	case len(c.Outside) > 0:
+		g.Reason = fmt.Sprintf("the draft proposes %s, not among the free slots offered", quoteList(c.Outside))
+	case len(c.FromThread) > 0:
+		g.Reason = fmt.Sprintf("the draft repeats %s from the thread, not a free slot from the calendar", quoteList(c.FromThread))
+	case !p.Policy.AutoSchedule:
+		g.Reason = fmt.Sprintf("policy.auto_schedule is off: scheduling replies wait for you (%d dates and times checked, all offered)", c.Mentions)
+	default:
+		g.Pass = true
+		g.Reason = fmt.Sprintf("%d dates and times, all in the calendar's free slots", c.Mentions)
+	}
+	return append(gates, g)
+}
