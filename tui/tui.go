@@ -157,8 +157,10 @@ type Model struct {
 	// note line counts down and says how to cancel.
 	undoID string
 	// undoLearned is what the approval of undoID taught (tui.Learner),
-	// shown with its countdown.
-	undoLearned string
+	// shown with its countdown; L forgets it (tui.Forgetter).
+	undoLearned []Learned
+	// followupKeys are the follow-ups view's keys (followups.go).
+	followupKeys viewKeys
 	// quitWarned: quitting was asked once with approvals still waiting
 	// to be sent by this process; the next quit goes.
 	quitWarned bool
@@ -322,6 +324,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, subscribeCmd(m.ctx, m.backend)
 	case actionMsg:
 		return m, m.applyAction(msg)
+	case forgotMsg:
+		m.applyForgot(msg)
+		return m, nil
 	case editorReadyMsg:
 		return m, m.runEditor(msg)
 	case editorExitedMsg:
