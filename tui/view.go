@@ -308,6 +308,9 @@ func (m *Model) position() string {
 	if m.showHelp || m.mode == modeInlineEdit {
 		return ""
 	}
+	if m.fu.open {
+		return fmt.Sprintf("%d/%d", min(m.fu.cursor+1, len(m.fu.rows)), len(m.fu.rows))
+	}
 	if m.tab == tabDetail {
 		total := m.viewport.TotalLineCount()
 		if total == 0 {

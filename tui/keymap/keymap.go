@@ -121,7 +121,7 @@ func DefaultKeyMap() KeyMap {
 		Followups:      key.NewBinding(key.WithKeys("F"), key.WithHelp("F", "follow-ups")),
 		Unsubscribe:    key.NewBinding(key.WithKeys("U"), key.WithHelp("U", "unsubscribe")),
 		Forget:         key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "forget what this taught")),
-		FollowupNudge:  key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "nudge (queue a follow-up)")),
+		FollowupNudge:  key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "nudge")),
 		FollowupSnooze: key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "snooze 1d")),
 		FollowupDone:   key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "done")),
 		Reload:         key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),
