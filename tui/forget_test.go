@@ -103,7 +103,7 @@ func TestForgetWhatApprovalTaught(t *testing.T) {
 		m := newModel(t, learnOnly{newFake(sampleQueue()...)}, Options{NoColor: true})
 		send(t, m, press("a")...)
 		view := m.View().Content
-		if !strings.Contains(view, "learned: signs off with Best") {
+		if !strings.Contains(view, "learned: signs off with Best (undo: mailagent memory forget mem_1)") {
 			t.Errorf("learned not shown:\n%s", view)
 		}
 		if strings.Contains(view, "L forget") || m.forgettable() {

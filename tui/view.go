@@ -360,12 +360,17 @@ func (m *Model) undoNote() string {
 	}
 	learned := ""
 	if len(m.undoLearned) > 0 {
+		_, forgets := m.backend.(Forgetter)
 		texts := make([]string, 0, len(m.undoLearned))
 		for _, l := range m.undoLearned {
-			texts = append(texts, clean(l.Text))
+			t := clean(l.Text)
+			if !forgets { // the way to undo it without L
+				t += " (undo: mailagent memory forget " + clean(l.ID) + ")"
+			}
+			texts = append(texts, t)
 		}
 		learned = "; learned: " + strings.Join(texts, "; ")
-		if _, ok := m.backend.(Forgetter); ok {
+		if forgets {
 			learned += " (L forgets)"
 		}
 	}
