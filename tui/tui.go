@@ -19,6 +19,13 @@
 // "sending in" countdown, and the status line is read again every
 // Options.StatusEvery, so it never shows a stale sync state.
 //
+// Optional interfaces widen what the TUI offers: FollowupBackend (the
+// follow-ups view, F), Unsubscriber (U), Learner and Forgetter (what an
+// approval taught, and L to forget it). The help overlay lists only the
+// keys the backend supports, and the hint bar only those that apply to
+// the selected item, always ending in "? help" and "q quit" (or "q/esc
+// back") whatever the width.
+//
 // Lists render only the rows that fit the window, so a queue of 10,000
 // drafts opens and scrolls without building a 10,000-line string.
 //
