@@ -55,6 +55,7 @@ func TestGoldenFollowupsAndDecided(t *testing.T) {
 		// want are texts the frame must show at every size.
 		want []string
 	}{
+		{name: "queue_help", keys: []string{"?"}, want: []string{"F follow-ups", "U unsubscribe"}},
 		{name: "followups", keys: []string{"F"}, want: []string{"Follow-ups (3)", "awaiting-reply", "overdue", "n nudge"}},
 		{name: "followups_help", keys: []string{"F", "?"}, want: []string{"n nudge", "snooze 1d", "done", "reload", "q/esc back"}},
 		{name: "followups_cursor_last", keys: []string{"F", "j", "j"}, want: []string{"3/3"}},
