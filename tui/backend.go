@@ -195,10 +195,25 @@ type Backend interface {
 }
 
 // Learner is optionally implemented by a Backend whose approvals teach
-// the agent: LastLearned returns, once, what approving id recorded (one
-// line each, already safe for the terminal, with how to undo it).
+// the agent: LastLearned returns, once, the records approving id wrote.
 type Learner interface {
-	LastLearned(id string) []string
+	LastLearned(id string) []Learned
+}
+
+// Learned is one memory record an approval wrote: its id (mem_…, what
+// Forgetter and `mailagent memory forget` take) and one line saying what
+// it holds. Both are untrusted; the TUI cleans them.
+type Learned struct {
+	ID   string
+	Text string
+}
+
+// Forgetter is optionally implemented by a Learner's backend that can
+// undo what an approval taught: ForgetLearned deletes the memory records
+// with these ids. While the countdown note shows "learned: …", the Forget
+// key (L) calls it with the ids LastLearned returned.
+type Forgetter interface {
+	ForgetLearned(ctx context.Context, ids []string) error
 }
 
 // Options configure the TUI. The zero value is usable.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 )
 
@@ -121,12 +122,12 @@ func (m *Model) followupsUpdate(msg tea.Msg) (cmd tea.Cmd, handled bool) {
 }
 
 func (m *Model) followupsKey(msg tea.KeyPressMsg, fb FollowupBackend) (tea.Cmd, bool) {
-	k := msg.String()
+	k := m.keys
 	if m.fu.confirm != "" { // the unsubscribe confirmation takes the next key
 		id := m.fu.confirm
 		m.fu.confirm, m.fu.confirmWhat = "", ""
 		u, ok := m.backend.(Unsubscriber)
-		if (k != "y" && k != "Y") || !ok {
+		if s := msg.String(); (s != "y" && s != "Y") || !ok {
 			m.setNote("nothing sent")
 			return nil, true
 		}
@@ -143,15 +144,15 @@ func (m *Model) followupsKey(msg tea.KeyPressMsg, fb FollowupBackend) (tea.Cmd, 
 	}
 	if !m.fu.open {
 		switch {
-		case k == "F" && fb != nil:
+		case key.Matches(msg, k.Followups) && fb != nil:
 			m.fu.open = true
 			return loadFollowupsCmd(m.ctx, fb), true
-		case k == "U":
-			u, ok := m.backend.(Unsubscriber)
-			it, sel := m.selected()
-			if !ok || !sel {
+		case key.Matches(msg, k.Unsubscribe):
+			it, _ := m.selected()
+			if !m.canUnsubscribe(it) {
 				return nil, false
 			}
+			u := m.backend.(Unsubscriber)
 			ctx, id := m.ctx, it.ID
 			return func() tea.Msg {
 				what, err := u.UnsubscribePlan(ctx, id)
@@ -167,31 +168,33 @@ func (m *Model) followupsKey(msg tea.KeyPressMsg, fb FollowupBackend) (tea.Cmd, 
 		return m.fu.rows[m.fu.cursor], true
 	}
 	ctx := m.ctx
-	switch k {
-	case "q", "esc", "F":
-		m.fu.open = false
-	case "ctrl+c":
+	switch {
+	case msg.String() == "ctrl+c":
 		return m.quit(), true
-	case "j", "down":
+	case key.Matches(msg, k.Help):
+		return nil, false // the overlay shows this view's keys
+	case key.Matches(msg, k.FollowupBack):
+		m.fu.open = false
+	case key.Matches(msg, k.Down):
 		m.fu.cursor = min(m.fu.cursor+1, max(0, len(m.fu.rows)-1))
-	case "k", "up":
+	case key.Matches(msg, k.Up):
 		m.fu.cursor = max(m.fu.cursor-1, 0)
-	case "r":
+	case key.Matches(msg, k.Reload):
 		return loadFollowupsCmd(ctx, fb), true
-	case "d":
+	case key.Matches(msg, k.FollowupDone):
 		if f, ok := cur(); ok {
 			return func() tea.Msg {
 				return followupDoneMsg{note: "marked done", err: fb.FollowupDone(ctx, f.ID)}
 			}, true
 		}
-	case "s":
+	case key.Matches(msg, k.FollowupSnooze):
 		if f, ok := cur(); ok {
 			until := m.now().Add(followupSnooze)
 			return func() tea.Msg {
 				return followupDoneMsg{note: "snoozed for a day", err: fb.FollowupSnooze(ctx, f.ID, until)}
 			}, true
 		}
-	case "n":
+	case key.Matches(msg, k.FollowupNudge):
 		if f, ok := cur(); ok {
 			return func() tea.Msg {
 				q, err := fb.FollowupNudge(ctx, f.ID)
@@ -202,40 +205,89 @@ func (m *Model) followupsKey(msg tea.KeyPressMsg, fb FollowupBackend) (tea.Cmd, 
 	return nil, true
 }
 
-// renderFollowups draws the view, h lines high.
+// canUnsubscribe reports whether U applies to it: the backend can
+// unsubscribe and it is a queue item (a draft or a notification) about a
+// received mail, since the backend takes queue ids. Whether the mail
+// carries a List-Unsubscribe header is not part of the item: the backend
+// reads the mail again from the server to know, so UnsubscribePlan
+// answers that (with an error when there is none).
+func (m *Model) canUnsubscribe(it *Item) bool {
+	_, ok := m.backend.(Unsubscriber)
+	return ok && it != nil && (it.Kind == KindDraft || it.Kind == KindNotify)
+}
+
+// renderFollowups draws the view, h lines high: a title, the column
+// header and the rows around the cursor. Every cell is cleaned
+// (termsafe) and cut by display width, so hostile or wide text cannot
+// move the columns.
 func (m *Model) renderFollowups(h int) []string {
-	out := []string{m.st.Section.Render("Follow-ups") + "  " + m.st.Muted.Render("n nudge · s snooze 1d · d done · r reload · q back")}
+	out := []string{m.st.Section.Render(fmt.Sprintf("Follow-ups (%d)", len(m.fu.rows)))}
+	out = append(out, m.st.Header.Render(m.st.Glyphs.NoCursor+m.joinCells(m.followupColumns(nil), false)))
 	if len(m.fu.rows) == 0 {
-		return append(out, "", "  nothing waiting for a reply")
+		return append(out, "", "  "+m.st.Muted.Render("Nothing waiting for a reply."))
 	}
-	now := m.now()
-	for i, f := range m.fu.rows {
-		if len(out) >= h {
-			break
-		}
-		state := strings.ReplaceAll(f.State, "_", "-")
-		dl := f.Deadline.Local().Format("Jan 02")
-		if f.Deadline.Before(now) {
-			dl += " overdue"
-		}
-		line := fmt.Sprintf("%-14s %-24s %-32s %-6s %-14s %s", state, trunc(clean(f.With), 24), trunc(clean(f.Subject), 32),
-			ageShort(now.Sub(f.LastAt)), dl, clean(f.Tier))
+	room := max(1, h-len(out))
+	first := max(0, m.fu.cursor-room+1)
+	for i := first; i < len(m.fu.rows) && len(out) < h; i++ {
+		line := m.joinCells(m.followupColumns(&m.fu.rows[i]), i != m.fu.cursor)
 		if i == m.fu.cursor {
-			line = m.st.RowSelected.Render(line)
+			line = m.st.RowSelected.Render(m.st.Glyphs.Cursor + m.padRight(line, m.width-len(m.st.Glyphs.Cursor)))
 		} else {
-			line = m.st.Row.Render(line)
+			line = m.st.Row.Render(m.st.Glyphs.NoCursor + line)
 		}
 		out = append(out, line)
 	}
 	return out
 }
 
-func trunc(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
+// followupColumns lays out a row (or, with f == nil, the header). Below
+// 80 columns LAST and TIER go and the deadline shrinks to "overdue" or a
+// date, so WITH and SUBJECT keep room.
+func (m *Model) followupColumns(f *Followup) []column {
+	w := m.width - 2
+	stateW, lastW, dueW, tierW := 14, 4, 14, 8
+	if w < 100 {
+		tierW = 0
 	}
-	return string(r[:n-1]) + "…"
+	if w < 78 {
+		lastW, dueW = 0, 7
+	}
+	fixed := stateW + 1 + dueW + 1
+	if lastW > 0 {
+		fixed += lastW + 1
+	}
+	if tierW > 0 {
+		fixed += tierW + 1
+	}
+	rest := max(8, w-fixed)
+	withW := rest * 40 / 100
+	subjW := max(0, rest-withW-1)
+	cols := []column{
+		{text: "STATE", width: stateW},
+		{text: "WITH", width: withW},
+		{text: "SUBJECT", width: subjW},
+		{text: "LAST", width: lastW},
+		{text: "DUE", width: dueW},
+		{text: "TIER", width: tierW},
+	}
+	if f == nil {
+		return cols
+	}
+	now := m.now()
+	cols[0].text = strings.ReplaceAll(f.State, "_", "-")
+	cols[1].text = f.With
+	cols[2].text = f.Subject
+	cols[3].text = ageShort(now.Sub(f.LastAt))
+	due := f.Deadline.Local().Format("Jan 02")
+	switch {
+	case f.Deadline.Before(now) && dueW < 14:
+		due, cols[4].err = "overdue", true
+	case f.Deadline.Before(now):
+		due, cols[4].err = due+" overdue", true
+	}
+	cols[4].text = due
+	cols[5].text = f.Tier
+	return cols
 }
 
 func ageShort(d time.Duration) string {

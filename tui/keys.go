@@ -113,6 +113,8 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.retry()
 	case key.Matches(msg, k.Cancel):
 		return m.cancelSend()
+	case key.Matches(msg, k.Forget):
+		return m.forgetLearned()
 	case key.Matches(msg, k.Unsnooze):
 		return m.unsnooze()
 	}
@@ -480,11 +482,9 @@ func (m *Model) applyAction(msg actionMsg) tea.Cmd {
 		// comes with the item read again.
 		e.item.Status = StatusApproved
 		m.undoID = msg.id
-		m.undoLearned = ""
+		m.undoLearned = nil
 		if l, ok := m.backend.(Learner); ok {
-			if learned := l.LastLearned(msg.id); len(learned) > 0 {
-				m.undoLearned = strings.Join(learned, "; ")
-			}
+			m.undoLearned = l.LastLearned(msg.id)
 		}
 		m.setNote("")
 		if cmd = detailCmd(m.ctx, m.backend, msg.id); cmd == nil {
@@ -745,4 +745,45 @@ func quote(s string) string {
 		s = "(no subject)"
 	}
 	return strconv.Quote(s)
+}
+
+// forgettable reports whether the Forget key applies: the countdown note
+// shows what the approval taught, and the backend can forget it.
+func (m *Model) forgettable() bool {
+	_, ok := m.backend.(Forgetter)
+	return ok && len(m.undoLearned) > 0 && m.note == "" && m.undoNote() != ""
+}
+
+// forgotMsg reports ForgetLearned's result.
+type forgotMsg struct {
+	n   int
+	err error
+}
+
+// forgetLearned forgets the records the approval in its undo window
+// wrote; the approval itself stands (c cancels it).
+func (m *Model) forgetLearned() tea.Cmd {
+	if !m.forgettable() {
+		return nil
+	}
+	f := m.backend.(Forgetter)
+	ids := make([]string, 0, len(m.undoLearned))
+	for _, l := range m.undoLearned {
+		ids = append(ids, l.ID)
+	}
+	ctx := m.ctx
+	return func() tea.Msg { return forgotMsg{n: len(ids), err: f.ForgetLearned(ctx, ids)} }
+}
+
+func (m *Model) applyForgot(msg forgotMsg) {
+	if msg.err != nil {
+		m.setErr(fmt.Errorf("forget what the approval taught: %w", msg.err))
+		return
+	}
+	m.undoLearned = nil
+	if msg.n == 1 {
+		m.setNote("forgot what the approval taught (1 record)")
+		return
+	}
+	m.setNote(fmt.Sprintf("forgot what the approval taught (%d records)", msg.n))
 }

@@ -19,6 +19,13 @@
 // "sending in" countdown, and the status line is read again every
 // Options.StatusEvery, so it never shows a stale sync state.
 //
+// Optional interfaces widen what the TUI offers: FollowupBackend (the
+// follow-ups view, F), Unsubscriber (U), Learner and Forgetter (what an
+// approval taught, and L to forget it). The help overlay lists only the
+// keys the backend supports, and the hint bar only those that apply to
+// the selected item, always ending in "? help" and "q quit" (or "q/esc
+// back") whatever the width.
+//
 // Lists render only the rows that fit the window, so a queue of 10,000
 // drafts opens and scrolls without building a 10,000-line string.
 //
@@ -157,8 +164,10 @@ type Model struct {
 	// note line counts down and says how to cancel.
 	undoID string
 	// undoLearned is what the approval of undoID taught (tui.Learner),
-	// shown with its countdown.
-	undoLearned string
+	// shown with its countdown; L forgets it (tui.Forgetter).
+	undoLearned []Learned
+	// followupKeys are the follow-ups view's keys (followups.go).
+	followupKeys viewKeys
 	// quitWarned: quitting was asked once with approvals still waiting
 	// to be sent by this process; the next quit goes.
 	quitWarned bool
@@ -322,6 +331,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, subscribeCmd(m.ctx, m.backend)
 	case actionMsg:
 		return m, m.applyAction(msg)
+	case forgotMsg:
+		m.applyForgot(msg)
+		return m, nil
 	case editorReadyMsg:
 		return m, m.runEditor(msg)
 	case editorExitedMsg:

@@ -525,7 +525,7 @@ func TestListErrorShown(t *testing.T) {
 func watch(ch chan<- tea.Msg) tea.ProgramOption {
 	return tea.WithFilter(func(_ tea.Model, msg tea.Msg) tea.Msg {
 		switch msg.(type) {
-		case loadedMsg, eventMsg, actionMsg, eventsReadyMsg:
+		case loadedMsg, eventMsg, actionMsg, eventsReadyMsg, followupsLoadedMsg:
 			ch <- msg
 		}
 		return msg

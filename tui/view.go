@@ -28,27 +28,37 @@ func (m *Model) buildHelp() {
 	nav := []key.Binding{k.Up, k.Down, k.HalfPageUp, k.HalfPageDown, k.PageUp, k.PageDown, k.Top, k.Bottom}
 	tabs := []key.Binding{k.NextTab, k.PrevTab, k.GotoTab, k.Help, k.Quit}
 	review := []key.Binding{k.Approve, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Unsnooze}
+	// Keys that belong to no one view: the follow-ups view, unsubscribe
+	// and forgetting what an approval taught (the last two only offered
+	// when they apply; see applicable).
+	extra := []key.Binding{k.Followups, k.Unsubscribe, k.Forget}
 	m.helpByTab[tabQueue] = viewKeys{
-		short: []key.Binding{k.Approve, k.Cancel, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Unsnooze, k.Open, k.Filter, k.NextTab},
-		full:  [][]key.Binding{nav, review, {k.Cancel, k.Open, k.Filter, k.Back}, tabs},
+		short: []key.Binding{k.Approve, k.Cancel, k.Forget, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Unsnooze, k.Open, k.Unsubscribe, k.Followups, k.Filter, k.NextTab},
+		full:  [][]key.Binding{nav, review, {k.Cancel, k.Open, k.Filter, k.Back}, extra, tabs},
 	}
 	m.helpByTab[tabDetail] = viewKeys{
-		short: []key.Binding{k.Approve, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Unsnooze, k.Retry, k.Cancel, m.detailBack},
+		short: []key.Binding{k.Approve, k.Cancel, k.Forget, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Unsnooze, k.Retry, k.Unsubscribe, k.Followups, m.detailBack},
 		// q goes back here; ctrl+c is what quits.
-		full: [][]key.Binding{nav, review, {k.Retry, k.Cancel, m.detailBack},
+		full: [][]key.Binding{nav, review, {k.Retry, k.Cancel, m.detailBack}, extra,
 			{k.NextTab, k.PrevTab, k.GotoTab, k.Help, key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit"))}},
 	}
 	m.helpByTab[tabAttention] = viewKeys{
-		short: []key.Binding{k.Retry, k.Approve, k.Edit, k.Reject, k.Open, k.Filter, k.NextTab},
-		full:  [][]key.Binding{nav, {k.Retry, k.Reject, k.Approve, k.Edit}, {k.Open, k.Filter, k.Back}, tabs},
+		short: []key.Binding{k.Retry, k.Approve, k.Cancel, k.Forget, k.Edit, k.Reject, k.Open, k.Unsubscribe, k.Followups, k.Filter, k.NextTab},
+		full:  [][]key.Binding{nav, {k.Retry, k.Reject, k.Approve, k.Edit, k.Cancel}, {k.Open, k.Filter, k.Back}, extra, tabs},
 	}
 	m.helpByTab[tabSent] = viewKeys{
-		short: []key.Binding{k.Cancel, k.Open, k.Filter, k.NextTab},
-		full:  [][]key.Binding{nav, {k.Cancel}, {k.Open, k.Filter, k.Back}, tabs},
+		short: []key.Binding{k.Cancel, k.Forget, k.Open, k.Followups, k.Filter, k.NextTab},
+		full:  [][]key.Binding{nav, {k.Cancel}, {k.Open, k.Filter, k.Back}, {k.Followups, k.Forget}, tabs},
 	}
 	m.helpByTab[tabDecided] = viewKeys{
-		short: []key.Binding{k.Open, k.Filter, k.NextTab},
-		full:  [][]key.Binding{nav, {k.Open, k.Filter, k.Back}, tabs},
+		short: []key.Binding{k.Forget, k.Open, k.Unsubscribe, k.Followups, k.Filter, k.NextTab},
+		full:  [][]key.Binding{nav, {k.Open, k.Filter, k.Back}, extra, tabs},
+	}
+	fu := []key.Binding{k.FollowupNudge, k.FollowupSnooze, k.FollowupDone, k.Reload}
+	m.followupKeys = viewKeys{
+		short: append(fu[:len(fu):len(fu)], k.FollowupBack),
+		full: [][]key.Binding{{k.Up, k.Down}, fu, {k.FollowupBack, k.Help,
+			key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit"))}},
 	}
 	m.promptKeys = viewKeys{short: []key.Binding{k.Submit, k.Back}, full: [][]key.Binding{{k.Submit, k.Back}}}
 	m.editKeys = viewKeys{short: []key.Binding{k.Save, k.Back}, full: [][]key.Binding{{k.Save, k.Back}}}
@@ -60,6 +70,9 @@ func (m *Model) currentKeys() viewKeys {
 		return m.promptKeys
 	case modeInlineEdit:
 		return m.editKeys
+	}
+	if m.fu.open {
+		return m.followupKeys
 	}
 	return m.helpByTab[m.tab]
 }
@@ -82,6 +95,9 @@ func (m *Model) fullHelp() []string {
 		row = nil
 	}
 	for _, g := range m.currentKeys().FullHelp() {
+		if g = m.supported(g); len(g) == 0 {
+			continue
+		}
 		if len(row) > 0 && lipgloss.Width(h.FullHelpView(append(row[:len(row):len(row)], g))) > m.width { // widest line
 			flush()
 		}
@@ -89,6 +105,29 @@ func (m *Model) fullHelp() []string {
 	}
 	flush()
 	return lines
+}
+
+// supported drops the bindings whose action this backend lacks (the
+// follow-ups view, unsubscribe, forgetting what an approval taught): the
+// help overlay never lists a key that cannot work in this session.
+func (m *Model) supported(g []key.Binding) []key.Binding {
+	k := m.keys
+	var out []key.Binding
+	for _, b := range g {
+		ok := true
+		switch b.Help() {
+		case k.Followups.Help():
+			_, ok = m.backend.(FollowupBackend)
+		case k.Unsubscribe.Help():
+			_, ok = m.backend.(Unsubscriber)
+		case k.Forget.Help():
+			_, ok = m.backend.(Forgetter)
+		}
+		if ok {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // applicable reports whether binding b can act on the selected item (or,
@@ -111,6 +150,15 @@ func (m *Model) applicable(b key.Binding, it *Item) bool {
 		return it != nil && canCancel(it, m.now()) == nil
 	case is(k.Open):
 		return it != nil
+	case is(k.Followups):
+		_, ok := m.backend.(FollowupBackend)
+		return ok
+	case is(k.Unsubscribe):
+		return m.canUnsubscribe(it)
+	case is(k.Forget):
+		return m.forgettable()
+	case is(k.FollowupNudge), is(k.FollowupSnooze), is(k.FollowupDone):
+		return m.fu.cursor >= 0 && m.fu.cursor < len(m.fu.rows)
 	}
 	return true
 }
@@ -121,7 +169,16 @@ func (m *Model) applicable(b key.Binding, it *Item) bool {
 func (m *Model) shortHelp() string {
 	keys := m.currentKeys().short
 	var tail []key.Binding
-	if m.mode == modeNormal {
+	if m.mode == modeNormal && m.fu.open {
+		// q and esc go back to the list here, like in the detail view.
+		var others []key.Binding
+		for _, b := range keys[:len(keys)-1] {
+			if m.applicable(b, nil) {
+				others = append(others, b)
+			}
+		}
+		keys, tail = others, []key.Binding{m.keys.FollowupBack, m.keys.Help}
+	} else if m.mode == modeNormal {
 		it, _ := m.selected()
 		var others []key.Binding
 		for _, b := range keys {
@@ -251,6 +308,9 @@ func (m *Model) position() string {
 	if m.showHelp || m.mode == modeInlineEdit {
 		return ""
 	}
+	if m.fu.open {
+		return fmt.Sprintf("%d/%d", min(m.fu.cursor+1, len(m.fu.rows)), len(m.fu.rows))
+	}
 	if m.tab == tabDetail {
 		total := m.viewport.TotalLineCount()
 		if total == 0 {
@@ -299,8 +359,20 @@ func (m *Model) undoNote() string {
 		return a + " " + quote(clean(e.item.Subject)) + "…"
 	}
 	learned := ""
-	if m.undoLearned != "" {
-		learned = "; learned: " + clean(m.undoLearned)
+	if len(m.undoLearned) > 0 {
+		_, forgets := m.backend.(Forgetter)
+		texts := make([]string, 0, len(m.undoLearned))
+		for _, l := range m.undoLearned {
+			t := clean(l.Text)
+			if !forgets { // the way to undo it without L
+				t += " (undo: mailagent memory forget " + clean(l.ID) + ")"
+			}
+			texts = append(texts, t)
+		}
+		learned = "; learned: " + strings.Join(texts, "; ")
+		if forgets {
+			learned += " (L forgets)"
+		}
 	}
 	now := m.now()
 	if !e.item.SendAt.After(now) {

@@ -19,6 +19,8 @@ var commandExamples = map[string]string{
   mailagent triage --json | jq '.[].route'`,
 	"explain": `  mailagent explain '<CAF=abc123@mail.example.com>'   # by Message-ID
   mailagent explain tr_3f9a1c2e5b7d9e01                           # by trace id (from triage, queue show)
+  mailagent explain fu_3f9a1c2e5b7d9e01                           # a followup: its state, deadline and message
+  mailagent explain mem_001a2095f9736e35                          # a memory record and what it was learned from
   mailagent explain tr_3f9a1c2e5b7d9e01 --json`,
 	"watch": `  mailagent watch                    # every account, until Ctrl-C
   mailagent watch --account work

@@ -31,7 +31,10 @@ func newExplainCmd(f *Factory, runF func(context.Context, *ExplainOptions) error
 the classification, every gate with its reason, and the decision.
 
 It accepts any id mailagent prints: a Message-ID (with or without <>), a
-trace id (tr_…), a queue id (q_…) or an outbox id (ob_…). Traces of
+trace id (tr_…), a queue id (q_…), an outbox id (ob_…), a followup id
+(fu_…: its state and deadline, then the message that set its state) or a
+memory id (mem_…: the record, then the mail or queue item it was learned
+from). Traces of
 ` + "`triage --dry-run`" + ` are not kept (a dry run writes nothing): its --json
 output has the classification, gates and decision; run triage without
 --dry-run to keep a trace.`,
@@ -61,7 +64,23 @@ func explainRun(ctx context.Context, f *Factory, opts *ExplainOptions) error {
 	}
 	defer func() { _ = closeSvc() }()
 	ref := strings.Trim(strings.TrimSpace(opts.ID), "<>")
+	// A followup or memory id is explained by its message (explain_ids.go).
+	subj, err := resolveExplainRef(ctx, svc, ref, f.Now())
+	if err != nil {
+		return err
+	}
+	if subj != nil {
+		if done, err := explainSubjectOnly(f, opts, subj); done {
+			return err
+		}
+		ref = subj.ref
+	}
 	e, err := svc.Explain(ctx, ref)
+	if errors.Is(err, store.ErrNotFound) && subj != nil {
+		subj.none = fmt.Sprintf("no trace of %q (the owner's own mail, or handled before traces were kept)", termsafe.Line(ref))
+		_, err := explainSubjectOnly(f, opts, subj)
+		return err
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return explainNotFound(ref)
 	}
@@ -74,8 +93,31 @@ func explainRun(ctx context.Context, f *Factory, opts *ExplainOptions) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(toExplainJSON(e.Trace, e.Message))
 	}
+	if subj != nil {
+		fmt.Fprintln(f.Stdout, strings.Join(subj.header, "\n"))
+	}
 	printExplain(f.Stdout, out)
 	return nil
+}
+
+// explainSubjectOnly handles a followup or memory record with no message
+// to explain (subj.none): the text form prints the record and why, the
+// JSON form (always an ExplainJSON) is a usage error pointing at the
+// command that shows the record. done is false when there is a message.
+func explainSubjectOnly(f *Factory, opts *ExplainOptions, subj *explainSubject) (done bool, err error) {
+	if subj.ref != "" && subj.none == "" {
+		return false, nil
+	}
+	if opts.JSON {
+		show := "`mailagent followups --state all --json`"
+		if strings.HasPrefix(opts.ID, "mem_") {
+			show = "`mailagent memory show " + termsafe.Line(opts.ID) + " --json`"
+		}
+		return true, &UserError{Code: ExitUsage, Err: fmt.Errorf("%s has no message to explain: %s", termsafe.Line(opts.ID), subj.none),
+			Hint: show + " shows the record itself"}
+	}
+	fmt.Fprintf(f.Stdout, "%s\nno message to explain: %s\n", strings.Join(subj.header, "\n"), subj.none)
+	return true, nil
 }
 
 // explainNotFound says why ref found nothing, by the kind of id it is.
@@ -94,7 +136,7 @@ func explainNotFound(ref string) error {
 			Hint: "outbox ids are in `mailagent queue show ID` and `mailagent status`"}
 	}
 	return &UserError{Code: ExitUsage, Err: fmt.Errorf("no trace or message %q", shown),
-		Hint: "explain takes a Message-ID, a trace id (tr_…), a queue id (q_…) or an outbox id (ob_…)"}
+		Hint: "explain takes a Message-ID, a trace id (tr_…), a queue id (q_…), an outbox id (ob_…), a followup id (fu_…) or a memory id (mem_…)"}
 }
 
 // printExplain writes the human form; every field that came from mail, the

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/store"
@@ -119,7 +123,10 @@ func TestExplainUnknownIDsSayWhy(t *testing.T) {
 		{"q_0000000000000000", "no queue item"},
 		{"ob_0000000000000000", "no outbox record"},
 		{"ob_q_0000000000000000", "no outbox record"},
-		{"nobody@nowhere.example", "a queue id (q_…) or an outbox id (ob_…)"},
+		{"nobody@nowhere.example", "a followup id (fu_…) or a memory id (mem_…)"},
+		{"fu_0000000000000000", "no followup"},
+		{"mem_0000000000000000", "no memory record"},
+		{"mem_../\x1b[2J", "no memory record"},
 		{"q_../../etc\x1b]0;pwned\x07", "no queue item"},
 	} {
 		_, stderr, code := h.run("explain", tc.ref)
@@ -129,5 +136,103 @@ func TestExplainUnknownIDsSayWhy(t *testing.T) {
 		if strings.ContainsRune(stderr, 0x1b) {
 			t.Errorf("explain %q: raw ESC on stderr", tc.ref)
 		}
+	}
+}
+
+// TestExplainFollowupAndMemoryIDs: explain takes a followup id (its state
+// and deadline, then the message that set its state) and a memory id (the
+// record, then the queue item it was learned from); --json is the same
+// ExplainJSON as for the message itself. A record typed by hand has no
+// message: the text form says so, --json is a usage error pointing at
+// `memory show`. Hostile record text never reaches the terminal raw.
+func TestExplainFollowupAndMemoryIDs(t *testing.T) {
+	h := newHarness(t, ownerLoopModel, "")
+	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?", "Message-ID: <lunch-x@example.org>"))
+	h.watchOnce(t)
+	explainJSON := func(ref string) ExplainJSON {
+		t.Helper()
+		out, stderr, code := h.run("explain", ref, "--json")
+		if code != 0 {
+			t.Fatalf("explain %s --json: exit %d: %s", ref, code, stderr)
+		}
+		var e ExplainJSON
+		if err := json.Unmarshal([]byte(out), &e); err != nil {
+			t.Fatalf("explain %s --json: %v\n%s", ref, err, out)
+		}
+		return e
+	}
+	want := explainJSON("lunch-x@example.org").Trace.TraceID
+
+	// A followup.
+	out, stderr, code := h.run("followups", "--state", "all", "--json")
+	var fus []FollowupJSON
+	if code != 0 || json.Unmarshal([]byte(out), &fus) != nil || len(fus) != 1 || !strings.HasPrefix(fus[0].ID, "fu_") {
+		t.Fatalf("followups: exit %d %s\n%s", code, stderr, out)
+	}
+	out, stderr, code = h.run("explain", fus[0].ID)
+	if code != 0 {
+		t.Fatalf("explain %s: exit %d: %s", fus[0].ID, code, stderr)
+	}
+	for _, w := range []string{"followup " + fus[0].ID + "  state needs_reply, deadline ", "with carol@example.org; subject Lunch",
+		"set by <lunch-x@example.org>:", "trace " + want, "message-id <lunch-x@example.org>", "\ndecision "} {
+		if !strings.Contains(out, w) {
+			t.Errorf("explain %s lacks %q:\n%s", fus[0].ID, w, out)
+		}
+	}
+	if got := explainJSON(fus[0].ID).Trace.TraceID; got != want {
+		t.Errorf("explain %s --json: trace %s, want %s", fus[0].ID, got, want)
+	}
+
+	// A memory record learned from the owner's edit of the draft.
+	var qid string
+	for _, q := range queueItems(t, h) {
+		if q.Subject == "Lunch" {
+			qid = q.ID
+		}
+	}
+	if qid == "" {
+		t.Fatal("no queued draft")
+	}
+	var sout, serr bytes.Buffer
+	f := newFactory(strings.NewReader(""), &sout, &serr)
+	f.ConfigPath = h.cfgPath
+	defer f.Close()
+	b := &serviceBackend{open: f.Service, now: time.Now, log: slog.New(slog.DiscardHandler)}
+	if err := b.Approve(context.Background(), qid, "Sure, Tuesday.\n\nBest,\nAda"); err != nil {
+		t.Fatal(err)
+	}
+	learned := b.LastLearned(qid)
+	if len(learned) == 0 {
+		t.Fatal("the approval taught nothing")
+	}
+	mem := learned[0].ID
+	out, stderr, code = h.run("explain", mem)
+	if code != 0 {
+		t.Fatalf("explain %s: exit %d: %s", mem, code, stderr)
+	}
+	for _, w := range []string{"memory " + mem + "  ", "source edit:" + qid, "learned from the owner's edit of " + qid + ":", "trace " + want} {
+		if !strings.Contains(out, w) {
+			t.Errorf("explain %s lacks %q:\n%s", mem, w, out)
+		}
+	}
+	if got := explainJSON(mem).Trace.TraceID; got != want {
+		t.Errorf("explain %s --json: trace %s, want %s", mem, got, want)
+	}
+
+	// A record typed by hand, with hostile text.
+	added, stderr, code := h.run("memory", "add", "--kind", "preference", "answer in German\x1b]0;pwned\x07 \u202egro")
+	if code != 0 {
+		t.Fatalf("memory add: exit %d: %s", code, stderr)
+	}
+	manual := strings.TrimSpace(added)
+	out, stderr, code = h.run("explain", manual)
+	if code != 0 || !strings.Contains(out, "memory "+manual) || !strings.Contains(out, "no message to explain: it was typed with `mailagent memory add`") {
+		t.Errorf("explain %s: exit %d %s\n%s", manual, code, stderr, out)
+	}
+	if strings.ContainsRune(out, 0x1b) || strings.ContainsRune(out, '\u202e') {
+		t.Errorf("explain %s: hostile record text reached the terminal: %q", manual, out)
+	}
+	if _, stderr, code := h.run("explain", manual, "--json"); code != ExitUsage || !strings.Contains(stderr, "memory show "+manual+" --json") {
+		t.Errorf("explain %s --json: exit %d %q; want %d pointing at memory show", manual, code, stderr, ExitUsage)
 	}
 }

@@ -195,15 +195,16 @@ func printMemoryRecord(w io.Writer, r *store.MemoryRecord) {
 var _ tui.Learner = (*serviceBackend)(nil)
 
 // LastLearned implements tui.Learner: the records the approval of id
-// wrote, once, each with the command that undoes it.
-func (b *serviceBackend) LastLearned(id string) []string {
+// wrote, once, each with its id (what ForgetLearned and `mailagent memory
+// forget` take).
+func (b *serviceBackend) LastLearned(id string) []tui.Learned {
 	v, ok := b.learned.LoadAndDelete(id)
 	if !ok {
 		return nil
 	}
-	var out []string
+	var out []tui.Learned
 	for _, l := range v.([]store.Learned) {
-		out = append(out, truncate(termsafe.Line(l.Text), 80)+" (undo: mailagent memory forget "+termsafe.Line(l.ID)+")")
+		out = append(out, tui.Learned{ID: termsafe.Line(l.ID), Text: truncate(termsafe.Line(l.Text), 80)})
 	}
 	return out
 }

@@ -253,22 +253,67 @@ func TestReviewShowsWhatAnApprovalLearned(t *testing.T) {
 		t.Fatal(err)
 	}
 	learned := b.LastLearned(id)
-	if len(learned) != 1 || !strings.Contains(learned[0], `signs off with \"Best, Ada\"`) && !strings.Contains(learned[0], `signs off with "Best, Ada"`) {
+	if len(learned) != 1 || !strings.Contains(learned[0].Text, `signs off with \"Best, Ada\"`) && !strings.Contains(learned[0].Text, `signs off with "Best, Ada"`) {
 		t.Fatalf("learned: got %q", learned)
 	}
 	if again := b.LastLearned(id); len(again) != 0 {
 		t.Errorf("learned shown twice: %q", again)
 	}
-	i := strings.Index(learned[0], "memory forget ")
-	if i < 0 {
-		t.Fatalf("no undo in %q", learned[0])
+	memID := learned[0].ID
+	if !strings.HasPrefix(memID, "mem_") {
+		t.Fatalf("learned record id: got %q, want mem_…", memID)
 	}
-	memID := strings.TrimSuffix(learned[0][i+len("memory forget "):], ")")
 	if _, stderr, code := h.run("memory", "forget", memID); code != 0 {
 		t.Fatalf("undo: exit %d: %s", code, stderr)
 	}
 	if rs := memoryRecords(t, h); len(rs) != 0 {
 		t.Errorf("after undo: %+v", rs)
+	}
+}
+
+// The TUI's L undoes what an approval taught: the review backend forgets
+// the records LastLearned named, through the same service as `memory
+// forget`, and an id already gone is no error.
+func TestReviewForgetsWhatAnApprovalLearned(t *testing.T) {
+	h := newHarness(t, ownerLoopModel, "")
+	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?"))
+	h.watchOnce(t)
+	var id string
+	for _, q := range queueItems(t, h) {
+		if q.Subject == "Lunch" {
+			id = q.ID
+		}
+	}
+	if id == "" {
+		t.Fatal("no queued draft")
+	}
+	var out, errb bytes.Buffer
+	f := newFactory(strings.NewReader(""), &out, &errb)
+	f.ConfigPath = h.cfgPath
+	defer f.Close()
+	b := &serviceBackend{open: f.Service, now: time.Now, log: slog.New(slog.DiscardHandler)}
+	if err := b.Approve(context.Background(), id, "Sure, Tuesday.\n\nBest,\nAda"); err != nil {
+		t.Fatal(err)
+	}
+	learned := b.LastLearned(id)
+	if len(learned) == 0 {
+		t.Fatal("the approval taught nothing")
+	}
+	if rs := memoryRecords(t, h); len(rs) != len(learned) {
+		t.Fatalf("before forgetting: %d records, want %d", len(rs), len(learned))
+	}
+	ids := []string{}
+	for _, l := range learned {
+		ids = append(ids, l.ID)
+	}
+	if err := b.ForgetLearned(context.Background(), ids); err != nil {
+		t.Fatalf("forget: %v", err)
+	}
+	if rs := memoryRecords(t, h); len(rs) != 0 {
+		t.Errorf("after forgetting: %+v", rs)
+	}
+	if err := b.ForgetLearned(context.Background(), ids); err != nil {
+		t.Errorf("forgetting again: got %v, want nil (already gone)", err)
 	}
 }
 

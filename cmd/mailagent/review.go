@@ -14,6 +14,7 @@ import (
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 	"github.com/mailagent/mailagent/tui"
 )
@@ -336,6 +337,25 @@ func (b *serviceBackend) Approve(ctx context.Context, id, final string) error {
 			b.learned.Store(id, item.Learned) // memory.go: LastLearned
 		}
 		return err
+	})
+}
+
+var _ tui.Forgetter = (*serviceBackend)(nil)
+
+// ForgetLearned implements tui.Forgetter: it forgets the memory records
+// an approval wrote (the TUI's L while "learned: …" shows), through
+// api.Service.ForgetMemory like `mailagent memory forget`. A record that
+// is already gone counts as forgotten; every other failure is returned,
+// after the remaining ids were tried.
+func (b *serviceBackend) ForgetLearned(ctx context.Context, ids []string) error {
+	return b.use(ctx, "forget", func(svc api.Service) error {
+		var errs []error
+		for _, id := range ids {
+			if err := svc.ForgetMemory(ctx, id); err != nil && !errors.Is(err, store.ErrNotFound) {
+				errs = append(errs, fmt.Errorf("forget %s: %w", termsafe.Line(id), err))
+			}
+		}
+		return errors.Join(errs...)
 	})
 }
 

@@ -67,6 +67,25 @@ type KeyMap struct {
 	Save key.Binding
 	// Submit confirms a prompt.
 	Submit key.Binding
+	// Followups opens (and closes) the follow-ups view.
+	Followups key.Binding
+	// Unsubscribe unsubscribes from the selected item's mailing list,
+	// after showing what it would send and a y confirmation.
+	Unsubscribe key.Binding
+	// Forget forgets what the approval in its undo window taught (the
+	// memory records named after "learned:").
+	Forget key.Binding
+	// FollowupNudge queues a follow-up draft for the selected thread
+	// (follow-ups view).
+	FollowupNudge key.Binding
+	// FollowupSnooze hides the selected thread for a day (follow-ups view).
+	FollowupSnooze key.Binding
+	// FollowupDone marks the selected thread done (follow-ups view).
+	FollowupDone key.Binding
+	// Reload lists the threads again (follow-ups view).
+	Reload key.Binding
+	// FollowupBack leaves the follow-ups view (q, esc or F again).
+	FollowupBack key.Binding
 }
 
 // DefaultKeyMap returns the default bindings.
@@ -98,6 +117,15 @@ func DefaultKeyMap() KeyMap {
 		Cancel:       key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "cancel send")),
 		Save:         key.NewBinding(key.WithKeys("ctrl+s"), key.WithHelp("ctrl+s", "save")),
 		Submit:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "confirm")),
+
+		Followups:      key.NewBinding(key.WithKeys("F"), key.WithHelp("F", "follow-ups")),
+		Unsubscribe:    key.NewBinding(key.WithKeys("U"), key.WithHelp("U", "unsubscribe")),
+		Forget:         key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "forget what this taught")),
+		FollowupNudge:  key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "nudge")),
+		FollowupSnooze: key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "snooze 1d")),
+		FollowupDone:   key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "done")),
+		Reload:         key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),
+		FollowupBack:   key.NewBinding(key.WithKeys("q", "esc", "F"), key.WithHelp("q/esc", "back")),
 	}
 }
 

@@ -17,7 +17,18 @@ func TestNoConflicts(t *testing.T) {
 		"Quit": k.Quit, "Help": k.Help, "NextTab": k.NextTab, "PrevTab": k.PrevTab,
 		"GotoTab": k.GotoTab, "Retry": k.Retry, "Cancel": k.Cancel,
 		"HalfPageUp": k.HalfPageUp, "HalfPageDown": k.HalfPageDown, "Unsnooze": k.Unsnooze,
+		"Followups": k.Followups, "Unsubscribe": k.Unsubscribe, "Forget": k.Forget,
 	}
+	checkConflicts(t, normal)
+	// The follow-ups view has its own keys (and the moves and help).
+	checkConflicts(t, map[string]key.Binding{
+		"FollowupNudge": k.FollowupNudge, "FollowupSnooze": k.FollowupSnooze, "FollowupDone": k.FollowupDone,
+		"Reload": k.Reload, "FollowupBack": k.FollowupBack, "Up": k.Up, "Down": k.Down, "Help": k.Help,
+	})
+}
+
+func checkConflicts(t *testing.T, normal map[string]key.Binding) {
+	t.Helper()
 	owner := map[string]string{}
 	for name, b := range normal {
 		if len(b.Keys()) == 0 {
