@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log"
 	"net"
@@ -230,6 +231,21 @@ func TestCompletionDynamic(t *testing.T) {
 	for _, sub := range []string{"show", "forget", "edit"} {
 		if got := complete("memory", sub, ""); !slices.Equal(got, []string{strings.TrimSpace(memID)}) {
 			t.Errorf("memory %s: got %v, want [%s]", sub, got, strings.TrimSpace(memID))
+		}
+	}
+	// Carol's proposal waits for a reply: a thread the followups
+	// subcommands complete.
+	fuOut, _, _ := h.run("followups", "--json")
+	var fus []FollowupJSON
+	if err := json.Unmarshal([]byte(fuOut), &fus); err != nil || len(fus) == 0 {
+		t.Fatalf("followups --json: %v (%d) %s", err, len(fus), fuOut)
+	}
+	for _, sub := range []string{"done", "snooze", "nudge"} {
+		got := complete("followups", sub, "")
+		for _, fu := range fus {
+			if !slices.Contains(got, fu.ID) {
+				t.Errorf("followups %s: %v lacks open thread %s", sub, got, fu.ID)
+			}
 		}
 	}
 	for _, cmd := range [][]string{{"triage"}, {"watch"}, {"doctor"}, {"contacts", "list"}} {

@@ -51,6 +51,8 @@ func registerCompletions(root *cobra.Command, f *Factory) {
 				c.ValidArgsFunction = open("contacts")
 			case "memory show", "memory forget", "memory edit":
 				c.ValidArgsFunction = open("memory")
+			case "followups done", "followups snooze", "followups nudge":
+				c.ValidArgsFunction = open("followups")
 			}
 		}
 		if c.Flags().Lookup("account") != nil {
@@ -141,6 +143,14 @@ func completeFromService(cmd *cobra.Command, f *Factory, kind string) []string {
 			if r.TraceID != "" { // what `queue retry` resolves
 				add(r.TraceID, r.Subject)
 			}
+		}
+	case "followups":
+		fus, err := svc.Followups(ctx, api.FollowupFilter{}) // the open ones
+		if err != nil {
+			return nil
+		}
+		for _, fu := range fus {
+			add(fu.ID, fu.Subject)
 		}
 	case "outbox-scheduled":
 		recs, err := svc.Outbox(ctx, store.OutboxScheduled)
