@@ -31,6 +31,28 @@ const IntentScheduling = "scheduling"
 // calendar: the model cannot be trusted to know the owner's free time.
 const NoCalendarReason = "no calendar for this account: the agent cannot know your free time; scheduling replies wait for you"
 
+// calendarKnower is a Calendar that can tell, without reading the
+// calendar, whether an account has one.
+type calendarKnower interface {
+	HasCalendar(account string) bool
+}
+
+// noCalendarGate is the failing schedule gate for a scheduling mail on an
+// account known, before any draft, to have no calendar; nil otherwise (a
+// calendar that cannot say is asked when the draft is written).
+func (p *Pipeline) noCalendarGate(rec *store.MessageRecord) *store.GateResult {
+	if rec.Classification == nil || !slices.Contains(rec.Classification.Intents, IntentScheduling) {
+		return nil
+	}
+	if p.Calendar != nil {
+		k, ok := p.Calendar.(calendarKnower)
+		if !ok || k.HasCalendar(rec.Account) {
+			return nil
+		}
+	}
+	return &store.GateResult{Gate: GateSchedule, Reason: NoCalendarReason}
+}
+
 // maxOfferedSlots caps the slots shown to the drafter.
 const maxOfferedSlots = 20
 

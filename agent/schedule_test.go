@@ -12,6 +12,7 @@ import (
 
 	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/store"
 )
 
 // noCalendar is a Calendar on which no account has a calendar, as the
@@ -166,5 +167,41 @@ func TestScheduleNoCalendarModelObeysMail(t *testing.T) {
 		if !strings.HasSuffix(a, model.bodies[i]) {
 			t.Errorf("draft %d is %q, not what the mail dictated", i, model.bodies[i])
 		}
+	}
+}
+
+// knowingCalendar can say whether an account has a calendar.
+type knowingCalendar struct {
+	noCalendar
+	has bool
+}
+
+func (c *knowingCalendar) HasCalendar(string) bool { return c.has }
+
+// TestNoCalendarGateBeforeDraft: the decision taken before the draft
+// already holds a scheduling mail when the account is known to have no
+// calendar, and leaves it to the draft-time gate when it may have one.
+func TestNoCalendarGateBeforeDraft(t *testing.T) {
+	rec := &store.MessageRecord{MessageKey: store.MessageKey{Account: "a"},
+		Classification: &store.Classification{Intents: []string{"information_request", "scheduling"}}}
+	for _, tc := range []struct {
+		name string
+		cal  Calendar
+		want bool
+	}{
+		{"no calendar wired", nil, true},
+		{"account without a calendar", &knowingCalendar{has: false}, true},
+		{"account with a calendar", &knowingCalendar{has: true}, false},
+		{"calendar that cannot say", &noCalendar{}, false},
+	} {
+		p := &Pipeline{Calendar: tc.cal}
+		g := p.noCalendarGate(rec)
+		if (g != nil) != tc.want || g != nil && (g.Pass || g.Gate != GateSchedule || g.Reason != NoCalendarReason) {
+			t.Errorf("%s: got %+v, want failing gate %v", tc.name, g, tc.want)
+		}
+	}
+	other := &store.MessageRecord{Classification: &store.Classification{Intents: []string{"information_request"}}}
+	if g := (&Pipeline{}).noCalendarGate(other); g != nil {
+		t.Errorf("not scheduling: got %+v, want no gate", g)
 	}
 }
