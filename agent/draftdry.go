@@ -65,6 +65,7 @@ func (p *Pipeline) DraftDryRun(ctx context.Context, rec *store.MessageRecord, bo
 	if rec.Classification != nil {
 		req.Intents = rec.Classification.Intents
 	}
+	offered := p.offerSlots(ctx, rec, &req)
 	dr, info, err := d.Draft(ctx, req)
 	out := &DryDraft{Usage: info.Usage, Calls: max(info.Attempts, 1) + info.Retries}
 	if err != nil {
@@ -74,7 +75,7 @@ func (p *Pipeline) DraftDryRun(ctx context.Context, rec *store.MessageRecord, bo
 	in := p.gateInput(rec, route, acct)
 	in.Out = OutboundFields{Subject: mail.ReplySubject(reply.Subject), Body: dr.Body}
 	in.Trusted = p.trusted(rec, reply, profile)
-	out.Gates = EvaluateGates(p.Policy, in)
+	out.Gates = p.scheduleGate(EvaluateGates(p.Policy, in), offered, req, dr.Body)
 	recipients := append(slices.Clone(reply.To), reply.Cc...)
 	out.Decision, out.Reasons = DecisionQueue, FailedReasons(out.Gates)
 	switch {

@@ -15,7 +15,7 @@ import (
 )
 
 // followingModel is the fake model of the learning benchmark: it
-// classifies everything as scheduling, and its drafts follow what the
+// classifies everything as an information request, and its drafts follow what the
 // prompt says the owner taught (a sign-off, German for a contact); its
 // style distillation reads the sign-off off the edits.
 type followingModel struct {

@@ -145,7 +145,7 @@ func TestApproveEditLearnsForThatContactOnly(t *testing.T) {
 		t.Fatalf("learned: got %+v, want one record about the sign-off", item.Learned)
 	}
 	recs, _ := st.ListMemory(store.MemoryFilter{Account: "a"})
-	if len(recs) != 1 || recs[0].Contact != "bob@example.org" || recs[0].Source != store.SourceEdit+q.ID || recs[0].Kind != store.MemoryPreference || recs[0].Intent != "scheduling" {
+	if len(recs) != 1 || recs[0].Contact != "bob@example.org" || recs[0].Source != store.SourceEdit+q.ID || recs[0].Kind != store.MemoryPreference || recs[0].Intent != "information_request" {
 		t.Fatalf("records: got %+v", recs)
 	}
 

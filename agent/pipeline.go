@@ -623,6 +623,9 @@ func (p *Pipeline) decide(rec *store.MessageRecord, route RouteInfo, acct Accoun
 		return
 	}
 	rec.Gates = EvaluateGates(p.Policy, p.gateInput(rec, route, acct))
+	if g := p.noCalendarGate(rec); g != nil {
+		rec.Gates = append(rec.Gates, *g)
+	}
 	failed := FailedReasons(rec.Gates)
 	// With no draft yet the output guard is pending; the decision shown is
 	// what would happen if the draft passes it.

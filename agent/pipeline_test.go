@@ -139,7 +139,7 @@ func rawInput(from, subject, body string, extra ...string) Input {
 }
 
 func okClass() map[string]any {
-	return map[string]any{"intents": []string{"scheduling"}, "risk": "low", "action": "reply",
+	return map[string]any{"intents": []string{"information_request"}, "risk": "low", "action": "reply",
 		"requires_approval": false, "confidence": 0.95, "summary": "meeting", "comments": "asks for a meeting"}
 }
 

@@ -219,7 +219,8 @@ const schedulingDays = 14
 type agentCalendar struct{ cfg *config.Config }
 
 // newAgentCalendar returns the agent's calendar, nil when no account has
-// one (scheduling drafts then get no slots and no schedule gate).
+// one (scheduling drafts then get no slots, and the schedule gate holds
+// them).
 func newAgentCalendar(cfg *config.Config) agent.Calendar {
 	for _, a := range cfg.Accounts {
 		if a.Calendar.Configured() {
@@ -232,8 +233,14 @@ func newAgentCalendar(cfg *config.Config) agent.Calendar {
 func (c agentCalendar) FreeSlots(ctx context.Context, account string, now time.Time) ([]calendar.Interval, *time.Location, error) {
 	a, ok := c.cfg.Account(account)
 	if !ok || !a.Calendar.Configured() {
-		return nil, nil, nil // this account has no calendar: no slots, no gate
+		return nil, nil, nil // this account has no calendar: no slots; the schedule gate holds the reply
 	}
 	slots, prefs, err := FreeSlots(ctx, c.cfg, a, now, schedulingDays)
 	return slots, prefs.Location, err
+}
+
+// HasCalendar reports whether account names a calendar, without reading it.
+func (c agentCalendar) HasCalendar(account string) bool {
+	a, ok := c.cfg.Account(account)
+	return ok && a.Calendar.Configured()
 }

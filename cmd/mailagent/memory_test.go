@@ -25,7 +25,7 @@ func ownerLoopModel(req *geminitest.Request) geminitest.Reply {
 	}
 	switch {
 	case props["intents"] != nil:
-		return geminitest.JSONReply(map[string]any{"intents": []string{"scheduling"}, "risk": "low", "action": "reply",
+		return geminitest.JSONReply(map[string]any{"intents": []string{"information_request"}, "risk": "low", "action": "reply",
 			"requires_approval": false, "confidence": 0.95, "summary": "wants a meeting", "comments": "plain"}, usage)
 	case props["rules"] != nil:
 		return geminitest.JSONReply(map[string]any{"rules": []string{}}, usage)

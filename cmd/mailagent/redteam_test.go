@@ -10,7 +10,7 @@ package main
 // and what sits in the IMAP folders.
 //
 // The model is compromised: rtModel obeys the mail. It calls every message
-// a low-risk, 0.99-confidence scheduling reply that needs no approval, and
+// a low-risk, 0.99-confidence information_request reply that needs no approval, and
 // follows these directives found in its prompt (the last such line wins,
 // which is the mail being answered, since the prompt ends with it):
 //
@@ -107,7 +107,7 @@ func rtModel(req *geminitest.Request) geminitest.Reply {
 			summary = "wants a short answer"
 		}
 		return geminitest.JSONReply(map[string]any{
-			"intents": []string{"scheduling"}, "risk": "low", "action": "reply", "requires_approval": false,
+			"intents": []string{"information_request"}, "risk": "low", "action": "reply", "requires_approval": false,
 			"confidence": 0.99, "summary": summary, "comments": summary,
 		}, usage)
 	case props["body"] != nil:

@@ -27,7 +27,7 @@ func compromisedModel(req *geminitest.Request) geminitest.Reply {
 	usage := llm.Usage{PromptTokens: 300, OutputTokens: 30, TotalTokens: 330}
 	if _, ok := props["intents"]; ok {
 		return geminitest.JSONReply(map[string]any{
-			"intents": []string{"scheduling"}, "risk": "low", "action": "reply", "requires_approval": false,
+			"intents": []string{"information_request"}, "risk": "low", "action": "reply", "requires_approval": false,
 			"confidence": 0.99, "summary": "wants a meeting", "comments": "harmless",
 		}, usage)
 	}

@@ -127,8 +127,9 @@ func Expected() map[string]string {
 		// reply, low risk, no approval, confidence 0.9, sender authenticated
 		// (DMARC pass at Ada's server), reply to him alone, contact known, and
 		// the draft ("Thursday at 3pm works for me") has no address, phone
-		// or link → every gate passes → auto_send. The only one.
-		"20260309094105.5521@babbage.example": DecisionAutoSend,
+		// or link; but the demo account has no calendar, so the schedule
+		// gate fails (the model cannot know Ada's free time) → queue.
+		"20260309094105.5521@babbage.example": DecisionQueue,
 		// Mary (known) asks the name of a package: information_request.
 		// Only Ada knows the answer, so the model asks for approval → queue.
 		"CAM7x2q9-quickq-0309@mail.somerville.example": DecisionQueue,

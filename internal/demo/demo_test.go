@@ -332,7 +332,9 @@ func decide(t *testing.T, p parsed, c classification, draftBody string) string {
 		return DecisionNotify
 	}
 	neverAuto := []string{"sensitive_legal_financial", "complaint", "sales_vendor", "unknown_ambiguous", "spam"}
-	ok := *c.Risk == "low" && !*c.RequiresApproval && *c.Confidence >= 0.8 &&
+	// The demo account has no calendar: the schedule gate holds every
+	// scheduling reply.
+	ok := !slices.Contains(c.Intents, "scheduling") && *c.Risk == "low" && !*c.RequiresApproval && *c.Confidence >= 0.8 &&
 		!slices.ContainsFunc(c.Intents, func(in string) bool { return slices.Contains(neverAuto, in) }) &&
 		slices.Contains(KnownContacts(), p.from) && guardOK(draftBody)
 	if ok {
@@ -356,6 +358,7 @@ func TestExpectedDecisions(t *testing.T) {
 	msgs := loadDemo(t)
 	want := Expected()
 	autoSends := 0
+	var heldBySchedule []string
 	for _, p := range msgs {
 		t.Run(p.id, func(t *testing.T) {
 			pr := prompt(p, threadOf(msgs, p)...)
@@ -368,14 +371,25 @@ func TestExpectedDecisions(t *testing.T) {
 			if got == DecisionAutoSend {
 				autoSends++
 			}
+			if got == DecisionQueue && slices.Contains(c.Intents, "scheduling") {
+				// Would every other gate pass? Then only the schedule gate holds it.
+				c2 := c
+				c2.Intents = slices.DeleteFunc(slices.Clone(c.Intents), func(s string) bool { return s == "scheduling" })
+				if decide(t, p, c2, *d.Body) == DecisionAutoSend {
+					heldBySchedule = append(heldBySchedule, p.id)
+				}
+			}
 			if got != want[p.id] {
 				t.Errorf("decision: got %s, want %s (intents %v, risk %s, action %s, approval %v, confidence %.2f)",
 					got, want[p.id], c.Intents, *c.Risk, *c.Action, *c.RequiresApproval, *c.Confidence)
 			}
 		})
 	}
-	if autoSends != 1 {
-		t.Errorf("auto_send decisions: got %d, want exactly 1", autoSends)
+	if autoSends != 0 {
+		t.Errorf("auto_send decisions: got %d, want 0 (the one low-risk reply is a scheduling one, and the demo has no calendar)", autoSends)
+	}
+	if len(heldBySchedule) != 1 || heldBySchedule[0] != "20260309094105.5521@babbage.example" {
+		t.Errorf("held only by the schedule gate: got %v, want Charles's message alone", heldBySchedule)
 	}
 }
 

@@ -279,7 +279,7 @@ func (w *World) model(req *geminitest.Request) geminitest.Reply {
 	}
 	switch {
 	case props["intents"] != nil:
-		c := map[string]any{"intents": []string{"scheduling"}, "risk": "low", "action": "reply",
+		c := map[string]any{"intents": []string{"information_request"}, "risk": "low", "action": "reply",
 			"requires_approval": false, "confidence": 0.95, "summary": "asks to meet", "comments": "a plain question"}
 		if strings.Contains(user, "HEADSUP") {
 			c["action"], c["summary"] = "forward", "the office is closed"

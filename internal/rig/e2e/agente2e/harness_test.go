@@ -757,8 +757,8 @@ func (v verdict) reply() geminitest.Reply {
 	}, usage)
 }
 
-// lowRisk is what a model says of a harmless scheduling question.
-var lowRisk = verdict{Intent: "scheduling", Risk: "low", Confidence: 0.95}
+// lowRisk is what a model says of a harmless question.
+var lowRisk = verdict{Intent: "information_request", Risk: "low", Confidence: 0.95}
 
 // needsApproval is what a careful model says of anything else.
 var needsApproval = verdict{Intent: "action_request", Risk: "medium", Confidence: 0.9, Approval: true}

@@ -84,7 +84,7 @@ func TestWatchIdleQueuesDraft(t *testing.T) {
 	}
 }
 
-// autoModel classifies "[auto]" mail as a low-risk scheduling question and
+// autoModel classifies "[auto]" mail as a low-risk information request and
 // drafts "Thursday works."; anything else needs approval.
 func autoModel(req *geminitest.Request) geminitest.Reply {
 	if !strings.Contains(req.UserText(), "[auto]") {
@@ -357,7 +357,7 @@ func TestModelStormEndsRecorded(t *testing.T) {
 				return geminitest.ErrorReply(http.StatusServiceUnavailable, "UNAVAILABLE", "the model is overloaded")
 			}
 			if isClassify(req) && strings.Contains(user, "[garbage]") {
-				return geminitest.Reply{Text: `{"intents": ["scheduling"], "risk": "lo`, Usage: usage}
+				return geminitest.Reply{Text: `{"intents": ["information_request"], "risk": "lo`, Usage: usage}
 			}
 		}
 		if isClassify(req) {
@@ -471,7 +471,7 @@ func TestCompromisedModelCannotWidenRecipients(t *testing.T) {
 			return cautiousModel(req)
 		}
 		if isClassify(req) {
-			return verdict{Intent: "scheduling", Risk: "low", Confidence: 0.99}.reply()
+			return verdict{Intent: "information_request", Risk: "low", Confidence: 0.99}.reply()
 		}
 		mu.Lock()
 		drafted++
