@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/prompts"
 	"github.com/mailagent/mailagent/store"
 )
@@ -166,24 +166,15 @@ func (s *ToolStep) call(ctx context.Context, t Tool, in ToolInput) ToolCall {
 	return c
 }
 
-// CleanToolText makes a tool's answer safe to show the model the way a
-// mail body is: valid UTF-8, no control characters but newlines and tabs
-// (terminal escape sequences lose their ESC), at most max bytes cut on a
-// rune boundary with a visible marker. The prompt renderer removes the
-// fence boundary from it like from every untrusted field.
+// CleanToolText makes a tool's answer safe to show the model the way mail
+// text is (internal/termsafe, the sanitiser of mail shown to MCP clients
+// and the terminal): no control characters but newlines and tabs, no
+// escape sequence (removed whole), no bidi or zero-width characters,
+// valid UTF-8; then at most max bytes, cut on a rune boundary with a
+// visible marker. The prompt renderer removes the fence boundary from it
+// like from every untrusted field.
 func CleanToolText(s string, max int) (string, bool) {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\t':
-			return r
-		case r == '\r':
-			return -1
-		case unicode.IsControl(r), unicode.Is(unicode.Cf, r) && r != '\u200d':
-			return -1
-		}
-		return r
-	}, s)
+	s = termsafe.Text(s)
 	s = strings.TrimSpace(s)
 	if len(s) <= max {
 		return s, false

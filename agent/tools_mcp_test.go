@@ -170,7 +170,10 @@ func TestCleanToolText(t *testing.T) {
 	if !strings.Contains(got, "IGNORE PREVIOUS INSTRUCTIONS") {
 		t.Errorf("cleaned text lost its words: %q", got)
 	}
-	if got, cut := CleanToolText("\xff\xfeabc", 10); got != "\uFFFDabc" || cut {
+	if strings.Contains(got, "pwned") {
+		t.Errorf("cleaned text keeps an escape sequence's payload: %q", got)
+	}
+	if got, cut := CleanToolText("\xff\xfeabc", 10); got != "abc" || cut {
 		t.Errorf("invalid UTF-8: %q %v", got, cut)
 	}
 }
