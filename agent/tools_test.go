@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -69,6 +70,12 @@ func TestToolStepFeedsTheDrafter(t *testing.T) {
 	}
 	if errs["crm.lookup"] != "" || !strings.Contains(errs["crm.wipe"], "not annotated read-only") {
 		t.Errorf("tool errors %v; want lookup fine, wipe refused", errs)
+	}
+	want := len("customer since 2021; sender=bob@example.org; subject=Thursday?")
+	for _, s := range out.Trace.Steps {
+		if s.Name == "tool:crm.lookup" && !strings.HasPrefix(s.Detail, fmt.Sprintf("%d bytes in ", want)) {
+			t.Errorf("trace step %+v; want its size (%d bytes) and duration", s, want)
+		}
 	}
 	drafts := model.calls("body")
 	if len(drafts) != 1 {
