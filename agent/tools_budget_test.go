@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -85,5 +86,37 @@ func TestCalendarIsAToolOfSchedulingMail(t *testing.T) {
 		if errs[ToolCalendar] != "" || !strings.Contains(prompt, "The owner's free time") || !strings.Contains(prompt, "10:00–11:00") {
 			t.Errorf("calendar: step error %q; want the slot in the prompt:\n%s", errs[ToolCalendar], prompt)
 		}
+	}
+}
+
+func TestThreadToolSearchesTheStoreByThreadID(t *testing.T) {
+	model := &recordingModel{class: okClass(), draft: "Thursday works."}
+	p, st, _ := newTestPipeline(t, model, "review")
+	if err := st.MarkKnown("a", []string{"bob@example.org"}); err != nil {
+		t.Fatal(err)
+	}
+	first := input("Bob <bob@example.org>", "Lunch", "The blue door on Elm Street, remember?")
+	if _, err := p.Process(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	// A reply in the same thread, and an unrelated mail naming the
+	// thread's words: only the thread's own message is looked up.
+	other := input("Bob <bob@example.org>", "Other", "Unrelated: the red door.")
+	if _, err := p.Process(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	id := regexp.MustCompile(`Message-ID: (<[^>]+>)`).FindStringSubmatch(string(first.Raw))[1]
+	out, err := p.Process(context.Background(), input("Bob <bob@example.org>", "Re: Lunch", "So Thursday?", "In-Reply-To: "+id, "References: "+id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, errs, _ := toolSteps(out.Trace)
+	if len(names) == 0 || names[0] != ToolThread || errs[ToolThread] != "" {
+		t.Errorf("tool steps %v %v; want the thread tool", names, errs)
+	}
+	calls := model.calls("body")
+	prompt := calls[len(calls)-1].Prompt
+	if !strings.Contains(prompt, "The blue door on Elm Street") || strings.Contains(prompt, "the red door") {
+		t.Errorf("last draft prompt: want the thread's earlier message only:\n%s", prompt)
 	}
 }
