@@ -195,15 +195,13 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 	// An unauthenticated sender is nobody in particular: the prompt gets
 	// no one's memory, no thread, and not the owner's profile either (its
 	// reply can only go to the queue).
-	thread := p.threadContext(rec)
-	contact := p.contactFor(rec)
 	profile := a.Profile
 	if rec.SenderAuth.Identity() == "" {
 		profile = ""
 	}
 	req := DraftRequest{
 		Owner: prompts.Owner{Name: acct.Owner.Name, Email: first(acct.Owner.Addresses)}, Profile: profile,
-		Contact: contact, Thread: thread, From: formatAddress(rec.From), Subject: rec.Subject,
+		From: formatAddress(rec.From), Subject: rec.Subject,
 		Body: prompts.TrimText(body, p.maxBody()),
 	}
 	if !rec.Date.IsZero() {
@@ -213,7 +211,7 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 		req.Intents = rec.Classification.Intents
 	}
 	req.Memory = p.memoryFor(rec.Account, rec.SenderAuth.Identity(), req.Intents)
-	offered := p.offerSlots(ctx, rec, &req)
+	offered := p.runTools(ctx, rec, &req, tr) // tools.go: thread, contact, calendar, MCP
 	done := tr.step("draft")
 	d, info, err := a.Drafter.Draft(ctx, req)
 	out.Usage = out.Usage.Add(info.Usage)

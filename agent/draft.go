@@ -37,6 +37,9 @@ type DraftRequest struct {
 	// budget (Pipeline.memoryFor); empty for an unauthenticated sender.
 	Memory    prompts.Memory
 	FreeSlots string // the owner's free slots (scheduling mail), from code
+	// Tools are the external tools' results (tools.go), untrusted and
+	// fenced, already cut to the tool step's budget.
+	Tools []prompts.ToolResult
 }
 
 // Drafter writes reply drafts.
@@ -97,6 +100,7 @@ func (d *LLMDrafter) Draft(ctx context.Context, req DraftRequest) (Draft, llm.Ca
 		Owner: req.Owner, Profile: req.Profile, Boundary: prompts.NewBoundary(), Thread: req.Thread,
 		From: req.From, Subject: req.Subject, Date: req.Date, Body: req.Body, Intents: req.Intents,
 		Tone: ToneFor(req.Intents), Instruction: req.Instruction, Memory: req.Memory, FreeSlots: req.FreeSlots,
+		Tools: req.Tools,
 	}
 	if c := req.Contact; c != nil {
 		data.ContactSummary = c.Summary

@@ -86,6 +86,9 @@ type Pipeline struct {
 	// Calendar, when set, gives scheduling drafts the owner's free slots
 	// and the schedule gate its answer (schedule.go).
 	Calendar Calendar
+	// Tools bounds the tool step before drafting and holds the external
+	// (MCP) tools; nil uses the defaults and no external tool (tools.go).
+	Tools *ToolStep
 }
 
 const (

@@ -232,6 +232,15 @@ type DraftData struct {
 	// calendar (scheduling mail only; "" otherwise): the only times the
 	// draft may offer. Trusted.
 	FreeSlots string
+	// Tools are results of the tool step's external lookups, chosen and
+	// called by code: untrusted, fenced like the thread.
+	Tools []ToolResult
+}
+
+// ToolResult is one tool's answer as the drafter sees it.
+type ToolResult struct {
+	Name string // the tool, named by the configuration
+	Text string // untrusted, already cleaned and capped
 }
 
 // Memory is the learned part of a draft prompt, each list in the order it

@@ -126,6 +126,7 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 		Learner:    &agent.Learner{Model: draftModel, Prompts: ps},
 	}
 	p.Calendar = newAgentCalendar(cfg)
+	p.Tools = newToolStep(cfg.Tools)
 	if cfg.Followup.Enabled {
 		p.Followups = &agent.Followups{Store: st, Accounts: p.Accounts, Now: f.Now, Policy: agent.FollowupPolicy{
 			Enabled: true, DefaultAfter: cfg.Followup.DefaultAfter.D(), BusinessDays: cfg.Followup.BusinessDays,
@@ -193,6 +194,19 @@ func newPipeline(cfg *config.Config, st agent.Store, c agent.Classifier, th *mai
 		Now:               f.Now,
 		Logger:            f.Logger(),
 	}
+}
+
+// newToolStep bounds the tool step before drafting and names the MCP
+// servers whose allowed read-only tools it may call. A server starts the
+// first time one of its tools runs; its process ends with mailagent's
+// (the closed stdin ends a stdio server).
+func newToolStep(t config.Tools) *agent.ToolStep {
+	s := &agent.ToolStep{Timeout: t.CallTimeout(), MaxBytes: t.ResultCap()}
+	for _, m := range t.MCP {
+		srv := &agent.MCPServer{Name: m.Name, Command: m.Command, Args: m.Args, Env: m.Env, Allow: m.Allow, Timeout: m.Timeout.Duration}
+		s.External = append(s.External, srv.Tools()...)
+	}
+	return s
 }
 
 func policyFromConfig(p config.Policy) agent.Policy {

@@ -80,6 +80,8 @@ type Config struct {
 	MCP      MCP       `toml:"mcp"`
 	// Scheduling holds the owner's meeting preferences for free slots.
 	Scheduling Scheduling `toml:"scheduling"`
+	// Tools bounds the tool step before drafting and names MCP servers.
+	Tools Tools `toml:"tools"`
 
 	// File is the path the configuration was read from ("" when parsed
 	// from memory without a name).
