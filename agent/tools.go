@@ -224,6 +224,9 @@ func (p *Pipeline) runTools(ctx context.Context, rec *store.MessageRecord, req *
 		switch name {
 		case ToolCalendar:
 			if p.Calendar == nil {
+				// Nothing to ask: the schedule gate still has to know that no
+				// calendar was consulted, and fails the reply.
+				offered = p.offerSlots(ctx, rec, req)
 				continue
 			}
 			var o *offeredSlots

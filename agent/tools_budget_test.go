@@ -61,6 +61,7 @@ func (c slotCalendar) FreeSlots(ctx context.Context, _ string, now time.Time) ([
 func TestCalendarIsAToolOfSchedulingMail(t *testing.T) {
 	for _, hang := range []bool{false, true} {
 		model := &recordingModel{class: okClass(), draft: "Thursday works."}
+		model.class["intents"] = []string{IntentScheduling}
 		p, st, mailer := newTestPipeline(t, model, "auto")
 		p.Calendar = slotCalendar{hang: hang}
 		p.Tools = &ToolStep{Timeout: 200 * time.Millisecond}
