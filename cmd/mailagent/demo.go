@@ -176,7 +176,7 @@ func startDemo(ctx context.Context, f *Factory) (*demoEnv, error) {
 	// now, so the scheduling reply has free slots to offer whenever the
 	// demo runs.
 	ics := filepath.Join(dir, "calendar.ics")
-	if err := os.WriteFile(ics, demo.CalendarICS(time.Now()), 0o600); err != nil {
+	if err := os.WriteFile(ics, demo.CalendarICS(f.Now()), 0o600); err != nil {
 		return env, err
 	}
 	cfgPath := filepath.Join(dir, "config.toml")
