@@ -172,6 +172,13 @@ func startDemo(ctx context.Context, f *Factory) (*demoEnv, error) {
 	if err := os.WriteFile(profile, []byte(demo.OwnerProfile()), 0o600); err != nil {
 		return env, err
 	}
+	// Ada's calendar: a generated file with busy events placed around
+	// now, so the scheduling reply has free slots to offer whenever the
+	// demo runs.
+	ics := filepath.Join(dir, "calendar.ics")
+	if err := os.WriteFile(ics, demo.CalendarICS(f.Now()), 0o600); err != nil {
+		return env, err
+	}
 	cfgPath := filepath.Join(dir, "config.toml")
 	cfg := fmt.Sprintf(`# Written by mailagent demo. Everything here is local and temporary.
 state_dir = %q
@@ -194,9 +201,19 @@ authserv_id = %q
   port = %d
   security = "insecure"
   password_env = "MAILAGENT_DEMO_PASSWORD"
+  [accounts.calendar]
+  url = %q
+[scheduling]
+timezone = %q
+working_hours = %q
+days = %q
+min_notice = %q
+slot_length = %q
 [policy]
 mode = "auto"
-`, filepath.Join(dir, "state"), profile, demo.OwnerEmail, demo.OwnerName, demo.AuthservID, env.imap.Port, env.world.Port)
+auto_schedule = true
+`, filepath.Join(dir, "state"), profile, demo.OwnerEmail, demo.OwnerName, demo.AuthservID, env.imap.Port, env.world.Port,
+		ics, demo.Timezone, demo.WorkingHours, demo.WorkingDays, demo.MinNotice, demo.SlotLength)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return env, err
 	}

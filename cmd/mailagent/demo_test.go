@@ -5,8 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/internal/demo"
 )
 
@@ -41,14 +42,52 @@ func TestDemoNoTUIOutcomes(t *testing.T) {
 			t.Errorf("%s (%s): got %s, want %s; reasons %v", o.Subject, o.From, o.Decision, w, o.Reasons)
 		}
 	}
-	// The one low-risk reply is to Charles's scheduling mail, and the demo
-	// account has no calendar: the schedule gate holds it.
-	if len(rep.Sent) != 0 {
-		t.Errorf("sent: got %+v, want none (Charles's scheduling reply waits: no calendar)", rep.Sent)
+	// The one low-risk reply is to Charles's scheduling mail: the demo
+	// calendar is busy Thursday 14:00–16:00, so the reply proposes the
+	// first free slot instead, and the schedule gate lets it go out.
+	if len(rep.Sent) != 1 {
+		t.Fatalf("sent: got %+v, want Charles's scheduling reply alone", rep.Sent)
+	}
+	sent := rep.Sent[0]
+	if !slices.Equal(sent.To, []string{"charles@babbage.example"}) || !sent.Auto || sent.Subject != "Re: Our call this week" {
+		t.Errorf("sent: got to %v, auto %v, subject %q; want Charles, automatic, Re: Our call this week", sent.To, sent.Auto, sent.Subject)
+	}
+	if strings.Contains(sent.Body, "Thursday") || strings.Contains(sent.Body, "3pm") || !strings.Contains(sent.Body, "Could we do ") {
+		t.Errorf("sent body: got %q, want a free slot proposed and not the requested Thursday 3pm", sent.Body)
+	}
+	// The proposed time is a working slot (tue-thu 10:00–17:00 UTC), at
+	// least min_notice (4h) away and inside the 14-day window.
+	now := time.Now().UTC()
+	var at []time.Time
+	for _, m := range calendar.Mentions(sent.Body, now, time.UTC) {
+		if !m.Day.IsZero() && m.HasTime {
+			at = append(at, m.At(time.UTC))
+		}
+	}
+	if len(at) != 1 {
+		t.Fatalf("sent body %q: got %d dated times, want 1", sent.Body, len(at))
+	}
+	if wd, h := at[0].Weekday(), at[0].Hour(); wd < time.Tuesday || wd > time.Thursday || h < 10 || h >= 17 ||
+		at[0].Before(now.Add(4*time.Hour-time.Minute)) || at[0].After(now.AddDate(0, 0, 14)) {
+		t.Errorf("proposed %s (now %s): not a working slot in the demo's window", at[0], now)
 	}
 	for _, o := range rep.Outcomes {
-		if o.MessageID == "20260309094105.5521@babbage.example" && !slices.Contains(o.Reasons, "schedule: "+agent.NoCalendarReason) {
-			t.Errorf("Charles's scheduling mail: reasons %v, want the no-calendar reason", o.Reasons)
+		switch o.MessageID {
+		case "20260309094105.5521@babbage.example":
+			if !slices.Contains(o.Reasons, "every gate passed") {
+				t.Errorf("Charles's scheduling mail: reasons %v, want every gate passed", o.Reasons)
+			}
+		case "5e8f-4c1a-termin@berlin.example":
+			// Karl's German mail waits for the model's confidence alone:
+			// its draft, too, proposes a free slot.
+			for _, r := range o.Reasons {
+				if strings.HasPrefix(r, "schedule:") {
+					t.Errorf("Karl's scheduling mail: schedule gate failed: %v", o.Reasons)
+				}
+			}
+			if !slices.ContainsFunc(o.Reasons, func(r string) bool { return strings.Contains(r, "confidence 0.70") }) {
+				t.Errorf("Karl's scheduling mail: reasons %v, want the confidence reason", o.Reasons)
+			}
 		}
 	}
 	for _, s := range rep.Sent {

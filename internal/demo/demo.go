@@ -95,7 +95,7 @@ func OwnerProfile() string {
 that does data analysis for research groups and teaches hands-on workshops on
 numerical methods. Her colleague handles billing; Ada approves refunds herself.
 
-Availability: calls Tuesday to Thursday, 10:00-17:00 London time. Mondays are
+Availability: calls Tuesday to Thursday, 10:00-17:00 UTC. Mondays are
 for workshops.
 
 Style: warm and brief, British spelling. Greets people by first name, answers
@@ -125,11 +125,14 @@ func Expected() map[string]string {
 		"c3f1a9e2.intro.2026-03-09@mail.hopper.example": DecisionQueue,
 		// Charles (known) asks to move the call to Thursday 3pm: scheduling,
 		// reply, low risk, no approval, confidence 0.9, sender authenticated
-		// (DMARC pass at Ada's server), reply to him alone, contact known, and
-		// the draft ("Thursday at 3pm works for me") has no address, phone
-		// or link; but the demo account has no calendar, so the schedule
-		// gate fails (the model cannot know Ada's free time) → queue.
-		"20260309094105.5521@babbage.example": DecisionQueue,
+		// (DMARC pass at Ada's server), reply to him alone, contact known.
+		// The demo calendar (CalendarICS) has Thursday 14:00–16:00 busy, so
+		// the prompt's free slots do not hold 3pm; the draft proposes the
+		// first offered slot in the slot list's words ("Could we do Tue 24
+		// Nov 2026 11:30 (UTC) instead?"), has no address, phone or link,
+		// and the schedule gate finds every time it names in a free slot
+		// (policy.auto_schedule is on in the demo) → auto_send.
+		"20260309094105.5521@babbage.example": DecisionAutoSend,
 		// Mary (known) asks the name of a package: information_request.
 		// Only Ada knows the answer, so the model asks for approval → queue.
 		"CAM7x2q9-quickq-0309@mail.somerville.example": DecisionQueue,
@@ -170,8 +173,9 @@ func Expected() map[string]string {
 		// guard.
 		"a1b2c3d4e5.verify@it-support.example": DecisionNotify,
 		// Karl (known) asks in German to move to Thursday 15:00: scheduling,
-		// low risk, but the rule-based model is less sure outside English
-		// (confidence 0.7 < 0.8) → queue.
+		// low risk, and the draft proposes the first free slot (so the
+		// schedule gate passes), but the rule-based model is less sure
+		// outside English (confidence 0.7 < 0.8) → queue.
 		"5e8f-4c1a-termin@berlin.example": DecisionQueue,
 		// Priya (new), HTML only, invites Ada to speak:
 		// introduction_networking, approval, unknown contact → queue.

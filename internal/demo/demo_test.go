@@ -12,9 +12,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/emersion/go-message/mail"
 
+	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/internal/llm"
 )
 
@@ -310,7 +313,10 @@ func TestClassification(t *testing.T) {
 // decide mirrors the pipeline's routing and default auto-mode policy
 // (DESIGN.md) closely enough to check that Expected agrees with Model. The
 // lead's end-to-end test checks Expected against the real agent package.
-func decide(t *testing.T, p parsed, c classification, draftBody string) string {
+//
+// scheduleOK is the schedule gate's time check: every date and time in the
+// draft lies in a slot the demo calendar offered.
+func decide(t *testing.T, p parsed, c classification, draftBody string, scheduleOK bool) string {
 	t.Helper()
 	h := p.header
 	if p.from == OwnerEmail && strings.HasPrefix(h.Get("Authentication-Results"), AuthservID+";") &&
@@ -332,9 +338,10 @@ func decide(t *testing.T, p parsed, c classification, draftBody string) string {
 		return DecisionNotify
 	}
 	neverAuto := []string{"sensitive_legal_financial", "complaint", "sales_vendor", "unknown_ambiguous", "spam"}
-	// The demo account has no calendar: the schedule gate holds every
-	// scheduling reply.
-	ok := !slices.Contains(c.Intents, "scheduling") && *c.Risk == "low" && !*c.RequiresApproval && *c.Confidence >= 0.8 &&
+	// The schedule gate: a scheduling reply goes out only when every time
+	// it names is a free slot of the demo calendar (policy.auto_schedule
+	// is on in the demo).
+	ok := (!slices.Contains(c.Intents, "scheduling") || scheduleOK) && *c.Risk == "low" && !*c.RequiresApproval && *c.Confidence >= 0.8 &&
 		!slices.ContainsFunc(c.Intents, func(in string) bool { return slices.Contains(neverAuto, in) }) &&
 		slices.Contains(KnownContacts(), p.from) && guardOK(draftBody)
 	if ok {
@@ -343,41 +350,61 @@ func decide(t *testing.T, p parsed, c classification, draftBody string) string {
 	return DecisionQueue
 }
 
-var (
-	linkRE  = regexp.MustCompile(`(?i)https?://|www\.|[a-z0-9-]+\.(example|com|org|net)\b`)
-	phoneRE = regexp.MustCompile(`\+?\d[\d\s().\-/]{5,}\d`)
-)
+var linkRE = regexp.MustCompile(`(?i)https?://|www\.|[a-z0-9-]+\.(example|com|org|net)\b`)
 
-// guardOK is a strict stand-in for the output guard: no address, link or
-// phone number at all (the demo profile has none to allow).
+// guardOK is a strict stand-in for the output guard (no address or link
+// at all: the demo profile has none to allow) plus the real guard, which
+// finds phone numbers and tells them from dates such as a slot's
+// "Thu 26 Nov 2026 13:00".
 func guardOK(body string) bool {
-	return body != "" && !strings.Contains(body, "@") && !linkRE.MatchString(body) && !phoneRE.MatchString(body)
+	return body != "" && !strings.Contains(body, "@") && !linkRE.MatchString(body) &&
+		len(agent.GuardOutput(agent.OutboundFields{Body: body}, agent.Trusted{}, 0)) == 0
+}
+
+// demoDraft drafts a reply to p the way the pipeline does: a scheduling
+// mail's prompt carries the free slots of the demo calendar at now. It
+// returns the draft and whether the schedule gate's time check passes.
+func demoDraft(t *testing.T, msgs []parsed, p parsed, c classification, now time.Time) (draft, bool) {
+	t.Helper()
+	pr := prompt(p, threadOf(msgs, p)...)
+	var (
+		slots []calendar.Interval
+		prefs calendar.Prefs
+	)
+	scheduling := slices.Contains(c.Intents, "scheduling")
+	if scheduling {
+		slots, prefs = demoSlots(t, now)
+		pr += slotsSection(slots, prefs.Location)
+	}
+	var d draft
+	if err := json.Unmarshal([]byte(generate(t, NewModel(), pr, draftSchema).Text), &d); err != nil {
+		t.Fatalf("draft: %v", err)
+	}
+	if !scheduling {
+		return d, false
+	}
+	thread := p.text
+	for _, q := range threadOf(msgs, p) {
+		thread += "\n" + q.text
+	}
+	return d, calendar.CheckTimes(*d.Body, thread, slots, now, prefs.Location).OK()
 }
 
 func TestExpectedDecisions(t *testing.T) {
 	msgs := loadDemo(t)
 	want := Expected()
-	autoSends := 0
-	var heldBySchedule []string
+	var autoSends []string
+	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC) // a Thursday morning
 	for _, p := range msgs {
 		t.Run(p.id, func(t *testing.T) {
-			pr := prompt(p, threadOf(msgs, p)...)
-			c := classify(t, pr)
-			var d draft
-			if err := json.Unmarshal([]byte(generate(t, NewModel(), pr, draftSchema).Text), &d); err != nil {
-				t.Fatalf("draft: %v", err)
-			}
-			got := decide(t, p, c, *d.Body)
+			c := classify(t, prompt(p, threadOf(msgs, p)...))
+			d, scheduleOK := demoDraft(t, msgs, p, c, now)
+			got := decide(t, p, c, *d.Body, scheduleOK)
 			if got == DecisionAutoSend {
-				autoSends++
+				autoSends = append(autoSends, p.id)
 			}
-			if got == DecisionQueue && slices.Contains(c.Intents, "scheduling") {
-				// Would every other gate pass? Then only the schedule gate holds it.
-				c2 := c
-				c2.Intents = slices.DeleteFunc(slices.Clone(c.Intents), func(s string) bool { return s == "scheduling" })
-				if decide(t, p, c2, *d.Body) == DecisionAutoSend {
-					heldBySchedule = append(heldBySchedule, p.id)
-				}
+			if slices.Contains(c.Intents, "scheduling") && !scheduleOK {
+				t.Errorf("scheduling draft %q names a time the calendar did not offer", *d.Body)
 			}
 			if got != want[p.id] {
 				t.Errorf("decision: got %s, want %s (intents %v, risk %s, action %s, approval %v, confidence %.2f)",
@@ -385,25 +412,32 @@ func TestExpectedDecisions(t *testing.T) {
 			}
 		})
 	}
-	if autoSends != 0 {
-		t.Errorf("auto_send decisions: got %d, want 0 (the one low-risk reply is a scheduling one, and the demo has no calendar)", autoSends)
-	}
-	if len(heldBySchedule) != 1 || heldBySchedule[0] != "20260309094105.5521@babbage.example" {
-		t.Errorf("held only by the schedule gate: got %v, want Charles's message alone", heldBySchedule)
+	// The one low-risk reply to a known contact is Charles's scheduling
+	// mail, and the demo calendar offers a slot: it alone goes out.
+	if len(autoSends) != 1 || autoSends[0] != "20260309094105.5521@babbage.example" {
+		t.Errorf("auto_send decisions: got %v, want Charles's message alone", autoSends)
 	}
 }
 
 func TestDrafts(t *testing.T) {
 	msgs := loadDemo(t)
+	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
 	mustContain := map[string]string{
-		"20260309094105.5521@babbage.example":  "Hi Charles,\n\nThursday at 3pm works for me.",
-		"5e8f-4c1a-termin@berlin.example":      "Hallo Karl,\n\nDonnerstag um 15 Uhr passt mir gut.",
+		// Thursday 26 Nov 2026 09:00 UTC: the board meeting fills Thursday
+		// 14:00–16:00, the first free slot is today 10:00.
+		"20260309094105.5521@babbage.example":  "Hi Charles,\n\nThanks for checking. Could we do Thu 26 Nov 2026 13:00 (UTC) instead? That's the first free slot in my calendar.",
+		"5e8f-4c1a-termin@berlin.example":      "Hallo Karl,\n\ndanke für Ihre Nachricht. Ginge es bei Ihnen am Donnerstag, 26.11.2026 um 13:00 (UTC)?",
 		"a1b2c3d4e5.verify@it-support.example": "Hi,\n\nThanks for your message.",
 		"adm-0309-2204@demorgan.example":       "Could you tell me a little more",
 	}
 	for _, p := range msgs {
 		t.Run(p.id, func(t *testing.T) {
-			resp := generate(t, NewModel(), prompt(p, threadOf(msgs, p)...), draftSchema)
+			pr := prompt(p, threadOf(msgs, p)...)
+			if slices.Contains(classify(t, pr).Intents, "scheduling") {
+				slots, prefs := demoSlots(t, now)
+				pr += slotsSection(slots, prefs.Location)
+			}
+			resp := generate(t, NewModel(), pr, draftSchema)
 			var d draft
 			dec := json.NewDecoder(strings.NewReader(resp.Text))
 			dec.DisallowUnknownFields()

@@ -58,7 +58,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 	case s.Properties["intents"] != nil:
 		out = classificationJSON(analyse(msg), msg, s)
 	case s.Properties["body"] != nil:
-		out = draftJSON(analyse(msg), msg, m.signature(), s)
+		out = draftJSON(analyse(msg), msg, freeSlots(req.Prompt), m.signature(), s)
 	case s.Properties["summary"] != nil:
 		out = fillSchema(map[string]any{"summary": contactSummary(req.Prompt, s.Properties["summary"])}, s)
 	default:
@@ -524,14 +524,16 @@ var tones = map[string]string{
 }
 
 // draftJSON writes a short reply from a template. Nothing from the message
-// is copied into it except a sanitised first name and, for scheduling, the
-// weekday and time it proposed; so it can hold no address, phone or link.
-func draftJSON(a analysis, m message, signer string, s *llm.Schema) map[string]any {
+// is copied into it except a sanitised first name and, for scheduling
+// without offered slots, the weekday and time it proposed; so it can hold
+// no address, phone or link. With free slots in the prompt (free), a
+// scheduling reply proposes the first of them instead.
+func draftJSON(a analysis, m message, free []freeSlot, signer string, s *llm.Schema) map[string]any {
 	name := firstName(senderName(m.from))
 	if a.injection || a.bulk || a.primary() == "spam" {
 		name = "" // no greeting by a name a spammer, attacker or robot chose
 	}
-	body, needsOwner := draftBody(a, name, signer)
+	body, needsOwner := draftBody(a, name, signer, free)
 	tone := tones[a.primary()]
 	if a.injection {
 		tone = "neutral"
@@ -543,7 +545,7 @@ func draftJSON(a analysis, m message, signer string, s *llm.Schema) map[string]a
 	return fillSchema(out, s)
 }
 
-func draftBody(a analysis, name, signer string) (string, bool) {
+func draftBody(a analysis, name, signer string, free []freeSlot) (string, bool) {
 	var greet, sign string
 	switch a.lang {
 	case "de":
@@ -566,6 +568,12 @@ func draftBody(a analysis, name, signer string) (string, bool) {
 			"fr": "Merci pour votre message. Je le regarde et reviens vers vous si nécessaire.",
 			"en": "Thanks for your message. I'll look at it and get back to you if needed.",
 		}[a.lang]
+	case a.primary() == "scheduling" && len(free) > 0:
+		// The calendar offered free slots: propose the first, in the
+		// slot list's own words, and never the time the mail asked for
+		// (the schedule gate would hold a time the calendar did not offer).
+		needsOwner = false
+		text = proposeSlot(a.lang, free[0])
 	case a.primary() == "scheduling" && a.slot.ok():
 		needsOwner = false
 		text = map[string]string{
