@@ -80,6 +80,8 @@ type Config struct {
 	MCP      MCP       `toml:"mcp"`
 	// Scheduling holds the owner's meeting preferences for free slots.
 	Scheduling Scheduling `toml:"scheduling"`
+	// Trace says what a message's trace keeps (step snapshots).
+	Trace Trace `toml:"trace"`
 
 	// File is the path the configuration was read from ("" when parsed
 	// from memory without a name).
@@ -670,6 +672,7 @@ func defaults() *Config {
 		MCP:        MCP{Enabled: true},
 		Mailbox:    Mailbox{Archive: ArchiveOff},
 		Scheduling: defaultScheduling(),
+		Trace:      Trace{Snapshots: true, SnapshotRetention: Days{Dur(DefaultSnapshotRetention)}},
 		Policy: Policy{
 			Mode:                    ModeReview,
 			MinConfidence:           0.8,
