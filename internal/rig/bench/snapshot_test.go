@@ -26,7 +26,7 @@ const replyClassification = `{"intents":["information_request"],"risk":"low","ac
 // through agent.Pipeline.Triage into a fresh store, with step snapshots on
 // or off, and returns the database file size after Close and the bytes
 // the snapshot bucket holds (keys and compressed values).
-func snapshotGrowth(t *testing.T, files []string, on bool) (fileBytes, snapBytes int64, snapTraces int) {
+func snapshotGrowth(t *testing.T, files []string, on bool) (fileBytes, snapBytes int64, snapTraces, modelCalls int) {
 	t.Helper()
 	ps, err := prompts.Load("")
 	if err != nil {
@@ -41,6 +41,7 @@ func snapshotGrowth(t *testing.T, files []string, on bool) (fileBytes, snapBytes
 	p := &agent.Pipeline{
 		Store: st,
 		Classifier: &agent.LLMClassifier{Prompts: ps, Model: llm.ModelFunc(func(context.Context, llm.Request) (*llm.Response, error) {
+			modelCalls++
 			return &llm.Response{Text: replyClassification, FinishReason: "STOP", Model: "fake"}, nil
 		})},
 		Threader: mail.NewThreader(),
@@ -73,11 +74,11 @@ func snapshotGrowth(t *testing.T, files []string, on bool) (fileBytes, snapBytes
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fi.Size(), snapBytes, snapTraces
+	return fi.Size(), snapBytes, snapTraces, modelCalls
 }
 
 // TestSnapshotGrowth reports the state database's growth per 1,000
-// messages with trace.snapshots on and off (BENCHMARKS.md, section 13):
+// messages with trace.snapshots on and off (BENCHMARKS.md, section 16):
 //
 //	MAILAGENT_CORPORA=/work/shared/corpora MAILAGENT_BENCH_SNAPSHOTS=1 go test -count=1 -run TestSnapshotGrowth -v ./internal/rig/bench
 func TestSnapshotGrowth(t *testing.T) {
@@ -95,8 +96,8 @@ func TestSnapshotGrowth(t *testing.T) {
 	for i := 0; i < len(all) && len(files) < 1000; i += 6 {
 		files = append(files, all[i])
 	}
-	offFile, offSnap, _ := snapshotGrowth(t, files, false)
-	onFile, onSnap, onTraces := snapshotGrowth(t, files, true)
+	offFile, offSnap, _, _ := snapshotGrowth(t, files, false)
+	onFile, onSnap, onTraces, calls := snapshotGrowth(t, files, true)
 	if offSnap != 0 {
 		t.Errorf("snapshots off: the snapshot bucket holds %d bytes", offSnap)
 	}
@@ -104,6 +105,7 @@ func TestSnapshotGrowth(t *testing.T) {
 		t.Errorf("snapshots on: %d traces have snapshots, want %d", onTraces, len(files))
 	}
 	per := func(b int64) float64 { return float64(b) * 1000 / float64(len(files)) / (1 << 20) }
+	t.Logf("%d messages, %d reached the model", len(files), calls)
 	t.Logf("%d messages: file off %d B, on %d B; snapshot bucket %d B over %d traces", len(files), offFile, onFile, onSnap, onTraces)
 	t.Logf("per 1,000 messages: file off %.2f MiB, on %.2f MiB (+%.2f MiB); snapshot bucket %.2f MiB (%.1f KiB per message)",
 		per(offFile), per(onFile), per(onFile-offFile), per(onSnap), float64(onSnap)/float64(len(files))/1024)
