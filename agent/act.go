@@ -215,7 +215,8 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 	done := tr.step("draft")
 	d, info, err := a.Drafter.Draft(ctx, req)
 	out.Usage = out.Usage.Add(info.Usage)
-	done(store.Step{TokensIn: info.Usage.PromptTokens, TokensOut: info.Usage.OutputTokens, Model: info.Model, Retries: info.Retries + max(info.Attempts-1, 0)}, err)
+	done(store.Step{TokensIn: info.Usage.PromptTokens, TokensOut: info.Usage.OutputTokens, Model: info.Model, Retries: info.Retries + max(info.Attempts-1, 0),
+		Snapshot: tr.snap(req, modelAnswer(info.Raw, d, err))}, err)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -367,7 +368,7 @@ func (p *Pipeline) autoSend(ctx context.Context, rec *store.MessageRecord, reply
 		rec.Reasons = []string{"not sent: " + cur.Error}
 		detail = "not sent: " + cur.Error
 	}
-	done(store.Step{Detail: detail}, err)
+	done(store.Step{Detail: detail, Snapshot: tr.snap(map[string]any{"outbox": ob.ID, "to": ob.To, "subject": ob.Subject}, detail)}, err)
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}

@@ -89,6 +89,11 @@ type Pipeline struct {
 	// Tools bounds the tool step before drafting and holds the external
 	// (MCP) tools; nil uses the defaults and no external tool (tools.go).
 	Tools *ToolStep
+
+	// Snapshots records each step's input and output in the trace,
+	// redacted by Redactor (no Redactor: none are kept). See snapshot.go.
+	Snapshots bool
+	Redactor  Redactor
 }
 
 const (
@@ -121,8 +126,10 @@ func newTraceID() string {
 
 // tracer times the steps of one message.
 type tracer struct {
-	t   *store.Trace
-	now func() time.Time
+	t         *store.Trace
+	now       func() time.Time
+	snapshots bool
+	redact    Redactor
 }
 
 func (tr *tracer) step(name string) func(s store.Step, err error) {
@@ -258,7 +265,7 @@ func (p *Pipeline) resume(rec *store.MessageRecord) *analysis {
 	acct := p.Accounts[rec.Account]
 	route := RouteInfo{Route: rec.Route, Reason: rec.RouteReason}
 	route.ClaimsOwner = rec.Route != RouteOwner && acct.Owner.IsOwner(rec.From.Email)
-	tr := &tracer{t: &store.Trace{TraceID: rec.TraceID, Message: rec.MessageKey, MessageID: rec.MessageID, Started: p.now()}, now: p.now}
+	tr := p.newTracer(&store.Trace{TraceID: rec.TraceID, Message: rec.MessageKey, MessageID: rec.MessageID, Started: p.now()})
 	if old, err := p.traceOf(rec.TraceID); err == nil {
 		tr.t = old
 	}
@@ -326,7 +333,7 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 	}
 	now := p.now()
 	rec := &store.MessageRecord{MessageKey: in.Key, State: store.StateFetched, TraceID: newTraceID(), CreatedAt: now}
-	tr := &tracer{t: &store.Trace{TraceID: rec.TraceID, Message: in.Key, Started: now}, now: p.now}
+	tr := p.newTracer(&store.Trace{TraceID: rec.TraceID, Message: in.Key, Started: now})
 	out := &Outcome{Record: rec, Trace: tr.t}
 
 	// Parse: never fails; problems are recorded on the message.
@@ -338,7 +345,8 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 	}
 	fillRecord(rec, m)
 	tr.t.MessageID = rec.MessageID
-	done(store.Step{Detail: fmt.Sprintf("%d bytes, %d problems", len(in.Raw), len(m.Problems))}, nil)
+	done(store.Step{Detail: fmt.Sprintf("%d bytes, %d problems", len(in.Raw), len(m.Problems)),
+		Snapshot: tr.snap(rawHeaders(in.Raw), parseSummary(m))}, nil)
 	rec.State = store.StateParsed
 
 	done = tr.step("thread")
@@ -364,7 +372,9 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 	if auth.Authenticated {
 		verdict = "authenticated " + auth.Address
 	}
-	done(store.Step{Detail: verdict + ": " + auth.Reason}, nil)
+	done(store.Step{Detail: verdict + ": " + auth.Reason, Snapshot: tr.snap(map[string]any{
+		"from": m.From.Email, "from_sent_folder": in.FromSent, "authserv_id": acct.Owner.AuthservID,
+		"authentication_results": m.Header["Authentication-Results"]}, auth)}, nil)
 
 	done = tr.step("route")
 	var sentByUs func(string) bool
@@ -373,7 +383,7 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 	}
 	route := Route(m, acct.Owner, in.FromSent, sentByUs)
 	rec.Route, rec.RouteReason = route.Route, route.Reason
-	done(store.Step{Detail: route.Route + ": " + route.Reason}, nil)
+	done(store.Step{Detail: route.Route + ": " + route.Reason, Snapshot: tr.snap(routeInputs(m, in.FromSent), route)}, nil)
 	if err := p.journal(rec); err != nil {
 		return nil, err
 	}
@@ -462,7 +472,8 @@ func (p *Pipeline) classify(ctx context.Context, rec *store.MessageRecord, m *ma
 	done := tr.step("classify")
 	c, info, err := p.Classifier.Classify(ctx, req)
 	out.Usage = out.Usage.Add(info.Usage)
-	done(store.Step{TokensIn: info.Usage.PromptTokens, TokensOut: info.Usage.OutputTokens, Model: info.Model, Retries: info.Retries + max(info.Attempts-1, 0)}, err)
+	done(store.Step{TokensIn: info.Usage.PromptTokens, TokensOut: info.Usage.OutputTokens, Model: info.Model, Retries: info.Retries + max(info.Attempts-1, 0),
+		Snapshot: tr.snap(req, modelAnswer(info.Raw, c, err))}, err)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -599,7 +610,10 @@ func (p *Pipeline) gateInput(rec *store.MessageRecord, route RouteInfo, acct Acc
 // decide turns the route and classification into a decision with reasons.
 func (p *Pipeline) decide(rec *store.MessageRecord, route RouteInfo, acct Account, tr *tracer) {
 	done := tr.step("decide")
-	defer func() { done(store.Step{Detail: rec.Decision}, nil) }()
+	var gateIn any = map[string]any{"route": route, "classification": rec.Classification}
+	defer func() {
+		done(store.Step{Detail: rec.Decision, Snapshot: tr.snap(gateIn, decisionSnapshot(rec))}, nil)
+	}()
 	rec.State = store.StateDecided
 	c := rec.Classification
 	switch route.Route {
@@ -625,7 +639,9 @@ func (p *Pipeline) decide(rec *store.MessageRecord, route RouteInfo, acct Accoun
 		rec.Decision, rec.Reasons = DecisionNotify, []string{"classified as something the owner should see: " + c.Summary}
 		return
 	}
-	rec.Gates = EvaluateGates(p.Policy, p.gateInput(rec, route, acct))
+	in := p.gateInput(rec, route, acct)
+	gateIn = in
+	rec.Gates = EvaluateGates(p.Policy, in)
 	if g := p.noCalendarGate(rec); g != nil {
 		rec.Gates = append(rec.Gates, *g)
 	}

@@ -186,14 +186,19 @@ func CleanToolText(s string, max int) (string, bool) {
 	return strings.TrimRight(s[:cut], " \t\n") + fmt.Sprintf("\n[… cut at %d bytes]", max), true
 }
 
-// record adds c to the trace as a "tool:NAME" step.
-func (tr *tracer) recordTool(c ToolCall) {
+// recordTool adds c to the trace as a "tool:NAME" step, with its snapshot:
+// the input code built and the (cleaned, capped) result or error.
+func (tr *tracer) recordTool(c ToolCall, in ToolInput) {
 	done := tr.step("tool:" + c.Name)
 	detail := fmt.Sprintf("%d bytes in %s", c.Bytes, c.Duration.Round(time.Millisecond))
 	if c.Truncated {
 		detail += ", cut to the size cap"
 	}
-	s := store.Step{Detail: detail, LatencyMS: c.Duration.Milliseconds()}
+	var out any = c.Text
+	if c.Err != nil {
+		out = c.Err
+	}
+	s := store.Step{Detail: detail, LatencyMS: c.Duration.Milliseconds(), Snapshot: tr.snap(in, out)}
 	done(s, c.Err)
 }
 
@@ -268,7 +273,7 @@ func (p *Pipeline) runTools(ctx context.Context, rec *store.MessageRecord, req *
 	budget := p.Tools.budgetChars()
 	for _, t := range tools {
 		c := p.Tools.call(ctx, t, in)
-		tr.recordTool(c)
+		tr.recordTool(c, in)
 		if c.Err != nil {
 			p.logger().Warn("tool failed; drafting without it", "tool", c.Name, "err", c.Err)
 			if b, ok := t.(*builtinTool); ok && c.Name == ToolCalendar && !errors.Is(c.Err, errToolTimeout) {

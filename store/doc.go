@@ -52,6 +52,8 @@
 //	idx_outbox            status \0 be64(due) \0 id → id   (due: SendAt when scheduled, UpdatedAt+RetryBackoff when pending, else UpdatedAt)
 //	outbox_raw            id → the outbox record's raw message (listing never decodes it)
 //	meta                  schema → be64 (SchemaVersion), created_at, pruned_at
+//	trace_snapshots       trace-id → deflate(JSON step snapshots, by step index)
+//	idx_trace_snapshots   be64(trace started) \0 trace-id → nil   (pruned after Options.SnapshotRetention)
 //
 // The status/due indexes are written in the same transaction as the
 // record, so the watcher's once-a-second work (DueOutbox, DueQueue,

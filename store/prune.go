@@ -35,6 +35,9 @@ type PruneOptions struct {
 	// is dropped (the record stays, with RawPruned set). 0 or less drops
 	// nothing.
 	RawAfter time.Duration
+	// SnapshotRetention: the step snapshots of traces started longer ago
+	// are deleted (the traces stay). 0 or less deletes none.
+	SnapshotRetention time.Duration
 }
 
 // PruneReport counts what Prune removed.
@@ -44,6 +47,8 @@ type PruneReport struct {
 	QueueDeleted  int
 	// FollowupsDeleted counts closed followups (done, gave up) dropped.
 	FollowupsDeleted int
+	// SnapshotsDeleted counts traces whose step snapshots were dropped.
+	SnapshotsDeleted int
 }
 
 // Prune removes what a long-running mailbox no longer needs, so that the
@@ -104,6 +109,13 @@ func (s *Store) Prune(o PruneOptions) (PruneReport, error) {
 		rep.FollowupsDeleted += n
 		if err != nil {
 			return rep, fmt.Errorf("prune followups: %w", err)
+		}
+	}
+	if o.SnapshotRetention > 0 {
+		n, err := s.pruneSnapshots(now.Add(-o.SnapshotRetention))
+		rep.SnapshotsDeleted += n
+		if err != nil {
+			return rep, fmt.Errorf("prune snapshots: %w", err)
 		}
 	}
 	if o.RawAfter > 0 {
@@ -193,8 +205,8 @@ func beU64(v uint64) []byte {
 	return b[:]
 }
 
-// PruneIfDue runs Prune with the store's retention (Options.Retention) and
-// RawRetention when the last such run is at least PruneInterval old (the
+// PruneIfDue runs Prune with the store's retention (Options.Retention),
+// its snapshot retention (Options.SnapshotRetention) and RawRetention when the last such run is at least PruneInterval old (the
 // time is kept in the file, so restarts do not prune more often). A
 // watcher calls it from its once-a-second work: on most calls it reads one
 // key. A read-only store does nothing.
@@ -222,7 +234,11 @@ func (s *Store) PruneIfDue(now time.Time) (PruneReport, bool, error) {
 	if retention > 0 {
 		rawAfter = min(rawAfter, retention)
 	}
-	rep, err := s.Prune(PruneOptions{Now: now, Retention: retention, RawAfter: rawAfter})
+	snapAfter := s.opts.SnapshotRetention
+	if snapAfter == 0 {
+		snapAfter = DefaultSnapshotRetention
+	}
+	rep, err := s.Prune(PruneOptions{Now: now, Retention: retention, RawAfter: rawAfter, SnapshotRetention: snapAfter})
 	if err != nil {
 		return rep, true, err
 	}

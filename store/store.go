@@ -51,6 +51,10 @@ type Options struct {
 	// kept (see Prune); 0 means DefaultRetention, a negative value keeps
 	// them forever.
 	Retention time.Duration
+	// SnapshotRetention is how long the step snapshots of a trace are
+	// kept; 0 means DefaultSnapshotRetention, a negative value keeps them
+	// forever.
+	SnapshotRetention time.Duration
 	// NoSync skips the fsync of each commit (bbolt's NoSync and
 	// NoGrowSync): commits reach the page cache only, and Sync or Close
 	// flushes them. It is for a writer whose work can simply be run again

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
@@ -141,11 +142,28 @@ func putTraceTx(tx *bolt.Tx, t *Trace) error {
 	case !errors.Is(err, ErrNotFound):
 		return err
 	}
-	if err := putJSON(b, []byte(t.TraceID), t); err != nil {
+	if err := putSnapshotsTx(tx, t); err != nil {
+		return err
+	}
+	if err := putJSON(b, []byte(t.TraceID), withoutSnapshots(t)); err != nil {
 		return err
 	}
 	if t.MessageID != "" {
 		return idx.Put(traceIndexKey(t), []byte(t.TraceID))
 	}
 	return nil
+}
+
+// withoutSnapshots returns t, or a copy of it whose steps carry no
+// snapshot (those are stored apart, by putSnapshotsTx).
+func withoutSnapshots(t *Trace) *Trace {
+	if !slices.ContainsFunc(t.Steps, func(s Step) bool { return s.Snapshot != nil }) {
+		return t
+	}
+	c := *t
+	c.Steps = slices.Clone(t.Steps)
+	for i := range c.Steps {
+		c.Steps[i].Snapshot = nil
+	}
+	return &c
 }

@@ -141,6 +141,10 @@ type Step struct {
 	Retries   int       `json:"retries,omitempty"`
 	Error     string    `json:"error,omitempty"`
 	Detail    string    `json:"detail,omitempty"`
+	// Snapshot is the step's input and output. It is stored apart from
+	// the trace (snapshots.go): GetTrace leaves it nil, LoadSnapshots
+	// fills it.
+	Snapshot *StepSnapshot `json:"snapshot,omitempty"`
 }
 
 // Trace is the record of how one message was handled.

@@ -95,6 +95,9 @@ type Item struct {
 	TraceID   string
 	QueueID   string
 	OutboxID  string
+	// Steps are the trace's step snapshots (trace.snapshots), shown in a
+	// short section of the detail; none when snapshots are off or pruned.
+	Steps []StepSnapshot
 }
 
 // Address is one mail address, both parts untrusted. The TUI shows it

@@ -236,5 +236,6 @@ func (m *Model) detailText(it *Item) string {
 		b.WriteString(st.Muted.Render("(no draft)"))
 	}
 	b.WriteByte('\n')
+	b.WriteString(m.stepsSection(it, w))
 	return b.String()
 }

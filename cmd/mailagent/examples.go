@@ -21,6 +21,7 @@ var commandExamples = map[string]string{
   mailagent explain tr_3f9a1c2e5b7d9e01                           # by trace id (from triage, queue show)
   mailagent explain fu_3f9a1c2e5b7d9e01                           # a followup: its state, deadline and message
   mailagent explain mem_001a2095f9736e35                          # a memory record and what it was learned from
+  mailagent explain tr_3f9a1c2e5b7d9e01 --steps                   # each step's input and output (prompt, raw answer, gates)
   mailagent explain tr_3f9a1c2e5b7d9e01 --json`,
 	"watch": `  mailagent watch                    # every account, until Ctrl-C
   mailagent watch --account work

@@ -18,8 +18,9 @@ import (
 
 // ExplainOptions are the flags of `mailagent explain`.
 type ExplainOptions struct {
-	ID   string
-	JSON bool
+	ID    string
+	JSON  bool
+	Steps bool
 }
 
 func newExplainCmd(f *Factory, runF func(context.Context, *ExplainOptions) error) *cobra.Command {
@@ -28,7 +29,10 @@ func newExplainCmd(f *Factory, runF func(context.Context, *ExplainOptions) error
 		Use:   "explain <id>",
 		Short: "Show how a message was handled: every step, gate and reason",
 		Long: `explain shows how a message was handled: each step with its timing,
-the classification, every gate with its reason, and the decision.
+the classification, every gate with its reason, and the decision. With
+--steps it also prints what went into each step and what came out
+(prompt variables, the model's raw answer, the inputs of each gate),
+redacted and capped, while trace.snapshot_retention keeps them.
 
 It accepts any id mailagent prints: a Message-ID (with or without <>), a
 trace id (tr_…), a queue id (q_…), an outbox id (ob_…), a followup id
@@ -48,6 +52,7 @@ output has the classification, gates and decision; run triage without
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the trace and the message record as JSON")
+	cmd.Flags().BoolVar(&opts.Steps, "steps", false, "also print each step's input and output (trace.snapshots)")
 	return cmd
 }
 
@@ -97,6 +102,9 @@ func explainRun(ctx context.Context, f *Factory, opts *ExplainOptions) error {
 		fmt.Fprintln(f.Stdout, strings.Join(subj.header, "\n"))
 	}
 	printExplain(f.Stdout, out)
+	if opts.Steps {
+		printSnapshots(f.Stdout, e.Trace)
+	}
 	return nil
 }
 

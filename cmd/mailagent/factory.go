@@ -143,7 +143,7 @@ func (f *Factory) openStore(o store.Options) (*store.Store, error) {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
-	o.Timeout, o.Retention = time.Second, cfg.StoreRetention()
+	o.Timeout, o.Retention, o.SnapshotRetention = time.Second, cfg.StoreRetention(), cfg.SnapshotRetention()
 	return store.Open(DBPath(cfg), o)
 }
 

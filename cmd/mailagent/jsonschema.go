@@ -178,6 +178,17 @@ type StepJSON struct {
 	Retries   int       `json:"retries"`
 	Detail    *string   `json:"detail"`
 	Error     *string   `json:"error"`
+	// Snapshot is the step's input and output (redacted, capped); null
+	// when snapshots were off, pruned, or the step keeps none.
+	Snapshot *SnapshotJSON `json:"snapshot"`
+}
+
+// SnapshotJSON is what went into a trace step and what came out of it
+// (prompt variables and the model's raw answer, a gate's inputs). Mail and
+// model text: hostile, printed as received.
+type SnapshotJSON struct {
+	Input  string `json:"input"`
+	Output string `json:"output"`
 }
 
 // TraceJSON is how one message was handled, step by step.
@@ -610,7 +621,8 @@ func toExplainJSON(tr *store.Trace, rec *store.MessageRecord) ExplainJSON {
 		Reasons: strs(tr.Reasons), Gates: toGatesJSON(tr.Gates)}}
 	for _, s := range tr.Steps {
 		j.Trace.Steps = append(j.Trace.Steps, StepJSON{Name: s.Name, Start: s.Start, LatencyMS: s.LatencyMS, TokensIn: s.TokensIn,
-			TokensOut: s.TokensOut, Model: optStr(s.Model), Retries: s.Retries, Detail: optStr(s.Detail), Error: optStr(s.Error)})
+			TokensOut: s.TokensOut, Model: optStr(s.Model), Retries: s.Retries, Detail: optStr(s.Detail), Error: optStr(s.Error),
+			Snapshot: toSnapshotJSON(s.Snapshot)})
 	}
 	if rec != nil {
 		m := toMessageJSON(rec)
@@ -728,4 +740,11 @@ type FreeSlotJSON struct {
 
 func toFreeSlotJSON(s calendar.Interval) FreeSlotJSON {
 	return FreeSlotJSON{Start: s.Start.Format(time.RFC3339), End: s.End.Format(time.RFC3339)}
+}
+
+func toSnapshotJSON(s *store.StepSnapshot) *SnapshotJSON {
+	if s == nil {
+		return nil
+	}
+	return &SnapshotJSON{Input: s.Input, Output: s.Output}
 }

@@ -197,6 +197,11 @@ func detailToItem(id string, d *api.Detail, known map[string]bool) (tui.Item, er
 		if len(it.Gates) == 0 {
 			it.Gates = tuiGates(t.Gates)
 		}
+		for _, s := range t.Steps {
+			if s.Snapshot != nil {
+				it.Steps = append(it.Steps, tui.StepSnapshot{Name: s.Name, Input: s.Snapshot.Input, Output: s.Snapshot.Output})
+			}
+		}
 	}
 	if len(d.Thread) > 0 {
 		it.Thread = nil

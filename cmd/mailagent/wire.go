@@ -193,6 +193,8 @@ func newPipeline(cfg *config.Config, st agent.Store, c agent.Classifier, th *mai
 		ClassifyAutomated: cfg.LLM.ClassifyAutomated,
 		Now:               f.Now,
 		Logger:            f.Logger(),
+		Snapshots:         cfg.Trace.Snapshots,
+		Redactor:          config.NewRedactor(cfg.KnownSecrets()...),
 	}
 }
 

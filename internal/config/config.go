@@ -82,6 +82,8 @@ type Config struct {
 	Scheduling Scheduling `toml:"scheduling"`
 	// Tools bounds the tool step before drafting and names MCP servers.
 	Tools Tools `toml:"tools"`
+	// Trace says what a message's trace keeps (step snapshots).
+	Trace Trace `toml:"trace"`
 
 	// File is the path the configuration was read from ("" when parsed
 	// from memory without a name).
@@ -672,6 +674,7 @@ func defaults() *Config {
 		MCP:        MCP{Enabled: true},
 		Mailbox:    Mailbox{Archive: ArchiveOff},
 		Scheduling: defaultScheduling(),
+		Trace:      Trace{Snapshots: true, SnapshotRetention: Days{Dur(DefaultSnapshotRetention)}},
 		Policy: Policy{
 			Mode:                    ModeReview,
 			MinConfidence:           0.8,

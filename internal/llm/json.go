@@ -26,6 +26,9 @@ type CallInfo struct {
 	Retries  int    // transport retries summed over both calls (see WithRetry)
 	Model    string // model version of the last answer
 	Repaired bool   // the first answer was invalid and the repair was valid
+	// Raw is the text of the last answer as the model wrote it (for trace
+	// snapshots; hostile like any model output).
+	Raw string
 }
 
 // GenerateJSON asks m for JSON output, decodes it strictly into T (unknown
@@ -68,6 +71,7 @@ func (c *CallInfo) note(r *Response) {
 	c.Usage = c.Usage.Add(r.Usage)
 	c.Retries += r.Retries
 	c.Model = r.Model
+	c.Raw = r.Text
 }
 
 // decodeValid decodes text strictly into a T and validates it.

@@ -359,6 +359,9 @@ func (l *Local) Explain(ctx context.Context, ref string) (*Explain, error) {
 	if err != nil {
 		return nil, fmt.Errorf("explain %q: %w", ref, err)
 	}
+	if err := l.DB.LoadSnapshots(t); err != nil {
+		return nil, fmt.Errorf("explain %q: %w", ref, err)
+	}
 	e := &Explain{Trace: t}
 	switch m, err := l.DB.GetMessage(t.Message); {
 	case err == nil:

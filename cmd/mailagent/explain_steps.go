@@ -1,0 +1,42 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/mailagent/mailagent/internal/termsafe"
+	"github.com/mailagent/mailagent/store"
+)
+
+// printSnapshots writes `explain --steps`: each step's input and output,
+// indented. Snapshots hold mail and model text, so every line goes
+// through termsafe.Line (no escape sequence, bidi control or other
+// control character reaches the terminal).
+func printSnapshots(w io.Writer, tr *store.Trace) {
+	fmt.Fprintln(w, "\nstep snapshots:")
+	has := false
+	for i, s := range tr.Steps {
+		if s.Snapshot == nil {
+			continue
+		}
+		has = true
+		fmt.Fprintf(w, "\n[%d] %s\n", i+1, termsafe.Line(s.Name))
+		block(w, "input", s.Snapshot.Input)
+		block(w, "output", s.Snapshot.Output)
+	}
+	if !has {
+		fmt.Fprintln(w, "  (none: trace.snapshots was off, or trace.snapshot_retention has passed)")
+	}
+}
+
+func block(w io.Writer, label, text string) {
+	if text == "" {
+		fmt.Fprintf(w, "  %s: (empty)\n", label)
+		return
+	}
+	fmt.Fprintf(w, "  %s:\n", label)
+	for _, l := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
+		fmt.Fprintf(w, "    %s\n", termsafe.Line(l))
+	}
+}

@@ -1,0 +1,236 @@
+package store
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// StepSnapshot is what went into one trace step and what came out of it:
+// the prompt variables and the model's raw answer, a gate's inputs and
+// verdicts, a tool call and its result. Both are text the caller has
+// already redacted; the store only caps them (CapSnapshot). They hold mail
+// and model text, which is hostile: sanitise before showing.
+type StepSnapshot struct {
+	Input  string `json:"input"`
+	Output string `json:"output"`
+}
+
+// SnapshotCap is the most bytes one side (input or output) of a step
+// snapshot keeps; the rest is cut at a rune boundary and marked.
+const SnapshotCap = 8 << 10
+
+// DefaultSnapshotRetention is how long step snapshots are kept when
+// Options.SnapshotRetention is 0.
+const DefaultSnapshotRetention = 14 * 24 * time.Hour
+
+// Snapshots live apart from traces, compressed, so that listing and
+// reading traces stays as fast as without them.
+var (
+	bSnapshots    = []byte("trace_snapshots")     // trace id → deflate(JSON snapshotRecord)
+	bIdxSnapshots = []byte("idx_trace_snapshots") // be64(trace started) \0 trace id → nil
+)
+
+func init() { allBuckets = append(allBuckets, bSnapshots, bIdxSnapshots) }
+
+// snapshotRecord is the stored form: one entry per trace step, by index
+// (nil where the step has none).
+type snapshotRecord struct {
+	Started time.Time       `json:"started"`
+	Steps   []*StepSnapshot `json:"steps"`
+}
+
+// CapSnapshot returns s cut to at most SnapshotCap bytes (at a rune
+// boundary, invalid UTF-8 replaced) with a marker saying how much was
+// dropped.
+func CapSnapshot(s string) string {
+	s = string(bytes.ToValidUTF8([]byte(s), []byte("\uFFFD")))
+	if len(s) <= SnapshotCap {
+		return s
+	}
+	marker := func(n int) string { return "\n…[truncated " + strconv.Itoa(n) + " bytes]" }
+	cut := SnapshotCap - len(marker(len(s)))
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + marker(len(s)-cut)
+}
+
+func snapshotIndexKey(started time.Time, traceID string) []byte {
+	return append(append(beU64(timeKey(started)), 0), traceID...)
+}
+
+// putSnapshotsTx stores the snapshots the steps of t carry, merged with
+// those stored before: steps are only ever appended to a trace, so a step
+// written without its snapshot (a trace read back and extended) keeps the
+// one it had.
+func putSnapshotsTx(tx *bolt.Tx, t *Trace) error {
+	has := false
+	for _, st := range t.Steps {
+		if st.Snapshot != nil {
+			has = true
+			break
+		}
+	}
+	b, idx := tx.Bucket(bSnapshots), tx.Bucket(bIdxSnapshots)
+	if !has || b == nil || idx == nil {
+		return nil
+	}
+	rec, err := getSnapshotsTx(tx, t.TraceID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		rec = &snapshotRecord{Started: t.Started}
+	case err != nil:
+		return err
+	}
+	if !rec.Started.Equal(t.Started) {
+		if err := idx.Delete(snapshotIndexKey(rec.Started, t.TraceID)); err != nil {
+			return err
+		}
+		rec.Started = t.Started
+	}
+	for len(rec.Steps) < len(t.Steps) {
+		rec.Steps = append(rec.Steps, nil)
+	}
+	for i, st := range t.Steps {
+		if st.Snapshot != nil {
+			rec.Steps[i] = &StepSnapshot{Input: CapSnapshot(st.Snapshot.Input), Output: CapSnapshot(st.Snapshot.Output)}
+		}
+	}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode snapshots %s: %w", t.TraceID, err)
+	}
+	var z bytes.Buffer
+	w, err := flate.NewWriter(&z, flate.BestCompression)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if err := b.Put([]byte(t.TraceID), z.Bytes()); err != nil {
+		return err
+	}
+	return idx.Put(snapshotIndexKey(t.Started, t.TraceID), nil)
+}
+
+// maxSnapshotRecord bounds what one stored record may inflate to (a
+// damaged or hostile file must not exhaust memory).
+const maxSnapshotRecord = 64 << 20
+
+func getSnapshotsTx(tx *bolt.Tx, traceID string) (*snapshotRecord, error) {
+	b := tx.Bucket(bSnapshots)
+	if b == nil {
+		return nil, ErrNotFound
+	}
+	v := b.Get([]byte(traceID))
+	if v == nil {
+		return nil, ErrNotFound
+	}
+	r := flate.NewReader(bytes.NewReader(v))
+	defer func() { _ = r.Close() }()
+	data, err := io.ReadAll(io.LimitReader(r, maxSnapshotRecord))
+	if err != nil {
+		return nil, fmt.Errorf("inflate snapshots %s: %w", traceID, err)
+	}
+	var rec snapshotRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, fmt.Errorf("decode snapshots %s: %w", traceID, err)
+	}
+	return &rec, nil
+}
+
+// LoadSnapshots fills the Snapshot of each step of t from the store
+// (steps with none, or whose snapshot was pruned, keep nil). A trace with
+// no snapshots at all is not an error.
+func (s *Store) LoadSnapshots(t *Trace) error {
+	if t == nil {
+		return nil
+	}
+	var rec *snapshotRecord
+	err := s.view(func(tx *bolt.Tx) error {
+		var err error
+		rec, err = getSnapshotsTx(tx, t.TraceID)
+		return err
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("load snapshots: %w", err)
+	}
+	for i := range t.Steps {
+		if i < len(rec.Steps) && rec.Steps[i] != nil {
+			t.Steps[i].Snapshot = rec.Steps[i]
+		}
+	}
+	return nil
+}
+
+// SnapshotBytes returns how many bytes the stored snapshots take (values
+// only, compressed) and how many traces have them.
+func (s *Store) SnapshotBytes() (size int64, traces int, err error) {
+	err = s.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bSnapshots)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			size += int64(len(k) + len(v))
+			traces++
+			return nil
+		})
+	})
+	return size, traces, err
+}
+
+// pruneSnapshots deletes the snapshots of traces started before cutoff,
+// oldest first, in transactions of at most pruneBatch deletes. The traces
+// themselves are kept.
+func (s *Store) pruneSnapshots(cutoff time.Time) (int, error) {
+	total := 0
+	end := beU64(timeKey(cutoff))
+	for {
+		n := 0
+		err := s.updateTx(func(tx *bolt.Tx) error {
+			b, idx := tx.Bucket(bSnapshots), tx.Bucket(bIdxSnapshots)
+			if b == nil || idx == nil {
+				return nil
+			}
+			c := idx.Cursor()
+			var keys [][]byte
+			for k, _ := c.First(); k != nil && len(keys) < pruneBatch; k, _ = c.Next() {
+				if len(k) < 9 || bytes.Compare(k[:8], end) >= 0 {
+					break
+				}
+				keys = append(keys, bytes.Clone(k))
+			}
+			for _, k := range keys {
+				if err := b.Delete(k[9:]); err != nil {
+					return err
+				}
+				if err := idx.Delete(k); err != nil {
+					return err
+				}
+			}
+			n = len(keys)
+			return nil
+		})
+		total += n
+		if err != nil || n < pruneBatch {
+			return total, err
+		}
+	}
+}
