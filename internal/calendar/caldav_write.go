@@ -1,7 +1,6 @@
 package calendar
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/emersion/go-ical"
 )
 
 // ErrReadOnly is returned by PutEvent for a source that cannot be written
@@ -25,9 +23,9 @@ func (s *Source) PutEvent(ctx context.Context, uid string, data []byte) (string,
 	if s.ICS {
 		return "", fmt.Errorf("calendar: %s: %w", redactURL(s.URL), ErrReadOnly)
 	}
-	cal, err := ical.NewDecoder(bytes.NewReader(data)).Decode()
+	cal, err := decodeICS(data)
 	if err != nil {
-		return "", fmt.Errorf("calendar: event data: %w", err)
+		return "", err
 	}
 	cl, t, err := s.caldav(ctx)
 	if err != nil {

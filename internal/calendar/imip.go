@@ -157,9 +157,9 @@ func ParseICS(data []byte, methodHint string) (*Invitation, error) {
 	if len(data) > MaxICSBytes {
 		return nil, fmt.Errorf("imip: calendar data larger than %d bytes", MaxICSBytes)
 	}
-	cal, err := ical.NewDecoder(bytes.NewReader(data)).Decode()
+	cal, err := decodeICS(data)
 	if err != nil {
-		return nil, fmt.Errorf("imip: %w", err)
+		return nil, err
 	}
 	inv := &Invitation{ICS: data, Method: methodHint}
 	if p := cal.Props.Get(ical.PropMethod); p != nil {
@@ -338,9 +338,9 @@ func (inv *Invitation) Occurrences() ([]Interval, error) {
 	if !inv.Recurring {
 		return []Interval{{Start: inv.Start, End: inv.End}}, nil
 	}
-	cal, err := ical.NewDecoder(bytes.NewReader(inv.ICS)).Decode()
+	cal, err := decodeICS(inv.ICS)
 	if err != nil {
-		return nil, fmt.Errorf("imip: %w", err)
+		return nil, err
 	}
 	only := ical.NewCalendar()
 	for _, c := range cal.Children {
@@ -361,4 +361,20 @@ func propValue(c *ical.Component, name string) string {
 		return p.Value
 	}
 	return ""
+}
+
+// decodeICS decodes calendar data from a mail. go-ical panics on some
+// malformed parameters (a stray character after a quoted value): that
+// must be an error for one message, never a crash of the watcher.
+func decodeICS(data []byte) (cal *ical.Calendar, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			cal, err = nil, fmt.Errorf("imip: malformed calendar data: %v", r)
+		}
+	}()
+	cal, err = ical.NewDecoder(bytes.NewReader(data)).Decode()
+	if err != nil {
+		return nil, fmt.Errorf("imip: %w", err)
+	}
+	return cal, nil
 }

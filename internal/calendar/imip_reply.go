@@ -69,9 +69,9 @@ func (inv *Invitation) Accepted(attendee, partStat string) ([]byte, error) {
 	if !ValidPartStat(partStat) {
 		return nil, fmt.Errorf("imip: PARTSTAT %q: use ACCEPTED, DECLINED or TENTATIVE", partStat)
 	}
-	cal, err := ical.NewDecoder(bytes.NewReader(inv.ICS)).Decode()
+	cal, err := decodeICS(inv.ICS)
 	if err != nil {
-		return nil, fmt.Errorf("imip: %w", err)
+		return nil, err
 	}
 	out := ical.NewCalendar()
 	out.Props.SetText(ical.PropVersion, "2.0")
@@ -123,9 +123,9 @@ func ownerAttendee(ev *ical.Component, attendee, partStat string) (*ical.Prop, e
 }
 
 func (inv *Invitation) event() (*ical.Component, error) {
-	cal, err := ical.NewDecoder(bytes.NewReader(inv.ICS)).Decode()
+	cal, err := decodeICS(inv.ICS)
 	if err != nil {
-		return nil, fmt.Errorf("imip: %w", err)
+		return nil, err
 	}
 	for _, c := range cal.Children {
 		if c.Name == ical.CompEvent && propValue(c, ical.PropUID) == inv.UID && propValue(c, ical.PropRecurrenceID) == inv.RecurrenceID {
@@ -154,7 +154,7 @@ func timezones(data []byte, ev *ical.Component) []*ical.Component {
 	if len(want) == 0 {
 		return nil
 	}
-	cal, err := ical.NewDecoder(bytes.NewReader(data)).Decode()
+	cal, err := decodeICS(data)
 	if err != nil {
 		return nil
 	}

@@ -76,10 +76,10 @@ func TestParseInvitationNone(t *testing.T) {
 func TestConflicts(t *testing.T) {
 	inv := readSample(t, "google_request.eml") // Wednesdays 14:00–14:30 UTC
 	busy := []Interval{
-		{time.Date(2026, 12, 9, 14, 15, 0, 0, time.UTC), time.Date(2026, 12, 9, 15, 0, 0, 0, time.UTC)},  // 2nd Wednesday: conflict
-		{time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC), time.Date(2026, 12, 2, 16, 0, 0, 0, time.UTC)},   // after: none
-		{time.Date(2026, 12, 3, 14, 0, 0, 0, time.UTC), time.Date(2026, 12, 3, 14, 30, 0, 0, time.UTC)},  // Thursday: none
-		{time.Date(2027, 3, 3, 14, 0, 0, 0, time.UTC), time.Date(2027, 3, 3, 14, 30, 0, 0, time.UTC)},    // beyond ConflictDays
+		{time.Date(2026, 12, 9, 14, 15, 0, 0, time.UTC), time.Date(2026, 12, 9, 15, 0, 0, 0, time.UTC)}, // 2nd Wednesday: conflict
+		{time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC), time.Date(2026, 12, 2, 16, 0, 0, 0, time.UTC)},  // after: none
+		{time.Date(2026, 12, 3, 14, 0, 0, 0, time.UTC), time.Date(2026, 12, 3, 14, 30, 0, 0, time.UTC)}, // Thursday: none
+		{time.Date(2027, 3, 3, 14, 0, 0, 0, time.UTC), time.Date(2027, 3, 3, 14, 30, 0, 0, time.UTC)},   // beyond ConflictDays
 	}
 	got, err := inv.Conflicts(busy)
 	if err != nil {
