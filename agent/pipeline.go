@@ -362,6 +362,7 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 		verdict = "authenticated " + auth.Address
 	}
 	done(store.Step{Detail: verdict + ": " + auth.Reason}, nil)
+	p.readInvitation(ctx, rec, in.Raw, acct.Owner) // invite.go
 
 	done = tr.step("route")
 	var sentByUs func(string) bool
@@ -383,6 +384,7 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 	}
 	if rec.State != store.StateNeedsReview {
 		p.decide(rec, route, acct, tr)
+		invitationDecision(rec) // invite.go: never auto-sent, never archived
 		if err := p.journal(rec); err != nil {
 			return nil, err
 		}

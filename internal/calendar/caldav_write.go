@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
 )
 
 // ErrReadOnly is returned by PutEvent for a source that cannot be written
