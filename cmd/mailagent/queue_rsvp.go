@@ -79,16 +79,11 @@ The REPLY goes to the organizer only when the organizer is the sender
 your mail server authenticated, or an address on that sender's domain;
 otherwise rsvp refuses and says why. Invitations are never answered
 without this command.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 2 {
-				return usageErr("rsvp takes an item id and accept, decline or tentative")
-			}
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, ok := agent.RSVPAnswers[strings.ToLower(args[1])]; !ok {
 				return usageErr("rsvp %s %q: answer accept, decline or tentative", args[0], args[1])
 			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ID, opts.Answer = args[0], strings.ToLower(args[1])
 			if runF != nil {
 				return runF(cmd.Context(), opts)
