@@ -121,6 +121,23 @@ func queueRSVP(ctx context.Context, f *Factory, svc api.Service, opts *QueueOpti
 	return nil
 }
 
+// invitationLines are the invitation's lines as the review TUI shows them
+// (with the item's reasons): what printInvitation prints, without the
+// indentation.
+func invitationLines(id string, inv *store.Invitation) []string {
+	if inv == nil {
+		return nil
+	}
+	var b strings.Builder
+	printInvitation(&b, inv)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	for i := range lines {
+		lines[i] = strings.TrimSpace(lines[i])
+	}
+	lines = append(lines, "answer with: mailagent queue rsvp "+id+" accept|decline|tentative")
+	return lines
+}
+
 // printInvitation is the invitation block of `queue show`.
 func printInvitation(w io.Writer, inv *store.Invitation) {
 	if inv == nil {
