@@ -32,7 +32,7 @@ func TestInvitationHostile(t *testing.T) {
 		}
 	}
 	noCtl := func(s string) bool {
-		return !strings.ContainsAny(s, "\x1b\r\n\x07\u202e\x00\x9b")
+		return !strings.ContainsAny(s, "\x1b\r\n\x07\u202e\x00\u009b")
 	}
 	cases := map[string]string{
 		"escape in SUMMARY":        "SUMMARY:\x1b]52;c;cGF5bG9hZA==\x07Lunch\x1b[2J\n",
