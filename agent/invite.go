@@ -18,7 +18,9 @@ import (
 // BusyCalendar is the optional side of a Calendar that gives the owner's
 // busy times (for an invitation's conflicts).
 type BusyCalendar interface {
-	Busy(ctx context.Context, account string, window calendar.Interval) ([]calendar.Interval, error)
+	// Busy leaves out the events with exceptUID (the invitation's own copy
+	// when the owner's calendar already holds it).
+	Busy(ctx context.Context, account string, window calendar.Interval, exceptUID string) ([]calendar.Interval, error)
 }
 
 // EventWriter is the optional side of a Calendar that stores an answered
@@ -101,7 +103,7 @@ func (p *Pipeline) conflicts(ctx context.Context, account string, inv *calendar.
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	busy, err := bc.Busy(ctx, account, calendar.Interval{Start: occ[0].Start, End: occ[len(occ)-1].End})
+	busy, err := bc.Busy(ctx, account, calendar.Interval{Start: occ[0].Start, End: occ[len(occ)-1].End}, inv.UID)
 	if err != nil {
 		return out, "calendar not read: " + err.Error()
 	}

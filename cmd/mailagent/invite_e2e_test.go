@@ -112,6 +112,15 @@ func TestInvitationRSVPRadicaleE2E(t *testing.T) {
 	if !ok {
 		t.Errorf("Radicale does not hold the event with ada ACCEPTED:\n%s", stored)
 	}
+	// An update of the same invitation: the accepted copy on the calendar
+	// is not a conflict with itself; the standup still is.
+	h.deliver(inviteMail("Kickoff moved", "Updated.", uid, "bob@example.org", start))
+	h.watchOnce(t)
+	out, _, _ = h.run("queue", "show", queueIDBySubject(t, h, "Kickoff moved"))
+	want := "conflict " + start.Add(-30*time.Minute).Format(time.RFC3339) + " – " + start.Add(30*time.Minute).Format(time.RFC3339) + "\n"
+	if !strings.Contains(out, want) || strings.Count(out, "conflict ") != 1 {
+		t.Errorf("update of an accepted invitation: want only %q\n%s", want, out)
+	}
 	// The free slots now count the accepted meeting as busy.
 	out, _, _ = h.run("calendar", "free", "--days", "5", "--json")
 	if strings.Contains(out, `"start":"`+start.Format(time.RFC3339)) {

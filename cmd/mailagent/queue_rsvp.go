@@ -21,7 +21,7 @@ import (
 
 // Busy gives the agent an account's busy times in window (an
 // invitation's conflicts); agent.BusyCalendar.
-func (c agentCalendar) Busy(ctx context.Context, account string, window calendar.Interval) ([]calendar.Interval, error) {
+func (c agentCalendar) Busy(ctx context.Context, account string, window calendar.Interval, exceptUID string) ([]calendar.Interval, error) {
 	a, ok := c.cfg.Account(account)
 	if !ok || !a.Calendar.Configured() {
 		return nil, nil
@@ -32,7 +32,9 @@ func (c agentCalendar) Busy(ctx context.Context, account string, window calendar
 	}
 	ctx, cancel := context.WithTimeout(ctx, calendarTimeout(a))
 	defer cancel()
-	busy, err := calendarSource(a).Busy(ctx, window, prefs.Location)
+	src := calendarSource(a)
+	src.SkipUID = exceptUID
+	busy, err := src.Busy(ctx, window, prefs.Location)
 	if err != nil {
 		return nil, calendarErr(a, err)
 	}

@@ -378,3 +378,26 @@ func decodeICS(data []byte) (cal *ical.Calendar, err error) {
 	}
 	return cal, nil
 }
+
+// withoutUID returns cals without the VEVENTs whose UID is uid (all of
+// them when uid is ""). The calendars are copied, not changed.
+func withoutUID(cals []*ical.Calendar, uid string) []*ical.Calendar {
+	if uid == "" {
+		return cals
+	}
+	out := make([]*ical.Calendar, 0, len(cals))
+	for _, cal := range cals {
+		if cal == nil || cal.Component == nil {
+			continue
+		}
+		c := &ical.Calendar{Component: &ical.Component{Name: cal.Name, Props: cal.Props}}
+		for _, child := range cal.Children {
+			if child.Name == ical.CompEvent && propValue(child, ical.PropUID) == uid {
+				continue
+			}
+			c.Children = append(c.Children, child)
+		}
+		out = append(out, c)
+	}
+	return out
+}

@@ -64,6 +64,9 @@ type Source struct {
 	Auth Credentials // nil: no login
 	// Client is the HTTP client (nil: a client with a 30s timeout).
 	Client *http.Client
+	// SkipUID, when set, leaves the events with this UID out of Busy: an
+	// invitation's own copy on the calendar is no conflict with it.
+	SkipUID string
 }
 
 // Calendars names the calendars the source reads (for doctor).
@@ -130,7 +133,7 @@ func (s *Source) Busy(ctx context.Context, window Interval, loc *time.Location) 
 			}
 		}
 	}
-	return Busy(cals, window, loc)
+	return Busy(withoutUID(cals, s.SkipUID), window, loc)
 }
 
 // transport adds the Authorization header, caps response bodies and
