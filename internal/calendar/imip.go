@@ -401,3 +401,24 @@ func withoutUID(cals []*ical.Calendar, uid string) []*ical.Calendar {
 	}
 	return out
 }
+
+// decodeAll decodes every VCALENDAR in data (an .ics feed), with go-ical's
+// panics on malformed input turned into an error like decodeICS.
+func decodeAll(data []byte) (cals []*ical.Calendar, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			cals, err = nil, fmt.Errorf("malformed calendar data: %v", r)
+		}
+	}()
+	dec := ical.NewDecoder(bytes.NewReader(data))
+	for {
+		cal, err := dec.Decode()
+		if errors.Is(err, io.EOF) {
+			return cals, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		cals = append(cals, cal)
+	}
+}

@@ -2,6 +2,8 @@ package calendar
 
 import (
 	"bytes"
+	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -119,4 +121,21 @@ func noPropLine(data []byte, word string) bool {
 		}
 	}
 	return true
+}
+
+// TestICSFeedMalformedParamIsAnError: go-ical panics on a stray character
+// after a quoted parameter; a feed holding one is an error, not a crash.
+func TestICSFeedMalformedParamIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/feed.ics"
+	feed := "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:x\r\nATTENDEE;CN=\"a\"b:mailto:a@example.org\r\n" +
+		"DTSTART:20261201T100000Z\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+	if err := os.WriteFile(path, []byte(feed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := &Source{URL: path, ICS: true}
+	_, err := s.Busy(context.Background(), Interval{time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}, time.UTC)
+	if err == nil || !strings.Contains(err.Error(), "malformed") {
+		t.Fatalf("feed with a malformed parameter: %v", err)
+	}
 }

@@ -1,7 +1,6 @@
 package calendar
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -303,17 +302,9 @@ func (s *Source) fetchICS(ctx context.Context) ([]*ical.Calendar, error) {
 	if len(data) > MaxResponseBytes {
 		return nil, fmt.Errorf("calendar: %s is larger than %d bytes", redactURL(s.URL), MaxResponseBytes)
 	}
-	dec := ical.NewDecoder(bytes.NewReader(data))
-	var cals []*ical.Calendar
-	for {
-		cal, err := dec.Decode()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("calendar: %s: %w", redactURL(s.URL), err)
-		}
-		cals = append(cals, cal)
+	cals, err := decodeAll(data) // imip.go: go-ical's panics become errors
+	if err != nil {
+		return nil, fmt.Errorf("calendar: %s: %w", redactURL(s.URL), err)
 	}
 	if len(cals) == 0 {
 		return nil, fmt.Errorf("calendar: %s holds no VCALENDAR", redactURL(s.URL))
