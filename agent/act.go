@@ -274,6 +274,7 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 		ID: qid, Kind: store.KindDraft, Account: rec.Account, Message: rec.MessageKey, MessageID: rec.MessageID,
 		ThreadID: rec.ThreadID, From: rec.From, To: append(slices.Clone(reply.To), reply.Cc...), Subject: rec.Subject,
 		Classification: rec.Classification, Gates: rec.Gates, Reasons: rec.Reasons, Draft: d.Body, Status: store.QueuePending,
+		Invitation: rec.Invitation,
 	}
 	return a.enqueue(ctx, item, p.prepareDraft(item, reply))
 }
@@ -392,6 +393,7 @@ func notifyItem(rec *store.MessageRecord) *store.QueueItem {
 		ID: QueueID(rec.MessageKey), Kind: store.KindNotify, Account: rec.Account, Message: rec.MessageKey,
 		MessageID: rec.MessageID, ThreadID: rec.ThreadID, From: rec.From, Subject: rec.Subject,
 		Classification: rec.Classification, Gates: rec.Gates, Reasons: rec.Reasons, Status: store.QueuePending,
+		Invitation: rec.Invitation,
 	}
 }
 

@@ -375,6 +375,7 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 	done(store.Step{Detail: verdict + ": " + auth.Reason, Snapshot: tr.snap(map[string]any{
 		"from": m.From.Email, "from_sent_folder": in.FromSent, "authserv_id": acct.Owner.AuthservID,
 		"authentication_results": m.Header["Authentication-Results"]}, auth)}, nil)
+	p.readInvitation(ctx, rec, in.Raw, acct.Owner) // invite.go
 
 	done = tr.step("route")
 	var sentByUs func(string) bool
@@ -396,6 +397,7 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 	}
 	if rec.State != store.StateNeedsReview {
 		p.decide(rec, route, acct, tr)
+		invitationDecision(rec) // invite.go: never auto-sent, never archived
 		if err := p.journal(rec); err != nil {
 			return nil, err
 		}

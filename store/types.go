@@ -110,6 +110,8 @@ type MessageRecord struct {
 	// vouches for it (Authentication-Results) or the Sent folder shows. nil
 	// (records written before it existed) means not authenticated.
 	SenderAuth *SenderAuth `json:"sender_auth,omitempty"`
+	// Invitation is the calendar invitation the message carries, if any.
+	Invitation *Invitation `json:"invitation,omitempty"`
 
 	Route          string          `json:"route"` // external | owner | self | automated
 	RouteReason    string          `json:"route_reason,omitempty"`
@@ -220,6 +222,8 @@ type QueueItem struct {
 	// wrote, for the "learned: …" line and its undo: filled on the result
 	// of Approve only, never stored.
 	Learned []Learned `json:"learned,omitempty"`
+	// Invitation is the calendar invitation the message carries, if any.
+	Invitation *Invitation `json:"invitation,omitempty"`
 }
 
 // Outbox record statuses.

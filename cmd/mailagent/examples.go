@@ -48,6 +48,8 @@ var commandExamples = map[string]string{
 	"queue regenerate": `  mailagent queue regenerate ID --instruction "shorter, and decline politely"`,
 	"queue retry": `  mailagent queue retry tr_3f9a1c2e5b7d9e01             # a trace id (Tab completes those that need review)
   mailagent queue retry '<CAF=abc123@mail.example.com>'  # or the Message-ID`,
+	"queue rsvp": `  mailagent queue rsvp ID accept      # iTIP REPLY to the organizer; the event on a writable calendar
+  mailagent queue rsvp ID tentative   # or decline; undo within policy.approval_delay: mailagent queue cancel ID`,
 	"queue cancel": `  mailagent queue cancel OUTBOX-ID   # within policy.send_delay of an auto-send`,
 	"followups": `  mailagent followups                          # threads waiting for you or for them, with age and deadline
   mailagent followups --state needs-reply --from example.org --since 7d

@@ -127,6 +127,34 @@ type QueueItemJSON struct {
 	Error          *string    `json:"error"`
 	CreatedAt      time.Time  `json:"created_at"`
 	UpdatedAt      time.Time  `json:"updated_at"`
+	// Invitation is the calendar invitation the message carries (null
+	// when none).
+	Invitation *InvitationJSON `json:"invitation"`
+}
+
+// InvitationJSON is a calendar invitation as code read it (queue list and
+// show): conflicts are the owner's busy times it overlaps.
+type InvitationJSON struct {
+	Method            string         `json:"method"`
+	UID               string         `json:"uid"`
+	Sequence          int            `json:"sequence"`
+	RecurrenceID      *string        `json:"recurrence_id"`
+	Summary           string         `json:"summary"`
+	Location          *string        `json:"location"`
+	Organizer         string         `json:"organizer"`
+	OrganizerName     *string        `json:"organizer_name"`
+	OrganizerVerified bool           `json:"organizer_verified"`
+	OrganizerNote     *string        `json:"organizer_note"`
+	Start             *string        `json:"start"` // RFC 3339 in the event's zone
+	End               *string        `json:"end"`
+	AllDay            bool           `json:"all_day"`
+	TZID              *string        `json:"tzid"`
+	Recurring         bool           `json:"recurring"`
+	Conflicts         []FreeSlotJSON `json:"conflicts"`
+	ConflictError     *string        `json:"conflict_error"`
+	RSVP              *string        `json:"rsvp"`
+	CalendarPath      *string        `json:"calendar_path"`
+	CalendarError     *string        `json:"calendar_error"`
 }
 
 // OutboxJSON is a reply's send record (without the raw message).
@@ -583,6 +611,31 @@ func toQueueItemJSON(q *store.QueueItem) QueueItemJSON {
 	if q.IMAPDraftUID != 0 {
 		uid := q.IMAPDraftUID
 		j.IMAPDraftUID = &uid
+	}
+	j.Invitation = toInvitationJSON(q.Invitation)
+	return j
+}
+
+func toInvitationJSON(inv *store.Invitation) *InvitationJSON {
+	if inv == nil {
+		return nil
+	}
+	j := &InvitationJSON{Method: inv.Method, UID: inv.UID, Sequence: inv.Sequence, RecurrenceID: optStr(inv.RecurrenceID),
+		Summary: inv.Summary, Location: optStr(inv.Location), Organizer: inv.Organizer, OrganizerName: optStr(inv.OrganizerCN),
+		OrganizerVerified: inv.OrganizerVerified, OrganizerNote: optStr(inv.OrganizerNote), AllDay: inv.AllDay,
+		TZID: optStr(inv.TZID), Recurring: inv.Recurring, Conflicts: make([]FreeSlotJSON, 0, len(inv.Conflicts)),
+		ConflictError: optStr(inv.ConflictError), RSVP: optStr(inv.RSVP), CalendarPath: optStr(inv.CalendarPath),
+		CalendarError: optStr(inv.CalendarError)}
+	loc := time.UTC
+	if l, err := time.LoadLocation(inv.TZID); err == nil && inv.TZID != "" {
+		loc = l
+	}
+	if !inv.Start.IsZero() {
+		s, e := inv.Start.In(loc).Format(time.RFC3339), inv.End.In(loc).Format(time.RFC3339)
+		j.Start, j.End = &s, &e
+	}
+	for _, c := range inv.Conflicts {
+		j.Conflicts = append(j.Conflicts, toFreeSlotJSON(calendar.Interval{Start: c.Start, End: c.End}))
 	}
 	return j
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/exp/golden"
 )
@@ -187,6 +188,8 @@ func TestJSONSchemaPerKind(t *testing.T) {
 	if len(records["triage_line"]) != 4 {
 		t.Fatalf("triage: got %d lines, want 4:\n%s", len(records["triage_line"]), out)
 	}
+	// An invitation, so that queue items show the invitation's shape.
+	h.deliver(inviteMail("Planning", "Please come.", "golden-1@example.org", "bob@example.org", time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)))
 	h.watchOnce(t)
 
 	// Approve Carol's draft, so that one queue show has an outbox record.

@@ -37,6 +37,7 @@ type QueueOptions struct {
 	Yes         bool   // approve: send to addresses the owner never wrote to without asking
 	Text        string // edit: the new text, instead of an editor
 	TextSet     bool
+	Answer      string // rsvp: accept | decline | tentative
 }
 
 func newQueueCmd(f *Factory, runF func(context.Context, *QueueOptions) error) *cobra.Command {
@@ -97,6 +98,7 @@ approve then asks "y/N" when stdin is a terminal, and refuses without
 			c.Flags().StringVar(&o.Instruction, "instruction", "", `e.g. "shorter" or "decline politely"`)
 		}),
 		mk("retry MESSAGE-KEY|TRACE-ID", "Process a message that needs review again", cobra.ExactArgs(1), nil),
+		newQueueRSVPCmd(f, runF), // queue_rsvp.go
 		mk("cancel ID", "Cancel a scheduled send: an approval in its undo window (policy.approval_delay; ID is the queue id) or a delayed auto-send (policy.send_delay; ID is the outbox id)", cobra.ExactArgs(1), nil),
 	)
 	return cmd
@@ -104,7 +106,7 @@ approve then asks "y/N" when stdin is a terminal, and refuses without
 
 func queueRun(ctx context.Context, f *Factory, opts *QueueOptions) error {
 	needsActions := opts.Action != "list" && opts.Action != "show"
-	if opts.Action == "approve" {
+	if opts.Action == "approve" || opts.Action == "rsvp" {
 		f.approveNotice = f.Stderr // the undo window is announced here
 	}
 	svc, closeSvc, err := f.Service(ctx, needsActions)
@@ -160,6 +162,8 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 			}
 		}
 		return nil
+	case "rsvp":
+		return queueRSVP(ctx, f, svc, opts) // queue_rsvp.go
 	case "show":
 		d, err := svc.QueueItem(ctx, opts.ID)
 		if err != nil {
@@ -431,6 +435,7 @@ func printQueueItem(w io.Writer, d *api.QueueDetail, known map[string]bool) {
 	}
 	fmt.Fprintf(w, "subject %s\n", line(q.Subject))
 	printExplainIDs(w, d)
+	printInvitation(w, q.Invitation) // queue_rsvp.go
 	if c := q.Classification; c != nil {
 		fmt.Fprintf(w, "classification %s, risk %s, action %s, confidence %.2f\n  %s\n", line(strings.Join(c.Intents, "+")),
 			line(c.Risk), line(c.Action), c.Confidence, line(c.Comments))

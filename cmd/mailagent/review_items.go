@@ -41,6 +41,7 @@ func queueToItem(q *store.QueueItem, known map[string]bool) tui.Item {
 	if it.Summary == "" && len(q.Reasons) > 0 {
 		it.Summary = strings.Join(q.Reasons, "; ")
 	}
+	it.Reasons = append(invitationLines(q.ID, q.Invitation), it.Reasons...) // queue_rsvp.go: the invitation in the detail
 	it.Gates = tuiGates(q.Gates)
 	if sendable(q) {
 		for _, g := range riskyGates(q) {

@@ -13,9 +13,15 @@
 //     are free. An event that cannot be read (unknown TZID, broken RRULE)
 //     is an error naming its UID, never silently free time: no slots
 //     are better than wrong ones.
-//   - Sources never write: they only read calendar data (CalDAV REPORT
-//     calendar-query with a time range, or a GET of an .ics feed), with a
-//     response-size cap; errors never contain the password.
+//   - Sources read calendar data (CalDAV REPORT calendar-query with a
+//     time range, or a GET of an .ics feed), with a response-size cap;
+//     errors never contain the password. The one write is PutEvent (a
+//     CalDAV PUT of an invitation the owner answered), only on the
+//     owner's command.
+//   - ParseInvitation reads iMIP (RFC 6047) text/calendar parts; Reply
+//     writes the iTIP REPLY (RFC 5546) with only the UID, SEQUENCE,
+//     RECURRENCE-ID, times, ORGANIZER and the owner's ATTENDEE. Text read
+//     from an invitation has control characters removed and is capped.
 //   - The package imports nothing from the project.
 package calendar
 

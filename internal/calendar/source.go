@@ -1,7 +1,6 @@
 package calendar
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -64,6 +63,9 @@ type Source struct {
 	Auth Credentials // nil: no login
 	// Client is the HTTP client (nil: a client with a 30s timeout).
 	Client *http.Client
+	// SkipUID, when set, leaves the events with this UID out of Busy: an
+	// invitation's own copy on the calendar is no conflict with it.
+	SkipUID string
 }
 
 // Calendars names the calendars the source reads (for doctor).
@@ -130,7 +132,7 @@ func (s *Source) Busy(ctx context.Context, window Interval, loc *time.Location) 
 			}
 		}
 	}
-	return Busy(cals, window, loc)
+	return Busy(withoutUID(cals, s.SkipUID), window, loc)
 }
 
 // transport adds the Authorization header, caps response bodies and
@@ -300,17 +302,9 @@ func (s *Source) fetchICS(ctx context.Context) ([]*ical.Calendar, error) {
 	if len(data) > MaxResponseBytes {
 		return nil, fmt.Errorf("calendar: %s is larger than %d bytes", redactURL(s.URL), MaxResponseBytes)
 	}
-	dec := ical.NewDecoder(bytes.NewReader(data))
-	var cals []*ical.Calendar
-	for {
-		cal, err := dec.Decode()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("calendar: %s: %w", redactURL(s.URL), err)
-		}
-		cals = append(cals, cal)
+	cals, err := decodeAll(data) // imip.go: go-ical's panics become errors
+	if err != nil {
+		return nil, fmt.Errorf("calendar: %s: %w", redactURL(s.URL), err)
 	}
 	if len(cals) == 0 {
 		return nil, fmt.Errorf("calendar: %s holds no VCALENDAR", redactURL(s.URL))

@@ -77,6 +77,11 @@ type Reply struct {
 	// (e.g. X-Mailagent-Trace, used by the loop guard). Names Build owns are
 	// refused with ErrReservedHeader. Non-ASCII values are RFC 2047 encoded.
 	ExtraHeaders map[string]string
+	// Calendar, when set, is an iTIP object (RFC 5546) sent with the text
+	// as an iMIP message (RFC 6047): multipart/alternative with a
+	// text/calendar part whose method parameter is CalendarMethod.
+	Calendar       []byte
+	CalendarMethod string
 }
 
 // reserved lists the canonical field names Build writes itself.
@@ -158,11 +163,15 @@ func Build(r Reply) (raw []byte, messageID string, err error) {
 		}
 		fields = append(fields, field{ck, mime.QEncoding.Encode("utf-8", oneLine(r.ExtraHeaders[k]))})
 	}
-	fields = append(fields,
-		field{"Mime-Version", "1.0"},
-		field{"Content-Type", "text/plain; charset=utf-8"},
-		field{"Content-Transfer-Encoding", "quoted-printable"},
-	)
+	if r.Calendar != nil {
+		fields = append(fields, field{"Mime-Version", "1.0"}, field{"Content-Type", "multipart/alternative"})
+	} else {
+		fields = append(fields,
+			field{"Mime-Version", "1.0"},
+			field{"Content-Type", "text/plain; charset=utf-8"},
+			field{"Content-Transfer-Encoding", "quoted-printable"},
+		)
+	}
 
 	// go-message writes the most recently added field first (trace-header
 	// order), so add them in reverse.
@@ -172,6 +181,12 @@ func Build(r Reply) (raw []byte, messageID string, err error) {
 	}
 
 	var buf bytes.Buffer
+	if r.Calendar != nil {
+		if err := writeCalendar(&buf, h, body(r.Body, r.Footer), r.Calendar, r.CalendarMethod); err != nil {
+			return nil, "", err
+		}
+		return buf.Bytes(), messageID, nil
+	}
 	w, err := gomail.CreateSingleInlineWriter(&buf, h)
 	if err != nil {
 		return nil, "", fmt.Errorf("build reply: write header: %w", err)

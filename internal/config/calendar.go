@@ -33,6 +33,10 @@ type Calendar struct {
 	CmdTimeout Duration `toml:"cmd_timeout"`
 	// Timeout bounds one fetch of the calendar (default 30s).
 	Timeout Duration `toml:"timeout"`
+	// Write lets `mailagent queue rsvp` store an answered invitation on
+	// this CalDAV calendar (a PUT, after the REPLY is sent). An .ics
+	// source is never written.
+	Write bool `toml:"write"`
 
 	account string
 }

@@ -206,6 +206,7 @@ func (h *handler) routes() http.Handler {
 	mux.HandleFunc("POST /v1/queue/{id}/snooze", h.snooze)
 	mux.HandleFunc("POST /v1/queue/{id}/unsnooze", h.unsnooze)
 	mux.HandleFunc("POST /v1/queue/{id}/regenerate", h.regenerate)
+	mux.HandleFunc("POST /v1/queue/{id}/rsvp", h.rsvp) // invite.go
 	mux.HandleFunc("POST /v1/outbox/{id}/cancel", h.cancel)
 	mux.HandleFunc("GET /v1/outbox", h.outbox)
 	mux.HandleFunc("POST /v1/retry", h.retry)

@@ -1,0 +1,137 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mailagent/mailagent/internal/calendar"
+	"github.com/mailagent/mailagent/store"
+)
+
+// Calendar invitations (iMIP). Code reads them, code computes their
+// conflicts with the owner's calendar, and only the owner answers them
+// (RSVP): an invitation is never accepted, declined or answered on its
+// own, whatever the mail or the model says.
+
+// BusyCalendar is the optional side of a Calendar that gives the owner's
+// busy times (for an invitation's conflicts).
+type BusyCalendar interface {
+	// Busy leaves out the events with exceptUID (the invitation's own copy
+	// when the owner's calendar already holds it).
+	Busy(ctx context.Context, account string, window calendar.Interval, exceptUID string) ([]calendar.Interval, error)
+}
+
+// EventWriter is the optional side of a Calendar that stores an answered
+// invitation on the owner's writable calendar. It returns where, or ""
+// when the account's calendar cannot be written.
+type EventWriter interface {
+	PutEvent(ctx context.Context, account, uid string, data []byte) (string, error)
+}
+
+// ReasonInvitation is the queue reason of every message with an
+// invitation.
+const ReasonInvitation = "calendar invitation: only you answer it (mailagent queue rsvp ID accept|decline|tentative)"
+
+// readInvitation parses the invitation of a raw message onto rec. A
+// broken one is a problem recorded on the message, never a failure.
+func (p *Pipeline) readInvitation(ctx context.Context, rec *store.MessageRecord, raw []byte, owner Owner) {
+	inv, err := calendar.ParseInvitation(raw)
+	if err != nil {
+		rec.Problems = append(rec.Problems, "calendar invitation not read: "+err.Error())
+		return
+	}
+	if inv == nil {
+		return
+	}
+	si := &store.Invitation{
+		Method: inv.Method, UID: inv.UID, Sequence: inv.Sequence, RecurrenceID: inv.RecurrenceID,
+		Summary: inv.Summary, Location: inv.Location, Organizer: inv.Organizer, OrganizerCN: inv.OrganizerCN,
+		Start: inv.Start, End: inv.End, AllDay: inv.AllDay, TZID: inv.TZID, Recurring: inv.Recurring,
+		ICS: string(inv.ICS), Conflicts: []store.TimeSpan{},
+	}
+	si.OrganizerVerified, si.OrganizerNote = organizerVerified(inv.Organizer, rec.SenderAuth.Identity(), owner)
+	si.Conflicts, si.ConflictError = p.conflicts(ctx, rec.Account, inv)
+	rec.Invitation = si
+}
+
+// organizerVerified is the rule for where a REPLY may go: the ORGANIZER
+// must be the sender the owner's server authenticated, or an address on
+// that sender's domain (a calendar service sending for a colleague), and
+// never one of the owner's own addresses. Anything else would let a mail
+// make the owner's client write to an address the mail chose.
+func organizerVerified(organizer, identity string, owner Owner) (bool, string) {
+	switch {
+	case organizer == "":
+		return false, "the invitation names no organizer address"
+	case owner.IsOwner(organizer):
+		return false, "the organizer is you"
+	case identity == "":
+		return false, "the sender is not authenticated, so the organizer " + organizer + " cannot be trusted"
+	case strings.EqualFold(organizer, identity):
+		return true, ""
+	case domainOf(organizer) != "" && strings.EqualFold(domainOf(organizer), domainOf(identity)):
+		return true, ""
+	}
+	return false, fmt.Sprintf("the organizer %s is not the authenticated sender %s", organizer, identity)
+}
+
+func domainOf(addr string) string {
+	if i := strings.LastIndexByte(addr, '@'); i >= 0 {
+		return strings.ToLower(addr[i+1:])
+	}
+	return ""
+}
+
+// conflicts computes the busy times overlapping the invitation, by code.
+func (p *Pipeline) conflicts(ctx context.Context, account string, inv *calendar.Invitation) ([]store.TimeSpan, string) {
+	out := []store.TimeSpan{}
+	if inv.Method != calendar.MethodRequest && inv.Method != calendar.MethodCounter {
+		return out, ""
+	}
+	bc, ok := p.Calendar.(BusyCalendar)
+	if !ok || p.Calendar == nil {
+		return out, "no calendar configured"
+	}
+	occ, err := inv.Occurrences()
+	if err != nil {
+		return out, err.Error()
+	}
+	if len(occ) == 0 {
+		return out, ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	busy, err := bc.Busy(ctx, account, calendar.Interval{Start: occ[0].Start, End: occ[len(occ)-1].End}, inv.UID)
+	if err != nil {
+		return out, "calendar not read: " + err.Error()
+	}
+	c, err := inv.Conflicts(busy)
+	if err != nil {
+		return out, err.Error()
+	}
+	for _, iv := range c {
+		out = append(out, store.TimeSpan{Start: iv.Start, End: iv.End})
+	}
+	return out, ""
+}
+
+// invitationDecision keeps a message with an invitation in front of the
+// owner: never auto-sent (the model's draft may say "accepted"), never
+// archived or ignored.
+func invitationDecision(rec *store.MessageRecord) {
+	if rec.Invitation == nil {
+		return
+	}
+	switch rec.Decision {
+	case DecisionAutoSend:
+		rec.Decision = DecisionQueue
+	case DecisionArchive, DecisionIgnore:
+		rec.Decision = DecisionNotify
+	case DecisionQueue, DecisionNotify:
+	default:
+		return
+	}
+	rec.Reasons = append(rec.Reasons, ReasonInvitation)
+}

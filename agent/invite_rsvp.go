@@ -1,0 +1,161 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mailagent/mailagent/agent/outbox"
+	"github.com/mailagent/mailagent/internal/calendar"
+	"github.com/mailagent/mailagent/internal/compose"
+	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/store"
+)
+
+// ErrOrganizerUnverified is returned by RSVP when the invitation's
+// ORGANIZER is not an address code may send to (organizerVerified).
+var ErrOrganizerUnverified = errors.New("the organizer is not verified")
+
+// RSVPAnswers maps the command's words to PARTSTAT values.
+var RSVPAnswers = map[string]string{
+	"accept": calendar.PartStatAccepted, "decline": calendar.PartStatDeclined, "tentative": calendar.PartStatTentative,
+}
+
+// RSVP answers the invitation of a queue item for the owner: an iTIP
+// REPLY (METHOD:REPLY, the owner's ATTENDEE with the PARTSTAT, the same
+// UID, SEQUENCE and RECURRENCE-ID) mailed to the ORGANIZER through the
+// outbox, like an approval: with policy.approval_delay it waits in the
+// undo window (Cancel with the item's id takes it back). Once the REPLY
+// is sent, a writable calendar gets the event with the owner's PARTSTAT
+// (rsvpSent). It is the only path that answers an invitation, and it
+// runs only on the owner's command.
+//
+// The REPLY goes to the ORGANIZER only when it is verified: the sender
+// the owner's server authenticated, or on its domain (organizerVerified).
+func (p *Pipeline) RSVP(ctx context.Context, id, answer string) (*store.QueueItem, error) {
+	a := p.Actor
+	partStat, ok := RSVPAnswers[strings.ToLower(answer)]
+	if !ok {
+		return nil, fmt.Errorf("rsvp %s: answer %q: use accept, decline or tentative", id, answer)
+	}
+	cur, err := a.Store.GetQueueItem(id)
+	if err != nil {
+		return nil, fmt.Errorf("rsvp %s: %w", id, err)
+	}
+	inv := cur.Invitation
+	if inv == nil || inv.Method != calendar.MethodRequest {
+		return nil, fmt.Errorf("%w: %s carries no invitation to answer", ErrNotActionable, id)
+	}
+	if !slices.Contains(openStatuses, cur.Status) {
+		return nil, notActionable(id, a.Store)
+	}
+	if !inv.OrganizerVerified {
+		return nil, fmt.Errorf("rsvp %s: %w: %s", id, ErrOrganizerUnverified, inv.OrganizerNote)
+	}
+	acct := p.Accounts[cur.Account]
+	ci, err := calendar.ParseICS([]byte(inv.ICS), inv.Method)
+	if err != nil {
+		return nil, fmt.Errorf("rsvp %s: %w", id, err)
+	}
+	ics, err := ci.Reply(acct.From.Email, partStat, p.now())
+	if err != nil {
+		return nil, fmt.Errorf("rsvp %s: %w", id, err)
+	}
+	r := p.itemReply(cur)
+	r.To, r.Cc = []mail.Address{{Name: inv.OrganizerCN, Email: inv.Organizer}}, nil
+	r.Body = rsvpText(acct.From, partStat, inv)
+	r.Calendar, r.CalendarMethod = ics, calendar.MethodReply
+	r.MessageID = p.newDraftMessageID(cur.Account)
+	r.ExtraHeaders = map[string]string{TraceHeader: cur.ID}
+	raw, msgID, err := compose.Build(r)
+	if err != nil {
+		return nil, fmt.Errorf("rsvp %s: %w", id, err)
+	}
+	obID := ApprovalOutboxID(cur.ID)
+	ob := &store.OutboxRecord{
+		ID: obID, Account: cur.Account, From: acct.From.Email, MessageID: msgID, QueueID: cur.ID,
+		InReplyTo: cur.MessageID, To: []string{inv.Organizer}, Raw: raw,
+		CreatedAt: p.now(), Message: cur.Message, Subject: cur.Subject, Body: r.Body,
+	}
+	outbox.Schedule(ob, ob.CreatedAt, p.Policy.ApprovalDelay)
+	item, _, err := a.Store.ApproveQueueItem(id, openStatuses, func(q *store.QueueItem) error {
+		if !q.UpdatedAt.Equal(cur.UpdatedAt) {
+			return fmt.Errorf("%s changed while it was being answered: %w", id, store.ErrConflict)
+		}
+		q.DraftMessageID, q.Error = msgID, ""
+		q.Invitation.RSVP = partStat
+		return nil
+	}, ob)
+	if errors.Is(err, store.ErrConflict) {
+		return nil, notActionable(id, a.Store)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rsvp %s: %w", id, err)
+	}
+	if ob.Status == store.OutboxScheduled {
+		a.notify(Event{Kind: "scheduled", ID: obID, Account: cur.Account})
+		return item, nil
+	}
+	if err := p.Deliver(ctx, obID); err != nil {
+		return item, err
+	}
+	if q, err := a.Store.GetQueueItem(id); err == nil {
+		item = q
+	}
+	return item, nil
+}
+
+// rsvpText is the plain-text part of a REPLY.
+func rsvpText(from mail.Address, partStat string, inv *store.Invitation) string {
+	who := from.Name
+	if who == "" {
+		who = from.Email
+	}
+	verb := map[string]string{calendar.PartStatAccepted: "accepted", calendar.PartStatDeclined: "declined",
+		calendar.PartStatTentative: "tentatively accepted"}[partStat]
+	return fmt.Sprintf("%s has %s the invitation: %s", who, verb, inv.Summary)
+}
+
+// rsvpSent runs after an outbox record was sent: when it was the REPLY
+// to an invitation and the account's calendar can be written, the event
+// goes there with the owner's PARTSTAT. A failure is recorded on the
+// item (the REPLY is out; the owner can add the event by hand).
+func (p *Pipeline) rsvpSent(ob *store.OutboxRecord) {
+	w, ok := p.Calendar.(EventWriter)
+	if !ok || ob.QueueID == "" || ob.ID != ApprovalOutboxID(ob.QueueID) {
+		return
+	}
+	item, err := p.Actor.Store.GetQueueItem(ob.QueueID)
+	if err != nil || item.Invitation == nil || item.Invitation.RSVP == "" || item.Invitation.CalendarPath != "" {
+		return
+	}
+	inv := item.Invitation
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var path string
+	ci, err := calendar.ParseICS([]byte(inv.ICS), inv.Method)
+	if err == nil {
+		var data []byte
+		if data, err = ci.Accepted(p.Accounts[item.Account].From.Email, inv.RSVP); err == nil {
+			path, err = w.PutEvent(ctx, item.Account, inv.UID, data)
+		}
+	}
+	if path == "" && err == nil {
+		return // no writable calendar for this account
+	}
+	_, terr := p.Actor.Store.TransitionQueueItem(item.ID, []string{item.Status}, item.Status, func(q *store.QueueItem) error {
+		if q.Invitation != nil {
+			q.Invitation.CalendarPath = path
+			if err != nil {
+				q.Invitation.CalendarError = err.Error()
+			}
+		}
+		return nil
+	})
+	if err != nil || terr != nil {
+		p.logger().Warn("rsvp: calendar not updated", "item", item.ID, "err", errors.Join(err, terr))
+	}
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/termsafe"
+	"github.com/mailagent/mailagent/store"
+
+	"github.com/mailagent/mailagent/internal/calendar"
+	"github.com/mailagent/mailagent/internal/config"
+)
+
+// Busy gives the agent an account's busy times in window (an
+// invitation's conflicts); agent.BusyCalendar.
+func (c agentCalendar) Busy(ctx context.Context, account string, window calendar.Interval, exceptUID string) ([]calendar.Interval, error) {
+	a, ok := c.cfg.Account(account)
+	if !ok || !a.Calendar.Configured() {
+		return nil, nil
+	}
+	prefs, err := schedulingPrefs(c.cfg.Scheduling)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, calendarTimeout(a))
+	defer cancel()
+	src := calendarSource(a)
+	src.SkipUID = exceptUID
+	busy, err := src.Busy(ctx, window, prefs.Location)
+	if err != nil {
+		return nil, calendarErr(a, err)
+	}
+	return busy, nil
+}
+
+// PutEvent stores an answered invitation on the account's calendar when
+// [accounts.calendar] write = true and it is CalDAV; agent.EventWriter.
+func (c agentCalendar) PutEvent(ctx context.Context, account, uid string, data []byte) (string, error) {
+	a, ok := c.cfg.Account(account)
+	if !ok || !a.Calendar.Configured() || !a.Calendar.Write || a.Calendar.Kind == config.CalendarICS {
+		return "", nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, calendarTimeout(a))
+	defer cancel()
+	path, err := calendarSource(a).PutEvent(ctx, uid, data)
+	if err != nil {
+		return "", calendarErr(a, err)
+	}
+	return path, nil
+}
+
+func calendarTimeout(a *config.Account) time.Duration {
+	if t := a.Calendar.Timeout.D(); t > 0 {
+		return t
+	}
+	return 30 * time.Second
+}
+
+func newQueueRSVPCmd(f *Factory, runF func(context.Context, *QueueOptions) error) *cobra.Command {
+	opts := &QueueOptions{Action: "rsvp"}
+	return &cobra.Command{
+		Use:   "rsvp ID accept|decline|tentative",
+		Short: "Answer the calendar invitation of an item (iTIP REPLY to the organizer; the event on a writable calendar)",
+		Long: `rsvp answers the invitation a queued message carries. It mails an iTIP
+REPLY (METHOD:REPLY, your ATTENDEE with PARTSTAT ACCEPTED, DECLINED or
+TENTATIVE, the invitation's UID, SEQUENCE and RECURRENCE-ID) to the
+organizer, through the outbox: with policy.approval_delay it waits in the
+undo window (mailagent queue cancel ID). Once it is sent, and when
+[accounts.calendar] write = true on a CalDAV calendar, the event is stored
+there with your answer.
+
+The REPLY goes to the organizer only when the organizer is the sender
+your mail server authenticated, or an address on that sender's domain;
+otherwise rsvp refuses and says why. Invitations are never answered
+without this command.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, ok := agent.RSVPAnswers[strings.ToLower(args[1])]; !ok {
+				return usageErr("rsvp %s %q: answer accept, decline or tentative", args[0], args[1])
+			}
+			opts.ID, opts.Answer = args[0], strings.ToLower(args[1])
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return queueRun(cmd.Context(), f, opts)
+		},
+	}
+}
+
+func queueRSVP(ctx context.Context, f *Factory, svc api.Service, opts *QueueOptions) error {
+	inv, ok := svc.(api.Inviter)
+	if !ok {
+		return &UserError{Code: ExitFailure, Err: errors.New("rsvp: this service cannot answer invitations"), Hint: "check the configuration with: mailagent doctor"}
+	}
+	item, err := inv.RSVP(ctx, opts.ID, opts.Answer)
+	if errors.Is(err, agent.ErrOrganizerUnverified) || (err != nil && strings.Contains(err.Error(), agent.ErrOrganizerUnverified.Error())) {
+		return &UserError{Code: ExitUsage, Err: err, Hint: "answer from your calendar client, or reply by mail"}
+	}
+	if err != nil {
+		return err
+	}
+	switch item.Status {
+	case store.QueueApproved:
+		fmt.Fprintf(f.Stderr, "%s: %s reply scheduled to %s; undo with: mailagent queue cancel %s\n", termsafe.Line(item.ID),
+			strings.ToLower(item.Invitation.RSVP), termsafe.Line(item.Invitation.Organizer), termsafe.Line(item.ID))
+	default:
+		fmt.Fprintf(f.Stderr, "%s: %s reply sent to %s\n", termsafe.Line(item.ID), strings.ToLower(item.Invitation.RSVP), termsafe.Line(item.Invitation.Organizer))
+	}
+	if item.Invitation.CalendarPath != "" {
+		fmt.Fprintf(f.Stderr, "calendar: stored as %s\n", termsafe.Line(item.Invitation.CalendarPath))
+	}
+	if item.Invitation.CalendarError != "" {
+		fmt.Fprintf(f.Stderr, "warning: the calendar was not updated: %s\n", termsafe.Line(item.Invitation.CalendarError))
+	}
+	return nil
+}
+
+// invitationLines are the invitation's lines as the review TUI shows them
+// (with the item's reasons): what printInvitation prints, without the
+// indentation.
+func invitationLines(id string, inv *store.Invitation) []string {
+	if inv == nil {
+		return nil
+	}
+	var b strings.Builder
+	printInvitation(&b, inv)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	for i := range lines {
+		lines[i] = strings.TrimSpace(lines[i])
+	}
+	lines = append(lines, "answer with: mailagent queue rsvp "+id+" accept|decline|tentative")
+	return lines
+}
+
+// printInvitation is the invitation block of `queue show`.
+func printInvitation(w io.Writer, inv *store.Invitation) {
+	if inv == nil {
+		return
+	}
+	line := termsafe.Line
+	fmt.Fprintf(w, "invitation %s: %s\n", line(inv.Method), line(inv.Summary))
+	org := inv.Organizer
+	if inv.OrganizerCN != "" {
+		org = inv.OrganizerCN + " <" + inv.Organizer + ">"
+	}
+	verified := "verified"
+	if !inv.OrganizerVerified {
+		verified = "NOT verified: " + inv.OrganizerNote
+	}
+	fmt.Fprintf(w, "  organizer %s (%s)\n", line(org), line(verified))
+	if !inv.Start.IsZero() {
+		zone := inv.TZID
+		if zone == "" {
+			zone = "UTC"
+		}
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			loc = time.UTC
+		}
+		fmt.Fprintf(w, "  when %s – %s (%s)\n", inv.Start.In(loc).Format("Mon 02 Jan 2006 15:04 MST"), inv.End.In(loc).Format("15:04 MST"), line(zone))
+	}
+	rec := "no"
+	if inv.Recurring {
+		rec = "yes"
+	}
+	fmt.Fprintf(w, "  recurring %s\n", rec)
+	switch {
+	case inv.ConflictError != "":
+		fmt.Fprintf(w, "  conflicts unknown: %s\n", line(inv.ConflictError))
+	case len(inv.Conflicts) == 0:
+		fmt.Fprintln(w, "  conflicts none")
+	default:
+		for _, c := range inv.Conflicts {
+			fmt.Fprintf(w, "  conflict %s – %s\n", c.Start.Format(time.RFC3339), c.End.Format(time.RFC3339))
+		}
+	}
+	if inv.RSVP != "" {
+		fmt.Fprintf(w, "  answered %s\n", line(inv.RSVP))
+	}
+}
+
+// RSVP answers an invitation, and with no watcher running waits out the
+// undo window and sends, like Approve.
+func (a localActions) RSVP(ctx context.Context, id, answer string) (*store.QueueItem, error) {
+	item, err := a.Pipeline.RSVP(ctx, id, answer)
+	if err != nil || !a.local || a.deferSend || item == nil || item.Status != store.QueueApproved {
+		return item, err
+	}
+	return a.SendApproval(ctx, item.ID, func(ctx context.Context, at time.Time) error {
+		wait := time.Until(at)
+		if a.Pipeline.Now != nil {
+			wait = at.Sub(a.Pipeline.Now())
+		}
+		if wait <= 0 {
+			return nil
+		}
+		if a.undo != nil {
+			fmt.Fprintf(a.undo, "%s: sending the reply in %s; press Ctrl-C to cancel\n", termsafe.Line(id), roundWait(wait))
+		}
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		}
+	})
+}

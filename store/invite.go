@@ -1,0 +1,48 @@
+package store
+
+import "time"
+
+// Invitation is a calendar invitation (iMIP, RFC 6047) read from a
+// message by code: what the queue shows and what an RSVP answers. Text
+// fields were cleaned of control characters when read; they are still
+// the sender's words.
+type Invitation struct {
+	Method       string    `json:"method"` // REQUEST | CANCEL | COUNTER | …
+	UID          string    `json:"uid"`
+	Sequence     int       `json:"sequence"`
+	RecurrenceID string    `json:"recurrence_id"`
+	Summary      string    `json:"summary"`
+	Location     string    `json:"location"`
+	Organizer    string    `json:"organizer"` // address from the mailto: URI, "" when none
+	OrganizerCN  string    `json:"organizer_cn"`
+	Start        time.Time `json:"start"`
+	End          time.Time `json:"end"`
+	AllDay       bool      `json:"all_day"`
+	TZID         string    `json:"tzid"`
+	Recurring    bool      `json:"recurring"`
+	// OrganizerVerified: the organizer is the sender the owner's server
+	// authenticated (or on that sender's domain). Only then does an RSVP
+	// send a REPLY to it.
+	OrganizerVerified bool   `json:"organizer_verified"`
+	OrganizerNote     string `json:"organizer_note"` // why it is not verified
+	// Conflicts are the owner's busy times that overlap the invitation,
+	// computed by code from the calendar; ConflictError says why they
+	// could not be (no calendar, unreachable, recurrence too dense).
+	Conflicts     []TimeSpan `json:"conflicts"`
+	ConflictError string     `json:"conflict_error"`
+	// ICS is the calendar part as received (capped): what the REPLY and
+	// the calendar copy are built from.
+	ICS string `json:"ics"`
+	// RSVP is the owner's answer (ACCEPTED, DECLINED, TENTATIVE) once
+	// given; CalendarPath is where the event was stored, CalendarError
+	// why it was not.
+	RSVP          string `json:"rsvp"`
+	CalendarPath  string `json:"calendar_path"`
+	CalendarError string `json:"calendar_error"`
+}
+
+// TimeSpan is a half-open time range.
+type TimeSpan struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
