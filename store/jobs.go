@@ -71,7 +71,7 @@ type Job struct {
 	// each run the job is due again at the spec's next time.
 	Cron string `json:"cron,omitempty"`
 	// Reason says why the job exists, for `schedule list`.
-	Reason string `json:"reason,omitempty"`
+	Reason string   `json:"reason,omitempty"`
 	State  JobState `json:"state"`
 	// Attempts counts the failures since the last success; LastError is
 	// the last failure's text.
