@@ -83,6 +83,9 @@ type Daemon struct {
 	// the store without a Wake (another process, a clock jump). It also
 	// paces the daily prune.
 	DueCap time.Duration
+	// JobMaxSleep bounds the durable scheduler's sleep when no job is due
+	// (Scheduler.MaxSleep; default 1h).
+	JobMaxSleep time.Duration
 	Logger *slog.Logger
 	Now    func() time.Time
 	// OnSynced, when set, is called after each sync pass of an account
@@ -111,6 +114,8 @@ type Daemon struct {
 	wake chan struct{}
 	// duePasses counts dueLoop's passes of sendDue (tests).
 	duePasses atomic.Int64
+	// sched is the durable scheduler while Run runs (Wake nudges it too).
+	sched atomic.Pointer[Scheduler]
 }
 
 func (d *Daemon) now() time.Time {
@@ -236,21 +241,16 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 		return nil
 	})
 	g.Go(func() error { return d.dueLoop(gctx) })
-	if d.Digest != nil {
-		g.Go(func() error { return d.digestLoop(gctx) })
+	// The followup timers, the digest, the needs_review retries and the
+	// maintenance pass run as jobs of the durable scheduler (scheduler_jobs.go).
+	sched, err := d.startJobs()
+	if err != nil {
+		d.log().Warn("schedule the watcher's jobs", "err", err)
 	}
-	g.Go(func() error { return d.followupLoop(gctx) })
-	g.Go(func() error {
-		return d.tick(gctx, orDefault(d.RetryInterval, 15*time.Minute), func(ctx context.Context) {
-			d.retryNeedsReview(ctx, false)
-			d.recordCopies(d.retryCopies(ctx))
-			d.boundThreader()
-			for _, a := range d.Accounts {
-				d.scanSent(ctx, a.Name, true)
-			}
-		})
-	})
-	err := g.Wait()
+	d.sched.Store(sched)
+	d.Wake() // a nudge that came before the scheduler existed
+	g.Go(func() error { return sched.Run(gctx) })
+	err = g.Wait()
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -317,8 +317,9 @@ func (d *Daemon) wakeCh() chan struct{} {
 	return d.wake
 }
 
-// Wake tells the timer of scheduled sends, send retries and snoozes that
-// what is due may have changed (a new outbox record, a snooze, an
+// Wake tells the timer of scheduled sends, send retries and snoozes, and
+// the durable scheduler (which re-reads the followup timers), that what is
+// due may have changed (a new outbox record, a snooze, an
 // approval, a cancel). It never blocks; nudges that arrive together are
 // merged. Wire it to agent.Actor.Notify (every event is fine: a wake only
 // reads the store's next due time).
@@ -326,6 +327,9 @@ func (d *Daemon) Wake() {
 	select {
 	case d.wakeCh() <- struct{}{}:
 	default:
+	}
+	if s := d.sched.Load(); s != nil {
+		s.Wake()
 	}
 }
 
