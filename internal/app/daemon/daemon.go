@@ -86,8 +86,8 @@ type Daemon struct {
 	// JobMaxSleep bounds the durable scheduler's sleep when no job is due
 	// (Scheduler.MaxSleep; default 1h).
 	JobMaxSleep time.Duration
-	Logger *slog.Logger
-	Now    func() time.Time
+	Logger      *slog.Logger
+	Now         func() time.Time
 	// OnSynced, when set, is called after each sync pass of an account
 	// (tests and benchmarks wait on it).
 	OnSynced func(account string)
