@@ -86,8 +86,9 @@ type Daemon struct {
 	// JobMaxSleep bounds the durable scheduler's sleep when no job is due
 	// (Scheduler.MaxSleep; default 1h).
 	JobMaxSleep time.Duration
-	Logger      *slog.Logger
-	Now         func() time.Time
+
+	Logger *slog.Logger
+	Now    func() time.Time
 	// OnSynced, when set, is called after each sync pass of an account
 	// (tests and benchmarks wait on it).
 	OnSynced func(account string)
@@ -391,20 +392,6 @@ func (d *Daemon) untilDue(last time.Time) time.Duration {
 func (d *Daemon) sendDue(ctx context.Context) {
 	if err := d.Pipeline.SendDue(ctx); err != nil && ctx.Err() == nil {
 		d.log().Warn("scheduled sends", "err", err)
-	}
-}
-
-// tick calls f every interval until ctx ends.
-func (d *Daemon) tick(ctx context.Context, every time.Duration, f func(context.Context)) error {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			f(ctx)
-		}
 	}
 }
 

@@ -196,7 +196,9 @@ func TestSchedulerIdleWith10000Jobs(t *testing.T) {
 	cpu, wall := cpuTime(t)-cpu0, time.Since(wall0)
 	woke := s.Wakeups.Load() - w0
 	cancel()
-	<-done
+	if err := <-done; err != nil {
+		t.Errorf("scheduler: %v", err)
+	}
 	share := float64(cpu) / float64(wall) * 100
 	t.Logf("idle with 10,000 future jobs: %d wake-ups and %.3f%% of a core over %s", woke, share, wall.Round(time.Millisecond))
 	if woke != 0 {
