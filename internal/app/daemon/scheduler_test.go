@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -189,7 +190,13 @@ func TestSchedulerIdleWith10000Jobs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	time.Sleep(200 * time.Millisecond) // the start-up pass
+	// The start-up pass (RecoverJobs reads every job once), then the
+	// garbage of writing 10,000 jobs collected: what follows is idle.
+	for deadline := time.Now().Add(30 * time.Second); s.Wakeups.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	runtime.GC()
+	time.Sleep(200 * time.Millisecond)
 	w0 := s.Wakeups.Load()
 	cpu0, wall0 := cpuTime(t), time.Now()
 	time.Sleep(3 * time.Second)
