@@ -238,6 +238,10 @@ func (s *Store) ClaimJobs(now time.Time, lease time.Duration, max int) ([]*Job, 
 		max = 100
 	}
 	now = now.UTC()
+	// A read first: a wake with nothing due costs no write transaction.
+	if next, ok, err := s.NextJobDue(); err != nil || !ok || next.After(now) {
+		return nil, err
+	}
 	var out []*Job
 	err := s.update(func(tx *bolt.Tx) error {
 		out = out[:0]

@@ -111,9 +111,7 @@ type Daemon struct {
 	// refusals counts, per message, the syncs in a row whose FETCH the
 	// server refused (see recordRefused).
 	refusals map[store.MessageKey]int
-	// wake carries Wake's nudges to dueLoop (capacity 1; made lazily).
-	wake chan struct{}
-	// duePasses counts dueLoop's passes of sendDue (tests).
+	// duePasses counts the sends job's passes of sendDue (tests).
 	duePasses atomic.Int64
 	// sched is the durable scheduler while Run runs (Wake nudges it too).
 	sched atomic.Pointer[Scheduler]
@@ -241,9 +239,9 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 		d.recordCopies(d.retryCopies(gctx))
 		return nil
 	})
-	g.Go(func() error { return d.dueLoop(gctx) })
-	// The followup timers, the digest, the needs_review retries and the
-	// maintenance pass run as jobs of the durable scheduler (scheduler_jobs.go).
+	// Due sends and snoozes, the followup timers, the digest, the
+	// needs_review retries and the maintenance pass run as jobs of the
+	// durable scheduler (scheduler_jobs.go).
 	sched, err := d.startJobs()
 	if err != nil {
 		d.log().Warn("schedule the watcher's jobs", "err", err)
@@ -309,26 +307,13 @@ const defaultDueCap = 60 * time.Second
 // on): the loop then works at most once a second instead of spinning.
 const dueMinGap = time.Second
 
-func (d *Daemon) wakeCh() chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.wake == nil {
-		d.wake = make(chan struct{}, 1)
-	}
-	return d.wake
-}
-
-// Wake tells the timer of scheduled sends, send retries and snoozes, and
-// the durable scheduler (which re-reads the followup timers), that what is
-// due may have changed (a new outbox record, a snooze, an
-// approval, a cancel). It never blocks; nudges that arrive together are
-// merged. Wire it to agent.Actor.Notify (every event is fine: a wake only
-// reads the store's next due time).
+// Wake tells the durable scheduler that what is due may have changed (a
+// new outbox record, a snooze, an approval, a cancel, a followup timer):
+// it re-reads the next scheduled send, send retry, snooze end and
+// followup timer, and moves their jobs earlier when needed. It never
+// blocks; nudges that arrive together are merged. Wire it to
+// agent.Actor.Notify (every event is fine: a wake only reads due times).
 func (d *Daemon) Wake() {
-	select {
-	case d.wakeCh() <- struct{}{}:
-	default:
-	}
 	if s := d.sched.Load(); s != nil {
 		s.Wake()
 	}
@@ -337,40 +322,8 @@ func (d *Daemon) Wake() {
 // Notify is Wake in the shape of agent.Actor.Notify.
 func (d *Daemon) Notify(agent.Event) { d.Wake() }
 
-// dueLoop runs sendDue when something falls due, and otherwise sleeps:
-// until the store's next due time (store.NextDue), a Wake, or DueCap,
-// whichever comes first. An idle watcher therefore wakes once per DueCap
-// however much history the database holds, and a due item fires at its
-// time (the timer is set for it, not rounded to a tick).
-func (d *Daemon) dueLoop(ctx context.Context) error {
-	wake := d.wakeCh()
-	t := time.NewTimer(0)
-	defer t.Stop()
-	var last time.Time // when sendDue last ran (zero: never)
-	run := true        // a first pass at start
-	for {
-		if run {
-			d.sendDue(ctx)
-			d.duePasses.Add(1)
-			last = d.now()
-		}
-		wait := d.untilDue(last)
-		t.Reset(wait)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-wake:
-			// Something changed: look at the store's next due time again
-			// (the timer is reset to it; 0 when it is due already).
-			run = false
-		case <-t.C:
-			run = true
-		}
-	}
-}
-
-// untilDue is how long dueLoop may sleep after a pass of sendDue at last:
-// until the next due time, at most DueCap, and at least what is left of
+// untilDue is how long the sends job may wait after a pass of sendDue at
+// last: until the next due time, at most DueCap, and at least what is left of
 // dueMinGap after last when something is due already.
 func (d *Daemon) untilDue(last time.Time) time.Duration {
 	next, ok, err := d.Store.NextDue()

@@ -200,6 +200,9 @@ func (s *Scheduler) untilNext(busy bool) time.Duration {
 // fire runs j's handler and records the outcome.
 func (s *Scheduler) fire(ctx context.Context, j *store.Job) {
 	defer s.Fired.Add(1)
+	// The loop slept while the job ran (until its lease's end): once its
+	// outcome is recorded, it must read the job's next due time.
+	defer s.Wake()
 	var next time.Time
 	var sch cron.Schedule
 	if j.Cron != "" {
@@ -216,7 +219,7 @@ func (s *Scheduler) fire(ctx context.Context, j *store.Job) {
 	}
 	hctx, cancel := context.WithTimeout(ctx, max(s.lease()-time.Minute, s.lease()/2))
 	defer cancel()
-	next, err := h(hctx, j)
+	next, err := runHandler(hctx, h, j)
 	if ctx.Err() != nil {
 		return // stopping: the claim is resumed on the next start
 	}
@@ -239,4 +242,16 @@ func (s *Scheduler) finish(j *store.Job, runErr error, next time.Time) {
 	} else if err != nil {
 		s.log().Error("record job outcome", "job", j.ID, "err", err)
 	}
+}
+
+// runHandler runs h, turning a panic into the job's error: a handler's
+// bug fails its job (retried with back-off, then failed) and never stops
+// the watcher.
+func runHandler(ctx context.Context, h JobHandler, j *store.Job) (next time.Time, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			next, err = time.Time{}, fmt.Errorf("job %s: handler panicked: %v", j.ID, p)
+		}
+	}()
+	return h(ctx, j)
 }

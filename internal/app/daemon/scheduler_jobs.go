@@ -13,6 +13,18 @@ import (
 // ID, so a restart re-puts the same job instead of adding one, and each
 // handler is idempotent (see JobHandler), for the reason given with it.
 const (
+	// JobSends runs the scheduled sends, the send retries and the snooze
+	// ends that are due (agent.Pipeline.SendDue, over the outbox's and the
+	// queue's due-time indexes). It is due at the earliest of them
+	// (store.NextDue), read again on every wake (a new outbox record, a
+	// snooze, an approval or a cancel comes with an agent event) and after
+	// each run, at most DueCap ahead (changes by another process).
+	// Idempotent: an outbox record is delivered exactly once by the
+	// outbox's own protocol (claimed in the store before the SMTP
+	// transaction, recorded sent after; an interrupted delivery is
+	// recovered by Pipeline.Recover, never sent blind), and a snooze end
+	// only moves an item that is still snoozed.
+	JobSends = "sends"
 	// JobFollowups fires the reply-tracking timers that are due. It is due
 	// at the earliest open followup's timer (store.NextFollowupDue), read
 	// again on every wake (a new timer comes with an agent event) and
@@ -47,7 +59,10 @@ type DigestCron interface {
 // its standing jobs, due now (the start-up catch-up the loops did).
 func (d *Daemon) startJobs() (*Scheduler, error) {
 	s := &Scheduler{Store: d.Store, Logger: d.log(), Now: d.Now, MaxSleep: d.JobMaxSleep}
-	s.Refresh = d.refreshFollowupJob
+	s.Refresh = func() {
+		d.refreshSendsJob()
+		d.refreshFollowupJob()
+	}
 	now := d.now()
 	every := orDefault(d.RetryInterval, 15*time.Minute)
 	var errs error
@@ -55,6 +70,15 @@ func (d *Daemon) startJobs() (*Scheduler, error) {
 		if err := s.Add(j); err != nil && !errors.Is(err, store.ErrJobRunning) {
 			errs = errors.Join(errs, err)
 		}
+	}
+	if d.Pipeline != nil {
+		s.Handle(JobSends, func(ctx context.Context, _ *store.Job) (time.Time, error) {
+			d.sendDue(ctx)
+			d.duePasses.Add(1)
+			now := d.now()
+			return now.Add(d.untilDue(now)), nil
+		})
+		put(&store.Job{ID: JobSends, Kind: JobSends, Due: now, Reason: "send the scheduled replies and retries, wake snoozed items"})
 	}
 	s.Handle(JobNeedsReview, func(ctx context.Context, _ *store.Job) (time.Time, error) {
 		d.retryNeedsReview(ctx, false)
@@ -141,5 +165,28 @@ func (d *Daemon) refreshFollowupJob() {
 	nj := &store.Job{ID: JobFollowups, Kind: JobFollowups, Due: next, Reason: "fire the reply-tracking timers that are due"}
 	if err := d.Store.PutJob(nj); err != nil && !errors.Is(err, store.ErrJobRunning) {
 		d.log().Warn("schedule the followup timers", "err", err)
+	}
+}
+
+// refreshSendsJob moves the sends job to the earliest scheduled send,
+// send retry or snooze end when that is sooner than the job's due time.
+func (d *Daemon) refreshSendsJob() {
+	if d.Pipeline == nil {
+		return
+	}
+	next, ok, err := d.Store.NextDue()
+	if err != nil || !ok {
+		return
+	}
+	j, err := d.Store.GetJob(JobSends)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return
+	}
+	if j != nil && (j.State == store.JobRunning || (j.State == store.JobPending && !j.Due.After(next))) {
+		return
+	}
+	nj := &store.Job{ID: JobSends, Kind: JobSends, Due: next, Reason: "send the scheduled replies and retries, wake snoozed items"}
+	if err := d.Store.PutJob(nj); err != nil && !errors.Is(err, store.ErrJobRunning) {
+		d.log().Warn("schedule the due sends", "err", err)
 	}
 }
