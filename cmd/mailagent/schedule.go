@@ -25,13 +25,14 @@ func newScheduleCmd(f *Factory, runF func(context.Context, *ScheduleOptions) err
 		Use:   "schedule",
 		Short: "The watcher's timed jobs: what is due, when, and why",
 		Long: `The watcher runs its timed work as jobs of one durable scheduler kept in the
-database: the reply-tracking timers, the digest (on digest.schedule), the
-retries of messages that need review, and maintenance. Each job has a due
+database: delayed sends, send retries and snooze ends, the reply-tracking
+timers, the digest (on digest.schedule), the retries of messages that need
+review, and maintenance. Each job has a due
 time, a reason, and after a failure its attempts and last error (it is
 retried with back-off). A job claimed by a watcher that was killed is
 resumed on the next start; handlers are idempotent, so nothing is done
-twice. Delayed sends and snoozes have their own due-time index (queue and
-outbox list them).`,
+twice. The individual sends and snoozes behind the sends job are in
+queue list.`,
 		Args: cobra.NoArgs,
 	}
 	opts := &ScheduleOptions{}
