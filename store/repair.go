@@ -54,12 +54,12 @@ func sum(m map[string]int) int {
 // primary buckets hold data; every other bucket is an index rebuilt from
 // them.
 var primaryBuckets = [][]byte{bMessages, bTraces, bCheckpoints, bUsage, bQueue, bOutbox, bOutboxRaw, bContacts, bAutoSend,
-	bFollowups, bUnsubscribes, bMemory, bExamples}
+	bFollowups, bUnsubscribes, bMemory, bExamples, bJobs}
 
 // jsonBuckets hold one JSON document per key; a value that is not valid
 // JSON is damage, not a record.
 var jsonBuckets = map[string]bool{"messages": true, "traces": true, "checkpoints": true, "usage": true, "queue": true, "outbox": true, "contacts": true,
-	"followups": true, "unsubscribes": true, "memory": true, "examples": true}
+	"followups": true, "unsubscribes": true, "memory": true, "examples": true, "jobs": true}
 
 // Repair salvages the damaged database at path: it copies every record it
 // can read (walking each bucket with panics recovered, forwards and then
@@ -440,7 +440,7 @@ func writePairs(out *Store, name []byte, pairs []pair, rep *RepairReport) error 
 // inputs, the trace index, and the queue and outbox status indexes (an
 // outbox record with its raw message inline has it moved apart).
 func rebuildIndexes(tx *bolt.Tx) error {
-	for _, name := range [][]byte{bIdxMsgID, bIdxThread, bIdxState, bStateCount, bThreadIn, bIdxTraceMID, bIdxQueue, bIdxOutbox, bIdxFollowup} {
+	for _, name := range [][]byte{bIdxMsgID, bIdxThread, bIdxState, bStateCount, bThreadIn, bIdxTraceMID, bIdxQueue, bIdxOutbox, bIdxFollowup, bIdxJob} {
 		if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return err
 		}
@@ -515,7 +515,10 @@ func rebuildIndexes(tx *bolt.Tx) error {
 			return err
 		}
 	}
-	return rebuildFollowupIndex(tx)
+	if err := rebuildFollowupIndex(tx); err != nil {
+		return err
+	}
+	return rebuildJobIndex(tx)
 }
 
 // staleRoot looks, from the end of the file back, for a leaf page that

@@ -103,7 +103,7 @@ var (
 
 var allBuckets = [][]byte{bMessages, bIdxMsgID, bIdxThread, bIdxState, bTraces, bIdxTraceMID,
 	bCheckpoints, bUsage, bQueue, bOutbox, bContacts, bAutoSend, bMeta, bThreadIn, bStateCount,
-	bIdxQueue, bIdxOutbox, bOutboxRaw, bFollowups, bIdxFollowup, bUnsubscribes, bMemory, bExamples}
+	bIdxQueue, bIdxOutbox, bOutboxRaw, bFollowups, bIdxFollowup, bUnsubscribes, bMemory, bExamples, bJobs, bIdxJob}
 
 // Open opens or creates the database at path with mode 0600, tightening
 // the mode of an existing file that is looser. When another process holds

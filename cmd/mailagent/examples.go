@@ -58,9 +58,12 @@ var commandExamples = map[string]string{
 	"calendar free": `  mailagent calendar free                  # the next 7 days, as the agent would offer them
   mailagent calendar free --days 14 --account work
   mailagent calendar free --json | jq '.[0].start'`,
-	"followups done":    `  mailagent followups done fu_3f9a1c2e5b7d9e01`,
-	"followups snooze":  `  mailagent followups snooze fu_3f9a1c2e5b7d9e01 --for 2d`,
-	"followups nudge":   `  mailagent followups nudge fu_3f9a1c2e5b7d9e01   # then: mailagent queue show ID`,
+	"followups done":   `  mailagent followups done fu_3f9a1c2e5b7d9e01`,
+	"followups snooze": `  mailagent followups snooze fu_3f9a1c2e5b7d9e01 --for 2d`,
+	"followups nudge":  `  mailagent followups nudge fu_3f9a1c2e5b7d9e01   # then: mailagent queue show ID`,
+	"schedule": `  mailagent schedule list                     # the watcher's timed jobs, the next due first, and why
+  mailagent schedule list --all --json`,
+	"schedule list":     `  mailagent schedule list --json | jq '.[] | select(.last_error != null)'`,
 	"followups replies": `  mailagent followups replies '<CAF=abc123@mail.example.com>' --json`,
 	"unsubscribe": `  mailagent unsubscribe '<CAF=abc123@news.example.com>'   # shows what it will send, asks y/N
   mailagent unsubscribe tr_3f9a1c2e5b7d9e01 --yes --json`,

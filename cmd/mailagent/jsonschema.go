@@ -471,6 +471,43 @@ type CheckJSON struct {
 	Fix     *string `json:"fix"`
 }
 
+// ScheduleJobJSON is one job of the durable scheduler in `schedule list
+// --json`. State is pending | running | done | failed; due is when it runs
+// next (a running job: when its claim may be resumed, lease_until), and
+// due_in_seconds is negative when it is overdue; cron is its spec
+// (robfig/cron/v3 standard form) or null; attempts counts the failures
+// since its last success, last_error the last one's text.
+type ScheduleJobJSON struct {
+	ID           string     `json:"id"`
+	Kind         string     `json:"kind"`
+	State        string     `json:"state"`
+	Due          time.Time  `json:"due"`
+	DueInSeconds int64      `json:"due_in_seconds"`
+	Cron         *string    `json:"cron"`
+	Reason       string     `json:"reason"`
+	Attempts     int        `json:"attempts"`
+	MaxAttempts  int        `json:"max_attempts"`
+	LastError    *string    `json:"last_error"`
+	LeaseUntil   *time.Time `json:"lease_until"`
+	Runs         int        `json:"runs"`
+	LastRun      *time.Time `json:"last_run"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+}
+
+func toScheduleJobJSON(j *store.Job, now time.Time) ScheduleJobJSON {
+	due := jobDueAt(j)
+	maxAttempts := j.MaxAttempts
+	if maxAttempts <= 0 {
+		maxAttempts = store.DefaultJobAttempts
+	}
+	return ScheduleJobJSON{ID: j.ID, Kind: j.Kind, State: string(j.State), Due: due,
+		DueInSeconds: int64(due.Sub(now) / time.Second), Cron: optStr(j.Cron), Reason: j.Reason,
+		Attempts: j.Attempts, MaxAttempts: maxAttempts, LastError: optStr(j.LastError),
+		LeaseUntil: optTime(j.LeaseUntil), Runs: j.Runs, LastRun: optTime(j.LastRun),
+		CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt}
+}
+
 // FollowupJSON is one reply-tracking thread in `followups --json`.
 // State is needs_reply | awaiting_reply | done | gave_up; tier is 0 (nothing
 // fired yet), 1 (reminded) or 2 (a follow-up draft was queued).

@@ -251,6 +251,14 @@ func TestJSONSchemaPerKind(t *testing.T) {
 			add("unsubscribe", "unsubscribe", decodeAny(t, "unsubscribe", run("unsubscribe", m["message_id"].(string), "--yes", "--json")))
 		}
 	}
+	putScheduleJobs(t, h.dbPath())
+	jobs := decodeAny(t, "schedule list", run("schedule", "list", "--all", "--json")).([]any)
+	if len(jobs) != 3 {
+		t.Errorf("schedule list --all --json: %d jobs, want 3", len(jobs))
+	}
+	for _, j := range jobs {
+		add("schedule_job", "schedule list", j)
+	}
 	add("status", "status", decodeAny(t, "status", run("status", "--json")))
 	for _, c := range decodeAny(t, "contacts list", run("contacts", "list", "--json")).([]any) {
 		add("contact", "contacts list", c)

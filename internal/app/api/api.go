@@ -85,6 +85,9 @@ type Service interface {
 	// FollowupAction marks a thread done, snoozes it until until, or
 	// queues a follow-up draft (FollowupActDone, …Snooze, …Nudge).
 	FollowupAction(ctx context.Context, id, action string, until time.Time) (*FollowupActionResult, error)
+	// Schedule lists the durable scheduler's jobs, the next due first
+	// (schedule.go).
+	Schedule(ctx context.Context, f ScheduleFilter) ([]store.Job, error)
 	// Replies lists the stored messages that answer messageID.
 	Replies(ctx context.Context, account, messageID string) ([]store.MessageRecord, error)
 	// RecordUnsubscribe keeps the record of an unsubscribe request.

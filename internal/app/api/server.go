@@ -220,6 +220,7 @@ func (h *handler) routes() http.Handler {
 	mux.HandleFunc("POST /v1/followups", h.followupsList)
 	mux.HandleFunc("POST /v1/followups/{id}", h.followupAction)
 	mux.HandleFunc("POST /v1/replies", h.replies)
+	mux.HandleFunc("POST /v1/schedule", h.scheduleList) // schedule.go
 	mux.HandleFunc("POST /v1/unsubscribes", h.recordUnsubscribe)
 	mux.HandleFunc("POST /v1/propose", h.propose)
 	mux.HandleFunc("GET /v1/events", h.events)

@@ -83,6 +83,10 @@ type Daemon struct {
 	// the store without a Wake (another process, a clock jump). It also
 	// paces the daily prune.
 	DueCap time.Duration
+	// JobMaxSleep bounds the durable scheduler's sleep when no job is due
+	// (Scheduler.MaxSleep; default 1h).
+	JobMaxSleep time.Duration
+
 	Logger *slog.Logger
 	Now    func() time.Time
 	// OnSynced, when set, is called after each sync pass of an account
@@ -107,10 +111,10 @@ type Daemon struct {
 	// refusals counts, per message, the syncs in a row whose FETCH the
 	// server refused (see recordRefused).
 	refusals map[store.MessageKey]int
-	// wake carries Wake's nudges to dueLoop (capacity 1; made lazily).
-	wake chan struct{}
-	// duePasses counts dueLoop's passes of sendDue (tests).
+	// duePasses counts the sends job's passes of sendDue (tests).
 	duePasses atomic.Int64
+	// sched is the durable scheduler while Run runs (Wake nudges it too).
+	sched atomic.Pointer[Scheduler]
 }
 
 func (d *Daemon) now() time.Time {
@@ -235,22 +239,17 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 		d.recordCopies(d.retryCopies(gctx))
 		return nil
 	})
-	g.Go(func() error { return d.dueLoop(gctx) })
-	if d.Digest != nil {
-		g.Go(func() error { return d.digestLoop(gctx) })
+	// Due sends and snoozes, the followup timers, the digest, the
+	// needs_review retries and the maintenance pass run as jobs of the
+	// durable scheduler (scheduler_jobs.go).
+	sched, err := d.startJobs()
+	if err != nil {
+		d.log().Warn("schedule the watcher's jobs", "err", err)
 	}
-	g.Go(func() error { return d.followupLoop(gctx) })
-	g.Go(func() error {
-		return d.tick(gctx, orDefault(d.RetryInterval, 15*time.Minute), func(ctx context.Context) {
-			d.retryNeedsReview(ctx, false)
-			d.recordCopies(d.retryCopies(ctx))
-			d.boundThreader()
-			for _, a := range d.Accounts {
-				d.scanSent(ctx, a.Name, true)
-			}
-		})
-	})
-	err := g.Wait()
+	d.sched.Store(sched)
+	d.Wake() // a nudge that came before the scheduler existed
+	g.Go(func() error { return sched.Run(gctx) })
+	err = g.Wait()
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -308,64 +307,23 @@ const defaultDueCap = 60 * time.Second
 // on): the loop then works at most once a second instead of spinning.
 const dueMinGap = time.Second
 
-func (d *Daemon) wakeCh() chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.wake == nil {
-		d.wake = make(chan struct{}, 1)
-	}
-	return d.wake
-}
-
-// Wake tells the timer of scheduled sends, send retries and snoozes that
-// what is due may have changed (a new outbox record, a snooze, an
-// approval, a cancel). It never blocks; nudges that arrive together are
-// merged. Wire it to agent.Actor.Notify (every event is fine: a wake only
-// reads the store's next due time).
+// Wake tells the durable scheduler that what is due may have changed (a
+// new outbox record, a snooze, an approval, a cancel, a followup timer):
+// it re-reads the next scheduled send, send retry, snooze end and
+// followup timer, and moves their jobs earlier when needed. It never
+// blocks; nudges that arrive together are merged. Wire it to
+// agent.Actor.Notify (every event is fine: a wake only reads due times).
 func (d *Daemon) Wake() {
-	select {
-	case d.wakeCh() <- struct{}{}:
-	default:
+	if s := d.sched.Load(); s != nil {
+		s.Wake()
 	}
 }
 
 // Notify is Wake in the shape of agent.Actor.Notify.
 func (d *Daemon) Notify(agent.Event) { d.Wake() }
 
-// dueLoop runs sendDue when something falls due, and otherwise sleeps:
-// until the store's next due time (store.NextDue), a Wake, or DueCap,
-// whichever comes first. An idle watcher therefore wakes once per DueCap
-// however much history the database holds, and a due item fires at its
-// time (the timer is set for it, not rounded to a tick).
-func (d *Daemon) dueLoop(ctx context.Context) error {
-	wake := d.wakeCh()
-	t := time.NewTimer(0)
-	defer t.Stop()
-	var last time.Time // when sendDue last ran (zero: never)
-	run := true        // a first pass at start
-	for {
-		if run {
-			d.sendDue(ctx)
-			d.duePasses.Add(1)
-			last = d.now()
-		}
-		wait := d.untilDue(last)
-		t.Reset(wait)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-wake:
-			// Something changed: look at the store's next due time again
-			// (the timer is reset to it; 0 when it is due already).
-			run = false
-		case <-t.C:
-			run = true
-		}
-	}
-}
-
-// untilDue is how long dueLoop may sleep after a pass of sendDue at last:
-// until the next due time, at most DueCap, and at least what is left of
+// untilDue is how long the sends job may wait after a pass of sendDue at
+// last: until the next due time, at most DueCap, and at least what is left of
 // dueMinGap after last when something is due already.
 func (d *Daemon) untilDue(last time.Time) time.Duration {
 	next, ok, err := d.Store.NextDue()
@@ -387,20 +345,6 @@ func (d *Daemon) untilDue(last time.Time) time.Duration {
 func (d *Daemon) sendDue(ctx context.Context) {
 	if err := d.Pipeline.SendDue(ctx); err != nil && ctx.Err() == nil {
 		d.log().Warn("scheduled sends", "err", err)
-	}
-}
-
-// tick calls f every interval until ctx ends.
-func (d *Daemon) tick(ctx context.Context, every time.Duration, f func(context.Context)) error {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			f(ctx)
-		}
 	}
 }
 

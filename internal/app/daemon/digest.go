@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"time"
 )
 
 // DigestRunner sends the owner's digest when its period has come (see
@@ -12,10 +11,7 @@ type DigestRunner interface {
 	RunDue(ctx context.Context) (bool, error)
 }
 
-// digestEvery is how often the watcher asks whether a digest is due.
-const digestEvery = time.Minute
-
-// runDigest asks d.Digest once; errors are logged (the next tick retries).
+// runDigest asks d.Digest once; errors are logged (watch --once; the watcher runs the digest job, see scheduler_jobs.go).
 func (d *Daemon) runDigest(ctx context.Context) {
 	if d.Digest == nil {
 		return
@@ -27,10 +23,4 @@ func (d *Daemon) runDigest(ctx context.Context) {
 	case sent:
 		d.log().Info("digest sent")
 	}
-}
-
-// digestLoop asks at start and then every digestEvery until ctx ends.
-func (d *Daemon) digestLoop(ctx context.Context) error {
-	d.runDigest(ctx)
-	return d.tick(ctx, digestEvery, d.runDigest)
 }

@@ -47,7 +47,12 @@ func newDueRig(t *testing.T, dueCap time.Duration) *dueRig {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = d.dueLoop(ctx)
+		s, err := d.startJobs()
+		if err != nil {
+			t.Error(err)
+		}
+		d.sched.Store(s)
+		_ = s.Run(ctx)
 	}()
 	r := &dueRig{st: st, p: p, d: d, smtp: sink, stop: func() { cancel(); <-done }}
 	t.Cleanup(r.stop)

@@ -2,26 +2,10 @@ package daemon
 
 import (
 	"context"
-	"time"
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/mail"
 )
-
-// followupTick is how often the followup timers are looked at: a timer
-// fires within this of its due time (the issue asks for a minute).
-const followupTick = 30 * time.Second
-
-// followupLoop fires the reply-tracking timers (agent.Followups.FireDue)
-// at start and then every followupTick until ctx ends. Firing is
-// idempotent in the store, so a restart in the middle fires nothing twice.
-func (d *Daemon) followupLoop(ctx context.Context) error {
-	if d.Pipeline.Followups == nil {
-		return nil
-	}
-	d.fireFollowups(ctx)
-	return d.tick(ctx, followupTick, d.fireFollowups)
-}
 
 // fireFollowups runs the due followup timers once.
 func (d *Daemon) fireFollowups(ctx context.Context) {
@@ -61,5 +45,7 @@ func (d *Daemon) trackSent(ctx context.Context, account string, msgs []*mail.Mes
 		}
 		sent = append(sent, agent.SentMail{Message: m, Asks: asks[m], NudgeOf: agent.NudgeOf(m.HeaderValue(agent.TraceHeader))})
 	}
-	return f.OwnerSent(ctx, account, sent...)
+	err = f.OwnerSent(ctx, account, sent...)
+	d.Wake() // new timers: the scheduler re-reads the earliest
+	return err
 }

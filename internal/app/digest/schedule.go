@@ -85,3 +85,11 @@ func (s *Scheduler) RunDue(ctx context.Context) (bool, error) {
 	}
 	return true, nil
 }
+
+// CronSpec is the schedule as a cron spec in robfig/cron/v3's standard
+// form ("MM HH * * *", read in the watcher's local time zone, as
+// PeriodStart is): the watcher's durable scheduler runs the digest job at
+// its next time.
+func (s *Scheduler) CronSpec() string {
+	return fmt.Sprintf("%d %d * * *", s.Schedule.Minute, s.Schedule.Hour)
+}

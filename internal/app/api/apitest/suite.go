@@ -82,6 +82,7 @@ var cases = []struct {
 	{"cancel too late", caseCancelTooLate},
 	{"hostile ids and text", caseHostile},
 	{"followups", caseFollowups},
+	{"schedule", caseSchedule},
 }
 
 // check records err and fails unless it matches want (nil: no error).

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/humantime"
+	"github.com/mailagent/mailagent/internal/termsafe"
+	"github.com/mailagent/mailagent/store"
+)
+
+// ScheduleOptions are the flags of `mailagent schedule list`.
+type ScheduleOptions struct {
+	All  bool
+	JSON bool
+}
+
+func newScheduleCmd(f *Factory, runF func(context.Context, *ScheduleOptions) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "schedule",
+		Short: "The watcher's timed jobs: what is due, when, and why",
+		Long: `The watcher runs its timed work as jobs of one durable scheduler kept in the
+database: delayed sends, send retries and snooze ends, the reply-tracking
+timers, the digest (on digest.schedule), the retries of messages that need
+review, and maintenance. Each job has a due
+time, a reason, and after a failure its attempts and last error (it is
+retried with back-off). A job claimed by a watcher that was killed is
+resumed on the next start; handlers are idempotent, so nothing is done
+twice. The individual sends and snoozes behind the sends job are in
+queue list.`,
+		Args: cobra.NoArgs,
+	}
+	opts := &ScheduleOptions{}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the jobs, the next due first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return scheduleRun(cmd.Context(), f, opts)
+		},
+	}
+	list.Flags().BoolVar(&opts.All, "all", false, "also the jobs that are done")
+	list.Flags().BoolVar(&opts.JSON, "json", false, "print as JSON")
+	cmd.AddCommand(list)
+	return cmd
+}
+
+func scheduleRun(ctx context.Context, f *Factory, opts *ScheduleOptions) error {
+	svc, closeSvc, err := f.Service(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = closeSvc() }()
+	js, err := svc.Schedule(ctx, api.ScheduleFilter{All: opts.All})
+	if err != nil {
+		return err
+	}
+	now := f.Now()
+	if opts.JSON {
+		out := make([]ScheduleJobJSON, 0, len(js))
+		for i := range js {
+			out = append(out, toScheduleJobJSON(&js[i], now))
+		}
+		return writeJSON(f.Stdout, out)
+	}
+	return printSchedule(f.Stdout, js, now)
+}
+
+// jobWhen says when a job is due: "in 5m", "overdue 3m", "-" when it
+// waits for nothing.
+func jobWhen(j *store.Job, now time.Time) string {
+	due := jobDueAt(j)
+	switch {
+	case j.State == store.JobDone || j.State == store.JobFailed:
+		return "-"
+	case due.After(now):
+		return "in " + humantime.Age(due, now)
+	}
+	return "due " + humantime.Age(now, due) + " ago"
+}
+
+// jobDueAt is when a job is due next: a running job's lease end.
+func jobDueAt(j *store.Job) time.Time {
+	if j.State == store.JobRunning {
+		return j.LeaseUntil
+	}
+	return j.Due
+}
+
+func printSchedule(w io.Writer, js []store.Job, now time.Time) error {
+	if len(js) == 0 {
+		_, err := fmt.Fprintln(w, "no jobs (the watcher adds them when it starts)")
+		return err
+	}
+	var tb table
+	tb.row("ID", "KIND", "STATE", "DUE", "WHEN", "TRIES", "WHY")
+	for i := range js {
+		j := &js[i]
+		why := termsafe.Line(j.Reason)
+		if j.LastError != "" {
+			why += " (last error: " + termsafe.Line(j.LastError) + ")"
+		}
+		due := "-"
+		if t := jobDueAt(j); !t.IsZero() {
+			due = t.Local().Format("2006-01-02 15:04")
+		}
+		tb.row(termsafe.Line(j.ID), termsafe.Line(j.Kind), string(j.State), due, jobWhen(j, now), fmt.Sprint(j.Attempts), why)
+	}
+	return tb.write(w)
+}

@@ -1,0 +1,240 @@
+//go:build unix
+
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mailagent/mailagent/store"
+)
+
+// schedChildEnv names the database a re-executed test binary runs a
+// scheduler over (TestSchedulerChild).
+const schedChildEnv = "MAILAGENT_SCHED_CHILD_DB"
+
+// TestSchedulerChild is the process TestSchedulerKill9ExactlyOnce kills:
+// a scheduler whose "fire" handler is idempotent by job ID the way the
+// watcher's are (it creates the job's effect file exclusively; a second
+// run finds it and does nothing), logging every invocation.
+func TestSchedulerChild(t *testing.T) {
+	db := os.Getenv(schedChildEnv)
+	if db == "" {
+		t.Skip("only run by TestSchedulerKill9ExactlyOnce")
+	}
+	dir := filepath.Dir(db)
+	st, err := store.Open(db, store.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.OpenFile(filepath.Join(dir, "invocations"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Scheduler{Store: st, Batch: 10}
+	s.Handle("fire", func(ctx context.Context, j *store.Job) (time.Time, error) {
+		if _, err := fmt.Fprintln(log, j.ID); err != nil {
+			return time.Time{}, err
+		}
+		time.Sleep(time.Duration(1+rand.IntN(5)) * time.Millisecond)
+		f, err := os.OpenFile(filepath.Join(dir, "effects", j.ID), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			return time.Time{}, nil // acted before a kill: nothing to do again
+		}
+		if err != nil {
+			return time.Time{}, err
+		}
+		return time.Time{}, f.Close()
+	})
+	_ = s.Run(context.Background()) // runs until killed
+}
+
+// TestSchedulerKill9ExactlyOnce: 1,000 jobs fall due over about two
+// seconds while the scheduler's process is killed with SIGKILL twenty
+// times, each a random 0–40 ms after it started working, and started
+// again. Every job must take effect
+// exactly once and end done with one recorded run; the test also shows
+// that kills did land between a handler's start and JobDone (resumed
+// invocations), or it proves nothing.
+func TestSchedulerKill9ExactlyOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill -9 loop")
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "state.db")
+	if err := os.Mkdir(filepath.Join(dir, "effects"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const jobs = 1000
+	t0 := time.Now().Add(300 * time.Millisecond)
+	for i := range jobs {
+		due := t0.Add(time.Duration(i) * 2 * time.Millisecond)
+		if err := st.PutJob(&store.Job{ID: fmt.Sprintf("fire:%04d", i), Kind: "fire", Due: due}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	start := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSchedulerChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), schedChildEnv+"="+db)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	rng := rand.New(rand.NewPCG(9, 17))
+	invSize := func() int64 {
+		fi, err := os.Stat(filepath.Join(dir, "invocations"))
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	for range 20 {
+		before := invSize()
+		cmd := start()
+		// Kill while it works: once it has entered a handler (however
+		// slowly the process started: -race, a loaded machine), after a
+		// random 0–40 ms more.
+		for deadline := time.Now().Add(15 * time.Second); invSize() == before && time.Now().Before(deadline); {
+			time.Sleep(2 * time.Millisecond)
+		}
+		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait() // killed: the error is the signal
+	}
+	// A last run to the end.
+	cmd := start()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		n, err := os.ReadDir(filepath.Join(dir, "effects"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(n) == jobs || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // let the last JobDone commit
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+
+	st, err = store.Open(db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	if _, err := st.RecoverJobs(time.Now()); err != nil { // what the next start would do
+		t.Fatal(err)
+	}
+	effects, _ := os.ReadDir(filepath.Join(dir, "effects"))
+	raw, err := os.ReadFile(filepath.Join(dir, "invocations"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := map[string]int{}
+	for _, id := range strings.Fields(string(raw)) {
+		inv[id]++
+	}
+	done, running, resumed := 0, 0, 0
+	err = st.ListJobs(func(j *store.Job) error {
+		switch {
+		case j.State == store.JobDone && j.Runs == 1:
+			done++
+		case j.State == store.JobPending && strings.Contains(j.LastError, "resumed"):
+			running++ // killed after its effect, before JobDone: resumed next start
+		default:
+			t.Errorf("%s: %s, runs %d", j.ID, j.State, j.Runs)
+		}
+		if inv[j.ID] > 1 {
+			resumed++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(effects) != jobs {
+		t.Fatalf("%d effects, want %d (each job exactly once)", len(effects), jobs)
+	}
+	if done+running != jobs || running > 1 {
+		t.Fatalf("done %d, left to resume %d, want %d done (at most the final kill's one to resume)", done, running, jobs)
+	}
+	if resumed == 0 {
+		t.Fatal("no kill landed between a handler and JobDone: the loop proved nothing; kill later")
+	}
+	t.Logf("%d jobs, 20 kills: %d effects (each once), %d handler runs resumed after a kill", jobs, len(effects), resumed)
+}
+
+// TestSchedulerIdleWith10000Jobs: with 10,000 jobs due days from now, an
+// idle scheduler sleeps until the first of them: one wake-up at start and
+// none in the idle window, and under 1% of a core measured by getrusage.
+func TestSchedulerIdleWith10000Jobs(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	now := time.Now()
+	for i := range 10000 {
+		due := now.Add(24*time.Hour + time.Duration(i)*time.Minute)
+		if err := st.PutJob(&store.Job{ID: fmt.Sprintf("send:ob_%05d", i), Kind: "send", Due: due}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &Scheduler{Store: st}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	// The start-up pass (RecoverJobs reads every job once), then the
+	// garbage of writing 10,000 jobs collected: what follows is idle.
+	for deadline := time.Now().Add(30 * time.Second); s.Wakeups.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	runtime.GC()
+	time.Sleep(200 * time.Millisecond)
+	w0 := s.Wakeups.Load()
+	cpu0, wall0 := cpuTime(t), time.Now()
+	time.Sleep(3 * time.Second)
+	cpu, wall := cpuTime(t)-cpu0, time.Since(wall0)
+	woke := s.Wakeups.Load() - w0
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("scheduler: %v", err)
+	}
+	share := float64(cpu) / float64(wall) * 100
+	t.Logf("idle with 10,000 future jobs: %d wake-ups and %.3f%% of a core over %s", woke, share, wall.Round(time.Millisecond))
+	if woke != 0 {
+		t.Errorf("%d wake-ups while idle, want 0", woke)
+	}
+	if share >= 1 {
+		t.Errorf("idle CPU %.3f%% of a core, want under 1%%", share)
+	}
+}
+
+func cpuTime(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
