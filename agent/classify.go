@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -49,9 +50,15 @@ func ClassificationSchema() *llm.Schema {
 			"summary":           {Type: "string", MaxLength: ptr[int64](MaxSummaryChars), Description: "one line, at most 200 characters"},
 			"comments":          {Type: "string", MaxLength: ptr[int64](MaxCommentsChars), Description: "why, 1 to 500 characters"},
 			"reply_by":          {Type: "string", Description: "YYYY-MM-DD the sender asks an answer by, or empty"},
+			"requested_window": {Type: "object", Description: "scheduling mail only: the days the sender asks to meet in",
+				Properties: map[string]*llm.Schema{
+					"start": {Type: "string", Description: "YYYY-MM-DD, first day"},
+					"end":   {Type: "string", Description: "YYYY-MM-DD, last day"},
+				},
+				PropertyOrdering: []string{"start", "end"}},
 		},
 		Required:         []string{"intents", "risk", "action", "requires_approval", "confidence", "summary", "comments"},
-		PropertyOrdering: []string{"intents", "risk", "action", "requires_approval", "confidence", "summary", "comments", "reply_by"},
+		PropertyOrdering: []string{"intents", "risk", "action", "requires_approval", "confidence", "summary", "comments", "reply_by", "requested_window"},
 	}
 }
 
@@ -67,6 +74,10 @@ type classificationWire struct {
 	Comments         *string  `json:"comments"`
 	// ReplyBy is optional; code checks it before use (ValidDeadline).
 	ReplyBy *string `json:"reply_by"`
+	// RequestedWindow is optional and read leniently: anything but an
+	// object of two short strings is dropped, never a validation failure;
+	// code checks it before use (ValidWindow).
+	RequestedWindow json.RawMessage `json:"requested_window"`
 }
 
 // ValidationError lists every way a model answer broke the schema.
@@ -137,7 +148,23 @@ func (w *classificationWire) classification() store.Classification {
 		Intents: w.Intents, Risk: *w.Risk, Action: *w.Action,
 		RequiresApproval: *w.RequiresApproval, Confidence: *w.Confidence,
 		Summary: *w.Summary, Comments: *w.Comments, ReplyBy: replyBy(w.ReplyBy),
+		RequestedWindow: requestedWindow(w.RequestedWindow),
 	}
+}
+
+// requestedWindow keeps a requested_window that is an object with short
+// start and end strings, as the model wrote them (checked when used);
+// null, any other shape or longer text is dropped.
+func requestedWindow(raw json.RawMessage) *store.DateWindow {
+	var v struct {
+		Start *string `json:"start"`
+		End   *string `json:"end"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil || v.Start == nil || v.End == nil ||
+		len(*v.Start) > 32 || len(*v.End) > 32 {
+		return nil
+	}
+	return &store.DateWindow{Start: strings.TrimSpace(*v.Start), End: strings.TrimSpace(*v.End)}
 }
 
 // replyBy keeps a short reply_by as the model wrote it (checked later,

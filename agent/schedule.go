@@ -64,6 +64,9 @@ type offeredSlots struct {
 	loc        *time.Location
 	ref        time.Time
 	err        error
+	// note says what became of the window the mail asked about, for the
+	// trace: used (and how many slots it kept) or ignored and why.
+	note string
 }
 
 // offerSlots asks the calendar for the owner's free slots when the mail
@@ -83,6 +86,12 @@ func (p *Pipeline) offerSlots(ctx context.Context, rec *store.MessageRecord, req
 	if o.err == nil && o.loc == nil {
 		o.noCalendar = true // the account has no calendar
 		return o
+	}
+	if o.err == nil {
+		o.narrow(rec.Classification.RequestedWindow)
+		if o.note != "" {
+			p.logger().Info("calendar: "+o.note, "account", rec.Account)
+		}
 	}
 	switch {
 	case o.err != nil:

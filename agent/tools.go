@@ -242,6 +242,9 @@ func (p *Pipeline) runTools(ctx context.Context, rec *store.MessageRecord, req *
 					if o != nil && o.err != nil {
 						return "", o.err
 					}
+					if o != nil && o.note != "" {
+						return o.note + "\n" + r.FreeSlots, nil // the note is for the trace only
+					}
 					return r.FreeSlots, nil
 				},
 				apply: func() { offered, req.FreeSlots = o, r.FreeSlots }})

@@ -45,6 +45,17 @@ type Classification struct {
 	// the model read it; reply tracking uses it only after checking it
 	// (agent.ValidDeadline).
 	ReplyBy string `json:"reply_by,omitempty"`
+	// RequestedWindow is the span of days a scheduling message asks about,
+	// as the model read it; the agent offers free slots inside it only
+	// after checking it (agent.ValidWindow), else its default window.
+	RequestedWindow *DateWindow `json:"requested_window,omitempty"`
+}
+
+// DateWindow is a span of whole days, "YYYY-MM-DD" to "YYYY-MM-DD", both
+// included, as a model read it from a message: unchecked.
+type DateWindow struct {
+	Start string `json:"start"`
+	End   string `json:"end"`
 }
 
 // GateResult is the outcome of one deterministic policy gate or routing rule.

@@ -161,6 +161,9 @@ func printExplain(w io.Writer, e *explainView) {
 			fmt.Fprintf(w, "classification %s, risk %s, action %s, confidence %.2f, approval asked %v\n",
 				line(strings.Join(c.Intents, "+")), line(c.Risk), line(c.Action), c.Confidence, c.RequiresApproval)
 			fmt.Fprintf(w, "  summary: %s\n  comments: %s\n", line(c.Summary), line(c.Comments))
+			if rw := c.RequestedWindow; rw != nil {
+				fmt.Fprintf(w, "  requested window (as the model read it): %s to %s\n", line(rw.Start), line(rw.End))
+			}
 		}
 		fmt.Fprintf(w, "state %s\n", line(string(rec.State)))
 		if rec.Error != "" {
