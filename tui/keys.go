@@ -117,6 +117,8 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.forgetLearned()
 	case key.Matches(msg, k.Unsnooze):
 		return m.unsnooze()
+	case key.Matches(msg, k.Accept, k.Decline, k.Tentative):
+		return m.rsvp(msg) // invite.go
 	}
 	return nil
 }
@@ -325,6 +327,8 @@ func (m *Model) confirmed(action string, it *Item) tea.Cmd {
 	case "retry":
 		m.markBusy(it, "retrying")
 		return retryCmd(m.ctx, m.backend, it.ID, it.Subject)
+	case rsvpAccept, rsvpDecline, rsvpTentative:
+		return m.rsvpConfirmed(action, it) // invite.go
 	}
 	return nil
 }

@@ -334,6 +334,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case forgotMsg:
 		m.applyForgot(msg)
 		return m, nil
+	case rsvpDoneMsg:
+		return m, m.applyRSVP(msg) // invite.go
 	case editorReadyMsg:
 		return m, m.runEditor(msg)
 	case editorExitedMsg:
