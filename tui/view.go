@@ -45,8 +45,8 @@ func (m *Model) buildHelp() {
 			{k.NextTab, k.PrevTab, k.GotoTab, k.Help, key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit"))}},
 	}
 	m.helpByTab[tabAttention] = viewKeys{
-		short: []key.Binding{k.Retry, k.Approve, k.Cancel, k.Forget, k.Edit, k.Reject, k.Open, k.Unsubscribe, k.Followups, k.Filter, k.NextTab},
-		full:  [][]key.Binding{nav, {k.Retry, k.Reject, k.Approve, k.Edit, k.Cancel}, {k.Open, k.Filter, k.Back}, extra, tabs},
+		short: []key.Binding{k.Retry, k.Approve, k.Cancel, k.Forget, k.Accept, k.Decline, k.Tentative, k.Edit, k.Reject, k.Open, k.Unsubscribe, k.Followups, k.Filter, k.NextTab},
+		full:  [][]key.Binding{nav, {k.Retry, k.Reject, k.Approve, k.Edit, k.Cancel}, {k.Open, k.Filter, k.Back}, rsvp, extra, tabs},
 	}
 	m.helpByTab[tabSent] = viewKeys{
 		short: []key.Binding{k.Cancel, k.Forget, k.Open, k.Followups, k.Filter, k.NextTab},
