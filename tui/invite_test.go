@@ -233,3 +233,41 @@ func TestGoldenInvitation(t *testing.T) {
 		}
 	}
 }
+
+// senderInviteFake answers invitations and leaves the end of the undo
+// window to the TUI, as the review command does with no watcher.
+type senderInviteFake struct{ inviteFake }
+
+func (s senderInviteFake) SendApproved(_ context.Context, id string) error {
+	if err := s.record(call{method: "SendApproved", id: id}); err != nil {
+		return err
+	}
+	s.update(id, func(it *Item) { it.Status = StatusSent })
+	return nil
+}
+
+// TestRSVPNotificationSentAfterWindow: with no watcher, the REPLY to an
+// invitation that came as a notification (not a draft) is sent by the
+// TUI once its undo window ends, like an approved draft.
+func TestRSVPNotificationSentAfterWindow(t *testing.T) {
+	now := fixedNow
+	f := senderInviteFake{inviteFake{newFake(invitationItem("Design review"))}}
+	f.status.WatcherConnected = false
+	m := newModel(t, f, Options{NoColor: true, Now: func() time.Time { return now }})
+	send(t, m, press("3", "T", "y", "enter")...)
+	if c := f.callsOf("RSVP"); len(c) != 1 || c[0].arg != "tentative" {
+		t.Fatalf("RSVP calls %+v, want one tentative", c)
+	}
+	run(t, m, m.sendDue())
+	if c := f.callsOf("SendApproved"); len(c) != 0 {
+		t.Fatalf("sent inside the undo window: %v", c)
+	}
+	if n := m.waitingLocally(); n != 1 {
+		t.Errorf("waitingLocally = %d, want the answered invitation counted", n)
+	}
+	now = fixedNow.Add(6 * time.Second)
+	run(t, m, m.sendDue())
+	if c := f.callsOf("SendApproved"); len(c) != 1 || c[0].id != "inv" {
+		t.Fatalf("SendApproved calls %v after the window, want inv", c)
+	}
+}

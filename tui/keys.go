@@ -143,7 +143,7 @@ func (m *Model) waitingLocally() int {
 	}
 	n := 0
 	for _, e := range m.items {
-		if e.item.Kind == KindDraft && e.item.Status == StatusApproved {
+		if (e.item.Kind == KindDraft || e.item.Invitation != "") && e.item.Status == StatusApproved {
 			n++
 		}
 	}
@@ -446,7 +446,8 @@ func (m *Model) sendDue() tea.Cmd {
 	var cmds []tea.Cmd
 	for id, e := range m.items {
 		it := &e.item
-		if it.Kind != KindDraft || it.Status != StatusApproved || it.SendAt.IsZero() || it.SendAt.After(now) {
+		// An answered invitation (invite.go) may be a notification.
+		if (it.Kind != KindDraft && it.Invitation == "") || it.Status != StatusApproved || it.SendAt.IsZero() || it.SendAt.After(now) {
 			continue
 		}
 		if _, busy := m.busy[id]; busy {

@@ -72,9 +72,11 @@ func TestReviewRSVP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("DEBUG kind %s sendAt %v", it.Kind, it.SendAt)
-	if it.Status != tui.StatusApproved {
-		t.Fatalf("after the answer: %s, want approved (in its undo window)", it.Status)
+	if it.Status != tui.StatusApproved || !it.SendAt.After(time.Now()) {
+		t.Fatalf("after the answer: %s, send at %v; want approved with the undo window ahead", it.Status, it.SendAt)
+	}
+	if n := len(h.smtp.Messages()); n != 0 {
+		t.Fatalf("%d messages went out inside the undo window", n)
 	}
 	if err := b.RSVP(ctx, id, "accept"); err == nil {
 		t.Error("a second answer was accepted")
