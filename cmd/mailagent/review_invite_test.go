@@ -54,6 +54,10 @@ func TestReviewRSVP(t *testing.T) {
 	if titles[id] != "Planning" || titles[spoof] != "Spoofed" {
 		t.Fatalf("invitation titles in the list: %v, want Planning and Spoofed", titles)
 	}
+	d, err := b.Detail(ctx, id)
+	if err != nil || d.Invitation != "Planning" || !strings.Contains(strings.Join(d.Reasons, "\n"), "answer with A (accept), D (decline) or T (tentative)") {
+		t.Errorf("detail: invitation %q, reasons %q (%v); want the title and the keys named", d.Invitation, d.Reasons, err)
+	}
 
 	tried, through := 1, 0
 	if err := b.RSVP(ctx, spoof, "accept"); err == nil || !strings.Contains(err.Error(), "not the authenticated sender") {
