@@ -98,6 +98,10 @@ type Item struct {
 	// Steps are the trace's step snapshots (trace.snapshots), shown in a
 	// short section of the detail; none when snapshots are off or pruned.
 	Steps []StepSnapshot
+	// Invitation is the title of the calendar invitation (an iTIP
+	// REQUEST) the item carries, "" when none: A, D and T answer it
+	// through Inviter. Untrusted; the TUI cleans it.
+	Invitation string
 }
 
 // Address is one mail address, both parts untrusted. The TUI shows it

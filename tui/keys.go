@@ -117,6 +117,8 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.forgetLearned()
 	case key.Matches(msg, k.Unsnooze):
 		return m.unsnooze()
+	case key.Matches(msg, k.Accept, k.Decline, k.Tentative):
+		return m.rsvp(msg) // invite.go
 	}
 	return nil
 }
@@ -141,7 +143,7 @@ func (m *Model) waitingLocally() int {
 	}
 	n := 0
 	for _, e := range m.items {
-		if e.item.Kind == KindDraft && e.item.Status == StatusApproved {
+		if (e.item.Kind == KindDraft || e.item.Invitation != "") && e.item.Status == StatusApproved {
 			n++
 		}
 	}
@@ -325,6 +327,8 @@ func (m *Model) confirmed(action string, it *Item) tea.Cmd {
 	case "retry":
 		m.markBusy(it, "retrying")
 		return retryCmd(m.ctx, m.backend, it.ID, it.Subject)
+	case rsvpAccept, rsvpDecline, rsvpTentative:
+		return m.rsvpConfirmed(action, it) // invite.go
 	}
 	return nil
 }
@@ -442,7 +446,8 @@ func (m *Model) sendDue() tea.Cmd {
 	var cmds []tea.Cmd
 	for id, e := range m.items {
 		it := &e.item
-		if it.Kind != KindDraft || it.Status != StatusApproved || it.SendAt.IsZero() || it.SendAt.After(now) {
+		// An answered invitation (invite.go) may be a notification.
+		if (it.Kind != KindDraft && it.Invitation == "") || it.Status != StatusApproved || it.SendAt.IsZero() || it.SendAt.After(now) {
 			continue
 		}
 		if _, busy := m.busy[id]; busy {

@@ -21,7 +21,8 @@
 //
 // Optional interfaces widen what the TUI offers: FollowupBackend (the
 // follow-ups view, F), Unsubscriber (U), Learner and Forgetter (what an
-// approval taught, and L to forget it). The help overlay lists only the
+// approval taught, and L to forget it), Inviter (A, D, T answer an
+// item's calendar invitation after a y/N question). The help overlay lists only the
 // keys the backend supports, and the hint bar only those that apply to
 // the selected item, always ending in "? help" and "q quit" (or "q/esc
 // back") whatever the width.
@@ -334,6 +335,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case forgotMsg:
 		m.applyForgot(msg)
 		return m, nil
+	case rsvpDoneMsg:
+		return m, m.applyRSVP(msg) // invite.go
 	case editorReadyMsg:
 		return m, m.runEditor(msg)
 	case editorExitedMsg:

@@ -32,19 +32,21 @@ func (m *Model) buildHelp() {
 	// and forgetting what an approval taught (the last two only offered
 	// when they apply; see applicable).
 	extra := []key.Binding{k.Followups, k.Unsubscribe, k.Forget}
+	// Answering an invitation: only on items that carry one (invite.go).
+	rsvp := []key.Binding{k.Accept, k.Decline, k.Tentative}
 	m.helpByTab[tabQueue] = viewKeys{
-		short: []key.Binding{k.Approve, k.Cancel, k.Forget, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Unsnooze, k.Open, k.Unsubscribe, k.Followups, k.Filter, k.NextTab},
-		full:  [][]key.Binding{nav, review, {k.Cancel, k.Open, k.Filter, k.Back}, extra, tabs},
+		short: []key.Binding{k.Approve, k.Cancel, k.Forget, k.Accept, k.Decline, k.Tentative, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Unsnooze, k.Open, k.Unsubscribe, k.Followups, k.Filter, k.NextTab},
+		full:  [][]key.Binding{nav, review, {k.Cancel, k.Open, k.Filter, k.Back}, rsvp, extra, tabs},
 	}
 	m.helpByTab[tabDetail] = viewKeys{
-		short: []key.Binding{k.Approve, k.Cancel, k.Forget, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Unsnooze, k.Retry, k.Unsubscribe, k.Followups, m.detailBack},
+		short: []key.Binding{k.Approve, k.Cancel, k.Forget, k.Accept, k.Decline, k.Tentative, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Unsnooze, k.Retry, k.Unsubscribe, k.Followups, m.detailBack},
 		// q goes back here; ctrl+c is what quits.
-		full: [][]key.Binding{nav, review, {k.Retry, k.Cancel, m.detailBack}, extra,
+		full: [][]key.Binding{nav, review, {k.Retry, k.Cancel, m.detailBack}, rsvp, extra,
 			{k.NextTab, k.PrevTab, k.GotoTab, k.Help, key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit"))}},
 	}
 	m.helpByTab[tabAttention] = viewKeys{
-		short: []key.Binding{k.Retry, k.Approve, k.Cancel, k.Forget, k.Edit, k.Reject, k.Open, k.Unsubscribe, k.Followups, k.Filter, k.NextTab},
-		full:  [][]key.Binding{nav, {k.Retry, k.Reject, k.Approve, k.Edit, k.Cancel}, {k.Open, k.Filter, k.Back}, extra, tabs},
+		short: []key.Binding{k.Retry, k.Approve, k.Cancel, k.Forget, k.Accept, k.Decline, k.Tentative, k.Edit, k.Reject, k.Open, k.Unsubscribe, k.Followups, k.Filter, k.NextTab},
+		full:  [][]key.Binding{nav, {k.Retry, k.Reject, k.Approve, k.Edit, k.Cancel}, {k.Open, k.Filter, k.Back}, rsvp, extra, tabs},
 	}
 	m.helpByTab[tabSent] = viewKeys{
 		short: []key.Binding{k.Cancel, k.Forget, k.Open, k.Followups, k.Filter, k.NextTab},
@@ -122,6 +124,8 @@ func (m *Model) supported(g []key.Binding) []key.Binding {
 			_, ok = m.backend.(Unsubscriber)
 		case k.Forget.Help():
 			_, ok = m.backend.(Forgetter)
+		case k.Accept.Help(), k.Decline.Help(), k.Tentative.Help():
+			_, ok = m.backend.(Inviter)
 		}
 		if ok {
 			out = append(out, b)
@@ -157,6 +161,8 @@ func (m *Model) applicable(b key.Binding, it *Item) bool {
 		return m.canUnsubscribe(it)
 	case is(k.Forget):
 		return m.forgettable()
+	case is(k.Accept), is(k.Decline), is(k.Tentative):
+		return m.rsvpOffered(it)
 	case is(k.FollowupNudge), is(k.FollowupSnooze), is(k.FollowupDone):
 		return m.fu.cursor >= 0 && m.fu.cursor < len(m.fu.rows)
 	}

@@ -136,7 +136,11 @@ func invitationLines(id string, inv *store.Invitation) []string {
 	for i := range lines {
 		lines[i] = strings.TrimSpace(lines[i])
 	}
-	lines = append(lines, "answer with: mailagent queue rsvp "+id+" accept|decline|tentative")
+	how := "answer with: mailagent queue rsvp " + id + " accept|decline|tentative"
+	if invitationTitle(inv) != "" { // review_invite.go: the TUI's keys
+		how = "answer with A (accept), D (decline) or T (tentative), or: mailagent queue rsvp " + id + " accept|decline|tentative"
+	}
+	lines = append(lines, how)
 	return lines
 }
 

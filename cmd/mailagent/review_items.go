@@ -42,6 +42,8 @@ func queueToItem(q *store.QueueItem, known map[string]bool) tui.Item {
 		it.Summary = strings.Join(q.Reasons, "; ")
 	}
 	it.Reasons = append(invitationLines(q.ID, q.Invitation), it.Reasons...) // queue_rsvp.go: the invitation in the detail
+	// review_invite.go: the TUI's A, D and T answer it.
+	it.Invitation = invitationTitle(q.Invitation)
 	it.Gates = tuiGates(q.Gates)
 	if sendable(q) {
 		for _, g := range riskyGates(q) {

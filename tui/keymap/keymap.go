@@ -75,6 +75,11 @@ type KeyMap struct {
 	// Forget forgets what the approval in its undo window taught (the
 	// memory records named after "learned:").
 	Forget key.Binding
+	// Accept, Decline and Tentative answer the selected item's calendar
+	// invitation (an iTIP REPLY to its organizer), after a y confirmation.
+	Accept    key.Binding
+	Decline   key.Binding
+	Tentative key.Binding
 	// FollowupNudge queues a follow-up draft for the selected thread
 	// (follow-ups view).
 	FollowupNudge key.Binding
@@ -121,6 +126,9 @@ func DefaultKeyMap() KeyMap {
 		Followups:      key.NewBinding(key.WithKeys("F"), key.WithHelp("F", "follow-ups")),
 		Unsubscribe:    key.NewBinding(key.WithKeys("U"), key.WithHelp("U", "unsubscribe")),
 		Forget:         key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "forget what this taught")),
+		Accept:         key.NewBinding(key.WithKeys("A"), key.WithHelp("A", "accept invitation")),
+		Decline:        key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "decline invitation")),
+		Tentative:      key.NewBinding(key.WithKeys("T"), key.WithHelp("T", "tentative")),
 		FollowupNudge:  key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "nudge")),
 		FollowupSnooze: key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "snooze 1d")),
 		FollowupDone:   key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "done")),

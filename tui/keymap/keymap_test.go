@@ -18,6 +18,7 @@ func TestNoConflicts(t *testing.T) {
 		"GotoTab": k.GotoTab, "Retry": k.Retry, "Cancel": k.Cancel,
 		"HalfPageUp": k.HalfPageUp, "HalfPageDown": k.HalfPageDown, "Unsnooze": k.Unsnooze,
 		"Followups": k.Followups, "Unsubscribe": k.Unsubscribe, "Forget": k.Forget,
+		"Accept": k.Accept, "Decline": k.Decline, "Tentative": k.Tentative,
 	}
 	checkConflicts(t, normal)
 	// The follow-ups view has its own keys (and the moves and help).

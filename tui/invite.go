@@ -1,0 +1,106 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+)
+
+// Inviter is the optional part of a Backend behind the A, D and T keys:
+// RSVP answers the calendar invitation of a queue item (Item.Invitation)
+// with accept, decline or tentative, mailing an iTIP REPLY to its
+// organizer (`mailagent queue rsvp`). The TUI calls it only after the
+// owner confirmed with y.
+type Inviter interface {
+	RSVP(ctx context.Context, id, answer string) error
+}
+
+// The answers RSVP takes; they double as promptConfirmNew's confirmFor.
+const (
+	rsvpAccept    = "accept"
+	rsvpDecline   = "decline"
+	rsvpTentative = "tentative"
+)
+
+// rsvpDoneMsg reports RSVP's result.
+type rsvpDoneMsg struct {
+	id, answer, subject string
+	err                 error
+}
+
+// canRSVP reports whether the item carries an invitation still open to
+// an answer.
+func canRSVP(it *Item) error {
+	if it.Invitation == "" {
+		return fmt.Errorf("no calendar invitation to answer: %w", errNotApplicable)
+	}
+	switch it.Status {
+	case StatusApproved, StatusSent, StatusSending, StatusRejected, StatusDone:
+		return fmt.Errorf("item is already %s: %w", it.Status, errNotApplicable)
+	}
+	return nil
+}
+
+// rsvpOffered reports whether A, D and T apply to it (the hint bar).
+func (m *Model) rsvpOffered(it *Item) bool {
+	_, ok := m.backend.(Inviter)
+	return ok && it != nil && canRSVP(it) == nil
+}
+
+// rsvp asks "accept the invitation "…"? y/N" for the key pressed; y sends
+// the answer (confirmed, then rsvpConfirmed).
+func (m *Model) rsvp(msg tea.KeyPressMsg) tea.Cmd {
+	if _, ok := m.backend.(Inviter); !ok {
+		return nil
+	}
+	answer := rsvpAccept
+	switch {
+	case key.Matches(msg, m.keys.Decline):
+		answer = rsvpDecline
+	case key.Matches(msg, m.keys.Tentative):
+		answer = rsvpTentative
+	}
+	it := m.current(canRSVP)
+	if it == nil {
+		return nil
+	}
+	verb := map[string]string{rsvpAccept: "accept", rsvpDecline: "decline", rsvpTentative: "answer tentative to"}[answer]
+	cmd := m.openPrompt(promptConfirmNew, it.ID, "")
+	m.confirmFor = answer
+	m.input.Prompt = fmt.Sprintf("%s the invitation %s (a reply goes to its organizer)? y/N: ", verb, quote(clean(it.Invitation)))
+	m.setNote("")
+	return cmd
+}
+
+// rsvpConfirmed sends the confirmed answer through Inviter.
+func (m *Model) rsvpConfirmed(answer string, it *Item) tea.Cmd {
+	inv, ok := m.backend.(Inviter)
+	if !ok {
+		return nil
+	}
+	if err := canRSVP(it); err != nil {
+		m.setErr(err)
+		return nil
+	}
+	m.markBusy(it, "answering")
+	ctx, id, subject := m.ctx, it.ID, it.Subject
+	return func() tea.Msg {
+		return rsvpDoneMsg{id: id, answer: answer, subject: subject, err: inv.RSVP(ctx, id, answer)}
+	}
+}
+
+// applyRSVP shows the result in the note line and, on success, reloads
+// the items (the backend decides what the item became).
+func (m *Model) applyRSVP(msg rsvpDoneMsg) tea.Cmd {
+	delete(m.busy, msg.id)
+	if msg.err != nil {
+		m.log.Warn("rsvp failed", "id", msg.id, "answer", msg.answer, "err", msg.err)
+		m.setErr(fmt.Errorf("%s %s failed: %w", msg.answer, quote(msg.subject), msg.err))
+		return nil
+	}
+	m.log.Info("rsvp done", "id", msg.id, "answer", msg.answer)
+	m.setNote(fmt.Sprintf("answered %s to %s: the reply to the organizer is queued", msg.answer, quote(msg.subject)))
+	return loadCmd(m.ctx, m.backend)
+}
