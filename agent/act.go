@@ -232,6 +232,7 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 	in.Trusted = p.trusted(rec, reply, a.Profile)
 	rec.Gates = EvaluateGates(p.Policy, in)
 	rec.Gates = p.scheduleGate(rec.Gates, offered, req, d.Body)
+	rec.Offer = p.slotOffer(offered, rec) // schedule_event.go
 	recipients := append(slices.Clone(reply.To), reply.Cc...)
 	if rec.Decision == DecisionQueue {
 		rec.Reasons = FailedReasons(rec.Gates)
@@ -274,7 +275,7 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 		ID: qid, Kind: store.KindDraft, Account: rec.Account, Message: rec.MessageKey, MessageID: rec.MessageID,
 		ThreadID: rec.ThreadID, From: rec.From, To: append(slices.Clone(reply.To), reply.Cc...), Subject: rec.Subject,
 		Classification: rec.Classification, Gates: rec.Gates, Reasons: rec.Reasons, Draft: d.Body, Status: store.QueuePending,
-		Invitation: rec.Invitation,
+		Invitation: rec.Invitation, Offer: rec.Offer,
 	}
 	return a.enqueue(ctx, item, p.prepareDraft(item, reply))
 }
@@ -348,7 +349,7 @@ func (p *Pipeline) autoSend(ctx context.Context, rec *store.MessageRecord, reply
 		ID: OutboxID(rec.MessageKey), Account: rec.Account, From: acct.From.Email, MessageID: msgID,
 		InReplyTo: rec.MessageID, To: addrStrings(append(slices.Clone(reply.To), reply.Cc...)), Raw: raw,
 		Auto: true, CreatedAt: now, Message: rec.MessageKey, Subject: rec.Subject,
-		Body: d.Body,
+		Body: d.Body, Offer: rec.Offer,
 	}
 	outbox.Schedule(ob, now, p.Policy.SendDelay)
 	// The record is written before any SMTP traffic: see Deliver.

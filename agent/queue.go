@@ -81,7 +81,7 @@ func (p *Pipeline) Approve(ctx context.Context, id, final string) (*store.QueueI
 	ob := &store.OutboxRecord{
 		ID: obID, Account: cur.Account, From: p.Accounts[cur.Account].From.Email, MessageID: msgID, QueueID: cur.ID,
 		InReplyTo: cur.MessageID, To: addrStrings(cur.To), Raw: raw,
-		CreatedAt: p.now(), Message: cur.Message, Subject: cur.Subject, Body: body,
+		CreatedAt: p.now(), Message: cur.Message, Subject: cur.Subject, Body: body, Offer: cur.Offer,
 	}
 	outbox.Schedule(ob, ob.CreatedAt, p.Policy.ApprovalDelay)
 	// The item is approved and its outbox record written in one

@@ -123,6 +123,8 @@ type MessageRecord struct {
 	SenderAuth *SenderAuth `json:"sender_auth,omitempty"`
 	// Invitation is the calendar invitation the message carries, if any.
 	Invitation *Invitation `json:"invitation,omitempty"`
+	// Offer is what the calendar offered a scheduling draft (offer.go).
+	Offer *SlotOffer `json:"offer,omitempty"`
 
 	Route          string          `json:"route"` // external | owner | self | automated
 	RouteReason    string          `json:"route_reason,omitempty"`
@@ -235,6 +237,8 @@ type QueueItem struct {
 	Learned []Learned `json:"learned,omitempty"`
 	// Invitation is the calendar invitation the message carries, if any.
 	Invitation *Invitation `json:"invitation,omitempty"`
+	// Offer is what the calendar offered a scheduling draft (offer.go).
+	Offer *SlotOffer `json:"offer,omitempty"`
 }
 
 // Outbox record statuses.
@@ -277,6 +281,9 @@ type OutboxRecord struct {
 	CreatedAt time.Time `json:"created_at"`
 	SentAt    time.Time `json:"sent_at,omitzero"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Offer is the scheduling offer of the reply (offer.go): once it is
+	// sent, the one slot it confirms may become a tentative event.
+	Offer *SlotOffer `json:"offer,omitempty"`
 }
 
 // HistoryCap bounds Contact.History; UpdateContact drops the oldest.

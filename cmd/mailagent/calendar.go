@@ -239,6 +239,9 @@ func (c agentCalendar) FreeSlots(ctx context.Context, account string, now time.T
 	return slots, prefs.Location, err
 }
 
+// SlotLength is the meeting length a confirmed slot's event gets.
+func (c agentCalendar) SlotLength(string) time.Duration { return c.cfg.Scheduling.SlotLength.D() }
+
 // HasCalendar reports whether account names a calendar, without reading it.
 func (c agentCalendar) HasCalendar(account string) bool {
 	a, ok := c.cfg.Account(account)

@@ -1,0 +1,109 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"time"
+
+	"github.com/mailagent/mailagent/internal/calendar"
+	"github.com/mailagent/mailagent/store"
+)
+
+// DefaultSlotLength is the meeting length when the calendar does not
+// say (scheduling.slot_length's default).
+const DefaultSlotLength = 30 * time.Minute
+
+// slotLengther is a Calendar that knows the meeting length of an account
+// (scheduling.slot_length).
+type slotLengther interface {
+	SlotLength(account string) time.Duration
+}
+
+// slotOffer is what a scheduling draft was offered, kept on the message
+// (and from there the queue item and the outbox record) so that the reply
+// that goes out is checked against exactly that. nil when nothing was
+// offered (no calendar, a calendar error, no free slot) or the sender is
+// not authenticated.
+func (p *Pipeline) slotOffer(o *offeredSlots, rec *store.MessageRecord) *store.SlotOffer {
+	if o == nil || o.noCalendar || o.err != nil || o.loc == nil || len(o.slots) == 0 || rec.SenderAuth.Identity() == "" {
+		return nil
+	}
+	length := DefaultSlotLength
+	if l, ok := p.Calendar.(slotLengther); ok && l.SlotLength(rec.Account) > 0 {
+		length = l.SlotLength(rec.Account)
+	}
+	so := &store.SlotOffer{TZ: o.loc.String(), Ref: o.ref, Length: length, Attendee: rec.SenderAuth.Identity()}
+	for _, s := range o.slots[:min(len(o.slots), maxOfferedSlots)] {
+		so.Slots = append(so.Slots, store.Span{Start: s.Start, End: s.End})
+	}
+	return so
+}
+
+// ScheduleEventUID is the UID of the event a reply to the message with
+// key k creates: derived from the key, so a retried send replaces the
+// event instead of adding a second one.
+func ScheduleEventUID(k store.MessageKey) string {
+	h := sha256.Sum256([]byte(k.String()))
+	return "mailagent-meeting-" + hex.EncodeToString(h[:16]) + "@mailagent"
+}
+
+// scheduleSent runs after an outbox record was sent (never for one
+// cancelled in the undo window, which is never sent): when it is a
+// scheduling reply that the owner approved, or that policy.auto_schedule
+// sent, to the one authenticated correspondent, and its text confirms
+// exactly one offered slot (calendar.ConfirmedSlot: code decides), a
+// tentative event goes on the owner's writable calendar. Zero or several
+// times, a recipient that is not the correspondent, or no writable
+// calendar: nothing. A failure is logged (the reply is out; the owner
+// can add the event by hand).
+func (p *Pipeline) scheduleSent(ob *store.OutboxRecord) {
+	o := ob.Offer
+	w, ok := p.Calendar.(EventWriter)
+	if o == nil || !ok {
+		return
+	}
+	approved := ob.QueueID != "" && ob.ID == ApprovalOutboxID(ob.QueueID) && !ob.Auto
+	if !approved && !(ob.Auto && p.Policy.AutoSchedule) {
+		return
+	}
+	if o.Attendee == "" || len(ob.To) != 1 || !strings.EqualFold(ob.To[0], o.Attendee) {
+		return
+	}
+	loc, err := time.LoadLocation(o.TZ)
+	if err != nil {
+		p.logger().Warn("schedule: no event", "outbox", ob.ID, "err", err)
+		return
+	}
+	offered := make([]calendar.Interval, 0, len(o.Slots))
+	for _, s := range o.Slots {
+		offered = append(offered, calendar.Interval{Start: s.Start, End: s.End})
+	}
+	length := o.Length
+	if length <= 0 {
+		length = DefaultSlotLength
+	}
+	start, ok := calendar.ConfirmedSlot(ob.Body, offered, length, o.Ref, loc)
+	if !ok {
+		return
+	}
+	acct := p.Accounts[ob.Account]
+	uid := ScheduleEventUID(ob.Message)
+	data, err := calendar.TentativeEvent(calendar.NewEvent{UID: uid, Summary: ob.Subject, Organizer: acct.From.Email,
+		Attendee: o.Attendee, Start: start, End: start.Add(length), Stamp: p.now()})
+	if err != nil {
+		p.logger().Warn("schedule: no event", "outbox", ob.ID, "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	path, err := w.PutEvent(ctx, ob.Account, uid, data)
+	if err != nil {
+		p.logger().Warn("schedule: calendar not updated", "outbox", ob.ID, "err", err)
+		return
+	}
+	if path != "" {
+		p.logger().Info("schedule: tentative event created", "outbox", ob.ID, "path", path, "start", start)
+	}
+}

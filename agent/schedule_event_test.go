@@ -1,0 +1,293 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-ical"
+
+	"github.com/mailagent/mailagent/internal/calendar"
+	"github.com/mailagent/mailagent/store"
+)
+
+// writableCalendar offers two free slots on Wednesday 1 April 2026
+// (Europe/Berlin, 10:00–11:00 and 14:00–15:00), meetings of 45 minutes,
+// and records every event PUT on it.
+type writableCalendar struct {
+	loc  *time.Location
+	mu   sync.Mutex
+	puts []put
+}
+
+type put struct {
+	account, uid string
+	data         []byte
+}
+
+func (c *writableCalendar) FreeSlots(context.Context, string, time.Time) ([]calendar.Interval, *time.Location, error) {
+	d := func(h int) time.Time { return time.Date(2026, 4, 1, h, 0, 0, 0, c.loc) }
+	return []calendar.Interval{{Start: d(10), End: d(11)}, {Start: d(14), End: d(15)}}, c.loc, nil
+}
+
+func (c *writableCalendar) SlotLength(string) time.Duration { return 45 * time.Minute }
+
+func (c *writableCalendar) PutEvent(_ context.Context, account, uid string, data []byte) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.puts = append(c.puts, put{account, uid, data})
+	return "/cal/" + calendar.ResourceName(uid), nil
+}
+
+func (c *writableCalendar) got() []put {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]put(nil), c.puts...)
+}
+
+// schedulingPipeline is a pipeline on Monday 30 March 2026 08:00 UTC
+// with the writable calendar, an undo window of 5 s, a model that
+// classifies every mail as scheduling and drafts draft, and Bob known.
+func schedulingPipeline(t *testing.T, mode, draft string) (*Pipeline, *store.Store, *memMailer, *writableCalendar, *time.Time) {
+	t.Helper()
+	loc, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Skip("no time zone data:", err)
+	}
+	model := &recordingModel{class: okClass(), draft: draft}
+	model.class["intents"] = []string{IntentScheduling}
+	p, st, mailer := newTestPipeline(t, model, mode)
+	cal := &writableCalendar{loc: loc}
+	p.Calendar = cal
+	p.Policy.ApprovalDelay = 5 * time.Second
+	now := time.Date(2026, 3, 30, 8, 0, 0, 0, time.UTC)
+	p.Now = func() time.Time { return now }
+	if err := st.MarkKnown("a", []string{"bob@example.org"}); err != nil {
+		t.Fatal(err)
+	}
+	return p, st, mailer, cal, &now
+}
+
+// approveAndSend queues Bob's mail, approves the draft and lets the undo
+// window pass.
+func approveAndSend(t *testing.T, p *Pipeline, now *time.Time, subject string) (*store.QueueItem, *store.MessageRecord) {
+	t.Helper()
+	ctx := context.Background()
+	out, err := p.Process(ctx, input("Bob <bob@example.org>", subject, "Could we meet Wednesday?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Record.Decision != DecisionQueue {
+		t.Fatalf("decision %s %v, want queue", out.Record.Decision, out.Record.Reasons)
+	}
+	q, err := p.Approve(ctx, QueueID(out.Record.MessageKey), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	*now = now.Add(6 * time.Second)
+	if err := p.SendDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return q, out.Record
+}
+
+func decodeEvent(t *testing.T, data []byte) *ical.Component {
+	t.Helper()
+	cal, err := ical.NewDecoder(bytes.NewReader(data)).Decode()
+	if err != nil {
+		t.Fatalf("event does not parse: %v\n%s", err, data)
+	}
+	evs := cal.Events()
+	if len(evs) != 1 {
+		t.Fatalf("%d events, want 1", len(evs))
+	}
+	return evs[0].Component
+}
+
+// TestScheduleEventAfterApprovedSend: an approved reply naming one
+// offered slot creates one tentative event, only once the undo window
+// has passed and the reply is sent: the slot's start, slot_length long,
+// the owner as ORGANIZER, Bob as the one ATTENDEE, the UID from the
+// message key.
+func TestScheduleEventAfterApprovedSend(t *testing.T) {
+	ctx := context.Background()
+	p, _, mailer, cal, now := schedulingPipeline(t, "review", "Wednesday at 10:00 works for me, see you then.")
+	out, err := p.Process(ctx, input("Bob <bob@example.org>", "Meeting", "Could we meet Wednesday?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Record.Offer == nil || len(out.Record.Offer.Slots) != 2 || out.Record.Offer.Attendee != "bob@example.org" {
+		t.Fatalf("offer on the record: %+v", out.Record.Offer)
+	}
+	if _, err := p.Approve(ctx, QueueID(out.Record.MessageKey), ""); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cal.got()); n != 0 {
+		t.Fatalf("%d events PUT inside the undo window, want 0", n)
+	}
+	*now = now.Add(6 * time.Second)
+	if err := p.SendDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if sends(mailer) != 1 {
+		t.Fatalf("sent %d, want 1", sends(mailer))
+	}
+	puts := cal.got()
+	if len(puts) != 1 {
+		t.Fatalf("%d events PUT, want 1", len(puts))
+	}
+	if puts[0].account != "a" || puts[0].uid != ScheduleEventUID(out.Record.MessageKey) {
+		t.Errorf("PUT %s %s, want a %s", puts[0].account, puts[0].uid, ScheduleEventUID(out.Record.MessageKey))
+	}
+	ev := decodeEvent(t, puts[0].data)
+	want := map[string]string{
+		ical.PropStatus: "TENTATIVE", ical.PropSummary: "Meeting", ical.PropUID: puts[0].uid,
+		ical.PropDateTimeStart: "20260401T080000Z", ical.PropDateTimeEnd: "20260401T084500Z",
+		ical.PropOrganizer: "mailto:ada@example.com",
+	}
+	for k, v := range want {
+		if got := ev.Props.Get(k); got == nil || got.Value != v {
+			t.Errorf("%s = %v, want %s", k, got, v)
+		}
+	}
+	atts := ev.Props.Values(ical.PropAttendee)
+	if len(atts) != 1 || atts[0].Value != "mailto:bob@example.org" {
+		t.Errorf("attendees %+v, want only mailto:bob@example.org", atts)
+	}
+}
+
+// TestScheduleEventCancelledInUndoWindow: cancelling within the undo
+// window sends nothing and creates no event, even after the window.
+func TestScheduleEventCancelledInUndoWindow(t *testing.T) {
+	ctx := context.Background()
+	p, _, mailer, cal, now := schedulingPipeline(t, "review", "Wednesday at 10:00 works for me.")
+	out, err := p.Process(ctx, input("Bob <bob@example.org>", "Meeting", "Could we meet Wednesday?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := QueueID(out.Record.MessageKey)
+	if _, err := p.Approve(ctx, id, ""); err != nil {
+		t.Fatal(err)
+	}
+	*now = now.Add(2 * time.Second)
+	if err := p.Cancel(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	*now = now.Add(time.Minute)
+	if err := p.SendDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if sends(mailer) != 0 || len(cal.got()) != 0 {
+		t.Errorf("after cancel: sent %d, events %d; want 0, 0", sends(mailer), len(cal.got()))
+	}
+}
+
+// TestScheduleEventOnlyForOneOfferedSlot: a reply naming two slots, no
+// time, a day without a time, or a time the calendar never offered (the
+// owner approved it anyway) creates no event; the control creates one.
+func TestScheduleEventOnlyForOneOfferedSlot(t *testing.T) {
+	for _, tc := range []struct {
+		draft string
+		want  int
+	}{
+		{"Wednesday at 10:00 or 14:00, whichever suits you.", 0},
+		{"Wednesday at 10:00 works. Or Wednesday at 14:00.", 0},
+		{"Thanks, I will check my calendar and come back to you.", 0},
+		{"Wednesday works for me.", 0},
+		{"Wednesday at 16:00 works for me.", 0},     // not offered
+		{"Wednesday at 10:30 is fine by me.", 0},    // 10:30 + 45 min runs past the slot
+		{"Thursday at 10:00 works for me.", 0},      // another day
+		{"Wednesday at 14:00 works for me.", 1},     // control
+		{"Wednesday 1 April at 10:00, see you.", 1}, // day named twice, one slot
+	} {
+		t.Run(tc.draft, func(t *testing.T) {
+			p, _, mailer, cal, now := schedulingPipeline(t, "review", tc.draft)
+			approveAndSend(t, p, now, "Meeting")
+			if sends(mailer) != 1 {
+				t.Fatalf("sent %d, want 1", sends(mailer))
+			}
+			if n := len(cal.got()); n != tc.want {
+				t.Errorf("%d events, want %d", n, tc.want)
+			}
+		})
+	}
+}
+
+// TestScheduleEventHostileSubject: a subject carrying CR LF and iCalendar
+// lines, terminal escapes and bidi overrides ends up as one clean SUMMARY;
+// no second ATTENDEE, ORGANIZER or STATUS gets into the event.
+func TestScheduleEventHostileSubject(t *testing.T) {
+	subjects := []string{
+		"=?utf-8?q?Meeting=0D=0AATTENDEE:mailto:eve@evil.example=0D=0ASTATUS:CONFIRMED?=",
+		"=?utf-8?q?Re:_Meeting_=1B[31m=E2=80=AEred=0AORGANIZER:mailto:eve@evil.example?=",
+		"Meeting; ATTENDEE:mailto:eve@evil.example, STATUS:CONFIRMED",
+	}
+	through := 0
+	for _, subj := range subjects {
+		p, _, _, cal, now := schedulingPipeline(t, "review", "Wednesday at 10:00 works for me.")
+		approveAndSend(t, p, now, subj)
+		puts := cal.got()
+		if len(puts) != 1 {
+			t.Fatalf("%q: %d events, want 1", subj, len(puts))
+		}
+		ev := decodeEvent(t, puts[0].data)
+		sum := ev.Props.Get(ical.PropSummary).Value
+		atts := ev.Props.Values(ical.PropAttendee)
+		bad := strings.ContainsAny(sum, "\r\n\x1b\u202e") || len(atts) != 1 || atts[0].Value != "mailto:bob@example.org" ||
+			ev.Props.Get(ical.PropOrganizer).Value != "mailto:ada@example.com" || ev.Props.Get(ical.PropStatus).Value != "TENTATIVE" ||
+			strings.HasPrefix(sum, "Re:")
+		if bad {
+			through++
+			t.Errorf("%q: SUMMARY %q, attendees %+v\n%s", subj, sum, atts, puts[0].data)
+		}
+	}
+	t.Logf("hostile subjects tried %d, got through %d", len(subjects), through)
+}
+
+// TestScheduleEventNeverWithoutApprovalOrPolicy: with policy.auto_schedule
+// off a scheduling reply in mode auto waits in the queue and no event is
+// made; with it on the reply is sent and the event made; a sent outbox
+// record that was neither approved nor allowed by the policy makes none.
+func TestScheduleEventNeverWithoutApprovalOrPolicy(t *testing.T) {
+	ctx := context.Background()
+	p, _, mailer, cal, _ := schedulingPipeline(t, "auto", "Wednesday at 10:00 works for me.")
+	p.Policy.SendDelay = 0
+	out, err := p.Process(ctx, input("Bob <bob@example.org>", "Meeting", "Could we meet Wednesday?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Record.Decision != DecisionQueue || sends(mailer) != 0 || len(cal.got()) != 0 {
+		t.Fatalf("auto_schedule off: %s, sent %d, events %d; want queue, 0, 0", out.Record.Decision, sends(mailer), len(cal.got()))
+	}
+
+	p.Policy.AutoSchedule = true
+	out, err = p.Process(ctx, input("Bob <bob@example.org>", "Meeting 2", "Could we meet Wednesday?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Record.Decision != DecisionAutoSend || sends(mailer) != 1 || len(cal.got()) != 1 {
+		t.Fatalf("auto_schedule on: %s %v, sent %d, events %d; want auto_send, 1, 1", out.Record.Decision, out.Record.Reasons, sends(mailer), len(cal.got()))
+	}
+	ob, err := p.Actor.Store.GetOutbox(OutboxID(out.Record.MessageKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same record, had the policy been off when it went out.
+	p.Policy.AutoSchedule = false
+	p.scheduleSent(ob)
+	// A record with no approval behind it (not the item's approval record).
+	manual := *ob
+	manual.Auto, manual.ID, manual.QueueID = false, "ob_other", "q_x"
+	p.scheduleSent(&manual)
+	// Sent to someone other than the correspondent.
+	p.Policy.AutoSchedule = true
+	other := *ob
+	other.To = []string{"eve@evil.example"}
+	p.scheduleSent(&other)
+	if n := len(cal.got()); n != 1 {
+		t.Errorf("%d events, want still 1", n)
+	}
+}
