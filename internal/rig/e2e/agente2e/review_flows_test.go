@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mailagent/mailagent/internal/rig/e2e"
 	"github.com/mailagent/mailagent/store"
@@ -35,6 +36,21 @@ func (x *tmux) keys(keys ...string) {
 	for _, k := range keys {
 		x.must("send-keys", "-t", "review", k)
 	}
+}
+
+// scrollUpTo presses ctrl-u, a half page at a time, until the screen
+// shows text; the test fails when it never does.
+func (x *tmux) scrollUpTo(text string) {
+	x.t.Helper()
+	for range 40 {
+		s := x.screen()
+		if strings.Contains(s, text) {
+			return
+		}
+		x.keys("C-u")
+		time.Sleep(300 * time.Millisecond)
+	}
+	x.t.Fatalf("the review screen never showed %q scrolling up:\n%s", text, x.screen())
 }
 
 func (x *tmux) text(s string) {
@@ -132,9 +148,12 @@ func TestReviewSentDetailUnderTmux(t *testing.T) {
 	if s := x.screen(); strings.Contains(s, "From:") {
 		t.Errorf("the detail of a sent reply labels someone From:\n%s", s)
 	}
+	// The detail ends with the trace's steps: G shows them, and the text
+	// sent and the gates are found scrolling up from there (ctrl-u).
 	x.keys("G")
-	for _, want := range []string{"── Gates ──", "known_contact", "── Sent reply ──", "Thursday works."} {
-		x.waitScreen(want, waitShort)
+	x.waitScreen("--steps", waitShort)
+	for _, want := range []string{"Thursday works.", "── Sent reply ──", "known_contact", "── Gates ──"} {
+		x.scrollUpTo(want)
 	}
 	x.keys("q", "5")
 	x.waitScreen("auto_send", waitShort)
