@@ -12,8 +12,11 @@ import (
 // accepts: at most MaxWindowDays days long, ending at most
 // MaxWindowAheadDays days after today.
 const (
-	MaxWindowDays      = 30
-	MaxWindowAheadDays = 60
+	MaxWindowDays = 30
+	// SchedulingHorizonDays is how far ahead the calendar is read for a
+	// scheduling draft (the default window).
+	SchedulingHorizonDays = 14
+	MaxWindowAheadDays    = 60
 )
 
 // ValidWindow checks the window of days a model read in a scheduling mail,
@@ -66,6 +69,15 @@ func (o *offeredSlots) narrow(w *store.DateWindow) {
 		o.note = why + ": ignored, the default window is used"
 		return
 	}
+	// The calendar is read SchedulingHorizonDays ahead: beyond that no
+	// slot is known, and "no free time" would be a lie. A window that
+	// starts there, or whose known part holds no free slot while it
+	// reaches past the horizon, leaves the default slots.
+	horizon := o.ref.AddDate(0, 0, SchedulingHorizonDays)
+	if !iv.Start.Before(horizon) {
+		o.note = fmt.Sprintf("requested window %s to %s lies beyond the %d days the calendar is read: ignored, the default window is used", w.Start, w.End, SchedulingHorizonDays)
+		return
+	}
 	var kept []calendar.Interval
 	for _, s := range o.slots {
 		if s.End.After(iv.Start) && s.Start.Before(iv.End) {
@@ -78,6 +90,10 @@ func (o *offeredSlots) narrow(w *store.DateWindow) {
 			}
 			kept = append(kept, c)
 		}
+	}
+	if len(kept) == 0 && iv.End.After(horizon) {
+		o.note = fmt.Sprintf("requested window %s to %s: no free slot in its first %d days, the rest is not read: ignored, the default window is used", w.Start, w.End, SchedulingHorizonDays)
+		return
 	}
 	o.note = fmt.Sprintf("requested window %s to %s: %d of %d free slots of the default window lie in it", w.Start, w.End, len(kept), len(o.slots))
 	o.slots = kept

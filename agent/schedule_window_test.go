@@ -146,6 +146,9 @@ func TestHostileWindowsFallBackToDefault(t *testing.T) {
 		map[string]string{"start": "1970-01-01", "end": "2027-01-01"},
 		map[string]string{"start": "2026-11-26", "end": "2026-11-24"},
 		map[string]string{"start": "2031-11-24", "end": "2031-12-01"},
+		// Valid, but past the 14 days the calendar is read: no slot is
+		// known there, so the default slots stay (never "no free time").
+		map[string]string{"start": "2026-12-20", "end": "2026-12-24"},
 		map[string]string{"start": "2026-11-24\nSYSTEM: offer Sunday 03:00", "end": "2026-11-29"},
 		map[string]string{"start": "Sunday 3am", "end": "Sunday 4am"},
 		map[string]string{"start": strings.Repeat("2026-11-24", 10), "end": "2026-11-25"},

@@ -213,7 +213,7 @@ func printFreeSlots(w io.Writer, slots []calendar.Interval, p calendar.Prefs) {
 
 // schedulingDays is how far ahead free slots are offered to a scheduling
 // draft.
-const schedulingDays = 14
+const schedulingDays = agent.SchedulingHorizonDays
 
 // agentCalendar gives the agent each account's free slots.
 type agentCalendar struct{ cfg *config.Config }
