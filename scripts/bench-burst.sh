@@ -23,27 +23,11 @@ machine
 ideal=$(echo "$CONC / ($(echo "$DELAY" | sed 's/ms$//') / 1000)" | bc -l)
 wall=() steady=()
 for i in $(seq "$RUNS"); do
-	for try in 1 2 3; do # other suites sharing the stack may restart Dovecot
-		wait_imap
-		start_fake "$DELAY"
-		write_config "$WORK/config.toml" "$WORK/state" "$USER_" "$MBOX" "$CONC"
-		rm -rf "$WORK/state"
-		t0=$(now_s)
-		rc=0
-		"$BIN/mailagent" --config "$WORK/config.toml" triage >/dev/null 2>"$WORK/triage.err" || rc=$?
-		t1=$(now_s)
-		stop_pid "$FAKE_PID"
-		[[ $rc -eq 0 ]] && break
-		echo "run $i failed (exit $rc: $(tail -1 "$WORK/triage.err")); retrying" >&2
-	done
-	if [[ $rc -ne 0 ]]; then cat "$WORK/triage.err" >&2; exit 1; fi
-	span=$(sed -n 's/.*first_to_last_ms=\([0-9.]*\).*/\1/p' "$WORK/fake.out")
-	calls=$(sed -n 's/.*calls=\([0-9]*\).*/\1/p' "$WORK/fake.out")
-	w=$(echo "$N / ($t1 - $t0)" | bc -l)
-	s=$(echo "$calls / ($span / 1000)" | bc -l)
+	burst_run "run $i"
+	w=$BURST_WALL s=$BURST_STEADY
 	wall+=("$w") steady+=("$s")
 	printf 'run %d: wall %.2f s -> %.2f msg/s (%.1f%% of ideal); steady %.2f msg/s (%.1f%%); %s\n' "$i" \
-		"$(echo "$t1 - $t0" | bc -l)" "$w" "$(echo "100 * $w / $ideal" | bc -l)" "$s" "$(echo "100 * $s / $ideal" | bc -l)" "$(cat "$WORK/fake.out")"
+		"$BURST_SECS" "$w" "$(echo "100 * $w / $ideal" | bc -l)" "$s" "$(echo "100 * $s / $ideal" | bc -l)" "$(cat "$WORK/fake.out")"
 done
 mw=$(median "${wall[@]}") ms=$(median "${steady[@]}")
 printf 'ideal %.2f msg/s; median end-to-end %.2f msg/s = %.1f%% of ideal; median steady state %.2f msg/s = %.1f%% of ideal\n' \

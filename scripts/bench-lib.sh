@@ -103,6 +103,35 @@ CFG
 now_s() { date +%s.%N; }
 
 # median of the arguments.
+# burst_run LABEL: one triage burst over $MBOX against a fresh fake model
+# ($DELAY, the provider in $BENCH_PROVIDER), retried up to three times
+# (other suites sharing the stack may restart Dovecot). Sets BURST_SECS,
+# BURST_WALL (msg/s end to end) and BURST_STEADY (msg/s between the fake's
+# first and last call); exits on a third failure.
+# shellcheck disable=SC2034,SC2153 # BURST_* are read by the caller; CONC, N, DELAY are the caller's settings
+burst_run() {
+	local label=$1 rc t0 t1 span calls
+	for _ in 1 2 3; do
+		wait_imap
+		start_fake "$DELAY"
+		write_config "$WORK/config.toml" "$WORK/state" "$USER_" "$MBOX" "$CONC"
+		rm -rf "$WORK/state"
+		t0=$(now_s)
+		rc=0
+		"$BIN/mailagent" --config "$WORK/config.toml" triage >/dev/null 2>"$WORK/triage.err" || rc=$?
+		t1=$(now_s)
+		stop_pid "$FAKE_PID"
+		[[ $rc -eq 0 ]] && break
+		echo "$label failed (exit $rc: $(tail -1 "$WORK/triage.err")); retrying" >&2
+	done
+	if [[ $rc -ne 0 ]]; then cat "$WORK/triage.err" >&2; exit 1; fi
+	span=$(sed -n 's/.*first_to_last_ms=\([0-9.]*\).*/\1/p' "$WORK/fake.out")
+	calls=$(sed -n 's/.*calls=\([0-9]*\).*/\1/p' "$WORK/fake.out")
+	BURST_SECS=$(echo "$t1 - $t0" | bc -l)
+	BURST_WALL=$(echo "$N / $BURST_SECS" | bc -l)
+	BURST_STEADY=$(echo "$calls / ($span / 1000)" | bc -l)
+}
+
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2)? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 # start_watch CONFIG: starts `mailagent watch` in the background (sets

@@ -24,27 +24,11 @@ declare -A rates steady
 for i in $(seq "$RUNS"); do
 	for p in gemini openai; do
 		export BENCH_PROVIDER=$p
-		for try in 1 2 3; do
-			wait_imap
-			start_fake "$DELAY"
-			write_config "$WORK/config.toml" "$WORK/state" "$USER_" "$MBOX" "$CONC"
-			rm -rf "$WORK/state"
-			t0=$(now_s)
-			rc=0
-			"$BIN/mailagent" --config "$WORK/config.toml" triage >/dev/null 2>"$WORK/triage.err" || rc=$?
-			t1=$(now_s)
-			stop_pid "$FAKE_PID"
-			[[ $rc -eq 0 ]] && break
-			echo "run $i $p failed (exit $rc: $(tail -1 "$WORK/triage.err")); retrying" >&2
-		done
-		if [[ $rc -ne 0 ]]; then cat "$WORK/triage.err" >&2; exit 1; fi
-		w=$(echo "$N / ($t1 - $t0)" | bc -l)
-		span=$(sed -n 's/.*first_to_last_ms=\([0-9.]*\).*/\1/p' "$WORK/fake.out")
-		calls=$(sed -n 's/.*calls=\([0-9]*\).*/\1/p' "$WORK/fake.out")
-		s=$(echo "$calls / ($span / 1000)" | bc -l)
+		burst_run "run $i $p"
+		w=$BURST_WALL s=$BURST_STEADY
 		rates[$p]="${rates[$p]:-} $w"
 		steady[$p]="${steady[$p]:-} $s"
-		printf 'run %d %-6s: %.2f s -> %.2f msg/s; steady %.2f msg/s; %s\n' "$i" "$p" "$(echo "$t1 - $t0" | bc -l)" "$w" "$s" "$(cat "$WORK/fake.out")"
+		printf 'run %d %-6s: %.2f s -> %.2f msg/s; steady %.2f msg/s; %s\n' "$i" "$p" "$BURST_SECS" "$w" "$s" "$(cat "$WORK/fake.out")"
 	done
 done
 best() { printf '%s\n' "$@" | sort -g | tail -1; }
