@@ -56,8 +56,8 @@ func ScheduleEventUID(k store.MessageKey) string {
 // exactly one offered slot (calendar.ConfirmedSlot: code decides), a
 // tentative event goes on the owner's writable calendar. Zero or several
 // times, a recipient that is not the correspondent, or no writable
-// calendar: nothing. A failure is logged (the reply is out; the owner
-// can add the event by hand).
+// calendar: nothing. A failed write is logged and noted on the approved
+// item (the reply is out; the owner can add the event by hand).
 func (p *Pipeline) scheduleSent(ob *store.OutboxRecord) {
 	o := ob.Offer
 	w, ok := p.Calendar.(EventWriter)
@@ -101,9 +101,27 @@ func (p *Pipeline) scheduleSent(ob *store.OutboxRecord) {
 	path, err := w.PutEvent(ctx, ob.Account, uid, data)
 	if err != nil {
 		p.logger().Warn("schedule: calendar not updated", "outbox", ob.ID, "err", err)
+		p.noteOnSentItem(ob, "calendar: the tentative event was not created: "+err.Error())
 		return
 	}
 	if path != "" {
 		p.logger().Info("schedule: tentative event created", "outbox", ob.ID, "path", path, "start", start)
+	}
+}
+
+// noteOnSentItem adds reason to the sent queue item of an approval, so a
+// side effect that failed after the send (the reply is out) is shown in
+// its detail and by explain, not only in the log. An auto-send has no
+// item: the log is its record.
+func (p *Pipeline) noteOnSentItem(ob *store.OutboxRecord, reason string) {
+	if ob.QueueID == "" {
+		return
+	}
+	_, err := p.Actor.Store.TransitionQueueItem(ob.QueueID, []string{store.QueueSent}, store.QueueSent, func(q *store.QueueItem) error {
+		q.Reasons = append(q.Reasons, reason)
+		return nil
+	})
+	if err != nil {
+		p.logger().Warn("schedule: note not recorded on the item", "queue", ob.QueueID, "err", err)
 	}
 }

@@ -3,6 +3,8 @@ package agent
 import (
 	"bytes"
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +21,7 @@ import (
 // and records every event PUT on it.
 type writableCalendar struct {
 	loc  *time.Location
+	fail error // PutEvent's answer when set
 	mu   sync.Mutex
 	puts []put
 }
@@ -38,6 +41,9 @@ func (c *writableCalendar) SlotLength(string) time.Duration { return 45 * time.M
 func (c *writableCalendar) PutEvent(_ context.Context, account, uid string, data []byte) (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.fail != nil {
+		return "", c.fail
+	}
 	c.puts = append(c.puts, put{account, uid, data})
 	return "/cal/" + calendar.ResourceName(uid), nil
 }
@@ -156,6 +162,37 @@ func TestScheduleEventAfterApprovedSend(t *testing.T) {
 	atts := ev.Props.Values(ical.PropAttendee)
 	if len(atts) != 1 || atts[0].Value != "mailto:bob@example.org" {
 		t.Errorf("attendees %+v, want only mailto:bob@example.org", atts)
+	}
+}
+
+// TestScheduleEventFailedWriteIsNoted: a calendar that refuses the
+// event leaves the reply sent and says so on the approved item.
+func TestScheduleEventFailedWriteIsNoted(t *testing.T) {
+	ctx := context.Background()
+	p, st, mailer, cal, now := schedulingPipeline(t, "review", "Wednesday at 10:00 works for me.")
+	cal.fail = errors.New("403 forbidden")
+	out, err := p.Process(ctx, input("Bob <bob@example.org>", "Meeting", "Could we meet Wednesday?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := QueueID(out.Record.MessageKey)
+	if _, err := p.Approve(ctx, id, ""); err != nil {
+		t.Fatal(err)
+	}
+	*now = now.Add(6 * time.Second)
+	if err := p.SendDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if sends(mailer) != 1 {
+		t.Fatalf("sent %d, want 1", sends(mailer))
+	}
+	item, err := st.GetQueueItem(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "calendar: the tentative event was not created: 403 forbidden"
+	if item.Status != store.QueueSent || !slices.Contains(item.Reasons, want) {
+		t.Errorf("item %s %v, want sent with %q", item.Status, item.Reasons, want)
 	}
 }
 
