@@ -388,6 +388,9 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 	if err := p.journal(rec); err != nil {
 		return nil, err
 	}
+	if err := p.rethread(rec, m); err != nil {
+		return nil, err
+	}
 
 	needsModel := route.Route == RouteExternal || (route.Route == RouteAutomated && p.ClassifyAutomated)
 	if needsModel {
@@ -407,6 +410,37 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 		body = m.Text // the owner's forward: the loop reads the forwarded block (owner.go)
 	}
 	return &analysis{rec: rec, route: route, body: body, tr: tr, out: out}, nil
+}
+
+// rethread adds the message to the threader again once its first journal
+// entry is stored. A watcher rebuilds its threader from the store
+// (daemon.boundThreader); a rebuild that read the store between the
+// thread step and that commit dropped the message, and a reply arriving
+// later would start a thread of its own. Adding a message again is a
+// no-op when it is still there, and Threader.Rebuild keeps every Add made
+// while it loads, so after this call the message is held whichever way
+// the two interleave. When the message had been dropped and its thread
+// id comes out different, the stored records are relabelled as in the
+// thread step.
+func (p *Pipeline) rethread(rec *store.MessageRecord, m *mail.Message) error {
+	if p.Actor == nil || p.DryRun {
+		return nil // no journal and no watcher: nothing rebuilds meanwhile
+	}
+	threadID, merged := p.Threader.Add(mail.InputOf(m))
+	if threadID == rec.ThreadID && len(merged) == 0 {
+		return nil
+	}
+	var err error
+	for _, old := range append(merged, rec.ThreadID) {
+		if old != threadID {
+			err = errors.Join(err, p.Store.RelabelThread(old, threadID))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("relabel thread: %w", err)
+	}
+	rec.ThreadID = threadID
+	return nil
 }
 
 // journal records an intermediate state. Only watch needs the journal (a

@@ -468,9 +468,10 @@ func TestWatcherThreaderStaysBounded(t *testing.T) {
 	// The bound is ThreadLimit plus a quarter (4+1): eight messages are
 	// past it, so the threader must have been rebuilt.
 	eventually(t, "the threader back within its bound", func() bool { return d.Pipeline.Threader.Len() <= 5 })
-	// A reply to kept mail still joins its thread (whether or not the
-	// rebuild caught the parent between its Add and its commit: the
-	// thread id derives from the root key, not from the parent's node).
+	// A reply to kept mail still joins its thread, also when a rebuild
+	// read the store between the parent's thread step and its commit
+	// (the pipeline adds a message again once it is stored; the exact
+	// interleaving is agent.TestRebuildBeforeCommitKeepsThread).
 	threads := func() map[string]string {
 		out := map[string]string{}
 		_ = d.Store.ListMessages(store.MessageFilter{}, func(r *store.MessageRecord) error {
