@@ -57,6 +57,9 @@ type FollowupPolicy struct {
 	// contact) and Followups.AutoSend accepts it (the daily caps). Off by
 	// default: every follow-up draft waits for approval.
 	AutoSendKnownContacts bool
+	// NudgeText is the follow-up draft's text, written by the owner
+	// (followup.nudge_text; "" = DefaultNudgeText).
+	NudgeText string
 	// Lookback bounds how old the owner's sent mail may be to open an
 	// awaiting_reply thread (default 14 days): the first scan of a Sent
 	// folder does not turn a year of mail into followups.
@@ -513,10 +516,17 @@ func NudgeOf(queueID string) string {
 	return "fu_" + rest[:i]
 }
 
-// nudgeText is the follow-up draft: fixed text, no model, nothing from
-// the other side's mail.
-func nudgeText(fu *store.Followup) string {
-	return "Hello,\n\nI am following up on my message below. Could you let me know where things stand?\n\nThank you."
+// DefaultNudgeText is a follow-up draft's text when the owner wrote none.
+const DefaultNudgeText = "Hello,\n\nI am following up on my message below. Could you let me know where things stand?\n\nThank you."
+
+// nudgeText is the follow-up draft: the owner's text (or the default), no
+// model, nothing from the other side's mail, so a stale thread cannot be
+// used to make the agent say something; the owner edits it in review.
+func (fp FollowupPolicy) nudgeText() string {
+	if strings.TrimSpace(fp.NudgeText) != "" {
+		return fp.NudgeText
+	}
+	return DefaultNudgeText
 }
 
 // Nudge queues a follow-up draft for an awaiting_reply followup now, at
@@ -573,7 +583,7 @@ func (f *Followups) queueNudge(fu *store.Followup, n int, why string) (*store.Qu
 	}
 	q := &store.QueueItem{ID: qid, Kind: store.KindDraft, Account: fu.Account, Message: fu.Message,
 		MessageID: fu.MessageID, ThreadID: fu.ThreadID, From: from, To: to, Subject: fu.Subject,
-		Draft: nudgeText(fu), Status: store.QueuePending,
+		Draft: f.Policy.nudgeText(), Status: store.QueuePending,
 		Reasons: []string{fmt.Sprintf("follow-up %d: no answer since %s (%s)", n, fu.LastAt.Format(time.DateOnly), why)}}
 	if acct, ok := f.Accounts[fu.Account]; ok {
 		domain := acct.From.Email[strings.LastIndexByte(acct.From.Email, '@')+1:]

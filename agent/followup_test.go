@@ -435,3 +435,28 @@ func TestFollowupAutoSendKnownContacts(t *testing.T) {
 		})
 	}
 }
+
+// The follow-up draft is the owner's own text when followup.nudge_text is
+// set, and never carries anything from the other side's mail.
+func TestFollowupNudgeTextIsTheOwners(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
+	f, st := newFollowups(t, filepath.Join(t.TempDir(), "db"), clock)
+	const text = "Hallo Carol,\n\nhast du die Zahlen schon?\n\nAda"
+	f.Policy.NudgeText = text
+	if err := f.OwnerSent(ctx, "a", ownerMail("ask@example.test", "carol@ext.test", "Can you send the figures?", clock.Now())); err != nil {
+		t.Fatal(err)
+	}
+	fu := getFU(t, st, "sent:ask@example.test")
+	q, err := f.Nudge(ctx, fu.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Draft != text {
+		t.Errorf("follow-up draft %q, want the owner's text %q", q.Draft, text)
+	}
+	f.Policy.NudgeText = " \n"
+	if got := f.Policy.nudgeText(); got != DefaultNudgeText {
+		t.Errorf("blank nudge_text: draft %q, want the default", got)
+	}
+}

@@ -130,7 +130,7 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 	if cfg.Followup.Enabled {
 		p.Followups = &agent.Followups{Store: st, Accounts: p.Accounts, Now: f.Now, Policy: agent.FollowupPolicy{
 			Enabled: true, DefaultAfter: cfg.Followup.DefaultAfter.D(), BusinessDays: cfg.Followup.BusinessDays,
-			MaxNudges:             cfg.Followup.MaxNudges,
+			MaxNudges: cfg.Followup.MaxNudges, NudgeText: cfg.Followup.NudgeText,
 			AutoSendKnownContacts: cfg.Followup.AutoSendKnownContacts && cfg.Policy.Mode == config.ModeAuto}}
 		p.Followups.Known = func(account, email string) bool {
 			c, err := st.GetContact(account, email)

@@ -372,6 +372,10 @@ type Followup struct {
 	// correspondent, you have written to them before, and the daily
 	// auto-send caps allow it. Default false: every follow-up waits.
 	AutoSendKnownContacts bool `toml:"auto_send_known_contacts"`
+	// NudgeText is the text of a follow-up draft, in the owner's words
+	// and language ("" = a short English default). It is used as written:
+	// nothing from the other side's mail is put into it.
+	NudgeText string `toml:"nudge_text"`
 }
 
 // Values of mailbox.archive.

@@ -263,6 +263,13 @@ func TestValidationMessages(t *testing.T) {
 			wantFix:     "use 2",
 		},
 		{
+			name:        "followup nudge_text only white space",
+			edit:        func(s string) string { return s + "\n[followup]\nnudge_text = \"  \\n \"\n" },
+			wantKey:     "followup.nudge_text",
+			wantProblem: "only white space",
+			wantFix:     "write the follow-up text",
+		},
+		{
 			name:        "mailbox archive mode",
 			edit:        func(s string) string { return s + "\n[mailbox]\narchive = \"delete\"\n" },
 			wantKey:     "mailbox.archive",

@@ -25,6 +25,9 @@ type FieldError struct {
 	Fix     string // what to change; may be empty
 }
 
+// maxNudgeText bounds followup.nudge_text: a follow-up is a few sentences.
+const maxNudgeText = 4000
+
 // Error reads: config FILE: KEY: PROBLEM (fix: FIX).
 func (e *FieldError) Error() string {
 	var b strings.Builder
@@ -139,6 +142,16 @@ func (c *Config) Validate() error {
 	}
 	if n := c.Followup.MaxNudges; n < 1 || n > 10 {
 		p.add("followup.max_nudges", fmt.Sprintf("%d is outside 1–10", n), "use 2 (the default)")
+	}
+	if t := c.Followup.NudgeText; t != "" {
+		switch {
+		case strings.TrimSpace(t) == "":
+			p.add("followup.nudge_text", "is only white space", "write the follow-up text, or remove the key for the default")
+		case len(t) > maxNudgeText:
+			p.add("followup.nudge_text", fmt.Sprintf("is %d bytes, more than %d", len(t), maxNudgeText), "shorten it to a few sentences")
+		case strings.ContainsRune(t, 0):
+			p.add("followup.nudge_text", "contains a NUL byte", "remove it")
+		}
 	}
 	// [mailbox]
 	if a := c.Mailbox.Archive; a != ArchiveOff && a != ArchiveMove && a != ArchiveKeyword {
