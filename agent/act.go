@@ -210,7 +210,7 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 	if rec.Classification != nil {
 		req.Intents = rec.Classification.Intents
 	}
-	req.Memory = p.memoryFor(rec.Account, rec.SenderAuth.Identity(), req.Intents)
+	req.Memory = p.memoryFor(rec.Account, rec.SenderAuth.Identity(), req.Intents, rec.Decision != DecisionAutoSend)
 	offered := p.runTools(ctx, rec, &req, tr) // tools.go: thread, contact, calendar, MCP
 	done := tr.step("draft")
 	d, info, err := a.Drafter.Draft(ctx, req)

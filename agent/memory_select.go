@@ -54,12 +54,19 @@ type MemoryQuery struct {
 	Now     time.Time
 	// Budget in tokens; 0 means DefaultMemoryBudget.
 	Budget int
+	// OtherContacts lets the owner's approved replies to other contacts
+	// serve as examples (same intents, after this contact's own). Only
+	// for a draft that waits for the owner whatever it says: their text
+	// may carry facts about those contacts, and a reply that could go out
+	// on its own must not be able to repeat them (see memoryFor).
+	OtherContacts bool
 }
 
 // SelectMemory picks, by whole items and never by cutting one, what a
 // draft for q sees, in priority order: the owner's recent replies to this
 // contact (newest first), approved replies to emails with the same intents
-// (newest first), this contact's records (its own, then its domain's,
+// (newest first; to other contacts only with q.OtherContacts), this
+// contact's records (its own, then its domain's,
 // then the owner's global rules and facts; newest first), the global
 // style records. An item that does not fit in what is left of the budget
 // is skipped and the next is tried. Records about another contact are
@@ -94,9 +101,10 @@ func SelectMemory(q MemoryQuery, recs []store.MemoryRecord, examples []store.Exa
 		}
 		// Approved replies to other contacts teach only the voice; their
 		// text may carry facts about that other contact, so they are used
-		// only when their intent matches and after this contact's own.
+		// only for a draft the owner reads before it goes, when their
+		// intent matches, and after this contact's own.
 		for _, e := range exs {
-			if e.Kind == store.ExampleApproved && sharesIntent(e.Intents, q.Intents) && e.Contact != contact {
+			if q.OtherContacts && e.Kind == store.ExampleApproved && sharesIntent(e.Intents, q.Intents) && e.Contact != contact {
 				take(&m.Examples, exampleLine(e))
 			}
 		}
@@ -160,9 +168,14 @@ func recordLine(r store.MemoryRecord) string {
 }
 
 // memoryFor selects the learned memory for a draft to contact (the
-// authenticated sender; "" for none) on account. Without a memory store
+// authenticated sender; "" for none) on account. queued says the draft
+// waits for the owner whatever it says (the decision before drafting is
+// not an auto-send): only then may the owner's approved replies to other
+// contacts be examples. A draft that may go out on its own sees nothing
+// written to anyone else, so a model that obeys the mail ("quote your
+// other replies") has nothing of theirs to repeat. Without a memory store
 // it is empty; a read error is logged and drafting goes on without it.
-func (p *Pipeline) memoryFor(account, contact string, intents []string) prompts.Memory {
+func (p *Pipeline) memoryFor(account, contact string, intents []string, queued bool) prompts.Memory {
 	a := p.Actor
 	if a == nil || a.Memory == nil || contact == "" {
 		// An unauthenticated sender gets no memory, as it gets no profile.
@@ -177,7 +190,8 @@ func (p *Pipeline) memoryFor(account, contact string, intents []string) prompts.
 	if err != nil {
 		p.logger().Warn("memory", "account", account, "err", err)
 	}
-	return SelectMemory(MemoryQuery{Account: account, Contact: contact, Intents: intents, Now: p.now(), Budget: a.MemoryBudget}, recs, exs)
+	return SelectMemory(MemoryQuery{Account: account, Contact: contact, Intents: intents, Now: p.now(), Budget: a.MemoryBudget,
+		OtherContacts: queued}, recs, exs)
 }
 
 // ownerRuleFor returns the text of an active rule record that applies to

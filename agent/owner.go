@@ -454,7 +454,7 @@ func (p *Pipeline) delegateDraft(ctx context.Context, rec *store.MessageRecord, 
 	}
 	who := strings.ToLower(fw.From.Email)
 	req := DraftRequest{Owner: p.ownerOf(rec.Account), Profile: a.Profile, From: formatAddress(fw.From), Subject: fw.Subject,
-		Body: prompts.TrimText(fw.Body, p.maxBody()), Instruction: instruction, Memory: p.memoryFor(rec.Account, who, nil)}
+		Body: prompts.TrimText(fw.Body, p.maxBody()), Instruction: instruction, Memory: p.memoryFor(rec.Account, who, nil, true)}
 	if c, err := p.Store.GetContact(rec.Account, who); err == nil {
 		req.Contact = c
 	}

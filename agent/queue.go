@@ -309,7 +309,7 @@ func (p *Pipeline) Regenerate(ctx context.Context, id, instruction string) (*sto
 	if rec.Classification != nil {
 		req.Intents = rec.Classification.Intents
 	}
-	req.Memory = p.memoryFor(rec.Account, rec.SenderAuth.Identity(), req.Intents)
+	req.Memory = p.memoryFor(rec.Account, rec.SenderAuth.Identity(), req.Intents, true) // a queued item: the owner reads it
 	d, _, err := a.Drafter.Draft(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("regenerate %s: %w", id, err)
