@@ -16,6 +16,7 @@ func rtClasses() []rtClass {
 		rtTerminalEscapes(),
 		rtOwnerImpersonation(),
 		rtDoubleSend(),
+		rtCrossContactExamples(),
 	}
 }
 
