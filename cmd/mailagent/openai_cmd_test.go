@@ -56,7 +56,7 @@ func TestTriageEveryProvider(t *testing.T) {
 			}
 			if h.openai != nil {
 				wantFormat := map[string]string{provStrict: "json_schema", provJSONOnly: "json_object", provProse: ""}[p]
-				for _, r := range h.openai.srv.Requests() {
+				for _, r := range h.openai.Srv.Requests() {
 					if r.Format != wantFormat || r.Model() != openaitest.DefaultModel {
 						t.Errorf("request format %q model %q, want %q %q", r.Format, r.Model(), wantFormat, openaitest.DefaultModel)
 					}
@@ -118,8 +118,8 @@ func TestTriageEveryProvider(t *testing.T) {
 // server, which never receives the Gemini key.
 func TestPerTaskModels(t *testing.T) {
 	b := newOABridge(t, openaitest.ModeStrict, compromisedModel)
-	b.srv.Models = []string{"big:70b"}
-	extra := fmt.Sprintf("\n[llm.classify]\nmodel = \"small-gemini\"\n\n[llm.draft]\nprovider = \"openai\"\nmodel = \"big:70b\"\nbase_url = %q\n", b.srv.URL)
+	b.Srv.Models = []string{"big:70b"}
+	extra := fmt.Sprintf("\n[llm.classify]\nmodel = \"small-gemini\"\n\n[llm.draft]\nprovider = \"openai\"\nmodel = \"big:70b\"\nbase_url = %q\n", b.Srv.URL)
 	h := newHarness(t, compromisedModel, autoPolicy)
 	raw, err := os.ReadFile(h.cfgPath)
 	if err != nil {
@@ -148,7 +148,7 @@ func TestPerTaskModels(t *testing.T) {
 			t.Errorf("gemini got a non-classify call or model %q", r.Model)
 		}
 	}
-	oa := b.srv.Requests()
+	oa := b.Srv.Requests()
 	if len(oa) == 0 {
 		t.Fatal("the draft model was never called")
 	}
@@ -185,10 +185,10 @@ func TestOpenAIRefusedKey(t *testing.T) {
 	if j.State != "needs_review" || !strings.Contains(sv(j.Error), "401") || !strings.Contains(sv(j.Error), "api_key_env") {
 		t.Errorf("state %s error %q, want needs_review naming the 401 and the key setting", j.State, sv(j.Error))
 	}
-	if n := len(h.openai.srv.Requests()); n != 1 {
+	if n := len(h.openai.Srv.Requests()); n != 1 {
 		t.Errorf("%d requests, want 1 (a 401 is permanent)", n)
 	}
-	if r := h.openai.srv.Requests()[0]; r.Header.Get("Authorization") != "Bearer "+key {
+	if r := h.openai.Srv.Requests()[0]; r.Header.Get("Authorization") != "Bearer "+key {
 		t.Errorf("Authorization %q, want the configured key", r.Header.Get("Authorization"))
 	}
 	if strings.Contains(stdout+stderr, key) {
@@ -249,8 +249,8 @@ func TestDoctorLLM(t *testing.T) {
 		h := newHarnessOn(t, provStrict, func(*geminitest.Request) geminitest.Reply {
 			return geminitest.JSONReply(map[string]any{"ok": true}, llm.Usage{TotalTokens: 12})
 		}, "")
-		h.openai.srv.AnyModel = true
-		h.openai.srv.Models = []string{"/models/qwen2.5-7b-instruct-q4_k_m.gguf"}
+		h.openai.Srv.AnyModel = true
+		h.openai.Srv.Models = []string{"/models/qwen2.5-7b-instruct-q4_k_m.gguf"}
 		m := checks(h)
 		if c := m["model.listed"]; c.Status != "warn" || !strings.Contains(sv(c.Fix), "qwen2.5-7b-instruct-q4_k_m.gguf") {
 			t.Errorf("model.listed: %+v, want a warning naming the listed model", c)
@@ -269,7 +269,7 @@ func TestDoctorLLM(t *testing.T) {
 	})
 	t.Run("nothing listening", func(t *testing.T) {
 		h := newHarnessOn(t, provStrict, nil, "")
-		setLLM(h, h.openai.srv.URL, "http://127.0.0.1:1/v1")
+		setLLM(h, h.openai.Srv.URL, "http://127.0.0.1:1/v1")
 		c := checks(h)["model.server"]
 		if c.Status != "fail" || !strings.Contains(sv(c.Fix), "start the server") {
 			t.Errorf("model.server: %+v, want a fail saying to start the server", c)
@@ -277,7 +277,7 @@ func TestDoctorLLM(t *testing.T) {
 	})
 	t.Run("wrong base url", func(t *testing.T) {
 		h := newHarnessOn(t, provStrict, nil, "")
-		setLLM(h, h.openai.srv.URL, strings.TrimSuffix(h.openai.srv.URL, "/v1"))
+		setLLM(h, h.openai.Srv.URL, strings.TrimSuffix(h.openai.Srv.URL, "/v1"))
 		c := checks(h)["model.server"]
 		if c.Status != "fail" || !strings.Contains(sv(c.Fix), "/v1") {
 			t.Errorf("model.server: %+v, want a fail naming /v1", c)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
+	"github.com/mailagent/mailagent/internal/llm/openaitest"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/rig/e2e"
 	"github.com/mailagent/mailagent/store"
@@ -58,6 +60,10 @@ type options struct {
 	// Model answers the agent's model calls; nil answers every request
 	// cautiously (a draft that needs approval).
 	Model geminitest.Handler
+	// OpenAI, when set, serves Model through the OpenAI-compatible fake in
+	// that mode (llm.provider = "openai", a local server with no key);
+	// the Gemini fake then fails every call.
+	OpenAI *openaitest.Mode
 }
 
 // env is one test's mailagent: its config, state directory and fake model,
@@ -71,8 +77,9 @@ type env struct {
 	stateDir string
 	password string
 	model    *geminitest.Server
-	courier  bool       // the IMAP server is the Courier-style one (options.Courier)
-	main     *e2e.Stack // the main stack (Postfix delivers there, whatever the test's server)
+	openai   *openaitest.Bridge // nil: the model is Gemini's
+	courier  bool               // the IMAP server is the Courier-style one (options.Courier)
+	main     *e2e.Stack         // the main stack (Postfix delivers there, whatever the test's server)
 
 	mu       sync.Mutex
 	watchers []*watcher
@@ -104,8 +111,15 @@ func newEnv(t *testing.T, o options) *env {
 		cfgPath:  filepath.Join(dir, "config.toml"),
 		stateDir: filepath.Join(dir, "state"),
 		password: o.Password,
-		model:    geminitest.NewServer(t, h),
 	}
+	if o.OpenAI != nil {
+		e.openai = openaitest.NewBridge(t, *o.OpenAI, h)
+		h = func(*geminitest.Request) geminitest.Reply {
+			t.Errorf("provider openai: the Gemini endpoint was called")
+			return geminitest.ErrorReply(http.StatusInternalServerError, "INTERNAL", "wrong provider")
+		}
+	}
+	e.model = geminitest.NewServer(t, h)
 	if e.password == "" {
 		e.password = s.Password(t, e2e.Owner)
 	}
@@ -158,9 +172,7 @@ func (e *env) writeConfig(o options) {
 	cfg := fmt.Sprintf(`state_dir = %q
 
 [llm]
-model = "gemini-test"
-api_key_env = %q
-base_url = %q
+%s
 concurrency = %d
 timeout = "30s"
 
@@ -191,13 +203,32 @@ display_name = %q
   security = "starttls"
   tls_ca_file = %q
   password_env = %q
-`, e.stateDir, apiKeyEnv, e.model.URL, conc, mode,
+`, e.stateDir, e.llmConfig(), conc, mode,
 		account, e2e.Owner, ownerName, drafts,
 		e.s.IMAPHost, imapPort, e.s.CAFile, passwordEnv,
 		e.s.SMTPHost, e.s.SMTPPort, e.s.CAFile, passwordEnv)
 	if err := os.WriteFile(e.cfgPath, []byte(cfg), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// llmConfig is the body of the [llm] section: the Gemini fake, or the
+// OpenAI-compatible one as a local server would be configured (no key).
+func (e *env) llmConfig() string {
+	if e.openai != nil {
+		mode := e.openai.Srv.Mode
+		return fmt.Sprintf("provider = \"openai\"\nmodel = %q\nbase_url = %q\nstructured_output = %q",
+			openaitest.DefaultModel, e.openai.Srv.URL, mode.StructuredOutput())
+	}
+	return fmt.Sprintf("model = \"gemini-test\"\napi_key_env = %q\nbase_url = %q", apiKeyEnv, e.model.URL)
+}
+
+// modelRequests returns what the model was shown, whichever the provider.
+func (e *env) modelRequests() []*geminitest.Request {
+	if e.openai != nil {
+		return e.openai.Requests()
+	}
+	return e.model.Requests()
 }
 
 // command builds a mailagent command line for this env.
