@@ -223,14 +223,6 @@ func (e *env) llmConfig() string {
 	return fmt.Sprintf("model = \"gemini-test\"\napi_key_env = %q\nbase_url = %q", apiKeyEnv, e.model.URL)
 }
 
-// modelRequests returns what the model was shown, whichever the provider.
-func (e *env) modelRequests() []*geminitest.Request {
-	if e.openai != nil {
-		return e.openai.Requests()
-	}
-	return e.model.Requests()
-}
-
 // command builds a mailagent command line for this env.
 func (e *env) command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, binary, append([]string{"--config", e.cfgPath}, args...)...)
