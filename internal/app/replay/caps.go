@@ -1,0 +1,140 @@
+package replay
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/store"
+)
+
+// The daily caps (policy.max_per_contact_per_day, policy.max_per_day) are
+// simulated after the run, over the results in arrival order: each
+// would-be auto-send asks the caps gate (agent.EvaluateGates, the code the
+// pipeline runs) with the counts of a ledger kept in memory, and counts in
+// it only when the gate lets it through, as the real pipeline counts in
+// the store (agent's act step, store.IncrAutoSend) only what it sends. A
+// send the caps refuse is a queue item instead. The ledger is keyed as the
+// store's: per account, recipient and UTC day, and per day across
+// accounts. It never reads the agent's store: its caps are today's, not
+// those of the replayed days.
+//
+// Doing it after the run, not during it, keeps the run concurrent and
+// resumable (the results do not depend on the order the workers finished
+// in) and lets the threshold table run the same ledger for every
+// min_confidence.
+
+// ledger is the simulated auto-send counts.
+type ledger struct {
+	perContact map[string]int
+	perDay     map[string]int
+}
+
+func newLedger() *ledger { return &ledger{perContact: map[string]int{}, perDay: map[string]int{}} }
+
+func contactKey(account, to, day string) string {
+	return day + "\x00" + account + "\x00" + strings.ToLower(strings.TrimSpace(to))
+}
+
+// send asks the caps gate whether r may be auto-sent now and, if so,
+// counts it. It returns the gate.
+func (l *ledger) send(pol agent.Policy, r *Result) store.GateResult {
+	day := store.Day(r.arrived())
+	to := r.recipient()
+	ck := contactKey(r.Key.Account, to, day)
+	g := CapsGate(pol, to, l.perContact[ck], l.perDay[day])
+	if g.Pass {
+		l.perContact[ck]++
+		l.perDay[day]++
+	}
+	return g
+}
+
+// CapsGate is the pipeline's caps gate for an auto-reply to to, given the
+// auto-sends already made that day to to (perContact) and in all
+// (global): the verdict of agent.EvaluateGates, whose other gates are
+// not asked here.
+func CapsGate(pol agent.Policy, to string, perContact, global int) store.GateResult {
+	in := agent.GateInput{Recipients: []agent.Recipient{{Email: strings.ToLower(to), Known: true, SentToday: perContact}}, SentToday: global}
+	for _, g := range agent.EvaluateGates(pol, in) {
+		if g.Gate == agent.GateCaps {
+			return g
+		}
+	}
+	// EvaluateGates always judges the caps; a policy without them fails closed.
+	return store.GateResult{Gate: agent.GateCaps, Reason: "the caps gate was not evaluated"}
+}
+
+// arrived is when the message reached the mailbox (INTERNALDATE): the
+// server's time, which the sender cannot set. Results written before it
+// was recorded fall back to the Date header.
+func (r *Result) arrived() time.Time {
+	if !r.Arrived.IsZero() {
+		return r.Arrived
+	}
+	return r.Date
+}
+
+// recipient is whom an auto-reply to r goes to: the authenticated sender
+// (the recipients gate lets nothing else through).
+func (r *Result) recipient() string {
+	if r.Would.To != "" {
+		return r.Would.To
+	}
+	return r.From
+}
+
+// byArrival returns the indexes of results in arrival order (ties by
+// message key, so the order never depends on how the run went).
+func byArrival(results []*Result) []int {
+	idx := make([]int, len(results))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		ra, rb := results[a], results[b]
+		return cmp.Or(ra.arrived().Compare(rb.arrived()),
+			cmp.Compare(ra.Key.Account, rb.Key.Account), cmp.Compare(ra.Key.Mailbox, rb.Key.Mailbox),
+			cmp.Compare(ra.Key.UIDValidity, rb.Key.UIDValidity), cmp.Compare(ra.Key.UID, rb.Key.UID))
+	})
+	return idx
+}
+
+// capped simulates the caps over results: for the policy's own decisions
+// (the result's auto_send) and for each threshold of rows (AutoAt). It
+// returns, per result index, whether the policy's auto-send was refused
+// by the caps (and the gate that refused it), and per row and index
+// whether the message is sent (sent) or refused (refused) at that
+// min_confidence.
+func simulateCaps(pol agent.Policy, results []*Result, rows []float64) (refusedBy map[int]store.GateResult, sent, refused []map[int]bool) {
+	order := byArrival(results)
+	refusedBy = map[int]store.GateResult{}
+	l := newLedger()
+	for _, i := range order {
+		r := results[i]
+		if r.Would.Decision != agent.DecisionAutoSend {
+			continue
+		}
+		if g := l.send(pol, r); !g.Pass {
+			refusedBy[i] = g
+		}
+	}
+	sent, refused = make([]map[int]bool, len(rows)), make([]map[int]bool, len(rows))
+	for j, t := range rows {
+		sent[j], refused[j] = map[int]bool{}, map[int]bool{}
+		l := newLedger()
+		for _, i := range order {
+			if !results[i].Would.AutoAt(t) {
+				continue
+			}
+			if l.send(pol, results[i]).Pass {
+				sent[j][i] = true
+			} else {
+				refused[j][i] = true
+			}
+		}
+	}
+	return refusedBy, sent, refused
+}
