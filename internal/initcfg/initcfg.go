@@ -46,9 +46,9 @@ type Setup struct {
 	// (Kind SecretKeyring, Password the key typed at init; the command
 	// stores it under service "mailagent", user "llm"). Render writes
 	// only api_key_keyring = true, never the key. Zero otherwise.
-	APIKey Secret
-	Model, Mode          string
-	AuthservID           string // the server's id in Authentication-Results
+	APIKey      Secret
+	Model, Mode string
+	AuthservID  string // the server's id in Authentication-Results
 	// The model server: LLMProvider "" is Gemini; "openai" is an
 	// OpenAI-compatible server at LLMBaseURL (LLMPreset names the kind,
 	// e.g. "ollama", for the comment), asked for JSON per
