@@ -28,28 +28,44 @@ import (
 
 // ledger is the simulated auto-send counts.
 type ledger struct {
+	pol        agent.Policy
 	perContact map[string]int
 	perDay     map[string]int
+	// verdicts memoizes the caps gate's pass by (per contact, in all)
+	// count: the gate is a pure function of those and the policy (the
+	// recipient only names who in its reason), and it formats every
+	// gate's reason, which the table's ten ledgers would pay per message.
+	verdicts map[[2]int]bool
 }
 
-func newLedger() *ledger { return &ledger{perContact: map[string]int{}, perDay: map[string]int{}} }
-
-func contactKey(account, to, day string) string {
-	return day + "\x00" + account + "\x00" + strings.ToLower(strings.TrimSpace(to))
+func newLedger(pol agent.Policy, verdicts map[[2]int]bool) *ledger {
+	return &ledger{pol: pol, perContact: map[string]int{}, perDay: map[string]int{}, verdicts: verdicts}
 }
 
-// send asks the caps gate whether r may be auto-sent now and, if so,
-// counts it. It returns the gate.
-func (l *ledger) send(pol agent.Policy, r *Result) store.GateResult {
+// capsKey is where one message counts: its recipient, per account and
+// UTC day (the store's keys), and its day.
+type capsKey struct{ to, contact, day string }
+
+func capsKeyOf(r *Result) capsKey {
 	day := store.Day(r.arrived())
-	to := r.recipient()
-	ck := contactKey(r.Key.Account, to, day)
-	g := CapsGate(pol, to, l.perContact[ck], l.perDay[day])
-	if g.Pass {
-		l.perContact[ck]++
-		l.perDay[day]++
+	to := strings.ToLower(strings.TrimSpace(r.recipient()))
+	return capsKey{to: to, contact: day + "\x00" + r.Key.Account + "\x00" + to, day: day}
+}
+
+// send asks the caps gate whether a message counted at k may be
+// auto-sent now and, if so, counts it.
+func (l *ledger) send(k capsKey) bool {
+	counts := [2]int{l.perContact[k.contact], l.perDay[k.day]}
+	pass, ok := l.verdicts[counts]
+	if !ok {
+		pass = CapsGate(l.pol, k.to, counts[0], counts[1]).Pass
+		l.verdicts[counts] = pass
 	}
-	return g
+	if pass {
+		l.perContact[k.contact]++
+		l.perDay[k.day]++
+	}
+	return pass
 }
 
 // CapsGate is the pipeline's caps gate for an auto-reply to to, given the
@@ -102,39 +118,39 @@ func byArrival(results []*Result) []int {
 	return idx
 }
 
-// capped simulates the caps over results: for the policy's own decisions
-// (the result's auto_send) and for each threshold of rows (AutoAt). It
-// returns, per result index, whether the policy's auto-send was refused
-// by the caps (and the gate that refused it), and per row and index
-// whether the message is sent (sent) or refused (refused) at that
-// min_confidence.
-func simulateCaps(pol agent.Policy, results []*Result, rows []float64) (refusedBy map[int]store.GateResult, sent, refused []map[int]bool) {
+// simulateCaps simulates the caps over results: for the policy's own
+// decisions (the result's auto_send) and for each threshold of rows
+// (AutoAt). It returns, by result index, the policy's auto-sends the caps
+// refused (capped), and per row the messages sent (sent) and refused
+// (refused) at that min_confidence.
+func simulateCaps(pol agent.Policy, results []*Result, rows []float64) (capped []bool, sent, refused [][]bool) {
 	order := byArrival(results)
-	refusedBy = map[int]store.GateResult{}
-	l := newLedger()
+	keys := make([]capsKey, len(results))
+	for i, r := range results {
+		keys[i] = capsKeyOf(r)
+	}
+	verdicts := map[[2]int]bool{}
+	capped = make([]bool, len(results))
+	l := newLedger(pol, verdicts)
 	for _, i := range order {
-		r := results[i]
-		if r.Would.Decision != agent.DecisionAutoSend {
-			continue
-		}
-		if g := l.send(pol, r); !g.Pass {
-			refusedBy[i] = g
+		if results[i].Would.Decision == agent.DecisionAutoSend && !l.send(keys[i]) {
+			capped[i] = true
 		}
 	}
-	sent, refused = make([]map[int]bool, len(rows)), make([]map[int]bool, len(rows))
+	sent, refused = make([][]bool, len(rows)), make([][]bool, len(rows))
 	for j, t := range rows {
-		sent[j], refused[j] = map[int]bool{}, map[int]bool{}
-		l := newLedger()
+		sent[j], refused[j] = make([]bool, len(results)), make([]bool, len(results))
+		l := newLedger(pol, verdicts)
 		for _, i := range order {
 			if !results[i].Would.AutoAt(t) {
 				continue
 			}
-			if l.send(pol, results[i]).Pass {
+			if l.send(keys[i]) {
 				sent[j][i] = true
 			} else {
 				refused[j][i] = true
 			}
 		}
 	}
-	return refusedBy, sent, refused
+	return capped, sent, refused
 }

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -390,5 +391,31 @@ func TestAsOfThreadHoldsNothingLater(t *testing.T) {
 	all, _ := asOf{Store: threadStore{recs: recs}}.ThreadMessages("t", 10)
 	if len(all) != 3 {
 		t.Errorf("no date: %d messages, want all 3", len(all))
+	}
+}
+
+// BenchmarkScoreWithCaps is Score over 5,000 results that are all
+// would-be auto-sends (the worst case of the caps simulation: every row
+// of the threshold table runs the ledger over every message), from 50
+// senders over 250 hours.
+//
+//	go test -run X -bench ScoreWithCaps ./internal/app/replay
+func BenchmarkScoreWithCaps(b *testing.B) {
+	pol := agent.Policy{Mode: "auto", MinConfidence: 0.5, MaxPerContactPerDay: 3, MaxPerDay: 20}
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	results := make([]*Result, 5000)
+	for i := range results {
+		results[i] = &Result{Key: store.MessageKey{Account: "p", Mailbox: "INBOX", UIDValidity: 1, UID: uint32(i + 1)},
+			Arrived: base.Add(time.Duration(i) * 3 * time.Minute),
+			Would: Would{Route: agent.RouteExternal, Decision: agent.DecisionAutoSend, To: fmt.Sprintf("c%d@example.org", i%50),
+				Classification: &store.Classification{Action: "reply", Risk: "low", Confidence: 0.99},
+				Gates:          []store.GateResult{{Gate: agent.GateMode, Pass: true}, {Gate: agent.GateCaps, Pass: true}, {Gate: agent.GateOutput}}}}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		rep := Score(results, pol)
+		if rep.Auto.Total != 220 { // 20 a day, 11 UTC days (250 hours)
+			b.Fatalf("auto-sends %d, want 220", rep.Auto.Total)
+		}
 	}
 }

@@ -255,7 +255,7 @@ func Score(results []*Result, pol agent.Policy) Report {
 		rep.TokensIn += r.Would.TokensIn
 		rep.TokensOut += r.Would.TokensOut
 		decision := r.Would.Decision
-		if _, ok := capped[ri]; ok {
+		if capped[ri] {
 			decision = agent.DecisionQueue
 		}
 		rep.Decisions[decision]++
@@ -303,7 +303,7 @@ func Score(results []*Result, pol agent.Policy) Report {
 				sims = append(sims, sim)
 			}
 		}
-		if _, ok := capped[ri]; ok {
+		if capped[ri] {
 			rep.Auto.CapLimited++
 		}
 		if decision == agent.DecisionAutoSend {
