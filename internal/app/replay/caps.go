@@ -58,7 +58,7 @@ func (l *ledger) send(k capsKey) bool {
 	counts := [2]int{l.perContact[k.contact], l.perDay[k.day]}
 	pass, ok := l.verdicts[counts]
 	if !ok {
-		pass = CapsGate(l.pol, k.to, counts[0], counts[1]).Pass
+		pass = capsGate(l.pol, k.to, counts[0], counts[1]).Pass
 		l.verdicts[counts] = pass
 	}
 	if pass {
@@ -68,11 +68,11 @@ func (l *ledger) send(k capsKey) bool {
 	return pass
 }
 
-// CapsGate is the pipeline's caps gate for an auto-reply to to, given the
+// capsGate is the pipeline's caps gate for an auto-reply to to, given the
 // auto-sends already made that day to to (perContact) and in all
 // (global): the verdict of agent.EvaluateGates, whose other gates are
 // not asked here.
-func CapsGate(pol agent.Policy, to string, perContact, global int) store.GateResult {
+func capsGate(pol agent.Policy, to string, perContact, global int) store.GateResult {
 	in := agent.GateInput{Recipients: []agent.Recipient{{Email: strings.ToLower(to), Known: true, SentToday: perContact}}, SentToday: global}
 	for _, g := range agent.EvaluateGates(pol, in) {
 		if g.Gate == agent.GateCaps {
