@@ -134,11 +134,16 @@ func replayPolicy(base config.Policy, file string) (config.Policy, error) {
 	return p, nil
 }
 
+// replayResultsVersion is the shape of a stored result: 2 records the
+// arrival time and the would-be recipient the caps simulation counts by,
+// so results of version 1 (which lack them) need --fresh.
+const replayResultsVersion = 2
+
 // replaySettings fingerprints what makes results comparable.
 func replaySettings(pol agent.Policy, drafts bool, model string) string {
 	b, _ := json.Marshal(pol)
 	h := sha256.Sum256(b)
-	return fmt.Sprintf("model=%s drafts=%t policy=%s", model, drafts, hex.EncodeToString(h[:6]))
+	return fmt.Sprintf("model=%s drafts=%t policy=%s results=v%d", model, drafts, hex.EncodeToString(h[:6]), replayResultsVersion)
 }
 
 func replayRun(ctx context.Context, f *Factory, opts *ReplayOptions) (err error) {
