@@ -457,7 +457,7 @@ func askLLM(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions) er
 	}
 	if choice == "gemini" {
 		if s.LLMProvider != "" { // answered another provider before: its model and key do not apply
-			s.Model, s.APIKeyEnv, s.APIKeyCmd = "", "", ""
+			s.Model, s.APIKeyEnv, s.APIKeyCmd, s.APIKey = "", "", "", secretChoice{}
 		}
 		s.LLMProvider, s.LLMPreset, s.LLMBaseURL, s.LLMStructuredOutput = "", "", "", ""
 		return askGemini(ctx, p, s, opts)
@@ -476,7 +476,7 @@ func askOpenAI(ctx context.Context, p Prompter, s *initSetup, choice string) err
 	}
 	if s.LLMPreset != pr.Name {
 		s.LLMBaseURL, s.Model, s.LLMStructuredOutput = "", "", ""
-		s.APIKeyEnv, s.APIKeyCmd = "", ""
+		s.APIKeyEnv, s.APIKeyCmd, s.APIKey = "", "", secretChoice{}
 	}
 	s.LLMProvider, s.LLMPreset = config.ProviderOpenAI, pr.Name
 	if !pr.NeedsKey {
@@ -503,36 +503,51 @@ func askOpenAI(ctx context.Context, p Prompter, s *initSetup, choice string) err
 	s.LLMStructuredOutput = mode
 	keyDef := "none"
 	switch {
+	case s.APIKey.Kind == secretKeyring:
+		keyDef = apiKeyKeyring
 	case s.APIKeyCmd != "":
 		keyDef = "cmd"
 	case s.APIKeyEnv != "" || pr.NeedsKey:
 		keyDef = "env"
 	}
-	kind, err := p.Choose(ctx, "API key", []initChoice{
-		{"none", "none (local servers need none)"},
-		{"env", "an environment variable"},
-		{"cmd", "a command that prints it (api_key_cmd)"},
-	}, keyDef)
-	if err != nil {
-		return err
-	}
-	switch kind {
-	case "none":
-		s.APIKeyEnv, s.APIKeyCmd = "", ""
-	case "env":
-		v, err := p.Text(ctx, "Environment variable", initDefault(s.APIKeyEnv, initDefault(pr.KeyEnv, "OPENAI_API_KEY")), checkEnvName)
+	keyringErr := keyringAvailable()
+	for {
+		kind, err := p.Choose(ctx, "API key", []initChoice{
+			{"none", "none (local servers need none)"},
+			{"env", "an environment variable"},
+			{"cmd", "a command that prints it (api_key_cmd)"},
+			apiKeyKeyringChoice(keyringErr),
+		}, keyDef)
 		if err != nil {
 			return err
 		}
-		s.APIKeyEnv, s.APIKeyCmd = v, ""
-	default:
-		v, err := p.Text(ctx, "Command that prints the API key", s.APIKeyCmd, initNonEmpty)
-		if err != nil {
-			return err
+		switch kind {
+		case "none":
+			s.APIKeyEnv, s.APIKeyCmd, s.APIKey = "", "", secretChoice{}
+		case "env":
+			v, err := p.Text(ctx, "Environment variable", initDefault(s.APIKeyEnv, initDefault(pr.KeyEnv, "OPENAI_API_KEY")), checkEnvName)
+			if err != nil {
+				return err
+			}
+			s.APIKeyEnv, s.APIKeyCmd, s.APIKey = v, "", secretChoice{}
+		case apiKeyKeyring:
+			ok, err := askKeyringAPIKey(ctx, p, s, keyringErr)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				keyDef = "env"
+				continue
+			}
+		default:
+			v, err := p.Text(ctx, "Command that prints the API key", s.APIKeyCmd, initNonEmpty)
+			if err != nil {
+				return err
+			}
+			s.APIKeyCmd, s.APIKeyEnv, s.APIKey = v, "", secretChoice{}
 		}
-		s.APIKeyCmd, s.APIKeyEnv = v, ""
+		return nil
 	}
-	return nil
 }
 
 func checkBaseURL(v string) error {
@@ -546,32 +561,53 @@ func checkBaseURL(v string) error {
 func askGemini(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions) error {
 	p.Say("\nThe Gemini API key is never written to the file; mailagent reads it when it runs.\n")
 	def := "env"
-	if initDefault(s.APIKeyCmd, opts.APIKeyCmd) != "" {
+	switch {
+	case s.APIKey.Kind == secretKeyring:
+		def = apiKeyKeyring
+	case initDefault(s.APIKeyCmd, opts.APIKeyCmd) != "":
 		def = "cmd"
 	}
-	kind, err := p.Choose(ctx, "Read the Gemini API key from", []initChoice{
-		{"env", "an environment variable"},
-		{"cmd", "a command that prints it (api_key_cmd)"},
-	}, def)
-	if err != nil {
-		return err
-	}
-	if kind == "env" {
-		v, err := p.Text(ctx, "Environment variable", initDefault(s.APIKeyEnv, initDefault(opts.APIKeyEnv, defaultAPIKeyEnv)), checkEnvName)
+	// Probed once, before the menu, as for the mail password: an
+	// unavailable keyring keeps its number and says why it cannot be chosen.
+	keyringErr := keyringAvailable()
+	for {
+		kind, err := p.Choose(ctx, "Read the Gemini API key from", []initChoice{
+			{"env", "an environment variable"},
+			{"cmd", "a command that prints it (api_key_cmd)"},
+			apiKeyKeyringChoice(keyringErr),
+		}, def)
 		if err != nil {
 			return err
 		}
-		s.APIKeyEnv, s.APIKeyCmd = v, ""
-		if os.Getenv(v) == "" {
-			p.Say("  Note: %s is not set in this shell. Get a key at https://aistudio.google.com/apikey and export it.\n", v)
+		switch kind {
+		case "env":
+			v, err := p.Text(ctx, "Environment variable", initDefault(s.APIKeyEnv, initDefault(opts.APIKeyEnv, defaultAPIKeyEnv)), checkEnvName)
+			if err != nil {
+				return err
+			}
+			s.APIKeyEnv, s.APIKeyCmd, s.APIKey = v, "", secretChoice{}
+			if os.Getenv(v) == "" {
+				p.Say("  Note: %s is not set in this shell. Get a key at https://aistudio.google.com/apikey and export it.\n", v)
+			}
+		case apiKeyKeyring:
+			ok, err := askKeyringAPIKey(ctx, p, s, keyringErr)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				def = "env"
+				continue
+			}
+		default:
+			v, err := p.Text(ctx, "Command that prints the API key", initDefault(s.APIKeyCmd, opts.APIKeyCmd), initNonEmpty)
+			if err != nil {
+				return err
+			}
+			s.APIKeyCmd, s.APIKeyEnv, s.APIKey = v, "", secretChoice{}
 		}
-	} else {
-		v, err := p.Text(ctx, "Command that prints the API key", initDefault(s.APIKeyCmd, opts.APIKeyCmd), initNonEmpty)
-		if err != nil {
-			return err
-		}
-		s.APIKeyCmd, s.APIKeyEnv = v, ""
+		break
 	}
+	var err error
 	s.Model, err = p.Text(ctx, "Gemini model", initDefault(s.Model, initDefault(opts.Model, defaultModel)), initNonEmpty)
 	return err
 }

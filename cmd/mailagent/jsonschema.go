@@ -313,6 +313,8 @@ type ReplayThresholdJSON struct {
 	MinConfidence float64 `json:"min_confidence"`
 	AutoSends     int     `json:"auto_sends"`
 	Unwanted      int     `json:"unwanted"`
+	// CapLimited: would-be auto-sends the daily caps queued instead.
+	CapLimited int `json:"cap_limited"`
 }
 
 // ReplayUnwantedJSON is one auto-send the owner would not have made:
@@ -359,6 +361,11 @@ type ReplayJSON struct {
 		AnsweredVeryDifferently *int    `json:"answered_very_differently"`
 		NeverAnswered           int     `json:"never_answered"`
 		Unwanted                int     `json:"unwanted"`
+		// CapLimited: would-be auto-sends the daily caps (simulated in
+		// arrival order) turned into queue items; not in total.
+		CapLimited          int `json:"cap_limited"`
+		MaxPerContactPerDay int `json:"max_per_contact_per_day"`
+		MaxPerDay           int `json:"max_per_day"`
 	} `json:"auto_sends"`
 	Drafts struct {
 		Enabled            bool     `json:"enabled"`

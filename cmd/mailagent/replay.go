@@ -64,6 +64,12 @@ matters); draft similarity (token-set Jaccard, see the README); cost and
 time; and a threshold table of auto-sends and unwanted ones for
 min_confidence 0.50 to 0.95.
 
+The daily caps (policy.max_per_contact_per_day, max_per_day) are
+simulated day by day over the replayed mail in arrival order, as the
+agent would have counted its sends then: an auto-send beyond them counts
+as a queue item, and the report says how many. A contact counts as known
+only if you had written to them before the message arrived.
+
 Exit codes: 0 done; 2 bad flags or config; 3 a server could not be
 reached.`,
 		Args: cobra.NoArgs,
@@ -128,11 +134,16 @@ func replayPolicy(base config.Policy, file string) (config.Policy, error) {
 	return p, nil
 }
 
+// replayResultsVersion is the shape of a stored result: 2 records the
+// arrival time and the would-be recipient the caps simulation counts by,
+// so results of version 1 (which lack them) need --fresh.
+const replayResultsVersion = 2
+
 // replaySettings fingerprints what makes results comparable.
 func replaySettings(pol agent.Policy, drafts bool, model string) string {
 	b, _ := json.Marshal(pol)
 	h := sha256.Sum256(b)
-	return fmt.Sprintf("model=%s drafts=%t policy=%s", model, drafts, hex.EncodeToString(h[:6]))
+	return fmt.Sprintf("model=%s drafts=%t policy=%s results=v%d", model, drafts, hex.EncodeToString(h[:6]), replayResultsVersion)
 }
 
 func replayRun(ctx context.Context, f *Factory, opts *ReplayOptions) (err error) {
@@ -277,7 +288,7 @@ func replayRun(ctx context.Context, f *Factory, opts *ReplayOptions) (err error)
 	if err != nil {
 		return fmt.Errorf("replay results: %w", err)
 	}
-	sum := replay.NewSummary(replay.Score(results), cfg.LLM.Model)
+	sum := replay.NewSummary(replay.Score(results, pol), cfg.LLM.Model)
 	sum.MinConfidence, sum.WithDrafts = pol.MinConfidence, opts.Drafts
 	sum.Elapsed, sum.TotalElapsed, sum.Generated = elapsed, total, f.Now()
 	if opts.HTML != "" {
@@ -362,6 +373,7 @@ func toReplayJSON(s replay.Summary) ReplayJSON {
 	a := s.Auto
 	j.AutoSends.MinConfidence, j.AutoSends.Total, j.AutoSends.OwnerAlsoAnswered, j.AutoSends.NeverAnswered = s.MinConfidence, a.Total, a.AlsoAnswered, a.NeverAnswered
 	j.AutoSends.Unwanted = a.NeverAnswered
+	j.AutoSends.CapLimited, j.AutoSends.MaxPerContactPerDay, j.AutoSends.MaxPerDay = a.CapLimited, s.MaxPerContactPerDay, s.MaxPerDay
 	if a.Compared {
 		n := a.AnsweredDifferently
 		j.AutoSends.AnsweredVeryDifferently = &n
@@ -374,7 +386,7 @@ func toReplayJSON(s replay.Summary) ReplayJSON {
 	}
 	j.Thresholds = make([]ReplayThresholdJSON, len(s.Thresholds))
 	for i, r := range s.Thresholds {
-		j.Thresholds[i] = ReplayThresholdJSON{MinConfidence: r.MinConfidence, AutoSends: r.AutoSends, Unwanted: r.Unwanted}
+		j.Thresholds[i] = ReplayThresholdJSON{MinConfidence: r.MinConfidence, AutoSends: r.AutoSends, Unwanted: r.Unwanted, CapLimited: r.CapLimited}
 	}
 	j.Unwanted = []ReplayUnwantedJSON{}
 	for _, u := range s.Unwanted {

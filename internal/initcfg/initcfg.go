@@ -11,7 +11,9 @@
 //   - Keys equal to their defaults are left out, so the file stays short;
 //     an SMTP login equal to the IMAP one is left out (the config copies it).
 //   - Secrets: Render never writes a secret except the one the user asked
-//     to keep in the file (SecretLiteral). A Secret prints redacted.
+//     to keep in the file (SecretLiteral); a password or API key bound
+//     for the keyring is only named (password_keyring, api_key_keyring).
+//     A Secret prints redacted.
 //   - Write creates the file with mode 0600 (its directory 0700). Without
 //     force it never replaces an existing file (fs.ErrExist); with force it
 //     replaces the file atomically: temp file, fsync, rename.
@@ -40,8 +42,13 @@ type Setup struct {
 	SMTPCAFile           string // SMTP's own CA, when it differs from TLSCAFile
 	Secret               Secret
 	APIKeyEnv, APIKeyCmd string
-	Model, Mode          string
-	AuthservID           string // the server's id in Authentication-Results
+	// APIKey is the model's API key when it goes to the system keyring
+	// (Kind SecretKeyring, Password the key typed at init; the command
+	// stores it under service "mailagent", user "llm"). Render writes
+	// only api_key_keyring = true, never the key. Zero otherwise.
+	APIKey      Secret
+	Model, Mode string
+	AuthservID  string // the server's id in Authentication-Results
 	// The model server: LLMProvider "" is Gemini; "openai" is an
 	// OpenAI-compatible server at LLMBaseURL (LLMPreset names the kind,
 	// e.g. "ollama", for the comment), asked for JSON per
@@ -109,9 +116,12 @@ func Render(s *Setup) []byte {
 		renderOpenAI(w, s)
 	} else {
 		w("# The API key is not stored here: mailagent reads it from this source.\n")
-		if s.APIKeyCmd != "" {
+		switch {
+		case s.APIKey.Kind == SecretKeyring:
+			w("%s", keyringKeyLine)
+		case s.APIKeyCmd != "":
 			w("api_key_cmd = %s\n", TOMLString(s.APIKeyCmd))
-		} else {
+		default:
 			w("api_key_env = %s\n", TOMLString(s.APIKeyEnv))
 		}
 		w("model = %s\n", TOMLString(s.Model))
@@ -242,6 +252,9 @@ func CommentText(s string) string {
 	}, s)
 }
 
+// keyringKeyLine is the [llm] key of an API key kept in the keyring.
+const keyringKeyLine = "api_key_keyring = true   # stored in the system keyring (service \"mailagent\", user \"llm\") by mailagent init\n"
+
 // renderOpenAI writes the [llm] keys of an OpenAI-compatible server.
 func renderOpenAI(w func(string, ...any), s *Setup) {
 	what := "An OpenAI-compatible server"
@@ -257,6 +270,9 @@ func renderOpenAI(w func(string, ...any), s *Setup) {
 	w("# (JSON mode, schema in the prompt) or prompt. Answers are validated alike.\n")
 	w("structured_output = %s\n", TOMLString(s.LLMStructuredOutput))
 	switch {
+	case s.APIKey.Kind == SecretKeyring:
+		w("# The API key is not stored here: mailagent reads it from this source.\n")
+		w("%s", keyringKeyLine)
 	case s.APIKeyCmd != "":
 		w("# The API key is not stored here: mailagent reads it from this source.\n")
 		w("api_key_cmd = %s\n", TOMLString(s.APIKeyCmd))

@@ -12,9 +12,15 @@
 // Contract:
 //   - Nothing is written to the mailbox or to the agent's state database:
 //     the pipeline runs with DryRun, over a store the caller opened
-//     read-only, wrapped so that known contacts are judged as of each
-//     message's date (the owner wrote to them before it, per Sent) and the
-//     daily caps read zero.
+//     read-only, wrapped so that the agent's memory is as of each
+//     message's arrival: a contact is known if the owner wrote to them
+//     before it (per Sent), and a contact's history, summary and the
+//     thread context hold nothing dated later.
+//   - The daily caps (max_per_contact_per_day, max_per_day) are simulated
+//     by Score over the results in arrival order, with an in-memory ledger
+//     and the pipeline's own caps gate; an auto-send they refuse counts as
+//     the queue item it would have become (Report.Auto.CapLimited, and per
+//     row of the threshold table).
 //   - Results go to a separate bbolt file (Results), one record per
 //     message key; a run skips the keys already there, so an interrupted
 //     replay continues where it stopped. A file made with other settings
@@ -22,5 +28,5 @@
 //   - Score is a pure function of the results: precision and recall of
 //     "needs a reply", the would-be auto-sends split by what the owner did,
 //     draft similarity (token-set Jaccard, see Similarity), cost, and the
-//     threshold table for min_confidence 0.50 … 0.95.
+//     threshold table for min_confidence 0.50 … 0.95, all after the caps.
 package replay

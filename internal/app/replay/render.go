@@ -75,6 +75,8 @@ func (s Summary) Rows() [][2]string {
 		{"auto-sends", fmt.Sprintf("%d at min_confidence %.2f: owner also answered %d, answered very differently %s, never answered %d",
 			auto.Total, s.MinConfidence, auto.AlsoAnswered, diff, auto.NeverAnswered)},
 		{"UNWANTED", unwantedText(auto)},
+		{"daily caps", fmt.Sprintf("%d would-be auto-sends turned into queue items by the caps (max_per_contact_per_day %d, max_per_day %d, simulated day by day in arrival order)",
+			auto.CapLimited, s.MaxPerContactPerDay, s.MaxPerDay)},
 	}
 	if s.WithDrafts {
 		rows = append(rows, [2]string{"drafts", fmt.Sprintf("%d compared with the owner's reply: mean similarity %.2f, median %.2f (%s; below %.2f counts as very different)",
@@ -111,9 +113,9 @@ func (s Summary) WriteUnwanted(w io.Writer, limit int) error {
 // an ASCII chart of auto-sends and unwanted ones against min_confidence.
 func (s Summary) WriteThresholds(w io.Writer, plot bool) error {
 	var b strings.Builder
-	b.WriteString("min_confidence  auto-sends  unwanted (never answered)\n")
+	b.WriteString("min_confidence  auto-sends  unwanted (never answered)  queued by the caps\n")
 	for _, r := range s.Thresholds {
-		fmt.Fprintf(&b, "%14.2f  %10d  %8d\n", r.MinConfidence, r.AutoSends, r.Unwanted)
+		fmt.Fprintf(&b, "%14.2f  %10d  %8d  %26d\n", r.MinConfidence, r.AutoSends, r.Unwanted, r.CapLimited)
 	}
 	if plot && len(s.Thresholds) > 1 {
 		all := make([]float64, len(s.Thresholds))
@@ -149,8 +151,8 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;tex
 <p class="head">Unwanted auto-sends: {{.Auto.NeverAnswered}} of {{.Auto.Total}}</p>
 <table>{{range .Rows}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>
 <h2>Threshold table</h2>
-<table><tr><th>min_confidence</th><th>auto-sends</th><th>unwanted</th><th></th></tr>
-{{$max := .MaxAuto}}{{range .Thresholds}}<tr><td>{{printf "%.2f" .MinConfidence}}</td><td>{{.AutoSends}}</td><td>{{.Unwanted}}</td>
+<table><tr><th>min_confidence</th><th>auto-sends</th><th>unwanted</th><th>queued by the caps</th><th></th></tr>
+{{$max := .MaxAuto}}{{range .Thresholds}}<tr><td>{{printf "%.2f" .MinConfidence}}</td><td>{{.AutoSends}}</td><td>{{.Unwanted}}</td><td>{{.CapLimited}}</td>
 <td><span class="bar" style="width:{{bar .AutoSends $max}}px"></span><br><span class="bar bad" style="width:{{bar .Unwanted $max}}px"></span></td></tr>
 {{end}}</table>
 {{if .Unwanted}}<h2>Auto-sends you never answered or answered very differently</h2>

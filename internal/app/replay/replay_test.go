@@ -221,7 +221,8 @@ func sum(m map[store.State]int) int {
 func TestWriteThresholdsPlot(t *testing.T) {
 	rep := Score([]*Result{{Would: Would{Route: agent.RouteExternal, Decision: agent.DecisionAutoSend,
 		Classification: &store.Classification{Action: "reply", Risk: "low", Confidence: 0.72},
-		Gates:          []store.GateResult{{Gate: agent.GateMode, Pass: true}, {Gate: agent.GateOutput}}}}})
+		Gates:          []store.GateResult{{Gate: agent.GateMode, Pass: true}, {Gate: agent.GateOutput}}}}},
+		agent.Policy{MaxPerContactPerDay: 3, MaxPerDay: 20})
 	var b strings.Builder
 	if err := NewSummary(rep, "gemini-2.5-flash").WriteThresholds(&b, true); err != nil {
 		t.Fatal(err)

@@ -218,12 +218,13 @@ func (r *Runner) one(ctx context.Context, base *agent.Pipeline, ix *SentIndex, a
 	}
 	rec := out.Record
 	res := &Result{Key: key, MessageID: rec.MessageID, From: rec.From.Email, Subject: rec.Subject, Date: rec.Date,
-		FromOwner: a.IsOwner != nil && a.IsOwner(rec.From.Email)}
+		Arrived: m.InternalDate, FromOwner: a.IsOwner != nil && a.IsOwner(rec.From.Email)}
 	if res.Date.IsZero() {
 		res.Date = m.InternalDate
 	}
 	w := Would{Route: rec.Route, Decision: rec.Decision, Classification: rec.Classification, Gates: rec.Gates, Error: rec.Error,
-		TokensIn: int64(out.Usage.PromptTokens), TokensOut: int64(out.Usage.OutputTokens)}
+		TokensIn: int64(out.Usage.PromptTokens), TokensOut: int64(out.Usage.OutputTokens),
+		To: strings.ToLower(rec.SenderAuth.Identity())}
 	if out.Trace != nil {
 		for _, s := range out.Trace.Steps {
 			if s.Name == "classify" {
@@ -254,11 +255,18 @@ func (r *Runner) one(ctx context.Context, base *agent.Pipeline, ix *SentIndex, a
 	return res, nil
 }
 
-// asOf is the agent's store as the pipeline sees it during a replay: a
-// contact is known when the owner wrote to them before the message
-// arrived (the Sent folder says so; today's store would leak the future),
-// and the daily caps read zero (a replay asks what each message would
-// get, not how a day's traffic would be rationed).
+// asOf is the agent's store as the pipeline sees it during a replay,
+// rolled back to the message's arrival where the agent's memory is
+// derived from dated facts (today's store would leak the future):
+//   - a contact is known when the owner wrote to them before the message
+//     arrived (the Sent folder says so);
+//   - a contact's history keeps only the exchanges dated before it, and
+//     the rolling summary only if it was written before it (it was made
+//     from exchanges up to then); the owner's notes, which carry no date,
+//     are kept;
+//   - the thread context keeps only the messages dated before it;
+//   - the daily caps read zero here: Score simulates them over the
+//     results in arrival order (see simulateCaps), never from the store.
 type asOf struct {
 	agent.Store
 	ix *SentIndex
@@ -278,7 +286,21 @@ func (s asOf) GetContact(account, email string) (*store.Contact, error) {
 	}
 	cc := *c
 	cc.Known = known
+	if !s.at.IsZero() {
+		cc.History = slices.DeleteFunc(slices.Clone(c.History), func(h store.HistoryEntry) bool { return !h.Date.Before(s.at) })
+		if !c.SummaryAt.Before(s.at) {
+			cc.Summary, cc.SummaryAt, cc.SinceSummary = "", time.Time{}, len(cc.History)
+		}
+	}
 	return &cc, nil
+}
+
+func (s asOf) ThreadMessages(threadID string, limit int) ([]*store.MessageRecord, error) {
+	msgs, err := s.Store.ThreadMessages(threadID, limit)
+	if err != nil || s.at.IsZero() {
+		return msgs, err
+	}
+	return slices.DeleteFunc(msgs, func(r *store.MessageRecord) bool { return !r.Date.Before(s.at) }), nil
 }
 
 func (asOf) AutoSendCounts(string, string, string) (int, int, error) { return 0, 0, nil }

@@ -27,6 +27,9 @@ type Would struct {
 	Calls     int                `json:"calls"`
 	TokensIn  int64              `json:"tokens_in"`
 	TokensOut int64              `json:"tokens_out"`
+	// To is whom an auto-reply would go to: the authenticated sender
+	// ("" when there is none; such mail is never auto-sent).
+	To string `json:"to,omitempty"`
 }
 
 // Result is one replayed message: what the owner did and what the agent
@@ -37,6 +40,9 @@ type Result struct {
 	From      string           `json:"from"`
 	Subject   string           `json:"subject"`
 	Date      time.Time        `json:"date"`
+	// Arrived is the message's INTERNALDATE (when the server got it): the
+	// order and the day the caps are simulated in.
+	Arrived time.Time `json:"arrived,omitzero"`
 	// FromOwner: From is one of the owner's addresses (the owner's own
 	// mail, say a sent message moved to Trash, or a forgery of it).
 	FromOwner bool  `json:"from_owner"`
@@ -144,6 +150,9 @@ type AutoSplit struct {
 	// NeverAnswered: the owner never replied. The headline number: mail
 	// the agent would have sent and the owner did not.
 	NeverAnswered int
+	// CapLimited is how many auto-sends the daily caps turned into queue
+	// items (not in Total; see simulateCaps).
+	CapLimited int
 	// Compared is false without --drafts (AnsweredDifferently is then 0
 	// and not measured).
 	Compared bool
@@ -163,6 +172,9 @@ type ThresholdRow struct {
 	MinConfidence float64
 	AutoSends     int
 	Unwanted      int // of which the owner never answered
+	// CapLimited: would-be auto-sends at this min_confidence that the
+	// daily caps queued instead (not in AutoSends).
+	CapLimited int
 }
 
 // Thresholds are the min_confidence values of the table: 0.50 … 0.95.
@@ -218,11 +230,16 @@ type Report struct {
 	// Unwanted lists the auto-sends never answered or answered very
 	// differently, newest first.
 	Unwanted []Unwanted
+	// MaxPerContactPerDay and MaxPerDay are the caps simulated.
+	MaxPerContactPerDay, MaxPerDay int
 }
 
-// Score computes the report over results.
-func Score(results []*Result) Report {
-	rep := Report{Decisions: map[string]int{}, Drafts: DraftScore{Measure: SimilarityMeasure}}
+// Score computes the report over results, with the daily caps of pol
+// simulated over them in arrival order (see simulateCaps): an auto-send
+// the caps refuse counts as the queue item it would have become.
+func Score(results []*Result, pol agent.Policy) Report {
+	rep := Report{Decisions: map[string]int{}, Drafts: DraftScore{Measure: SimilarityMeasure},
+		MaxPerContactPerDay: pol.MaxPerContactPerDay, MaxPerDay: pol.MaxPerDay}
 	var lat []time.Duration
 	var sims []float64
 	rows := Thresholds()
@@ -230,13 +247,18 @@ func Score(results []*Result) Report {
 	for i, t := range rows {
 		rep.Thresholds[i].MinConfidence = t
 	}
+	capped, sentAt, refusedAt := simulateCaps(pol, results, rows)
 	drafts := false
-	for _, r := range results {
+	for ri, r := range results {
 		rep.Messages++
 		rep.Calls += r.Would.Calls
 		rep.TokensIn += r.Would.TokensIn
 		rep.TokensOut += r.Would.TokensOut
-		rep.Decisions[r.Would.Decision]++
+		decision := r.Would.Decision
+		if capped[ri] {
+			decision = agent.DecisionQueue
+		}
+		rep.Decisions[decision]++
 		if !r.Incoming() {
 			continue
 		}
@@ -281,7 +303,10 @@ func Score(results []*Result) Report {
 				sims = append(sims, sim)
 			}
 		}
-		if r.Would.Decision == agent.DecisionAutoSend {
+		if capped[ri] {
+			rep.Auto.CapLimited++
+		}
+		if decision == agent.DecisionAutoSend {
 			rep.Auto.Total++
 			u := Unwanted{Key: r.Key, From: r.From, Subject: r.Subject, Date: r.Date, Similarity: sim}
 			if c := r.Would.Classification; c != nil {
@@ -299,12 +324,15 @@ func Score(results []*Result) Report {
 				rep.Auto.AlsoAnswered++
 			}
 		}
-		for i, t := range rows {
-			if r.Would.AutoAt(t) {
+		for i := range rows {
+			switch {
+			case sentAt[i][ri]:
 				rep.Thresholds[i].AutoSends++
 				if !tr.Replied {
 					rep.Thresholds[i].Unwanted++
 				}
+			case refusedAt[i][ri]:
+				rep.Thresholds[i].CapLimited++
 			}
 		}
 	}
