@@ -171,6 +171,13 @@ func delegatedKey(rec *store.MessageRecord, i int) store.MessageKey {
 	return store.MessageKey{Account: rec.Account, Mailbox: box, UIDValidity: rec.UIDValidity, UID: rec.UID}
 }
 
+// IsDelegated reports whether k is the record of a delegated original
+// (DelegatedMailbox): it is in no real mailbox, so there is nothing to
+// select, flag, label or move on the server.
+func IsDelegated(k store.MessageKey) bool {
+	return k.Mailbox == DelegatedMailbox || strings.HasPrefix(k.Mailbox, DelegatedMailbox+"/")
+}
+
 // tooManyDelegations is the queue note for a forward of more threads than
 // MaxDelegations: nothing is drafted, the owner picks.
 func tooManyDelegations(dels []forwarded) []string {
