@@ -171,6 +171,19 @@ func delegatedKey(rec *store.MessageRecord, i int) store.MessageKey {
 	return store.MessageKey{Account: rec.Account, Mailbox: box, UIDValidity: rec.UIDValidity, UID: rec.UID}
 }
 
+// rereadOwnerForward gives a resumed owner message (cut off by a crash,
+// or triaged before it was acted on) its forward again: the record keeps
+// only an excerpt of the owner's note, and without the forwarded message
+// the delegation would become an instruction.
+func (p *Pipeline) rereadOwnerForward(a *analysis, in Input) {
+	if a.rec.Route != RouteOwner || len(in.Raw) == 0 {
+		return
+	}
+	if m := mail.Parse(in.Raw); m.Forwarded {
+		a.body, a.fwds = m.Text, m.Forwards
+	}
+}
+
 // IsDelegated reports whether k is the record of a delegated original
 // (DelegatedMailbox): it is in no real mailbox, so there is nothing to
 // select, flag, label or move on the server.

@@ -343,3 +343,32 @@ func TestOwnerForwardAttacks(t *testing.T) {
 // mailMaxSubject is the cap on an attached message's subject (the reply
 // adds "Re: ").
 const mailMaxSubject = mail.MaxForwardSubject
+
+// A forward resumed from its record (triaged first, or cut off by a
+// crash) still delegates: the forward is read again from the raw bytes,
+// for attached and inline forwards alike.
+func TestOwnerForwardResumed(t *testing.T) {
+	orig := attachedOriginal("Sam <sam@example.net>", "Coffee", "c1@example.net", "Coffee?")
+	for _, tc := range []struct {
+		name string
+		in   Input
+	}{
+		{"attached", ownerForward("Ada <ada@example.com>", "ada+agent@example.com", "Fwd: Coffee", "Say yes.", ownerAuth, asAttachment(orig, false))},
+		{"inline", ownerMsg("ada+agent@example.com", "", "Fwd: Coffee", "Say yes.\n\n---------- Forwarded message ---------\nFrom: Sam <sam@example.net>\n"+
+			"Subject: Coffee\nMessage-ID: <c1@example.net>\n\nCoffee?", ownerAuth)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, st, _, model := newLearnPipeline(t, "auto")
+			if _, err := p.Triage(context.Background(), tc.in, false); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Process(context.Background(), tc.in); err != nil {
+				t.Fatal(err)
+			}
+			drafts := queued(t, st, store.KindDraft)
+			if len(drafts) != 1 || drafts[0].To[0].Email != "sam@example.net" || drafts[0].MessageID != "c1@example.net" {
+				t.Errorf("drafts after resuming: got %+v (owner-loop calls %d, records %+v)", drafts, len(model.ownerPrompts), records(t, st))
+			}
+		})
+	}
+}

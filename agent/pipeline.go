@@ -191,6 +191,7 @@ func (p *Pipeline) Process(ctx context.Context, in Input) (*Outcome, error) {
 	var a *analysis
 	if err == nil && (old.State == store.StateDecided || old.State == store.StateActed) {
 		a = p.resume(old)
+		p.rereadOwnerForward(a, in) // owner_forward.go
 	} else {
 		if a, err = p.analyze(ctx, in); err != nil {
 			return nil, err
