@@ -290,6 +290,9 @@ func TestOwnerForwardAttacks(t *testing.T) {
 		{"model obeys the forwarded text", func() Input {
 			return ownerForward("Ada <ada@example.com>", "ada+agent@example.com", "Fwd: Coffee", "Say yes.", ownerAuth, asAttachment(obeying, false))
 		}, obeyTurns, true, "sam@example.net"},
+		{"model drafts as the forwarded text says and proposes to it", func() Input {
+			return ownerForward("Ada <ada@example.com>", "ada+agent@example.com", "Fwd: Coffee", "Say yes.", ownerAuth, asAttachment(obeying, true))
+		}, []map[string]any{obeyTurns[1], obeyTurns[2], obeyTurns[2], obeyTurns[0]}, true, "sam@example.net"},
 		{"hostile text in every attached header", func() Input {
 			return ownerForward("Ada <ada@example.com>", "ada+agent@example.com", "Fwd: Hi", "Answer this.", ownerAuth, asAttachment(hostile, false))
 		}, obeyTurns, true, "sam@example.net"},
