@@ -143,14 +143,15 @@ func (p *Pipeline) trusted(rec *store.MessageRecord, reply compose.Reply, profil
 
 // act carries out rec's decision. body is the message's clean text when
 // it is at hand (otherwise the stored excerpt is used).
-func (p *Pipeline) act(ctx context.Context, rec *store.MessageRecord, body string, route RouteInfo, tr *tracer, out *Outcome) error {
+// fwds are the message's attached messages (the owner's forwards).
+func (p *Pipeline) act(ctx context.Context, rec *store.MessageRecord, body string, fwds []mail.Forward, route RouteInfo, tr *tracer, out *Outcome) error {
 	a := p.Actor
 	acct := p.Accounts[rec.Account]
 	if body == "" {
 		body = rec.Excerpt
 	}
 	if route.Route == RouteOwner && a.Learner != nil && a.Memory != nil {
-		return p.ownerMail(ctx, rec, body, tr, out) // owner.go: the owner's channel
+		return p.ownerMail(ctx, rec, body, fwds, tr, out) // owner.go: the owner's channel
 	}
 	// Memory is written only for a sender the owner's server vouches for:
 	// anyone can write a known contact's address in From.

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -77,8 +78,10 @@ func (p *Pipeline) isAgentAddress(account, addr string) bool {
 var forwardSubject = regexp.MustCompile(`(?i)^\s*(fwd?|wg|tr|rv)\s*:`)
 
 // ownerMode sorts an owner message: "" when it is not for the agent, and
-// the addresses records may name.
-func (p *Pipeline) ownerMode(rec *store.MessageRecord, body string) (mode string, contacts []string) {
+// the addresses records may name. For a delegation, dels are the
+// forwarded originals (owner_forward.go); notes say what forwarded
+// content could not be delegated, whatever the mode.
+func (p *Pipeline) ownerMode(rec *store.MessageRecord, body string, fwds []mail.Forward) (mode string, contacts []string, dels []forwarded, notes []string) {
 	o := p.Accounts[rec.Account].Owner
 	toAgent, toSelf := false, false
 	var others []string
@@ -95,22 +98,25 @@ func (p *Pipeline) ownerMode(rec *store.MessageRecord, body string) (mode string
 	}
 	if len(others) > 0 {
 		if toAgent {
-			return prompts.ModeObserve, others
+			return prompts.ModeObserve, others, nil, nil
 		}
-		return "", nil // the owner's ordinary mail, perhaps with a copy to themselves
+		return "", nil, nil, nil // the owner's ordinary mail, perhaps with a copy to themselves
 	}
 	if !toAgent && !toSelf {
-		return "", nil
+		return "", nil, nil, nil
 	}
-	if forwardSubject.MatchString(rec.Subject) || forwardedBlock(body) != "" {
-		if fw := parseForwarded(body); fw.From.Email != "" && !o.IsOwner(fw.From.Email) && !p.isAgentAddress(rec.Account, fw.From.Email) {
-			return prompts.ModeDelegate, []string{strings.ToLower(fw.From.Email)}
+	if dels, notes = p.delegations(rec, body, fwds); len(dels) > 0 {
+		for _, d := range dels {
+			if e := strings.ToLower(d.From.Email); !slices.Contains(contacts, e) {
+				contacts = append(contacts, e)
+			}
 		}
+		return prompts.ModeDelegate, contacts, dels, notes
 	}
 	if c := p.threadCorrespondent(rec); c != "" {
-		return prompts.ModeContext, []string{c}
+		return prompts.ModeContext, []string{c}, nil, notes
 	}
-	return prompts.ModeInstruction, addressesIn(body)
+	return prompts.ModeInstruction, addressesIn(body), nil, notes
 }
 
 // threadCorrespondent is the authenticated external sender of the thread
@@ -146,12 +152,24 @@ func addressesIn(s string) []string {
 	return out
 }
 
-// forwarded is the original message inside an inline forward.
+// forwarded is the original message inside an inline forward, or an
+// attached one (owner_forward.go).
 type forwarded struct {
 	From      mail.Address
 	Subject   string
 	MessageID string
 	Body      string
+	// Of an attached original only: its thread ids, date and Reply-To
+	// (shown, never a recipient), its part, and what was wrong with it.
+	InReplyTo, References []string
+	ReplyTo               []mail.Address
+	Date                  time.Time
+	Part                  string
+	Attached              bool
+	Problems              []string
+	// Index is the original's position among the message's delegations
+	// (its record and queue item: delegatedKey).
+	Index int
 }
 
 var forwardLine = regexp.MustCompile(`(?im)^\s*(-{2,}\s*(forwarded message|original message|weitergeleitete nachricht)\s*-*|begin forwarded message:)\s*$`)
@@ -232,8 +250,10 @@ func OwnerTurnSchema() *llm.Schema {
 type OwnerResult struct {
 	Mode     string
 	Recorded []store.Learned
-	// QueueID is the delegated draft's queue item ("" when none).
-	QueueID string
+	// QueueID is the delegated draft's queue item ("" when none); with a
+	// forward of several threads, the first of QueueIDs.
+	QueueID  string
+	QueueIDs []string
 	// Steps are the loop's calls, as shown to the model; Rejected counts
 	// calls that code refused (a contact not offered, a tool outside the
 	// mode, …).
@@ -245,13 +265,38 @@ type OwnerResult struct {
 
 // ownerMail handles a message that routes as owner (see the top of this
 // file). Mail not meant for the agent is left alone (decision ignore).
-func (p *Pipeline) ownerMail(ctx context.Context, rec *store.MessageRecord, body string, tr *tracer, out *Outcome) error {
-	mode, contacts := p.ownerMode(rec, body)
+func (p *Pipeline) ownerMail(ctx context.Context, rec *store.MessageRecord, body string, fwds []mail.Forward, tr *tracer, out *Outcome) error {
+	mode, contacts, dels, notes := p.ownerMode(rec, body, fwds)
 	if mode == "" {
 		return nil
 	}
+	if len(dels) > MaxDelegations {
+		// A forward of many threads: the owner picks, nothing is drafted.
+		rec.Reasons = append(rec.Reasons, "owner mail for the agent (delegate): too many forwarded threads")
+		return p.Actor.enqueue(ctx, p.ownerNote(rec, mode, append(tooManyDelegations(dels), notes...)), nil)
+	}
 	done := tr.step("owner")
-	res, err := p.runOwnerLoop(ctx, rec, body, mode, contacts)
+	var res OwnerResult
+	var err error
+	if mode == prompts.ModeDelegate {
+		// One loop per forwarded thread, each naming only its sender.
+		res.Mode = mode
+		for i, fw := range dels {
+			fw.Index = i
+			r, lerr := p.runOwnerLoop(ctx, rec, body, mode, []string{strings.ToLower(fw.From.Email)}, fw)
+			res.Usage = res.Usage.Add(r.Usage)
+			res.Steps, res.Rejected = append(res.Steps, r.Steps...), res.Rejected+r.Rejected
+			if r.QueueID != "" {
+				res.QueueIDs = append(res.QueueIDs, r.QueueID)
+				res.QueueID = cmp.Or(res.QueueID, r.QueueID)
+			}
+			if err = lerr; err != nil {
+				break
+			}
+		}
+	} else {
+		res, err = p.runOwnerLoop(ctx, rec, body, mode, contacts, forwarded{})
+	}
 	out.Usage = out.Usage.Add(res.Usage)
 	detail := fmt.Sprintf("%s: %d recorded, %d refused, %d steps", mode, len(res.Recorded), res.Rejected, len(res.Steps))
 	done(store.Step{Detail: detail, TokensIn: res.Usage.PromptTokens, TokensOut: res.Usage.OutputTokens}, err)
@@ -263,24 +308,23 @@ func (p *Pipeline) ownerMail(ctx context.Context, rec *store.MessageRecord, body
 		return nil
 	}
 	rec.Reasons = append(rec.Reasons, "owner mail for the agent ("+mode+")")
-	if len(res.Recorded) == 0 && res.QueueID == "" {
+	if len(res.Recorded) == 0 && len(res.QueueIDs) == 0 && len(notes) == 0 {
 		return nil
 	}
 	// The confirmation: what was recorded (and queued), in the queue.
-	item := notifyItem(rec)
-	item.Reasons = []string{"the agent read your " + mode + " mail"}
+	var reasons []string
 	for _, l := range res.Recorded {
-		item.Reasons = append(item.Reasons, "recorded "+l.ID+": "+l.Text)
+		reasons = append(reasons, "recorded "+l.ID+": "+l.Text)
 	}
-	if res.QueueID != "" {
-		item.Reasons = append(item.Reasons, "queued a draft reply for your approval: "+res.QueueID)
+	for _, id := range res.QueueIDs {
+		reasons = append(reasons, "queued a draft reply for your approval: "+id)
 	}
-	rec.Decision = DecisionNotify
-	return p.Actor.enqueue(ctx, item, nil)
+	return p.Actor.enqueue(ctx, p.ownerNote(rec, mode, append(reasons, notes...)), nil)
 }
 
 // runOwnerLoop runs the bounded tool loop for one owner message.
-func (p *Pipeline) runOwnerLoop(ctx context.Context, rec *store.MessageRecord, body, mode string, contacts []string) (OwnerResult, error) {
+// fw is the forwarded original of a delegation.
+func (p *Pipeline) runOwnerLoop(ctx context.Context, rec *store.MessageRecord, body, mode string, contacts []string, fw forwarded) (OwnerResult, error) {
 	a := p.Actor
 	l := a.Learner
 	res := OwnerResult{Mode: mode}
@@ -291,11 +335,7 @@ func (p *Pipeline) runOwnerLoop(ctx context.Context, rec *store.MessageRecord, b
 	now := p.now()
 	data := prompts.OwnerData{Owner: p.ownerOf(rec.Account), Mode: mode, Today: now.Format("2006-01-02"), Contacts: contacts,
 		From: formatAddress(rec.From), To: formatAddresses(append(slices.Clone(rec.To), rec.Cc...)), Subject: rec.Subject,
-		Text: prompts.TrimText(body, p.maxBody())}
-	var fw forwarded
-	if mode == prompts.ModeDelegate {
-		fw = parseForwarded(body)
-	}
+		Text: prompts.TrimText(loopText(body, fw), p.maxBody())}
 	var draft *Draft
 	for range steps {
 		data.Boundary, data.Steps = prompts.NewBoundary(), res.Steps
@@ -473,13 +513,19 @@ func (p *Pipeline) delegateDraft(ctx context.Context, rec *store.MessageRecord, 
 func (p *Pipeline) queueDelegated(ctx context.Context, rec *store.MessageRecord, fw forwarded, d Draft) (string, error) {
 	a := p.Actor
 	acct := p.Accounts[rec.Account]
-	key := store.MessageKey{Account: rec.Account, Mailbox: DelegatedMailbox, UIDValidity: rec.UIDValidity, UID: rec.UID}
+	key := delegatedKey(rec, fw.Index) // owner_forward.go
+	// No Reply-To, Cc or other To on the record: the reply built from it
+	// on approval goes to fw.From alone, as the item says.
 	orig := &store.MessageRecord{MessageKey: key, MessageID: fw.MessageID, From: fw.From, To: []mail.Address{acct.From},
 		Subject: fw.Subject, Excerpt: prompts.TrimText(fw.Body, excerptChars), Route: RouteExternal,
 		RouteReason: "forwarded by the owner to the agent", Decision: DecisionQueue, State: store.StateDone,
-		TraceID: rec.TraceID, CreatedAt: p.now(), Date: rec.Date}
+		TraceID: rec.TraceID, CreatedAt: p.now(), Date: cmp.Or(fw.Date, rec.Date),
+		InReplyTo: fw.InReplyTo, References: fw.References}
 	if orig.MessageID == "" {
 		orig.MessageID, orig.Synthesized = "delegated."+rec.MessageID, true
+		if fw.Index > 0 {
+			orig.MessageID = fmt.Sprintf("delegated%d.%s", fw.Index+1, rec.MessageID)
+		}
 	}
 	if orig.Subject == "" {
 		orig.Subject = strings.TrimSpace(forwardSubject.ReplaceAllString(rec.Subject, ""))
@@ -497,7 +543,7 @@ func (p *Pipeline) queueDelegated(ctx context.Context, rec *store.MessageRecord,
 	item := &store.QueueItem{
 		ID: QueueID(key), Kind: store.KindDraft, Account: rec.Account, Message: key, MessageID: orig.MessageID,
 		From: fw.From, To: []mail.Address{fw.From}, Subject: orig.Subject, Gates: gates, Draft: d.Body, Status: store.QueuePending,
-		Reasons: append([]string{"delegated by the owner (forwarded to the agent): always waits for approval"}, FailedReasons(gates)...),
+		Reasons: slices.Concat([]string{"delegated by the owner (forwarded to the agent): always waits for approval"}, delegateNotes(fw), FailedReasons(gates)),
 	}
 	if _, err := a.Store.GetQueueItem(item.ID); err == nil {
 		return item.ID, nil // queued before a crash

@@ -191,6 +191,7 @@ func (p *Pipeline) Process(ctx context.Context, in Input) (*Outcome, error) {
 	var a *analysis
 	if err == nil && (old.State == store.StateDecided || old.State == store.StateActed) {
 		a = p.resume(old)
+		p.rereadOwnerForward(a, in) // owner_forward.go
 	} else {
 		if a, err = p.analyze(ctx, in); err != nil {
 			return nil, err
@@ -202,7 +203,7 @@ func (p *Pipeline) Process(ctx context.Context, in Input) (*Outcome, error) {
 // complete acts on a decided message and records the outcome.
 func (p *Pipeline) complete(ctx context.Context, a *analysis) (*Outcome, error) {
 	if a.rec.State == store.StateDecided {
-		if err := p.act(ctx, a.rec, a.body, a.route, a.tr, a.out); err != nil {
+		if err := p.act(ctx, a.rec, a.body, a.fwds, a.route, a.tr, a.out); err != nil {
 			return nil, err
 		}
 		if a.rec.State != store.StateNeedsReview {
@@ -256,7 +257,8 @@ type usageLedger interface {
 type analysis struct {
 	rec   *store.MessageRecord
 	route RouteInfo
-	body  string // clean text; empty when resumed from a record
+	body  string         // clean text; empty when resumed from a record
+	fwds  []mail.Forward // attached messages; none when resumed
 	tr    *tracer
 	out   *Outcome
 }
@@ -409,7 +411,7 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 	if route.Route == RouteOwner && m.Forwarded {
 		body = m.Text // the owner's forward: the loop reads the forwarded block (owner.go)
 	}
-	return &analysis{rec: rec, route: route, body: body, tr: tr, out: out}, nil
+	return &analysis{rec: rec, route: route, body: body, fwds: m.Forwards, tr: tr, out: out}, nil
 }
 
 // rethread adds the message to the threader again once its first journal

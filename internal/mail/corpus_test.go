@@ -8,9 +8,13 @@ import (
 )
 
 // corpusDir returns /work/shared/corpora found relative to the repo root
-// (the directory holding go.mod, then ../shared/corpora), or skips.
+// (the directory holding go.mod, then ../shared/corpora), or
+// $MAILAGENT_CORPORA when set (a git worktree sits elsewhere), or skips.
 func corpusDir(t testing.TB) string {
 	t.Helper()
+	if c := os.Getenv("MAILAGENT_CORPORA"); c != "" {
+		return c
+	}
 	dir, err := os.Getwd()
 	if err != nil {
 		t.Fatalf("getwd: %v", err)

@@ -14,7 +14,12 @@
 //   - Text is the readable body (text/plain preferred, HTML converted,
 //     capped at MaxTextBytes); SplitText divides it into CleanText, Quoted
 //     and Signature, and CleanText is never empty when Text is not.
-//     Attachments are metadata only; their content is never kept.
+//     Attachments are metadata only; their content is never kept, except
+//     an attached message (message/rfc822 or message/global outside a
+//     delivery report): it is parsed by the same rules into
+//     Message.Forwards, nested down to MaxForwardDepth, with control
+//     characters out of its header fields; a cut or unreadable one is
+//     Forward.Broken with its problems, never dropped.
 //   - Threader groups messages with RFC 5256 REFERENCES semantics and gives
 //     thread ids that do not depend on the order messages arrive in; threads
 //     only ever merge (see Threader for where that departs from the RFC).

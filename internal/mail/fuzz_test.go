@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // optionalCorpus returns corpus files for seeding fuzz targets, or nil when
@@ -57,6 +58,34 @@ var parseSeeds = []string{
 	"From x\n From: broken\r\n\r\n> quoted\n-- \nsig",
 	"Content-Type: message/rfc822\r\n\r\nFrom: inner\r\n\r\nbody",
 	"Date: Thu Aug 22 18:26:25 2002\r\nReferences: <a@b> junk <c@d\r\n\r\nOn Mon, 1 Jan 2001 x@y wrote:\n> q",
+	"Content-Type: multipart/mixed; boundary=o\r\n\r\n--o\r\nContent-Type: message/rfc822\r\n\r\nFrom: a@b\r\nSubject: =?utf-8?q?x=0D=0Ay=00?=\r\n" +
+		"Content-Type: multipart/mixed; boundary=i\r\n\r\n--i\r\nContent-Type: message/global\r\n\r\nFrom: c@d\r\n\r\nin\r\n--i--\r\n--o--\r\n",
+	"Content-Type: message/rfc822\r\nContent-Transfer-Encoding: base64\r\n\r\nRnJvbTogYUBiDQoNCmhp",
+}
+
+// checkForwards asserts the Forward contract on every attached message,
+// nested ones included: a parsed Message, no control character in the
+// fields a reply is built from, Broken exactly when there are Problems.
+func checkForwards(t *testing.T, m *Message, depth int) {
+	t.Helper()
+	if depth > MaxForwardDepth || len(m.Forwards) > MaxForwards {
+		t.Fatalf("%d forwards at depth %d, limits %d and %d", len(m.Forwards), depth, MaxForwards, MaxForwardDepth)
+	}
+	for _, f := range m.Forwards {
+		if f.Message == nil {
+			t.Fatalf("%s: nil Message", f.Part)
+		}
+		checkValid(t, f.Message)
+		if f.Broken != (len(f.Problems) > 0) {
+			t.Errorf("%s: broken=%v with problems %v", f.Part, f.Broken, f.Problems)
+		}
+		for _, s := range []string{f.Message.Subject, f.Message.MessageID, f.Message.From.Name, f.Message.From.Email} {
+			if strings.ContainsFunc(s, unicode.IsControl) {
+				t.Errorf("%s: control character kept in %q", f.Part, s)
+			}
+		}
+		checkForwards(t, f.Message, depth+1)
+	}
 }
 
 // FuzzParse checks the Parse contract on arbitrary input: no panic, valid
@@ -74,6 +103,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		m := Parse(raw)
 		checkValid(t, m)
+		checkForwards(t, m, 0)
 		if len(m.Text) > MaxTextBytes {
 			t.Errorf("got Text of %d bytes, want at most %d", len(m.Text), MaxTextBytes)
 		}

@@ -54,6 +54,9 @@ type Message struct {
 	// "Forwarded message" block (kept in Quoted) or an attached
 	// message/rfc822 outside a delivery report.
 	Forwarded bool `json:"forwarded,omitempty"`
+	// Forwards are the attached messages (forward.go), in the order they
+	// appear; their text is not in Text.
+	Forwards []Forward `json:"forwards,omitempty"`
 
 	Attachments []Attachment `json:"attachments,omitempty"`
 	Size        int          `json:"size"`                // raw bytes given to Parse

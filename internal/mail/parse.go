@@ -34,20 +34,25 @@ const (
 // defect of the input is recorded in Problems and a usable Message comes
 // back. A leading mbox "From " envelope line is ignored.
 func Parse(raw []byte) *Message {
-	m := &Message{Size: len(raw)}
-	p := &parser{m: m}
+	p := &parser{m: &Message{Size: len(raw)}}
+	p.run(raw)
+	return p.m
+}
+
+// run parses raw into p.m; an attached message (forward.go) is parsed by
+// run on a parser of its own.
+func (p *parser) run(raw []byte) {
 	func() {
 		// go-message and x/net/html are third-party code fed hostile
 		// input; a panic there must cost one message, not the process.
 		defer func() {
 			if r := recover(); r != nil {
-				p.problem("internal parser error: %v", r)
+				p.damage("internal parser error: %v", r)
 			}
 		}()
 		p.parse(raw)
 	}()
 	p.finish()
-	return m
 }
 
 type parser struct {
@@ -57,6 +62,8 @@ type parser struct {
 	nParts           int
 	report           bool // inside multipart/report
 	rawFrom, rawDate string
+	fwdDepth         int  // how deep in attached messages (forward.go) this parser is
+	damaged          bool // bytes were cut or unreadable (see damage)
 }
 
 // textLeaf is one readable body part, kept until the alternatives are
@@ -77,6 +84,13 @@ func (p *parser) problem(format string, args ...any) {
 	p.m.Problems = append(p.m.Problems, strings.ToValidUTF8(fmt.Sprintf(format, args...), "\uFFFD"))
 }
 
+// damage records a problem that means the input was cut or unreadable,
+// not merely unusual: an attached message with one is Forward.Broken.
+func (p *parser) damage(format string, args ...any) {
+	p.damaged = true
+	p.problem(format, args...)
+}
+
 func (p *parser) parse(raw []byte) {
 	raw = stripMboxFrom(raw)
 	hdrBytes, body, dropped, noBlank := splitHeader(raw)
@@ -84,15 +98,15 @@ func (p *parser) parse(raw []byte) {
 		p.problem("%d malformed header line(s) dropped", dropped)
 	}
 	if noBlank {
-		p.problem("header not followed by a blank line: the rest was read as body")
+		p.damage("header not followed by a blank line: the rest was read as body")
 	}
 	h, err := textproto.ReadHeader(bufioReader(hdrBytes))
 	if err != nil {
-		p.problem("read header: %v", err)
+		p.damage("read header: %v", err)
 	}
 	hdr := message.Header{Header: h}
 	if h.Len() == 0 {
-		p.problem("no header fields")
+		p.damage("no header fields")
 	}
 	p.headers(hdr)
 
@@ -255,7 +269,7 @@ func (p *parser) entityError(err error, h message.Header, path string) {
 func (p *parser) multipart(e *message.Entity, mt, path string, depth int, alts []altPos) {
 	body, err := io.ReadAll(e.Body)
 	if err != nil {
-		p.problem("read %s: %v", path, err)
+		p.damage("read %s: %v", path, err)
 	}
 	_, params, _ := e.Header.ContentType()
 	boundary := params["boundary"]
@@ -289,10 +303,10 @@ func (p *parser) multipart(e *message.Entity, mt, path string, depth int, alts [
 		}
 		if err != nil {
 			if n == 0 {
-				p.problem("malformed %s in %s (%v): read as text", mt, path, err)
+				p.damage("malformed %s in %s (%v): read as text", mt, path, err)
 				p.leaf("text/plain", nil, message.Header{}, bytes.NewReader(body), path, alts)
 			} else {
-				p.problem("malformed %s in %s: %v", mt, path, err)
+				p.damage("malformed %s in %s: %v", mt, path, err)
 			}
 			return
 		}
@@ -364,7 +378,7 @@ func (p *parser) leaf(mt string, newErr error, h message.Header, body io.Reader,
 		}
 		b, err := io.ReadAll(io.LimitReader(body, limit))
 		if err != nil {
-			p.problem("bad %s content in %s (%v): kept what decoded", short(h.Get("Content-Transfer-Encoding")), path, err)
+			p.damage("bad %s content in %s (%v): kept what decoded", short(h.Get("Content-Transfer-Encoding")), path, err)
 		}
 		if int64(len(b)) == limit {
 			b = b[:limit-1]
@@ -381,15 +395,23 @@ func (p *parser) leaf(mt string, newErr error, h message.Header, body io.Reader,
 	}
 
 	a := Attachment{Filename: filename, ContentType: mt, Inline: disp == "inline" || (disp == "" && h.Get("Content-Id") != "")}
-	if body != nil {
+	fwd := isAttachedMessage(mt) && !p.report
+	switch {
+	case body == nil:
+	case fwd && p.fwdDepth < MaxForwardDepth && len(p.m.Forwards) < MaxForwards:
+		a.Size = p.forward(body, h.Get("Content-Transfer-Encoding"), path) // forward.go
+	default:
 		n, err := io.Copy(io.Discard, body)
 		a.Size = n
 		if err != nil {
-			p.problem("bad %s content in %s (%v): size is partial", short(h.Get("Content-Transfer-Encoding")), path, err)
+			p.damage("bad %s content in %s (%v): size is partial", short(h.Get("Content-Transfer-Encoding")), path, err)
+		}
+		if fwd {
+			p.problem("attached message in %s not read: more than %d attached messages or nested deeper than %d", path, MaxForwards, MaxForwardDepth)
 		}
 	}
-	if mt == "message/rfc822" || mt == "message/global" {
-		if !p.report {
+	if isAttachedMessage(mt) {
+		if fwd {
 			p.m.Forwarded = true
 		}
 		if a.Filename == "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
@@ -55,7 +56,7 @@ func (m *Mailer) Answered(ctx context.Context, account string, original store.Me
 			return how != "", how, err
 		}
 	}
-	if original.Mailbox == "" {
+	if noMailbox(original) {
 		return false, "", nil
 	}
 	err = a.with(ctx, inMailbox(original.Mailbox), func(c *imapsync.Client) error {
@@ -86,7 +87,7 @@ func (m *Mailer) MarkAnswered(ctx context.Context, account string, original stor
 	if err != nil {
 		return err
 	}
-	if original.Mailbox == "" {
+	if noMailbox(original) {
 		return nil
 	}
 	return a.with(ctx, inMailbox(original.Mailbox), func(c *imapsync.Client) error {
@@ -145,6 +146,12 @@ func originalUIDs(ctx context.Context, c *imapsync.Client, original store.Messag
 		})
 	}
 	return out, nil
+}
+
+// noMailbox reports whether original is in no real mailbox: none is
+// known, or it is a record the agent made (a delegated original).
+func noMailbox(original store.MessageKey) bool {
+	return original.Mailbox == "" || agent.IsDelegated(original)
 }
 
 func inMailbox(name string) func(context.Context, *AccountMailer) (string, error) {

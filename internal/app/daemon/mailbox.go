@@ -83,7 +83,7 @@ func (m *Mailer) Archive(ctx context.Context, account string, original store.Mes
 	default:
 		return "", fmt.Errorf("mailbox.archive %q is not off, move or keyword", a.Mailbox.Archive)
 	}
-	if original.Mailbox == "" {
+	if noMailbox(original) {
 		return "", nil
 	}
 	err = a.with(ctx, inMailbox(original.Mailbox), func(c *imapsync.Client) error {
@@ -121,7 +121,7 @@ func (m *Mailer) Label(ctx context.Context, account string, original store.Messa
 	if err != nil {
 		return err
 	}
-	if original.Mailbox == "" || len(keywords) == 0 {
+	if noMailbox(original) || len(keywords) == 0 {
 		return nil
 	}
 	return a.with(ctx, inMailbox(original.Mailbox), func(c *imapsync.Client) error {
