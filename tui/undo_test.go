@@ -73,7 +73,7 @@ func (f *undoFake) Cancel(ctx context.Context, id string) error {
 func (f *undoFake) Followups(context.Context) ([]Followup, error) {
 	return []Followup{{ID: "fu_1", State: "awaiting_reply", With: "zed@example.com", Subject: "Quote", LastAt: fixedNow.Add(-72 * time.Hour), Deadline: fixedNow.Add(-time.Hour)}}, nil
 }
-func (f *undoFake) FollowupDone(context.Context, string) error                { return nil }
+func (f *undoFake) FollowupDone(context.Context, string) error              { return nil }
 func (f *undoFake) FollowupSnooze(context.Context, string, time.Time) error { return nil }
 
 // FollowupNudge queues a follow-up draft, as the agent does.
