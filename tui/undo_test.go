@@ -382,6 +382,18 @@ func TestQuitWithLocalSends(t *testing.T) {
 			t.Fatalf("q again: quit %v, cancels %+v; want inv cancelled", quitted(m), calls)
 		}
 	})
+	t.Run("a hostile subject stays text", func(t *testing.T) {
+		it := draft("evil", "mal@example.com", "Hi\x1b]0;pwned\a\x1b[2J\u202eexe.txt\r\nFAKE: sent", "high", time.Minute)
+		f := newUndoFake(false, it)
+		m := newModel(t, localUndoFake{f}, Options{NoColor: true})
+		send(t, m, tea.WindowSizeMsg{Width: 160, Height: 24})
+		startKind(t, m, "evil", []string{"a"})
+		q(t, m)
+		note := m.renderNote()
+		if strings.ContainsAny(note, "\x1b\a\u202e\r\n") || !strings.Contains(note, "q again to quit and cancel") {
+			t.Fatalf("quit line with a hostile subject: %q", note)
+		}
+	})
 	t.Run("with a watcher q quits at once", func(t *testing.T) {
 		f := newUndoFake(true, undoItems()...)
 		m := newModel(t, localUndoFake{f}, Options{NoColor: true})
