@@ -27,6 +27,12 @@
 // the selected item, always ending in "? help" and "q quit" (or "q/esc
 // back") whatever the width.
 //
+// Every send the owner starts (an approval, an RSVP) waits out its undo
+// window in the queue view with a countdown, and c cancels it. With no
+// watcher, this process sends (ApprovalSender), so q waits for those
+// sends and q again cancels them (quit.go); Run cancels what a signal
+// left waiting.
+//
 // Lists render only the rows that fit the window, so a queue of 10,000
 // drafts opens and scrolls without building a 10,000-line string.
 //
