@@ -79,8 +79,12 @@ func TestRSVPKeysOnlyOnInvitations(t *testing.T) {
 	f.update("inv", func(it *Item) { it.Status = StatusApproved })
 	send(t, m, loadCmd(m.ctx, f)())
 	send(t, m, press("3")...)
-	if it, _ := m.selected(); it != nil {
-		t.Fatalf("selected %v, want the answered invitation gone from Needs attention", it)
+	// It stays where it was answered, counting down its REPLY.
+	if it, _ := m.selected(); it == nil || it.ID != "inv" || it.Status != StatusApproved {
+		t.Fatalf("selected %v, want the answered invitation still in Needs attention", it)
+	}
+	if strings.Contains(m.shortHelp(), rsvpHint) {
+		t.Errorf("hint bar offers RSVP on an answered invitation in the list: %q", m.shortHelp())
 	}
 	m.openDetail("inv")
 	if it, _ := m.selected(); it == nil || it.ID != "inv" {

@@ -411,7 +411,18 @@ func canCancel(it *Item, now time.Time) error {
 
 func (m *Model) cancelSend() tea.Cmd {
 	now := m.now()
-	it := m.current(func(it *Item) error { return canCancel(it, now) })
+	check := func(it *Item) error { return canCancel(it, now) }
+	if it, ok := m.selected(); (!ok || check(it) != nil) && m.undoNote() != "" {
+		// The note line says "c cancels" of the send last started: c
+		// is about that one, wherever the cursor is.
+		if e, ok := m.items[m.undoID]; ok && check(&e.item) == nil {
+			if _, busy := m.busy[m.undoID]; !busy {
+				m.markBusy(&e.item, "cancelling")
+				return cancelCmd(m.ctx, m.backend, e.item.ID, e.item.Subject)
+			}
+		}
+	}
+	it := m.current(check)
 	if it == nil {
 		return nil
 	}

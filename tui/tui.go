@@ -28,7 +28,8 @@
 // back") whatever the width.
 //
 // Every send the owner starts (an approval, an RSVP) waits out its undo
-// window in the queue view with a countdown, and c cancels it. With no
+// window in the list it was started from, with a countdown, and c
+// cancels it (or the one the note line counts down). With no
 // watcher, this process sends (ApprovalSender), so q waits for those
 // sends and q again cancels them (quit.go); Run cancels what a signal
 // left waiting.
@@ -480,12 +481,17 @@ func inTab(t tab, it *Item) bool {
 	switch t {
 	case tabQueue:
 		// Snoozed drafts stay in sight, below the pending ones.
-		// Every send the owner started (an approved draft, an answered
-		// invitation of any kind) stays during its undo window, with a
-		// countdown, so c can reach it.
-		return it.Kind == KindDraft && (it.Status == StatusPending || it.Status == StatusSnoozed) || awaitingSend(it)
+		// Approved drafts stay during their undo window, with a
+		// countdown, so c can reach them.
+		return it.Kind == KindDraft && (it.Status == StatusPending || it.Status == StatusSnoozed || it.Status == StatusApproved)
 	case tabAttention:
 		if it.Status == StatusFailed {
+			return true
+		}
+		if awaitingSend(it) && it.Kind != KindDraft {
+			// Any other send the owner started (an answered invitation
+			// that came as a notification) stays where it was answered,
+			// counting down its undo window.
 			return true
 		}
 		if it.Kind != KindNotify && it.Kind != KindNeedsReview {

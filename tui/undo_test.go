@@ -176,9 +176,15 @@ func TestUndoWindowEveryKind(t *testing.T) {
 				c.add(2 * time.Second)
 				send(t, m, tickMsg(c.now()))
 
-				// The same countdown everywhere.
-				if !slices.Contains(rowIDs(m, tabQueue), k.id) {
-					t.Fatalf("the send is in no queue row during its window: %v", rowIDs(m, tabQueue))
+				// The same countdown everywhere. It stays in the list it was
+				// started from: drafts in the queue, a notification in Needs
+				// attention.
+				home := tabQueue
+				if before.Kind == KindNotify {
+					home = tabAttention
+				}
+				if !slices.Contains(rowIDs(m, home), k.id) {
+					t.Fatalf("the send is not in view %d during its window: %v", home+1, rowIDs(m, home))
 				}
 				if note := m.renderNote(); !strings.Contains(note, "sending in 3s, c cancels") {
 					t.Errorf("note line %q, want the countdown and c", note)
@@ -187,17 +193,19 @@ func TestUndoWindowEveryKind(t *testing.T) {
 				if got := ansi.Strip(m.detailText(&m.items[k.id].item)); !strings.Contains(got, "sending in 3s (c cancels)") {
 					t.Errorf("detail lacks the countdown:\n%s", got)
 				}
-				m.switchTab(tabQueue)
+				m.switchTab(home)
 				if list := ansi.Strip(m.View().Content); !strings.Contains(list, "(sending in 3s)") {
-					t.Errorf("queue lacks the countdown:\n%s", list)
+					t.Errorf("view %d lacks the countdown:\n%s", home+1, list)
 				}
 				selectRow(t, m, k.id)
 				if h := m.shortHelp(); !strings.Contains(h, "c cancel") || strings.Contains(h, "approve") {
 					t.Errorf("hint bar on the waiting send: %q, want c offered and approve not", h)
 				}
 
-				// c cancels it: the one Backend call, the item back whole.
-				selectRow(t, m, k.id)
+				// c cancels it, wherever the cursor is while the note line
+				// says "c cancels": the one Backend call, the item back
+				// whole.
+				m.switchTab(tabSent) // nothing there to cancel
 				send(t, m, press("c")...)
 				if calls := f.callsOf("Cancel"); len(calls) != 1 || calls[0].id != k.id {
 					t.Fatalf("Cancel calls %+v, want one for %s", calls, k.id)

@@ -621,6 +621,13 @@ func (m *Model) columns(t tab, it *Item) []column {
 			cols[2].text = it.From.String()
 			cols[3].text = it.Subject
 			cols[4].text = it.Status
+			switch {
+			case awaitingSend(it) && it.SendAt.After(now):
+				// An answered invitation in its undo window.
+				cols[3].text = "(sending in " + countdown(it.SendAt.Sub(now)) + ") " + it.Subject
+			case awaitingSend(it):
+				cols[3].text = "(sending) " + it.Subject
+			}
 			cols[5].text, cols[5].err = firstNonEmpty(it.Error, it.Summary), it.Error != ""
 		}
 	case tabSent:

@@ -16,6 +16,8 @@ import (
 
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/calendar"
+	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/geminitest"
 	"github.com/mailagent/mailagent/tui"
 )
 
@@ -29,7 +31,21 @@ const undoWindow = 4 * time.Second
 func undoHarness(t *testing.T) (h *harness, inviteID, draftID string) {
 	t.Helper()
 	var sawSlots bool
-	h = newHarness(t, schedulingModel(&sawSlots), "[policy]\napproval_delay = \""+undoWindow.String()+"\"\n")
+	drafting := schedulingModel(&sawSlots)
+	// The invitation is classified as needing no reply, so it is queued
+	// as a notification, not a draft: its answer is a send of another
+	// kind than an approval.
+	model := func(req *geminitest.Request) geminitest.Reply {
+		props, _ := req.ResponseSchema()["properties"].(map[string]any)
+		if _, classify := props["intents"]; classify && strings.Contains(req.UserText(), "Offsite") {
+			return geminitest.JSONReply(map[string]any{
+				"intents": []string{"scheduling"}, "risk": "low", "action": "ignore", "requires_approval": false,
+				"confidence": 0.99, "summary": "an invitation", "comments": "no reply needed",
+			}, llm.Usage{PromptTokens: 300, OutputTokens: 30, TotalTokens: 330})
+		}
+		return drafting(req)
+	}
+	h = newHarness(t, model, "[policy]\napproval_delay = \""+undoWindow.String()+"\"\n")
 	start := time.Now().UTC().Truncate(time.Hour).AddDate(0, 0, 2)
 	ics := filepath.Join(h.dir, "cal.ics")
 	if err := os.WriteFile(ics, []byte(vcal("BEGIN:VEVENT\nUID:past@example.test\nDTSTAMP:20260101T000000Z\nDTSTART:20260101T090000Z\nDTEND:20260101T100000Z\nSUMMARY:Long ago\nEND:VEVENT")), 0o600); err != nil {
@@ -79,6 +95,9 @@ func TestReviewCancelEveryKind(t *testing.T) {
 				before, err := b.Detail(ctx, k.id)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if want := map[string]string{"rsvp": tui.KindNotify, "approve": tui.KindDraft}[k.what]; before.Kind != want {
+					t.Fatalf("%s: the item is a %s, want a %s", k.what, before.Kind, want)
 				}
 				if err := k.start(); err != nil {
 					t.Fatalf("%s: %v", k.what, err)
@@ -218,6 +237,70 @@ func TestReviewQuitInUndoWindow(t *testing.T) {
 			}
 			if s := itemStatus(t, h, id); s != want {
 				t.Fatalf("after the TUI quit: %s, want %s (never approved and unsent)", s, want)
+			}
+		})
+	}
+}
+
+// TestReviewTUICancelsRSVP drives the review TUI (teatest) over the real
+// backend, with a watcher and without one: the invitation (a
+// notification, not a draft) answered with A and y counts its REPLY down
+// like an approval, c in the window takes
+// it back through the same cancel, and nothing reaches the organizer
+// after the window; the item is open to an answer again.
+func TestReviewTUICancelsRSVP(t *testing.T) {
+	for _, withWatcher := range []bool{false, true} {
+		name := "without a watcher"
+		if withWatcher {
+			name = "with a watcher"
+		}
+		t.Run(name, func(t *testing.T) {
+			h, inviteID, _ := undoHarness(t)
+			if withWatcher {
+				h.runWatch(t)
+			}
+			b := tuiBackend(t, h)
+			m := tui.New(b, tui.Options{NoColor: true})
+			tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 30))
+			typeKeys := func(s string) {
+				for _, r := range s {
+					tm.Send(tea.KeyPressMsg{Code: r, Text: string(r)})
+				}
+			}
+			enter := func() { tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter}) }
+			wait := func(what string) {
+				t.Helper()
+				teatest.WaitFor(t, tm.Output(), func(out []byte) bool { return bytes.Contains(out, []byte(what)) },
+					teatest.WithDuration(10*time.Second))
+			}
+			wait("Budget question") // loaded
+			typeKeys("3")           // the invitation is a notification: Needs attention
+			wait("Offsite")
+			typeKeys("/Offsite")
+			enter()
+			typeKeys("A")
+			wait("y/N")
+			typeKeys("y")
+			enter()
+			wait("c cancels") // the REPLY's countdown (the frame is redrawn in parts, so one phrase)
+			if it, err := reviewBackend(t, h).Detail(context.Background(), inviteID); err != nil || it.Status != tui.StatusApproved {
+				t.Fatalf("while the countdown shows: %s (%v), want approved", it.Status, err)
+			}
+			typeKeys("c")
+			eventually(t, "the answer is taken back", func() bool {
+				it, err := reviewBackend(t, h).Detail(context.Background(), inviteID)
+				return err == nil && it.Status == tui.StatusPending
+			})
+			time.Sleep(undoWindow + time.Second) // past the window: a send would have happened
+			tm.Send(tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl})
+			tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+			if n := len(h.smtp.Messages()); n != 0 {
+				t.Fatalf("%d messages went out after c in the window", n)
+			}
+			it, err := reviewBackend(t, h).Detail(context.Background(), inviteID)
+			if err != nil || it.Status != tui.StatusPending || it.Invitation != "Offsite" ||
+				strings.Contains(strings.Join(it.Reasons, "\n"), "answered") {
+				t.Fatalf("after the cancel: %s, invitation %q, reasons %q (%v); want pending and unanswered", it.Status, it.Invitation, it.Reasons, err)
 			}
 		})
 	}
