@@ -276,7 +276,7 @@ func (s *Store) ApproveQueueItem(id string, from []string, mutate func(*QueueIte
 // CancelApproval undoes an approval still waiting out its delay: the
 // outbox record outboxID goes scheduled → cancelled and its queue item
 // approved → pending, in one transaction, so an undo either stops the send
-// and hands the item back whole, or (too late: the record is no longer
+// and hands the item back whole (an invitation unanswered again), or (too late: the record is no longer
 // scheduled) changes nothing and wraps ErrConflict.
 func (s *Store) CancelApproval(outboxID string) (*QueueItem, error) {
 	var q *QueueItem
@@ -288,7 +288,14 @@ func (s *Store) CancelApproval(outboxID string) (*QueueItem, error) {
 		if old.Status != OutboxScheduled || old.QueueID == "" {
 			return fmt.Errorf("outbox %s is %s, not a scheduled approval: %w", outboxID, old.Status, ErrConflict)
 		}
-		if q, err = transitionQueueTx(tx, old.QueueID, []string{QueueApproved}, QueuePending, nil, s.now); err != nil {
+		// Back as before the approval: an RSVP's answer was not sent.
+		unanswer := func(q *QueueItem) error {
+			if q.Invitation != nil {
+				q.Invitation.RSVP = ""
+			}
+			return nil
+		}
+		if q, err = transitionQueueTx(tx, old.QueueID, []string{QueueApproved}, QueuePending, unanswer, s.now); err != nil {
 			return err
 		}
 		n := *old

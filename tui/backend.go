@@ -191,7 +191,9 @@ type Backend interface {
 	Snooze(ctx context.Context, id string, until time.Time) error
 	// Retry re-runs a needs_review or failed item.
 	Retry(ctx context.Context, id string) error
-	// Cancel stops a delayed auto-send that has not gone out yet.
+	// Cancel stops a send that has not gone out yet: a delayed auto-send,
+	// or any send the owner started (an approval, an RSVP; any kind of
+	// item) in its undo window, which then comes back whole, unsent.
 	Cancel(ctx context.Context, id string) error
 	// Events streams live changes. It returns a nil channel when there is
 	// no live source; the channel is closed when ctx ends. When it closes

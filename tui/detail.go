@@ -23,6 +23,14 @@ func (m *Model) refreshDetail() {
 
 // stateText says in words where an item is, the same way for every kind.
 func stateText(now time.Time, it *Item) string {
+	if awaitingSend(it) && it.Kind != KindDraft {
+		// An answered invitation or any other send the owner started:
+		// the same countdown as an approved draft.
+		if it.SendAt.After(now) {
+			return "answered: sending in " + countdown(it.SendAt.Sub(now)) + " (c cancels)"
+		}
+		return "answered: sending"
+	}
 	switch it.Kind {
 	case KindSent:
 		if it.Status == StatusFailed {

@@ -103,10 +103,16 @@ func (m *Model) followupsUpdate(msg tea.Msg) (cmd tea.Cmd, handled bool) {
 		} else {
 			m.setNote(msg.note)
 		}
-		if fb != nil && m.fu.open {
-			return loadFollowupsCmd(m.ctx, fb), true
+		// A nudge queued a draft: the items are read again so it is in
+		// the queue, ready for the same approval and undo window.
+		reload := loadCmd(m.ctx, m.backend)
+		if msg.err != nil {
+			reload = nil
 		}
-		return nil, true
+		if fb != nil && m.fu.open {
+			return tea.Batch(loadFollowupsCmd(m.ctx, fb), reload), true
+		}
+		return reload, true
 	case unsubscribePlanMsg:
 		if msg.err != nil {
 			m.setErr(fmt.Errorf("unsubscribe: %w", msg.err))

@@ -230,11 +230,16 @@ func TestColumnsGiveWayBySubject(t *testing.T) {
 		if size.w == 80 && !strings.Contains(frame, subject) {
 			t.Errorf("80 columns: subject %q cut:\n%s", subject, frame)
 		}
+		// Every tab keeps its number and count; the selected one its
+		// whole label; Detail (no count) may shrink to its number.
 		tabs := strings.Split(frame, "\n")[0]
-		for _, label := range []string{"1 Queue (1)", "2 Detail", "3 Attention (0)", "4 Sent (0)"} {
+		for _, label := range []string{"[1 Queue (1)]", " 2 ", "3 Attention (0)", "4 Sent (0)", "5 Decided (0)"} {
 			if !strings.Contains(tabs, label) {
 				t.Errorf("%dx%d: tab bar %q lacks %q", size.w, size.h, tabs, label)
 			}
+		}
+		if strings.Contains(tabs, "…") || size.w == 80 && !strings.Contains(tabs, "2 Detail") {
+			t.Errorf("%dx%d: tab bar %q cut, or Detail's title lost at 80 columns", size.w, size.h, tabs)
 		}
 	}
 }

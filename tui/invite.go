@@ -101,6 +101,21 @@ func (m *Model) applyRSVP(msg rsvpDoneMsg) tea.Cmd {
 		return nil
 	}
 	m.log.Info("rsvp done", "id", msg.id, "answer", msg.answer)
-	m.setNote(fmt.Sprintf("answered %s to %s: the reply to the organizer is queued", msg.answer, quote(msg.subject)))
-	return loadCmd(m.ctx, m.backend)
+	e, ok := m.items[msg.id]
+	if !ok {
+		m.setNote(fmt.Sprintf("answered %s to %s: the reply to the organizer is queued", msg.answer, quote(msg.subject)))
+		return loadCmd(m.ctx, m.backend)
+	}
+	// The REPLY waits out its undo window like an approval: the note
+	// line counts it down, c cancels it (the same Backend.Cancel). Its
+	// send time comes with the item read again.
+	e.item.Status = StatusApproved
+	m.undoID, m.undoVerb, m.undoLearned = msg.id, "answered "+msg.answer+" to", nil
+	m.setNote("")
+	m.rebuild()
+	cmd := detailCmd(m.ctx, m.backend, msg.id)
+	if cmd == nil {
+		cmd = loadCmd(m.ctx, m.backend)
+	}
+	return cmd
 }

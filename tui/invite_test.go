@@ -79,8 +79,12 @@ func TestRSVPKeysOnlyOnInvitations(t *testing.T) {
 	f.update("inv", func(it *Item) { it.Status = StatusApproved })
 	send(t, m, loadCmd(m.ctx, f)())
 	send(t, m, press("3")...)
-	if it, _ := m.selected(); it != nil {
-		t.Fatalf("selected %v, want the answered invitation gone from Needs attention", it)
+	// It stays where it was answered, counting down its REPLY.
+	if it, _ := m.selected(); it == nil || it.ID != "inv" || it.Status != StatusApproved {
+		t.Fatalf("selected %v, want the answered invitation still in Needs attention", it)
+	}
+	if strings.Contains(m.shortHelp(), rsvpHint) {
+		t.Errorf("hint bar offers RSVP on an answered invitation in the list: %q", m.shortHelp())
 	}
 	m.openDetail("inv")
 	if it, _ := m.selected(); it == nil || it.ID != "inv" {
@@ -144,8 +148,10 @@ func TestRSVPConfirmsAndSendsTheAnswer(t *testing.T) {
 			if len(c) != 1 || c[0].id != "inv" || c[0].arg != tc.answer {
 				t.Fatalf("RSVP calls %+v, want one for inv with %q", c, tc.answer)
 			}
-			if m.noteErr || !strings.Contains(m.note, "answered "+tc.answer) || !strings.Contains(m.note, "organizer") {
-				t.Errorf("note after y: %q (err %v), want the answer said", m.note, m.noteErr)
+			// The note line counts the REPLY's undo window down, as for
+			// an approval, and says how to cancel it.
+			if note := m.renderNote(); m.noteErr || !strings.Contains(note, "answered "+tc.answer+` to "Invitation: Design review": sending in 5s, c cancels`) {
+				t.Errorf("note after y: %q (err %v), want the answer and its countdown", note, m.noteErr)
 			}
 			// The item was read again: answered, it left Needs attention.
 			if e, ok := m.items["inv"]; !ok || e.item.Status != StatusApproved {

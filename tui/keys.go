@@ -45,6 +45,9 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	m.pendingG = false
+	if cmd, ok := m.quittingKey(key.Matches(msg, k.Cancel), key.Matches(msg, k.Back)); ok {
+		return cmd // quit.go: c or esc while a quit waits for sends
+	}
 	switch {
 	case key.Matches(msg, k.Quit):
 		if m.tab == tabDetail && msg.String() != "ctrl+c" {
@@ -121,33 +124,6 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.rsvp(msg) // invite.go
 	}
 	return nil
-}
-
-func (m *Model) quit() tea.Cmd {
-	if n := m.waitingLocally(); n > 0 && !m.quitWarned {
-		// Nothing else sends them before a watcher runs: say so once.
-		m.quitWarned = true
-		m.setErr(fmt.Errorf("%d approved %s still in the undo window and no watcher runs: quit now and it goes out when one starts; c cancels; q again quits",
-			n, map[bool]string{true: "reply is", false: "replies are"}[n == 1]))
-		return nil
-	}
-	m.close()
-	return tea.Quit
-}
-
-// waitingLocally counts the approved replies in their undo window that
-// this process would send (ApprovalSender, no watcher connected).
-func (m *Model) waitingLocally() int {
-	if _, ok := m.backend.(ApprovalSender); !ok || m.stat.WatcherConnected {
-		return 0
-	}
-	n := 0
-	for _, e := range m.items {
-		if (e.item.Kind == KindDraft || e.item.Invitation != "") && e.item.Status == StatusApproved {
-			n++
-		}
-	}
-	return n
 }
 
 func (m *Model) switchTab(t tab) {
@@ -410,10 +386,18 @@ func (m *Model) unsnooze() tea.Cmd {
 	return unsnoozeCmd(m.ctx, m.backend, it.ID, m.now(), it.Subject)
 }
 
+// awaitingSend reports whether it is a send the owner started that has
+// not gone out: an approved draft (a follow-up nudge is one), an answered
+// invitation, whatever the item's kind. Its undo window is SendAt.
+func awaitingSend(it *Item) bool {
+	return it.Status == StatusApproved && it.Kind != KindSent && it.Kind != KindDecided
+}
+
 // canCancel reports whether a send can still be stopped: a delayed
-// auto-send, or an approval in its undo window (policy.approval_delay).
+// auto-send, or any send the owner started still in its undo window
+// (policy.approval_delay): an approval, an RSVP.
 func canCancel(it *Item, now time.Time) error {
-	if !(it.Kind == KindDraft && it.Status == StatusApproved) && it.Kind != KindSent {
+	if !awaitingSend(it) && it.Kind != KindSent {
 		return fmt.Errorf("only a send that has not gone out can be cancelled: %w", errNotApplicable)
 	}
 	if it.Status == StatusSent {
@@ -427,7 +411,18 @@ func canCancel(it *Item, now time.Time) error {
 
 func (m *Model) cancelSend() tea.Cmd {
 	now := m.now()
-	it := m.current(func(it *Item) error { return canCancel(it, now) })
+	check := func(it *Item) error { return canCancel(it, now) }
+	if it, ok := m.selected(); (!ok || check(it) != nil) && m.undoNote() != "" {
+		// The note line says "c cancels" of the send last started: c
+		// is about that one, wherever the cursor is.
+		if e, ok := m.items[m.undoID]; ok && check(&e.item) == nil {
+			if _, busy := m.busy[m.undoID]; !busy {
+				m.markBusy(&e.item, "cancelling")
+				return cancelCmd(m.ctx, m.backend, e.item.ID, e.item.Subject)
+			}
+		}
+	}
+	it := m.current(check)
 	if it == nil {
 		return nil
 	}
@@ -446,8 +441,9 @@ func (m *Model) sendDue() tea.Cmd {
 	var cmds []tea.Cmd
 	for id, e := range m.items {
 		it := &e.item
-		// An answered invitation (invite.go) may be a notification.
-		if (it.Kind != KindDraft && it.Invitation == "") || it.Status != StatusApproved || it.SendAt.IsZero() || it.SendAt.After(now) {
+		// Whatever its kind: an answered invitation (invite.go) may be a
+		// notification.
+		if !awaitingSend(it) || it.SendAt.IsZero() || it.SendAt.After(now) {
 			continue
 		}
 		if _, busy := m.busy[id]; busy {
@@ -470,6 +466,7 @@ func (m *Model) applyAction(msg actionMsg) tea.Cmd {
 	if msg.err != nil {
 		m.log.Warn("action failed", "action", msg.action, "id", msg.id, "err", msg.err)
 		m.setErr(fmt.Errorf("%s %s failed: %w", msg.action, quote(subject), msg.err))
+		m.abortQuit() // quit.go: the owner must see this before leaving
 		return nil
 	}
 	m.log.Info("action done", "action", msg.action, "id", msg.id)
@@ -486,7 +483,7 @@ func (m *Model) applyAction(msg actionMsg) tea.Cmd {
 		// with a countdown (see undoNote) and c cancels it. Its send time
 		// comes with the item read again.
 		e.item.Status = StatusApproved
-		m.undoID = msg.id
+		m.undoID, m.undoVerb = msg.id, ""
 		m.undoLearned = nil
 		if l, ok := m.backend.(Learner); ok {
 			m.undoLearned = l.LastLearned(msg.id)
@@ -496,6 +493,7 @@ func (m *Model) applyAction(msg actionMsg) tea.Cmd {
 			cmd = loadCmd(m.ctx, m.backend)
 		}
 	case "send":
+		e.item.Status = StatusSent // until the reload says more
 		m.setNote("sent " + quote(subject))
 		cmd = loadCmd(m.ctx, m.backend)
 	case "reject":
@@ -531,10 +529,15 @@ func (m *Model) applyAction(msg actionMsg) tea.Cmd {
 		cmd = loadCmd(m.ctx, m.backend) // the backend decides where it goes
 	case "cancel":
 		e.item.SendAt = time.Time{}
-		if e.item.Kind == KindDraft {
+		switch {
+		case e.item.Kind == KindDraft:
 			e.item.Status = StatusPending
 			m.setNote("not sent: " + quote(subject) + " is back in the queue")
-		} else {
+		case e.item.Kind != KindSent:
+			// An answered invitation: open to an answer again.
+			e.item.Status = StatusPending
+			m.setNote("not sent: " + quote(subject) + " is back, unanswered")
+		default:
 			e.item.Status = StatusRejected
 			m.setNote("cancelled the send of " + quote(subject))
 		}

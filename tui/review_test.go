@@ -304,28 +304,6 @@ func TestApproveWithWarningsAsks(t *testing.T) {
 	}
 }
 
-// TestQuitWarnsOfLocalSends: with no watcher, quitting during an undo
-// window says the reply waits for a watcher; a second q quits.
-func TestQuitWarnsOfLocalSends(t *testing.T) {
-	f := newFake(sampleQueue()...)
-	f.status.WatcherConnected = false
-	m := newModel(t, senderBackend{f}, Options{})
-	send(t, m, press("a")...)
-	if cmd := m.handleKey(press("q")[0].(tea.KeyPressMsg)); cmd != nil || !m.noteErr || !strings.Contains(m.note, "no watcher runs") {
-		t.Fatalf("first q: cmd %v, note %q; want a warning and no quit", cmd != nil, m.note)
-	}
-	if cmd := m.handleKey(press("q")[0].(tea.KeyPressMsg)); cmd == nil {
-		t.Fatal("second q did not quit")
-	}
-	// With a watcher it sends them: q quits at once.
-	g := newFake(sampleQueue()...)
-	m2 := newModel(t, senderBackend{g}, Options{})
-	send(t, m2, press("a")...)
-	if cmd := m2.handleKey(press("q")[0].(tea.KeyPressMsg)); cmd == nil {
-		t.Fatal("q with a watcher connected did not quit")
-	}
-}
-
 // TestHostileFieldsInEveryDetail puts escape sequences, bidi overrides
 // and line breaks in every field the new detail, the Decided view and
 // the send question draw (Cc, ids, decision, reasons, warnings, gate

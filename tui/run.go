@@ -13,20 +13,28 @@ import (
 
 // Run starts the review TUI on the terminal in the alternate screen and
 // blocks until the owner quits or ctx ends. Diagnostics go to
-// opts.Logger only.
+// opts.Logger only. A program that ends with sends still waiting for
+// this process (no watcher; quit.go) cancels them before Run returns,
+// so none stays approved and unsent; a cancel that fails is part of the
+// error.
 func Run(ctx context.Context, b Backend, opts Options) error {
 	m := New(b, opts)
 	m.close() // replace New's background context with the caller's
 	m.ctx, m.cancel = context.WithCancel(ctx)
 	defer m.close()
 	p := tea.NewProgram(m, tea.WithContext(ctx))
-	if _, err := p.Run(); err != nil {
-		if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
-			return fmt.Errorf("review: %w", ctx.Err())
-		}
-		return fmt.Errorf("review: %w", err)
+	_, err := p.Run()
+	cerr := m.cancelLeft(ctx)
+	if cerr != nil {
+		cerr = fmt.Errorf("review ended in the undo window: %w", cerr)
 	}
-	return nil
+	if err != nil {
+		if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return errors.Join(fmt.Errorf("review: %w", err), cerr)
+	}
+	return cerr
 }
 
 // Snapshot renders the first frame (the queue) of a width×height terminal

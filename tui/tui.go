@@ -27,6 +27,13 @@
 // the selected item, always ending in "? help" and "q quit" (or "q/esc
 // back") whatever the width.
 //
+// Every send the owner starts (an approval, an RSVP) waits out its undo
+// window in the list it was started from, with a countdown, and c
+// cancels it (or the one the note line counts down). With no
+// watcher, this process sends (ApprovalSender), so q waits for those
+// sends and q again cancels them (quit.go); Run cancels what a signal
+// left waiting.
+//
 // Lists render only the rows that fit the window, so a queue of 10,000
 // drafts opens and scrolls without building a 10,000-line string.
 //
@@ -161,17 +168,19 @@ type Model struct {
 	// pending, and everything is reloaded when it succeeds.
 	streamLost bool
 
-	// undoID is the item last approved: while its undo window runs the
-	// note line counts down and says how to cancel.
-	undoID string
+	// undoID is the send the owner started last (an approval, an RSVP):
+	// while its undo window runs the note line counts down and says how
+	// to cancel. undoVerb says what it was ("approved" when empty).
+	undoID, undoVerb string
 	// undoLearned is what the approval of undoID taught (tui.Learner),
 	// shown with its countdown; L forgets it (tui.Forgetter).
 	undoLearned []Learned
 	// followupKeys are the follow-ups view's keys (followups.go).
 	followupKeys viewKeys
-	// quitWarned: quitting was asked once with approvals still waiting
-	// to be sent by this process; the next quit goes.
-	quitWarned bool
+	// quitting: q was pressed while sends were waiting for this process
+	// (quit.go); the TUI quits once they are out. quitCancel: q again,
+	// the waiting sends are being cancelled before quitting.
+	quitting, quitCancel bool
 
 	note    string // the last action's result or error
 	noteErr bool
@@ -249,45 +258,54 @@ func (m *Model) Init() tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-// Update handles one message.
+// Update handles one message. A quit that waits for sends (quit.go)
+// happens once they are done.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	cmd := m.update(msg)
+	if q := m.quitWhenDone(); q != nil {
+		return m, q
+	}
+	return m, cmd
+}
+
+func (m *Model) update(msg tea.Msg) tea.Cmd {
 	if cmd, ok := m.followupsUpdate(msg); ok {
-		return m, cmd
+		return cmd
 	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.resize()
-		return m, nil
+		return nil
 	case tea.BackgroundColorMsg:
 		if m.st.Dark != msg.IsDark() {
 			m.setStyles(styles.ForBackground(m.opts.NoColor, m.opts.ASCII, msg.IsDark()))
 		}
-		return m, nil
+		return nil
 	case tickMsg:
 		if m.tab == tabDetail {
 			m.refreshDetail() // the "sending in" countdown
 		}
 		send := m.sendDue()
 		if m.ticks {
-			return m, tea.Batch(send, tickCmd())
+			return tea.Batch(send, tickCmd())
 		}
-		return m, send
+		return send
 	case loadedMsg:
 		m.applyLoad(msg)
-		return m, nil
+		return nil
 	case statusTickMsg:
 		if !m.ticks {
-			return m, nil
+			return nil
 		}
-		return m, tea.Batch(statusCmd(m.ctx, m.backend), statusTickCmd(m.statusEvery()))
+		return tea.Batch(statusCmd(m.ctx, m.backend), statusTickCmd(m.statusEvery()))
 	case statusMsg:
 		if msg.err != nil {
 			m.log.Warn("read status", "err", msg.err)
-			return m, nil
+			return nil
 		}
 		m.setStatus(msg.status)
-		return m, nil
+		return nil
 	case eventsReadyMsg:
 		if msg.err != nil {
 			m.log.Warn("subscribe to events", "err", msg.err)
@@ -295,18 +313,18 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				m.setErr(fmt.Errorf("live updates unavailable (retrying): %w", msg.err))
 			}
 			m.streamLost = true
-			return m, m.retrySubscribe()
+			return m.retrySubscribe()
 		}
 		if msg.ch == nil {
-			return m, nil
+			return nil
 		}
 		if m.streamLost {
 			// Back: whatever happened meanwhile is not in the stream.
 			m.streamLost = false
 			m.log.Info("event stream back; reloading")
-			return m, tea.Batch(waitEventCmd(m.ctx, msg.ch), loadCmd(m.ctx, m.backend))
+			return tea.Batch(waitEventCmd(m.ctx, msg.ch), loadCmd(m.ctx, m.backend))
 		}
-		return m, waitEventCmd(m.ctx, msg.ch)
+		return waitEventCmd(m.ctx, msg.ch)
 	case eventMsg:
 		var cmd tea.Cmd
 		if msg.ev.Kind == EventReload {
@@ -315,37 +333,37 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.applyEvent(msg.ev)
 		}
 		if msg.ch == nil {
-			return m, cmd
+			return cmd
 		}
-		return m, tea.Batch(cmd, waitEventCmd(m.ctx, msg.ch))
+		return tea.Batch(cmd, waitEventCmd(m.ctx, msg.ch))
 	case eventsClosedMsg:
 		if m.ctx.Err() != nil {
-			return m, nil
+			return nil
 		}
 		m.log.Info("event stream closed; subscribing again")
 		m.streamLost = true
 		// The watcher's account states are stale now; the next status
 		// read says what holds.
 		m.stat.WatcherConnected, m.stat.Accounts = false, nil
-		return m, m.retrySubscribe()
+		return m.retrySubscribe()
 	case resubscribeMsg:
-		return m, subscribeCmd(m.ctx, m.backend)
+		return subscribeCmd(m.ctx, m.backend)
 	case actionMsg:
-		return m, m.applyAction(msg)
+		return m.applyAction(msg)
 	case forgotMsg:
 		m.applyForgot(msg)
-		return m, nil
+		return nil
 	case rsvpDoneMsg:
-		return m, m.applyRSVP(msg) // invite.go
+		return m.applyRSVP(msg) // invite.go
 	case editorReadyMsg:
-		return m, m.runEditor(msg)
+		return m.runEditor(msg)
 	case editorExitedMsg:
-		return m, finishEditCmd(m.ctx, m.backend, msg)
+		return finishEditCmd(m.ctx, m.backend, msg)
 	case tea.KeyPressMsg:
-		return m, m.handleKey(msg)
+		return m.handleKey(msg)
 	}
 	// Everything else (paste, blink) goes to the focused input.
-	return m, m.forwardToInput(msg)
+	return m.forwardToInput(msg)
 }
 
 // View renders the current frame.
@@ -463,10 +481,17 @@ func inTab(t tab, it *Item) bool {
 	switch t {
 	case tabQueue:
 		// Snoozed drafts stay in sight, below the pending ones.
-		// Approved drafts stay during their undo window, with a countdown.
+		// Approved drafts stay during their undo window, with a
+		// countdown, so c can reach them.
 		return it.Kind == KindDraft && (it.Status == StatusPending || it.Status == StatusSnoozed || it.Status == StatusApproved)
 	case tabAttention:
 		if it.Status == StatusFailed {
+			return true
+		}
+		if awaitingSend(it) && it.Kind != KindDraft {
+			// Any other send the owner started (an answered invitation
+			// that came as a notification) stays where it was answered,
+			// counting down its undo window.
 			return true
 		}
 		if it.Kind != KindNotify && it.Kind != KindNeedsReview {

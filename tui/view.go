@@ -269,29 +269,52 @@ func (m *Model) editSubject() string {
 // tabShort are the tab titles used when the full ones do not fit.
 var tabShort = [numTabs]string{"Queue", "Detail", "Attention", "Sent", "Decided"}
 
-// renderTabs draws the tab bar. When the full titles do not fit, short
-// ones are used, then the app name goes, so a tab label is never cut.
+// tabLayout is one way of drawing the tab bar, from the widest to the
+// narrowest.
+type tabLayout struct {
+	titles *[numTabs]string
+	name   bool // "mailagent" first
+	// What the other tabs show: their counts, their titles, and the
+	// title of the Detail tab (which has no count, so it goes first).
+	counts, labels, detail bool
+}
+
+var tabLayouts = []tabLayout{
+	{&tabTitles, true, true, true, true},
+	{&tabShort, true, true, true, true},
+	{&tabShort, false, true, true, true},
+	{&tabShort, false, true, true, false},
+	{&tabShort, false, true, false, false},
+	{&tabShort, false, false, false, false},
+}
+
+// renderTabs draws the tab bar. When it does not fit, the full titles
+// give way to short ones, then the app name goes, then the other tabs'
+// titles (Detail's first) and last their counts; their numbers, the keys
+// that select them, stay. The selected tab's label is always whole, with
+// its count.
 func (m *Model) renderTabs() string {
-	for _, try := range []struct {
-		titles *[numTabs]string
-		name   bool
-	}{{&tabTitles, true}, {&tabShort, true}, {&tabShort, false}} {
-		if s := m.tabBar(try.titles, try.name); ansi.StringWidth(s) <= m.width || try.titles == &tabShort && !try.name {
+	var s string
+	for _, l := range tabLayouts {
+		if s = m.tabBar(l); ansi.StringWidth(s) <= m.width {
 			return s
 		}
 	}
-	return ""
+	return s
 }
 
-func (m *Model) tabBar(titles *[numTabs]string, name bool) string {
+func (m *Model) tabBar(l tabLayout) string {
 	var b strings.Builder
-	if name {
+	if l.name {
 		b.WriteString(m.st.Title.Render("mailagent"))
 		b.WriteString(" ")
 	}
 	for t := range numTabs {
-		label := fmt.Sprintf("%d %s", t+1, titles[t])
-		if t != tabDetail {
+		label := fmt.Sprintf("%d", t+1)
+		if t == m.tab || l.labels && (t != tabDetail || l.detail) {
+			label += " " + l.titles[t]
+		}
+		if t != tabDetail && (t == m.tab || l.counts) {
 			label += fmt.Sprintf(" (%d)", len(m.lists[t].rows))
 		}
 		switch {
@@ -337,6 +360,8 @@ func (m *Model) renderNote() string {
 		return m.st.Prompt.Render("") + m.input.View()
 	case m.mode == modeInlineEdit:
 		return m.st.Muted.Render("editing the draft: ctrl+s saves, esc cancels")
+	case m.quitting:
+		return m.st.Success.Render(m.quitNote()) // quit.go
 	case m.note == "" && m.undoNote() != "":
 		return m.st.Success.Render(m.undoNote())
 	case m.note != "" && m.noteErr:
@@ -353,13 +378,17 @@ func (m *Model) renderNote() string {
 	return ""
 }
 
-// undoNote counts down the undo window of the item last approved:
-// "approved "X": sending in 4s, c cancels". It is empty once the reply
-// has left (or was cancelled).
+// undoNote counts down the undo window of the send last started, an
+// approval or an RSVP: "approved "X": sending in 4s, c cancels". It is
+// empty once the reply has left (or was cancelled).
 func (m *Model) undoNote() string {
 	e, ok := m.items[m.undoID]
-	if !ok || e.item.Status != StatusApproved {
+	if !ok || !awaitingSend(&e.item) {
 		return ""
+	}
+	verb := m.undoVerb
+	if verb == "" {
+		verb = "approved"
 	}
 	if a, busy := m.busy[m.undoID]; busy {
 		return a + " " + quote(clean(e.item.Subject)) + "…"
@@ -382,9 +411,9 @@ func (m *Model) undoNote() string {
 	}
 	now := m.now()
 	if !e.item.SendAt.After(now) {
-		return "approved " + quote(clean(e.item.Subject)) + ": sending" + learned
+		return verb + " " + quote(clean(e.item.Subject)) + ": sending" + learned
 	}
-	return "approved " + quote(clean(e.item.Subject)) + ": sending in " + countdown(e.item.SendAt.Sub(now)) + ", c cancels" + learned
+	return verb + " " + quote(clean(e.item.Subject)) + ": sending in " + countdown(e.item.SendAt.Sub(now)) + ", c cancels" + learned
 }
 
 func (m *Model) renderStatus() string {
@@ -592,6 +621,13 @@ func (m *Model) columns(t tab, it *Item) []column {
 			cols[2].text = it.From.String()
 			cols[3].text = it.Subject
 			cols[4].text = it.Status
+			switch {
+			case awaitingSend(it) && it.SendAt.After(now):
+				// An answered invitation in its undo window.
+				cols[3].text = "(sending in " + countdown(it.SendAt.Sub(now)) + ") " + it.Subject
+			case awaitingSend(it):
+				cols[3].text = "(sending) " + it.Subject
+			}
 			cols[5].text, cols[5].err = firstNonEmpty(it.Error, it.Summary), it.Error != ""
 		}
 	case tabSent:

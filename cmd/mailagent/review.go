@@ -46,11 +46,13 @@ u unsnooze, t try again (needs attention), c cancel a pending send,
 / filter, tab or 1-5 switch views, ? help. The hint bar offers only what
 applies to the selected item.
 
-An approved reply waits policy.approval_delay (5s by default) before it
-goes: the queue and the detail count it down and c cancels it. With no
-watcher running the TUI sends it itself when the countdown ends; quit
-before that and it stays approved until a watcher runs (or cancel it
-with mailagent queue cancel ID).
+Every send you start here, an approved reply or an answered invitation
+(A/D/T), waits policy.approval_delay (5s by default) before it goes: the
+queue and the detail count it down and c cancels it, with or without a
+watcher. With no watcher running the TUI sends it itself when the
+countdown ends, so q then waits: "sending in 4s… (c cancel, q again to
+quit and cancel)", and quits once it is sent; q again cancels it (nothing
+is sent) and quits.
 
 Every item opens to the same detail, whatever its state: recipients,
 the thread, the classification and its rationale, every gate with its
@@ -268,9 +270,26 @@ func (b *serviceBackend) list(ctx context.Context, svc api.Service) ([]tui.Item,
 	if err != nil {
 		return nil, err
 	}
+	obs, err := svc.Outbox(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	// The undo window of every send the owner started (an approval, an
+	// RSVP: one outbox record under the item's approval id), so the
+	// countdown and c survive a reload.
+	window := map[string]time.Time{}
+	for i := range obs {
+		if o := &obs[i]; o.QueueID != "" && o.Status == store.OutboxScheduled && o.ID == agent.ApprovalOutboxID(o.QueueID) {
+			window[o.QueueID] = o.SendAt
+		}
+	}
 	var out []tui.Item
 	for i := range qs {
-		out = append(out, queueToItem(&qs[i], known[qs[i].Account]))
+		it := queueToItem(&qs[i], known[qs[i].Account])
+		if qs[i].Status == store.QueueApproved {
+			it.SendAt = window[qs[i].ID]
+		}
+		out = append(out, it)
 	}
 	recs, err := svc.NeedsReview(ctx)
 	if err != nil {
@@ -278,10 +297,6 @@ func (b *serviceBackend) list(ctx context.Context, svc api.Service) ([]tui.Item,
 	}
 	for i := range recs {
 		out = append(out, recordToItem(&recs[i]))
-	}
-	obs, err := svc.Outbox(ctx, "")
-	if err != nil {
-		return nil, err
 	}
 	cutoff := b.now().Add(-sentWindow)
 	for i := range obs {
