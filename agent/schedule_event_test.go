@@ -36,16 +36,18 @@ func (c *writableCalendar) FreeSlots(context.Context, string, time.Time) ([]cale
 	return []calendar.Interval{{Start: d(10), End: d(11)}, {Start: d(14), End: d(15)}}, c.loc, nil
 }
 
+var _ EventWriter = (*writableCalendar)(nil) // found by type assertion: keep the signature in step
+
 func (c *writableCalendar) SlotLength(string) time.Duration { return 45 * time.Minute }
 
-func (c *writableCalendar) PutEvent(_ context.Context, account, uid string, data []byte) (string, error) {
+func (c *writableCalendar) PutEvent(_ context.Context, account, uid string, data []byte, etag string) (calendar.Stored, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.fail != nil {
-		return "", c.fail
+		return calendar.Stored{}, c.fail
 	}
 	c.puts = append(c.puts, put{account, uid, data})
-	return "/cal/" + calendar.ResourceName(uid), nil
+	return calendar.Stored{Path: "/cal/" + calendar.ResourceName(uid), ETag: `"1"`}, nil
 }
 
 func (c *writableCalendar) got() []put {
