@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/store"
@@ -96,7 +97,7 @@ func fromOrganizer(inv *store.Invitation, identity string, q *store.QueueItem) s
 	case identity == "":
 		return "the sender is not authenticated, so the organizer " + inv.Organizer + " cannot be trusted"
 	case inv.Organizer == "" || !strings.EqualFold(inv.Organizer, identity):
-		return fmt.Sprintf("the organizer %q is not the authenticated sender %s", inv.Organizer, identity)
+		return fmt.Sprintf("the organizer %q is not the authenticated sender %s", noteText(inv.Organizer), identity)
 	case !strings.EqualFold(q.Invitation.Organizer, identity):
 		return fmt.Sprintf("%s was organized by %s, not by the sender %s", q.ID, q.Invitation.Organizer, identity)
 	}
@@ -130,7 +131,7 @@ func (p *Pipeline) applyCancel(ctx context.Context, rec *store.MessageRecord) (s
 		case inv.RecurrenceID == qr, inv.RecurrenceID == "":
 		case qr == "":
 			notes = append(notes, fmt.Sprintf("only the occurrence %s of %s was cancelled: your calendar keeps the series; remove that occurrence in your calendar client",
-				inv.RecurrenceID, q.ID))
+				noteText(inv.RecurrenceID), q.ID))
 			continue
 		default:
 			continue // another occurrence
@@ -158,7 +159,7 @@ func (p *Pipeline) cancelOne(ctx context.Context, rec *store.MessageRecord, q *s
 			q = cur
 		}
 	}
-	note := fmt.Sprintf("cancelled by the organizer (message <%s>, SEQUENCE %d)", rec.MessageID, rec.Invitation.Sequence)
+	note := fmt.Sprintf("cancelled by the organizer (message <%s>, SEQUENCE %d)", noteText(rec.MessageID), rec.Invitation.Sequence)
 	to := q.Status
 	if slices.Contains(openStatuses, q.Status) {
 		to = store.QueueResolved
@@ -283,7 +284,7 @@ func (p *Pipeline) supersede(ctx context.Context, rec *store.MessageRecord, q *s
 	if slices.Contains(openStatuses, q.Status) {
 		to = store.QueueResolved
 	}
-	note := fmt.Sprintf("replaced by the update in message <%s> (SEQUENCE %d)", rec.MessageID, rec.Invitation.Sequence)
+	note := fmt.Sprintf("replaced by the update in message <%s> (SEQUENCE %d)", noteText(rec.MessageID), rec.Invitation.Sequence)
 	cur, err := st.TransitionQueueItem(q.ID, []string{q.Status}, to, func(it *store.QueueItem) error {
 		it.Invitation.Status, it.Invitation.StatusNote = store.InvitationSuperseded, note
 		if to != it.Status {
@@ -345,4 +346,19 @@ func (p *Pipeline) queueCalendarConflict(base *store.QueueItem, reason string) {
 	if err := p.Actor.enqueue(context.Background(), q, nil); err != nil {
 		p.logger().Warn("calendar conflict not queued", "item", base.ID, "err", err)
 	}
+}
+
+// noteText is mail-borne text as a note quotes it: without control or
+// format characters (CR, LF, NUL, escapes, bidi overrides), capped.
+func noteText(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	if r := []rune(s); len(r) > 120 {
+		return string(r[:119]) + "…"
+	}
+	return s
 }

@@ -108,7 +108,7 @@ func (p *Pipeline) scheduleSent(ob *store.OutboxRecord) {
 		reason := "the tentative event was not created: " + calendarWriteError(err)
 		p.noteOnSentItem(ob, "calendar: "+reason)
 		if errors.Is(err, calendar.ErrPrecondition) {
-			p.queueCalendarConflict(sentItemOf(ob), reason)
+			p.queueCalendarConflict(p.sentItemOf(ob), reason)
 		}
 		return
 	}
@@ -117,14 +117,15 @@ func (p *Pipeline) scheduleSent(ob *store.OutboxRecord) {
 	}
 }
 
-// sentItemOf is what a notice about a sent reply is queued as: the
+// sentItemOf is what a notice about a sent reply is queued after: the
 // approved item, or for an auto-send the message it answered.
-func sentItemOf(ob *store.OutboxRecord) *store.QueueItem {
-	id := ob.QueueID
-	if id == "" {
-		id = QueueID(ob.Message)
+func (p *Pipeline) sentItemOf(ob *store.OutboxRecord) *store.QueueItem {
+	if ob.QueueID != "" {
+		if q, err := p.Actor.Store.GetQueueItem(ob.QueueID); err == nil {
+			return q
+		}
 	}
-	return &store.QueueItem{ID: id, Account: ob.Account, Message: ob.Message, MessageID: ob.InReplyTo, Subject: ob.Subject}
+	return &store.QueueItem{ID: QueueID(ob.Message), Account: ob.Account, Message: ob.Message, MessageID: ob.InReplyTo, Subject: ob.Subject}
 }
 
 // noteOnSentItem adds reason to the sent queue item of an approval, so a

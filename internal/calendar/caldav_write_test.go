@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mailagent/mailagent/internal/calendar/caldavtest"
 )
 
 func testEvent(t *testing.T, uid, summary string) []byte {
@@ -28,7 +30,7 @@ func testEvent(t *testing.T, uid, summary string) []byte {
 // overwritten or deleted: each such write is a 412 that wraps
 // ErrPrecondition, and the other client's data is still there.
 func TestConditionalWrites(t *testing.T) {
-	f := newFakeCalDAV(t)
+	f := caldavtest.New(t)
 	src := &Source{URL: f.URL + "/cal/"}
 	ctx := context.Background()
 	const uid = "meet-1@example.org"
@@ -56,18 +58,18 @@ func TestConditionalWrites(t *testing.T) {
 	if err := src.DeleteEvent(ctx, uid, path, st2.ETag); !errors.Is(err, ErrPrecondition) {
 		t.Fatalf("stale delete: %v, want ErrPrecondition", err)
 	}
-	if o, ok := f.get(path); !ok || o.data != "OTHER CLIENT" {
+	if o, ok := f.Get(path); !ok || o.Data != "OTHER CLIENT" {
 		t.Fatalf("the other client's change was overwritten: %+v %v", o, ok)
 	}
 	// With the current ETag the delete goes through; a second is ErrEventGone.
-	o, _ := f.get(path)
-	if err := src.DeleteEvent(ctx, uid, path, o.etag); err != nil {
+	o, _ := f.Get(path)
+	if err := src.DeleteEvent(ctx, uid, path, o.ETag); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	if _, ok := f.get(path); ok {
+	if _, ok := f.Get(path); ok {
 		t.Fatal("the event is still there")
 	}
-	if err := src.DeleteEvent(ctx, uid, path, o.etag); !errors.Is(err, ErrEventGone) {
+	if err := src.DeleteEvent(ctx, uid, path, o.ETag); !errors.Is(err, ErrEventGone) {
 		t.Fatalf("delete of a gone event: %v, want ErrEventGone", err)
 	}
 
@@ -77,10 +79,10 @@ func TestConditionalWrites(t *testing.T) {
 		"PUT " + path + " If-Match=" + st.ETag + " If-None-Match= 204",
 		"PUT " + path + " If-Match=" + st2.ETag + " If-None-Match= 412",
 		"DELETE " + path + " If-Match=" + st2.ETag + " If-None-Match= 412",
-		"DELETE " + path + " If-Match=" + o.etag + " If-None-Match= 204",
-		"DELETE " + path + " If-Match=" + o.etag + " If-None-Match= 412", // RFC 9110: If-Match on no current representation
+		"DELETE " + path + " If-Match=" + o.ETag + " If-None-Match= 204",
+		"DELETE " + path + " If-Match=" + o.ETag + " If-None-Match= 412", // RFC 9110: If-Match on no current representation
 	}
-	got := f.writeLog()
+	got := f.Writes()
 	if len(got) != len(want) {
 		t.Fatalf("writes:\n%v\nwant\n%s", got, strings.Join(want, "\n"))
 	}
@@ -95,7 +97,7 @@ func TestConditionalWrites(t *testing.T) {
 // path that is not the resource PutEvent names for the UID (another
 // event, a traversal, a hostile UID) and a delete without an ETag.
 func TestDeleteOnlyWhatWeWrote(t *testing.T) {
-	f := newFakeCalDAV(t)
+	f := caldavtest.New(t)
 	src := &Source{URL: f.URL + "/cal/"}
 	ctx := context.Background()
 	const uid = "meet-1@example.org"
@@ -113,10 +115,10 @@ func TestDeleteOnlyWhatWeWrote(t *testing.T) {
 			t.Errorf("delete uid %q path %q etag %q: %v, want ErrNotOurs", c.uid, c.path, c.etag, err)
 		}
 	}
-	if w := f.writeLog(); len(w) != 0 {
+	if w := f.Writes(); len(w) != 0 {
 		t.Errorf("requests were made: %v", w)
 	}
-	if o, ok := f.get("/cal/owners-own.ics"); !ok || o.data != "THE OWNER'S EVENT" {
+	if o, ok := f.Get("/cal/owners-own.ics"); !ok || o.Data != "THE OWNER'S EVENT" {
 		t.Error("the owner's event was touched")
 	}
 }
@@ -125,15 +127,15 @@ func TestDeleteOnlyWhatWeWrote(t *testing.T) {
 // changed the data on the way in) has the stored version's ETag read
 // back, so that a later update or delete can still name it.
 func TestPutEventNoETag(t *testing.T) {
-	f := newFakeCalDAV(t)
-	f.noETag = true
+	f := caldavtest.New(t)
+	f.OmitETag()
 	src := &Source{URL: f.URL + "/cal/"}
 	st, err := src.PutEvent(context.Background(), "u@x", testEvent(t, "u@x", "S"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o, _ := f.get(st.Path); st.ETag == "" || st.ETag != o.etag {
-		t.Errorf("ETag %q, server has %q", st.ETag, o.etag)
+	if o, _ := f.Get(st.Path); st.ETag == "" || st.ETag != o.ETag {
+		t.Errorf("ETag %q, server has %q", st.ETag, o.ETag)
 	}
 }
 
