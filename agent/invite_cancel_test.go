@@ -505,3 +505,55 @@ func TestHostileInvitationFields(t *testing.T) {
 		t.Fatalf("%d of %d got through", through, tried)
 	}
 }
+
+// hookCalendar runs beforePut before each PUT.
+type hookCalendar struct {
+	sourceCalendar
+	beforePut func()
+}
+
+func (c hookCalendar) PutEvent(ctx context.Context, account, uid string, data []byte, etag string) (calendar.Stored, error) {
+	if c.beforePut != nil {
+		c.beforePut()
+	}
+	return c.sourceCalendar.PutEvent(ctx, account, uid, data, etag)
+}
+
+// TestCancelWhileReplyGoesOut: a CANCEL applied while the owner's answer
+// is being written to the calendar (after the REPLY left, before the PUT
+// is recorded) finds no event yet; the answer's write then sees the
+// cancellation and removes what it wrote, so no event of a cancelled
+// invitation stays behind.
+func TestCancelWhileReplyGoesOut(t *testing.T) {
+	p, st, _, srv, _ := invitePipeline(t)
+	const uid = "race-1@example.org"
+	rec := process(t, p, inviteMsg(bob, "Standup", "REQUEST", inviteICS("REQUEST", uid, 0, "bob@example.org", "Standup", ""), true))
+	id := QueueID(rec.MessageKey)
+	var crec *store.MessageRecord
+	p.Calendar = hookCalendar{sourceCalendar: p.Calendar.(sourceCalendar), beforePut: func() {
+		if crec == nil {
+			crec = process(t, p, inviteMsg(bob, "Cancelled: Standup", "CANCEL", inviteICS("CANCEL", uid, 0, "bob@example.org", "Standup", ""), true))
+		}
+	}}
+	if _, err := p.RSVP(context.Background(), id, "accept"); err != nil {
+		t.Fatal(err)
+	}
+	if crec == nil {
+		t.Fatal("the CANCEL was not processed during the write")
+	}
+	path := "/cal/" + calendar.ResourceName(uid)
+	if _, ok := srv.Get(path); ok {
+		t.Error("the event of the cancelled invitation stayed on the calendar")
+	}
+	var put, del bool
+	for _, w := range srv.Writes() {
+		put = put || (w.Method == "PUT" && w.Status/100 == 2)
+		del = del || (w.Method == "DELETE" && w.Status/100 == 2 && w.IfMatch != "")
+	}
+	if !put || !del {
+		t.Errorf("writes %v: want the PUT, then a DELETE with If-Match", srv.Writes())
+	}
+	if q := item(t, st, id); q.Invitation.Status != store.InvitationCancelled || q.Invitation.CalendarETag != "" {
+		t.Errorf("item %s %+v", q.Status, q.Invitation)
+	}
+}
