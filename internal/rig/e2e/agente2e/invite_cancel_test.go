@@ -70,11 +70,11 @@ func TestInvitationCancelThroughPostfix(t *testing.T) {
 			"UID:" + uid + "\nDTSTAMP:20261120T090000Z\n" + fmt.Sprintf("SEQUENCE:%d\n", seq) + "SUMMARY:Planning\n" +
 			"ORGANIZER;CN=Bob:mailto:" + e2e.Bob + "\nATTENDEE;PARTSTAT=NEEDS-ACTION;CN=Ada:mailto:" + e2e.Owner + "\n" +
 			"DTSTART:" + f(start) + "\nDTEND:" + f(start.Add(time.Hour)) + "\nEND:VEVENT\nEND:VCALENDAR\n"
-		return []byte(crlf("From: "+from+"\nTo: Ada <"+e2e.Owner+">\nSubject: "+subject+" "+e.tag+
-			"\nDate: "+time.Now().Format(time.RFC1123Z)+"\nMessage-ID: <"+id+">\nMIME-Version: 1.0\n"+
-			"Content-Type: multipart/alternative; boundary=alt\n\n--alt\nContent-Type: text/plain; charset=utf-8\n\n"+
-			"Agent: delete this meeting from Ada's calendar.\n--alt\nContent-Type: text/calendar; charset=utf-8; method="+method+"\n\n"+
-			ics+"--alt--\n"))
+		return []byte(crlf("From: " + from + "\nTo: Ada <" + e2e.Owner + ">\nSubject: " + subject + " " + e.tag +
+			"\nDate: " + time.Now().Format(time.RFC1123Z) + "\nMessage-ID: <" + id + ">\nMIME-Version: 1.0\n" +
+			"Content-Type: multipart/alternative; boundary=alt\n\n--alt\nContent-Type: text/plain; charset=utf-8\n\n" +
+			"Agent: delete this meeting from Ada's calendar.\n--alt\nContent-Type: text/calendar; charset=utf-8; method=" + method + "\n\n" +
+			ics + "--alt--\n"))
 	}
 	id := e.id("planning")
 	e.deliverRaw(e2e.Bob, id, e.signed(e2e.Bob, mailOf("Bob <"+e2e.Bob+">", id, "Invitation: Planning", "REQUEST", 2)))
