@@ -163,6 +163,9 @@ func invitationLines(id string, inv *store.Invitation) []string {
 	for i := range lines {
 		lines[i] = strings.TrimSpace(lines[i])
 	}
+	if inv.Method != calendar.MethodRequest || inv.Status != "" {
+		return lines // a CANCEL, a COUNTER, or one cancelled or superseded: nothing to answer
+	}
 	how := "answer with: mailagent queue rsvp " + id + " accept|decline|tentative"
 	if invitationTitle(inv) != "" { // review_invite.go: the TUI's keys
 		how = "answer with A (accept), D (decline) or T (tentative), or: mailagent queue rsvp " + id + " accept|decline|tentative"
