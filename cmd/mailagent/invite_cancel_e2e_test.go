@@ -118,6 +118,10 @@ func TestInvitationCancelRadicaleE2E(t *testing.T) {
 	if !strings.Contains(out, "applied: "+id+": the event mailagent wrote was removed from your calendar") {
 		t.Errorf("CANCEL item:\n%s", out)
 	}
+	out, _, _ = h.run("explain", "cancelled:-offsite@test.example")
+	if !strings.Contains(out, "invitation") || !strings.Contains(out, "removed from your calendar") {
+		t.Errorf("explain of the CANCEL does not show what it did:\n%s", out)
+	}
 	out, _, _ = h.run("queue", "show", id)
 	if !strings.Contains(out, "cancelled: cancelled by the organizer") {
 		t.Errorf("answered item:\n%s", out)
