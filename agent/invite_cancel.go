@@ -177,7 +177,13 @@ func (p *Pipeline) cancelOne(ctx context.Context, rec *store.MessageRecord, q *s
 	if err != nil {
 		return q.ID + ": not marked cancelled: " + err.Error()
 	}
+	if to != q.Status {
+		p.dropIMAPDraft(ctx, cur) // the reply drafted for it is moot
+	}
 	p.Actor.notify(Event{Kind: "queue_updated", ID: cur.ID, Account: cur.Account})
+	if cur, err = st.GetQueueItem(q.ID); err != nil {
+		return q.ID + ": marked cancelled; " + err.Error()
+	}
 	if r := p.removeWritten(ctx, cur); r != "" {
 		what = append(what, r)
 	}
@@ -244,7 +250,14 @@ func (p *Pipeline) applyUpdate(ctx context.Context, rec *store.MessageRecord) (s
 	var notes []string
 	for _, q := range items {
 		qi := q.Invitation
-		if qi.RecurrenceID != inv.RecurrenceID || qi.Status != "" {
+		if qi.RecurrenceID != inv.RecurrenceID {
+			continue
+		}
+		if qi.Status == store.InvitationSuperseded && strings.Contains(qi.StatusNote, "<"+noteText(rec.MessageID)+">") {
+			notes = append(notes, "updates "+q.ID+" (applied before)") // a resumed message
+			continue
+		}
+		if qi.Status != "" {
 			continue
 		}
 		answered := "still waiting for your answer"
@@ -294,6 +307,9 @@ func (p *Pipeline) supersede(ctx context.Context, rec *store.MessageRecord, q *s
 	})
 	if err != nil {
 		return what + "; " + q.ID + " not marked: " + err.Error()
+	}
+	if to != q.Status {
+		p.dropIMAPDraft(ctx, cur)
 	}
 	p.Actor.notify(Event{Kind: "queue_updated", ID: cur.ID, Account: cur.Account})
 	if q.Invitation.CalendarETag != "" {
