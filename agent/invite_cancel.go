@@ -250,8 +250,8 @@ func (p *Pipeline) applyUpdate(ctx context.Context, rec *store.MessageRecord) (s
 	var notes []string
 	for _, q := range items {
 		qi := q.Invitation
-		if qi.RecurrenceID != inv.RecurrenceID {
-			continue
+		if qi.RecurrenceID != inv.RecurrenceID || !qi.OrganizerVerified {
+			continue // another occurrence, or a copy nobody vouched for (rsvp refuses it anyway)
 		}
 		if qi.Status == store.InvitationSuperseded && strings.Contains(qi.StatusNote, "<"+noteText(rec.MessageID)+">") {
 			notes = append(notes, "updates "+q.ID+" (applied before)") // a resumed message
