@@ -168,7 +168,9 @@ func (p *Pipeline) cancelOne(ctx context.Context, rec *store.MessageRecord, q *s
 	// Marked first, so that a REPLY sent meanwhile writes no event
 	// (rsvpSent checks the mark, and removes what it wrote after it).
 	cur, err := st.TransitionQueueItem(q.ID, []string{q.Status}, to, func(it *store.QueueItem) error {
-		it.Invitation.Status, it.Invitation.StatusNote = store.InvitationCancelled, note
+		if it.Invitation.Status != store.InvitationCancelled { // else applied before: its note stays
+			it.Invitation.Status, it.Invitation.StatusNote = store.InvitationCancelled, note
+		}
 		if to != it.Status {
 			it.Reasons = append(it.Reasons, "the organizer cancelled this invitation")
 		}

@@ -166,6 +166,9 @@ func TestCancelRemovesTheEventWeWrote(t *testing.T) {
 	if n := len(srv.Writes()); n != before {
 		t.Errorf("a second application wrote %d times", n-before)
 	}
+	if again := item(t, st, q.ID); again.Invitation.StatusNote != got.Invitation.StatusNote {
+		t.Errorf("a second application rewrote the note %q to %q", got.Invitation.StatusNote, again.Invitation.StatusNote)
+	}
 }
 
 // TestCancelPendingInvitation: a CANCEL for an invitation still waiting
