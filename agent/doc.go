@@ -12,6 +12,11 @@
 //     message's own contact — fenced as data between random boundaries.
 //   - Every message ends in a recorded state: done (with a decision) or
 //     needs_review (with the reason). Nothing is dropped silently.
+//   - Invitations are answered only on the owner's command. A CANCEL or
+//     an update changes an earlier invitation only when the sender the
+//     owner's server authenticated is its organizer, and mailagent
+//     removes or replaces only the calendar event version it wrote itself
+//     (If-Match with the ETag it kept; invite_cancel.go).
 //   - agent reaches the store, the model and the mail servers only through
 //     interfaces it declares, so every part can be tested with a fake.
 package agent

@@ -23,11 +23,20 @@ type BusyCalendar interface {
 	Busy(ctx context.Context, account string, window calendar.Interval, exceptUID string) ([]calendar.Interval, error)
 }
 
-// EventWriter is the optional side of a Calendar that stores an answered
-// invitation on the owner's writable calendar. It returns where, or ""
-// when the account's calendar cannot be written.
+// EventWriter is the optional side of a Calendar that stores an event
+// on the owner's writable calendar (calendar.Source.PutEvent): with etag
+// "" it only creates, with an etag it only replaces that version; a
+// refusal wraps calendar.ErrPrecondition. It returns where, with the new
+// version's entity tag, or a zero Stored when the account's calendar
+// cannot be written.
 type EventWriter interface {
-	PutEvent(ctx context.Context, account, uid string, data []byte) (string, error)
+	PutEvent(ctx context.Context, account, uid string, data []byte, etag string) (calendar.Stored, error)
+}
+
+// EventDeleter is the optional side of a Calendar that removes an event
+// mailagent wrote, in the version etag names (calendar.Source.DeleteEvent).
+type EventDeleter interface {
+	DeleteEvent(ctx context.Context, account, uid, path, etag string) error
 }
 
 // ReasonInvitation is the queue reason of every message with an
@@ -131,6 +140,10 @@ func invitationDecision(rec *store.MessageRecord) {
 		rec.Decision = DecisionNotify
 	case DecisionQueue, DecisionNotify:
 	default:
+		return
+	}
+	if rec.Invitation.Method == calendar.MethodCancel {
+		rec.Reasons = append(rec.Reasons, ReasonInvitationCancelled)
 		return
 	}
 	rec.Reasons = append(rec.Reasons, ReasonInvitation)

@@ -121,41 +121,74 @@ func rsvpText(from mail.Address, partStat string, inv *store.Invitation) string 
 
 // rsvpSent runs after an outbox record was sent: when it was the REPLY
 // to an invitation and the account's calendar can be written, the event
-// goes there with the owner's PARTSTAT. A failure is recorded on the
-// item (the REPLY is out; the owner can add the event by hand).
+// goes there with the owner's PARTSTAT. The write is conditional: a
+// first answer creates the event (If-None-Match: *), an answer to an
+// update of an invitation answered before replaces the version that
+// earlier answer wrote (If-Match with its ETag, taken over by this item).
+// A failure is recorded on the item (the REPLY is out; the owner can add
+// the event by hand); a refused precondition (someone else changed the
+// event) is also queued for the owner and never retried. An invitation
+// cancelled while its REPLY was going out is not written, or removed
+// again at once.
 func (p *Pipeline) rsvpSent(ob *store.OutboxRecord) {
 	w, ok := p.Calendar.(EventWriter)
 	if !ok || ob.QueueID == "" || ob.ID != ApprovalOutboxID(ob.QueueID) {
 		return
 	}
 	item, err := p.Actor.Store.GetQueueItem(ob.QueueID)
-	if err != nil || item.Invitation == nil || item.Invitation.RSVP == "" || item.Invitation.CalendarPath != "" {
+	if err != nil || item.Invitation == nil || item.Invitation.RSVP == "" || item.Invitation.CalendarPath != "" ||
+		item.Invitation.Status == store.InvitationCancelled {
 		return
 	}
 	inv := item.Invitation
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var path string
+	prior := p.writtenEvent(item.Account, inv.UID, item.ID)
+	etag := ""
+	if prior != nil && prior.Invitation.RecurrenceID == inv.RecurrenceID {
+		etag = prior.Invitation.CalendarETag
+	}
+	var st calendar.Stored
 	ci, err := calendar.ParseICS([]byte(inv.ICS), inv.Method)
 	if err == nil {
 		var data []byte
 		if data, err = ci.Accepted(p.Accounts[item.Account].From.Email, inv.RSVP); err == nil {
-			path, err = w.PutEvent(ctx, item.Account, inv.UID, data)
+			st, err = w.PutEvent(ctx, item.Account, inv.UID, data, etag)
 		}
 	}
-	if path == "" && err == nil {
+	if st.Path == "" && err == nil {
 		return // no writable calendar for this account
 	}
-	_, terr := p.Actor.Store.TransitionQueueItem(item.ID, []string{item.Status}, item.Status, func(q *store.QueueItem) error {
+	updated, terr := p.Actor.Store.TransitionQueueItem(item.ID, []string{item.Status}, item.Status, func(q *store.QueueItem) error {
 		if q.Invitation != nil {
-			q.Invitation.CalendarPath = path
+			q.Invitation.CalendarPath, q.Invitation.CalendarETag = st.Path, st.ETag
 			if err != nil {
-				q.Invitation.CalendarError = err.Error()
+				q.Invitation.CalendarError = calendarWriteError(err)
 			}
 		}
 		return nil
 	})
+	if err == nil && prior != nil && etag != "" {
+		p.handOver(prior, item.ID)
+	}
+	if errors.Is(err, calendar.ErrPrecondition) {
+		p.queueCalendarConflict(item, calendarWriteError(err))
+	}
 	if err != nil || terr != nil {
 		p.logger().Warn("rsvp: calendar not updated", "item", item.ID, "err", errors.Join(err, terr))
 	}
+	if terr == nil && err == nil && updated.Invitation != nil && updated.Invitation.Status == store.InvitationCancelled {
+		// The organizer's CANCEL was applied while this event was being
+		// written: it found no event to remove, so it goes now.
+		p.removeWritten(ctx, updated)
+	}
+}
+
+// calendarWriteError is how a failed calendar write reads on an item.
+func calendarWriteError(err error) string {
+	if errors.Is(err, calendar.ErrPrecondition) {
+		return "the event on your calendar was changed by another client since mailagent wrote it; mailagent did not overwrite it " +
+			"(update it in your calendar client): " + err.Error()
+	}
+	return err.Error()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"strings"
 	"time"
 
@@ -98,15 +99,33 @@ func (p *Pipeline) scheduleSent(ob *store.OutboxRecord) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	path, err := w.PutEvent(ctx, ob.Account, uid, data)
+	// A create only (If-None-Match: *): an event already there under this
+	// UID (written before a crash, or changed by another client) is never
+	// overwritten; the owner is told instead.
+	stored, err := w.PutEvent(ctx, ob.Account, uid, data, "")
 	if err != nil {
 		p.logger().Warn("schedule: calendar not updated", "outbox", ob.ID, "err", err)
-		p.noteOnSentItem(ob, "calendar: the tentative event was not created: "+err.Error())
+		reason := "the tentative event was not created: " + calendarWriteError(err)
+		p.noteOnSentItem(ob, "calendar: "+reason)
+		if errors.Is(err, calendar.ErrPrecondition) {
+			p.queueCalendarConflict(p.sentItemOf(ob), reason)
+		}
 		return
 	}
-	if path != "" {
-		p.logger().Info("schedule: tentative event created", "outbox", ob.ID, "path", path, "start", start)
+	if stored.Path != "" {
+		p.logger().Info("schedule: tentative event created", "outbox", ob.ID, "path", stored.Path, "start", start)
 	}
+}
+
+// sentItemOf is what a notice about a sent reply is queued after: the
+// approved item, or for an auto-send the message it answered.
+func (p *Pipeline) sentItemOf(ob *store.OutboxRecord) *store.QueueItem {
+	if ob.QueueID != "" {
+		if q, err := p.Actor.Store.GetQueueItem(ob.QueueID); err == nil {
+			return q
+		}
+	}
+	return &store.QueueItem{ID: QueueID(ob.Message), Account: ob.Account, Message: ob.Message, MessageID: ob.InReplyTo, Subject: ob.Subject}
 }
 
 // noteOnSentItem adds reason to the sent queue item of an approval, so a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -36,16 +37,18 @@ func (c *writableCalendar) FreeSlots(context.Context, string, time.Time) ([]cale
 	return []calendar.Interval{{Start: d(10), End: d(11)}, {Start: d(14), End: d(15)}}, c.loc, nil
 }
 
+var _ EventWriter = (*writableCalendar)(nil) // found by type assertion: keep the signature in step
+
 func (c *writableCalendar) SlotLength(string) time.Duration { return 45 * time.Minute }
 
-func (c *writableCalendar) PutEvent(_ context.Context, account, uid string, data []byte) (string, error) {
+func (c *writableCalendar) PutEvent(_ context.Context, account, uid string, data []byte, etag string) (calendar.Stored, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.fail != nil {
-		return "", c.fail
+		return calendar.Stored{}, c.fail
 	}
 	c.puts = append(c.puts, put{account, uid, data})
-	return "/cal/" + calendar.ResourceName(uid), nil
+	return calendar.Stored{Path: "/cal/" + calendar.ResourceName(uid), ETag: `"1"`}, nil
 }
 
 func (c *writableCalendar) got() []put {
@@ -326,5 +329,41 @@ func TestScheduleEventNeverWithoutApprovalOrPolicy(t *testing.T) {
 	p.scheduleSent(&other)
 	if n := len(cal.got()); n != 1 {
 		t.Errorf("%d events, want still 1", n)
+	}
+}
+
+// TestScheduleEventCreateConflictQueued: the tentative event is only
+// created (If-None-Match: *); when the calendar already holds one under
+// its UID (HTTP 412), nothing is overwritten, the approved item says so
+// and a notice waits in the queue.
+func TestScheduleEventCreateConflictQueued(t *testing.T) {
+	ctx := context.Background()
+	p, st, mailer, cal, now := schedulingPipeline(t, "review", "Wednesday at 10:00 works for me.")
+	cal.fail = fmt.Errorf("calendar: PUT /cal/x.ics: %w", calendar.ErrPrecondition)
+	out, err := p.Process(ctx, input("Bob <bob@example.org>", "Meeting", "Could we meet Wednesday?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := QueueID(out.Record.MessageKey)
+	if _, err := p.Approve(ctx, id, ""); err != nil {
+		t.Fatal(err)
+	}
+	*now = now.Add(6 * time.Second)
+	if err := p.SendDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if sends(mailer) != 1 {
+		t.Fatalf("sent %d, want 1", sends(mailer))
+	}
+	item, err := st.GetQueueItem(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(item.Reasons, func(r string) bool { return strings.Contains(r, "changed by another client") }) {
+		t.Errorf("item reasons %v", item.Reasons)
+	}
+	n, err := st.GetQueueItem(id + "_calendar")
+	if err != nil || n.Status != store.QueuePending || n.Kind != store.KindNotify {
+		t.Fatalf("notice: %+v, %v", n, err)
 	}
 }

@@ -39,7 +39,27 @@ type Invitation struct {
 	RSVP          string `json:"rsvp"`
 	CalendarPath  string `json:"calendar_path"`
 	CalendarError string `json:"calendar_error"`
+	// CalendarETag is the entity tag of the version mailagent wrote at
+	// CalendarPath: an update or delete names it (If-Match), so a change
+	// another client made is never overwritten. Exactly one item holds it
+	// for an event: a later answer that rewrote the event takes it over.
+	CalendarETag string `json:"calendar_etag,omitempty"`
+	// Status is "" while the invitation stands, InvitationCancelled once
+	// its authenticated organizer cancelled it (METHOD:CANCEL), and
+	// InvitationSuperseded once a later REQUEST from them replaced it;
+	// StatusNote says by which message and what mailagent did about it.
+	Status     string `json:"status,omitempty"`
+	StatusNote string `json:"status_note,omitempty"`
+	// Applied is, on a CANCEL or an update, what code did with the
+	// invitation it names (or why it did nothing).
+	Applied string `json:"applied,omitempty"`
 }
+
+// Invitation statuses.
+const (
+	InvitationCancelled  = "cancelled"
+	InvitationSuperseded = "superseded"
+)
 
 // TimeSpan is a half-open time range.
 type TimeSpan struct {

@@ -155,6 +155,14 @@ type InvitationJSON struct {
 	RSVP              *string        `json:"rsvp"`
 	CalendarPath      *string        `json:"calendar_path"`
 	CalendarError     *string        `json:"calendar_error"`
+	// Status is null while the invitation stands, "cancelled" once its
+	// authenticated organizer cancelled it, "superseded" once they sent
+	// an update; StatusNote says by which message and what was done.
+	Status     *string `json:"status"`
+	StatusNote *string `json:"status_note"`
+	// Applied is, on a CANCEL or an update, what mailagent did with the
+	// invitation it names (or why nothing).
+	Applied *string `json:"applied"`
 }
 
 // OutboxJSON is a reply's send record (without the raw message).
@@ -669,7 +677,7 @@ func toInvitationJSON(inv *store.Invitation) *InvitationJSON {
 		OrganizerVerified: inv.OrganizerVerified, OrganizerNote: optStr(inv.OrganizerNote), AllDay: inv.AllDay,
 		TZID: optStr(inv.TZID), Recurring: inv.Recurring, Conflicts: make([]FreeSlotJSON, 0, len(inv.Conflicts)),
 		ConflictError: optStr(inv.ConflictError), RSVP: optStr(inv.RSVP), CalendarPath: optStr(inv.CalendarPath),
-		CalendarError: optStr(inv.CalendarError)}
+		CalendarError: optStr(inv.CalendarError), Status: optStr(inv.Status), StatusNote: optStr(inv.StatusNote), Applied: optStr(inv.Applied)}
 	loc := time.UTC
 	if l, err := time.LoadLocation(inv.TZID); err == nil && inv.TZID != "" {
 		loc = l

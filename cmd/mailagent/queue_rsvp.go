@@ -41,20 +41,47 @@ func (c agentCalendar) Busy(ctx context.Context, account string, window calendar
 	return busy, nil
 }
 
-// PutEvent stores an answered invitation on the account's calendar when
-// [accounts.calendar] write = true and it is CalDAV; agent.EventWriter.
-func (c agentCalendar) PutEvent(ctx context.Context, account, uid string, data []byte) (string, error) {
+// PutEvent stores an event on the account's calendar when
+// [accounts.calendar] write = true and it is CalDAV, conditionally (etag
+// "": create only; else replace only that version); agent.EventWriter.
+func (c agentCalendar) PutEvent(ctx context.Context, account, uid string, data []byte, etag string) (calendar.Stored, error) {
 	a, ok := c.cfg.Account(account)
 	if !ok || !a.Calendar.Configured() || !a.Calendar.Write || a.Calendar.Kind == config.CalendarICS {
-		return "", nil
+		return calendar.Stored{}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, calendarTimeout(a))
 	defer cancel()
-	path, err := calendarSource(a).PutEvent(ctx, uid, data)
-	if err != nil {
-		return "", calendarErr(a, err)
+	st, err := calendarSource(a).PutEvent(ctx, uid, data, etag)
+	if errors.Is(err, calendar.ErrPrecondition) {
+		return st, fmt.Errorf("account %q calendar: %w", a.Name, err) // the agent queues it for the owner
 	}
-	return path, nil
+	if err != nil {
+		return st, calendarErr(a, err)
+	}
+	return st, nil
+}
+
+// The calendar sides the agent looks for (by type assertion, so a
+// signature drift would silently switch them off).
+var (
+	_ agent.EventWriter  = agentCalendar{}
+	_ agent.EventDeleter = agentCalendar{}
+	_ agent.BusyCalendar = agentCalendar{}
+)
+
+// DeleteEvent removes an event mailagent wrote, in the version etag
+// names; agent.EventDeleter.
+func (c agentCalendar) DeleteEvent(ctx context.Context, account, uid, path, etag string) error {
+	a, ok := c.cfg.Account(account)
+	if !ok || !a.Calendar.Configured() || !a.Calendar.Write || a.Calendar.Kind == config.CalendarICS {
+		return fmt.Errorf("account %q calendar: %w", account, calendar.ErrReadOnly)
+	}
+	ctx, cancel := context.WithTimeout(ctx, calendarTimeout(a))
+	defer cancel()
+	if err := calendarSource(a).DeleteEvent(ctx, uid, path, etag); err != nil {
+		return fmt.Errorf("account %q calendar: %w", a.Name, err)
+	}
+	return nil
 }
 
 func calendarTimeout(a *config.Account) time.Duration {
@@ -136,6 +163,9 @@ func invitationLines(id string, inv *store.Invitation) []string {
 	for i := range lines {
 		lines[i] = strings.TrimSpace(lines[i])
 	}
+	if inv.Method != calendar.MethodRequest || inv.Status != "" {
+		return lines // a CANCEL, a COUNTER, or one cancelled or superseded: nothing to answer
+	}
 	how := "answer with: mailagent queue rsvp " + id + " accept|decline|tentative"
 	if invitationTitle(inv) != "" { // review_invite.go: the TUI's keys
 		how = "answer with A (accept), D (decline) or T (tentative), or: mailagent queue rsvp " + id + " accept|decline|tentative"
@@ -188,6 +218,12 @@ func printInvitation(w io.Writer, inv *store.Invitation) {
 	}
 	if inv.RSVP != "" {
 		fmt.Fprintf(w, "  answered %s\n", line(inv.RSVP))
+	}
+	if inv.Status != "" {
+		fmt.Fprintf(w, "  %s: %s\n", line(inv.Status), line(inv.StatusNote))
+	}
+	if inv.Applied != "" {
+		fmt.Fprintf(w, "  applied: %s\n", line(inv.Applied))
 	}
 }
 

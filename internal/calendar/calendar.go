@@ -15,9 +15,12 @@
 //     are better than wrong ones.
 //   - Sources read calendar data (CalDAV REPORT calendar-query with a
 //     time range, or a GET of an .ics feed), with a response-size cap;
-//     errors never contain the password. The one write is PutEvent (a
-//     CalDAV PUT of an invitation the owner answered), only on the
-//     owner's command.
+//     errors never contain the password. The only writes are PutEvent (a
+//     CalDAV PUT of an event the owner's command led to) and DeleteEvent
+//     (of an event PutEvent wrote), both conditional: a create sends
+//     If-None-Match: *, an update or delete If-Match with the stored
+//     ETag, so another client's change is never overwritten (a 412 is
+//     ErrPrecondition, never retried here).
 //   - ParseInvitation reads iMIP (RFC 6047) text/calendar parts; Reply
 //     writes the iTIP REPLY (RFC 5546) with only the UID, SEQUENCE,
 //     RECURRENCE-ID, times, ORGANIZER and the owner's ATTENDEE. Text read
