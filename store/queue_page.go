@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -294,15 +295,25 @@ func compareCreatedDesc(a, b QueueCursor) int {
 }
 
 // EachQueueItem calls fn for every queue item matching q's filter, newest
-// first, one page (q.Limit items, one read transaction) at a time, so that
-// a long walk never holds a transaction and reads through the same index
-// as QueuePage. fn runs outside any transaction; its error stops the walk.
-// q.After is where the walk starts.
+// first, from q.After on: one page (q.Limit items, default 256; one read
+// transaction) at a time through the same index as QueuePage, so that a
+// long walk never holds a transaction. A file without the index (a
+// read-only open of an older file) is read whole once. fn runs outside
+// any transaction; its error stops the walk.
 func (s *Store) EachQueueItem(q QueuePageQuery, fn func(*QueueItem) error) error {
+	if q.Limit <= 0 {
+		q.Limit = batchSize
+	}
 	for {
 		p, err := s.QueuePage(q)
 		if err != nil {
 			return err
+		}
+		if !p.Indexed {
+			p = &QueuePage{Items: []QueueItem{}}
+			if err := s.queuePageScan(q, math.MaxInt, math.MaxInt, p); err != nil {
+				return fmt.Errorf("queue: %w", err)
+			}
 		}
 		for i := range p.Items {
 			if err := fn(&p.Items[i]); err != nil {

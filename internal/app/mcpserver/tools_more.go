@@ -35,7 +35,7 @@ type MessagesOut struct {
 
 func (s *server) searchMail(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn) (*mcp.CallToolResult, MessagesOut, error) {
 	out := MessagesOut{Messages: []Message{}}
-	p, err := parsePage(in.Cursor, in.Limit)
+	p, err := parsePage("search_mail", fingerprint(in.Account, in.Correspondent, in.Subject, in.Since, in.Until, in.Intent, in.Decision), in.Cursor, in.Limit)
 	if err == nil {
 		err = s.account(in.Account)
 	}
@@ -91,12 +91,11 @@ func (s *server) searchMail(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 		if err != nil && !errors.Is(err, errStop) {
 			return err
 		}
-		slices.SortStableFunc(all, func(a, b *store.MessageRecord) int { return b.Date.Compare(a.Date) })
-		pg, next := cut(all, p)
-		for _, r := range pg {
-			out.Messages = append(out.Messages, message(r, maxSnippet))
-		}
-		out.NextCursor = next
+		// Newest first by the Date header, then key: the cursor is the
+		// last message's date and key.
+		keyOf := func(r **store.MessageRecord) key { return key{at: (*r).Date, id: (*r).MessageKey.String()} }
+		sortKeyed(all, keyOf, true)
+		out.Messages, out.NextCursor = cutPage(all, keyOf, true, p, func(r **store.MessageRecord) Message { return message(*r, maxSnippet) })
 		return nil
 	})
 	return nil, out, err
@@ -180,7 +179,7 @@ type DecisionsIn struct {
 
 func (s *server) decisions(ctx context.Context, _ *mcp.CallToolRequest, in DecisionsIn) (*mcp.CallToolResult, MessagesOut, error) {
 	out := MessagesOut{Messages: []Message{}}
-	p, err := parsePage(in.Cursor, in.Limit)
+	p, err := parsePage("decisions", fingerprint(in.Account, in.Since), in.Cursor, in.Limit)
 	if err == nil {
 		err = s.account(in.Account)
 	}
@@ -202,11 +201,11 @@ func (s *server) decisions(ctx context.Context, _ *mcp.CallToolRequest, in Decis
 		recs = slices.DeleteFunc(recs, func(r store.MessageRecord) bool {
 			return !s.allowed(r.Account) || (in.Account != "" && r.Account != in.Account)
 		})
-		pg, next := cut(recs, p)
-		for i := range pg {
-			out.Messages = append(out.Messages, message(&pg[i], maxSnippet))
-		}
-		out.NextCursor = next
+		// Newest decision first, then key: the cursor is the last
+		// message's decision time and key.
+		keyOf := func(r *store.MessageRecord) key { return key{at: r.UpdatedAt, id: r.MessageKey.String()} }
+		sortKeyed(recs, keyOf, true)
+		out.Messages, out.NextCursor = cutPage(recs, keyOf, true, p, func(r *store.MessageRecord) Message { return message(r, maxSnippet) })
 		return nil
 	})
 	return nil, out, err
@@ -332,16 +331,10 @@ func (s source) ListOutbox(status string, fn func(*store.OutboxRecord) error) er
 	return nil
 }
 
-// UsageRange: the service reports today's ledger only (api.Status).
+// UsageRange reads the token ledger of the period's days from the store,
+// through the watcher's socket when one runs: the same figures either way.
 func (s source) UsageRange(from, to string) ([]store.UsageDay, error) {
-	st, err := s.svc.Status(s.ctx)
-	if err != nil {
-		return nil, err
-	}
-	if d := st.TokensToday; d.Day >= from && d.Day <= to {
-		return []store.UsageDay{d}, nil
-	}
-	return nil, nil
+	return api.UsageRange(s.ctx, s.svc, from, to)
 }
 
 // ProposeIn is a proposed reply.
