@@ -15,9 +15,11 @@ import (
 
 // Bounds of a page.
 const (
-	// maxCursorLen is longer than any cursor the server gives (an id is at
-	// most maxIDLen bytes); a longer one is refused before it is decoded.
-	maxCursorLen = 1024
+	// maxCursorLen is longer than any cursor the server gives (the id in
+	// it, a queue id or a message key, is at most maxCursorID bytes); a
+	// longer one is refused before it is decoded.
+	maxCursorLen = 4096
+	maxCursorID  = 2048
 	// maxResultBytes bounds the JSON of one page's items; a page holds at
 	// least one item whatever its size (each item is itself bounded).
 	maxResultBytes = 256 << 10
@@ -104,7 +106,7 @@ func parsePage(tool, fp, cursor string, limit int) (page, error) {
 		}
 		k.at = time.Unix(0, n).UTC()
 	}
-	if k.id == "" || len(k.id) > 2*maxIDLen {
+	if k.id == "" || len(k.id) > maxCursorID {
 		return p, cursorError("is not one this server gave")
 	}
 	p.after = &k
@@ -186,4 +188,57 @@ func sortKeyed[T any](items []T, keyOf func(*T) key, desc bool) {
 		}
 		return c
 	})
+}
+
+// topAfter keeps, while a read streams past, the first n items after a
+// cursor in a listing's order: memory for n items, whatever the size of
+// the read.
+type topAfter[T any] struct {
+	keyOf func(*T) key
+	desc  bool
+	after *key
+	n     int
+	items []T
+}
+
+// before reports whether a comes before b in the listing's order.
+func (t *topAfter[T]) before(a, b key) bool {
+	if t.desc {
+		return compareKeys(a, b) > 0
+	}
+	return compareKeys(a, b) < 0
+}
+
+func (t *topAfter[T]) add(it T) {
+	k := t.keyOf(&it)
+	if t.after != nil && !t.before(*t.after, k) {
+		return // at or before the cursor
+	}
+	if len(t.items) == t.n && !t.before(k, t.keyOf(&t.items[t.n-1])) {
+		return
+	}
+	i, _ := slices.BinarySearchFunc(t.items, k, func(e T, k key) int {
+		if t.before(t.keyOf(&e), k) {
+			return -1
+		}
+		return 1
+	})
+	t.items = slices.Insert(t.items, i, it)
+	if len(t.items) > t.n {
+		clear(t.items[t.n:])
+		t.items = t.items[:t.n]
+	}
+}
+
+// streamPage starts keeping the page that follows p's cursor: its items
+// and one more (to know whether a next page exists).
+func streamPage[T any](p page, keyOf func(*T) key, desc bool) *topAfter[T] {
+	return &topAfter[T]{keyOf: keyOf, desc: desc, after: p.after, n: p.limit + 1}
+}
+
+// page cuts the kept items to p's limit and byte budget, with the next
+// cursor.
+func finishPage[T, O any](t *topAfter[T], p page, conv func(*T) O) ([]O, string) {
+	p.after = nil // the items kept all follow it already
+	return cutPage(t.items, t.keyOf, t.desc, p, conv)
 }

@@ -441,3 +441,57 @@ func TestDigestTokensSameThroughSocket(t *testing.T) {
 		t.Errorf("store %d/%d $%v, socket %d/%d $%v; want the same", s.TokensIn, s.TokensOut, s.USD, w.TokensIn, w.TokensOut, w.USD)
 	}
 }
+
+// TestMessageListingsPage: search_mail and decisions page through every
+// match in order, with and without a watcher, each id once, and a cursor
+// taken between pages still lands right after a message is added.
+func TestMessageListingsPage(t *testing.T) {
+	st, c := bigQueue(t, 0)
+	decisions := []string{"archive", "ignore", "queue", "notify", "auto_send"}
+	for i := range 230 {
+		r := &store.MessageRecord{MessageKey: store.MessageKey{Account: []string{"personal", "work"}[i%2], Mailbox: "INBOX", UIDValidity: 1, UID: uint32(i + 1)},
+			MessageID: fmt.Sprintf("m%d@example.org", i), Subject: fmt.Sprintf("invoice %d", i), From: mail.Address{Email: fmt.Sprintf("s%d@example.org", i%9)},
+			Date: pageNow.Add(-time.Duration(i/2) * time.Hour), State: store.StateDone, Decision: decisions[i%len(decisions)]}
+		if err := st.PutMessage(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range pageModes {
+		t.Run(m.name, func(t *testing.T) {
+			cs := connect(t, mcpserver.Options{Open: m.open(t, c), Now: func() time.Time { return pageNow }})
+			for _, tc := range []struct {
+				tool string
+				args map[string]any
+				want int
+			}{
+				{"search_mail", map[string]any{"subject": "invoice", "limit": 9}, 230},
+				{"search_mail", map[string]any{"account": "work", "limit": 100}, 115},
+				{"decisions", map[string]any{"since": "2000-01-01", "limit": 7}, 230 * 4 / 5},
+			} {
+				var keys []string
+				var dates []time.Time
+				args := maps(tc.args)
+				for range 1000 {
+					var p mcpserver.MessagesOut
+					if e := call(t, cs, tc.tool, args, &p); e != "" {
+						t.Fatalf("%s: %s", tc.tool, e)
+					}
+					for _, msg := range p.Messages {
+						keys = append(keys, msg.Key)
+						dates = append(dates, msg.Date)
+					}
+					if p.NextCursor == "" {
+						break
+					}
+					args["cursor"] = p.NextCursor
+				}
+				if len(keys) != tc.want || len(slices.Compact(slices.Sorted(slices.Values(keys)))) != tc.want {
+					t.Errorf("%s %v: %d messages (%d distinct), want %d", tc.tool, tc.args, len(keys), len(slices.Compact(slices.Sorted(slices.Values(keys)))), tc.want)
+				}
+				if tc.tool == "search_mail" && !slices.IsSortedFunc(dates, func(a, b time.Time) int { return b.Compare(a) }) {
+					t.Errorf("%s: not newest first", tc.tool)
+				}
+			}
+		})
+	}
+}

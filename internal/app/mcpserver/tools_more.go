@@ -76,26 +76,26 @@ func (s *server) searchMail(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 		}
 		return true
 	}
+	// Newest first by the Date header, then key: the cursor is the last
+	// message's date and key. Only the page (and one more) is kept while
+	// the records stream past.
+	keyOf := func(r **store.MessageRecord) key { return key{at: (*r).Date, id: (*r).MessageKey.String()} }
 	err = s.with(ctx, func(svc api.Service) error {
-		var all []*store.MessageRecord
+		top := streamPage(p, keyOf, true)
 		scanned := 0
 		err := storeOf(ctx, svc).ListMessages(store.MessageFilter{Account: in.Account, Since: since}, func(r *store.MessageRecord) error {
 			if scanned++; scanned > maxScan {
 				return errStop
 			}
 			if match(r) {
-				all = append(all, r)
+				top.add(r)
 			}
 			return ctx.Err()
 		})
 		if err != nil && !errors.Is(err, errStop) {
 			return err
 		}
-		// Newest first by the Date header, then key: the cursor is the
-		// last message's date and key.
-		keyOf := func(r **store.MessageRecord) key { return key{at: (*r).Date, id: (*r).MessageKey.String()} }
-		sortKeyed(all, keyOf, true)
-		out.Messages, out.NextCursor = cutPage(all, keyOf, true, p, func(r **store.MessageRecord) Message { return message(*r, maxSnippet) })
+		out.Messages, out.NextCursor = finishPage(top, p, func(r **store.MessageRecord) Message { return message(*r, maxSnippet) })
 		return nil
 	})
 	return nil, out, err
@@ -194,18 +194,21 @@ func (s *server) decisions(ctx context.Context, _ *mcp.CallToolRequest, in Decis
 		since = s.o.Now().Add(-7 * 24 * time.Hour)
 	}
 	err = s.with(ctx, func(svc api.Service) error {
-		recs, err := api.DecidedWithoutAsking(ctx, svc, since)
+		// Newest decision first, then key: the cursor is the last
+		// message's decision time and key. Only the page (and one more)
+		// is kept while the records stream past.
+		keyOf := func(r *store.MessageRecord) key { return key{at: r.UpdatedAt, id: r.MessageKey.String()} }
+		top := streamPage(p, keyOf, true)
+		err := api.EachDecidedWithoutAsking(ctx, svc, since, func(r *store.MessageRecord) error {
+			if s.allowed(r.Account) && (in.Account == "" || r.Account == in.Account) {
+				top.add(*r)
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		recs = slices.DeleteFunc(recs, func(r store.MessageRecord) bool {
-			return !s.allowed(r.Account) || (in.Account != "" && r.Account != in.Account)
-		})
-		// Newest decision first, then key: the cursor is the last
-		// message's decision time and key.
-		keyOf := func(r *store.MessageRecord) key { return key{at: r.UpdatedAt, id: r.MessageKey.String()} }
-		sortKeyed(recs, keyOf, true)
-		out.Messages, out.NextCursor = cutPage(recs, keyOf, true, p, func(r *store.MessageRecord) Message { return message(r, maxSnippet) })
+		out.Messages, out.NextCursor = finishPage(top, p, func(r *store.MessageRecord) Message { return message(r, maxSnippet) })
 		return nil
 	})
 	return nil, out, err
