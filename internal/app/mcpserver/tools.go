@@ -22,7 +22,7 @@ func readOnly(title string) *mcp.ToolAnnotations {
 
 // Page is the paging part of every listing's input.
 type Page struct {
-	Cursor string `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page; empty for the first"`
+	Cursor string `json:"cursor,omitempty" jsonschema:"the next_cursor this tool gave for the previous page with the same arguments, unchanged; empty for the first page"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"items per page, 1 to 100 (default 20)"`
 }
 
