@@ -38,7 +38,12 @@ func TestDigestTokensThroughSocketMatchStore(t *testing.T) {
 	go func() {
 		done <- api.Serve(ctx, api.SocketPath(dir), &api.Local{DB: st, Now: func() time.Time { return now }}, nil)
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
 	var c *api.Client
 	for deadline := time.Now().Add(10 * time.Second); c == nil; {
 		if c, err = api.Dial(context.Background(), api.SocketPath(dir)); err != nil {
