@@ -102,6 +102,9 @@ func putQueueTx(tx *bolt.Tx, q, old *QueueItem) error {
 	if err := reindex(tx, bIdxQueue, q, old, func(q *QueueItem) (string, time.Time, string) { return q.Status, queueDue(q), q.ID }); err != nil {
 		return err
 	}
+	if err := indexCreatedTx(tx, q, old); err != nil {
+		return err
+	}
 	return putJSON(tx.Bucket(bQueue), []byte(q.ID), q)
 }
 

@@ -68,6 +68,9 @@ func (s *Store) init(fresh bool) error {
 			if err := rebuildStateCounts(tx); err != nil {
 				return err
 			}
+			if err := buildQueueCreatedIndex(tx); err != nil {
+				return err
+			}
 			meta := tx.Bucket(bMeta)
 			if meta.Get(metaCreatedAt) == nil && fresh {
 				if err := meta.Put(metaCreatedAt, []byte(s.now().UTC().Format(time.RFC3339Nano))); err != nil {

@@ -96,6 +96,9 @@ func (s *Store) Prune(o PruneOptions) (PruneReport, error) {
 				if err := tx.Bucket(bIdxQueue).Delete(dueKey(q.Status, queueDue(q), id)); err != nil {
 					return false, err
 				}
+				if err := indexCreatedTx(tx, nil, q); err != nil {
+					return false, err
+				}
 				return true, tx.Bucket(bQueue).Delete([]byte(id))
 			})
 			rep.QueueDeleted += n

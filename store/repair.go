@@ -440,7 +440,7 @@ func writePairs(out *Store, name []byte, pairs []pair, rep *RepairReport) error 
 // inputs, the trace index, and the queue and outbox status indexes (an
 // outbox record with its raw message inline has it moved apart).
 func rebuildIndexes(tx *bolt.Tx) error {
-	for _, name := range [][]byte{bIdxMsgID, bIdxThread, bIdxState, bStateCount, bThreadIn, bIdxTraceMID, bIdxQueue, bIdxOutbox, bIdxFollowup, bIdxJob} {
+	for _, name := range [][]byte{bIdxMsgID, bIdxThread, bIdxState, bStateCount, bThreadIn, bIdxTraceMID, bIdxQueue, bIdxOutbox, bIdxFollowup, bIdxJob, bIdxQueueCreated} {
 		if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return err
 		}

@@ -182,9 +182,8 @@ func (noState) ListQueue(string, func(*store.QueueItem) error) error     { retur
 func (noState) ListOutbox(string, func(*store.OutboxRecord) error) error { return nil }
 func (noState) UsageRange(string, string) ([]store.UsageDay, error)      { return nil, nil }
 
-// serviceSource reads a digest through a running watcher's socket. The
-// token ledger there has only today's day (api.Status): a period that
-// reaches further back counts today's tokens only.
+// serviceSource reads a digest through a running watcher's socket (the
+// token ledger of every day the period touches: api.UsageRange).
 type serviceSource struct {
 	ctx context.Context
 	svc api.Service
@@ -234,14 +233,7 @@ func (s serviceSource) ListFollowups(ff store.FollowupFilter, fn func(*store.Fol
 }
 
 func (s serviceSource) UsageRange(from, to string) ([]store.UsageDay, error) {
-	st, err := s.svc.Status(s.ctx)
-	if err != nil {
-		return nil, err
-	}
-	if d := st.TokensToday; d.Day >= from && d.Day <= to {
-		return []store.UsageDay{d}, nil
-	}
-	return nil, nil
+	return api.UsageRange(s.ctx, s.svc, from, to)
 }
 
 func toDigestJSON(r *digest.Report) DigestJSON {

@@ -162,12 +162,6 @@ type QueueFilter struct {
 	Account string `json:"account,omitempty"`
 }
 
-func (f QueueFilter) match(q *store.QueueItem) bool {
-	return (f.Status == "" || q.Status == f.Status) &&
-		(f.Kind == "" || q.Kind == f.Kind) &&
-		(f.Account == "" || q.Account == f.Account)
-}
-
 // QueueDetail is one queue item with its context.
 type QueueDetail struct {
 	Item store.QueueItem `json:"item"`

@@ -129,22 +129,13 @@ var decidedAlone = []string{agent.DecisionArchive, agent.DecisionIgnore, agent.D
 // does happens out of sight.
 // Messages only triaged (triage decides but never acts) are left out.
 func DecidedWithoutAsking(ctx context.Context, svc Service, since time.Time) ([]store.MessageRecord, error) {
-	st := svc.Store()
-	if c, ok := svc.(*Client); ok {
-		st = c.StoreContext(ctx)
-	}
-	if st == nil {
-		return nil, fmt.Errorf("decided: %w", ErrNoActions)
-	}
 	out := []store.MessageRecord{}
-	err := st.ListMessages(store.MessageFilter{State: store.StateDone}, func(r *store.MessageRecord) error {
-		if slices.Contains(decidedAlone, r.Decision) && !r.TriageOnly && !r.UpdatedAt.Before(since) {
-			out = append(out, *r)
-		}
-		return ctx.Err()
+	err := EachDecidedWithoutAsking(ctx, svc, since, func(r *store.MessageRecord) error {
+		out = append(out, *r)
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("decided: %w", err)
+		return nil, err
 	}
 	slices.SortStableFunc(out, func(a, b store.MessageRecord) int {
 		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
@@ -153,4 +144,29 @@ func DecidedWithoutAsking(ctx context.Context, svc Service, since time.Time) ([]
 		return strings.Compare(b.TraceID, a.TraceID)
 	})
 	return out, nil
+}
+
+// EachDecidedWithoutAsking calls fn for each message DecidedWithoutAsking
+// lists, in the store's order, as the records stream past (through the
+// socket too): a caller that keeps only a page holds only a page.
+func EachDecidedWithoutAsking(ctx context.Context, svc Service, since time.Time, fn func(*store.MessageRecord) error) error {
+	st := svc.Store()
+	if c, ok := svc.(*Client); ok {
+		st = c.StoreContext(ctx)
+	}
+	if st == nil {
+		return fmt.Errorf("decided: %w", ErrNoActions)
+	}
+	err := st.ListMessages(store.MessageFilter{State: store.StateDone}, func(r *store.MessageRecord) error {
+		if slices.Contains(decidedAlone, r.Decision) && !r.TriageOnly && !r.UpdatedAt.Before(since) {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return fmt.Errorf("decided: %w", err)
+	}
+	return nil
 }

@@ -71,22 +71,15 @@ func (l *Local) Status(ctx context.Context) (Status, error) {
 // Queue implements Service.
 func (l *Local) Queue(ctx context.Context, f QueueFilter) ([]store.QueueItem, error) {
 	out := []store.QueueItem{}
-	err := l.DB.ListQueue(f.Status, func(q *store.QueueItem) error {
-		if f.match(q) {
-			out = append(out, *q)
-		}
+	// The store's creation index walked page by page (QueuePage's
+	// iterator): newest first, then id, already in order.
+	err := l.DB.EachQueueItem(store.QueuePageQuery{Status: f.Status, Kind: f.Kind, Account: f.Account}, func(q *store.QueueItem) error {
+		out = append(out, *q)
 		return ctx.Err()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list queue: %w", err)
 	}
-	// Queue ids derived from message keys do not sort by time.
-	slices.SortStableFunc(out, func(a, b store.QueueItem) int {
-		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.ID, a.ID)
-	})
 	return out, nil
 }
 

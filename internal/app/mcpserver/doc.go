@@ -14,8 +14,18 @@
 //     internal/termsafe and returned only inside an
 //     `untrusted_external_content` object, apart from mailagent's own
 //     fields (ids, states, decisions, gates, dates).
-//   - Results are paginated (an opaque cursor, a limit of at most MaxLimit)
-//     and every string is bounded.
+//   - Results are paginated (a limit of at most MaxLimit) and bounded in
+//     bytes (one page's items at most 256 KiB, or one item), and every
+//     string is bounded. A cursor is opaque and a key, never an offset: the
+//     last item's time and id in the listing's order, tagged with the tool
+//     and a hash of its arguments, so items added or removed between pages
+//     never repeat or skip one, and a cursor from another tool, other
+//     arguments or nowhere is refused with ErrInvalid ("the cursor …").
+//   - queue_list reads one page from the store (store.QueuePage through
+//     api.QueuePage: the page plus one index entry), through the watcher's
+//     socket or over the store alike; search_mail and decisions keep only
+//     the page while the records stream past; followups and needs_reply
+//     sort the service's list of tracked threads (one per thread).
 //   - Accounts outside Options.Accounts do not exist for the client: an id
 //     that belongs to one is "not found".
 //   - Each call opens the service (Options.Open) and closes it when done, so

@@ -2,12 +2,10 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -139,46 +137,6 @@ func checkID(kind, id string) error {
 		return fmt.Errorf("%w: the %s contains characters no id has", ErrInvalid, kind)
 	}
 	return nil
-}
-
-// page is a parsed cursor and limit.
-type page struct{ offset, limit int }
-
-func parsePage(cursor string, limit int) (page, error) {
-	p := page{limit: limit}
-	switch {
-	case limit == 0:
-		p.limit = DefaultLimit
-	case limit < 0 || limit > MaxLimit:
-		return p, fmt.Errorf("%w: limit %d is outside 1–%d", ErrInvalid, limit, MaxLimit)
-	}
-	if cursor == "" {
-		return p, nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(cursor)
-	n, err2 := strconv.Atoi(strings.TrimPrefix(string(b), "o:"))
-	if err != nil || err2 != nil || !strings.HasPrefix(string(b), "o:") || n < 0 || n > maxScan {
-		return p, fmt.Errorf("%w: the cursor is not one this server gave", ErrInvalid)
-	}
-	p.offset = n
-	return p, nil
-}
-
-func cursorAt(n int) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("o:" + strconv.Itoa(n)))
-}
-
-// cut returns the page of items and the next cursor ("" at the end).
-func cut[T any](items []T, p page) ([]T, string) {
-	if p.offset >= len(items) {
-		return []T{}, ""
-	}
-	end := min(p.offset+p.limit, len(items))
-	next := ""
-	if end < len(items) {
-		next = cursorAt(end)
-	}
-	return items[p.offset:end], next
 }
 
 // isProposal reports whether q came from propose_reply.

@@ -22,7 +22,7 @@ func readOnly(title string) *mcp.ToolAnnotations {
 
 // Page is the paging part of every listing's input.
 type Page struct {
-	Cursor string `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page; empty for the first"`
+	Cursor string `json:"cursor,omitempty" jsonschema:"the next_cursor this tool gave for the previous page with the same arguments, unchanged; empty for the first page"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"items per page, 1 to 100 (default 20)"`
 }
 
@@ -139,12 +139,22 @@ type FollowupsOut struct {
 }
 
 func (s *server) needsReply(ctx context.Context, r *mcp.CallToolRequest, in NeedsReplyIn) (*mcp.CallToolResult, FollowupsOut, error) {
-	return s.followups(ctx, r, FollowupsIn{Account: in.Account, States: []string{store.FollowupNeedsReply}, Page: in.Page})
+	return s.listFollowups(ctx, "needs_reply", FollowupsIn{Account: in.Account, States: []string{store.FollowupNeedsReply}, Page: in.Page})
 }
 
 func (s *server) followups(ctx context.Context, _ *mcp.CallToolRequest, in FollowupsIn) (*mcp.CallToolResult, FollowupsOut, error) {
+	return s.listFollowups(ctx, "followups", in)
+}
+
+// listFollowups is a page of tracked threads, earliest deadline first
+// (then id): the cursor is the last one's deadline and id. The service
+// gives every thread in the states asked for (one per thread: far fewer
+// than messages); the page is cut from them.
+func (s *server) listFollowups(ctx context.Context, tool string, in FollowupsIn) (*mcp.CallToolResult, FollowupsOut, error) {
 	out := FollowupsOut{Followups: []Followup{}}
-	p, err := parsePage(in.Cursor, in.Limit)
+	states := slices.Clone(in.States)
+	slices.Sort(states)
+	p, err := parsePage(tool, fingerprint(append([]string{in.Account}, states...)...), in.Cursor, in.Limit)
 	if err == nil {
 		err = s.account(in.Account)
 	}
@@ -161,16 +171,14 @@ func (s *server) followups(ctx context.Context, _ *mcp.CallToolRequest, in Follo
 		if err != nil {
 			return err
 		}
-		var all []Followup
-		for _, f := range fus {
-			if !s.allowed(f.Account) {
-				continue
-			}
-			all = append(all, Followup{ID: line(f.ID), Account: line(f.Account), ThreadID: line(f.ThreadID), State: line(f.State),
+		fus = slices.DeleteFunc(fus, func(f store.Followup) bool { return !s.allowed(f.Account) })
+		keyOf := func(f *store.Followup) key { return key{at: f.Deadline, id: f.ID} }
+		sortKeyed(fus, keyOf, false)
+		out.Followups, out.NextCursor = cutPage(fus, keyOf, false, p, func(f *store.Followup) Followup {
+			return Followup{ID: line(f.ID), Account: line(f.Account), ThreadID: line(f.ThreadID), State: line(f.State),
 				MessageKey: f.Message.String(), LastAt: f.LastAt, Deadline: f.Deadline, Nudges: f.Nudges,
-				Untrusted: MailText{To: lines(f.Correspondents), Subject: line(f.Subject), MessageID: line(f.MessageID), Reasons: lines([]string{f.Reason})}})
-		}
-		out.Followups, out.NextCursor = cut(all, p)
+				Untrusted: MailText{To: lines(f.Correspondents), Subject: line(f.Subject), MessageID: line(f.MessageID), Reasons: lines([]string{f.Reason})}}
+		})
 		return nil
 	})
 	return nil, out, err
@@ -190,32 +198,47 @@ type QueueListOut struct {
 	NextCursor string      `json:"next_cursor" jsonschema:"pass it as cursor for the next page; empty at the end"`
 }
 
+// queueList reads one page of the queue, newest first, from the store
+// (through the watcher's socket when one runs): the page plus one index
+// entry, never the whole queue. The cursor is the last item's creation
+// time and id.
 func (s *server) queueList(ctx context.Context, _ *mcp.CallToolRequest, in QueueListIn) (*mcp.CallToolResult, QueueListOut, error) {
 	out := QueueListOut{Items: []QueueItem{}}
-	p, err := parsePage(in.Cursor, in.Limit)
+	p, err := parsePage("queue_list", fingerprint(in.Status, in.Kind, in.Account), in.Cursor, in.Limit)
 	if err == nil {
 		err = s.account(in.Account)
 	}
 	if err != nil {
 		return nil, out, err
 	}
+	req := api.QueuePageRequest{Status: in.Status, Kind: in.Kind, Account: in.Account, Accounts: s.o.Accounts,
+		Limit: p.limit, MaxBytes: storePageBytes}
+	if p.after != nil {
+		req.After = store.QueueCursor{CreatedAt: p.after.at, ID: p.after.id}
+	}
 	err = s.with(ctx, func(svc api.Service) error {
-		items, err := svc.Queue(ctx, api.QueueFilter{Status: in.Status, Kind: in.Kind, Account: in.Account})
+		pg, err := api.QueuePage(ctx, svc, req)
 		if err != nil {
 			return err
 		}
-		if len(s.o.Accounts) > 0 {
-			items = slices.DeleteFunc(items, func(q store.QueueItem) bool { return !s.allowed(q.Account) })
+		b := newBudget()
+		for i := range pg.Items {
+			q := queueItem(&pg.Items[i], maxSnippet)
+			if !b.take(q, i == 0) {
+				out.NextCursor = p.cursor(queueKey(&pg.Items[i-1]))
+				return nil
+			}
+			out.Items = append(out.Items, q)
 		}
-		pg, next := cut(items, p)
-		for i := range pg {
-			out.Items = append(out.Items, queueItem(&pg[i], maxSnippet))
+		if !pg.Next.IsZero() {
+			out.NextCursor = p.cursor(key{at: pg.Next.CreatedAt, id: pg.Next.ID})
 		}
-		out.NextCursor = next
 		return nil
 	})
 	return nil, out, err
 }
+
+func queueKey(q *store.QueueItem) key { return key{at: q.CreatedAt, id: q.ID} }
 
 // IDIn names one record.
 type IDIn struct {

@@ -35,7 +35,7 @@ type MessagesOut struct {
 
 func (s *server) searchMail(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn) (*mcp.CallToolResult, MessagesOut, error) {
 	out := MessagesOut{Messages: []Message{}}
-	p, err := parsePage(in.Cursor, in.Limit)
+	p, err := parsePage("search_mail", fingerprint(in.Account, in.Correspondent, in.Subject, in.Since, in.Until, in.Intent, in.Decision), in.Cursor, in.Limit)
 	if err == nil {
 		err = s.account(in.Account)
 	}
@@ -76,27 +76,26 @@ func (s *server) searchMail(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 		}
 		return true
 	}
+	// Newest first by the Date header, then key: the cursor is the last
+	// message's date and key. Only the page (and one more) is kept while
+	// the records stream past.
+	keyOf := func(r **store.MessageRecord) key { return key{at: (*r).Date, id: (*r).MessageKey.String()} }
 	err = s.with(ctx, func(svc api.Service) error {
-		var all []*store.MessageRecord
+		top := streamPage(p, keyOf, true)
 		scanned := 0
 		err := storeOf(ctx, svc).ListMessages(store.MessageFilter{Account: in.Account, Since: since}, func(r *store.MessageRecord) error {
 			if scanned++; scanned > maxScan {
 				return errStop
 			}
 			if match(r) {
-				all = append(all, r)
+				top.add(r)
 			}
 			return ctx.Err()
 		})
 		if err != nil && !errors.Is(err, errStop) {
 			return err
 		}
-		slices.SortStableFunc(all, func(a, b *store.MessageRecord) int { return b.Date.Compare(a.Date) })
-		pg, next := cut(all, p)
-		for _, r := range pg {
-			out.Messages = append(out.Messages, message(r, maxSnippet))
-		}
-		out.NextCursor = next
+		out.Messages, out.NextCursor = finishPage(top, p, func(r **store.MessageRecord) Message { return message(*r, maxSnippet) })
 		return nil
 	})
 	return nil, out, err
@@ -180,7 +179,7 @@ type DecisionsIn struct {
 
 func (s *server) decisions(ctx context.Context, _ *mcp.CallToolRequest, in DecisionsIn) (*mcp.CallToolResult, MessagesOut, error) {
 	out := MessagesOut{Messages: []Message{}}
-	p, err := parsePage(in.Cursor, in.Limit)
+	p, err := parsePage("decisions", fingerprint(in.Account, in.Since), in.Cursor, in.Limit)
 	if err == nil {
 		err = s.account(in.Account)
 	}
@@ -195,18 +194,21 @@ func (s *server) decisions(ctx context.Context, _ *mcp.CallToolRequest, in Decis
 		since = s.o.Now().Add(-7 * 24 * time.Hour)
 	}
 	err = s.with(ctx, func(svc api.Service) error {
-		recs, err := api.DecidedWithoutAsking(ctx, svc, since)
+		// Newest decision first, then key: the cursor is the last
+		// message's decision time and key. Only the page (and one more)
+		// is kept while the records stream past.
+		keyOf := func(r *store.MessageRecord) key { return key{at: r.UpdatedAt, id: r.MessageKey.String()} }
+		top := streamPage(p, keyOf, true)
+		err := api.EachDecidedWithoutAsking(ctx, svc, since, func(r *store.MessageRecord) error {
+			if s.allowed(r.Account) && (in.Account == "" || r.Account == in.Account) {
+				top.add(*r)
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		recs = slices.DeleteFunc(recs, func(r store.MessageRecord) bool {
-			return !s.allowed(r.Account) || (in.Account != "" && r.Account != in.Account)
-		})
-		pg, next := cut(recs, p)
-		for i := range pg {
-			out.Messages = append(out.Messages, message(&pg[i], maxSnippet))
-		}
-		out.NextCursor = next
+		out.Messages, out.NextCursor = finishPage(top, p, func(r *store.MessageRecord) Message { return message(r, maxSnippet) })
 		return nil
 	})
 	return nil, out, err
@@ -332,16 +334,10 @@ func (s source) ListOutbox(status string, fn func(*store.OutboxRecord) error) er
 	return nil
 }
 
-// UsageRange: the service reports today's ledger only (api.Status).
+// UsageRange reads the token ledger of the period's days from the store,
+// through the watcher's socket when one runs: the same figures either way.
 func (s source) UsageRange(from, to string) ([]store.UsageDay, error) {
-	st, err := s.svc.Status(s.ctx)
-	if err != nil {
-		return nil, err
-	}
-	if d := st.TokensToday; d.Day >= from && d.Day <= to {
-		return []store.UsageDay{d}, nil
-	}
-	return nil, nil
+	return api.UsageRange(s.ctx, s.svc, from, to)
 }
 
 // ProposeIn is a proposed reply.
