@@ -243,7 +243,7 @@ func (a localActions) RSVP(ctx context.Context, id, answer string) (*store.Queue
 			return nil
 		}
 		if a.undo != nil {
-			fmt.Fprintf(a.undo, "%s: sending the reply in %s; press Ctrl-C to cancel\n", termsafe.Line(id), roundWait(wait))
+			fmt.Fprintf(a.undo, "%s: sending the reply in %s; press Ctrl-C to cancel\n", termsafe.Line(id), countdown(wait))
 		}
 		t := time.NewTimer(wait)
 		defer t.Stop()

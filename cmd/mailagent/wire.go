@@ -319,7 +319,7 @@ func (a localActions) Approve(ctx context.Context, id, final string) (*store.Que
 			return nil
 		}
 		if a.undo != nil {
-			fmt.Fprintf(a.undo, "%s: sending in %s; press Ctrl-C to cancel\n", termsafe.Line(id), roundWait(wait))
+			fmt.Fprintf(a.undo, "%s: sending in %s; press Ctrl-C to cancel\n", termsafe.Line(id), countdown(wait))
 		}
 		t := time.NewTimer(wait)
 		defer t.Stop()
