@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,21 +121,69 @@ func (s *Store) ListContacts(account string, fn func(*Contact) error) error {
 	return nil
 }
 
-// ForgetContact deletes everything remembered about a contact. A contact
-// that does not exist is an error wrapping ErrNotFound.
+// ForgetContact deletes everything remembered about a contact, in one
+// transaction: its entry (history, summary, notes, counts), the memory
+// records about exactly that address, and the examples of replies to it.
+// Nothing of the account's to forget is an error wrapping ErrNotFound.
 func (s *Store) ForgetContact(account, email string) error {
-	key := emailKey(email)
+	key, who := emailKey(email), normEmail(email)
 	err := s.updateTx(func(tx *bolt.Tx) error {
-		b, _ := contactBucket(tx, account, false)
-		if b == nil || b.Get([]byte(key)) == nil {
+		found := false
+		if b, _ := contactBucket(tx, account, false); b != nil && b.Get([]byte(key)) != nil {
+			if err := b.Delete([]byte(key)); err != nil {
+				return err
+			}
+			found = true
+		}
+		// What was learned about the contact goes with it: its memory
+		// records (not the @domain ones, which are about everyone there)
+		// and the examples of replies to it.
+		n, err := deleteAbout(tx.Bucket(bMemory), func(v []byte) bool {
+			var r MemoryRecord
+			return json.Unmarshal(v, &r) == nil && r.Account == account && r.Contact == who
+		})
+		if err != nil {
+			return err
+		}
+		m, err := deleteAbout(tx.Bucket(bExamples), func(v []byte) bool {
+			var e Example
+			return json.Unmarshal(v, &e) == nil && e.Account == account && e.Contact == who
+		})
+		if err != nil {
+			return err
+		}
+		if !found && n+m == 0 {
 			return ErrNotFound
 		}
-		return b.Delete([]byte(key))
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("forget contact %s/%s: %w", account, key, err)
 	}
 	return nil
+}
+
+// deleteAbout deletes the entries of b whose value match says are about
+// the one being forgotten, and returns how many it deleted.
+func deleteAbout(b *bolt.Bucket, match func(v []byte) bool) (int, error) {
+	if b == nil {
+		return 0, nil
+	}
+	var keys [][]byte
+	if err := b.ForEach(func(k, v []byte) error {
+		if match(v) {
+			keys = append(keys, bytes.Clone(k))
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), nil
 }
 
 // MarkKnown marks each address as known (the owner has written to it),

@@ -28,6 +28,11 @@ const (
 	MemoryTemporary = "temporary"
 )
 
+// MemoryExample is the kind under which an Example is shown to the owner
+// beside the records (see Example.AsMemory): listed, shown, edited and
+// forgotten one by one, never added by hand.
+const MemoryExample = "example"
+
 // MemoryKinds lists the kinds in display order.
 var MemoryKinds = []string{MemoryFact, MemoryPreference, MemoryRule, MemoryStyle, MemoryTemporary}
 
@@ -356,4 +361,79 @@ func (s *Store) ListExamples(account string) ([]Example, error) {
 type Learned struct {
 	ID   string `json:"id"`
 	Text string `json:"text"`
+}
+
+// Sources of examples shown as memory (Example.AsMemory).
+const (
+	SourceSent     = "sent:"     // + Message-ID: the owner's reply, read from Sent
+	SourceApproved = "approved:" // + queue item id: a draft the owner approved
+)
+
+// AsMemory shows the example as a memory record of kind MemoryExample, so
+// the owner lists, reads, edits and forgets it with the records.
+func (e *Example) AsMemory() MemoryRecord {
+	src := SourceApproved + e.Source
+	if e.Kind == ExampleOwnerReply {
+		src = SourceSent + e.Source
+	}
+	r := MemoryRecord{ID: e.ID, Account: e.Account, Kind: MemoryExample, Contact: e.Contact,
+		Text: e.Text, Source: src, Created: e.Created}
+	if len(e.Intents) > 0 {
+		r.Intent = e.Intents[0]
+	}
+	return r
+}
+
+// IsExampleID reports whether id names an example rather than a record.
+func IsExampleID(id string) bool { return strings.HasPrefix(id, "ex_") }
+
+// GetExample returns one example, or an error wrapping ErrNotFound.
+func (s *Store) GetExample(id string) (*Example, error) {
+	var e Example
+	err := s.view(func(tx *bolt.Tx) error { return getJSON(tx.Bucket(bExamples), []byte(id), &e) })
+	if err != nil {
+		return nil, fmt.Errorf("example %q: %w", id, err)
+	}
+	return &e, nil
+}
+
+// EditExample replaces an example's text (cut to MaxExampleText); empty
+// text is an error wrapping ErrBadMemory.
+func (s *Store) EditExample(id, text string) (*Example, error) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil, fmt.Errorf("edit example %q: %w: empty text", id, ErrBadMemory)
+	}
+	if n := utf8.RuneCountInString(text); n > MaxExampleText {
+		return nil, fmt.Errorf("edit example %q: %w: text has %d characters, at most %d", id, ErrBadMemory, n, MaxExampleText)
+	}
+	var e Example
+	err := s.updateTx(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bExamples)
+		if err := getJSON(b, []byte(id), &e); err != nil {
+			return err
+		}
+		e.Text = text
+		return putJSON(b, []byte(id), &e)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("edit example %q: %w", id, err)
+	}
+	return &e, nil
+}
+
+// ForgetExample deletes one example; an unknown id is an error wrapping
+// ErrNotFound.
+func (s *Store) ForgetExample(id string) error {
+	err := s.updateTx(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bExamples)
+		if b == nil || b.Get([]byte(id)) == nil {
+			return ErrNotFound
+		}
+		return b.Delete([]byte(id))
+	})
+	if err != nil {
+		return fmt.Errorf("forget example %q: %w", id, err)
+	}
+	return nil
 }

@@ -112,3 +112,90 @@ func TestExamplesAreCappedPerContact(t *testing.T) {
 		t.Errorf("the newest example was dropped")
 	}
 }
+
+// TestForgetContactTakesWhatWasLearned: forgetting bob deletes his entry,
+// the records about exactly bob and the examples of replies to him, in
+// one go; records about his domain, everyone, or carol, and another
+// account's records about bob, stay.
+func TestForgetContactTakesWhatWasLearned(t *testing.T) {
+	s := openMem(t)
+	if _, err := s.UpdateContact("a", "bob@example.org", func(c *Contact) error { c.Notes = []string{"n"}; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	add := func(account, contact, text string) *MemoryRecord {
+		t.Helper()
+		r, err := s.AddMemory(&MemoryRecord{Account: account, Kind: MemoryFact, Contact: contact, Text: text, Source: SourceManual})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	bob := add("a", "Bob@Example.org", "bob's")
+	keep := []*MemoryRecord{add("a", "@example.org", "domain"), add("a", "", "everyone"), add("a", "carol@example.org", "carol's"), add("b", "bob@example.org", "other account")}
+	for _, e := range []Example{{Account: "a", Kind: ExampleApproved, Contact: "bob@example.org", Text: "to bob", Source: "q_1"},
+		{Account: "a", Kind: ExampleOwnerReply, Contact: "carol@example.org", Text: "to carol", Source: "<m@x>"}} {
+		if err := s.AddExample(&e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.ForgetContact("a", "BOB@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetContact("a", "bob@example.org"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("contact after forget: %v", err)
+	}
+	if _, err := s.GetMemory(bob.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("bob's record after forget: %v", err)
+	}
+	for _, r := range keep {
+		if _, err := s.GetMemory(r.ID); err != nil {
+			t.Errorf("record %q went with bob: %v", r.Text, err)
+		}
+	}
+	exs, err := s.ListExamples("a")
+	if err != nil || len(exs) != 1 || exs[0].Contact != "carol@example.org" {
+		t.Errorf("examples after forgetting bob: %+v %v", exs, err)
+	}
+	// Only learned records left (no contact entry): still forgotten.
+	add("a", "dan@example.org", "dan's")
+	if err := s.ForgetContact("a", "dan@example.org"); err != nil {
+		t.Errorf("forget a contact known only by its records: %v", err)
+	}
+	if err := s.ForgetContact("a", "dan@example.org"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("forget with nothing left: %v, want ErrNotFound", err)
+	}
+}
+
+// TestExampleAsMemory: an example is shown, edited and forgotten one by
+// one as a record of kind example, with where it came from.
+func TestExampleAsMemory(t *testing.T) {
+	s := openMem(t)
+	e := Example{Account: "a", Kind: ExampleOwnerReply, Contact: "bob@example.org", Intents: []string{"scheduling"}, Text: "Tuesday works.", Source: "<m1@x>"}
+	if err := s.AddExample(&e); err != nil {
+		t.Fatal(err)
+	}
+	exs, _ := s.ListExamples("a")
+	if len(exs) != 1 || !IsExampleID(exs[0].ID) {
+		t.Fatalf("examples: %+v", exs)
+	}
+	id := exs[0].ID
+	r := exs[0].AsMemory()
+	if r.Kind != MemoryExample || r.Contact != "bob@example.org" || r.Intent != "scheduling" || r.Source != SourceSent+"<m1@x>" || r.ID != id {
+		t.Errorf("as memory: %+v", r)
+	}
+	if _, err := s.EditExample(id, "  "); !errors.Is(err, ErrBadMemory) {
+		t.Errorf("empty edit: %v", err)
+	}
+	if got, err := s.EditExample(id, "Wednesday works."); err != nil || got.Text != "Wednesday works." || got.Source != "<m1@x>" {
+		t.Errorf("edit: %+v %v", got, err)
+	}
+	if err := s.ForgetExample(id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetExample(id); !errors.Is(err, ErrNotFound) {
+		t.Errorf("after forget: %v", err)
+	}
+	if err := s.ForgetExample(id); !errors.Is(err, ErrNotFound) {
+		t.Errorf("forget twice: %v", err)
+	}
+}

@@ -22,19 +22,28 @@ func confirmForget(ctx context.Context, f *Factory, svc api.Service, account str
 		return nil
 	}
 	c, err := svc.Contact(ctx, account, opts.Email)
-	if errors.Is(err, store.ErrNotFound) {
-		return &UserError{Code: ExitUsage, Err: fmt.Errorf("no contact %s in account %s", termsafe.Line(opts.Email), account)}
+	noContact := errors.Is(err, store.ErrNotFound)
+	if err != nil && !noContact {
+		return err
 	}
+	learned, err := svc.Memory(ctx, api.MemoryFilter{Account: account, Contact: opts.Email})
 	if err != nil {
 		return err
+	}
+	if noContact && len(learned) == 0 {
+		return &UserError{Code: ExitUsage, Err: fmt.Errorf("no contact %s in account %s", termsafe.Line(opts.Email), account)}
+	}
+	if noContact {
+		c = &store.Contact{Email: opts.Email}
 	}
 	who := termsafe.Line(c.Email)
 	if !stdinIsTTY(f.Stdin) {
 		return &UserError{Code: ExitUsage,
-			Err:  fmt.Errorf("nothing forgotten: forgetting %s deletes its history, summary and notes", who),
-			Hint: "check it with `mailagent contacts show " + who + "`, then forget with --yes"}
+			Err: fmt.Errorf("nothing forgotten: forgetting %s deletes its history, summary and notes, and the %d memory records and examples about it",
+				who, len(learned)),
+			Hint: "check it with `mailagent contacts show " + who + "` and `mailagent memory list --contact " + who + "`, then forget with --yes"}
 	}
-	fmt.Fprintf(f.Stderr, "forget %s (%d in, %d out, %d notes)? y/N: ", who, c.Inbound, c.Outbound, len(c.Notes))
+	fmt.Fprintf(f.Stderr, "forget %s (%d in, %d out, %d notes, %d memory records and examples)? y/N: ", who, c.Inbound, c.Outbound, len(c.Notes), len(learned))
 	answer, err := bufio.NewReader(f.Stdin).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("read answer: %w", err)

@@ -32,8 +32,11 @@ func newContactsCmd(f *Factory, runF func(context.Context, *ContactsOptions) err
 		Use:   "contacts",
 		Short: "What mailagent remembers about each correspondent",
 		Long: `Each contact has a bounded history, a rolling summary, your notes and
-counts. A prompt only ever contains the memory of the message's own
-contact. forget deletes a contact's memory entirely.`,
+counts; what was learned about it (notes, corrections, examples) is in
+` + "`mailagent memory list --contact EMAIL`" + `. A prompt only ever contains the
+memory of the message's own contact. note adds a fact record about the
+contact; forget deletes the contact and everything learned about exactly
+that address (its records and examples).`,
 	}
 	mk := func(use, short string, args cobra.PositionalArgs, json bool) *cobra.Command {
 		opts := &ContactsOptions{Action: strings.Fields(use)[0]}
@@ -126,10 +129,16 @@ func contactsRun(ctx context.Context, f *Factory, opts *ContactsOptions) error {
 		}
 		fmt.Fprintf(f.Stderr, "forgot %s\n", opts.Email)
 	case "note":
-		if err := svc.NoteContact(ctx, account, opts.Email, opts.Note); err != nil {
+		// A note is a fact record about the contact, so it is listed,
+		// edited and forgotten on its own (`mailagent memory`).
+		r, err := svc.AddMemory(ctx, store.MemoryRecord{Account: account, Kind: store.MemoryFact, Contact: opts.Email, Text: opts.Note})
+		if errors.Is(err, api.ErrBadRequest) {
+			return &UserError{Code: ExitUsage, Err: err}
+		}
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(f.Stderr, "noted for %s\n", opts.Email)
+		fmt.Fprintf(f.Stderr, "noted for %s as %s (`mailagent memory forget %s` removes it)\n", termsafe.Line(opts.Email), r.ID, r.ID)
 	}
 	return nil
 }

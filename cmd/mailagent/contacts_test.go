@@ -27,10 +27,21 @@ func TestContactsCommands(t *testing.T) {
 	if _, stderr, code := h.run("contacts", "note", "bob@example.org", "prefers mornings"); code != 0 {
 		t.Fatalf("note: %d %s", code, stderr)
 	}
-	stdout, _, _ = h.run("contacts", "show", "bob@example.org", "--json")
-	var c store.Contact
-	if err := json.Unmarshal([]byte(stdout), &c); err != nil || len(c.Notes) != 1 || c.Notes[0] != "prefers mornings" {
-		t.Errorf("show after note: %v %+v", err, c)
+	// A note is a fact record about Bob: listed, and forgotten, on its own.
+	stdout, _, _ = h.run("memory", "list", "--contact", "bob@example.org", "--json")
+	var recs []struct{ ID, Kind, Contact, Text, Source string }
+	if err := json.Unmarshal([]byte(stdout), &recs); err != nil || len(recs) != 1 || recs[0].Kind != store.MemoryFact ||
+		recs[0].Contact != "bob@example.org" || recs[0].Text != "prefers mornings" || recs[0].Source != store.SourceManual {
+		t.Fatalf("memory list after note: %v %s", err, stdout)
+	}
+	if _, stderr, code := h.run("memory", "forget", recs[0].ID); code != 0 {
+		t.Fatalf("memory forget %s: %d %s", recs[0].ID, code, stderr)
+	}
+	if stdout, _, _ = h.run("memory", "list", "--contact", "bob@example.org", "--json"); strings.TrimSpace(stdout) != "[]" {
+		t.Fatalf("the note outlived its forget: %s", stdout)
+	}
+	if _, stderr, code := h.run("contacts", "note", "bob@example.org", "prefers mornings"); code != 0 {
+		t.Fatalf("note: %d %s", code, stderr)
 	}
 	// Without a terminal, forget needs --yes; nothing is deleted.
 	if _, stderr, code := h.run("contacts", "forget", "bob@example.org"); code != ExitUsage || !strings.Contains(stderr, "--yes") {
@@ -63,5 +74,9 @@ func TestContactsCommands(t *testing.T) {
 	}
 	if _, stderr, code := h.run("contacts", "show", "bob@example.org"); code != ExitUsage || !strings.Contains(stderr, "no contact") {
 		t.Errorf("show after forget: got %d %q", code, stderr)
+	}
+	// Forgetting the contact took what was learned about it too.
+	if stdout, _, _ = h.run("memory", "list", "--contact", "bob@example.org", "--json"); strings.TrimSpace(stdout) != "[]" {
+		t.Errorf("memory about bob outlived contacts forget: %s", stdout)
 	}
 }

@@ -212,11 +212,12 @@ func rtNotOwner(w *rtWorld, id string) []string {
 	return nil
 }
 
-// rtNoMemory fails when anything wrote a memory record: only the owner's
+// rtNoMemory fails when anything wrote, changed or deleted a memory
+// record or example after the world was seeded: only the owner's
 // authenticated mail and actions may.
 func rtNoMemory(w *rtWorld) []string {
-	if out := w.mustRun("memory", "list"); !strings.Contains(out, "no memory records yet") {
-		return []string{"memory was written: " + out}
+	if out := w.mustRun("memory", "list", "--json"); out != w.memory {
+		return []string{"memory was changed:\n" + out + "\nseeded:\n" + w.memory}
 	}
 	return nil
 }

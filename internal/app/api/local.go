@@ -328,16 +328,13 @@ func (l *Local) RecipientStatus(ctx context.Context, account string, addrs []str
 	return out, nil
 }
 
-// NoteContact implements Service.
+// NoteContact implements Service: the note is a manual fact record about
+// the contact (see AddMemory), listed, edited and forgotten on its own.
 func (l *Local) NoteContact(ctx context.Context, account, email, note string) error {
-	note = strings.TrimSpace(note)
-	if note == "" {
+	if strings.TrimSpace(note) == "" {
 		return fmt.Errorf("%w: empty note", ErrBadRequest)
 	}
-	_, err := l.DB.UpdateContact(account, email, func(c *store.Contact) error {
-		c.Notes = append(c.Notes, note)
-		return nil
-	})
+	_, err := l.AddMemory(ctx, store.MemoryRecord{Account: account, Kind: store.MemoryFact, Contact: email, Text: note})
 	return err
 }
 

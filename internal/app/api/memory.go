@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/mailagent/mailagent/store"
 )
@@ -30,13 +32,48 @@ func (l *Local) Memory(ctx context.Context, f MemoryFilter) ([]store.MemoryRecor
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return l.DB.ListMemory(store.MemoryFilter{Account: f.Account, Contact: f.Contact, Kind: f.Kind})
+	var recs []store.MemoryRecord
+	if f.Kind != store.MemoryExample {
+		var err error
+		if recs, err = l.DB.ListMemory(store.MemoryFilter{Account: f.Account, Contact: f.Contact, Kind: f.Kind}); err != nil {
+			return nil, err
+		}
+	}
+	if f.Kind != "" && f.Kind != store.MemoryExample {
+		return recs, nil
+	}
+	// The examples (the owner's replies from Sent, approved drafts) are
+	// what drafts learn from too: the owner sees them here, oldest first
+	// among the records, and forgets them the same way.
+	exs, err := l.DB.ListExamples(f.Account)
+	if err != nil {
+		return nil, err
+	}
+	contact := strings.ToLower(strings.TrimSpace(f.Contact))
+	for i := range exs {
+		if contact == "" || exs[i].Contact == contact {
+			recs = append(recs, exs[i].AsMemory())
+		}
+	}
+	slices.SortStableFunc(recs, func(a, b store.MemoryRecord) int { return a.Created.Compare(b.Created) })
+	if recs == nil {
+		recs = []store.MemoryRecord{}
+	}
+	return recs, nil
 }
 
 // MemoryRecord implements Service.
 func (l *Local) MemoryRecord(ctx context.Context, id string) (*store.MemoryRecord, error) {
 	if err := emptyID("memory record", id); err != nil {
 		return nil, err
+	}
+	if store.IsExampleID(id) {
+		e, err := l.DB.GetExample(id)
+		if err != nil {
+			return nil, err
+		}
+		r := e.AsMemory()
+		return &r, nil
 	}
 	return l.DB.GetMemory(id)
 }
@@ -54,6 +91,14 @@ func (l *Local) EditMemory(ctx context.Context, id, text string) (*store.MemoryR
 	if err := emptyID("memory record", id); err != nil {
 		return nil, err
 	}
+	if store.IsExampleID(id) {
+		e, err := l.DB.EditExample(id, text)
+		if err != nil {
+			return nil, badMemory(err)
+		}
+		r := e.AsMemory()
+		return &r, nil
+	}
 	out, err := l.DB.UpdateMemory(id, func(r *store.MemoryRecord) error {
 		r.Text = text
 		return nil
@@ -65,6 +110,9 @@ func (l *Local) EditMemory(ctx context.Context, id, text string) (*store.MemoryR
 func (l *Local) ForgetMemory(ctx context.Context, id string) error {
 	if err := emptyID("memory record", id); err != nil {
 		return err
+	}
+	if store.IsExampleID(id) {
+		return l.DB.ForgetExample(id)
 	}
 	return l.DB.ForgetMemory(id)
 }

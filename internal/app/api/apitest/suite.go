@@ -349,13 +349,19 @@ func caseContacts(r *run) {
 		r.t.Errorf("recipient status: got %v, want only Bob known", rs)
 	}
 	r.check("note", r.svc.NoteContact(r.ctx, Account, Carol, "  prefers mornings  "), nil)
-	if c, _ := w.Store.GetContact(Account, Carol); c == nil || !slices.Contains(c.Notes, "prefers mornings") {
-		r.t.Errorf("note: got %+v, want the trimmed note stored", c)
+	// A note is a manual fact record about the contact, so it can be
+	// forgotten on its own; forgetting the contact takes it too.
+	if recs, _ := w.Store.ListMemory(store.MemoryFilter{Account: Account, Contact: Carol}); len(recs) != 1 ||
+		recs[0].Text != "prefers mornings" || recs[0].Kind != store.MemoryFact || recs[0].Source != store.SourceManual {
+		r.t.Errorf("note: got %+v, want one trimmed manual fact about carol", recs)
 	}
 	r.check("empty note", r.svc.NoteContact(r.ctx, Account, Carol, " \n "), api.ErrBadRequest)
 	r.check("forget", r.svc.ForgetContact(r.ctx, Account, Carol), nil)
 	if _, err := w.Store.GetContact(Account, Carol); !errors.Is(err, store.ErrNotFound) {
 		r.t.Errorf("after forget: got %v, want not found", err)
+	}
+	if recs, _ := w.Store.ListMemory(store.MemoryFilter{Account: Account, Contact: Carol}); len(recs) != 0 {
+		r.t.Errorf("after forget: %d records about carol are left", len(recs))
 	}
 	r.check("forget again", r.svc.ForgetContact(r.ctx, Account, Carol), store.ErrNotFound)
 }

@@ -57,6 +57,34 @@ func caseMemory(r *run) {
 	}
 	r.check("forget again", r.svc.ForgetMemory(r.ctx, rec.ID), store.ErrNotFound)
 	r.state("after forget", fmt.Sprint(len(mustList(r))))
+
+	// Examples (the owner's Sent replies, approved drafts) are listed,
+	// shown, edited and forgotten as records of kind "example".
+	if err := w.Store.AddExample(&store.Example{Account: Account, Kind: store.ExampleOwnerReply, Contact: "carol@example.org",
+		Text: "Tuesday works, Carol.", Source: "<sent-1@example.org>"}); err != nil {
+		r.t.Fatal(err)
+	}
+	exs, err := r.svc.Memory(r.ctx, api.MemoryFilter{Account: Account, Kind: store.MemoryExample})
+	r.check("list examples", err, nil)
+	if len(exs) != 1 || exs[0].Kind != store.MemoryExample || exs[0].Contact != "carol@example.org" || exs[0].Source != store.SourceSent+"<sent-1@example.org>" {
+		r.t.Fatalf("list examples: got %+v", exs)
+	}
+	if carol, _ := r.svc.Memory(r.ctx, api.MemoryFilter{Account: Account, Contact: "carol@example.org"}); len(carol) != 1 || carol[0].ID != exs[0].ID {
+		r.t.Errorf("carol's memory: got %+v, want her example", carol)
+	}
+	ex, err := r.svc.MemoryRecord(r.ctx, exs[0].ID)
+	r.check("show example", err, nil)
+	sameJSON(r.t, "show example", ex, &exs[0])
+	ed, err = r.svc.EditMemory(r.ctx, exs[0].ID, "Tuesday works.")
+	r.check("edit example", err, nil)
+	if ed == nil || ed.Text != "Tuesday works." || ed.Kind != store.MemoryExample {
+		r.t.Errorf("edit example: got %+v", ed)
+	}
+	r.check("forget example", r.svc.ForgetMemory(r.ctx, exs[0].ID), nil)
+	if left, _ := w.Store.ListExamples(Account); len(left) != 0 {
+		r.t.Errorf("forget example: %d examples still stored", len(left))
+	}
+	r.check("forget example again", r.svc.ForgetMemory(r.ctx, exs[0].ID), store.ErrNotFound)
 }
 
 func mustList(r *run) []store.MemoryRecord {

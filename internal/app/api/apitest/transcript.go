@@ -84,6 +84,7 @@ var varying = []struct {
 	{regexp.MustCompile(`[A-Za-z0-9._-]{12,}@example\.com`), "MSGID@example.com"},
 	{regexp.MustCompile(`tr_[0-9a-f]{16}`), "tr_ID"},
 	{regexp.MustCompile(`mem_[0-9a-f]{29}`), "mem_ID"},
+	{regexp.MustCompile(`ex_[0-9a-f]{29}`), "ex_ID"},
 	{regexp.MustCompile(`/tmp/[^ :]+`), "/tmp/PATH"},
 	{regexp.MustCompile(`127\.0\.0\.1:[0-9]+`), "127.0.0.1:PORT"},
 }
