@@ -4,19 +4,20 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"sync"
 
 	message "github.com/emersion/go-message"
 	gomail "github.com/emersion/go-message/mail"
 )
 
 // iTIP method names are tokens (RFC 5545 §3.7.2 iana-token).
-var methodRE = regexp.MustCompile(`^[A-Z][A-Z-]{0,19}$`)
+var methodRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Z][A-Z-]{0,19}$`) })
 
 // writeCalendar writes an iMIP body (RFC 6047 §2.4): the text, then the
 // calendar object as text/calendar with the method parameter, in one
 // multipart/alternative.
 func writeCalendar(w io.Writer, h gomail.Header, text string, ics []byte, method string) error {
-	if !methodRE.MatchString(method) {
+	if !methodRE().MatchString(method) {
 		return fmt.Errorf("build reply: calendar method %q is not a token", oneLine(method))
 	}
 	mw, err := message.CreateWriter(w, h.Header)

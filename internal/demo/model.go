@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -95,8 +96,10 @@ type message struct {
 }
 
 var (
-	openFence  = regexp.MustCompile(`^\s*<<<\s*(MAILAGENT-DATA-\S+?)\s*$`)
-	headerLine = regexp.MustCompile(`(?i)^(from|to|cc|reply-to|sender|subject|date|attachments|route):\s*(.*)$`)
+	openFence  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*<<<\s*(MAILAGENT-DATA-\S+?)\s*$`) })
+	headerLine = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^(from|to|cc|reply-to|sender|subject|date|attachments|route):\s*(.*)$`)
+	})
 )
 
 type block struct {
@@ -113,7 +116,7 @@ func fencedBlocks(prompt string) []block {
 		label []string
 	)
 	for i := 0; i < len(lines); i++ {
-		mm := openFence.FindStringSubmatch(lines[i])
+		mm := openFence().FindStringSubmatch(lines[i])
 		if mm == nil {
 			label = append(label, lines[i])
 			continue
@@ -181,7 +184,7 @@ func lastLines(s string, n int) string {
 func splitHeaders(text string, m message) message {
 	lines := strings.Split(strings.TrimLeft(text, "\n"), "\n")
 	i := 0
-	for ; i < len(lines) && headerLine.MatchString(strings.TrimSpace(lines[i])); i++ {
+	for ; i < len(lines) && headerLine().MatchString(strings.TrimSpace(lines[i])); i++ {
 		m = headerInto(m, lines[i])
 	}
 	m.body = strings.TrimSpace(strings.Join(lines[i:], "\n"))
@@ -189,7 +192,7 @@ func splitHeaders(text string, m message) message {
 }
 
 func headerInto(m message, line string) message {
-	mm := headerLine.FindStringSubmatch(strings.TrimSpace(line))
+	mm := headerLine().FindStringSubmatch(strings.TrimSpace(line))
 	if mm == nil {
 		return m
 	}
@@ -323,10 +326,14 @@ var (
 	schedVerbRE = words("move", "reschedule", "call", "meeting", "meet", "available", "availability",
 		"calendar", "slot", "verschieben", "termin", "treffen", "gespräch", "déplacer",
 		"rendez-vous", "réunion", "disponible")
-	dayRE = regexp.MustCompile(`(?i)\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday|` +
-		`montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag|` +
-		`lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche)\b`)
-	timeRE     = regexp.MustCompile(`(?i)\b(\d{1,2}(?::\d{2})?\s?(?:am|pm)|\d{1,2}(?:[:.]\d{2})?\s?uhr|\d{1,2}\s?h(?:\d{2})?|\d{1,2}:\d{2})\b`)
+	dayRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday|` +
+			`montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag|` +
+			`lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche)\b`)
+	})
+	timeRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(\d{1,2}(?::\d{2})?\s?(?:am|pm)|\d{1,2}(?:[:.]\d{2})?\s?uhr|\d{1,2}\s?h(?:\d{2})?|\d{1,2}:\d{2})\b`)
+	})
 	questionRE = words("what", "which", "where", "when", "who", "how", "is there", "do you",
 		"could you tell", "recommend", "should the", "should we", "or do we",
 		"welche", "wann", "wo", "wie", "quel", "quelle", "où", "quand", "est-ce que")
@@ -381,7 +388,7 @@ func analyse(m message) analysis {
 		schedConf = 0.75
 	}
 	rules := []rule{
-		{"scheduling", schedVerbRE.MatchString(text) && (dayRE.MatchString(text) || timeRE.MatchString(text)), 0, false, schedConf},
+		{"scheduling", schedVerbRE.MatchString(text) && (dayRE().MatchString(text) || timeRE().MatchString(text)), 0, false, schedConf},
 		{"information_request", strings.Contains(text, "?") && questionRE.MatchString(text), 0, true, 0.8},
 		{"action_request", actionRE.MatchString(text), 1, true, 0.8},
 		{"introduction_networking", introRE.MatchString(text), 0, true, 0.85},
@@ -438,11 +445,11 @@ func language(text string) string {
 
 // findSlot finds a proposed time and the weekday nearest before it.
 func findSlot(text string) slot {
-	tm := timeRE.FindAllStringIndex(text, -1)
+	tm := timeRE().FindAllStringIndex(text, -1)
 	if len(tm) == 0 {
 		return slot{}
 	}
-	days := dayRE.FindAllStringIndex(text, -1)
+	days := dayRE().FindAllStringIndex(text, -1)
 	for _, t := range tm {
 		best := -1
 		for i, d := range days {
@@ -626,7 +633,7 @@ func contactSummary(prompt string, s *llm.Schema) string {
 	for _, l := range strings.Split(b.text, "\n") {
 		l = strings.TrimSpace(l)
 		var item string
-		if mm := headerLine.FindStringSubmatch(l); mm != nil && strings.EqualFold(mm[1], "subject") {
+		if mm := headerLine().FindStringSubmatch(l); mm != nil && strings.EqualFold(mm[1], "subject") {
 			item = mm[2]
 		} else if rest, ok := strings.CutPrefix(l, "- "); ok {
 			item = rest

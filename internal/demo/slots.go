@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -18,7 +19,9 @@ var (
 	// freeTimeHeader opens the prompt's list of free slots (prompts/draft.tmpl).
 	freeTimeHeader = "free time, computed from the owner's calendar"
 	// slotLine is one line of calendar.FormatSlots: "Tue 24 Nov 2026 10:00–12:00 (UTC)".
-	slotLine = regexp.MustCompile(`^((?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2})–\d{2}:\d{2} \(([^()\s]+)\)$`)
+	slotLine = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^((?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2})–\d{2}:\d{2} \(([^()\s]+)\)$`)
+	})
 )
 
 // freeSlots reads the free slots listed after the free-time header, in
@@ -38,8 +41,8 @@ func freeSlots(prompt string) []freeSlot {
 				fence = ""
 			}
 			continue
-		case openFence.MatchString(l):
-			fence, inSlots = openFence.FindStringSubmatch(l)[1]+">>>", false
+		case openFence().MatchString(l):
+			fence, inSlots = openFence().FindStringSubmatch(l)[1]+">>>", false
 			continue
 		case strings.Contains(l, freeTimeHeader):
 			inSlots = true
@@ -47,7 +50,7 @@ func freeSlots(prompt string) []freeSlot {
 		case !inSlots:
 			continue
 		}
-		mm := slotLine.FindStringSubmatch(l)
+		mm := slotLine().FindStringSubmatch(l)
 		if mm == nil {
 			inSlots = false
 			continue

@@ -3,6 +3,7 @@ package mail
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // TextParts is a body split into what the sender wrote now, the quoted
@@ -24,9 +25,15 @@ var (
 	headerDateLabels  = map[string]bool{"sent": true, "date": true, "envoyé": true, "gesendet": true, "enviado": true, "enviada": true, "inviato": true, "verzonden": true, "skickat": true, "sendt": true, "data": true, "datum": true, "fecha": true, "wysłano": true}
 	headerToLabels    = map[string]bool{"to": true, "subject": true, "à": true, "a": true, "an": true, "para": true, "objet": true, "betreff": true, "asunto": true, "oggetto": true, "onderwerp": true, "aan": true, "ämne": true, "emne": true, "temat": true, "cc": true}
 
-	originalMarker = regexp.MustCompile(`(?i)^-{2,}\s*(original message|original-nachricht|ursprüngliche nachricht|message d'origine|mensaje original|messaggio originale|oorspronkelijk bericht|originalmeddelande|mensagem original|oryginalna wiadomość)\s*-*$`)
-	forwardMarker  = regexp.MustCompile(`(?i)^(-{2,}\s*(forwarded message|weitergeleitete nachricht|message transféré|mensaje reenviado|messaggio inoltrato|doorgestuurd bericht|mensagem encaminhada|forwarded by)|begin forwarded message:|-{2,}\s*forwarded message from\b)`)
-	mobileFooter   = regexp.MustCompile(`(?i)^(sent (from|via|with|using) (my |the )?(iphone|ipad|android|blackberry|mobile|samsung|galaxy|windows phone|huawei|pixel|phone|smartphone|cell|tablet|aquamail|yahoo mail|outlook|mail for|gmail|proton)|get outlook for (ios|android)|envoyé de mon (iphone|ipad|smartphone|mobile)|von meinem (iphone|ipad|smartphone|handy|mobiltelefon)( gesendet)?|enviado desde mi (iphone|ipad|smartphone|móvil|celular|android)|inviato da (iphone|ipad|smartphone|il mio)|verzonden vanaf mijn (iphone|ipad)|skickat från min (iphone|ipad))`)
+	originalMarker = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^-{2,}\s*(original message|original-nachricht|ursprüngliche nachricht|message d'origine|mensaje original|messaggio originale|oorspronkelijk bericht|originalmeddelande|mensagem original|oryginalna wiadomość)\s*-*$`)
+	})
+	forwardMarker = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^(-{2,}\s*(forwarded message|weitergeleitete nachricht|message transféré|mensaje reenviado|messaggio inoltrato|doorgestuurd bericht|mensagem encaminhada|forwarded by)|begin forwarded message:|-{2,}\s*forwarded message from\b)`)
+	})
+	mobileFooter = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^(sent (from|via|with|using) (my |the )?(iphone|ipad|android|blackberry|mobile|samsung|galaxy|windows phone|huawei|pixel|phone|smartphone|cell|tablet|aquamail|yahoo mail|outlook|mail for|gmail|proton)|get outlook for (ios|android)|envoyé de mon (iphone|ipad|smartphone|mobile)|von meinem (iphone|ipad|smartphone|handy|mobiltelefon)( gesendet)?|enviado desde mi (iphone|ipad|smartphone|móvil|celular|android)|inviato da (iphone|ipad|smartphone|il mio)|verzonden vanaf mijn (iphone|ipad)|skickat från min (iphone|ipad))`)
+	})
 )
 
 type lineKind uint8
@@ -67,11 +74,11 @@ scan:
 			continue
 		}
 		if (strings.HasPrefix(t, "--") && hasLetter(t)) || (len(t) >= 24 && strings.EqualFold(t[:24], "begin forwarded message:")) {
-			if forwardMarker.MatchString(t) {
+			if forwardMarker().MatchString(t) {
 				cut, tp.Forwarded = i, true
 				break scan
 			}
-			if originalMarker.MatchString(t) {
+			if originalMarker().MatchString(t) {
 				cut = i
 				break scan
 			}
@@ -146,7 +153,7 @@ scan:
 			continue
 		}
 		seen++
-		if t := strings.TrimSpace(lines[i]); len(t) < 80 && mobileFooter.MatchString(t) {
+		if t := strings.TrimSpace(lines[i]); len(t) < 80 && mobileFooter().MatchString(t) {
 			for k := i; k < cut; k++ {
 				if kind[k] == kindClean {
 					kind[k] = kindSig
