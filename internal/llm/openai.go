@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,8 +24,9 @@ type StructuredOutput string
 // the same Go decoding and validation (GenerateJSON): a mode only changes
 // what the server is asked for, never what is accepted.
 const (
-	// OutputJSONSchema sends response_format json_schema (strict when the
-	// schema allows it): the server constrains decoding to the schema.
+	// OutputJSONSchema sends response_format json_schema, strict (optional
+	// properties become required and nullable, as strict mode wants): the
+	// server constrains decoding to the schema.
 	OutputJSONSchema StructuredOutput = "json_schema"
 	// OutputJSONObject sends response_format json_object (JSON mode) and
 	// puts the schema into the system prompt.
@@ -137,7 +140,7 @@ func (o *OpenAI) Generate(ctx context.Context, req Request) (*Response, error) {
 	params := openai.ChatCompletionNewParams{Model: o.model}
 	system := req.System
 	if req.Schema != nil {
-		js, err := toJSONSchema(req.Schema, "$")
+		js, err := toJSONSchema(req.Schema, "$", o.mode == OutputJSONSchema)
 		if err != nil {
 			return nil, fmt.Errorf("openai: %w", err)
 		}
@@ -146,7 +149,7 @@ func (o *OpenAI) Generate(ctx context.Context, req Request) (*Response, error) {
 			params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{
 				OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
 					Name:   "answer",
-					Strict: openai.Bool(strictable(req.Schema)),
+					Strict: openai.Bool(true),
 					Schema: js,
 				}},
 			}
@@ -255,8 +258,12 @@ func schemaInstruction(js map[string]any) string {
 }
 
 // toJSONSchema maps the provider-neutral schema onto standard JSON Schema,
-// with additionalProperties false on every object.
-func toJSONSchema(s *Schema, path string) (map[string]any, error) {
+// with additionalProperties false on every object. With strict, it is the
+// form OpenAI's strict mode accepts: every property is required, and an
+// optional one may be null instead (its type becomes [T, "null"], and null
+// joins its enum). A null decodes like an absent field (DecodeStrict into
+// Go values), so the caller's validation sees the same answer either way.
+func toJSONSchema(s *Schema, path string, strict bool) (map[string]any, error) {
 	out := map[string]any{}
 	switch s.Type {
 	case "object", "array", "string", "number", "integer", "boolean":
@@ -286,7 +293,7 @@ func toJSONSchema(s *Schema, path string) (map[string]any, error) {
 		out["maxLength"] = *s.MaxLength
 	}
 	if s.Items != nil {
-		items, err := toJSONSchema(s.Items, path+"[]")
+		items, err := toJSONSchema(s.Items, path+"[]", strict)
 		if err != nil {
 			return nil, err
 		}
@@ -295,9 +302,15 @@ func toJSONSchema(s *Schema, path string) (map[string]any, error) {
 	if s.Type == "object" {
 		props := map[string]any{}
 		for name, p := range s.Properties {
-			ps, err := toJSONSchema(p, path+"."+name)
+			ps, err := toJSONSchema(p, path+"."+name, strict)
 			if err != nil {
 				return nil, err
+			}
+			if strict && !slices.Contains(s.Required, name) {
+				ps["type"] = []any{ps["type"], "null"}
+				if enum, ok := ps["enum"].([]string); ok {
+					ps["enum"] = append(toAnys(enum), nil)
+				}
 			}
 			props[name] = ps
 		}
@@ -310,26 +323,20 @@ func toJSONSchema(s *Schema, path string) (map[string]any, error) {
 			}
 			req = append(req, r)
 		}
+		if strict {
+			req = slices.Sorted(maps.Keys(s.Properties))
+		}
 		out["required"] = req
 	}
 	return out, nil
 }
 
-// strictable reports whether OpenAI's strict mode accepts s: every object
-// property must be required.
-func strictable(s *Schema) bool {
-	if s == nil {
-		return true
+func toAnys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, v := range ss {
+		out[i] = v
 	}
-	if s.Type == "object" && len(s.Required) != len(s.Properties) {
-		return false
-	}
-	for _, p := range s.Properties {
-		if !strictable(p) {
-			return false
-		}
-	}
-	return strictable(s.Items)
+	return out
 }
 
 // unfence returns the content of the one markdown code block in text when

@@ -2,7 +2,9 @@ package llm_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -240,18 +242,61 @@ func TestOpenAIListModelsAndUnknownModel(t *testing.T) {
 	}
 }
 
-// TestOpenAINonStrictSchema: a schema with optional properties cannot be
-// strict for OpenAI, so it is sent with strict false rather than changed.
-func TestOpenAINonStrictSchema(t *testing.T) {
+// TestOpenAIOptionalPropertiesStrict: a schema with optional properties is
+// still sent strict, in the form strict mode accepts (every property
+// required, the optional ones nullable, null in an optional enum), and an
+// answer with null there decodes like one without the field.
+func TestOpenAIOptionalPropertiesStrict(t *testing.T) {
 	srv := openaitest.NewServer(t, openaitest.ModeStrict, func(*openaitest.Request) openaitest.Reply {
-		return openaitest.Reply{Text: `{"label":"ham"}`}
+		return openaitest.Reply{Text: `{"label":"ham","note":null,"tone":null,"window":null}`}
 	})
-	s := &llm.Schema{Type: "object", Properties: map[string]*llm.Schema{"label": {Type: "string"}, "note": {Type: "string"}}, Required: []string{"label"}}
-	if _, err := srv.NewOpenAI(t, llm.OpenAIConfig{}).Generate(t.Context(), llm.Request{Prompt: "x", Schema: s}); err != nil {
+	s := &llm.Schema{Type: "object", Required: []string{"label"}, Properties: map[string]*llm.Schema{
+		"label":  {Type: "string"},
+		"note":   {Type: "string"},
+		"tone":   {Type: "string", Enum: []string{"warm", "formal"}},
+		"window": {Type: "object", Required: []string{"start"}, Properties: map[string]*llm.Schema{"start": {Type: "string"}, "end": {Type: "string"}}},
+	}}
+	type answer struct {
+		Label, Note, Tone string
+		Window            *struct{ Start, End string }
+	}
+	got, _, err := llm.GenerateJSON[answer](t.Context(), srv.NewOpenAI(t, llm.OpenAIConfig{}), llm.Request{Prompt: "x", Schema: s}, nil)
+	if err != nil || got.Label != "ham" || got.Note != "" || got.Tone != "" || got.Window != nil {
+		t.Fatalf("answer with nulls: %+v %v", got, err)
+	}
+	r := srv.Requests()[0]
+	if r.Format != "json_schema" || !r.Strict {
+		t.Fatalf("format %q strict %v, want json_schema strict", r.Format, r.Strict)
+	}
+	js := r.ResponseSchema()
+	b, _ := json.Marshal(js)
+	var shape struct {
+		Required   []string
+		Properties map[string]struct {
+			Type     any
+			Enum     []any
+			Required []string
+		}
+	}
+	if err := json.Unmarshal(b, &shape); err != nil {
 		t.Fatal(err)
 	}
-	if r := srv.Requests()[0]; r.Format != "json_schema" || r.Strict {
-		t.Fatalf("format %q strict %v, want json_schema non-strict", r.Format, r.Strict)
+	if strings.Join(shape.Required, ",") != "label,note,tone,window" {
+		t.Errorf("required %v, want every property", shape.Required)
+	}
+	if typ := fmt.Sprint(shape.Properties["label"].Type); typ != "string" {
+		t.Errorf("a required property became %v", typ)
+	}
+	for _, name := range []string{"note", "tone", "window"} {
+		if typ := fmt.Sprint(shape.Properties[name].Type); !strings.HasSuffix(typ, " null]") {
+			t.Errorf("optional %s has type %v, want nullable", name, typ)
+		}
+	}
+	if e := shape.Properties["tone"].Enum; len(e) != 3 || e[2] != nil {
+		t.Errorf("optional enum %v, want null added", e)
+	}
+	if req := shape.Properties["window"].Required; strings.Join(req, ",") != "end,start" {
+		t.Errorf("nested object required %v, want every property", req)
 	}
 }
 
