@@ -160,6 +160,26 @@ func TestPerTaskModels(t *testing.T) {
 			t.Errorf("draft request model %q auth %q", r.Model(), r.Header.Get("Authorization"))
 		}
 	}
+
+	// replay --drafts uses the same two models.
+	gemMark, oaMark := len(gem), len(oa)
+	if _, stderr, code := h.run("replay", "--drafts", "--json"); code != 0 {
+		t.Fatalf("replay --drafts: exit %d: %s", code, stderr)
+	}
+	gem, oa = h.gemini.Requests()[gemMark:], b.Srv.Requests()[oaMark:]
+	if len(gem) == 0 || len(oa) == 0 {
+		t.Fatalf("replay: %d classify and %d draft calls, want both", len(gem), len(oa))
+	}
+	for _, r := range gem {
+		if r.Model != "small-gemini" {
+			t.Errorf("replay classified with %q, want [llm.classify]'s small-gemini", r.Model)
+		}
+	}
+	for _, r := range oa {
+		if props, _ := r.ResponseSchema()["properties"].(map[string]any); props["body"] == nil || r.Model() != "big:70b" {
+			t.Errorf("replay's draft call: model %q props %v", r.Model(), props)
+		}
+	}
 }
 
 // TestOpenAIRefusedKey: a 401 is not retried, the message says which key

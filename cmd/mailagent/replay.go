@@ -182,7 +182,7 @@ func replayRun(ctx context.Context, f *Factory, opts *ReplayOptions) (err error)
 			err = cerr
 		}
 	}()
-	if err := res.Begin(replaySettings(pol, opts.Drafts, cfg.LLM.Model), opts.Fresh); err != nil {
+	if err := res.Begin(replaySettings(pol, opts.Drafts, replayModels(cfg, opts.Drafts)), opts.Fresh); err != nil {
 		if errors.Is(err, replay.ErrSettingsChanged) {
 			return &UserError{Code: ExitUsage, Err: err, Hint: "run again with --fresh to start over with these settings"}
 		}
@@ -192,9 +192,17 @@ func replayRun(ctx context.Context, f *Factory, opts *ReplayOptions) (err error)
 	if err != nil {
 		return err
 	}
-	model, err := f.Model(ctx)
+	// The same models as watch and triage: [llm.classify] and [llm.draft]
+	// over [llm].
+	model, err := f.NewModel(ctx, taskConfig(cfg, config.TaskClassify))
 	if err != nil {
 		return err
+	}
+	draftModel := model
+	if opts.Drafts {
+		if draftModel, err = f.draftModel(ctx, cfg, model); err != nil {
+			return err
+		}
 	}
 	ps, err := prompts.Load(cfg.PromptsDir)
 	if err != nil {
@@ -211,7 +219,7 @@ func replayRun(ctx context.Context, f *Factory, opts *ReplayOptions) (err error)
 	run := &replay.Runner{Pipeline: p, Results: res, Concurrency: cfg.LLM.Concurrency,
 		MaxMessageBytes: cfg.Sync.MaxMessageBytes, Logger: f.Logger()}
 	if opts.Drafts {
-		run.Drafter = &agent.LLMDrafter{Model: model, Prompts: ps, MaxChars: cfg.Policy.MaxDraftChars}
+		run.Drafter = &agent.LLMDrafter{Model: draftModel, Prompts: ps, MaxChars: cfg.Policy.MaxDraftChars}
 		if cfg.OwnerProfileFile != "" {
 			b, err := os.ReadFile(cfg.OwnerProfileFile)
 			if err != nil {
@@ -288,7 +296,9 @@ func replayRun(ctx context.Context, f *Factory, opts *ReplayOptions) (err error)
 	if err != nil {
 		return fmt.Errorf("replay results: %w", err)
 	}
-	sum := replay.NewSummary(replay.Score(results, pol), cfg.LLM.Model)
+	// Priced at the classify model's list price: every message is
+	// classified, and drafts (--drafts) are the smaller share.
+	sum := replay.NewSummary(replay.Score(results, pol), cfg.LLM.ForTask(config.TaskClassify).Model)
 	sum.MinConfidence, sum.WithDrafts = pol.MinConfidence, opts.Drafts
 	sum.Elapsed, sum.TotalElapsed, sum.Generated = elapsed, total, f.Now()
 	if opts.HTML != "" {
@@ -401,4 +411,14 @@ func toReplayJSON(s replay.Summary) ReplayJSON {
 	j.Cost = toCostJSON(int64(s.Calls), s.TokensIn, s.TokensOut, s.Model, s.USD, s.PriceKnown)
 	j.ElapsedSeconds, j.TotalElapsedSeconds = s.Elapsed.Seconds(), s.TotalElapsed.Seconds()
 	return j
+}
+
+// replayModels names the models a replay uses, for its settings: the
+// classify model, and with drafts the draft model when it differs.
+func replayModels(cfg *config.Config, drafts bool) string {
+	c, d := cfg.LLM.ForTask(config.TaskClassify).Model, cfg.LLM.ForTask(config.TaskDraft).Model
+	if drafts && d != c {
+		return c + " + " + d
+	}
+	return c
 }
