@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+
+	"github.com/emersion/go-imap/v2"
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
@@ -163,4 +166,87 @@ func describeSent(h *mail.Message) string {
 		return "without a Message-ID"
 	}
 	return "Message-ID <" + h.MessageID + ">"
+}
+
+var _ agent.OriginalLocator = (*Mailer)(nil)
+
+// LocateMessageID implements agent.OriginalLocator: each of mailboxes is
+// searched for messageID in the Message-ID header (a substring match: the
+// caller compares each header), and the hits' headers are read, at most
+// agent.MaxLocated+1 in all. A mailbox the server refuses to select (it
+// has no such mailbox) is skipped; any other error ends the search.
+func (m *Mailer) LocateMessageID(ctx context.Context, account string, mailboxes []string, messageID string) ([]agent.LocatedMessage, error) {
+	a, err := m.account(account)
+	if err != nil {
+		return nil, err
+	}
+	if mail.IDKey(messageID) == "" {
+		return nil, nil
+	}
+	var out []agent.LocatedMessage
+	for _, mb := range mailboxes {
+		if len(out) > agent.MaxLocated {
+			break
+		}
+		err := a.with(ctx, inMailbox(mb), func(c *imapsync.Client) error {
+			uids, err := c.SearchHeader(ctx, []string{"Message-ID"}, mail.NormalizeID(messageID))
+			if err != nil || len(uids) == 0 {
+				return err
+			}
+			if n := agent.MaxLocated + 1 - len(out); len(uids) > n {
+				uids = uids[:n]
+			}
+			_, uv, err := c.Selected()
+			if err != nil {
+				return err
+			}
+			hdrs, err := c.FetchHeaders(ctx, uids, answeredHeaderBytes)
+			if err != nil {
+				return err
+			}
+			for _, uid := range uids {
+				if h, ok := hdrs[uid]; ok {
+					out = append(out, agent.LocatedMessage{Key: store.MessageKey{Account: account, Mailbox: mb, UIDValidity: uv, UID: uid}, Header: h})
+				}
+			}
+			return nil
+		})
+		if refusedSelect(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("search %s: %w", mb, err)
+		}
+	}
+	return out, nil
+}
+
+// MarkAnsweredAt implements agent.OriginalLocator: \Answered on the
+// message at key, when its mailbox still has key's UIDVALIDITY (UIDs are
+// never reused within one, so it is the same message); otherwise ErrGone.
+func (m *Mailer) MarkAnsweredAt(ctx context.Context, account string, key store.MessageKey) error {
+	a, err := m.account(account)
+	if err != nil {
+		return err
+	}
+	if noMailbox(key) || key.UID == 0 {
+		return nil
+	}
+	return a.with(ctx, inMailbox(key.Mailbox), func(c *imapsync.Client) error {
+		_, uv, err := c.Selected()
+		if err != nil {
+			return err
+		}
+		if uv != key.UIDValidity {
+			return fmt.Errorf("%s has a new UIDVALIDITY: %w", key.Mailbox, ErrGone)
+		}
+		return c.StoreFlags(ctx, []uint32{key.UID}, true, []string{imapsync.FlagAnswered})
+	})
+}
+
+// refusedSelect reports whether err is the server refusing to select a
+// mailbox (NO: there is no such mailbox, or it may not be opened).
+func refusedSelect(err error) bool {
+	var ie *imap.Error
+	return err != nil && errors.As(err, &ie) && ie.Type == imap.StatusResponseTypeNo && strings.Contains(err.Error(), "imap select")
 }
