@@ -82,9 +82,11 @@ func (m *Mailer) Answered(ctx context.Context, account string, original store.Me
 	return how != "", how, err
 }
 
-// MarkAnswered implements agent.Mailer: it sets \Answered on original,
-// found by Message-ID in its mailbox (or by UID when it has none and the
-// mailbox's UIDVALIDITY is unchanged).
+// MarkAnswered implements agent.Mailer: it sets \Answered on original:
+// the message at its own UID while the mailbox keeps its UIDVALIDITY and
+// that message still carries messageID (so another message that copies
+// its Message-ID is left alone); else found by Message-ID in its mailbox
+// (or by UID when it has none and the mailbox's UIDVALIDITY is unchanged).
 func (m *Mailer) MarkAnswered(ctx context.Context, account string, original store.MessageKey, messageID string) error {
 	a, err := m.account(account)
 	if err != nil {
@@ -94,12 +96,36 @@ func (m *Mailer) MarkAnswered(ctx context.Context, account string, original stor
 		return nil
 	}
 	return a.with(ctx, inMailbox(original.Mailbox), func(c *imapsync.Client) error {
-		uids, err := originalUIDs(ctx, c, original, messageID)
+		uids, err := ownUID(ctx, c, original, messageID)
+		if err == nil && len(uids) == 0 {
+			uids, err = originalUIDs(ctx, c, original, messageID)
+		}
 		if err != nil {
 			return err
 		}
 		return c.StoreFlags(ctx, uids, true, []string{imapsync.FlagAnswered})
 	})
+}
+
+// ownUID is original's own UID in the selected mailbox when the mailbox
+// keeps original's UIDVALIDITY and the message there carries messageID;
+// else none.
+func ownUID(ctx context.Context, c *imapsync.Client, original store.MessageKey, messageID string) ([]uint32, error) {
+	key := mail.IDKey(messageID)
+	_, uv, err := c.Selected()
+	if err != nil || key == "" || original.UID == 0 || uv != original.UIDValidity {
+		return nil, err
+	}
+	hdrs, err := c.FetchHeaders(ctx, []uint32{original.UID}, answeredHeaderBytes)
+	if err != nil {
+		return nil, err
+	}
+	if raw, ok := hdrs[original.UID]; ok {
+		if h := mail.Parse(raw); !h.Synthesized && mail.IDKey(h.MessageID) == key {
+			return []uint32{original.UID}, nil
+		}
+	}
+	return nil, nil
 }
 
 // originalUIDs finds original in the selected mailbox: by Message-ID
