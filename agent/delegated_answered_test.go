@@ -457,7 +457,9 @@ func TestDelegatedAnsweredAttacks(t *testing.T) {
 				bad = append(bad, fmt.Sprintf("Erin's draft %s: %v", q.Status, q.Reasons))
 			}
 			for _, id := range flaggedIDs(t, w) {
-				if !slices.ContainsFunc(a.mayFlag, func(p string) bool { return p == id || strings.HasSuffix(p, "*") && strings.HasPrefix(id, p[:len(p)-1]) }) {
+				if !slices.ContainsFunc(a.mayFlag, func(p string) bool {
+					return p == id || strings.HasSuffix(p, "*") && strings.HasPrefix(id, p[:len(p)-1])
+				}) {
 					bad = append(bad, fmt.Sprintf(`%s flagged \Answered`, id))
 				}
 			}
