@@ -480,3 +480,35 @@ func smtpRecipients(w *apitest.World) [][]string {
 	}
 	return out
 }
+
+// daemon.Mailer's side of it, on imapmemserver: a mailbox the server does
+// not have is skipped (not an error), the search is bounded, and
+// MarkAnsweredAt flags nothing under another UIDVALIDITY.
+func TestLocateMessageIDOverIMAP(t *testing.T) {
+	w := apitest.NewWorld(t)
+	ctx := context.Background()
+	got, err := w.Mailer.LocateMessageID(ctx, apitest.Account, []string{"No such folder", "INBOX"}, carolID)
+	if err != nil || len(got) != 1 || got[0].Key.Mailbox != "INBOX" || got[0].Key.UID != w.UIDs["carol"].UID {
+		t.Fatalf("locate: got %+v, %v; want Carol's message in INBOX", got, err)
+	}
+	if h := mail.Parse(got[0].Header); h.From.Email != apitest.Carol {
+		t.Errorf("header: got From %q", h.From.Email)
+	}
+	for i := range agent.MaxLocated + 3 {
+		w.Append("INBOX", original(mallory, "Flood", erinID, fmt.Sprint("copy ", i)))
+	}
+	if got, err := w.Mailer.LocateMessageID(ctx, apitest.Account, []string{"INBOX"}, erinID); err != nil || len(got) != agent.MaxLocated+1 {
+		t.Errorf("a flood of one Message-ID: got %d, %v; want %d (bounded)", len(got), err, agent.MaxLocated+1)
+	}
+	stale := got[0].Key
+	stale.UIDValidity++
+	if err := w.Mailer.MarkAnsweredAt(ctx, apitest.Account, stale); err == nil {
+		t.Error("MarkAnsweredAt under another UIDVALIDITY: got nil, want an error")
+	}
+	if err := w.Mailer.MarkAnsweredAt(ctx, apitest.Account, got[0].Key); err != nil {
+		t.Fatal(err)
+	}
+	if f := flaggedIDs(t, w); !slices.Equal(f, []string{apitest.Carol + " " + carolID}) {
+		t.Errorf(`flagged: got %v, want only Carol's message`, f)
+	}
+}
