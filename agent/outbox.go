@@ -41,6 +41,7 @@ func (p *Pipeline) outbox() *outbox.Outbox {
 	}
 	if a.Mailer != nil { // a nil Mailer stays a nil interface
 		o.Mailer = a.Mailer
+		o.MarkAnswered = p.markAnswered // delegated_answered.go
 	}
 	return o
 }

@@ -520,7 +520,7 @@ func (p *Pipeline) queueDelegated(ctx context.Context, rec *store.MessageRecord,
 		Subject: fw.Subject, Excerpt: prompts.TrimText(fw.Body, excerptChars), Route: RouteExternal,
 		RouteReason: "forwarded by the owner to the agent", Decision: DecisionQueue, State: store.StateDone,
 		TraceID: rec.TraceID, CreatedAt: p.now(), Date: cmp.Or(fw.Date, rec.Date),
-		InReplyTo: fw.InReplyTo, References: fw.References}
+		InReplyTo: fw.InReplyTo, References: fw.References, DelegatedBy: ptr(rec.MessageKey)}
 	if orig.MessageID == "" {
 		orig.MessageID, orig.Synthesized = "delegated."+rec.MessageID, true
 		if fw.Index > 0 {

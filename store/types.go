@@ -125,6 +125,11 @@ type MessageRecord struct {
 	Invitation *Invitation `json:"invitation,omitempty"`
 	// Offer is what the calendar offered a scheduling draft (offer.go).
 	Offer *SlotOffer `json:"offer,omitempty"`
+	// DelegatedBy is, on the record of a delegated original (a message
+	// the owner forwarded to the agent), the key of the owner's forward.
+	// Flagging the original \Answered after the reply is sent checks that
+	// this forward routed as the owner's own mail.
+	DelegatedBy *MessageKey `json:"delegated_by,omitempty"`
 
 	Route          string          `json:"route"` // external | owner | self | automated
 	RouteReason    string          `json:"route_reason,omitempty"`

@@ -322,7 +322,13 @@ func (o *Outbox) markAnswered(ob *store.OutboxRecord) {
 	// Not the caller's context: the reply is out either way.
 	ctx, cancel := context.WithTimeout(context.Background(), markAnsweredTimeout)
 	defer cancel()
-	if err := o.Mailer.MarkAnswered(ctx, ob.Account, ob.Message, ob.InReplyTo); err != nil {
+	mark := func(ctx context.Context, ob *store.OutboxRecord) error {
+		return o.Mailer.MarkAnswered(ctx, ob.Account, ob.Message, ob.InReplyTo)
+	}
+	if o.MarkAnswered != nil {
+		mark = o.MarkAnswered
+	}
+	if err := mark(ctx, ob); err != nil {
 		o.logger().Warn(`set \Answered on the original`, "account", ob.Account, "outbox", ob.ID, "err", err)
 	}
 }

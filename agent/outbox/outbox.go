@@ -95,6 +95,12 @@ type Outbox struct {
 	// because the message was answered elsewhere (reason says how). nil
 	// moves the item to resolved with no other effect.
 	Resolve func(ctx context.Context, id, reason string) error
+	// MarkAnswered, when set, flags the original of a delivered reply
+	// \Answered in place of Mailer.MarkAnswered (after every send, and
+	// again in Recover for a record a crash left in "sent"): the agent
+	// finds the original of a delegated reply, which is in no mailbox it
+	// knows the key of. It must be safe to call twice.
+	MarkAnswered func(ctx context.Context, ob *store.OutboxRecord) error
 }
 
 // TemporaryError marks a send failure that may succeed later.

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+
+	"github.com/emersion/go-imap/v2"
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
@@ -79,9 +82,11 @@ func (m *Mailer) Answered(ctx context.Context, account string, original store.Me
 	return how != "", how, err
 }
 
-// MarkAnswered implements agent.Mailer: it sets \Answered on original,
-// found by Message-ID in its mailbox (or by UID when it has none and the
-// mailbox's UIDVALIDITY is unchanged).
+// MarkAnswered implements agent.Mailer: it sets \Answered on original:
+// the message at its own UID while the mailbox keeps its UIDVALIDITY and
+// that message still carries messageID (so another message that copies
+// its Message-ID is left alone); else found by Message-ID in its mailbox
+// (or by UID when it has none and the mailbox's UIDVALIDITY is unchanged).
 func (m *Mailer) MarkAnswered(ctx context.Context, account string, original store.MessageKey, messageID string) error {
 	a, err := m.account(account)
 	if err != nil {
@@ -91,12 +96,36 @@ func (m *Mailer) MarkAnswered(ctx context.Context, account string, original stor
 		return nil
 	}
 	return a.with(ctx, inMailbox(original.Mailbox), func(c *imapsync.Client) error {
-		uids, err := originalUIDs(ctx, c, original, messageID)
+		uids, err := ownUID(ctx, c, original, messageID)
+		if err == nil && len(uids) == 0 {
+			uids, err = originalUIDs(ctx, c, original, messageID)
+		}
 		if err != nil {
 			return err
 		}
 		return c.StoreFlags(ctx, uids, true, []string{imapsync.FlagAnswered})
 	})
+}
+
+// ownUID is original's own UID in the selected mailbox when the mailbox
+// keeps original's UIDVALIDITY and the message there carries messageID;
+// else none.
+func ownUID(ctx context.Context, c *imapsync.Client, original store.MessageKey, messageID string) ([]uint32, error) {
+	key := mail.IDKey(messageID)
+	_, uv, err := c.Selected()
+	if err != nil || key == "" || original.UID == 0 || uv != original.UIDValidity {
+		return nil, err
+	}
+	hdrs, err := c.FetchHeaders(ctx, []uint32{original.UID}, answeredHeaderBytes)
+	if err != nil {
+		return nil, err
+	}
+	if raw, ok := hdrs[original.UID]; ok {
+		if h := mail.Parse(raw); !h.Synthesized && mail.IDKey(h.MessageID) == key {
+			return []uint32{original.UID}, nil
+		}
+	}
+	return nil, nil
 }
 
 // originalUIDs finds original in the selected mailbox: by Message-ID
@@ -163,4 +192,87 @@ func describeSent(h *mail.Message) string {
 		return "without a Message-ID"
 	}
 	return "Message-ID <" + h.MessageID + ">"
+}
+
+var _ agent.OriginalLocator = (*Mailer)(nil)
+
+// LocateMessageID implements agent.OriginalLocator: each of mailboxes is
+// searched for messageID in the Message-ID header (a substring match: the
+// caller compares each header), and the hits' headers are read, at most
+// agent.MaxLocated+1 in all. A mailbox the server refuses to select (it
+// has no such mailbox) is skipped; any other error ends the search.
+func (m *Mailer) LocateMessageID(ctx context.Context, account string, mailboxes []string, messageID string) ([]agent.LocatedMessage, error) {
+	a, err := m.account(account)
+	if err != nil {
+		return nil, err
+	}
+	if mail.IDKey(messageID) == "" {
+		return nil, nil
+	}
+	var out []agent.LocatedMessage
+	for _, mb := range mailboxes {
+		if len(out) > agent.MaxLocated {
+			break
+		}
+		err := a.with(ctx, inMailbox(mb), func(c *imapsync.Client) error {
+			uids, err := c.SearchHeader(ctx, []string{"Message-ID"}, mail.NormalizeID(messageID))
+			if err != nil || len(uids) == 0 {
+				return err
+			}
+			if n := agent.MaxLocated + 1 - len(out); len(uids) > n {
+				uids = uids[:n]
+			}
+			_, uv, err := c.Selected()
+			if err != nil {
+				return err
+			}
+			hdrs, err := c.FetchHeaders(ctx, uids, answeredHeaderBytes)
+			if err != nil {
+				return err
+			}
+			for _, uid := range uids {
+				if h, ok := hdrs[uid]; ok {
+					out = append(out, agent.LocatedMessage{Key: store.MessageKey{Account: account, Mailbox: mb, UIDValidity: uv, UID: uid}, Header: h})
+				}
+			}
+			return nil
+		})
+		if refusedSelect(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("search %s: %w", mb, err)
+		}
+	}
+	return out, nil
+}
+
+// MarkAnsweredAt implements agent.OriginalLocator: \Answered on the
+// message at key, when its mailbox still has key's UIDVALIDITY (UIDs are
+// never reused within one, so it is the same message); otherwise ErrGone.
+func (m *Mailer) MarkAnsweredAt(ctx context.Context, account string, key store.MessageKey) error {
+	a, err := m.account(account)
+	if err != nil {
+		return err
+	}
+	if noMailbox(key) || key.UID == 0 {
+		return nil
+	}
+	return a.with(ctx, inMailbox(key.Mailbox), func(c *imapsync.Client) error {
+		_, uv, err := c.Selected()
+		if err != nil {
+			return err
+		}
+		if uv != key.UIDValidity {
+			return fmt.Errorf("%s has a new UIDVALIDITY: %w", key.Mailbox, ErrGone)
+		}
+		return c.StoreFlags(ctx, []uint32{key.UID}, true, []string{imapsync.FlagAnswered})
+	})
+}
+
+// refusedSelect reports whether err is the server refusing to select a
+// mailbox (NO: there is no such mailbox, or it may not be opened).
+func refusedSelect(err error) bool {
+	var ie *imap.Error
+	return err != nil && errors.As(err, &ie) && ie.Type == imap.StatusResponseTypeNo && strings.Contains(err.Error(), "imap select")
 }
