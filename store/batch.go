@@ -103,7 +103,7 @@ func (b *Batch) Flush() error {
 				return fmt.Errorf("put outcome %s: %w", h.rec.MessageKey, err)
 			}
 			if h.tokensIn+h.tokensOut > 0 {
-				if err := addUsageTx(tx, h.day, h.tokensIn, h.tokensOut); err != nil {
+				if err := addUsageTx(tx, h.day, h.tokensIn, h.tokensOut, h.trace); err != nil {
 					return fmt.Errorf("put outcome %s: %w", h.rec.MessageKey, err)
 				}
 			}

@@ -107,7 +107,7 @@ func (s *Store) PutOutcome(rec *MessageRecord, t *Trace, day string, tokensIn, t
 			return err
 		}
 		if withUsage {
-			return addUsageTx(tx, day, tokensIn, tokensOut)
+			return addUsageTx(tx, day, tokensIn, tokensOut, t)
 		}
 		return nil
 	})

@@ -141,3 +141,58 @@ func TestThreadInputsLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestUsageLatency: each model step of an outcome's trace adds its latency
+// to the day (steps without a model do not); the mean, the p95 bucket and
+// the sum over days follow.
+func TestUsageLatency(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	put := func(uid uint32, day string, latencies ...int64) {
+		t.Helper()
+		rec := &MessageRecord{MessageKey: MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 1, UID: uid},
+			MessageID: fmt.Sprintf("m%d@x", uid), State: StateDone, TraceID: fmt.Sprintf("tr_%d", uid)}
+		tr := &Trace{TraceID: rec.TraceID, Message: rec.MessageKey, MessageID: rec.MessageID,
+			Steps: []Step{{Name: "parse", LatencyMS: 9999}}}
+		for _, ms := range latencies {
+			tr.Steps = append(tr.Steps, Step{Name: "classify", Model: "m", LatencyMS: ms})
+		}
+		if err := s.PutOutcome(rec, tr, day, 10, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 19 fast calls (≤ 250ms) and one slow (3s): the p95 is the fast bucket.
+	for i := range 19 {
+		put(uint32(i+1), "2026-11-21", 100)
+	}
+	put(20, "2026-11-21", 3000)
+	u, err := s.Usage("2026-11-21")
+	if err != nil || u.ModelCalls != 20 || u.LatencyMS != 19*100+3000 {
+		t.Fatalf("usage: %+v %v", u, err)
+	}
+	if m := u.LatencyMean(); m != 245*time.Millisecond {
+		t.Errorf("mean %v, want 245ms", m)
+	}
+	if p, ok := u.LatencyP95(); !ok || p != 250*time.Millisecond {
+		t.Errorf("p95 %v %v, want ≤ 250ms", p, ok)
+	}
+	// Two more slow calls in one message: now the 95th percentile is slow.
+	put(21, "2026-11-21", 4000, 70000)
+	u, _ = s.Usage("2026-11-21")
+	if p, ok := u.LatencyP95(); !ok || p != 5*time.Second {
+		t.Errorf("p95 %v %v, want ≤ 5s (%+v)", p, ok, u)
+	}
+	put(22, "2026-11-22", 700)
+	v, _ := s.Usage("2026-11-22")
+	sum := u
+	sum.Add(v)
+	if sum.ModelCalls != 23 || sum.LatencyMS != u.LatencyMS+700 || sum.LatencyBuckets[2] != 1 || sum.Calls != u.Calls+1 {
+		t.Errorf("sum over days: %+v", sum)
+	}
+	if _, ok := (UsageDay{}).LatencyP95(); ok {
+		t.Error("a day without calls has a p95")
+	}
+}

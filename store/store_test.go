@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -519,7 +520,7 @@ func TestUsage(t *testing.T) {
 		}
 	}
 	got, err := s.Usage("2025-03-01")
-	if err != nil || got != (UsageDay{Day: "2025-03-01", Calls: 2, TokensIn: 150, TokensOut: 15}) {
+	if err != nil || !reflect.DeepEqual(got, UsageDay{Day: "2025-03-01", Calls: 2, TokensIn: 150, TokensOut: 15}) {
 		t.Errorf("got %+v, %v; want 2 calls, 150 in, 15 out", got, err)
 	}
 	empty, err := s.Usage("2025-01-01")

@@ -328,4 +328,11 @@ type UsageDay struct {
 	Calls     int64  `json:"calls"`
 	TokensIn  int64  `json:"tokens_in"`
 	TokensOut int64  `json:"tokens_out"`
+	// ModelCalls counts the model calls whose latency is recorded (the
+	// trace steps with a model), LatencyMS their total, and
+	// LatencyBuckets how many fell under each of LatencyBounds (the last
+	// bucket: longer).
+	ModelCalls     int64   `json:"model_calls"`
+	LatencyMS      int64   `json:"latency_ms"`
+	LatencyBuckets []int64 `json:"latency_buckets,omitempty"`
 }

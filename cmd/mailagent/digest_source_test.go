@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -63,7 +64,7 @@ func TestDigestTokensThroughSocketMatchStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if direct.Usage != viaSocket.Usage || direct.USD != viaSocket.USD {
+		if !reflect.DeepEqual(direct.Usage, viaSocket.Usage) || direct.USD != viaSocket.USD {
 			t.Errorf("since %s: through the socket %+v ($%v); from the store %+v ($%v)", since, viaSocket.Usage, viaSocket.USD, direct.Usage, direct.USD)
 		}
 		var want int64

@@ -262,6 +262,26 @@ type UsageJSON struct {
 	Calls     int64  `json:"calls"`
 	TokensIn  int64  `json:"tokens_in"`
 	TokensOut int64  `json:"tokens_out"`
+	// ModelCalls counts the model calls with a recorded latency;
+	// LatencyMeanMS is their mean and LatencyP95MS the upper bound of the
+	// latency bucket holding their 95th percentile (null without calls, or
+	// past the last bucket, 60 s).
+	ModelCalls    int64  `json:"model_calls"`
+	LatencyMeanMS *int64 `json:"latency_mean_ms"`
+	LatencyP95MS  *int64 `json:"latency_p95_ms"`
+}
+
+func toUsageJSON(u store.UsageDay) UsageJSON {
+	j := UsageJSON{Day: u.Day, Calls: u.Calls, TokensIn: u.TokensIn, TokensOut: u.TokensOut, ModelCalls: u.ModelCalls}
+	if u.ModelCalls > 0 {
+		mean := u.LatencyMean().Milliseconds()
+		j.LatencyMeanMS = &mean
+	}
+	if p95, ok := u.LatencyP95(); ok {
+		ms := p95.Milliseconds()
+		j.LatencyP95MS = &ms
+	}
+	return j
 }
 
 // StatusJSON is `status --json`.
@@ -739,7 +759,7 @@ func toExplainJSON(tr *store.Trace, rec *store.MessageRecord) ExplainJSON {
 func toStatusJSON(s *api.Status) StatusJSON {
 	j := StatusJSON{Watcher: s.Watcher, Started: optTime(s.Started), Accounts: make([]AccountStatusJSON, 0, len(s.Accounts)),
 		AutoSentToday: s.AutoSentToday, AutoSendCap: s.AutoSendCap, Counts: map[string]int{},
-		TokensToday: UsageJSON(s.TokensToday)}
+		TokensToday: toUsageJSON(s.TokensToday)}
 	if s.PID != 0 {
 		pid := s.PID
 		j.PID = &pid

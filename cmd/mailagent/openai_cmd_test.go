@@ -109,6 +109,13 @@ func TestTriageEveryProvider(t *testing.T) {
 			if st.TokensToday.Calls != 3 || st.TokensToday.TokensIn != 1020 || st.TokensToday.TokensOut != 90 {
 				t.Errorf("status tokens today: %+v, want 3 calls, 1020 in, 90 out", st.TokensToday)
 			}
+			// Latency: every model call of the day, each ≥ 40ms here.
+			if u := st.TokensToday; u.ModelCalls < 3 || u.LatencyMeanMS == nil || *u.LatencyMeanMS < 40 || u.LatencyP95MS == nil || *u.LatencyP95MS < 250 {
+				t.Errorf("status latency today: %+v, want ≥ 3 model calls, mean ≥ 40ms, a p95 bound", u)
+			}
+			if out, _, _ := h.run("status"); !strings.Contains(out, "model latency today: mean ") {
+				t.Errorf("status text lacks the latency:\n%s", out)
+			}
 		})
 	}
 }

@@ -76,5 +76,12 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	fmt.Fprintf(f.Stdout, "messages: %s\n", strings.Join(states, ", "))
 	fmt.Fprintf(f.Stdout, "auto-sent today: %d of %d\n", s.AutoSentToday, s.AutoSendCap)
 	fmt.Fprintf(f.Stdout, "tokens today: %d in, %d out (%s)\n", s.TokensToday.TokensIn, s.TokensToday.TokensOut, plural(int(s.TokensToday.Calls), "call"))
+	if u := s.TokensToday; u.ModelCalls > 0 {
+		p95 := "over 60s"
+		if d, ok := u.LatencyP95(); ok {
+			p95 = "at most " + d.String()
+		}
+		fmt.Fprintf(f.Stdout, "model latency today: mean %s, p95 %s (%s)\n", u.LatencyMean(), p95, plural(int(u.ModelCalls), "model call"))
+	}
 	return nil
 }

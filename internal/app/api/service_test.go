@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -75,7 +76,7 @@ func runServiceSuite(t *testing.T, newSvc func(t *testing.T, st *store.Store) Se
 		if s.Counts[store.StateNeedsReview] != 2 || s.Counts[store.StateDone] != 2 {
 			t.Errorf("counts: got %v, want 2 needs_review and 2 done", s.Counts)
 		}
-		if got, want := s.TokensToday, (store.UsageDay{Day: "2025-03-14", Calls: 2, TokensIn: 1000, TokensOut: 100}); got != want {
+		if got, want := s.TokensToday, (store.UsageDay{Day: "2025-03-14", Calls: 2, TokensIn: 1000, TokensOut: 100}); !reflect.DeepEqual(got, want) {
 			t.Errorf("tokens today: got %+v, want %+v", got, want)
 		}
 		if s.AutoSentToday != 2 || s.AutoSendCap != 10 {

@@ -174,9 +174,7 @@ func Build(src Source, since, until time.Time, model string) (*Report, error) {
 		return nil, fmt.Errorf("digest: usage: %w", err)
 	}
 	for _, d := range days {
-		r.Usage.Calls += d.Calls
-		r.Usage.TokensIn += d.TokensIn
-		r.Usage.TokensOut += d.TokensOut
+		r.Usage.Add(d)
 	}
 	r.Usage.Day = store.Day(since) + ".." + store.Day(until)
 	r.Price, r.PriceKnown = llm.PriceOf(model)
