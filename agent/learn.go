@@ -100,6 +100,51 @@ func (p *Pipeline) learnFromApproval(ctx context.Context, item *store.QueueItem)
 	return out
 }
 
+// unlearnApproval forgets what learnFromApproval wrote for the approval
+// behind id (a queue item id, or its outbox id) once the approval was
+// cancelled in its undo window: the edit's record (source edit:q_…) and
+// the approved example. Approving again learns them again. Style records
+// distilled meanwhile stay: they summarise several edits. Failures are
+// logged; the cancel itself has happened.
+func (p *Pipeline) unlearnApproval(id string) {
+	a := p.Actor
+	if a == nil || a.Memory == nil {
+		return
+	}
+	queueID := id
+	if !strings.HasPrefix(id, "q_") {
+		ob, err := p.Actor.Store.GetOutbox(id)
+		if err != nil || ob.QueueID == "" {
+			return
+		}
+		queueID = ob.QueueID
+	}
+	item, err := p.Actor.Store.GetQueueItem(queueID)
+	if err != nil {
+		return
+	}
+	recs, err := a.Memory.ListMemory(store.MemoryFilter{Account: item.Account, Source: store.SourceEdit + queueID})
+	if err != nil {
+		p.logger().Warn("unlearn: list", "item", queueID, "err", err)
+	}
+	for _, r := range recs {
+		if err := a.Memory.ForgetMemory(r.ID); err != nil {
+			p.logger().Warn("unlearn: record", "item", queueID, "err", err)
+		}
+	}
+	exs, err := a.Memory.ListExamples(item.Account)
+	if err != nil {
+		p.logger().Warn("unlearn: examples", "item", queueID, "err", err)
+	}
+	for _, e := range exs {
+		if e.Kind == store.ExampleApproved && e.Source == queueID {
+			if err := a.Memory.ForgetExample(e.ID); err != nil {
+				p.logger().Warn("unlearn: example", "item", queueID, "err", err)
+			}
+		}
+	}
+}
+
 // learnFromReject records the owner's reason for rejecting item as a
 // preference about its correspondent. An empty reason teaches nothing.
 func (p *Pipeline) learnFromReject(item *store.QueueItem) []store.Learned {

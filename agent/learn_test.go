@@ -295,3 +295,50 @@ func TestSelectMemoryStaysWithinBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelInUndoWindowUnlearns: cancelling an approval in its undo
+// window takes back what it taught (the edit's record and the approved
+// example); approving again teaches it again, once.
+func TestCancelInUndoWindowUnlearns(t *testing.T) {
+	p, st, _, _ := newLearnPipeline(t, "review")
+	p.Policy.ApprovalDelay = time.Hour
+	ctx := context.Background()
+	q := queueOne(t, p, "Bob <bob@example.org>", "Meeting")
+	other := queueOne(t, p, "Carol <carol@example.org>", "Lunch")
+	if _, err := p.Approve(ctx, other.ID, "Lunch on Friday.\n\nBest,\nAda"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Approve(ctx, q.ID, "Tuesday works.\n\nBest,\nAda"); err != nil {
+		t.Fatal(err)
+	}
+	learned := func() (recs, exs int) {
+		t.Helper()
+		rs, _ := st.ListMemory(store.MemoryFilter{Account: "a", Source: store.SourceEdit + q.ID})
+		es, _ := st.ListExamples("a")
+		for _, e := range es {
+			if e.Source == q.ID {
+				exs++
+			}
+		}
+		return len(rs), exs
+	}
+	if r, e := learned(); r != 1 || e != 1 {
+		t.Fatalf("after approve: %d records, %d examples from it; want 1 and 1", r, e)
+	}
+	if err := p.Cancel(ctx, q.ID); err != nil {
+		t.Fatal(err)
+	}
+	if r, e := learned(); r != 0 || e != 0 {
+		t.Errorf("after cancel: %d records, %d examples from it; want none", r, e)
+	}
+	// Carol's approval, not cancelled, keeps what it taught.
+	if rs, _ := st.ListMemory(store.MemoryFilter{Account: "a", Source: store.SourceEdit + other.ID}); len(rs) != 1 {
+		t.Errorf("carol's record went with bob's cancel: %d", len(rs))
+	}
+	if _, err := p.Approve(ctx, q.ID, "Tuesday works.\n\nBest,\nAda"); err != nil {
+		t.Fatal(err)
+	}
+	if r, e := learned(); r != 1 || e != 1 {
+		t.Errorf("approved again: %d records, %d examples; want 1 and 1", r, e)
+	}
+}

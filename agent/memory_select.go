@@ -23,6 +23,7 @@ type MemoryStore interface {
 	ForgetMemory(id string) error
 	AddExample(e *store.Example) error
 	ListExamples(account string) ([]store.Example, error)
+	ForgetExample(id string) error
 }
 
 // EstimateTokens is a deterministic estimate of the tokens a text costs:

@@ -53,8 +53,14 @@ func (p *Pipeline) Deliver(ctx context.Context, id string) error {
 
 // Cancel stops a scheduled send: a delayed auto-send or an approval in its
 // undo window (outbox.Outbox.Cancel). Too late wraps ErrNotActionable.
+// Cancelling an approval also takes back what the approval taught (see
+// unlearnApproval): the undo window undoes the whole approval.
 func (p *Pipeline) Cancel(ctx context.Context, id string) error {
-	return p.outbox().Cancel(ctx, id)
+	if err := p.outbox().Cancel(ctx, id); err != nil {
+		return err
+	}
+	p.unlearnApproval(id)
+	return nil
 }
 
 // SendApproval waits out the undo window of an approved item and sends it,
