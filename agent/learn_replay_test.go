@@ -152,11 +152,13 @@ func TestMemoryTokenGrowth(t *testing.T) {
 				Text: fmt.Sprintf("record %d: the owner prefers short replies and mornings for meetings", i)})
 		}
 		var exs []store.Example
+		// Half the examples are Bob's own, half another contact's (used
+		// because this draft is bound for the queue: OtherContacts).
 		for i := range min(n, 20) {
-			exs = append(exs, store.Example{Account: "a", Kind: store.ExampleApproved, Contact: "dan@example.org", Intents: []string{"scheduling"},
-				Text: strings.Repeat("An approved reply of a few sentences. ", 6), Created: now.Add(time.Duration(i) * time.Second)})
+			exs = append(exs, store.Example{Account: "a", Kind: store.ExampleApproved, Contact: []string{"bob@example.org", "dan@example.org"}[i%2],
+				Intents: []string{"scheduling"}, Text: strings.Repeat("An approved reply of a few sentences. ", 6), Created: now.Add(time.Duration(i) * time.Second)})
 		}
-		m := SelectMemory(MemoryQuery{Account: "a", Contact: "bob@example.org", Intents: []string{"scheduling"}, Now: now}, recs, exs)
+		m := SelectMemory(MemoryQuery{Account: "a", Contact: "bob@example.org", Intents: []string{"scheduling"}, Now: now, OtherContacts: true}, recs, exs)
 		d := prompts.DraftData{Owner: prompts.Owner{Name: "Ada", Email: "ada@example.com"}, Boundary: prompts.NewBoundary(),
 			From: "Bob <bob@example.org>", Subject: "Meeting", Body: "Can we meet on Tuesday?", Intents: []string{"scheduling"}, Memory: m}
 		sys, user, err := ps.Draft(d)
@@ -164,7 +166,10 @@ func TestMemoryTokenGrowth(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := MemoryTokens(m)
-		t.Logf("| %d | %d | %d | %d |", n, got, len(m.Records)+len(m.Style)+len(m.Examples)+len(m.OwnerReplies), EstimateTokens(sys+user))
+		t.Logf("| %d | %d | %d (%d examples) | %d |", n, got, len(m.Records)+len(m.Style)+len(m.Examples)+len(m.OwnerReplies), len(m.Examples), EstimateTokens(sys+user))
+		if n > 0 && len(m.Examples) == 0 {
+			t.Errorf("%d records: no example selected", n)
+		}
 		if got > DefaultMemoryBudget {
 			t.Errorf("%d records: %d memory tokens, budget %d", n, got, DefaultMemoryBudget)
 		}

@@ -45,6 +45,11 @@ func MemoryTokens(m prompts.Memory) int {
 	return n
 }
 
+// FewShot bounds how many of the owner's replies, and how many approved
+// examples, a draft sees: a few show the voice, and more would leave no
+// room in the budget for the contact's records and the style rules.
+const FewShot = 3
+
 // MemoryQuery says whom and what a draft is for.
 type MemoryQuery struct {
 	Account string
@@ -65,11 +70,11 @@ type MemoryQuery struct {
 
 // SelectMemory picks, by whole items and never by cutting one, what a
 // draft for q sees, in priority order: the owner's recent replies to this
-// contact (newest first), approved replies to emails with the same intents
-// (newest first; to other contacts only with q.OtherContacts), this
-// contact's records (its own, then its domain's,
-// then the owner's global rules and facts; newest first), the global
-// style records. An item that does not fit in what is left of the budget
+// contact (newest first, at most FewShot), approved replies to emails with
+// the same intents (newest first, at most FewShot; to other contacts only
+// with q.OtherContacts), this contact's records (its own, then its
+// domain's, then the owner's global rules and facts; newest first), the
+// global style records. An item that does not fit in what is left of the budget
 // is skipped and the next is tried. Records about another contact are
 // never considered; expired temporary records neither.
 func SelectMemory(q MemoryQuery, recs []store.MemoryRecord, examples []store.Example) prompts.Memory {
@@ -81,6 +86,9 @@ func SelectMemory(q MemoryQuery, recs []store.MemoryRecord, examples []store.Exa
 	var m prompts.Memory
 	left := budget
 	take := func(list *[]string, s string) {
+		if (list == &m.OwnerReplies || list == &m.Examples) && len(*list) >= FewShot {
+			return
+		}
 		if c := EstimateTokens(s); c <= left {
 			*list = append(*list, s)
 			left -= c
