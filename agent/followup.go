@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
@@ -302,7 +303,7 @@ func (f *Followups) Incoming(ctx context.Context, rec *store.MessageRecord) erro
 type SentMail struct {
 	Message *mail.Message
 	// Asks is true when the owner's own text (quotes removed) asks
-	// something: it contains a question mark.
+	// something or asks the other side to act (AsksQuestion).
 	Asks bool
 	// NudgeOf is the followup id when the message is one of mailagent's
 	// follow-up drafts sent after approval ("" otherwise).
@@ -310,9 +311,43 @@ type SentMail struct {
 }
 
 // AsksQuestion is how Asks is decided: the owner's own text, without
-// quotes and signature, contains a question mark.
+// quotes and signature, asks something (a question mark) or asks the
+// other side to do something ("please send", "let me know", "could you",
+// "I look forward to your reply", and the same in German, French and
+// Spanish; see requestPhrases). Code decides, never the model.
 func AsksQuestion(m *mail.Message) bool {
-	return strings.ContainsAny(m.CleanText, "?？")
+	if strings.ContainsAny(m.CleanText, "?？¿") {
+		return true
+	}
+	text := " " + strings.Join(strings.FieldsFunc(strings.ToLower(m.CleanText), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\''
+	}), " ") + " "
+	for _, p := range requestPhrases {
+		if strings.Contains(text, " "+p+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+// requestPhrases are the words, lowercased and with punctuation turned to
+// single spaces, by which a mail asks the other side to act or answer
+// without a question mark. A phrase must stand as whole words.
+var requestPhrases = []string{
+	"please send", "please let me know", "let me know", "please confirm", "please review",
+	"please reply", "please get back", "get back to me", "please sign", "please advise",
+	"please share", "please provide", "please check", "could you", "can you", "would you",
+	"i look forward to your", "looking forward to your", "looking forward to hearing",
+	"i look forward to hearing", "i'd appreciate", "i would appreciate", "send me",
+	"waiting for your", "awaiting your",
+	// German, French, Spanish.
+	"bitte schick", "bitte senden", "bitte sende", "bitte bestätigen", "bitte bestätige", "gib mir bescheid",
+	"geben sie mir bescheid", "lass mich wissen", "lassen sie mich wissen", "könntest du", "könnten sie",
+	"ich freue mich auf ihre", "ich freue mich auf deine",
+	"merci de me", "merci de confirmer", "pourriez vous", "pouvez vous", "peux tu", "tiens moi au courant",
+	"tenez moi au courant", "j'attends votre", "dans l'attente de votre",
+	"por favor envía", "por favor envíame", "por favor confirma", "podrías", "podría enviarme", "avísame",
+	"quedo a la espera",
 }
 
 // OwnerSent updates reply tracking with mail the owner sent (any client,

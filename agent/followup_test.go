@@ -460,3 +460,29 @@ func TestFollowupNudgeTextIsTheOwners(t *testing.T) {
 		t.Errorf("blank nudge_text: draft %q, want the default", got)
 	}
 }
+
+// TestAsksQuestion: a question mark, or a request that commits the other
+// side, opens awaiting_reply; a plain statement, thanks, or a request
+// only in the quoted text does not.
+func TestAsksQuestion(t *testing.T) {
+	for text, want := range map[string]bool{
+		"Does Tuesday work?":                            true,
+		"Please send me the signed contract by Friday.": true,
+		"Let me know when you have the numbers.":        true,
+		"Could you review the draft before Monday.":     true,
+		"I look forward to your reply.":                 true,
+		"Bitte schick mir den Vertrag bis Freitag.":     true,
+		"Merci de me confirmer la date.":                true,
+		"Pourriez-vous m'envoyer le devis.":             true,
+		"¿Podrías enviarme el informe":                  true,
+		"Thanks, that works for me.":                    false,
+		"Here is the contract, signed.":                 false,
+		"I can't make it on Tuesday.":                   false,
+		"Canyon trip photos attached.":                  false,
+		"Sending you the file now.":                     false,
+	} {
+		if got := AsksQuestion(&mail.Message{CleanText: text}); got != want {
+			t.Errorf("%q: asks = %v, want %v", text, got, want)
+		}
+	}
+}
