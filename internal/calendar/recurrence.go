@@ -164,7 +164,7 @@ func (s *series) apply(c *ical.Component, method string) (ch OccurrenceChange, d
 		ch.Note = "the series on your calendar has no occurrence at " + ch.RecurrenceID
 		return ch, false
 	}
-	ch.Start = at
+	ch.Start = at.In(s.master.start.Location())
 	if method == MethodRequest {
 		return s.override(c, ch, at, thisAndFuture)
 	}
