@@ -84,25 +84,47 @@ func (p *Pipeline) changeSeries(ctx context.Context, account string, msg *calend
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	var changes []calendar.OccurrenceChange
+	var note string
+	// A refused write (another client, or another message about the same
+	// series, wrote it since it was read) is never overwritten: the new
+	// version is read again and the change applied on top of it.
+	for range maxSeriesAttempts {
+		var conflict bool
+		changes, note, conflict = p.changeSeriesOnce(ctx, r, w, account, msg)
+		if !conflict {
+			break
+		}
+	}
+	return changes, note
+}
+
+// maxSeriesAttempts bounds the read-apply-write rounds of changeSeries.
+const maxSeriesAttempts = 3
+
+// changeSeriesOnce is one round of changeSeries; conflict reports a
+// write refused because the series changed since it was read.
+func (p *Pipeline) changeSeriesOnce(ctx context.Context, r EventReader, w EventWriter, account string,
+	msg *calendar.Invitation) (_ []calendar.OccurrenceChange, _ string, conflict bool) {
 	stored, st, loc, err := r.GetEvent(ctx, account, msg.UID)
 	switch {
 	case errors.Is(err, calendar.ErrEventGone):
-		return nil, "the series is not on your calendar (mailagent changes only the event it wrote when you answered the invitation): nothing changed"
+		return nil, "the series is not on your calendar (mailagent changes only the event it wrote when you answered the invitation): nothing changed", false
 	case err != nil:
-		return nil, "your calendar was not read (" + err.Error() + "): nothing changed"
+		return nil, "your calendar was not read (" + err.Error() + "): nothing changed", false
 	case st.Path == "":
-		return nil, "no writable calendar for this account: nothing changed"
+		return nil, "no writable calendar for this account: nothing changed", false
 	}
 	data, changes, err := calendar.ApplyOccurrences(stored, msg, loc)
 	switch {
 	case errors.Is(err, calendar.ErrNotOrganizer):
-		return nil, "the series on your calendar was organized by someone else: nothing changed"
+		return nil, "the series on your calendar was organized by someone else: nothing changed", false
 	case errors.Is(err, calendar.ErrNoSeries):
-		return nil, "the event on your calendar is not a recurring series with this UID: nothing changed"
+		return nil, "the event on your calendar is not a recurring series with this UID: nothing changed", false
 	case err != nil:
-		return nil, "not applied: " + err.Error()
+		return nil, "not applied: " + err.Error(), false
 	case data == nil:
-		return changes, ""
+		return changes, "", false
 	}
 	put, err := w.PutEvent(ctx, account, msg.UID, data, st.ETag)
 	if err != nil {
@@ -112,9 +134,9 @@ func (p *Pipeline) changeSeries(ctx context.Context, account string, msg *calend
 			}
 		}
 		if errors.Is(err, calendar.ErrPrecondition) {
-			return changes, "the event on your calendar changed while mailagent was applying this (another client wrote it): not overwritten; change that occurrence in your calendar client"
+			return changes, "the event on your calendar changed while mailagent was applying this (another client wrote it): not overwritten; change that occurrence in your calendar client", true
 		}
-		return changes, "your calendar was not updated: " + err.Error()
+		return changes, "your calendar was not updated: " + err.Error(), false
 	}
 	if holder := p.writtenEvent(account, msg.UID, ""); holder != nil && holder.Invitation.CalendarETag == st.ETag {
 		_, terr := p.Actor.Store.TransitionQueueItem(holder.ID, []string{holder.Status}, holder.Status, func(it *store.QueueItem) error {
@@ -127,7 +149,7 @@ func (p *Pipeline) changeSeries(ctx context.Context, account string, msg *calend
 			p.logger().Warn("invitation: new calendar version not recorded", "item", holder.ID, "err", terr)
 		}
 	}
-	return changes, ""
+	return changes, "", false
 }
 
 // occurrenceRecord is a change as the queue item keeps it, with its

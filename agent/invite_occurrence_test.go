@@ -186,31 +186,52 @@ func TestOccurrenceMoveAppliedToSeries(t *testing.T) {
 
 // TestOccurrenceCancelNeverOverwrites: when another client writes the
 // series between mailagent's read and its write, the PUT (If-Match on
-// the version read) is refused, never retried, the other client's data
-// stays, and the CANCEL's item says the occurrence was not applied.
+// the version read) is refused and the other client's version is never
+// overwritten: mailagent reads it again and adds the EXDATE on top of
+// it, so both changes stand. A client that writes every time wins: after
+// three refused rounds its data stays and the CANCEL's item says the
+// occurrence was not applied.
 func TestOccurrenceCancelNeverOverwrites(t *testing.T) {
-	p, st, _, srv, _ := invitePipeline(t)
-	const uid = "weekly-3@example.org"
-	q := acceptedSeries(t, p, st, uid)
-	path := q.Invitation.CalendarPath
-	p.Calendar = hookCalendar{sourceCalendar: p.Calendar.(sourceCalendar), beforePut: func() { srv.Touch(path, "THE OWNER'S PHONE") }}
-	rec := process(t, p, inviteMsg(bob, "Cancelled", "CANCEL",
-		seriesICS("CANCEL", uid, 1, "bob@example.org", "Weekly sync", "", "RECURRENCE-ID:20261208T100000Z"), true))
-	if o, _ := srv.Get(path); o.Data != "THE OWNER'S PHONE" {
-		t.Fatalf("the other client's write was overwritten: %q", o.Data)
-	}
-	refused := 0
-	for _, w := range srv.Writes() {
-		if w.Status == 412 {
-			refused++
-		}
-	}
-	if refused != 1 {
-		t.Errorf("%d refused writes, want exactly 1 (no retry)", refused)
-	}
-	ci := item(t, st, QueueID(rec.MessageKey)).Invitation
-	if !strings.Contains(ci.Applied, "not applied") || !strings.Contains(ci.Applied, "not overwritten") || ci.Occurrences[0].Applied {
-		t.Errorf("CANCEL item: %q %+v", ci.Applied, ci.Occurrences)
+	for _, always := range []bool{false, true} {
+		t.Run(map[bool]string{false: "once", true: "always"}[always], func(t *testing.T) {
+			p, st, _, srv, _ := invitePipeline(t)
+			const uid = "weekly-3@example.org"
+			q := acceptedSeries(t, p, st, uid)
+			path := q.Invitation.CalendarPath
+			touched := 0
+			p.Calendar = hookCalendar{sourceCalendar: p.Calendar.(sourceCalendar), beforePut: func() {
+				if always || touched == 0 {
+					o, _ := srv.Get(path)
+					srv.Touch(path, strings.Replace(o.Data, "SUMMARY:Weekly sync", "SUMMARY:Weekly sync (notes from my phone)", 1))
+					touched++
+				}
+			}}
+			rec := process(t, p, inviteMsg(bob, "Cancelled", "CANCEL",
+				seriesICS("CANCEL", uid, 1, "bob@example.org", "Weekly sync", "", "RECURRENCE-ID:20261208T100000Z"), true))
+			o, _ := srv.Get(path)
+			if !strings.Contains(o.Data, "notes from my phone") {
+				t.Fatalf("the other client's write was overwritten:\n%s", o.Data)
+			}
+			refused := 0
+			for _, w := range srv.Writes() {
+				if w.Status == 412 {
+					refused++
+				}
+			}
+			ci := item(t, st, QueueID(rec.MessageKey)).Invitation
+			if !always {
+				if refused != 1 || !strings.Contains(o.Data, "EXDATE:20261208T100000Z") || !ci.Occurrences[0].Applied {
+					t.Errorf("refused %d, applied %+v, calendar:\n%s", refused, ci.Occurrences, o.Data)
+				}
+				return
+			}
+			if refused != maxSeriesAttempts || strings.Contains(o.Data, "EXDATE") {
+				t.Errorf("%d refused writes, want %d; calendar:\n%s", refused, maxSeriesAttempts, o.Data)
+			}
+			if !strings.Contains(ci.Applied, "not applied") || !strings.Contains(ci.Applied, "not overwritten") || ci.Occurrences[0].Applied {
+				t.Errorf("CANCEL item: %q %+v", ci.Applied, ci.Occurrences)
+			}
+		})
 	}
 }
 
