@@ -317,3 +317,28 @@ func TestOccurrenceAttacks(t *testing.T) {
 		t.Fatalf("%d of %d attacks got through", through, tried)
 	}
 }
+
+// TestCancelNotBlockedByAnotherOrganizer: Mallory, authenticated as
+// herself, sends a REQUEST for the UID of Bob's series naming herself
+// organizer with a huge SEQUENCE; neither Bob's CANCEL of one occurrence
+// nor his CANCEL of the series is then taken for stale.
+func TestCancelNotBlockedByAnotherOrganizer(t *testing.T) {
+	p, st, _, srv, _ := invitePipeline(t)
+	const uid = "weekly-5@example.org"
+	q := acceptedSeries(t, p, st, uid)
+	path := q.Invitation.CalendarPath
+	process(t, p, inviteMsg("Mallory <mallory@evil.example>", "Weekly sync", "REQUEST",
+		seriesICS("REQUEST", uid, 9, "mallory@evil.example", "Weekly sync", ""), true))
+	rec := process(t, p, inviteMsg(bob, "Cancelled one", "CANCEL",
+		seriesICS("CANCEL", uid, 1, "bob@example.org", "Weekly sync", "", "RECURRENCE-ID:20261208T100000Z"), true))
+	if strings.Contains(rec.Invitation.Applied, "older") || !strings.Contains(rec.Invitation.Applied, "done on your calendar") {
+		t.Errorf("occurrence CANCEL: %q", rec.Invitation.Applied)
+	}
+	rec = process(t, p, inviteMsg(bob, "Cancelled all", "CANCEL", seriesICS("CANCEL", uid, 1, "bob@example.org", "Weekly sync", ""), true))
+	if _, ok := srv.Get(path); ok || strings.Contains(rec.Invitation.Applied, "older") {
+		t.Errorf("series CANCEL: still on the calendar %v, applied %q", ok, rec.Invitation.Applied)
+	}
+	if got := item(t, st, q.ID); got.Invitation.Status != store.InvitationCancelled {
+		t.Errorf("accepted item: %+v", got.Invitation)
+	}
+}
