@@ -176,7 +176,8 @@ func TestInvitationOccurrenceRadicaleE2E(t *testing.T) {
 		t.Errorf("queue show of the CANCEL lacks %q:\n%s", want, show)
 	}
 	show, _, _ = h.run("queue", "show", queueIDBySubject(t, h, "Updated: Weekly sync @ week 3"))
-	if !strings.Contains(show, "moves the occurrence on "+occ(2).Format("Mon 2 January 2006 15:04 MST")) || !strings.Contains(show, "done on your calendar") {
+	if !strings.Contains(show, "moves the occurrence on "+occ(2).Format("Mon 2 January 2006 15:04 MST")) || !strings.Contains(show, "done on your calendar") ||
+		!strings.Contains(show, "recurring one occurrence of a series (RECURRENCE-ID "+local(occ(2))+")") {
 		t.Errorf("queue show of the move:\n%s", show)
 	}
 	show, _, _ = h.run("queue", "show", queueIDBySubject(t, h, "Cancelled spoofed @ week 4"))

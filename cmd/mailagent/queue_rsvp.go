@@ -227,10 +227,13 @@ func printInvitation(w io.Writer, inv *store.Invitation) {
 		fmt.Fprintf(w, "  when %s – %s (%s)\n", inv.Start.In(loc).Format("Mon 02 Jan 2006 15:04 MST"), inv.End.In(loc).Format("15:04 MST"), line(zone))
 	}
 	rec := "no"
-	if inv.Recurring {
+	switch {
+	case inv.RecurrenceID != "":
+		rec = "one occurrence of a series (RECURRENCE-ID " + inv.RecurrenceID + ")"
+	case inv.Recurring:
 		rec = "yes"
 	}
-	fmt.Fprintf(w, "  recurring %s\n", rec)
+	fmt.Fprintf(w, "  recurring %s\n", line(rec))
 	switch {
 	case inv.ConflictError != "":
 		fmt.Fprintf(w, "  conflicts unknown: %s\n", line(inv.ConflictError))
