@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/calendar"
@@ -84,6 +86,13 @@ func (p *Pipeline) changeSeries(ctx context.Context, account string, msg *calend
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	// Messages about the same series (a CANCEL and a move handled side by
+	// side by the run pool, an answer going out) take turns, so that each
+	// reads what the other wrote and the item holding the series follows
+	// every version mailagent writes.
+	mu := seriesLock(account, msg.UID)
+	mu.Lock()
+	defer mu.Unlock()
 	var changes []calendar.OccurrenceChange
 	var note string
 	// A refused write (another client, or another message about the same
@@ -97,6 +106,16 @@ func (p *Pipeline) changeSeries(ctx context.Context, account string, msg *calend
 		}
 	}
 	return changes, note
+}
+
+// seriesLocks serialize changeSeries per series (striped by a hash of
+// account and UID: a fixed set, nothing to clean up).
+var seriesLocks [64]sync.Mutex
+
+func seriesLock(account, uid string) *sync.Mutex {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(account + "\x00" + uid)) // a hash.Hash never fails to write
+	return &seriesLocks[h.Sum32()%uint32(len(seriesLocks))]
 }
 
 // maxSeriesAttempts bounds the read-apply-write rounds of changeSeries.

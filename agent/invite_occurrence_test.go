@@ -342,3 +342,42 @@ func TestCancelNotBlockedByAnotherOrganizer(t *testing.T) {
 		t.Errorf("accepted item: %+v", got.Invitation)
 	}
 }
+
+// TestOccurrenceChangesSideBySide: a CANCEL of one occurrence and a move
+// of another, processed at the same time (as the run pool does), both
+// reach the series, and the accepted item still holds its current
+// version, so the organizer's later CANCEL of the series removes it.
+func TestOccurrenceChangesSideBySide(t *testing.T) {
+	p, st, _, srv, _ := invitePipeline(t)
+	const uid = "weekly-6@example.org"
+	q := acceptedSeries(t, p, st, uid)
+	path := q.Invitation.CalendarPath
+	ins := []Input{
+		inviteMsg(bob, "Cancelled one", "CANCEL", seriesICS("CANCEL", uid, 1, "bob@example.org", "Weekly sync", "", "RECURRENCE-ID:20261208T100000Z"), true),
+		inviteMsg(bob, "Moved one", "REQUEST", seriesICS("REQUEST", uid, 1, "bob@example.org", "Weekly sync", "",
+			"RECURRENCE-ID:20261215T100000Z\r\nDTSTART:20261216T150000Z\r\nDTEND:20261216T160000Z"), true),
+	}
+	errs := make(chan error, len(ins))
+	for _, in := range ins {
+		go func() {
+			_, err := p.Process(context.Background(), in)
+			errs <- err
+		}()
+	}
+	for range ins {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := strings.Join(busyOn(t, srv, path), ", "), "Dec 1 10:00-11:00, Dec 16 15:00-16:00, Dec 22 10:00-11:00"; got != want {
+		t.Errorf("busy: %s, want %s", got, want)
+	}
+	o, _ := srv.Get(path)
+	if got := item(t, st, q.ID); got.Invitation.CalendarETag != o.ETag {
+		t.Fatalf("the accepted item holds %q, the calendar has %q", got.Invitation.CalendarETag, o.ETag)
+	}
+	process(t, p, inviteMsg(bob, "Cancelled all", "CANCEL", seriesICS("CANCEL", uid, 1, "bob@example.org", "Weekly sync", ""), true))
+	if _, ok := srv.Get(path); ok {
+		t.Error("the organizer's CANCEL of the series left it on the calendar")
+	}
+}
