@@ -44,10 +44,10 @@ func occurrenceMail(subject, method, uid string, seq int, authenticated bool, ev
 // Radicale, the owner accepts Bob's weekly series (TZID Europe/Berlin);
 // Bob's authenticated CANCEL of one occurrence (RECURRENCE-ID in UTC, as
 // Outlook writes it) becomes an EXDATE in the series' TZID, his REQUEST
-// moving another one an override; a spoofed CANCEL of a third changes
-// nothing. `calendar free --json` then offers the cancelled time and the
+// moving another one an override (both handled in one watch pass); a
+// spoofed CANCEL of a third changes nothing. `calendar free --json` then offers the cancelled time and the
 // moved one's old time, and not its new time; `queue show` and --json say
-// what was done in words.
+// what was done in words; Bob's CANCEL of the series then removes it.
 func TestInvitationOccurrenceRadicaleE2E(t *testing.T) {
 	base := os.Getenv("MAILAGENT_E2E_CALDAV_URL")
 	if base == "" {
@@ -187,5 +187,13 @@ func TestInvitationOccurrenceRadicaleE2E(t *testing.T) {
 	js, _, _ := h.run("queue", "show", "--json", queueIDBySubject(t, h, "Cancelled: Weekly sync @ week 2"))
 	if !strings.Contains(js, `"occurrences"`) || !strings.Contains(js, `"kind": "cancelled"`) {
 		t.Errorf("queue show --json lacks the occurrence:\n%s", js)
+	}
+
+	// The item that wrote the series still holds its current version, so
+	// Bob's CANCEL of the whole series removes it (DELETE with If-Match).
+	h.deliver(occurrenceMail("Cancelled: Weekly sync", "CANCEL", uid, 2, true, "STATUS:CANCELLED\n"))
+	h.watchOnce(t)
+	if code, body := do("GET", event); code != http.StatusNotFound {
+		t.Errorf("the series CANCEL left the series: %d\n%s", code, body)
 	}
 }
