@@ -287,3 +287,55 @@ func TestApplyOccurrenceRefusals(t *testing.T) {
 		t.Errorf("hostile RECURRENCE-IDs: %q %+v %v, want nothing applied", out, ch, err)
 	}
 }
+
+// TestApplyOccurrenceSamples: occurrence messages in the shapes Outlook
+// (CANCEL, Windows zone name), Google Calendar (a moved occurrence, TZID)
+// and Thunderbird (one CANCEL naming two occurrences in UTC) send, read
+// from whole mails and applied to the weekly Tuesday 11:00 Berlin series
+// the owner's calendar holds for their UID.
+func TestApplyOccurrenceSamples(t *testing.T) {
+	series := func(uid string) []byte {
+		return wrapCal("", "BEGIN:VEVENT\nUID:"+uid+"\nDTSTAMP:20261120T100000Z\nDTSTART;TZID=Europe/Berlin:20261201T110000\n"+
+			"DTEND;TZID=Europe/Berlin:20261201T120000\nRRULE:FREQ=WEEKLY;BYDAY=TU\nSUMMARY:Weekly sync\n"+
+			"ORGANIZER;CN=Erin Example:mailto:erin@example.org\nATTENDEE;PARTSTAT=ACCEPTED:mailto:ada@example.com\nEND:VEVENT")
+	}
+	window := iv("2026-12-07T00:00:00+01:00", "2026-12-31T00:00:00+01:00")
+	for _, tc := range []struct {
+		file, kind string
+		applied    int
+		busy       string
+	}{
+		{"outlook_cancel_occurrence.eml", OccurrenceCancelled, 1,
+			"2026-12-08T11:00:00+01:00/2026-12-08T12:00:00+01:00\n2026-12-22T11:00:00+01:00/2026-12-22T12:00:00+01:00\n2026-12-29T11:00:00+01:00/2026-12-29T12:00:00+01:00\n"},
+		{"google_move_occurrence.eml", OccurrenceChanged, 1,
+			"2026-12-09T15:00:00+01:00/2026-12-09T16:00:00+01:00\n2026-12-15T11:00:00+01:00/2026-12-15T12:00:00+01:00\n2026-12-22T11:00:00+01:00/2026-12-22T12:00:00+01:00\n2026-12-29T11:00:00+01:00/2026-12-29T12:00:00+01:00\n"},
+		{"thunderbird_cancel_occurrences.eml", OccurrenceCancelled, 2,
+			"2026-12-08T11:00:00+01:00/2026-12-08T12:00:00+01:00\n2026-12-15T11:00:00+01:00/2026-12-15T12:00:00+01:00\n"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			inv := readSample(t, tc.file)
+			if inv.RecurrenceID == "" || inv.Organizer != "erin@example.org" {
+				t.Fatalf("read %+v", inv)
+			}
+			if ids := OccurrenceIDs(inv.ICS, inv.UID); len(ids) != tc.applied {
+				t.Errorf("OccurrenceIDs %v, want %d", ids, tc.applied)
+			}
+			out, ch, err := ApplyOccurrences(series(inv.UID), inv, berlin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, c := range ch {
+				if c.Applied && c.Kind == tc.kind {
+					n++
+				}
+			}
+			if n != tc.applied || len(ch) != tc.applied {
+				t.Errorf("changes %+v, want %d applied %s", ch, tc.applied, tc.kind)
+			}
+			if got := busyOf(t, out, window); got != tc.busy {
+				t.Errorf("busy\n%swant\n%s", got, tc.busy)
+			}
+		})
+	}
+}
