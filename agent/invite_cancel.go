@@ -49,6 +49,10 @@ func (p *Pipeline) applyInvitation(ctx context.Context, rec *store.MessageRecord
 	default:
 		applied, err = p.applyUpdate(ctx, rec)
 	}
+	if inv.RecurrenceID != "" && !p.DryRun && err == nil && len(inv.Occurrences) == 0 {
+		// One or more occurrences of a series (invite_occurrence.go).
+		applied = strings.TrimSuffix(p.applyOccurrences(ctx, rec)+"; "+applied, "; ")
+	}
 	if applied == "" && err == nil {
 		return
 	}
@@ -77,12 +81,14 @@ func (p *Pipeline) invitationItems(account, uid string, self store.MessageKey) (
 }
 
 // newestSequence is the highest SEQUENCE among the items whose organizer
-// was verified (a spoofed REQUEST with a huge SEQUENCE must not make the
-// real organizer's CANCEL look stale), and the item that has it.
-func newestSequence(items []*store.QueueItem) (int, string) {
+// was verified and is organizer (a spoofed REQUEST, or another
+// authenticated sender's REQUEST naming itself organizer of the same UID,
+// with a huge SEQUENCE must not make the real organizer's CANCEL look
+// stale), and the item that has it.
+func newestSequence(items []*store.QueueItem, organizer string) (int, string) {
 	seq, id := -1, ""
 	for _, q := range items {
-		if q.Invitation.OrganizerVerified && q.Invitation.Sequence > seq {
+		if q.Invitation.OrganizerVerified && strings.EqualFold(q.Invitation.Organizer, organizer) && q.Invitation.Sequence > seq {
 			seq, id = q.Invitation.Sequence, q.ID
 		}
 	}
@@ -114,13 +120,17 @@ func (p *Pipeline) applyCancel(ctx context.Context, rec *store.MessageRecord) (s
 	if err != nil {
 		return "", err
 	}
+	if len(items) == 0 && inv.RecurrenceID != "" {
+		return "", nil // the series on the calendar is applyOccurrences'
+	}
 	if len(items) == 0 {
 		return "no invitation with this UID came through mailagent: nothing changed", nil
 	}
-	if seq, id := newestSequence(items); inv.Sequence < seq {
+	if seq, id := newestSequence(items, inv.Organizer); inv.Sequence < seq {
 		return fmt.Sprintf("not applied: its SEQUENCE %d is older than the invitation's current one (%d, %s)", inv.Sequence, seq, id), nil
 	}
 	identity := rec.SenderAuth.Identity()
+	rids := occurrenceIDs(inv)
 	var notes []string
 	for _, q := range items {
 		if why := fromOrganizer(inv, identity, q); why != "" {
@@ -128,13 +138,11 @@ func (p *Pipeline) applyCancel(ctx context.Context, rec *store.MessageRecord) (s
 			continue
 		}
 		switch qr := q.Invitation.RecurrenceID; {
-		case inv.RecurrenceID == qr, inv.RecurrenceID == "":
-		case qr == "":
-			notes = append(notes, fmt.Sprintf("only the occurrence %s of %s was cancelled: your calendar keeps the series; remove that occurrence in your calendar client",
-				noteText(inv.RecurrenceID), q.ID))
-			continue
+		case inv.RecurrenceID == "", slices.Contains(rids, qr):
 		default:
-			continue // another occurrence
+			// Another occurrence, or the series: the series on the
+			// calendar keeps the rest (applyOccurrences).
+			continue
 		}
 		notes = append(notes, p.cancelOne(ctx, rec, q))
 	}

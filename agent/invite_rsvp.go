@@ -144,6 +144,10 @@ func (p *Pipeline) rsvpSent(ob *store.OutboxRecord) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	prior := p.writtenEvent(item.Account, inv.UID, item.ID)
+	if inv.RecurrenceID != "" && prior != nil && prior.Invitation.RecurrenceID == "" {
+		p.rsvpOccurrence(ctx, item, prior)
+		return
+	}
 	etag := ""
 	if prior != nil && prior.Invitation.RecurrenceID == inv.RecurrenceID {
 		etag = prior.Invitation.CalendarETag
@@ -191,4 +195,42 @@ func calendarWriteError(err error) string {
 			"(update it in your calendar client): " + err.Error()
 	}
 	return err.Error()
+}
+
+// rsvpOccurrence writes the owner's answer to one occurrence of a series
+// whose event mailagent wrote (prior holds it) into that series, as the
+// override of that occurrence with the owner's PARTSTAT (changeSeries:
+// If-Match on the version read), instead of a second event with the
+// same UID. The outcome is recorded on item.
+func (p *Pipeline) rsvpOccurrence(ctx context.Context, item, prior *store.QueueItem) {
+	inv := item.Invitation
+	note := ""
+	ci, err := calendar.ParseICS([]byte(inv.ICS), inv.Method)
+	var data []byte
+	if err == nil {
+		data, err = ci.Accepted(p.Accounts[item.Account].From.Email, inv.RSVP)
+	}
+	var msg *calendar.Invitation
+	if err == nil {
+		msg, err = calendar.ParseICS(data, calendar.MethodRequest)
+	}
+	if err != nil {
+		note = "your answer was not written to your calendar: " + err.Error()
+	} else {
+		changes, why := p.changeSeries(ctx, item.Account, msg)
+		note = why
+		for _, c := range changes {
+			if !c.Applied {
+				note = strings.TrimPrefix(note+"; your answer was not written to your calendar: "+noteText(c.Note), "; ")
+			}
+		}
+	}
+	_, terr := p.Actor.Store.TransitionQueueItem(item.ID, []string{item.Status}, item.Status, func(q *store.QueueItem) error {
+		q.Invitation.CalendarPath = prior.Invitation.CalendarPath // the series holds the answer
+		q.Invitation.CalendarError = note
+		return nil
+	})
+	if terr != nil || note != "" {
+		p.logger().Warn("rsvp: occurrence not written to the series", "item", item.ID, "note", note, "err", terr)
+	}
 }

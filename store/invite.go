@@ -53,6 +53,24 @@ type Invitation struct {
 	// Applied is, on a CANCEL or an update, what code did with the
 	// invitation it names (or why it did nothing).
 	Applied string `json:"applied,omitempty"`
+	// Occurrences are, on a CANCEL or REQUEST of single occurrences of a
+	// recurring event (RECURRENCE-ID), what each asked for and what code
+	// did with it on the series on the owner's calendar.
+	Occurrences []OccurrenceChange `json:"occurrences,omitempty"`
+}
+
+// OccurrenceChange is one occurrence a message cancelled or moved.
+type OccurrenceChange struct {
+	Kind         string    `json:"kind"` // cancelled | cancelled_from | changed
+	RecurrenceID string    `json:"recurrence_id"`
+	Start        time.Time `json:"start"` // the occurrence's original start; zero when it matched none
+	AllDay       bool      `json:"all_day"`
+	NewStart     time.Time `json:"new_start"` // a moved occurrence's new times
+	NewEnd       time.Time `json:"new_end"`
+	Applied      bool      `json:"applied"` // the series on the calendar now says so
+	Note         string    `json:"note"`    // why not, or "already so"
+	// Text is the change in words, as queue show and the TUI print it.
+	Text string `json:"text"`
 }
 
 // Invitation statuses.

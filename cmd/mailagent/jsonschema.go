@@ -163,6 +163,23 @@ type InvitationJSON struct {
 	// Applied is, on a CANCEL or an update, what mailagent did with the
 	// invitation it names (or why nothing).
 	Applied *string `json:"applied"`
+	// Occurrences are, on a CANCEL or REQUEST of single occurrences of a
+	// recurring event, each occurrence and what was done with it on the
+	// series on the owner's calendar (text: the same in words).
+	Occurrences []OccurrenceJSON `json:"occurrences"`
+}
+
+// OccurrenceJSON is one occurrence a message cancelled or moved.
+type OccurrenceJSON struct {
+	Kind         string  `json:"kind"` // cancelled | cancelled_from | changed
+	RecurrenceID string  `json:"recurrence_id"`
+	Start        *string `json:"start"` // RFC 3339, the original start; null when it matched no occurrence
+	AllDay       bool    `json:"all_day"`
+	NewStart     *string `json:"new_start"` // a moved occurrence's new times
+	NewEnd       *string `json:"new_end"`
+	Applied      bool    `json:"applied"`
+	Note         *string `json:"note"`
+	Text         string  `json:"text"`
 }
 
 // OutboxJSON is a reply's send record (without the raw message).
@@ -698,6 +715,11 @@ func toInvitationJSON(inv *store.Invitation) *InvitationJSON {
 		TZID: optStr(inv.TZID), Recurring: inv.Recurring, Conflicts: make([]FreeSlotJSON, 0, len(inv.Conflicts)),
 		ConflictError: optStr(inv.ConflictError), RSVP: optStr(inv.RSVP), CalendarPath: optStr(inv.CalendarPath),
 		CalendarError: optStr(inv.CalendarError), Status: optStr(inv.Status), StatusNote: optStr(inv.StatusNote), Applied: optStr(inv.Applied)}
+	j.Occurrences = make([]OccurrenceJSON, 0, len(inv.Occurrences))
+	for _, o := range inv.Occurrences {
+		j.Occurrences = append(j.Occurrences, OccurrenceJSON{Kind: o.Kind, RecurrenceID: o.RecurrenceID, Start: optRFC3339(o.Start),
+			AllDay: o.AllDay, NewStart: optRFC3339(o.NewStart), NewEnd: optRFC3339(o.NewEnd), Applied: o.Applied, Note: optStr(o.Note), Text: o.Text})
+	}
 	loc := time.UTC
 	if l, err := time.LoadLocation(inv.TZID); err == nil && inv.TZID != "" {
 		loc = l
@@ -872,4 +894,13 @@ func toSnapshotJSON(s *store.StepSnapshot) *SnapshotJSON {
 		return nil
 	}
 	return &SnapshotJSON{Input: s.Input, Output: s.Output}
+}
+
+// optRFC3339 is t in RFC 3339 with its offset, nil when zero.
+func optRFC3339(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	v := t.Format(time.RFC3339)
+	return &v
 }

@@ -67,7 +67,32 @@ var (
 	_ agent.EventWriter  = agentCalendar{}
 	_ agent.EventDeleter = agentCalendar{}
 	_ agent.BusyCalendar = agentCalendar{}
+	_ agent.EventReader  = agentCalendar{}
 )
+
+// GetEvent reads the event mailagent stores for uid on the account's
+// writable calendar, with its ETag and the owner's zone (floating
+// times); agent.EventReader. A zero Stored: no writable calendar.
+func (c agentCalendar) GetEvent(ctx context.Context, account, uid string) ([]byte, calendar.Stored, *time.Location, error) {
+	a, ok := c.cfg.Account(account)
+	if !ok || !a.Calendar.Configured() || !a.Calendar.Write || a.Calendar.Kind == config.CalendarICS {
+		return nil, calendar.Stored{}, nil, nil
+	}
+	loc := time.UTC
+	if prefs, err := schedulingPrefs(c.cfg.Scheduling); err == nil && prefs.Location != nil {
+		loc = prefs.Location
+	}
+	ctx, cancel := context.WithTimeout(ctx, calendarTimeout(a))
+	defer cancel()
+	data, st, err := calendarSource(a).GetEvent(ctx, uid)
+	if errors.Is(err, calendar.ErrEventGone) {
+		return nil, st, loc, fmt.Errorf("account %q calendar: %w", a.Name, err)
+	}
+	if err != nil {
+		return nil, st, loc, calendarErr(a, err)
+	}
+	return data, st, loc, nil
+}
 
 // DeleteEvent removes an event mailagent wrote, in the version etag
 // names; agent.EventDeleter.
@@ -202,10 +227,13 @@ func printInvitation(w io.Writer, inv *store.Invitation) {
 		fmt.Fprintf(w, "  when %s – %s (%s)\n", inv.Start.In(loc).Format("Mon 02 Jan 2006 15:04 MST"), inv.End.In(loc).Format("15:04 MST"), line(zone))
 	}
 	rec := "no"
-	if inv.Recurring {
+	switch {
+	case inv.RecurrenceID != "":
+		rec = "one occurrence of a series (RECURRENCE-ID " + inv.RecurrenceID + ")"
+	case inv.Recurring:
 		rec = "yes"
 	}
-	fmt.Fprintf(w, "  recurring %s\n", rec)
+	fmt.Fprintf(w, "  recurring %s\n", line(rec))
 	switch {
 	case inv.ConflictError != "":
 		fmt.Fprintf(w, "  conflicts unknown: %s\n", line(inv.ConflictError))

@@ -191,3 +191,59 @@ func ResourceName(uid string) string {
 	h := sha256.Sum256([]byte(uid))
 	return "mailagent-" + hex.EncodeToString(h[:12]) + ".ics"
 }
+
+// GetEvent reads the event PutEvent stores for uid (its resource in the
+// first event calendar of a CalDAV source), with the entity tag of the
+// version read: what a change to it names (PutEvent's etag), so that a
+// change another client makes meanwhile is never overwritten. An event
+// that is not there wraps ErrEventGone.
+func (s *Source) GetEvent(ctx context.Context, uid string) ([]byte, Stored, error) {
+	if s.ICS {
+		return nil, Stored{}, fmt.Errorf("calendar: %s: %w", redactURL(s.URL), ErrReadOnly)
+	}
+	cl, t, err := s.caldav(ctx)
+	if err != nil {
+		return nil, Stored{}, err
+	}
+	list, err := s.findCalendars(ctx, cl, t)
+	if err != nil {
+		return nil, Stored{}, err
+	}
+	p := strings.TrimSuffix(list[0].Path, "/") + "/" + ResourceName(uid)
+	hc, t, err := s.httpClient(ctx)
+	if err != nil {
+		return nil, Stored{}, err
+	}
+	base, err := url.Parse(s.URL)
+	if err != nil {
+		return nil, Stored{}, fmt.Errorf("calendar: url: %w", err)
+	}
+	target := base.ResolveReference(&url.URL{Path: p})
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
+	if err != nil {
+		return nil, Stored{}, fmt.Errorf("calendar: GET %s: %w", p, err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, Stored{}, fmt.Errorf("calendar: GET %s: %w", p, redactErr(err, target.String()))
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
+		return nil, Stored{}, fmt.Errorf("calendar: GET %s: %w", p, ErrEventGone)
+	case resp.StatusCode != http.StatusOK:
+		return nil, Stored{}, t.wrap(fmt.Errorf("calendar: GET %s: HTTP %s", p, resp.Status))
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxICSBytes+1))
+	if err != nil {
+		return nil, Stored{}, fmt.Errorf("calendar: GET %s: %w", p, redactErr(err, target.String()))
+	}
+	if len(data) > MaxICSBytes {
+		return nil, Stored{}, fmt.Errorf("calendar: GET %s: event larger than %d bytes", p, MaxICSBytes)
+	}
+	etag := resp.Header.Get("ETag")
+	if etag == "" {
+		return nil, Stored{}, fmt.Errorf("calendar: GET %s: the server sent no entity tag, so a change could not be made safely (If-Match)", p)
+	}
+	return data, Stored{Path: p, ETag: etag}, nil
+}

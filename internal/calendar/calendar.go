@@ -25,6 +25,10 @@
 //     writes the iTIP REPLY (RFC 5546) with only the UID, SEQUENCE,
 //     RECURRENCE-ID, times, ORGANIZER and the owner's ATTENDEE. Text read
 //     from an invitation has control characters removed and is capped.
+//   - ApplyOccurrences (pure) writes a CANCEL or REQUEST of single
+//     occurrences (RECURRENCE-ID) into the stored series: EXDATE in the
+//     master's form, UNTIL for RANGE=THISANDFUTURE, override VEVENTs;
+//     GetEvent reads the series with the ETag its write must name.
 //   - The package imports nothing from the project.
 package calendar
 
