@@ -64,7 +64,8 @@ func (inv *Invitation) Reply(attendee, partStat string, now time.Time) ([]byte, 
 
 // Accepted is the invitation as the owner's calendar should store it
 // (CalDAV PUT): the calendar data without METHOD, every VEVENT of the
-// UID with the owner's ATTENDEE set to partStat, and the time zones.
+// UID with the owner's ATTENDEE set to partStat (a declined one also
+// TRANSP:TRANSPARENT, so it is not busy time), and the time zones.
 func (inv *Invitation) Accepted(attendee, partStat string) ([]byte, error) {
 	if !ValidPartStat(partStat) {
 		return nil, fmt.Errorf("imip: PARTSTAT %q: use ACCEPTED, DECLINED or TENTATIVE", partStat)
@@ -92,8 +93,13 @@ func (inv *Invitation) Accepted(attendee, partStat string) ([]byte, error) {
 				}
 			}
 			c.Props[ical.PropAttendee] = append(keep, *att)
-			if partStat == PartStatTentative {
+			switch partStat {
+			case PartStatTentative:
 				c.Props.SetText(ical.PropStatus, "TENTATIVE")
+			case PartStatDeclined:
+				// Kept so the owner sees what they declined, but it takes
+				// no time: free/busy (and `calendar free`) skip it.
+				c.Props.SetText(ical.PropTransparency, "TRANSPARENT")
 			}
 			out.Children = append(out.Children, c)
 		}

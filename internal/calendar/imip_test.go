@@ -185,3 +185,27 @@ func TestAccepted(t *testing.T) {
 		t.Error("time zone dropped")
 	}
 }
+
+// TestDeclinedIsNotBusy: an invitation stored as declined stays on the
+// calendar but takes no time; accepted and tentative ones are busy.
+func TestDeclinedIsNotBusy(t *testing.T) {
+	inv := readSample(t, "thunderbird_request.eml")
+	for ps, wantBusy := range map[string]bool{PartStatAccepted: true, PartStatTentative: true, PartStatDeclined: false} {
+		data, err := inv.Accepted("ada@example.com", ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cal, ev := decodeOne(t, data)
+		start, err := (&ical.Event{Component: ev}).DateTimeStart(time.UTC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		busy, err := Busy([]*ical.Calendar{cal}, Interval{Start: start.Add(-24 * time.Hour), End: start.Add(24 * time.Hour)}, time.UTC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(busy) > 0; got != wantBusy {
+			t.Errorf("%s: busy %v (%v), want %v", ps, got, busy, wantBusy)
+		}
+	}
+}
