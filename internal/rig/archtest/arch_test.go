@@ -5,7 +5,8 @@
 // The tiers, bottom up:
 //
 //   - leaf libraries (leafLibraries): internal/mail, compose, llm, smtpsend,
-//     config, netpolicy, termsafe, autoconfig, initcfg, humantime. They import no
+//     config, netpolicy, termsafe, autoconfig, initcfg, humantime,
+//     unsubscribe, calendar, memimap. They import no
 //     application-tier package; internal/netpolicy imports nothing from the
 //     project at all.
 //   - application tier (applicationTier): agent (with agent/outbox, the
@@ -14,7 +15,8 @@
 //     internal/app (daemon: the watch runtime; api: the service behind the
 //     socket and its transport; replay: scoring against the owner's own
 //     replies; digest: the owner's periodic report; mcpserver: `mailagent
-//     mcp` over api.Service); tui; cmd.
+//     mcp` over api.Service); internal/demo (the demo's offline model,
+//     over agent); tui; cmd.
 //   - test rigs (testRigs): internal/rig (e2e harness, benchmarks, this
 //     test) and internal/app/api/apitest; only tests and other rigs import
 //     them.
@@ -41,7 +43,7 @@ const module = "github.com/mailagent/mailagent/"
 
 // applicationTier are the packages that run the program: no leaf library
 // may import them.
-var applicationTier = []string{"agent", "store", "internal/app", "tui", "cmd"}
+var applicationTier = []string{"agent", "store", "internal/app", "internal/demo", "tui", "cmd"}
 
 // leafLibraries may import only other leaf libraries (and what their rule
 // below allows), never the application tier.
@@ -49,7 +51,7 @@ var leafLibraries = []string{
 	"internal/mail", "internal/compose", "internal/llm", "internal/smtpsend",
 	"internal/config", "internal/netpolicy", "internal/termsafe", "internal/autoconfig",
 	"internal/initcfg", "internal/unsubscribe", "internal/humantime",
-	"internal/calendar",
+	"internal/calendar", "internal/memimap",
 }
 
 // testRigs are packages that only tests (and other rigs) import, checked
@@ -84,6 +86,11 @@ var rules = []struct {
 	{pkg: "internal/autoconfig", only: []string{}},
 	{pkg: "internal/humantime", only: []string{}},
 	{pkg: "internal/calendar", only: []string{}},
+	// The demo's in-memory IMAP server: a library of its own.
+	{pkg: "internal/memimap", only: []string{}},
+	// The demo's offline model drives the real agent; it never reaches
+	// the watch runtime, a mail server or the terminal UI.
+	{pkg: "internal/demo", forbidden: []string{"cmd", "tui", "imapsync", "internal/app", "internal/smtpsend"}},
 	{pkg: "internal/app/api", forbidden: []string{"cmd", "tui", "imapsync", "internal/app/daemon"}},
 	{pkg: "internal/app/daemon", forbidden: []string{"cmd", "tui", "internal/app/api"}},
 	{pkg: "internal/app/replay", forbidden: []string{"cmd", "tui", "internal/app/api", "internal/app/daemon", "internal/app/digest", "internal/smtpsend"}},
@@ -195,6 +202,44 @@ func TestRulesNameRealPackages(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(top, filepath.FromSlash(n))); err != nil {
 			t.Errorf("rule names %s, which does not exist: %v", n, err)
 		}
+	}
+}
+
+// TestEveryInternalPackageHasATier: a new package under internal/ must be
+// placed in a tier (leaf library, application tier or test rig), or the
+// layering would not check it at all.
+func TestEveryInternalPackageHasATier(t *testing.T) {
+	top := e2e.RepoRoot(t)
+	tiers := append(append(append([]string{}, leafLibraries...), applicationTier...), testRigs...)
+	seen := 0
+	err := filepath.WalkDir(filepath.Join(top, "internal"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if d.Name() == "testdata" {
+			return filepath.SkipDir
+		}
+		files, _ := filepath.Glob(filepath.Join(path, "*.go"))
+		product := false
+		for _, f := range files {
+			product = product || !strings.HasSuffix(f, "_test.go")
+		}
+		if !product {
+			return nil
+		}
+		rel, _ := filepath.Rel(top, path)
+		rel = filepath.ToSlash(rel)
+		seen++
+		if !underAny(rel, tiers) {
+			t.Errorf("%s is in no tier: add it to leafLibraries, applicationTier or testRigs (and docs/ARCHITECTURE.md)", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen < 10 {
+		t.Fatalf("walked %d packages under internal/: the walk is broken", seen)
 	}
 }
 
