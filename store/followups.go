@@ -284,20 +284,25 @@ func (s *Store) DueFollowups(before time.Time, fn func(*Followup) error) error {
 // NextFollowupDue returns the earliest timer of an open followup; ok is
 // false when none waits.
 func (s *Store) NextFollowupDue() (next time.Time, ok bool, err error) {
-	err = s.view(func(tx *bolt.Tx) error {
-		idx := tx.Bucket(bIdxFollowup)
-		if idx == nil {
-			return nil
-		}
-		if k, _ := idx.Cursor().First(); len(k) >= 8 {
-			next, ok = dueOf(k, nil), true
-		}
-		return nil
-	})
+	next, ok, err = s.firstDue(bIdxFollowup)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next followup: %w", err)
 	}
 	return next, ok, nil
+}
+
+// firstDue is the due time of the first key of a due-time index (keys
+// start with be64 milliseconds, see dueOf), and false when it is empty.
+func (s *Store) firstDue(index []byte) (next time.Time, ok bool, err error) {
+	err = s.view(func(tx *bolt.Tx) error {
+		if idx := tx.Bucket(index); idx != nil {
+			if k, _ := idx.Cursor().First(); len(k) >= 8 {
+				next, ok = dueOf(k, nil), true
+			}
+		}
+		return nil
+	})
+	return next, ok, err
 }
 
 // Unsubscribe is the record of one unsubscribe request.

@@ -391,16 +391,7 @@ func (s *Store) RecoverJobs(now time.Time) (int, error) {
 // NextJobDue returns the earliest time a job is due (a running job's lease
 // end counts); ok is false when no job waits. It reads one index key.
 func (s *Store) NextJobDue() (next time.Time, ok bool, err error) {
-	err = s.view(func(tx *bolt.Tx) error {
-		_, idx, _ := jobBuckets(tx)
-		if idx == nil {
-			return nil
-		}
-		if k, _ := idx.Cursor().First(); len(k) >= 8 {
-			next, ok = dueOf(k, nil), true
-		}
-		return nil
-	})
+	next, ok, err = s.firstDue(bIdxJob)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next job: %w", err)
 	}
