@@ -1,101 +1,78 @@
 package agente2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mailagent/mailagent/internal/rig/e2e"
 )
 
-// mcpClient is the real binary's `mailagent mcp`, spoken to in JSON-RPC
-// lines over stdin and stdout.
+// mcpClient is the official Go SDK's MCP client, connected to the real
+// binary's `mailagent mcp` over stdio (the SDK's CommandTransport spawns
+// it), as an AI client would be.
 type mcpClient struct {
-	t   *testing.T
-	in  io.WriteCloser
-	out *bufio.Scanner
-	id  int
+	t  *testing.T
+	cs *mcp.ClientSession
 }
 
 func (e *env) startMCP(ctx context.Context) *mcpClient {
 	e.t.Helper()
-	cmd := e.command(ctx, "mcp")
-	in, err := cmd.StdinPipe()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).
+		Connect(ctx, &mcp.CommandTransport{Command: e.command(ctx, "mcp")}, nil)
 	if err != nil {
-		e.t.Fatal(err)
+		e.t.Fatalf("connect to mailagent mcp: %v", err)
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { _ = in.Close(); _ = cmd.Wait() })
-	c := &mcpClient{t: e.t, in: in, out: bufio.NewScanner(out)}
-	c.out.Buffer(make([]byte, 1<<20), 8<<20)
-	c.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
-		"clientInfo": map[string]any{"name": "e2e", "version": "1"}})
-	c.write(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
-	return c
+	e.t.Cleanup(func() { _ = cs.Close() })
+	return &mcpClient{t: e.t, cs: cs}
 }
 
-func (c *mcpClient) write(v any) {
-	b, _ := json.Marshal(v)
-	if _, err := c.in.Write(append(b, '\n')); err != nil {
-		c.t.Fatal(err)
-	}
-}
-
-func (c *mcpClient) call(method string, params any) json.RawMessage {
+// tools lists the server's tools by name.
+func (c *mcpClient) tools(ctx context.Context) []string {
 	c.t.Helper()
-	c.id++
-	c.write(map[string]any{"jsonrpc": "2.0", "id": c.id, "method": method, "params": params})
-	for c.out.Scan() {
-		var r struct {
-			ID     int             `json:"id"`
-			Result json.RawMessage `json:"result"`
-			Error  json.RawMessage `json:"error"`
-		}
-		if err := json.Unmarshal(c.out.Bytes(), &r); err != nil {
-			c.t.Fatalf("not JSON-RPC on stdout: %q", c.out.Text())
-		}
-		if r.ID == c.id {
-			if r.Error != nil {
-				c.t.Fatalf("%s: %s", method, r.Error)
-			}
-			return r.Result
-		}
+	res, err := c.cs.ListTools(ctx, nil)
+	if err != nil {
+		c.t.Fatalf("tools/list: %v", err)
 	}
-	c.t.Fatalf("%s: mailagent mcp closed stdout", method)
-	return nil
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
 }
 
 // tool returns the structured result and the error text of a tool call.
 func (c *mcpClient) tool(name string, args map[string]any) (map[string]any, string) {
 	c.t.Helper()
-	var r struct {
-		IsError bool
-		Content []struct{ Text string }
-		Struct  map[string]any `json:"structuredContent"`
+	res, err := c.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		c.t.Fatalf("tools/call %s: %v", name, err)
 	}
-	if err := json.Unmarshal(c.call("tools/call", map[string]any{"name": name, "arguments": args}), &r); err != nil {
-		c.t.Fatal(err)
-	}
-	if r.IsError {
-		if len(r.Content) > 0 {
-			return nil, r.Content[0].Text
+	if res.IsError {
+		for _, ct := range res.Content {
+			if tc, ok := ct.(*mcp.TextContent); ok {
+				return nil, tc.Text
+			}
 		}
 		return nil, "error"
 	}
-	return r.Struct, ""
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		c.t.Fatalf("%s: structured content is not an object: %s", name, raw)
+	}
+	return out, ""
 }
 
-// TestMCPAgainstDovecot: mail delivered through Postfix (DKIM-signed,
+// TestMCPAgainstDovecot: the Go SDK's client spawns the real binary.
+// Mail delivered through Postfix (DKIM-signed,
 // authenticated by the stack's milters), triaged by the real watcher
 // against Dovecot; `mailagent mcp` beside the watcher lists it and
 // proposes a reply that waits in the queue for the owner, addressed to the
@@ -114,9 +91,8 @@ func TestMCPAgainstDovecot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := e.startMCP(ctx)
-	var tools struct{ Tools []struct{ Name string } }
-	if err := json.Unmarshal(c.call("tools/list", nil), &tools); err != nil || len(tools.Tools) != 11 {
-		t.Fatalf("tools/list: %v %+v", err, tools)
+	if names := c.tools(ctx); len(names) != 11 {
+		t.Fatalf("tools/list: %d tools %v, want 11", len(names), names)
 	}
 	if st, e := c.tool("status", nil); e != "" || st["watcher"] != true {
 		t.Errorf("status beside the watcher: %q %v", e, st)
