@@ -589,3 +589,18 @@ func (s *Store) messagePageScan(m *msgQuery, limit, maxBytes int, p *MessagePage
 	}
 	return nil
 }
+
+// Match reports whether r is one of the records q selects (its filters
+// and accounts; not its cursor or bounds): what MessagePage applies, for a
+// caller that reads records some other way.
+func (q MessagePageQuery) Match(r *MessageRecord) bool {
+	m := prepare(q)
+	return m.visible([]byte(r.Account)) && m.matchRecord(r)
+}
+
+// Compare orders positions as a MessagePage walk meets them: negative
+// when c comes first (stored later, or at the same instant with the
+// greater key).
+func (c MessageCursor) Compare(d MessageCursor) int {
+	return -bytes.Compare(c.indexKey(), d.indexKey())
+}
