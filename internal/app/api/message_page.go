@@ -102,7 +102,9 @@ func MessagePage(ctx context.Context, svc Service, r MessagePageRequest) (*store
 	if err != nil {
 		return nil, fmt.Errorf("message page: %w", err)
 	}
-	slices.SortFunc(recs, func(a, b store.MessageRecord) int { return store.MessageCursorOf(&a).Compare(store.MessageCursorOf(&b)) })
+	slices.SortFunc(recs, func(a, b store.MessageRecord) int {
+		return store.MessageCursorOf(&a).Compare(store.MessageCursorOf(&b))
+	})
 	limit := r.Limit
 	if limit <= 0 {
 		limit = store.DefaultMessagePageLimit
