@@ -44,7 +44,7 @@ const (
 	// DefaultMessagePageBytes bounds the stored size of one page's records.
 	DefaultMessagePageBytes = 1 << 20
 	// DefaultMessagePageScan bounds the index entries one page examines.
-	DefaultMessagePageScan = 20000
+	DefaultMessagePageScan = 50000
 	// maxIdxText bounds the subject, addresses and intents an index entry
 	// carries; longer text is left out (flagLongText).
 	maxIdxText = 1024
