@@ -139,7 +139,7 @@ func walkMail(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]
 	return nil, 0, nil
 }
 
-// TestMessageListingsEveryMatchOnce: over 1,500 messages, a server
+// TestMessageListingsEveryMatchOnce: over 900 messages, a server
 // limited to two of three accounts and a small scan budget, search_mail
 // and decisions page (with partial pages) through every matching message
 // exactly once, with and without a watcher, while mail arrives, is
@@ -148,7 +148,7 @@ func walkMail(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]
 func TestMessageListingsEveryMatchOnce(t *testing.T) {
 	for _, m := range []string{"store", "socket"} {
 		t.Run(m, func(t *testing.T) {
-			st, c := bigMail(t, 1500)
+			st, c := bigMail(t, 900)
 			open := func(context.Context) (api.Service, func() error, error) { return c, func() error { return nil }, nil }
 			if m == "socket" {
 				cl := serve(t, c)
@@ -190,7 +190,7 @@ func TestMessageListingsEveryMatchOnce(t *testing.T) {
 					extra++
 					putMsg(t, st, 100000+extra, msgAccounts[extra%3], time.Time{})
 					putMsg(t, st, 200000+extra, msgAccounts[extra%3], pageNow.Add(-time.Duration(extra*7)*time.Minute))
-					r, err := st.GetMessage(store.MessageKey{Account: "work", Mailbox: "INBOX", UIDValidity: 1, UID: uint32(4 + 9*page%1400)})
+					r, err := st.GetMessage(store.MessageKey{Account: "work", Mailbox: "INBOX", UIDValidity: 1, UID: uint32(4 + 9*page%800)})
 					if err == nil {
 						r.Excerpt = "updated"
 						if err := st.PutMessage(r); err != nil {
@@ -222,7 +222,7 @@ func TestMessageListingsEveryMatchOnce(t *testing.T) {
 				}
 				pages := c.reset()
 				if tc.sparse && partial == 0 {
-					t.Errorf("%s %v: a budget of %d over 1,500 messages never cut a page", tc.tool, tc.args, budget)
+					t.Errorf("%s %v: a budget of %d over 900 messages never cut a page", tc.tool, tc.args, budget)
 				}
 				for i, p := range pages {
 					// The budget, plus a run of one instant the server
