@@ -52,6 +52,11 @@ func addMessageIndexes(tx *bolt.Tx, key []byte, r *MessageRecord) error {
 			return err
 		}
 	}
+	if b := tx.Bucket(bIdxMsgCreated); b != nil {
+		if err := b.Put(msgCreatedKey(key, r), msgIdxVal(r)); err != nil {
+			return err
+		}
+	}
 	return tx.Bucket(bIdxState).Put(join([]byte(r.State), key), key)
 }
 
@@ -63,6 +68,11 @@ func removeMessageIndexes(tx *bolt.Tx, key []byte, r *MessageRecord) error {
 	}
 	if r.ThreadID != "" {
 		if err := tx.Bucket(bIdxThread).Delete(join([]byte(threadKey(r.ThreadID)), key)); err != nil {
+			return err
+		}
+	}
+	if b := tx.Bucket(bIdxMsgCreated); b != nil {
+		if err := b.Delete(msgCreatedKey(key, r)); err != nil {
 			return err
 		}
 	}

@@ -437,10 +437,11 @@ func writePairs(out *Store, name []byte, pairs []pair, rep *RepairReport) error 
 
 // rebuildIndexes empties every index and fills it again from the records:
 // message-id, thread, state (and the state counters), the threading
-// inputs, the trace index, and the queue and outbox status indexes (an
-// outbox record with its raw message inline has it moved apart).
+// inputs, the message creation index, the trace index, and the queue and
+// outbox status indexes (an outbox record with its raw message inline has
+// it moved apart).
 func rebuildIndexes(tx *bolt.Tx) error {
-	for _, name := range [][]byte{bIdxMsgID, bIdxThread, bIdxState, bStateCount, bThreadIn, bIdxTraceMID, bIdxQueue, bIdxOutbox, bIdxFollowup, bIdxJob, bIdxQueueCreated} {
+	for _, name := range [][]byte{bIdxMsgID, bIdxThread, bIdxState, bStateCount, bThreadIn, bIdxTraceMID, bIdxQueue, bIdxOutbox, bIdxFollowup, bIdxJob, bIdxQueueCreated, bIdxMsgCreated} {
 		if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return err
 		}

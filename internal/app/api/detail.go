@@ -146,6 +146,13 @@ func DecidedWithoutAsking(ctx context.Context, svc Service, since time.Time) ([]
 	return out, nil
 }
 
+// DecidedWithoutAskingQuery selects, for MessagePage, the messages
+// DecidedWithoutAsking lists (without its order: a page is newest stored
+// first).
+func DecidedWithoutAskingQuery(since time.Time) MessagePageRequest {
+	return MessagePageRequest{State: store.StateDone, Decisions: slices.Clone(decidedAlone), Acted: true, UpdatedSince: since}
+}
+
 // EachDecidedWithoutAsking calls fn for each message DecidedWithoutAsking
 // lists, in the store's order, as the records stream past (through the
 // socket too): a caller that keeps only a page holds only a page.

@@ -200,8 +200,9 @@ func (h *handler) routes() http.Handler {
 	mux.HandleFunc("GET /v1/status", h.status)
 	mux.HandleFunc("GET /v1/queue", h.queue)
 	mux.HandleFunc("GET /v1/queue/{id}", h.queueItem)
-	mux.HandleFunc("POST /v1/queue-page", h.queuePage) // page.go
-	mux.HandleFunc("GET /v1/usage", h.usageRange)      // page.go
+	mux.HandleFunc("POST /v1/queue-page", h.queuePage)     // page.go
+	mux.HandleFunc("GET /v1/usage", h.usageRange)          // page.go
+	mux.HandleFunc("POST /v1/message-page", h.messagePage) // message_page.go
 	mux.HandleFunc("POST /v1/queue/{id}/approve", h.approve)
 	mux.HandleFunc("POST /v1/queue/{id}/reject", h.reject)
 	mux.HandleFunc("POST /v1/queue/{id}/edit", h.edit)

@@ -23,9 +23,18 @@
 //     arguments or nowhere is refused with ErrInvalid ("the cursor …").
 //   - queue_list reads one page from the store (store.QueuePage through
 //     api.QueuePage: the page plus one index entry), through the watcher's
-//     socket or over the store alike; search_mail and decisions keep only
-//     the page while the records stream past; followups and needs_reply
-//     sort the service's list of tracked threads (one per thread).
+//     socket or over the store alike. search_mail and decisions read one
+//     page from the message index the same way (store.MessagePage through
+//     api.MessagePage), newest stored first, examining at most
+//     Options.MaxScan index entries per call: when that budget runs out
+//     before the page is full the result is partial (partial: true, a
+//     next_cursor to go on, the page short or empty). Their cursors are
+//     the stored time and key of a message (or only a time, when the
+//     budget ran out on mail of an account the client may not see: such a
+//     key is never handed out), and one naming an account the client may
+//     not see, or not the one asked for, is refused. followups and
+//     needs_reply sort the service's list of tracked threads (one per
+//     thread).
 //   - Accounts outside Options.Accounts do not exist for the client: an id
 //     that belongs to one is "not found".
 //   - Each call opens the service (Options.Open) and closes it when done, so

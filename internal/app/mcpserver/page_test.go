@@ -478,7 +478,7 @@ func TestMessageListingsPage(t *testing.T) {
 					}
 					for _, msg := range p.Messages {
 						keys = append(keys, msg.Key)
-						dates = append(dates, msg.Date)
+						dates = append(dates, msg.StoredAt)
 					}
 					if p.NextCursor == "" {
 						break

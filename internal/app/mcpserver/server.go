@@ -21,8 +21,6 @@ const (
 	DefaultLimit = 20
 	MaxLimit     = 100
 	maxIDLen     = 512
-	// maxScan bounds how many records one search looks at.
-	maxScan = 200000
 )
 
 // ErrInvalid: the client's arguments are refused (a bad id, cursor, limit,
@@ -51,6 +49,10 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives the server's log (never stdout); nil discards.
 	Logger *slog.Logger
+	// MaxScan bounds the stored messages one page of search_mail or
+	// decisions examines (0: store.DefaultMessagePageScan); a page cut by
+	// it is partial.
+	MaxScan int
 }
 
 type server struct {
@@ -67,6 +69,9 @@ func New(o Options) *mcp.Server {
 	}
 	if o.Version == "" {
 		o.Version = "dev"
+	}
+	if o.MaxScan <= 0 {
+		o.MaxScan = store.DefaultMessagePageScan
 	}
 	s := &server{o: o}
 	m := mcp.NewServer(&mcp.Implementation{Name: "mailagent", Title: "mailagent", Version: o.Version}, &mcp.ServerOptions{

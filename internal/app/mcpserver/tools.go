@@ -44,11 +44,13 @@ func (s *server) addTools(m *mcp.Server) {
 	mcp.AddTool(m, &mcp.Tool{Name: "explain", Annotations: readOnly("Why mailagent decided"),
 		Description: "The trace of one message (by trace id or Message-ID): each step, the decision, the gates." + UntrustedNote}, s.explain)
 	mcp.AddTool(m, &mcp.Tool{Name: "search_mail", Annotations: readOnly("Search triaged mail"),
-		Description: "Search the messages mailagent has triaged (its local store, not the mail server) by correspondent, subject words, date range, intent and decision, newest first." + UntrustedNote}, s.searchMail)
+		Description: "Search the messages mailagent has triaged (its local store, not the mail server) by correspondent, subject words, date range, intent and decision, newest stored first. " +
+			"Each call looks at a bounded number of stored messages: partial=true means it stopped early, so call again with next_cursor." + UntrustedNote}, s.searchMail)
 	mcp.AddTool(m, &mcp.Tool{Name: "contact_show", Annotations: readOnly("One contact"),
 		Description: "What mailagent remembers about one correspondent of an account: counts, whether the owner wrote to them, the summary and recent subjects." + UntrustedNote}, s.contactShow)
 	mcp.AddTool(m, &mcp.Tool{Name: "decisions", Annotations: readOnly("Decided without asking"),
-		Description: "Messages mailagent handled without asking the owner (archived, ignored, notified, auto-sent), newest first." + UntrustedNote}, s.decisions)
+		Description: "Messages mailagent handled without asking the owner (archived, ignored, notified, auto-sent), newest stored first. " +
+			"Each call looks at a bounded number of stored messages: partial=true means it stopped early, so call again with next_cursor." + UntrustedNote}, s.decisions)
 	mcp.AddTool(m, &mcp.Tool{Name: "digest", Annotations: readOnly("Digest"),
 		Description: "The owner's report of a period: auto-sent replies, items waiting, archived and ignored by category, messages that need review, tokens and cost." + UntrustedNote}, s.digest)
 	if !s.o.ReadOnly {

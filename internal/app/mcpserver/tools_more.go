@@ -2,9 +2,9 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -31,6 +31,7 @@ type SearchIn struct {
 type MessagesOut struct {
 	Messages   []Message `json:"messages"`
 	NextCursor string    `json:"next_cursor" jsonschema:"pass it as cursor for the next page; empty at the end"`
+	Partial    bool      `json:"partial" jsonschema:"true when this call stopped looking before the page was full (each call examines a bounded number of stored messages): the page may be short or empty, and more may match; pass next_cursor to go on"`
 }
 
 func (s *server) searchMail(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn) (*mcp.CallToolResult, MessagesOut, error) {
@@ -49,59 +50,92 @@ func (s *server) searchMail(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 	if err != nil {
 		return nil, out, err
 	}
-	corr := strings.ToLower(strings.TrimSpace(in.Correspondent))
-	words := strings.Fields(strings.ToLower(in.Subject))
-	match := func(r *store.MessageRecord) bool {
-		if !s.allowed(r.Account) || (!until.IsZero() && !r.Date.Before(until)) ||
-			(in.Decision != "" && r.Decision != in.Decision) {
-			return false
-		}
-		if in.Intent != "" && (r.Classification == nil || !slices.Contains(r.Classification.Intents, in.Intent)) {
-			return false
-		}
-		subj := strings.ToLower(r.Subject)
-		for _, w := range words {
-			if !strings.Contains(subj, w) {
-				return false
-			}
-		}
-		if corr != "" {
-			found := strings.Contains(strings.ToLower(r.SenderAuth.Identity()), corr)
-			for _, a := range slices.Concat(r.To, r.Cc, r.ReplyTo) {
-				found = found || strings.Contains(strings.ToLower(a.Email), corr)
-			}
-			if !found && !strings.Contains(strings.ToLower(r.From.Email), corr) {
-				return false
-			}
-		}
-		return true
+	req := api.MessagePageRequest{Account: in.Account, Since: since, Until: until, Intent: in.Intent, Correspondent: in.Correspondent}
+	if in.Decision != "" {
+		req.Decisions = []string{in.Decision}
 	}
-	// Newest first by the Date header, then key: the cursor is the last
-	// message's date and key. Only the page (and one more) is kept while
-	// the records stream past.
-	keyOf := func(r **store.MessageRecord) key { return key{at: (*r).Date, id: (*r).MessageKey.String()} }
+	if in.Subject != "" {
+		req.Subject = []string{in.Subject}
+	}
+	return s.messagePage(ctx, p, in.Account, req)
+}
+
+// messagePage reads one page of messages (api.MessagePage: through the
+// watcher's socket or over the store, from the message index, examining
+// at most Options.MaxScan entries) after p's cursor, limited to the accounts the
+// client may see and to account when given, and cuts it to the byte
+// budget.
+func (s *server) messagePage(ctx context.Context, p page, account string, req api.MessagePageRequest) (*mcp.CallToolResult, MessagesOut, error) {
+	out := MessagesOut{Messages: []Message{}}
+	after, err := s.messageCursor(p, account)
+	if err != nil {
+		return nil, out, err
+	}
+	req.After, req.Accounts, req.Limit, req.MaxBytes, req.MaxScan = after, s.o.Accounts, p.limit, storePageBytes, s.o.MaxScan
 	err = s.with(ctx, func(svc api.Service) error {
-		top := streamPage(p, keyOf, true)
-		scanned := 0
-		err := storeOf(ctx, svc).ListMessages(store.MessageFilter{Account: in.Account, Since: since}, func(r *store.MessageRecord) error {
-			if scanned++; scanned > maxScan {
-				return errStop
-			}
-			if match(r) {
-				top.add(r)
-			}
-			return ctx.Err()
-		})
-		if err != nil && !errors.Is(err, errStop) {
+		pg, err := api.MessagePage(ctx, svc, req)
+		if err != nil {
 			return err
 		}
-		out.Messages, out.NextCursor = finishPage(top, p, func(r **store.MessageRecord) Message { return message(*r, maxSnippet) })
+		b := newBudget()
+		for i := range pg.Messages {
+			m := message(&pg.Messages[i], maxSnippet)
+			if !b.take(m, i == 0) {
+				out.NextCursor = p.cursor(messageKey(store.MessageCursorOf(&pg.Messages[i-1])))
+				return nil
+			}
+			out.Messages = append(out.Messages, m)
+		}
+		if !pg.Next.IsZero() {
+			out.NextCursor, out.Partial = p.cursor(messageKey(pg.Next)), pg.Partial
+		}
 		return nil
 	})
 	return nil, out, err
 }
 
-var errStop = errors.New("stop")
+// boundaryID is the id of a cursor that stands before every message
+// stored at its time (store.MessageCursor without a key).
+const boundaryID = "-"
+
+// messageKey is a store position as a cursor's key: the time a message
+// was stored and its key as JSON, or boundaryID.
+func messageKey(c store.MessageCursor) key {
+	if c.Key == nil {
+		return key{at: c.CreatedAt, id: boundaryID}
+	}
+	b, err := json.Marshal(c.Key)
+	if err != nil {
+		return key{at: c.CreatedAt, id: boundaryID} // cannot happen: a struct of strings and numbers
+	}
+	return key{at: c.CreatedAt, id: string(b)}
+}
+
+// messageCursor reads p's cursor back into a store position, refusing one
+// this server could not have given for these arguments: a key that is
+// not a message key, or one of an account the client may not see or did
+// not ask for.
+func (s *server) messageCursor(p page, account string) (store.MessageCursor, error) {
+	if p.after == nil {
+		return store.MessageCursor{}, nil
+	}
+	c := store.MessageCursor{CreatedAt: p.after.at}
+	if p.after.id == boundaryID {
+		if c.CreatedAt.IsZero() {
+			return c, cursorError("is not one this server gave")
+		}
+		return c, nil
+	}
+	var k store.MessageKey
+	dec := json.NewDecoder(strings.NewReader(p.after.id))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&k); err != nil || dec.More() || k.Account == "" || k.Mailbox == "" ||
+		strings.ContainsRune(k.Account+k.Mailbox, 0) || !s.allowed(k.Account) || (account != "" && k.Account != account) {
+		return c, cursorError("is not one this server gave")
+	}
+	c.Key = &k
+	return c, nil
+}
 
 // storeOf is the service's store, bound to ctx over the socket.
 func storeOf(ctx context.Context, svc api.Service) api.RemoteStore {
@@ -193,25 +227,9 @@ func (s *server) decisions(ctx context.Context, _ *mcp.CallToolRequest, in Decis
 	if since.IsZero() {
 		since = s.o.Now().Add(-7 * 24 * time.Hour)
 	}
-	err = s.with(ctx, func(svc api.Service) error {
-		// Newest decision first, then key: the cursor is the last
-		// message's decision time and key. Only the page (and one more)
-		// is kept while the records stream past.
-		keyOf := func(r *store.MessageRecord) key { return key{at: r.UpdatedAt, id: r.MessageKey.String()} }
-		top := streamPage(p, keyOf, true)
-		err := api.EachDecidedWithoutAsking(ctx, svc, since, func(r *store.MessageRecord) error {
-			if s.allowed(r.Account) && (in.Account == "" || r.Account == in.Account) {
-				top.add(*r)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		out.Messages, out.NextCursor = finishPage(top, p, func(r *store.MessageRecord) Message { return message(r, maxSnippet) })
-		return nil
-	})
-	return nil, out, err
+	req := api.DecidedWithoutAskingQuery(since)
+	req.Account = in.Account
+	return s.messagePage(ctx, p, in.Account, req)
 }
 
 // DigestIn picks the period.

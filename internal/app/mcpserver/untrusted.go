@@ -95,11 +95,14 @@ type Message struct {
 	Account  string    `json:"account"`
 	ThreadID string    `json:"thread_id"`
 	TraceID  string    `json:"trace_id"`
-	Date     time.Time `json:"date"`
-	Route    string    `json:"route"`
-	Decision string    `json:"decision"`
-	State    string    `json:"state"`
-	Intents  []string  `json:"intents"`
+	Date     time.Time `json:"date" jsonschema:"the Date header (as the sender wrote it)"`
+	// StoredAt orders search_mail and decisions: newest stored first.
+	StoredAt  time.Time `json:"stored_at" jsonschema:"when mailagent first stored the message: search_mail and decisions list the newest stored first"`
+	UpdatedAt time.Time `json:"updated_at" jsonschema:"when mailagent last wrote its record (for a handled message, when it decided)"`
+	Route     string    `json:"route"`
+	Decision  string    `json:"decision"`
+	State     string    `json:"state"`
+	Intents   []string  `json:"intents"`
 	// Authenticated: the owner's mail server verified the sender (the
 	// address is in the untrusted part).
 	Authenticated bool     `json:"sender_authenticated" jsonschema:"the owner's mail server authenticated the sender (its address is untrusted_external_content.authenticated_sender)"`
@@ -109,7 +112,7 @@ type Message struct {
 
 func message(r *store.MessageRecord, snippet int) Message {
 	m := Message{Key: r.MessageKey.String(), Account: line(r.Account), ThreadID: line(r.ThreadID), TraceID: line(r.TraceID),
-		Date: r.Date, Route: line(r.Route), Decision: line(r.Decision), State: line(string(r.State)),
+		Date: r.Date, StoredAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Route: line(r.Route), Decision: line(r.Decision), State: line(string(r.State)),
 		Intents: []string{}, Authenticated: r.SenderAuth.Identity() != "", Gates: gates(r.Gates),
 		Untrusted: MailText{From: addr(r.From), AuthenticatedSender: line(r.SenderAuth.Identity()), To: addrs(r.To), Subject: line(r.Subject), Snippet: text(r.Excerpt, snippet),
 			MessageID: line(r.MessageID), Reasons: lines(r.Reasons)}}
