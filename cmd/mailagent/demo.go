@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
@@ -344,13 +343,15 @@ func demoReport(f *Factory, env *demoEnv, asJSON bool) error {
 	if asJSON {
 		return writeJSON(f.Stdout, rep)
 	}
-	tw := tabwriter.NewWriter(f.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FROM\tSUBJECT\tROUTE\tINTENT\tRISK\tDECISION")
+	var tb table
+	tb.row("FROM", "SUBJECT", "ROUTE", "INTENT", "RISK", "DECISION")
 	sort.SliceStable(rep.Outcomes, func(i, j int) bool { return rep.Outcomes[i].Decision < rep.Outcomes[j].Decision })
 	for _, o := range rep.Outcomes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(o.From), truncate(termsafe.Line(o.Subject), 38), o.Route, termsafe.Line(strings.Join(o.Intents, ",")), termsafe.Line(o.Risk), o.Decision)
+		tb.row(termsafe.Line(o.From), truncate(termsafe.Line(o.Subject), 38), o.Route, termsafe.Line(strings.Join(o.Intents, ",")), termsafe.Line(o.Risk), o.Decision)
 	}
-	_ = tw.Flush()
+	if err := tb.write(f.Stdout); err != nil {
+		return err
+	}
 	fmt.Fprintf(f.Stdout, "\n%d drafts and %d notices wait in the queue (run `mailagent demo` without --no-tui to review them).\n", rep.Queued, rep.Notices)
 	printDelivered(f.Stdout, env.world.Delivered())
 	fmt.Fprintf(f.Stdout, "\nmodel: %s\n", env.label)

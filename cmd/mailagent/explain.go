@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -174,39 +173,39 @@ func printExplain(w io.Writer, e *explainView) {
 		}
 	}
 	fmt.Fprintln(w, "\nsteps:")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var steps table
 	for _, s := range tr.Steps {
-		l := fmt.Sprintf("  %s\t%s\t%s", line(s.Name), (time.Duration(s.LatencyMS) * time.Millisecond).String(), s.Start.Format(time.TimeOnly))
+		cells := []string{"  " + line(s.Name), (time.Duration(s.LatencyMS) * time.Millisecond).String(), s.Start.Format(time.TimeOnly)}
 		if s.TokensIn+s.TokensOut > 0 {
-			l += fmt.Sprintf("\ttokens %d in / %d out", s.TokensIn, s.TokensOut)
+			cells = append(cells, fmt.Sprintf("tokens %d in / %d out", s.TokensIn, s.TokensOut))
 		}
 		if s.Model != "" {
-			l += "\tmodel " + line(s.Model)
+			cells = append(cells, "model "+line(s.Model))
 		}
 		if s.Retries > 0 {
-			l += fmt.Sprintf("\tretries %d", s.Retries)
+			cells = append(cells, fmt.Sprintf("retries %d", s.Retries))
 		}
 		if s.Detail != "" {
-			l += "\t" + line(s.Detail)
+			cells = append(cells, line(s.Detail))
 		}
 		if s.Error != "" {
-			l += "\terror: " + line(s.Error)
+			cells = append(cells, "error: "+line(s.Error))
 		}
-		fmt.Fprintln(tw, l)
+		steps.row(cells...)
 	}
-	_ = tw.Flush()
+	_ = steps.write(w)
 	fmt.Fprintf(w, "\ndecision %s\n", line(string(tr.Decision)))
 	if len(tr.Gates) > 0 {
 		fmt.Fprintln(w, "gates:")
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		var gates table
 		for _, g := range tr.Gates {
 			mark := "pass"
 			if !g.Pass {
 				mark = "FAIL"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", mark, line(g.Gate), line(g.Reason))
+			gates.row("  "+mark, line(g.Gate), line(g.Reason))
 		}
-		_ = tw.Flush()
+		_ = gates.write(w)
 	}
 	if len(tr.Reasons) > 0 {
 		fmt.Fprintln(w, "reasons:")
