@@ -86,10 +86,10 @@ type DemoReport struct {
 
 // DemoSent is one message the outside world received.
 type DemoSent struct {
-	To      []string `json:"to"`
-	Subject string   `json:"subject"`
-	Auto    bool     `json:"auto_submitted"`
-	Body    string   `json:"body"`
+	To      []AddressJSON `json:"to"`
+	Subject string        `json:"subject"`
+	Auto    bool          `json:"auto_submitted"`
+	Body    string        `json:"body"`
 }
 
 func randomSecret() string {
@@ -338,7 +338,7 @@ func demoReport(f *Factory, env *demoEnv, asJSON bool) error {
 	})
 	for _, d := range env.world.Delivered() {
 		m := mail.Parse(d.Data)
-		rep.Sent = append(rep.Sent, DemoSent{To: d.To, Subject: m.Subject, Auto: m.HeaderValue("Auto-Submitted") != "", Body: m.CleanText})
+		rep.Sent = append(rep.Sent, DemoSent{To: emailsJSON(d.To), Subject: m.Subject, Auto: m.HeaderValue("Auto-Submitted") != "", Body: m.CleanText})
 	}
 	if asJSON {
 		return writeJSON(f.Stdout, rep)

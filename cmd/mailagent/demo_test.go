@@ -49,7 +49,7 @@ func TestDemoNoTUIOutcomes(t *testing.T) {
 		t.Fatalf("sent: got %+v, want Charles's scheduling reply alone", rep.Sent)
 	}
 	sent := rep.Sent[0]
-	if !slices.Equal(sent.To, []string{"charles@babbage.example"}) || !sent.Auto || sent.Subject != "Re: Our call this week" {
+	if !slices.Equal(sent.To, []AddressJSON{{Email: "charles@babbage.example"}}) || !sent.Auto || sent.Subject != "Re: Our call this week" {
 		t.Errorf("sent: got to %v, auto %v, subject %q; want Charles, automatic, Re: Our call this week", sent.To, sent.Auto, sent.Subject)
 	}
 	if strings.Contains(sent.Body, "Thursday") || strings.Contains(sent.Body, "3pm") || !strings.Contains(sent.Body, "Could we do ") {
@@ -92,7 +92,7 @@ func TestDemoNoTUIOutcomes(t *testing.T) {
 	}
 	for _, s := range rep.Sent {
 		for _, to := range s.To {
-			if strings.Contains(to, "evil") || strings.Contains(to, "it-support") {
+			if strings.Contains(to.Email, "evil") || strings.Contains(to.Email, "it-support") {
 				t.Errorf("the injection got a reply: %v", s.To)
 			}
 		}

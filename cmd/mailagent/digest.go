@@ -241,10 +241,10 @@ func toDigestJSON(r *digest.Report) DigestJSON {
 		AutoSent: []DigestSendJSON{}, Scheduled: []DigestSendJSON{}, Waiting: []DigestWaitingJSON{}, NeedsReview: []DigestReviewJSON{},
 		FollowupsDue: []DigestDueJSON{}, Archived: map[string]int{}, Ignored: map[string]int{}}
 	for _, s := range r.AutoSent {
-		j.AutoSent = append(j.AutoSent, DigestSendJSON{Account: s.Account, To: strs(s.To), Subject: s.Subject, At: s.SentAt})
+		j.AutoSent = append(j.AutoSent, DigestSendJSON{Account: s.Account, To: emailsJSON(s.To), Subject: s.Subject, At: s.SentAt})
 	}
 	for _, s := range r.Scheduled {
-		j.Scheduled = append(j.Scheduled, DigestSendJSON{Account: s.Account, To: strs(s.To), Subject: s.Subject, At: s.SentAt})
+		j.Scheduled = append(j.Scheduled, DigestSendJSON{Account: s.Account, To: emailsJSON(s.To), Subject: s.Subject, At: s.SentAt})
 	}
 	for _, q := range r.Waiting {
 		j.Waiting = append(j.Waiting, DigestWaitingJSON{ID: q.ID, Kind: q.Kind, Account: q.Account, From: toAddressJSON(q.From), Subject: q.Subject, Since: q.Since, New: q.New})

@@ -36,7 +36,7 @@ func TestDigestContentAndJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &j); err != nil {
 		t.Fatalf("digest --json: %v\n%s", err, out)
 	}
-	if len(j.AutoSent) != 1 || len(j.AutoSent[0].To) != 1 || j.AutoSent[0].To[0] != "bob@example.org" || !strings.Contains(j.AutoSent[0].Subject, "Call on Thursday") {
+	if len(j.AutoSent) != 1 || len(j.AutoSent[0].To) != 1 || j.AutoSent[0].To[0].Email != "bob@example.org" || !strings.Contains(j.AutoSent[0].Subject, "Call on Thursday") {
 		t.Errorf("auto_sent: got %+v, want one reply to bob@example.org about the call", j.AutoSent)
 	}
 	if len(j.Waiting) != 1 || j.Waiting[0].From.Email != "carol@example.org" || !j.Waiting[0].New || j.Waiting[0].Kind != "draft" {

@@ -191,18 +191,20 @@ type OutboxJSON struct {
 	Message   MessageKeyJSON `json:"message"`
 	QueueID   *string        `json:"queue_id"`
 	InReplyTo *string        `json:"in_reply_to"`
-	To        []string       `json:"to"`
-	Subject   string         `json:"subject"`
-	Body      *string        `json:"body"`
-	Status    string         `json:"status"`
-	Auto      bool           `json:"auto"`
-	Attempts  int            `json:"attempts"`
-	Error     *string        `json:"error"`
-	RawPruned bool           `json:"raw_pruned"`
-	SendAt    *time.Time     `json:"send_at"`
-	SentAt    *time.Time     `json:"sent_at"`
-	CreatedAt time.Time      `json:"created_at"`
-	UpdatedAt time.Time      `json:"updated_at"`
+	// To is the list of recipients, as address objects like every "to"
+	// (an outbox record keeps addresses only: name is "").
+	To        []AddressJSON `json:"to"`
+	Subject   string        `json:"subject"`
+	Body      *string       `json:"body"`
+	Status    string        `json:"status"`
+	Auto      bool          `json:"auto"`
+	Attempts  int           `json:"attempts"`
+	Error     *string       `json:"error"`
+	RawPruned bool          `json:"raw_pruned"`
+	SendAt    *time.Time    `json:"send_at"`
+	SentAt    *time.Time    `json:"sent_at"`
+	CreatedAt time.Time     `json:"created_at"`
+	UpdatedAt time.Time     `json:"updated_at"`
 }
 
 // DecisionJSON is one line of `decisions --json`: a message the agent
@@ -429,10 +431,10 @@ type ReplayJSON struct {
 
 // DigestSendJSON is one reply mailagent sent (or will send) on its own.
 type DigestSendJSON struct {
-	Account string    `json:"account"`
-	To      []string  `json:"to"`
-	Subject string    `json:"subject"`
-	At      time.Time `json:"at"`
+	Account string        `json:"account"`
+	To      []AddressJSON `json:"to"`
+	Subject string        `json:"subject"`
+	At      time.Time     `json:"at"`
 }
 
 // DigestWaitingJSON is one queue item still waiting for the owner.
@@ -638,6 +640,15 @@ func strs(s []string) []string {
 
 func toAddressJSON(a mail.Address) AddressJSON { return AddressJSON{Name: a.Name, Email: a.Email} }
 
+// emailsJSON is a list of bare addresses as address objects.
+func emailsJSON(es []string) []AddressJSON {
+	out := make([]AddressJSON, 0, len(es))
+	for _, e := range es {
+		out = append(out, AddressJSON{Email: e})
+	}
+	return out
+}
+
 func toAddressesJSON(as []mail.Address) []AddressJSON {
 	out := make([]AddressJSON, 0, len(as))
 	for _, a := range as {
@@ -757,7 +768,7 @@ func toOutboxJSON(o *store.OutboxRecord) *OutboxJSON {
 		return nil
 	}
 	return &OutboxJSON{ID: o.ID, Account: o.Account, From: o.From, MessageID: o.MessageID, Message: toKeyJSON(o.Message),
-		QueueID: optStr(o.QueueID), InReplyTo: optStr(o.InReplyTo), To: strs(o.To), Subject: o.Subject, Body: optStr(o.Body),
+		QueueID: optStr(o.QueueID), InReplyTo: optStr(o.InReplyTo), To: emailsJSON(o.To), Subject: o.Subject, Body: optStr(o.Body),
 		Status: o.Status, Auto: o.Auto, Attempts: o.Attempts, Error: optStr(o.Error), RawPruned: o.RawPruned,
 		SendAt: optTime(o.SendAt), SentAt: optTime(o.SentAt), CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
 }
