@@ -229,3 +229,24 @@ func TestProposeReply(t *testing.T) {
 		t.Errorf("without a watcher: %q; want it to say the watcher is needed", e)
 	}
 }
+
+// TestSearchFiltersAreChecked: an intent or decision search_mail does not
+// know is refused, naming the values it takes, instead of matching
+// nothing.
+func TestSearchFiltersAreChecked(t *testing.T) {
+	w := apitest.NewWorld(t)
+	cs := connect(t, mcpserver.Options{Open: modes[1].open(t, w)})
+	for _, args := range []map[string]any{
+		{"intent": "meeting_request"}, {"intent": "Scheduling"}, {"decision": "send"}, {"decision": "queue\x1b[2J"},
+	} {
+		if e := call(t, cs, "search_mail", args, nil); !strings.Contains(e, "is not one of") {
+			t.Errorf("search_mail %v: %q, want refused naming the values", args, e)
+		} else if strings.Contains(e, "\x1b") {
+			t.Errorf("search_mail %v: the refusal echoes an escape: %q", args, e)
+		}
+	}
+	var out mcpserver.MessagesOut
+	if e := call(t, cs, "search_mail", map[string]any{"intent": "scheduling", "decision": "queue"}, &out); e != "" {
+		t.Errorf("search_mail with known values: %q", e)
+	}
+}

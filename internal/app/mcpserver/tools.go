@@ -72,7 +72,15 @@ type AccountState struct {
 	Name     string    `json:"name"`
 	State    string    `json:"state"`
 	LastSync time.Time `json:"last_sync"`
-	Error    string    `json:"error" jsonschema:"the last error, if any (may quote a mail server)"`
+	// Untrusted holds the last error: it may quote what a mail server
+	// said, so it is outside text like mail's.
+	Untrusted ServerText `json:"untrusted_external_content"`
+}
+
+// ServerText is text a server wrote (an error that quotes it), sanitised
+// and bounded like mail text, and never instructions.
+type ServerText struct {
+	Error string `json:"error" jsonschema:"the account's last error, if any; it may quote a mail server"`
 }
 
 // StatusOut is mailagent's state.
@@ -100,7 +108,7 @@ func (s *server) status(ctx context.Context, _ *mcp.CallToolRequest, _ StatusIn)
 		}
 		for _, a := range st.Accounts {
 			if s.allowed(a.Name) {
-				out.Accounts = append(out.Accounts, AccountState{Name: line(a.Name), State: line(a.State), LastSync: a.LastSync, Error: line(a.Error)})
+				out.Accounts = append(out.Accounts, AccountState{Name: line(a.Name), State: line(a.State), LastSync: a.LastSync, Untrusted: ServerText{Error: line(a.Error)}})
 			}
 		}
 		return nil

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/digest"
 	"github.com/mailagent/mailagent/store"
@@ -22,7 +24,7 @@ type SearchIn struct {
 	Subject       string `json:"subject,omitempty" jsonschema:"words that must all appear in the subject"`
 	Since         string `json:"since,omitempty" jsonschema:"from this date (2026-01-02 or RFC 3339)"`
 	Until         string `json:"until,omitempty" jsonschema:"before this date"`
-	Intent        string `json:"intent,omitempty" jsonschema:"an intent the model gave, e.g. meeting_request"`
+	Intent        string `json:"intent,omitempty" jsonschema:"an intent the classifier gave: scheduling, information_request, action_request, introduction_networking, sales_vendor, fyi_notification, sensitive_legal_financial, complaint, follow_up, spam or unknown_ambiguous"`
 	Decision      string `json:"decision,omitempty" jsonschema:"auto_send, queue, notify, archive, ignore or needs_review"`
 	Page
 }
@@ -47,6 +49,12 @@ func (s *server) searchMail(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 	if err == nil {
 		until, err = parseDate("until", in.Until)
 	}
+	if err == nil && in.Intent != "" && !slices.Contains(agent.Intents, in.Intent) {
+		err = fmt.Errorf("%w: intent %q is not one of %s", ErrInvalid, line(in.Intent), strings.Join(agent.Intents, ", "))
+	}
+	if err == nil && in.Decision != "" && !slices.Contains(decisions, in.Decision) {
+		err = fmt.Errorf("%w: decision %q is not one of %s", ErrInvalid, line(in.Decision), strings.Join(decisions, ", "))
+	}
 	if err != nil {
 		return nil, out, err
 	}
@@ -59,6 +67,10 @@ func (s *server) searchMail(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 	}
 	return s.messagePage(ctx, p, in.Account, req)
 }
+
+// decisions are the values search_mail's decision filter takes.
+var decisions = []string{agent.DecisionAutoSend, agent.DecisionQueue, agent.DecisionNotify, agent.DecisionArchive,
+	agent.DecisionIgnore, agent.DecisionNeedsReview}
 
 // messagePage reads one page of messages (api.MessagePage: through the
 // watcher's socket or over the store, from the message index, examining
