@@ -358,3 +358,31 @@ func TestDemoServerLogsGoToLogFile(t *testing.T) {
 		t.Errorf("the IMAP server wrote to the standard log (the terminal): %q", lib.String())
 	}
 }
+
+// TestReleaseArchivesShipManPages: CI builds no release, so this checks
+// the three pieces that put the man pages into the archives fit together:
+// .goreleaser.yaml's before hook runs the hidden `man` command into ./man,
+// its archives take man/*.1, and `man` writes its pages there as *.1.
+func TestReleaseArchivesShipManPages(t *testing.T) {
+	cfg, err := os.ReadFile("../../.goreleaser.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(cfg)
+	hook := regexp.MustCompile(`(?m)^\s*- sh -c '.*rm -rf man && .*go run .* \./cmd/mailagent man man'\s*$`)
+	if !hook.MatchString(s) || strings.Index(s, "before:") > strings.Index(s, "builds:") {
+		t.Errorf(".goreleaser.yaml: no before hook that writes the man pages into ./man")
+	}
+	archives := s[strings.Index(s, "archives:"):]
+	if !regexp.MustCompile(`(?m)^\s*- man/\*\.1\s*$`).MatchString(archives[:strings.Index(archives, "checksum:")]) {
+		t.Errorf(".goreleaser.yaml: the archives do not take man/*.1")
+	}
+	dir := filepath.Join(t.TempDir(), "man")
+	if _, stderr, code := runMain(t, "man", dir); code != 0 {
+		t.Fatalf("man: %d %s", code, stderr)
+	}
+	pages, err := filepath.Glob(filepath.Join(dir, "*.1"))
+	if err != nil || len(pages) < 20 {
+		t.Errorf("man/*.1 matches %d pages (%v), want one per command", len(pages), err)
+	}
+}
