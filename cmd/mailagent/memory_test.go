@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
+	"github.com/mailagent/mailagent/store"
 )
 
 // ownerLoopModel is a well-behaved model for the owner channel, except
@@ -95,9 +97,17 @@ func memoryRecords(t *testing.T, h *harness, args ...string) []MemoryJSON {
 	if code != 0 {
 		t.Fatalf("memory list: exit %d: %s", code, stderr)
 	}
-	var rs []MemoryJSON
-	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+	var all []MemoryJSON
+	if err := json.Unmarshal([]byte(out), &all); err != nil {
 		t.Fatal(err)
+	}
+	// The records, not the examples `memory list` shows beside them
+	// (unless the caller asked for a kind).
+	var rs []MemoryJSON
+	for _, r := range all {
+		if r.Kind != store.MemoryExample || slices.Contains(args, "--kind") {
+			rs = append(rs, r)
+		}
 	}
 	return rs
 }
