@@ -29,6 +29,10 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 		switch {
 		case key.Matches(msg, k.Help, k.Back):
 			m.showHelp = false
+		case key.Matches(msg, k.Quit) && m.tab == tabDetail && msg.String() != "ctrl+c":
+			// The detail view's overlay lists "q/esc back": q leaves
+			// the overlay, never the program.
+			m.showHelp = false
 		case key.Matches(msg, k.Quit):
 			return m.quit()
 		}
@@ -281,7 +285,7 @@ func (m *Model) confirmNew(it *Item, action string, news []Address) tea.Cmd {
 	}
 	cmd := m.openPrompt(promptConfirmNew, it.ID, "")
 	m.confirmFor = action
-	m.input.Prompt = strings.Join(questions, ", ") + "? y/N: "
+	m.input.Prompt = strings.Join(questions, ", ") + confirmSuffix
 	m.setNote("")
 	return cmd
 }
@@ -589,6 +593,7 @@ func (m *Model) openPrompt(kind promptKind, id, value string) tea.Cmd {
 	case promptConfirmNew:
 		m.input.Placeholder = ""
 	}
+	m.sizeInput()
 	return m.input.Focus()
 }
 

@@ -357,7 +357,7 @@ func (m *Model) position() string {
 func (m *Model) renderNote() string {
 	switch {
 	case m.mode == modePrompt:
-		return m.st.Prompt.Render("") + m.input.View()
+		return m.st.Prompt.Render("") + m.promptView()
 	case m.mode == modeInlineEdit:
 		return m.st.Muted.Render("editing the draft: ctrl+s saves, esc cancels")
 	case m.quitting:
@@ -376,6 +376,27 @@ func (m *Model) renderNote() string {
 		return m.st.Muted.Render(fmt.Sprintf("%sfilter %q (esc clears)", m.st.Glyphs.FilterMrk, m.filter))
 	}
 	return ""
+}
+
+// confirmSuffix ends every y/N question of the prompt line.
+const confirmSuffix = "? y/N: "
+
+// promptView is the prompt line's input. A y/N question (promptConfirmNew)
+// has no use for the input's padding, and when it is wider than the
+// window its text is cut before "? y/N: ", so the question mark, the
+// answers and what the owner types stay in sight (the detail view has
+// every address and gate).
+func (m *Model) promptView() string {
+	q, ok := strings.CutSuffix(m.input.Prompt, confirmSuffix)
+	if m.prompt != promptConfirmNew || !ok {
+		return m.input.View()
+	}
+	in := m.input
+	in.SetWidth(4) // "yes" and the cursor
+	in.Prompt = confirmSuffix
+	room := m.width - ansi.StringWidth(in.View())
+	in.Prompt = ansi.Truncate(q, max(room, 1), m.st.Glyphs.Ellipsis) + confirmSuffix
+	return in.View()
 }
 
 // undoNote counts down the undo window of the send last started, an
