@@ -1,7 +1,11 @@
 package tui
 
 import (
+	"context"
 	"fmt"
+	"maps"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -192,6 +196,98 @@ func TestSmallWindowKeysReachable(t *testing.T) {
 			_, cmd := m.Update(press("q")[0])
 			if cmd == nil || !quitted(m) {
 				t.Fatal("q in the list did not quit")
+			}
+		})
+	}
+}
+
+// fullBackend has every optional interface: follow-ups, unsubscribe,
+// invitations, and what an approval taught; its help overlay is the
+// tallest there is.
+type fullBackend struct{ *followupFake }
+
+func (fullBackend) RSVP(context.Context, string, string) error { return nil }
+func (fullBackend) LastLearned(string) []Learned               { return nil }
+func (fullBackend) ForgetLearned(context.Context, []string) error {
+	return nil
+}
+
+// TestGoldenHelpScrolls: with every optional key the help overlay of the
+// list is taller than a 60×20 window; j, ctrl+d and G scroll it, the
+// status line says where ("5/19", like the detail view), and between its
+// top and its end every key of every group is shown, quit and help
+// included. Where it fits (160×45) it does not move. The frames are
+// kept in testdata/TestGoldenHelpScrolls (-update rewrites them).
+func TestGoldenHelpScrolls(t *testing.T) {
+	for _, size := range goldenSizes {
+		for _, v := range []struct {
+			name string
+			keys []string
+		}{
+			{"top", []string{"?"}},
+			{"end", []string{"?", "G"}},
+		} {
+			t.Run(fmt.Sprintf("%s_%dx%d", v.name, size.w, size.h), func(t *testing.T) {
+				b := fullBackend{&followupFake{fakeBackend: newFake(promptItems()...), rows: hostileFollowups()}}
+				got, fm := driveFrame(t, b, size.w, size.h, goldenFrame{keys: v.keys})
+				checkFrame(t, got, size.w, size.h)
+				if !fm.showHelp {
+					t.Fatal("the overlay closed")
+				}
+				golden.RequireEqual(t, got)
+			})
+		}
+		t.Run(fmt.Sprintf("every_key_%dx%d", size.w, size.h), func(t *testing.T) {
+			b := fullBackend{&followupFake{fakeBackend: newFake(promptItems()...), rows: hostileFollowups()}}
+			m := newModel(t, b, Options{NoColor: true})
+			send(t, m, tea.WindowSizeMsg{Width: size.w, Height: size.h})
+			send(t, m, press("?")...)
+			total := len(m.fullHelp())
+			fits := total <= m.bodyHeight()+1
+			if size.w == 60 && fits {
+				t.Fatalf("60×20: the overlay (%d lines) fits; the test needs one taller than the window", total)
+			}
+			seen := map[string]bool{}
+			look := func() {
+				body := strings.Split(m.View().Content, "\n")
+				for _, l := range body[1 : len(body)-3] {
+					seen[strings.Join(strings.Fields(l), " ")] = true
+				}
+			}
+			look()
+			for range total {
+				before := m.helpTop(total)
+				send(t, m, press("j")...)
+				look()
+				if fits && m.helpTop(total) != 0 {
+					t.Fatal("an overlay that fits scrolled")
+				}
+				if !fits && m.helpTop(total) == before && m.helpTop(total)+m.bodyHeight()+1 < total {
+					t.Fatalf("j did not scroll the overlay at line %d of %d", before+1, total)
+				}
+			}
+			if !fits {
+				if got, want := m.position(), fmt.Sprintf("%d/%d", total-m.bodyHeight(), total); got != want {
+					t.Errorf("position at the end: %q, want %q", got, want)
+				}
+				send(t, m, press("ctrl+u")...)
+				if m.helpTop(total) == total-m.bodyHeight()-1 {
+					t.Error("ctrl+u did not scroll up")
+				}
+			} else if m.position() != "" {
+				t.Errorf("an overlay that fits has a position: %q", m.position())
+			}
+			all := strings.Join(slices.Collect(maps.Keys(seen)), "\n")
+			for _, g := range m.currentKeys().FullHelp() {
+				for _, k := range m.supported(g) {
+					if !regexp.MustCompile(regexp.QuoteMeta(k.Help().Key) + ` +` + regexp.QuoteMeta(k.Help().Desc)).MatchString(all) {
+						t.Errorf("%q %q never shown while scrolling the overlay", k.Help().Key, k.Help().Desc)
+					}
+				}
+			}
+			send(t, m, press("q")...)
+			if !quitted(m) {
+				t.Error("q in the list's overlay did not quit, as its q quit line says")
 			}
 		})
 	}

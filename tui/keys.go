@@ -26,15 +26,28 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 	k := m.keys
 	if m.showHelp {
 		// The overlay swallows everything but its own toggles.
+		// A window too small for it scrolls it.
 		switch {
 		case key.Matches(msg, k.Help, k.Back):
 			m.showHelp = false
-		case key.Matches(msg, k.Quit) && m.tab == tabDetail && msg.String() != "ctrl+c":
-			// The detail view's overlay lists "q/esc back": q leaves
-			// the overlay, never the program.
+		case key.Matches(msg, k.Quit) && (m.tab == tabDetail || m.fu.open) && msg.String() != "ctrl+c":
+			// The detail and follow-ups views' overlays list "q/esc
+			// back": q leaves the overlay, never the program.
 			m.showHelp = false
 		case key.Matches(msg, k.Quit):
 			return m.quit()
+		case key.Matches(msg, k.Down):
+			m.scrollHelp(1)
+		case key.Matches(msg, k.Up):
+			m.scrollHelp(-1)
+		case key.Matches(msg, k.HalfPageDown, k.PageDown):
+			m.scrollHelp(max(1, m.bodyHeight()/2))
+		case key.Matches(msg, k.HalfPageUp, k.PageUp):
+			m.scrollHelp(-max(1, m.bodyHeight()/2))
+		case key.Matches(msg, k.Top):
+			m.scrollHelp(-1 << 30)
+		case key.Matches(msg, k.Bottom):
+			m.scrollHelp(1 << 30)
 		}
 		return nil
 	}
@@ -61,7 +74,7 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		return m.quit()
 	case key.Matches(msg, k.Help):
-		m.showHelp = true
+		m.showHelp, m.helpOffset = true, 0
 	case key.Matches(msg, k.NextTab):
 		m.switchTab((m.tab + 1) % numTabs)
 	case key.Matches(msg, k.PrevTab):

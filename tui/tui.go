@@ -157,6 +157,7 @@ type Model struct {
 	viewport   viewport.Model
 	help       help.Model
 	showHelp   bool
+	helpOffset int // the overlay's first line shown, when it is taller than the window
 	helpByTab  [numTabs]viewKeys
 	promptKeys viewKeys
 	detailBack key.Binding // "q/esc back": what q and esc do in the detail view

@@ -109,6 +109,19 @@ func (m *Model) fullHelp() []string {
 	return lines
 }
 
+// helpTop is the overlay's first line shown: helpOffset, kept so that
+// the last line is at the bottom of the body at most.
+func (m *Model) helpTop(lines int) int {
+	return max(0, min(m.helpOffset, lines-m.bodyHeight()-1))
+}
+
+// scrollHelp moves the overlay by n lines when it is taller than the
+// window (60×20 with every optional key), so no key is out of reach.
+func (m *Model) scrollHelp(n int) {
+	m.helpOffset = m.helpTop(len(m.fullHelp())) + n
+	m.helpOffset = m.helpTop(len(m.fullHelp()))
+}
+
 // supported drops the bindings whose action this backend lacks (the
 // follow-ups view, unsubscribe, forgetting what an approval taught): the
 // help overlay never lists a key that cannot work in this session.
@@ -219,7 +232,8 @@ func (m *Model) render() string {
 	var body []string
 	switch {
 	case m.showHelp:
-		body = m.fullHelp()
+		lines := m.fullHelp()
+		body = lines[m.helpTop(len(lines)):]
 	case m.fu.open:
 		body = m.renderFollowups(h)
 	case m.mode == modeInlineEdit:
@@ -334,7 +348,14 @@ func (m *Model) tabBar(l tabLayout) string {
 // position is the scroll indicator: the selected row of a list, or the
 // top line of the detail view, over the total ("12/340").
 func (m *Model) position() string {
-	if m.showHelp || m.mode == modeInlineEdit {
+	if m.showHelp {
+		// Like the detail view, only when there is more than fits.
+		if n := len(m.fullHelp()); n > m.bodyHeight()+1 {
+			return fmt.Sprintf("%d/%d", m.helpTop(n)+1, n)
+		}
+		return ""
+	}
+	if m.mode == modeInlineEdit {
 		return ""
 	}
 	if m.fu.open {
