@@ -274,6 +274,10 @@ func TestGoldenHelpScrolls(t *testing.T) {
 				if m.helpTop(total) == total-m.bodyHeight()-1 {
 					t.Error("ctrl+u did not scroll up")
 				}
+				send(t, m, press("g", "g")...)
+				if m.helpTop(total) != 0 || !m.showHelp {
+					t.Errorf("gg: overlay at line %d (shown %v), want its top", m.helpTop(total)+1, m.showHelp)
+				}
 			} else if m.position() != "" {
 				t.Errorf("an overlay that fits has a position: %q", m.position())
 			}

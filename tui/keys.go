@@ -27,6 +27,14 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 	if m.showHelp {
 		// The overlay swallows everything but its own toggles.
 		// A window too small for it scrolls it.
+		if msg.String() == "g" {
+			if m.pendingG {
+				m.scrollHelp(-1 << 30)
+			}
+			m.pendingG = !m.pendingG
+			return nil
+		}
+		m.pendingG = false
 		switch {
 		case key.Matches(msg, k.Help, k.Back):
 			m.showHelp = false

@@ -81,7 +81,7 @@ func (x *tmuxTerm) must(args ...string) string {
 
 // screen is what the terminal shows, one string per line.
 func (x *tmuxTerm) screen() string {
-	out, _ := x.run("capture-pane", "-p", "-t", "ma")
+	out, _ := x.run("capture-pane", "-p", "-J", "-t", "ma") // -J: a line the terminal wrapped is one
 	return out
 }
 
