@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -36,6 +37,11 @@ type goldenFrame struct {
 	// when the action reloads it.
 	action string
 	reload bool
+	// out: wait until the terminal shows this text (a result no hook
+	// reports).
+	out string
+	// backend: a backend of its own instead of newFake(promptItems()…).
+	backend func() Backend
 	want   []string
 	// hint is what the hint bar must keep at every size; empty: "? help"
 	// and "q quit" (or "q/esc back" in the detail view).
@@ -78,12 +84,22 @@ func TestGoldenPromptsAndLines(t *testing.T) {
 		{name: "flash_error", keys: []string{"4", "a"},
 			want: []string{"error: sent items have no draft to review: not applicable"}},
 		{name: "flash_not_sent", keys: []string{"a", "n", "enter"}, want: []string{"not sent"}},
+		{name: "confirm_unsubscribe", keys: []string{"U"}, out: "y/N",
+			backend: func() Backend { return &followupFake{fakeBackend: newFake(promptItems()...)} },
+			want:    []string{"unsubscribe with a one-click request to", "? y/N"}},
+		{name: "confirm_rsvp", keys: []string{"3", "A"}, hint: prompt,
+			backend: func() Backend { return inviteFake{newFake(append(promptItems(), invitationItem("Design review"))...)} },
+			want:    []string{"accept the invitation", "? y/N: "}},
 	}
 	for _, size := range goldenSizes {
 		for _, f := range frames {
 			t.Run(fmt.Sprintf("%s_%dx%d", f.name, size.w, size.h), func(t *testing.T) {
 				fb := newFake(promptItems()...)
-				got, fm := driveFrame(t, fb, size.w, size.h, f)
+				var b Backend = fb
+				if f.backend != nil {
+					b = f.backend()
+				}
+				got, fm := driveFrame(t, b, size.w, size.h, f)
 				checkFrame(t, got, size.w, size.h)
 				last := lastLine(got)
 				hint := f.hint
@@ -143,6 +159,9 @@ func driveFrame(t *testing.T, b Backend, w, h int, f goldenFrame) (string, *Mode
 	hk.waitFor(t, "the initial load", func(msg tea.Msg) bool { _, ok := msg.(loadedMsg); return ok })
 	for _, k := range press(f.keys...) {
 		tm.Send(k)
+	}
+	if f.out != "" {
+		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(f.out)) }, teatest.WithDuration(10*time.Second))
 	}
 	if f.action != "" {
 		hk.waitFor(t, "the "+f.action+" result", func(msg tea.Msg) bool { a, ok := msg.(actionMsg); return ok && a.action == f.action })

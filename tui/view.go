@@ -392,7 +392,7 @@ func (m *Model) renderNote() string {
 		}
 		return m.st.Error.Render(prefix + clean(m.note))
 	case m.note != "":
-		return m.st.Success.Render(clean(m.note))
+		return m.st.Success.Render(m.keepAnswers(clean(m.note)))
 	case m.filter != "":
 		return m.st.Muted.Render(fmt.Sprintf("%sfilter %q (esc clears)", m.st.Glyphs.FilterMrk, m.filter))
 	}
@@ -418,6 +418,18 @@ func (m *Model) promptView() string {
 	room := m.width - ansi.StringWidth(in.View())
 	in.Prompt = ansi.Truncate(q, max(room, 1), m.st.Glyphs.Ellipsis) + confirmSuffix
 	return in.View()
+}
+
+// keepAnswers cuts a note that asks "…? y/N" (unsubscribe) and is wider
+// than the window before its question mark, so the answers stay in
+// sight.
+func (m *Model) keepAnswers(note string) string {
+	const ask = "? y/N"
+	q, ok := strings.CutSuffix(note, ask)
+	if !ok || ansi.StringWidth(note) <= m.width {
+		return note
+	}
+	return ansi.Truncate(q, max(1, m.width-len(ask)), m.st.Glyphs.Ellipsis) + ask
 }
 
 // undoNote counts down the undo window of the send last started, an
