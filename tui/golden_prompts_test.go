@@ -42,7 +42,7 @@ type goldenFrame struct {
 	out string
 	// backend: a backend of its own instead of newFake(promptItems()…).
 	backend func() Backend
-	want   []string
+	want    []string
 	// hint is what the hint bar must keep at every size; empty: "? help"
 	// and "q quit" (or "q/esc back" in the detail view).
 	hint []string
