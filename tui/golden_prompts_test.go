@@ -77,6 +77,8 @@ func TestGoldenPromptsAndLines(t *testing.T) {
 		{name: "detail_help", keys: []string{"enter", "?"}, want: []string{"q/esc", "back", "ctrl+c", "quit", "try again"}},
 		{name: "attention_help", keys: []string{"3", "?"}, want: []string{"t try again", "q", "quit"}},
 		{name: "sent_help", keys: []string{"4", "?"}, want: []string{"c cancel send", "q", "quit"}},
+		{name: "decided_help", keys: []string{"5", "?"}, want: []string{"enter open", "q", "quit"},
+			backend: func() Backend { return newFake(append(promptItems(), decidedItems()...)...) }},
 		{name: "undo_countdown", keys: []string{"j", "a"}, action: "approve", reload: true,
 			want: []string{`approved "Legal notice": sending in 5s, c cancels`, "(sending in 5s) Legal n"}},
 		{name: "flash_result", keys: []string{"j", "r", "too late", "enter"}, action: "reject",

@@ -296,3 +296,40 @@ func TestGoldenHelpScrolls(t *testing.T) {
 		})
 	}
 }
+
+// TestGoldenStatusLines: the status line in each watcher state at 60, 80
+// and 160 columns, as the frame draws it: the state is whole at every
+// width (what is cut, from the end, is the counts). The lines are kept in
+// testdata/TestGoldenStatusLines (-update rewrites them).
+func TestGoldenStatusLines(t *testing.T) {
+	states := []struct {
+		name  string
+		set   func(m *Model)
+		state string
+	}{
+		{"connected", func(m *Model) {}, "● watcher connected"},
+		{"stream lost", func(m *Model) { m.streamLost = true }, "○ live updates lost: reconnecting"},
+		{"watcher gone", func(m *Model) { m.stat.WatcherConnected = false; m.stat.Accounts = nil }, "○ no watcher: actions run locally"},
+		{"offline", func(m *Model) { m.stat.WatcherConnected = false; m.stat.Accounts = nil; m.sawWatcher = false }, "○ offline (store opened directly)"},
+	}
+	for _, size := range goldenSizes {
+		t.Run(fmt.Sprintf("%dx%d", size.w, size.h), func(t *testing.T) {
+			var out []string
+			for _, s := range states {
+				m := newModel(t, newFake(promptItems()...), Options{NoColor: true})
+				send(t, m, tea.WindowSizeMsg{Width: size.w, Height: size.h})
+				s.set(m)
+				rows := strings.Split(m.View().Content, "\n")
+				line := rows[len(rows)-2]
+				if !strings.HasPrefix(line, "1/7 │ "+s.state) {
+					t.Errorf("%s: status line %q, want it to start with the position and %q", s.name, line, s.state)
+				}
+				if w := ansi.StringWidth(line); w > size.w {
+					t.Errorf("%s: %d cells", s.name, w)
+				}
+				out = append(out, line)
+			}
+			golden.RequireEqual(t, strings.Join(out, "\n")+"\n")
+		})
+	}
+}
