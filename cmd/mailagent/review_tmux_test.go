@@ -33,13 +33,10 @@ type tmuxTerm struct {
 
 // startTmux runs `mailagent --config h.cfgPath args…` in a w×h terminal,
 // with h's secrets in its environment and no service manager's
-// variables (watch would stay quiet under one). It skips the test when
-// tmux is not installed (CI installs it).
+// variables (watch would stay quiet under one).
 func startTmux(t *testing.T, h *harness, w, ht int, env []string, args ...string) *tmuxTerm {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed (apt-get install tmux): the real-terminal tests need it")
-	}
+	needTmux(t)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +58,14 @@ func startTmux(t *testing.T, h *harness, w, ht int, env []string, args ...string
 	// are part of what the tests check.
 	x.must("set-option", "-w", "-t", "ma", "remain-on-exit", "on")
 	return x
+}
+
+// needTmux skips the test when tmux is not installed (CI installs it).
+func needTmux(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (apt-get install tmux): the real-terminal tests need it")
+	}
 }
 
 func (x *tmuxTerm) run(args ...string) (string, error) {
@@ -149,6 +154,7 @@ func screenRows(screen string) []string {
 // "q/esc back", q goes back to the list and q again ends review with
 // exit 0.
 func TestReviewSmallTerminalsUnderTmux(t *testing.T) {
+	needTmux(t)
 	h := newHarness(t, compromisedModel, "")
 	const n = 30
 	for i := range n {
