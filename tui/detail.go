@@ -97,16 +97,19 @@ func (m *Model) detailText(it *Item) string {
 			return
 		}
 		b.WriteString(st.Label.Render(fmt.Sprintf("%-12s", name+":")))
+		var line strings.Builder
 		for i, a := range as {
 			if i > 0 {
-				b.WriteString(", ")
+				line.WriteString(", ")
 			}
 			if marks && a.New {
-				b.WriteString(st.NewAddress.Render(newMark + a.String()))
+				line.WriteString(st.NewAddress.Render(newMark + a.String()))
 			} else {
-				b.WriteString(a.String())
+				line.WriteString(a.String())
 			}
 		}
+		// Like a label's value: wrapped at words, under its first line.
+		b.WriteString(wrapIndent(line.String(), w, labelIndent))
 		b.WriteByte('\n')
 	}
 
@@ -122,8 +125,12 @@ func (m *Model) detailText(it *Item) string {
 	case replies:
 		addrs("To", it.To, true)
 		if n := len(it.NewRecipients()); n > 0 {
-			b.WriteString(st.NewAddress.Render(fmt.Sprintf("%-12s", "") + newWarning(n)))
-			b.WriteByte('\n')
+			// Under the addresses, wrapped at words; each line styled
+			// on its own.
+			for _, l := range strings.Split(labelIndent+wrapIndent(newWarning(n), w, labelIndent), "\n") {
+				b.WriteString(st.NewAddress.Render(l))
+				b.WriteByte('\n')
+			}
 		}
 	}
 	if it.From.Email != "" || it.From.Name != "" {

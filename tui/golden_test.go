@@ -58,7 +58,7 @@ func TestGoldenViews(t *testing.T) {
 		{name: "sent_by_agent", keys: []string{"4"}},
 		{name: "help_overlay", keys: []string{"?"}},
 	}
-	for _, size := range []struct{ w, h int }{{80, 24}, {160, 45}} {
+	for _, size := range goldenSizes {
 		for _, v := range views {
 			t.Run(fmt.Sprintf("%s_%dx%d", v.name, size.w, size.h), func(t *testing.T) {
 				m := New(newFake(goldenItems()...), Options{NoColor: true, Now: func() time.Time { return fixedNow }})

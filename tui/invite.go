@@ -69,7 +69,7 @@ func (m *Model) rsvp(msg tea.KeyPressMsg) tea.Cmd {
 	verb := map[string]string{rsvpAccept: "accept", rsvpDecline: "decline", rsvpTentative: "answer tentative to"}[answer]
 	cmd := m.openPrompt(promptConfirmNew, it.ID, "")
 	m.confirmFor = answer
-	m.input.Prompt = fmt.Sprintf("%s the invitation %s (a reply goes to its organizer)? y/N: ", verb, quote(clean(it.Invitation)))
+	m.input.Prompt = fmt.Sprintf("%s the invitation %s (a reply goes to its organizer)"+confirmSuffix, verb, quote(clean(it.Invitation)))
 	m.setNote("")
 	return cmd
 }

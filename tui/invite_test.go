@@ -206,7 +206,7 @@ func TestRSVPHostileTitle(t *testing.T) {
 // with an Inviter backend at 80×24 and 160×45: A, D and T are offered
 // there (testdata/TestGoldenInvitation/*; -update rewrites them).
 func TestGoldenInvitation(t *testing.T) {
-	for _, size := range []struct{ w, h int }{{80, 24}, {160, 45}} {
+	for _, size := range goldenSizes {
 		for _, v := range []struct {
 			name string
 			keys []string

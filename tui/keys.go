@@ -26,11 +26,36 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 	k := m.keys
 	if m.showHelp {
 		// The overlay swallows everything but its own toggles.
+		// A window too small for it scrolls it.
+		if msg.String() == "g" {
+			if m.pendingG {
+				m.scrollHelp(-1 << 30)
+			}
+			m.pendingG = !m.pendingG
+			return nil
+		}
+		m.pendingG = false
 		switch {
 		case key.Matches(msg, k.Help, k.Back):
 			m.showHelp = false
+		case key.Matches(msg, k.Quit) && (m.tab == tabDetail || m.fu.open) && msg.String() != "ctrl+c":
+			// The detail and follow-ups views' overlays list "q/esc
+			// back": q leaves the overlay, never the program.
+			m.showHelp = false
 		case key.Matches(msg, k.Quit):
 			return m.quit()
+		case key.Matches(msg, k.Down):
+			m.scrollHelp(1)
+		case key.Matches(msg, k.Up):
+			m.scrollHelp(-1)
+		case key.Matches(msg, k.HalfPageDown, k.PageDown):
+			m.scrollHelp(max(1, m.bodyHeight()/2))
+		case key.Matches(msg, k.HalfPageUp, k.PageUp):
+			m.scrollHelp(-max(1, m.bodyHeight()/2))
+		case key.Matches(msg, k.Top):
+			m.scrollHelp(-1 << 30)
+		case key.Matches(msg, k.Bottom):
+			m.scrollHelp(1 << 30)
 		}
 		return nil
 	}
@@ -57,7 +82,7 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		return m.quit()
 	case key.Matches(msg, k.Help):
-		m.showHelp = true
+		m.showHelp, m.helpOffset = true, 0
 	case key.Matches(msg, k.NextTab):
 		m.switchTab((m.tab + 1) % numTabs)
 	case key.Matches(msg, k.PrevTab):
@@ -281,7 +306,7 @@ func (m *Model) confirmNew(it *Item, action string, news []Address) tea.Cmd {
 	}
 	cmd := m.openPrompt(promptConfirmNew, it.ID, "")
 	m.confirmFor = action
-	m.input.Prompt = strings.Join(questions, ", ") + "? y/N: "
+	m.input.Prompt = strings.Join(questions, ", ") + confirmSuffix
 	m.setNote("")
 	return cmd
 }
@@ -589,6 +614,7 @@ func (m *Model) openPrompt(kind promptKind, id, value string) tea.Cmd {
 	case promptConfirmNew:
 		m.input.Placeholder = ""
 	}
+	m.sizeInput()
 	return m.input.Focus()
 }
 

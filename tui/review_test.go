@@ -200,7 +200,7 @@ func TestDetailEveryState(t *testing.T) {
 			}
 		})
 	}
-	for _, size := range []struct{ w, h int }{{80, 24}, {160, 45}} {
+	for _, size := range goldenSizes {
 		for _, name := range names {
 			it := states[name]
 			t.Run(fmt.Sprintf("%s_%dx%d", name, size.w, size.h), func(t *testing.T) {

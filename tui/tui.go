@@ -58,6 +58,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/mailagent/mailagent/tui/keymap"
 	"github.com/mailagent/mailagent/tui/styles"
@@ -156,6 +157,7 @@ type Model struct {
 	viewport   viewport.Model
 	help       help.Model
 	showHelp   bool
+	helpOffset int // the overlay's first line shown, when it is taller than the window
 	helpByTab  [numTabs]viewKeys
 	promptKeys viewKeys
 	detailBack key.Binding // "q/esc back": what q and esc do in the detail view
@@ -630,7 +632,7 @@ func (m *Model) bodyHeight() int {
 
 func (m *Model) resize() {
 	m.help.SetWidth(m.width)
-	m.input.SetWidth(max(10, m.width-40))
+	m.sizeInput()
 	m.editor.SetWidth(max(10, m.width))
 	m.editor.SetHeight(max(1, m.bodyHeight()))
 	m.viewport.SetWidth(max(10, m.width))
@@ -641,6 +643,13 @@ func (m *Model) resize() {
 	if m.tab == tabDetail {
 		m.refreshDetail()
 	}
+}
+
+// sizeInput gives the prompt line's input what its prompt leaves of the
+// window, so a placeholder ("4h (or 1h, 30m, 2d, tomorrow)") is whole at
+// 60 columns.
+func (m *Model) sizeInput() {
+	m.input.SetWidth(max(10, m.width-ansi.StringWidth(m.input.Prompt)-1))
 }
 
 // clampOffset keeps a list's cursor inside its visible window.

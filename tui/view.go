@@ -109,6 +109,19 @@ func (m *Model) fullHelp() []string {
 	return lines
 }
 
+// helpTop is the overlay's first line shown: helpOffset, kept so that
+// the last line is at the bottom of the body at most.
+func (m *Model) helpTop(lines int) int {
+	return max(0, min(m.helpOffset, lines-m.bodyHeight()-1))
+}
+
+// scrollHelp moves the overlay by n lines when it is taller than the
+// window (60×20 with every optional key), so no key is out of reach.
+func (m *Model) scrollHelp(n int) {
+	m.helpOffset = m.helpTop(len(m.fullHelp())) + n
+	m.helpOffset = m.helpTop(len(m.fullHelp()))
+}
+
 // supported drops the bindings whose action this backend lacks (the
 // follow-ups view, unsubscribe, forgetting what an approval taught): the
 // help overlay never lists a key that cannot work in this session.
@@ -219,7 +232,8 @@ func (m *Model) render() string {
 	var body []string
 	switch {
 	case m.showHelp:
-		body = m.fullHelp()
+		lines := m.fullHelp()
+		body = lines[m.helpTop(len(lines)):]
 	case m.fu.open:
 		body = m.renderFollowups(h)
 	case m.mode == modeInlineEdit:
@@ -334,7 +348,14 @@ func (m *Model) tabBar(l tabLayout) string {
 // position is the scroll indicator: the selected row of a list, or the
 // top line of the detail view, over the total ("12/340").
 func (m *Model) position() string {
-	if m.showHelp || m.mode == modeInlineEdit {
+	if m.showHelp {
+		// Like the detail view, only when there is more than fits.
+		if n := len(m.fullHelp()); n > m.bodyHeight()+1 {
+			return fmt.Sprintf("%d/%d", m.helpTop(n)+1, n)
+		}
+		return ""
+	}
+	if m.mode == modeInlineEdit {
 		return ""
 	}
 	if m.fu.open {
@@ -357,7 +378,7 @@ func (m *Model) position() string {
 func (m *Model) renderNote() string {
 	switch {
 	case m.mode == modePrompt:
-		return m.st.Prompt.Render("") + m.input.View()
+		return m.st.Prompt.Render("") + m.promptView()
 	case m.mode == modeInlineEdit:
 		return m.st.Muted.Render("editing the draft: ctrl+s saves, esc cancels")
 	case m.quitting:
@@ -371,11 +392,44 @@ func (m *Model) renderNote() string {
 		}
 		return m.st.Error.Render(prefix + clean(m.note))
 	case m.note != "":
-		return m.st.Success.Render(clean(m.note))
+		return m.st.Success.Render(m.keepAnswers(clean(m.note)))
 	case m.filter != "":
 		return m.st.Muted.Render(fmt.Sprintf("%sfilter %q (esc clears)", m.st.Glyphs.FilterMrk, m.filter))
 	}
 	return ""
+}
+
+// confirmSuffix ends every y/N question of the prompt line.
+const confirmSuffix = "? y/N: "
+
+// promptView is the prompt line's input. A y/N question (promptConfirmNew)
+// has no use for the input's padding, and when it is wider than the
+// window its text is cut before "? y/N: ", so the question mark, the
+// answers and what the owner types stay in sight (the detail view has
+// every address and gate).
+func (m *Model) promptView() string {
+	q, ok := strings.CutSuffix(m.input.Prompt, confirmSuffix)
+	if m.prompt != promptConfirmNew || !ok {
+		return m.input.View()
+	}
+	in := m.input
+	in.SetWidth(4) // "yes" and the cursor
+	in.Prompt = confirmSuffix
+	room := m.width - ansi.StringWidth(in.View())
+	in.Prompt = ansi.Truncate(q, max(room, 1), m.st.Glyphs.Ellipsis) + confirmSuffix
+	return in.View()
+}
+
+// keepAnswers cuts a note that asks "…? y/N" (unsubscribe) and is wider
+// than the window before its question mark, so the answers stay in
+// sight.
+func (m *Model) keepAnswers(note string) string {
+	const ask = "? y/N"
+	q, ok := strings.CutSuffix(note, ask)
+	if !ok || ansi.StringWidth(note) <= m.width {
+		return note
+	}
+	return ansi.Truncate(q, max(1, m.width-len(ask)), m.st.Glyphs.Ellipsis) + ask
 }
 
 // undoNote counts down the undo window of the send last started, an
