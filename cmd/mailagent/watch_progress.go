@@ -123,6 +123,10 @@ func (p *watchProgress) reason(account string, err error) string {
 		return "connection reset (" + addr + ")"
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
 		return "host unreachable (" + addr + ")"
+	case errors.Is(err, net.ErrClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.EPIPE):
+		// The server (or something between) dropped the connection: the
+		// error says which socket call noticed, which the owner needs not.
+		return "the server closed the connection (" + addr + ")"
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
