@@ -227,10 +227,27 @@ func TestCompletionDynamic(t *testing.T) {
 			t.Errorf("contacts %s: got %v", sub, got)
 		}
 	}
+	// Every id `memory list` shows: the record added here, and the
+	// examples the world's mail left (each shown and forgotten the same way).
 	memID, _, _ := h.run("memory", "add", "--kind", "style", "signs off with 'Best, Ada'")
+	listOut, _, _ := h.run("memory", "list", "--json")
+	var listed []MemoryJSON
+	if err := json.Unmarshal([]byte(listOut), &listed); err != nil {
+		t.Fatal(err)
+	}
+	var wantIDs []string
+	for _, r := range listed {
+		wantIDs = append(wantIDs, r.ID)
+	}
+	if !slices.Contains(wantIDs, strings.TrimSpace(memID)) {
+		t.Fatalf("memory list lacks the added record %s: %v", memID, wantIDs)
+	}
+	slices.Sort(wantIDs)
 	for _, sub := range []string{"show", "forget", "edit"} {
-		if got := complete("memory", sub, ""); !slices.Equal(got, []string{strings.TrimSpace(memID)}) {
-			t.Errorf("memory %s: got %v, want [%s]", sub, got, strings.TrimSpace(memID))
+		got := complete("memory", sub, "")
+		slices.Sort(got)
+		if !slices.Equal(got, wantIDs) {
+			t.Errorf("memory %s: got %v, want %v", sub, got, wantIDs)
 		}
 	}
 	// Carol's proposal waits for a reply: a thread the followups
