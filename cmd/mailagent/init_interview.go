@@ -209,7 +209,6 @@ func confirmServers(ctx context.Context, p Prompter, s *initSetup, reach *reachS
 					return err
 				}
 			}
-			p.Say("\nTesting that the servers answer (no login yet):\n")
 			return reachServers(ctx, p, s, reach)
 		case "p":
 			if err := pickProvider(ctx, p, s); err != nil {

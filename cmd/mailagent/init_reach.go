@@ -181,8 +181,15 @@ func serverEndpoint(s *initSetup, kind string) config.Endpoint {
 }
 
 // reachServers reaches IMAP, then SMTP (the settings were accepted as a
-// whole: a preset, autodiscovery, or the answers shown again).
+// whole: a preset, autodiscovery, or the answers shown again); those
+// already tested as they are now are not tested again.
 func reachServers(ctx context.Context, p Prompter, s *initSetup, st *reachState) error {
+	for _, kind := range []string{"imap", "smtp"} {
+		if _, seen := st.reached[reachKey(kind, serverEndpoint(s, kind))]; !seen {
+			p.Say("\nTesting that the servers answer (no login yet):\n")
+			break
+		}
+	}
 	for _, kind := range []string{"imap", "smtp"} {
 		if err := reachServer(ctx, p, s, kind, st); err != nil {
 			return err
