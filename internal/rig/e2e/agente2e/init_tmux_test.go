@@ -134,7 +134,7 @@ func TestInitEarlyProbeUnderTmux(t *testing.T) {
 		t.Errorf("an SMTP question came before the IMAP failure was reported:\n%s", screen)
 	}
 	it.answer("What now?", "") // edit (the default)
-	it.answer("IMAP host", "")  // 127.0.0.1, as typed
+	it.answer("IMAP host", "") // 127.0.0.1, as typed
 	it.answer("IMAP security", "")
 	it.answer("IMAP port", strconv.Itoa(st.IMAPSPort))
 	it.answer("IMAP login name", "")
