@@ -95,18 +95,20 @@ func reachIMAP(ctx context.Context, ep config.Endpoint) error {
 	default:
 		return fmt.Errorf("imap %s: unknown security %q (want tls, starttls or insecure)", addr, ep.Security)
 	}
-	conn, err := netpolicy.DialFirst(ctx, &net.Dialer{}, addrs)
+	raw, err := netpolicy.DialFirst(ctx, &net.Dialer{}, addrs)
 	if err != nil {
 		return fmt.Errorf("imap dial %s: %w", addr, err)
 	}
-	// go-imap has no context: closing the connection ends a blocked read.
-	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	// go-imap has no context: closing the connection ends a blocked read
+	// (of the TLS layer too, which reads from raw).
+	stop := context.AfterFunc(ctx, func() { _ = raw.Close() })
 	defer stop()
-	defer func() { _ = conn.Close() }()
+	defer func() { _ = raw.Close() }()
+	conn := raw
 	if ep.Security == config.SecurityTLS {
 		cfg := tlsCfg.Clone()
 		cfg.NextProtos = []string{"imap"}
-		tc := tls.Client(conn, cfg)
+		tc := tls.Client(raw, cfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			return fmt.Errorf("imap tls handshake with %s: %w", addr, err)
 		}
@@ -241,7 +243,7 @@ func reachServer(ctx context.Context, p Prompter, s *initSetup, kind string, st 
 			}
 		} else {
 			// The reason carries server text (greetings, NO replies).
-			p.Say("  ✗ %s: %s\n    fix: %s\n", label, termsafe.Line(probeReason(err)), termsafe.Line(connFix(err, ep, kind)))
+			p.Say("  ✗ %s: %s\n    fix: %s\n", label, termsafe.Line(probeReason(err)), termsafe.Line(reachFix(err, ep, kind)))
 		}
 		choice, err := p.Choose(ctx, "What now?", []initChoice{
 			{"edit", "type the " + label + " settings again"},
@@ -266,6 +268,17 @@ func reachServer(ctx context.Context, p Prompter, s *initSetup, kind string, st 
 			return nil
 		}
 	}
+}
+
+// reachFix is doctor's fix for a connection failure, in the interview's
+// words when doctor would name a config key the user has not seen yet.
+func reachFix(err error, ep config.Endpoint, kind string) string {
+	fix := connFix(err, ep, kind)
+	if fix == "check host, port and security in accounts."+kind {
+		return fmt.Sprintf("%s did not answer as an %s server: check the host, port and security (usually %s)",
+			ep.Addr(), strings.ToUpper(kind), initPortHint(kind))
+	}
+	return fix
 }
 
 // markEdited records that the server settings are the user's answers.

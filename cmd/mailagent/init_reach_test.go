@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mailagent/mailagent/internal/autoconfig"
 	"github.com/mailagent/mailagent/internal/config"
@@ -363,4 +364,53 @@ func TestInitReachHostileServers(t *testing.T) {
 		})
 	}
 	t.Logf("attacks tried %d, got through %d", attacks, through)
+}
+
+// TestInitReachFixes: each common wrong setting, tried against a real
+// listener, is answered with its fix before any login.
+func TestInitReachFixes(t *testing.T) {
+	old := initReachTimeout
+	initReachTimeout = time.Second // the silent cases wait this long
+	t.Cleanup(func() { initReachTimeout = old })
+	imapSrv := startIMAP(t, "ada@example.com", "pw")
+	sink := smtptest.NewSink(t, smtptest.SinkOptions{})
+	cert, _ := smtptest.NewCert(t)
+	imaps := tlsFront(t, cert, imapSrv.Port)
+	closed := closedLoopbackPort(t)
+	silent := rawServer(t, "", func(string) string { return "" }) // accepts, says nothing
+	ep := func(port int, sec string) config.Endpoint {
+		return config.Endpoint{Host: "127.0.0.1", Port: port, Security: sec}
+	}
+	for _, tt := range []struct {
+		name, kind string
+		ep         config.Endpoint
+		want       string
+	}{
+		{"nothing listens", "imap", ep(closed, "insecure"), "nothing listens on 127.0.0.1:" + strconv.Itoa(closed)},
+		{"imap tls on a plain-text port", "imap", ep(imapSrv.Port, "tls"), "does not speak implicit TLS: use security = \"starttls\""},
+		{"imap starttls on an implicit-TLS port", "imap", ep(imaps, "starttls"), "closed the connection before STARTTLS: if it speaks implicit TLS (usually port 993), use security = \"tls\""},
+		{"imap server silent", "imap", ep(silent, "starttls"), "no answer from 127.0.0.1:" + strconv.Itoa(silent) + ": a firewall, or the wrong port or security mode"},
+		{"smtp server silent", "smtp", ep(silent, "starttls"), "no answer from 127.0.0.1:" + strconv.Itoa(silent)},
+		{"imap port of an SMTP server", "imap", ep(sink.Port, "insecure"), "did not answer as an IMAP server: check the host, port and security (usually 993 for tls, 143 for starttls)"},
+		{"smtp port of an IMAP server", "smtp", ep(imapSrv.Port, "insecure"), "did not answer as an SMTP server: check the host, port and security (usually 465 for tls, 587 for starttls)"},
+		{"smtp tls on a plain-text port", "smtp", ep(sink.Port, "tls"), "does not speak implicit TLS: use security = \"starttls\" (port 587)"},
+		{"plain text to another host", "imap", config.Endpoint{Host: "imap.example.com", Port: 143, Security: "insecure"}, "plaintext is allowed only to a loopback address"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &scriptedPrompter{steps: []step{{"What now?", "keep"}}}
+			s := &initSetup{}
+			srv := initServer{Host: tt.ep.Host, Port: tt.ep.Port, Security: tt.ep.Security}
+			if tt.kind == "imap" {
+				s.IMAP = srv
+			} else {
+				s.SMTP = srv
+			}
+			if err := reachServer(t.Context(), p, s, tt.kind, newReachState()); err != nil {
+				t.Fatalf("reach: %v", err)
+			}
+			if said := p.said.String(); !strings.Contains(said, "fix: ") || !strings.Contains(said, tt.want) {
+				t.Errorf("got:\n%s\nwant the fix %q", said, tt.want)
+			}
+		})
+	}
 }
