@@ -21,10 +21,11 @@ import (
 
 // Testing each server's login as soon as the password source is known:
 // IMAP, then SMTP, before the model questions (each server was reached
-// without a login as soon as it was entered: init_reach.go). A certificate signed by an unknown
-// authority (a self-hosted server with its own CA) is answered by asking
-// for the CA file; SMTP tries the IMAP CA first. Any other failure says
-// why and what to change, and offers to edit, retry or go on.
+// without a login as soon as it was entered: init_reach.go). A
+// certificate signed by an unknown authority (a self-hosted server with
+// its own CA) is answered by asking for the CA file; SMTP tries the IMAP
+// CA first. Any other failure says why and what to change, and offers to
+// edit, retry or go on.
 
 // serverProbe logs in to one server (kind "imap" or "smtp") of acct and
 // logs out. Tests replace initProbe; the live one dials.
