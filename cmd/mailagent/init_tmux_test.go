@@ -159,9 +159,14 @@ func TestInitEarlyProbeInTmux(t *testing.T) {
 	x.initAnswer("Environment variable", "MA_TEST_INIT_NO_KEY")
 	x.initAnswer("Gemini model", "")
 	x.initAnswer("Mode", "")
-	x.waitFor("init to end", func(string) bool { return x.dead() })
-	if out, _ := x.run("display-message", "-p", "-t", "ma", "#{pane_dead_status}"); strings.TrimSpace(out) != "0" {
-		t.Errorf("init exited %q, want 0", strings.TrimSpace(out))
+	status := ""
+	x.waitFor("init to end", func(string) bool {
+		out, err := x.run("display-message", "-p", "-t", "ma", "#{pane_dead}:#{pane_dead_status}")
+		status = strings.TrimSpace(out)
+		return err == nil && strings.HasPrefix(status, "1:") && status != "1:"
+	})
+	if status != "1:0" {
+		t.Errorf("init ended with %q (pane dead:status), want exit status 0", status)
 	}
 
 	screen = x.initTranscript()
