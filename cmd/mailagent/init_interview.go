@@ -222,6 +222,7 @@ func confirmServers(ctx context.Context, p Prompter, s *initSetup, reach *reachS
 				if err := editServer(ctx, p, e.label, e.kind, e.srv); err != nil {
 					return err
 				}
+				reach.forgetKept(s, e.kind)
 				if err := reachServer(ctx, p, s, e.kind, reach); err != nil {
 					return err
 				}

@@ -158,6 +158,15 @@ func (st *reachState) keptUnreached(s *initSetup, kind string) bool {
 	return seen && !ok
 }
 
+// forgetKept makes kind's current endpoint, kept unreached, tested again
+// (its section was typed again); one that answered stays answered.
+func (st *reachState) forgetKept(s *initSetup, kind string) {
+	key := reachKey(kind, serverEndpoint(s, kind))
+	if ok, seen := st.reached[key]; seen && !ok {
+		delete(st.reached, key)
+	}
+}
+
 func reachKey(kind string, ep config.Endpoint) string {
 	return fmt.Sprintf("%s|%s|%d|%s|%s", kind, ep.Host, ep.Port, ep.Security, ep.TLSCAFile)
 }

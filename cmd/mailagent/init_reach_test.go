@@ -226,8 +226,10 @@ func TestInitReachAllRightAsksNothingMore(t *testing.T) {
 }
 
 // TestInitReachKeepUnreachable: "retry" tests again; "keep" takes the
-// settings as they are, and the login of a server kept unreached is not
-// tried (doctor tests it once the file is written).
+// settings as they are; typing the section again (the same answers)
+// tests it again, while a server that answered is not tested twice; and
+// the login of a server kept unreached is not tried (doctor tests it once
+// the file is written).
 func TestInitReachKeepUnreachable(t *testing.T) {
 	noDiscovery(t)
 	liveProbes(t)
@@ -242,6 +244,10 @@ func TestInitReachKeepUnreachable(t *testing.T) {
 		{"What now?", "retry"},
 		{"What now?", "keep"},
 		{"SMTP host", "127.0.0.1"}, {"SMTP security", "insecure"}, {"SMTP port", strconv.Itoa(sink.Port)}, {"SMTP login name", ""},
+		{"Use these settings?", "e"},
+		{"IMAP host", ""}, {"IMAP security", ""}, {"IMAP port", ""}, {"IMAP login name", ""},
+		{"What now?", "keep"},
+		{"SMTP host", ""}, {"SMTP security", ""}, {"SMTP port", ""}, {"SMTP login name", ""},
 		{"Use these settings?", "y"},
 		{"Account name", ""}, {"Password source", secretEnv}, {"Environment variable name", "MA_TEST_INIT_PASS"},
 	}, llmSteps...)}
@@ -250,8 +256,11 @@ func TestInitReachKeepUnreachable(t *testing.T) {
 		t.Fatalf("interview: %v\nasked: %q\nsaid: %s", err, p.asked, p.said.String())
 	}
 	said := p.said.String()
-	if n := strings.Count(said, "✗ IMAP: "); n != 2 {
-		t.Errorf("IMAP failed %d times, want 2 (first try and retry):\n%s", n, said)
+	if n := strings.Count(said, "✗ IMAP: "); n != 3 {
+		t.Errorf("IMAP failed %d times, want 3 (first try, retry, typed again):\n%s", n, said)
+	}
+	if n := strings.Count(said, "✓ SMTP: 127.0.0.1:"+strconv.Itoa(sink.Port)+" answers"); n != 1 {
+		t.Errorf("SMTP was reached %d times, want once (its answers did not change):\n%s", n, said)
 	}
 	for _, want := range []string{
 		"IMAP: login not tested: the server could not be reached and you kept it",
