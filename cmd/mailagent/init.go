@@ -63,11 +63,12 @@ func newInitCmd(f *Factory, runF func(context.Context, *InitOptions) error) *cob
 		Long: `init asks for your address and name, proposes the server settings (a
 built-in preset for Gmail, Fastmail, iCloud, Outlook/Office 365 and Proton
 Bridge, or autodiscovery: Mozilla autoconfig, the Thunderbird ISPDB and DNS
-SRV records), asks where your password lives (a command such as
-"pass show mail/you", an environment variable, the system keyring, or an
-OAuth2 token command), then tests the IMAP and SMTP logins at once (for a
-self-hosted server whose certificate the system does not trust, it asks
-for the CA file), and asks where the Gemini API key lives. It writes the
+SRV records), and tests each server as soon as it is entered: connect,
+TLS and greeting, no login yet (for a self-hosted server whose certificate
+the system does not trust, it asks for the CA file). It asks where your
+password lives (a command such as "pass show mail/you", an environment
+variable, the system keyring, or an OAuth2 token command), then tests the
+IMAP and SMTP logins at once, and asks where the Gemini API key lives. It writes the
 config file with mode 0600, then runs doctor, and suggests watch only when
 doctor passes.
 

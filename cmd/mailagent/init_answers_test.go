@@ -216,9 +216,11 @@ func TestInitKeyringUnavailableKeepsNumbers(t *testing.T) {
 
 // TestInitAsksSMTPCAOnUnknownAuthority: an SMTP server (a real go-smtp
 // sink speaking STARTTLS) whose certificate no system root signs is
-// tested as soon as the login is known; init asks for the CA file,
-// refuses a file that is not a certificate, tests again with the one
-// given, and writes it as the SMTP server's tls_ca_file only.
+// reached as soon as its section is answered, before the password is
+// asked; init asks for the CA file, refuses a file that is not a
+// certificate, tests again with the one given, logs in with it once the
+// password source is known, and writes it as the SMTP server's
+// tls_ca_file only.
 func TestInitAsksSMTPCAOnUnknownAuthority(t *testing.T) {
 	noDiscovery(t)
 	liveProbes(t)
@@ -241,10 +243,10 @@ func TestInitAsksSMTPCAOnUnknownAuthority(t *testing.T) {
 		{"Use these settings?", "e"},
 		{"IMAP host", "127.0.0.1"}, {"IMAP security", "insecure"}, {"IMAP port", strconv.Itoa(srv.Port)}, {"IMAP login name", ""},
 		{"SMTP host", "127.0.0.1"}, {"SMTP security", "starttls"}, {"SMTP port", strconv.Itoa(sink.Port)}, {"SMTP login name", ""},
-		{"Use these settings?", "y"},
-		{"Account name", ""}, {"Password source", secretEnv}, {"Environment variable name", "MA_TEST_INIT_PASS"},
 		{"Path to the CA certificate", notCA}, // refused: no certificate in it
 		{"Path to the CA certificate", ca},
+		{"Use these settings?", "y"},
+		{"Account name", ""}, {"Password source", secretEnv}, {"Environment variable name", "MA_TEST_INIT_PASS"},
 		{"Model provider", ""}, {"Read the Gemini API key from", "env"}, {"Environment variable", ""}, {"Gemini model", ""}, {"Mode", ""},
 	}}
 	s, data, err := interview(context.Background(), p, &InitOptions{Provider: "generic"}, filepath.Join(dir, "config.toml"))
@@ -256,11 +258,15 @@ func TestInitAsksSMTPCAOnUnknownAuthority(t *testing.T) {
 		"✓ IMAP: logged in to 127.0.0.1:",
 		"✗ SMTP: the certificate of 127.0.0.1:",
 		"not signed by an authority this system trusts",
+		"✓ SMTP: 127.0.0.1:" + strconv.Itoa(sink.Port) + " answers (STARTTLS, certificate verified)",
 		"✓ SMTP: logged in to 127.0.0.1:" + strconv.Itoa(sink.Port) + " as " + user + " (STARTTLS, certificate verified)",
 	} {
 		if !strings.Contains(said, want) {
 			t.Errorf("said lacks %q:\n%s", want, said)
 		}
+	}
+	if !p.saidBefore("✗ SMTP: the certificate", "Password source") {
+		t.Errorf("the SMTP certificate was not reported before the password question:\n%s", said)
 	}
 	if len(p.rejected) != 1 || p.rejected[0] != notCA {
 		t.Errorf("rejected %q, want the key file only", p.rejected)
@@ -277,8 +283,10 @@ func TestInitAsksSMTPCAOnUnknownAuthority(t *testing.T) {
 	}
 }
 
-// TestInitServerFailureMenu: a failed login says why and the fix, and
-// "edit" lets the user correct the port, tested again at once.
+// TestInitServerFailureMenu: a wrong IMAP port is reported with the fix
+// as soon as the IMAP section is answered, before any SMTP question;
+// "edit" lets the user correct the port, reached again at once, and the
+// logins are tested once the password source is known.
 func TestInitServerFailureMenu(t *testing.T) {
 	noDiscovery(t)
 	liveProbes(t)
@@ -291,11 +299,11 @@ func TestInitServerFailureMenu(t *testing.T) {
 		{"Email address", user}, {"Your name", "Ada"},
 		{"Use these settings?", "e"},
 		{"IMAP host", "127.0.0.1:" + closed}, {"IMAP security", "none"}, {"IMAP login name", ""},
+		{"What now?", "edit"},
+		{"IMAP host", ""}, {"IMAP security", ""}, {"IMAP port", strconv.Itoa(srv.Port)}, {"IMAP login name", ""},
 		{"SMTP host", "127.0.0.1"}, {"SMTP security", "insecure"}, {"SMTP port", strconv.Itoa(sink.Port)}, {"SMTP login name", ""},
 		{"Use these settings?", "y"},
 		{"Account name", ""}, {"Password source", secretEnv}, {"Environment variable name", "MA_TEST_INIT_PASS"},
-		{"What now?", "edit"},
-		{"IMAP host", ""}, {"IMAP security", ""}, {"IMAP port", strconv.Itoa(srv.Port)}, {"IMAP login name", ""},
 		{"Model provider", ""}, {"Read the Gemini API key from", "env"}, {"Environment variable", ""}, {"Gemini model", ""}, {"Mode", ""},
 	}}
 	s, _, err := interview(context.Background(), p, &InitOptions{Provider: "generic"}, filepath.Join(t.TempDir(), "config.toml"))
@@ -306,12 +314,16 @@ func TestInitServerFailureMenu(t *testing.T) {
 	for _, want := range []string{
 		"✗ IMAP: imap dial 127.0.0.1:" + closed,
 		"fix: nothing listens on 127.0.0.1:" + closed,
+		"✓ IMAP: 127.0.0.1:" + strconv.Itoa(srv.Port) + " answers (plain text, loopback only)",
 		"✓ IMAP: logged in to 127.0.0.1:" + strconv.Itoa(srv.Port),
 		"✓ SMTP: logged in",
 	} {
 		if !strings.Contains(said, want) {
 			t.Errorf("said lacks %q:\n%s", want, said)
 		}
+	}
+	if !p.saidBefore("✗ IMAP: imap dial 127.0.0.1:"+closed, "SMTP host") {
+		t.Errorf("the wrong IMAP port was not reported before the first SMTP question:\n%s", said)
 	}
 	if s.IMAP.Port != srv.Port || s.Source != "your answers" {
 		t.Errorf("setup %+v", s)

@@ -18,9 +18,11 @@ import (
 // CA. It needs MAILAGENT_E2E=1 (source DIR/env); without it it skips.
 //
 // The answers carry wrong inputs copied from another mail client
-// ("host:port", "ssl", "smtp://…"); the IMAP test meets the unknown
-// authority and asks for the CA, refuses a wrong CA, accepts the stack's;
-// SMTP trusts the same CA without asking. Doctor then passes the mail
+// ("host:port", "ssl", "smtp://…"). IMAP is reached as soon as its
+// section is answered: it meets the unknown authority and asks for the
+// CA before any SMTP question, refuses a wrong CA, accepts the stack's;
+// SMTP trusts the same CA without asking. The logins are tested once the
+// password source is known. Doctor then passes the mail
 // checks and fails only the missing model key, so init names that check
 // and its fix and does not suggest watch.
 func TestInitSelfHostedE2E(t *testing.T) {
@@ -42,11 +44,11 @@ func TestInitSelfHostedE2E(t *testing.T) {
 		user, "Ada Lovelace",
 		"e",
 		imaps, "ssl", "", // IMAP: host:port (not a usual port: security asked), "ssl", login
+		wrongCA,                     // the IMAP certificate is not trusted: a CA that did not sign it
+		st.CAFile,                   // the stack's CA
 		"smtp://"+st.SMTPAddr(), "", // SMTP: a URL gives starttls and the port; login
 		"y",
 		"", "2", "MA_E2E_INIT_PASS", // account, password from env
-		wrongCA,                               // the IMAP certificate is not trusted: a CA that did not sign it
-		st.CAFile,                             // the stack's CA
 		"", "1", "MA_E2E_INIT_NO_KEY", "", "", // provider (gemini), api key env (unset), model, mode
 	)
 	code, stdout, stderr := runInit(t, script, "--config", path, "--provider", "generic")
@@ -59,6 +61,8 @@ func TestInitSelfHostedE2E(t *testing.T) {
 	for _, want := range []string{
 		"✗ IMAP: the certificate of " + imaps + " is not signed by an authority this system trusts",
 		"It is not signed by " + wrongCA + " either",
+		"✓ IMAP: " + imaps + " answers (implicit TLS, certificate verified)",
+		"✓ SMTP: " + st.SMTPAddr() + " answers (STARTTLS, certificate verified)",
 		"✓ IMAP: logged in to " + imaps + " as " + user + " (implicit TLS, certificate verified)",
 		"✓ SMTP: logged in to " + st.SMTPAddr() + " as " + user + " (STARTTLS, certificate verified)",
 		"trusting the CA in " + st.CAFile,
@@ -74,6 +78,9 @@ func TestInitSelfHostedE2E(t *testing.T) {
 	}
 	if n := strings.Count(stderr, "Path to the CA certificate"); n != 2 {
 		t.Errorf("the CA was asked %d times, want 2 (IMAP: wrong CA, right CA; SMTP reuses it):\n%s", n, stderr)
+	}
+	if ca, smtp := strings.Index(stderr, "Path to the CA certificate"), strings.Index(stderr, "SMTP host"); ca < 0 || smtp < 0 || ca > smtp {
+		t.Errorf("the IMAP CA was not asked before the SMTP questions:\n%s", stderr)
 	}
 	if strings.Contains(stderr[strings.Index(stderr, "Not ready yet"):], "watch") {
 		t.Errorf("watch is suggested after a failed doctor:\n%s", stderr)

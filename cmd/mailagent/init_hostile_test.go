@@ -20,8 +20,9 @@ import (
 // new line, a bell, a right-to-left override.
 const hostileText = "\x1b[2J\x1b]0;pwned\x07\r\nEmail address: \u202eevil"
 
-// hostileIMAP is an IMAP server that greets with hostile text and answers
-// every command NO with more of it. It returns its port.
+// hostileIMAP is an IMAP server that greets with hostile text, lists its
+// capabilities (so init's early connect test passes), and answers every
+// other command NO with more hostile text. It returns its port.
 func hostileIMAP(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -44,7 +45,11 @@ func hostileIMAP(t *testing.T) int {
 					if err != nil {
 						return
 					}
-					tag, _, _ := strings.Cut(line, " ")
+					tag, cmd, _ := strings.Cut(line, " ")
+					if strings.EqualFold(strings.TrimSpace(cmd), "CAPABILITY") {
+						_, _ = io.WriteString(c, "* CAPABILITY IMAP4rev1 AUTH=PLAIN\r\n"+tag+" OK done\r\n")
+						continue
+					}
 					_, _ = io.WriteString(c, tag+" NO [AUTHENTICATIONFAILED] "+strings.ReplaceAll(hostileText, "\r\n", " ")+"\r\n")
 				}
 			}(c)
@@ -88,9 +93,9 @@ func TestInitHostileServerText(t *testing.T) {
 	p := &scriptedPrompter{steps: []step{
 		{"Email address", "ada@example.org"}, {"Your name", "Ada"},
 		{"Use these settings?", "y"},
+		{"What now?", "keep"}, // nothing on SMTP's port 25: kept, its login not tried
 		{"Account name", ""}, {"Password source", secretEnv}, {"Environment variable name", "MA_TEST_HOSTILE_PASS"},
-		{"What now?", "skip"}, // IMAP refused by the hostile server
-		{"What now?", "skip"}, // nothing on SMTP's port 25
+		{"What now?", "skip"}, // IMAP login refused by the hostile server
 		{"Model provider", ""}, {"Read the Gemini API key from", "env"}, {"Environment variable", ""}, {"Gemini model", ""}, {"Mode", ""},
 	}}
 	_, _, err := interview(context.Background(), p, &InitOptions{}, filepath.Join(t.TempDir(), "config.toml"))

@@ -98,7 +98,8 @@ func askAll(ctx context.Context, p Prompter, opts *InitOptions, prev *initSetup)
 			return nil, err
 		}
 	}
-	if err := confirmServers(ctx, p, s); err != nil {
+	reach := newReachState()
+	if err := confirmServers(ctx, p, s, reach); err != nil {
 		return nil, err
 	}
 	if s.Account, err = p.Text(ctx, "Account name (short: used by --account and for keyring entries)",
@@ -108,7 +109,7 @@ func askAll(ctx context.Context, p Prompter, opts *InitOptions, prev *initSetup)
 	if err := askSecret(ctx, p, s, opts); err != nil {
 		return nil, err
 	}
-	if err := testServers(ctx, p, s, opts); err != nil {
+	if err := testServers(ctx, p, s, opts, reach); err != nil {
 		return nil, err
 	}
 	if err := askLLM(ctx, p, s, opts); err != nil {
@@ -184,7 +185,11 @@ func pickProvider(ctx context.Context, p Prompter, s *initSetup) error {
 	return nil
 }
 
-func confirmServers(ctx context.Context, p Prompter, s *initSetup) error {
+// confirmServers shows the proposed settings until they are accepted,
+// edited or replaced by a provider's. Each server is reached as soon as
+// its section is answered (edited), or both when the settings are
+// accepted as shown; the login is tested after the password source.
+func confirmServers(ctx context.Context, p Prompter, s *initSetup, reach *reachState) error {
 	for {
 		showProposal(sayWriter{p}, s)
 		ans, err := p.Text(ctx, "Use these settings? (y: yes, e: edit them, p: pick a provider)", "y", func(v string) error {
@@ -200,26 +205,29 @@ func confirmServers(ctx context.Context, p Prompter, s *initSetup) error {
 		switch strings.ToLower(ans) {
 		case "y", "yes":
 			if netpolicy.IsLoopback(s.IMAP.Host) && strings.HasPrefix(s.Source, "preset:proton") {
-				return askBridgeCA(ctx, p, s)
+				if err := askBridgeCA(ctx, p, s); err != nil {
+					return err
+				}
 			}
-			return nil
+			return reachServers(ctx, p, s, reach)
 		case "p":
 			if err := pickProvider(ctx, p, s); err != nil {
 				return err
 			}
 		default:
-			if err := editServer(ctx, p, "IMAP", "imap", &s.IMAP); err != nil {
-				return err
+			for _, e := range []struct {
+				label, kind string
+				srv         *initServer
+			}{{"IMAP", "imap", &s.IMAP}, {"SMTP", "smtp", &s.SMTP}} {
+				if err := editServer(ctx, p, e.label, e.kind, e.srv); err != nil {
+					return err
+				}
+				reach.forgetKept(s, e.kind)
+				if err := reachServer(ctx, p, s, e.kind, reach); err != nil {
+					return err
+				}
 			}
-			if err := editServer(ctx, p, "SMTP", "smtp", &s.SMTP); err != nil {
-				return err
-			}
-			if s.Source == "preset:proton" {
-				s.Source = "preset:proton, edited"
-			} else {
-				s.Provider, s.Source = "", "your answers"
-			}
-			s.Notes = ""
+			markEdited(s)
 		}
 	}
 }

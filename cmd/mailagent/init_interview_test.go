@@ -23,6 +23,7 @@ type scriptedPrompter struct {
 	steps    []step
 	said     strings.Builder
 	asked    []string // every question, in order
+	saidAt   []int    // len(said) when each question was asked
 	rejected []string // answers a check refused
 }
 
@@ -30,6 +31,7 @@ var _ Prompter = (*scriptedPrompter)(nil)
 
 func (p *scriptedPrompter) next(label string) (string, error) {
 	p.asked = append(p.asked, label)
+	p.saidAt = append(p.saidAt, p.said.Len())
 	if len(p.steps) == 0 {
 		return "", errInputEnded
 	}
@@ -39,6 +41,21 @@ func (p *scriptedPrompter) next(label string) (string, error) {
 		return "", fmt.Errorf("asked %q, the script expected %q", label, s.label)
 	}
 	return s.answer, nil
+}
+
+// saidBefore reports whether text was said before the first question
+// whose label starts with question was asked.
+func (p *scriptedPrompter) saidBefore(text, question string) bool {
+	at := strings.Index(p.said.String(), text)
+	if at < 0 {
+		return false
+	}
+	for i, q := range p.asked {
+		if strings.HasPrefix(q, question) {
+			return at < p.saidAt[i]
+		}
+	}
+	return true // never asked
 }
 
 func (p *scriptedPrompter) Say(format string, a ...any) { fmt.Fprintf(&p.said, format, a...) }

@@ -19,11 +19,13 @@ import (
 	"github.com/mailagent/mailagent/internal/termsafe"
 )
 
-// Testing each server as soon as its login is known: IMAP, then SMTP,
-// before the model questions. A certificate signed by an unknown
-// authority (a self-hosted server with its own CA) is answered by asking
-// for the CA file; SMTP tries the IMAP CA first. Any other failure says
-// why and what to change, and offers to edit, retry or go on.
+// Testing each server's login as soon as the password source is known:
+// IMAP, then SMTP, before the model questions (each server was reached
+// without a login as soon as it was entered: init_reach.go). A
+// certificate signed by an unknown authority (a self-hosted server with
+// its own CA) is answered by asking for the CA file; SMTP tries the IMAP
+// CA first. Any other failure says why and what to change, and offers to
+// edit, retry or go on.
 
 // serverProbe logs in to one server (kind "imap" or "smtp") of acct and
 // logs out. Tests replace initProbe; the live one dials.
@@ -89,10 +91,16 @@ func probeAccount(s *initSetup) (*config.Account, error) {
 	return &cfg.Accounts[0], nil
 }
 
-// testServers tests IMAP, then SMTP.
-func testServers(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions) error {
-	p.Say("\nTesting the servers with these settings:\n")
+// testServers tests the IMAP, then the SMTP login. A server the user kept
+// although it could not be reached is not tried again: doctor tests it
+// once the file is written.
+func testServers(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions, reach *reachState) error {
+	p.Say("\nTesting the logins with these settings:\n")
 	for _, kind := range []string{"imap", "smtp"} {
+		if reach.keptUnreached(s, kind) {
+			p.Say("  - %s: login not tested: the server could not be reached and you kept it (doctor tests it at the end)\n", strings.ToUpper(kind))
+			continue
+		}
 		if err := testServer(ctx, p, s, opts, kind); err != nil {
 			return err
 		}
@@ -178,7 +186,7 @@ func testServer(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions
 			if err := editServer(ctx, p, label, kind, srv); err != nil {
 				return err
 			}
-			s.Provider, s.Source, s.Notes = "", "your answers", ""
+			markEdited(s)
 		case "secret":
 			s.Secret = secretChoice{}
 			if err := askSecret(ctx, p, s, opts); err != nil {
@@ -197,7 +205,7 @@ func probeReason(err error) string {
 	if errors.As(err, &se) {
 		err = se.Err
 	}
-	return initFirstLine(err)
+	return clipReason(initFirstLine(err))
 }
 
 // unknownAuthority reports a certificate chain the system roots (and the

@@ -89,6 +89,7 @@ func withDiscovery(t *testing.T, opts autoconfig.Options) {
 func noDiscovery(t *testing.T) {
 	t.Helper()
 	withProbe(t, func(context.Context, string, *config.Account) error { return nil })
+	withReach(t, func(context.Context, string, config.Endpoint) error { return nil })
 	withDiscovery(t, autoconfig.Options{
 		HTTPClient: &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			t.Errorf("unexpected HTTP request to %s", r.URL)
@@ -106,9 +107,21 @@ func withProbe(t *testing.T, probe serverProbe) {
 	t.Cleanup(func() { initProbe = old })
 }
 
+// withReach replaces the interview's early connect test (no login) for
+// the test.
+func withReach(t *testing.T, reach serverReach) {
+	t.Helper()
+	old := initReach
+	initReach = reach
+	t.Cleanup(func() { initReach = old })
+}
+
 // liveProbes lets the interview dial the servers typed (loopback test
-// servers).
-func liveProbes(t *testing.T) { withProbe(t, liveProbe) }
+// servers): the early connect test and the login test.
+func liveProbes(t *testing.T) {
+	withProbe(t, liveProbe)
+	withReach(t, liveReach)
+}
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
@@ -354,6 +367,7 @@ func TestInitAutodiscovery(t *testing.T) {
 				},
 			})
 			withProbe(t, func(context.Context, string, *config.Account) error { return nil }) // the hosts are made up
+			withReach(t, func(context.Context, string, config.Endpoint) error { return nil })
 			t.Setenv("MA_TEST_MAIL_PASS", "x")
 			lines := []string{email, "Ada Lovelace"}
 			lines = append(lines, tt.serverStep...)
