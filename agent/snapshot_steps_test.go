@@ -183,8 +183,10 @@ func (a *archiver) Archive(_ context.Context, _ string, k store.MessageKey, _ st
 	a.archived = append(a.archived, k.Mailbox)
 	return fmt.Sprintf("moved to Archive (UID %d of %s)", k.UID, k.Mailbox), nil
 }
-func (a *archiver) Label(context.Context, string, store.MessageKey, string, []string) error { return nil }
-func (a *archiver) Labels(string, *store.MessageRecord) []string                          { return nil }
+func (a *archiver) Label(context.Context, string, store.MessageKey, string, []string) error {
+	return nil
+}
+func (a *archiver) Labels(string, *store.MessageRecord) []string { return nil }
 
 // TestMailboxStepSnapshot: an archive move shows the message (mailbox,
 // UID) in and the change made out.
