@@ -10,6 +10,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/geminitest"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -159,4 +161,93 @@ func snapshotBytes(t *testing.T, path string) map[string][]byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// obeyingOwnerModel is obeyingModel for the owner loop too: its tool call
+// repeats the hostile text (and the secrets, when the mail shows them)
+// as a memory record, then says done.
+func obeyingOwnerModel(req *geminitest.Request) geminitest.Reply {
+	props, _ := req.ResponseSchema()["properties"].(map[string]any)
+	usage := llm.Usage{PromptTokens: 100, OutputTokens: 10, TotalTokens: 110}
+	switch {
+	case props["rules"] != nil:
+		return geminitest.JSONReply(map[string]any{"rules": []string{}}, usage)
+	case props["tool"] == nil:
+		return obeyingModel(req)
+	}
+	user := req.UserText()
+	if strings.Contains(user, "What you did so far") {
+		return geminitest.JSONReply(map[string]any{"tool": "done", "kind": "", "contact": "", "text": "ok", "expires": "", "instruction": ""}, usage)
+	}
+	echo := snapModelSays + " " + snapCSI + snapOSC8 + snapBidi
+	if strings.Contains(user, apiKey) || strings.Contains(user, ownerPass) {
+		echo += " " + apiKey + " " + ownerPass
+	}
+	return geminitest.JSONReply(map[string]any{"tool": "update_context", "kind": "fact", "contact": "", "text": echo, "expires": "", "instruction": echo}, usage)
+}
+
+// explainStepsHostileNewSteps is TestExplainStepsHostile for the owner,
+// thread, answered and mailbox steps: hostile text in an owner
+// instruction (with the configured secrets, and a model that repeats
+// them), in a threaded reply's subject and References, in the Message-ID
+// of the owner's reply found in Sent and of an archived digest. `explain
+// --steps` shows each step cleaned and redacted.
+func explainStepsHostileNewSteps(t *testing.T) {
+	h := newHarness(t, obeyingOwnerModel, stepsConfig)
+	hostile := snapCSI + snapOSC8 + snapBidi
+	h.appendTo("Sent", "From: Ada Lovelace <ada@example.com>\nTo: Dave <dave@example.org>\nSubject: Re: Copy please\n"+
+		"Date: Mon, 02 Nov 2026 11:00:00 +0000\nMessage-ID: <phone"+snapBidi+"@example.com>\nIn-Reply-To: <copy-please@test.example>\n"+
+		"References: <copy-please@test.example>\n\nSent it.\n")
+	h.deliver(rawMail("Dave <dave@example.org>", "Copy please", "Could you send me a copy?"))
+	h.deliver(ownerToAgent("ada+agent@example.com", "", "Hostile rule", snapMarker+" "+hostile+"\nmy key is "+apiKey+
+		" and the password "+ownerPass+"\napi_key="+snapFakeKey, true))
+	h.deliver(rawMail("News <news@lists.example.org>", "Hostile digest", "Top stories "+hostile, "List-Id: <digest.lists.example.org>",
+		"Message-ID: <digest"+snapBidi+"@lists.example.org>"))
+	h.deliver(rawMail("Carol <carol@example.org>", "Plan", "The plan."))
+	h.watchOnce(t)
+	h.deliver(rawMail("Carol <carol@example.org>", "Re: Plan "+hostile, "Agreed. "+hostile,
+		"Message-ID: <hostile-reply@test.example>", "In-Reply-To: <plan@test.example>",
+		"References: <"+snapBidi+"evil@attacker.example> <plan@test.example>"))
+	h.watchOnce(t)
+
+	attacks := map[string]string{
+		"CSI escape": "\x1b[", "OSC 8 hyperlink": "\x1b]", "BEL": "\x07", "bidi override": "\u202e",
+		"fake key": snapFakeKey, "configured API key": apiKey, "IMAP password": ownerPass,
+	}
+	cases := []struct{ id, step string }{
+		{"<hostile-rule@example.com>", "owner"},
+		{"<hostile-reply@test.example>", "thread"},
+		{"<copy-please@test.example>", "answered"},
+		{"<digest" + snapBidi + "@lists.example.org>", "mailbox"},
+	}
+	tried, through := 0, 0
+	for _, c := range cases {
+		out, stderr, code := h.run("explain", c.id, "--steps")
+		if code != 0 {
+			t.Errorf("explain %q --steps: %d %s", c.id, code, stderr)
+			continue
+		}
+		_, snaps, _ := strings.Cut(out, "step snapshots:")
+		if !strings.Contains(snaps, "] "+c.step+"\n") {
+			t.Errorf("explain %q --steps shows no %s snapshot:\n%s", c.id, c.step, snaps)
+		}
+		// The data keeps the hostile text (--json); only the view cleans it.
+		if s := h.explainSteps(t, c.id)[c.step]; s == nil || !strings.Contains(s.Input+s.Output, snapBidi) {
+			t.Errorf("%s: the snapshot does not hold the hostile text, so nothing was tried: %+v", c.step, s)
+		}
+		for name, s := range attacks {
+			tried++
+			if strings.Contains(snaps, s) {
+				through++
+				t.Errorf("%s: %s reached explain --steps", c.step, name)
+			}
+		}
+	}
+	owner, _, _ := h.run("explain", "<hostile-rule@example.com>", "--steps")
+	for _, want := range []string{snapMarker, snapModelSays, "[redacted]", "update_context"} {
+		if !strings.Contains(owner, want) {
+			t.Errorf("the owner step lacks %q:\n%s", want, owner)
+		}
+	}
+	t.Logf("explain --steps, new steps: %d attacks tried, %d got through", tried, through)
 }
