@@ -350,7 +350,7 @@ func (p *Pipeline) runOwnerLoop(ctx context.Context, rec *store.MessageRecord, b
 	data := prompts.OwnerData{Owner: p.ownerOf(rec.Account), Mode: mode, Today: now.Format("2006-01-02"), Contacts: contacts,
 		From: formatAddress(rec.From), To: formatAddresses(append(slices.Clone(rec.To), rec.Cc...)), Subject: rec.Subject,
 		Text: prompts.TrimText(loopText(body, fw), p.maxBody())}
-	res.loops = []ownerLoopInput{{Mode: mode, Owner: data.Owner.Name + " <" + data.Owner.Email + ">", Today: data.Today,
+	res.loops = []ownerLoopInput{{Mode: mode, Owner: formatAddress(mail.Address{Name: data.Owner.Name, Email: data.Owner.Email}), Today: data.Today,
 		Contacts: contacts, From: data.From, To: data.To, Subject: data.Subject, Text: data.Text, MaxSteps: steps}}
 	if fw.From.Email != "" {
 		res.loops[0].Forwarded = formatAddress(fw.From)
@@ -443,16 +443,23 @@ func (p *Pipeline) finishDelegate(ctx context.Context, rec *store.MessageRecord,
 	if res.Mode != prompts.ModeDelegate || res.QueueID != "" {
 		return res, nil
 	}
+	drafted := ""
 	if draft == nil {
 		d, u, err := p.delegateDraft(ctx, rec, fw, "")
 		res.Usage = res.Usage.Add(u)
 		if err != nil {
 			return res, err
 		}
-		draft = &d
+		draft, drafted = &d, d.Body
 	}
 	qid, err := p.queueDelegated(ctx, rec, fw, *draft)
 	res.QueueID = qid
+	// Not a model turn: code finishing what the owner asked for.
+	result := "code: the loop ended without propose_send; queued " + qid + " for the owner's approval"
+	if err != nil {
+		result = "code: queueing the delegated draft failed: " + err.Error()
+	}
+	res.turns = append(res.turns, ownerTurnSnap{Turn: len(res.turns) + 1, Result: result, Draft: drafted})
 	return res, err
 }
 

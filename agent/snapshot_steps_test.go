@@ -228,3 +228,19 @@ func TestResumeStepSnapshot(t *testing.T) {
 	wantIn(t, "resume", "input", s.Input, `"state": "decided"`, `"decision": "queue"`)
 	wantIn(t, "resume", "output", s.Output, "acting on decision queue", "not_run_again")
 }
+
+// TestOwnerStepSnapshotDelegateFinishedByCode: a delegation whose model
+// says done at once is drafted and queued by code; the snapshot says so.
+func TestOwnerStepSnapshotDelegateFinishedByCode(t *testing.T) {
+	p, st, _, model := newLearnPipeline(t, "review")
+	p.Snapshots, p.Redactor = true, &wordRedactor{word: "unused-secret"}
+	model.draft = "Happy to, see you Thursday."
+	model.turns = []map[string]any{turn(ToolDone, "", "", "", "")}
+	out, err := p.Process(context.Background(), ownerMsg("ada+agent@example.com", "", "Fwd: Tea", "Say yes.\n\n---------- Forwarded message ---------\n"+
+		"From: Sam Lee <sam@example.net>\nSubject: Tea\nMessage-ID: <tea@example.net>\n\nTea on Thursday?", ownerAuth))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := snapOf(t, st, out.Record.TraceID, "owner")
+	wantIn(t, "owner", "output", s.Output, `"result": "done"`, "code: the loop ended without propose_send; queued q_", "Happy to, see you Thursday.")
+}
