@@ -40,7 +40,11 @@ func (p *Pipeline) skipAnswered(ctx context.Context, rec *store.MessageRecord, t
 	}
 	done := tr.step("answered")
 	found, reason, err := p.answered(ctx, rec.Account, rec.MessageKey, rec.MessageID, "", true)
-	done(store.Step{Detail: reason}, err)
+	var snap *store.StepSnapshot
+	if tr.on() {
+		snap = tr.snap(p.answeredInput(rec), answeredOutput(found, reason, err))
+	}
+	done(store.Step{Detail: reason, Snapshot: snap}, err)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, ctx.Err()

@@ -30,7 +30,7 @@ func (p *Pipeline) reflectInMailbox(ctx context.Context, rec *store.MessageRecor
 	if !ok || rec.Route == RouteSelf {
 		return
 	}
-	var did []string
+	var did, kw []string
 	var err error
 	if rec.Decision == DecisionArchive {
 		var done string
@@ -38,7 +38,7 @@ func (p *Pipeline) reflectInMailbox(ctx context.Context, rec *store.MessageRecor
 			did = append(did, done)
 		}
 	}
-	if kw := mb.Labels(rec.Account, rec); err == nil && len(kw) > 0 && rec.Decision != DecisionArchive {
+	if kw = mb.Labels(rec.Account, rec); err == nil && len(kw) > 0 && rec.Decision != DecisionArchive {
 		if err = mb.Label(ctx, rec.Account, rec.MessageKey, rec.MessageID, kw); err == nil {
 			did = append(did, "keywords "+strings.Join(kw, " "))
 		}
@@ -46,7 +46,11 @@ func (p *Pipeline) reflectInMailbox(ctx context.Context, rec *store.MessageRecor
 	if len(did) == 0 && err == nil {
 		return
 	}
-	tr.step("mailbox")(store.Step{Detail: strings.Join(did, "; ")}, err)
+	var snap *store.StepSnapshot
+	if tr.on() {
+		snap = tr.snap(mailboxSnapshot(rec, kw, did, err))
+	}
+	tr.step("mailbox")(store.Step{Detail: strings.Join(did, "; "), Snapshot: snap}, err)
 	if err != nil {
 		p.logger().Warn("mailbox action", "message", rec.MessageID, "decision", rec.Decision, "err", err)
 	}

@@ -261,6 +261,11 @@ type OwnerResult struct {
 	Rejected int
 	// Usage is the tokens of every model call of the loop.
 	Usage llm.Usage
+
+	// loops and turns are the prompt variables of each loop and every
+	// turn, for the owner step's snapshot (snapshot.go).
+	loops []ownerLoopInput
+	turns []ownerTurnSnap
 }
 
 // ownerMail handles a message that routes as owner (see the top of this
@@ -286,6 +291,11 @@ func (p *Pipeline) ownerMail(ctx context.Context, rec *store.MessageRecord, body
 			r, lerr := p.runOwnerLoop(ctx, rec, body, mode, []string{strings.ToLower(fw.From.Email)}, fw)
 			res.Usage = res.Usage.Add(r.Usage)
 			res.Steps, res.Rejected = append(res.Steps, r.Steps...), res.Rejected+r.Rejected
+			res.loops = append(res.loops, r.loops...)
+			for _, t := range r.turns {
+				t.Loop = i + 1
+				res.turns = append(res.turns, t)
+			}
 			if r.QueueID != "" {
 				res.QueueIDs = append(res.QueueIDs, r.QueueID)
 				res.QueueID = cmp.Or(res.QueueID, r.QueueID)
@@ -299,7 +309,11 @@ func (p *Pipeline) ownerMail(ctx context.Context, rec *store.MessageRecord, body
 	}
 	out.Usage = out.Usage.Add(res.Usage)
 	detail := fmt.Sprintf("%s: %d recorded, %d refused, %d steps", mode, len(res.Recorded), res.Rejected, len(res.Steps))
-	done(store.Step{Detail: detail, TokensIn: res.Usage.PromptTokens, TokensOut: res.Usage.OutputTokens}, err)
+	var snap *store.StepSnapshot
+	if tr.on() {
+		snap = tr.snap(ownerSnapshot(res))
+	}
+	done(store.Step{Detail: detail, TokensIn: res.Usage.PromptTokens, TokensOut: res.Usage.OutputTokens, Snapshot: snap}, err)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -336,7 +350,16 @@ func (p *Pipeline) runOwnerLoop(ctx context.Context, rec *store.MessageRecord, b
 	data := prompts.OwnerData{Owner: p.ownerOf(rec.Account), Mode: mode, Today: now.Format("2006-01-02"), Contacts: contacts,
 		From: formatAddress(rec.From), To: formatAddresses(append(slices.Clone(rec.To), rec.Cc...)), Subject: rec.Subject,
 		Text: prompts.TrimText(loopText(body, fw), p.maxBody())}
+	res.loops = []ownerLoopInput{{Mode: mode, Owner: formatAddress(mail.Address{Name: data.Owner.Name, Email: data.Owner.Email}), Today: data.Today,
+		Contacts: contacts, From: data.From, To: data.To, Subject: data.Subject, Text: data.Text, MaxSteps: steps}}
+	if fw.From.Email != "" {
+		res.loops[0].Forwarded = formatAddress(fw.From)
+	}
 	var draft *Draft
+	// record keeps the model's answer of this turn and what came of it.
+	record := func(answer, result, drafted string) {
+		res.turns = append(res.turns, ownerTurnSnap{Turn: len(res.turns) + 1, Answer: answer, Result: result, Draft: drafted})
+	}
 	for range steps {
 		data.Boundary, data.Steps = prompts.NewBoundary(), res.Steps
 		system, user, err := l.Prompts.OwnerTurn(data)
@@ -362,13 +385,16 @@ func (p *Pipeline) runOwnerLoop(ctx context.Context, rec *store.MessageRecord, b
 				// the loop stops; nothing of it was done.
 				res.Rejected++
 				res.Steps = append(res.Steps, "refused: "+refused)
+				record(info.Raw, "refused: "+refused, "")
 				break
 			}
+			record(info.Raw, "error: "+err.Error(), "")
 			return res, fmt.Errorf("owner loop: %w", err)
 		}
 		switch *turn.Tool {
 		case ToolDone:
 			res.Steps = append(res.Steps, "done")
+			record(info.Raw, "done", "")
 			return p.finishDelegate(ctx, rec, fw, draft, res)
 		case ToolUpdateContext:
 			r := &store.MemoryRecord{Account: rec.Account, Kind: turn.Kind, Contact: turn.Contact, Text: turn.Text,
@@ -381,25 +407,31 @@ func (p *Pipeline) runOwnerLoop(ctx context.Context, rec *store.MessageRecord, b
 			if err != nil {
 				res.Rejected++
 				res.Steps = append(res.Steps, "update_context refused: "+err.Error())
+				record(info.Raw, res.Steps[len(res.Steps)-1], "")
 				continue
 			}
 			res.Recorded = append(res.Recorded, store.Learned{ID: saved.ID, Text: recordLine(*saved)})
 			res.Steps = append(res.Steps, "update_context: recorded "+saved.ID)
+			record(info.Raw, res.Steps[len(res.Steps)-1], "")
 		case ToolGenerateDraft:
 			d, u, err := p.delegateDraft(ctx, rec, fw, turn.Instruction)
 			res.Usage = res.Usage.Add(u)
 			if err != nil {
+				record(info.Raw, "generate_reply_draft failed: "+err.Error(), "")
 				return res, err
 			}
 			draft = &d
 			res.Steps = append(res.Steps, fmt.Sprintf("generate_reply_draft: drafted %d characters", len(d.Body)))
+			record(info.Raw, res.Steps[len(res.Steps)-1], d.Body)
 		case ToolProposeSend:
 			qid, err := p.queueDelegated(ctx, rec, fw, *draft)
 			if err != nil {
+				record(info.Raw, "propose_send failed: "+err.Error(), "")
 				return res, err
 			}
 			res.QueueID = qid
 			res.Steps = append(res.Steps, "propose_send: queued "+qid+" for the owner's approval")
+			record(info.Raw, res.Steps[len(res.Steps)-1], "")
 		}
 	}
 	return p.finishDelegate(ctx, rec, fw, draft, res)
@@ -411,16 +443,23 @@ func (p *Pipeline) finishDelegate(ctx context.Context, rec *store.MessageRecord,
 	if res.Mode != prompts.ModeDelegate || res.QueueID != "" {
 		return res, nil
 	}
+	drafted := ""
 	if draft == nil {
 		d, u, err := p.delegateDraft(ctx, rec, fw, "")
 		res.Usage = res.Usage.Add(u)
 		if err != nil {
 			return res, err
 		}
-		draft = &d
+		draft, drafted = &d, d.Body
 	}
 	qid, err := p.queueDelegated(ctx, rec, fw, *draft)
 	res.QueueID = qid
+	// Not a model turn: code finishing what the owner asked for.
+	result := "code: the loop ended without propose_send; queued " + qid + " for the owner's approval"
+	if err != nil {
+		result = "code: queueing the delegated draft failed: " + err.Error()
+	}
+	res.turns = append(res.turns, ownerTurnSnap{Turn: len(res.turns) + 1, Result: result, Draft: drafted})
 	return res, err
 }
 

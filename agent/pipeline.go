@@ -271,7 +271,11 @@ func (p *Pipeline) resume(rec *store.MessageRecord) *analysis {
 	if old, err := p.traceOf(rec.TraceID); err == nil {
 		tr.t = old
 	}
-	tr.step("resume")(store.Step{Detail: "resumed at state " + string(rec.State)}, nil)
+	var snap *store.StepSnapshot
+	if tr.on() {
+		snap = tr.snap(p.resumeSnapshot(rec, tr.t.Steps))
+	}
+	tr.step("resume")(store.Step{Detail: "resumed at state " + string(rec.State), Snapshot: snap}, nil)
 	return &analysis{rec: rec, route: route, tr: tr, out: &Outcome{Record: rec, Trace: tr.t}}
 }
 
@@ -352,7 +356,8 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 	rec.State = store.StateParsed
 
 	done = tr.step("thread")
-	threadID, merged := p.Threader.Add(mail.InputOf(m))
+	tin := mail.InputOf(m)
+	threadID, merged := p.Threader.Add(tin)
 	rec.ThreadID = threadID
 	var relabelErr error
 	if !p.DryRun {
@@ -362,7 +367,11 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 			}
 		}
 	}
-	done(store.Step{Detail: threadID}, relabelErr)
+	var threadSnap *store.StepSnapshot
+	if tr.on() {
+		threadSnap = tr.snap(threadSnapshot(tin, p.Threader, threadID, merged))
+	}
+	done(store.Step{Detail: threadID, Snapshot: threadSnap}, relabelErr)
 	if relabelErr != nil {
 		return nil, fmt.Errorf("relabel thread: %w", relabelErr)
 	}

@@ -3,6 +3,9 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
@@ -113,4 +116,194 @@ func routeInputs(m *mail.Message, fromSent bool) map[string]any {
 // decisionSnapshot is the decide step's output.
 func decisionSnapshot(rec *store.MessageRecord) map[string]any {
 	return map[string]any{"decision": rec.Decision, "reasons": rec.Reasons, "gates": rec.Gates}
+}
+
+// on reports whether snapshots are kept, so that a step computes what
+// only its snapshot shows just when one will be stored.
+func (tr *tracer) on() bool { return tr != nil && tr.snapshots && tr.redact != nil }
+
+// threadSnapshot is the thread step's input and output: the message's
+// ids and subject, and what the Threader joined it to and why. It names
+// other messages by Message-ID only, never by their text.
+func threadSnapshot(in mail.ThreadInput, th *mail.Threader, threadID string, merged []string) (map[string]any, map[string]any) {
+	refs := in.References
+	if n := len(refs); n > maxListed {
+		refs = refs[n-maxListed:] // the nearest parents
+	}
+	input := map[string]any{"message_id": in.MessageID, "in_reply_to": firstN(in.InReplyTo, maxListed),
+		"references": refs, "references_count": len(in.References), "subject": in.Subject}
+	// The parent chain as the Threader reads it: References, else the
+	// first In-Reply-To.
+	chain, how := in.References, "references"
+	if len(chain) == 0 && len(in.InReplyTo) > 0 {
+		chain, how = in.InReplyTo[:1], "in-reply-to"
+	}
+	var linked []string
+	for _, id := range chain {
+		if mail.IDKey(id) != mail.IDKey(in.MessageID) && th.ThreadID(id) != "" && len(linked) < maxListed {
+			linked = append(linked, id) // a parent the Threader holds as a message
+		}
+	}
+	members, total := th.Members(in.MessageID, maxListed+1)
+	others := make([]string, 0, len(members))
+	for _, id := range members {
+		if mail.IDKey(id) != mail.IDKey(in.MessageID) && len(others) < maxListed {
+			others = append(others, id)
+		}
+	}
+	var why string
+	switch {
+	case len(chain) > 0 && len(linked) > 0:
+		why = "joined by " + how + " to messages already seen"
+	case len(chain) > 0 && total > 1:
+		why = "joined by " + how + " through a parent not seen (yet) as a message"
+	case len(chain) > 0:
+		why = "new thread: its " + how + " names no message seen"
+	case total > 1:
+		why = "joined by subject: no References or In-Reply-To, same base subject as another thread root"
+	default:
+		why = "new thread: no References or In-Reply-To, and no other root with its subject"
+	}
+	output := map[string]any{"thread_id": threadID, "why": why, "linked_parents": linked,
+		"merged_threads": merged, "messages_in_thread": total, "other_message_ids": others}
+	return input, output
+}
+
+// ownerTurnSnap is one turn of the owner loop in the owner step's
+// snapshot: the model's raw answer (the tool call), and what code made of
+// it (the result, or why it was refused).
+type ownerTurnSnap struct {
+	Loop   int    `json:"loop,omitempty"` // delegate: which forwarded original (1-based)
+	Turn   int    `json:"turn"`
+	Answer string `json:"answer"`
+	Result string `json:"result"`
+	// Draft is the reply generate_reply_draft wrote.
+	Draft string `json:"draft,omitempty"`
+}
+
+// ownerLoopInput is the prompt variables of one owner loop (the per-turn
+// boundary and the earlier steps left out: the turns show those).
+type ownerLoopInput struct {
+	Mode      string   `json:"mode"`
+	Owner     string   `json:"owner"`
+	Today     string   `json:"today"`
+	Contacts  []string `json:"contacts"`
+	From      string   `json:"from"`
+	To        string   `json:"to"`
+	Subject   string   `json:"subject"`
+	Text      string   `json:"text"`
+	Forwarded string   `json:"forwarded_from,omitempty"`
+	MaxSteps  int      `json:"max_steps"`
+}
+
+// ownerSnapshot is the owner step's snapshot: the prompt variables of each
+// loop in, every turn and what it led to out. Each loop's text and each
+// turn's answer and draft get an equal share of the cap, so that a long
+// answer cannot push the later turns (or the refusal) out of it.
+func ownerSnapshot(res OwnerResult) (in, out any) {
+	loops := slices.Clone(res.loops)
+	share := (store.SnapshotCap - 1024) / max(len(loops), 1)
+	for i := range loops {
+		loops[i].Text = capText(loops[i].Text, share)
+	}
+	turns := slices.Clone(res.turns)
+	share = (store.SnapshotCap - 1024) / max(2*len(turns), 1)
+	for i := range turns {
+		turns[i].Answer = capText(turns[i].Answer, share)
+		turns[i].Draft = capText(turns[i].Draft, share)
+		turns[i].Result = capText(turns[i].Result, share)
+	}
+	recorded := make([]string, 0, len(res.Recorded))
+	for _, l := range res.Recorded {
+		recorded = append(recorded, l.ID+": "+l.Text)
+	}
+	if len(loops) == 1 {
+		in = loops[0]
+	} else {
+		in = loops
+	}
+	return in, map[string]any{"turns": turns, "recorded": recorded, "queued": res.QueueIDs, "refused": res.Rejected}
+}
+
+// capText cuts s to at most n bytes at a rune boundary, marking the cut.
+func capText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	marker := "…[cut " + strconv.Itoa(len(s)) + " bytes]"
+	cut := max(n-len(marker), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + marker
+}
+
+// answeredInput is the answered step's input: where the evidence was
+// looked for.
+func (p *Pipeline) answeredInput(rec *store.MessageRecord) map[string]any {
+	checked := []string{"outbox: another reply to this Message-ID, sent or under way"}
+	if p.Actor != nil && p.Actor.Mailer != nil {
+		checked = append(checked, "Sent folder: a message naming it in In-Reply-To or References",
+			`the original in `+rec.Mailbox+`: \Answered`)
+	}
+	return map[string]any{"message_id": rec.MessageID, "mailbox": rec.Mailbox, "uid": rec.UID,
+		"uidvalidity": rec.UIDValidity, "checked": checked}
+}
+
+// answeredOutput is the answered step's output: the evidence found (the
+// reply's outbox id, or the Sent message's Message-ID, or the flag and its
+// folder), or that there was none.
+func answeredOutput(found bool, reason string, err error) map[string]any {
+	out := map[string]any{"answered": found}
+	switch {
+	case err != nil:
+		out["error"] = err.Error()
+	case found:
+		out["evidence"] = reason
+	default:
+		out["evidence"] = "none found: the message is drafted"
+	}
+	return out
+}
+
+// resumeSnapshot is the resume step's snapshot: what a restart found of
+// the message (its journaled state, the steps already traced, any queue
+// item or outbox record already made for it) and what it resumes.
+func (p *Pipeline) resumeSnapshot(rec *store.MessageRecord, steps []store.Step) (in, out map[string]any) {
+	names := make([]string, 0, len(steps))
+	for _, s := range steps {
+		names = append(names, s.Name)
+	}
+	in = map[string]any{"state": rec.State, "decision": rec.Decision, "route": rec.Route, "attempts": rec.Attempts,
+		"traced_steps": names}
+	if p.Actor != nil && p.Actor.Store != nil {
+		if q, err := p.Actor.Store.GetQueueItem(QueueID(rec.MessageKey)); err == nil {
+			in["queue_item"] = q.ID + " (" + q.Status + ")"
+		}
+		if ob, err := p.Actor.Store.GetOutbox(OutboxID(rec.MessageKey)); err == nil && ob != nil {
+			in["outbox"] = ob.ID + " (" + ob.Status + ")"
+		}
+	}
+	out = map[string]any{"not_run_again": "parse, thread, authenticate, route, classify, decide"}
+	switch rec.State {
+	case store.StateDecided:
+		out["resumes"] = "acting on decision " + rec.Decision + " (a queue item or outbox record already made is not made again)"
+	case store.StateActed:
+		out["resumes"] = "recording the message as done: it was acted on before the restart"
+	default:
+		out["resumes"] = "state " + string(rec.State)
+	}
+	return in, out
+}
+
+// mailboxSnapshot is the mailbox step's snapshot: which message the
+// decision applies to and what was asked, in; what changed, out.
+func mailboxSnapshot(rec *store.MessageRecord, keywords, did []string, err error) (in, out map[string]any) {
+	in = map[string]any{"decision": rec.Decision, "message_id": rec.MessageID, "mailbox": rec.Mailbox,
+		"uid": rec.UID, "uidvalidity": rec.UIDValidity, "keywords_wanted": keywords}
+	out = map[string]any{"done": did}
+	if err != nil {
+		out["error"] = err.Error()
+	}
+	return in, out
 }

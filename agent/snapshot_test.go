@@ -52,7 +52,7 @@ func TestStepSnapshots(t *testing.T) {
 			t.Errorf("step %s: the secret reached the snapshot", s.Name)
 		}
 	}
-	for _, name := range []string{"parse", "authenticate", "route", "classify", "decide", "tool:thread", "draft"} {
+	for _, name := range []string{"parse", "thread", "authenticate", "route", "classify", "decide", "answered", "tool:thread", "draft"} {
 		if got[name] == nil {
 			t.Errorf("step %s has no snapshot (steps: %+v)", name, tr.Steps)
 		}

@@ -44,8 +44,10 @@ func obeyingModel(req *geminitest.Request) geminitest.Reply {
 // a fake API key and an Authorization header, whose body carries the real
 // configured API key and IMAP password (and a model that echoes them),
 // shows up in `explain --steps` cleaned and redacted; --json keeps the
-// text (redacted) as data. Counts attacks tried and got through.
+// text (redacted) as data. Counts attacks tried and got through. The
+// subtest does the same for the owner, thread, answered and mailbox steps.
 func TestExplainStepsHostile(t *testing.T) {
+	t.Run("owner, thread, answered, mailbox", explainStepsHostileNewSteps) // explain_steps_new_test.go
 	h := newHarness(t, obeyingModel, "")
 	body := snapMarker + " " + snapCSI + snapOSC8 + " " + snapBidi + "\nmy key is " + apiKey + " and the password " + ownerPass +
 		"\napi_key=" + snapFakeKey + "\n"

@@ -249,6 +249,27 @@ func (t *Threader) ThreadID(messageID string) string {
 	return t.comps[t.find(n)].tid
 }
 
+// Members returns up to limit ids of the messages in messageID's thread
+// (in the form they were added, in no particular order; limit <= 0: all)
+// and how many messages the thread holds. An unknown id gives none and 0.
+func (t *Threader) Members(messageID string, limit int) (ids []string, total int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.index[IDKey(messageID)]
+	if !ok || t.nodes[n].id == "" {
+		return nil, 0
+	}
+	for _, m := range t.comps[t.find(n)].members {
+		if id := t.nodes[m].id; id != "" {
+			total++
+			if limit <= 0 || len(ids) < limit {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids, total
+}
+
 // Groups returns every thread as the ids of its messages (in the form they
 // were added), each group sorted by IDKey and the groups sorted by their
 // first id, so equal partitions compare equal.

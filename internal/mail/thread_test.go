@@ -237,3 +237,26 @@ func TestThreaderOrderIndependenceCorpus(t *testing.T) {
 		}
 	}
 }
+
+// TestThreaderMembers: Members lists the messages of a thread (not the
+// missing parents it only knows by reference), capped, with the count.
+func TestThreaderMembers(t *testing.T) {
+	th := NewThreader()
+	th.Add(ThreadInput{MessageID: "<a@x>", Subject: "Plan"})
+	th.Add(ThreadInput{MessageID: "<b@x>", InReplyTo: []string{"<a@x>"}, References: []string{"<a@x>"}})
+	th.Add(ThreadInput{MessageID: "<c@x>", References: []string{"<missing@x>", "<b@x>"}})
+	th.Add(ThreadInput{MessageID: "<other@x>", Subject: "Something else"})
+	ids, total := th.Members("<B@x>", 0)
+	slices.Sort(ids)
+	if total != 3 || !slices.Equal(ids, []string{"a@x", "b@x", "c@x"}) {
+		t.Errorf("Members: %v, %d; want a, b, c and 3", ids, total)
+	}
+	if ids, total := th.Members("c@x", 2); len(ids) != 2 || total != 3 {
+		t.Errorf("Members capped at 2: %v, %d", ids, total)
+	}
+	for _, id := range []string{"missing@x", "nobody@x", ""} {
+		if ids, total := th.Members(id, 0); ids != nil || total != 0 {
+			t.Errorf("Members(%q): %v, %d; want none", id, ids, total)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/mailagent/mailagent/agent"
@@ -108,7 +109,7 @@ func (m *Mailer) Archive(ctx context.Context, account string, original store.Mes
 			}
 		}
 		a.mailbox = original.Mailbox
-		done = "moved to " + dest
+		done = fmt.Sprintf("moved to %s (UID %s of %s)", dest, joinUIDs(uids), original.Mailbox)
 		return nil
 	})
 	return done, err
@@ -153,4 +154,13 @@ func (m *Mailer) Labels(account string, rec *store.MessageRecord) []string {
 		}
 	}
 	return out
+}
+
+// joinUIDs lists uids as "5" or "5,9" for a trace step.
+func joinUIDs(uids []uint32) string {
+	parts := make([]string, len(uids))
+	for i, u := range uids {
+		parts[i] = strconv.FormatUint(uint64(u), 10)
+	}
+	return strings.Join(parts, ",")
 }

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/geminitest"
+	"github.com/mailagent/mailagent/store"
+)
+
+// stepsConfig: auto mode (the owner channel answers), archive moves.
+const stepsConfig = autoPolicy + "[mailbox]\narchive = \"move\"\n[sync]\ninitial_lookback = \"168h\"\n"
+
+// explainSteps runs `explain ID --steps --json` and returns each step's
+// snapshot by name (the last step of that name).
+func (h *harness) explainSteps(t *testing.T, id string) map[string]*SnapshotJSON {
+	t.Helper()
+	out, stderr, code := h.run("explain", id, "--steps", "--json")
+	if code != 0 {
+		t.Fatalf("explain %s --steps --json: exit %d: %s", id, code, stderr)
+	}
+	var e ExplainJSON
+	if err := json.Unmarshal([]byte(out), &e); err != nil {
+		t.Fatalf("explain %s: %v\n%s", id, err, out)
+	}
+	got := map[string]*SnapshotJSON{}
+	for _, s := range e.Trace.Steps {
+		got[s.Name] = s.Snapshot
+	}
+	return got
+}
+
+// wantStep checks that the step has a snapshot whose input and output
+// hold the given texts, each side within the cap.
+func wantStep(t *testing.T, what string, got map[string]*SnapshotJSON, step string, in, out []string) {
+	t.Helper()
+	s := got[step]
+	if s == nil {
+		t.Errorf("%s: no %s snapshot (steps: %v)", what, step, keys(got))
+		return
+	}
+	if s.Input == "" || s.Output == "" {
+		t.Errorf("%s: %s snapshot with an empty side: %+v", what, step, s)
+	}
+	if len(s.Input) > store.SnapshotCap || len(s.Output) > store.SnapshotCap {
+		t.Errorf("%s: %s snapshot over the cap: %d/%d bytes", what, step, len(s.Input), len(s.Output))
+	}
+	for _, w := range in {
+		if !strings.Contains(s.Input, w) {
+			t.Errorf("%s: %s input lacks %q:\n%s", what, step, w, s.Input)
+		}
+	}
+	for _, w := range out {
+		if !strings.Contains(s.Output, w) {
+			t.Errorf("%s: %s output lacks %q:\n%s", what, step, w, s.Output)
+		}
+	}
+}
+
+// TestExplainStepsNewSteps: over imapmemserver, `explain --steps --json`
+// shows the input and output of the owner loop (an instruction mail),
+// the thread step (a threaded reply), the answered step (a message the
+// owner answered from another client) and the mailbox step (an archive
+// move). The owner's mail carries the configured API key and IMAP
+// password: no snapshot in the database holds them.
+func TestExplainStepsNewSteps(t *testing.T) {
+	h := newHarness(t, ownerLoopModel, stepsConfig)
+	// Answered elsewhere: the owner's reply from their phone is in Sent.
+	h.appendTo("Sent", "From: Ada Lovelace <ada@example.com>\nTo: Dave <dave@example.org>\nSubject: Re: Invoice copy\n"+
+		"Date: Mon, 02 Nov 2026 11:00:00 +0000\nMessage-ID: <phone-reply@example.com>\nIn-Reply-To: <invoice-copy@test.example>\n"+
+		"References: <invoice-copy@test.example>\n\nSent it yesterday.\n")
+	h.deliver(rawMail("Dave <dave@example.org>", "Invoice copy", "Could you send me a copy?"))
+	h.deliver(ownerToAgent("ada+agent@example.com", "", "Carol rule", "From now on answer Carol (carol@example.org) in German.\n"+
+		"my key is "+apiKey+" and the password "+ownerPass, true))
+	h.deliver(rawMail("News <news@lists.example.org>", "Weekly digest", "Top stories", "List-Id: <digest.lists.example.org>"))
+	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?"))
+	h.watchOnce(t)
+	h.deliver(rawMail("Carol <carol@example.org>", "Re Lunch", "Tuesday then?", "In-Reply-To: <lunch@test.example>", "References: <lunch@test.example>"))
+	h.watchOnce(t)
+
+	owner := h.explainSteps(t, "<carol-rule@example.com>")
+	wantStep(t, "owner instruction", owner, "owner", []string{`"mode": "instruction"`, "answer Carol (carol@example.org) in German", "[redacted]"},
+		[]string{`"turn": 1`, "Answer Carol in German.", "update_context: recorded mem_", `"result": "done"`})
+	wantStep(t, "owner instruction", owner, "thread", []string{"carol-rule@example.com"}, []string{"new thread"})
+
+	reply := h.explainSteps(t, "<re-lunch@test.example>")
+	wantStep(t, "threaded reply", reply, "thread", []string{"lunch@test.example"},
+		[]string{"joined by references to messages already seen", `"linked_parents": [`, "lunch@test.example", `"messages_in_thread": 2`})
+
+	answered := h.explainSteps(t, "<invoice-copy@test.example>")
+	wantStep(t, "answered elsewhere", answered, "answered", []string{"invoice-copy@test.example", `"mailbox": "INBOX"`, "Sent folder"},
+		[]string{`"answered": true`, "Sent folder", "phone-reply@example.com"})
+
+	archived := h.explainSteps(t, "<weekly-digest@test.example>")
+	wantStep(t, "archive move", archived, "mailbox", []string{`"decision": "archive"`, `"mailbox": "INBOX"`, `"uid": `},
+		[]string{"moved to Archive (UID ", " of INBOX)"})
+	if n := h.count(t, "Archive", "weekly-digest@test.example"); n != 1 {
+		t.Errorf("Archive holds %d copies of the digest, want 1", n)
+	}
+
+	// No snapshot, stored or inflated, holds a configured secret.
+	secrets := map[string]string{"API key": apiKey, "IMAP/SMTP password": ownerPass}
+	tried, through := 0, 0
+	for name, secret := range secrets {
+		for where, data := range snapshotBytes(t, h.dbPath()) {
+			tried++
+			if bytes.Contains(data, []byte(secret)) {
+				through++
+				t.Errorf("the %s is in %s", name, where)
+			}
+		}
+	}
+	if tried == 0 {
+		t.Fatal("no snapshot found in the database")
+	}
+	t.Logf("secrets in snapshots: %d checks (secret × snapshot record), %d found", tried, through)
+}
+
+// snapshotBytes returns, by where they are, the bytes of every trace and
+// step snapshot in the database file: the traces as stored, the
+// snapshots inflated (they are stored deflated, so a grep of the raw file
+// would not see them).
+func snapshotBytes(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	out := map[string][]byte{}
+	err = db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket([]byte("traces")); b != nil {
+			if err := b.ForEach(func(k, v []byte) error {
+				out["trace "+string(k)] = bytes.Clone(v)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		b := tx.Bucket([]byte("trace_snapshots"))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			data, err := io.ReadAll(flate.NewReader(bytes.NewReader(v)))
+			if err != nil {
+				return err
+			}
+			out["snapshots of "+string(k)] = data
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// obeyingOwnerModel is obeyingModel for the owner loop too: its tool call
+// repeats the hostile text (and the secrets, when the mail shows them)
+// as a memory record, then says done.
+func obeyingOwnerModel(req *geminitest.Request) geminitest.Reply {
+	props, _ := req.ResponseSchema()["properties"].(map[string]any)
+	usage := llm.Usage{PromptTokens: 100, OutputTokens: 10, TotalTokens: 110}
+	switch {
+	case props["rules"] != nil:
+		return geminitest.JSONReply(map[string]any{"rules": []string{}}, usage)
+	case props["tool"] == nil:
+		return obeyingModel(req)
+	}
+	user := req.UserText()
+	if strings.Contains(user, "What you did so far") {
+		return geminitest.JSONReply(map[string]any{"tool": "done", "kind": "", "contact": "", "text": "ok", "expires": "", "instruction": ""}, usage)
+	}
+	echo := snapModelSays + " " + snapCSI + snapOSC8 + snapBidi
+	if strings.Contains(user, apiKey) || strings.Contains(user, ownerPass) {
+		echo += " " + apiKey + " " + ownerPass
+	}
+	return geminitest.JSONReply(map[string]any{"tool": "update_context", "kind": "fact", "contact": "", "text": echo, "expires": "", "instruction": echo}, usage)
+}
+
+// explainStepsHostileNewSteps is TestExplainStepsHostile for the owner,
+// thread, answered and mailbox steps: hostile text in an owner
+// instruction (with the configured secrets, and a model that repeats
+// them), in a threaded reply's subject and References, in the Message-ID
+// of the owner's reply found in Sent and of an archived digest. `explain
+// --steps` shows each step cleaned and redacted.
+func explainStepsHostileNewSteps(t *testing.T) {
+	h := newHarness(t, obeyingOwnerModel, stepsConfig)
+	hostile := snapCSI + snapOSC8 + snapBidi
+	h.appendTo("Sent", "From: Ada Lovelace <ada@example.com>\nTo: Dave <dave@example.org>\nSubject: Re: Copy please\n"+
+		"Date: Mon, 02 Nov 2026 11:00:00 +0000\nMessage-ID: <phone"+snapBidi+"@example.com>\nIn-Reply-To: <copy-please@test.example>\n"+
+		"References: <copy-please@test.example>\n\nSent it.\n")
+	h.deliver(rawMail("Dave <dave@example.org>", "Copy please", "Could you send me a copy?"))
+	h.deliver(ownerToAgent("ada+agent@example.com", "", "Hostile rule", snapMarker+" "+hostile+"\nmy key is "+apiKey+
+		" and the password "+ownerPass+"\napi_key="+snapFakeKey, true))
+	h.deliver(rawMail("News <news@lists.example.org>", "Hostile digest", "Top stories "+hostile, "List-Id: <digest.lists.example.org>",
+		"Message-ID: <digest"+snapBidi+"@lists.example.org>"))
+	h.deliver(rawMail("Carol <carol@example.org>", "Plan", "The plan."))
+	h.watchOnce(t)
+	h.deliver(rawMail("Carol <carol@example.org>", "Re: Plan "+hostile, "Agreed. "+hostile,
+		"Message-ID: <hostile-reply@test.example>", "In-Reply-To: <plan@test.example>",
+		"References: <"+snapBidi+"evil@attacker.example> <plan@test.example>"))
+	h.watchOnce(t)
+
+	attacks := map[string]string{
+		"CSI escape": "\x1b[", "OSC 8 hyperlink": "\x1b]", "BEL": "\x07", "bidi override": "\u202e",
+		"fake key": snapFakeKey, "configured API key": apiKey, "IMAP password": ownerPass,
+	}
+	cases := []struct{ id, step string }{
+		{"<hostile-rule@example.com>", "owner"},
+		{"<hostile-reply@test.example>", "thread"},
+		{"<copy-please@test.example>", "answered"},
+		{"<digest" + snapBidi + "@lists.example.org>", "mailbox"},
+	}
+	tried, through := 0, 0
+	for _, c := range cases {
+		out, stderr, code := h.run("explain", c.id, "--steps")
+		if code != 0 {
+			t.Errorf("explain %q --steps: %d %s", c.id, code, stderr)
+			continue
+		}
+		_, snaps, _ := strings.Cut(out, "step snapshots:")
+		if !strings.Contains(snaps, "] "+c.step+"\n") {
+			t.Errorf("explain %q --steps shows no %s snapshot:\n%s", c.id, c.step, snaps)
+		}
+		// The data keeps the hostile text (--json); only the view cleans it.
+		if s := h.explainSteps(t, c.id)[c.step]; s == nil || !strings.Contains(s.Input+s.Output, snapBidi) {
+			t.Errorf("%s: the snapshot does not hold the hostile text, so nothing was tried: %+v", c.step, s)
+		}
+		for name, s := range attacks {
+			tried++
+			if strings.Contains(snaps, s) {
+				through++
+				t.Errorf("%s: %s reached explain --steps", c.step, name)
+			}
+		}
+	}
+	owner, _, _ := h.run("explain", "<hostile-rule@example.com>", "--steps")
+	for _, want := range []string{snapMarker, snapModelSays, "[redacted]", "update_context"} {
+		if !strings.Contains(owner, want) {
+			t.Errorf("the owner step lacks %q:\n%s", want, owner)
+		}
+	}
+	t.Logf("explain --steps, new steps: %d attacks tried, %d got through", tried, through)
+}
