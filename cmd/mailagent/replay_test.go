@@ -339,11 +339,23 @@ func TestReplayDraftsByHand(t *testing.T) {
 	if len(j.VeryDifferent) != 1 || j.VeryDifferent[0].Subject != "Lunch" || j.VeryDifferent[0].Similarity == nil || *j.VeryDifferent[0].Similarity != 0 {
 		t.Errorf("very_different_messages: got %+v, want m2 (similarity 0)", j.VeryDifferent)
 	}
-	text, stderr, code := w.h.run("replay", "--drafts", "--policy", pol)
+	htmlPath := filepath.Join(w.h.dir, "drafts.html")
+	text, stderr, code := w.h.run("replay", "--drafts", "--policy", pol, "--html", htmlPath)
 	if code != 0 || !strings.Contains(text, "Unwanted: auto-sends you never answered (1)") ||
 		!strings.Contains(text, "Auto-sends you answered very differently (1)") ||
 		!strings.Contains(text, "1 auto-send the owner never answered") || !strings.Contains(text, "answered very differently (similarity 0.00)") {
 		t.Errorf("terminal report: exit %d %s\n%s", code, stderr, text)
+	}
+	// The HTML report says the same: the headline counts m3 only, and m2
+	// is in a table of its own.
+	html, err := os.ReadFile(htmlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := string(html)
+	un, vd := strings.Index(hs, "Unwanted: auto-sends you never answered"), strings.Index(hs, "Auto-sends you answered very differently")
+	if !strings.Contains(hs, "Unwanted auto-sends: 1 of 3") || un < 0 || vd < un || !strings.Contains(hs[vd:], "Lunch") || strings.Contains(hs[un:vd], "Lunch") {
+		t.Errorf("html report: want the headline 1 of 3, m3 under unwanted and m2 (Lunch) only under very differently:\n%s", hs)
 	}
 	for _, r := range j.Thresholds {
 		if r.MinConfidence == 0.80 && (r.AutoSends != 3 || r.Unwanted != 1) {
