@@ -364,22 +364,25 @@ type ReplayThresholdJSON struct {
 	CapLimited int `json:"cap_limited"`
 }
 
-// ReplayUnwantedJSON is one auto-send the owner would not have made:
-// never answered, or answered very differently (similarity is then the
-// draft's similarity to the owner's reply; null when never answered).
-type ReplayUnwantedJSON struct {
-	Message       MessageKeyJSON `json:"message"`
-	From          string         `json:"from"`
-	Subject       string         `json:"subject"`
-	Date          time.Time      `json:"date"`
-	Confidence    float64        `json:"confidence"`
-	NeverAnswered bool           `json:"never_answered"`
-	Similarity    *float64       `json:"similarity"`
+// ReplayAutoSendJSON is one would-be auto-send of replay's lists:
+// unwanted_messages (the owner never answered it; similarity is null) and
+// very_different_messages (the owner answered very differently;
+// similarity is the draft's similarity to the owner's reply).
+type ReplayAutoSendJSON struct {
+	Message    MessageKeyJSON `json:"message"`
+	From       string         `json:"from"`
+	Subject    string         `json:"subject"`
+	Date       time.Time      `json:"date"`
+	Confidence float64        `json:"confidence"`
+	Similarity *float64       `json:"similarity"`
 }
 
 // ReplayJSON is `replay --json`: the scores of one replay. Ratios are
-// null when undefined (no denominator); answered_very_differently and the
-// similarities are null without --drafts.
+// null when undefined (no denominator); answered_very_differently, the
+// similarities and very_different_messages are null without --drafts.
+// "Unwanted" is one thing everywhere: an auto-send the owner never
+// answered (auto_sends.unwanted, the thresholds' unwanted and
+// unwanted_messages).
 type ReplayJSON struct {
 	Messages    int            `json:"messages"`
 	Incoming    int            `json:"incoming"`
@@ -423,7 +426,8 @@ type ReplayJSON struct {
 		VeryDifferentBelow float64  `json:"very_different_below"`
 	} `json:"drafts"`
 	Thresholds          []ReplayThresholdJSON `json:"thresholds"`
-	Unwanted            []ReplayUnwantedJSON  `json:"unwanted_messages"`
+	Unwanted            []ReplayAutoSendJSON  `json:"unwanted_messages"`
+	VeryDifferent       []ReplayAutoSendJSON  `json:"very_different_messages"`
 	Cost                CostJSON              `json:"cost"`
 	ElapsedSeconds      float64               `json:"elapsed_seconds"`
 	TotalElapsedSeconds float64               `json:"total_elapsed_seconds"`

@@ -398,19 +398,27 @@ func toReplayJSON(s replay.Summary) ReplayJSON {
 	for i, r := range s.Thresholds {
 		j.Thresholds[i] = ReplayThresholdJSON{MinConfidence: r.MinConfidence, AutoSends: r.AutoSends, Unwanted: r.Unwanted, CapLimited: r.CapLimited}
 	}
-	j.Unwanted = []ReplayUnwantedJSON{}
-	for _, u := range s.Unwanted {
-		uj := ReplayUnwantedJSON{Message: toKeyJSON(u.Key), From: u.From, Subject: u.Subject, Date: u.Date, Confidence: u.Confidence,
-			NeverAnswered: u.Similarity < 0}
-		if u.Similarity >= 0 {
-			sim := u.Similarity
-			uj.Similarity = &sim
-		}
-		j.Unwanted = append(j.Unwanted, uj)
+	j.Unwanted = toAutoSendsJSON(s.Unwanted)
+	if a.Compared {
+		j.VeryDifferent = toAutoSendsJSON(s.VeryDifferent)
 	}
 	j.Cost = toCostJSON(int64(s.Calls), s.TokensIn, s.TokensOut, s.Model, s.USD, s.PriceKnown)
 	j.ElapsedSeconds, j.TotalElapsedSeconds = s.Elapsed.Seconds(), s.TotalElapsed.Seconds()
 	return j
+}
+
+// toAutoSendsJSON lists auto-sends for replay --json (never null).
+func toAutoSendsJSON(items []replay.AutoSent) []ReplayAutoSendJSON {
+	out := make([]ReplayAutoSendJSON, 0, len(items))
+	for _, u := range items {
+		uj := ReplayAutoSendJSON{Message: toKeyJSON(u.Key), From: u.From, Subject: u.Subject, Date: u.Date, Confidence: u.Confidence}
+		if u.Similarity >= 0 {
+			sim := u.Similarity
+			uj.Similarity = &sim
+		}
+		out = append(out, uj)
+	}
+	return out
 }
 
 // replayModels names the models a replay uses, for its settings: the

@@ -267,8 +267,11 @@ func TestReplayScoresByHand(t *testing.T) {
 		t.Errorf("html report: no headline, no escaped m3 subject, or a script:\n%s", html)
 	}
 	if len(j.Unwanted) != 1 || j.Unwanted[0].Message.UID == 0 || !strings.HasPrefix(j.Unwanted[0].Subject, "Update <script>") ||
-		!j.Unwanted[0].NeverAnswered || j.Unwanted[0].Similarity != nil || j.Unwanted[0].Confidence != 0.90 {
+		j.Unwanted[0].Similarity != nil || j.Unwanted[0].Confidence != 0.90 {
 		t.Errorf("unwanted_messages: got %+v, want m3 (never answered, 0.90)", j.Unwanted)
+	}
+	if j.VeryDifferent != nil {
+		t.Errorf("very_different_messages without --drafts: got %+v, want null (not measured)", j.VeryDifferent)
 	}
 
 	if got := fileHash(t, db); got != dbBefore {
@@ -328,13 +331,31 @@ func TestReplayDraftsByHand(t *testing.T) {
 	if a.Total != 3 || a.OwnerAlsoAnswered != 1 || a.AnsweredVeryDifferently == nil || *a.AnsweredVeryDifferently != 1 || a.NeverAnswered != 1 {
 		t.Errorf("auto_sends: got %+v, want 3: 1 also answered (m1), 1 very differently (m2), 1 never (m3)", a)
 	}
-	if len(j.Unwanted) != 2 || !j.Unwanted[0].NeverAnswered || j.Unwanted[1].Subject != "Lunch" || j.Unwanted[1].Similarity == nil || *j.Unwanted[1].Similarity != 0 {
-		t.Errorf("unwanted_messages: got %+v, want m3 (newest, never answered) then m2 (answered very differently, 0)", j.Unwanted)
+	// Unwanted means never answered, everywhere: m3 only. m2, answered
+	// very differently, has its own list.
+	if len(j.Unwanted) != 1 || !strings.HasPrefix(j.Unwanted[0].Subject, "Update") || j.Unwanted[0].Similarity != nil {
+		t.Errorf("unwanted_messages: got %+v, want m3 only (never answered)", j.Unwanted)
 	}
-	text, stderr, code := w.h.run("replay", "--drafts", "--policy", pol)
-	if code != 0 || !strings.Contains(text, "Auto-sends you never answered or answered very differently (2)") ||
+	if len(j.VeryDifferent) != 1 || j.VeryDifferent[0].Subject != "Lunch" || j.VeryDifferent[0].Similarity == nil || *j.VeryDifferent[0].Similarity != 0 {
+		t.Errorf("very_different_messages: got %+v, want m2 (similarity 0)", j.VeryDifferent)
+	}
+	htmlPath := filepath.Join(w.h.dir, "drafts.html")
+	text, stderr, code := w.h.run("replay", "--drafts", "--policy", pol, "--html", htmlPath)
+	if code != 0 || !strings.Contains(text, "Unwanted: auto-sends you never answered (1)") ||
+		!strings.Contains(text, "Auto-sends you answered very differently (1)") ||
 		!strings.Contains(text, "1 auto-send the owner never answered") || !strings.Contains(text, "answered very differently (similarity 0.00)") {
 		t.Errorf("terminal report: exit %d %s\n%s", code, stderr, text)
+	}
+	// The HTML report says the same: the headline counts m3 only, and m2
+	// is in a table of its own.
+	html, err := os.ReadFile(htmlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := string(html)
+	un, vd := strings.Index(hs, "Unwanted: auto-sends you never answered"), strings.Index(hs, "Auto-sends you answered very differently")
+	if !strings.Contains(hs, "Unwanted auto-sends: 1 of 3") || un < 0 || vd < un || !strings.Contains(hs[vd:], "Lunch") || strings.Contains(hs[un:vd], "Lunch") {
+		t.Errorf("html report: want the headline 1 of 3, m3 under unwanted and m2 (Lunch) only under very differently:\n%s", hs)
 	}
 	for _, r := range j.Thresholds {
 		if r.MinConfidence == 0.80 && (r.AutoSends != 3 || r.Unwanted != 1) {

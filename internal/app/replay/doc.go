@@ -7,7 +7,9 @@
 // truth the mailbox holds: the owner's replies in the Sent folder (matched
 // by In-Reply-To/References and recipient), their latency and text, and
 // the flags of the original (\Answered, \Flagged, \Seen, \Deleted, found in
-// the archive or trash folder).
+// the archive or trash folder). Without an archive folder, a server's All
+// Mail folder (\All, Gmail's) stands for it: its messages that are in no
+// other folder (by Message-ID) are the archived ones.
 //
 // Contract:
 //   - Nothing is written to the mailbox or to the agent's state database:

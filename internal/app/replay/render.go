@@ -89,21 +89,33 @@ func (s Summary) Rows() [][2]string {
 	return rows
 }
 
-// WriteUnwanted writes at most limit of the unwanted auto-sends (0 = all),
-// one a line, every field cleaned for a terminal.
+// WriteUnwanted writes at most limit of the unwanted auto-sends (the
+// owner never answered them), then, with drafts, at most limit of those
+// the owner answered very differently (0 = all), one a line, every field
+// cleaned for a terminal.
 func (s Summary) WriteUnwanted(w io.Writer, limit int) error {
-	if len(s.Unwanted) == 0 {
-		return nil
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Auto-sends you never answered or answered very differently (%d):\n", len(s.Unwanted))
-	for i, u := range s.Unwanted {
-		if limit > 0 && i == limit {
-			fmt.Fprintf(&b, "  … and %d more (--json or --html lists them all)\n", len(s.Unwanted)-limit)
-			break
+	list := func(title string, items []AutoSent) {
+		if len(items) == 0 {
+			return
 		}
-		fmt.Fprintf(&b, "  %s  %s: %s (confidence %.2f, %s)\n", u.Date.Format("2006-01-02"), termsafe.Line(u.From),
-			termsafe.Line(u.Subject), u.Confidence, u.Why())
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "%s (%d):\n", title, len(items))
+		for i, u := range items {
+			if limit > 0 && i == limit {
+				fmt.Fprintf(&b, "  … and %d more (--json or --html lists them all)\n", len(items)-limit)
+				break
+			}
+			fmt.Fprintf(&b, "  %s  %s: %s (confidence %.2f, %s)\n", u.Date.Format("2006-01-02"), termsafe.Line(u.From),
+				termsafe.Line(u.Subject), u.Confidence, u.Why())
+		}
+	}
+	list("Unwanted: auto-sends you never answered", s.Unwanted)
+	list("Auto-sends you answered very differently", s.VeryDifferent)
+	if b.Len() == 0 {
+		return nil
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -155,9 +167,13 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;tex
 {{$max := .MaxAuto}}{{range .Thresholds}}<tr><td>{{printf "%.2f" .MinConfidence}}</td><td>{{.AutoSends}}</td><td>{{.Unwanted}}</td><td>{{.CapLimited}}</td>
 <td><span class="bar" style="width:{{bar .AutoSends $max}}px"></span><br><span class="bar bad" style="width:{{bar .Unwanted $max}}px"></span></td></tr>
 {{end}}</table>
-{{if .Unwanted}}<h2>Auto-sends you never answered or answered very differently</h2>
-<table><tr><th>date</th><th>from</th><th>subject</th><th>confidence</th><th>why</th></tr>
-{{range .Unwanted}}<tr><td>{{.Date.Format "2006-01-02"}}</td><td>{{.From}}</td><td>{{.Subject}}</td><td>{{printf "%.2f" .Confidence}}</td><td>{{.Why}}</td></tr>
+{{if .Unwanted}}<h2>Unwanted: auto-sends you never answered</h2>
+<table><tr><th>date</th><th>from</th><th>subject</th><th>confidence</th></tr>
+{{range .Unwanted}}<tr><td>{{.Date.Format "2006-01-02"}}</td><td>{{.From}}</td><td>{{.Subject}}</td><td>{{printf "%.2f" .Confidence}}</td></tr>
+{{end}}</table>{{end}}
+{{if .VeryDifferent}}<h2>Auto-sends you answered very differently</h2>
+<table><tr><th>date</th><th>from</th><th>subject</th><th>confidence</th><th>similarity to your reply</th></tr>
+{{range .VeryDifferent}}<tr><td>{{.Date.Format "2006-01-02"}}</td><td>{{.From}}</td><td>{{.Subject}}</td><td>{{printf "%.2f" .Confidence}}</td><td>{{printf "%.2f" .Similarity}}</td></tr>
 {{end}}</table>{{end}}
 <p>Draft similarity: {{.Measure}}. Its limits: word order, synonyms, negation and length are ignored.</p>
 </body></html>
@@ -187,9 +203,5 @@ func unwantedText(a AutoSplit) string {
 	if a.NeverAnswered == 1 {
 		noun = "auto-send"
 	}
-	t := fmt.Sprintf("%d %s the owner never answered: mail the agent would have sent and the owner did not", a.NeverAnswered, noun)
-	if a.Compared && a.AnsweredDifferently > 0 {
-		t += fmt.Sprintf(" (and %d answered very differently)", a.AnsweredDifferently)
-	}
-	return t
+	return fmt.Sprintf("%d %s the owner never answered: mail the agent would have sent and the owner did not", a.NeverAnswered, noun)
 }

@@ -70,9 +70,14 @@ func (r *Runner) logger() *slog.Logger {
 // Run replays a's incoming mail since since (at most limit messages per
 // mailbox, the newest; 0 = all): its mailbox, and the archive and trash
 // folders when the server has them (their messages count as archived or
-// deleted by the owner). Messages with a result already are skipped. It
-// returns the keys of every message selected, replayed now or before, in
-// order. The mailbox is only EXAMINEd and read with BODY.PEEK.
+// deleted by the owner). A server without an archive folder may have an
+// All Mail folder (SPECIAL-USE \All, Gmail's "[Gmail]/All Mail") that
+// holds every message under every label: its messages found in no other
+// folder (INBOX, Sent, Drafts, Trash, Junk; matched by Message-ID) are
+// the archived ones, and only those are replayed. Messages with a result
+// already are skipped. It returns the keys of every message selected,
+// replayed now or before, in order. The mailbox is only EXAMINEd and read
+// with BODY.PEEK.
 func (r *Runner) Run(ctx context.Context, a Account, since time.Time, limit int) ([]store.MessageKey, error) {
 	c, err := a.Dial(ctx)
 	if err != nil {
@@ -83,33 +88,110 @@ func (r *Runner) Run(ctx context.Context, a Account, since time.Time, limit int)
 	if err != nil {
 		return nil, err
 	}
-	boxes := []struct {
-		name              string
-		archived, trashed bool
-	}{{name: a.Mailbox}}
-	for _, sp := range []struct {
-		attr     string
-		archived bool
-		names    []string
-	}{{`\Archive`, true, []string{"Archive", "Archives"}}, {`\Trash`, false, nil}} {
-		name, err := c.FindSpecialUse(ctx, sp.attr, sp.names...) // the attribute, else the usual names
-		if err != nil || name == "" || strings.EqualFold(name, a.Mailbox) {
-			continue
+	boxes := []replayBox{{name: a.Mailbox}}
+	find := func(attr string, names ...string) string {
+		name, err := c.FindSpecialUse(ctx, attr, names...) // the attribute, else the usual names
+		if err != nil || strings.EqualFold(name, a.Mailbox) {
+			return ""
 		}
-		boxes = append(boxes, struct {
-			name              string
-			archived, trashed bool
-		}{name, sp.archived, !sp.archived})
+		return name
+	}
+	archive := find(`\Archive`, "Archive", "Archives")
+	if archive != "" {
+		boxes = append(boxes, replayBox{name: archive, archived: true})
+	}
+	trash := find(`\Trash`)
+	if trash != "" {
+		boxes = append(boxes, replayBox{name: trash, trashed: true})
+	}
+	if archive == "" {
+		if all := find(`\All`, AllMailNames...); all != "" {
+			// Every other folder's mail is in All Mail too: what is left
+			// once theirs is taken out is the archived mail.
+			others := []string{a.Mailbox, trash, find(`\Sent`), find(`\Drafts`), find(`\Junk`)}
+			if a.SentMailbox != "" {
+				others = append(others, a.SentMailbox)
+			}
+			elsewhere, err := r.messageIDs(ctx, c, a, others, since)
+			if err != nil {
+				return nil, err
+			}
+			boxes = append(boxes, replayBox{name: all, archived: true, skip: elsewhere})
+		}
 	}
 	var keys []store.MessageKey
 	for _, b := range boxes {
-		ks, err := r.replayMailbox(ctx, c, a, ix, b.name, b.archived, b.trashed, since, limit)
+		ks, err := r.replayMailbox(ctx, c, a, ix, b, since, limit)
 		keys = append(keys, ks...)
 		if err != nil {
 			return keys, err
 		}
 	}
 	return keys, nil
+}
+
+// AllMailNames are the names of Gmail's All Mail folder, tried when the
+// server marks no folder \All.
+var AllMailNames = []string{"[Gmail]/All Mail", "[Google Mail]/All Mail"}
+
+// replayBox is one folder to replay and what its mail says of the owner.
+type replayBox struct {
+	name              string
+	archived, trashed bool
+	// skip, when set, holds the Message-IDs (IDKey of the header's id) of
+	// mail that is not replayed from this folder: an All Mail folder's
+	// copies of mail in the other folders.
+	skip map[string]bool
+}
+
+// headerBatch is how many headers one FETCH asks for when the Message-IDs
+// of a folder are collected.
+const headerBatch = 500
+
+// messageIDs returns the Message-IDs of the mail since since in the
+// folders named (each once; "" is skipped), as headerIDs gives them.
+func (r *Runner) messageIDs(ctx context.Context, c *imapsync.Client, a Account, folders []string, since time.Time) (map[string]bool, error) {
+	ids := map[string]bool{}
+	done := map[string]bool{}
+	for _, f := range folders {
+		if f == "" || done[strings.ToLower(f)] {
+			continue
+		}
+		done[strings.ToLower(f)] = true
+		if _, err := c.Select(ctx, f, true); err != nil {
+			return nil, fmt.Errorf("account %s: examine %s: %w", a.Name, f, err)
+		}
+		uids, err := c.Search(ctx, imapsync.Criteria{Since: since})
+		if err != nil {
+			return nil, fmt.Errorf("account %s: search %s: %w", a.Name, f, err)
+		}
+		err = headerIDs(ctx, c, uids, func(_ uint32, id string) { ids[id] = true })
+		if err != nil {
+			return nil, fmt.Errorf("account %s: read %s: %w", a.Name, f, err)
+		}
+	}
+	return ids, nil
+}
+
+// headerIDs reads the header of each of uids in the selected folder and
+// calls fn with its Message-ID key. A header without a Message-ID gets
+// the id mail.Parse makes up for it from the header alone, so the same
+// message gives the same id in every folder.
+func headerIDs(ctx context.Context, c *imapsync.Client, uids []uint32, fn func(uid uint32, id string)) error {
+	for len(uids) > 0 {
+		batch := uids[:min(headerBatch, len(uids))]
+		uids = uids[len(batch):]
+		heads, err := c.FetchHeaders(ctx, batch, 64<<10)
+		if err != nil {
+			return err
+		}
+		for _, u := range batch {
+			if h, ok := heads[u]; ok {
+				fn(u, mail.IDKey(mail.Parse(h).MessageID))
+			}
+		}
+	}
+	return nil
 }
 
 // readSent indexes the owner's messages in Sent since SentLookback before
@@ -145,8 +227,9 @@ func (r *Runner) readSent(ctx context.Context, c *imapsync.Client, a Account, si
 	return NewSentIndex(msgs, a.IsOwner), nil
 }
 
-func (r *Runner) replayMailbox(ctx context.Context, c *imapsync.Client, a Account, ix *SentIndex, mailbox string,
-	archived, trashed bool, since time.Time, limit int) ([]store.MessageKey, error) {
+func (r *Runner) replayMailbox(ctx context.Context, c *imapsync.Client, a Account, ix *SentIndex, b replayBox,
+	since time.Time, limit int) ([]store.MessageKey, error) {
+	mailbox, archived, trashed := b.name, b.archived, b.trashed
 	st, err := c.Select(ctx, mailbox, true) // EXAMINE: read-only
 	if err != nil {
 		return nil, fmt.Errorf("account %s: examine %s: %w", a.Name, mailbox, err)
@@ -154,6 +237,18 @@ func (r *Runner) replayMailbox(ctx context.Context, c *imapsync.Client, a Accoun
 	uids, err := c.Search(ctx, imapsync.Criteria{Since: since})
 	if err != nil {
 		return nil, fmt.Errorf("account %s: search %s: %w", a.Name, mailbox, err)
+	}
+	if b.skip != nil { // before the limit: it counts the mail replayed from here
+		drop := map[uint32]bool{}
+		err := headerIDs(ctx, c, uids, func(u uint32, id string) {
+			if b.skip[id] {
+				drop[u] = true
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("account %s: read %s: %w", a.Name, mailbox, err)
+		}
+		uids = slices.DeleteFunc(uids, func(u uint32) bool { return drop[u] })
 	}
 	slices.Sort(uids)
 	if limit > 0 && len(uids) > limit {

@@ -186,9 +186,10 @@ func Thresholds() []float64 {
 	return out
 }
 
-// Unwanted is a would-be auto-send the owner would not have made as it
-// was: never answered, or (with drafts) answered very differently.
-type Unwanted struct {
+// AutoSent is one would-be auto-send, as the report lists it: unwanted
+// (the owner never answered it) or, with drafts, answered very
+// differently.
+type AutoSent struct {
 	Key        store.MessageKey
 	From       string
 	Subject    string
@@ -199,8 +200,8 @@ type Unwanted struct {
 	Similarity float64
 }
 
-// Why says why it is unwanted, in words.
-func (u Unwanted) Why() string {
+// Why says what the owner did instead, in words.
+func (u AutoSent) Why() string {
 	if u.Similarity < 0 {
 		return "never answered"
 	}
@@ -227,9 +228,14 @@ type Report struct {
 	Calls         int
 	TokensIn      int64
 	TokensOut     int64
-	// Unwanted lists the auto-sends never answered or answered very
-	// differently, newest first.
-	Unwanted []Unwanted
+	// Unwanted lists the auto-sends the owner never answered, newest
+	// first: the auto-sends the owner would not have made (Auto.NeverAnswered
+	// of them, and the threshold table's "unwanted").
+	Unwanted []AutoSent
+	// VeryDifferent lists the auto-sends the owner answered very
+	// differently (with drafts only), newest first. They are not unwanted:
+	// the owner did answer.
+	VeryDifferent []AutoSent
 	// MaxPerContactPerDay and MaxPerDay are the caps simulated.
 	MaxPerContactPerDay, MaxPerDay int
 }
@@ -308,7 +314,7 @@ func Score(results []*Result, pol agent.Policy) Report {
 		}
 		if decision == agent.DecisionAutoSend {
 			rep.Auto.Total++
-			u := Unwanted{Key: r.Key, From: r.From, Subject: r.Subject, Date: r.Date, Similarity: sim}
+			u := AutoSent{Key: r.Key, From: r.From, Subject: r.Subject, Date: r.Date, Similarity: sim}
 			if c := r.Would.Classification; c != nil {
 				u.Confidence = c.Confidence
 			}
@@ -319,7 +325,7 @@ func Score(results []*Result, pol agent.Policy) Report {
 				rep.Unwanted = append(rep.Unwanted, u)
 			case sim >= 0 && sim < VeryDifferent:
 				rep.Auto.AnsweredDifferently++
-				rep.Unwanted = append(rep.Unwanted, u)
+				rep.VeryDifferent = append(rep.VeryDifferent, u)
 			default:
 				rep.Auto.AlsoAnswered++
 			}
@@ -337,7 +343,9 @@ func Score(results []*Result, pol agent.Policy) Report {
 		}
 	}
 	rep.Auto.Compared = drafts
-	slices.SortStableFunc(rep.Unwanted, func(a, b Unwanted) int { return b.Date.Compare(a.Date) })
+	newestFirst := func(a, b AutoSent) int { return b.Date.Compare(a.Date) }
+	slices.SortStableFunc(rep.Unwanted, newestFirst)
+	slices.SortStableFunc(rep.VeryDifferent, newestFirst)
 	rep.NeedsReply.Precision = ratio(rep.NeedsReply.TP, rep.NeedsReply.TP+rep.NeedsReply.FP)
 	rep.NeedsReply.Recall = ratio(rep.NeedsReply.TP, rep.NeedsReply.TP+rep.NeedsReply.FN)
 	if len(lat) > 0 {
