@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"time"
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
@@ -18,26 +20,46 @@ type pipelineStore interface {
 	ListMessages(f store.MessageFilter, fn func(*store.MessageRecord) error) error
 }
 
-// openPipelineStore opens the state database for triage. A dry run opens
-// it read-only when it exists and otherwise uses an empty stand-in, so
-// that it never creates or changes a file.
+// openPipelineStore opens the state database for triage (and replay,
+// as a dry run).
+//
+// A dry run never holds the database file: it goes through the socket of
+// a watcher (or of another process that holds the database and serves
+// it), else it works on a private copy made in one short read
+// transaction (store.OpenSnapshot), so that a watcher can start at any
+// moment; before any state exists it uses an empty stand-in, so that it
+// never creates or changes a file.
+//
+// A triage that writes goes through the socket when one answers; else it
+// holds the database for its whole run and serves the socket meanwhile
+// (api.ServeHeld: status, queue, review and a second triage work through
+// it). When the database is held and nothing answers (a holder starting
+// up) it says so on stderr and waits.
 //
 // The returned func closes the store; its error (a failed final sync)
 // must be reported, since commits may not have reached the disk.
-func openPipelineStore(f *Factory, dryRun bool) (pipelineStore, func() error, error) {
+func openPipelineStore(ctx context.Context, f *Factory, dryRun bool) (pipelineStore, func() error, error) {
+	cfg, err := f.Config()
+	if err != nil {
+		return nil, nil, err
+	}
 	if dryRun {
-		cfg, err := f.Config()
-		if err != nil {
-			return nil, nil, err
-		}
 		if _, err := os.Stat(DBPath(cfg)); errors.Is(err, fs.ErrNotExist) {
 			return emptyStore{}, func() error { return nil }, nil
 		}
-		// A watcher's store through its socket, else the file read-only.
-		if c, err := api.Dial(context.Background(), api.SocketPath(cfg.StateDir)); err == nil {
+		if c, err := api.Dial(ctx, api.SocketPath(cfg.StateDir)); err == nil {
 			return c.Store(), c.Close, nil
 		}
-		st, err := f.OpenStore(true)
+		st, err := f.openSnapshot()
+		if errors.Is(err, store.ErrLocked) {
+			// Held by something that serves no socket: through it, or
+			// with the error that names it.
+			svc, closeSvc, err := api.Open(ctx, cfg.StateDir, f.openSnapshotStore, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			return svc.Store(), closeSvc, nil
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -47,19 +69,63 @@ func openPipelineStore(f *Factory, dryRun bool) (pipelineStore, func() error, er
 	// its durability). Otherwise the file is opened without an fsync per
 	// commit: triage is re-runnable, so one Sync when the store is closed
 	// (at the end, or after an interrupt) is enough.
+	say := func(msg string) {
+		fmt.Fprintln(f.Stderr, msg)
+		f.Logger().Info("triage waits for the state database", "holder", msg)
+	}
+	svc, closeSvc, err := waitForService(ctx, cfg.StateDir, say,
+		func() (*store.Store, error) { return f.openStore(store.Options{NoSync: true}) })
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, err
+	}
+	l, ok := svc.(*api.Local)
+	if !ok {
+		return svc.Store(), closeSvc, nil
+	}
+	l.AutoSendCap = cfg.Policy.MaxAutoPerDay
+	// Serve the other commands while this triage holds the database.
+	// Their actions (approve, …) get a pipeline of their own over the
+	// same store, built on first use.
+	actions := &lazyActions{build: func() (localActions, func(), error) {
+		p, err := buildAgent(ctx, f, cfg, l.DB, true)
+		if err != nil {
+			return localActions{}, nil, err
+		}
+		return localActions{Pipeline: p.Pipeline, d: newDaemon(f, cfg, l.DB, p, nil), local: true}, p.Mailer.Close, nil
+	}}
+	served := &api.Local{DB: l.DB, Actions: actions, AutoSendCap: cfg.Policy.MaxAutoPerDay, StatusFunc: heldStatus()}
+	stop := api.ServeHeld(ctx, cfg.StateDir, served, "triage", f.Logger())
+	return l.DB, func() error {
+		stop()
+		actions.Close()
+		return closeSvc()
+	}, nil
+}
+
+// openSnapshot opens a private copy of the state database (see
+// store.OpenSnapshot), for a long read-only run.
+func (f *Factory) openSnapshot() (*store.SnapshotStore, error) {
 	cfg, err := f.Config()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	svc, closeSvc, err := api.Open(context.Background(), cfg.StateDir,
-		func() (*store.Store, error) { return f.openStore(store.Options{NoSync: true}) }, nil)
+	return store.OpenSnapshot(DBPath(cfg), store.Options{Timeout: time.Second,
+		Retention: cfg.StoreRetention(), SnapshotRetention: cfg.SnapshotRetention()})
+}
+
+// openSnapshotStore is openSnapshot for api.Open, which wants a
+// *store.Store: the copy is removed when the process ends instead of
+// when it is closed.
+func (f *Factory) openSnapshotStore() (*store.Store, error) {
+	st, err := f.openSnapshot()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if l, ok := svc.(*api.Local); ok {
-		l.AutoSendCap = cfg.Policy.MaxAutoPerDay
-	}
-	return svc.Store(), closeSvc, nil
+	_ = os.Remove(st.File()) // the open copy stays readable until closed
+	return st.Store, nil
 }
 
 // emptyStore is a store with nothing in it that accepts no writes. It

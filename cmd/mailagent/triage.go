@@ -197,7 +197,7 @@ func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) (err error)
 	}
 	since, _ := parseSince(opts.Since, f.Now())
 
-	st, closeStore, err := openPipelineStore(f, opts.DryRun)
+	st, closeStore, err := openPipelineStore(ctx, f, opts.DryRun)
 	if err != nil {
 		return err
 	}
