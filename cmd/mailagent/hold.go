@@ -98,17 +98,37 @@ func waitForStore(ctx context.Context, f *Factory, cfg *config.Config, say func(
 	}
 }
 
-// waitForService is api.Open for triage: while another process holds
-// the database and serves no socket, it says so once through say and
-// tries again until ctx ends.
-func waitForService(ctx context.Context, stateDir string, say func(string), openStore func() (*store.Store, error)) (api.Service, func() error, error) {
-	w := &lockWaiter{stateDir: stateDir, starts: "triage starts", say: say}
+// waitForService is api.Open for triage and the dry runs (replay):
+// through a watcher's socket, else over the store openStore opens. A
+// holder that is not the watcher (another triage, an approval waiting
+// out its undo window) is not gone through, since it ends when its own
+// work does and would take the store away mid-run: as when the database
+// is held and nothing answers, waitForService says so once through say
+// ("…; <starts> when it finishes") and tries again until ctx ends.
+func waitForService(ctx context.Context, stateDir, starts string, say func(string), openStore func() (*store.Store, error)) (api.Service, func() error, error) {
+	w := &lockWaiter{stateDir: stateDir, starts: starts, say: say}
 	for {
 		svc, closeSvc, err := api.Open(ctx, stateDir, openStore, nil)
-		if err == nil || !errors.Is(err, store.ErrLocked) {
-			return svc, closeSvc, err
+		if err != nil && !errors.Is(err, store.ErrLocked) {
+			return nil, nil, err
 		}
-		w.announce(0)
+		pid := 0
+		if err == nil {
+			c, remote := svc.(*api.Client)
+			if !remote {
+				return svc, closeSvc, nil
+			}
+			s, serr := c.Status(ctx)
+			if serr == nil && s.Watcher {
+				return svc, closeSvc, nil
+			}
+			_ = closeSvc()
+			if serr != nil && ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			pid = s.PID
+		}
+		w.announce(pid)
 		if err := sleepCtx(ctx, lockPoll); err != nil {
 			return nil, nil, err
 		}

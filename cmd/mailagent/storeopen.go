@@ -23,18 +23,18 @@ type pipelineStore interface {
 // openPipelineStore opens the state database for triage (and replay,
 // as a dry run).
 //
-// A dry run never holds the database file: it goes through the socket of
-// a watcher (or of another process that holds the database and serves
-// it), else it works on a private copy made in one short read
+// A dry run never holds the database file: it goes through a watcher's
+// socket, else it works on a private copy made in one short read
 // transaction (store.OpenSnapshot), so that a watcher can start at any
 // moment; before any state exists it uses an empty stand-in, so that it
 // never creates or changes a file.
 //
-// A triage that writes goes through the socket when one answers; else it
-// holds the database for its whole run and serves the socket meanwhile
-// (api.ServeHeld: status, queue, review and a second triage work through
-// it). When the database is held and nothing answers (a holder starting
-// up) it says so on stderr and waits.
+// A triage that writes goes through a watcher's socket when one answers;
+// else it holds the database for its whole run and serves the socket
+// meanwhile (api.ServeHeld: status, queue and review work through it).
+// When another process holds the database and is not a watcher (another
+// triage, an approval in its undo window, a holder starting up), both
+// say so on stderr and wait for it (waitForService).
 //
 // The returned func closes the store; its error (a failed final sync)
 // must be reported, since commits may not have reached the disk.
@@ -43,42 +43,27 @@ func openPipelineStore(ctx context.Context, f *Factory, dryRun bool) (pipelineSt
 	if err != nil {
 		return nil, nil, err
 	}
+	say := func(msg string) {
+		fmt.Fprintln(f.Stderr, msg)
+		f.Logger().Info("waiting for the state database", "holder", msg)
+	}
 	if dryRun {
 		if _, err := os.Stat(DBPath(cfg)); errors.Is(err, fs.ErrNotExist) {
 			return emptyStore{}, func() error { return nil }, nil
 		}
-		if c, err := api.Dial(ctx, api.SocketPath(cfg.StateDir)); err == nil {
-			return c.Store(), c.Close, nil
-		}
-		st, err := f.openSnapshot()
-		if errors.Is(err, store.ErrLocked) {
-			// Held by something that serves no socket: through it, or
-			// with the error that names it.
-			svc, closeSvc, err := api.Open(ctx, cfg.StateDir, f.openSnapshotStore, nil)
-			if err != nil {
-				return nil, nil, err
-			}
-			return svc.Store(), closeSvc, nil
-		}
+		svc, closeSvc, err := waitForService(ctx, cfg.StateDir, "the dry run starts", say, f.openSnapshotStore)
 		if err != nil {
 			return nil, nil, err
 		}
-		return st, st.Close, nil
+		return svc.Store(), closeSvc, nil
 	}
 	// While watch runs it owns the database: go through its socket (and
 	// its durability). Otherwise the file is opened without an fsync per
 	// commit: triage is re-runnable, so one Sync when the store is closed
 	// (at the end, or after an interrupt) is enough.
-	say := func(msg string) {
-		fmt.Fprintln(f.Stderr, msg)
-		f.Logger().Info("triage waits for the state database", "holder", msg)
-	}
-	svc, closeSvc, err := waitForService(ctx, cfg.StateDir, say,
+	svc, closeSvc, err := waitForService(ctx, cfg.StateDir, "triage starts", say,
 		func() (*store.Store, error) { return f.openStore(store.Options{NoSync: true}) })
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
-		}
 		return nil, nil, err
 	}
 	l, ok := svc.(*api.Local)

@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 )
 
 // HolderFile is the name of the small file, beside the database, in which
@@ -82,8 +85,28 @@ func ReadHolder(stateDir string) *Holder {
 	return h
 }
 
+// maxHolderFile caps what is read of the holder file: it is a few dozen
+// bytes when mailagent wrote it.
+const maxHolderFile = 4 << 10
+
+// readHolder reads the holder file. Anything but a small regular file
+// (a FIFO that would block, a symlink, a huge file) is refused, and the
+// command is cut to a short line of printable characters: the file only
+// ever names a process in a message.
 func readHolder(path string) (*Holder, error) {
-	data, err := os.ReadFile(path)
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > maxHolderFile {
+		return nil, fmt.Errorf("%s: not a small regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(io.LimitReader(f, maxHolderFile))
 	if err != nil {
 		return nil, err
 	}
@@ -91,10 +114,26 @@ func readHolder(path string) (*Holder, error) {
 	if err := json.Unmarshal(data, &h); err != nil {
 		return nil, err
 	}
-	if len(h.Command) > 40 {
-		h.Command = h.Command[:40]
-	}
+	h.Command = cleanCommand(h.Command)
 	return &h, nil
+}
+
+// cleanCommand keeps letters, digits, spaces and a little punctuation, at
+// most 40 characters; an empty result reads "mailagent command".
+func cleanCommand(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if b.Len() >= 40 {
+			break
+		}
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == ' ' || r == '-' || r == '_' || r == '.' {
+			b.WriteRune(r)
+		}
+	}
+	if out := strings.TrimSpace(b.String()); out != "" {
+		return out
+	}
+	return "mailagent command"
 }
 
 // alive reports whether a process with that id exists.
