@@ -234,5 +234,6 @@ func (a localActions) RSVP(ctx context.Context, id, answer string) (*store.Queue
 	if err != nil || !a.local || a.deferSend || item == nil || item.Status != store.QueueApproved {
 		return item, err
 	}
-	return a.SendApproval(ctx, item.ID, a.undoWait(id, "sending the reply", "queue rsvp"))
+	item, err = a.SendApproval(ctx, item.ID, a.undoWait(id, "sending the reply", "queue rsvp"))
+	return cancelledMeanwhile(id, item, err)
 }

@@ -336,6 +336,16 @@ func (a localActions) Approve(ctx context.Context, id, final string) (*store.Que
 	if item != nil {
 		item.Learned = learned
 	}
+	return cancelledMeanwhile(id, item, err)
+}
+
+// cancelledMeanwhile turns an approval that another command cancelled in
+// its undo window (`queue cancel`, through this process's socket) into
+// the error a cancel with Ctrl-C gives: nothing was sent.
+func cancelledMeanwhile(id string, item *store.QueueItem, err error) (*store.QueueItem, error) {
+	if err == nil && item != nil && item.Status == store.QueuePending {
+		return nil, fmt.Errorf("%w: %s: cancelled in its undo window: not sent; it is back in the queue", agent.ErrApprovalCancelled, id)
+	}
 	return item, err
 }
 
