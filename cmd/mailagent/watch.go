@@ -39,7 +39,9 @@ everything else waits in the review queue, and in your Drafts folder.
 
 While watch runs it owns the state database and serves the other commands
 (review, queue, contacts, explain, triage) on a unix socket in the state
-directory.
+directory. Started while another command holds the database (a triage,
+an approval waiting out its undo window), it says so and starts when that
+finishes; a second watcher exits 4.
 
 On the very first start only mail from the last sync.initial_lookback is
 handled. SIGINT or SIGTERM stops it cleanly (exit 0); anything in flight
