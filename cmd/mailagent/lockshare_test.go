@@ -185,53 +185,57 @@ func TestWatchWaitsForTriage(t *testing.T) {
 	}
 }
 
-// TestWatchStartsBesideDryRun: a triage --dry-run in progress holds no
-// lock (it works on a snapshot), so watch starts at once, in both orders;
-// the dry run still sees the stored state and writes nothing.
+// TestWatchStartsBesideDryRun: a triage --dry-run or a replay in progress
+// holds no lock (it works on a snapshot), so watch starts at once, in
+// both orders; the dry run still sees the stored state.
 func TestWatchStartsBesideDryRun(t *testing.T) {
 	t.Setenv("INVOCATION_ID", "")
 	t.Setenv("LAUNCHD", "")
-	t.Run("dry run first", func(t *testing.T) {
-		gate := newModelGate(compromisedModel)
-		h := newHarness(t, gate.handle, "")
-		h.deliver(rawMail("Bob <bob@example.org>", "Lunch", "Lunch on Friday?"))
-		gate.off.Store(true)
-		if _, stderr, code := h.run("watch", "--once"); code != 0 { // state exists
-			t.Fatalf("watch --once: %d %s", code, stderr)
-		}
-		gate.off.Store(false)
-		gate2 := gate
-		h.deliver(rawMail("Carol <carol@example.org>", "Question", "What time?"))
-
-		dry := h.start("triage", "--dry-run", "--redo", "--json")
-		gate2.wait(t)
-		wstderr, stop := startWatch(t, h, true)
-		// Started: its socket answers as the watcher (its first message
-		// waits on the same slow model, so it is not idle yet).
-		eventually(t, "watch starts beside the dry run", func() bool {
-			c, err := api.Dial(context.Background(), api.SocketPath(h.dir+"/state"))
-			if err != nil {
-				return false
+	for _, args := range [][]string{{"triage", "--dry-run", "--redo", "--json"}, {"replay", "--json"}} {
+		t.Run(args[0]+" first", func(t *testing.T) {
+			gate := newModelGate(compromisedModel)
+			h := newHarness(t, gate.handle, "")
+			h.deliver(rawMail("Bob <bob@example.org>", "Lunch", "Lunch on Friday?"))
+			gate.off.Store(true)
+			if _, stderr, code := h.run("watch", "--once"); code != 0 { // state exists
+				t.Fatalf("watch --once: %d %s", code, stderr)
 			}
-			defer func() { _ = c.Close() }()
-			s, err := c.Status(context.Background())
-			return err == nil && s.Watcher
+			gate.off.Store(false)
+			gate2 := gate
+			h.deliver(rawMail("Carol <carol@example.org>", "Question", "What time?"))
+
+			dry := h.start(args...)
+			gate2.wait(t)
+			wstderr, stop := startWatch(t, h, true)
+			// Started: its socket answers as the watcher (its first message
+			// waits on the same slow model, so it is not idle yet).
+			eventually(t, "watch starts beside the dry run", func() bool {
+				c, err := api.Dial(context.Background(), api.SocketPath(h.dir+"/state"))
+				if err != nil {
+					return false
+				}
+				defer func() { _ = c.Close() }()
+				s, err := c.Status(context.Background())
+				return err == nil && s.Watcher
+			})
+			if strings.Contains(wstderr.String(), "holds the state database") {
+				t.Errorf("watch waited for a dry run: %s", wstderr.String())
+			}
+			gate2.open()
+			if code := dry.wait(t); code != 0 && code != ExitPartial {
+				t.Fatalf("dry run: exit %d: %s", code, dry.stderr.String())
+			}
+			if args[0] == "triage" {
+				if got := decodeLines(t, dry.stdout.String()); len(got) != 2 {
+					t.Errorf("dry run: %d records, want both messages: %v", len(got), got)
+				}
+			}
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			noSnapshotsLeft(t, h)
 		})
-		if strings.Contains(wstderr.String(), "holds the state database") {
-			t.Errorf("watch waited for a dry run: %s", wstderr.String())
-		}
-		gate2.open()
-		if code := dry.wait(t); code != 0 && code != ExitPartial {
-			t.Fatalf("dry run: exit %d: %s", code, dry.stderr.String())
-		}
-		if got := decodeLines(t, dry.stdout.String()); len(got) != 2 {
-			t.Errorf("dry run: %d records, want both messages: %v", len(got), got)
-		}
-		if err := stop(); err != nil {
-			t.Fatal(err)
-		}
-		noSnapshotsLeft(t, h)
-	})
+	}
 	t.Run("watch first", func(t *testing.T) {
 		h := newHarness(t, compromisedModel, "")
 		h.deliver(rawMail("Bob <bob@example.org>", "Lunch", "Lunch on Friday?"))
