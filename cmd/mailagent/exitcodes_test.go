@@ -171,13 +171,11 @@ func TestREADMEExitCodesAreProduced(t *testing.T) {
 			return stderr, code
 		},
 		ExitLocked: func(t *testing.T) (string, int) {
+			// A second watcher: anything else that holds the database is
+			// waited for (TestWatchWaitsForTriage).
 			h := newHarness(t, classifyReply, "")
-			if err := os.MkdirAll(filepath.Join(h.dir, "state"), 0o700); err != nil {
-				t.Fatal(err)
-			}
-			st := h.openStore(t) // another process's writer, in effect
-			defer func() { _ = st.Close() }()
-			_, stderr, code := h.run("triage")
+			h.startWatch(t)
+			_, stderr, code := h.run("watch")
 			return stderr, code
 		},
 		ExitPartial: func(t *testing.T) (string, int) {

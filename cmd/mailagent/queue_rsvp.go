@@ -262,24 +262,6 @@ func (a localActions) RSVP(ctx context.Context, id, answer string) (*store.Queue
 	if err != nil || !a.local || a.deferSend || item == nil || item.Status != store.QueueApproved {
 		return item, err
 	}
-	return a.SendApproval(ctx, item.ID, func(ctx context.Context, at time.Time) error {
-		wait := time.Until(at)
-		if a.Pipeline.Now != nil {
-			wait = at.Sub(a.Pipeline.Now())
-		}
-		if wait <= 0 {
-			return nil
-		}
-		if a.undo != nil {
-			fmt.Fprintf(a.undo, "%s: sending the reply in %s; press Ctrl-C to cancel\n", termsafe.Line(id), countdown(wait))
-		}
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			return nil
-		}
-	})
+	item, err = a.SendApproval(ctx, item.ID, a.undoWait(id, "sending the reply", "queue rsvp"))
+	return cancelledMeanwhile(id, item, err)
 }

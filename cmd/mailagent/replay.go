@@ -168,7 +168,7 @@ func replayRun(ctx context.Context, f *Factory, opts *ReplayOptions) (err error)
 
 	// The agent's store, read-only (or a watcher's through its socket):
 	// the same opening as triage --dry-run.
-	st, closeStore, err := openPipelineStore(f, true)
+	st, closeStore, err := openPipelineStore(ctx, f, true)
 	if err != nil {
 		return err
 	}

@@ -291,21 +291,9 @@ func (b *serviceBackend) SendApproved(ctx context.Context, id string) error {
 	})
 }
 
-// waitUntil sleeps until at or until ctx ends.
-func waitUntil(ctx context.Context, at time.Time) error {
-	d := time.Until(at)
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// waitUntil sleeps until at or until ctx ends (waitUndo without a
+// notice: the TUI counts down itself).
+func waitUntil(ctx context.Context, at time.Time) error { return waitUndo(ctx, nil, "", "", at, nil) }
 
 var (
 	_ tui.Unsnoozer      = (*serviceBackend)(nil)

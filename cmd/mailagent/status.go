@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/termsafe"
 )
 
@@ -64,6 +65,16 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		}
 	} else {
 		fmt.Fprintln(f.Stdout, "no watcher running (start one with: mailagent watch)")
+		if s.PID != 0 {
+			// Through the socket of another holder (api.ServeHeld).
+			who := fmt.Sprintf("another mailagent process (pid %d)", s.PID)
+			if cfg, err := f.Config(); err == nil {
+				if h := api.ReadHolder(cfg.StateDir); h != nil && h.PID == s.PID {
+					who = h.String()
+				}
+			}
+			fmt.Fprintf(f.Stdout, "%s holds the database and serves the other commands\n", termsafe.Line(who))
+		}
 	}
 	var states []string
 	for k, v := range s.Counts {

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"time"
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
@@ -18,48 +20,97 @@ type pipelineStore interface {
 	ListMessages(f store.MessageFilter, fn func(*store.MessageRecord) error) error
 }
 
-// openPipelineStore opens the state database for triage. A dry run opens
-// it read-only when it exists and otherwise uses an empty stand-in, so
-// that it never creates or changes a file.
+// openPipelineStore opens the state database for triage (and replay,
+// as a dry run).
+//
+// A dry run never holds the database file: it goes through a watcher's
+// socket, else it works on a private copy made in one short read
+// transaction (store.OpenSnapshot), so that a watcher can start at any
+// moment; before any state exists it uses an empty stand-in, so that it
+// never creates or changes a file.
+//
+// A triage that writes goes through a watcher's socket when one answers;
+// else it holds the database for its whole run and serves the socket
+// meanwhile (api.ServeHeld: status, queue and review work through it).
+// When another process holds the database and is not a watcher (another
+// triage, an approval in its undo window, a holder starting up), both
+// say so on stderr and wait for it (waitForService).
 //
 // The returned func closes the store; its error (a failed final sync)
 // must be reported, since commits may not have reached the disk.
-func openPipelineStore(f *Factory, dryRun bool) (pipelineStore, func() error, error) {
+func openPipelineStore(ctx context.Context, f *Factory, dryRun bool) (pipelineStore, func() error, error) {
+	cfg, err := f.Config()
+	if err != nil {
+		return nil, nil, err
+	}
+	say := func(msg string) {
+		fmt.Fprintln(f.Stderr, msg)
+		f.Logger().Info("waiting for the state database", "holder", msg)
+	}
 	if dryRun {
-		cfg, err := f.Config()
-		if err != nil {
-			return nil, nil, err
-		}
 		if _, err := os.Stat(DBPath(cfg)); errors.Is(err, fs.ErrNotExist) {
 			return emptyStore{}, func() error { return nil }, nil
 		}
-		// A watcher's store through its socket, else the file read-only.
-		if c, err := api.Dial(context.Background(), api.SocketPath(cfg.StateDir)); err == nil {
-			return c.Store(), c.Close, nil
-		}
-		st, err := f.OpenStore(true)
+		svc, closeSvc, err := waitForService(ctx, cfg.StateDir, "the dry run starts", say, f.openSnapshotStore)
 		if err != nil {
 			return nil, nil, err
 		}
-		return st, st.Close, nil
+		return svc.Store(), closeSvc, nil
 	}
 	// While watch runs it owns the database: go through its socket (and
 	// its durability). Otherwise the file is opened without an fsync per
 	// commit: triage is re-runnable, so one Sync when the store is closed
 	// (at the end, or after an interrupt) is enough.
+	svc, closeSvc, err := waitForService(ctx, cfg.StateDir, "triage starts", say,
+		func() (*store.Store, error) { return f.openStore(store.Options{NoSync: true}) })
+	if err != nil {
+		return nil, nil, err
+	}
+	l, ok := svc.(*api.Local)
+	if !ok {
+		return svc.Store(), closeSvc, nil
+	}
+	l.AutoSendCap = cfg.Policy.MaxAutoPerDay
+	// Serve the other commands while this triage holds the database.
+	// Their actions (approve, …) get a pipeline of their own over the
+	// same store, built on first use.
+	actions := &lazyActions{build: func() (localActions, func(), error) {
+		p, err := buildAgent(ctx, f, cfg, l.DB, true)
+		if err != nil {
+			return localActions{}, nil, err
+		}
+		return localActions{Pipeline: p.Pipeline, d: newDaemon(f, cfg, l.DB, p, nil), local: true}, p.Mailer.Close, nil
+	}}
+	served := &api.Local{DB: l.DB, Actions: actions, AutoSendCap: cfg.Policy.MaxAutoPerDay, StatusFunc: heldStatus()}
+	stop := api.ServeHeld(ctx, cfg.StateDir, served, "triage", f.Logger())
+	return l.DB, func() error {
+		stop()
+		actions.Close()
+		return closeSvc()
+	}, nil
+}
+
+// openSnapshot opens a private copy of the state database (see
+// store.OpenSnapshot), for a long read-only run.
+func (f *Factory) openSnapshot() (*store.SnapshotStore, error) {
 	cfg, err := f.Config()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	svc, closeSvc, err := api.Open(context.Background(), cfg.StateDir,
-		func() (*store.Store, error) { return f.openStore(store.Options{NoSync: true}) }, nil)
+	return store.OpenSnapshot(DBPath(cfg), store.Options{Timeout: time.Second,
+		Retention: cfg.StoreRetention(), SnapshotRetention: cfg.SnapshotRetention()})
+}
+
+// openSnapshotStore is openSnapshot for api.Open, which wants a
+// *store.Store: the copy is removed when the process ends instead of
+// when it is closed.
+func (f *Factory) openSnapshotStore() (*store.Store, error) {
+	st, err := f.openSnapshot()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if l, ok := svc.(*api.Local); ok {
-		l.AutoSendCap = cfg.Policy.MaxAutoPerDay
-	}
-	return svc.Store(), closeSvc, nil
+	_ = os.Remove(st.File()) // the open copy stays readable until closed
+	return st.Store, nil
 }
 
 // emptyStore is a store with nothing in it that accepts no writes. It

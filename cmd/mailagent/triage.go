@@ -52,9 +52,14 @@ func newTriageCmd(f *Factory, runF func(context.Context, *TriageOptions) error) 
 routes, classifies and decides what would be done with each, and stores the
 result. It never sends mail and never changes the mailbox.
 
+While another process holds the state database (a triage, an approval
+waiting out its undo window) triage says so and waits for it; through a
+running watcher it works at once. A dry run works on a private copy of
+the database, so it never keeps a watcher from starting.
+
 Exit codes: 0 all done; 2 bad flags or config; 3 a server could not be
-reached; 4 the state database is in use; 5 finished, but some messages
-need review (see their reasons with --json or mailagent explain).`,
+reached; 5 finished, but some messages need review (see their reasons
+with --json or mailagent explain).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkWindow(opts.Limit, opts.Since); err != nil {
@@ -197,7 +202,7 @@ func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) (err error)
 	}
 	since, _ := parseSince(opts.Since, f.Now())
 
-	st, closeStore, err := openPipelineStore(f, opts.DryRun)
+	st, closeStore, err := openPipelineStore(ctx, f, opts.DryRun)
 	if err != nil {
 		return err
 	}

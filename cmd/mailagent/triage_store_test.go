@@ -25,7 +25,7 @@ func TestTriageStoreSkipsPerCommitSync(t *testing.T) {
 	f := newFactory(strings.NewReader(""), io.Discard, io.Discard)
 	f.ConfigPath = h.cfgPath
 	defer f.Close()
-	ps, closeStore, err := openPipelineStore(f, false)
+	ps, closeStore, err := openPipelineStore(context.Background(), f, false)
 	if err != nil {
 		t.Fatal(err)
 	}

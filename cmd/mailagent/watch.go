@@ -39,7 +39,9 @@ everything else waits in the review queue, and in your Drafts folder.
 
 While watch runs it owns the state database and serves the other commands
 (review, queue, contacts, explain, triage) on a unix socket in the state
-directory.
+directory. Started while another command holds the database (a triage,
+an approval waiting out its undo window), it says so and starts when that
+finishes; a second watcher exits 4.
 
 On the very first start only mail from the last sync.initial_lookback is
 handled. SIGINT or SIGTERM stops it cleanly (exit 0); anything in flight
@@ -68,11 +70,29 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	if err := checkSecrets(ctx, accounts); err != nil {
 		return err
 	}
-	st, err := f.OpenStore(false)
+	// Another watcher is exit 4; anything else that holds the database
+	// (a triage, an approval in its undo window) is waited for, said
+	// once on a terminal and in the log.
+	tty := progressWanted(f.Stderr, opts.isTTY)
+	st, err := waitForStore(ctx, f, cfg, func(msg string) {
+		f.Logger().Info("watch waits for the state database", "holder", msg)
+		if tty {
+			fmt.Fprintln(f.Stderr, msg)
+		}
+	})
 	if err != nil {
+		if ctx.Err() != nil {
+			f.Logger().Info("watch stopped before it started")
+			return nil
+		}
 		return err
 	}
 	defer func() { _ = st.Close() }()
+	if removeHolder, err := api.WriteHolder(cfg.StateDir, "watch"); err != nil {
+		f.Logger().Warn("record the holder of the database", "err", err)
+	} else {
+		defer removeHolder() // before the store is closed
+	}
 	parts, err := buildAgent(ctx, f, cfg, st, false)
 	if err != nil {
 		return err
@@ -85,7 +105,7 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 		d.Digest = ds
 	}
 	var progress *watchProgress
-	if progressWanted(f.Stderr, opts.isTTY) {
+	if tty {
 		progress = newWatchProgress(f.Stderr, accounts)
 		progress.hook(d)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/smtpsend"
-	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/prompts"
 	"github.com/mailagent/mailagent/store"
 )
@@ -300,6 +299,29 @@ type localActions struct {
 	// deferSend: Approve does not wait out the window; the caller sends
 	// when it ends (the review TUI, Factory.deferApprovalSend).
 	deferSend bool
+	// hold, when set, serves the API socket from this process while it
+	// waits out an undo window holding the database (api.ServeHeld), so
+	// that status, queue (cancel included) and review work meanwhile;
+	// command names the holder ("queue approve").
+	hold func(ctx context.Context, command string) (stop func())
+}
+
+// undoWait is the wait SendApproval calls: waitUndo, serving the socket
+// meanwhile when a.hold is set.
+func (a localActions) undoWait(id, what, command string) func(context.Context, time.Time) error {
+	return func(ctx context.Context, at time.Time) error {
+		if a.hold != nil {
+			now := time.Now
+			if a.Pipeline.Now != nil {
+				now = a.Pipeline.Now
+			}
+			if at.After(now()) {
+				stop := a.hold(ctx, command)
+				defer stop()
+			}
+		}
+		return waitUndo(ctx, a.undo, id, what, at, a.Pipeline.Now)
+	}
 }
 
 // Approve approves, and with no watcher running waits out the undo window
@@ -310,28 +332,19 @@ func (a localActions) Approve(ctx context.Context, id, final string) (*store.Que
 		return item, err
 	}
 	learned := item.Learned // what the approval taught: kept for the result
-	item, err = a.SendApproval(ctx, item.ID, func(ctx context.Context, at time.Time) error {
-		wait := time.Until(at)
-		if a.Pipeline.Now != nil {
-			wait = at.Sub(a.Pipeline.Now())
-		}
-		if wait <= 0 {
-			return nil
-		}
-		if a.undo != nil {
-			fmt.Fprintf(a.undo, "%s: sending in %s; press Ctrl-C to cancel\n", termsafe.Line(id), countdown(wait))
-		}
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			return nil
-		}
-	})
+	item, err = a.SendApproval(ctx, item.ID, a.undoWait(id, "sending", "queue approve"))
 	if item != nil {
 		item.Learned = learned
+	}
+	return cancelledMeanwhile(id, item, err)
+}
+
+// cancelledMeanwhile turns an approval that another command cancelled in
+// its undo window (`queue cancel`, through this process's socket) into
+// the error a cancel with Ctrl-C gives: nothing was sent.
+func cancelledMeanwhile(id string, item *store.QueueItem, err error) (*store.QueueItem, error) {
+	if err == nil && item != nil && item.Status == store.QueuePending {
+		return nil, fmt.Errorf("%w: %s: cancelled in its undo window: not sent; it is back in the queue", agent.ErrApprovalCancelled, id)
 	}
 	return item, err
 }
@@ -356,7 +369,17 @@ func (f *Factory) Service(ctx context.Context, withActions bool) (api.Service, f
 				return nil
 			}
 			parts = p
-			return localActions{Pipeline: p.Pipeline, d: newDaemon(f, cfg, st, p, nil), local: true, undo: f.approveNotice, deferSend: f.deferApprovalSend}
+			la := localActions{Pipeline: p.Pipeline, d: newDaemon(f, cfg, st, p, nil), local: true, undo: f.approveNotice, deferSend: f.deferApprovalSend}
+			la.hold = func(ctx context.Context, command string) func() {
+				// What the socket serves meanwhile: the same actions, without
+				// this hold or this process's notices (an approval through
+				// the socket waits out its own window in its request).
+				served := la
+				served.hold, served.undo = nil, nil
+				l := &api.Local{DB: st, Actions: served, AutoSendCap: cfg.Policy.MaxAutoPerDay, StatusFunc: heldStatus()}
+				return api.ServeHeld(ctx, cfg.StateDir, l, command, f.Logger())
+			}
+			return la
 		}
 	}
 	svc, closeFn, err := api.Open(ctx, cfg.StateDir, func() (*store.Store, error) { return f.OpenStore(false) }, actions)

@@ -4,16 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mailagent/mailagent/store"
 )
 
+// openGrace is how long Open keeps trying when the database is locked and
+// no socket answers yet: a watcher or a triage serves its socket a moment
+// after it takes the lock (openStore's own lock timeout comes on top).
+const openGrace = 3 * time.Second
+
 // Open returns the Service a command should use: a Client when a watcher
-// answers on the socket in stateDir, and otherwise a Local over the store
-// that openStore opens (openStore must use a lock timeout, so that it
-// fails with an error wrapping store.ErrLocked instead of waiting). When
-// the database is locked and no watcher answers, the error wraps
-// store.ErrLocked and says another mailagent process holds the database.
+// (or another process that holds the database and serves its socket, see
+// ServeHeld) answers on the socket in stateDir, and otherwise a Local over
+// the store that openStore opens (openStore must use a lock timeout, so
+// that it fails with an error wrapping store.ErrLocked instead of
+// waiting). When the database stays locked and no socket answers for
+// openGrace, the error wraps store.ErrLocked and names the holder when
+// HolderFile does.
 //
 // actions (may be nil, and may return nil) builds the Actions of the Local
 // from the opened store; without them approve and the like fail with
@@ -24,23 +32,46 @@ func Open(ctx context.Context, stateDir string, openStore func() (*store.Store, 
 	if dialErr == nil {
 		return c, c.Close, nil
 	}
-	st, err := openStore()
-	if err != nil {
+	deadline := time.Now().Add(openGrace)
+	for {
+		st, err := openStore()
+		if err == nil {
+			l := &Local{DB: st}
+			if actions != nil {
+				l.Actions = actions(st)
+			}
+			return l, st.Close, nil
+		}
 		if !errors.Is(err, store.ErrLocked) {
 			return nil, nil, err
 		}
-		// A watcher may have taken the lock between the dial and the open.
-		if c, err2 := Dial(ctx, sock); err2 == nil {
+		// The holder may have started serving between the dial and the
+		// open.
+		c, dialErr = Dial(ctx, sock)
+		if dialErr == nil {
 			return c, c.Close, nil
 		}
-		if errors.Is(dialErr, ErrNoWatcher) {
-			return nil, nil, fmt.Errorf("%w: another mailagent process holds the database, and no watcher answers on %s (is a triage or a second command running?)", err, sock)
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return nil, nil, lockedError(err, stateDir, dialErr)
 		}
-		return nil, nil, fmt.Errorf("%w: another mailagent process holds the database, and the watcher socket does not answer: %v", err, dialErr)
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
 	}
-	l := &Local{DB: st}
-	if actions != nil {
-		l.Actions = actions(st)
+}
+
+// lockedError says that another process holds the database, naming it
+// when the holder file does.
+func lockedError(err error, stateDir string, dialErr error) error {
+	who := "another mailagent process"
+	if h := ReadHolder(stateDir); h != nil {
+		who = "another mailagent process, " + h.String() + ","
 	}
-	return l, st.Close, nil
+	if errors.Is(dialErr, ErrNoWatcher) {
+		return fmt.Errorf("%w: %s holds the database, and nothing answers on %s (try again when it finishes)", err, who, SocketPath(stateDir))
+	}
+	return fmt.Errorf("%w: %s holds the database, and its socket does not answer: %v", err, who, dialErr)
 }
