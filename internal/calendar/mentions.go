@@ -500,8 +500,10 @@ func slicesContains(s []string, v string) bool {
 
 // checkWeekdays turns a weekday written next to a date it does not match
 // ("Wednesday 24 November" when the 24th is a Tuesday) into Unread: which
-// of the two does the writer mean?
+// of the two does the writer mean? A weekday that matches its date is
+// that date, not the next such weekday.
 func (r *reader) checkWeekdays() {
+	drop := map[int]bool{}
 	for _, w := range r.weekdaySpans {
 		for _, d := range r.days {
 			if d.i < w.j || !r.dates[d.i] || !weekdaySep.MatchString(r.text[w.j:d.i]) {
@@ -510,9 +512,18 @@ func (r *reader) checkWeekdays() {
 			if d.m.Day.Weekday() != w.m.Day.Weekday() {
 				r.unread = append(r.unread, span{w.i, d.j, Mention{Text: r.text[w.i:d.j], Minute: -1,
 					Unread: "the weekday does not match the date"}})
+				continue
 			}
+			drop[w.i] = true // "Monday 21 December": one day, the date's
 		}
 	}
+	days := r.days[:0]
+	for _, d := range r.days {
+		if !drop[d.i] {
+			days = append(days, d)
+		}
+	}
+	r.days = days
 }
 
 var (

@@ -58,7 +58,7 @@ func TestCheckTimes(t *testing.T) {
 		{name: "range inside a slot", draft: "I could do Monday 30 March 09:00 to 11:00."},
 		{name: "day with slots", draft: "Monday would be best for me."},
 		{name: "busy time", draft: "Tuesday 10:30 works for me.", outside: 1},
-		{name: "all-day busy day", draft: "Friday 27 March at 10am?", outside: 2},
+		{name: "all-day busy day", draft: "Friday 27 March at 10am?", outside: 1}, // one day: the weekday matches the date
 		{name: "outside working hours", draft: "Monday at 19:00?", outside: 1},
 		{name: "German date, busy", draft: "Am 31.03. um 10.15?", outside: 1},
 		{name: "confirming the sender's busy time", draft: "Tuesday 10:30 works for me.", thread: "Could we do Tuesday 10:30?", fromThread: 1},
