@@ -530,8 +530,8 @@ var (
 	nextRE     = regexp.MustCompile(`(?i)\b(?:next|following)\s+$`)
 	weekdaySep = regexp.MustCompile(`^[\s,]*(?:the\s+)?$`)
 	rangeSep   = regexp.MustCompile(`(?i)^\s*(?:-|–|—|to|until|till|til|through|bis|à|a|and)\s*$`)
-	between  = regexp.MustCompile(`(?i)\bbetween\s+$`)
-	untilRE  = regexp.MustCompile(`(?i)\b(?:until|till|til|bis|up\s+to|no\s+later\s+than)\s+$`)
+	between    = regexp.MustCompile(`(?i)\bbetween\s+$`)
+	untilRE    = regexp.MustCompile(`(?i)\b(?:until|till|til|bis|up\s+to|no\s+later\s+than)\s+$`)
 )
 
 // join merges ranges, marks untils, and joins each time to a day.

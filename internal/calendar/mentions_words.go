@@ -140,7 +140,7 @@ func relativeNames() []string {
 }
 
 type mentionREs struct {
-	iso, dmy, dmSlash, monthDay, dayMonth, ordinal, weekday, relative *regexp.Regexp
+	iso, dmy, dmSlash, monthDay, dayMonth, ordinal, weekday, relative  *regexp.Regexp
 	rangeSuffix, clock, hourUnit, ampm, wordTime, noon, atHour, period *regexp.Regexp
 	monthAlone                                                         *regexp.Regexp
 	unread                                                             []*regexp.Regexp
