@@ -2,6 +2,7 @@ package calendar
 
 import (
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -354,8 +355,8 @@ func (r *reader) readDays2() {
 		if !nameAt(text, m[2], m[3]) {
 			continue
 		}
-		if n := nextRE.FindStringIndex(text[:m[2]]); n != nil {
-			r.addUnread(n[0], m[1], "could not tell which week 'next' means")
+		if n := nextRE.FindStringIndex(tail(text, m[2])); n != nil {
+			r.addUnread(m[2]-len(tail(text, m[2]))+n[0], m[1], "could not tell which week 'next' means")
 			continue
 		}
 		wd := weekdays[strings.ToLower(word)]
@@ -504,18 +505,22 @@ func slicesContains(s []string, v string) bool {
 // that date, not the next such weekday.
 func (r *reader) checkWeekdays() {
 	drop := map[int]bool{}
+	sortSpans(r.days)
 	for _, w := range r.weekdaySpans {
-		for _, d := range r.days {
-			if d.i < w.j || !r.dates[d.i] || !weekdaySep.MatchString(r.text[w.j:d.i]) {
-				continue
-			}
-			if d.m.Day.Weekday() != w.m.Day.Weekday() {
-				r.unread = append(r.unread, span{w.i, d.j, Mention{Text: r.text[w.i:d.j], Minute: -1,
-					Unread: "the weekday does not match the date"}})
-				continue
-			}
-			drop[w.i] = true // "Monday 21 December": one day, the date's
+		k := sort.Search(len(r.days), func(k int) bool { return r.days[k].i >= w.j })
+		if k == len(r.days) {
+			continue
 		}
+		d := r.days[k]
+		if !r.dates[d.i] || !weekdaySep.MatchString(r.text[w.j:d.i]) {
+			continue
+		}
+		if d.m.Day.Weekday() != w.m.Day.Weekday() {
+			r.unread = append(r.unread, span{w.i, d.j, Mention{Text: r.text[w.i:d.j], Minute: -1,
+				Unread: "the weekday does not match the date"}})
+			continue
+		}
+		drop[w.i] = true // "Monday 21 December": one day, the date's
 	}
 	days := r.days[:0]
 	for _, d := range r.days {
@@ -546,7 +551,7 @@ func (r *reader) join() []Mention {
 		if k+1 < len(r.times) && !t.m.Range && !t.m.Period && !r.times[k+1].m.Period && !r.times[k+1].m.Range {
 			n := r.times[k+1]
 			gap := text[t.j:n.i]
-			if rangeSep.MatchString(gap) && (!strings.EqualFold(strings.TrimSpace(gap), "and") || between.MatchString(text[:t.i])) {
+			if rangeSep.MatchString(gap) && (!strings.EqualFold(strings.TrimSpace(gap), "and") || between.MatchString(tail(text, t.i))) {
 				t = span{t.i, n.j, Mention{Text: strings.TrimSpace(text[t.i:n.j]), Minute: t.m.Minute, HasTime: true, Range: true, End: n.m.Minute}}
 				if t.m.End == 0 {
 					t.m.End = 1440 // "until midnight"
@@ -558,45 +563,47 @@ func (r *reader) join() []Mention {
 			r.unread = append(r.unread, span{t.i, t.j, Mention{Text: t.m.Text, Minute: -1, Unread: "the range ends before it starts"}})
 			continue
 		}
-		if !t.m.Range && !t.m.Period && untilRE.MatchString(text[:t.i]) {
+		if !t.m.Range && !t.m.Period && untilRE.MatchString(tail(text, t.i)) {
 			t.m.Until = true
 		}
 		times = append(times, t)
 	}
 
-	sentence := func(i int) int { // index of the sentence holding byte i
-		n := 0
-		for k := 0; k < i && k < len(text); k++ {
-			c := text[k]
-			if c == '.' && k > 0 && isDigit(text[k-1]) {
-				continue // "31.03. um 10" is one sentence
-			}
-			if c == '\n' || ((c == '.' || c == '!' || c == '?' || c == ';') && (k+1 >= len(text) || text[k+1] == ' ' || text[k+1] == '\n')) {
-				n++
-			}
+	// sent[i] is the index of the sentence holding byte i.
+	sent := make([]int, len(text)+1)
+	for k, n := 0, 0; k < len(text); k++ {
+		sent[k] = n
+		c := text[k]
+		if c == '.' && k > 0 && isDigit(text[k-1]) {
+			continue // "31.03. um 10" is one sentence
 		}
-		return n
+		if c == '\n' || ((c == '.' || c == '!' || c == '?' || c == ';') && (k+1 >= len(text) || text[k+1] == ' ' || text[k+1] == '\n')) {
+			n++
+		}
+		sent[k+1] = n
 	}
+	sentence := func(i int) int { return sent[i] }
 	used := map[int]bool{}
 	var out []Mention
-	for _, t := range times {
-		best, st := -1, sentence(t.i)
-		for di, d := range r.days {
-			if d.m.Period || sentence(d.i) != st {
-				continue
-			}
-			if d.i < t.i && (best < 0 || r.days[best].i > t.i || d.i > r.days[best].i) {
-				best = di
-			} else if d.i > t.i && best < 0 {
-				best = di
-			}
+	var plain []int // indexes into r.days of the days a time can join
+	for di, d := range r.days {
+		if !d.m.Period {
+			plain = append(plain, di)
 		}
-		if best < 0 { // the nearest day in an earlier sentence
-			for di, d := range r.days {
-				if !d.m.Period && d.i < t.i {
-					best = di
-				}
-			}
+	}
+	for _, t := range times {
+		// The nearest day before it in its sentence, else the first after
+		// it in its sentence, else the nearest before it.
+		st := sentence(t.i)
+		k := sort.Search(len(plain), func(k int) bool { return r.days[plain[k]].i >= t.i })
+		best := -1
+		switch {
+		case k > 0 && sentence(r.days[plain[k-1]].i) == st:
+			best = plain[k-1]
+		case k < len(plain) && sentence(r.days[plain[k]].i) == st:
+			best = plain[k]
+		case k > 0:
+			best = plain[k-1]
 		}
 		m := t.m
 		if best >= 0 {
@@ -621,12 +628,16 @@ func (r *reader) join() []Mention {
 	return out
 }
 
-func sortSpans(s []span) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j].i < s[j-1].i; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
+// tail is the last few bytes of text before i: what a phrase before a
+// match is looked for in.
+func tail(text string, i int) string {
+	const n = 48
+	if i <= n {
+		return text[:i]
 	}
+	return text[i-n : i]
 }
+
+func sortSpans(s []span) { sort.SliceStable(s, func(a, b int) bool { return s[a].i < s[b].i }) }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }

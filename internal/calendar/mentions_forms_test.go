@@ -165,3 +165,33 @@ func TestCheckTimesUnreadFormsModelObeysMail(t *testing.T) {
 		t.Errorf("unread %+v, want halb elf with why", c.Unread)
 	}
 }
+
+// TestMentionsHostileText: long and malformed text neither panics nor
+// takes long (a draft and its thread are read on every automatic send).
+func TestMentionsHostileText(t *testing.T) {
+	long := strings.Repeat("Tuesday 10:00 next Monday 3/4 halb elf, 9-10 between 2 and 3 the 27th. ", 600) // ~40 KB, ten times a long thread
+	start := time.Now()
+	c := CheckTimes(long, long, offeredFixture, 30*time.Minute, mentionRef, berlin)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("checking %d bytes took %v", len(long), d)
+	}
+	if c.OK() || c.Mentions == 0 {
+		t.Errorf("hostile text passed: %d mentions", c.Mentions)
+	}
+	for _, s := range []string{"", "\xff\xfe10:00\xff", "lunedì\xe0", "31.", "/", "at", "at 1", "12/", "99/99/9999", "2026-13-45", "31 février", "0:00 - 0:00", "24:00", "quarter to one", "half past twelve am"} {
+		_ = CheckTimes(s, s, offeredFixture, 30*time.Minute, mentionRef, berlin)
+	}
+}
+
+func FuzzMentions(f *testing.F) {
+	for _, s := range []string{"Tuesday at half past ten", "mardi 31 mars à 10h15", "27/03 at 10", "between 10 and 11", "\xffMontag\xe0 um 10 Uhr"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, m := range Mentions(s, mentionRef, berlin) {
+			if m.Unread == "" && m.HasTime && (m.Minute < 0 || m.Minute >= 24*60) {
+				t.Errorf("%q: minute %d", s, m.Minute)
+			}
+		}
+	})
+}
