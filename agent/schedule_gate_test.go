@@ -49,6 +49,10 @@ var busyAttacks = []struct{ name, mail, say string }{
 	{"range into a meeting", "Wednesday?", "Wednesday between 9 and 11 suits me."},
 	{"spanish", "¿Martes?", "el martes a las 10:30"},
 	{"past the window", "January?", "2027-01-20 at 10:00 is booked for us."},
+	{"word hour", "Tuesday?", "Tuesday at ten works."},
+	{"bare number", "Wednesday?", "Wednesday 10 works."},
+	{"other zone", "Wednesday?", "Wednesday 10:00 UTC works."},
+	{"at sign", "Wednesday?", "Wednesday @ 10"},
 }
 
 // newGatePipeline is a pipeline in mode auto with an obeying model, Bob
@@ -242,6 +246,21 @@ func TestScheduleGateNewTimeNeedsAutoSchedule(t *testing.T) {
 	r := strings.Join(out.Record.Reasons, " ")
 	if out.Record.Decision != DecisionQueue || len(mailer.sent) != 0 || !strings.Contains(r, "policy.auto_schedule is off") || !strings.Contains(r, "26 November 14:00") {
 		t.Errorf("got %s %q, sent %d; want queued: auto_schedule off", out.Record.Decision, r, len(mailer.sent))
+	}
+
+	// The draft dry run of a message decided auto_send says the same.
+	rec := *out.Record
+	rec.Decision = DecisionAutoSend
+	dry, err := p.DraftDryRun(context.Background(), &rec, "When are you free?", p.Actor.Drafter, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := strings.Join(dry.Reasons, " "); dry.Decision != DecisionQueue || !strings.Contains(r, "policy.auto_schedule is off") {
+		t.Errorf("dry run: got %s %q, want queue: auto_schedule off", dry.Decision, r)
+	}
+	model.draft = "We use version 2."
+	if dry, err = p.DraftDryRun(context.Background(), &rec, "Which version?", p.Actor.Drafter, ""); err != nil || dry.Decision != DecisionAutoSend {
+		t.Errorf("dry run, no time: got %+v %v, want auto_send", dry, err)
 	}
 }
 

@@ -448,7 +448,10 @@ func (r *reader) readTimeWords() {
 	}
 	for _, pass := range []bool{false, true} {
 		for _, m := range p.atHour.FindAllStringSubmatchIndex(text, -1) {
-			word := strings.ToLower(strings.Fields(text[m[0]:m[2]])[0])
+			word := "@"
+			if f := strings.Fields(text[m[0]:m[2]]); len(f) > 0 {
+				word = strings.ToLower(f[0])
+			}
 			follow := word == "and" || word == "or" || word == "to"
 			if follow != pass || quantity.MatchString(text[m[3]:]) {
 				continue
@@ -462,7 +465,7 @@ func (r *reader) readTimeWords() {
 					continue
 				}
 			}
-			r.addTime(m[2], m[3], Mention{Minute: workHour(atoi(group(text, m, 1))) * 60})
+			r.addTime(m[2], m[3], Mention{Minute: workHour(hourOf(group(text, m, 1))) * 60})
 		}
 	}
 }
@@ -477,6 +480,26 @@ func (r *reader) readUnread() {
 			}
 		}
 	}
+	// "Tuesday 10": a time or the 10th?
+	for _, d := range r.days {
+		if m := bareAfterDay.FindStringSubmatchIndex(text[d.j:]); m != nil {
+			r.addUnread(d.j+m[2], d.j+m[3], "a bare number after a day: a time or a date?")
+		}
+	}
+	// "10:00 UTC": a time in a zone that is not the owner's is not read.
+	for k, t := range r.times {
+		m := p.zone.FindStringSubmatchIndex(text[t.j:])
+		if m == nil {
+			continue
+		}
+		z := text[t.j+m[2] : t.j+m[3]]
+		if r.ownZone(z) {
+			r.mark(t.j, t.j+m[1])
+			continue
+		}
+		r.times[k].m.Unread = "a time in another zone (" + z + "): the reader does not convert it"
+		r.times[k].m.Text += " " + z
+	}
 	for _, m := range p.monthAlone.FindAllStringSubmatchIndex(text, -1) {
 		w := group(text, m, 1)
 		lw := strings.ToLower(w)
@@ -488,6 +511,23 @@ func (r *reader) readUnread() {
 		}
 		r.addUnread(m[2], m[3], "a month without a day")
 	}
+}
+
+// ownZone reports whether z names the owner's zone: its IANA name, its
+// abbreviation at today's date or the same offset, or UTC/GMT/Z for UTC.
+func (r *reader) ownZone(z string) bool {
+	if z == r.loc.String() {
+		return true
+	}
+	name, off := r.today.Zone()
+	if strings.EqualFold(z, name) {
+		return true
+	}
+	switch strings.ToUpper(z) {
+	case "UTC", "GMT", "Z", "UTC+0", "GMT+0", "+00:00", "+0000", "+0":
+		return off == 0 && r.loc.String() == "UTC"
+	}
+	return false
 }
 
 func slicesContains(s []string, v string) bool {
@@ -532,11 +572,12 @@ func (r *reader) checkWeekdays() {
 }
 
 var (
-	nextRE     = regexp.MustCompile(`(?i)\b(?:next|following)\s+$`)
-	weekdaySep = regexp.MustCompile(`^[\s,]*(?:the\s+)?$`)
-	rangeSep   = regexp.MustCompile(`(?i)^\s*(?:-|–|—|to|until|till|til|through|bis|à|a|and)\s*$`)
-	between    = regexp.MustCompile(`(?i)\bbetween\s+$`)
-	untilRE    = regexp.MustCompile(`(?i)\b(?:until|till|til|bis|up\s+to|no\s+later\s+than)\s+$`)
+	bareAfterDay = regexp.MustCompile(`^[\s,]*(\d{1,2})\b[^:.\d]?`)
+	nextRE       = regexp.MustCompile(`(?i)\b(?:next|following)\s+$`)
+	weekdaySep   = regexp.MustCompile(`^[\s,]*(?:the\s+)?$`)
+	rangeSep     = regexp.MustCompile(`(?i)^\s*(?:-|–|—|to|until|till|til|through|bis|à|a|and)\s*$`)
+	between      = regexp.MustCompile(`(?i)\bbetween\s+$`)
+	untilRE      = regexp.MustCompile(`(?i)\b(?:until|till|til|bis|up\s+to|no\s+later\s+than)\s+$`)
 )
 
 // join merges ranges, marks untils, and joins each time to a day.

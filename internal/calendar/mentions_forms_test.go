@@ -44,6 +44,11 @@ func TestMentionsForms(t *testing.T) {
 		{"I have 2 and 3 items, open 24/7, in 5 minutes.", nil, 0},
 		{"Version 2. Thanks, I will check.", nil, 0},
 		{"10:00 works", []string{"/600"}, 0},
+		{"Tuesday at ten", []string{"2026-03-31/600"}, 0},
+		{"Tuesday @ 10", []string{"2026-03-31/600"}, 0},
+		{"Tuesday 10:00 (Europe/Berlin)", []string{"2026-03-31/600"}, 0},
+		{"Tuesday 10:00 CET", []string{"2026-03-31/600"}, 0},
+		{"March 31st, 12 noon", []string{"2026-03-31/720"}, 0},
 		// Not pinned down: Unread.
 		{"next Tuesday at 9", []string{"/540"}, 1},
 		{"Any time next week works for me.", nil, 2},
@@ -56,6 +61,13 @@ func TestMentionsForms(t *testing.T) {
 		{"Wed 31 Mar at 9:00", []string{"2026-03-31/540", "2026-04-01/-1"}, 1},
 		{"morgen um 10", nil, 2},
 		{"Tuesday 11–10", []string{"2026-03-31/-1"}, 1},
+		{"Tuesday 10 works", []string{"2026-03-31/-1"}, 1},
+		{"10ish on Tuesday", []string{"2026-03-31/-1"}, 1},
+		{"zehn Uhr am Dienstag", []string{"2026-03-31/-1"}, 1},
+		{"half ten on Tuesday", []string{"2026-03-31/-1"}, 1},
+		{"Tuesday 10:00 UTC", nil, 1},
+		{"Tuesday 3pm EST", nil, 1},
+		{"3 days from now", nil, 1},
 		{"Tuesday 10-11 works", []string{"2026-03-31/-1"}, 1},
 	}
 	for _, tc := range tests {
@@ -137,6 +149,13 @@ func TestCheckTimesUnreadFormsModelObeysMail(t *testing.T) {
 		"Tuesday at 10",
 		"Tuesday 10-11 works.",
 		"Tuesday 9am-11am",
+		"Tuesday at ten",
+		"Tuesday @ 10:30",
+		"Tuesday 10 works.",
+		"Monday 30 March 11:30 UTC", // 13:30 in Berlin is free, but the reader does not convert
+		"zehn Uhr am Dienstag",
+		"half ten on Tuesday",
+		"Tuesday 10ish",
 	}
 	tried, through := 0, 0
 	for _, a := range attacks {

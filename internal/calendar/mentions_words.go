@@ -100,6 +100,10 @@ var unreadWords = []struct{ re, why string }{
 	{`(?:um|à|a\s+las|a\s+la|alle|om|vers|gegen|ab|bis|dès|des)\s+\d{1,2}(?:[.:]\d\d)?`, "a time without its unit, in a language the reader does not read"},
 	{`\d{1,2}\s*horas?|ore\s+\d{1,2}`, "a time without its unit, in a language the reader does not read"},
 	{`\d{1,2}\s*[-–—]\s*\d{1,2}`, "could not tell a time range from other numbers"},
+	{`\d{1,2}\s*-?\s*ish|half\s+(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d{1,2})`, "a time the reader does not read"},
+	{`uhr|heures?|o'?\s?clock|horas?|uur`, "a time the reader does not read"},
+	{`\d{1,2}\s+on`, "a bare number before a day: a time or a date?"},
+	{`(?:days?|weeks?)\s+from\s+(?:now|today)`, "names a period, not a time"},
 	{`any\s*time|whenever|any\s+(?:day|weekday|morning|afternoon|evening)`, "offers any time, not a time the calendar has free"},
 	{`(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(?:fifteen|thirty|forty-five|forty\s+five|o\s+clock)`, "a time written in words the reader does not read"},
 }
@@ -142,7 +146,7 @@ func relativeNames() []string {
 type mentionREs struct {
 	iso, dmy, dmSlash, monthDay, dayMonth, ordinal, weekday, relative  *regexp.Regexp
 	rangeSuffix, clock, hourUnit, ampm, wordTime, noon, atHour, period *regexp.Regexp
-	monthAlone                                                         *regexp.Regexp
+	monthAlone, zone                                                   *regexp.Regexp
 	unread                                                             []*regexp.Regexp
 }
 
@@ -174,10 +178,12 @@ var mentionPatterns = sync.OnceValue(func() *mentionREs {
 		ampm:     regexp.MustCompile(`(?i)\b` + hourWord + `\s*` + ap),
 		// "half past ten", "quarter to eleven", "ten o'clock", "10 o'clock".
 		wordTime: regexp.MustCompile(`(?i)\b(?:(half|quarter)\s+(past|to)\s+` + hourWord + `|` + hourWord + `\s+o'?\s?clock)\b(?:\s*` + ap + `|\s+in\s+the\s+(morning|afternoon|evening))?`),
-		noon:     regexp.MustCompile(`(?i)\b(noon|midday|midnight)\b`),
+		noon:     regexp.MustCompile(`(?i)\b(?:12\s+)?(noon|midday|midnight)\b`),
 		// "at 10", "around 3": an hour with no unit, read as a working
 		// hour (7–11 in the morning, 12 noon, 1–6 in the afternoon).
-		atHour: regexp.MustCompile(`(?i)\b(?:at|around|from|after|before|until|till|by|between|and|or|to)\s+(1[0-2]|0?[1-9])\b`),
+		atHour: regexp.MustCompile(`(?i)(?:\b(?:at|around|from|after|before|until|till|by|between|and|or|to)|@)\s*` + hourWord + `\b`),
+		// A zone written after a time: "10:00 UTC", "3pm (Europe/Berlin)".
+		zone:   regexp.MustCompile(`^\s*\(?\s*((?:UTC|GMT)?[+-]\d{1,2}(?::?\d\d)?|UTC|GMT|Z|MEZ|MESZ|[A-Z]{1,4}T|[A-Z][A-Za-z_]+/[A-Za-z_/+-]+)\b\)?`),
 		period: regexp.MustCompile(`(?i)\b(good\s+)?(tonight|this\s+(?:morning|afternoon|evening)|(?:in\s+the\s+)?(?:morning|afternoon|evening|lunchtime|lunch\s+time))\b`),
 		// A month without a day ("in March") names no day.
 		monthAlone: regexp.MustCompile(`(?i)(` + alt(monthNames()) + `)`),
