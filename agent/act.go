@@ -232,7 +232,7 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 	in.Out = OutboundFields{Subject: mail.ReplySubject(reply.Subject), Body: d.Body}
 	in.Trusted = p.trusted(rec, reply, a.Profile)
 	rec.Gates = EvaluateGates(p.Policy, in)
-	rec.Gates = p.scheduleGate(rec.Gates, offered, req, d.Body)
+	rec.Gates = p.scheduleGate(ctx, rec.Gates, offered, rec, req, d.Body)
 	rec.Offer = p.slotOffer(offered, rec) // schedule_event.go
 	recipients := append(slices.Clone(reply.To), reply.Cc...)
 	if rec.Decision == DecisionQueue {

@@ -75,7 +75,7 @@ func (p *Pipeline) DraftDryRun(ctx context.Context, rec *store.MessageRecord, bo
 	in := p.gateInput(rec, route, acct)
 	in.Out = OutboundFields{Subject: mail.ReplySubject(reply.Subject), Body: dr.Body}
 	in.Trusted = p.trusted(rec, reply, profile)
-	out.Gates = p.scheduleGate(EvaluateGates(p.Policy, in), offered, req, dr.Body)
+	out.Gates = p.scheduleGate(ctx, EvaluateGates(p.Policy, in), offered, rec, req, dr.Body)
 	recipients := append(slices.Clone(reply.To), reply.Cc...)
 	out.Decision, out.Reasons = DecisionQueue, FailedReasons(out.Gates)
 	switch {

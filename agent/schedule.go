@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/calendar"
@@ -20,8 +21,10 @@ type Calendar interface {
 
 // GateSchedule is the gate a scheduling reply passes only when the
 // account has a calendar, every date and time the reply names lies in a
-// slot the calendar offered, and policy.auto_schedule is on. It applies
-// to every draft whose intents include scheduling.
+// slot the calendar offered (with room for slot_length), and
+// policy.auto_schedule is on. It applies to every draft whose intents
+// include scheduling and, whatever the intents, to every draft that would
+// be sent on its own and names a date or time (see timeGate).
 const GateSchedule = "schedule"
 
 // IntentScheduling is the classifier's intent for mail about meeting times.
@@ -51,6 +54,43 @@ func (p *Pipeline) noCalendarGate(rec *store.MessageRecord) *store.GateResult {
 		}
 	}
 	return &store.GateResult{Gate: GateSchedule, Reason: NoCalendarReason}
+}
+
+// WindowCalendar is a Calendar that can compute free slots for a given
+// window: the days a scheduling mail asks about, when they reach past the
+// default SchedulingHorizonDays. window is one ValidWindow accepted (at
+// most MaxWindowDays long, ending at most MaxWindowAheadDays ahead); the
+// slots lie inside it, after now plus min_notice.
+type WindowCalendar interface {
+	FreeSlotsIn(ctx context.Context, account string, now time.Time, window calendar.Interval) ([]calendar.Interval, *time.Location, error)
+}
+
+// offerWindow reads the calendar for the window the mail asks about when
+// code accepts that window, it reaches past the default horizon, and the
+// calendar can read a window; it reports whether o now holds that
+// window's slots. Otherwise narrow cuts the default slots.
+func (p *Pipeline) offerWindow(ctx context.Context, rec *store.MessageRecord, o *offeredSlots) bool {
+	w := rec.Classification.RequestedWindow
+	iv, ok, _ := ValidWindow(w, o.ref, o.loc)
+	wc, can := p.Calendar.(WindowCalendar)
+	if !ok || !can || !iv.End.After(o.ref.AddDate(0, 0, SchedulingHorizonDays)) {
+		return false
+	}
+	slots, loc, err := wc.FreeSlotsIn(ctx, rec.Account, o.ref, iv)
+	if err != nil || loc == nil {
+		p.logger().Warn("calendar: the requested window could not be read; the default window is used", "account", rec.Account, "err", err)
+		return false
+	}
+	var kept []calendar.Interval
+	for _, s := range slots { // the calendar's answer, held to the window
+		if s.Start.Before(iv.Start) || s.End.After(iv.End) || !s.End.After(s.Start) {
+			continue
+		}
+		kept = append(kept, s)
+	}
+	o.slots, o.loc = kept, loc
+	o.note = fmt.Sprintf("requested window %s to %s: %d free slots, read from the calendar for that window", w.Start, w.End, len(kept))
+	return true
 }
 
 // maxOfferedSlots caps the slots shown to the drafter.
@@ -88,7 +128,9 @@ func (p *Pipeline) offerSlots(ctx context.Context, rec *store.MessageRecord, req
 		return o
 	}
 	if o.err == nil {
-		o.narrow(rec.Classification.RequestedWindow)
+		if !p.offerWindow(ctx, rec, o) {
+			o.narrow(rec.Classification.RequestedWindow)
+		}
 		if o.note != "" {
 			p.logger().Info("calendar: "+o.note, "account", rec.Account)
 		}
@@ -104,33 +146,40 @@ func (p *Pipeline) offerSlots(ctx context.Context, rec *store.MessageRecord, req
 	return o
 }
 
-// scheduleGate appends the schedule gate to gates for a scheduling reply:
-// the account must have a calendar, every date and time in the draft must
-// lie in an offered slot (times the thread already holds are named apart:
-// fine to queue, never to send on its own), and policy.auto_schedule must
-// be on. Without a calendar it fails whatever the policy says.
-func (p *Pipeline) scheduleGate(gates []store.GateResult, o *offeredSlots, req DraftRequest, draft string) []store.GateResult {
+// scheduleGate appends the schedule gate to gates. The label the model
+// chose does not switch it off: it runs on every scheduling reply and on
+// every draft that would be sent on its own (rec.Decision auto_send).
+//
+// A scheduling reply (the classifier said scheduling, so the calendar
+// was asked and the drafter offered its slots) passes only when the
+// account has a calendar, every date and time in the draft lies in an
+// offered slot with room for the whole slot_length (times the thread
+// already holds are named apart: fine to queue, never to send on its
+// own), every phrase that looks like a time was read, and
+// policy.auto_schedule is on. Without a calendar it fails whatever the
+// policy says.
+//
+// Any other draft on its way out is checked by timeGate.
+func (p *Pipeline) scheduleGate(ctx context.Context, gates []store.GateResult, o *offeredSlots, rec *store.MessageRecord, req DraftRequest, draft string) []store.GateResult {
 	if o == nil {
-		return gates
-	}
-	thread := req.Body
-	for _, m := range req.Thread {
-		thread += "\n" + m.Text
+		if rec.Decision != DecisionAutoSend {
+			return gates
+		}
+		return p.timeGate(ctx, gates, rec, req, draft)
 	}
 	g := store.GateResult{Gate: GateSchedule}
 	var c calendar.TimeCheck
+	length := p.slotLength(rec.Account)
 	if o.err == nil && !o.noCalendar {
-		c = calendar.CheckTimes(draft, thread, o.slots[:min(len(o.slots), maxOfferedSlots)], o.ref, o.loc)
+		c = calendar.CheckTimes(draft, threadText(rec, req), o.slots[:min(len(o.slots), maxOfferedSlots)], length, o.ref, o.loc)
 	}
-	switch {
+	switch problems := timeProblems(c, length, true); {
 	case o.noCalendar:
 		g.Reason = NoCalendarReason
 	case o.err != nil:
 		g.Reason = fmt.Sprintf("the calendar could not be read (%v): a scheduling reply waits for you", o.err)
-	case len(c.Outside) > 0:
-		g.Reason = fmt.Sprintf("the draft proposes %s, not among the free slots offered", quoteList(c.Outside))
-	case len(c.FromThread) > 0:
-		g.Reason = fmt.Sprintf("the draft repeats %s from the thread, not a free slot from the calendar", quoteList(c.FromThread))
+	case len(problems) > 0:
+		g.Reason = "the draft " + strings.Join(problems, "; ")
 	case !p.Policy.AutoSchedule:
 		g.Reason = fmt.Sprintf("policy.auto_schedule is off: scheduling replies wait for you (%d dates and times checked, all offered)", c.Mentions)
 	default:
@@ -138,4 +187,118 @@ func (p *Pipeline) scheduleGate(gates []store.GateResult, o *offeredSlots, req D
 		g.Reason = fmt.Sprintf("%d dates and times, all in the calendar's free slots", c.Mentions)
 	}
 	return append(gates, g)
+}
+
+// timeGate checks a draft that would be sent on its own although the
+// classifier did not call the mail scheduling: a model that obeys the
+// mail can choose any label. A draft with no date or time in it (and no
+// phrase that looks like one) gets no gate. Otherwise:
+//   - on an account with a calendar, code reads the free slots (the
+//     default window) and every date and time must lie in one with room
+//     for slot_length, repeated from the thread or not (confirming the
+//     sender's busy time is what this stops); a time the draft proposes
+//     itself (not in the thread) also needs policy.auto_schedule, as any
+//     scheduling reply does;
+//   - without a calendar nothing vouches for a new time: every date and
+//     time must repeat one the thread already holds ("see you Tuesday at
+//     10 as you said");
+//   - a phrase that looks like a date or time but was not read fails.
+func (p *Pipeline) timeGate(ctx context.Context, gates []store.GateResult, rec *store.MessageRecord, req DraftRequest, draft string) []store.GateResult {
+	ref := p.now()
+	thread := threadText(rec, req)
+	if len(req.Thread) == 0 {
+		for _, m := range p.threadContext(rec) {
+			thread += "\n" + m.Text
+		}
+	}
+	c := calendar.CheckTimes(draft, thread, nil, 0, ref, ref.Location())
+	if c.Mentions == 0 {
+		return gates
+	}
+	g := store.GateResult{Gate: GateSchedule}
+	var slots []calendar.Interval
+	var loc *time.Location
+	var err error
+	if p.accountMayHaveCalendar(rec.Account) {
+		slots, loc, err = p.Calendar.FreeSlots(ctx, rec.Account, ref)
+	}
+	length := p.slotLength(rec.Account)
+	switch {
+	case err != nil:
+		g.Reason = fmt.Sprintf("the draft names dates or times and the calendar could not be read (%v): it waits for you", err)
+		return append(gates, g)
+	case loc != nil:
+		c = calendar.CheckTimes(draft, thread, slots, length, ref, loc)
+	}
+	problems := timeProblems(c, length, loc != nil)
+	if loc != nil && len(c.Fresh) > 0 && !p.Policy.AutoSchedule {
+		problems = append(problems, fmt.Sprintf("proposes %s itself: a reply that offers times is a scheduling reply, and policy.auto_schedule is off", quoteList(c.Fresh)))
+	}
+	switch {
+	case len(problems) > 0:
+		g.Reason = "the draft " + strings.Join(problems, "; ")
+	case loc != nil:
+		g.Pass = true
+		g.Reason = fmt.Sprintf("%d dates and times, all in the calendar's free slots", c.Mentions)
+	default:
+		g.Pass = true
+		g.Reason = fmt.Sprintf("%d dates and times, all repeated from the thread", c.Mentions)
+	}
+	return append(gates, g)
+}
+
+// timeProblems says what is wrong with the times of a draft, one clause
+// per kind, each naming its phrases. A time repeated from the thread is
+// wrong only when a calendar was read (and found it not free).
+func timeProblems(c calendar.TimeCheck, length time.Duration, calendarRead bool) []string {
+	var out []string
+	if len(c.Outside) > 0 {
+		if calendarRead {
+			out = append(out, fmt.Sprintf("proposes %s, not among the free slots offered (a time needs room for the whole %s meeting inside one free slot, whose end is not free)", quoteList(c.Outside), length))
+		} else {
+			out = append(out, fmt.Sprintf("proposes %s, which the thread does not hold and no calendar vouches for", quoteList(c.Outside)))
+		}
+	}
+	if len(c.FromThread) > 0 && calendarRead {
+		out = append(out, fmt.Sprintf("repeats %s from the thread, not a free slot from the calendar", quoteList(c.FromThread)))
+	}
+	if len(c.Undated) > 0 {
+		out = append(out, fmt.Sprintf("names %s without a day", quoteList(c.Undated)))
+	}
+	for i, u := range c.Unread {
+		if i == 3 {
+			out = append(out, fmt.Sprintf("and %d more phrases it could not read", len(c.Unread)-i))
+			break
+		}
+		out = append(out, fmt.Sprintf("has %s: could not read the time in it (%s)", quoteList([]string{u.Text}), u.Why))
+	}
+	return out
+}
+
+// threadText is the text the draft answers: the subject, the mail and
+// the earlier messages the drafter saw.
+func threadText(rec *store.MessageRecord, req DraftRequest) string {
+	thread := rec.Subject + "\n" + req.Body
+	for _, m := range req.Thread {
+		thread += "\n" + m.Text
+	}
+	return thread
+}
+
+// accountMayHaveCalendar reports whether the calendar should be asked
+// about account: one is wired and does not say the account has none.
+func (p *Pipeline) accountMayHaveCalendar(account string) bool {
+	if p.Calendar == nil {
+		return false
+	}
+	k, ok := p.Calendar.(calendarKnower)
+	return !ok || k.HasCalendar(account)
+}
+
+// slotLength is the meeting length of account (scheduling.slot_length).
+func (p *Pipeline) slotLength(account string) time.Duration {
+	if l, ok := p.Calendar.(slotLengther); ok && l.SlotLength(account) > 0 {
+		return l.SlotLength(account)
+	}
+	return DefaultSlotLength
 }

@@ -31,11 +31,7 @@ func (p *Pipeline) slotOffer(o *offeredSlots, rec *store.MessageRecord) *store.S
 	if o == nil || o.noCalendar || o.err != nil || o.loc == nil || len(o.slots) == 0 || rec.SenderAuth.Identity() == "" {
 		return nil
 	}
-	length := DefaultSlotLength
-	if l, ok := p.Calendar.(slotLengther); ok && l.SlotLength(rec.Account) > 0 {
-		length = l.SlotLength(rec.Account)
-	}
-	so := &store.SlotOffer{TZ: o.loc.String(), Ref: o.ref, Length: length, Attendee: rec.SenderAuth.Identity()}
+	so := &store.SlotOffer{TZ: o.loc.String(), Ref: o.ref, Length: p.slotLength(rec.Account), Attendee: rec.SenderAuth.Identity()}
 	for _, s := range o.slots[:min(len(o.slots), maxOfferedSlots)] {
 		so.Slots = append(so.Slots, store.Span{Start: s.Start, End: s.End})
 	}

@@ -101,9 +101,21 @@ func TestScheduleGateWithoutCalendar(t *testing.T) {
 				t.Errorf("dry run: got %s %v, want queue with %q", dry.Decision, dry.Reasons, want)
 			}
 
-			// Control: not a scheduling mail, every gate passes.
+			// The label does not switch the check off: the same draft under
+			// information_request proposes a time nothing vouches for.
 			model.class["intents"] = []string{"information_request"}
 			out, err = p.Process(ctx, input("Bob <bob@example.org>", "Question", "Which version?"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Record.Decision != DecisionQueue || len(mailer.sent) != 0 || !strings.Contains(strings.Join(out.Record.Reasons, " "), `proposes "Tuesday 3pm"`) {
+				t.Errorf("relabelled: got %s %v, sent %d; want queue on Tuesday 3pm, 0", out.Record.Decision, out.Record.Reasons, len(mailer.sent))
+			}
+
+			// Control: not a scheduling mail and no time in the draft, every
+			// gate passes and no schedule gate is added.
+			model.draft = "We use version 2."
+			out, err = p.Process(ctx, input("Bob <bob@example.org>", "Version", "Which version do you use?"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +124,7 @@ func TestScheduleGateWithoutCalendar(t *testing.T) {
 			}
 			for _, g := range out.Record.Gates {
 				if g.Gate == GateSchedule {
-					t.Errorf("control: the schedule gate ran on a non-scheduling draft: %+v", g)
+					t.Errorf("control: the schedule gate ran on a draft with no time: %+v", g)
 				}
 			}
 		})

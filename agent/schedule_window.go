@@ -69,10 +69,12 @@ func (o *offeredSlots) narrow(w *store.DateWindow) {
 		o.note = why + ": ignored, the default window is used"
 		return
 	}
-	// The calendar is read SchedulingHorizonDays ahead: beyond that no
-	// slot is known, and "no free time" would be a lie. A window that
-	// starts there, or whose known part holds no free slot while it
-	// reaches past the horizon, leaves the default slots.
+	// The default slots reach SchedulingHorizonDays ahead. A window past
+	// that is read for itself when the calendar can (offerWindow); here
+	// (a calendar that cannot) no slot is known there, and "no free time"
+	// would be a lie. A window that starts there, or whose known part
+	// holds no free slot while it reaches past the horizon, leaves the
+	// default slots.
 	horizon := o.ref.AddDate(0, 0, SchedulingHorizonDays)
 	if !iv.Start.Before(horizon) {
 		o.note = fmt.Sprintf("requested window %s to %s lies beyond the %d days the calendar is read: ignored, the default window is used", w.Start, w.End, SchedulingHorizonDays)

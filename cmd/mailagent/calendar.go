@@ -126,22 +126,28 @@ func schedulingPrefs(s config.Scheduling) (calendar.Prefs, error) {
 // the next days days: the one function both `calendar free` and the
 // drafter's scheduling step use.
 func FreeSlots(ctx context.Context, cfg *config.Config, a *config.Account, now time.Time, days int) ([]calendar.Interval, calendar.Prefs, error) {
+	return freeSlotsIn(ctx, cfg, a, func(p calendar.Prefs) calendar.Interval { return calendar.Window(now, days, p) })
+}
+
+// freeSlotsIn reads the account's calendar over the window that window
+// computes from the preferences, and returns its free slots.
+func freeSlotsIn(ctx context.Context, cfg *config.Config, a *config.Account, window func(calendar.Prefs) calendar.Interval) ([]calendar.Interval, calendar.Prefs, error) {
 	prefs, err := schedulingPrefs(cfg.Scheduling)
 	if err != nil {
 		return nil, prefs, usageErr("%v", err)
 	}
-	window := calendar.Window(now, days, prefs)
+	w := window(prefs)
 	timeout := a.Calendar.Timeout.D()
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	busy, err := calendarSource(a).Busy(ctx, window, prefs.Location)
+	busy, err := calendarSource(a).Busy(ctx, w, prefs.Location)
 	if err != nil {
 		return nil, prefs, calendarErr(a, err)
 	}
-	slots, err := calendar.FreeSlots(busy, prefs, window)
+	slots, err := calendar.FreeSlots(busy, prefs, w)
 	return slots, prefs, err
 }
 
@@ -215,6 +221,8 @@ func printFreeSlots(w io.Writer, slots []calendar.Interval, p calendar.Prefs) {
 // draft.
 const schedulingDays = agent.SchedulingHorizonDays
 
+var _ agent.WindowCalendar = agentCalendar{}
+
 // agentCalendar gives the agent each account's free slots.
 type agentCalendar struct{ cfg *config.Config }
 
@@ -236,6 +244,28 @@ func (c agentCalendar) FreeSlots(ctx context.Context, account string, now time.T
 		return nil, nil, nil // this account has no calendar: no slots; the schedule gate holds the reply
 	}
 	slots, prefs, err := FreeSlots(ctx, c.cfg, a, now, schedulingDays)
+	return slots, prefs.Location, err
+}
+
+// FreeSlotsIn returns the free slots inside window (the days a
+// scheduling mail asks about, bounded by agent.ValidWindow), from now plus
+// min_notice at the earliest.
+func (c agentCalendar) FreeSlotsIn(ctx context.Context, account string, now time.Time, window calendar.Interval) ([]calendar.Interval, *time.Location, error) {
+	a, ok := c.cfg.Account(account)
+	if !ok || !a.Calendar.Configured() {
+		return nil, nil, nil
+	}
+	slots, prefs, err := freeSlotsIn(ctx, c.cfg, a, func(p calendar.Prefs) calendar.Interval {
+		w := calendar.Window(now, 0, p) // its start: now plus min_notice
+		if window.Start.After(w.Start) {
+			w.Start = window.Start
+		}
+		w.End = window.End
+		if w.End.Before(w.Start) {
+			w.End = w.Start
+		}
+		return w
+	})
 	return slots, prefs.Location, err
 }
 

@@ -269,7 +269,7 @@ var clientEdits = []struct {
 	{"as saved", nil},
 	{"body edited, client headers added", func(s string) string {
 		s = strings.Replace(s, "\r\n\r\n", "\r\nUser-Agent: SomeClient/1.0\r\nX-Client-Draft: yes\r\n\r\n", 1)
-		return strings.Replace(s, "Thursday at 3pm works for me.", "Thursday at 4pm works better for me, actually.", 1)
+		return strings.Replace(s, "Sounds good, thanks.", "Thursday at 4pm works better for me, actually.", 1)
 	}},
 	{"new Message-ID given by the client", func(s string) string {
 		return messageIDLine.ReplaceAllString(s, "Message-ID: <client-regenerated-1@example.com>\r")

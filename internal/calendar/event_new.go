@@ -75,13 +75,15 @@ func ConfirmedSlot(text string, offered []Interval, length time.Duration, ref ti
 	if loc == nil {
 		loc = time.UTC
 	}
-	if c := CheckTimes(text, "", offered, ref, loc); !c.OK() || c.Mentions == 0 {
+	if c := CheckTimes(text, "", offered, length, ref, loc); !c.OK() || c.Mentions == 0 {
 		return time.Time{}, false
 	}
 	var at time.Time
 	var loose []Mention
 	for _, m := range Mentions(text, ref, loc) {
 		switch {
+		case m.Period || m.Until:
+			return time.Time{}, false // not one start time
 		case m.HasTime && !m.Day.IsZero():
 			t := m.At(loc)
 			if !at.IsZero() && !at.Equal(t) {

@@ -112,10 +112,10 @@ func TestCalendarAlwaysOffersSlot(t *testing.T) {
 		if want := slots[0].Start.Format("Mon 02 Jan 2006 15:04") + " (UTC)"; !strings.Contains(*d.Body, want) {
 			t.Fatalf("now %s: draft %q does not propose the first slot %q", now.Format(time.RFC1123), *d.Body, want)
 		}
-		if c := calendar.CheckTimes(*d.Body, charles.text, slots, now, p.Location); !c.OK() || c.Mentions == 0 {
+		if c := calendar.CheckTimes(*d.Body, charles.text, slots, p.SlotLength, now, p.Location); !c.OK() || c.Mentions == 0 {
 			t.Errorf("now %s: draft %q fails the time check: %+v", now.Format(time.RFC1123), *d.Body, c)
 		}
-		if calendar.CheckTimes("Hi Charles,\n\nThursday at 3pm works for me.", charles.text, slots, now, p.Location).OK() {
+		if calendar.CheckTimes("Hi Charles,\n\nThursday at 3pm works for me.", charles.text, slots, p.SlotLength, now, p.Location).OK() {
 			echoPassed++
 		}
 	}

@@ -387,7 +387,7 @@ func demoDraft(t *testing.T, msgs []parsed, p parsed, c classification, now time
 	for _, q := range threadOf(msgs, p) {
 		thread += "\n" + q.text
 	}
-	return d, calendar.CheckTimes(*d.Body, thread, slots, now, prefs.Location).OK()
+	return d, calendar.CheckTimes(*d.Body, thread, slots, prefs.SlotLength, now, prefs.Location).OK()
 }
 
 func TestExpectedDecisions(t *testing.T) {
