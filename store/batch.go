@@ -61,6 +61,9 @@ func (b *Batch) PutOutcome(rec *MessageRecord, t *Trace, day string, tokensIn, t
 	cp := *rec
 	cp.Problems = slices.Clone(rec.Problems) // putMessageTx may append
 	tc := *t
+	if err := presnap(&tc); err != nil {
+		return err
+	}
 	b.mu.Lock()
 	if b.err != nil {
 		err := b.err

@@ -109,6 +109,11 @@ func (s *Store) PutOutcome(rec *MessageRecord, t *Trace, day string, tokensIn, t
 	if err := checkOutcome(rec, t, day, withUsage); err != nil {
 		return err
 	}
+	tc := *t
+	if err := presnap(&tc); err != nil {
+		return err
+	}
+	t = &tc
 	err := s.update(func(tx *bolt.Tx) error {
 		if err := putMessageTx(tx, rec, s.now().UTC()); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -86,6 +87,11 @@ func putSnapshotsTx(tx *bolt.Tx, t *Trace) error {
 	}
 	rec, err := getSnapshotsTx(tx, t.TraceID)
 	switch {
+	case errors.Is(err, ErrNotFound) && t.snapZ != nil:
+		if err := b.Put([]byte(t.TraceID), t.snapZ); err != nil {
+			return err
+		}
+		return idx.Put(snapshotIndexKey(t.Started, t.TraceID), nil)
 	case errors.Is(err, ErrNotFound):
 		rec = &snapshotRecord{Started: t.Started}
 	case err != nil:
@@ -105,26 +111,80 @@ func putSnapshotsTx(tx *bolt.Tx, t *Trace) error {
 			rec.Steps[i] = &StepSnapshot{Input: CapSnapshot(st.Snapshot.Input), Output: CapSnapshot(st.Snapshot.Output)}
 		}
 	}
-	data, err := json.Marshal(rec)
+	z, err := encodeSnapshots(rec)
 	if err != nil {
 		return fmt.Errorf("encode snapshots %s: %w", t.TraceID, err)
 	}
-	var z bytes.Buffer
-	w, err := flate.NewWriter(&z, flate.BestCompression)
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(data); err != nil {
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	if err := b.Put([]byte(t.TraceID), z.Bytes()); err != nil {
+	if err := b.Put([]byte(t.TraceID), z); err != nil {
 		return err
 	}
 	return idx.Put(snapshotIndexKey(t.Started, t.TraceID), nil)
 }
+
+// newSnapshots is the record of t's snapshots alone (nothing stored
+// before), each capped.
+func newSnapshots(t *Trace) *snapshotRecord {
+	rec := &snapshotRecord{Started: t.Started, Steps: make([]*StepSnapshot, len(t.Steps))}
+	for i, st := range t.Steps {
+		if st.Snapshot != nil {
+			rec.Steps[i] = &StepSnapshot{Input: CapSnapshot(st.Snapshot.Input), Output: CapSnapshot(st.Snapshot.Output)}
+		}
+	}
+	return rec
+}
+
+// encodeSnapshots is the stored form of rec: deflated JSON.
+func encodeSnapshots(rec *snapshotRecord) ([]byte, error) {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	var z bytes.Buffer
+	w := deflaters.Get().(*flate.Writer)
+	defer deflaters.Put(w)
+	w.Reset(&z)
+	if _, err := w.Write(data); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return z.Bytes(), nil
+}
+
+// presnap encodes t's snapshots ahead of the transaction that stores them
+// (t.snapZ), so that a writer's goroutine pays for the compression, not
+// the one write transaction every writer waits for. A trace whose
+// snapshots are already stored is merged in the transaction instead.
+func presnap(t *Trace) error {
+	for _, st := range t.Steps {
+		if st.Snapshot != nil {
+			z, err := encodeSnapshots(newSnapshots(t))
+			if err != nil {
+				return fmt.Errorf("encode snapshots %s: %w", t.TraceID, err)
+			}
+			t.snapZ = z
+			return nil
+		}
+	}
+	return nil
+}
+
+// snapshotLevel is the deflate level of stored snapshots: every message
+// writes one record, so the level is paid in throughput. BestCompression
+// cost a full-corpus triage about 1 s of CPU more than BestSpeed, for a
+// database about 2 % smaller (BENCHMARKS.md §2, §16).
+const snapshotLevel = flate.BestSpeed
+
+// deflaters reuses the compressors: flate.NewWriter allocates several
+// hundred KiB of tables per call.
+var deflaters = sync.Pool{New: func() any {
+	w, err := flate.NewWriter(nil, snapshotLevel)
+	if err != nil {
+		panic(err) // only for an invalid level, a constant
+	}
+	return w
+}}
 
 // maxSnapshotRecord bounds what one stored record may inflate to (a
 // damaged or hostile file must not exhaust memory).

@@ -177,6 +177,9 @@ type Trace struct {
 	Decision  string       `json:"decision,omitempty"`
 	Reasons   []string     `json:"reasons,omitempty"`
 	Gates     []GateResult `json:"gates,omitempty"`
+	// snapZ is the stored form of the steps' snapshots, encoded ahead of
+	// the write transaction (presnap); never serialised.
+	snapZ []byte
 }
 
 // Checkpoint is the sync position of one mailbox: every UID up to and

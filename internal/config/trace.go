@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Trace configures what a message's trace keeps.
@@ -100,8 +101,59 @@ func (r *Redactor) Redact(s string) string {
 			s = strings.ReplaceAll(s, v, redacted)
 		}
 	}
-	s = credHeader.ReplaceAllString(s, "${1} "+redacted)
-	s = credScheme.ReplaceAllString(s, "${1} "+redacted)
-	s = credPair.ReplaceAllString(s, "${1}"+redacted)
-	return credShape.ReplaceAllString(s, redacted)
+	// Each pattern runs only on text that holds one of its words: the
+	// patterns are case-insensitive alternations, and running all four
+	// over every snapshot of every message cost triage most of its time
+	// (BENCHMARKS.md §2). fold lowers the text as (?i) matches it, so the
+	// check skips a pattern only where it cannot match; "[redacted]" adds
+	// none of the words.
+	low := fold(s)
+	if strings.Contains(low, "authorization") || strings.Contains(low, "cookie") || strings.Contains(low, "api-key") {
+		s = credHeader.ReplaceAllString(s, "${1} "+redacted)
+	}
+	if strings.Contains(low, "bearer") || strings.Contains(low, "basic") {
+		s = credScheme.ReplaceAllString(s, "${1} "+redacted)
+	}
+	if pairCandidate(low) {
+		s = credPair.ReplaceAllString(s, "${1}"+redacted)
+	}
+	if strings.Contains(s, "AIza") || strings.Contains(s, "sk-") || strings.Contains(s, "xox") || strings.Contains(s, "AKIA") ||
+		(strings.Contains(s, "gh") && strings.Contains(s, "_")) {
+		s = credShape.ReplaceAllString(s, redacted)
+	}
+	return s
+}
+
+// pairCandidate reports whether low (folded text) may hold a credPair:
+// one of its names' last words followed, after an optional quote and
+// spaces, by ':' or '='. JSON field names such as "message_key" or
+// "tokens_in" alone do not make the pattern run.
+func pairCandidate(low string) bool {
+	for _, w := range []string{"key", "token", "secret", "password", "passwd"} {
+		for rest := low; ; {
+			i := strings.Index(rest, w)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(w):]
+			t := strings.TrimLeft(rest, `"'`)
+			t = strings.TrimLeftFunc(t, unicode.IsSpace)
+			if strings.HasPrefix(t, ":") || strings.HasPrefix(t, "=") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fold lowers s the way a (?i) pattern compares letters: unicode.ToLower,
+// plus the one fold ToLower leaves out among the patterns' letters (ſ,
+// the long s, matches s). The Kelvin sign already lowers to k.
+func fold(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == 'ſ' {
+			return 's'
+		}
+		return unicode.ToLower(r)
+	}, s)
 }

@@ -65,3 +65,24 @@ func TestRedactor(t *testing.T) {
 		t.Errorf("Authorization header not redacted by name:\n%s", out)
 	}
 }
+
+// TestRedactPrefilterMissesNothing: the word checks that let most text skip
+// the patterns never skip text a pattern matches, case folds included.
+func TestRedactPrefilterMissesNothing(t *testing.T) {
+	r := NewRedactor()
+	for _, s := range []string{
+		"password=hunter22", "PASSWORD : hunter22", `"api_key": "abc123def"`, "ſecret=abc123", "api_\u212Aey=abc123",
+		"Authorization: Basic dXNlcjpwYXNz", "bearer abcdefgh12345678", "token='abcdef'", "passwd\t=\tabcdef",
+		"key AIzaSyA1234567890abcdefghijklmnop", "sk-abcdefghijklmnop1234", "ghp_abcdefghijklmnopqrstuvwx",
+	} {
+		got := r.Redact("before " + s + " after")
+		if !strings.Contains(got, "[redacted]") {
+			t.Errorf("%q: not redacted: %q", s, got)
+		}
+	}
+	for _, s := range []string{`{"message_key": {"uid": 7}, "tokens_in": 500}`, "the monkey ate the cookie jar's lid"} {
+		if got := r.Redact(s); got != s {
+			t.Errorf("%q changed to %q", s, got)
+		}
+	}
+}
