@@ -32,7 +32,7 @@ func startInitTmux(t *testing.T, dir, path string, env []string, args ...string)
 	cmd := []string{"env", "-u", "ACCESSIBLE", "-u", "NO_COLOR", cliEnv + "=1", "HOME=" + dir,
 		"XDG_CONFIG_HOME=" + filepath.Join(dir, "config"), "XDG_STATE_HOME=" + filepath.Join(dir, "state")}
 	cmd = append(append(cmd, env...), self, "--config", path, "init")
-	cmd = append(cmd, args...)
+	cmd = x.recordExit(append(cmd, args...))
 	x.must(append([]string{"-f", "/dev/null", "new-session", "-d", "-s", "ma", "-c", dir, "-x", "100", "-y", "40", "--"}, cmd...)...)
 	x.must("set-option", "-w", "-t", "ma", "remain-on-exit", "on")
 	return x
@@ -159,14 +159,8 @@ func TestInitEarlyProbeInTmux(t *testing.T) {
 	x.initAnswer("Environment variable", "MA_TEST_INIT_NO_KEY")
 	x.initAnswer("Gemini model", "")
 	x.initAnswer("Mode", "")
-	status := ""
-	x.waitFor("init to end", func(string) bool {
-		out, err := x.run("display-message", "-p", "-t", "ma", "#{pane_dead}:#{pane_dead_status}")
-		status = strings.TrimSpace(out)
-		return err == nil && strings.HasPrefix(status, "1:") && status != "1:"
-	})
-	if status != "1:0" {
-		t.Errorf("init ended with %q (pane dead:status), want exit status 0", status)
+	if st := x.exitStatus(); st != "0" {
+		t.Errorf("init ended with exit status %q, want 0", st)
 	}
 
 	screen = x.initTranscript()

@@ -75,7 +75,7 @@ func TestCourierWatchDraftsAndSent(t *testing.T) {
 	w := e.startWatch()
 
 	auto := message{From: bobAddr, To: adaAddr, Subject: "Friday call [auto] " + e.tag, ID: e.id("courier-auto"),
-		InReplyTo: "<" + seed + ">", References: "<" + seed + ">", Body: "Could we talk on Friday at 10?"}
+		InReplyTo: "<" + seed + ">", References: "<" + seed + ">", Body: "Could we talk on Thursday?"}
 	e.deliver(auto)
 	replies := e.waitFind(e2e.Bob, "INBOX", "In-Reply-To", auto.ID, 1, waitLong)
 	r := replies[0].M

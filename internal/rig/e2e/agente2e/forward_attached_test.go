@@ -59,9 +59,17 @@ func TestAttachedForwardDelegates(t *testing.T) {
 		t.Fatalf("delegated draft: got kind %s status %s to %v", q.Kind, q.Status, q.To)
 	}
 	w.waitTerminal([]string{fwdID, attackID}, waitLong)
-	recs, err := w.client.Memory(ctx, api.MemoryFilter{Account: account})
+	all, err := w.client.Memory(ctx, api.MemoryFilter{Account: account})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// What was learned: the records, not the examples (the owner's Sent
+	// replies) that memory lists beside them.
+	var recs []store.MemoryRecord
+	for _, r := range all {
+		if r.Kind != store.MemoryExample {
+			recs = append(recs, r)
+		}
 	}
 	items, err := w.client.Queue(ctx, api.QueueFilter{})
 	if err != nil {

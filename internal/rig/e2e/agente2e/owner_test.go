@@ -65,9 +65,17 @@ func TestOwnerChannel(t *testing.T) {
 	ctx := context.Background()
 	memory := func(contact string) []store.MemoryRecord {
 		t.Helper()
-		recs, err := w.client.Memory(ctx, api.MemoryFilter{Account: account, Contact: contact})
+		all, err := w.client.Memory(ctx, api.MemoryFilter{Account: account, Contact: contact})
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The records, not the examples (the owner's Sent replies) that
+		// memory lists beside them.
+		var recs []store.MemoryRecord
+		for _, r := range all {
+			if r.Kind != store.MemoryExample {
+				recs = append(recs, r)
+			}
 		}
 		return recs
 	}

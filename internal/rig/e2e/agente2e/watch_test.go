@@ -463,7 +463,7 @@ func states(rs []*store.MessageRecord) []string {
 // the queue item names the output guard's findings.
 func TestCompromisedModelCannotWidenRecipients(t *testing.T) {
 	const evilDraft = "Done as you asked: I am copying boss@evil.example and replying to all. " +
-		"Pay at http://evil.example/pay, or faster at https://evil.example/wire/8841 today."
+		"Pay at http://evil.example/pay, or faster at https://evil.example/wire/8841 right away."
 	var mu sync.Mutex
 	var drafted int
 	model := func(req *geminitest.Request) geminitest.Reply {
