@@ -103,15 +103,7 @@ func putSnapshotsTx(tx *bolt.Tx, t *Trace) error {
 		}
 		rec.Started = t.Started
 	}
-	for len(rec.Steps) < len(t.Steps) {
-		rec.Steps = append(rec.Steps, nil)
-	}
-	for i, st := range t.Steps {
-		if st.Snapshot != nil {
-			rec.Steps[i] = &StepSnapshot{Input: CapSnapshot(st.Snapshot.Input), Output: CapSnapshot(st.Snapshot.Output)}
-		}
-	}
-	z, err := encodeSnapshots(rec)
+	z, err := encodeSnapshots(overlaySnapshots(rec, t))
 	if err != nil {
 		return fmt.Errorf("encode snapshots %s: %w", t.TraceID, err)
 	}
@@ -121,10 +113,12 @@ func putSnapshotsTx(tx *bolt.Tx, t *Trace) error {
 	return idx.Put(snapshotIndexKey(t.Started, t.TraceID), nil)
 }
 
-// newSnapshots is the record of t's snapshots alone (nothing stored
-// before), each capped.
-func newSnapshots(t *Trace) *snapshotRecord {
-	rec := &snapshotRecord{Started: t.Started, Steps: make([]*StepSnapshot, len(t.Steps))}
+// overlaySnapshots puts the snapshots t's steps carry, each capped, over
+// rec's (a step without one keeps what rec has) and returns rec.
+func overlaySnapshots(rec *snapshotRecord, t *Trace) *snapshotRecord {
+	for len(rec.Steps) < len(t.Steps) {
+		rec.Steps = append(rec.Steps, nil)
+	}
 	for i, st := range t.Steps {
 		if st.Snapshot != nil {
 			rec.Steps[i] = &StepSnapshot{Input: CapSnapshot(st.Snapshot.Input), Output: CapSnapshot(st.Snapshot.Output)}
@@ -159,7 +153,7 @@ func encodeSnapshots(rec *snapshotRecord) ([]byte, error) {
 func presnap(t *Trace) error {
 	for _, st := range t.Steps {
 		if st.Snapshot != nil {
-			z, err := encodeSnapshots(newSnapshots(t))
+			z, err := encodeSnapshots(overlaySnapshots(&snapshotRecord{Started: t.Started}, t))
 			if err != nil {
 				return fmt.Errorf("encode snapshots %s: %w", t.TraceID, err)
 			}
