@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/calendar"
+	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -45,7 +46,10 @@ const ReasonInvitation = "calendar invitation: only you answer it (mailagent que
 
 // readInvitation parses the invitation of a raw message onto rec. A
 // broken one is a problem recorded on the message, never a failure.
-func (p *Pipeline) readInvitation(ctx context.Context, rec *store.MessageRecord, raw []byte, owner Owner) {
+func (p *Pipeline) readInvitation(ctx context.Context, rec *store.MessageRecord, m *mail.Message, raw []byte, owner Owner) {
+	if !m.Calendar {
+		return // no part an invitation could be in (mail.Message.Calendar)
+	}
 	inv, err := calendar.ParseInvitation(raw)
 	if err != nil {
 		rec.Problems = append(rec.Problems, "calendar invitation not read: "+err.Error())

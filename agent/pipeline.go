@@ -386,7 +386,7 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 	done(store.Step{Detail: verdict + ": " + auth.Reason, Snapshot: tr.snap(map[string]any{
 		"from": m.From.Email, "from_sent_folder": in.FromSent, "authserv_id": acct.Owner.AuthservID,
 		"authentication_results": m.Header["Authentication-Results"]}, auth)}, nil)
-	p.readInvitation(ctx, rec, in.Raw, acct.Owner) // invite.go
+	p.readInvitation(ctx, rec, m, in.Raw, acct.Owner) // invite.go
 	p.applyInvitation(ctx, rec, tr)                // invite_cancel.go: a CANCEL or an update of one answered before
 
 	done = tr.step("route")

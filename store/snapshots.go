@@ -2,13 +2,10 @@ package store
 
 import (
 	"bytes"
-	"compress/flate"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
-	"sync"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -53,7 +50,9 @@ type snapshotRecord struct {
 // boundary, invalid UTF-8 replaced) with a marker saying how much was
 // dropped.
 func CapSnapshot(s string) string {
-	s = string(bytes.ToValidUTF8([]byte(s), []byte("\uFFFD")))
+	if !utf8.ValidString(s) { // checked first: the copy is rarely needed
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
 	if len(s) <= SnapshotCap {
 		return s
 	}
@@ -127,25 +126,6 @@ func overlaySnapshots(rec *snapshotRecord, t *Trace) *snapshotRecord {
 	return rec
 }
 
-// encodeSnapshots is the stored form of rec: deflated JSON.
-func encodeSnapshots(rec *snapshotRecord) ([]byte, error) {
-	data, err := json.Marshal(rec)
-	if err != nil {
-		return nil, err
-	}
-	var z bytes.Buffer
-	w := deflaters.Get().(*flate.Writer)
-	defer deflaters.Put(w)
-	w.Reset(&z)
-	if _, err := w.Write(data); err != nil {
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return z.Bytes(), nil
-}
-
 // presnap encodes t's snapshots ahead of the transaction that stores them
 // (t.snapZ), so that a writer's goroutine pays for the compression, not
 // the one write transaction every writer waits for. A trace whose
@@ -164,26 +144,6 @@ func presnap(t *Trace) error {
 	return nil
 }
 
-// snapshotLevel is the deflate level of stored snapshots: every message
-// writes one record, so the level is paid in throughput. BestCompression
-// cost a full-corpus triage about 1 s of CPU more than BestSpeed, for a
-// database about 2 % smaller (BENCHMARKS.md §2, §16).
-const snapshotLevel = flate.BestSpeed
-
-// deflaters reuses the compressors: flate.NewWriter allocates several
-// hundred KiB of tables per call.
-var deflaters = sync.Pool{New: func() any {
-	w, err := flate.NewWriter(nil, snapshotLevel)
-	if err != nil {
-		panic(err) // only for an invalid level, a constant
-	}
-	return w
-}}
-
-// maxSnapshotRecord bounds what one stored record may inflate to (a
-// damaged or hostile file must not exhaust memory).
-const maxSnapshotRecord = 64 << 20
-
 func getSnapshotsTx(tx *bolt.Tx, traceID string) (*snapshotRecord, error) {
 	b := tx.Bucket(bSnapshots)
 	if b == nil {
@@ -193,17 +153,11 @@ func getSnapshotsTx(tx *bolt.Tx, traceID string) (*snapshotRecord, error) {
 	if v == nil {
 		return nil, ErrNotFound
 	}
-	r := flate.NewReader(bytes.NewReader(v))
-	defer func() { _ = r.Close() }()
-	data, err := io.ReadAll(io.LimitReader(r, maxSnapshotRecord))
+	rec, err := decodeSnapshots(v)
 	if err != nil {
-		return nil, fmt.Errorf("inflate snapshots %s: %w", traceID, err)
+		return nil, fmt.Errorf("snapshots %s: %w", traceID, err)
 	}
-	var rec snapshotRecord
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return nil, fmt.Errorf("decode snapshots %s: %w", traceID, err)
-	}
-	return &rec, nil
+	return rec, nil
 }
 
 // LoadSnapshots fills the Snapshot of each step of t from the store

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"compress/flate"
 	"encoding/json"
-	"io"
 	"strings"
 	"testing"
 
@@ -125,16 +123,15 @@ func TestExplainStepsNewSteps(t *testing.T) {
 
 // snapshotBytes returns, by where they are, the bytes of every trace and
 // step snapshot in the database file: the traces as stored, the
-// snapshots inflated (they are stored deflated, so a grep of the raw file
-// would not see them).
+// snapshots decoded.
 func snapshotBytes(t *testing.T, path string) map[string][]byte {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = db.Close() }()
 	out := map[string][]byte{}
+	var ids []string
 	err = db.View(func(tx *bolt.Tx) error {
 		if b := tx.Bucket([]byte("traces")); b != nil {
 			if err := b.ForEach(func(k, v []byte) error {
@@ -148,17 +145,37 @@ func snapshotBytes(t *testing.T, path string) map[string][]byte {
 		if b == nil {
 			return nil
 		}
-		return b.ForEach(func(k, v []byte) error {
-			data, err := io.ReadAll(flate.NewReader(bytes.NewReader(v)))
-			if err != nil {
-				return err
-			}
-			out["snapshots of "+string(k)] = data
+		return b.ForEach(func(k, _ []byte) error {
+			ids = append(ids, string(k))
 			return nil
 		})
 	})
+	_ = db.Close()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The snapshots as the store decodes them (they are stored
+	// compressed, so a grep of the raw file would not see them).
+	st, err := store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	for _, id := range ids {
+		tr, err := st.GetTrace(id)
+		if err != nil {
+			t.Fatalf("trace %s: %v", id, err)
+		}
+		if err := st.LoadSnapshots(tr); err != nil {
+			t.Fatalf("snapshots of %s: %v", id, err)
+		}
+		var data []byte
+		for _, step := range tr.Steps {
+			if step.Snapshot != nil {
+				data = append(append(data, step.Snapshot.Input...), step.Snapshot.Output...)
+			}
+		}
+		out["snapshots of "+id] = data
 	}
 	return out
 }

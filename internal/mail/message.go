@@ -59,6 +59,11 @@ type Message struct {
 	Forwards []Forward `json:"forwards,omitempty"`
 
 	Attachments []Attachment `json:"attachments,omitempty"`
+	// Calendar is true when a part may hold iCalendar data: a
+	// text/calendar or application/ics part, or a file named *.ics.
+	// Without one the message is no invitation (calendar.ParseInvitation
+	// reads no other part), so the agent skips reading it a second time.
+	Calendar bool `json:"calendar,omitempty"`
 	Size        int          `json:"size"`                // raw bytes given to Parse
 	Truncated   bool         `json:"truncated,omitempty"` // only part of the message was fetched
 

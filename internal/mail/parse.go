@@ -368,6 +368,9 @@ func (p *parser) leaf(mt string, newErr error, h message.Header, body io.Reader,
 		filename, _ = ah.Filename()
 	}
 	filename, _ = decodeHeaderValue(filename)
+	if mt == "text/calendar" || mt == "application/ics" || icsName(filename) || (dparams != nil && icsName(dparams["filename"])) {
+		p.m.Calendar = true
+	}
 
 	isText := (mt == "text/plain" || mt == "text/html") &&
 		disp != "attachment" && (filename == "" || disp == "inline")
@@ -420,6 +423,11 @@ func (p *parser) leaf(mt string, newErr error, h message.Header, body io.Reader,
 	}
 	a.Filename = strings.ToValidUTF8(a.Filename, "\uFFFD")
 	p.m.Attachments = append(p.m.Attachments, a)
+}
+
+// icsName reports whether a file name says iCalendar data.
+func icsName(name string) bool {
+	return len(name) >= 4 && strings.EqualFold(name[len(name)-4:], ".ics")
 }
 
 // bodyToUTF8 makes decoded body bytes valid UTF-8. Text without a declared

@@ -1,0 +1,166 @@
+package store
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// The stored form of a trace's snapshots. Every message writes one, so
+// its cost is paid in triage's throughput (BENCHMARKS.md §2):
+//
+//	snapMagic, then zstd (fastest level) of:
+//	uvarint(len) started (time.MarshalBinary), uvarint(steps),
+//	and per step: 0 (none) or 1, then uvarint(len) input, uvarint(len) output.
+//
+// A hand-written framing rather than JSON: the snapshot texts are mostly
+// JSON themselves, and quoting them again doubled the bytes to escape,
+// compress and unquote. Records written before (deflate of JSON,
+// snapshotRecord's tags) are still read. 0xFF cannot begin a deflate
+// stream (its block type bits would be 11, reserved), so the two forms
+// never meet.
+var snapMagic = []byte{0xFF, 'Z', 1}
+
+// maxSnapshotRecord bounds what one stored record may decompress to (a
+// damaged or hostile file must not exhaust memory).
+const maxSnapshotRecord = 64 << 20
+
+var (
+	// zstd's encoder and decoder are safe for concurrent EncodeAll and
+	// DecodeAll calls and keep their tables between them.
+	snapEncoder = mustZstdWriter()
+	snapDecoder = mustZstdReader()
+)
+
+func mustZstdWriter() *zstd.Encoder {
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithLowerEncoderMem(true),
+		zstd.WithWindowSize(1<<18))
+	if err != nil {
+		panic(err) // constant options only
+	}
+	return e
+}
+
+func mustZstdReader() *zstd.Decoder {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxSnapshotRecord), zstd.WithDecoderConcurrency(0),
+		zstd.WithDecoderLowmem(true))
+	if err != nil {
+		panic(err) // constant options only
+	}
+	return d
+}
+
+// encodeSnapshots is the stored form of rec.
+func encodeSnapshots(rec *snapshotRecord) ([]byte, error) {
+	n := 32
+	for _, st := range rec.Steps {
+		if st != nil {
+			n += len(st.Input) + len(st.Output) + 2*binary.MaxVarintLen32 + 1
+		}
+	}
+	raw := make([]byte, 0, n)
+	tm, err := rec.Started.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("snapshot time: %w", err)
+	}
+	raw = binary.AppendUvarint(raw, uint64(len(tm)))
+	raw = append(raw, tm...)
+	raw = binary.AppendUvarint(raw, uint64(len(rec.Steps)))
+	for _, st := range rec.Steps {
+		if st == nil {
+			raw = append(raw, 0)
+			continue
+		}
+		raw = append(raw, 1)
+		raw = binary.AppendUvarint(raw, uint64(len(st.Input)))
+		raw = append(raw, st.Input...)
+		raw = binary.AppendUvarint(raw, uint64(len(st.Output)))
+		raw = append(raw, st.Output...)
+	}
+	if len(raw) > maxSnapshotRecord {
+		return nil, fmt.Errorf("snapshot record of %d bytes: more than %d", len(raw), maxSnapshotRecord)
+	}
+	return snapEncoder.EncodeAll(raw, append(make([]byte, 0, len(raw)/2+16), snapMagic...)), nil
+}
+
+// errSnapshotDamaged is returned for a stored record that does not decode.
+var errSnapshotDamaged = errors.New("damaged snapshot record")
+
+// decodeSnapshots reads a stored record, of either form.
+func decodeSnapshots(v []byte) (*snapshotRecord, error) {
+	if !bytes.HasPrefix(v, snapMagic) {
+		return decodeSnapshotsV0(v)
+	}
+	raw, err := snapDecoder.DecodeAll(v[len(snapMagic):], nil)
+	if err != nil {
+		return nil, fmt.Errorf("decompress: %w", err)
+	}
+	tn, k := binary.Uvarint(raw)
+	if k <= 0 || tn > uint64(len(raw)-k) {
+		return nil, errSnapshotDamaged
+	}
+	var started time.Time
+	if err := started.UnmarshalBinary(raw[k : k+int(tn)]); err != nil {
+		return nil, errSnapshotDamaged
+	}
+	raw = raw[k+int(tn):]
+	steps, k := binary.Uvarint(raw)
+	if k <= 0 || steps > uint64(len(raw)) { // each step takes at least a byte
+		return nil, errSnapshotDamaged
+	}
+	raw = raw[k:]
+	rec := &snapshotRecord{Started: started, Steps: make([]*StepSnapshot, 0, steps)}
+	text := func() (string, bool) {
+		n, k := binary.Uvarint(raw)
+		if k <= 0 || n > uint64(len(raw)-k) {
+			return "", false
+		}
+		s := string(raw[k : k+int(n)])
+		raw = raw[k+int(n):]
+		return s, true
+	}
+	for range steps {
+		if len(raw) == 0 {
+			return nil, errSnapshotDamaged
+		}
+		has := raw[0]
+		raw = raw[1:]
+		if has == 0 {
+			rec.Steps = append(rec.Steps, nil)
+			continue
+		}
+		in, ok1 := text()
+		out, ok2 := text()
+		if has != 1 || !ok1 || !ok2 {
+			return nil, errSnapshotDamaged
+		}
+		rec.Steps = append(rec.Steps, &StepSnapshot{Input: in, Output: out})
+	}
+	if len(raw) != 0 {
+		return nil, errSnapshotDamaged
+	}
+	return rec, nil
+}
+
+// decodeSnapshotsV0 reads a record written before snapMagic: deflate of
+// JSON.
+func decodeSnapshotsV0(v []byte) (*snapshotRecord, error) {
+	r := flate.NewReader(bytes.NewReader(v))
+	defer func() { _ = r.Close() }()
+	data, err := io.ReadAll(io.LimitReader(r, maxSnapshotRecord))
+	if err != nil {
+		return nil, fmt.Errorf("inflate: %w", err)
+	}
+	var rec snapshotRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	return &rec, nil
+}

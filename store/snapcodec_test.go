@@ -1,0 +1,136 @@
+package store
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestSnapshotCodecRoundTrip: what is encoded decodes to the same steps,
+// holes, empty and binary-looking texts included, and the record is
+// smaller than its texts.
+func TestSnapshotCodecRoundTrip(t *testing.T) {
+	started := time.Date(2026, 11, 27, 9, 30, 0, 123456789, time.FixedZone("x", 3600))
+	rec := &snapshotRecord{Started: started, Steps: []*StepSnapshot{
+		{Input: strings.Repeat(`{"from": "ada@example.test", "subject": "Re: lunch"}`+"\n", 100), Output: "ok"},
+		nil,
+		{Input: "", Output: ""},
+		{Input: "\x00\xff\x01 ünïcode \u2028", Output: strings.Repeat("z", SnapshotCap)},
+		nil,
+	}}
+	z, err := encodeSnapshots(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(z, snapMagic) {
+		t.Fatalf("record does not start with the format mark: % x", z[:4])
+	}
+	got, err := decodeSnapshots(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Started.Equal(started) || len(got.Steps) != len(rec.Steps) {
+		t.Fatalf("started %v steps %d, want %v and %d", got.Started, len(got.Steps), started, len(rec.Steps))
+	}
+	for i := range rec.Steps {
+		switch w, g := rec.Steps[i], got.Steps[i]; {
+		case w == nil && g != nil, w != nil && g == nil:
+			t.Errorf("step %d: got %v, want %v", i, g, w)
+		case w != nil && *w != *g:
+			t.Errorf("step %d: got %q/%q", i, g.Input, g.Output)
+		}
+	}
+	if raw := len(rec.Steps[0].Input) + len(rec.Steps[3].Output); len(z) > raw/4 {
+		t.Errorf("record %d bytes for %d bytes of repetitive text: not compressed", len(z), raw)
+	}
+}
+
+// TestSnapshotsWrittenBeforeStillRead: a record in the earlier form
+// (deflate of JSON) in an existing database still loads.
+func TestSnapshotsWrittenBeforeStillRead(t *testing.T) {
+	s, clk := openTest(t)
+	if err := s.PutTrace(snapTrace("tr_old", clk.Now(), Step{Name: "parse"}, Step{Name: "classify"})); err != nil {
+		t.Fatal(err)
+	}
+	old, err := json.Marshal(snapshotRecord{Started: clk.Now(), Steps: []*StepSnapshot{nil, {Input: "prompt vars", Output: "raw answer"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var z bytes.Buffer
+	w, _ := flate.NewWriter(&z, flate.BestCompression)
+	_, _ = w.Write(old)
+	_ = w.Close()
+	if err := s.update(func(tx *bolt.Tx) error { return tx.Bucket(bSnapshots).Put([]byte("tr_old"), z.Bytes()) }); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := s.GetTrace("tr_old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.LoadSnapshots(tr); err != nil {
+		t.Fatal(err)
+	}
+	if tr.Steps[0].Snapshot != nil || tr.Steps[1].Snapshot == nil || tr.Steps[1].Snapshot.Output != "raw answer" {
+		t.Fatalf("old record read as %+v / %+v", tr.Steps[0].Snapshot, tr.Steps[1].Snapshot)
+	}
+	// A step appended to it is merged and written in the new form.
+	tr.Steps = append(tr.Steps, Step{Name: "decide", Snapshot: &StepSnapshot{Input: "gates", Output: "queue"}})
+	if err := s.PutTrace(tr); err != nil {
+		t.Fatal(err)
+	}
+	tr2, _ := s.GetTrace("tr_old")
+	if err := s.LoadSnapshots(tr2); err != nil || tr2.Steps[1].Snapshot == nil || tr2.Steps[2].Snapshot == nil ||
+		tr2.Steps[1].Snapshot.Input != "prompt vars" || tr2.Steps[2].Snapshot.Output != "queue" {
+		t.Fatalf("merged record: %v %+v", err, tr2.Steps)
+	}
+}
+
+// TestSnapshotDecodeDamage: every truncation and random byte changes of a
+// record, and random bytes behind the format mark, give an error or a
+// record, never a panic; a record claiming more steps than it holds is an
+// error.
+func TestSnapshotDecodeDamage(t *testing.T) {
+	rec := &snapshotRecord{Started: time.Unix(1_800_000_000, 0), Steps: []*StepSnapshot{{Input: "in", Output: "out"}, nil, {Input: "x", Output: "y"}}}
+	z, err := encodeSnapshots(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	tried, errs := 0, 0
+	try := func(v []byte) {
+		tried++
+		if _, err := decodeSnapshots(v); err != nil {
+			errs++
+		}
+	}
+	for n := range len(z) {
+		try(z[:n])
+	}
+	for range 2000 {
+		v := bytes.Clone(z)
+		for range 1 + rng.IntN(3) {
+			v[rng.IntN(len(v))] = byte(rng.IntN(256))
+		}
+		try(v)
+		junk := make([]byte, rng.IntN(64))
+		for i := range junk {
+			junk[i] = byte(rng.IntN(256))
+		}
+		try(append(bytes.Clone(snapMagic), junk...))
+	}
+	// Well-formed compression of a framing that lies about its steps.
+	lying := snapEncoder.EncodeAll([]byte{0x0f, 0, 200}, bytes.Clone(snapMagic))
+	if _, err := decodeSnapshots(lying); err == nil {
+		t.Error("a record claiming 200 steps in no bytes decoded")
+	}
+	if errs < len(z)-1 {
+		t.Errorf("only %d of %d damaged records were errors (every truncation should be)", errs, tried)
+	}
+	t.Logf("%d damaged records decoded without a panic, %d of them errors", tried, errs)
+}
