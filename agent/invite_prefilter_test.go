@@ -101,4 +101,3 @@ func corporaRoot() string {
 	}
 	return ""
 }
-

@@ -387,7 +387,7 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 		"from": m.From.Email, "from_sent_folder": in.FromSent, "authserv_id": acct.Owner.AuthservID,
 		"authentication_results": m.Header["Authentication-Results"]}, auth)}, nil)
 	p.readInvitation(ctx, rec, m, in.Raw, acct.Owner) // invite.go
-	p.applyInvitation(ctx, rec, tr)                // invite_cancel.go: a CANCEL or an update of one answered before
+	p.applyInvitation(ctx, rec, tr)                   // invite_cancel.go: a CANCEL or an update of one answered before
 
 	done = tr.step("route")
 	var sentByUs func(string) bool

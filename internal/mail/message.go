@@ -63,9 +63,9 @@ type Message struct {
 	// text/calendar or application/ics part, or a file named *.ics.
 	// Without one the message is no invitation (calendar.ParseInvitation
 	// reads no other part), so the agent skips reading it a second time.
-	Calendar bool `json:"calendar,omitempty"`
-	Size        int          `json:"size"`                // raw bytes given to Parse
-	Truncated   bool         `json:"truncated,omitempty"` // only part of the message was fetched
+	Calendar  bool `json:"calendar,omitempty"`
+	Size      int  `json:"size"`                // raw bytes given to Parse
+	Truncated bool `json:"truncated,omitempty"` // only part of the message was fetched
 
 	// Problems lists what was wrong with the input, in words a user can read
 	// ("unknown charset \"x-foo\" in part 1.2: kept as raw bytes").
