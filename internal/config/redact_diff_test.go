@@ -34,7 +34,7 @@ func TestRedactMatchesReference(t *testing.T) {
 		"\xff\xfesk-abcdefghijklmnopqrstu\xff", "AIza" + strings.Repeat("A", 40) + "!" + "sk-" + strings.Repeat("b", 16),
 	}
 	words := []string{"sk-", "AIza", "xoxp-", "AKIA", "ghp_", "gho_", "_", "-", "abcdefghij", "0123456789", " ", "\n", "=", ":", "password", "Bearer ",
-		"ſ", "é", "token", "\"", "'", "KEY", "ABCDEFGHIJKLMNOP",
+		"ſ", "é", "token", "api", "API_", "message_key", "Api-", "\"", "'", "KEY", "ABCDEFGHIJKLMNOP",
 		"Cookie", "authorization", "Api-Key", "SECRET", "passwd", "basic ", "x-api-key:", "\u212a", "\r", "\t"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 3000 {

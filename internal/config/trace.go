@@ -200,8 +200,8 @@ func needs(s string) (hdr, scheme, pair bool) {
 			hdr = hdr || hasFold(t, "cookie")
 		case 'b'<<8 | 'e', 'b'<<8 | 'a':
 			scheme = scheme || hasFold(t, "bearer") || hasFold(t, "basic")
-		case 'k'<<8 | 'e':
-			pair = pair || hasFold(t, "key") && pairTail(t[3:])
+		case 'k'<<8 | 'e': // only as api[_-]?key: "message_key" makes no pair
+			pair = pair || hasFold(t, "key") && apiBefore(s[:i]) && pairTail(t[3:])
 		case 't'<<8 | 'o':
 			pair = pair || hasFold(t, "token") && pairTail(t[5:])
 		case 's'<<8 | 'e':
@@ -234,6 +234,15 @@ func hasFold(s, word string) bool {
 		}
 	}
 	return true
+}
+
+// apiBefore reports whether s ends with "api", "api_" or "api-" in any
+// case: what credPair needs before "key".
+func apiBefore(s string) bool {
+	if n := len(s); n > 0 && (s[n-1] == '_' || s[n-1] == '-') {
+		s = s[:n-1]
+	}
+	return len(s) >= 3 && hasFold(s[len(s)-3:], "api")
 }
 
 // pairTail reports whether what follows a credPair name makes a pair: an
