@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -108,7 +109,7 @@ func (r *Redactor) Redact(s string) string {
 	// (BENCHMARKS.md §2). needs finds the words as (?i) matches them, so
 	// a pattern is skipped only where it cannot match; "[redacted]" adds
 	// none of the words.
-	hdr, scheme, pair := needs(s)
+	hdr, scheme, pair, shape := needs(s)
 	if hdr {
 		s = credHeader.ReplaceAllString(s, "${1} "+redacted)
 	}
@@ -118,7 +119,10 @@ func (r *Redactor) Redact(s string) string {
 	if pair {
 		s = credPair.ReplaceAllString(s, "${1}"+redacted)
 	}
-	return redactShapes(s)
+	if shape {
+		s = redactShapes(s)
+	}
+	return s
 }
 
 // shapePrefixes are the literal starts of credShape's alternatives.
@@ -172,54 +176,82 @@ func redactShapes(s string) string {
 	return b.String()
 }
 
-// needs reports which case-insensitive patterns s may match: credHeader
-// (one of its header names), credScheme (bearer or basic) and credPair
-// (pairCandidate). One pass over s, comparing ASCII letters without case,
+// needs reports which patterns s may match: credHeader (one of its
+// header names), credScheme (bearer or basic), credPair (pairCandidate),
+// and credShape (one of its prefixes). One pass over s, comparing ASCII letters without case,
 // where lowering a copy and searching it once per word took ten passes.
 // (?i) folds only two non-ASCII letters onto the patterns' ASCII ones
 // (ſ onto s, the Kelvin sign onto k); text holding either is folded and
-// searched word by word instead.
-func needs(s string) (hdr, scheme, pair bool) {
+// searched word by word instead (and credShape is tried).
+func needs(s string) (hdr, scheme, pair, shape bool) {
 	if strings.Contains(s, "\u017f") || strings.Contains(s, "\u212a") {
 		low := fold(s)
 		hdr = strings.Contains(low, "authorization") || strings.Contains(low, "cookie") || strings.Contains(low, "api-key")
 		scheme = strings.Contains(low, "bearer") || strings.Contains(low, "basic")
-		return hdr, scheme, pairCandidate(low)
+		return hdr, scheme, pairCandidate(low), true
 	}
-	// Two letters at a time, lowered (c|0x20 lowers an ASCII letter and
-	// turns no other byte into one): few positions start a word, and
-	// hasFold checks the whole word there.
-	for i := 0; i+1 < len(s) && !(hdr && scheme && pair); i++ {
-		if !wordStart[s[i]] {
+	// Two bytes at a time through a table of the words' first two
+	// letters in either case: few positions start a word, so the loop
+	// rarely branches, and hasFold checks the whole word where one may.
+	tab := pairTable()
+	for i := 0; i+1 < len(s) && !(hdr && scheme && pair && shape); i++ {
+		k := tab[uint16(s[i])<<8|uint16(s[i+1])]
+		if k == 0 {
 			continue
 		}
-		switch t := s[i:]; uint16(s[i]|0x20)<<8 | uint16(s[i+1]|0x20) {
-		case 'a'<<8 | 'u', 'a'<<8 | 'p':
+		switch t := s[i:]; k {
+		case 'a':
 			hdr = hdr || hasFold(t, "authorization") || hasFold(t, "api-key")
-		case 'c'<<8 | 'o':
+		case 'c':
 			hdr = hdr || hasFold(t, "cookie")
-		case 'b'<<8 | 'e', 'b'<<8 | 'a':
+		case 'b':
 			scheme = scheme || hasFold(t, "bearer") || hasFold(t, "basic")
-		case 'k'<<8 | 'e': // only as api[_-]?key: "message_key" makes no pair
+		case 'k': // only as api[_-]?key: "message_key" makes no pair
 			pair = pair || hasFold(t, "key") && apiBefore(s[:i]) && pairTail(t[3:])
-		case 't'<<8 | 'o':
+		case 't':
 			pair = pair || hasFold(t, "token") && pairTail(t[5:])
-		case 's'<<8 | 'e':
+		case 's':
 			pair = pair || hasFold(t, "secret") && pairTail(t[6:])
-		case 'p'<<8 | 'a':
+		case 'p':
 			pair = pair || hasFold(t, "password") && pairTail(t[8:]) || hasFold(t, "passwd") && pairTail(t[6:])
+		case shapeClass:
+			shape = shape || shapeAt(t)
 		}
 	}
-	return hdr, scheme, pair
+	return hdr, scheme, pair, shape
 }
 
-// wordStart marks the bytes a word needs looks for can start with.
-var wordStart = func() (t [256]bool) {
-	for _, c := range "aAbBcCkKpPsStT" {
-		t[c] = true
+// shapeClass marks, in pairTable, the two bytes credShape's prefixes
+// start with (case matters there).
+const shapeClass = 1
+
+// shapeAt reports whether t starts with one of credShape's prefixes.
+func shapeAt(t string) bool {
+	for _, p := range shapePrefixes {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// pairTable maps two bytes to the first letter of the words needs looks
+// for that start with them (in any case), 0 for none. Built on first use
+// (64 KiB), not at start-up.
+var pairTable = sync.OnceValue(func() *[1 << 16]byte {
+	t := new([1 << 16]byte)
+	for _, w := range []string{"au", "ap", "co", "be", "ba", "ke", "to", "se", "pa"} {
+		for _, a := range []byte{w[0], w[0] - 32} {
+			for _, b := range []byte{w[1], w[1] - 32} {
+				t[uint16(a)<<8|uint16(b)] = w[0]
+			}
+		}
+	}
+	for _, p := range shapePrefixes {
+		t[uint16(p[0])<<8|uint16(p[1])] = shapeClass
 	}
 	return t
-}()
+})
 
 // hasFold reports whether s starts with word (lower-case ASCII) in any
 // case of its letters.
