@@ -383,9 +383,9 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 	if auth.Authenticated {
 		verdict = "authenticated " + auth.Address
 	}
-	done(store.Step{Detail: verdict + ": " + auth.Reason, Snapshot: tr.snap(map[string]any{
-		"from": m.From.Email, "from_sent_folder": in.FromSent, "authserv_id": acct.Owner.AuthservID,
-		"authentication_results": m.Header["Authentication-Results"]}, auth)}, nil)
+	done(store.Step{Detail: verdict + ": " + auth.Reason, Snapshot: tr.snap(authIn{
+		From: m.From.Email, FromSentFolder: in.FromSent, AuthservID: acct.Owner.AuthservID,
+		AuthenticationResults: m.Header["Authentication-Results"]}, auth)}, nil)
 	p.readInvitation(ctx, rec, m, in.Raw, acct.Owner) // invite.go
 	p.applyInvitation(ctx, rec, tr)                   // invite_cancel.go: a CANCEL or an update of one answered before
 
@@ -658,7 +658,7 @@ func (p *Pipeline) gateInput(rec *store.MessageRecord, route RouteInfo, acct Acc
 // decide turns the route and classification into a decision with reasons.
 func (p *Pipeline) decide(rec *store.MessageRecord, route RouteInfo, acct Account, tr *tracer) {
 	done := tr.step("decide")
-	var gateIn any = map[string]any{"route": route, "classification": rec.Classification}
+	var gateIn any = decideIn{Route: route, Classification: rec.Classification}
 	defer func() {
 		done(store.Step{Detail: rec.Decision, Snapshot: tr.snap(gateIn, decisionSnapshot(rec))}, nil)
 	}()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mailagent/mailagent/internal/mail"
@@ -83,39 +84,107 @@ func modelAnswer(raw string, decoded any, err error) any {
 	return decoded
 }
 
-// parseSummary is the parse step's output: what was read from the
-// message, with its text by size only (the model steps show the text).
-func parseSummary(m *mail.Message) map[string]any {
+// The snapshot values of the steps every message takes are structs, not
+// maps: encoding/json renders a struct from a cached plan, where a map
+// costs a sort and a reflection per key, on every message. Their fields
+// are in the order of their JSON names, so they render exactly as the
+// maps they replace did (TestSnapshotStructsRenderLikeMaps).
+
+// parseOut is the parse step's output: what was read from the message,
+// with its text by size only (the model steps show the text).
+type parseOut struct {
+	Attachments    []string  `json:"attachments"`
+	CleanTextBytes int       `json:"clean_text_bytes"`
+	ContentType    string    `json:"content_type"`
+	Date           time.Time `json:"date"`
+	Forwarded      bool      `json:"forwarded"`
+	From           string    `json:"from"`
+	MessageID      string    `json:"message_id"`
+	Problems       []string  `json:"problems"`
+	Subject        string    `json:"subject"`
+	TextBytes      int       `json:"text_bytes"`
+	To             string    `json:"to"`
+	Truncated      bool      `json:"truncated"`
+}
+
+func parseSummary(m *mail.Message) parseOut {
 	atts := make([]string, 0, len(m.Attachments))
 	for _, a := range firstN(m.Attachments, maxListed) {
 		atts = append(atts, a.Filename+" ("+a.ContentType+")")
 	}
-	return map[string]any{
-		"message_id": m.MessageID, "from": formatAddress(m.From), "to": formatAddresses(firstN(m.To, maxListed)),
-		"subject": m.Subject, "date": m.Date, "content_type": m.ContentType,
-		"text_bytes": len(m.Text), "clean_text_bytes": len(m.CleanText), "attachments": atts,
-		"forwarded": m.Forwarded, "truncated": m.Truncated, "problems": m.Problems,
+	return parseOut{
+		MessageID: m.MessageID, From: formatAddress(m.From), To: formatAddresses(firstN(m.To, maxListed)),
+		Subject: m.Subject, Date: m.Date, ContentType: m.ContentType,
+		TextBytes: len(m.Text), CleanTextBytes: len(m.CleanText), Attachments: atts,
+		Forwarded: m.Forwarded, Truncated: m.Truncated, Problems: m.Problems,
 	}
+}
+
+// authIn is the authenticate step's input.
+type authIn struct {
+	AuthenticationResults []string `json:"authentication_results"`
+	AuthservID            string   `json:"authserv_id"`
+	From                  string   `json:"from"`
+	FromSentFolder        bool     `json:"from_sent_folder"`
 }
 
 // routeHeaders are the header fields routing looks at.
 var routeHeaders = []string{"Auto-Submitted", "Precedence", "List-Id", "List-Unsubscribe", "Return-Path",
 	"X-Auto-Response-Suppress", "X-Autoreply", "X-Mailagent", "Feedback-Id"}
 
-func routeInputs(m *mail.Message, fromSent bool) map[string]any {
+// routeIn is the route step's input.
+type routeIn struct {
+	From           string              `json:"from"`
+	FromSentFolder bool                `json:"from_sent_folder"`
+	Headers        map[string][]string `json:"headers"`
+	InReplyTo      []string            `json:"in_reply_to"`
+}
+
+func routeInputs(m *mail.Message, fromSent bool) routeIn {
 	h := map[string][]string{}
 	for _, k := range routeHeaders {
 		if v := m.Header[k]; len(v) > 0 {
 			h[k] = firstN(v, maxListed)
 		}
 	}
-	return map[string]any{"from": formatAddress(m.From), "from_sent_folder": fromSent,
-		"in_reply_to": firstN(m.InReplyTo, maxListed), "headers": h}
+	return routeIn{From: formatAddress(m.From), FromSentFolder: fromSent,
+		InReplyTo: firstN(m.InReplyTo, maxListed), Headers: h}
 }
 
-// decisionSnapshot is the decide step's output.
-func decisionSnapshot(rec *store.MessageRecord) map[string]any {
-	return map[string]any{"decision": rec.Decision, "reasons": rec.Reasons, "gates": rec.Gates}
+// decideIn is the decide step's input when no gate ran (the gates'
+// inputs replace it when they do).
+type decideIn struct {
+	Classification *store.Classification `json:"classification"`
+	Route          RouteInfo             `json:"route"`
+}
+
+// decisionOut is the decide step's output.
+type decisionOut struct {
+	Decision string             `json:"decision"`
+	Gates    []store.GateResult `json:"gates"`
+	Reasons  []string           `json:"reasons"`
+}
+
+func decisionSnapshot(rec *store.MessageRecord) decisionOut {
+	return decisionOut{Decision: rec.Decision, Reasons: rec.Reasons, Gates: rec.Gates}
+}
+
+// threadIn and threadOut are the thread step's input and output.
+type threadIn struct {
+	InReplyTo       []string `json:"in_reply_to"`
+	MessageID       string   `json:"message_id"`
+	References      []string `json:"references"`
+	ReferencesCount int      `json:"references_count"`
+	Subject         string   `json:"subject"`
+}
+
+type threadOut struct {
+	LinkedParents    []string `json:"linked_parents"`
+	MergedThreads    []string `json:"merged_threads"`
+	MessagesInThread int      `json:"messages_in_thread"`
+	OtherMessageIDs  []string `json:"other_message_ids"`
+	ThreadID         string   `json:"thread_id"`
+	Why              string   `json:"why"`
 }
 
 // on reports whether snapshots are kept, so that a step computes what
@@ -125,13 +194,13 @@ func (tr *tracer) on() bool { return tr != nil && tr.snapshots && tr.redact != n
 // threadSnapshot is the thread step's input and output: the message's
 // ids and subject, and what the Threader joined it to and why. It names
 // other messages by Message-ID only, never by their text.
-func threadSnapshot(in mail.ThreadInput, th *mail.Threader, threadID string, merged []string) (map[string]any, map[string]any) {
+func threadSnapshot(in mail.ThreadInput, th *mail.Threader, threadID string, merged []string) (threadIn, threadOut) {
 	refs := in.References
 	if n := len(refs); n > maxListed {
 		refs = refs[n-maxListed:] // the nearest parents
 	}
-	input := map[string]any{"message_id": in.MessageID, "in_reply_to": firstN(in.InReplyTo, maxListed),
-		"references": refs, "references_count": len(in.References), "subject": in.Subject}
+	input := threadIn{MessageID: in.MessageID, InReplyTo: firstN(in.InReplyTo, maxListed),
+		References: refs, ReferencesCount: len(in.References), Subject: in.Subject}
 	// The parent chain as the Threader reads it: References, else the
 	// first In-Reply-To.
 	chain, how := in.References, "references"
@@ -164,8 +233,8 @@ func threadSnapshot(in mail.ThreadInput, th *mail.Threader, threadID string, mer
 	default:
 		why = "new thread: no References or In-Reply-To, and no other root with its subject"
 	}
-	output := map[string]any{"thread_id": threadID, "why": why, "linked_parents": linked,
-		"merged_threads": merged, "messages_in_thread": total, "other_message_ids": others}
+	output := threadOut{ThreadID: threadID, Why: why, LinkedParents: linked,
+		MergedThreads: merged, MessagesInThread: total, OtherMessageIDs: others}
 	return input, output
 }
 
