@@ -18,7 +18,9 @@ import (
 //
 //	snapMagic, then S2 (klauspost/compress: a faster Snappy) of:
 //	uvarint(len) started (time.MarshalBinary), uvarint(steps),
-//	and per step: 0 (none) or 1, then uvarint(len) input, uvarint(len) output.
+//	and per step: 0 (none), or its flags (stepPresent, and stepInputJSON
+//	and stepOutputJSON for a side that is compact JSON), then
+//	uvarint(len) input, uvarint(len) output.
 //
 // A hand-written framing rather than JSON: the snapshot texts are mostly
 // JSON themselves, and quoting them again doubled the bytes to escape,
@@ -30,6 +32,13 @@ import (
 // begin a deflate stream (its block type bits would be 11, reserved), so
 // the two forms never meet.
 var snapMagic = []byte{0xFF, 'S', 1}
+
+// A stored step's flags.
+const (
+	stepPresent    = 1
+	stepInputJSON  = 2
+	stepOutputJSON = 4
+)
 
 // maxSnapshotRecord bounds what one stored record may decompress to (a
 // damaged or hostile file must not exhaust memory).
@@ -56,7 +65,14 @@ func encodeSnapshots(rec *snapshotRecord) ([]byte, error) {
 			raw = append(raw, 0)
 			continue
 		}
-		raw = append(raw, 1)
+		flags := byte(stepPresent)
+		if st.InputJSON {
+			flags |= stepInputJSON
+		}
+		if st.OutputJSON {
+			flags |= stepOutputJSON
+		}
+		raw = append(raw, flags)
 		raw = binary.AppendUvarint(raw, uint64(len(st.Input)))
 		raw = append(raw, st.Input...)
 		raw = binary.AppendUvarint(raw, uint64(len(st.Output)))
@@ -125,10 +141,11 @@ func decodeSnapshots(v []byte) (*snapshotRecord, error) {
 		}
 		in, ok1 := text()
 		out, ok2 := text()
-		if has != 1 || !ok1 || !ok2 {
+		if has&stepPresent == 0 || has&^(stepPresent|stepInputJSON|stepOutputJSON) != 0 || !ok1 || !ok2 {
 			return nil, errSnapshotDamaged
 		}
-		rec.Steps = append(rec.Steps, &StepSnapshot{Input: in, Output: out})
+		rec.Steps = append(rec.Steps, &StepSnapshot{Input: in, Output: out,
+			InputJSON: has&stepInputJSON != 0, OutputJSON: has&stepOutputJSON != 0})
 	}
 	if len(raw) != 0 {
 		return nil, errSnapshotDamaged

@@ -19,10 +19,10 @@ import (
 func TestSnapshotCodecRoundTrip(t *testing.T) {
 	started := time.Date(2026, 11, 27, 9, 30, 0, 123456789, time.FixedZone("x", 3600))
 	rec := &snapshotRecord{Started: started, Steps: []*StepSnapshot{
-		{Input: strings.Repeat(`{"from": "ada@example.test", "subject": "Re: lunch"}`+"\n", 100), Output: "ok"},
+		{Input: strings.Repeat(`{"from": "ada@example.test", "subject": "Re: lunch"}`+"\n", 100), Output: "ok", InputJSON: true},
 		nil,
 		{Input: "", Output: ""},
-		{Input: "\x00\xff\x01 ünïcode \u2028", Output: strings.Repeat("z", SnapshotCap)},
+		{Input: "\x00\xff\x01 ünïcode \u2028", Output: strings.Repeat("z", SnapshotCap), OutputJSON: true},
 		nil,
 	}}
 	z, err := encodeSnapshots(rec)
@@ -134,4 +134,36 @@ func TestSnapshotDecodeDamage(t *testing.T) {
 		t.Errorf("only %d of %d damaged records were errors (every truncation should be)", errs, tried)
 	}
 	t.Logf("%d damaged records decoded without a panic, %d of them errors", tried, errs)
+}
+
+// TestSnapshotJSONIndentedWhenRead: a side the agent marked as compact
+// JSON is read back indented; one cut at the cap (no longer JSON) is read
+// as stored; mail text that happens to be JSON is never reformatted.
+func TestSnapshotJSONIndentedWhenRead(t *testing.T) {
+	s, clk := openTest(t)
+	long := `{"text":"` + strings.Repeat("x", SnapshotCap) + `"}`
+	tr := snapTrace("tr_j", clk.Now(),
+		Step{Name: "route", Snapshot: &StepSnapshot{Input: `{"from":"ada@example.test","headers":{"List-Id":["<l>"]}}`, InputJSON: true,
+			Output: `{"mail":"text"}`}},
+		Step{Name: "classify", Snapshot: &StepSnapshot{Input: long, InputJSON: true, Output: "plain", OutputJSON: false}})
+	if err := s.PutTrace(tr); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetTrace("tr_j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.LoadSnapshots(got); err != nil {
+		t.Fatal(err)
+	}
+	want := "{\n  \"from\": \"ada@example.test\",\n  \"headers\": {\n    \"List-Id\": [\n      \"<l>\"\n    ]\n  }\n}"
+	if in := got.Steps[0].Snapshot.Input; in != want {
+		t.Errorf("JSON side read as\n%s\nwant\n%s", in, want)
+	}
+	if out := got.Steps[0].Snapshot.Output; out != `{"mail":"text"}` {
+		t.Errorf("a text side that looks like JSON was changed: %q", out)
+	}
+	if in := got.Steps[1].Snapshot.Input; !strings.HasPrefix(in, `{"text":"xxx`) || !strings.Contains(in, "[truncated") || len(in) > SnapshotCap {
+		t.Errorf("a JSON side cut at the cap: %d bytes, %.40q…", len(in), in)
+	}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -20,6 +21,10 @@ import (
 type StepSnapshot struct {
 	Input  string `json:"input"`
 	Output string `json:"output"`
+	// InputJSON and OutputJSON mark a side the agent rendered as compact
+	// JSON: LoadSnapshots indents it for people (and clears the mark).
+	InputJSON  bool `json:"-"`
+	OutputJSON bool `json:"-"`
 }
 
 // SnapshotCap is the most bytes one side (input or output) of a step
@@ -120,7 +125,8 @@ func overlaySnapshots(rec *snapshotRecord, t *Trace) *snapshotRecord {
 	}
 	for i, st := range t.Steps {
 		if st.Snapshot != nil {
-			rec.Steps[i] = &StepSnapshot{Input: CapSnapshot(st.Snapshot.Input), Output: CapSnapshot(st.Snapshot.Output)}
+			rec.Steps[i] = &StepSnapshot{Input: CapSnapshot(st.Snapshot.Input), Output: CapSnapshot(st.Snapshot.Output),
+				InputJSON: st.Snapshot.InputJSON, OutputJSON: st.Snapshot.OutputJSON}
 		}
 	}
 	return rec
@@ -181,10 +187,28 @@ func (s *Store) LoadSnapshots(t *Trace) error {
 	}
 	for i := range t.Steps {
 		if i < len(rec.Steps) && rec.Steps[i] != nil {
-			t.Steps[i].Snapshot = rec.Steps[i]
+			t.Steps[i].Snapshot = forPeople(rec.Steps[i])
 		}
 	}
 	return nil
+}
+
+// forPeople returns s with its JSON sides indented by two spaces, as the
+// agent rendered them before they were stored compact. A side that is no
+// longer valid JSON (cut at the cap, or a redaction inside a value) is
+// shown as stored.
+func forPeople(s *StepSnapshot) *StepSnapshot {
+	indent := func(text string, isJSON bool) string {
+		if !isJSON {
+			return text
+		}
+		var b bytes.Buffer
+		if err := json.Indent(&b, []byte(text), "", "  "); err != nil {
+			return text
+		}
+		return b.String()
+	}
+	return &StepSnapshot{Input: indent(s.Input, s.InputJSON), Output: indent(s.Output, s.OutputJSON)}
 }
 
 // SnapshotBytes returns how many bytes the stored snapshots take (values
