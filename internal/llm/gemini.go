@@ -67,7 +67,7 @@ func NewGemini(ctx context.Context, cfg GeminiConfig) (*Gemini, error) {
 	}
 	base := hc.Transport
 	if base == nil {
-		base = http.DefaultTransport
+		base = sharedTransport()
 	}
 	hc.Transport = &headerTransport{base: base}
 

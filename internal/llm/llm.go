@@ -31,7 +31,11 @@
 //   - API keys never appear in errors.
 package llm
 
-import "context"
+import (
+	"context"
+	"net/http"
+	"sync"
+)
 
 // Model generates one response for one request. Implementations must be
 // safe for concurrent use.
@@ -94,3 +98,20 @@ type ModelFunc func(ctx context.Context, req Request) (*Response, error)
 
 // Generate calls f.
 func (f ModelFunc) Generate(ctx context.Context, req Request) (*Response, error) { return f(ctx, req) }
+
+// maxIdlePerHost is how many idle connections to one model server are
+// kept for reuse. http.DefaultTransport keeps 2, so with llm.concurrency
+// 4 every call beyond the second opened a connection (a TLS handshake to
+// a real API) and closed it after one answer: 326 connections for 2,563
+// calls in a triage of the corpus (BENCHMARKS.md §2).
+const maxIdlePerHost = 64
+
+// sharedTransport is the transport of every model client built without
+// one: http.DefaultTransport's settings (proxy from the environment,
+// timeouts, HTTP/2), keeping enough idle connections for every worker,
+// shared by the classify and draft models so they reuse each other's.
+var sharedTransport = sync.OnceValue(func() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = maxIdlePerHost
+	return t
+})

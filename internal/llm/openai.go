@@ -110,9 +110,12 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 		option.WithAPIKey(cmpOr(cfg.APIKey, "none")),
 		option.WithMaxRetries(0),
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
+	hc := &http.Client{} // the caller's is copied, never modified
+	if cfg.HTTPClient != nil {
+		*hc = *cfg.HTTPClient
+	}
+	if hc.Transport == nil {
+		hc.Transport = sharedTransport()
 	}
 	opts = append(opts, option.WithHTTPClient(hc))
 	// The services, not openai.NewClient: the client would add what the
