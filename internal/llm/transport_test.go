@@ -80,4 +80,3 @@ func TestModelClientsReuseConnections(t *testing.T) {
 		})
 	}
 }
-
