@@ -82,7 +82,7 @@ var varying = []struct {
 	with string
 }{
 	{regexp.MustCompile(`[A-Za-z0-9._-]{12,}@example\.com`), "MSGID@example.com"},
-	{regexp.MustCompile(`tr_[0-9a-f]{16}`), "tr_ID"},
+	{regexp.MustCompile(`tr_[0-9a-f]{24}|tr_[0-9a-f]{16}`), "tr_ID"},
 	{regexp.MustCompile(`mem_[0-9a-f]{29}`), "mem_ID"},
 	{regexp.MustCompile(`ex_[0-9a-f]{29}`), "ex_ID"},
 	{regexp.MustCompile(`/tmp/[^ :]+`), "/tmp/PATH"},
