@@ -167,3 +167,68 @@ func TestSnapshotJSONIndentedWhenRead(t *testing.T) {
 		t.Errorf("a JSON side cut at the cap: %d bytes, %.40q…", len(in), in)
 	}
 }
+
+// BenchmarkSnapshotEncode encodes a record shaped like a triaged
+// message's snapshots (a header block of 2 KiB, the thread, route and
+// decide steps' JSON, a classify prompt of 4 KiB, text drawn at random
+// from a vocabulary so it compresses like mail) in the stored form
+// (framing + S2) against the form before it (JSON + deflate at
+// BestSpeed), and reports the bytes each keeps:
+//
+//	go test -run '^$' -bench SnapshotEncode -count 5 ./store
+func BenchmarkSnapshotEncode(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	words := strings.Fields("the engine notes Ada meeting Tuesday invoice 4711 received from mx example test by with ESMTPS id " +
+		"unsubscribe offer list bulk reply thanks regards please attached report quarterly figures weave cards")
+	text := func(n int) string {
+		var t strings.Builder
+		for t.Len() < n {
+			t.WriteString(words[rng.IntN(len(words))])
+			t.WriteByte(" \n"[rng.IntN(2)])
+		}
+		return t.String()
+	}
+	js := func(n int) string {
+		v, _ := json.Marshal(map[string]any{"from": "Ada Lovelace <ada@example.test>", "subject": text(40), "text": text(n)})
+		return string(v)
+	}
+	rec := &snapshotRecord{Started: time.Now(), Steps: []*StepSnapshot{
+		{Input: text(2048), Output: js(100), OutputJSON: true},
+		{Input: js(100), Output: js(100), InputJSON: true, OutputJSON: true},
+		{Input: js(150), Output: `{"authenticated":false}`, InputJSON: true, OutputJSON: true},
+		{Input: js(200), Output: `{"Route":"external"}`, InputJSON: true, OutputJSON: true},
+		{Input: js(4000), Output: `{"intents":["fyi_notification"],"action":"ignore"}`, InputJSON: true},
+		{Input: js(300), Output: js(200), InputJSON: true, OutputJSON: true},
+	}}
+	// The form before, as it was written: a pooled writer at BestSpeed.
+	w, _ := flate.NewWriter(nil, flate.BestSpeed)
+	deflateJSON := func(r *snapshotRecord) ([]byte, error) {
+		data, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		var z bytes.Buffer
+		w.Reset(&z)
+		if _, err := w.Write(data); err != nil {
+			return nil, err
+		}
+		err = w.Close()
+		return z.Bytes(), err
+	}
+	for _, bc := range []struct {
+		name string
+		enc  func(*snapshotRecord) ([]byte, error)
+	}{{"s2-framing", encodeSnapshots}, {"deflate-json", deflateJSON}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var n int
+			for b.Loop() {
+				z, err := bc.enc(rec)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n = len(z)
+			}
+			b.ReportMetric(float64(n), "stored-bytes")
+		})
+	}
+}
