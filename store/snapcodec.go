@@ -16,7 +16,8 @@ import (
 // The stored form of a trace's snapshots. Every message writes one, so
 // its cost is paid in triage's throughput (BENCHMARKS.md §2):
 //
-//	snapMagic, then S2 (klauspost/compress: a faster Snappy) of:
+//	snapMagic, then S2 (klauspost/compress: a faster Snappy; its "better"
+//	mode) of:
 //	uvarint(len) started (time.MarshalBinary), uvarint(steps),
 //	and per step: 0 (none), or its flags (stepPresent, and stepInputJSON
 //	and stepOutputJSON for a side that is compact JSON), then
@@ -26,8 +27,8 @@ import (
 // JSON themselves, and quoting them again doubled the bytes to escape,
 // compress and unquote. S2 rather than deflate or zstd: deflate at
 // BestSpeed took 0.8 s of CPU over the corpus's 6,046 records and zstd's
-// fastest level 0.4 s, where S2 takes a tenth of that, for records about
-// a fifth larger than zstd's (BENCHMARKS.md §2). Records written before
+// fastest level 0.4 s, where S2 takes a tenth of that, for a snapshot
+// bucket about a quarter larger than deflate's (BENCHMARKS.md §2, §16). Records written before
 // (deflate of JSON, snapshotRecord's tags) are still read. 0xFF cannot
 // begin a deflate stream (its block type bits would be 11, reserved), so
 // the two forms never meet.
@@ -83,7 +84,7 @@ func encodeSnapshots(rec *snapshotRecord) ([]byte, error) {
 	}
 	z := make([]byte, len(snapMagic)+s2.MaxEncodedLen(len(raw)))
 	copy(z, snapMagic)
-	return z[:len(snapMagic)+len(s2.Encode(z[len(snapMagic):], raw))], nil
+	return z[:len(snapMagic)+len(s2.EncodeBetter(z[len(snapMagic):], raw))], nil
 }
 
 // errSnapshotDamaged is returned for a stored record that does not decode.
