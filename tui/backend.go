@@ -146,9 +146,12 @@ type ThreadMessage struct {
 // Status is the state shown in the status line.
 type Status struct {
 	WatcherConnected bool // false: the store was opened directly
-	Accounts         []AccountState
-	AutoSentToday    int
-	AutoSendCap      int
+	// Holder names the process whose socket answered when it is not a
+	// watcher ("a triage (pid 4242)"): actions go through it.
+	Holder        string
+	Accounts      []AccountState
+	AutoSentToday int
+	AutoSendCap   int
 }
 
 // AccountState is one account's sync state ("idle", "syncing", "error: …").

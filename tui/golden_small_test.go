@@ -311,6 +311,11 @@ func TestGoldenStatusLines(t *testing.T) {
 		{"stream lost", func(m *Model) { m.streamLost = true }, "○ live updates lost: reconnecting"},
 		{"watcher gone", func(m *Model) { m.stat.WatcherConnected = false; m.stat.Accounts = nil }, "○ no watcher: actions run locally"},
 		{"offline", func(m *Model) { m.stat.WatcherConnected = false; m.stat.Accounts = nil; m.sawWatcher = false }, "○ offline (store opened directly)"},
+		{"held by a triage", func(m *Model) {
+			m.stat.WatcherConnected = false
+			m.stat.Accounts = nil
+			m.stat.Holder = "a triage (pid 4242)"
+		}, "● served by a triage (pid 4242)"},
 	}
 	for _, size := range goldenSizes {
 		t.Run(fmt.Sprintf("%dx%d", size.w, size.h), func(t *testing.T) {

@@ -481,6 +481,8 @@ func (m *Model) renderStatus() string {
 		parts = append(parts, m.st.Offline.Render(g.Offline+" live updates lost: reconnecting"))
 	case m.stat.WatcherConnected:
 		parts = append(parts, m.st.Online.Render(g.Online+" watcher connected"))
+	case m.stat.Holder != "":
+		parts = append(parts, m.st.Online.Render(g.Online+" served by "+clean(m.stat.Holder)))
 	case m.sawWatcher:
 		parts = append(parts, m.st.Offline.Render(g.Offline+" no watcher: actions run locally"))
 	default:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -34,7 +35,9 @@ only, so that a watcher can start meanwhile. The status line follows the
 watcher: "● watcher connected" while one runs, "○ no watcher: actions run
 locally" within a second or two after it stops (approvals then send from
 this process), and connected again, with the queue reloaded, when it is
-back.
+back. While a triage (or an approval waiting out its undo window) holds
+the database, it serves the same socket and the status line names it:
+"● served by a triage (pid N)".
 
 The detail view shows the recipients; an address you have never written
 to is marked [new], and approving a send to it asks "y/N" first.
@@ -322,6 +325,16 @@ func (b *serviceBackend) Status(ctx context.Context) (tui.Status, error) {
 		return tui.Status{}, err
 	}
 	out := tui.Status{WatcherConnected: s.Watcher, AutoSentToday: s.AutoSentToday, AutoSendCap: s.AutoSendCap}
+	if !s.Watcher && s.PID != 0 {
+		// Through the socket of another holder of the database
+		// (api.ServeHeld: a triage, an approval waiting out its window).
+		out.Holder = fmt.Sprintf("another mailagent process (pid %d)", s.PID)
+		if b.sock != "" {
+			if h := api.ReadHolder(filepath.Dir(b.sock)); h != nil && h.PID == s.PID {
+				out.Holder = h.String()
+			}
+		}
+	}
 	for _, a := range s.Accounts {
 		state := a.State
 		if a.Error != "" {
