@@ -89,6 +89,7 @@ func putSnapshotsTx(tx *bolt.Tx, t *Trace) error {
 	if !has || b == nil || idx == nil {
 		return nil
 	}
+	b.FillPercent, idx.FillPercent = appendFill, appendFill
 	rec, err := getSnapshotsTx(tx, t.TraceID)
 	switch {
 	case errors.Is(err, ErrNotFound) && t.snapZ != nil:

@@ -101,6 +101,12 @@ var (
 	bExamples    = []byte("examples")   // id → Example
 )
 
+// appendFill is the fill percent of the buckets whose new keys come in
+// order (trace ids begin with the time): bbolt splits a page at half
+// full by default, which for keys that are only ever appended leaves
+// every page of the bucket half empty.
+const appendFill = 0.9
+
 var allBuckets = [][]byte{bMessages, bIdxMsgID, bIdxThread, bIdxState, bTraces, bIdxTraceMID,
 	bCheckpoints, bUsage, bQueue, bOutbox, bContacts, bAutoSend, bMeta, bThreadIn, bStateCount,
 	bIdxQueue, bIdxOutbox, bOutboxRaw, bFollowups, bIdxFollowup, bUnsubscribes, bMemory, bExamples, bJobs, bIdxJob}

@@ -131,6 +131,7 @@ func (s *Store) messageOf(ref string) (key MessageKey, messageID string, ok bool
 
 func putTraceTx(tx *bolt.Tx, t *Trace) error {
 	b, idx := tx.Bucket(bTraces), tx.Bucket(bIdxTraceMID)
+	b.FillPercent = appendFill
 	var old Trace
 	switch err := getJSON(b, []byte(t.TraceID), &old); {
 	case err == nil:
