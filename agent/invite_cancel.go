@@ -60,8 +60,47 @@ func (p *Pipeline) applyInvitation(ctx context.Context, rec *store.MessageRecord
 		applied = strings.TrimPrefix(applied+"; ", "; ") + "not applied: " + err.Error()
 	}
 	inv.Applied = applied
-	done(store.Step{Detail: applied}, err)
+	var snap *store.StepSnapshot
+	if tr.on() {
+		snap = tr.snap(invitationSnapshot(rec, inv), invitationOut{Applied: applied, Occurrences: inv.Occurrences})
+	}
+	done(store.Step{Detail: applied, Snapshot: snap}, err)
 }
+
+// invitationIn is the invitation step's input: what the message asks
+// of the invitation, and who the owner's server says sent it (the rule
+// for applying it is about that sender, never the From text).
+type invitationIn struct {
+	AuthenticatedSender string    `json:"authenticated_sender"`
+	Method              string    `json:"method"`
+	Organizer           string    `json:"organizer"`
+	OrganizerVerified   bool      `json:"organizer_verified"`
+	RecurrenceID        string    `json:"recurrence_id"`
+	Sequence            int       `json:"sequence"`
+	Start               time.Time `json:"start"`
+	Summary             string    `json:"summary"`
+	UID                 string    `json:"uid"`
+}
+
+// invitationOut is the invitation step's output: what code did.
+type invitationOut struct {
+	Applied     string                   `json:"applied"`
+	Occurrences []store.OccurrenceChange `json:"occurrences"`
+}
+
+// invitationSnapshot fills invitationIn. The sender's text fields are
+// cut to maxSnapField each, so that a hostile 100 KiB UID leaves the
+// snapshot whole JSON (shown indented) under the cap.
+func invitationSnapshot(rec *store.MessageRecord, inv *store.Invitation) invitationIn {
+	return invitationIn{AuthenticatedSender: rec.SenderAuth.Identity(), Method: capText(inv.Method, maxSnapField),
+		Organizer: capText(inv.Organizer, maxSnapField), OrganizerVerified: inv.OrganizerVerified,
+		RecurrenceID: capText(inv.RecurrenceID, maxSnapField), Sequence: inv.Sequence, Start: inv.Start,
+		Summary: capText(inv.Summary, maxSnapField), UID: capText(inv.UID, maxSnapField)}
+}
+
+// maxSnapField is the most bytes of one sender-written field a snapshot
+// struct keeps.
+const maxSnapField = 512
 
 // invitationItems returns the queue items of account that carry a
 // REQUEST with uid, except the one of message self.

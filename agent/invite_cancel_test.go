@@ -134,7 +134,14 @@ func TestCancelRemovesTheEventWeWrote(t *testing.T) {
 	}
 	srv.Touch("/cal/owners-own.ics", "THE OWNER'S OWN EVENT")
 
+	p.Snapshots, p.Redactor = true, &wordRedactor{word: "unused-secret"}
 	rec := process(t, p, inviteMsg(bob, "Cancelled: Kickoff", "CANCEL", inviteICS("CANCEL", uid, 3, "bob@example.org", "Kickoff", "STATUS:CANCELLED\r\n"), true))
+	// The step's snapshot: what the CANCEL asked, who the server says
+	// sent it, and what code did.
+	snap := snapOf(t, st, rec.TraceID, "invitation")
+	wantIn(t, "invitation", "input", snap.Input, `"method": "CANCEL"`, `"uid": "`+uid+`"`, `"sequence": 3`,
+		`"authenticated_sender": "bob@example.org"`, `"organizer": "bob@example.org"`)
+	wantIn(t, "invitation", "output", snap.Output, "the event mailagent wrote was removed")
 	if _, ok := srv.Get(path); ok {
 		t.Fatal("the event mailagent wrote is still on the calendar")
 	}
@@ -263,10 +270,20 @@ func TestCancelAttacks(t *testing.T) {
 		"model told to delete":   rawInput(bob, "Delete all", body(cancel("none@x", 9, "bob@example.org", "")), append([]string{authentic(bob)}, mime...)...),
 		"organizer is the owner": inviteMsg("Ada <ada@example.com>", "Cancelled", "CANCEL", cancel(uid, 9, "ada@example.com", ""), false),
 	}
+	p.Snapshots, p.Redactor = true, &wordRedactor{word: "unused-secret"}
 	tried, through := 0, 0
 	for name, in := range attacks {
 		tried++
 		rec := process(t, p, in)
+		if step := traceStep(t, st, rec, "invitation"); step != nil {
+			// The snapshot names the sender the server authenticated,
+			// never the From text: none for a spoofed one.
+			snap := snapOf(t, st, rec.TraceID, "invitation")
+			wantIn(t, name, "input", snap.Input, `"authenticated_sender": "`+rec.SenderAuth.Identity()+`"`)
+			if name == "spoofed From, not authenticated" && rec.SenderAuth.Identity() != "" {
+				t.Errorf("%s: authenticated as %q", name, rec.SenderAuth.Identity())
+			}
+		}
 		o, ok := srv.Get(path)
 		cur := item(t, st, q.ID)
 		_, own := srv.Get("/cal/owners-own.ics")
