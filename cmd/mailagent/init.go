@@ -18,6 +18,7 @@ import (
 	"github.com/mailagent/mailagent/internal/autoconfig"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/initcfg"
+	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/termsafe"
 )
 
@@ -42,6 +43,13 @@ type InitOptions struct {
 	APIKeyCmd string
 	Model     string
 	Mode      string // review | auto
+
+	// The model server, with --non-interactive (the interview asks):
+	// "gemini" (the default), a local-server preset (llm.Presets: ollama,
+	// llamacpp, vllm, lmstudio, openai) or "other" with LLMBaseURL.
+	LLM              string
+	LLMBaseURL       string
+	StructuredOutput string // json_schema | json_object | prompt; default the preset's
 }
 
 // autoconfigOptions configures server discovery. Tests replace it to point
@@ -81,14 +89,18 @@ with --force. Prompts go to stderr; the path of the written file goes to
 stdout.
 
 For scripts: --non-interactive with --email, --name and one of
---password-cmd, --password-env or --oauth2-token-cmd.
+--password-cmd, --password-env or --oauth2-token-cmd. The model is Gemini
+unless --llm names a local server (ollama, llamacpp, vllm, lmstudio), the
+OpenAI cloud, or "other" with --llm-base-url.
 
 Exit codes: 0 written (and doctor passed); 2 bad flags or input, the file
 exists, or input ended early (nothing is written); 5 written, but doctor
 found problems.`,
 		Example: `  mailagent init
   mailagent init --non-interactive --email ada@fastmail.com --name "Ada Lovelace" \
-      --password-cmd "pass show mail/fastmail"`,
+      --password-cmd "pass show mail/fastmail"
+  mailagent init --non-interactive --email ada@example.org --name "Ada Lovelace" \
+      --password-env MAIL_PASS --llm ollama --model qwen2.5:7b`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := opts.validate(); err != nil {
@@ -113,7 +125,10 @@ found problems.`,
 	fl.StringVar(&opts.OAuth2TokenCmd, "oauth2-token-cmd", "", "command that prints an OAuth2 access token (see docs/OAUTH2.md)")
 	fl.StringVar(&opts.APIKeyEnv, "api-key-env", "", "environment variable that holds the Gemini API key (default "+defaultAPIKeyEnv+")")
 	fl.StringVar(&opts.APIKeyCmd, "api-key-cmd", "", "command that prints the Gemini API key")
-	fl.StringVar(&opts.Model, "model", "", "Gemini model (default "+defaultModel+")")
+	fl.StringVar(&opts.Model, "model", "", "model name (default "+defaultModel+" for Gemini, the preset's example for a local server)")
+	fl.StringVar(&opts.LLM, "llm", "", "model server with --non-interactive: gemini (the default), "+strings.Join(llmPresetNames(), ", ")+", or other (with --llm-base-url)")
+	fl.StringVar(&opts.LLMBaseURL, "llm-base-url", "", "API root of an OpenAI-compatible server (default: the preset's, e.g. http://localhost:11434/v1)")
+	fl.StringVar(&opts.StructuredOutput, "structured-output", "", "with --llm: json_schema, json_object or prompt (default: what the preset supports)")
 	fl.StringVar(&opts.Mode, "mode", "", "policy mode: review (never sends without approval; the default) or auto")
 	return cmd
 }
@@ -138,6 +153,9 @@ func (o *InitOptions) validate() error {
 	}
 	if o.APIKeyEnv != "" && !initEnvName.MatchString(o.APIKeyEnv) {
 		return usageErr("--api-key-env %q is not an environment variable name", o.APIKeyEnv)
+	}
+	if err := o.validateLLM(); err != nil {
+		return err
 	}
 	if o.Email != "" {
 		if err := checkEmail(o.Email); err != nil {
@@ -166,6 +184,50 @@ func (o *InitOptions) validate() error {
 		return usageErr("--non-interactive needs %s", strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// validateLLM checks --llm, --llm-base-url and --structured-output.
+func (o *InitOptions) validateLLM() error {
+	if o.LLM == "" && o.LLMBaseURL == "" && o.StructuredOutput == "" {
+		return nil
+	}
+	if !o.NonInteractive {
+		return usageErr("--llm, --llm-base-url and --structured-output go with --non-interactive (the interview asks for them)")
+	}
+	names := append(append([]string{"gemini"}, llmPresetNames()...), "other")
+	if o.LLM != "" && !slices.Contains(names, o.LLM) {
+		return usageErr("--llm %q is not one of %s", o.LLM, strings.Join(names, ", "))
+	}
+	if o.LLM == "" || o.LLM == "gemini" {
+		if o.LLMBaseURL != "" || o.StructuredOutput != "" {
+			return usageErr("--llm-base-url and --structured-output are for an OpenAI-compatible server: add --llm %s|other", strings.Join(llmPresetNames(), "|"))
+		}
+		return nil
+	}
+	if o.LLM == "other" && o.LLMBaseURL == "" {
+		return usageErr("--llm other needs --llm-base-url (the server's API root, e.g. https://gateway.example/v1)")
+	}
+	if o.LLMBaseURL != "" {
+		if err := checkBaseURL(o.LLMBaseURL); err != nil {
+			return usageErr("--llm-base-url: %v", err)
+		}
+	}
+	if o.StructuredOutput != "" {
+		if _, err := llm.ParseStructuredOutput(o.StructuredOutput); err != nil {
+			return usageErr("--structured-output: %v", err)
+		}
+	}
+	return nil
+}
+
+// llmPresetNames are the OpenAI-compatible servers init knows, in menu
+// order.
+func llmPresetNames() []string {
+	names := make([]string, 0, len(llm.Presets))
+	for _, p := range llm.Presets {
+		names = append(names, p.Name)
+	}
+	return names
 }
 
 func initCountSet(vals ...string) int {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mailagent/mailagent/internal/autoconfig"
 	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/termsafe"
 )
 
@@ -42,12 +43,34 @@ func fromFlags(ctx context.Context, w io.Writer, opts *InitOptions) (*initSetup,
 		s.Secret = secretChoice{Kind: secretOAuth2, Value: opts.OAuth2TokenCmd}
 	}
 	s.APIKeyEnv, s.APIKeyCmd = opts.APIKeyEnv, opts.APIKeyCmd
+	s.Mode = initDefault(opts.Mode, config.ModeReview)
+	if opts.LLM != "" && opts.LLM != "gemini" {
+		llmFromFlags(s, opts)
+		return s, nil
+	}
 	if s.APIKeyCmd == "" && s.APIKeyEnv == "" {
 		s.APIKeyEnv = defaultAPIKeyEnv
 	}
 	s.Model = initDefault(opts.Model, defaultModel)
-	s.Mode = initDefault(opts.Mode, config.ModeReview)
 	return s, nil
+}
+
+// llmFromFlags fills in an OpenAI-compatible server from --llm (a preset,
+// or "other"), --llm-base-url, --model and --structured-output, as the
+// interview's answers would: a local server gets no key unless one was
+// given, a server that needs one gets its conventional variable.
+func llmFromFlags(s *initSetup, opts *InitOptions) {
+	pr, known := llm.PresetByName(opts.LLM)
+	if !known {
+		pr = llm.Preset{Name: "other", StructuredOutput: llm.OutputJSONObject}
+	}
+	s.LLMProvider, s.LLMPreset = config.ProviderOpenAI, pr.Name
+	s.LLMBaseURL = initDefault(opts.LLMBaseURL, pr.BaseURL)
+	s.Model = initDefault(opts.Model, pr.ExampleModel)
+	s.LLMStructuredOutput = initDefault(opts.StructuredOutput, string(pr.StructuredOutput))
+	if s.APIKeyEnv == "" && s.APIKeyCmd == "" && pr.NeedsKey {
+		s.APIKeyEnv = pr.KeyEnv
+	}
 }
 
 func initDefault(v, def string) string {

@@ -697,6 +697,45 @@ func TestInitNonInteractive(t *testing.T) {
 				checkEndpoint(t, "smtp", a.SMTP, wantEndpoint{"smtp.example.net", 587, "starttls", "ada@example.net"})
 			},
 		},
+		{
+			name:     "a local model server by preset",
+			args:     []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm", "ollama", "--model", "qwen2.5:14b"},
+			wantCode: ExitOK,
+			check: func(t *testing.T, cfg *config.Config) {
+				l := cfg.LLM
+				if l.Provider != "openai" || l.BaseURL != "http://localhost:11434/v1" || l.Model != "qwen2.5:14b" || l.StructuredOutput != "json_schema" ||
+					l.APIKeyEnv != "" || l.APIKeyCmd != "" {
+					t.Errorf("llm: %+v, want ollama's base URL, the model given, json_schema, no key", l)
+				}
+			},
+		},
+		{
+			name: "another OpenAI-compatible server with its own mode and key",
+			args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm", "other",
+				"--llm-base-url", "https://gateway.example/v1", "--structured-output", "prompt", "--api-key-cmd", "pass show gw", "--model", "m1"},
+			wantCode: ExitOK,
+			check: func(t *testing.T, cfg *config.Config) {
+				l := cfg.LLM
+				if l.Provider != "openai" || l.BaseURL != "https://gateway.example/v1" || l.StructuredOutput != "prompt" || l.APIKeyCmd != "pass show gw" || l.Model != "m1" {
+					t.Errorf("llm: %+v", l)
+				}
+			},
+		},
+		{
+			name:     "the OpenAI cloud gets its key variable",
+			args:     []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm", "openai"},
+			wantCode: ExitOK,
+			check: func(t *testing.T, cfg *config.Config) {
+				if l := cfg.LLM; l.APIKeyEnv != "OPENAI_API_KEY" || l.BaseURL != "https://api.openai.com/v1" || l.Model != "gpt-4o-mini" {
+					t.Errorf("llm: %+v", l)
+				}
+			},
+		},
+		{name: "unknown model server", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm", "skynet"}, wantCode: ExitUsage},
+		{name: "other without a base URL", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm", "other"}, wantCode: ExitUsage},
+		{name: "base URL not http", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm", "vllm", "--llm-base-url", "file:///etc/passwd"}, wantCode: ExitUsage},
+		{name: "bad structured output", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm", "vllm", "--structured-output", "xml"}, wantCode: ExitUsage},
+		{name: "base URL for gemini", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm-base-url", "http://localhost:1/v1"}, wantCode: ExitUsage},
 		{name: "unknown domain, nothing discovered", args: []string{"--email", "ada@example.net", "--name", "Ada", "--password-env", "P"}, wantCode: ExitUsage},
 		{name: "missing --name", args: []string{"--email", "ada@fastmail.com", "--password-env", "P"}, wantCode: ExitUsage},
 		{name: "missing password source", args: []string{"--email", "ada@fastmail.com", "--name", "Ada"}, wantCode: ExitUsage},
@@ -882,4 +921,19 @@ func TestPrompterCancel(t *testing.T) {
 	}
 	p.Close()
 	_ = w.Close() // stdin ends: the pending read returns and the goroutine exits
+}
+
+// TestInitLLMFlagsNeedNonInteractive: the model-server flags are for
+// scripts; the interview asks for the same, so mixing them is a usage
+// error before anything is read or written.
+func TestInitLLMFlagsNeedNonInteractive(t *testing.T) {
+	noDiscovery(t)
+	path := filepath.Join(t.TempDir(), "config.toml")
+	code, _, stderr := runInit(t, "garbage\n", "--config", path, "--llm", "ollama")
+	if code != ExitUsage || !strings.Contains(stderr, "--non-interactive") {
+		t.Fatalf("exit %d, stderr %q; want 2 naming --non-interactive", code, stderr)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("config written (stat err %v)", err)
+	}
 }
