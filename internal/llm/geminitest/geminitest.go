@@ -15,13 +15,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/fakewire"
 )
 
 // TestAPIKey is the API key NewGemini uses unless told otherwise.
@@ -108,12 +107,8 @@ type Handler func(req *Request) Reply
 type Server struct {
 	URL string // base URL, to use as GeminiConfig.BaseURL
 
-	srv  *httptest.Server
+	wire *fakewire.Server[*Request]
 	h    Handler
-	done chan struct{}
-
-	mu   sync.Mutex
-	reqs []*Request
 }
 
 // NewServer starts a fake answering through h. A nil h answers every
@@ -123,25 +118,17 @@ func NewServer(t testing.TB, h Handler) *Server {
 	if h == nil {
 		h = func(*Request) Reply { return Reply{Text: "{}"} }
 	}
-	s := &Server{h: h, done: make(chan struct{})}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.srv.URL
-	t.Cleanup(func() {
-		close(s.done)
-		s.srv.Close()
-	})
+	s := &Server{h: h}
+	s.wire = fakewire.Start[*Request](t, s.serve)
+	s.URL = s.wire.URL()
 	return s
 }
 
 // Client returns an HTTP client for the server.
-func (s *Server) Client() *http.Client { return s.srv.Client() }
+func (s *Server) Client() *http.Client { return s.wire.Client() }
 
 // Requests returns the recorded requests in arrival order.
-func (s *Server) Requests() []*Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*Request(nil), s.reqs...)
-}
+func (s *Server) Requests() []*Request { return s.wire.Requests() }
 
 // NewGemini returns a *llm.Gemini pointed at the server. Empty fields of cfg
 // default to TestAPIKey, DefaultModel, the server's URL and client.
@@ -182,51 +169,25 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if json.Unmarshal(raw, &body) == nil {
 		req.Body = body
 	}
-	s.mu.Lock()
-	s.reqs = append(s.reqs, req)
-	s.mu.Unlock()
+	s.wire.Record(req)
 
 	rep := s.h(req)
-	if rep.Delay > 0 {
-		t := time.NewTimer(rep.Delay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			return
-		case <-s.done:
-			return
-		}
+	if !s.wire.Wait(r, rep.Delay) {
+		return
 	}
 	if rep.Hangup {
-		if hj, ok := w.(http.Hijacker); ok {
-			if conn, _, err := hj.Hijack(); err == nil {
-				_ = conn.Close()
-				return
-			}
-		}
-		panic(http.ErrAbortHandler) // fallback: net/http aborts the response
-	}
-	for k, vs := range rep.Header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	status := rep.Status
-	if status == 0 {
-		status = http.StatusOK
+		fakewire.Hangup(w)
+		return
 	}
 	out := rep.Body
-	if out == "" && status == http.StatusOK {
+	if out == "" && (rep.Status == 0 || rep.Status == http.StatusOK) {
 		mv := rep.ModelVersion
 		if mv == "" {
 			mv = model
 		}
 		out = candidateBody(rep.Text, rep.FinishReason, mv, rep.Usage)
 	}
-	w.WriteHeader(status)
-	_, _ = io.WriteString(w, out)
+	fakewire.WriteJSON(w, rep.Header, rep.Status, out)
 }
 
 // parsePath splits "/{version}/models/{model}:generateContent".
@@ -301,7 +262,5 @@ func BlockedPromptReply(reason string, usage llm.Usage) Reply {
 
 func writeError(w http.ResponseWriter, code int, status, msg string) {
 	rep := ErrorReply(code, status, msg)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_, _ = io.WriteString(w, rep.Body)
+	fakewire.WriteJSON(w, nil, code, rep.Body)
 }

@@ -25,13 +25,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/fakewire"
 )
 
 // DefaultModel is the model the server lists and NewOpenAI uses unless
@@ -176,12 +175,8 @@ type Server struct {
 	// does (it serves one model); otherwise an unlisted model is a 404.
 	AnyModel bool
 
-	srv  *httptest.Server
+	wire *fakewire.Server[*Request]
 	h    Handler
-	done chan struct{}
-
-	mu   sync.Mutex
-	reqs []*Request
 }
 
 // NewServer starts a fake in mode answering through h. A nil h answers "{}".
@@ -190,25 +185,17 @@ func NewServer(t testing.TB, mode Mode, h Handler) *Server {
 	if h == nil {
 		h = func(*Request) Reply { return Reply{Text: "{}"} }
 	}
-	s := &Server{Mode: mode, Models: []string{DefaultModel}, h: h, done: make(chan struct{})}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.srv.URL + "/v1"
-	t.Cleanup(func() {
-		close(s.done)
-		s.srv.Close()
-	})
+	s := &Server{Mode: mode, Models: []string{DefaultModel}, h: h}
+	s.wire = fakewire.Start[*Request](t, s.serve)
+	s.URL = s.wire.URL() + "/v1"
 	return s
 }
 
 // Client returns an HTTP client for the server.
-func (s *Server) Client() *http.Client { return s.srv.Client() }
+func (s *Server) Client() *http.Client { return s.wire.Client() }
 
 // Requests returns the recorded chat requests in arrival order.
-func (s *Server) Requests() []*Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*Request(nil), s.reqs...)
-}
+func (s *Server) Requests() []*Request { return s.wire.Requests() }
 
 // NewOpenAI returns a *llm.OpenAI pointed at the server. Empty fields of
 // cfg default to DefaultModel, the server's URL and client, and the
@@ -261,9 +248,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		js, _ := rf["json_schema"].(map[string]any)
 		req.Strict, _ = js["strict"].(bool)
 	}
-	s.mu.Lock()
-	s.reqs = append(s.reqs, req)
-	s.mu.Unlock()
+	s.wire.Record(req)
 
 	if s.Mode == ModeJSONOnly && req.Format == "json_schema" {
 		writeReply(w, ErrorReply(http.StatusBadRequest, "invalid_request_error", "response_format json_schema is not supported by this server"))
@@ -274,25 +259,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rep := s.h(req)
-	if rep.Delay > 0 {
-		t := time.NewTimer(rep.Delay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			return
-		case <-s.done:
-			return
-		}
+	if !s.wire.Wait(r, rep.Delay) {
+		return
 	}
 	if rep.Hangup {
-		if hj, ok := w.(http.Hijacker); ok {
-			if conn, _, err := hj.Hijack(); err == nil {
-				_ = conn.Close()
-				return
-			}
-		}
-		panic(http.ErrAbortHandler)
+		fakewire.Hangup(w)
+		return
 	}
 	if rep.Body == "" && (rep.Status == 0 || rep.Status == http.StatusOK) {
 		text := rep.Text
@@ -327,18 +299,7 @@ func (s *Server) models(w http.ResponseWriter) {
 }
 
 func writeReply(w http.ResponseWriter, rep Reply) {
-	for k, vs := range rep.Header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	status := rep.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	w.WriteHeader(status)
-	_, _ = io.WriteString(w, rep.Body)
+	fakewire.WriteJSON(w, rep.Header, rep.Status, rep.Body)
 }
 
 func completionBody(text, refusal, finish, model string, u llm.Usage) string {
