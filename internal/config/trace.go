@@ -177,12 +177,13 @@ func redactShapes(s string) string {
 }
 
 // needs reports which patterns s may match: credHeader (one of its
-// header names), credScheme (bearer or basic), credPair (pairCandidate),
-// and credShape (one of its prefixes). One pass over s, comparing ASCII letters without case,
-// where lowering a copy and searching it once per word took ten passes.
-// (?i) folds only two non-ASCII letters onto the patterns' ASCII ones
-// (ſ onto s, the Kelvin sign onto k); text holding either is folded and
-// searched word by word instead (and credShape is tried).
+// header names), credScheme (bearer or basic), credPair (pairCandidate)
+// and credShape (one of its prefixes). One pass over s, comparing ASCII
+// letters without case, where lowering a copy and searching it once per
+// word took ten passes. (?i) folds only two non-ASCII letters onto the
+// patterns' ASCII ones (ſ onto s, the Kelvin sign onto k); text holding
+// either is folded and searched word by word instead (and credShape is
+// tried).
 func needs(s string) (hdr, scheme, pair, shape bool) {
 	if strings.Contains(s, "\u017f") || strings.Contains(s, "\u212a") {
 		low := fold(s)
@@ -236,8 +237,9 @@ func shapeAt(t string) bool {
 }
 
 // pairTable maps two bytes to the first letter of the words needs looks
-// for that start with them (in any case), 0 for none. Built on first use
-// (64 KiB), not at start-up.
+// for that start with them (in any case), or to shapeClass for the start
+// of a credShape prefix, 0 for none; no prefix begins with a word's two
+// letters. Built on first use (64 KiB), not at start-up.
 var pairTable = sync.OnceValue(func() *[1 << 16]byte {
 	t := new([1 << 16]byte)
 	for _, w := range []string{"au", "ap", "co", "be", "ba", "ke", "to", "se", "pa"} {
