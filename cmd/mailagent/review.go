@@ -328,12 +328,11 @@ func (b *serviceBackend) Status(ctx context.Context) (tui.Status, error) {
 	if !s.Watcher && s.PID != 0 {
 		// Through the socket of another holder of the database
 		// (api.ServeHeld: a triage, an approval waiting out its window).
-		out.Holder = fmt.Sprintf("another mailagent process (pid %d)", s.PID)
+		stateDir := ""
 		if b.sock != "" {
-			if h := api.ReadHolder(filepath.Dir(b.sock)); h != nil && h.PID == s.PID {
-				out.Holder = h.String()
-			}
+			stateDir = filepath.Dir(b.sock)
 		}
+		out.Holder = api.HolderName(stateDir, s.PID)
 	}
 	for _, a := range s.Accounts {
 		state := a.State

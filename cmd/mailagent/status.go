@@ -67,12 +67,11 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		fmt.Fprintln(f.Stdout, "no watcher running (start one with: mailagent watch)")
 		if s.PID != 0 {
 			// Through the socket of another holder (api.ServeHeld).
-			who := fmt.Sprintf("another mailagent process (pid %d)", s.PID)
+			stateDir := ""
 			if cfg, err := f.Config(); err == nil {
-				if h := api.ReadHolder(cfg.StateDir); h != nil && h.PID == s.PID {
-					who = h.String()
-				}
+				stateDir = cfg.StateDir
 			}
+			who := api.HolderName(stateDir, s.PID)
 			fmt.Fprintf(f.Stdout, "%s holds the database and serves the other commands\n", termsafe.Line(who))
 		}
 	}

@@ -85,6 +85,18 @@ func ReadHolder(stateDir string) *Holder {
 	return h
 }
 
+// HolderName names, for a message, the process pid whose socket answered
+// while it is not a watcher: "a triage (pid N)" when the holder file in
+// stateDir names that process, else "another mailagent process (pid N)".
+func HolderName(stateDir string, pid int) string {
+	if stateDir != "" {
+		if h := ReadHolder(stateDir); h != nil && h.PID == pid {
+			return h.String()
+		}
+	}
+	return fmt.Sprintf("another mailagent process (pid %d)", pid)
+}
+
 // maxHolderFile caps what is read of the holder file: it is a few dozen
 // bytes when mailagent wrote it.
 const maxHolderFile = 4 << 10
