@@ -148,21 +148,11 @@ func testServer(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions
 		}
 		switch {
 		case unknownAuthority(err):
-			p.Say("  ✗ %s: the certificate of %s is not signed by an authority this system trusts.\n", label, ep.Addr())
-			if ca != "" {
-				p.Say("    It is not signed by %s either.\n", ca)
-			}
-			p.Say("    A self-hosted server often has its own CA: give its certificate (PEM), as your other mail clients use it.\n")
-			path, err := askCAFile(ctx, p, "Path to the CA certificate that signed it (empty: not now)")
+			again, err := askUnknownAuthority(ctx, p, s, kind, ep.Addr(), ca)
 			if err != nil {
 				return err
 			}
-			if path != "" {
-				if kind == "imap" {
-					s.TLSCAFile = path
-				} else {
-					s.SMTPCAFile = path
-				}
+			if again {
 				continue
 			}
 		default:

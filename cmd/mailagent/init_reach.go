@@ -233,21 +233,11 @@ func reachServer(ctx context.Context, p Prompter, s *initSetup, kind string, st 
 			return ctx.Err()
 		}
 		if unknownAuthority(err) {
-			p.Say("  ✗ %s: the certificate of %s is not signed by an authority this system trusts.\n", label, termsafe.Line(ep.Addr()))
-			if ep.TLSCAFile != "" {
-				p.Say("    It is not signed by %s either.\n", termsafe.Line(ep.TLSCAFile))
-			}
-			p.Say("    A self-hosted server often has its own CA: give its certificate (PEM), as your other mail clients use it.\n")
-			path, err := askCAFile(ctx, p, "Path to the CA certificate that signed it (empty: not now)")
+			again, err := askUnknownAuthority(ctx, p, s, kind, ep.Addr(), ep.TLSCAFile)
 			if err != nil {
 				return err
 			}
-			if path != "" {
-				if kind == "imap" {
-					s.TLSCAFile = path
-				} else {
-					s.SMTPCAFile = path
-				}
+			if again {
 				continue
 			}
 		} else {
@@ -307,4 +297,26 @@ func clipReason(s string) string {
 	}
 	r := []rune(s)
 	return string(r[:reasonMax]) + "…"
+}
+
+// askUnknownAuthority says that the certificate of the server at addr is
+// signed by no authority the system trusts (nor by ca, when set), asks
+// for the CA certificate that signed it, and records it on s for the
+// server kind. It reports whether a CA was given, so the test runs again.
+func askUnknownAuthority(ctx context.Context, p Prompter, s *initSetup, kind, addr, ca string) (bool, error) {
+	p.Say("  ✗ %s: the certificate of %s is not signed by an authority this system trusts.\n", strings.ToUpper(kind), termsafe.Line(addr))
+	if ca != "" {
+		p.Say("    It is not signed by %s either.\n", termsafe.Line(ca))
+	}
+	p.Say("    A self-hosted server often has its own CA: give its certificate (PEM), as your other mail clients use it.\n")
+	path, err := askCAFile(ctx, p, "Path to the CA certificate that signed it (empty: not now)")
+	if err != nil || path == "" {
+		return false, err
+	}
+	if kind == "imap" {
+		s.TLSCAFile = path
+	} else {
+		s.SMTPCAFile = path
+	}
+	return true, nil
 }
