@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 	"unicode"
-	"unicode/utf8"
 )
 
 // Trace configures what a message's trace keeps.
@@ -311,13 +310,6 @@ func pairCandidate(low string) bool {
 // plus the one fold ToLower leaves out among the patterns' letters (ſ,
 // the long s, matches s). The Kelvin sign already lowers to k.
 func fold(s string) string {
-	ascii := true
-	for i := 0; i < len(s) && ascii; i++ {
-		ascii = s[i] < utf8.RuneSelf
-	}
-	if ascii {
-		return strings.ToLower(s) // the same folds for ASCII, without a rune at a time
-	}
 	return strings.Map(func(r rune) rune {
 		if r == 'ſ' {
 			return 's'
