@@ -311,22 +311,18 @@ func (p *Pipeline) finish(a *analysis) error {
 		u := a.out.Usage
 		day := store.Day(p.now())
 		a.rec.UpdatedAt = p.now()
-		if o, ok := p.Store.(outcomeStore); ok {
-			if err := o.PutOutcome(a.rec, a.tr.t, day, int64(u.PromptTokens), int64(u.OutputTokens)); err != nil {
-				return fmt.Errorf("save uid %d: %w", a.rec.UID, err)
+		var err error
+		if p.Actor == nil {
+			err = p.storeOnce(a, day, u)
+		} else if o, ok := p.Store.(outcomeStore); ok {
+			if err = o.PutOutcome(a.rec, a.tr.t, day, int64(u.PromptTokens), int64(u.OutputTokens)); err != nil {
+				err = fmt.Errorf("save uid %d: %w", a.rec.UID, err)
 			}
 		} else {
-			if err := p.save(a.rec); err != nil {
-				return err
-			}
-			if err := p.Store.PutTrace(a.tr.t); err != nil {
-				return fmt.Errorf("save trace %s: %w", a.tr.t.TraceID, err)
-			}
-			if l, ok := p.Store.(usageLedger); ok && u.PromptTokens+u.OutputTokens > 0 {
-				if err := l.AddUsage(day, int64(u.PromptTokens), int64(u.OutputTokens)); err != nil {
-					p.logger().Warn("usage ledger", "err", err)
-				}
-			}
+			err = p.saveEach(a, day, u)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	if p.Actor != nil {
@@ -337,6 +333,61 @@ func (p *Pipeline) finish(a *analysis) error {
 		p.Actor.notify(Event{Kind: kind, ID: a.rec.TraceID, Account: a.rec.Account})
 	}
 	return nil
+}
+
+// storeOnce is triage's one write of a record. A merge of its thread since
+// the thread step moved only the records stored or held then, so the
+// record takes its thread's id at the moment it is stored, with no merge
+// in between: inside a store.Batch's hold, else under the threader's
+// LockMerges, which the thread step's merges take too.
+func (p *Pipeline) storeOnce(a *analysis, day string, u llm.Usage) error {
+	in := mail.ThreadInput{MessageID: a.rec.MessageID, Subject: a.rec.Subject, Date: a.rec.Date}
+	if h, ok := p.Store.(outcomeHolder); ok {
+		id, full, err := h.HoldOutcome(a.rec, a.tr.t, day, int64(u.PromptTokens), int64(u.OutputTokens),
+			func() string { return p.Threader.ThreadOf(in) })
+		if err == nil && full {
+			err = h.Flush() // outside every lock: a commit takes milliseconds
+		}
+		if err != nil {
+			return fmt.Errorf("save uid %d: %w", a.rec.UID, err)
+		}
+		a.rec.ThreadID = id
+		return nil
+	}
+	defer p.Threader.LockMerges()()
+	if id := p.Threader.ThreadOf(in); id != "" {
+		a.rec.ThreadID = id
+	}
+	if o, ok := p.Store.(outcomeStore); ok {
+		if err := o.PutOutcome(a.rec, a.tr.t, day, int64(u.PromptTokens), int64(u.OutputTokens)); err != nil {
+			return fmt.Errorf("save uid %d: %w", a.rec.UID, err)
+		}
+		return nil
+	}
+	return p.saveEach(a, day, u)
+}
+
+// saveEach writes the record, the trace and the usage one after another,
+// for a store that cannot write them in one commit.
+func (p *Pipeline) saveEach(a *analysis, day string, u llm.Usage) error {
+	if err := p.save(a.rec); err != nil {
+		return err
+	}
+	if err := p.Store.PutTrace(a.tr.t); err != nil {
+		return fmt.Errorf("save trace %s: %w", a.tr.t.TraceID, err)
+	}
+	if l, ok := p.Store.(usageLedger); ok && u.PromptTokens+u.OutputTokens > 0 {
+		if err := l.AddUsage(day, int64(u.PromptTokens), int64(u.OutputTokens)); err != nil {
+			p.logger().Warn("usage ledger", "err", err)
+		}
+	}
+	return nil
+}
+
+// outcomeHolder holds outcomes for a later commit (store.Batch).
+type outcomeHolder interface {
+	HoldOutcome(rec *store.MessageRecord, t *store.Trace, day string, tokensIn, tokensOut int64, thread func() string) (threadID string, full bool, err error)
+	Flush() error
 }
 
 // outcomeStore writes a record, its trace and the usage in one commit.
@@ -371,6 +422,7 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 
 	done = tr.step("thread")
 	tin := mail.InputOf(m)
+	unlock := p.Threader.LockMerges() // see storeOnce
 	threadID, merged := p.Threader.Add(tin)
 	rec.ThreadID = threadID
 	var relabelErr error
@@ -381,6 +433,7 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 			}
 		}
 	}
+	unlock()
 	var threadSnap *store.StepSnapshot
 	if tr.on() {
 		threadSnap = tr.snap(threadSnapshot(tin, p.Threader, threadID, merged))
@@ -452,6 +505,7 @@ func (p *Pipeline) rethread(rec *store.MessageRecord, m *mail.Message) error {
 	if p.Actor == nil || p.DryRun {
 		return nil // no journal and no watcher: nothing rebuilds meanwhile
 	}
+	defer p.Threader.LockMerges()()
 	threadID, merged := p.Threader.Add(mail.InputOf(m))
 	if threadID == rec.ThreadID && len(merged) == 0 {
 		return nil

@@ -11,17 +11,20 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Batch is a Store whose PutOutcome does not wait for a commit: outcomes
-// are held in memory and committed size at a time, in one transaction
-// each, which is what makes a bulk import (mailagent triage) cheap: a
-// bbolt commit rewrites the B+tree pages it touched, so hundreds of
-// records per commit write far fewer pages than four.
+// Batch is a Store whose PutOutcome and RelabelThread do not wait for a
+// commit: outcomes and thread merges are held in memory, in order, and
+// committed size at a time, in one transaction each, which is what makes
+// a bulk import (mailagent triage) cheap: a bbolt commit rewrites the
+// B+tree pages it touched, so hundreds of records per commit write far
+// fewer pages than four, and a thread merge that waited for its own
+// commit (and committed everything held before it) made a fresh triage
+// of a mailing-list archive commit every 20 messages.
 //
 // Reads stay consistent with the writes made through the Batch: a
-// GetMessage of a held record answers from memory, and a read that could
-// see a held record otherwise (ThreadMessages or RelabelThread of its
-// thread, any scan) commits what is held first. Every other method is the
-// Store's own.
+// GetMessage answers from memory for a held record, and with the held
+// thread merges applied for a stored one; a read that could see a held
+// record or merge otherwise (ThreadMessages of its thread, any scan)
+// commits what is held first. Every other method is the Store's own.
 //
 // Held outcomes are lost if the process dies before Flush: use a Batch
 // only where a run can simply be repeated (triage), never for watch.
@@ -33,58 +36,147 @@ type Batch struct {
 
 	commitMu sync.Mutex // one commit at a time, in order
 
-	mu      sync.Mutex
-	pending []heldOutcome
-	byKey   map[MessageKey]*MessageRecord // held and committing records
-	threads map[string]int                // thread id → held and committing records
-	err     error                         // the first failed commit
+	mu       sync.Mutex
+	pending  []heldOp
+	byKey    map[MessageKey]heldRecord // held and committing records
+	threads  map[string]int            // thread id → held and committing records and merges
+	relabels int                       // held and committing thread merges
+	err      error                     // the first failed commit
 }
 
-type heldOutcome struct {
+// heldOp is one held write: an outcome, or a thread merge (relabel set).
+type heldOp struct {
 	rec                 *MessageRecord
 	trace               *Trace
 	day                 string
 	tokensIn, tokensOut int64
+	relabel             *relabel
+	thread              func() string // the record's thread id when held
 }
 
-// NewBatch wraps s; size (at least 1) is how many outcomes go in a commit.
+type relabel struct{ from, to string }
+
+// heldRecord is what reads see of a held outcome (rec: its record with
+// the thread merges held after it applied) and the record that commits
+// (origin: as put; the merges commit after it, in order).
+type heldRecord struct {
+	rec, origin *MessageRecord
+}
+
+// NewBatch wraps s; size (at least 1) is how many writes go in a commit.
 func NewBatch(s *Store, size int) *Batch {
-	return &Batch{Store: s, size: max(size, 1), byKey: map[MessageKey]*MessageRecord{}, threads: map[string]int{}}
+	return &Batch{Store: s, size: max(size, 1), byKey: map[MessageKey]heldRecord{}, threads: map[string]int{}}
 }
 
 // PutOutcome holds rec, t and the usage for the next commit, and commits
-// when size outcomes are held. rec is copied: the caller may keep using it.
+// when size writes are held. rec is copied: the caller may keep using it.
 func (b *Batch) PutOutcome(rec *MessageRecord, t *Trace, day string, tokensIn, tokensOut int64) error {
-	if err := checkOutcome(rec, t, day, tokensIn+tokensOut > 0); err != nil {
+	_, full, err := b.HoldOutcome(rec, t, day, tokensIn, tokensOut, nil)
+	if err != nil || !full {
 		return err
+	}
+	return b.Flush()
+}
+
+// HoldOutcome is PutOutcome for a record whose thread may merge while it
+// is on its way: thread, called at the moment the record is held, gives
+// its thread id then ("" keeps rec's), so that a merge held before it
+// has already named the record's new thread and one held after it moves
+// the record. It returns the thread id the record was held with, and
+// whether size writes are now held: the caller is to call Flush then.
+func (b *Batch) HoldOutcome(rec *MessageRecord, t *Trace, day string, tokensIn, tokensOut int64, thread func() string) (threadID string, full bool, err error) {
+	if err := checkOutcome(rec, t, day, tokensIn+tokensOut > 0); err != nil {
+		return "", false, err
 	}
 	cp := *rec
 	cp.Problems = slices.Clone(rec.Problems) // putMessageTx may append
 	tc := *t
 	if err := presnap(&tc); err != nil {
-		return err
+		return "", false, err
 	}
-	b.mu.Lock()
-	if b.err != nil {
-		err := b.err
-		b.mu.Unlock()
-		return err
-	}
-	if prev, ok := b.byKey[cp.MessageKey]; ok {
-		b.threads[prev.ThreadID]-- // replaced below
-	}
-	b.pending = append(b.pending, heldOutcome{rec: &cp, trace: &tc, day: day, tokensIn: tokensIn, tokensOut: tokensOut})
-	b.byKey[cp.MessageKey] = &cp
-	b.threads[cp.ThreadID]++
-	full := len(b.pending) >= b.size
-	b.mu.Unlock()
-	if full {
-		return b.Flush()
-	}
-	return nil
+	full, err = b.hold(heldOp{rec: &cp, trace: &tc, day: day, tokensIn: tokensIn, tokensOut: tokensOut, thread: thread})
+	return cp.ThreadID, full, err
 }
 
-// Flush commits every held outcome in one transaction.
+// RelabelThread holds the merge of thread from into thread to for the
+// next commit, where it runs after the writes held before it, as
+// Store.RelabelThread would have run then. Held records of thread from
+// are moved at once, for reads. A thread with queue items is merged at
+// once instead, through the Store (triage writes no queue items, so a
+// held merge never has to find one that was added after it).
+func (b *Batch) RelabelThread(from, to string) error {
+	if from == "" || to == "" {
+		return errors.New("relabel thread: empty thread id")
+	}
+	if from == to {
+		return nil
+	}
+	var queued []*QueueItem
+	if err := b.view(func(tx *bolt.Tx) (err error) {
+		queued, err = threadQueueTx(tx, from)
+		return err
+	}); err != nil {
+		return fmt.Errorf("relabel thread %q as %q: %w", from, to, err)
+	}
+	if len(queued) > 0 {
+		if err := b.Flush(); err != nil {
+			return err
+		}
+		return b.Store.RelabelThread(from, to)
+	}
+	full, err := b.hold(heldOp{relabel: &relabel{from: from, to: to}})
+	if err != nil || !full {
+		return err
+	}
+	return b.Flush()
+}
+
+// hold adds op to what the next commit writes, and reports whether size
+// writes are held.
+func (b *Batch) hold(op heldOp) (full bool, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return false, b.err
+	}
+	if r := op.relabel; r != nil {
+		for k, h := range b.byKey {
+			if h.rec.ThreadID == r.from {
+				moved := *h.rec
+				moved.ThreadID = r.to
+				b.byKey[k] = heldRecord{rec: &moved, origin: h.origin}
+				b.unpin(r.from)
+				b.threads[r.to]++
+			}
+		}
+		// Until it commits, a read of either thread commits first.
+		b.threads[r.from]++
+		b.threads[r.to]++
+		b.relabels++
+	} else {
+		if op.thread != nil {
+			if id := op.thread(); id != "" {
+				op.rec.ThreadID = id
+			}
+		}
+		if prev, ok := b.byKey[op.rec.MessageKey]; ok {
+			b.unpin(prev.rec.ThreadID) // replaced below
+		}
+		b.byKey[op.rec.MessageKey] = heldRecord{rec: op.rec, origin: op.rec}
+		b.threads[op.rec.ThreadID]++
+	}
+	b.pending = append(b.pending, op)
+	return len(b.pending) >= b.size, nil
+}
+
+// unpin drops one hold on thread. b.mu is held.
+func (b *Batch) unpin(thread string) {
+	if b.threads[thread]--; b.threads[thread] <= 0 {
+		delete(b.threads, thread)
+	}
+}
+
+// Flush commits every held write in one transaction, in order.
 func (b *Batch) Flush() error {
 	b.commitMu.Lock()
 	defer b.commitMu.Unlock()
@@ -99,7 +191,14 @@ func (b *Batch) Flush() error {
 	now := b.now().UTC()
 	err = b.update(func(tx *bolt.Tx) error {
 		for _, h := range batch {
-			if err := putMessageTx(tx, h.rec, now); err != nil {
+			if r := h.relabel; r != nil {
+				if err := relabelMessagesTx(tx, r.from, r.to, now); err != nil {
+					return fmt.Errorf("relabel thread %q as %q: %w", r.from, r.to, err)
+				}
+				continue
+			}
+			rec := *h.rec // putMessageTx sets its times; readers copy h.rec meanwhile
+			if err := putMessageTx(tx, &rec, now); err != nil {
 				return fmt.Errorf("put outcome %s: %w", h.rec.MessageKey, err)
 			}
 			if err := putTraceTx(tx, h.trace); err != nil {
@@ -118,57 +217,104 @@ func (b *Batch) Flush() error {
 	if err != nil {
 		// Keep the records readable (GetMessage) and fail every later
 		// write: what was held is not on disk.
-		b.err = fmt.Errorf("commit %d outcomes: %w", len(batch), err)
+		b.err = fmt.Errorf("commit %d writes: %w", len(batch), err)
 		return b.err
 	}
 	for _, h := range batch {
-		if b.byKey[h.rec.MessageKey] == h.rec {
-			delete(b.byKey, h.rec.MessageKey)
+		if r := h.relabel; r != nil {
+			b.unpin(r.from)
+			b.unpin(r.to)
+			b.relabels--
+			continue
 		}
-		if b.threads[h.rec.ThreadID]--; b.threads[h.rec.ThreadID] <= 0 {
-			delete(b.threads, h.rec.ThreadID)
+		if cur, ok := b.byKey[h.rec.MessageKey]; ok && cur.origin == h.rec {
+			delete(b.byKey, h.rec.MessageKey)
+			b.unpin(cur.rec.ThreadID)
 		}
 	}
 	return nil
 }
 
-// held reports whether a record of thread is held (or being committed).
+// held reports whether a record or a merge of thread is held (or being
+// committed).
 func (b *Batch) held(thread string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.threads[thread] > 0
 }
 
-// GetMessage returns a held record, else the stored one.
+// GetMessage returns a held record, else the stored one with the held
+// thread merges applied.
 func (b *Batch) GetMessage(k MessageKey) (*MessageRecord, error) {
 	b.mu.Lock()
-	r, ok := b.byKey[k]
+	h, ok := b.byKey[k]
+	relabels := b.relabels
 	b.mu.Unlock()
 	if ok {
-		cp := *r
+		cp := *h.rec
 		return &cp, nil
 	}
-	return b.Store.GetMessage(k)
+	if relabels == 0 {
+		return b.Store.GetMessage(k)
+	}
+	// No commit may land between reading the record and applying the
+	// merges that are not in it yet.
+	b.commitMu.Lock()
+	defer b.commitMu.Unlock()
+	b.mu.Lock()
+	h, ok = b.byKey[k]
+	var merges []relabel
+	for _, op := range b.pending {
+		if op.relabel != nil {
+			merges = append(merges, *op.relabel)
+		}
+	}
+	b.mu.Unlock()
+	if ok {
+		cp := *h.rec
+		return &cp, nil
+	}
+	r, err := b.Store.GetMessage(k)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range merges {
+		if r.ThreadID == m.from {
+			r.ThreadID = m.to
+		}
+	}
+	return r, nil
 }
 
-// ThreadMessages commits first when a record of the thread is held.
+// ThreadMessages commits first when a record or a merge of the thread is
+// held, or when a stored record of the thread has a held successor (which
+// may have left the thread).
 func (b *Batch) ThreadMessages(threadID string, limit int) ([]*MessageRecord, error) {
 	if b.held(threadID) {
 		if err := b.Flush(); err != nil {
 			return nil, err
 		}
 	}
+	msgs, err := b.Store.ThreadMessages(threadID, limit)
+	if err != nil || !b.holdsAny(msgs) {
+		return msgs, err
+	}
+	if err := b.Flush(); err != nil {
+		return nil, err
+	}
 	return b.Store.ThreadMessages(threadID, limit)
 }
 
-// RelabelThread commits first when a record of thread from is held.
-func (b *Batch) RelabelThread(from, to string) error {
-	if b.held(from) {
-		if err := b.Flush(); err != nil {
-			return err
+// holdsAny reports whether a newer version of one of msgs is held.
+func (b *Batch) holdsAny(msgs []*MessageRecord) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, m := range msgs {
+		if _, ok := b.byKey[m.MessageKey]; ok {
+			return true
 		}
 	}
-	return b.Store.RelabelThread(from, to)
+	return false
 }
 
 // PutMessage commits what is held first, so that writes stay in order.

@@ -3,7 +3,10 @@ package store
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -170,5 +173,169 @@ func TestBatchConcurrentWriters(t *testing.T) {
 	}
 	if c, err := s.CountByState(); err != nil || c[StateDone] != 200 {
 		t.Errorf("state counts %v, %v; want 200 done", c, err)
+	}
+}
+
+// TestBatchMatchesStore: a Batch gives the same answers, and leaves the
+// same database, as the Store it wraps would have written at once, for
+// random interleavings of outcomes, thread merges (chains, merges back,
+// merges of threads with held and committing records), reads and
+// commits. 16 seeds × 300 steps.
+func TestBatchMatchesStore(t *testing.T) {
+	for seed := range 16 {
+		direct, under := openNoSync(t), openNoSync(t)
+		rnd := rand.New(rand.NewPCG(uint64(seed), 7))
+		b := NewBatch(under, 1+rnd.IntN(12))
+		thread := func() string { return fmt.Sprint("t", rnd.IntN(6)) }
+		for step := range 300 {
+			where := fmt.Sprintf("seed %d step %d", seed, step)
+			switch op := rnd.IntN(10); {
+			case op < 4:
+				r, tr := batchOutcome(uint32(1+rnd.IntN(25)), thread())
+				r.Subject = fmt.Sprint("s", step)
+				if err := direct.PutOutcome(r, tr, "", 0, 0); err != nil {
+					t.Fatal(where, err)
+				}
+				if err := b.PutOutcome(r, tr, "", 0, 0); err != nil {
+					t.Fatal(where, err)
+				}
+			case op < 6:
+				from, to := thread(), thread()
+				if err := direct.RelabelThread(from, to); err != nil {
+					t.Fatal(where, err)
+				}
+				if err := b.RelabelThread(from, to); err != nil {
+					t.Fatal(where, err)
+				}
+			case op < 8:
+				k := MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 1, UID: uint32(1 + rnd.IntN(25))}
+				want, werr := direct.GetMessage(k)
+				got, gerr := b.GetMessage(k)
+				if errors.Is(werr, ErrNotFound) != errors.Is(gerr, ErrNotFound) {
+					t.Fatalf("%s: GetMessage(%d): batch %v, store %v", where, k.UID, gerr, werr)
+				}
+				if werr == nil && (got.ThreadID != want.ThreadID || got.Subject != want.Subject) {
+					t.Fatalf("%s: GetMessage(%d): batch %s/%s, store %s/%s", where, k.UID, got.ThreadID, got.Subject, want.ThreadID, want.Subject)
+				}
+			case op < 9:
+				th := thread()
+				want, err := direct.ThreadMessages(th, 0)
+				if err != nil {
+					t.Fatal(where, err)
+				}
+				got, err := b.ThreadMessages(th, 0)
+				if err != nil {
+					t.Fatal(where, err)
+				}
+				if g, w := uidSubjects(got), uidSubjects(want); g != w {
+					t.Fatalf("%s: ThreadMessages(%s): batch %s, store %s", where, th, g, w)
+				}
+			default:
+				if err := b.Flush(); err != nil {
+					t.Fatal(where, err)
+				}
+			}
+		}
+		if err := b.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 6 {
+			th := fmt.Sprint("t", i)
+			want, _ := direct.ThreadMessages(th, 0)
+			got, _ := under.ThreadMessages(th, 0)
+			if g, w := uidSubjects(got), uidSubjects(want); g != w {
+				t.Fatalf("seed %d: committed thread %s: %s, want %s", seed, th, g, w)
+			}
+		}
+		if b.relabels != 0 || len(b.threads) != 0 || len(b.byKey) != 0 {
+			t.Fatalf("seed %d: after Flush the batch still holds %d merges, threads %v, %d records", seed, b.relabels, b.threads, len(b.byKey))
+		}
+	}
+}
+
+// openNoSync opens a database that does not fsync: the equivalence test
+// makes thousands of commits, and what it compares is their content.
+func openNoSync(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "state.db"), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func uidSubjects(rs []*MessageRecord) string {
+	var parts []string
+	for _, r := range rs {
+		parts = append(parts, fmt.Sprintf("%d:%s:%s", r.UID, r.ThreadID, r.Subject))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, " ")
+}
+
+// TestBatchRelabelWithQueueItemsIsImmediate: a merge of a thread that has
+// queue items is not held: the items move at once, as with the Store.
+func TestBatchRelabelWithQueueItemsIsImmediate(t *testing.T) {
+	s, _ := openTest(t)
+	b := NewBatch(s, 100)
+	r, tr := batchOutcome(1, "old")
+	if err := b.PutOutcome(r, tr, "", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutQueueItem(&QueueItem{ID: "q1", Kind: KindDraft, Status: QueuePending, ThreadID: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.RelabelThread("old", "new"); err != nil {
+		t.Fatal(err)
+	}
+	if q, err := s.GetQueueItem("q1"); err != nil || q.ThreadID != "new" {
+		t.Fatalf("queue item after the merge: %+v, %v; want thread new", q, err)
+	}
+	if got, err := s.GetMessage(r.MessageKey); err != nil || got.ThreadID != "new" {
+		t.Fatalf("record after the merge: %+v, %v; want it committed in thread new", got, err)
+	}
+}
+
+// TestBatchRelabelsConcurrently: merges, outcomes and reads from several
+// goroutines (the triage pool) end with every record in the thread the
+// last merge put it in.
+func TestBatchRelabelsConcurrently(t *testing.T) {
+	s, _ := openTest(t)
+	b := NewBatch(s, 5)
+	var wg sync.WaitGroup
+	errs := make(chan error, 1000)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				uid := uint32(w*40 + i + 1)
+				r, tr := batchOutcome(uid, fmt.Sprintf("w%d-%d", w, i))
+				if err := b.PutOutcome(r, tr, "", 0, 0); err != nil {
+					errs <- err
+				}
+				// Each worker merges its threads into one.
+				if err := b.RelabelThread(r.ThreadID, fmt.Sprint("w", w)); err != nil {
+					errs <- err
+				}
+				if got, err := b.GetMessage(r.MessageKey); err != nil || got.ThreadID != fmt.Sprint("w", w) {
+					errs <- fmt.Errorf("uid %d after its merge: %+v, %v", uid, got, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for w := range 4 {
+		if msgs, err := s.ThreadMessages(fmt.Sprint("w", w), 0); err != nil || len(msgs) != 40 {
+			t.Errorf("thread w%d: %d messages, %v; want 40", w, len(msgs), err)
+		}
 	}
 }

@@ -354,54 +354,72 @@ func (s *Store) RelabelThread(from, to string) error {
 	}
 	err := s.updateTx(func(tx *bolt.Tx) error {
 		now := s.now().UTC()
-		var keys [][]byte
-		prefix := append([]byte(threadKey(from)), 0)
-		c := tx.Bucket(bIdxThread).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			keys = append(keys, append([]byte(nil), v...))
-		}
-		for _, key := range keys {
-			var r MessageRecord
-			if err := getJSON(tx.Bucket(bMessages), key, &r); err != nil {
-				if errors.Is(err, ErrNotFound) {
-					continue
-				}
-				return err
-			}
-			r.ThreadID = to
-			if err := putMessageTx(tx, &r, now); err != nil {
-				return err
-			}
-		}
-		qb := tx.Bucket(bQueue)
-		var items []*QueueItem
-		err := qb.ForEach(func(k, v []byte) error {
-			var q QueueItem
-			if err := json.Unmarshal(v, &q); err != nil {
-				return fmt.Errorf("decode queue item %q: %w", k, err)
-			}
-			if q.ThreadID == from {
-				items = append(items, &q)
-			}
-			return nil
-		})
-		if err != nil {
+		if err := relabelMessagesTx(tx, from, to, now); err != nil {
 			return err
 		}
-		for _, old := range items {
-			q := *old
-			q.ThreadID = to
-			q.UpdatedAt = now
-			if err := putQueueTx(tx, &q, old); err != nil {
-				return err
-			}
-		}
-		return nil
+		return relabelQueueTx(tx, from, to, now)
 	})
 	if err != nil {
 		return fmt.Errorf("relabel thread %q as %q: %w", from, to, err)
 	}
 	return nil
+}
+
+// relabelMessagesTx moves every message of thread from into thread to.
+func relabelMessagesTx(tx *bolt.Tx, from, to string, now time.Time) error {
+	var keys [][]byte
+	prefix := append([]byte(threadKey(from)), 0)
+	c := tx.Bucket(bIdxThread).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		keys = append(keys, append([]byte(nil), v...))
+	}
+	for _, key := range keys {
+		var r MessageRecord
+		if err := getJSON(tx.Bucket(bMessages), key, &r); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			return err
+		}
+		r.ThreadID = to
+		if err := putMessageTx(tx, &r, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// relabelQueueTx moves every queue item of thread from into thread to.
+func relabelQueueTx(tx *bolt.Tx, from, to string, now time.Time) error {
+	items, err := threadQueueTx(tx, from)
+	if err != nil {
+		return err
+	}
+	for _, old := range items {
+		q := *old
+		q.ThreadID = to
+		q.UpdatedAt = now
+		if err := putQueueTx(tx, &q, old); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// threadQueueTx returns the queue items of thread.
+func threadQueueTx(tx *bolt.Tx, thread string) ([]*QueueItem, error) {
+	var items []*QueueItem
+	err := tx.Bucket(bQueue).ForEach(func(k, v []byte) error {
+		var q QueueItem
+		if err := json.Unmarshal(v, &q); err != nil {
+			return fmt.Errorf("decode queue item %q: %w", k, err)
+		}
+		if q.ThreadID == thread {
+			items = append(items, &q)
+		}
+		return nil
+	})
+	return items, err
 }
 
 // CountByState counts messages per state, from the state index without

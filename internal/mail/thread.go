@@ -75,6 +75,8 @@ type Threader struct {
 	// lost when the new contents replace the old.
 	journal    []ThreadInput
 	rebuilding bool
+
+	merges sync.Mutex // see LockMerges
 }
 
 type tnode struct {
@@ -106,12 +108,7 @@ func (t *Threader) Add(in ThreadInput) (threadID string, merged []string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 
-	id := NormalizeID(in.MessageID)
-	key := strings.ToLower(id)
-	if key == "" {
-		key = "noid:" + in.Date.UTC().Format(time.RFC3339) + ":" + SubjectKey(in.Subject)
-		id = key
-	}
+	key, id := nodeKey(in)
 	// Parent chain: References, else first In-Reply-To; self-links dropped.
 	var chain []string
 	src := in.References
@@ -235,6 +232,44 @@ func (t *Threader) Rebuild(load func(add func(ThreadInput)) error) error {
 	}
 	t.index, t.nodes, t.comps, t.msgs = fresh.index, fresh.nodes, fresh.comps, fresh.msgs
 	return nil
+}
+
+// LockMerges holds off other callers of LockMerges until unlock is
+// called. It orders the callers that store thread ids: one that applies
+// the merges Add reports (relabelling stored records) holds it across
+// the Add and the relabels, and one that stores a record under the id
+// ThreadOf gives holds it across both, so that no merge falls between
+// reading a record's id and storing it. It is not held by Add or ThreadOf
+// themselves.
+func (t *Threader) LockMerges() (unlock func()) {
+	t.merges.Lock()
+	return t.merges.Unlock
+}
+
+// nodeKey is the key and the id a message is added under. A message with
+// an empty id is keyed by its subject and date.
+func nodeKey(in ThreadInput) (key, id string) {
+	id = NormalizeID(in.MessageID)
+	key = strings.ToLower(id)
+	if key == "" {
+		key = "noid:" + in.Date.UTC().Format(time.RFC3339) + ":" + SubjectKey(in.Subject)
+		id = key
+	}
+	return key, id
+}
+
+// ThreadOf returns the current thread id of a message added before (the
+// id Add gave it, or the one a later Add merged it into), or "" for a
+// message never added. Unlike ThreadID it finds a message with no id.
+func (t *Threader) ThreadOf(in ThreadInput) string {
+	key, _ := nodeKey(in)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.index[key]
+	if !ok || t.nodes[n].id == "" {
+		return ""
+	}
+	return t.comps[t.find(n)].tid
 }
 
 // ThreadID returns the current thread id of a message added before, or ""

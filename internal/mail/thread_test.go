@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func in(id, subject string, refs ...string) ThreadInput {
@@ -258,5 +259,38 @@ func TestThreaderMembers(t *testing.T) {
 		if ids, total := th.Members(id, 0); ids != nil || total != 0 {
 			t.Errorf("Members(%q): %v, %d; want none", id, ids, total)
 		}
+	}
+}
+
+// TestThreadOfFollowsMerges: ThreadOf gives the id Add gave, then the
+// merged id once a later message links the thread to another, for a
+// message with an id and for one without (keyed by subject and date);
+// a message never added has none.
+func TestThreadOfFollowsMerges(t *testing.T) {
+	th := NewThreader()
+	date := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	noID := ThreadInput{Subject: "Minutes", Date: date}
+	a := ThreadInput{MessageID: "<a@x>", Subject: "Plans"}
+	idA, _ := th.Add(a)
+	idN, _ := th.Add(noID)
+	if got := th.ThreadOf(a); got != idA {
+		t.Fatalf("ThreadOf(a) = %q, want %q", got, idA)
+	}
+	if got := th.ThreadOf(noID); got != idN || got == "" {
+		t.Fatalf("ThreadOf(no id) = %q, want %q", got, idN)
+	}
+	// A reply to a whose subject merges with the id-less root.
+	merged, _ := th.Add(ThreadInput{MessageID: "<c@x>", Subject: "Minutes", References: nil})
+	if merged != th.ThreadOf(noID) {
+		t.Fatalf("after a subject merge ThreadOf(no id) = %q, want %q", th.ThreadOf(noID), merged)
+	}
+	link, _ := th.Add(ThreadInput{MessageID: "<d@x>", References: []string{"<a@x>", "<c@x>"}})
+	for _, in := range []ThreadInput{a, noID} {
+		if got := th.ThreadOf(in); got != link {
+			t.Errorf("ThreadOf(%+v) = %q after the link, want %q", in, got, link)
+		}
+	}
+	if got := th.ThreadOf(ThreadInput{MessageID: "<never@x>"}); got != "" {
+		t.Errorf("ThreadOf(never added) = %q, want empty", got)
 	}
 }
