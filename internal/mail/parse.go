@@ -15,7 +15,7 @@ import (
 	_ "github.com/emersion/go-message/charset" // registers legacy charsets with go-message
 	gomail "github.com/emersion/go-message/mail"
 	"github.com/emersion/go-message/textproto"
-	"github.com/inbucket/html2text"
+	"github.com/mailagent/mailagent/internal/html2text"
 )
 
 // Limits that keep one hostile message from costing unbounded memory or CPU.
