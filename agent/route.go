@@ -120,8 +120,11 @@ func automated(m *mail.Message) (bool, string) {
 	return false, ""
 }
 
+// noReplySeparators drops the separators of "no-reply", "do_not.reply".
+var noReplySeparators = strings.NewReplacer("-", "", "_", "", ".", "")
+
 func isNoReply(local string) bool {
-	l := strings.NewReplacer("-", "", "_", "", ".", "").Replace(local)
+	l := noReplySeparators.Replace(local)
 	return strings.HasPrefix(l, "noreply") || strings.HasPrefix(l, "donotreply") ||
 		strings.HasSuffix(l, "noreply") || strings.HasSuffix(l, "donotreply")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -56,14 +57,25 @@ func snapText(v any) (string, bool) {
 	case error:
 		return x.Error(), false
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
+	b := snapBufs.Get().(*bytes.Buffer)
+	defer func() {
+		if b.Cap() <= 64<<10 { // a rare huge one is not kept
+			b.Reset()
+			snapBufs.Put(b)
+		}
+	}()
+	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return "unrenderable: " + err.Error(), false
 	}
 	return string(bytes.TrimRight(b.Bytes(), "\n")), true
 }
+
+// snapBufs are snapText's buffers: every step of every message renders
+// one, and growing a fresh buffer each time was a tenth of triage's
+// allocation.
+var snapBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // rawHeaders returns the header block of a raw message (up to the first
 // empty line), which is what the parse step read.

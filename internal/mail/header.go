@@ -208,6 +208,9 @@ func parseDate(v string) time.Time {
 	if v == "" {
 		return time.Time{}
 	}
+	if t, ok := commonDate(v); ok {
+		return t
+	}
 	if t, err := netmail.ParseDate(v); err == nil {
 		return t
 	}
@@ -261,6 +264,36 @@ func parseDate(v string) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// commonLayouts are the shapes nearly every Date header has.
+var commonLayouts = []string{"Mon, 2 Jan 2006 15:04:05 -0700", "2 Jan 2006 15:04:05 -0700"}
+
+// commonDate parses the common shapes of a Date header (with or without
+// a day name, a numeric zone, and at most a trailing "(PDT)"-style
+// comment) with one layout each. net/mail.ParseDate, which accepts them
+// too, tries up to 48 layouts in a fixed order, each failure allocating
+// an error: that was 6 % of parsing a message. A date time.Parse accepts
+// with one layout is the same instant with any other that accepts it, so
+// the answer is net/mail's (TestCommonDateMatchesNetMail).
+func commonDate(v string) (time.Time, bool) {
+	if i := strings.LastIndex(v, " ("); i > 0 && strings.HasSuffix(v, ")") {
+		for _, c := range v[i+2 : len(v)-1] {
+			if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == ' ' || c == '+' || c == '-' || c == ':') {
+				return time.Time{}, false
+			}
+		}
+		v = v[:i]
+	}
+	if n := len(v); n < 5 || (v[n-5] != '+' && v[n-5] != '-') {
+		return time.Time{}, false
+	}
+	for _, l := range commonLayouts {
+		if t, err := time.Parse(l, v); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
 }
 
 func fixZone(z string) string {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -379,7 +380,10 @@ func (p *parser) leaf(mt string, newErr error, h message.Header, body io.Reader,
 		if mt == "text/html" {
 			limit = maxHTMLBytes + 1
 		}
-		b, err := io.ReadAll(io.LimitReader(body, limit))
+		buf := leafBufs.Get().(*bytes.Buffer)
+		defer putLeafBuf(buf)
+		_, err := buf.ReadFrom(io.LimitReader(body, limit))
+		b := buf.Bytes() // bodyToUTF8 copies what it keeps
 		if err != nil {
 			p.damage("bad %s content in %s (%v): kept what decoded", short(h.Get("Content-Transfer-Encoding")), path, err)
 		}
@@ -446,6 +450,18 @@ func (p *parser) bodyToUTF8(b []byte, h message.Header, newErr error, path strin
 		p.problem("invalid UTF-8 in %s: bad bytes replaced", path)
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// leafBufs hold a text part's decoded bytes until bodyToUTF8 has made its
+// string: reading each part into a fresh, doubling buffer was an eighth
+// of what a triage allocated.
+var leafBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func putLeafBuf(b *bytes.Buffer) {
+	if b.Cap() <= 1<<20 { // a rare huge part is not kept
+		b.Reset()
+		leafBufs.Put(b)
+	}
 }
 
 // looksLikeHTML catches HTML mislabelled as text/plain, common in spam and

@@ -2,6 +2,8 @@ package mail
 
 import (
 	"encoding/base64"
+	netmail "net/mail"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -422,4 +424,44 @@ func TestHasTag(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCommonDateMatchesNetMail: whenever the fast path answers, the answer
+// is net/mail.ParseDate's, over every Date header of the corpus and
+// variants of each (comments, spacing, day names, zones, two-digit years,
+// garbage after the zone).
+func TestCommonDateMatchesNetMail(t *testing.T) {
+	var dates []string
+	for _, f := range corpusFiles(t, "spamassassin", "mime-edge") {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := Parse(raw).Header["Date"]; len(v) > 0 {
+			dates = append(dates, v[0])
+		}
+	}
+	base := len(dates)
+	for _, d := range dates[:base] {
+		dates = append(dates, d+" (PDT)", d+" (P-DT)", d+" (x) y", strings.Replace(d, " ", "  ", 1),
+			strings.TrimPrefix(d, d[:min(5, len(d))]), d+" ", d+"(UTC)", strings.Replace(d, "-", "+", 1), d[:max(0, len(d)-3)])
+	}
+	dates = append(dates, "Mon, 2 Sep 02 12:00:00 -0700", "Mon, 32 Sep 2002 12:00:00 -0700", "Mon, 2 Sep 2002 25:00:00 -0700",
+		"Mon, 2 Sep 2002 12:00 -0700", "2 Sep 2002 12:00:00 +0000 (GMT)", "Tue, 2 Sep 2002 12:00:00 -0700", "Mon, 02 Sep 2002 12:00:00 -0700")
+	answered := 0
+	for _, d := range dates {
+		got, ok := commonDate(d)
+		if !ok {
+			continue
+		}
+		answered++
+		want, err := netmail.ParseDate(d)
+		if err != nil || !want.Equal(got) || want.Format(time.RFC3339) != got.Format(time.RFC3339) {
+			t.Errorf("commonDate(%q) = %v; net/mail says %v, %v", d, got, want, err)
+		}
+	}
+	if base < 5000 || answered < base/2 {
+		t.Fatalf("%d corpus dates, %d answered by the fast path: the test shows little", base, answered)
+	}
+	t.Logf("%d dates (%d from the corpus), %d answered by the fast path, all as net/mail", len(dates), base, answered)
 }
