@@ -861,3 +861,81 @@ func TestAssembleOrRawKeepsBrokenMessages(t *testing.T) {
 		t.Fatal("the test header should not parse; the fallback is not exercised")
 	}
 }
+
+// TestFetchPrefetch: with Prefetch, Fetch hands over the same messages in
+// the same ascending order as without, missing ones skipped; a callback
+// error stops it after at most one more FETCH, is returned, and leaves
+// the connection usable; a cancelled context ends it with the context's
+// error.
+func TestFetchPrefetch(t *testing.T) {
+	ts := startServer(t, serverConfig{})
+	var uids []uint32
+	for i := range 9 {
+		uids = append(uids, ts.add(t, "INBOX", textMessage("m", fmt.Sprintf("<p%d@x>", i), strings.Repeat("y", i)), time.Time{}))
+	}
+	opts := ts.options()
+	var trace traceBuffer
+	opts.Debug = &trace
+	c, err := Dial(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	if _, err := c.Select(context.Background(), "INBOX", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(context.Background(), uids[4:5]); err != nil {
+		t.Fatal(err)
+	}
+	ask := append([]uint32{999}, uids...)
+	slices.Reverse(ask)
+	collect := func(prefetch bool) []RawMessage {
+		var got []RawMessage
+		err := c.Fetch(context.Background(), ask, FetchOptions{BatchSize: 2, Prefetch: prefetch}, func(m RawMessage) error {
+			got = append(got, m)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("Fetch(prefetch=%v): %v", prefetch, err)
+		}
+		return got
+	}
+	plain, ahead := collect(false), collect(true)
+	if len(ahead) != 8 || len(ahead) != len(plain) {
+		t.Fatalf("prefetch gave %d messages, without %d; want 8", len(ahead), len(plain))
+	}
+	for i := range ahead {
+		if ahead[i].UID != plain[i].UID || !bytes.Equal(ahead[i].Raw, plain[i].Raw) || ahead[i].Mailbox != "INBOX" || ahead[i].UIDValidity == 0 {
+			t.Errorf("message %d: prefetch %d %q, without %d %q", i, ahead[i].UID, ahead[i].Raw, plain[i].UID, plain[i].Raw)
+		}
+	}
+
+	trace.Reset()
+	stop := errors.New("stop here")
+	calls := 0
+	err = c.Fetch(context.Background(), uids, FetchOptions{BatchSize: 1, Prefetch: true}, func(RawMessage) error {
+		calls++
+		time.Sleep(20 * time.Millisecond) // the next FETCH is under way meanwhile
+		return stop
+	})
+	if !errors.Is(err, stop) || calls != 1 {
+		t.Fatalf("Fetch: %v after %d calls; want the callback's error after 1", err, calls)
+	}
+	// The group handled, the one waiting in the channel, and the one the
+	// fetcher holds when it is told to stop: no FETCH after that.
+	if n := strings.Count(trace.String(), "BODY.PEEK[]"); n < 1 || n > 3 {
+		t.Errorf("%d body FETCH commands after the callback failed at the first message; want at most 3", n)
+	}
+	if err := c.Noop(context.Background()); err != nil {
+		t.Errorf("Noop after a stopped prefetching Fetch: %v", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	err = c.Fetch(ctx, uids, FetchOptions{BatchSize: 1, Prefetch: true}, func(RawMessage) error {
+		cancel()
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Fetch with its context cancelled: %v, want context.Canceled", err)
+	}
+}

@@ -234,6 +234,12 @@ func TestWatcherRetriesFailedSyncOnTimer(t *testing.T) {
 // message") must not hold up the others: with OnRefused, the batch is
 // split and only that message is reported.
 func TestFetchIsolatesARefusedMessage(t *testing.T) {
+	for _, prefetch := range []bool{false, true} {
+		t.Run(fmt.Sprint("prefetch=", prefetch), func(t *testing.T) { fetchIsolatesARefusedMessage(t, prefetch) })
+	}
+}
+
+func fetchIsolatesARefusedMessage(t *testing.T, prefetch bool) {
 	ts := startServer(t, serverConfig{})
 	var uids []uint32
 	for i := range 5 {
@@ -254,7 +260,7 @@ func TestFetchIsolatesARefusedMessage(t *testing.T) {
 	}
 	var seen []uint32
 	refusedUIDs := map[uint32]error{}
-	err := c.Fetch(context.Background(), uids, FetchOptions{OnRefused: func(uid uint32, err error) { refusedUIDs[uid] = err }},
+	err := c.Fetch(context.Background(), uids, FetchOptions{Prefetch: prefetch, OnRefused: func(uid uint32, err error) { refusedUIDs[uid] = err }},
 		func(m RawMessage) error {
 			seen = append(seen, m.UID)
 			return nil
@@ -269,12 +275,12 @@ func TestFetchIsolatesARefusedMessage(t *testing.T) {
 		t.Errorf("refused: got %v, want only uid %d", refusedUIDs, bad)
 	}
 	// Without OnRefused the whole Fetch fails.
-	if err := c.Fetch(context.Background(), uids, FetchOptions{}, func(RawMessage) error { return nil }); err == nil {
+	if err := c.Fetch(context.Background(), uids, FetchOptions{Prefetch: prefetch}, func(RawMessage) error { return nil }); err == nil {
 		t.Error("Fetch without OnRefused: got nil, want the server's NO")
 	}
 	// A callback error is the callback's, never taken for a refusal.
 	stop := errors.New("stop")
-	err = c.Fetch(context.Background(), uids[:2], FetchOptions{OnRefused: func(uint32, error) { t.Error("callback error taken for a refusal") }},
+	err = c.Fetch(context.Background(), uids[:2], FetchOptions{Prefetch: prefetch, OnRefused: func(uint32, error) { t.Error("callback error taken for a refusal") }},
 		func(RawMessage) error { return stop })
 	if !errors.Is(err, stop) {
 		t.Errorf("Fetch: got %v, want the callback's error", err)

@@ -491,3 +491,9 @@ func (s *testSession) Idle(w *imapserver.UpdateWriter, stop <-chan struct{}) err
 		}
 	}
 }
+
+func (b *traceBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
+}

@@ -330,7 +330,9 @@ func triageAccount(ctx context.Context, f *Factory, cfg *config.Config, acct *co
 	enc := json.NewEncoder(f.Stdout)
 	var nr bool
 	fetch := func(ctx context.Context, send func(imapsync.RawMessage) error) error {
-		return c.Fetch(ctx, uids, imapsync.FetchOptions{MaxMessageBytes: cfg.Sync.MaxMessageBytes}, send)
+		// Prefetch: the next messages come in while the workers handle
+		// these (send only queues; nothing else uses c meanwhile).
+		return c.Fetch(ctx, uids, imapsync.FetchOptions{MaxMessageBytes: cfg.Sync.MaxMessageBytes, Prefetch: true}, send)
 	}
 	work := func(ctx context.Context, m imapsync.RawMessage) error {
 		out, err := p.Triage(ctx, agent.Input{

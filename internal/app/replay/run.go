@@ -274,7 +274,9 @@ func (r *Runner) replayMailbox(ctx context.Context, c *imapsync.Client, a Accoun
 	base.DryRun = true
 	base.Actor = nil
 	fetch := func(ctx context.Context, send func(imapsync.RawMessage) error) error {
-		return c.Fetch(ctx, todo, imapsync.FetchOptions{MaxMessageBytes: r.MaxMessageBytes}, send)
+		// Prefetch: the next messages come in while the workers handle
+		// these (send only queues; nothing else uses c meanwhile).
+		return c.Fetch(ctx, todo, imapsync.FetchOptions{MaxMessageBytes: r.MaxMessageBytes, Prefetch: true}, send)
 	}
 	work := func(ctx context.Context, m imapsync.RawMessage) error {
 		res, err := r.one(ctx, &base, ix, a, m, archived, trashed)
