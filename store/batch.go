@@ -41,6 +41,7 @@ type Batch struct {
 	byKey    map[MessageKey]heldRecord // held and committing records
 	threads  map[string]int            // thread id → held and committing records and merges
 	relabels int                       // held and committing thread merges
+	commits  uint64                    // commits ended (GetMessage's check)
 	err      error                     // the first failed commit
 }
 
@@ -214,6 +215,7 @@ func (b *Batch) Flush() error {
 	})
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.commits++
 	if err != nil {
 		// Keep the records readable (GetMessage) and fail every later
 		// write: what was held is not on disk.
@@ -245,17 +247,37 @@ func (b *Batch) held(thread string) bool {
 
 // GetMessage returns a held record, else the stored one with the held
 // thread merges applied.
+//
+// It reads without waiting for a commit in progress when it can tell
+// that none ended meanwhile: then a record it finds neither held nor
+// stored did not exist at the moment of the read, and one stored with no
+// merge held is as stored. Otherwise (a merge held, or a commit ended
+// during the read) it reads again with commits held off. Triage looks up
+// every message before working on it, and waiting for each commit of 256
+// outcomes held every worker up for its length.
 func (b *Batch) GetMessage(k MessageKey) (*MessageRecord, error) {
 	b.mu.Lock()
 	h, ok := b.byKey[k]
-	relabels := b.relabels
+	commits := b.commits
 	b.mu.Unlock()
 	if ok {
 		cp := *h.rec
 		return &cp, nil
 	}
-	if relabels == 0 {
-		return b.Store.GetMessage(k)
+	r, err := b.Store.GetMessage(k)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	b.mu.Lock()
+	h, ok = b.byKey[k] // put during the read: newer than what is stored
+	settled := b.commits == commits && (err != nil || b.relabels == 0)
+	b.mu.Unlock()
+	switch {
+	case ok:
+		cp := *h.rec
+		return &cp, nil
+	case settled:
+		return r, err
 	}
 	// No commit may land between reading the record and applying the
 	// merges that are not in it yet.
@@ -274,7 +296,7 @@ func (b *Batch) GetMessage(k MessageKey) (*MessageRecord, error) {
 		cp := *h.rec
 		return &cp, nil
 	}
-	r, err := b.Store.GetMessage(k)
+	r, err = b.Store.GetMessage(k)
 	if err != nil {
 		return nil, err
 	}
