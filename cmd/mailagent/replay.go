@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -148,9 +147,7 @@ func replaySettings(pol agent.Policy, drafts bool, model string) string {
 
 func replayRun(ctx context.Context, f *Factory, opts *ReplayOptions) (err error) {
 	start := time.Now()
-	if os.Getenv("GOGC") == "" {
-		defer debug.SetGCPercent(debug.SetGCPercent(triageGOGC))
-	}
+	defer batchGC()()
 	cfg, err := f.Config()
 	if err != nil {
 		return err

@@ -28,8 +28,35 @@ import (
 // triageBatch is how many triaged messages go in one store commit.
 const triageBatch = 256
 
-// triageGOGC is the garbage collector's target percentage during triage.
-const triageGOGC = 400
+// batchGC sets the garbage collector for a batch run (triage, replay)
+// and returns what restores it. The live heap of one is small (the
+// threader, the records held for the next commit), so the collector runs
+// when the heap is triageGOGC % above it, not 100 %: that saves about a
+// third of triage's CPU at 400 (some 35 MB more at peak) and a tenth more
+// at 800 (some 80 MB more; BENCHMARKS.md, section 2). A soft memory limit
+// makes the collector work harder before the heap passes batchMemLimit,
+// whatever the mailbox's size. An explicit GOGC or GOMEMLIMIT wins.
+func batchGC() (restore func()) {
+	restore = func() {}
+	if os.Getenv("GOGC") == "" {
+		old := debug.SetGCPercent(triageGOGC)
+		restore = func() { debug.SetGCPercent(old) }
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		old := debug.SetMemoryLimit(batchMemLimit)
+		prev := restore
+		restore = func() { debug.SetMemoryLimit(old); prev() }
+	}
+	return restore
+}
+
+const (
+	// triageGOGC is the garbage collector's target percentage during a
+	// batch run.
+	triageGOGC = 800
+	// batchMemLimit is the soft memory limit of a batch run.
+	batchMemLimit = 1 << 30
+)
 
 // TriageOptions are the flags of `mailagent triage`.
 type TriageOptions struct {
@@ -190,12 +217,7 @@ func formatCounts(m map[string]int) string {
 
 func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) (err error) {
 	start := time.Now()
-	// A batch run with a small live heap: collecting less often saves about
-	// a third of triage's CPU for some 35 MB more at peak (BENCHMARKS.md,
-	// section 2). An explicit GOGC wins.
-	if os.Getenv("GOGC") == "" {
-		defer debug.SetGCPercent(debug.SetGCPercent(triageGOGC))
-	}
+	defer batchGC()()
 	cfg, accounts, err := configAccounts(f, opts.Account)
 	if err != nil {
 		return err
