@@ -146,33 +146,44 @@ func TestBatchFailedCommitIsSticky(t *testing.T) {
 func TestBatchConcurrentWriters(t *testing.T) {
 	s, _ := openTest(t)
 	b := NewBatch(s, 7)
-	var wg sync.WaitGroup
-	errs := make(chan error, 200)
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 50 {
-				r, tr := batchOutcome(uint32(w*50+i+1), fmt.Sprintf("th%d", i%5))
-				if err := b.PutOutcome(r, tr, "", 0, 0); err != nil {
-					errs <- err
-				}
-				if _, err := b.ThreadMessages(r.ThreadID, 3); err != nil {
-					errs <- err
-				}
+	eachWorker(t, 4, func(w int, report func(error)) {
+		for i := range 50 {
+			r, tr := batchOutcome(uint32(w*50+i+1), fmt.Sprintf("th%d", i%5))
+			if err := b.PutOutcome(r, tr, "", 0, 0); err != nil {
+				report(err)
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+			if _, err := b.ThreadMessages(r.ThreadID, 3); err != nil {
+				report(err)
+			}
+		}
+	})
 	if err := b.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := s.CountByState(); err != nil || c[StateDone] != 200 {
 		t.Errorf("state counts %v, %v; want 200 done", c, err)
+	}
+}
+
+// eachWorker runs fn for workers 0 to n-1 at once, as the triage pool
+// does, and fails t with every error they report.
+func eachWorker(t *testing.T, n int, fn func(w int, report func(error))) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for w := range n {
+		wg.Go(func() {
+			fn(w, func(err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				errs = append(errs, err)
+			})
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		t.Error(err)
 	}
 }
 
@@ -303,33 +314,22 @@ func TestBatchRelabelWithQueueItemsIsImmediate(t *testing.T) {
 func TestBatchRelabelsConcurrently(t *testing.T) {
 	s, _ := openTest(t)
 	b := NewBatch(s, 5)
-	var wg sync.WaitGroup
-	errs := make(chan error, 1000)
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 40 {
-				uid := uint32(w*40 + i + 1)
-				r, tr := batchOutcome(uid, fmt.Sprintf("w%d-%d", w, i))
-				if err := b.PutOutcome(r, tr, "", 0, 0); err != nil {
-					errs <- err
-				}
-				// Each worker merges its threads into one.
-				if err := b.RelabelThread(r.ThreadID, fmt.Sprint("w", w)); err != nil {
-					errs <- err
-				}
-				if got, err := b.GetMessage(r.MessageKey); err != nil || got.ThreadID != fmt.Sprint("w", w) {
-					errs <- fmt.Errorf("uid %d after its merge: %+v, %v", uid, got, err)
-				}
+	eachWorker(t, 4, func(w int, report func(error)) {
+		for i := range 40 {
+			uid := uint32(w*40 + i + 1)
+			r, tr := batchOutcome(uid, fmt.Sprintf("w%d-%d", w, i))
+			if err := b.PutOutcome(r, tr, "", 0, 0); err != nil {
+				report(err)
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+			// Each worker merges its threads into one.
+			if err := b.RelabelThread(r.ThreadID, fmt.Sprint("w", w)); err != nil {
+				report(err)
+			}
+			if got, err := b.GetMessage(r.MessageKey); err != nil || got.ThreadID != fmt.Sprint("w", w) {
+				report(fmt.Errorf("uid %d after its merge: %+v, %v", uid, got, err))
+			}
+		}
+	})
 	if err := b.Flush(); err != nil {
 		t.Fatal(err)
 	}
