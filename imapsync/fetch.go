@@ -373,14 +373,14 @@ func readFetched(msg *imapclient.FetchMessageData, limit int64) (fetched, error)
 	}
 }
 
-// readLiteral reads at most max bytes of lit into a buffer of the size
+// readLiteral reads at most most bytes of lit into a buffer of the size
 // the server announced (io.ReadAll's doubling copied and threw away more
 // than the corpus's 33 MB per triage). A literal shorter than announced
 // is an error, as from io.ReadFull.
-func readLiteral(lit imap.LiteralReader, max int64) ([]byte, error) {
+func readLiteral(lit imap.LiteralReader, most int64) ([]byte, error) {
 	n := lit.Size()
-	if n < 0 || n > max {
-		n = max
+	if n < 0 || n > most {
+		n = most
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(lit, b); err != nil {
