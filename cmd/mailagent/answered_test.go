@@ -6,7 +6,6 @@ package main
 // same mail twice.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,7 +19,6 @@ import (
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
 
-	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/smtpsend/smtptest"
 	"github.com/mailagent/mailagent/store"
@@ -275,10 +273,8 @@ func TestCrashAfterSMTPAcceptAndUIDValidityChange(t *testing.T) {
 // returned stop is called (which waits for it to end).
 func (h *harness) startDaemon(t *testing.T) (stop func()) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	f := newFactory(strings.NewReader(""), &out, &errb)
-	f.ConfigPath = h.cfgPath
-	cfg, err := f.Config()
+	f, cfg := h.factory(t)
+	_, accts, err := configAccounts(f, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,10 +286,6 @@ func (h *harness) startDaemon(t *testing.T) (stop func()) {
 	parts, err := buildAgent(ctx, f, cfg, st, false)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var accts []*config.Account
-	for i := range cfg.Accounts {
-		accts = append(accts, &cfg.Accounts[i])
 	}
 	d := newDaemon(f, cfg, st, parts, accts)
 	done := make(chan error, 1)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
 	"github.com/mailagent/mailagent/internal/memimap"
@@ -35,6 +36,21 @@ type harness struct {
 	smtp    *smtptest.Sink
 	dir     string
 	cfgPath string
+}
+
+// factory is a Factory over the harness's configuration (its output
+// discarded, closed when the test ends), and that configuration.
+func (h *harness) factory(t *testing.T) (*Factory, *config.Config) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	f := newFactory(strings.NewReader(""), &out, &errb)
+	f.ConfigPath = h.cfgPath
+	t.Cleanup(f.Close)
+	cfg, err := f.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, cfg
 }
 
 func newHarness(t *testing.T, h geminitest.Handler, extraConfig string, imapOpts ...func(*memimap.Options)) *harness {

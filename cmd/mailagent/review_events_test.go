@@ -93,14 +93,7 @@ func TestReviewFollowsWatcher(t *testing.T) {
 	h := newHarness(t, compromisedModel, "")
 	stop := h.runWatch(t)
 
-	var out, errb bytes.Buffer
-	f := newFactory(strings.NewReader(""), &out, &errb)
-	f.ConfigPath = h.cfgPath
-	defer f.Close()
-	cfg, err := f.Config()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, cfg := h.factory(t)
 	b := &serviceBackend{open: f.Service, sock: api.SocketPath(cfg.StateDir), now: time.Now, log: slog.New(slog.DiscardHandler)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,14 +16,7 @@ import (
 // instead of claiming a watcher, or an offline store it does not open.
 func TestReviewNamesTheHolder(t *testing.T) {
 	h := newHarness(t, compromisedModel, "")
-	var out, errb bytes.Buffer
-	f := newFactory(strings.NewReader(""), &out, &errb)
-	f.ConfigPath = h.cfgPath
-	defer f.Close()
-	cfg, err := f.Config()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, cfg := h.factory(t)
 	st, err := f.OpenStore(false)
 	if err != nil {
 		t.Fatal(err)

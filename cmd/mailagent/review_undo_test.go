@@ -180,15 +180,8 @@ func TestReviewCancelEveryKind(t *testing.T) {
 // events, the store (or the watcher) opened per call.
 func tuiBackend(t *testing.T, h *harness) *serviceBackend {
 	t.Helper()
-	var out, errb bytes.Buffer
-	f := newFactory(strings.NewReader(""), &out, &errb)
-	f.ConfigPath = h.cfgPath
+	f, cfg := h.factory(t)
 	f.deferApprovalSend = true
-	t.Cleanup(f.Close)
-	cfg, err := f.Config()
-	if err != nil {
-		t.Fatal(err)
-	}
 	return &serviceBackend{open: f.Service, sock: api.SocketPath(cfg.StateDir), now: time.Now, log: slog.New(slog.DiscardHandler)}
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/emersion/go-imap/v2/imapserver"
 
 	"github.com/mailagent/mailagent/internal/app/daemon"
-	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
 	"github.com/mailagent/mailagent/internal/memimap"
 	"github.com/mailagent/mailagent/store"
@@ -133,10 +132,8 @@ func TestFetchRefusedLosesNoMail(t *testing.T) {
 // the test ends. mod adjusts it before it starts.
 func (h *harness) runDaemon(t *testing.T, mod func(*daemon.Daemon)) *daemon.Daemon {
 	t.Helper()
-	var out, errb bytes.Buffer
-	f := newFactory(strings.NewReader(""), &out, &errb)
-	f.ConfigPath = h.cfgPath
-	cfg, err := f.Config()
+	f, cfg := h.factory(t)
+	_, accts, err := configAccounts(f, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,13 +146,7 @@ func (h *harness) runDaemon(t *testing.T, mod func(*daemon.Daemon)) *daemon.Daem
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := newDaemon(f, cfg, st, parts, func() []*config.Account {
-		var out []*config.Account
-		for i := range cfg.Accounts {
-			out = append(out, &cfg.Accounts[i])
-		}
-		return out
-	}())
+	d := newDaemon(f, cfg, st, parts, accts)
 	if mod != nil {
 		mod(d)
 	}
