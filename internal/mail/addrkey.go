@@ -1,0 +1,22 @@
+package mail
+
+import "strings"
+
+// AddrKey returns the comparison key of an email address: surrounding
+// space and one pair of angle brackets removed, lower case. Every equality
+// test, set and index on addresses uses AddrKey (the address counterpart of
+// IDKey), so that two places never disagree about whether two spellings
+// name one correspondent.
+func AddrKey(addr string) string {
+	addr = strings.TrimSpace(addr)
+	if len(addr) >= 2 && addr[0] == '<' && addr[len(addr)-1] == '>' {
+		addr = strings.TrimSpace(addr[1 : len(addr)-1])
+	}
+	return strings.ToLower(addr)
+}
+
+// SameAddr reports whether a and b name the same non-empty address.
+func SameAddr(a, b string) bool {
+	ka := AddrKey(a)
+	return ka != "" && ka == AddrKey(b)
+}

@@ -1,0 +1,69 @@
+package store
+
+import (
+	"testing"
+
+	"github.com/mailagent/mailagent/internal/mail"
+)
+
+func authed(addr string) *SenderAuth {
+	return &SenderAuth{Authenticated: true, Address: addr, Method: AuthDMARC}
+}
+
+func TestMayResolve(t *testing.T) {
+	contact := &MessageRecord{Route: "external", From: mail.Address{Email: "Ann@Example.org"}, SenderAuth: authed("ann@example.org")}
+	contact2 := &MessageRecord{Route: "external", From: mail.Address{Email: "ann@example.org"}, SenderAuth: authed("ANN@example.org")}
+	stranger := &MessageRecord{Route: "external", From: mail.Address{Email: "eve@evil.test"}, SenderAuth: authed("eve@evil.test")}
+	spoof := &MessageRecord{Route: "external", From: mail.Address{Email: "ann@example.org"}, SenderAuth: &SenderAuth{Address: "ann@example.org"}}
+	ownerToAnn := &MessageRecord{Route: "owner", From: mail.Address{Email: "me@home.test"}, To: []mail.Address{{Email: "<Ann@example.org>"}}}
+	cases := []struct {
+		name     string
+		from, to *MessageRecord
+		want     bool
+	}{
+		{"same correspondent, other spelling", contact2, contact, true},
+		{"stranger to contact", stranger, contact, false},
+		{"spoofed contact to contact", spoof, contact, false},
+		{"contact to spoof", contact, spoof, false},
+		{"contact to the owner's mail addressed to them", contact, ownerToAnn, true},
+		{"stranger to the owner's mail addressed to the contact", stranger, ownerToAnn, false},
+		{"owner to anything", ownerToAnn, stranger, true},
+		{"nil", nil, contact, false},
+	}
+	for _, c := range cases {
+		if got := MayResolve(c.from, c.to); got != c.want {
+			t.Errorf("%s: MayResolve = %v, want %v", c.name, got, c.want)
+		}
+	}
+	// Positive control: with the checks off, the stranger's reference lands.
+	restore := SwitchOffIdentityForTest()
+	landed := MayResolve(stranger, contact)
+	restore()
+	if !landed {
+		t.Error("positive control: with identity checks off the stranger's reference should resolve")
+	}
+}
+
+func TestAnswersTo(t *testing.T) {
+	contact := &MessageRecord{Route: "external", From: mail.Address{Email: "ann@example.org"}, SenderAuth: authed("ann@example.org"),
+		ReplyTo: []mail.Address{{Email: "ann.work@example.org"}}}
+	unauth := &MessageRecord{Route: "external", From: mail.Address{Email: "bob@example.net"}, ReplyTo: []mail.Address{{Email: "eve@evil.test"}}}
+	cases := []struct {
+		name string
+		rcpt []string
+		orig *MessageRecord
+		want bool
+	}{
+		{"to the correspondent", []string{"x@y.z", "ANN@example.org"}, contact, true},
+		{"to the authenticated Reply-To", []string{"ann.work@example.org"}, contact, true},
+		{"to a stranger", []string{"eve@evil.test"}, contact, false},
+		{"nobody", nil, contact, false},
+		{"unauthenticated: to From", []string{"bob@example.net"}, unauth, true},
+		{"unauthenticated: Reply-To does not count", []string{"eve@evil.test"}, unauth, false},
+	}
+	for _, c := range cases {
+		if got := AnswersTo(c.rcpt, c.orig); got != c.want {
+			t.Errorf("%s: AnswersTo = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
