@@ -16,7 +16,7 @@ var commandExamples = map[string]string{
   mailagent digest --send                   # mail it to yourself`,
 	"triage": `  mailagent triage --dry-run --since 7d     # what it would do with last week's mail
   mailagent triage --unseen --limit 50      # classify the 50 newest unread messages
-  mailagent triage --json | jq '.[].route'`,
+  mailagent triage --json | jq -r .route   # one JSON object per line`,
 	"explain": `  mailagent explain '<CAF=abc123@mail.example.com>'   # by Message-ID
   mailagent explain tr_3f9a1c2e5b7d9e01                           # by trace id (from triage, queue show)
   mailagent explain fu_3f9a1c2e5b7d9e01                           # a followup: its state, deadline and message

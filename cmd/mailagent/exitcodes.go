@@ -68,6 +68,12 @@ func usageArgs(root *cobra.Command) {
 				return nil
 			}
 		case c.HasSubCommands():
+			// SuggestionsFor applies no distance of its own (cobra sets its
+			// default of 2 only on its own error path, which Args replaces):
+			// without it "statsu" would suggest nothing.
+			if c.SuggestionsMinimumDistance <= 0 {
+				c.SuggestionsMinimumDistance = 2
+			}
 			c.Args = func(cmd *cobra.Command, args []string) error {
 				if len(args) == 0 {
 					return nil

@@ -235,3 +235,24 @@ func TestVersionFlag(t *testing.T) {
 		t.Fatalf("version %q (%d) vs --version %q (%d)", a, ca, b, cb)
 	}
 }
+
+// TestMisspeltCommandSuggests: a transposed or one-letter-off command
+// name suggests the command, as a newcomer who types "statsu" expects;
+// a word far from every command suggests nothing.
+func TestMisspeltCommandSuggests(t *testing.T) {
+	isolate(t)
+	missing := filepath.Join(t.TempDir(), "none.toml")
+	for typed, want := range map[string]string{
+		"statsu":           "did you mean: mailagent status?",
+		"stauts":           "did you mean: mailagent status?",
+		"reveiw":           "did you mean: mailagent review?",
+		"queue aprove":     "did you mean: mailagent queue approve?",
+		"xyzzy":            "see: mailagent --help",
+		"queue frobnicate": "see: mailagent queue --help",
+	} {
+		_, stderr, code := runMain(t, append([]string{"--config", missing}, strings.Fields(typed)...)...)
+		if code != ExitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d and %q", typed, code, stderr, ExitUsage, want)
+		}
+	}
+}
