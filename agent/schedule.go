@@ -181,10 +181,10 @@ func (p *Pipeline) scheduleGate(ctx context.Context, gates []store.GateResult, o
 	case len(problems) > 0:
 		g.Reason = "the draft " + strings.Join(problems, "; ")
 	case !p.Policy.AutoSchedule:
-		g.Reason = fmt.Sprintf("policy.auto_schedule is off: scheduling replies wait for you (%d dates and times checked, all offered)", c.Mentions)
+		g.Reason = fmt.Sprintf("policy.auto_schedule is off: scheduling replies wait for you (%s checked, all offered)", datesAndTimes(c.Mentions))
 	default:
 		g.Pass = true
-		g.Reason = fmt.Sprintf("%d dates and times, all in the calendar's free slots", c.Mentions)
+		g.Reason = datesAndTimes(c.Mentions) + ", all in the calendar's free slots"
 	}
 	return append(gates, g)
 }
@@ -239,10 +239,10 @@ func (p *Pipeline) timeGate(ctx context.Context, gates []store.GateResult, rec *
 		g.Reason = "the draft " + strings.Join(problems, "; ")
 	case loc != nil:
 		g.Pass = true
-		g.Reason = fmt.Sprintf("%d dates and times, all in the calendar's free slots", c.Mentions)
+		g.Reason = datesAndTimes(c.Mentions) + ", all in the calendar's free slots"
 	default:
 		g.Pass = true
-		g.Reason = fmt.Sprintf("%d dates and times, all repeated from the thread", c.Mentions)
+		g.Reason = datesAndTimes(c.Mentions) + ", all repeated from the thread"
 	}
 	return append(gates, g)
 }
@@ -301,4 +301,13 @@ func (p *Pipeline) slotLength(account string) time.Duration {
 		return l.SlotLength(account)
 	}
 	return DefaultSlotLength
+}
+
+// datesAndTimes counts the mentions a gate checked: "1 date or time",
+// "3 dates and times".
+func datesAndTimes(n int) string {
+	if n == 1 {
+		return "1 date or time"
+	}
+	return fmt.Sprintf("%d dates and times", n)
 }

@@ -217,3 +217,11 @@ func TestNoCalendarGateBeforeDraft(t *testing.T) {
 		t.Errorf("not scheduling: got %+v, want no gate", g)
 	}
 }
+
+func TestDatesAndTimesWording(t *testing.T) {
+	for n, want := range map[int]string{0: "0 dates and times", 1: "1 date or time", 4: "4 dates and times"} {
+		if got := datesAndTimes(n); got != want {
+			t.Errorf("%d: %q, want %q", n, got, want)
+		}
+	}
+}

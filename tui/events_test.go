@@ -177,7 +177,7 @@ func TestStatusLineWatcherStates(t *testing.T) {
 	// Never connected: the store was opened directly.
 	f := newFake()
 	f.status = Status{}
-	if line := newModel(t, f, Options{NoColor: true}).renderStatus(); !strings.Contains(line, "offline (store opened directly)") {
+	if line := newModel(t, f, Options{NoColor: true}).renderStatus(); !strings.Contains(line, "no watcher: actions run locally") {
 		t.Errorf("never connected: got %q", line)
 	}
 }

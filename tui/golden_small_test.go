@@ -310,7 +310,7 @@ func TestGoldenStatusLines(t *testing.T) {
 		{"connected", func(m *Model) {}, "● watcher connected"},
 		{"stream lost", func(m *Model) { m.streamLost = true }, "○ live updates lost: reconnecting"},
 		{"watcher gone", func(m *Model) { m.stat.WatcherConnected = false; m.stat.Accounts = nil }, "○ no watcher: actions run locally"},
-		{"offline", func(m *Model) { m.stat.WatcherConnected = false; m.stat.Accounts = nil; m.sawWatcher = false }, "○ offline (store opened directly)"},
+		{"offline", func(m *Model) { m.stat.WatcherConnected = false; m.stat.Accounts = nil; m.sawWatcher = false }, "○ no watcher: actions run locally"},
 		{"held by a triage", func(m *Model) {
 			m.stat.WatcherConnected = false
 			m.stat.Accounts = nil

@@ -481,7 +481,7 @@ func TestStatusLine(t *testing.T) {
 	}{
 		{name: "connected", status: Status{WatcherConnected: true, Accounts: []AccountState{{Name: "work", State: "idle"}, {Name: "home", State: "syncing"}}, AutoSentToday: 3, AutoSendCap: 20},
 			want: []string{"watcher connected", "work: idle", "home: syncing", "auto-sent today 3/20"}},
-		{name: "offline", status: Status{}, want: []string{"offline (store opened directly)", "auto-sent today 0"}},
+		{name: "offline", status: Status{}, want: []string{"no watcher: actions run locally", "auto-sent today 0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -483,10 +483,11 @@ func (m *Model) renderStatus() string {
 		parts = append(parts, m.st.Online.Render(g.Online+" watcher connected"))
 	case m.stat.Holder != "":
 		parts = append(parts, m.st.Online.Render(g.Online+" served by "+clean(m.stat.Holder)))
-	case m.sawWatcher:
-		parts = append(parts, m.st.Offline.Render(g.Offline+" no watcher: actions run locally"))
 	default:
-		parts = append(parts, m.st.Offline.Render(g.Offline+" offline (store opened directly)"))
+		// Whether a watcher ran earlier or never did, the owner's
+		// question is the same: who sends what I approve? (review --help
+		// uses the same words.)
+		parts = append(parts, m.st.Offline.Render(g.Offline+" no watcher: actions run locally"))
 	}
 	for _, a := range m.stat.Accounts {
 		parts = append(parts, m.st.StatusBar.Render(clean(a.Name)+": "+clean(a.State)))

@@ -352,7 +352,7 @@ func demoReport(f *Factory, env *demoEnv, asJSON bool) error {
 	if err := tb.write(f.Stdout); err != nil {
 		return err
 	}
-	fmt.Fprintf(f.Stdout, "\n%d drafts and %d notices wait in the queue (run `mailagent demo` without --no-tui to review them).\n", rep.Queued, rep.Notices)
+	fmt.Fprintf(f.Stdout, "\n%s and %s wait in the queue (run `mailagent demo` without --no-tui to review them).\n", plural(rep.Queued, "draft"), plural(rep.Notices, "notice"))
 	printDelivered(f.Stdout, env.world.Delivered())
 	fmt.Fprintf(f.Stdout, "\nmodel: %s\n", env.label)
 	return nil

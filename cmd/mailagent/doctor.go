@@ -246,7 +246,17 @@ func (d *doctor) imap(ctx context.Context, acct *config.Account) {
 	if len(missing) == 0 {
 		d.pass(name+": capabilities", strings.Join(have, " "))
 	} else {
-		fix := "mailagent works without them"
+		fallbacks := map[string]string{
+			"MOVE":        "moves are COPY then delete",
+			"UIDPLUS":     "moved originals stay marked \\Deleted, not expunged",
+			"CONDSTORE":   "nothing changes (not used yet)",
+			"SPECIAL-USE": "Sent and Drafts are found by their usual names (set sent_mailbox/drafts_mailbox if that fails)",
+		}
+		var said []string
+		for _, cp := range missing {
+			said = append(said, "without "+cp+" "+fallbacks[cp])
+		}
+		fix := "nothing needed: " + strings.Join(said, "; ")
 		if !c.Has("IDLE") {
 			fix = "no IDLE: watch polls every sync.poll_interval instead"
 		}

@@ -84,7 +84,10 @@ func jobWhen(j *store.Job, now time.Time) string {
 	case due.After(now):
 		return "in " + humantime.Age(due, now)
 	}
-	return "due " + humantime.Age(now, due) + " ago"
+	if a := humantime.Age(now, due); a != "now" {
+		return "due " + a + " ago"
+	}
+	return "due now"
 }
 
 // jobDueAt is when a job is due next: a running job's lease end.

@@ -56,7 +56,7 @@ type Styles struct {
 	Success     lipgloss.Style // a successful action's result
 	StatusBar   lipgloss.Style // the bottom status line
 	Online      lipgloss.Style // "watcher connected"
-	Offline     lipgloss.Style // "offline (store opened directly)"
+	Offline     lipgloss.Style // "no watcher: actions run locally"
 	Prompt      lipgloss.Style // the label of a prompt
 	Body        lipgloss.Style // wrapped message text in the detail view
 	NewAddress  lipgloss.Style // a recipient the owner has never written to
