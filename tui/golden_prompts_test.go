@@ -61,15 +61,16 @@ type goldenFrame struct {
 // way to help and out.
 func TestGoldenPromptsAndLines(t *testing.T) {
 	prompt := []string{"enter confirm", "esc back"}
+	yesNo := []string{"y yes", "n/esc no"} // a y/N question takes one key
 	frames := []goldenFrame{
 		{name: "prompt_reject", keys: []string{"r", "not for me"}, want: []string{"reject, reason (optional): not for me"}, hint: prompt},
 		{name: "prompt_snooze", keys: []string{"s"}, want: []string{"snooze for: ", "4h (or 1h, 30m, 2d, tomorrow)"}, hint: prompt},
 		{name: "prompt_regenerate", keys: []string{"R", "shorter"}, want: []string{"regenerate, instruction: shorter"}, hint: prompt},
 		{name: "prompt_filter", keys: []string{"/", "eve"}, want: []string{"filter: eve", "Quarterly planning"}, hint: prompt},
 		{name: "confirm_new_recipient", keys: []string{"a"},
-			want: []string{"send to a new address collect@evil.test", "? y/N: "}, hint: prompt},
+			want: []string{"send to a new address collect@evil.test", "? y/N: "}, hint: yesNo},
 		{name: "confirm_from_detail", keys: []string{"enter", "a"},
-			want: []string{"[new] collect@evil.test", "? y/N: "}, hint: prompt},
+			want: []string{"[new] collect@evil.test", "? y/N: "}, hint: yesNo},
 		{name: "inline_editor", keys: []string{"j", "j", "j", "j", "e"}, // the long draft
 			want: []string{"Editing Quarterly planning", "Hi Eve,", "ctrl+s saves, esc cancels"}, hint: []string{"ctrl+s save", "esc back"}},
 		{name: "inline_editor_typed", keys: []string{"j", "e", "Dear Dan, "},
@@ -85,11 +86,14 @@ func TestGoldenPromptsAndLines(t *testing.T) {
 			want: []string{`rejected "Legal notice" (too late)`}},
 		{name: "flash_error", keys: []string{"4", "a"},
 			want: []string{"error: sent items have no draft to review: not applicable"}},
-		{name: "flash_not_sent", keys: []string{"a", "n", "enter"}, want: []string{"not sent"}},
+		{name: "flash_not_sent", keys: []string{"a", "n"}, want: []string{"not sent"}},
+		{name: "flash_not_sent_enter", keys: []string{"a", "enter"}, want: []string{"not sent"}},
+		{name: "confirm_y_sends", keys: []string{"a", "y"}, action: "approve", reload: true,
+			want: []string{"sending in 5s, c cancels"}},
 		{name: "confirm_unsubscribe", keys: []string{"U"}, out: "y/N",
 			backend: func() Backend { return &followupFake{fakeBackend: newFake(promptItems()...)} },
 			want:    []string{"unsubscribe with a one-click request to", "? y/N"}},
-		{name: "confirm_rsvp", keys: []string{"3", "A"}, hint: prompt,
+		{name: "confirm_rsvp", keys: []string{"3", "A"}, hint: yesNo,
 			backend: func() Backend { return inviteFake{newFake(append(promptItems(), invitationItem("Design review"))...)} },
 			want:    []string{"accept the invitation", "? y/N: "}},
 	}
@@ -135,7 +139,11 @@ func TestGoldenPromptsAndLines(t *testing.T) {
 					}
 				}
 				switch f.name {
-				case "flash_not_sent", "confirm_new_recipient", "confirm_from_detail":
+				case "confirm_y_sends":
+					if c := fb.callsOf("Approve"); len(c) != 1 {
+						t.Errorf("y answered the question, yet Approve was called %d times, want 1", len(c))
+					}
+				case "flash_not_sent", "flash_not_sent_enter", "confirm_new_recipient", "confirm_from_detail":
 					if len(fb.callsOf("Approve")) != 0 {
 						t.Error("the question was not answered yes, yet the draft was approved")
 					}

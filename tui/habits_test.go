@@ -161,7 +161,7 @@ func TestOnlyApplicableActionsOffered(t *testing.T) {
 		{name: "sent item", keys: []string{"4", "j"}, want: nil},
 		{name: "sent item in detail", keys: []string{"4", "j", "enter"}, want: nil},
 		{name: "needs review", keys: []string{"3"}, want: []string{"edit", "reject", "try again"}},
-		{name: "notify", keys: []string{"3", "j"}, want: nil},
+		{name: "notify", keys: []string{"3", "j"}, want: []string{"reject"}}, // dismisses it
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

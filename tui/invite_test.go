@@ -131,7 +131,7 @@ func TestRSVPConfirmsAndSendsTheAnswer(t *testing.T) {
 			if m.mode != modePrompt || !strings.Contains(m.input.Prompt, tc.verb) || !strings.HasSuffix(m.input.Prompt, "y/N: ") {
 				t.Fatalf("after %s: mode %v prompt %q, want a y/N question with %q", tc.key, m.mode, m.input.Prompt, tc.verb)
 			}
-			send(t, m, press("n", "enter")...)
+			send(t, m, press("n")...)
 			if c := f.callsOf("RSVP"); len(c) != 0 {
 				t.Fatalf("answered n, yet RSVP was called: %v", c)
 			}
@@ -143,7 +143,7 @@ func TestRSVPConfirmsAndSendsTheAnswer(t *testing.T) {
 			if c := f.callsOf("RSVP"); len(c) != 0 {
 				t.Fatalf("esc, yet RSVP was called: %v", c)
 			}
-			send(t, m, press(tc.key, "y", "enter")...)
+			send(t, m, press(tc.key, "y")...)
 			c := f.callsOf("RSVP")
 			if len(c) != 1 || c[0].id != "inv" || c[0].arg != tc.answer {
 				t.Fatalf("RSVP calls %+v, want one for inv with %q", c, tc.answer)
@@ -174,7 +174,7 @@ func TestRSVPErrorShown(t *testing.T) {
 	if m.tab != tabDetail || !strings.Contains(m.shortHelp(), rsvpHint) {
 		t.Fatalf("detail of the invitation: tab %v, hint %q", m.tab, m.shortHelp())
 	}
-	send(t, m, press("D", "y", "enter")...)
+	send(t, m, press("D", "y")...)
 	if !m.noteErr || !strings.Contains(m.note, "organizer is not the authenticated sender") || !strings.Contains(m.note, "decline") {
 		t.Errorf("note after a refused answer: %q (err %v)", m.note, m.noteErr)
 	}
@@ -260,7 +260,7 @@ func TestRSVPNotificationSentAfterWindow(t *testing.T) {
 	f := senderInviteFake{inviteFake{newFake(invitationItem("Design review"))}}
 	f.status.WatcherConnected = false
 	m := newModel(t, f, Options{NoColor: true, Now: func() time.Time { return now }})
-	send(t, m, press("3", "T", "y", "enter")...)
+	send(t, m, press("3", "T", "y")...)
 	if c := f.callsOf("RSVP"); len(c) != 1 || c[0].arg != "tentative" {
 		t.Fatalf("RSVP calls %+v, want one tentative", c)
 	}

@@ -132,11 +132,11 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Edit):
 		return m.edit()
 	case key.Matches(msg, k.Reject):
-		return m.startPrompt(promptReject, canReview)
+		return m.startPrompt(promptReject, canDismiss)
 	case key.Matches(msg, k.Regenerate):
 		return m.startPrompt(promptRegenerate, canRegenerate)
 	case key.Matches(msg, k.Snooze):
-		return m.startPrompt(promptSnooze, canReview)
+		return m.startPrompt(promptSnooze, canDismiss)
 	case key.Matches(msg, k.Retry):
 		return m.retry()
 	case key.Matches(msg, k.Cancel):
@@ -207,6 +207,20 @@ func canReview(it *Item) error {
 	return nil
 }
 
+// canDismiss reports whether the owner can reject or snooze an item: a
+// reviewable draft, or a notice (rejecting a notice dismisses it, as
+// `queue reject` does).
+func canDismiss(it *Item) error {
+	if it.Kind == KindNotify {
+		switch it.Status {
+		case StatusPending, StatusSnoozed:
+			return nil
+		}
+		return fmt.Errorf("notice is already %s: %w", it.Status, errNotApplicable)
+	}
+	return canReview(it)
+}
+
 // canRegenerate reports whether the item has a draft to write again.
 func canRegenerate(it *Item) error {
 	if err := canReview(it); err != nil {
@@ -271,8 +285,8 @@ func (m *Model) approve() tea.Cmd {
 // confirmNew asks before sending to addresses the owner has never written
 // to (a Reply-To stranger, say), or a draft with Warnings (safety gates
 // that failed for a reason a person should weigh): "send to a new address
-// x@y? y/N", "send although safety gate never_auto failed? y/N". Only
-// "y" or "yes" followed by enter sends; anything else, or esc, does not.
+// x@y? y/N", "send although safety gate never_auto failed? y/N". The
+// key y sends; any other key does not.
 func (m *Model) confirmNew(it *Item, action string, news []Address) tea.Cmd {
 	var questions []string
 	if len(news) > 0 {
@@ -604,6 +618,9 @@ func (m *Model) openPrompt(kind promptKind, id, value string) tea.Cmd {
 		m.input.Placeholder = "from, subject, summary or intent"
 	case promptReject:
 		m.input.Prompt = "reject, reason (optional): "
+		if e, ok := m.items[id]; ok && e.item.Kind == KindNotify {
+			m.input.Prompt = "dismiss, note (optional): "
+		}
 		m.input.Placeholder = ""
 	case promptRegenerate:
 		m.input.Prompt = "regenerate, instruction: "
@@ -626,6 +643,13 @@ func (m *Model) closePrompt() {
 }
 
 func (m *Model) handlePromptKey(msg tea.KeyPressMsg) tea.Cmd {
+	if m.prompt == promptConfirmNew {
+		// A y/N question takes one key, as every y/N question in a
+		// terminal does: y answers yes at once; any other key (n, enter,
+		// esc, a stray q) is no.
+		m.input.SetValue(msg.String())
+		return m.submitPrompt()
+	}
 	switch {
 	case key.Matches(msg, m.keys.Back):
 		if m.prompt == promptFilter {
@@ -667,7 +691,7 @@ func (m *Model) submitPrompt() tea.Cmd {
 	it := e.item
 	switch kind {
 	case promptConfirmNew:
-		if v := strings.ToLower(value); v != "y" && v != "yes" {
+		if v := strings.ToLower(value); v != "y" {
 			m.setNote("not sent")
 			return nil
 		}

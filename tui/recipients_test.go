@@ -86,14 +86,14 @@ func TestApproveNewRecipientAsksFirst(t *testing.T) {
 		keys     []string
 		wantSent bool
 	}{
-		{"y and enter sends", []string{"y", "enter"}, true},
-		{"yes and enter sends", []string{"yes", "enter"}, true},
+		{"y sends at once", []string{"y"}, true},
+		{"Y sends", []string{"Y"}, true},
 		{"enter alone is no", []string{"enter"}, false},
-		{"n is no", []string{"n", "enter"}, false},
+		{"n is no", []string{"n"}, false},
 		{"esc is no", []string{"esc"}, false},
-		{"y without enter has not sent yet", []string{"y"}, false},
-		{"a second approve key is not a yes", []string{"a", "enter"}, false},
-		{"key repeat yy is not a yes", []string{"yy", "enter"}, false},
+		{"a second approve key is not a yes", []string{"a"}, false},
+		{"key repeat aa is not a yes, and asks nothing more", []string{"a", "a"}, false},
+		{"q is no, and does not quit", []string{"q"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,7 +151,7 @@ func TestRetryFailedDraftToNewRecipientAsksFirst(t *testing.T) {
 	if n := len(f.callsOf("Retry")); n != 0 {
 		t.Fatalf("Retry called %d times before the answer", n)
 	}
-	send(t, m, press("y", "enter")...)
+	send(t, m, press("y")...)
 	if n := len(f.callsOf("Retry")); n != 1 {
 		t.Fatalf("Retry calls after yes: got %d, want 1", n)
 	}
@@ -169,7 +169,6 @@ func TestProgramApproveNewRecipientConfirms(t *testing.T) {
 		t.Fatalf("Approve called %d times before the answer", n)
 	}
 	tm.Send(tea.KeyPressMsg{Code: 'y', Text: "y"})
-	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
 	hook.waitFor(t, "the approve result", func(msg tea.Msg) bool { a, ok := msg.(actionMsg); return ok && a.action == "approve" })
 	finalModel(t, tm)
 	if calls := f.callsOf("Approve"); len(calls) != 1 || calls[0].id != "stranger" {

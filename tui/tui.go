@@ -160,6 +160,8 @@ type Model struct {
 	helpOffset int // the overlay's first line shown, when it is taller than the window
 	helpByTab  [numTabs]viewKeys
 	promptKeys viewKeys
+	// confirmKeys are the keys of a y/N question (one key answers it).
+	confirmKeys viewKeys
 	detailBack key.Binding // "q/esc back": what q and esc do in the detail view
 	editKeys   viewKeys
 

@@ -590,7 +590,7 @@ func finalModel(t *testing.T, tm *teatest.TestModel) *Model {
 func TestProgramApprove(t *testing.T) {
 	f := newFake(sampleQueue()...)
 	tm, hook := startProgram(t, f, Options{})
-	tm.Send(tea.KeyPressMsg{Code: 'y', Text: "y"})
+	tm.Send(tea.KeyPressMsg{Code: 'a', Text: "a"})
 	hook.waitFor(t, "the approve result", func(msg tea.Msg) bool { a, ok := msg.(actionMsg); return ok && a.action == "approve" })
 	hook.waitFor(t, "the item read again", func(msg tea.Msg) bool { _, ok := msg.(loadedMsg); return ok })
 	m := finalModel(t, tm)
@@ -758,5 +758,42 @@ func TestTinyWindowsDoNotPanic(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLongErrorIsReadWhole: a failed approval's reason wider than the
+// window is wrapped onto the lines above the status line, whole, and the
+// frame keeps its height; a reason longer than three lines ends in "…".
+func TestLongErrorIsReadWhole(t *testing.T) {
+	long := "send failed: smtp: 454 4.7.0 Temporary authentication failure: the relay at mail.example.org:587 refused AUTH PLAIN; retried 3 times"
+	for _, c := range []struct {
+		err   string
+		whole bool
+	}{{long, true}, {strings.Repeat(long+" ", 4), false}} {
+		f := newFake(sampleQueue()...)
+		f.errs["Approve"] = errors.New(c.err)
+		m := newModel(t, f, Options{NoColor: true})
+		send(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
+		send(t, m, press("a")...)
+		view := m.View().Content
+		lines := strings.Split(view, "\n")
+		if len(lines) != 24 {
+			t.Fatalf("frame has %d lines, want 24", len(lines))
+		}
+		for i, l := range lines {
+			if ansi.StringWidth(l) > 80 {
+				t.Errorf("line %d is %d cells wide", i, ansi.StringWidth(l))
+			}
+		}
+		joined := strings.Join(strings.Fields(view), " ")
+		if c.whole && !strings.Contains(joined, "refused AUTH PLAIN; retried 3 times") {
+			t.Errorf("the error's end is not shown:\n%s", view)
+		}
+		if !c.whole && !strings.Contains(view, "…") {
+			t.Errorf("a cut error does not say so:\n%s", view)
+		}
+		if !strings.Contains(lines[len(lines)-2], "watcher") && !strings.Contains(lines[len(lines)-2], "auto-sent") {
+			t.Errorf("the status line moved: %q", lines[len(lines)-2])
+		}
 	}
 }

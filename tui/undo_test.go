@@ -115,8 +115,8 @@ var sendKinds = []struct {
 	keys, again []string // again: the keys that start it a second time
 }{
 	{"draft approve", "low-new", []string{"a"}, []string{"a"}},
-	{"rsvp on a notification", "inv", []string{"3", "A", "y", "enter"}, []string{"A", "y", "enter"}},
-	{"rsvp on a draft", "invd", []string{"T", "y", "enter"}, []string{"T", "y", "enter"}},
+	{"rsvp on a notification", "inv", []string{"3", "A", "y"}, []string{"A", "y"}},
+	{"rsvp on a draft", "invd", []string{"T", "y"}, []string{"T", "y"}},
 	{"follow-up nudge", "q_nudge", []string{"F", "n", "q", "a"}, []string{"a"}},
 }
 
@@ -380,7 +380,7 @@ func TestQuitWithLocalSends(t *testing.T) {
 	t.Run("an answered invitation waits too", func(t *testing.T) {
 		f := newUndoFake(false, undoItems()...)
 		m := newModel(t, localUndoFake{f}, Options{NoColor: true})
-		startKind(t, m, "inv", []string{"3", "A", "y", "enter"})
+		startKind(t, m, "inv", []string{"3", "A", "y"})
 		q(t, m)
 		if quitted(m) || !strings.Contains(m.renderNote(), "q again to quit and cancel") {
 			t.Fatalf("q with an RSVP waiting: quit %v, note %q", quitted(m), m.renderNote())

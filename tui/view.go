@@ -63,12 +63,18 @@ func (m *Model) buildHelp() {
 			key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit"))}},
 	}
 	m.promptKeys = viewKeys{short: []key.Binding{k.Submit, k.Back}, full: [][]key.Binding{{k.Submit, k.Back}}}
+	yes := key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes"))
+	no := key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("n/esc", "no"))
+	m.confirmKeys = viewKeys{short: []key.Binding{yes, no}, full: [][]key.Binding{{yes, no}}}
 	m.editKeys = viewKeys{short: []key.Binding{k.Save, k.Back}, full: [][]key.Binding{{k.Save, k.Back}}}
 }
 
 func (m *Model) currentKeys() viewKeys {
 	switch m.mode {
 	case modePrompt:
+		if m.prompt == promptConfirmNew {
+			return m.confirmKeys
+		}
 		return m.promptKeys
 	case modeInlineEdit:
 		return m.editKeys
@@ -157,8 +163,10 @@ func (m *Model) applicable(b key.Binding, it *Item) bool {
 		return it != nil && canReview(it) == nil && (it.Draft != "" || it.Final != "")
 	case is(k.Regenerate):
 		return it != nil && canRegenerate(it) == nil
-	case is(k.Edit), is(k.Reject), is(k.Snooze):
+	case is(k.Edit):
 		return it != nil && canReview(it) == nil
+	case is(k.Reject), is(k.Snooze):
+		return it != nil && canDismiss(it) == nil
 	case is(k.Unsnooze):
 		return it != nil && canUnsnooze(it) == nil
 	case is(k.Retry):
@@ -244,6 +252,8 @@ func (m *Model) render() string {
 		body = m.renderList(m.tab, h)
 	}
 
+	notes := m.noteLines()
+	h = max(1, h-(len(notes)-1)) // an error of several lines takes body rows
 	var b strings.Builder
 	b.Grow((m.width + 16) * (m.height + 1))
 	m.writeLine(&b, m.renderTabs())
@@ -254,7 +264,9 @@ func (m *Model) render() string {
 		}
 		m.writeLine(&b, line)
 	}
-	m.writeLine(&b, m.renderNote())
+	for _, n := range notes {
+		m.writeLine(&b, n)
+	}
 	m.writeLine(&b, m.renderStatus())
 	b.WriteString(m.fitLine(m.shortHelp()))
 	return b.String()
@@ -397,6 +409,36 @@ func (m *Model) renderNote() string {
 		return m.st.Muted.Render(fmt.Sprintf("%sfilter %q (esc clears)", m.st.Glyphs.FilterMrk, m.filter))
 	}
 	return ""
+}
+
+// maxErrLines bounds the lines an error note may take from the body.
+const maxErrLines = 3
+
+// noteLines is the note line, except that an error wider than the window
+// (a failed approval's reason, say) is wrapped onto up to maxErrLines
+// lines instead of being cut: the owner must be able to read why.
+func (m *Model) noteLines() []string {
+	if m.mode != modeNormal || m.quitting || m.note == "" || !m.noteErr || m.width <= 0 {
+		return []string{m.renderNote()}
+	}
+	prefix := ""
+	if m.st.Plain {
+		prefix = "error: "
+	}
+	text := prefix + clean(m.note)
+	if ansi.StringWidth(text) <= m.width {
+		return []string{m.renderNote()}
+	}
+	lines := strings.Split(ansi.Wrap(text, m.width, " "), "\n")
+	if len(lines) > maxErrLines {
+		lines = lines[:maxErrLines]
+		last := lines[maxErrLines-1]
+		lines[maxErrLines-1] = ansi.Truncate(last, max(1, m.width-1), "") + m.st.Glyphs.Ellipsis
+	}
+	for i, l := range lines {
+		lines[i] = m.st.Error.Render(strings.TrimRight(l, " "))
+	}
+	return lines
 }
 
 // confirmSuffix ends every y/N question of the prompt line.

@@ -267,6 +267,10 @@ func demoRun(ctx context.Context, f *Factory, opts *DemoOptions) error {
 		return err
 	}
 	err = runReview(ctx, f, svc, env.label)
+	// The watcher sends what the owner approved once its undo window has
+	// passed; quitting the review inside that window must not drop it
+	// silently, so the demo keeps the watcher until those sends are done.
+	waitForApprovals(ctx, f.Stderr, svc, demoApprovalWait)
 	_ = closeSvc()
 	stopWatch()
 	if werr := <-watchDone; werr != nil && err == nil {
@@ -369,6 +373,52 @@ func printDelivered(w io.Writer, ds []demo.Delivered) {
 		fmt.Fprintf(w, "  to %s: %q (%s)\n", termsafe.Line(strings.Join(d.To, ", ")), termsafe.Line(m.Subject), kind)
 		for _, line := range strings.Split(strings.TrimSpace(termsafe.Text(m.CleanText)), "\n") {
 			fmt.Fprintf(w, "    | %s\n", line)
+		}
+	}
+}
+
+// demoApprovalWait bounds how long the demo waits, after the review is
+// closed, for approved replies still in their undo window.
+const demoApprovalWait = 30 * time.Second
+
+// waitForApprovals waits until no approved reply is waiting to be sent
+// (scheduled, pending or sending), at most limit, saying on w what it
+// waits for and, if it gives up or is interrupted, what was not sent.
+func waitForApprovals(ctx context.Context, w io.Writer, svc api.Service, limit time.Duration) {
+	waiting := func() int {
+		n := 0
+		for _, st := range []string{store.OutboxScheduled, store.OutboxPending, store.OutboxSending} {
+			obs, err := svc.Outbox(ctx, st)
+			if err != nil {
+				return 0
+			}
+			for _, ob := range obs {
+				if !ob.Auto {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	n := waiting()
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(w, "mailagent demo: sending %s you approved when the undo window ends (Ctrl-C leaves it unsent)\n", pluralWord(n, "reply", "replies"))
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for n > 0 {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(w, "mailagent demo: interrupted: %s not sent\n", pluralWord(n, "approved reply", "approved replies"))
+			return
+		case <-deadline.C:
+			fmt.Fprintf(w, "mailagent demo: %s still not sent after %s\n", pluralWord(n, "approved reply", "approved replies"), limit)
+			return
+		case <-tick.C:
+			n = waiting()
 		}
 	}
 }

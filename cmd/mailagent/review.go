@@ -43,7 +43,7 @@ The detail view shows the recipients; an address you have never written
 to is marked [new], and approving a send to it asks "y/N" first.
 
 Keys follow vim/less/neomutt: j/k, gg/G, ctrl-d/ctrl-u, enter opens, q or
-esc goes back (ctrl+c quits anywhere); a/y approve and send, e edit
+esc goes back (ctrl+c quits anywhere); a approve and send, e edit
 ($VISUAL/$EDITOR), r/n reject, R regenerate with an instruction, s snooze,
 u unsnooze, t try again (needs attention), c cancel a pending send,
 / filter, tab or 1-5 switch views, ? help. The hint bar offers only what

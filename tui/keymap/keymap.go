@@ -96,7 +96,9 @@ type KeyMap struct {
 // DefaultKeyMap returns the default bindings.
 func DefaultKeyMap() KeyMap {
 	return KeyMap{
-		Approve:      key.NewBinding(key.WithKeys("a", "y"), key.WithHelp("a/y", "approve & send")),
+		// Not "y": y answers the y/N questions an approval may ask, with
+		// one key, so a held or doubled key must not approve.
+		Approve:      key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve & send")),
 		Edit:         key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit")),
 		Reject:       key.NewBinding(key.WithKeys("r", "n"), key.WithHelp("r/n", "reject")),
 		Regenerate:   key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "regenerate")),
