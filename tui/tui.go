@@ -162,8 +162,8 @@ type Model struct {
 	promptKeys viewKeys
 	// confirmKeys are the keys of a y/N question (one key answers it).
 	confirmKeys viewKeys
-	detailBack key.Binding // "q/esc back": what q and esc do in the detail view
-	editKeys   viewKeys
+	detailBack  key.Binding // "q/esc back": what q and esc do in the detail view
+	editKeys    viewKeys
 
 	// sawWatcher: a watcher was connected at some point, so its absence
 	// is news ("no watcher"), not the way review was started.
