@@ -58,7 +58,7 @@ model).`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.NoTUI, "no-tui", false, "print the triage table and the outcomes instead of opening the TUI")
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "with --no-tui: print the outcomes as JSON")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the outcomes as JSON (implies --no-tui)")
 	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "keep the demo's state directory (its path is printed)")
 	return cmd
 }
@@ -229,6 +229,10 @@ auto_schedule = true
 }
 
 func demoRun(ctx context.Context, f *Factory, opts *DemoOptions) error {
+	if opts.JSON && !opts.NoTUI {
+		// JSON is for a program to read: there is no TUI to show it.
+		opts.NoTUI = true
+	}
 	if !opts.NoTUI && !terminalAttached(f) {
 		fmt.Fprintln(f.Stderr, "mailagent demo: no terminal to draw on: printing the table instead (as with --no-tui)")
 		opts.NoTUI = true
@@ -260,7 +264,7 @@ func demoRun(ctx context.Context, f *Factory, opts *DemoOptions) error {
 	// the review TUI in the foreground, connected to it.
 	wctx, stopWatch := context.WithCancel(ctx)
 	watchDone := make(chan error, 1)
-	go func() { watchDone <- watchRun(wctx, f, &WatchOptions{}) }()
+	go func() { watchDone <- watchRun(wctx, f, &WatchOptions{demo: true}) }()
 	svc, closeSvc, err := waitForWatcher(ctx, f, watchDone)
 	if err != nil {
 		stopWatch()

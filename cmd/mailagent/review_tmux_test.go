@@ -42,6 +42,14 @@ type tmuxTerm struct {
 // variables (watch would stay quiet under one).
 func startTmux(t *testing.T, h *harness, w, ht int, env []string, args ...string) *tmuxTerm {
 	t.Helper()
+	env = append([]string{"MA_TEST_IMAP_PASS=" + ownerPass, "MA_TEST_GEMINI_KEY=" + apiKey}, env...)
+	return startTmuxIn(t, h.dir, w, ht, env, append([]string{"--config", h.cfgPath}, args...)...)
+}
+
+// startTmuxIn runs `mailagent args…` in a w×h terminal in dir, with env
+// added to its environment.
+func startTmuxIn(t *testing.T, dir string, w, ht int, env []string, args ...string) *tmuxTerm {
+	t.Helper()
 	needTmux(t)
 	self, err := os.Executable()
 	if err != nil {
@@ -54,12 +62,11 @@ func startTmux(t *testing.T, h *harness, w, ht int, env []string, args ...string
 		}
 		_, _ = x.run("kill-server")
 	})
-	cmd := []string{"env", "-u", "INVOCATION_ID", "-u", "LAUNCHD", "-u", "NO_COLOR",
-		cliEnv + "=1", "MA_TEST_IMAP_PASS=" + ownerPass, "MA_TEST_GEMINI_KEY=" + apiKey}
-	cmd = append(append(cmd, env...), self, "--config", h.cfgPath)
+	cmd := []string{"env", "-u", "INVOCATION_ID", "-u", "LAUNCHD", "-u", "NO_COLOR", cliEnv + "=1"}
+	cmd = append(append(cmd, env...), self)
 	cmd = append(cmd, args...)
 	cmd = x.recordExit(cmd)
-	x.must(append([]string{"-f", "/dev/null", "new-session", "-d", "-s", "ma", "-c", h.dir,
+	x.must(append([]string{"-f", "/dev/null", "new-session", "-d", "-s", "ma", "-c", dir,
 		"-x", strconv.Itoa(w), "-y", strconv.Itoa(ht), "--"}, cmd...)...)
 	// Keep the pane after the command ends: its last lines and its exit
 	// are part of what the tests check.

@@ -22,6 +22,9 @@ import (
 type WatchOptions struct {
 	Account string
 	Once    bool
+	// demo: the watcher runs inside `mailagent demo`, whose state
+	// `mailagent review` cannot see, so it does not advise it.
+	demo bool
 	// isTTY replaces the terminal check of stderr (tests); nil asks the
 	// real stderr.
 	isTTY func() bool
@@ -122,7 +125,7 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	}
 	f.Logger().Info("watch starting", "accounts", len(accounts), "once", opts.Once)
 	if progress != nil {
-		progress.start(accounts, opts.Once)
+		progress.start(accounts, opts.Once, !opts.Once && !opts.demo)
 	}
 
 	g, gctx := errgroup.WithContext(ctx)

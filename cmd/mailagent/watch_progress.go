@@ -59,8 +59,9 @@ func (p *watchProgress) printf(format string, args ...any) {
 	fmt.Fprintf(p.w, format+"\n", args...)
 }
 
-// start says what will be watched.
-func (p *watchProgress) start(accounts []*config.Account, once bool) {
+// start says what will be watched, and with adviseReview how to stop
+// and where the queue is.
+func (p *watchProgress) start(accounts []*config.Account, once, adviseReview bool) {
 	verb := "watching"
 	if once {
 		verb = "catching up on"
@@ -73,7 +74,7 @@ func (p *watchProgress) start(accounts []*config.Account, once bool) {
 		p.printf("%s: %s %s of %s on %s", termsafe.Line(a.Name), verb, termsafe.Line(mailbox),
 			termsafe.Line(a.Email), termsafe.Line(p.addrs[a.Name]))
 	}
-	if !once {
+	if adviseReview {
 		p.printf("press Ctrl-C to stop; `mailagent review` shows the queue")
 	}
 }

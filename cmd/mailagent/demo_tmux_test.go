@@ -1,0 +1,67 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestDemoApproveThenQuitUnderTmux is the newcomer's first session in a
+// real terminal: `mailagent demo`, approve a draft, quit at once, inside
+// the undo window. The approved reply is sent all the same (the demo
+// says it waits for it), the outside world's list names it, and the
+// demo does not advise `mailagent review`, which cannot see its state.
+func TestDemoApproveThenQuitUnderTmux(t *testing.T) {
+	dir := t.TempDir()
+	env := []string{"GEMINI_API_KEY=", "HOME=" + dir, "XDG_STATE_HOME=" + dir, "XDG_CONFIG_HOME=" + dir}
+	x := startTmuxIn(t, dir, 120, 40, env, "demo")
+	x.waitText("watcher connected")
+	x.keys("/")
+	x.must("send-keys", "-t", "ma", "-l", "Katherine")
+	x.keys("Enter")
+	x.waitText("Intro: Ada, meet Katherine")
+	x.keys("a")
+	x.waitText("sending in")
+	x.keys("q")
+	screen := x.waitText("the outside world received")
+	if got := x.exitStatus(); got != "0" {
+		t.Fatalf("demo exit status %s, want 0", got)
+	}
+	screen = x.screen()
+	joined := strings.Join(strings.Fields(screen), " ")
+	for _, want := range []string{"sending 1 reply you approved when the undo window ends",
+		"the outside world received 2 message(s)", `"Re: Intro: Ada, meet Katherine" (approved by you)`} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("the terminal lacks %q:\n%s", want, screen)
+		}
+	}
+	if strings.Contains(screen, "mailagent review") {
+		t.Errorf("the demo advises `mailagent review`, which cannot see its state:\n%s", screen)
+	}
+}
+
+// TestDemoJSONOnATerminal: `demo --json` in a terminal prints the JSON
+// report (it implies --no-tui) instead of opening the review.
+func TestDemoJSONOnATerminal(t *testing.T) {
+	dir := t.TempDir()
+	x := startTmuxIn(t, dir, 200, 50, []string{"GEMINI_API_KEY=", "HOME=" + dir, "XDG_STATE_HOME=" + dir}, "demo", "--json")
+	if got := x.exitStatus(); got != "0" {
+		t.Fatalf("demo --json exit status %s, want 0:\n%s", got, x.screen())
+	}
+	screen, err := x.run("capture-pane", "-p", "-J", "-S", "-", "-t", "ma") // with the scrollback
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(screen, "watcher connected") {
+		t.Fatalf("demo --json opened the review:\n%s", screen)
+	}
+	start := strings.Index(screen, "{")
+	end := strings.LastIndex(screen, "}") // the pane's last line is tmux's own
+	if start < 0 || end < start {
+		t.Fatalf("no JSON on the terminal:\n%s", screen)
+	}
+	var rep DemoReport
+	if err := json.Unmarshal([]byte(screen[start:end+1]), &rep); err != nil || len(rep.Outcomes) == 0 {
+		t.Errorf("the terminal's JSON does not parse as the report (%v):\n%s", err, screen)
+	}
+}
