@@ -71,7 +71,9 @@ func mcpRun(ctx context.Context, f *Factory, _ *MCPOptions) error {
 		Version: versionString(), Now: f.Now, Logger: f.Logger(),
 	})
 	f.Logger().Info("mcp: serving on stdio", "read_only", cfg.MCP.ReadOnly, "accounts", cfg.MCP.Accounts)
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(f.Stdin), Writer: nopWriteCloser{f.Stdout}})
+	// Draining: a client that closes its input gets every answer it asked
+	// for first.
+	err = srv.Run(ctx, &mcpserver.DrainingTransport{Transport: &mcp.IOTransport{Reader: io.NopCloser(f.Stdin), Writer: nopWriteCloser{f.Stdout}}})
 	if err != nil && (errors.Is(err, io.EOF) || ctx.Err() != nil) {
 		return nil // the client closed stdin, or we were interrupted
 	}

@@ -282,3 +282,41 @@ func TestMCPBareEnvironment(t *testing.T) {
 		t.Errorf("switched off: exit %d, stderr %q", code, s.stderr.String())
 	}
 }
+
+// TestMCPAnswersEverythingBeforeEOF: a client that writes initialize and
+// tools/list and then closes its input (printf … | mailagent mcp) gets
+// both answers before the server exits, every run.
+func TestMCPAnswersEverythingBeforeEOF(t *testing.T) {
+	h := newHarness(t, highRiskModel, "")
+	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch on Tuesday?"))
+	if _, stderr, code := h.run("watch", "--once"); code != 0 {
+		t.Fatalf("watch --once: %d %s", code, stderr)
+	}
+	in := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"queue_list","arguments":{}}}
+`
+	for run := range 5 {
+		var stdout, stderr bytes.Buffer
+		code := Main([]string{"--config", h.cfgPath, "mcp"}, strings.NewReader(in), &stdout, &stderr)
+		if code != 0 {
+			t.Fatalf("run %d: exit %d: %s", run, code, stderr.String())
+		}
+		ids := map[float64]bool{}
+		for _, l := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+			var m struct {
+				ID    *float64        `json:"id"`
+				Error json.RawMessage `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(l), &m); err != nil || m.ID == nil || m.Error != nil {
+				t.Errorf("run %d: line %q is not a successful answer (%v)", run, l, err)
+				continue
+			}
+			ids[*m.ID] = true
+		}
+		if len(ids) != 3 || !ids[1] || !ids[2] || !ids[3] {
+			t.Errorf("run %d: answered %v, want 1, 2 and 3:\n%s", run, ids, stdout.String())
+		}
+	}
+}
