@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/termsafe"
+	"github.com/mailagent/mailagent/store"
 )
 
 // StatusOptions are the flags of `mailagent status`.
@@ -42,6 +44,15 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	if err != nil {
 		return err
 	}
+	if !s.Watcher && len(s.Accounts) == 0 {
+		// Without a watcher nobody syncs: every configured account says
+		// so, rather than the list being empty.
+		if cfg, err := f.Config(); err == nil {
+			for _, a := range cfg.Accounts {
+				s.Accounts = append(s.Accounts, api.AccountStatus{Name: a.Name, State: notWatched})
+			}
+		}
+	}
 	if opts.JSON {
 		return writeJSON(f.Stdout, toStatusJSON(&s))
 	}
@@ -65,6 +76,9 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		}
 	} else {
 		fmt.Fprintln(f.Stdout, "no watcher running (start one with: mailagent watch)")
+		for _, a := range s.Accounts {
+			fmt.Fprintf(f.Stdout, "  %s: %s\n", termsafe.Line(a.Name), termsafe.Line(a.State))
+		}
 		if s.PID != 0 {
 			// Through the socket of another holder (api.ServeHeld).
 			stateDir := ""
@@ -85,13 +99,32 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	}
 	fmt.Fprintf(f.Stdout, "messages: %s\n", strings.Join(states, ", "))
 	fmt.Fprintf(f.Stdout, "auto-sent today: %d of %d\n", s.AutoSentToday, s.AutoSendCap)
-	fmt.Fprintf(f.Stdout, "tokens today: %d in, %d out (%s)\n", s.TokensToday.TokensIn, s.TokensToday.TokensOut, plural(int(s.TokensToday.Calls), "call"))
+	// Calls counts the messages whose handling used the model; a message
+	// may take several model calls (classify, draft, summary).
+	fmt.Fprintf(f.Stdout, "tokens today: %d in, %d out (%s)\n", s.TokensToday.TokensIn, s.TokensToday.TokensOut, plural(int(s.TokensToday.Calls), "message"))
 	if u := s.TokensToday; u.ModelCalls > 0 {
 		p95 := "over 60s"
 		if d, ok := u.LatencyP95(); ok {
 			p95 = "at most " + d.String()
 		}
-		fmt.Fprintf(f.Stdout, "model latency today: mean %s, p95 %s (%s)\n", u.LatencyMean(), p95, plural(int(u.ModelCalls), "model call"))
+		fmt.Fprintf(f.Stdout, "model latency today: mean %s, p95 %s (%s)\n", meanLatency(u), p95, plural(int(u.ModelCalls), "model call"))
 	}
 	return nil
+}
+
+// notWatched is an account's state in status when no watcher runs.
+const notWatched = "not watched (no watcher running)"
+
+// meanLatency is the day's mean model latency to the millisecond, and
+// "under 1ms" for a model that answers faster (a mean of "0s" reads as
+// a fault).
+func meanLatency(u store.UsageDay) string {
+	if u.ModelCalls == 0 {
+		return "-"
+	}
+	ms := float64(u.LatencyMS) / float64(u.ModelCalls)
+	if ms < 1 {
+		return "under 1ms"
+	}
+	return (time.Duration(ms*float64(time.Millisecond))).Round(time.Millisecond).String()
 }
