@@ -126,5 +126,5 @@ func meanLatency(u store.UsageDay) string {
 	if ms < 1 {
 		return "under 1ms"
 	}
-	return (time.Duration(ms*float64(time.Millisecond))).Round(time.Millisecond).String()
+	return (time.Duration(ms * float64(time.Millisecond))).Round(time.Millisecond).String()
 }
