@@ -99,6 +99,15 @@ func getQueueTx(tx *bolt.Tx, id string) (*QueueItem, error) {
 
 // putQueueTx writes q and moves its index entry from old's (nil: none).
 func putQueueTx(tx *bolt.Tx, q, old *QueueItem) error {
+	if q.MessageDate.IsZero() && old != nil {
+		q.MessageDate = old.MessageDate
+	}
+	if q.MessageDate.IsZero() && q.Message.Account != "" {
+		var rec MessageRecord
+		if err := getJSON(tx.Bucket(bMessages), msgKey(q.Message), &rec); err == nil {
+			q.MessageDate = rec.Date
+		}
+	}
 	if err := reindex(tx, bIdxQueue, q, old, func(q *QueueItem) (string, time.Time, string) { return q.Status, queueDue(q), q.ID }); err != nil {
 		return err
 	}

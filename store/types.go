@@ -233,6 +233,10 @@ type QueueItem struct {
 	Error          string          `json:"error,omitempty"`
 	CreatedAt      time.Time       `json:"created_at"`
 	UpdatedAt      time.Time       `json:"updated_at"`
+	// MessageDate is the Date of the item's message, filled from its
+	// record when the item is first written (putQueueTx): what AGE counts
+	// from in every listing (zero: CreatedAt).
+	MessageDate time.Time `json:"message_date,omitzero"`
 
 	// DraftMessageID is the one Message-ID of this item's reply: the
 	// Drafts-folder copy carries it, and so does the reply sent on

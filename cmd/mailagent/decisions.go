@@ -102,7 +102,7 @@ func printDecisions(w io.Writer, recs []store.MessageRecord, replies map[store.M
 		if o := replies[r.MessageKey]; o != nil && r.Decision == agent.DecisionAutoSend {
 			why = "replied to " + strings.Join(o.To, ", ") + " (" + o.Status + ")"
 		}
-		tb.row(termsafe.Line(r.TraceID), humantime.Age(now, r.UpdatedAt), termsafe.Line(r.Decision),
+		tb.row(termsafe.Line(r.TraceID), humantime.Age(now, r.Written()), termsafe.Line(r.Decision),
 			truncate(termsafe.Address(r.From.Name, r.From.Email), 40), truncate(termsafe.Line(r.Subject), 40),
 			truncate(termsafe.Line(why), 80))
 	}

@@ -162,6 +162,7 @@ func startDemo(ctx context.Context, f *Factory) (*demoEnv, error) {
 	if err != nil {
 		return env, err
 	}
+	msgs = demo.Redate(msgs, time.Now()) // this week's mail, not March's
 	for _, raw := range msgs {
 		if _, err := env.imap.Append(ctx, demo.OwnerEmail, "INBOX", raw, nil, time.Now()); err != nil {
 			return env, err

@@ -390,9 +390,9 @@ func printQueue(w io.Writer, items []store.QueueItem, known map[string]map[strin
 		if q.Kind == store.KindDraft && q.IMAPDraftUID == 0 && strings.HasPrefix(q.Error, "could not save the draft") {
 			status += " (no IMAP copy yet)" // retried by watch; `queue show` says why
 		}
-		when := dates[q.ID]
-		if when.IsZero() {
-			when = q.CreatedAt
+		when := q.Written()
+		if d := dates[q.ID]; q.MessageDate.IsZero() && !d.IsZero() {
+			when = d // an item written before MessageDate was kept
 		}
 		tb.row(termsafe.Line(q.ID), termsafe.Line(q.Kind), termsafe.Line(status),
 			humantime.Age(now, when), truncate(termsafe.Address(q.From.Name, q.From.Email), 40), joinAddrs(q.To, k),
@@ -407,7 +407,7 @@ func printQueue(w io.Writer, items []store.QueueItem, known map[string]map[strin
 func mailDates(ctx context.Context, svc api.Service, items []store.QueueItem) map[string]time.Time {
 	out := map[string]time.Time{}
 	for _, q := range items {
-		if q.MessageID == "" {
+		if q.MessageID == "" || !q.MessageDate.IsZero() {
 			continue
 		}
 		e, err := svc.Explain(ctx, q.MessageID)

@@ -24,7 +24,7 @@ import (
 // owner has written to (nil: not looked up, none marked new).
 func queueToItem(q *store.QueueItem, known map[string]bool) tui.Item {
 	it := tui.Item{
-		ID: q.ID, Kind: q.Kind, Account: q.Account, Received: q.CreatedAt, From: tuiAddr(q.From),
+		ID: q.ID, Kind: q.Kind, Account: q.Account, Received: q.Written(), From: tuiAddr(q.From),
 		Subject: q.Subject, Draft: q.Draft, Final: q.Final, Status: q.Status, Error: q.Error,
 		Reasons: q.Reasons, SnoozeUntil: q.SnoozeUntil, MessageID: q.MessageID, QueueID: q.ID,
 	}
@@ -100,7 +100,7 @@ func outboxToItem(o *store.OutboxRecord) tui.Item {
 
 // recordToItem converts a message that needs review.
 func recordToItem(r *store.MessageRecord) tui.Item {
-	it := tui.Item{ID: needsReviewPrefix + r.TraceID, Kind: tui.KindNeedsReview, Account: r.Account, Received: r.CreatedAt,
+	it := tui.Item{ID: needsReviewPrefix + r.TraceID, Kind: tui.KindNeedsReview, Account: r.Account, Received: r.Written(),
 		From: tuiAddr(r.From), Subject: r.Subject, Status: tui.StatusPending, Error: r.Error,
 		Thread: []tui.ThreadMessage{{From: tuiAddr(r.From), Date: r.Date, Subject: r.Subject, Text: r.Excerpt}}}
 	if len(r.Reasons) > 0 {
@@ -113,12 +113,9 @@ func recordToItem(r *store.MessageRecord) tui.Item {
 // decidedToItem converts a message the agent decided on without asking
 // (archive, ignore, notify, auto_send).
 func decidedToItem(r *store.MessageRecord) tui.Item {
-	it := tui.Item{ID: needsReviewPrefix + r.TraceID, Kind: tui.KindDecided, Account: r.Account, Received: r.Date,
+	it := tui.Item{ID: needsReviewPrefix + r.TraceID, Kind: tui.KindDecided, Account: r.Account, Received: r.Written(),
 		From: tuiAddr(r.From), Subject: r.Subject, Status: tui.StatusDone,
 		Thread: []tui.ThreadMessage{{From: tuiAddr(r.From), Date: r.Date, Subject: r.Subject, Text: r.Excerpt}}}
-	if it.Received.IsZero() {
-		it.Received = r.CreatedAt
-	}
 	fillFromMessage(&it, r)
 	return it
 }

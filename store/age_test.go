@@ -1,0 +1,43 @@
+package store
+
+import (
+	"testing"
+	"time"
+)
+
+// TestQueueItemKeepsItsMessagesDate: an item written for a stored
+// message takes the message's Date once, keeps it through later writes,
+// and AGE's base falls back to creation when there is no message.
+func TestQueueItemKeepsItsMessagesDate(t *testing.T) {
+	s, _ := openTest(t)
+	written := time.Date(2025, 2, 20, 9, 30, 0, 0, time.UTC)
+	k := MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 1, UID: 7}
+	if err := s.PutMessage(&MessageRecord{MessageKey: k, MessageID: "m@x", Date: written, State: StateDone}); err != nil {
+		t.Fatal(err)
+	}
+	q := &QueueItem{ID: "q1", Kind: KindDraft, Account: "a", Message: k, Status: QueuePending}
+	if err := s.PutQueueItem(q); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetQueueItem("q1")
+	if err != nil || !got.MessageDate.Equal(written) || !got.Written().Equal(written) {
+		t.Fatalf("item %+v (%v): MessageDate want %v", got, err, written)
+	}
+	if _, err := s.TransitionQueueItem("q1", []string{QueuePending}, QueueRejected, func(q *QueueItem) error { q.MessageDate = time.Time{}; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetQueueItem("q1"); !got.MessageDate.Equal(written) {
+		t.Errorf("after a transition MessageDate %v, want %v kept", got.MessageDate, written)
+	}
+	orphan := &QueueItem{ID: "q2", Kind: KindNotify, Account: "a", Status: QueuePending}
+	if err := s.PutQueueItem(orphan); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetQueueItem("q2"); !got.MessageDate.IsZero() || !got.Written().Equal(got.CreatedAt) {
+		t.Errorf("an item without a message: MessageDate %v, Written %v; want zero and its creation", got.MessageDate, got.Written())
+	}
+	rec := &MessageRecord{CreatedAt: written}
+	if !rec.Written().Equal(written) {
+		t.Error("a message without Date is not aged from its storing")
+	}
+}
