@@ -149,7 +149,7 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 		if err != nil {
 			return err
 		}
-		printQueue(f.Stdout, items, known, mailDates(ctx, svc, items), f.Now())
+		printQueue(f.Stdout, items, known, mailDates(ctx, svc, items), f.Now(), outputWidth(f.Stdout))
 		recs, err := svc.NeedsReview(ctx)
 		if err != nil {
 			return err
@@ -369,34 +369,50 @@ func writeJSON(w io.Writer, v any) error {
 // before (see recipientStatus); recipients not in it are marked new.
 // dates maps an item id to its mail's Date: AGE counts from it (from the
 // item's creation when the date is unknown).
-func printQueue(w io.Writer, items []store.QueueItem, known map[string]map[string]bool, dates map[string]time.Time, now time.Time) {
+func printQueue(w io.Writer, items []store.QueueItem, known map[string]map[string]bool, dates map[string]time.Time, now time.Time, width int) {
 	if len(items) == 0 {
 		fmt.Fprintln(w, "the queue is empty")
 		return
 	}
-	var tb table
-	tb.row("ID", "KIND", "STATUS", "AGE", "FROM", "TO", "SUBJECT", "INTENT", "RISK")
-	for i := range items {
-		q := &items[i]
-		intent, risk := "", ""
-		if c := q.Classification; c != nil {
-			intent, risk = termsafe.Line(strings.Join(c.Intents, ",")), termsafe.Line(c.Risk)
+	build := func(compact bool) *table {
+		tb := &table{}
+		tb.row("ID", "KIND", "STATUS", "AGE", "FROM", "TO", "SUBJECT", "INTENT", "RISK")
+		for i := range items {
+			q := &items[i]
+			intent, risk := "", ""
+			if c := q.Classification; c != nil {
+				intent, risk = termsafe.Line(strings.Join(c.Intents, ",")), termsafe.Line(c.Risk)
+			}
+			var k map[string]bool
+			if sendable(q) {
+				k = known[q.Account]
+			}
+			status := q.Status
+			if q.Kind == store.KindDraft && q.IMAPDraftUID == 0 && strings.HasPrefix(q.Error, "could not save the draft") {
+				status += " (no IMAP copy yet)" // retried by watch; `queue show` says why
+			}
+			when := q.Written()
+			if d := dates[q.ID]; q.MessageDate.IsZero() && !d.IsZero() {
+				when = d // an item written before MessageDate was kept
+			}
+			from, to := truncate(termsafe.Address(q.From.Name, q.From.Email), 40), joinAddrs(q.To, k)
+			if compact {
+				// Addresses only: who it is, not what they call themselves.
+				from, to = termsafe.Line(q.From.Email), joinAddrs(bareAddrs(q.To), k)
+			}
+			tb.row(termsafe.Line(q.ID), termsafe.Line(q.Kind), termsafe.Line(status),
+				humantime.Age(now, when), from, to, truncate(termsafe.Line(q.Subject), 40), intent, risk)
 		}
-		var k map[string]bool
-		if sendable(q) {
-			k = known[q.Account]
-		}
-		status := q.Status
-		if q.Kind == store.KindDraft && q.IMAPDraftUID == 0 && strings.HasPrefix(q.Error, "could not save the draft") {
-			status += " (no IMAP copy yet)" // retried by watch; `queue show` says why
-		}
-		when := q.Written()
-		if d := dates[q.ID]; q.MessageDate.IsZero() && !d.IsZero() {
-			when = d // an item written before MessageDate was kept
-		}
-		tb.row(termsafe.Line(q.ID), termsafe.Line(q.Kind), termsafe.Line(status),
-			humantime.Age(now, when), truncate(termsafe.Address(q.From.Name, q.From.Email), 40), joinAddrs(q.To, k),
-			truncate(termsafe.Line(q.Subject), 40), intent, risk)
+		return tb
+	}
+	tb := build(false)
+	if width > 0 && tb.width() > width {
+		// In a terminal narrower than the rows: addresses without
+		// names, then INTENT, KIND and STATUS go, then FROM, TO and SUBJECT are
+		// cut. A row never wraps; `queue show ID` has every field whole.
+		tb = build(true)
+		const colKind, colStatus, colFrom, colTo, colSubject, colIntent = 1, 2, 4, 5, 6, 7
+		tb.fit(width, []int{colIntent, colKind, colStatus}, []int{colSubject, colFrom, colTo})
 	}
 	_ = tb.write(w)
 }
@@ -415,6 +431,15 @@ func mailDates(ctx context.Context, svc api.Service, items []store.QueueItem) ma
 			continue
 		}
 		out[q.ID] = e.Message.Date
+	}
+	return out
+}
+
+// bareAddrs drops the display names of as.
+func bareAddrs(as []mail.Address) []mail.Address {
+	out := make([]mail.Address, len(as))
+	for i, a := range as {
+		out[i] = mail.Address{Email: a.Email}
 	}
 	return out
 }

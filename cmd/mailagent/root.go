@@ -8,6 +8,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // Main runs the command line and returns the process exit code. It is the
@@ -83,6 +84,20 @@ mail, whether a send happens at all, and what the model gets to see.`,
 // both terminals. Tests replace it.
 var terminalAttached = func(f *Factory) bool {
 	return isTerminal(f.Stdin) && isTerminal(f.Stdout)
+}
+
+// outputWidth is the width of the terminal w writes to, or 0 when w is
+// not a terminal (a pipe or a file: listings stay whole for scripts).
+func outputWidth(w any) int {
+	fd, ok := w.(interface{ Fd() uintptr })
+	if !ok || !isTerminal(w) {
+		return 0
+	}
+	cols, _, err := term.GetSize(int(fd.Fd()))
+	if err != nil || cols <= 0 {
+		return 0
+	}
+	return cols
 }
 
 func isTerminal(v any) bool {

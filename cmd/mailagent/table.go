@@ -19,6 +19,89 @@ type table struct {
 // row adds one row of cells.
 func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
 
+// fit makes the table at most width cells wide (0: no limit, as for a
+// pipe, where scripts want whole rows). First the columns named in drop
+// go, in that order, while the table is too wide; then the columns named
+// in shrink are cut, the widest first, down to minShrink cells each,
+// their cells ending in "…". The first row is the header.
+func (t *table) fit(width int, drop, shrink []int) {
+	if width <= 0 || len(t.rows) == 0 {
+		return
+	}
+	widths := t.widths()
+	total := func() int {
+		n := 0
+		for i, w := range widths {
+			if w >= 0 {
+				n += w
+				if i < len(widths)-1 {
+					n += 2
+				}
+			}
+		}
+		return n
+	}
+	for _, c := range drop {
+		if total() <= width {
+			break
+		}
+		widths[c] = -1
+	}
+	const minShrink = 10
+	for total() > width {
+		widest := -1
+		for _, c := range shrink {
+			if widths[c] > minShrink && (widest < 0 || widths[c] > widths[widest]) {
+				widest = c
+			}
+		}
+		if widest < 0 {
+			break
+		}
+		widths[widest]--
+	}
+	for r, row := range t.rows {
+		var out []string
+		for i, c := range row {
+			switch {
+			case i < len(widths) && widths[i] < 0:
+				continue
+			case i < len(widths) && ansi.StringWidth(c) > widths[i]:
+				c = truncate(c, widths[i])
+			}
+			out = append(out, c)
+		}
+		t.rows[r] = out
+	}
+}
+
+// width is the table's width as write lays it out.
+func (t *table) width() int {
+	ws := t.widths()
+	n := 0
+	for i, w := range ws {
+		n += w
+		if i < len(ws)-1 {
+			n += 2
+		}
+	}
+	return n
+}
+
+// widths is each column's widest cell.
+func (t *table) widths() []int {
+	var widths []int
+	for _, r := range t.rows {
+		for i, c := range r {
+			if i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], ansi.StringWidth(c))
+		}
+	}
+	return widths
+}
+
 // write pads every cell but the last of each row to its column's widest
 // cell plus two spaces, as tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) did.
 func (t *table) write(w io.Writer) error {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -42,7 +43,7 @@ func TestQueueTableAlignsWideText(t *testing.T) {
 			CreatedAt:      now.Add(-time.Hour)})
 	}
 	var b bytes.Buffer
-	printQueue(&b, items, nil, nil, now)
+	printQueue(&b, items, nil, nil, now, 0)
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 	if len(lines) != len(items)+1 {
 		t.Fatalf("got %d lines:\n%s", len(lines), b.String())
@@ -120,7 +121,7 @@ func TestQueueAgeCountsFromTheMailsDate(t *testing.T) {
 		{ID: "q2", Kind: store.KindDraft, Status: store.QueuePending, Subject: "no date", CreatedAt: now.Add(-2 * time.Hour)},
 	}
 	var b bytes.Buffer
-	printQueue(&b, items, nil, map[string]time.Time{"q1": now.Add(-72 * time.Hour)}, now)
+	printQueue(&b, items, nil, map[string]time.Time{"q1": now.Add(-72 * time.Hour)}, now, 0)
 	lines := strings.Split(b.String(), "\n")
 	if f := strings.Fields(lines[1]); len(f) < 4 || f[3] != "3d" {
 		t.Errorf("dated item: AGE %v, want 3d from the mail's date\n%s", f, b.String())
@@ -189,5 +190,45 @@ func TestStatusNamesConfiguredAccountsAndCounts(t *testing.T) {
 		if got := meanLatency(store.UsageDay{ModelCalls: 1, LatencyMS: ms}); got != want {
 			t.Errorf("mean of %dms: %q, want %q", ms, got, want)
 		}
+	}
+}
+
+// TestQueueListFitsTheTerminal: in an 80-column terminal every row of
+// `queue list` fits on one line (names give way to addresses, INTENT and
+// KIND go, long cells end in "…"), ids stay whole and a [new] mark stays
+// in sight; a pipe (width 0) gets the whole rows.
+func TestQueueListFitsTheTerminal(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var items []store.QueueItem
+	for i, s := range wideSubjects {
+		items = append(items, store.QueueItem{ID: fmt.Sprintf("q_%016x", i*7919), Kind: store.KindDraft, Status: store.QueuePending,
+			Account: "personal", From: mail.Address{Name: "A rather long display name " + strings.Repeat("x", i), Email: "sender" + strings.Repeat("y", i) + "@example.org"},
+			To: []mail.Address{{Name: "Someone", Email: "stranger@evil.example"}}, Subject: s + " and a long tail of words",
+			Classification: &store.Classification{Intents: []string{"information_request", "follow_up"}, Risk: "medium"}, CreatedAt: now})
+	}
+	known := map[string]map[string]bool{"personal": {}}
+	for _, width := range []int{80, 100, 72} {
+		var b bytes.Buffer
+		printQueue(&b, items, known, nil, now, width)
+		lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+		if len(lines) != len(items)+1 {
+			t.Fatalf("%d columns: %d lines for %d items", width, len(lines), len(items))
+		}
+		for i, l := range lines {
+			if w := ansi.StringWidth(l); w > width {
+				t.Errorf("%d columns: line %d is %d cells: %q", width, i, w, l)
+			}
+			if i > 0 && !strings.HasPrefix(l, items[i-1].ID+" ") {
+				t.Errorf("%d columns: line %d does not start with the whole id %s: %q", width, i, items[i-1].ID, l)
+			}
+			if i > 0 && !strings.Contains(l, "[new]") {
+				t.Errorf("%d columns: line %d lost the [new] mark: %q", width, i, l)
+			}
+		}
+	}
+	var whole bytes.Buffer
+	printQueue(&whole, items, known, nil, now, 0)
+	if !strings.Contains(whole.String(), "A rather long display name") || !strings.Contains(whole.String(), "information_request,follow_up") {
+		t.Errorf("a pipe got cut rows:\n%s", whole.String())
 	}
 }
