@@ -301,7 +301,8 @@ func initRun(ctx context.Context, f *Factory, opts *InitOptions) error {
 		return err
 	}
 	data = initAuthserv(ctx, s, data, path, !opts.NoDoctor)
-	if err := initcfg.Write(path, data, opts.Force); err != nil {
+	backup, err := initcfg.Write(path, data, opts.Force)
+	if err != nil {
 		forgetKeyring(s)
 		if errors.Is(err, fs.ErrExist) {
 			return &UserError{Code: ExitUsage, Err: fmt.Errorf("config %s already exists", path), Hint: "pass --force to replace it"}
@@ -310,6 +311,9 @@ func initRun(ctx context.Context, f *Factory, opts *InitOptions) error {
 	}
 	fmt.Fprintln(f.Stdout, path)
 	fmt.Fprintf(f.Stderr, "\nWrote %s (mode 0600).\n", path)
+	if backup != "" {
+		fmt.Fprintf(f.Stderr, "The file it replaced is kept as %s.\n", backup)
+	}
 
 	var doctorErr error
 	var checks []Check

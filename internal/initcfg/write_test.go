@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -39,7 +40,7 @@ func leftovers(t *testing.T, dir string) []string {
 func TestWriteNew(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "a", "mailagent")
 	path := filepath.Join(dir, "config.toml")
-	if err := Write(path, []byte("one"), false); err != nil {
+	if _, err := Write(path, []byte("one"), false); err != nil {
 		t.Fatal(err)
 	}
 	if got := read(t, path); got != "one" {
@@ -60,7 +61,7 @@ func TestWriteRefusesExisting(t *testing.T) {
 	if err := os.WriteFile(path, []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := Write(path, []byte("new"), false)
+	_, err := Write(path, []byte("new"), false)
 	if !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("got %v, want fs.ErrExist", err)
 	}
@@ -81,8 +82,17 @@ func TestWriteForce(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	if err := Write(link, []byte("new"), true); err != nil {
+	backup, err := Write(link, []byte("new"), true)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The replaced (hand-edited) file is kept beside its target.
+	if filepath.Dir(backup) != dir || !strings.HasPrefix(filepath.Base(backup), "real.toml.bak-") || read(t, backup) != "old" || mode(t, backup) != 0o600 {
+		t.Errorf("backup %q: want real.toml.bak-… holding the old content, mode 0600", backup)
+	}
+	// Writing the same content again needs no backup.
+	if again, err := Write(link, []byte("new"), true); err != nil || again != "" {
+		t.Errorf("rewriting the same content: backup %q, err %v; want none", again, err)
 	}
 	if fi, err := os.Lstat(link); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		t.Errorf("the symlink was replaced: %v %v", fi, err)
@@ -109,7 +119,7 @@ func TestWriteForceFailureKeepsOld(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(path, "keep"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := Write(path, []byte("new"), true); err == nil {
+	if _, err := Write(path, []byte("new"), true); err == nil {
 		t.Fatal("Write onto a non-empty directory succeeded")
 	}
 	if got := read(t, filepath.Join(path, "keep")); got != "x" {
