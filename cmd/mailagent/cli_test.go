@@ -270,6 +270,29 @@ func TestCompletionDynamic(t *testing.T) {
 			t.Errorf("%v --account: got %v", cmd, got)
 		}
 	}
+	// explain and unsubscribe complete the stored messages' trace ids
+	// (explain also the queue's ids); each trace id resolves.
+	var traces []string
+	st = h.openStore(t)
+	_ = st.ListMessages(store.MessageFilter{}, func(r *store.MessageRecord) error { traces = append(traces, r.TraceID); return nil })
+	_ = st.Close()
+	if len(traces) < 2 {
+		t.Fatalf("setup: %d stored messages", len(traces))
+	}
+	for _, cmd := range []string{"explain", "unsubscribe"} {
+		got := complete(cmd, "")
+		for _, tr := range traces {
+			if !slices.Contains(got, tr) {
+				t.Errorf("%s: %v lacks trace id %s", cmd, got, tr)
+			}
+		}
+		if cmd == "explain" && !slices.Contains(got, queued[0]) {
+			t.Errorf("explain: %v lacks queue id %s", got, queued[0])
+		}
+	}
+	if out, stderr, code := h.run("explain", traces[0]); code != 0 || out == "" {
+		t.Errorf("explain of a completed trace id: exit %d %s", code, stderr)
+	}
 	got := complete("init", "--provider", "")
 	if !slices.Contains(got, "auto") || !slices.Contains(got, "fastmail") {
 		t.Errorf("init --provider: got %v", got)

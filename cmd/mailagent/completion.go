@@ -17,6 +17,10 @@ import (
 // Tab key must not hang.
 const completionTimeout = 2 * time.Second
 
+// completionRecent is how many of the newest messages explain and
+// unsubscribe offer.
+const completionRecent = 50
+
 // registerCompletions adds dynamic shell completion: queue ids, outbox ids,
 // the trace ids of messages that need review, contact emails, account names and providers. Every value
 // comes from the configuration or through the same api.Service the
@@ -54,6 +58,12 @@ func registerCompletions(root *cobra.Command, f *Factory) {
 			case "followups done", "followups snooze", "followups nudge":
 				c.ValidArgsFunction = open("followups")
 			}
+		}
+		switch c.CommandPath() {
+		case "mailagent explain":
+			c.ValidArgsFunction = open("recent-and-queue")
+		case "mailagent unsubscribe":
+			c.ValidArgsFunction = open("recent")
 		}
 		if c.Flags().Lookup("account") != nil {
 			_ = c.RegisterFlagCompletionFunc("account", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
@@ -142,6 +152,27 @@ func completeFromService(cmd *cobra.Command, f *Factory, kind string) []string {
 		for _, r := range recs {
 			if r.TraceID != "" { // what `queue retry` resolves
 				add(r.TraceID, r.Subject)
+			}
+		}
+	case "recent", "recent-and-queue":
+		// The newest stored messages, by trace id (what explain and
+		// unsubscribe resolve), one page of the message index.
+		page, err := api.MessagePage(ctx, svc, api.MessagePageRequest{Limit: completionRecent})
+		if err != nil {
+			return nil
+		}
+		for _, r := range page.Messages {
+			if r.TraceID != "" {
+				add(r.TraceID, r.From.Email+": "+r.Subject)
+			}
+		}
+		if kind == "recent-and-queue" {
+			items, err := svc.Queue(ctx, api.QueueFilter{Status: store.QueuePending})
+			if err != nil {
+				return out
+			}
+			for _, q := range items {
+				add(q.ID, q.Subject)
 			}
 		}
 	case "followups":
