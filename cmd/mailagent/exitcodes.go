@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -127,6 +129,15 @@ func report(stderr io.Writer, err error) int {
 	if errors.Is(err, store.ErrLocked) {
 		fmt.Fprintf(stderr, "mailagent: %s\n", termsafe.Text(err.Error()))
 		return ExitLocked
+	}
+	var pe *fs.PathError
+	if errors.Is(err, fs.ErrPermission) && errors.As(err, &pe) {
+		// A state directory or file of another user (a watcher started
+		// with sudo, a restored backup): a setup problem with a fix.
+		fmt.Fprintf(stderr, "mailagent: %s\n", termsafe.Text(err.Error()))
+		fmt.Fprintf(stderr, "  fix: run mailagent as the user that owns %s, or give this user (uid %d) access to it (chown -R, chmod 700 on the state directory)\n",
+			termsafe.Line(pe.Path), os.Getuid())
+		return ExitUsage
 	}
 	var ue *UserError
 	if errors.As(err, &ue) {

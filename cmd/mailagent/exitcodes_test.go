@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -254,5 +256,21 @@ func TestMisspeltCommandSuggests(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(stderr, want) {
 			t.Errorf("%q: exit %d, stderr %q; want exit %d and %q", typed, code, stderr, ExitUsage, want)
 		}
+	}
+}
+
+// TestPermissionDeniedNamesTheFix: a state file this user may not open
+// (a watcher once started with sudo) exits 2 with a fix naming the path,
+// not 1 with the bare error. Tests run as root, for whom modes do not
+// bite, so the error is built as the store returns it.
+func TestPermissionDeniedNamesTheFix(t *testing.T) {
+	err := fmt.Errorf("open state database /srv/ma/state/mailagent.db: %w",
+		&fs.PathError{Op: "stat", Path: "/srv/ma/state/mailagent.db", Err: fs.ErrPermission})
+	var b bytes.Buffer
+	if code := report(&b, err); code != ExitUsage {
+		t.Errorf("exit %d, want %d", code, ExitUsage)
+	}
+	if !strings.Contains(b.String(), "fix: run mailagent as the user that owns /srv/ma/state/mailagent.db") {
+		t.Errorf("no fix line naming the path:\n%s", b.String())
 	}
 }
