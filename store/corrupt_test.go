@@ -214,6 +214,19 @@ var damages = []damage{
 		data[pageSize+16+56] ^= 0xff
 		return data, nil
 	}},
+	{name: "garbage over both meta pages", wantOpenErr: true, apply: func(t *testing.T, data []byte, rng *rand.Rand) ([]byte, map[string]bool) {
+		for i := range 2 * pageSize {
+			data[i] = byte(rng.IntN(256))
+		}
+		// Every record on an intact leaf page must be salvaged.
+		out := map[string]bool{}
+		for _, keys := range leafPages(data) {
+			for _, k := range keys {
+				out["kept:"+k] = true
+			}
+		}
+		return data, out
+	}},
 	{name: "zero the freelist", apply: func(t *testing.T, data []byte, _ *rand.Rand) ([]byte, map[string]bool) {
 		for m := range 2 {
 			fl := int(binary.LittleEndian.Uint64(data[m*pageSize+16+32:]))

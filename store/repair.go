@@ -152,6 +152,15 @@ func salvage(src string, out *Store, rep *RepairReport) error {
 	}
 	w := &walker{data: data, rep: rep, seen: map[uint64]bool{}}
 	root, ok := w.pickRoot()
+	if !ok && w.ps == 0 {
+		// Both meta pages unreadable: the data pages may be intact.
+		// They name themselves (a page starts with its own id), which
+		// gives the page size the metas no longer say.
+		if ps := guessPageSize(data); ps != 0 {
+			w.ps = ps
+			rep.Problems = append(rep.Problems, fmt.Sprintf("both meta pages are unreadable; the page size (%d) was found from the data pages", ps))
+		}
+	}
 	if !ok && w.ps != 0 {
 		if root, ok = w.staleRoot(); ok {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("the current root is unreadable; salvaged from an older copy of the root (page %d): some records may be older versions", root))
@@ -520,6 +529,28 @@ func rebuildIndexes(tx *bolt.Tx) error {
 		return err
 	}
 	return rebuildJobIndex(tx)
+}
+
+// guessPageSize returns the page size under which the most pages of data
+// carry their own id and a branch or leaf flag (bbolt writes both), or 0
+// when no size finds any.
+func guessPageSize(data []byte) int {
+	best, bestHits := 0, 0
+	for _, ps := range []int{4096, 8192, 16384, 32768, 65536, 1024, 2048} {
+		hits := 0
+		for id := 2; (id+1)*ps <= len(data); id++ {
+			p := data[id*ps:]
+			if le64(p) == uint64(id) {
+				if f := le16(p[8:]); f == flagBranch || f == flagLeaf {
+					hits++
+				}
+			}
+		}
+		if hits > bestHits {
+			best, bestHits = ps, hits
+		}
+	}
+	return best
 }
 
 // staleRoot looks, from the end of the file back, for a leaf page that

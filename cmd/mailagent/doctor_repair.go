@@ -58,7 +58,12 @@ func repairRun(f *Factory, opts *DoctorOptions) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(f.Stdout, "repaired %s: %d records salvaged, %d unreadable stretches or records lost\n", path, rep.TotalCopied(), rep.TotalLost())
+		if rep.Opened {
+			fmt.Fprintf(f.Stdout, "repaired %s: %d records salvaged, %d unreadable stretches or records lost\n", path, rep.TotalCopied(), rep.TotalLost())
+		} else {
+			// Nothing could be read at all: "0 lost" would be a lie.
+			fmt.Fprintf(f.Stdout, "repaired %s: nothing could be salvaged (no readable page); how much was lost is unknown\n", path)
+		}
 		names := make([]string, 0, len(rep.Copied))
 		for k := range rep.Copied {
 			names = append(names, k)
