@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
@@ -22,6 +23,7 @@ const (
 	ExitLocked      = 4   // the state database is held by another process
 	ExitPartial     = 5   // finished, but some messages need review or some checks failed
 	ExitCorrupt     = 6   // the state database is damaged; the message says: mailagent doctor --repair
+	ExitNotSent     = 7   // an approval sent nothing: the message was answered already (the message says how)
 	ExitInterrupted = 130 // stopped by SIGINT/SIGTERM before finishing
 )
 
@@ -121,6 +123,10 @@ func report(stderr io.Writer, err error) int {
 	if errors.Is(err, store.ErrLocked) {
 		fmt.Fprintf(stderr, "mailagent: %s\n", termsafe.Text(err.Error()))
 		return ExitLocked
+	}
+	if errors.Is(err, agent.ErrNotSent) {
+		fmt.Fprintf(stderr, "mailagent: %s\n", termsafe.Text(err.Error()))
+		return ExitNotSent
 	}
 	var ue *UserError
 	if errors.As(err, &ue) {
