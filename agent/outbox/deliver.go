@@ -266,7 +266,7 @@ func (o *Outbox) answeredInOutbox(original *store.MessageRecord, skip string, au
 }
 
 // Original returns the message ob answers: its stored record, or, when
-// there is none, a stand-in holding ob's key and In-Reply-To whose reply
+// there is none, a stand-in holding ob's account, key and In-Reply-To whose reply
 // party is ob's first recipient and whose sender nobody authenticated (so
 // only a reply to that same party, or \Answered at its own UID, shows it
 // answered). An error other than not-found is returned.
@@ -282,6 +282,7 @@ func (o *Outbox) Original(ob *store.OutboxRecord) (*store.MessageRecord, error) 
 		return nil, fmt.Errorf("the message %s answers: %w", ob.ID, err)
 	}
 	stand := &store.MessageRecord{MessageKey: ob.Message, MessageID: ob.InReplyTo}
+	stand.Account = ob.Account // a reply with no message of its own (a nudge) has no key
 	if len(ob.To) > 0 {
 		stand.From = mail.Address{Email: ob.To[0]}
 	}
