@@ -135,6 +135,19 @@ var answeredAttacks = []answeredAttack{
 		}
 		return approveCarol(t, w)
 	}},
+	{"the owner answers the stranger, who reused Carol's Message-ID, from their own client", func(t *testing.T, w *apitest.World) (bool, string) {
+		deliver(t, w, original(mallory, "Lunch on Tuesday?", carolID, "Can we meet on Tuesday?"))
+		w.Append("Sent", []byte("From: Ada <"+apitest.Owner+">\r\nTo: <"+mallory+">\r\nSubject: Re: Lunch on Tuesday?\r\nDate: "+time.Now().Format(time.RFC1123Z)+
+			"\r\nMessage-ID: <owner-to-mallory@example.com>\r\nIn-Reply-To: <"+carolID+">\r\nReferences: <"+carolID+">\r\n\r\nNo thanks.\r\n"))
+		// The watcher's next pass reads Sent (its scan waits out an
+		// interval: the clock moves past it).
+		w.Daemon.Now = func() time.Time { return time.Now().Add(time.Minute) }
+		deliver(t, w)
+		if q := itemStatus(t, w, w.Draft); q.Status != store.QueuePending {
+			return true, fmt.Sprintf("Carol's draft after the Sent scan: %s %v", q.Status, q.Reasons)
+		}
+		return approveCarol(t, w)
+	}},
 	{"the stranger predicts Erin's next Message-ID and is answered first", func(t *testing.T, w *apitest.World) (bool, string) {
 		knownMallory(t, w)
 		deliver(t, w, original(mallory, "Coffee again?", erin2ID, "Can we meet on Tuesday?"))
