@@ -615,3 +615,59 @@ func TestRecoverWithoutMailer(t *testing.T) {
 		t.Error("deliver with no mailer: got nil")
 	}
 }
+
+// Another outbox record answers the original only when it is for the same
+// message, or names its Message-ID AND went to its reply party: a reply to
+// a stranger who borrowed the id (their own, or in References) never does.
+func TestAnsweredInOutboxNeedsTheCorrespondent(t *testing.T) {
+	cases := []struct {
+		name   string
+		to     string
+		key    store.MessageKey
+		attack bool // true: must not count
+	}{
+		{"a reply to a stranger who reused the Message-ID", "mallory@evil.example", rekeyed, true},
+		{"a reply to a stranger, Reply-To spelled like the contact", "carol@example.org.evil.example", rekeyed, true},
+		{"a reply to the contact under another key (UIDVALIDITY change)", "Carol@Example.org", rekeyed, false},
+		{"a reply for the same message", "mallory@evil.example", original, false},
+	}
+	run := func(t *testing.T) (tried, through int) {
+		for _, tc := range cases {
+			w := newWorld(t)
+			r := w.record(t, &store.OutboxRecord{ID: "ob_other", Status: store.OutboxAppended})
+			r.To, r.Message = []string{tc.to}, tc.key
+			if err := w.st.PutOutbox(r); err != nil {
+				t.Fatal(err)
+			}
+			orig := carolRec(original, "<orig@example.org>") // Carol's message, under its own key
+			if tc.key != original {
+				orig.MessageKey = store.MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 9, UID: 1}
+			}
+			found, reason, err := w.o.Answered(context.Background(), orig, "", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.attack {
+				tried++
+				if found {
+					through++
+					t.Logf("%s: counted as the answer (%s)", tc.name, reason)
+				}
+			} else if !found {
+				t.Errorf("%s: not counted, want it to count", tc.name)
+			}
+		}
+		return tried, through
+	}
+	tried, through := run(t)
+	t.Logf("outbox answered attacks: %d tried, %d got through", tried, through)
+	if tried == 0 || through != 0 {
+		t.Errorf("outbox answered attacks: %d tried, %d got through; want 0", tried, through)
+	}
+	restore := store.SwitchOffIdentityForTest()
+	tried, through = run(t)
+	restore()
+	if through != tried {
+		t.Errorf("positive control: with identity checks off %d of %d attacks landed, want all", through, tried)
+	}
+}
