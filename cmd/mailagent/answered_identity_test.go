@@ -1,9 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/emersion/go-imap/v2"
+
+	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/app/api"
 
 	"github.com/mailagent/mailagent/internal/smtpsend/smtptest"
 	"github.com/mailagent/mailagent/store"
@@ -116,5 +123,40 @@ func TestAnsweredAttacksThroughTriageLandWithoutIdentity(t *testing.T) {
 	}
 	if landed != len(triageAnsweredAttacks) {
 		t.Errorf("positive control: %d of %d landed", landed, len(triageAnsweredAttacks))
+	}
+}
+
+// An approval whose send did not happen (the original was answered
+// meanwhile: \Answered from another client) is never a silent success in
+// the review app either: its backend returns agent.ErrNotSent with the
+// reason, through a running watcher's socket and without one (where the
+// TUI sends once the undo window ends, SendApproved).
+func TestReviewApprovalThatSentNothingSaysSo(t *testing.T) {
+	for _, withWatcher := range []bool{true, false} {
+		t.Run(map[bool]string{true: "through the watcher", false: "no watcher"}[withWatcher], func(t *testing.T) {
+			h := newHarness(t, compromisedModel, "")
+			h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?"))
+			h.watchOnce(t)
+			item := h.item(t, "Lunch")
+			h.flagInbox(t, "lunch@test.example", imap.FlagAnswered)
+			b := reviewBackend(t, h)
+			if withWatcher {
+				stop := h.runWatch(t)
+				defer stop()
+				_, cfg := h.factory(t)
+				b.sock = api.SocketPath(cfg.StateDir)
+			}
+			ctx := context.Background()
+			err := b.Approve(ctx, item.ID, "")
+			if err == nil {
+				err = b.SendApproved(ctx, item.ID)
+			}
+			if !errors.Is(err, agent.ErrNotSent) || !strings.Contains(err.Error(), `\Answered`) {
+				t.Errorf("approve in review: err %v, want ErrNotSent saying why", err)
+			}
+			if n := len(h.smtp.Messages()); n != 0 {
+				t.Errorf("sink: %d messages, want 0", n)
+			}
+		})
 	}
 }
