@@ -12,6 +12,7 @@ import (
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api/apitest"
+	"github.com/mailagent/mailagent/internal/app/daemon"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
@@ -90,6 +91,7 @@ func restoreInbox(t *testing.T, w *apitest.World, raws map[string][]imap.Flag, o
 	if err := w.IMAP.Recreate(ctx, apitest.Owner, "INBOX"); err != nil {
 		t.Fatal(err)
 	}
+	w.Mailer.Close() // a real server drops the sessions of a restored mailbox: the next action selects it again
 	for _, raw := range order {
 		if _, err := w.IMAP.Append(ctx, apitest.Owner, "INBOX", []byte(raw), raws[raw], time.Now()); err != nil {
 			t.Fatal(err)
@@ -173,6 +175,24 @@ var answeredAttacks = []answeredAttack{
 		}
 		if got := answeredFlags(t, w, "INBOX", carolID); got[mallory] || !got[apitest.Carol] {
 			return true, fmt.Sprintf(`\Answered after the reply to Carol: %v, want Carol's message only`, got)
+		}
+		return false, ""
+	}},
+	{"archiving the stranger's copy of Carol's Message-ID after a UIDVALIDITY change moves Carol's message too", func(t *testing.T, w *apitest.World) (bool, string) {
+		copyRaw := original(mallory, "Lunch on Tuesday?", carolID, "Can we meet on Tuesday?")
+		deliver(t, w, copyRaw)
+		recs, err := w.Store.FindByMessageID(apitest.Account, carolID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(recs, func(r *store.MessageRecord) bool { return r.From.Email == mallory })
+		mustSetUp(t, i >= 0, "the stranger's message on record")
+		restoreInbox(t, w, map[string][]imap.Flag{}, string(carolsMail()), string(copyRaw))
+		w.Mailer.Accounts[apitest.Account].Mailbox = daemon.MailboxPolicy{Archive: daemon.ArchiveMove}
+		done, err := w.Mailer.Archive(context.Background(), apitest.Account, recs[i].MessageKey, carolID) // an archive decision on the stranger's mail, retried after the change
+		t.Logf("archive: %q %v", done, err)
+		if got := answeredFlags(t, w, "INBOX", carolID); !slices.Contains(mapKeys(got), apitest.Carol) {
+			return true, fmt.Sprintf("Carol's message left INBOX with the stranger's: INBOX holds %v", mapKeys(got))
 		}
 		return false, ""
 	}},
@@ -268,4 +288,13 @@ func TestAnsweredAttacksLandWithoutIdentity(t *testing.T) {
 	if landed != len(answeredAttacks) {
 		t.Errorf("positive control: %d of %d landed", landed, len(answeredAttacks))
 	}
+}
+
+func mapKeys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

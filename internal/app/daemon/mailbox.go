@@ -96,7 +96,7 @@ func (m *Mailer) Archive(ctx context.Context, account string, original store.Mes
 		if strings.EqualFold(dest, original.Mailbox) {
 			return nil
 		}
-		uids, err := messageUIDs(ctx, c, original, messageID)
+		uids, err := a.messageUIDs(ctx, c, original, messageID)
 		if err != nil {
 			return err
 		}
@@ -127,7 +127,7 @@ func (m *Mailer) Label(ctx context.Context, account string, original store.Messa
 		return nil
 	}
 	return a.with(ctx, inMailbox(original.Mailbox), func(c *imapsync.Client) error {
-		uids, err := messageUIDs(ctx, c, original, messageID)
+		uids, err := a.messageUIDs(ctx, c, original, messageID)
 		if err != nil || len(uids) == 0 {
 			return err
 		}
@@ -172,11 +172,14 @@ func joinUIDs(uids []uint32) string {
 // its UIDVALIDITY and that message carries messageID (a stranger's message
 // that reuses the id is then never touched); else, after a UIDVALIDITY
 // change, the messages carrying messageID (the search matches substrings,
-// so each hit's header is read and its id compared); else, for a
+// so each hit's header is read and its id compared), but none when they
+// are not all from one authenticated correspondent (agent.Identify): the
+// action does not know whose the original is, and a stranger's message
+// that reuses the id must not take the contact's with it; else, for a
 // Message-ID the server's search cannot match as written (one with a
 // comment or folding whitespace) or none at all, the message at its UID
 // while the mailbox keeps the same UIDVALIDITY.
-func messageUIDs(ctx context.Context, c *imapsync.Client, original store.MessageKey, messageID string) ([]uint32, error) {
+func (a *AccountMailer) messageUIDs(ctx context.Context, c *imapsync.Client, original store.MessageKey, messageID string) ([]uint32, error) {
 	if own, err := ownUID(ctx, c, &store.MessageRecord{MessageKey: original, MessageID: messageID}); err != nil || len(own) > 0 {
 		return own, err
 	}
@@ -201,6 +204,7 @@ func messageUIDs(ctx context.Context, c *imapsync.Client, original store.Message
 		return nil, err
 	}
 	var out []uint32
+	senders := map[string]bool{}
 	for _, uid := range cands {
 		raw, ok := hdrs[uid]
 		if !ok {
@@ -208,7 +212,13 @@ func messageUIDs(ctx context.Context, c *imapsync.Client, original store.Message
 		}
 		if h := mail.Parse(raw); key == "" && byUID || !h.Synthesized && mail.IDKey(h.MessageID) == key {
 			out = append(out, uid)
+			senders[agent.Identify(original, raw, a.Owner).Correspondent()] = true
 		}
+	}
+	if len(out) > 1 && (len(senders) > 1 || senders[""]) && !store.IdentityChecksOff() {
+		// Several senders' messages carry the id: whose is the original
+		// is unknown, so none is touched.
+		return nil, fmt.Errorf("%d messages from different senders carry Message-ID %s: none touched", len(out), mail.NormalizeID(messageID))
 	}
 	return out, nil
 }
