@@ -24,12 +24,15 @@ type Mailer interface {
 	SentHas(ctx context.Context, account, messageID string) (bool, error)
 	AppendDraft(ctx context.Context, account string, raw []byte) (uid uint32, err error)
 	DeleteDraft(ctx context.Context, account string, uid uint32) error
-	// Answered reports whether the mailbox shows original (Message-ID
-	// messageID; "" when it has none) answered: a reply to it in the Sent
-	// folder, or \Answered on it. how says which. See answered.go.
-	Answered(ctx context.Context, account string, original store.MessageKey, messageID string) (found bool, how string, err error)
-	// MarkAnswered sets \Answered on original.
-	MarkAnswered(ctx context.Context, account string, original store.MessageKey, messageID string) error
+	// Answered reports whether the mailbox shows original answered: a
+	// reply in the Sent folder that names it and is addressed to its reply
+	// party, or \Answered on original itself (never on another
+	// correspondent's message that reuses its Message-ID). how says which.
+	// See answered.go and outbox.Mailer.
+	Answered(ctx context.Context, original *store.MessageRecord) (found bool, how string, err error)
+	// MarkAnswered sets \Answered on original, and on no other
+	// correspondent's message.
+	MarkAnswered(ctx context.Context, original *store.MessageRecord) error
 }
 
 // ActStore is what acting needs from persistent state, beyond Store.

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 
+	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -24,10 +25,36 @@ import (
 // \Answered (Mailer.MarkAnswered), so a lost, truncated or replaced
 // state database, or a new laptop, finds the answer on the server.
 
-// answered reports whether the message with key and messageID has been
-// answered, with the reason (outbox.Outbox.Answered).
-func (p *Pipeline) answered(ctx context.Context, account string, key store.MessageKey, messageID, skip string, auto bool) (bool, string, error) {
-	return p.outbox().Answered(ctx, account, key, messageID, skip, auto)
+// Evidence counts only for the message's own correspondent: the reply
+// must name the message AND be addressed to its reply party
+// (store.AnswersTo), and a \Answered flag found by Message-ID counts only
+// on a message authenticated as the same correspondent
+// (store.SameCorrespondent, with the sender of the flagged message decided
+// by Identify). A stranger who copies a contact's Message-ID into
+// References, or reuses or predicts it as their own, never makes the
+// contact's mail "already answered".
+
+// answered reports whether original has been answered, with the reason
+// (outbox.Outbox.Answered).
+func (p *Pipeline) answered(ctx context.Context, original *store.MessageRecord, skip string, auto bool) (bool, string, error) {
+	return p.outbox().Answered(ctx, original, skip, auto)
+}
+
+// Identify decides who raw (a message or only its header) is from, as the
+// pipeline does when it reads it: the sender authenticated by the owner's
+// server (AuthenticateSender with o.AuthservID) and the route, on a record
+// that also carries key and the parsed headers. It writes nothing and
+// never fails; mailagent's own Message-IDs are not consulted (a message
+// that is not its own routes as the pipeline would route it).
+func Identify(key store.MessageKey, raw []byte, o Owner) *store.MessageRecord {
+	m := mail.Parse(raw)
+	rec := &store.MessageRecord{MessageKey: key}
+	fillRecord(rec, m)
+	auth := senderAuthOf(m, o, false)
+	rec.SenderAuth = &auth
+	route := Route(m, o, false, nil)
+	rec.Route, rec.RouteReason = route.Route, route.Reason
+	return rec
 }
 
 // skipAnswered is the act-time check: a message already answered is not
@@ -39,7 +66,7 @@ func (p *Pipeline) skipAnswered(ctx context.Context, rec *store.MessageRecord, t
 		return false, nil
 	}
 	done := tr.step("answered")
-	found, reason, err := p.answered(ctx, rec.Account, rec.MessageKey, rec.MessageID, "", true)
+	found, reason, err := p.answered(ctx, rec, "", true)
 	var snap *store.StepSnapshot
 	if tr.on() {
 		snap = tr.snap(p.answeredInput(rec), answeredOutput(found, reason, err))

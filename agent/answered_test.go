@@ -85,7 +85,7 @@ type answerWhileDrafting struct {
 }
 
 func (d answerWhileDrafting) Draft(ctx context.Context, req DraftRequest) (Draft, llm.CallInfo, error) {
-	_ = d.m.MarkAnswered(ctx, "a", store.MessageKey{}, d.id)
+	_ = d.m.MarkAnswered(ctx, &store.MessageRecord{MessageKey: store.MessageKey{Account: "a"}, MessageID: d.id})
 	return d.Drafter.Draft(ctx, req)
 }
 
@@ -160,9 +160,10 @@ func TestOtherReplyInOutboxCounts(t *testing.T) {
 	}
 }
 
-// Approving a draft whose original was answered meanwhile sends nothing and
-// resolves the item; when the mailbox cannot be read the approval fails
-// with the error and sends nothing.
+// Approving a draft whose original was answered meanwhile sends nothing,
+// resolves the item and says so (ErrNotSent, never a silent success); when
+// the mailbox cannot be read the approval fails with the error and sends
+// nothing.
 func TestApproveChecksTheMailbox(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -184,8 +185,11 @@ func TestApproveChecksTheMailbox(t *testing.T) {
 			m.answered = map[string]bool{mail.IDKey(messageID(t, in)): tc.answered}
 			m.answeredErr = tc.err
 			_, err := p.Approve(ctx, QueueID(in.Key), "")
-			if (err != nil) != (tc.err != nil) {
-				t.Errorf("Approve: err %v, want an error: %v", err, tc.err != nil)
+			if (err != nil) != (tc.err != nil || tc.answered) {
+				t.Errorf("Approve: err %v, want an error: %v", err, tc.err != nil || tc.answered)
+			}
+			if errors.Is(err, ErrNotSent) != tc.answered {
+				t.Errorf("Approve: err %v, want ErrNotSent: %v", err, tc.answered)
 			}
 			q, gerr := p.Actor.Store.GetQueueItem(QueueID(in.Key))
 			if gerr != nil {

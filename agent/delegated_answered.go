@@ -27,11 +27,12 @@ import (
 //   - the reply went to exactly one address, the forwarded copy's sender,
 //     and answers (In-Reply-To) the copy's Message-ID;
 //   - the server's message carries exactly that Message-ID (the IMAP
-//     search matches substrings: each hit's header is compared) and its
-//     From is that same sender;
-//   - no other message found with that Message-ID is from anyone else
-//     (a forged copy naming someone else's Message-ID flags nothing), and
-//     no more than MaxLocated carry it.
+//     search matches substrings: each hit's header is compared) and the
+//     owner's server authenticated its sender as that same address
+//     (Identify; its From text alone proves nothing);
+//   - no other message found with that Message-ID is from anyone else,
+//     or from nobody authenticated (a forged copy naming someone else's
+//     Message-ID flags nothing), and no more than MaxLocated carry it.
 //
 // Nothing happens before the send: a rejected draft, or an approval
 // cancelled in its undo window, flags nothing.
@@ -69,10 +70,15 @@ type messageFinder interface {
 // markAnswered flags the original of a delivered reply \Answered: for a
 // delegated reply, the message in the mailbox it answers (answerDelegated);
 // otherwise ob.Message itself (Mailer.MarkAnswered). It is the outbox's
-// MarkAnswered hook.
+// MarkAnswered hook, which the outbox calls only for a reply addressed to
+// the original's reply party (store.AnswersTo).
 func (p *Pipeline) markAnswered(ctx context.Context, ob *store.OutboxRecord) error {
 	if !IsDelegated(ob.Message) {
-		return p.Actor.Mailer.MarkAnswered(ctx, ob.Account, ob.Message, ob.InReplyTo)
+		original, err := p.outbox().Original(ob)
+		if err != nil {
+			return err
+		}
+		return p.Actor.Mailer.MarkAnswered(ctx, original)
 	}
 	flagged, refused, err := p.answerDelegated(ctx, ob)
 	switch {
@@ -123,8 +129,8 @@ func (p *Pipeline) answerDelegated(ctx context.Context, ob *store.OutboxRecord) 
 		if h.Synthesized || mail.IDKey(h.MessageID) != key || f.Key.Account != ob.Account {
 			continue // a substring hit, or no id of its own
 		}
-		if !strings.EqualFold(strings.TrimSpace(h.From.Email), who) {
-			return nil, "its Message-ID is also on a message from another sender", nil
+		if Identify(f.Key, f.Header, p.Accounts[ob.Account].Owner).Correspondent() != mail.AddrKey(who) {
+			return nil, "its Message-ID is also on a message not authenticated as from " + who, nil
 		}
 		match = append(match, f.Key)
 	}
@@ -215,7 +221,7 @@ func (p *Pipeline) originalMailboxes(account string, rec *store.MessageRecord) [
 // very message flagged (same key and UIDVALIDITY, same sender) is touched.
 func (p *Pipeline) answeredInStore(ctx context.Context, ob *store.OutboxRecord, k store.MessageKey, who string) {
 	orig, err := p.Store.GetMessage(k)
-	if err != nil || !strings.EqualFold(strings.TrimSpace(orig.From.Email), who) {
+	if err != nil || orig.Correspondent() != mail.AddrKey(who) {
 		return
 	}
 	reason := "answered by the delegated reply " + ob.QueueID + " (the owner forwarded this message to the agent)"

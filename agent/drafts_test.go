@@ -235,8 +235,8 @@ func TestReapprovalAfterOwnerRepliedSendsNothing(t *testing.T) {
 	m.sentBox = append(m.sentBox, []byte("From: Ada <ada@example.com>\r\nTo: carol@example.org\r\nSubject: Re: Lunch\r\n"+
 		"Message-ID: <mine@example.com>\r\nIn-Reply-To: <"+q.MessageID+">\r\n\r\nYes!\r\n"))
 	item, err := p.Approve(context.Background(), q.ID, "")
-	if err != nil {
-		t.Fatal(err)
+	if !errors.Is(err, ErrNotSent) || !strings.Contains(err.Error(), "the owner replied") {
+		t.Fatalf("re-approval: err %v, want ErrNotSent saying the owner replied", err)
 	}
 	if item.Status != store.QueueResolved || len(m.smtp) != 0 {
 		t.Errorf("re-approval: %s, %d sent; want resolved, 0", item.Status, len(m.smtp))
@@ -363,7 +363,8 @@ func TestHostileDraftTextCannotForgeDraftHeaders(t *testing.T) {
 }
 
 // Answered looks in the fake Sent folder for a reply to id.
-func (m *folderMailer) Answered(_ context.Context, _ string, _ store.MessageKey, id string) (bool, string, error) {
+func (m *folderMailer) Answered(_ context.Context, original *store.MessageRecord) (bool, string, error) {
+	id := original.MessageID
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.sentErr != nil {
@@ -380,6 +381,6 @@ func (m *folderMailer) Answered(_ context.Context, _ string, _ store.MessageKey,
 	return false, "", nil
 }
 
-func (m *folderMailer) MarkAnswered(context.Context, string, store.MessageKey, string) error {
+func (m *folderMailer) MarkAnswered(context.Context, *store.MessageRecord) error {
 	return nil
 }

@@ -25,6 +25,11 @@ var ErrAmbiguousSend = outbox.ErrAmbiguousSend
 // ended with a cancellation.
 var ErrApprovalCancelled = outbox.ErrApprovalCancelled
 
+// ErrNotSent is returned, with the resolved item, by an approval that sent
+// nothing because the message had been answered already or the owner had
+// sent the draft themselves (outbox.ErrNotSent).
+var ErrNotSent = outbox.ErrNotSent
+
 // outbox returns the send protocol over the pipeline's actor.
 func (p *Pipeline) outbox() *outbox.Outbox {
 	a := p.Actor

@@ -359,7 +359,8 @@ func TestRecipientsGateQueues(t *testing.T) {
 	}
 }
 
-func (m *memMailer) Answered(_ context.Context, _ string, _ store.MessageKey, id string) (bool, string, error) {
+func (m *memMailer) Answered(_ context.Context, original *store.MessageRecord) (bool, string, error) {
+	id := original.MessageID
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.answeredErr != nil {
@@ -371,7 +372,8 @@ func (m *memMailer) Answered(_ context.Context, _ string, _ store.MessageKey, id
 	return false, "", nil
 }
 
-func (m *memMailer) MarkAnswered(_ context.Context, _ string, _ store.MessageKey, id string) error {
+func (m *memMailer) MarkAnswered(_ context.Context, original *store.MessageRecord) error {
+	id := original.MessageID
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.answered == nil {

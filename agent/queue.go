@@ -39,6 +39,11 @@ func notActionable(id string, st ActStore) error {
 // sent. When the Sent folder cannot be read the item fails with the
 // reason, and nothing is sent.
 //
+// An approval that sends nothing because the message was answered already
+// (Deliver's check: a reply to its sender, \Answered on it) or the owner
+// handled it returns the resolved item with an error wrapping ErrNotSent
+// that says why: never a silent success.
+//
 // With a Policy.ApprovalDelay the reply is not sent here: its outbox
 // record is scheduled that far ahead (the undo window) and the item stays
 // approved; Cancel (with the item's or the record's id) takes it back to
@@ -70,6 +75,9 @@ func (p *Pipeline) Approve(ctx context.Context, id, final string) (*store.QueueI
 		// A cancelled record is an undone approval: nothing was sent.
 		first := prev == nil || prev.Status == store.OutboxCancelled
 		if done, err := p.handledByOwner(ctx, cur, first); err != nil || done != nil {
+			if err == nil {
+				err = outbox.NotSent(done)
+			}
 			return done, err
 		}
 	}
@@ -115,7 +123,8 @@ func (p *Pipeline) Approve(ctx context.Context, id, final string) (*store.QueueI
 		item = q
 		item.Learned = learned
 	}
-	return item, nil
+	// Answered meanwhile (Deliver's last check): resolved, nothing sent.
+	return item, outbox.NotSent(item)
 }
 
 // failOpenItem marks an open item failed with the reason (it stays

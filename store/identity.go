@@ -154,3 +154,24 @@ func MayResolve(from, to *MessageRecord) bool {
 	}
 	return to.Correspondent() == c
 }
+
+// SameCorrespondent reports whether a and b, two messages of one account
+// that carry the same Message-ID, may be taken for one message (a
+// duplicate, or the one a \Answered flag found by Message-ID belongs to):
+// both are the owner's own mail, or both were authenticated as the same
+// correspondent. A Message-ID is text the sender chose: a stranger who
+// reuses or predicts a contact's never makes the contact's mail a copy of
+// theirs. Mail nobody authenticated is the same as nothing.
+func SameCorrespondent(a, b *MessageRecord) bool {
+	if a == nil || b == nil || a.Account != b.Account {
+		return false
+	}
+	if identityOff.Load() {
+		return true
+	}
+	if a.FromOwner() || b.FromOwner() {
+		return a.FromOwner() && b.FromOwner()
+	}
+	c := a.Correspondent()
+	return c != "" && c == b.Correspondent()
+}

@@ -67,3 +67,38 @@ func TestAnswersTo(t *testing.T) {
 		}
 	}
 }
+
+func TestSameCorrespondent(t *testing.T) {
+	ann := &MessageRecord{MessageKey: MessageKey{Account: "a"}, Route: "external", From: mail.Address{Email: "ann@example.org"}, SenderAuth: authed("ann@example.org")}
+	ann2 := &MessageRecord{MessageKey: MessageKey{Account: "a", UID: 9}, Route: "external", From: mail.Address{Email: "Ann <ANN@example.org>"}, SenderAuth: authed("ANN@Example.org")}
+	annOther := &MessageRecord{MessageKey: MessageKey{Account: "b"}, Route: "external", SenderAuth: authed("ann@example.org")}
+	eve := &MessageRecord{MessageKey: MessageKey{Account: "a"}, Route: "external", From: mail.Address{Email: "eve@evil.test"}, SenderAuth: authed("eve@evil.test")}
+	spoof := &MessageRecord{MessageKey: MessageKey{Account: "a"}, Route: "external", From: mail.Address{Email: "ann@example.org"}, SenderAuth: &SenderAuth{Address: "ann@example.org"}}
+	owner := &MessageRecord{MessageKey: MessageKey{Account: "a"}, Route: "owner", SenderAuth: authed("me@home.test")}
+	owner2 := &MessageRecord{MessageKey: MessageKey{Account: "a"}, Route: "self"}
+	cases := []struct {
+		name string
+		a, b *MessageRecord
+		want bool
+	}{
+		{"same correspondent, other spelling", ann, ann2, true},
+		{"stranger reusing the contact's id", ann, eve, false},
+		{"spoofed contact", ann, spoof, false},
+		{"both unauthenticated", spoof, spoof, false},
+		{"another account", ann, annOther, false},
+		{"owner and owner", owner, owner2, true},
+		{"owner and contact", owner, ann, false},
+		{"nil", nil, ann, false},
+	}
+	for _, c := range cases {
+		if got := SameCorrespondent(c.a, c.b); got != c.want {
+			t.Errorf("%s: SameCorrespondent = %v, want %v", c.name, got, c.want)
+		}
+	}
+	restore := SwitchOffIdentityForTest()
+	landed := SameCorrespondent(ann, eve)
+	restore()
+	if !landed {
+		t.Error("positive control: with identity checks off the stranger's message should pass for the contact's")
+	}
+}

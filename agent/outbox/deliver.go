@@ -196,20 +196,26 @@ func (o *Outbox) draftFromOutbox(ob *store.OutboxRecord, status, reason string) 
 	return q
 }
 
-// Answered reports whether the message with key and messageID has been
-// answered, with the reason: another outbox record answers it (sent, under
-// way, or, when auto, possibly delivered before a crash: the owner
-// approving a resend is their decision), or the mailbox shows a reply.
-// skip is the outbox record asking (not counted against itself). An error
-// means the answer is unknown.
-func (o *Outbox) Answered(ctx context.Context, account string, key store.MessageKey, messageID, skip string, auto bool) (bool, string, error) {
-	if found, reason, err := o.answeredInOutbox(account, messageID, skip, auto); err != nil || found {
+// Answered reports whether original has been answered, with the reason.
+// Evidence counts only when it is a reply to original addressed to
+// original's reply party (store.AnswersTo): another outbox record for the
+// same message, or naming its Message-ID and addressed to that party
+// (sent, under way, or, when auto, possibly delivered before a crash: the
+// owner approving a resend is their decision), or what the mailbox shows
+// (Mailer.Answered). A reply to a stranger who borrowed original's
+// Message-ID never answers it. skip is the outbox record asking (not
+// counted against itself). An error means the answer is unknown.
+func (o *Outbox) Answered(ctx context.Context, original *store.MessageRecord, skip string, auto bool) (bool, string, error) {
+	if original == nil {
+		return false, "", nil
+	}
+	if found, reason, err := o.answeredInOutbox(original, skip, auto); err != nil || found {
 		return found, reason, err
 	}
 	if o.Mailer == nil {
 		return false, "", nil
 	}
-	found, how, err := o.Mailer.Answered(ctx, account, key, messageID)
+	found, how, err := o.Mailer.Answered(ctx, original)
 	if err != nil {
 		return false, "", fmt.Errorf("ask the mailbox whether it was answered: %w", err)
 	}
@@ -219,11 +225,14 @@ func (o *Outbox) Answered(ctx context.Context, account string, key store.Message
 	return true, reasonAnswered + " (" + how + ")", nil
 }
 
-// answeredInOutbox looks for another outbox record answering messageID.
-func (o *Outbox) answeredInOutbox(account, messageID, skip string, auto bool) (bool, string, error) {
-	k := mail.IDKey(messageID)
-	if k == "" {
-		return false, "", nil
+// answeredInOutbox looks for another outbox record answering original:
+// one for the same message key, or one whose In-Reply-To names its
+// Message-ID and whose recipients are original's reply party (a UIDVALIDITY
+// change gives the same mail a new key, and so a new outbox id).
+func (o *Outbox) answeredInOutbox(original *store.MessageRecord, skip string, auto bool) (bool, string, error) {
+	k := mail.IDKey(original.MessageID)
+	if original.Synthesized {
+		k = "" // a Message-ID the parser made up names nothing
 	}
 	statuses := []string{store.OutboxSending, store.OutboxSent, store.OutboxAppended}
 	if auto {
@@ -232,7 +241,11 @@ func (o *Outbox) answeredInOutbox(account, messageID, skip string, auto bool) (b
 	reason := ""
 	for _, st := range statuses {
 		err := o.Store.ListOutbox(st, func(r *store.OutboxRecord) error {
-			if reason != "" || r.ID == skip || r.Account != account || mail.IDKey(r.InReplyTo) != k {
+			if reason != "" || r.ID == skip || r.Account != original.Account {
+				return nil
+			}
+			same := r.Message == original.MessageKey && original.UID != 0
+			if !same && (k == "" || mail.IDKey(r.InReplyTo) != k || !store.AnswersTo(r.To, original)) {
 				return nil
 			}
 			switch {
@@ -252,6 +265,30 @@ func (o *Outbox) answeredInOutbox(account, messageID, skip string, auto bool) (b
 	return reason != "", reason, nil
 }
 
+// Original returns the message ob answers: its stored record, or, when
+// there is none, a stand-in holding ob's account, key and In-Reply-To whose reply
+// party is ob's first recipient and whose sender nobody authenticated (so
+// only a reply to that same party, or \Answered at its own UID, shows it
+// answered). An error other than not-found is returned.
+func (o *Outbox) Original(ob *store.OutboxRecord) (*store.MessageRecord, error) {
+	rec, err := o.Store.GetMessage(ob.Message)
+	if err == nil {
+		if rec.MessageID == "" && !rec.Synthesized {
+			rec.MessageID = ob.InReplyTo
+		}
+		return rec, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("the message %s answers: %w", ob.ID, err)
+	}
+	stand := &store.MessageRecord{MessageKey: ob.Message, MessageID: ob.InReplyTo}
+	stand.Account = ob.Account // a reply with no message of its own (a nudge) has no key
+	if len(ob.To) > 0 {
+		stand.From = mail.Address{Email: ob.To[0]}
+	}
+	return stand, nil
+}
+
 // checkAnswered runs in Deliver, with ob in "sending", right before SMTP.
 // It returns stop=false when the reply may go. Otherwise nothing is sent:
 //   - answered: ob is cancelled with the reason and its queue item
@@ -260,7 +297,11 @@ func (o *Outbox) answeredInOutbox(account, messageID, skip string, auto bool) (b
 //     back to pending and is retried later; an approval fails with the
 //     error, for the owner to see. The error is returned.
 func (o *Outbox) checkAnswered(ctx context.Context, ob *store.OutboxRecord) (stop bool, _ error) {
-	found, reason, err := o.Answered(ctx, ob.Account, ob.Message, ob.InReplyTo, ob.ID, ob.Auto)
+	original, err := o.Original(ob)
+	found, reason := false, ""
+	if err == nil {
+		found, reason, err = o.Answered(ctx, original, ob.ID, ob.Auto)
+	}
 	if err != nil {
 		to := store.OutboxFailed
 		if ob.Auto {
@@ -313,17 +354,28 @@ func (o *Outbox) resolve(ctx context.Context, id, reason string) error {
 }
 
 // markAnswered flags the original \Answered after a send, so the mailbox
-// itself records the answer. A failure is logged: the reply in Sent
-// (In-Reply-To) still records it.
+// itself records the answer: only when ob was addressed to the original's
+// reply party (store.AnswersTo; a reply to a stranger who borrowed the
+// original's Message-ID answers nothing). A failure is logged: the reply
+// in Sent (In-Reply-To) still records it.
 func (o *Outbox) markAnswered(ob *store.OutboxRecord) {
 	if o.Mailer == nil || (ob.InReplyTo == "" && ob.Message.UID == 0) {
+		return
+	}
+	original, err := o.Original(ob)
+	if err != nil {
+		o.logger().Warn(`set \Answered on the original`, "account", ob.Account, "outbox", ob.ID, "err", err)
+		return
+	}
+	if !store.AnswersTo(ob.To, original) {
+		o.logger().Info(`not flagged \Answered: the reply was not addressed to the original's sender`, "account", ob.Account, "outbox", ob.ID)
 		return
 	}
 	// Not the caller's context: the reply is out either way.
 	ctx, cancel := context.WithTimeout(context.Background(), markAnsweredTimeout)
 	defer cancel()
-	mark := func(ctx context.Context, ob *store.OutboxRecord) error {
-		return o.Mailer.MarkAnswered(ctx, ob.Account, ob.Message, ob.InReplyTo)
+	mark := func(ctx context.Context, _ *store.OutboxRecord) error {
+		return o.Mailer.MarkAnswered(ctx, original)
 	}
 	if o.MarkAnswered != nil {
 		mark = o.MarkAnswered

@@ -69,11 +69,17 @@ type Mailer interface {
 	AppendSent(ctx context.Context, account string, raw []byte) error
 	SentHas(ctx context.Context, account, messageID string) (bool, error)
 	DeleteDraft(ctx context.Context, account string, uid uint32) error
-	// Answered reports whether the mailbox shows original (Message-ID
-	// messageID; "" when it has none) answered, and how.
-	Answered(ctx context.Context, account string, original store.MessageKey, messageID string) (found bool, how string, err error)
-	// MarkAnswered sets \Answered on original.
-	MarkAnswered(ctx context.Context, account string, original store.MessageKey, messageID string) error
+	// Answered reports whether the mailbox of original.Account shows
+	// original answered, and how: a reply in Sent that names original's
+	// Message-ID AND is addressed to its reply party (store.AnswersTo), or
+	// \Answered on original itself (its UID under the same UIDVALIDITY,
+	// or a message carrying its Message-ID from the same authenticated
+	// correspondent, store.SameCorrespondent). Evidence about anyone
+	// else's message never counts.
+	Answered(ctx context.Context, original *store.MessageRecord) (found bool, how string, err error)
+	// MarkAnswered sets \Answered on original, and on no message of
+	// another correspondent that reuses its Message-ID.
+	MarkAnswered(ctx context.Context, original *store.MessageRecord) error
 }
 
 // Outbox runs the protocol over a store and a mailer. The zero hooks do
@@ -121,6 +127,26 @@ var ErrNotActionable = errors.New("queue item is not in a state this action appl
 // ErrApprovalCancelled is returned by SendApproval when the undo window
 // ended with a cancellation.
 var ErrApprovalCancelled = errors.New("approval cancelled")
+
+// ErrNotSent is returned by an approval that sent nothing without
+// failing: the message had been answered already (a reply to its sender
+// in Sent or in the outbox, \Answered on it), or the owner had sent the
+// draft themselves. The item is resolved with the reason, which the error
+// carries (NotSent).
+var ErrNotSent = errors.New("nothing was sent")
+
+// NotSent is ErrNotSent for an approved item that ended resolved, with
+// the reason it was resolved; nil for an item in any other status.
+func NotSent(item *store.QueueItem) error {
+	if item == nil || item.Status != store.QueueResolved {
+		return nil
+	}
+	reason := "the item was resolved"
+	if n := len(item.Reasons); n > 0 {
+		reason = item.Reasons[n-1]
+	}
+	return fmt.Errorf("%s: %w: %s", item.ID, ErrNotSent, reason)
+}
 
 // QueueID is the queue item id for a message: derived from its key so that
 // acting twice on the same message (after a crash) never makes two items.

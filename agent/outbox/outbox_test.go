@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -77,13 +78,13 @@ func (m *scriptMailer) DeleteDraft(_ context.Context, _ string, uid uint32) erro
 	return nil
 }
 
-func (m *scriptMailer) Answered(context.Context, string, store.MessageKey, string) (bool, string, error) {
+func (m *scriptMailer) Answered(context.Context, *store.MessageRecord) (bool, string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.answered, "a reply in Sent", m.answeredErr
 }
 
-func (m *scriptMailer) MarkAnswered(context.Context, string, store.MessageKey, string) error {
+func (m *scriptMailer) MarkAnswered(context.Context, *store.MessageRecord) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.marked++
@@ -140,6 +141,16 @@ func newWorld(t *testing.T) *world {
 }
 
 var original = store.MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 7, UID: 42}
+
+// carolRec is the record of carol's message id under key: authenticated
+// as carol, so a reply to carol answers it.
+func carolRec(key store.MessageKey, id string) *store.MessageRecord {
+	return &store.MessageRecord{MessageKey: key, MessageID: id, Route: "external",
+		From: mail.Address{Email: "carol@example.org"}, SenderAuth: &store.SenderAuth{Authenticated: true, Address: "carol@example.org", Method: store.AuthDMARC}}
+}
+
+// rekeyed is original under a new UIDVALIDITY: the same mail, another key.
+var rekeyed = store.MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 8, UID: 3}
 
 // approval writes an approved item and its pending record, as
 // store.ApproveQueueItem leaves them.
@@ -386,7 +397,7 @@ func TestAnsweredInOutboxAdversarial(t *testing.T) {
 	tried, through := 0, 0
 	for _, id := range []string{"<orig@example.org>", "orig@example.org", " <orig@example.org> "} {
 		tried++
-		if found, reason, err := w.o.Answered(context.Background(), "a", original, id, "", true); err != nil || found {
+		if found, reason, err := w.o.Answered(context.Background(), carolRec(rekeyed, id), "", true); err != nil || found {
 			through++
 			t.Errorf("%q in account a: found=%v %q %v; another account's reply must not count", id, found, reason, err)
 		}
@@ -394,7 +405,7 @@ func TestAnsweredInOutboxAdversarial(t *testing.T) {
 	w.record(t, &store.OutboxRecord{ID: "ob_mine", Status: store.OutboxSent})
 	for _, id := range []string{"<orig@example.org>", "<ORIG@example.org>", "orig@example.org"} {
 		tried++
-		found, _, err := w.o.Answered(context.Background(), "a", original, id, "", true)
+		found, _, err := w.o.Answered(context.Background(), carolRec(rekeyed, id), "", true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -403,7 +414,7 @@ func TestAnsweredInOutboxAdversarial(t *testing.T) {
 			t.Errorf("%q: a sent reply was not found", id)
 		}
 	}
-	if found, _, _ := w.o.Answered(context.Background(), "a", original, "<orig@example.org>", "ob_mine", true); found {
+	if found, _, _ := w.o.Answered(context.Background(), carolRec(original, "<orig@example.org>"), "ob_mine", true); found {
 		t.Error("a record counted against itself")
 	}
 	t.Logf("%d spellings tried, %d got through", tried, through)
@@ -420,6 +431,12 @@ func TestSendDueSchedulesRetriesAndWakes(t *testing.T) {
 	later := w.record(t, &store.OutboxRecord{ID: "ob_later", Auto: true, Status: store.OutboxScheduled, SendAt: now.Add(time.Hour), InReplyTo: "<m1@example.org>"})
 	due := w.record(t, &store.OutboxRecord{ID: "ob_due", Auto: true, Status: store.OutboxScheduled, SendAt: now.Add(-time.Second), InReplyTo: "<m2@example.org>"})
 	retry := w.record(t, &store.OutboxRecord{ID: "ob_retry", Auto: true, Status: store.OutboxPending, Attempts: 1, InReplyTo: "<m3@example.org>"})
+	for i, r := range []*store.OutboxRecord{later, due, retry} {
+		r.Message.UID = uint32(100 + i) // each answers a message of its own
+		if err := w.st.PutOutbox(r); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := w.st.PutQueueItem(&store.QueueItem{ID: "q_snoozed", Kind: store.KindNotify, Account: "a", Status: store.QueueSnoozed, SnoozeUntil: now.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
@@ -533,7 +550,7 @@ func TestRecoverNeverResendsAnInterruptedTransaction(t *testing.T) {
 	}
 	// It may have been delivered, so a new auto-reply to the same message
 	// is held too.
-	if found, _, _ := w.o.Answered(context.Background(), "a", original, "<orig@example.org>", "", true); !found {
+	if found, _, _ := w.o.Answered(context.Background(), carolRec(rekeyed, "<orig@example.org>"), "", true); !found {
 		t.Error("an ambiguous auto-send does not count as possibly answered")
 	}
 }
@@ -596,5 +613,61 @@ func TestRecoverWithoutMailer(t *testing.T) {
 	}
 	if err := w.o.Deliver(context.Background(), ob.ID); err == nil {
 		t.Error("deliver with no mailer: got nil")
+	}
+}
+
+// Another outbox record answers the original only when it is for the same
+// message, or names its Message-ID AND went to its reply party: a reply to
+// a stranger who borrowed the id (their own, or in References) never does.
+func TestAnsweredInOutboxNeedsTheCorrespondent(t *testing.T) {
+	cases := []struct {
+		name   string
+		to     string
+		key    store.MessageKey
+		attack bool // true: must not count
+	}{
+		{"a reply to a stranger who reused the Message-ID", "mallory@evil.example", rekeyed, true},
+		{"a reply to a stranger, Reply-To spelled like the contact", "carol@example.org.evil.example", rekeyed, true},
+		{"a reply to the contact under another key (UIDVALIDITY change)", "Carol@Example.org", rekeyed, false},
+		{"a reply for the same message", "mallory@evil.example", original, false},
+	}
+	run := func(t *testing.T) (tried, through int) {
+		for _, tc := range cases {
+			w := newWorld(t)
+			r := w.record(t, &store.OutboxRecord{ID: "ob_other", Status: store.OutboxAppended})
+			r.To, r.Message = []string{tc.to}, tc.key
+			if err := w.st.PutOutbox(r); err != nil {
+				t.Fatal(err)
+			}
+			orig := carolRec(original, "<orig@example.org>") // Carol's message, under its own key
+			if tc.key != original {
+				orig.MessageKey = store.MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 9, UID: 1}
+			}
+			found, reason, err := w.o.Answered(context.Background(), orig, "", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.attack {
+				tried++
+				if found {
+					through++
+					t.Logf("%s: counted as the answer (%s)", tc.name, reason)
+				}
+			} else if !found {
+				t.Errorf("%s: not counted, want it to count", tc.name)
+			}
+		}
+		return tried, through
+	}
+	tried, through := run(t)
+	t.Logf("outbox answered attacks: %d tried, %d got through", tried, through)
+	if tried == 0 || through != 0 {
+		t.Errorf("outbox answered attacks: %d tried, %d got through; want 0", tried, through)
+	}
+	restore := store.SwitchOffIdentityForTest()
+	tried, through = run(t)
+	restore()
+	if through != tried {
+		t.Errorf("positive control: with identity checks off %d of %d attacks landed, want all", through, tried)
 	}
 }

@@ -89,6 +89,9 @@ func (o *Outbox) SendApproval(ctx context.Context, queueID string, wait func(con
 	if err != nil {
 		return nil, errors.Join(derr, err)
 	}
+	if derr == nil {
+		derr = NotSent(item) // answered elsewhere: resolved, and nothing went out
+	}
 	return item, derr
 }
 

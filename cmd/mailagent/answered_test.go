@@ -191,6 +191,10 @@ func TestApproveSendsNothingWhenOriginalIsAnswered(t *testing.T) {
 	if n := len(h.smtp.Messages()); n != 0 {
 		t.Fatalf("sink: %d messages, want 0 (exit %d: %s)", n, code, stderr)
 	}
+	// Never a silent success: the exit code and the message say so.
+	if code != ExitNotSent || !strings.Contains(stderr, "nothing was sent") || !strings.Contains(stderr, `\Answered`) {
+		t.Errorf("approve: exit %d, stderr %q; want %d saying nothing was sent and why", code, stderr, ExitNotSent)
+	}
 	got := h.item(t, "Lunch")
 	if got.Status != store.QueueResolved || !strings.Contains(strings.Join(got.Reasons, ";"), `\Answered`) {
 		t.Errorf("item: %s %v, want resolved as already answered", got.Status, got.Reasons)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
@@ -24,6 +25,7 @@ const (
 	ExitLocked      = 4   // the state database is held by another process
 	ExitPartial     = 5   // finished, but some messages need review or some checks failed
 	ExitCorrupt     = 6   // the state database is damaged; the message says: mailagent doctor --repair
+	ExitNotSent     = 7   // an approval sent nothing: the message was answered already (the message says how)
 	ExitInterrupted = 130 // stopped by SIGINT/SIGTERM before finishing
 )
 
@@ -138,6 +140,10 @@ func report(stderr io.Writer, err error) int {
 		fmt.Fprintf(stderr, "  fix: run mailagent as the user that owns %s, or give this user (uid %d) access to it (chown -R, chmod 700 on the state directory)\n",
 			termsafe.Line(pe.Path), os.Getuid())
 		return ExitUsage
+	}
+	if errors.Is(err, agent.ErrNotSent) {
+		fmt.Fprintf(stderr, "mailagent: %s\n", termsafe.Text(err.Error()))
+		return ExitNotSent
 	}
 	var ue *UserError
 	if errors.As(err, &ue) {

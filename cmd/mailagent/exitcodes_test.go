@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emersion/go-imap/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
@@ -139,7 +140,7 @@ func TestREADMEExitCodesAreProduced(t *testing.T) {
 		n, _ := strconv.Atoi(m[1])
 		listed = append(listed, n)
 	}
-	consts := []int{ExitOK, ExitFailure, ExitUsage, ExitUnreachable, ExitLocked, ExitPartial, ExitCorrupt, ExitInterrupted}
+	consts := []int{ExitOK, ExitFailure, ExitUsage, ExitUnreachable, ExitLocked, ExitPartial, ExitCorrupt, ExitNotSent, ExitInterrupted}
 	if !slices.Equal(listed, consts) {
 		t.Fatalf("README lists exit codes %v, the code defines %v", listed, consts)
 	}
@@ -194,6 +195,20 @@ func TestREADMEExitCodesAreProduced(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, stderr, code := h.run("status")
+			return stderr, code
+		},
+		ExitNotSent: func(t *testing.T) (string, int) {
+			// Approving a draft whose original another client flagged
+			// \Answered: resolved, nothing sent, and the exit code says so.
+			h := newHarness(t, compromisedModel, "")
+			h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?"))
+			h.watchOnce(t)
+			item := h.item(t, "Lunch")
+			h.flagInbox(t, "lunch@test.example", imap.FlagAnswered)
+			_, stderr, code := h.run("queue", "approve", "--yes", item.ID)
+			if !strings.Contains(stderr, "nothing was sent") || !strings.Contains(stderr, "already answered") {
+				t.Errorf("stderr %q does not say that nothing was sent and why", stderr)
+			}
 			return stderr, code
 		},
 		ExitInterrupted: func(t *testing.T) (string, int) {

@@ -313,8 +313,8 @@ func TestApproveFindsTheDraftAlreadySentFromTheClient(t *testing.T) {
 			q, draft := queuedWithDraft(t, h)
 			h.clientSends(t, draft, ce.edit)
 			_, stderr, code := h.run("queue", "approve", "--yes", q.ID)
-			if code != 0 {
-				t.Fatalf("approve: %d %s", code, stderr)
+			if code != ExitNotSent || !strings.Contains(stderr, "nothing was sent") {
+				t.Fatalf("approve: exit %d %s; want %d saying nothing was sent", code, stderr, ExitNotSent)
 			}
 			got := h.item(t, "Lunch")
 			if got.Status != store.QueueResolved || !strings.Contains(strings.Join(got.Reasons, ";"), "sent nothing") {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -56,6 +57,7 @@ func newMailer(cfg *config.Config) *daemon.Mailer {
 		acct := &cfg.Accounts[i]
 		m.Accounts[acct.Name] = &daemon.AccountMailer{
 			Name:   acct.Name,
+			Owner:  ownerOf(acct),
 			Sent:   acct.SentMailbox,
 			Drafts: acct.DraftsMailbox,
 			Mailbox: daemon.MailboxPolicy{Archive: cfg.Mailbox.Archive, ArchiveFolder: cfg.Mailbox.ArchiveFolder,
@@ -71,6 +73,13 @@ func newMailer(cfg *config.Config) *daemon.Mailer {
 		}
 	}
 	return m
+}
+
+// ownerOf is the account's owner as routing knows them: the pipeline and
+// the mailer (which decides who a message found on the server is from)
+// use the same.
+func ownerOf(a *config.Account) agent.Owner {
+	return agent.Owner{Name: a.DisplayName, Addresses: a.OwnerAddresses(), AuthservID: a.AuthservID, Assistant: a.AssistantAddress}
 }
 
 // agentParts is a pipeline able to act (send, queue, draft), and what it
@@ -145,6 +154,9 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 				return err // over the caps: the draft waits for approval
 			}
 			_, err = p.Approve(ctx, q.ID, "")
+			if errors.Is(err, agent.ErrNotSent) {
+				return nil // answered already: resolved, nothing to nudge
+			}
 			return err
 		}
 	}
@@ -181,9 +193,7 @@ func classifyingPipeline(ctx context.Context, f *Factory, cfg *config.Config, st
 func newPipeline(cfg *config.Config, st agent.Store, c agent.Classifier, th *mail.Threader, f *Factory) *agent.Pipeline {
 	accts := map[string]agent.Account{}
 	for _, a := range cfg.Accounts {
-		accts[a.Name] = agent.Account{Name: a.Name, Owner: agent.Owner{
-			Name: a.DisplayName, Addresses: a.OwnerAddresses(), AuthservID: a.AuthservID, Assistant: a.AssistantAddress,
-		}}
+		accts[a.Name] = agent.Account{Name: a.Name, Owner: ownerOf(&a)}
 	}
 	return &agent.Pipeline{
 		Store: st, Classifier: c, Threader: th, Accounts: accts,

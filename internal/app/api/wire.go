@@ -25,6 +25,7 @@ const (
 	CodeAmbiguousSend = "ambiguous_send"
 	CodeModelOutput   = "model_output"
 	CodeCorrupt       = "corrupt"
+	CodeNotSent       = "not_sent"
 	CodeInternal      = "internal"
 )
 
@@ -52,6 +53,7 @@ var codes = []struct {
 	{CodeAmbiguousSend, agent.ErrAmbiguousSend, http.StatusBadGateway},
 	{CodeModelOutput, agent.ErrModelOutput, http.StatusBadGateway},
 	{CodeCorrupt, store.ErrCorrupt, http.StatusInternalServerError},
+	{CodeNotSent, agent.ErrNotSent, http.StatusConflict},
 }
 
 // Error is an error that came back from the watcher. It matches the

@@ -17,7 +17,7 @@ import (
 // wrapped; an error that matches none keeps its message and nothing else.
 func TestWireErrorKeepsEverySentinel(t *testing.T) {
 	sentinels := []error{ErrNoActions, ErrBadRequest, agent.ErrNotActionable, agent.ErrAmbiguousSend, agent.ErrModelOutput,
-		store.ErrNotFound, store.ErrConflict, store.ErrLocked, store.ErrCorrupt, context.Canceled, context.DeadlineExceeded}
+		store.ErrNotFound, store.ErrConflict, store.ErrLocked, store.ErrCorrupt, context.Canceled, context.DeadlineExceeded, agent.ErrNotSent}
 	tests := []struct {
 		name string
 		err  error

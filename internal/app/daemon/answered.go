@@ -19,22 +19,28 @@ import (
 const answeredHeaderBytes = 64 << 10
 
 // Answered implements agent.Mailer: it asks the server whether original
-// was answered. The Sent folder is searched for a message whose
-// In-Reply-To or References names messageID (IMAP HEADER search, then the
-// header is read to confirm the exact id: the search matches substrings);
-// then original's mailbox for the message carrying messageID with
-// \Answered. A message without Message-ID is looked up by its UID, when
-// its mailbox still has the same UIDVALIDITY.
-func (m *Mailer) Answered(ctx context.Context, account string, original store.MessageKey, messageID string) (bool, string, error) {
-	a, err := m.account(account)
+// was answered, counting only evidence about original's own
+// correspondent. The Sent folder is searched for a message whose
+// In-Reply-To or References names original's Message-ID (IMAP HEADER
+// search, then the header is read to confirm the exact id: the search
+// matches substrings) and that is addressed (To or Cc) to original's reply
+// party (store.AnswersTo). Then original's mailbox for \Answered on
+// original itself: at its own UID while the mailbox keeps its UIDVALIDITY
+// (and the message there carries its Message-ID), or on a message carrying
+// its Message-ID whose sender the owner's server authenticated as the same
+// correspondent (agent.Identify on the fetched header, then
+// store.SameCorrespondent). A message without Message-ID is looked up by
+// its UID only.
+func (m *Mailer) Answered(ctx context.Context, original *store.MessageRecord) (bool, string, error) {
+	a, err := m.account(original.Account)
 	if err != nil {
 		return false, "", err
 	}
-	key := mail.IDKey(messageID)
+	key := originalIDKey(original)
 	how := ""
 	if key != "" {
 		err = a.with(ctx, sentBox, func(c *imapsync.Client) error {
-			uids, err := c.SearchHeader(ctx, []string{"In-Reply-To", "References"}, mail.NormalizeID(messageID))
+			uids, err := c.SearchHeader(ctx, []string{"In-Reply-To", "References"}, mail.NormalizeID(original.MessageID))
 			if err != nil {
 				return err
 			}
@@ -44,7 +50,10 @@ func (m *Mailer) Answered(ctx context.Context, account string, original store.Me
 			}
 			for _, uid := range uids {
 				h := mail.Parse(hdrs[uid])
-				if slices.ContainsFunc(append(slices.Clone(h.InReplyTo), h.References...), func(id string) bool { return mail.IDKey(id) == key }) {
+				if !slices.ContainsFunc(append(slices.Clone(h.InReplyTo), h.References...), func(id string) bool { return mail.IDKey(id) == key }) {
+					continue
+				}
+				if store.AnswersTo(recipients(h), original) {
 					how = fmt.Sprintf("a reply to it is in the Sent folder, %s", describeSent(h))
 					return nil
 				}
@@ -59,11 +68,11 @@ func (m *Mailer) Answered(ctx context.Context, account string, original store.Me
 			return how != "", how, err
 		}
 	}
-	if noMailbox(original) {
+	if noMailbox(original.MessageKey) {
 		return false, "", nil
 	}
 	err = a.with(ctx, inMailbox(original.Mailbox), func(c *imapsync.Client) error {
-		uids, err := originalUIDs(ctx, c, original, messageID, imapsync.FlagAnswered)
+		uids, err := a.originalUIDs(ctx, c, original, imapsync.FlagAnswered)
 		if err != nil || len(uids) == 0 {
 			return err
 		}
@@ -84,21 +93,24 @@ func (m *Mailer) Answered(ctx context.Context, account string, original store.Me
 
 // MarkAnswered implements agent.Mailer: it sets \Answered on original:
 // the message at its own UID while the mailbox keeps its UIDVALIDITY and
-// that message still carries messageID (so another message that copies
-// its Message-ID is left alone); else found by Message-ID in its mailbox
-// (or by UID when it has none and the mailbox's UIDVALIDITY is unchanged).
-func (m *Mailer) MarkAnswered(ctx context.Context, account string, original store.MessageKey, messageID string) error {
-	a, err := m.account(account)
+// that message still carries original's Message-ID (so another message
+// that copies its Message-ID is left alone); else the messages of its
+// mailbox carrying its Message-ID whose sender was authenticated as the
+// same correspondent (store.SameCorrespondent: a stranger's message that
+// reuses the id is never flagged), or, when it has no Message-ID, the one
+// at its UID while the mailbox's UIDVALIDITY is unchanged.
+func (m *Mailer) MarkAnswered(ctx context.Context, original *store.MessageRecord) error {
+	a, err := m.account(original.Account)
 	if err != nil {
 		return err
 	}
-	if noMailbox(original) {
+	if noMailbox(original.MessageKey) {
 		return nil
 	}
 	return a.with(ctx, inMailbox(original.Mailbox), func(c *imapsync.Client) error {
-		uids, err := ownUID(ctx, c, original, messageID)
+		uids, err := ownUID(ctx, c, original)
 		if err == nil && len(uids) == 0 {
-			uids, err = originalUIDs(ctx, c, original, messageID)
+			uids, err = a.originalUIDs(ctx, c, original)
 		}
 		if err != nil {
 			return err
@@ -107,11 +119,29 @@ func (m *Mailer) MarkAnswered(ctx context.Context, account string, original stor
 	})
 }
 
+// originalIDKey is original's Message-ID key, or "" when it has none of
+// its own (the parser made one up).
+func originalIDKey(original *store.MessageRecord) string {
+	if original.Synthesized {
+		return ""
+	}
+	return mail.IDKey(original.MessageID)
+}
+
+// recipients are the To and Cc addresses of h.
+func recipients(h *mail.Message) []string {
+	out := make([]string, 0, len(h.To)+len(h.Cc))
+	for _, x := range slices.Concat(h.To, h.Cc) {
+		out = append(out, x.Email)
+	}
+	return out
+}
+
 // ownUID is original's own UID in the selected mailbox when the mailbox
-// keeps original's UIDVALIDITY and the message there carries messageID;
-// else none.
-func ownUID(ctx context.Context, c *imapsync.Client, original store.MessageKey, messageID string) ([]uint32, error) {
-	key := mail.IDKey(messageID)
+// keeps original's UIDVALIDITY and the message there carries original's
+// Message-ID; else none.
+func ownUID(ctx context.Context, c *imapsync.Client, original *store.MessageRecord) ([]uint32, error) {
+	key := originalIDKey(original)
 	_, uv, err := c.Selected()
 	if err != nil || key == "" || original.UID == 0 || uv != original.UIDValidity {
 		return nil, err
@@ -128,44 +158,58 @@ func ownUID(ctx context.Context, c *imapsync.Client, original store.MessageKey, 
 	return nil, nil
 }
 
-// originalUIDs finds original in the selected mailbox: by Message-ID
-// (the search matches substrings, so each hit's header is read and its id
-// compared), else by its UID while the mailbox keeps the same UIDVALIDITY
-// (a Message-ID the server's search cannot match as written, such as one
-// with a comment or folding whitespace), confirmed by its header too. With
-// flags, only messages carrying them are returned.
-func originalUIDs(ctx context.Context, c *imapsync.Client, original store.MessageKey, messageID string, flags ...string) ([]uint32, error) {
-	key := mail.IDKey(messageID)
-	var cands []uint32
-	if key != "" {
-		var err error
-		if cands, err = c.SearchHeader(ctx, []string{"Message-ID"}, mail.NormalizeID(messageID), flags...); err != nil {
-			return nil, err
-		}
-	}
-	byUID := false
-	if len(cands) == 0 {
-		_, uv, err := c.Selected()
-		if err != nil || uv != original.UIDValidity || original.UID == 0 {
-			return nil, err
-		}
-		cands, byUID = []uint32{original.UID}, true
-	}
-	hdrs, err := c.FetchHeaders(ctx, cands, answeredHeaderBytes)
+// originalUIDs finds original in the selected mailbox. At its own UID
+// while the mailbox keeps the same UIDVALIDITY, when the message there
+// carries its Message-ID (or neither has one); else by Message-ID (the
+// search matches substrings, so each hit's header is read and its id
+// compared), keeping only the hits whose sender, authenticated as the
+// pipeline would (agent.Identify with the account's owner), is original's
+// correspondent (store.SameCorrespondent). With flags, only messages
+// carrying them are returned.
+func (a *AccountMailer) originalUIDs(ctx context.Context, c *imapsync.Client, original *store.MessageRecord, flags ...string) ([]uint32, error) {
+	key := originalIDKey(original)
+	_, uv, err := c.Selected()
 	if err != nil {
 		return nil, err
 	}
 	var out []uint32
-	for _, uid := range cands {
-		raw, ok := hdrs[uid]
-		if !ok {
-			continue // gone
+	if uv == original.UIDValidity && original.UID != 0 {
+		hdrs, err := c.FetchHeaders(ctx, []uint32{original.UID}, answeredHeaderBytes)
+		if err != nil {
+			return nil, err
 		}
-		if h := mail.Parse(raw); key == "" && byUID || !h.Synthesized && mail.IDKey(h.MessageID) == key {
-			out = append(out, uid)
+		if raw, ok := hdrs[original.UID]; ok {
+			if h := mail.Parse(raw); key == "" && h.Synthesized || key != "" && !h.Synthesized && mail.IDKey(h.MessageID) == key {
+				out = []uint32{original.UID}
+			}
 		}
 	}
-	if byUID && len(flags) > 0 && len(out) > 0 {
+	if len(out) == 0 && key != "" {
+		cands, err := c.SearchHeader(ctx, []string{"Message-ID"}, mail.NormalizeID(original.MessageID), flags...)
+		if err != nil {
+			return nil, err
+		}
+		hdrs, err := c.FetchHeaders(ctx, cands, answeredHeaderBytes)
+		if err != nil {
+			return nil, err
+		}
+		for _, uid := range cands {
+			raw, ok := hdrs[uid]
+			if !ok {
+				continue // gone
+			}
+			h := mail.Parse(raw)
+			if h.Synthesized || mail.IDKey(h.MessageID) != key {
+				continue // a substring hit
+			}
+			found := agent.Identify(store.MessageKey{Account: original.Account, Mailbox: original.Mailbox, UIDValidity: uv, UID: uid}, raw, a.Owner)
+			if store.SameCorrespondent(original, found) {
+				out = append(out, uid)
+			}
+		}
+		return out, nil
+	}
+	if len(flags) > 0 && len(out) > 0 {
 		have, err := c.Flags(ctx, out)
 		if err != nil {
 			return nil, err

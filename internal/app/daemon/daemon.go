@@ -632,10 +632,18 @@ func (d *Daemon) advance(a Account, uidvalidity uint32, uids []uint32, skipped, 
 
 // duplicate reports whether a message found in a rescan (after a
 // UIDVALIDITY change) was already handled under its old UID, and if so
-// records the new UID as done with the old outcome. An error means the
-// answer is unknown.
+// records the new UID as done with the old outcome. The old record must
+// carry its Message-ID and be from the same correspondent, as the owner's
+// server authenticated both (store.SameCorrespondent): a Message-ID is
+// text a sender chose, and a stranger who reused or predicted a contact's
+// must never hide the contact's mail. An error means the answer is
+// unknown.
 func (d *Daemon) duplicate(key store.MessageKey, raw []byte) (bool, error) {
-	m := mail.Parse(raw)
+	var owner agent.Owner
+	if acct, ok := d.Pipeline.Accounts[key.Account]; ok {
+		owner = acct.Owner
+	}
+	m := agent.Identify(key, raw, owner)
 	if m.Synthesized {
 		return false, nil
 	}
@@ -646,6 +654,9 @@ func (d *Daemon) duplicate(key store.MessageKey, raw []byte) (bool, error) {
 	for _, old := range olds {
 		if old.Mailbox != key.Mailbox || old.UIDValidity == key.UIDValidity || !old.State.Terminal() {
 			continue
+		}
+		if !store.SameCorrespondent(old, m) {
+			continue // another sender's message under the same Message-ID
 		}
 		cp := *old
 		cp.MessageKey = key

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -95,7 +96,7 @@ func (m *Mailer) Archive(ctx context.Context, account string, original store.Mes
 		if strings.EqualFold(dest, original.Mailbox) {
 			return nil
 		}
-		uids, err := originalUIDs(ctx, c, original, messageID)
+		uids, err := a.messageUIDs(ctx, c, original, messageID)
 		if err != nil {
 			return err
 		}
@@ -126,7 +127,7 @@ func (m *Mailer) Label(ctx context.Context, account string, original store.Messa
 		return nil
 	}
 	return a.with(ctx, inMailbox(original.Mailbox), func(c *imapsync.Client) error {
-		uids, err := originalUIDs(ctx, c, original, messageID)
+		uids, err := a.messageUIDs(ctx, c, original, messageID)
 		if err != nil || len(uids) == 0 {
 			return err
 		}
@@ -163,4 +164,61 @@ func joinUIDs(uids []uint32) string {
 		parts[i] = strconv.FormatUint(uint64(u), 10)
 	}
 	return strings.Join(parts, ",")
+}
+
+// messageUIDs finds the message at original in the selected mailbox for
+// the mailbox actions (Archive, Label), which know its key and Message-ID
+// but not its sender: the message at its own UID while the mailbox keeps
+// its UIDVALIDITY and that message carries messageID (a stranger's message
+// that reuses the id is then never touched); else, after a UIDVALIDITY
+// change, the messages carrying messageID (the search matches substrings,
+// so each hit's header is read and its id compared), but none when they
+// are not all from one authenticated correspondent (agent.Identify): the
+// action does not know whose the original is, and a stranger's message
+// that reuses the id must not take the contact's with it; else, for a
+// Message-ID the server's search cannot match as written (one with a
+// comment or folding whitespace) or none at all, the message at its UID
+// while the mailbox keeps the same UIDVALIDITY.
+func (a *AccountMailer) messageUIDs(ctx context.Context, c *imapsync.Client, original store.MessageKey, messageID string) ([]uint32, error) {
+	if own, err := ownUID(ctx, c, &store.MessageRecord{MessageKey: original, MessageID: messageID}); err != nil || len(own) > 0 {
+		return own, err
+	}
+	key := mail.IDKey(messageID)
+	var cands []uint32
+	if key != "" {
+		var err error
+		if cands, err = c.SearchHeader(ctx, []string{"Message-ID"}, mail.NormalizeID(messageID)); err != nil {
+			return nil, err
+		}
+	}
+	byUID := false
+	if len(cands) == 0 {
+		_, uv, err := c.Selected()
+		if err != nil || uv != original.UIDValidity || original.UID == 0 {
+			return nil, err
+		}
+		cands, byUID = []uint32{original.UID}, true
+	}
+	hdrs, err := c.FetchHeaders(ctx, cands, answeredHeaderBytes)
+	if err != nil {
+		return nil, err
+	}
+	var out []uint32
+	senders := map[string]bool{}
+	for _, uid := range cands {
+		raw, ok := hdrs[uid]
+		if !ok {
+			continue // gone
+		}
+		if h := mail.Parse(raw); key == "" && byUID || !h.Synthesized && mail.IDKey(h.MessageID) == key {
+			out = append(out, uid)
+			senders[agent.Identify(original, raw, a.Owner).Correspondent()] = true
+		}
+	}
+	if len(out) > 1 && (len(senders) > 1 || senders[""]) && !store.IdentityChecksOff() {
+		// Several senders' messages carry the id: whose is the original
+		// is unknown, so none is touched.
+		return nil, fmt.Errorf("%d messages from different senders carry Message-ID %s: none touched", len(out), mail.NormalizeID(messageID))
+	}
+	return out, nil
 }

@@ -23,6 +23,12 @@ type AccountMailer struct {
 	// Mailbox says how decisions show in the mailbox (mailbox.go); the
 	// zero value changes nothing.
 	Mailbox MailboxPolicy
+	// Owner is the account's owner as routing knows them (addresses and
+	// authserv_id): who a message found on the server is from is decided
+	// with it (agent.Identify), so a \Answered flag on another
+	// correspondent's message never counts as the original's. The zero
+	// value authenticates nobody.
+	Owner   agent.Owner
 	archive string // the Archive folder, once found
 	mu      sync.Mutex
 	c       *imapsync.Client

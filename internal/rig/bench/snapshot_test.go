@@ -165,10 +165,10 @@ func (benchMailer) AppendSent(context.Context, string, []byte) error            
 func (benchMailer) SentHas(context.Context, string, string) (bool, error)        { return false, nil }
 func (benchMailer) AppendDraft(context.Context, string, []byte) (uint32, error)  { return 1, nil }
 func (benchMailer) DeleteDraft(context.Context, string, uint32) error            { return nil }
-func (benchMailer) Answered(context.Context, string, store.MessageKey, string) (bool, string, error) {
+func (benchMailer) Answered(context.Context, *store.MessageRecord) (bool, string, error) {
 	return false, "", nil
 }
-func (benchMailer) MarkAnswered(context.Context, string, store.MessageKey, string) error { return nil }
+func (benchMailer) MarkAnswered(context.Context, *store.MessageRecord) error { return nil }
 func (benchMailer) Archive(_ context.Context, _ string, k store.MessageKey, _ string) (string, error) {
 	return fmt.Sprintf("moved to Archive (UID %d of %s)", k.UID, k.Mailbox), nil
 }

@@ -150,7 +150,7 @@ func NewWorld(t testing.TB) *World {
 			Username: Owner, Password: password, Account: Account})
 	}
 	w.Mailer = &daemon.Mailer{Accounts: map[string]*daemon.AccountMailer{Account: {
-		Name: Account, Dial: dial,
+		Name: Account, Dial: dial, Owner: agent.Owner{Name: "Ada", Addresses: []string{Owner}, AuthservID: AuthservID},
 		SMTP: func(context.Context) (*smtpsend.Sender, error) {
 			return smtpsend.New(smtpsend.Options{Host: w.SMTP.Host, Port: w.SMTP.Port, Security: "insecure", Username: Owner, Password: password})
 		},
