@@ -162,9 +162,11 @@ type Followups struct {
 	// Known reports whether the owner has written to email (a Known
 	// contact); nil means nobody is known.
 	Known func(account, email string) bool
-	// AutoSend sends a follow-up draft without approval (the caps are
-	// its to check); used only with Policy.AutoSendKnownContacts. nil
-	// never sends.
+	// AutoSend sends a follow-up draft without approval, as automatic
+	// mail (Pipeline.AutoNudge: never through Approve, nothing learned,
+	// the caps spent only by a send that goes ahead; a draft that stays
+	// for approval wraps ErrNudgeNotSent); used only with
+	// Policy.AutoSendKnownContacts. nil never sends.
 	AutoSend func(ctx context.Context, item *store.QueueItem) error
 }
 
@@ -726,9 +728,15 @@ func (f *Followups) fire(ctx context.Context, fu *store.Followup, now time.Time)
 		f.notify(Event{Kind: "followup_due", ID: fu.ID, Account: out.Account})
 	}
 	if fired && nudge != nil && nudge.Status == store.QueuePending && f.autoSendable(out) {
-		// The policy allows it: the draft goes through the normal approval
-		// path (outbox, the Sent check, the undo window) without waiting.
-		if err := f.AutoSend(ctx, nudge); err != nil {
+		// The policy allows it: the draft goes out as automatic mail
+		// through the outbox (the Sent check, policy.send_delay), not as
+		// an approval, so it teaches nothing. Over the caps it waits for
+		// the owner like any follow-up draft.
+		err := f.AutoSend(ctx, nudge)
+		switch {
+		case errors.Is(err, ErrNudgeNotSent):
+			f.notify(Event{Kind: "queue_updated", ID: nudge.ID, Account: out.Account})
+		case err != nil:
 			return true, fmt.Errorf("followups: auto-send %s: %w", nudge.ID, err)
 		}
 	}
