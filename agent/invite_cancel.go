@@ -310,8 +310,8 @@ func (p *Pipeline) applyUpdate(ctx context.Context, rec *store.MessageRecord) (s
 			notes = append(notes, "updates "+q.ID+" (applied before)") // a resumed message
 			continue
 		}
-		if qi.Status != "" {
-			continue
+		if qi.Status != "" && qi.Status != store.InvitationUIDConflict {
+			continue // cancelled or superseded already
 		}
 		answered := "still waiting for your answer"
 		if qi.RSVP != "" {

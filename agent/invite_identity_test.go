@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/internal/calendar/caldavtest"
 	"github.com/mailagent/mailagent/store"
 )
@@ -172,5 +173,46 @@ func TestCalendarUIDAttackLandsWithoutIdentity(t *testing.T) {
 	attacks[5].run(t, p, uid)
 	if how := landed(t, st, srv, q, before, len(srv.Reads())); how != "the owner's event was deleted" {
 		t.Fatalf("with identity off, the stranger's CANCEL: %q, want the owner's event deleted", how)
+	}
+}
+
+// busyRecorder is sourceCalendar recording the UID each Busy call leaves
+// out.
+type busyRecorder struct {
+	sourceCalendar
+	excepts *[]string
+}
+
+func (c busyRecorder) Busy(_ context.Context, _ string, _ calendar.Interval, exceptUID string) ([]calendar.Interval, error) {
+	*c.excepts = append(*c.excepts, exceptUID)
+	return nil, nil
+}
+
+// TestCalendarUIDConflictShownOnArrival: Mallory's invitation with the
+// UID of Bob's series the owner accepted is a UID conflict as soon as it
+// arrives (before the owner answers: queue show, the review detail and
+// --json print Invitation.Status), and Bob's event is not left out of its
+// conflicts as if it were the invitation's own copy. Bob's own update of
+// his series is neither.
+func TestCalendarUIDConflictShownOnArrival(t *testing.T) {
+	const uid = "weekly-owner-2@example.org"
+	p, st, _, _, _ := attackSeries(t, uid)
+	var excepts []string
+	p.Calendar = busyRecorder{sourceCalendar: p.Calendar.(sourceCalendar), excepts: &excepts}
+	rec := process(t, p, inviteMsg(mallory, "Lunch", "REQUEST", inviteICS("REQUEST", uid, 0, "mallory@evil.example", "Lunch", ""), true))
+	q := item(t, st, QueueID(rec.MessageKey))
+	if q.Invitation.Status != store.InvitationUIDConflict || !strings.Contains(q.Invitation.StatusNote, "another organizer's invitation") {
+		t.Errorf("Mallory's invitation on arrival: %q %q, want a uid_conflict", q.Invitation.Status, q.Invitation.StatusNote)
+	}
+	if len(excepts) != 1 || excepts[0] != "" {
+		t.Errorf("Busy left out %q, want nothing left out (Bob's event is busy time for Mallory's invitation)", excepts)
+	}
+	excepts = excepts[:0]
+	rec = process(t, p, inviteMsg(bob, "Updated: Weekly sync", "REQUEST", seriesICS("REQUEST", uid, 2, "bob@example.org", "Weekly sync", ""), true))
+	if got := item(t, st, QueueID(rec.MessageKey)).Invitation.Status; got != "" {
+		t.Errorf("Bob's own update: status %q, want none", got)
+	}
+	if len(excepts) != 1 || excepts[0] != uid {
+		t.Errorf("Bob's update: Busy left out %q, want his own copy %q", excepts, uid)
 	}
 }
