@@ -119,15 +119,17 @@ func (p *Pipeline) invitationItems(account, uid string, self store.MessageKey) (
 	return out, nil
 }
 
-// newestSequence is the highest SEQUENCE among the items whose organizer
-// was verified and is organizer (a spoofed REQUEST, or another
-// authenticated sender's REQUEST naming itself organizer of the same UID,
-// with a huge SEQUENCE must not make the real organizer's CANCEL look
-// stale), and the item that has it.
-func newestSequence(items []*store.QueueItem, organizer string) (int, string) {
+// newestSequence is the highest SEQUENCE among the items of rec's own
+// correspondent (sameOrganizer) whose organizer was verified and is
+// organizer (a spoofed REQUEST, another authenticated sender's REQUEST
+// naming itself organizer of the same UID, or a colleague on the
+// organizer's domain naming the organizer, with a huge SEQUENCE, must not
+// make the real organizer's CANCEL look stale), and the item that has it.
+func (p *Pipeline) newestSequence(rec *store.MessageRecord, items []*store.QueueItem, organizer string) (int, string) {
 	seq, id := -1, ""
 	for _, q := range items {
-		if q.Invitation.OrganizerVerified && strings.EqualFold(q.Invitation.Organizer, organizer) && q.Invitation.Sequence > seq {
+		if q.Invitation.OrganizerVerified && strings.EqualFold(q.Invitation.Organizer, organizer) && q.Invitation.Sequence > seq &&
+			p.sameOrganizer(rec, q) {
 			seq, id = q.Invitation.Sequence, q.ID
 		}
 	}
@@ -165,7 +167,7 @@ func (p *Pipeline) applyCancel(ctx context.Context, rec *store.MessageRecord) (s
 	if len(items) == 0 {
 		return "no invitation with this UID came through mailagent: nothing changed", nil
 	}
-	if seq, id := newestSequence(items, inv.Organizer); inv.Sequence < seq {
+	if seq, id := p.newestSequence(rec, items, inv.Organizer); inv.Sequence < seq {
 		return fmt.Sprintf("not applied: its SEQUENCE %d is older than the invitation's current one (%d, %s)", inv.Sequence, seq, id), nil
 	}
 	identity := rec.SenderAuth.Identity()
