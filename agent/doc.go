@@ -16,7 +16,12 @@
 //     an update changes an earlier invitation only when the sender the
 //     owner's server authenticated is its organizer, and mailagent
 //     removes or replaces only the calendar event version it wrote itself
-//     (If-Match with the ETag it kept; invite_cancel.go).
+//     (If-Match with the ETag it kept; invite_cancel.go), for that same
+//     authenticated organizer: a calendar UID is the sender's text, and
+//     another correspondent's invitation with it is a UID conflict.
+//   - Reply tracking follows the authenticated correspondent, and only
+//     what the owner wrote or approved by hand teaches: an unattended
+//     follow-up is automatic mail (AutoNudge), never an approval.
 //   - agent reaches the store, the model and the mail servers only through
 //     interfaces it declares, so every part can be tested with a fake.
 package agent

@@ -162,9 +162,11 @@ type Followups struct {
 	// Known reports whether the owner has written to email (a Known
 	// contact); nil means nobody is known.
 	Known func(account, email string) bool
-	// AutoSend sends a follow-up draft without approval (the caps are
-	// its to check); used only with Policy.AutoSendKnownContacts. nil
-	// never sends.
+	// AutoSend sends a follow-up draft without approval, as automatic
+	// mail (Pipeline.AutoNudge: never through Approve, nothing learned,
+	// the caps spent only by a send that goes ahead; a draft that stays
+	// for approval wraps ErrNudgeNotSent); used only with
+	// Policy.AutoSendKnownContacts. nil never sends.
 	AutoSend func(ctx context.Context, item *store.QueueItem) error
 }
 
@@ -215,8 +217,6 @@ func expectsReply(rec *store.MessageRecord) bool {
 	return rec.Decision == "queue" || rec.Decision == "notify"
 }
 
-func lower(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
-
 // names reports whether ids (In-Reply-To or References) name one of want.
 func names(ids []string, want ...string) bool {
 	for _, w := range want {
@@ -231,25 +231,34 @@ func names(ids []string, want ...string) bool {
 // Incoming updates reply tracking with a message the pipeline finished.
 // An answer to an awaiting_reply thread closes it (cancelling its timer);
 // a message that expects a reply opens needs_reply.
+//
+// Who wrote rec is its authenticated correspondent (rec.Correspondent()),
+// never the From text, and a thread reached by References or a subject
+// is not evidence of who may change it: an awaiting_reply followup
+// closes only on mail whose correspondent is among the recipients the
+// owner wrote to (store.AddressedTo) and that names one of the owner's
+// messages; an existing followup is replaced only by mail of one of its
+// own correspondents; mail nobody authenticated only opens a followup
+// in a thread that has none, and closes nothing.
 func (f *Followups) Incoming(ctx context.Context, rec *store.MessageRecord) error {
 	if !f.Policy.Enabled || rec == nil || rec.State != store.StateDone || rec.Route != RouteExternal {
 		return nil
 	}
-	from := lower(rec.From.Email)
+	who := rec.Correspondent() // "" when the owner's server vouched for nobody
 	refs := slices.Concat(rec.InReplyTo, rec.References)
 	open, err := f.open(rec.Account)
 	if err != nil {
 		return fmt.Errorf("followups: %w", err)
 	}
-	// Answers: the sender is one of the owner's recipients and the message
-	// names one of the owner's messages.
+	// Answers: the authenticated sender is one of the owner's recipients
+	// and the message names one of the owner's messages.
 	for _, fu := range open {
-		if fu.State != store.FollowupAwaitingReply || !slices.Contains(fu.Correspondents, from) ||
+		if fu.State != store.FollowupAwaitingReply || !store.AddressedTo(fu.Correspondents, who) ||
 			!names(refs, append([]string{fu.MessageID}, fu.PriorIDs...)...) {
 			continue
 		}
 		if _, err := f.close(fu.ID, fu.UpdatedAt, store.FollowupDone,
-			fmt.Sprintf("%s answered (%s)", from, oneLine(rec.MessageID, 80))); err != nil {
+			fmt.Sprintf("%s answered (%s)", who, oneLine(rec.MessageID, 80))); err != nil {
 			return err
 		}
 	}
@@ -258,11 +267,15 @@ func (f *Followups) Incoming(ctx context.Context, rec *store.MessageRecord) erro
 	}
 	now := f.now()
 	id := store.FollowupID(rec.Account, rec.ThreadID)
+	from := who
+	if from == "" {
+		from = rec.ReplyParty() // the From text: it opens a new followup, never changes one
+	}
 	_, err = f.Store.UpdateFollowup(id, func(old *store.Followup) (*store.Followup, error) {
-		if old != nil && store.FollowupOpen(old.State) && old.State == store.FollowupNeedsReply &&
-			!slices.Contains(old.Correspondents, from) {
+		if old != nil && !store.AddressedTo(old.Correspondents, who) {
 			// Someone else wrote in this thread (a subject or References
-			// can join any thread): the open request stays theirs.
+			// can join any thread), or nobody authenticated the sender:
+			// the followup, open or closed, stays its correspondents'.
 			return nil, nil
 		}
 		if old != nil && !old.LastAt.IsZero() && !rec.Date.IsZero() && rec.Date.Before(old.LastAt) {
@@ -274,6 +287,9 @@ func (f *Followups) Incoming(ctx context.Context, rec *store.MessageRecord) erro
 		fu := &store.Followup{Account: rec.Account, ThreadID: rec.ThreadID, State: store.FollowupNeedsReply,
 			Correspondents: []string{from}, Subject: rec.Subject, MessageID: rec.MessageID, Message: rec.MessageKey,
 			LastAt: rec.Date, Reason: "the last message is from " + from + " and expects an answer"}
+		if who == "" {
+			fu.Reason += " (the sender is not authenticated)"
+		}
 		if fu.LastAt.IsZero() || fu.LastAt.After(now) {
 			fu.LastAt = now
 		}
@@ -367,7 +383,7 @@ func (f *Followups) OwnerSent(ctx context.Context, account string, sent ...SentM
 		}
 		var rcpts []string
 		for _, a := range slices.Concat(m.To, m.Cc) {
-			if e := lower(a.Email); e != "" && !owner.IsOwner(e) && !slices.Contains(rcpts, e) {
+			if e := mail.AddrKey(a.Email); e != "" && !owner.IsOwner(e) && !slices.Contains(rcpts, e) {
 				rcpts = append(rcpts, e)
 			}
 		}
@@ -712,9 +728,15 @@ func (f *Followups) fire(ctx context.Context, fu *store.Followup, now time.Time)
 		f.notify(Event{Kind: "followup_due", ID: fu.ID, Account: out.Account})
 	}
 	if fired && nudge != nil && nudge.Status == store.QueuePending && f.autoSendable(out) {
-		// The policy allows it: the draft goes through the normal approval
-		// path (outbox, the Sent check, the undo window) without waiting.
-		if err := f.AutoSend(ctx, nudge); err != nil {
+		// The policy allows it: the draft goes out as automatic mail
+		// through the outbox (the Sent check, policy.send_delay), not as
+		// an approval, so it teaches nothing. Over the caps it waits for
+		// the owner like any follow-up draft.
+		err := f.AutoSend(ctx, nudge)
+		switch {
+		case errors.Is(err, ErrNudgeNotSent):
+			f.notify(Event{Kind: "queue_updated", ID: nudge.ID, Account: out.Account})
+		case err != nil:
 			return true, fmt.Errorf("followups: auto-send %s: %w", nudge.ID, err)
 		}
 	}

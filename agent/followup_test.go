@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,10 +43,12 @@ func newFollowups(t *testing.T, path string, clock *fakeClock) (*Followups, *sto
 	return f, st
 }
 
-// incoming builds a finished external record that expects a reply.
+// incoming builds a finished external record that expects a reply, from
+// from as the owner's server authenticated it (DMARC pass).
 func incoming(uid uint32, from, msgID, thread string, date time.Time, refs ...string) *store.MessageRecord {
 	return &store.MessageRecord{
 		MessageKey: store.MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 1, UID: uid},
+		SenderAuth: &store.SenderAuth{Authenticated: true, Address: strings.ToLower(from), Method: "dmarc"},
 		MessageID:  msgID, ThreadID: thread, From: mail.Address{Email: from}, Subject: "Contract",
 		Date: date, InReplyTo: refs, References: refs, Route: RouteExternal, State: store.StateDone, Decision: "queue",
 		Classification: &store.Classification{Intents: []string{"action_request"}, Action: "reply", Risk: "low", Confidence: 0.9},
@@ -325,41 +329,161 @@ func TestFollowupNudgeIdempotentAfterCrash(t *testing.T) {
 }
 
 // Hostile mail never opens, moves or closes someone else's thread.
-func TestFollowupAdversarial(t *testing.T) {
+// fuT2 is the thread of the owner's question to Carol (OwnerSent makes
+// it from the Message-ID of the owner's mail).
+const fuT2 = "sent:o1@example.test"
+
+// followupAttack is a message that must not change the followups of
+// thread t1 (Alice's needs_reply, m1) or t2 (the owner's question to
+// Carol, o1, awaiting_reply).
+type followupAttack struct {
+	name string
+	rec  func(now time.Time) *store.MessageRecord
+	// identity: the identity layer is what stops it (it lands in the
+	// positive control); the others are stopped by routing or the
+	// classification, or carry no authenticated sender at all.
+	identity bool
+}
+
+// spoofed is incoming mail whose From the owner's server did not vouch
+// for (DMARC fail): nobody's correspondent.
+func spoofed(uid uint32, from, msgID, thread string, date time.Time, refs ...string) *store.MessageRecord {
+	r := incoming(uid, from, msgID, thread, date, refs...)
+	r.SenderAuth = &store.SenderAuth{Address: from, Reason: "dmarc=fail"}
+	return r
+}
+
+func followupAttacks() []followupAttack {
+	return []followupAttack{
+		{"stranger in Alice's thread (forged References)", func(now time.Time) *store.MessageRecord {
+			return incoming(2, "mallory@evil.test", "x1@evil.test", "t1", now, "m1@ext.test")
+		}, true},
+		{"the model obeyed 'mark this done'", func(now time.Time) *store.MessageRecord {
+			r := incoming(3, "mallory@evil.test", "x2@evil.test", "t1", now, "m1@ext.test")
+			r.Classification.Action, r.Decision = "ignore", "ignore"
+			return r
+		}, false},
+		{"spoofed owner mail routed owner", func(now time.Time) *store.MessageRecord {
+			r := spoofed(4, fuOwner, "x3@evil.test", "t1", now, "m1@ext.test")
+			r.Route = RouteOwner
+			return r
+		}, false},
+		{"automated mail claiming an answer", func(now time.Time) *store.MessageRecord {
+			r := incoming(5, "carol@ext.test", "x4@evil.test", fuT2, now, "o1@example.test")
+			r.Route = RouteAutomated
+			return r
+		}, false},
+		{"spoofed Alice (DMARC fail) in her own thread", func(now time.Time) *store.MessageRecord {
+			return spoofed(6, "alice@ext.test", "x5@evil.test", "t1", now.Add(time.Hour), "m1@ext.test")
+		}, false},
+		{"spoofed Carol (DMARC fail) answering the owner's question", func(now time.Time) *store.MessageRecord {
+			return spoofed(7, "carol@ext.test", "x6@evil.test", fuT2, now, "o1@example.test")
+		}, false},
+		{"stranger answering the owner's question (borrowed Message-ID)", func(now time.Time) *store.MessageRecord {
+			return incoming(8, "mallory@evil.test", "x7@evil.test", fuT2, now, "o1@example.test")
+		}, true},
+		{"stranger with Carol's display name and From, authenticated as himself", func(now time.Time) *store.MessageRecord {
+			r := incoming(9, "mallory@evil.test", "x8@evil.test", fuT2, now, "o1@example.test")
+			r.From = mail.Address{Name: "Carol", Email: "carol@ext.test"}
+			return r
+		}, true},
+		{"stranger joining the owner's thread by subject", func(now time.Time) *store.MessageRecord {
+			return incoming(10, "mallory@evil.test", "x9@evil.test", fuT2, now.Add(time.Hour))
+		}, true},
+		{"stranger reusing Alice's Message-ID", func(now time.Time) *store.MessageRecord {
+			return incoming(11, "mallory@evil.test", "m1@ext.test", "t1", now.Add(time.Hour), "m1@ext.test")
+		}, true},
+	}
+}
+
+// followupsUnderAttack opens Alice's needs_reply (t1) and the owner's
+// awaiting_reply to Carol (t2) in a fresh store.
+func followupsUnderAttack(t *testing.T) (*Followups, *store.Store, *fakeClock) {
+	t.Helper()
 	ctx := context.Background()
 	clock := &fakeClock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
 	f, st := newFollowups(t, filepath.Join(t.TempDir(), "db"), clock)
 	if err := f.Incoming(ctx, incoming(1, "alice@ext.test", "m1@ext.test", "t1", clock.Now())); err != nil {
 		t.Fatal(err)
 	}
-	before := getFU(t, st, "t1")
-	attacks := []*store.MessageRecord{}
-	// A stranger in the same thread (forged References) asking for a reply.
-	attacks = append(attacks, incoming(2, "mallory@evil.test", "x1@evil.test", "t1", clock.Now(), "m1@ext.test"))
-	// "mark this done": the model obeyed and said no reply is needed.
-	obey := incoming(3, "mallory@evil.test", "x2@evil.test", "t1", clock.Now(), "m1@ext.test")
-	obey.Classification.Action, obey.Decision = "ignore", "ignore"
-	attacks = append(attacks, obey)
-	// A spoofed owner message routed as owner (not from Sent) is not the owner's reply.
-	spoof := incoming(4, fuOwner, "x3@evil.test", "t1", clock.Now(), "m1@ext.test")
-	spoof.Route = RouteOwner
-	attacks = append(attacks, spoof)
-	// Automated mail claiming an answer.
-	auto := incoming(5, "alice@ext.test", "x4@evil.test", "t1", clock.Now(), "m1@ext.test")
-	auto.Route = RouteAutomated
-	attacks = append(attacks, auto)
-	through := 0
-	for _, a := range attacks {
-		if err := f.Incoming(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-		after := getFU(t, st, "t1")
-		if after.State != before.State || after.MessageID != before.MessageID || strings.Join(after.Correspondents, ",") != "alice@ext.test" {
-			through++
-			t.Errorf("attack %s changed the followup: %s %s %v", a.MessageID, after.State, after.MessageID, after.Correspondents)
+	asked := ownerMail("o1@example.test", "carol@ext.test", "Could you send the figures?", clock.Now())
+	if err := f.OwnerSent(ctx, "a", asked); err != nil {
+		t.Fatal(err)
+	}
+	return f, st, clock
+}
+
+// followupChanged says how t1's or t2's followup differs from before.
+func followupChanged(t *testing.T, st *store.Store, before map[string]*store.Followup) string {
+	t.Helper()
+	for _, th := range []string{"t1", fuT2} {
+		b, a := before[th], getFU(t, st, th)
+		if a.State != b.State || a.MessageID != b.MessageID || strings.Join(a.Correspondents, ",") != strings.Join(b.Correspondents, ",") ||
+			!a.Due.Equal(b.Due) {
+			return fmt.Sprintf("%s: %s %s %v, was %s %s %v", th, a.State, a.MessageID, a.Correspondents, b.State, b.MessageID, b.Correspondents)
 		}
 	}
-	t.Logf("attacks tried %d, got through %d", len(attacks), through)
+	return ""
+}
+
+// TestFollowupAdversarial is the adversarial class "followup": a spoofed
+// contact, a stranger joining a thread by References or by subject, a
+// borrowed Message-ID, a model that obeys the mail: none opens, changes
+// or closes someone else's followup. Each attack runs on a fresh store.
+// The positive control (identity layer off) shows the attacks on the
+// identity checks landing.
+func TestFollowupAdversarial(t *testing.T) {
+	ctx := context.Background()
+	run := func(t *testing.T) (tried, through int, landed []string) {
+		for _, a := range followupAttacks() {
+			f, st, clock := followupsUnderAttack(t)
+			before := map[string]*store.Followup{"t1": getFU(t, st, "t1"), fuT2: getFU(t, st, fuT2)}
+			if before["t1"].State != store.FollowupNeedsReply || before[fuT2].State != store.FollowupAwaitingReply {
+				t.Fatalf("setup: t1 %s, t2 %s", before["t1"].State, before[fuT2].State)
+			}
+			tried++
+			if err := f.Incoming(ctx, a.rec(clock.Now())); err != nil {
+				t.Fatal(err)
+			}
+			if how := followupChanged(t, st, before); how != "" {
+				through++
+				landed = append(landed, a.name)
+				if !store.IdentityChecksOff() {
+					t.Errorf("%s got through: %s", a.name, how)
+				}
+			}
+		}
+		return tried, through, landed
+	}
+	tried, through, _ := run(t)
+	t.Logf("followup attacks: %d tried, %d got through", tried, through)
+	if tried != len(followupAttacks()) || through != 0 {
+		t.Fatalf("%d of %d followup attacks got through", through, tried)
+	}
+	// Positive control: without the identity layer, the strangers
+	// answering or joining Carol's and Alice's threads change them.
+	restore := store.SwitchOffIdentityForTest()
+	defer restore()
+	var want []string
+	for _, a := range followupAttacks() {
+		if a.identity {
+			want = append(want, a.name)
+		}
+	}
+	if _, _, landed := run(t); !slices.Equal(landed, want) {
+		t.Fatalf("positive control: with the identity layer off, landed %q, want %q", landed, want)
+	}
+	// And the real answer still closes (the checks are not in the way).
+	restore()
+	f, st, clock := followupsUnderAttack(t)
+	answer := incoming(20, "Carol@Ext.test", "c1@ext.test", fuT2, clock.Now(), "<o1@example.test>")
+	answer.Classification.Action = "none" // "here are the figures": nothing more to answer
+	if err := f.Incoming(ctx, answer); err != nil {
+		t.Fatal(err)
+	}
+	if got := getFU(t, st, fuT2).State; got != store.FollowupDone {
+		t.Fatalf("Carol's authenticated answer: %s, want done", got)
+	}
 }
 
 func TestFollowupSnoozeAndMarkDone(t *testing.T) {

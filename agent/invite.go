@@ -65,8 +65,35 @@ func (p *Pipeline) readInvitation(ctx context.Context, rec *store.MessageRecord,
 		ICS: string(inv.ICS), Conflicts: []store.TimeSpan{},
 	}
 	si.OrganizerVerified, si.OrganizerNote = organizerVerified(inv.Organizer, rec.SenderAuth.Identity(), owner)
-	si.Conflicts, si.ConflictError = p.conflicts(ctx, rec.Account, inv)
+	// The owner's calendar may hold an event with this UID that mailagent
+	// wrote for another correspondent's invitation: that is another event
+	// (a UID is the sender's text), so it counts as busy time, and the
+	// invitation is shown as a UID conflict before anyone answers it.
+	except := inv.UID
+	other := p.foreignEvent(rec, inv.UID)
+	if other != nil {
+		except = ""
+	}
+	si.Conflicts, si.ConflictError = p.conflicts(ctx, rec.Account, inv, except)
+	if other != nil && inv.Method == calendar.MethodRequest {
+		si.Status = store.InvitationUIDConflict
+		si.StatusNote = otherOrganizerNote(other) + "; an answer to this one goes to its organizer by mail only"
+	}
 	rec.Invitation = si
+}
+
+// foreignEvent is the item holding the event mailagent wrote for another
+// correspondent's invitation with uid when none was written for rec's
+// own correspondent (writtenEvent); nil otherwise, or without a queue.
+func (p *Pipeline) foreignEvent(rec *store.MessageRecord, uid string) *store.QueueItem {
+	if p.Actor == nil || p.Actor.Store == nil || uid == "" {
+		return nil
+	}
+	own, other := p.writtenEvent(rec, uid, "")
+	if own != nil {
+		return nil
+	}
+	return other
 }
 
 // organizerVerified is the rule for where a REPLY may go: the ORGANIZER
@@ -97,8 +124,9 @@ func domainOf(addr string) string {
 	return ""
 }
 
-// conflicts computes the busy times overlapping the invitation, by code.
-func (p *Pipeline) conflicts(ctx context.Context, account string, inv *calendar.Invitation) ([]store.TimeSpan, string) {
+// conflicts computes the busy times overlapping the invitation, by code;
+// events with exceptUID (the invitation's own copy) are not counted.
+func (p *Pipeline) conflicts(ctx context.Context, account string, inv *calendar.Invitation, exceptUID string) ([]store.TimeSpan, string) {
 	out := []store.TimeSpan{}
 	if inv.Method != calendar.MethodRequest && inv.Method != calendar.MethodCounter {
 		return out, ""
@@ -116,7 +144,7 @@ func (p *Pipeline) conflicts(ctx context.Context, account string, inv *calendar.
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	busy, err := bc.Busy(ctx, account, calendar.Interval{Start: occ[0].Start, End: occ[len(occ)-1].End}, inv.UID)
+	busy, err := bc.Busy(ctx, account, calendar.Interval{Start: occ[0].Start, End: occ[len(occ)-1].End}, exceptUID)
 	if err != nil {
 		return out, "calendar not read: " + err.Error()
 	}

@@ -119,15 +119,17 @@ func (p *Pipeline) invitationItems(account, uid string, self store.MessageKey) (
 	return out, nil
 }
 
-// newestSequence is the highest SEQUENCE among the items whose organizer
-// was verified and is organizer (a spoofed REQUEST, or another
-// authenticated sender's REQUEST naming itself organizer of the same UID,
-// with a huge SEQUENCE must not make the real organizer's CANCEL look
-// stale), and the item that has it.
-func newestSequence(items []*store.QueueItem, organizer string) (int, string) {
+// newestSequence is the highest SEQUENCE among the items of rec's own
+// correspondent (sameOrganizer) whose organizer was verified and is
+// organizer (a spoofed REQUEST, another authenticated sender's REQUEST
+// naming itself organizer of the same UID, or a colleague on the
+// organizer's domain naming the organizer, with a huge SEQUENCE, must not
+// make the real organizer's CANCEL look stale), and the item that has it.
+func (p *Pipeline) newestSequence(rec *store.MessageRecord, items []*store.QueueItem, organizer string) (int, string) {
 	seq, id := -1, ""
 	for _, q := range items {
-		if q.Invitation.OrganizerVerified && strings.EqualFold(q.Invitation.Organizer, organizer) && q.Invitation.Sequence > seq {
+		if q.Invitation.OrganizerVerified && strings.EqualFold(q.Invitation.Organizer, organizer) && q.Invitation.Sequence > seq &&
+			p.sameOrganizer(rec, q) {
 			seq, id = q.Invitation.Sequence, q.ID
 		}
 	}
@@ -165,7 +167,7 @@ func (p *Pipeline) applyCancel(ctx context.Context, rec *store.MessageRecord) (s
 	if len(items) == 0 {
 		return "no invitation with this UID came through mailagent: nothing changed", nil
 	}
-	if seq, id := newestSequence(items, inv.Organizer); inv.Sequence < seq {
+	if seq, id := p.newestSequence(rec, items, inv.Organizer); inv.Sequence < seq {
 		return fmt.Sprintf("not applied: its SEQUENCE %d is older than the invitation's current one (%d, %s)", inv.Sequence, seq, id), nil
 	}
 	identity := rec.SenderAuth.Identity()
@@ -174,6 +176,10 @@ func (p *Pipeline) applyCancel(ctx context.Context, rec *store.MessageRecord) (s
 	for _, q := range items {
 		if why := fromOrganizer(inv, identity, q); why != "" {
 			notes = append(notes, "not applied to "+q.ID+": "+why)
+			continue
+		}
+		if !p.sameOrganizer(rec, q) {
+			notes = append(notes, "not applied to "+q.ID+": it came from another correspondent (the same UID is another event)")
 			continue
 		}
 		switch qr := q.Invitation.RecurrenceID; {
@@ -306,8 +312,8 @@ func (p *Pipeline) applyUpdate(ctx context.Context, rec *store.MessageRecord) (s
 			notes = append(notes, "updates "+q.ID+" (applied before)") // a resumed message
 			continue
 		}
-		if qi.Status != "" {
-			continue
+		if qi.Status != "" && qi.Status != store.InvitationUIDConflict {
+			continue // cancelled or superseded already
 		}
 		answered := "still waiting for your answer"
 		if qi.RSVP != "" {
@@ -319,6 +325,10 @@ func (p *Pipeline) applyUpdate(ctx context.Context, rec *store.MessageRecord) (s
 		}
 		if why := fromOrganizer(inv, identity, q); why != "" {
 			notes = append(notes, fmt.Sprintf("claims to update %s (%s) but %s: nothing changed there", q.ID, answered, why))
+			continue
+		}
+		if !p.sameOrganizer(rec, q) {
+			notes = append(notes, fmt.Sprintf("names the UID of %s (%s), which came from another correspondent: nothing changed there", q.ID, answered))
 			continue
 		}
 		notes = append(notes, p.supersede(ctx, rec, q, answered))
@@ -367,22 +377,53 @@ func (p *Pipeline) supersede(ctx context.Context, rec *store.MessageRecord, q *s
 	return what
 }
 
-// writtenEvent is the item holding the event mailagent wrote for uid on
-// account's calendar (its CalendarETag), other than exceptID; nil when
-// there is none.
-func (p *Pipeline) writtenEvent(account, uid, exceptID string) *store.QueueItem {
-	items, err := p.invitationItems(account, uid, store.MessageKey{})
+// writtenEvent finds, among account's items with a REQUEST for uid other
+// than exceptID, the ones holding the event mailagent wrote for uid on
+// the calendar (its CalendarETag). own is the newest written for rec's
+// organizer (sameOrganizer); other is one written for another
+// correspondent's invitation with the same UID: a UID is text a sender
+// chose, so that event is never read, replaced or removed for rec. Both
+// are nil when there is none.
+func (p *Pipeline) writtenEvent(rec *store.MessageRecord, uid, exceptID string) (own, other *store.QueueItem) {
+	items, err := p.invitationItems(rec.Account, uid, store.MessageKey{})
 	if err != nil {
 		p.logger().Warn("invitation: earlier answers not read", "uid", uid, "err", err)
-		return nil
+		return nil, nil
 	}
-	var holder *store.QueueItem
 	for _, q := range items {
-		if q.ID != exceptID && q.Invitation.CalendarETag != "" && (holder == nil || q.UpdatedAt.After(holder.UpdatedAt)) {
-			holder = q
+		if q.ID == exceptID || q.Invitation.CalendarETag == "" {
+			continue
+		}
+		switch {
+		case !p.sameOrganizer(rec, q):
+			other = q
+		case own == nil || q.UpdatedAt.After(own.UpdatedAt):
+			own = q
 		}
 	}
-	return holder
+	return own, other
+}
+
+// sameOrganizer reports whether the invitation in rec may refer to the
+// one of item q: q's message is of the same authenticated correspondent
+// (store.MayResolve). A calendar UID is sender-written text, so an
+// invitation from anyone else with the same UID is another event.
+func (p *Pipeline) sameOrganizer(rec *store.MessageRecord, q *store.QueueItem) bool {
+	if rec.MessageKey == q.Message {
+		return true
+	}
+	qrec, err := p.Store.GetMessage(q.Message)
+	if err != nil {
+		return false // nothing says whose it is
+	}
+	return store.MayResolve(rec, qrec)
+}
+
+// otherOrganizerNote is how an invitation whose UID names an event
+// mailagent wrote for another organizer's invitation reads.
+func otherOrganizerNote(other *store.QueueItem) string {
+	return fmt.Sprintf("another organizer's invitation with the same UID (%s, organizer %s) holds the event on your calendar: "+
+		"mailagent did not read, change or remove it", other.ID, noteText(other.Invitation.Organizer))
 }
 
 // handOver moves the record of the written event from prior to the item

@@ -59,7 +59,7 @@ func (p *Pipeline) applyOccurrences(ctx context.Context, rec *store.MessageRecor
 	if err != nil {
 		return "the changed occurrences were not applied: " + err.Error()
 	}
-	changes, note := p.changeSeries(ctx, rec.Account, msg)
+	changes, note := p.changeSeries(ctx, rec, msg)
 	for _, c := range changes {
 		inv.Occurrences = append(inv.Occurrences, occurrenceRecord(c, inv.Summary))
 	}
@@ -73,12 +73,16 @@ func (p *Pipeline) applyOccurrences(ctx context.Context, rec *store.MessageRecor
 	return strings.Join(words, "; ")
 }
 
-// changeSeries reads the series msg is about from account's calendar,
-// applies msg's occurrence changes and writes it back with If-Match. The
-// item holding the event mailagent wrote keeps holding it (its ETag
-// moves on) when it held the version read. note says what kept the
-// changes off the calendar, "" when they went there.
-func (p *Pipeline) changeSeries(ctx context.Context, account string, msg *calendar.Invitation) ([]calendar.OccurrenceChange, string) {
+// changeSeries reads the series msg is about from rec's account's
+// calendar, applies msg's occurrence changes and writes it back with
+// If-Match. The series is the event mailagent wrote for rec's organizer
+// (writtenEvent: the same authenticated correspondent, at the path it
+// wrote); one written for another correspondent's invitation with the
+// same UID is never read or written. The item holding the event keeps
+// holding it (its ETag moves on) when it held the version read. note
+// says what kept the changes off the calendar, "" when they went there.
+func (p *Pipeline) changeSeries(ctx context.Context, rec *store.MessageRecord, msg *calendar.Invitation) ([]calendar.OccurrenceChange, string) {
+	account := rec.Account
 	r, rok := p.Calendar.(EventReader)
 	w, wok := p.Calendar.(EventWriter)
 	if !rok || !wok || p.Calendar == nil {
@@ -100,7 +104,7 @@ func (p *Pipeline) changeSeries(ctx context.Context, account string, msg *calend
 	// version is read again and the change applied on top of it.
 	for range maxSeriesAttempts {
 		var conflict bool
-		changes, note, conflict = p.changeSeriesOnce(ctx, r, w, account, msg)
+		changes, note, conflict = p.changeSeriesOnce(ctx, r, w, rec, msg)
 		if !conflict {
 			break
 		}
@@ -123,8 +127,16 @@ const maxSeriesAttempts = 3
 
 // changeSeriesOnce is one round of changeSeries; conflict reports a
 // write refused because the series changed since it was read.
-func (p *Pipeline) changeSeriesOnce(ctx context.Context, r EventReader, w EventWriter, account string,
+func (p *Pipeline) changeSeriesOnce(ctx context.Context, r EventReader, w EventWriter, rec *store.MessageRecord,
 	msg *calendar.Invitation) (_ []calendar.OccurrenceChange, _ string, conflict bool) {
+	account := rec.Account
+	holder, other := p.writtenEvent(rec, msg.UID, "")
+	switch {
+	case holder == nil && other != nil:
+		return nil, otherOrganizerNote(other) + ": nothing changed", false
+	case holder == nil:
+		return nil, "the series is not on your calendar (mailagent changes only the event it wrote when you answered the invitation): nothing changed", false
+	}
 	stored, st, loc, err := r.GetEvent(ctx, account, msg.UID)
 	switch {
 	case errors.Is(err, calendar.ErrEventGone):
@@ -133,6 +145,8 @@ func (p *Pipeline) changeSeriesOnce(ctx context.Context, r EventReader, w EventW
 		return nil, "your calendar was not read (" + err.Error() + "): nothing changed", false
 	case st.Path == "":
 		return nil, "no writable calendar for this account: nothing changed", false
+	case st.Path != holder.Invitation.CalendarPath:
+		return nil, "the event read is not the one mailagent wrote at " + holder.Invitation.CalendarPath + ": nothing changed", false
 	}
 	data, changes, err := calendar.ApplyOccurrences(stored, msg, loc)
 	switch {
@@ -157,7 +171,7 @@ func (p *Pipeline) changeSeriesOnce(ctx context.Context, r EventReader, w EventW
 		}
 		return changes, "your calendar was not updated: " + err.Error(), false
 	}
-	if holder := p.writtenEvent(account, msg.UID, ""); holder != nil && holder.Invitation.CalendarETag == st.ETag {
+	if holder.Invitation.CalendarETag == st.ETag {
 		_, terr := p.Actor.Store.TransitionQueueItem(holder.ID, []string{holder.Status}, holder.Status, func(it *store.QueueItem) error {
 			if it.Invitation.CalendarETag == st.ETag {
 				it.Invitation.CalendarETag = put.ETag

@@ -323,12 +323,23 @@ func TestOccurrenceAttacks(t *testing.T) {
 // organizer with a huge SEQUENCE; neither Bob's CANCEL of one occurrence
 // nor his CANCEL of the series is then taken for stale.
 func TestCancelNotBlockedByAnotherOrganizer(t *testing.T) {
+	for _, blocker := range []struct{ name, from, organizer string }{
+		{"another organizer", "Mallory <mallory@evil.example>", "mallory@evil.example"},
+		// A colleague on Bob's domain may name Bob organizer (a calendar
+		// service does) and is then verified, but is not Bob.
+		{"same-domain sender naming the organizer", "Carol <carol@example.org>", "bob@example.org"},
+	} {
+		t.Run(blocker.name, func(t *testing.T) { cancelNotBlocked(t, blocker.from, blocker.organizer) })
+	}
+}
+
+func cancelNotBlocked(t *testing.T, from, organizer string) {
 	p, st, _, srv, _ := invitePipeline(t)
 	const uid = "weekly-5@example.org"
 	q := acceptedSeries(t, p, st, uid)
 	path := q.Invitation.CalendarPath
-	process(t, p, inviteMsg("Mallory <mallory@evil.example>", "Weekly sync", "REQUEST",
-		seriesICS("REQUEST", uid, 9, "mallory@evil.example", "Weekly sync", ""), true))
+	process(t, p, inviteMsg(from, "Weekly sync", "REQUEST",
+		seriesICS("REQUEST", uid, 9, organizer, "Weekly sync", ""), true))
 	rec := process(t, p, inviteMsg(bob, "Cancelled one", "CANCEL",
 		seriesICS("CANCEL", uid, 1, "bob@example.org", "Weekly sync", "", "RECURRENCE-ID:20261208T100000Z"), true))
 	if strings.Contains(rec.Invitation.Applied, "older") || !strings.Contains(rec.Invitation.Applied, "done on your calendar") {

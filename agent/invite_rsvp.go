@@ -143,9 +143,20 @@ func (p *Pipeline) rsvpSent(ob *store.OutboxRecord) {
 	inv := item.Invitation
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	prior := p.writtenEvent(item.Account, inv.UID, item.ID)
+	rec, err := p.Store.GetMessage(item.Message)
+	if err != nil {
+		p.recordCalendarOutcome(item, "", fmt.Sprintf("your answer was not written to your calendar: its message is not readable (%v)", err))
+		return
+	}
+	prior, other := p.writtenEvent(rec, inv.UID, item.ID)
+	if prior == nil && other != nil {
+		// The UID names an event written for someone else's invitation:
+		// the answer went out by mail; the calendar is left alone.
+		p.uidConflict(item, other)
+		return
+	}
 	if inv.RecurrenceID != "" && prior != nil && prior.Invitation.RecurrenceID == "" {
-		p.rsvpOccurrence(ctx, item, prior)
+		p.rsvpOccurrence(ctx, rec, item, prior)
 		return
 	}
 	etag := ""
@@ -202,7 +213,7 @@ func calendarWriteError(err error) string {
 // override of that occurrence with the owner's PARTSTAT (changeSeries:
 // If-Match on the version read), instead of a second event with the
 // same UID. The outcome is recorded on item.
-func (p *Pipeline) rsvpOccurrence(ctx context.Context, item, prior *store.QueueItem) {
+func (p *Pipeline) rsvpOccurrence(ctx context.Context, rec *store.MessageRecord, item, prior *store.QueueItem) {
 	inv := item.Invitation
 	note := ""
 	ci, err := calendar.ParseICS([]byte(inv.ICS), inv.Method)
@@ -217,7 +228,7 @@ func (p *Pipeline) rsvpOccurrence(ctx context.Context, item, prior *store.QueueI
 	if err != nil {
 		note = "your answer was not written to your calendar: " + err.Error()
 	} else {
-		changes, why := p.changeSeries(ctx, item.Account, msg)
+		changes, why := p.changeSeries(ctx, rec, msg)
 		note = why
 		for _, c := range changes {
 			if !c.Applied {
@@ -232,5 +243,38 @@ func (p *Pipeline) rsvpOccurrence(ctx context.Context, item, prior *store.QueueI
 	})
 	if terr != nil || note != "" {
 		p.logger().Warn("rsvp: occurrence not written to the series", "item", item.ID, "note", note, "err", terr)
+	}
+}
+
+// uidConflict records on item that its invitation's UID names an event
+// mailagent wrote for another correspondent's invitation (other): the
+// item's status says so (queue show, the review detail, --json), a
+// notice is queued, and nothing on the calendar is read or written.
+func (p *Pipeline) uidConflict(item, other *store.QueueItem) {
+	note := otherOrganizerNote(other) + "; your answer went to the organizer by mail only"
+	_, err := p.Actor.Store.TransitionQueueItem(item.ID, []string{item.Status}, item.Status, func(q *store.QueueItem) error {
+		if q.Invitation != nil {
+			q.Invitation.Status, q.Invitation.StatusNote = store.InvitationUIDConflict, note
+			q.Invitation.CalendarError = note
+		}
+		return nil
+	})
+	if err != nil {
+		p.logger().Warn("rsvp: conflict not recorded", "item", item.ID, "err", err)
+	}
+	p.queueCalendarConflict(item, note)
+	p.Actor.notify(Event{Kind: "queue_updated", ID: item.ID, Account: item.Account})
+}
+
+// recordCalendarOutcome records why item's event was not written.
+func (p *Pipeline) recordCalendarOutcome(item *store.QueueItem, path, why string) {
+	_, err := p.Actor.Store.TransitionQueueItem(item.ID, []string{item.Status}, item.Status, func(q *store.QueueItem) error {
+		if q.Invitation != nil {
+			q.Invitation.CalendarPath, q.Invitation.CalendarError = path, why
+		}
+		return nil
+	})
+	if err != nil {
+		p.logger().Warn("rsvp: calendar outcome not recorded", "item", item.ID, "err", err)
 	}
 }

@@ -45,8 +45,9 @@ type Invitation struct {
 	// for an event: a later answer that rewrote the event takes it over.
 	CalendarETag string `json:"calendar_etag,omitempty"`
 	// Status is "" while the invitation stands, InvitationCancelled once
-	// its authenticated organizer cancelled it (METHOD:CANCEL), and
-	// InvitationSuperseded once a later REQUEST from them replaced it;
+	// its authenticated organizer cancelled it (METHOD:CANCEL),
+	// InvitationSuperseded once a later REQUEST from them replaced it, and
+	// InvitationUIDConflict when its UID names another organizer's event;
 	// StatusNote says by which message and what mailagent did about it.
 	Status     string `json:"status,omitempty"`
 	StatusNote string `json:"status_note,omitempty"`
@@ -77,6 +78,11 @@ type OccurrenceChange struct {
 const (
 	InvitationCancelled  = "cancelled"
 	InvitationSuperseded = "superseded"
+	// InvitationUIDConflict: the owner answered, but the invitation's UID
+	// names an event mailagent wrote for another correspondent's
+	// invitation; that event was left alone and this answer was not
+	// written to the calendar (StatusNote says whose).
+	InvitationUIDConflict = "uid_conflict"
 )
 
 // TimeSpan is a half-open time range.

@@ -188,7 +188,7 @@ func invitationLines(id string, inv *store.Invitation) []string {
 	for i := range lines {
 		lines[i] = strings.TrimSpace(lines[i])
 	}
-	if inv.Method != calendar.MethodRequest || inv.Status != "" {
+	if inv.Method != calendar.MethodRequest || (inv.Status != "" && inv.Status != store.InvitationUIDConflict) {
 		return lines // a CANCEL, a COUNTER, or one cancelled or superseded: nothing to answer
 	}
 	how := "answer with: mailagent queue rsvp " + id + " accept|decline|tentative"

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
@@ -145,18 +144,7 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 			return err == nil && c.Known
 		}
 		p.Followups.AutoSend = func(ctx context.Context, q *store.QueueItem) error {
-			if len(q.To) != 1 {
-				return nil
-			}
-			ok, err := st.IncrAutoSend(q.Account, strings.ToLower(q.To[0].Email), store.Day(f.Now()),
-				cfg.Policy.MaxAutoPerContactPerDay, cfg.Policy.MaxAutoPerDay)
-			if err != nil || !ok {
-				return err // over the caps: the draft waits for approval
-			}
-			_, err = p.Approve(ctx, q.ID, "")
-			if errors.Is(err, agent.ErrNotSent) {
-				return nil // answered already: resolved, nothing to nudge
-			}
+			_, err := p.AutoNudge(ctx, q.ID) // automatic mail, never an approval: it teaches nothing
 			return err
 		}
 	}

@@ -4,7 +4,8 @@
 // If-None-Match: * fails with 412 on an existing resource, If-Match fails
 // with 412 unless it names the current ETag (also when there is no
 // resource), and every write gives a new ETag. It logs every PUT and
-// DELETE with its precondition headers and status, and lets a test play
+// DELETE with its precondition headers and status, and every GET's path
+// (Reads), and lets a test play
 // another client changing an object (Touch). It imports nothing from the
 // project; only tests import it.
 package caldavtest
@@ -42,6 +43,7 @@ type Server struct {
 	objs   map[string]Object
 	n      int
 	writes []Write
+	reads  []string
 	noETag bool
 }
 
@@ -82,6 +84,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, propfind)
 		return
 	case http.MethodGet, http.MethodHead:
+		if r.Method == http.MethodGet {
+			s.reads = append(s.reads, r.URL.Path)
+		}
 		if !exists {
 			http.NotFound(w, r)
 			return
@@ -138,4 +143,11 @@ func (s *Server) Writes() []Write {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Write(nil), s.writes...)
+}
+
+// Reads returns the path of every GET so far, in order.
+func (s *Server) Reads() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.reads...)
 }

@@ -74,8 +74,11 @@ func (e *env) libWatcherArchive(path string, clk *clock, archive string) *libWat
 				Username: e2e.Owner, Password: e.password})
 		},
 	}}}
-	accts := map[string]agent.Account{account: {Name: account, Owner: agent.Owner{Name: ownerName, Addresses: []string{e2e.Owner}},
-		From: mail.Address{Name: ownerName, Email: e2e.Owner}}}
+	// The stack's own milters' Authentication-Results are trusted, as
+	// accounts.authserv_id does: followups follow the authenticated sender.
+	_, sa := e2e.RequireSenderAuth(t)
+	accts := map[string]agent.Account{account: {Name: account, Owner: agent.Owner{Name: ownerName, Addresses: []string{e2e.Owner},
+		AuthservID: sa.AuthservID}, From: mail.Address{Name: ownerName, Email: e2e.Owner}}}
 	p := &agent.Pipeline{
 		Store: st, Classifier: &agent.LLMClassifier{Model: gem, Prompts: ps}, Threader: mail.NewThreader(),
 		Policy:   agent.Policy{Mode: "review", MinConfidence: 0.8, NeverAuto: agent.DefaultNeverAuto, MaxDraftChars: 4000},
@@ -196,6 +199,16 @@ func TestFollowupsAgainstDovecot(t *testing.T) {
 	w.once(t)
 	if fu = w.followupOf(t, ask.ID); fu.State != store.FollowupAwaitingReply {
 		t.Fatalf("after a forged answer from a stranger: %s, want awaiting_reply", fu.State)
+	}
+	// Carol's address without her domain's signature (DMARC fails at the
+	// stack's milters) is not Carol: it closes nothing either.
+	spoof := message{From: "Carol <" + e2e.Carol + ">", To: adaAddr, Subject: "Re: Report " + e.tag, ID: e.id("fu-spoof"),
+		InReplyTo: "<" + ask.ID + ">", References: "<" + ask.ID + ">", Body: "Attached (not really)."}
+	e.deliverRaw(spoof.From, spoof.ID, spoof.raw())
+	clk.Add(time.Minute)
+	w.once(t)
+	if fu = w.followupOf(t, ask.ID); fu.State != store.FollowupAwaitingReply {
+		t.Fatalf("after a spoofed answer in Carol's name: %s, want awaiting_reply", fu.State)
 	}
 	// Carol answers: done, the timer cancelled, the draft resolved.
 	e.deliver(message{From: "Carol <" + e2e.Carol + ">", To: adaAddr, Subject: "Re: Report " + e.tag, ID: e.id("fu-answer"),
