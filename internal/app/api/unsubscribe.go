@@ -12,9 +12,10 @@ import (
 
 // OwnMailer sends a mail of its own (an unsubscribe, a digest) through
 // the outbox: agent.Pipeline.SendOwnMail. It is not part of Service:
-// Local and Client implement it, and a consumer asserts it. Over the
-// socket the message is always built by the watcher (OwnMail.Raw is not
-// carried).
+// Local and Client implement it, and a consumer asserts it. A Raw message
+// (the digest's) crosses the socket as it is: the socket is the owner's
+// alone, and outbox.Schedule checks every record whoever built it (public
+// recipients; Auto-Submitted); SMTP sends to OwnMail.To only.
 type OwnMailer interface {
 	SendOwnMail(ctx context.Context, m agent.OwnMail) (*store.OutboxRecord, error)
 }
@@ -45,7 +46,6 @@ func (l *Local) SendOwnMail(ctx context.Context, m agent.OwnMail) (*store.Outbox
 
 // SendOwnMail implements OwnMailer over the socket.
 func (c *Client) SendOwnMail(ctx context.Context, m agent.OwnMail) (*store.OutboxRecord, error) {
-	m.Raw = nil
 	var ob store.OutboxRecord
 	if err := c.call(ctx, http.MethodPost, "/v1/own-mail", nil, m, &ob); err != nil {
 		return nil, err
@@ -59,7 +59,6 @@ func (h *handler) sendOwnMail(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	m.Raw = nil
 	s, ok := h.svc.(OwnMailer)
 	if !ok {
 		h.fail(w, fmt.Errorf("send mail: %w", ErrNoActions))
