@@ -73,6 +73,7 @@ func unsubscribeRun(ctx context.Context, f *Factory, opts *UnsubscribeOptions) e
 	if err := confirmUnsubscribe(f, opts, termsafe.Line(p.u.List), p.what); err != nil {
 		return err
 	}
+	p.notice = f.Stderr
 	if err := p.execute(ctx, f, svc); err != nil {
 		return err
 	}
@@ -97,6 +98,10 @@ type unsubscribePlan struct {
 	from   string
 	what   string // in words, for the confirmation
 	mailer interface{ Close() }
+	// notice, when set, is told of the undo window this process waits
+	// out ("… in 5s; press Ctrl-C to cancel"); nil in the review TUI,
+	// which owns the terminal.
+	notice io.Writer
 }
 
 func (p *unsubscribePlan) close() { p.mailer.Close() }
@@ -207,7 +212,7 @@ func (p *unsubscribePlan) mail(ctx context.Context, f *Factory, svc api.Service)
 		}
 		what := "sending the unsubscribe mail to " + termsafe.Line(p.o.Mailto)
 		ob, err = s.SendWhenDue(ctx, ob.ID, func(ctx context.Context, at time.Time) error {
-			return waitUndo(ctx, f.Stderr, ob.ID, what, at, f.Now)
+			return waitUndo(ctx, p.notice, ob.ID, what, at, f.Now)
 		})
 		if errors.Is(err, agent.ErrApprovalCancelled) {
 			return "", fmt.Errorf("cancelled in its undo window: nothing was sent (%s)", ob.ID)
