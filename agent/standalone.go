@@ -18,7 +18,9 @@ import (
 // like every reply (outbox.Schedule's address and Auto-Submitted rules,
 // one record, Deliver's exactly-once protocol), under an id derived from
 // what they are about, and never touch a contact's memory, a queue item
-// or a message's \Answered flag.
+// or a message's \Answered flag: their record names no message (no
+// Message key, no In-Reply-To), so Deliver's "already answered" check and
+// its \Answered flag have nothing to act on.
 
 // ErrMailRefused: a mail of its own was not accepted; nothing was queued
 // to be sent. The error says why.
@@ -32,11 +34,7 @@ type OwnMail struct {
 	// Ref is what the mail is about (the list message's key, the digest
 	// period): with Kind, Account and To it makes the outbox id, so asking
 	// twice makes one record.
-	Ref string
-	// Message is the stored message the mail is about, kept on the record
-	// for the owner's reference (zero for none); it is never marked
-	// answered.
-	Message store.MessageKey
+	Ref     string
 	To      string
 	Subject string
 	// Body is plain text; Raw, when set, is the whole message instead
@@ -84,7 +82,7 @@ func (p *Pipeline) SendOwnMail(ctx context.Context, m OwnMail) (*store.OutboxRec
 		msgID = headerMessageID(raw)
 	}
 	ob := &store.OutboxRecord{ID: id, Kind: m.Kind, Account: m.Account, From: from, MessageID: msgID,
-		Message: m.Message, Subject: m.Subject, Body: m.Body, To: []string{m.To}, Raw: raw, Auto: true, CreatedAt: now}
+		Subject: m.Subject, Body: m.Body, To: []string{m.To}, Raw: raw, Auto: true, CreatedAt: now}
 	delay := m.Delay
 	if m.Kind == store.OutboxKindUnsubscribe {
 		delay = p.Policy.ApprovalDelay

@@ -199,8 +199,8 @@ func (p *unsubscribePlan) mail(ctx context.Context, f *Factory, svc api.Service)
 	}
 	k := p.u.Message
 	ob, err := ms.SendOwnMail(ctx, agent.OwnMail{Kind: store.OutboxKindUnsubscribe, Account: p.u.Account,
-		Ref: fmt.Sprintf("%s\x00%s\x00%d\x00%d", k.Account, k.Mailbox, k.UIDValidity, k.UID), Message: k,
-		To: p.o.Mailto, Subject: p.o.Subject, Body: body})
+		Ref: fmt.Sprintf("%s\x00%s\x00%d\x00%d", k.Account, k.Mailbox, k.UIDValidity, k.UID),
+		To:  p.o.Mailto, Subject: p.o.Subject, Body: body})
 	if err != nil {
 		return "", err
 	}

@@ -3,8 +3,11 @@ package agente2e
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/emersion/go-imap/v2"
 
 	"github.com/mailagent/mailagent/internal/rig/e2e"
 	"github.com/mailagent/mailagent/store"
@@ -87,6 +90,12 @@ func TestUnsubscribeThroughOutbox(t *testing.T) {
 		t.Errorf("the cancelled unsubscribe reached %s (%d)", leave2, n)
 	}
 	e.waitFind(e2e.Owner, "Sent", "To", leave, 1, waitShort)
+	// The unsubscribe answers nothing: the list's mail is not flagged \Answered.
+	for _, f := range e.find(e2e.Owner, "INBOX", "Message-ID", lists[0].id) {
+		if slices.Contains(f.Flags, imap.FlagAnswered) {
+			t.Errorf("the newsletter was flagged \\Answered by its unsubscribe mail")
+		}
+	}
 
 	// A restart scans Sent, where the unsubscribe mail is now.
 	w.stop()
