@@ -466,6 +466,9 @@ func (s *server) threadMessage(msgs []*store.MessageRecord) (store.MessageKey, e
 			seen = append(seen, m)
 		}
 	}
+	if len(seen) == 0 {
+		return store.MessageKey{}, errNotFound // another account's thread
+	}
 	anchor, who := store.ThreadCorrespondent(seen)
 	var pick *store.MessageRecord
 	var others []*store.MessageRecord
