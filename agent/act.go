@@ -355,7 +355,10 @@ func (p *Pipeline) autoSend(ctx context.Context, rec *store.MessageRecord, reply
 		Auto: true, CreatedAt: now, Message: rec.MessageKey, Subject: rec.Subject,
 		Body: d.Body, Offer: rec.Offer,
 	}
-	outbox.Schedule(ob, now, p.Policy.SendDelay)
+	if err := p.schedule(ob, now, p.Policy.SendDelay); err != nil {
+		p.markNeedsReview(rec, "not sent: "+err.Error())
+		return nil
+	}
 	// The record is written before any SMTP traffic: see Deliver.
 	if err := a.Store.PutOutbox(ob); err != nil {
 		return fmt.Errorf("outbox %s: %w", ob.ID, err)

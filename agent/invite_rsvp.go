@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mailagent/mailagent/agent/outbox"
 	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/internal/compose"
 	"github.com/mailagent/mailagent/internal/mail"
@@ -80,7 +79,9 @@ func (p *Pipeline) RSVP(ctx context.Context, id, answer string) (*store.QueueIte
 		InReplyTo: cur.MessageID, To: []string{inv.Organizer}, Raw: raw,
 		CreatedAt: p.now(), Message: cur.Message, Subject: cur.Subject, Body: r.Body,
 	}
-	outbox.Schedule(ob, ob.CreatedAt, p.Policy.ApprovalDelay)
+	if err := p.schedule(ob, ob.CreatedAt, p.Policy.ApprovalDelay); err != nil {
+		return nil, fmt.Errorf("rsvp %s: %w", id, err)
+	}
 	item, _, err := a.Store.ApproveQueueItem(id, openStatuses, func(q *store.QueueItem) error {
 		if !q.UpdatedAt.Equal(cur.UpdatedAt) {
 			return fmt.Errorf("%s changed while it was being answered: %w", id, store.ErrConflict)

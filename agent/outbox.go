@@ -7,10 +7,12 @@ package agent
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/mailagent/mailagent/agent/outbox"
 	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/internal/netpolicy"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -49,6 +51,29 @@ func (p *Pipeline) outbox() *outbox.Outbox {
 		o.MarkAnswered = p.markAnswered // delegated_answered.go
 	}
 	return o
+}
+
+// schedule checks a new outbox record and sets its first status
+// (outbox.Schedule) with the domains the owner configured for its
+// account: the owner's own addresses' domains and policy.allow_domains.
+// An error means the record must not be written.
+func (p *Pipeline) schedule(ob *store.OutboxRecord, now time.Time, delay time.Duration) error {
+	return outbox.Schedule(ob, now, delay, p.allowDomains(ob.Account)...)
+}
+
+// allowDomains are the domains mail may go to whatever their form
+// (netpolicy.CheckMailAddress): those of the account's own and owner
+// addresses, and policy.allow_domains.
+func (p *Pipeline) allowDomains(account string) []string {
+	out := slices.Clone(p.Policy.AllowDomains)
+	if acct, ok := p.Accounts[account]; ok {
+		for _, a := range append([]string{acct.From.Email}, acct.Owner.Addresses...) {
+			if d := netpolicy.MailDomain(a); d != "" {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
 }
 
 // Deliver sends one outbox record exactly once (outbox.Outbox.Deliver).
@@ -90,6 +115,9 @@ func (p *Pipeline) Recover(ctx context.Context) error {
 // automatic reply never makes an address known: knowing someone comes
 // only from mail the owner wrote or approved.
 func (p *Pipeline) rememberSent(ob *store.OutboxRecord) {
+	if ob.Kind != "" {
+		return // a mail of its own (unsubscribe, digest) is no exchange with a contact
+	}
 	now := p.now()
 	for _, to := range ob.To {
 		_, err := p.Actor.Store.UpdateContact(ob.Account, to, func(c *store.Contact) error {

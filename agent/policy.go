@@ -51,6 +51,10 @@ type Policy struct {
 	// (policy.approval_delay): the approved reply waits this long,
 	// scheduled and cancellable, before it is sent. 0 sends at once.
 	ApprovalDelay time.Duration
+	// AllowDomains are domains outgoing mail may go to even though they
+	// are not public names (policy.allow_domains): see
+	// netpolicy.CheckMailAddress. The accounts' own domains need no entry.
+	AllowDomains []string
 }
 
 // DefaultNeverAuto is the default policy.never_auto list.

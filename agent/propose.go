@@ -57,12 +57,12 @@ func (p *Pipeline) Propose(ctx context.Context, k store.MessageKey, text, source
 	if rec.Route != RouteExternal {
 		return nil, fmt.Errorf("propose: %w: mailagent does not answer %s mail", ErrProposalRefused, rec.Route)
 	}
-	who := strings.ToLower(rec.SenderAuth.Identity())
+	who := rec.Correspondent() // the identity layer's key: never From, Reply-To or the caller's words
 	if who == "" {
 		return nil, fmt.Errorf("propose: %w: the sender is not authenticated, so there is no one to reply to safely", ErrProposalRefused)
 	}
 	for _, o := range acct.Owner.Addresses {
-		if strings.EqualFold(o, who) {
+		if mail.AddrKey(o) == who {
 			return nil, fmt.Errorf("propose: %w: the sender is the owner", ErrProposalRefused)
 		}
 	}
@@ -76,18 +76,18 @@ func (p *Pipeline) Propose(ctx context.Context, k store.MessageKey, text, source
 	if err != nil {
 		return nil, fmt.Errorf("propose: %w: %v", ErrProposalRefused, err)
 	}
-	to := mail.Address{Email: who}
-	if strings.EqualFold(rec.From.Email, who) {
+	to := mail.Address{Email: strings.ToLower(rec.SenderAuth.Identity())}
+	if mail.AddrKey(rec.From.Email) == who {
 		to.Name = rec.From.Name
 	}
 	reply.To, reply.Cc = []mail.Address{to}, nil
 
 	in := p.gateInput(rec, RouteInfo{Route: rec.Route, Reason: rec.RouteReason}, acct)
-	r := Recipient{Email: who}
-	if c, err := p.Store.GetContact(rec.Account, who); err == nil {
+	r := Recipient{Email: to.Email}
+	if c, err := p.Store.GetContact(rec.Account, to.Email); err == nil {
 		r.Known = c.Known
 	}
-	if n, _, err := p.Store.AutoSendCounts(rec.Account, who, store.Day(p.now())); err == nil {
+	if n, _, err := p.Store.AutoSendCounts(rec.Account, to.Email, store.Day(p.now())); err == nil {
 		r.SentToday = n
 	}
 	in.Recipients = []Recipient{r}

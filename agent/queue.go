@@ -91,7 +91,10 @@ func (p *Pipeline) Approve(ctx context.Context, id, final string) (*store.QueueI
 		InReplyTo: cur.MessageID, To: addrStrings(cur.To), Raw: raw,
 		CreatedAt: p.now(), Message: cur.Message, Subject: cur.Subject, Body: body, Offer: cur.Offer,
 	}
-	outbox.Schedule(ob, ob.CreatedAt, p.Policy.ApprovalDelay)
+	if err := p.schedule(ob, ob.CreatedAt, p.Policy.ApprovalDelay); err != nil {
+		p.recordItemError(cur.ID, err.Error())
+		return nil, fmt.Errorf("approve %s: %w", id, err)
+	}
 	// The item is approved and its outbox record written in one
 	// transaction: a crash or a failed write leaves both or neither, never
 	// an approved item with nothing to send. A change to the item since it

@@ -22,7 +22,10 @@ type MCPServer struct {
 	Name    string
 	Command string
 	Args    []string
-	Env     []string // KEY=VALUE, added to mailagent's environment
+	// Env is what the configuration gives the server beyond ChildEnv's
+	// minimal set: KEY=VALUE entries, or a bare NAME that passes that one
+	// variable of mailagent's environment through.
+	Env     []string
 	Allow   []string
 	Timeout time.Duration // per call; 0: the tool step's timeout
 
@@ -59,7 +62,7 @@ func (s *MCPServer) connect(ctx context.Context) (*mcp.ClientSession, map[string
 		return s.session, s.tools, nil
 	}
 	cmd := exec.Command(s.Command, s.Args...)
-	cmd.Env = append(os.Environ(), s.Env...)
+	cmd.Env = childEnv(os.Environ(), s.Env)
 	client := mcp.NewClient(&mcp.Implementation{Name: "mailagent", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil)
 	if err != nil {
@@ -75,6 +78,58 @@ func (s *MCPServer) connect(ctx context.Context) (*mcp.ClientSession, map[string
 	}
 	s.session, s.tools = cs, tools
 	return cs, tools, nil
+}
+
+// childEnvNames are the variables of mailagent's environment that every
+// process it starts inherits: what a program needs to run, find its files
+// and speak the owner's language, and nothing else.
+var childEnvNames = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "TMPDIR"}
+
+// childEnv builds the environment of a process mailagent starts; a
+// variable so that the adversarial test's positive control can switch the
+// defence off.
+var childEnv = ChildEnv
+
+// ChildEnv is the environment of every process mailagent starts (MCP tool
+// servers): from parent (KEY=VALUE, as os.Environ) only PATH, HOME, USER,
+// LOGNAME, LANG, LC_ALL, LC_CTYPE, LC_MESSAGES, TZ and TMPDIR; then what
+// the configuration names in extra: a KEY=VALUE entry is set (it wins over
+// the inherited one), a bare NAME passes that one variable of parent
+// through. Nothing else crosses: not the model's API key, not an
+// account's password variable (*_env), not mailagent's own settings. The
+// result has each name once.
+func ChildEnv(parent, extra []string) []string {
+	from := map[string]string{}
+	for _, kv := range parent {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			from[k] = v
+		}
+	}
+	out := map[string]string{}
+	for _, k := range childEnvNames {
+		if v, ok := from[k]; ok {
+			out[k] = v
+		}
+	}
+	for _, e := range extra {
+		k, v, ok := strings.Cut(e, "=")
+		if k = strings.TrimSpace(k); k == "" {
+			continue
+		}
+		if !ok {
+			if pv, found := from[k]; found {
+				out[k] = pv
+			}
+			continue
+		}
+		out[k] = v
+	}
+	env := make([]string, 0, len(out))
+	for k, v := range out {
+		env = append(env, k+"="+v)
+	}
+	slices.Sort(env)
+	return env
 }
 
 // drop forgets a session that failed, so that the next call restarts the

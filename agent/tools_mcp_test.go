@@ -63,6 +63,8 @@ func serveTestMCP(mode string) {
 				}
 			case "crash":
 				os.Exit(3)
+			case "env":
+				text = strings.Join(os.Environ(), "\n")
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
 		})

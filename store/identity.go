@@ -175,3 +175,28 @@ func SameCorrespondent(a, b *MessageRecord) bool {
 	c := a.Correspondent()
 	return c != "" && c == b.Correspondent()
 }
+
+// ThreadCorrespondent says whom a thread is with. msgs are the thread's
+// messages oldest first (ThreadMessages). The thread's correspondent is
+// set by the first message that names one: an authenticated message not
+// the owner's (its Correspondent), or the owner's own message (its first
+// recipient). It returns that message, the anchor, and the
+// correspondent's address key; nil and "" when no message names one
+// (only unauthenticated mail). A message m of the thread belongs to the
+// thread's correspondent when MayResolve(m, anchor): mail from the same
+// authenticated sender, or from the one the owner wrote to. Anyone else
+// (a stranger who joined by References or by subject) does not.
+func ThreadCorrespondent(msgs []*MessageRecord) (anchor *MessageRecord, correspondent string) {
+	for _, m := range msgs {
+		switch {
+		case m == nil:
+		case m.FromOwner():
+			if r := m.Recipients(); len(r) > 0 && r[0] != "" {
+				return m, r[0]
+			}
+		case m.Correspondent() != "":
+			return m, m.Correspondent()
+		}
+	}
+	return nil, ""
+}

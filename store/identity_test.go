@@ -102,3 +102,33 @@ func TestSameCorrespondent(t *testing.T) {
 		t.Error("positive control: with identity checks off the stranger's message should pass for the contact's")
 	}
 }
+
+func TestThreadCorrespondent(t *testing.T) {
+	ann := &MessageRecord{Route: "external", From: mail.Address{Email: "ann@example.org"}, SenderAuth: authed("ann@example.org")}
+	eve := &MessageRecord{Route: "external", From: mail.Address{Email: "eve@evil.test"}, SenderAuth: authed("eve@evil.test")}
+	spoof := &MessageRecord{Route: "external", From: mail.Address{Email: "ann@example.org"}, SenderAuth: &SenderAuth{Address: "ann@example.org"}}
+	ownerToAnn := &MessageRecord{Route: "owner", From: mail.Address{Email: "me@home.test"}, To: []mail.Address{{Email: "Ann@example.org"}}}
+	cases := []struct {
+		name       string
+		msgs       []*MessageRecord
+		wantAnchor *MessageRecord
+		want       string
+	}{
+		{"first authenticated sender", []*MessageRecord{spoof, ann, eve}, ann, "ann@example.org"},
+		{"the owner wrote first", []*MessageRecord{ownerToAnn, eve, ann}, ownerToAnn, "ann@example.org"},
+		{"a stranger who joined later", []*MessageRecord{ann, eve}, ann, "ann@example.org"},
+		{"unauthenticated only", []*MessageRecord{spoof}, nil, ""},
+		{"empty", nil, nil, ""},
+	}
+	for _, c := range cases {
+		anchor, got := ThreadCorrespondent(c.msgs)
+		if anchor != c.wantAnchor || got != c.want {
+			t.Errorf("%s: ThreadCorrespondent = %p %q, want %p %q", c.name, anchor, got, c.wantAnchor, c.want)
+		}
+	}
+	// Who belongs to the thread: MayResolve(m, anchor).
+	anchor, _ := ThreadCorrespondent([]*MessageRecord{ownerToAnn, eve, ann})
+	if !MayResolve(ann, anchor) || MayResolve(eve, anchor) || MayResolve(spoof, anchor) {
+		t.Error("only Ann's authenticated mail belongs to the thread the owner opened with her")
+	}
+}

@@ -296,7 +296,20 @@ type OutboxRecord struct {
 	// Offer is the scheduling offer of the reply (offer.go): once it is
 	// sent, the one slot it confirms may become a tentative event.
 	Offer *SlotOffer `json:"offer,omitempty"`
+	// Kind is what the mail is: "" a reply to Message; otherwise a mail of
+	// its own that answers no message (OutboxKindUnsubscribe, …Digest,
+	// …Nudge): it never marks anything answered, never updates a
+	// contact's memory and never becomes a draft in the queue when it is
+	// cancelled or fails.
+	Kind string `json:"kind,omitempty"`
 }
+
+// Kinds of outbox records that answer no message (OutboxRecord.Kind).
+const (
+	OutboxKindUnsubscribe = "unsubscribe" // the owner's unsubscribe mail to a list
+	OutboxKindDigest      = "digest"      // the owner's periodic report
+	OutboxKindNudge       = "nudge"       // an unattended follow-up nudge
+)
 
 // HistoryCap bounds Contact.History; UpdateContact drops the oldest.
 const HistoryCap = 50

@@ -144,6 +144,10 @@ func (o *Outbox) afterSend(ob *store.OutboxRecord) {
 // failQueueItem shows the owner a reply that failed for good: an auto-send
 // becomes a draft in the queue, an approval's item goes to failed.
 func (o *Outbox) failQueueItem(ob *store.OutboxRecord, reason string) {
+	if ob.Kind != "" { // a mail of its own: the failed record is what the owner sees
+		o.notify("queue_updated", ob.ID, ob.Account)
+		return
+	}
 	if ob.QueueID == "" {
 		item := o.draftFromOutbox(ob, store.QueueFailed, "auto-send failed: "+reason)
 		item.Error = reason

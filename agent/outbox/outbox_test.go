@@ -581,7 +581,7 @@ func TestIDsAreStableAndDistinct(t *testing.T) {
 
 func TestScheduleFirstStatus(t *testing.T) {
 	now := time.Now()
-	var ob store.OutboxRecord
+	ob := store.OutboxRecord{From: "ada@example.com", To: []string{"carol@example.org"}}
 	Schedule(&ob, now, 0)
 	if ob.Status != store.OutboxPending || !ob.SendAt.IsZero() {
 		t.Errorf("no delay: %s at %v, want pending now", ob.Status, ob.SendAt)

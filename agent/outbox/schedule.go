@@ -1,12 +1,17 @@
 package outbox
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	netmail "net/mail"
 	"strings"
 	"time"
 
+	"github.com/mailagent/mailagent/internal/netpolicy"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -41,6 +46,11 @@ func (o *Outbox) Cancel(ctx context.Context, id string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("cancel %s: %w", id, err)
+	}
+	if ob.Kind != "" {
+		// A mail of its own: cancelled is all; there is no draft to queue.
+		o.notify("queue_updated", ob.ID, ob.Account)
+		return nil
 	}
 	item := o.draftFromOutbox(ob, store.QueuePending, "auto-send cancelled by the owner")
 	if err := o.Store.PutQueueItem(item); err != nil {
@@ -177,13 +187,98 @@ func (o *Outbox) wakeSnoozed(now time.Time, ds dueStore, indexed bool) error {
 	return errs
 }
 
-// Schedule sets a new record's first status: pending, which Deliver sends
-// at once, or with delay > 0 scheduled for now+delay (an auto-send's
-// policy.send_delay, an approval's undo window), which SendDue sends when
-// it is due and Cancel can stop until then.
-func Schedule(ob *store.OutboxRecord, now time.Time, delay time.Duration) {
+// ErrRefused wraps every refusal of Schedule: the record must not be
+// written, and nothing is sent.
+var ErrRefused = errors.New("outbox: refused to schedule the mail")
+
+// Schedule is the one door of a new outbox record: every outgoing mail
+// (auto-replies, approvals, invitation answers, nudges, unsubscribe mail,
+// digests) goes through it before the record is first written. It checks
+// the record and sets its first status: pending, which Deliver sends at
+// once, or with delay > 0 scheduled for now+delay (an auto-send's
+// policy.send_delay, an approval's or an unsubscribe's undo window),
+// which SendDue sends when it is due and Cancel can stop until then.
+//
+// It refuses (an error wrapping ErrRefused, and the record marked failed
+// with the reason, so a caller that wrote it anyway sends nothing):
+//   - a record with no recipient, or a recipient that is not a public
+//     mail address (netpolicy.CheckMailAddress): address literals, local
+//     names. The domain of ob.From (the account's own) and allowDomains
+//     (the owner's other addresses' domains, policy.allow_domains) are
+//     accepted whatever their form;
+//   - an automatic mail (ob.Auto, or a record of its own Kind) whose
+//     message lacks an Auto-Submitted header (RFC 3834): mail nobody
+//     wrote by hand must say so, so that other robots do not answer it.
+func Schedule(ob *store.OutboxRecord, now time.Time, delay time.Duration, allowDomains ...string) error {
 	ob.Status, ob.SendAt = store.OutboxPending, time.Time{}
+	if err := check(ob, allowDomains); err != nil {
+		ob.Status, ob.Error = store.OutboxFailed, err.Error()
+		return err
+	}
 	if delay > 0 {
 		ob.Status, ob.SendAt = store.OutboxScheduled, now.Add(delay)
 	}
+	return nil
+}
+
+// check is Schedule's refusal rule.
+func check(ob *store.OutboxRecord, allowDomains []string) error {
+	if len(ob.To) == 0 {
+		return fmt.Errorf("%w %s: it has no recipient", ErrRefused, ob.ID)
+	}
+	allowed := append([]string{netpolicy.MailDomain(ob.From)}, allowDomains...)
+	for _, to := range ob.To {
+		if err := netpolicy.CheckMailAddress(to, allowed); err != nil {
+			return fmt.Errorf("%w %s: %w (add its domain to policy.allow_domains if it is yours)", ErrRefused, ob.ID, err)
+		}
+	}
+	if ob.Auto || ob.Kind != "" {
+		m, err := netmail.ReadMessage(bytes.NewReader(ob.Raw))
+		if err != nil {
+			return fmt.Errorf("%w %s: its message does not parse: %w", ErrRefused, ob.ID, err)
+		}
+		if v := strings.ToLower(strings.TrimSpace(m.Header.Get("Auto-Submitted"))); v == "" || v == "no" {
+			return fmt.Errorf("%w %s: an automatic mail without an Auto-Submitted header", ErrRefused, ob.ID)
+		}
+	}
+	return nil
+}
+
+// StandaloneID is the outbox record id of a mail of its own (not a
+// reply): derived from its kind, account and ref (what it is about: the
+// list message's key, the digest period), so that asking twice makes one
+// record.
+func StandaloneID(kind, account, ref string) string {
+	h := sha256.Sum256([]byte(kind + "\x00" + account + "\x00" + ref))
+	return "ob_" + kind + "_" + hex.EncodeToString(h[:8])
+}
+
+// SendWhenDue waits out the undo window of the scheduled record id (a
+// mail of its own: an unsubscribe) and then sends it, for a process that
+// has no due timer. wait sleeps until the given time or returns ctx's
+// error; when ctx ends first the record is cancelled and the error wraps
+// ErrApprovalCancelled. A record cancelled meanwhile is not sent. It
+// returns the record as it ends up.
+func (o *Outbox) SendWhenDue(ctx context.Context, id string, wait func(context.Context, time.Time) error) (*store.OutboxRecord, error) {
+	ob, err := o.Store.GetOutbox(id)
+	if err != nil {
+		return nil, fmt.Errorf("send %s: %w", id, err)
+	}
+	if ob.Status == store.OutboxScheduled {
+		if err := wait(ctx, ob.SendAt); err != nil {
+			if cerr := o.Cancel(context.WithoutCancel(ctx), id); cerr != nil && !errors.Is(cerr, ErrNotActionable) {
+				return nil, errors.Join(fmt.Errorf("send %s: %w", id, err), cerr)
+			}
+			return nil, fmt.Errorf("%w: %s: not sent", ErrApprovalCancelled, id)
+		}
+		if _, err := o.Store.TransitionOutbox(id, []string{store.OutboxScheduled}, store.OutboxPending, nil); err != nil && !errors.Is(err, store.ErrConflict) {
+			return nil, fmt.Errorf("send %s: %w", id, err)
+		}
+	}
+	derr := o.Deliver(ctx, id)
+	cur, err := o.Store.GetOutbox(id)
+	if err != nil {
+		return nil, errors.Join(derr, err)
+	}
+	return cur, derr
 }

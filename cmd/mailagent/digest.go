@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/digest"
 	"github.com/mailagent/mailagent/internal/config"
@@ -36,7 +37,8 @@ what it archived or ignored (by category), what needs review, and the
 model's tokens with their estimated cost.
 
 With --send the report is mailed to you (digest.to, default the account's
-address) through the account's SMTP server. The mail carries the
+address) through the outbox (the watcher's when one runs) and the
+account's SMTP server. The mail carries the
 X-Mailagent-Digest header and mailagent's own loop-guard header, so
 mailagent never processes its own digest. digest.schedule = "daily 08:00"
 makes watch send one per day, once per period even across restarts.
@@ -72,12 +74,28 @@ func digestRun(ctx context.Context, f *Factory, opts *DigestOptions) error {
 	now := f.Now()
 	since, _ := parseSince(opts.Since, now)
 	var src digest.Source = noState{}
-	if _, err := os.Stat(DBPath(cfg)); err == nil || !errors.Is(err, fs.ErrNotExist) {
-		svc, closeSvc, err := api.Open(ctx, cfg.StateDir, func() (*store.Store, error) { return f.OpenStore(true) }, nil)
+	var svc api.Service
+	switch {
+	case opts.Send:
+		// --send goes through the outbox: the watcher's, or this
+		// process's pipeline over the store (created when missing).
+		var closeSvc func() error
+		svc, closeSvc, err = f.Service(ctx, true)
 		if err != nil {
 			return err
 		}
 		defer func() { _ = closeSvc() }()
+	default:
+		if _, err := os.Stat(DBPath(cfg)); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			var closeSvc func() error
+			svc, closeSvc, err = api.Open(ctx, cfg.StateDir, func() (*store.Store, error) { return f.OpenStore(true) }, nil)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = closeSvc() }()
+		}
+	}
+	if svc != nil {
 		src = serviceSource{ctx: ctx, svc: svc}
 		if l, ok := svc.(*api.Local); ok {
 			src = l.DB
@@ -96,9 +114,11 @@ func digestRun(ctx context.Context, f *Factory, opts *DigestOptions) error {
 		}
 		return nil
 	case opts.Send:
-		mailer := newMailer(cfg)
-		defer mailer.Close()
-		id, to, err := sendDigest(ctx, cfg, mailer, rep, "manual", now)
+		m, ok := svc.(api.OwnMailer)
+		if !ok {
+			return fmt.Errorf("digest --send: %w", api.ErrNoActions)
+		}
+		id, to, err := sendDigest(ctx, cfg, m, rep, "manual", now)
 		if err != nil {
 			return err
 		}
@@ -106,11 +126,6 @@ func digestRun(ctx context.Context, f *Factory, opts *DigestOptions) error {
 		return nil
 	}
 	return digest.Text(f.Stdout, rep)
-}
-
-// digestSender is the SMTP path a digest goes out by (daemon.Mailer).
-type digestSender interface {
-	Send(ctx context.Context, account, from string, to []string, raw []byte) error
 }
 
 // digestAccount is the account that sends the digest, and its recipient.
@@ -133,25 +148,39 @@ func digestAccount(cfg *config.Config) (*config.Account, string, error) {
 	return acct, to, nil
 }
 
-// sendDigest mails rep to the owner through the account's SMTP server and
-// returns the Message-ID and the recipient.
-func sendDigest(ctx context.Context, cfg *config.Config, m digestSender, rep *digest.Report, period string, now time.Time) (string, string, error) {
+// sendDigest mails rep to the owner through the outbox (a mail of its
+// own, store.OutboxKindDigest: one record per period, so a retried period
+// sends once; each manual digest is its own) and returns the Message-ID
+// and the recipient.
+func sendDigest(ctx context.Context, cfg *config.Config, m api.OwnMailer, rep *digest.Report, period string, now time.Time) (string, string, error) {
 	acct, to, err := digestAccount(cfg)
 	if err != nil {
 		return "", "", err
 	}
-	raw, id, err := digest.Message(rep, acct.Email, to, period, now)
+	raw, _, err := digest.Message(rep, acct.Email, to, period, now)
 	if err != nil {
 		return "", "", err
 	}
-	if err := m.Send(ctx, acct.Name, acct.Email, []string{to}, raw); err != nil {
+	ref := period
+	if period == "manual" {
+		ref += "-" + now.UTC().Format(time.RFC3339Nano)
+	}
+	ob, err := m.SendOwnMail(ctx, agent.OwnMail{Kind: store.OutboxKindDigest, Account: acct.Name, Ref: ref,
+		To: to, Subject: digest.Subject(rep), Raw: raw})
+	if errors.Is(err, api.ErrBadRequest) {
+		return "", "", usageErr("digest.to: %v", err)
+	}
+	if err == nil && ob.Status != store.OutboxSent && ob.Status != store.OutboxAppended {
+		err = fmt.Errorf("the outbox left it %s: %s", ob.Status, ob.Error)
+	}
+	if err != nil {
 		return "", "", unreachable(fmt.Errorf("send the digest: %w", err), "check the account's SMTP settings with: mailagent doctor")
 	}
-	return id, to, nil
+	return ob.MessageID, to, nil
 }
 
 // newDigestScheduler is watch's digest.schedule, or nil when none is set.
-func newDigestScheduler(f *Factory, cfg *config.Config, st *store.Store, m digestSender) (*digest.Scheduler, error) {
+func newDigestScheduler(f *Factory, cfg *config.Config, st *store.Store, m api.OwnMailer) (*digest.Scheduler, error) {
 	if cfg.Digest.Schedule == "" {
 		return nil, nil
 	}

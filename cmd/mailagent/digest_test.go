@@ -10,6 +10,7 @@ import (
 	"github.com/mailagent/mailagent/internal/app/digest"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/smtpsend/smtptest"
+	"github.com/mailagent/mailagent/store"
 )
 
 // digestWorld is a watcher that auto-sent one reply (Bob), queued one
@@ -174,5 +175,45 @@ func TestDigestScheduleOncePerPeriodAcrossRestarts(t *testing.T) {
 	h.watchOnce(t)
 	if n := len(digestMails(h.smtp)); n != 1 {
 		t.Errorf("after two restarts in the same period: %d digests, want 1", n)
+	}
+}
+
+// TestDigestThroughOutbox: `digest --send` makes one outbox record of
+// kind digest (sent, automatic), which the next digest does not count as
+// an auto-reply; a digest.to that is an address literal is refused by the
+// outbox's address rule with nothing sent (class "outbox-address").
+func TestDigestThroughOutbox(t *testing.T) {
+	h := digestWorld(t, "")
+	if _, stderr, code := h.run("digest", "--send"); code != 0 {
+		t.Fatalf("digest --send: exit %d: %s", code, stderr)
+	}
+	st := h.openStore(t)
+	var recs []*store.OutboxRecord
+	if err := st.ListOutbox("", func(r *store.OutboxRecord) error {
+		if r.Kind == store.OutboxKindDigest {
+			recs = append(recs, r)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_ = st.Close()
+	if len(recs) != 1 || recs[0].Status != store.OutboxAppended || !recs[0].Auto || recs[0].To[0] != ownerAddr {
+		t.Fatalf("digest outbox records: %+v, want one appended to the owner", recs)
+	}
+	out, _, code := h.run("digest", "--json")
+	var j DigestJSON
+	if code != 0 || json.Unmarshal([]byte(out), &j) != nil || len(j.AutoSent) != 1 {
+		t.Errorf("the next digest lists %+v as auto-sent, want only the one reply", j.AutoSent)
+	}
+
+	bad := digestWorld(t, "\n[digest]\nto = \"me@[127.0.0.1]\"\n")
+	sent := len(bad.smtp.Messages())
+	_, stderr, code := bad.run("digest", "--send")
+	if code == 0 || !strings.Contains(stderr, "not a public mail address") {
+		t.Errorf("digest to an address literal: exit %d, %q; want refused", code, stderr)
+	}
+	if len(bad.smtp.Messages()) != sent {
+		t.Errorf("a digest to an address literal reached the SMTP server")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/termsafe"
@@ -272,7 +273,18 @@ func (l *lazyActions) Propose(ctx context.Context, k store.MessageKey, text, sou
 	return a.Propose(ctx, k, text, source)
 }
 
+// SendOwnMail sends a mail of its own, an unsubscribe (api.OwnMailer
+// through the socket).
+func (l *lazyActions) SendOwnMail(ctx context.Context, m agent.OwnMail) (*store.OutboxRecord, error) {
+	a, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return a.SendOwnMail(ctx, m)
+}
+
 var (
-	_ api.Inviter  = (*lazyActions)(nil)
-	_ api.Proposer = (*lazyActions)(nil)
+	_ api.Inviter   = (*lazyActions)(nil)
+	_ api.Proposer  = (*lazyActions)(nil)
+	_ api.OwnMailer = (*lazyActions)(nil)
 )

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"strings"
 	"time"
 
@@ -14,9 +13,9 @@ import (
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
-	"github.com/mailagent/mailagent/internal/compose"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/internal/netpolicy"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/internal/unsubscribe"
 	"github.com/mailagent/mailagent/store"
@@ -39,9 +38,13 @@ func newUnsubscribeCmd(f *Factory, runF func(context.Context, *UnsubscribeOption
 		Short: "Leave the mailing list a message came from (after you confirm)",
 		Long: `Reads the message's List-Unsubscribe header again from the server and
 unsubscribes: by the RFC 8058 one-click POST when the list offers it (https
-only, never to an internal address), else by mail to the list's address,
-sent through your SMTP server. It asks first (--yes in a script), and
-records what it did. ID is the Message-ID or a trace id.`,
+only, never to an internal address), else by mail to the list's address
+(a public address only: never an address literal or a local name, unless
+policy.allow_domains names its domain). The mail goes through the outbox
+like a reply: Auto-Submitted: auto-generated, one record, and the undo
+window of policy.approval_delay (Ctrl-C, or with a watcher running
+` + "`mailagent queue cancel ob_…`" + `, cancels it). It asks first (--yes in a
+script), and records what it did. ID is the Message-ID or a trace id.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Ref = args[0]
@@ -57,7 +60,7 @@ records what it did. ID is the Message-ID or a trace id.`,
 }
 
 func unsubscribeRun(ctx context.Context, f *Factory, opts *UnsubscribeOptions) error {
-	svc, closeSvc, err := f.Service(ctx, false)
+	svc, closeSvc, err := f.Service(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -70,6 +73,7 @@ func unsubscribeRun(ctx context.Context, f *Factory, opts *UnsubscribeOptions) e
 	if err := confirmUnsubscribe(f, opts, termsafe.Line(p.u.List), p.what); err != nil {
 		return err
 	}
+	p.notice = f.Stderr
 	if err := p.execute(ctx, f, svc); err != nil {
 		return err
 	}
@@ -77,6 +81,10 @@ func unsubscribeRun(ctx context.Context, f *Factory, opts *UnsubscribeOptions) e
 		u := p.u
 		return writeJSON(f.Stdout, UnsubscribeJSON{Account: u.Account, MessageID: u.MessageID, List: u.List, Method: u.Method,
 			Target: u.Target, Result: u.Result, At: u.At})
+	}
+	if p.u.Result != "ok" {
+		fmt.Fprintf(f.Stderr, "unsubscribe from %s: %s\n", termsafe.Line(p.u.List), termsafe.Line(p.u.Result))
+		return nil
 	}
 	fmt.Fprintf(f.Stderr, "unsubscribed from %s by %s\n", termsafe.Line(p.u.List), strings.ReplaceAll(p.u.Method, "_", "-"))
 	return nil
@@ -89,11 +97,11 @@ type unsubscribePlan struct {
 	o      unsubscribe.Options
 	from   string
 	what   string // in words, for the confirmation
-	mailer interface {
-		Send(ctx context.Context, account, from string, to []string, raw []byte) error
-		AppendSent(ctx context.Context, account string, raw []byte) error
-		Close()
-	}
+	mailer interface{ Close() }
+	// notice, when set, is told of the undo window this process waits
+	// out ("… in 5s; press Ctrl-C to cancel"); nil in the review TUI,
+	// which owns the terminal.
+	notice io.Writer
 }
 
 func (p *unsubscribePlan) close() { p.mailer.Close() }
@@ -127,8 +135,10 @@ func planUnsubscribe(ctx context.Context, f *Factory, svc api.Service, ref strin
 		mailer.Close()
 		return nil, fmt.Errorf("the message at uid %d is no longer %s", rec.UID, termsafe.Line(rec.MessageID))
 	}
-	p := &unsubscribePlan{mailer: mailer, from: accountEmail(cfg, rec.Account),
-		o: unsubscribe.Parse(m.HeaderValue("List-Unsubscribe"), m.HeaderValue("List-Unsubscribe-Post"))}
+	from := accountEmail(cfg, rec.Account)
+	allow := append([]string{netpolicy.MailDomain(from)}, cfg.Policy.AllowDomains...)
+	p := &unsubscribePlan{mailer: mailer, from: from,
+		o: unsubscribe.Parse(m.HeaderValue("List-Unsubscribe"), m.HeaderValue("List-Unsubscribe-Post"), allow...)}
 	list := m.HeaderValue("List-Id")
 	if list == "" {
 		list = m.From.Email
@@ -152,30 +162,88 @@ func planUnsubscribe(ctx context.Context, f *Factory, svc api.Service, ref strin
 	return p, nil
 }
 
-// execute sends what the plan says and records it (also a failure).
+// execute sends what the plan says and records it (also a failure). The
+// mail goes through the outbox (api.OwnMailer: the watcher's, or this
+// process's pipeline): with no watcher this process waits out the undo
+// window and sends it (Ctrl-C cancels); with one, the watcher's due timer
+// sends it and the record says it is scheduled.
 func (p *unsubscribePlan) execute(ctx context.Context, f *Factory, svc api.Service) error {
 	var err error
 	switch p.u.Method {
 	case unsubscribe.MethodOneClick:
 		err = newUnsubscribePoster().Post(ctx, p.o.OneClick)
+		p.u.Result = "ok"
 	default:
-		msg := unsubscribeMail(p.from, p.o)
-		if err = p.mailer.Send(ctx, p.u.Account, p.from, []string{p.o.Mailto}, msg); err == nil {
-			if aerr := p.mailer.AppendSent(ctx, p.u.Account, msg); aerr != nil {
-				f.Logger().Warn("unsubscribe: copy to Sent", "err", aerr)
-			}
-		}
+		p.u.Result, err = p.mail(ctx, f, svc)
 	}
-	p.u.Result, p.u.At = "ok", f.Now()
+	p.u.At = f.Now()
 	if err != nil {
 		p.u.Result = err.Error()
 	}
-	if rerr := svc.RecordUnsubscribe(ctx, p.u); rerr != nil {
+	if rerr := svc.RecordUnsubscribe(context.WithoutCancel(ctx), p.u); rerr != nil {
 		return errors.Join(err, fmt.Errorf("record the unsubscribe: %w", rerr))
 	}
 	return err
 }
 
+// mail sends the unsubscribe mail through the outbox and says what
+// became of it: "ok" (sent) or "scheduled: …" (a watcher sends it).
+func (p *unsubscribePlan) mail(ctx context.Context, f *Factory, svc api.Service) (string, error) {
+	ms, ok := svc.(api.OwnMailer)
+	if !ok {
+		return "", fmt.Errorf("unsubscribe by mail: %w", api.ErrNoActions)
+	}
+	body := p.o.Body
+	if strings.TrimSpace(body) == "" {
+		body = "unsubscribe"
+	}
+	k := p.u.Message
+	ob, err := ms.SendOwnMail(ctx, agent.OwnMail{Kind: store.OutboxKindUnsubscribe, Account: p.u.Account,
+		Ref: fmt.Sprintf("%s\x00%s\x00%d\x00%d", k.Account, k.Mailbox, k.UIDValidity, k.UID),
+		To:  p.o.Mailto, Subject: p.o.Subject, Body: body})
+	if err != nil {
+		return "", err
+	}
+	if ob.Status == store.OutboxScheduled {
+		s, ok := dueSender(svc)
+		if !ok {
+			return fmt.Sprintf("scheduled: the watcher sends it at %s (cancel with: mailagent queue cancel %s)",
+				ob.SendAt.Local().Format(time.TimeOnly), ob.ID), nil
+		}
+		what := "sending the unsubscribe mail to " + termsafe.Line(p.o.Mailto)
+		ob, err = s.SendWhenDue(ctx, ob.ID, func(ctx context.Context, at time.Time) error {
+			return waitUndo(ctx, p.notice, ob.ID, what, at, f.Now)
+		})
+		if errors.Is(err, agent.ErrApprovalCancelled) {
+			return "", fmt.Errorf("cancelled in its undo window: nothing was sent (%s)", ob.ID)
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	switch ob.Status {
+	case store.OutboxSent, store.OutboxAppended:
+		return "ok", nil
+	case store.OutboxCancelled:
+		return "", fmt.Errorf("cancelled: nothing was sent (%s)", ob.ID)
+	}
+	return "", fmt.Errorf("not sent: %s %s %s", ob.ID, ob.Status, termsafe.Line(ob.Error))
+}
+
+// dueSender is this process's pipeline when it has one and no watcher
+// runs: then nothing else sends a scheduled mail when it is due.
+func dueSender(svc api.Service) (interface {
+	SendWhenDue(ctx context.Context, id string, wait func(context.Context, time.Time) error) (*store.OutboxRecord, error)
+}, bool) {
+	l, ok := svc.(*api.Local)
+	if !ok || l.Actions == nil {
+		return nil, false
+	}
+	s, ok := l.Actions.(interface {
+		SendWhenDue(ctx context.Context, id string, wait func(context.Context, time.Time) error) (*store.OutboxRecord, error)
+	})
+	return s, ok
+}
 func accountEmail(cfg *config.Config, name string) string {
 	if a, ok := cfg.Account(name); ok {
 		return a.Email
@@ -201,23 +269,4 @@ func confirmUnsubscribe(f *Factory, opts *UnsubscribeOptions, list, what string)
 		return &UserError{Code: ExitFailure, Err: errors.New("nothing sent")}
 	}
 	return nil
-}
-
-// unsubscribeMail is the mail to a list's unsubscribe address: the owner
-// writes it (no Auto-Submitted), with the loop-guard header, and nothing
-// from the list but the address, the cleaned subject and body.
-func unsubscribeMail(from string, o unsubscribe.Options) []byte {
-	domain := from[strings.LastIndexByte(from, '@')+1:]
-	var b strings.Builder
-	fmt.Fprintf(&b, "From: <%s>\r\nTo: <%s>\r\nSubject: %s\r\nDate: %s\r\nMessage-ID: <%s>\r\n%s: unsubscribe\r\n",
-		from, o.Mailto, mime.QEncoding.Encode("utf-8", o.Subject), time.Now().Format(time.RFC1123Z),
-		compose.NewMessageID(domain), agent.TraceHeader)
-	b.WriteString("MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n")
-	body := o.Body
-	if body == "" {
-		body = "unsubscribe"
-	}
-	b.WriteString(strings.ReplaceAll(body, "\n", "\r\n"))
-	b.WriteString("\r\n")
-	return []byte(b.String())
 }

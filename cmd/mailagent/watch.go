@@ -102,7 +102,7 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	}
 	defer parts.Mailer.Close()
 	d := newDaemon(f, cfg, st, parts, accounts)
-	if ds, err := newDigestScheduler(f, cfg, st, parts.Mailer); err != nil {
+	if ds, err := newDigestScheduler(f, cfg, st, parts.Pipeline); err != nil {
 		return err
 	} else if ds != nil {
 		d.Digest = ds

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -213,7 +212,7 @@ func policyFromConfig(p config.Policy) agent.Policy {
 		Mode: p.Mode, MinConfidence: p.MinConfidence, NeverAuto: p.NeverAuto,
 		AutoSendNewContacts: p.AutoSendNewContacts, MaxPerContactPerDay: p.MaxAutoPerContactPerDay,
 		MaxPerDay: p.MaxAutoPerDay, SendDelay: p.SendDelay.D(), ReplyAll: p.ReplyAll, MaxDraftChars: p.MaxDraftChars,
-		ApprovalDelay: p.ApprovalDelay.D(), AutoSchedule: p.AutoSchedule,
+		ApprovalDelay: p.ApprovalDelay.D(), AutoSchedule: p.AutoSchedule, AllowDomains: p.AllowDomains,
 	}
 }
 

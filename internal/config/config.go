@@ -469,6 +469,12 @@ type Policy struct {
 	// it names came from the calendar's free slots. Default false: such
 	// replies wait for you.
 	AutoSchedule bool `toml:"auto_schedule"`
+	// AllowDomains are domains mail may be sent to although they are not
+	// public names (a ".lan", ".internal" or dotless domain, an address
+	// literal "[10.0.0.5]"): netpolicy.CheckMailAddress refuses every
+	// other such recipient for every outgoing mail. The accounts' own
+	// and owner addresses' domains need no entry. Default empty.
+	AllowDomains []string `toml:"allow_domains"`
 }
 
 // Footer returns the footer for an account's display name, or "" when

@@ -25,8 +25,11 @@ type Tools struct {
 type MCPTool struct {
 	// Name names the server in traces ("crm").
 	Name string `toml:"name"`
-	// Command and Args start the server; Env adds KEY=VALUE entries to
-	// its environment.
+	// Command and Args start the server. It does not inherit mailagent's
+	// environment: it gets PATH, HOME, USER, LOGNAME, LANG, LC_*, TZ and
+	// TMPDIR (agent.ChildEnv), plus Env: KEY=VALUE entries, or a bare NAME
+	// to pass that one variable through. The model key and the accounts'
+	// password variables never reach it unless named here.
 	Command string   `toml:"command"`
 	Args    []string `toml:"args"`
 	Env     []string `toml:"env"`

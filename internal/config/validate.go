@@ -129,6 +129,11 @@ func (c *Config) Validate() error {
 	if d := c.Policy.ApprovalDelay.D(); d > time.Hour {
 		p.add("policy.approval_delay", fmt.Sprintf("%s is longer than an hour", d), `it is an undo window: use a few seconds ("5s", "30s"), or "0s" to send at once`)
 	}
+	for i, d := range c.Policy.AllowDomains {
+		if d = strings.TrimSpace(d); d == "" || strings.ContainsAny(d, "@ \t\r\n,;<>") {
+			p.add(fmt.Sprintf("policy.allow_domains[%d]", i), fmt.Sprintf("%q is not a domain", d), `write a domain ("mail.lan") or an address literal ("[10.0.0.5]"), without "user@"`)
+		}
+	}
 	if c.Policy.AIFooter && strings.TrimSpace(c.Policy.FooterText) == "" {
 		p.add("policy.footer_text", "is empty while ai_footer is on", "write a footer, or set ai_footer = false")
 	}

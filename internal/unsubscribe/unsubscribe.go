@@ -7,8 +7,10 @@
 // then dials only public addresses (checked after DNS resolution, so a
 // name that resolves to 127.0.0.1 or 10.0.0.1 is refused too), follows no
 // redirect, and is bounded by a timeout. A mailto target must be exactly
-// one address; its subject and body parameters are cleaned of control
-// characters. Nothing is sent without the caller's decision: this package
+// one public mail address (netpolicy.CheckMailAddress: no address
+// literal, no local or dotless name, unless the owner allowed its
+// domain), the mailto counterpart of the one-click rule; its subject and
+// body parameters are cleaned of control characters. Nothing is sent without the caller's decision: this package
 // only parses, and posts when asked.
 package unsubscribe
 
@@ -60,7 +62,11 @@ var ErrNone = errors.New("the message offers no usable unsubscribe method")
 const maxEntries = 8
 
 // Parse reads the List-Unsubscribe and List-Unsubscribe-Post values.
-func Parse(listUnsubscribe, listUnsubscribePost string) Options {
+// allowDomains are the domains the owner allows mail to although they are
+// not public (the accounts' own, policy.allow_domains); see
+// netpolicy.CheckMailAddress. Parse never fails: what it cannot use is in
+// Refused, with why.
+func Parse(listUnsubscribe, listUnsubscribePost string, allowDomains ...string) Options {
 	var o Options
 	oneClick := strings.EqualFold(strings.TrimSpace(listUnsubscribePost), OneClickBody)
 	entries := splitEntries(listUnsubscribe)
@@ -88,7 +94,7 @@ func Parse(listUnsubscribe, listUnsubscribePost string) Options {
 				o.OneClick = u.String()
 			}
 		case "mailto":
-			addr, subject, body, why := parseMailto(u)
+			addr, subject, body, why := parseMailto(u, allowDomains)
 			if why != "" {
 				o.Refused = append(o.Refused, clip(raw)+": "+why)
 				continue
@@ -190,7 +196,7 @@ var nonPublic = []netip.Prefix{
 
 // parseMailto checks a mailto URL: exactly one address, and its subject
 // and body parameters cleaned.
-func parseMailto(u *url.URL) (addr, subject, body, why string) {
+func parseMailto(u *url.URL, allowDomains []string) (addr, subject, body, why string) {
 	to := u.Opaque
 	if to == "" {
 		to = u.Path
@@ -209,6 +215,9 @@ func parseMailto(u *url.URL) (addr, subject, body, why string) {
 	a, err := mail.ParseAddress(to)
 	if err != nil || a.Name != "" || a.Address != strings.TrimSpace(to) {
 		return "", "", "", "the mailto is not exactly one address"
+	}
+	if err := netpolicy.CheckMailAddress(a.Address, allowDomains); err != nil {
+		return "", "", "", err.Error()
 	}
 	subject = cleanLine(q.Get("subject"), 200)
 	if subject == "" {

@@ -226,6 +226,7 @@ func (h *handler) routes() http.Handler {
 	mux.HandleFunc("POST /v1/schedule", h.scheduleList) // schedule.go
 	mux.HandleFunc("POST /v1/unsubscribes", h.recordUnsubscribe)
 	mux.HandleFunc("POST /v1/propose", h.propose)
+	mux.HandleFunc("POST /v1/own-mail", h.sendOwnMail)
 	mux.HandleFunc("GET /v1/events", h.events)
 	h.memoryRoutes(mux) // memory.go
 

@@ -101,7 +101,7 @@ func Build(src Source, since, until time.Time, model string) (*Report, error) {
 	r := &Report{Since: since, Until: until, Archived: map[string]int{}, Ignored: map[string]int{}, Model: model}
 	in := func(t time.Time) bool { return !t.Before(since) && t.Before(until) }
 	err := src.ListOutbox("", func(ob *store.OutboxRecord) error {
-		if !ob.Auto {
+		if !ob.Auto || ob.Kind != "" { // replies only: not digests, unsubscribes or nudges
 			return nil
 		}
 		s := Sent{Account: ob.Account, To: slices.Clone(ob.To), Subject: ob.Subject, SentAt: ob.SentAt}

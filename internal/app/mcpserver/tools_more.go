@@ -14,6 +14,7 @@ import (
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/digest"
+	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -418,8 +419,19 @@ func (s *server) proposeReply(ctx context.Context, req *mcp.CallToolRequest, in 
 }
 
 // resolve finds the message a reference names, in an account the client
-// may see: a queue id, a thread id (its latest message from someone
-// else), else a trace id or Message-ID.
+// may see, and only ever a message of one authenticated correspondent
+// (store.ThreadCorrespondent, store.MayResolve): a client's id is text a
+// stranger may have chosen or copied.
+//   - A queue id: its item's own message.
+//   - A thread id: the newest message of the thread's correspondent; a
+//     stranger who joined the thread (by References or by subject) is
+//     never chosen, and when the thread holds mail of more than one
+//     authenticated correspondent the error names the trace ids to choose
+//     from instead of guessing.
+//   - A trace id: its message (mailagent's own id, nobody else's).
+//   - A Message-ID: its message, unless another stored message carries
+//     the same Message-ID from someone else (a borrowed id): then the
+//     error names the trace ids to choose from.
 func (s *server) resolve(ctx context.Context, svc api.Service, ref string) (store.MessageKey, error) {
 	if d, err := svc.QueueItem(ctx, ref); err == nil {
 		if !s.allowed(d.Item.Account) {
@@ -430,13 +442,7 @@ func (s *server) resolve(ctx context.Context, svc api.Service, ref string) (stor
 		return store.MessageKey{}, err
 	}
 	if msgs, err := storeOf(ctx, svc).ThreadMessages(ref, 0); err == nil && len(msgs) > 0 {
-		for i := len(msgs) - 1; i >= 0; i-- {
-			m := msgs[i]
-			if s.allowed(m.Account) && m.Route == "external" && m.SenderAuth.Identity() != "" {
-				return m.MessageKey, nil
-			}
-		}
-		return store.MessageKey{}, fmt.Errorf("%w: the thread has no message from an authenticated correspondent to answer", ErrInvalid)
+		return s.threadMessage(msgs)
 	}
 	e, err := svc.Explain(ctx, ref)
 	if err != nil {
@@ -445,5 +451,83 @@ func (s *server) resolve(ctx context.Context, svc api.Service, ref string) (stor
 	if e.Trace == nil || !s.allowed(e.Trace.Message.Account) {
 		return store.MessageKey{}, errNotFound
 	}
-	return e.Trace.Message, nil
+	if e.Trace.TraceID == ref || e.Message == nil {
+		return e.Trace.Message, nil
+	}
+	return s.messageIDMessage(ctx, svc, e.Message)
+}
+
+// threadMessage chooses, in a thread (oldest first), the newest message
+// of the thread's correspondent.
+func (s *server) threadMessage(msgs []*store.MessageRecord) (store.MessageKey, error) {
+	var seen []*store.MessageRecord
+	for _, m := range msgs {
+		if s.allowed(m.Account) {
+			seen = append(seen, m)
+		}
+	}
+	if len(seen) == 0 {
+		return store.MessageKey{}, errNotFound // another account's thread
+	}
+	anchor, who := store.ThreadCorrespondent(seen)
+	var pick *store.MessageRecord
+	var others []*store.MessageRecord
+	for _, m := range seen {
+		if m.FromOwner() || m.Correspondent() == "" {
+			continue
+		}
+		if anchor != nil && store.MayResolve(m, anchor) {
+			pick = m
+		} else {
+			others = append(others, m)
+		}
+	}
+	switch {
+	case len(others) > 0:
+		return store.MessageKey{}, ambiguous("the thread holds mail from more than one authenticated correspondent", append(others, pick))
+	case pick == nil:
+		return store.MessageKey{}, fmt.Errorf("%w: the thread has no message from its authenticated correspondent %s to answer", ErrInvalid, clip(line(who), 80))
+	}
+	return pick.MessageKey, nil
+}
+
+// messageIDMessage returns rec, the message a Message-ID led to, unless
+// another message of the account carries the same Message-ID and is not
+// rec's correspondent's.
+func (s *server) messageIDMessage(ctx context.Context, svc api.Service, rec *store.MessageRecord) (store.MessageKey, error) {
+	k := mail.IDKey(rec.MessageID)
+	var same []*store.MessageRecord
+	err := storeOf(ctx, svc).ListMessages(store.MessageFilter{Account: rec.Account}, func(m *store.MessageRecord) error {
+		if m.MessageKey != rec.MessageKey && mail.IDKey(m.MessageID) == k && (!store.MayResolve(m, rec) || !store.MayResolve(rec, m)) {
+			same = append(same, m)
+		}
+		return nil
+	})
+	if err != nil {
+		return store.MessageKey{}, err
+	}
+	if len(same) > 0 {
+		return store.MessageKey{}, ambiguous("more than one correspondent's message carries this Message-ID", append(same, rec))
+	}
+	return rec.MessageKey, nil
+}
+
+// ambiguous is the error that names the messages a client must choose
+// from, by trace id (mailagent's own ids, unlike Message-IDs).
+func ambiguous(why string, msgs []*store.MessageRecord) error {
+	var b strings.Builder
+	for _, m := range msgs {
+		if m == nil {
+			continue
+		}
+		who := m.Correspondent()
+		if who == "" {
+			who = "unauthenticated"
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s (%s)", m.TraceID, clip(line(who), 80))
+	}
+	return fmt.Errorf("%w: %s; pass the trace id of the message to answer: %s", ErrInvalid, why, b.String())
 }

@@ -68,8 +68,9 @@ var rules = []struct {
 }{
 	{pkg: "agent", forbidden: []string{"cmd", "tui", "imapsync", "internal/app", "internal/smtpsend", "internal/config"}},
 	// The outbox is the send protocol alone: it never imports the agent
-	// that uses it (the agent's side effects come in as hooks).
-	{pkg: "agent/outbox", only: []string{"store", "internal/mail"}},
+	// that uses it (the agent's side effects come in as hooks); the one
+	// address rule of outgoing mail is netpolicy's.
+	{pkg: "agent/outbox", only: []string{"store", "internal/mail", "internal/netpolicy"}},
 	{pkg: "imapsync", only: []string{"internal/netpolicy"}},
 	{pkg: "store", only: []string{"internal/mail"}},
 	{pkg: "tui", only: []string{"tui", "internal/termsafe", "internal/humantime"}},
