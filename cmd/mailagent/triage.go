@@ -256,7 +256,7 @@ func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) (err error)
 	sum := newTriageSummary()
 	var needsReview bool
 	for _, acct := range accounts {
-		if err := learnSentContacts(ctx, acct, st); err != nil {
+		if err := learnSentContacts(ctx, acct, st, f.Now()); err != nil {
 			fmt.Fprintf(f.Stderr, "warning: known contacts not read from Sent: %v\n", err)
 		}
 		nr, err := triageAccount(ctx, f, cfg, acct, p, opts, since, sum)

@@ -177,13 +177,18 @@ func classifyingPipeline(ctx context.Context, f *Factory, cfg *config.Config, st
 	return newPipeline(cfg, st, &agent.LLMClassifier{Model: model, Prompts: ps}, threader, f), model, ps, nil
 }
 
+// ownerOf is the agent.Owner of a configured account: every command that
+// asks whether an address is the owner's asks it.
+func ownerOf(a *config.Account) agent.Owner {
+	return agent.Owner{Name: a.DisplayName, Addresses: a.OwnerAddresses(), AuthservID: a.AuthservID, Assistant: a.AssistantAddress}
+}
+
 // newPipeline wires an agent.Pipeline from the configuration.
 func newPipeline(cfg *config.Config, st agent.Store, c agent.Classifier, th *mail.Threader, f *Factory) *agent.Pipeline {
 	accts := map[string]agent.Account{}
-	for _, a := range cfg.Accounts {
-		accts[a.Name] = agent.Account{Name: a.Name, Owner: agent.Owner{
-			Name: a.DisplayName, Addresses: a.OwnerAddresses(), AuthservID: a.AuthservID, Assistant: a.AssistantAddress,
-		}}
+	for i := range cfg.Accounts {
+		a := &cfg.Accounts[i]
+		accts[a.Name] = agent.Account{Name: a.Name, Owner: ownerOf(a)}
 	}
 	return &agent.Pipeline{
 		Store: st, Classifier: c, Threader: th, Accounts: accts,
