@@ -183,4 +183,3 @@ func TestKnownFromSentAttackLandsWithCheckOff(t *testing.T) {
 		}
 	}
 }
-
