@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/mailagent/mailagent/internal/humantime"
 )
 
 // EnvConfig names the environment variable that points at the config file.
@@ -480,8 +482,8 @@ func (p Policy) Footer(name string) string {
 	return strings.ReplaceAll(p.FooterText, "{{name}}", name)
 }
 
-// Duration is a time.Duration written in the file as a Go duration string
-// ("90s", "2m"). A value that does not parse is kept, not rejected at
+// Duration is a time.Duration written in the file in the one duration
+// grammar (humantime.ParseDuration: "90s", "2m", "1h30m", "2d", "1w"). A value that does not parse is kept, not rejected at
 // decode time, so that Validate can report it with its key alongside every
 // other problem.
 type Duration struct {
@@ -496,7 +498,7 @@ func (d Duration) D() time.Duration { return d.Duration }
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (d *Duration) UnmarshalText(b []byte) error {
 	d.raw = string(b)
-	v, err := time.ParseDuration(strings.TrimSpace(d.raw))
+	v, err := humantime.ParseDuration(d.raw)
 	if err != nil {
 		d.bad = true
 		d.Duration = 0

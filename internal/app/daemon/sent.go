@@ -11,6 +11,7 @@ import (
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/internal/retry"
 	"github.com/mailagent/mailagent/prompts"
 	"github.com/mailagent/mailagent/store"
 )
@@ -163,7 +164,7 @@ func (d *Daemon) retryNeedsReview(ctx context.Context, all bool) {
 	var keys []due
 	now := d.now()
 	err := d.Store.ListMessages(store.MessageFilter{State: store.StateNeedsReview}, func(r *store.MessageRecord) error {
-		if all || now.Sub(r.UpdatedAt) >= retryBackoff(orDefault(d.RetryInterval, 15*time.Minute), r.Attempts) {
+		if all || now.Sub(r.UpdatedAt) >= retry.After(orDefault(d.RetryInterval, 15*time.Minute), 24*time.Hour, r.Attempts) {
 			keys = append(keys, due{r.MessageKey, r.UpdatedAt})
 		}
 		return nil
@@ -268,14 +269,4 @@ func (d *Daemon) Retry(ctx context.Context, k store.MessageKey) error {
 	}
 	_, err = d.Pipeline.Reprocess(ctx, agent.Input{Key: k, Raw: raw.Raw, Truncated: raw.Truncated})
 	return err
-}
-
-// retryBackoff is how long a message that failed attempts times waits
-// before the next automatic retry.
-func retryBackoff(base time.Duration, attempts int) time.Duration {
-	d := base
-	for i := 1; i < attempts && d < 24*time.Hour; i++ {
-		d *= 2
-	}
-	return min(d, 24*time.Hour)
 }

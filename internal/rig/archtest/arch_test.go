@@ -78,7 +78,7 @@ var rules = []struct {
 	{pkg: "internal/mail", only: []string{"internal/html2text"}},
 	{pkg: "internal/html2text", only: []string{}},
 	{pkg: "internal/llm", only: []string{"internal/llm"}},
-	{pkg: "internal/config", only: []string{"internal/netpolicy"}},
+	{pkg: "internal/config", only: []string{"internal/netpolicy", "internal/humantime"}},
 	{pkg: "internal/compose", only: []string{"internal/mail"}},
 	{pkg: "internal/smtpsend", only: []string{"internal/smtpsend", "internal/netpolicy"}},
 	{pkg: "internal/netpolicy", only: []string{}},
@@ -94,6 +94,8 @@ var rules = []struct {
 	{pkg: "internal/demo", forbidden: []string{"cmd", "tui", "imapsync", "internal/app", "internal/smtpsend"}},
 	{pkg: "internal/app/api", forbidden: []string{"cmd", "tui", "imapsync", "internal/app/daemon"}},
 	{pkg: "internal/app/daemon", forbidden: []string{"cmd", "tui", "internal/app/api"}},
+	// triage's Sent learning: the agent's rule over an IMAP read, nothing else.
+	{pkg: "internal/app/sentlearn", forbidden: []string{"cmd", "tui", "internal/app/api", "internal/app/daemon", "internal/app/replay", "internal/app/digest", "internal/smtpsend", "internal/llm"}},
 	{pkg: "internal/app/replay", forbidden: []string{"cmd", "tui", "internal/app/api", "internal/app/daemon", "internal/app/digest", "internal/smtpsend"}},
 	// The MCP server reads through api.Service only: no mail server, no
 	// watch runtime, no sending.
