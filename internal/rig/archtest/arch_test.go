@@ -51,7 +51,7 @@ var leafLibraries = []string{
 	"internal/mail", "internal/compose", "internal/llm", "internal/smtpsend",
 	"internal/config", "internal/netpolicy", "internal/termsafe", "internal/autoconfig",
 	"internal/initcfg", "internal/unsubscribe", "internal/humantime",
-	"internal/calendar", "internal/memimap", "internal/html2text",
+	"internal/calendar", "internal/memimap", "internal/html2text", "internal/retry",
 }
 
 // testRigs are packages that only tests (and other rigs) import, checked
@@ -70,14 +70,16 @@ var rules = []struct {
 	// The outbox is the send protocol alone: it never imports the agent
 	// that uses it (the agent's side effects come in as hooks).
 	{pkg: "agent/outbox", only: []string{"store", "internal/mail"}},
-	{pkg: "imapsync", only: []string{"internal/netpolicy"}},
-	{pkg: "store", only: []string{"internal/mail"}},
+	{pkg: "imapsync", only: []string{"internal/netpolicy", "internal/retry"}},
+	{pkg: "store", only: []string{"internal/mail", "internal/retry"}},
 	{pkg: "tui", only: []string{"tui", "internal/termsafe", "internal/humantime"}},
 	{pkg: "prompts", only: []string{}},
 	{pkg: "internal/initcfg", only: []string{}},
 	{pkg: "internal/mail", only: []string{"internal/html2text"}},
 	{pkg: "internal/html2text", only: []string{}},
-	{pkg: "internal/llm", only: []string{"internal/llm"}},
+	{pkg: "internal/llm", only: []string{"internal/llm", "internal/retry"}},
+	// The one retry backoff schedule: a library of its own.
+	{pkg: "internal/retry", only: []string{}},
 	{pkg: "internal/config", only: []string{"internal/netpolicy", "internal/humantime"}},
 	{pkg: "internal/compose", only: []string{"internal/mail"}},
 	{pkg: "internal/smtpsend", only: []string{"internal/smtpsend", "internal/netpolicy"}},
