@@ -242,12 +242,12 @@ func answersItem(item *store.QueueItem, sent *mail.Message, owner Owner) bool {
 	}
 	who := map[string]bool{}
 	for _, a := range append([]mail.Address{item.From}, item.To...) {
-		if e := strings.ToLower(strings.TrimSpace(a.Email)); e != "" && !owner.IsOwner(e) {
+		if e := mail.AddrKey(a.Email); e != "" && !owner.IsOwner(e) {
 			who[e] = true
 		}
 	}
 	for _, a := range slices.Concat(sent.To, sent.Cc) {
-		if who[strings.ToLower(strings.TrimSpace(a.Email))] {
+		if who[mail.AddrKey(a.Email)] {
 			return true
 		}
 	}

@@ -109,7 +109,7 @@ func automated(m *mail.Message) (bool, string) {
 			return true, h + " header"
 		}
 	}
-	local := strings.ToLower(m.From.Email)
+	local := mail.AddrKey(m.From.Email)
 	if i := strings.IndexByte(local, '@'); i >= 0 {
 		local = local[:i]
 	}

@@ -1,9 +1,21 @@
 package agent
 
 import (
+	"time"
+
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
+
+// SentLookback is how far back the Sent folder is read for the people the
+// owner writes to, when nothing was read before: watch's first Sent scan,
+// triage's Sent learning and replay (before the period it replays). The
+// one default; daemon.Daemon.SentLookback may set another for watch.
+const SentLookback = 365 * 24 * time.Hour
+
+// SentFetchBytes caps each Sent-folder message read for learning: the
+// headers and the owner's own words are what count.
+const SentFetchBytes = 256 << 10
 
 // SentAutomatically reports whether m, a message read from the owner's
 // Sent folder, was sent automatically: it declares itself automatic

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/sentlearn"
 	"github.com/mailagent/mailagent/internal/config"
 )
@@ -23,6 +24,6 @@ func learnSentContacts(ctx context.Context, acct *config.Account, st any, now ti
 		return err
 	}
 	defer func() { _ = c.Close() }()
-	_, err = sentlearn.Learn(ctx, c, sentlearn.Account{Name: acct.Name, SentMailbox: acct.SentMailbox, Owner: ownerOf(acct)}, km, now.Add(-sentlearn.Lookback))
+	_, err = sentlearn.Learn(ctx, c, sentlearn.Account{Name: acct.Name, SentMailbox: acct.SentMailbox, Owner: ownerOf(acct)}, km, now.Add(-agent.SentLookback))
 	return err
 }

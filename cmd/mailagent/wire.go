@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
@@ -139,7 +138,7 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 			if len(q.To) != 1 {
 				return nil
 			}
-			ok, err := st.IncrAutoSend(q.Account, strings.ToLower(q.To[0].Email), store.Day(f.Now()),
+			ok, err := st.IncrAutoSend(q.Account, mail.AddrKey(q.To[0].Email), store.Day(f.Now()),
 				cfg.Policy.MaxAutoPerContactPerDay, cfg.Policy.MaxAutoPerDay)
 			if err != nil || !ok {
 				return err // over the caps: the draft waits for approval

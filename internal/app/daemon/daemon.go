@@ -58,7 +58,7 @@ type Daemon struct {
 	PollInterval    time.Duration // default 60s (servers without IDLE)
 	DisableIdle     bool          // poll even when IDLE is available
 	Concurrency     int           // messages in flight per account; default 4
-	// SentLookback bounds the first scan of the Sent folder (default 365 days).
+	// SentLookback bounds the first scan of the Sent folder (default agent.SentLookback).
 	SentLookback time.Duration
 	// RetryBatch bounds how many needs_review messages one retry pass
 	// takes (the oldest first; the rest wait for the next pass), and

@@ -48,7 +48,7 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 	}
 	var since time.Time
 	if !ok {
-		since = d.now().Add(-orDefault(d.SentLookback, 365*24*time.Hour))
+		since = d.now().Add(-orDefault(d.SentLookback, agent.SentLookback))
 	}
 	acct := d.Pipeline.Accounts[account]
 	last := cp.LastUID
@@ -56,7 +56,7 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 	// handling itself uses the same IMAP connection (to drop drafts).
 	var mine []*mail.Message
 	asks := map[*mail.Message]bool{} // for reply tracking
-	uv, err := d.Mailer.FetchSent(ctx, account, cp.LastUID, since, 256<<10, func(r imapsync.RawMessage) error {
+	uv, err := d.Mailer.FetchSent(ctx, account, cp.LastUID, since, agent.SentFetchBytes, func(r imapsync.RawMessage) error {
 		if ok && r.UIDValidity != cp.UIDValidity {
 			return nil // handled below: rescan from scratch
 		}

@@ -20,8 +20,8 @@ import (
 
 // SentLookback is how far before the replayed period the Sent folder is
 // read, so that the known-contact gate sees whom the owner wrote to
-// before (as watch's first Sent scan does).
-const SentLookback = 365 * 24 * time.Hour
+// before: agent.SentLookback, as watch's first Sent scan and triage.
+const SentLookback = agent.SentLookback
 
 // Account is one mail account to replay.
 type Account struct {

@@ -18,13 +18,6 @@ import (
 	"github.com/mailagent/mailagent/store"
 )
 
-// Lookback is how far back triage reads the Sent folder for the people
-// the owner writes to (as watch's first Sent scan does).
-const Lookback = 365 * 24 * time.Hour
-
-// maxBytes caps each fetched Sent message: the headers are what counts.
-const maxBytes = 256 << 10
-
 // Account is one account's Sent folder and owner.
 type Account struct {
 	Name string
@@ -68,7 +61,7 @@ func Learn(ctx context.Context, c *imapsync.Client, a Account, st Store, since t
 		return nil, fmt.Errorf("account %s: search Sent: %w", a.Name, err)
 	}
 	var msgs []*mail.Message
-	err = c.Fetch(ctx, uids, imapsync.FetchOptions{MaxMessageBytes: maxBytes}, func(r imapsync.RawMessage) error {
+	err = c.Fetch(ctx, uids, imapsync.FetchOptions{MaxMessageBytes: agent.SentFetchBytes}, func(r imapsync.RawMessage) error {
 		m := mail.Parse(r.Raw)
 		if a.Owner.IsOwner(m.From.Email) {
 			// The headers and addresses are kept, not the bodies.
