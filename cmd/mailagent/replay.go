@@ -337,7 +337,6 @@ func writeReplayHTML(path string, sum replay.Summary) error {
 	return nil
 }
 
-// ownerFunc tells an account's owner addresses.
 func optRatio(r float64) *float64 {
 	if r < 0 {
 		return nil
