@@ -76,3 +76,28 @@ func TestKnownFromSentCheckOff(t *testing.T) {
 		t.Fatalf("defence off: got %q, want the stranger (the control must land)", got)
 	}
 }
+
+// Owner routing has one home: whatever the spelling of the owner's
+// address, Owner.IsOwner, Route (from Sent), the Sent rules and the
+// sender authentication of Sent mail agree; a display name that reads
+// like the owner's address is not the owner anywhere.
+func TestOwnerOneRuleEverySpelling(t *testing.T) {
+	owner := Owner{Addresses: []string{"Ada@Example.com"}}
+	for _, tt := range []struct {
+		from  string
+		owner bool
+	}{
+		{"ada@example.com", true}, {"ADA@EXAMPLE.COM", true}, {"Ada Lovelace <ada@Example.COM>", true},
+		{"\"ada@example.com\" <mallory@evil.example>", false}, {"ada@example.com.evil.example", false},
+	} {
+		m := sentParse("From: " + tt.from + "\nTo: bob@example.org\nSubject: s\nMessage-ID: <o@example.com>\n\nhello\n")
+		isOwner := owner.IsOwner(m.From.Email)
+		routed := Route(m, owner, true, nil).Route == RouteOwner
+		wrote := OwnerWrote(m, owner, nil)
+		auth := senderAuthOf(m, owner, true).Method == store.AuthSentFolder
+		if isOwner != tt.owner || routed != tt.owner || wrote != tt.owner || auth != tt.owner {
+			t.Errorf("From %s: IsOwner %v, routed owner %v, OwnerWrote %v, Sent-folder auth %v; want %v everywhere",
+				tt.from, isOwner, routed, wrote, auth, tt.owner)
+		}
+	}
+}

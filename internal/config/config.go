@@ -448,6 +448,13 @@ const (
 // DefaultApprovalDelay is policy.approval_delay's default.
 const DefaultApprovalDelay = 5 * time.Second
 
+// Defaults of sync.initial_lookback and sync.retry_interval: the one
+// place each is written (the watch runtime falls back to them too).
+const (
+	DefaultInitialLookback = 24 * time.Hour
+	DefaultRetryInterval   = 15 * time.Minute
+)
+
 // Policy configures the deterministic send gates.
 type Policy struct {
 	Mode                    string   `toml:"mode"`
@@ -672,8 +679,8 @@ func defaults() *Config {
 		Sync: Sync{
 			MaxMessageBytes: 10 << 20,
 			PollInterval:    Dur(60 * time.Second),
-			InitialLookback: Dur(24 * time.Hour),
-			RetryInterval:   Dur(15 * time.Minute),
+			InitialLookback: Dur(DefaultInitialLookback),
+			RetryInterval:   Dur(DefaultRetryInterval),
 		},
 		Store:      Store{Retention: Days{Dur(90 * 24 * time.Hour)}},
 		Followup:   Followup{Enabled: true, DefaultAfter: Days{Dur(72 * time.Hour)}, MaxNudges: 2},

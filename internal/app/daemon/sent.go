@@ -10,6 +10,7 @@ import (
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/retry"
 	"github.com/mailagent/mailagent/prompts"
@@ -164,7 +165,7 @@ func (d *Daemon) retryNeedsReview(ctx context.Context, all bool) {
 	var keys []due
 	now := d.now()
 	err := d.Store.ListMessages(store.MessageFilter{State: store.StateNeedsReview}, func(r *store.MessageRecord) error {
-		if all || now.Sub(r.UpdatedAt) >= retry.After(orDefault(d.RetryInterval, 15*time.Minute), 24*time.Hour, r.Attempts) {
+		if all || now.Sub(r.UpdatedAt) >= retry.After(orDefault(d.RetryInterval, config.DefaultRetryInterval), 24*time.Hour, r.Attempts) {
 			keys = append(keys, due{r.MessageKey, r.UpdatedAt})
 		}
 		return nil
