@@ -46,12 +46,15 @@ import (
 // shrinks.
 var addrKeyPending = []string{
 	"agent/delegated_answered.go",
+	"agent/followup.go",
 	"agent/learn.go",
+	"agent/memory_select.go",
 	"agent/invite.go",
 	"agent/invite_cancel.go",
 	"agent/invite_occurrence.go",
 	"agent/propose.go",
 	"internal/calendar/imip.go",
+	"internal/calendar/imip_reply.go",
 }
 
 // oneHomeExempt are the homes themselves, and test rigs.
@@ -70,8 +73,10 @@ var notAnAddressKey = map[string]string{
 }
 
 var (
-	addrName = regexp.MustCompile(`(?i)(^|\.)(e?mail|email\w*|\w*addr\w*|\w*address\w*|identity|correspondent|who|sender|recipient)$`)
-	idName   = regexp.MustCompile(`(?i)(^|\.)(\w*messageid\w*|msgid|inreplyto|references)$`)
+	addrName = regexp.MustCompile(`(?i)(^|\.)(e?mail|email\w*|\w*addr\w*|\w*address\w*|identity|correspondent|who|sender|recipient|contact|organizer|attendee)$`)
+	// normaliserName: store's normID and normEmail, followup's lower.
+	normaliserName = regexp.MustCompile(`(?i)^(lower|(norm|normalize|lower|canon)(email|addr|address|id|msgid))$`)
+	idName         = regexp.MustCompile(`(?i)(^|\.)(\w*messageid\w*|msgid|inreplyto|references)$`)
 )
 
 // exprName renders x (an identifier, a selector, a call of one, an index
@@ -130,6 +135,10 @@ func oneHomeProblems(rel, name string, src []byte) ([]string, error) {
 	}
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
+		case *ast.FuncDecl:
+			if normaliserName.MatchString(n.Name.Name) {
+				at(n, "declares %s, a normaliser of its own: use mail.AddrKey or mail.IDKey", n.Name.Name)
+			}
 		case *ast.IndexExpr:
 			if isAutoSubmitted(n.Index) {
 				at(n, "reads the Auto-Submitted header: ask mail.Message.AutoSubmitted (agent.IsAutomatic)")
@@ -239,6 +248,8 @@ func TestOneHomeChecksCatch(t *testing.T) {
 		{"lower-cased subject", "agent", `package p; func f(r R) string { return strings.ToLower(r.Subject) }`, false},
 		{"address key", "agent", `package p; func f(a A) string { return mail.AddrKey(a.Email) }`, false},
 		{"lower-cased message id", "store", `package p; func f(messageID string) string { return strings.ToLower(messageID) }`, true},
+		{"a normaliser of its own", "store", `package p; func normEmail(e string) string { return e }`, true},
+		{"a lower helper", "agent", `package p; func lower(s string) string { return s }`, true},
 		{"second backoff", "imapsync", `package p; import "github.com/cenkalti/backoff/v5"; var _ = backoff.Permanent`, true},
 		{"backoff's home", "internal/retry", `package p; import "github.com/cenkalti/backoff/v5"; var _ = backoff.Permanent`, false},
 		{"owner addresses read again", "cmd/mailagent", `package p; func f(a *config.Account) []string { return a.OwnerAddresses() }`, true},
