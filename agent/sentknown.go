@@ -35,14 +35,15 @@ func SentAutomatically(m *mail.Message, autoByUs func(messageID string) bool) bo
 
 // OwnerWrote reports whether m, a message read from the owner's Sent
 // folder, is mail the owner wrote themselves: From is one of o's
-// addresses, m was not sent automatically (SentAutomatically), and it
-// does not carry mailagent's TraceHeader (a reply the owner approved was
-// counted when mailagent sent it).
+// addresses, and m is neither machine-sent (IsMachineSent: automatic, or
+// mailagent's TraceHeader; a reply the owner approved was counted when
+// mailagent sent it) nor one of mailagent's auto-sends by its Message-ID
+// (SentAutomatically).
 func OwnerWrote(m *mail.Message, o Owner, autoByUs func(messageID string) bool) bool {
-	if m == nil || !o.IsOwner(m.From.Email) || SentAutomatically(m, autoByUs) {
+	if m == nil || !o.IsOwner(m.From.Email) {
 		return false
 	}
-	return store.IdentityChecksOff() || m.HeaderValue(TraceHeader) == ""
+	return store.IdentityChecksOff() || (!IsMachineSent(m) && !SentAutomatically(m, autoByUs))
 }
 
 // KnownFromSent is the one rule for what a message in the owner's Sent
