@@ -415,19 +415,13 @@ func (c *Config) StoreRetention() time.Duration {
 	return c.Store.Retention.D()
 }
 
-// Days is a Duration that may also be written as a whole number of days
-// ("90d").
+// Days is a Duration (the same grammar: "90d", "2w", "36h") written back
+// as a whole number of days when it is one.
 type Days struct{ Duration }
 
-// UnmarshalText implements encoding.TextUnmarshaler.
+// UnmarshalText implements encoding.TextUnmarshaler: the one duration
+// grammar of Duration ("90d" is 90 days of 24 hours).
 func (d *Days) UnmarshalText(b []byte) error {
-	t := strings.TrimSpace(string(b))
-	if n, ok := strings.CutSuffix(t, "d"); ok {
-		if v, err := strconv.Atoi(n); err == nil && v >= 0 && v <= 100*365 {
-			d.Duration = Duration{Duration: time.Duration(v) * 24 * time.Hour, raw: t}
-			return nil
-		}
-	}
 	return d.Duration.UnmarshalText(b)
 }
 
