@@ -253,7 +253,7 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 		case p.ownerRuleFor(rec.Account, recipients[0].Email) != "":
 			// memory_select.go: the owner's standing rules are checked by them.
 			rec.Decision, rec.Reasons = DecisionQueue, []string{"owner rule: " + p.ownerRuleFor(rec.Account, recipients[0].Email)}
-		case len(recipients) != 1 || !strings.EqualFold(recipients[0].Email, rec.SenderAuth.Identity()):
+		case len(recipients) != 1 || !mail.SameAddr(recipients[0].Email, rec.SenderAuth.Identity()):
 			// The recipients gate passed, so this cannot happen; checked
 			// again here because it is what keeps a reply from going
 			// anywhere but back to the authenticated sender.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/compose"
@@ -82,7 +81,7 @@ func (p *Pipeline) DraftDryRun(ctx context.Context, rec *store.MessageRecord, bo
 	case dr.NeedsOwnerInput:
 		out.Reasons = append(out.Reasons, "the draft needs the owner's input")
 	case rec.Decision != DecisionAutoSend || !AllPass(out.Gates):
-	case len(recipients) != 1 || !strings.EqualFold(recipients[0].Email, rec.SenderAuth.Identity()):
+	case len(recipients) != 1 || !mail.SameAddr(recipients[0].Email, rec.SenderAuth.Identity()):
 		out.Reasons = []string{"recipients: an automatic reply goes only to the authenticated sender"}
 	default:
 		out.Decision, out.Reasons = DecisionAutoSend, nil

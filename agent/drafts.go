@@ -242,12 +242,12 @@ func answersItem(item *store.QueueItem, sent *mail.Message, owner Owner) bool {
 	}
 	who := map[string]bool{}
 	for _, a := range append([]mail.Address{item.From}, item.To...) {
-		if e := strings.ToLower(strings.TrimSpace(a.Email)); e != "" && !owner.IsOwner(e) {
+		if e := mail.AddrKey(a.Email); e != "" && !owner.IsOwner(e) {
 			who[e] = true
 		}
 	}
 	for _, a := range slices.Concat(sent.To, sent.Cc) {
-		if who[strings.ToLower(strings.TrimSpace(a.Email))] {
+		if who[mail.AddrKey(a.Email)] {
 			return true
 		}
 	}
@@ -262,14 +262,19 @@ func isDraftCopy(item *store.QueueItem, sent *mail.Message) bool {
 }
 
 // IsAutomatic reports whether m declares itself automatic (an
-// Auto-Submitted value other than "no", RFC 3834): mailagent's auto-replies
-// carry it, and so do vacation replies.
-func IsAutomatic(m *mail.Message) bool {
-	v := strings.ToLower(strings.TrimSpace(m.HeaderValue("Auto-Submitted")))
-	if i := strings.IndexByte(v, ';'); i >= 0 {
-		v = strings.TrimSpace(v[:i])
-	}
-	return v != "" && v != "no"
+// Auto-Submitted keyword other than "no", RFC 3834; mail.Message's
+// AutoSubmitted is the one reader of the header): mailagent's auto-replies
+// carry it, and so do vacation replies. Route's automated route asks the
+// same question first.
+func IsAutomatic(m *mail.Message) bool { return m.AutoSubmitted() }
+
+// IsMachineSent reports whether m, a message in the owner's Sent folder,
+// was not written by the owner by hand: it declares itself automatic
+// (IsAutomatic) or carries TraceHeader (mailagent sent it; an approved
+// reply was counted when it was sent). Such mail never makes anyone a
+// known contact (KnownFromSent) and never counts as the owner's own words.
+func IsMachineSent(m *mail.Message) bool {
+	return IsAutomatic(m) || m.HeaderValue(TraceHeader) != ""
 }
 
 // ownerAnsweredInSent reads the Sent folder (when the Mailer can) for a
@@ -284,7 +289,7 @@ func (p *Pipeline) ownerAnsweredInSent(ctx context.Context, item *store.QueueIte
 	found := false
 	err := sr.ReadSent(ctx, item.Account, item.CreatedAt.Add(-24*time.Hour), func(raw []byte) error {
 		m := mail.Parse(raw)
-		if found || !owner.IsOwner(m.From.Email) || IsAutomatic(m) || m.HeaderValue(TraceHeader) != "" {
+		if found || !owner.IsOwner(m.From.Email) || IsMachineSent(m) {
 			return nil
 		}
 		found = answersItem(item, m, owner) || isDraftCopy(item, m)

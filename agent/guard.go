@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"mvdan.cc/xurls/v2"
+
+	"github.com/mailagent/mailagent/internal/mail"
 )
 
 // OutboundFields are the parts of a reply that leave in the owner's name.
@@ -134,15 +136,14 @@ func newTrustIndex(tr Trusted) *trustIndex {
 	ti := &trustIndex{addrs: map[string]bool{}, payments: map[string]bool{}}
 	text := tr.Text
 	for _, a := range tr.Addresses {
-		a = strings.TrimSpace(strings.Trim(strings.TrimSpace(a), "<>"))
-		a = strings.TrimPrefix(strings.ToLower(a), "mailto:")
-		ti.addrs[strings.ToLower(normalize(a).s)] = true
+		a = strings.TrimPrefix(mail.AddrKey(a), "mailto:")
+		ti.addrs[mail.AddrKey(normalize(a).s)] = true
 		text += "\n" + a
 	}
 	t := deobfuscate(normalize(text))
 	emails := g.email.FindAllStringIndex(t.s, -1)
 	for _, m := range emails {
-		ti.addrs[strings.ToLower(t.s[m[0]:m[1]])] = true
+		ti.addrs[mail.AddrKey(t.s[m[0]:m[1]])] = true
 	}
 	links, _ := findLinks(t.s, emails) // a trusted word too long to read vouches for nothing
 	for _, l := range links {
@@ -198,7 +199,7 @@ func (ti *trustIndex) check(prefix string, field ntext) []string {
 
 	emails := g.email.FindAllStringIndex(t.s, -1)
 	for _, m := range emails {
-		addr := strings.ToLower(t.s[m[0]:m[1]])
+		addr := mail.AddrKey(t.s[m[0]:m[1]])
 		if !ti.addrs[addr] {
 			report("a:"+addr, "names address "+quoteAs(addr, t.source(m[0], m[1]))+" "+notRecipient)
 		}
@@ -212,7 +213,7 @@ func (ti *trustIndex) check(prefix string, field ntext) []string {
 		s := t.s[l[0]:l[1]]
 		k, ok := parseLink(s)
 		if ok && k.scheme == "mailto" {
-			addr := strings.ToLower(strings.TrimPrefix(k.path, "mailto:"))
+			addr := mail.AddrKey(strings.TrimPrefix(k.path, "mailto:"))
 			if !ti.addrs[addr] {
 				report("a:"+addr, "names address "+quoteAs(addr, t.source(l[0], l[1]))+" "+notRecipient)
 			}

@@ -59,16 +59,16 @@ const DelegatedMailbox = "mailagent:delegated"
 // owner's addresses.
 func (p *Pipeline) isAgentAddress(account, addr string) bool {
 	o := p.Accounts[account].Owner
-	addr = strings.ToLower(strings.TrimSpace(addr))
+	addr = mail.AddrKey(addr)
 	if addr == "" {
 		return false
 	}
-	if o.Assistant != "" && strings.EqualFold(o.Assistant, addr) {
+	if o.Assistant != "" && mail.SameAddr(o.Assistant, addr) {
 		return true
 	}
 	for _, a := range o.Addresses {
 		at := strings.LastIndexByte(a, '@')
-		if at > 0 && addr == strings.ToLower(a[:at]+"+agent"+a[at:]) {
+		if at > 0 && mail.SameAddr(addr, a[:at]+"+agent"+a[at:]) {
 			return true
 		}
 	}
@@ -86,7 +86,7 @@ func (p *Pipeline) ownerMode(rec *store.MessageRecord, body string, fwds []mail.
 	toAgent, toSelf := false, false
 	var others []string
 	for _, a := range append(slices.Clone(rec.To), rec.Cc...) {
-		e := strings.ToLower(a.Email)
+		e := mail.AddrKey(a.Email)
 		switch {
 		case p.isAgentAddress(rec.Account, e):
 			toAgent = true
@@ -107,7 +107,7 @@ func (p *Pipeline) ownerMode(rec *store.MessageRecord, body string, fwds []mail.
 	}
 	if dels, notes = p.delegations(rec, body, fwds); len(dels) > 0 {
 		for _, d := range dels {
-			if e := strings.ToLower(d.From.Email); !slices.Contains(contacts, e) {
+			if e := mail.AddrKey(d.From.Email); !slices.Contains(contacts, e) {
 				contacts = append(contacts, e)
 			}
 		}
@@ -133,7 +133,7 @@ func (p *Pipeline) threadCorrespondent(rec *store.MessageRecord) string {
 		r := recs[i]
 		if r.Route == RouteExternal {
 			if id := r.SenderAuth.Identity(); id != "" {
-				return strings.ToLower(id)
+				return mail.AddrKey(id)
 			}
 		}
 	}
@@ -145,7 +145,7 @@ var addrPattern = regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-
 func addressesIn(s string) []string {
 	var out []string
 	for _, a := range addrPattern.FindAllString(s, 20) {
-		if a = strings.ToLower(a); !slices.Contains(out, a) {
+		if a = mail.AddrKey(a); !slices.Contains(out, a) {
 			out = append(out, a)
 		}
 	}
@@ -288,7 +288,7 @@ func (p *Pipeline) ownerMail(ctx context.Context, rec *store.MessageRecord, body
 		res.Mode = mode
 		for i, fw := range dels {
 			fw.Index = i
-			r, lerr := p.runOwnerLoop(ctx, rec, body, mode, []string{strings.ToLower(fw.From.Email)}, fw)
+			r, lerr := p.runOwnerLoop(ctx, rec, body, mode, []string{mail.AddrKey(fw.From.Email)}, fw)
 			res.Usage = res.Usage.Add(r.Usage)
 			res.Steps, res.Rejected = append(res.Steps, r.Steps...), res.Rejected+r.Rejected
 			res.loops = append(res.loops, r.loops...)
@@ -492,7 +492,7 @@ func (p *Pipeline) checkTurn(t *ownerTurn, mode string, contacts []string, haveD
 	default:
 		return fmt.Sprintf("unknown tool %q", *t.Tool)
 	}
-	c := strings.ToLower(strings.TrimSpace(t.Contact))
+	c := mail.AddrKey(t.Contact)
 	t.Contact = c
 	switch {
 	case !slices.Contains([]string{store.MemoryFact, store.MemoryPreference, store.MemoryRule, store.MemoryStyle, store.MemoryTemporary}, t.Kind):
@@ -531,7 +531,7 @@ func (p *Pipeline) delegateDraft(ctx context.Context, rec *store.MessageRecord, 
 	if instruction == "" {
 		instruction = oneLine(rec.Excerpt, 300) // the owner's note above the forward
 	}
-	who := strings.ToLower(fw.From.Email)
+	who := mail.AddrKey(fw.From.Email)
 	req := DraftRequest{Owner: p.ownerOf(rec.Account), Profile: a.Profile, From: formatAddress(fw.From), Subject: fw.Subject,
 		Body: prompts.TrimText(fw.Body, p.maxBody()), Instruction: instruction, Memory: p.memoryFor(rec.Account, who, nil, true)}
 	if c, err := p.Store.GetContact(rec.Account, who); err == nil {
@@ -573,7 +573,7 @@ func (p *Pipeline) queueDelegated(ctx context.Context, rec *store.MessageRecord,
 		return "", fmt.Errorf("delegate: %w", err)
 	}
 	in := GateInput{Route: RouteInfo{Route: RouteExternal, Reason: "forwarded by the owner"}, AuthservID: acct.Owner.AuthservID,
-		Recipients: []Recipient{{Email: strings.ToLower(fw.From.Email)}},
+		Recipients: []Recipient{{Email: mail.AddrKey(fw.From.Email)}},
 		Out:        OutboundFields{Subject: mail.ReplySubject(orig.Subject), Body: d.Body}}
 	if c, err := p.Store.GetContact(rec.Account, fw.From.Email); err == nil {
 		in.Recipients[0].Known = c.Known

@@ -153,7 +153,7 @@ func delegateNotes(fw forwarded) []string {
 		out = append(out, "the forwarded message was damaged ("+pr+"): check the draft against the original")
 	}
 	for _, r := range fw.ReplyTo {
-		if !strings.EqualFold(r.Email, fw.From.Email) {
+		if !mail.SameAddr(r.Email, fw.From.Email) {
 			out = append(out, fmt.Sprintf("the forwarded message asks for replies to %s (Reply-To); this draft goes to its sender %s", r.Email, fw.From.Email))
 			break
 		}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/compose"
@@ -648,13 +647,13 @@ func (p *Pipeline) threadRecords(rec *store.MessageRecord, limit int) []*store.M
 // writtenBy reports whether r's sender is authenticated as id. A route
 // other than external or owner (automated, self) never counts.
 func writtenBy(r *store.MessageRecord, id string) bool {
-	return (r.Route == RouteExternal || r.Route == RouteOwner) && strings.EqualFold(r.SenderAuth.Identity(), id)
+	return (r.Route == RouteExternal || r.Route == RouteOwner) && mail.SameAddr(r.SenderAuth.Identity(), id)
 }
 
 func addressedTo(r *store.MessageRecord, id string) bool {
 	for _, as := range [][]mail.Address{r.To, r.Cc} {
 		for _, a := range as {
-			if strings.EqualFold(strings.TrimSpace(a.Email), id) {
+			if mail.SameAddr(a.Email, id) {
 				return true
 			}
 		}
@@ -711,7 +710,7 @@ func (p *Pipeline) gateInput(rec *store.MessageRecord, route RouteInfo, acct Acc
 		return in
 	}
 	for _, a := range append(to, cc...) {
-		r := Recipient{Email: strings.ToLower(a.Email)}
+		r := Recipient{Email: mail.AddrKey(a.Email)}
 		if c, err := p.Store.GetContact(rec.Account, a.Email); err == nil {
 			r.Known = c.Known
 		}

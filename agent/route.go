@@ -29,11 +29,13 @@ type Owner struct {
 	Assistant string
 }
 
-// IsOwner reports whether addr is one of the owner's addresses.
+// IsOwner reports whether addr is one of the owner's addresses, compared
+// by mail.AddrKey. It is the one test of "is this the owner's address";
+// whether a message is the owner's own mail is Route's decision (an
+// unauthenticated owner address is not the owner).
 func (o Owner) IsOwner(addr string) bool {
-	addr = strings.TrimSpace(addr)
 	for _, a := range o.Addresses {
-		if strings.EqualFold(a, addr) {
+		if mail.SameAddr(a, addr) {
 			return true
 		}
 	}
@@ -81,8 +83,8 @@ func Route(m *mail.Message, o Owner, fromSent bool, sentByUs func(messageID stri
 
 // automated applies RFC 3834 and the common bulk-mail signals.
 func automated(m *mail.Message) (bool, string) {
-	if v := strings.ToLower(strings.TrimSpace(m.HeaderValue("Auto-Submitted"))); v != "" && !strings.HasPrefix(v, "no") {
-		return true, "Auto-Submitted: " + v + " (RFC 3834)"
+	if IsAutomatic(m) {
+		return true, "Auto-Submitted: " + m.AutoSubmittedKeyword() + " (RFC 3834)"
 	}
 	switch p := strings.ToLower(strings.TrimSpace(m.HeaderValue("Precedence"))); p {
 	case "bulk", "list", "junk":
@@ -107,7 +109,7 @@ func automated(m *mail.Message) (bool, string) {
 			return true, h + " header"
 		}
 	}
-	local := strings.ToLower(m.From.Email)
+	local := mail.AddrKey(m.From.Email)
 	if i := strings.IndexByte(local, '@'); i >= 0 {
 		local = local[:i]
 	}

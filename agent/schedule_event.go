@@ -5,10 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/calendar"
+	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -65,7 +65,7 @@ func (p *Pipeline) scheduleSent(ob *store.OutboxRecord) {
 	if !approved && !(ob.Auto && p.Policy.AutoSchedule) {
 		return
 	}
-	if o.Attendee == "" || len(ob.To) != 1 || !strings.EqualFold(ob.To[0], o.Attendee) {
+	if o.Attendee == "" || len(ob.To) != 1 || !mail.SameAddr(ob.To[0], o.Attendee) {
 		return
 	}
 	loc, err := time.LoadLocation(o.TZ)

@@ -166,7 +166,7 @@ func trustedAR(values []string, pos []int, patterns []string) (block []arHeader,
 // failing result beats a passing one for the same check, so a header the
 // sender forged below the server's cannot turn a failure into a pass.
 func AuthenticateSender(m *mail.Message, authservID string) store.SenderAuth {
-	addr := strings.ToLower(strings.TrimSpace(m.From.Email))
+	addr := mail.AddrKey(m.From.Email)
 	out := store.SenderAuth{Address: addr}
 	fail := func(format string, args ...any) store.SenderAuth {
 		out.Reason = fmt.Sprintf(format, args...)
@@ -257,7 +257,7 @@ func AuthenticateSender(m *mail.Message, authservID string) store.SenderAuth {
 // owner's own Sent folder is authenticated by where it was found.
 func senderAuthOf(m *mail.Message, o Owner, fromSent bool) store.SenderAuth {
 	if fromSent && o.IsOwner(m.From.Email) {
-		return store.SenderAuth{Authenticated: true, Address: strings.ToLower(strings.TrimSpace(m.From.Email)),
+		return store.SenderAuth{Authenticated: true, Address: mail.AddrKey(m.From.Email),
 			Method: store.AuthSentFolder, Reason: "read from the owner's Sent folder"}
 	}
 	return AuthenticateSender(m, o.AuthservID)

@@ -7,8 +7,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
 	"github.com/emersion/go-imap/v2/imapclient"
+
+	"github.com/mailagent/mailagent/internal/retry"
 )
 
 // State is what a Watcher is doing, for a status line.
@@ -129,13 +130,7 @@ func (w *Watcher) Run(ctx context.Context, sync func(ctx context.Context, c *Cli
 	}
 	minB := orDefault(w.MinBackoff, DefaultMinBackoff)
 	maxB := max(orDefault(w.MaxBackoff, DefaultMaxBackoff), minB)
-	bo := &backoff.ExponentialBackOff{
-		InitialInterval:     minB,
-		RandomizationFactor: backoff.DefaultRandomizationFactor,
-		Multiplier:          2,
-		MaxInterval:         maxB,
-	}
-	bo.Reset()
+	bo := retry.Jittered(minB, maxB)
 
 	r := &watchRun{w: w, log: w.logger(), state: -1}
 	for attempt := 1; ; attempt++ {

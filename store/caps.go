@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/mailagent/mailagent/internal/mail"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -62,7 +63,7 @@ func (s *Store) IncrAutoSend(account, contact, day string, perContactMax, global
 		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("auto-send cap %s/%s %s: %w", account, normEmail(contact), day, err)
+		return false, fmt.Errorf("auto-send cap %s/%s %s: %w", account, mail.AddrKey(contact), day, err)
 	}
 	return ok, nil
 }

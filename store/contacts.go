@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mailagent/mailagent/internal/mail"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -27,7 +28,7 @@ func checkContact(account, email string) error {
 	if err := checkName("account", account); err != nil {
 		return err
 	}
-	if normEmail(email) == "" {
+	if mail.AddrKey(email) == "" {
 		return errors.New("contact email is empty")
 	}
 	return nil
@@ -42,7 +43,7 @@ func (s *Store) GetContact(account, email string) (*Contact, error) {
 		return getJSON(b, []byte(emailKey(email)), &c)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("get contact %s/%s: %w", account, normEmail(email), err)
+		return nil, fmt.Errorf("get contact %s/%s: %w", account, mail.AddrKey(email), err)
 	}
 	return &c, nil
 }
@@ -63,7 +64,7 @@ func (s *Store) UpdateContact(account, email string, fn func(*Contact) error) (*
 		if err != nil {
 			return err
 		}
-		return updateContactTx(b, key, normEmail(email), s.now().UTC(), &c, fn)
+		return updateContactTx(b, key, mail.AddrKey(email), s.now().UTC(), &c, fn)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("update contact %s/%s: %w", account, key, err)
@@ -126,7 +127,7 @@ func (s *Store) ListContacts(account string, fn func(*Contact) error) error {
 // records about exactly that address, and the examples of replies to it.
 // Nothing of the account's to forget is an error wrapping ErrNotFound.
 func (s *Store) ForgetContact(account, email string) error {
-	key, who := emailKey(email), normEmail(email)
+	key, who := emailKey(email), mail.AddrKey(email)
 	err := s.updateTx(func(tx *bolt.Tx) error {
 		found := false
 		if b, _ := contactBucket(tx, account, false); b != nil && b.Get([]byte(key)) != nil {
@@ -202,7 +203,7 @@ func (s *Store) MarkKnown(account string, emails []string) error {
 		now := s.now().UTC()
 		for _, e := range emails {
 			var c Contact
-			if err := updateContactTx(b, emailKey(e), normEmail(e), now, &c, func(c *Contact) error {
+			if err := updateContactTx(b, emailKey(e), mail.AddrKey(e), now, &c, func(c *Contact) error {
 				c.Known = true
 				return nil
 			}); err != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailagent/mailagent/internal/mail"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -228,7 +229,7 @@ func (ff FollowupFilter) Match(f *Followup) bool {
 	if len(ff.States) > 0 && !slices.Contains(ff.States, f.State) {
 		return false
 	}
-	if c := strings.ToLower(strings.TrimSpace(ff.Correspondent)); c != "" &&
+	if c := mail.AddrKey(ff.Correspondent); c != "" &&
 		!slices.ContainsFunc(f.Correspondents, func(x string) bool { return strings.Contains(x, c) }) {
 		return false
 	}

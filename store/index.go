@@ -11,6 +11,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/mailagent/mailagent/internal/retry"
 )
 
 // The queue and the outbox are indexed by status and due time, so that
@@ -27,16 +29,13 @@ import (
 // Every write of a queue item or an outbox record goes through putQueueTx
 // or putOutboxTx, which keep the index in the same transaction.
 
-// RetryBackoff is the wait before a pending send that failed temporarily
-// attempts times is due again: 1 minute, doubling, at most an hour. It is
-// the agent's send retry schedule, kept here so that the index knows when
-// a pending record is due.
+// RetryBackoff is the wait before a pending send (or job) that failed
+// temporarily attempts times is due again: 1 minute, doubling, at most an
+// hour (retry.After, the one backoff schedule). It is the agent's send
+// retry schedule, kept here so that the index knows when a pending record
+// is due.
 func RetryBackoff(attempts int) time.Duration {
-	d := time.Minute
-	for i := 1; i < attempts && d < time.Hour; i++ {
-		d *= 2
-	}
-	return min(d, time.Hour)
+	return retry.After(time.Minute, time.Hour, attempts)
 }
 
 func outboxDue(r *OutboxRecord) time.Time {

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mailagent/mailagent/internal/mail"
 )
 
 // maxKeyPart is the longest piece of outside text (a Message-ID, an
@@ -32,21 +34,23 @@ func keyPart(text string) (part string, unsafe bool) {
 	return hashedPrefix + hex.EncodeToString(sum[:]), true
 }
 
-// idKey is the key part of a Message-ID: normalized, then made safe.
+// idKey is the key part of a Message-ID: mail.IDKey (the one Message-ID
+// key), then made safe.
 func idKey(messageID string) string {
-	k, _ := keyPart(normID(messageID))
+	k, _ := keyPart(mail.IDKey(messageID))
 	return k
 }
 
-// emailKey is the key part of a contact address: normalized, then made safe.
+// emailKey is the key part of a contact address: mail.AddrKey (the one
+// address key), then made safe.
 func emailKey(email string) string {
-	k, _ := keyPart(normEmail(email))
+	k, _ := keyPart(mail.AddrKey(email))
 	return k
 }
 
 // unsafeKeyReason says why a Message-ID was indexed under a hash, or "".
 func unsafeKeyReason(messageID string) string {
-	id := normID(messageID)
+	id := mail.IDKey(messageID)
 	if _, unsafe := keyPart(id); !unsafe {
 		return ""
 	}

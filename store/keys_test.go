@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/mailagent/mailagent/internal/mail"
 )
 
 // TestHostileMessageIDs: a message whose Message-ID (or address, or
@@ -38,7 +40,7 @@ func TestHostileMessageIDs(t *testing.T) {
 			if strings.Contains(c.id, "\x00") && got.MessageID != c.id {
 				t.Errorf("Message-ID read back as %q", got.MessageID)
 			}
-			if _, unsafe := keyPart(normID(c.id)); unsafe && len(got.Problems) == 0 {
+			if _, unsafe := keyPart(mail.IDKey(c.id)); unsafe && len(got.Problems) == 0 {
 				t.Errorf("no reason recorded for a hashed key")
 			}
 			found, err := s.FindByMessageID("acct", c.id)

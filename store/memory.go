@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mailagent/mailagent/internal/mail"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -76,14 +77,14 @@ func (r *MemoryRecord) Active(now time.Time) bool {
 // AppliesTo reports whether the record may be shown when drafting for
 // contact: its own records, its domain's, and global ones.
 func (r *MemoryRecord) AppliesTo(contact string) bool {
-	contact = normEmail(contact)
+	contact = mail.AddrKey(contact)
 	switch {
 	case r.Contact == "":
 		return true
 	case strings.HasPrefix(r.Contact, "@"):
 		return contact != "" && strings.HasSuffix(contact, r.Contact)
 	default:
-		return r.Contact == contact
+		return mail.AddrKey(r.Contact) == contact
 	}
 }
 
@@ -100,7 +101,7 @@ func CheckMemory(r *MemoryRecord) error {
 		return fmt.Errorf("%w: kind %q is not one of %s", ErrBadMemory, r.Kind, strings.Join(MemoryKinds, ", "))
 	}
 	r.Text = strings.Join(strings.Fields(r.Text), " ")
-	r.Contact = normEmail(r.Contact)
+	r.Contact = mail.AddrKey(r.Contact)
 	switch n := utf8.RuneCountInString(r.Text); {
 	case n == 0:
 		return fmt.Errorf("%w: empty text", ErrBadMemory)
@@ -177,7 +178,7 @@ type MemoryFilter struct {
 
 func (f MemoryFilter) match(r *MemoryRecord) bool {
 	return (f.Account == "" || r.Account == f.Account) &&
-		(f.Contact == "" || r.Contact == normEmail(f.Contact)) &&
+		(f.Contact == "" || mail.SameAddr(r.Contact, f.Contact)) &&
 		(f.Kind == "" || r.Kind == f.Kind) &&
 		(f.Source == "" || r.Source == f.Source)
 }
@@ -284,7 +285,7 @@ func (s *Store) AddExample(e *Example) error {
 		return fmt.Errorf("add example: %w", err)
 	}
 	out := *e
-	out.Contact = normEmail(out.Contact)
+	out.Contact = mail.AddrKey(out.Contact)
 	out.Text = strings.TrimSpace(out.Text)
 	if r := []rune(out.Text); len(r) > MaxExampleText {
 		cut := string(r[:MaxExampleText])

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailagent/mailagent/internal/mail"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -160,7 +161,7 @@ type msgQuery struct {
 
 func prepare(q MessagePageQuery) *msgQuery {
 	m := &msgQuery{MessagePageQuery: q}
-	m.corr = []byte(strings.ToLower(strings.TrimSpace(q.Correspondent)))
+	m.corr = []byte(mail.AddrKey(q.Correspondent))
 	for _, w := range q.Subject {
 		for _, f := range strings.Fields(strings.ToLower(w)) {
 			m.words = append(m.words, []byte(f))
@@ -339,15 +340,15 @@ func intentsOf(r *MessageRecord) []string {
 	return r.Classification.Intents
 }
 
-// emailsOf are the addresses a correspondent filter looks at, lowercased:
-// From, the authenticated sender, To, Cc and Reply-To.
+// emailsOf are the addresses a correspondent filter looks at, by
+// mail.AddrKey: From, the authenticated sender, To, Cc and Reply-To.
 func emailsOf(r *MessageRecord) []string {
-	out := []string{strings.ToLower(r.From.Email)}
+	out := []string{mail.AddrKey(r.From.Email)}
 	if id := r.SenderAuth.Identity(); id != "" {
-		out = append(out, strings.ToLower(id))
+		out = append(out, mail.AddrKey(id))
 	}
 	for _, a := range slices.Concat(r.To, r.Cc, r.ReplyTo) {
-		out = append(out, strings.ToLower(a.Email))
+		out = append(out, mail.AddrKey(a.Email))
 	}
 	return out
 }

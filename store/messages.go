@@ -185,7 +185,7 @@ func (s *Store) GetMessage(k MessageKey) (*MessageRecord, error) {
 // same message may sit in several mailboxes). account "" searches every
 // account. No match is an empty slice, not an error.
 func (s *Store) FindByMessageID(account, messageID string) ([]*MessageRecord, error) {
-	if normID(messageID) == "" {
+	if mail.IDKey(messageID) == "" {
 		return nil, nil
 	}
 	prefix := append([]byte(idKey(messageID)), 0)

@@ -74,6 +74,9 @@ func (s *Store) init(fresh bool) error {
 			if err := buildMsgCreatedIndex(tx); err != nil {
 				return err
 			}
+			if err := rekeyOnce(tx); err != nil {
+				return err
+			}
 			meta := tx.Bucket(bMeta)
 			if meta.Get(metaCreatedAt) == nil && fresh {
 				if err := meta.Put(metaCreatedAt, []byte(s.now().UTC().Format(time.RFC3339Nano))); err != nil {

@@ -285,23 +285,6 @@ func checkName(what, v string) error {
 	return nil
 }
 
-// normID lowercases a Message-ID and strips angle brackets and spaces, so
-// that look-ups match however the id was written.
-func normID(id string) string {
-	id = strings.TrimSpace(id)
-	id = strings.TrimPrefix(id, "<")
-	id = strings.TrimSuffix(id, ">")
-	return strings.ToLower(strings.TrimSpace(id))
-}
-
-// normEmail lowercases an address for contact keys.
-func normEmail(e string) string {
-	e = strings.TrimSpace(e)
-	e = strings.TrimPrefix(e, "<")
-	e = strings.TrimSuffix(e, ">")
-	return strings.ToLower(e)
-}
-
 // batchSize is how many records a scan reads per read transaction. Scans
 // call their callback outside any transaction (bbolt deadlocks when a
 // goroutine holding a read transaction starts a write), so callbacks may

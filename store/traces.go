@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mailagent/mailagent/internal/mail"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -66,7 +67,7 @@ func (s *Store) TraceForMessageID(account, messageID string) (*Trace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("trace for message-id %q: %w", messageID, err)
 	}
-	if best == nil || normID(messageID) == "" {
+	if best == nil || mail.IDKey(messageID) == "" {
 		return nil, fmt.Errorf("trace for message-id %q: %w", messageID, ErrNotFound)
 	}
 	return best, nil

@@ -9,6 +9,8 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/mailagent/mailagent/internal/humantime"
 )
 
 // handleKey routes a key press to the focused component.
@@ -722,9 +724,9 @@ func (m *Model) submitPrompt() tea.Cmd {
 const defaultSnooze = 4 * time.Hour
 
 // ParseSnooze turns the snooze prompt (or a CLI --for value, so both
-// accept the same words) into a time: "" is 4h, a Go duration
-// ("90m", "1h30m"), a number of days ("2d"), or "tomorrow" (08:00 local
-// time the next day).
+// accept the same words) into a time: "" is 4h, "tomorrow" (08:00 local
+// time the next day), or a positive duration in the one grammar
+// (humantime.ParseDuration: "90m", "1h30m", "2d", "1w").
 func ParseSnooze(s string, now time.Time) (time.Time, error) {
 	s = strings.ToLower(strings.TrimSpace(s))
 	switch {
@@ -733,14 +735,8 @@ func ParseSnooze(s string, now time.Time) (time.Time, error) {
 	case s == "tomorrow":
 		y, mo, d := now.Date()
 		return time.Date(y, mo, d+1, 8, 0, 0, 0, now.Location()), nil
-	case strings.HasSuffix(s, "d"):
-		n, err := strconv.Atoi(strings.TrimSuffix(s, "d"))
-		if err != nil || n <= 0 {
-			return time.Time{}, fmt.Errorf("snooze %q: want a number of days like 2d", s)
-		}
-		return now.AddDate(0, 0, n), nil
 	}
-	d, err := time.ParseDuration(s)
+	d, err := humantime.ParseDuration(s)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("snooze %q: want 4h, 30m, 2d or tomorrow", s)
 	}

@@ -21,11 +21,11 @@ type sinkMailer struct{ s *smtpsend.Sender }
 func (m sinkMailer) Send(ctx context.Context, _, from string, to []string, raw []byte) error {
 	return m.s.Send(ctx, from, to, raw)
 }
-func (sinkMailer) AppendSent(context.Context, string, []byte) error                     { return nil }
-func (sinkMailer) SentHas(context.Context, string, string) (bool, error)                { return false, nil }
-func (sinkMailer) DeleteDraft(context.Context, string, uint32) error                    { return nil }
-func (sinkMailer) MarkAnswered(context.Context, string, store.MessageKey, string) error { return nil }
-func (sinkMailer) Answered(context.Context, string, store.MessageKey, string) (bool, string, error) {
+func (sinkMailer) AppendSent(context.Context, string, []byte) error         { return nil }
+func (sinkMailer) SentHas(context.Context, string, string) (bool, error)    { return false, nil }
+func (sinkMailer) DeleteDraft(context.Context, string, uint32) error        { return nil }
+func (sinkMailer) MarkAnswered(context.Context, *store.MessageRecord) error { return nil }
+func (sinkMailer) Answered(context.Context, *store.MessageRecord) (bool, string, error) {
 	return false, "", nil
 }
 

@@ -347,7 +347,7 @@ func demoReport(f *Factory, env *demoEnv, asJSON bool) error {
 	})
 	for _, d := range env.world.Delivered() {
 		m := mail.Parse(d.Data)
-		rep.Sent = append(rep.Sent, DemoSent{To: emailsJSON(d.To), Subject: m.Subject, Auto: m.HeaderValue("Auto-Submitted") != "", Body: m.CleanText})
+		rep.Sent = append(rep.Sent, DemoSent{To: emailsJSON(d.To), Subject: m.Subject, Auto: m.AutoSubmitted(), Body: m.CleanText})
 	}
 	if asJSON {
 		return writeJSON(f.Stdout, rep)
@@ -372,7 +372,7 @@ func printDelivered(w io.Writer, ds []demo.Delivered) {
 	for _, d := range ds {
 		m := mail.Parse(d.Data)
 		kind := "approved by you"
-		if m.HeaderValue("Auto-Submitted") != "" {
+		if m.AutoSubmitted() {
 			kind = "sent automatically"
 		}
 		fmt.Fprintf(w, "  to %s: %q (%s)\n", termsafe.Line(strings.Join(d.To, ", ")), termsafe.Line(m.Subject), kind)

@@ -281,17 +281,12 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 	return usageErr("unknown queue action %q", opts.Action)
 }
 
+// parseFor reads a positive duration in the one grammar
+// (humantime.ParseDuration).
 func parseFor(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if strings.HasSuffix(s, "d") {
-		var n int
-		if _, err := fmt.Sscanf(s, "%dd", &n); err == nil && n > 0 {
-			return time.Duration(n) * 24 * time.Hour, nil
-		}
-	}
-	d, err := time.ParseDuration(s)
+	d, err := humantime.ParseDuration(s)
 	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%q is not a positive duration (90m, 4h, 2d)", s)
+		return 0, fmt.Errorf("%q is not a positive duration (%s)", s, humantime.DurationGrammar)
 	}
 	return d, nil
 }

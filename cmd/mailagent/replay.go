@@ -254,7 +254,7 @@ func replayRun(ctx context.Context, f *Factory, opts *ReplayOptions) (err error)
 	var keys []store.MessageKey
 	for _, acct := range accounts {
 		a := replay.Account{Name: acct.Name, Mailbox: acct.Mailbox, SentMailbox: acct.SentMailbox,
-			IsOwner: ownerFunc(acct), Dial: func(ctx context.Context) (*imapsync.Client, error) { return DialIMAP(ctx, acct) }}
+			Owner: ownerOf(acct), Dial: func(ctx context.Context) (*imapsync.Client, error) { return DialIMAP(ctx, acct) }}
 		ks, err := run.Run(ctx, a, since, opts.Limit)
 		keys = append(keys, ks...)
 		if err != nil {
@@ -335,15 +335,6 @@ func writeReplayHTML(path string, sum replay.Summary) error {
 		return fmt.Errorf("html report: %w", err)
 	}
 	return nil
-}
-
-// ownerFunc tells an account's owner addresses.
-func ownerFunc(acct *config.Account) func(string) bool {
-	owner := map[string]bool{}
-	for _, a := range acct.OwnerAddresses() {
-		owner[strings.ToLower(a)] = true
-	}
-	return func(addr string) bool { return owner[strings.ToLower(strings.TrimSpace(addr))] }
 }
 
 func optRatio(r float64) *float64 {

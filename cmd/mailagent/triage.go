@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/humantime"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
@@ -110,7 +110,8 @@ with --json or mailagent explain).`,
 	return cmd
 }
 
-// parseSince accepts "7d", "2w", any Go duration, or a YYYY-MM-DD date.
+// parseSince accepts a duration back from now in the one grammar
+// (humantime.ParseDuration: "7d", "2w", "36h"), or a YYYY-MM-DD date.
 func parseSince(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -119,19 +120,10 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	if t, err := time.ParseInLocation("2006-01-02", s, time.Local); err == nil {
 		return t, nil
 	}
-	if n := len(s); n > 1 && (s[n-1] == 'd' || s[n-1] == 'w') {
-		if k, err := strconv.Atoi(s[:n-1]); err == nil && k >= 0 {
-			days := k
-			if s[n-1] == 'w' {
-				days *= 7
-			}
-			return now.AddDate(0, 0, -days), nil
-		}
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+	if d, err := humantime.ParseDuration(s); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
-	return time.Time{}, fmt.Errorf("%q is neither a duration (7d, 36h, 2w) nor a date (2026-01-02)", s)
+	return time.Time{}, fmt.Errorf("%q is neither %s nor a date (2026-01-02)", s, humantime.DurationGrammar)
 }
 
 func toTriageJSON(rec *store.MessageRecord, usage llm.Usage, skipped bool) TriageJSON {
@@ -256,7 +248,7 @@ func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) (err error)
 	sum := newTriageSummary()
 	var needsReview bool
 	for _, acct := range accounts {
-		if err := learnSentContacts(ctx, acct, st); err != nil {
+		if err := learnSentContacts(ctx, acct, st, f.Now()); err != nil {
 			fmt.Fprintf(f.Stderr, "warning: known contacts not read from Sent: %v\n", err)
 		}
 		nr, err := triageAccount(ctx, f, cfg, acct, p, opts, since, sum)

@@ -73,9 +73,9 @@ func newMailer(cfg *config.Config) *daemon.Mailer {
 	return m
 }
 
-// ownerOf is the account's owner as routing knows them: the pipeline and
-// the mailer (which decides who a message found on the server is from)
-// use the same.
+// ownerOf is the account's owner as routing knows them: the pipeline, the
+// mailer (which decides who a message found on the server is from) and
+// every command that asks whether an address is the owner's use it.
 func ownerOf(a *config.Account) agent.Owner {
 	return agent.Owner{Name: a.DisplayName, Addresses: a.OwnerAddresses(), AuthservID: a.AuthservID, Assistant: a.AssistantAddress}
 }
@@ -179,8 +179,9 @@ func classifyingPipeline(ctx context.Context, f *Factory, cfg *config.Config, st
 // newPipeline wires an agent.Pipeline from the configuration.
 func newPipeline(cfg *config.Config, st agent.Store, c agent.Classifier, th *mail.Threader, f *Factory) *agent.Pipeline {
 	accts := map[string]agent.Account{}
-	for _, a := range cfg.Accounts {
-		accts[a.Name] = agent.Account{Name: a.Name, Owner: ownerOf(&a)}
+	for i := range cfg.Accounts {
+		a := &cfg.Accounts[i]
+		accts[a.Name] = agent.Account{Name: a.Name, Owner: ownerOf(a)}
 	}
 	return &agent.Pipeline{
 		Store: st, Classifier: c, Threader: th, Accounts: accts,

@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/mailagent/mailagent/internal/humantime"
 )
 
 // EnvConfig names the environment variable that points at the config file.
@@ -413,19 +415,13 @@ func (c *Config) StoreRetention() time.Duration {
 	return c.Store.Retention.D()
 }
 
-// Days is a Duration that may also be written as a whole number of days
-// ("90d").
+// Days is a Duration (the same grammar: "90d", "2w", "36h") written back
+// as a whole number of days when it is one.
 type Days struct{ Duration }
 
-// UnmarshalText implements encoding.TextUnmarshaler.
+// UnmarshalText implements encoding.TextUnmarshaler: the one duration
+// grammar of Duration ("90d" is 90 days of 24 hours).
 func (d *Days) UnmarshalText(b []byte) error {
-	t := strings.TrimSpace(string(b))
-	if n, ok := strings.CutSuffix(t, "d"); ok {
-		if v, err := strconv.Atoi(n); err == nil && v >= 0 && v <= 100*365 {
-			d.Duration = Duration{Duration: time.Duration(v) * 24 * time.Hour, raw: t}
-			return nil
-		}
-	}
 	return d.Duration.UnmarshalText(b)
 }
 
@@ -445,6 +441,13 @@ const (
 
 // DefaultApprovalDelay is policy.approval_delay's default.
 const DefaultApprovalDelay = 5 * time.Second
+
+// Defaults of sync.initial_lookback and sync.retry_interval: the one
+// place each is written (the watch runtime falls back to them too).
+const (
+	DefaultInitialLookback = 24 * time.Hour
+	DefaultRetryInterval   = 15 * time.Minute
+)
 
 // Policy configures the deterministic send gates.
 type Policy struct {
@@ -486,8 +489,8 @@ func (p Policy) Footer(name string) string {
 	return strings.ReplaceAll(p.FooterText, "{{name}}", name)
 }
 
-// Duration is a time.Duration written in the file as a Go duration string
-// ("90s", "2m"). A value that does not parse is kept, not rejected at
+// Duration is a time.Duration written in the file in the one duration
+// grammar (humantime.ParseDuration: "90s", "2m", "1h30m", "2d", "1w"). A value that does not parse is kept, not rejected at
 // decode time, so that Validate can report it with its key alongside every
 // other problem.
 type Duration struct {
@@ -502,7 +505,7 @@ func (d Duration) D() time.Duration { return d.Duration }
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (d *Duration) UnmarshalText(b []byte) error {
 	d.raw = string(b)
-	v, err := time.ParseDuration(strings.TrimSpace(d.raw))
+	v, err := humantime.ParseDuration(d.raw)
 	if err != nil {
 		d.bad = true
 		d.Duration = 0
@@ -676,8 +679,8 @@ func defaults() *Config {
 		Sync: Sync{
 			MaxMessageBytes: 10 << 20,
 			PollInterval:    Dur(60 * time.Second),
-			InitialLookback: Dur(24 * time.Hour),
-			RetryInterval:   Dur(15 * time.Minute),
+			InitialLookback: Dur(DefaultInitialLookback),
+			RetryInterval:   Dur(DefaultRetryInterval),
 		},
 		Store:      Store{Retention: Days{Dur(90 * 24 * time.Hour)}},
 		Followup:   Followup{Enabled: true, DefaultAfter: Days{Dur(72 * time.Hour)}, MaxNudges: 2},

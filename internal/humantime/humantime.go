@@ -1,8 +1,10 @@
 // Package humantime formats times for people on a terminal, the same way
 // in every listing and in the review app: Age says how long ago something
 // happened in at most four characters ("now", "5m", "3h", "2d"), "-" for
-// an unknown (zero) time. A time in the future counts as "now". It
-// imports nothing from the project (a leaf library).
+// an unknown (zero) time. A time in the future counts as "now". It also
+// holds the one duration grammar (ParseDuration) that every flag and
+// configuration key taking a duration accepts. It imports nothing from
+// the project (a leaf library).
 package humantime
 
 import (

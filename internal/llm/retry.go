@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
+	"github.com/mailagent/mailagent/internal/retry"
 )
 
 // RetryOptions configures WithRetry. The zero value is usable.
@@ -58,13 +58,7 @@ type retryModel struct {
 // must honour the server's Retry-After as a floor, and the final error must
 // count the attempts.
 func (r *retryModel) Generate(ctx context.Context, req Request) (*Response, error) {
-	b := &backoff.ExponentialBackOff{
-		InitialInterval:     r.opts.InitialDelay,
-		RandomizationFactor: backoff.DefaultRandomizationFactor,
-		Multiplier:          2,
-		MaxInterval:         r.opts.MaxDelay,
-	}
-	b.Reset()
+	b := retry.Jittered(r.opts.InitialDelay, r.opts.MaxDelay)
 	var lastErr error
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {

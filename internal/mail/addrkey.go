@@ -20,3 +20,11 @@ func SameAddr(a, b string) bool {
 	ka := AddrKey(a)
 	return ka != "" && ka == AddrKey(b)
 }
+
+// ParseAddresses parses an address header value the way Parse reads To
+// and Cc (RFC 5322, else the best effort a broken mailer's list allows);
+// for headers Parse keeps only as text, such as Bcc in a Sent copy.
+func ParseAddresses(v string) []Address {
+	as, _ := parseAddressList(v)
+	return as
+}

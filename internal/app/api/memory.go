@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 
+	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -49,9 +49,9 @@ func (l *Local) Memory(ctx context.Context, f MemoryFilter) ([]store.MemoryRecor
 	if err != nil {
 		return nil, err
 	}
-	contact := strings.ToLower(strings.TrimSpace(f.Contact))
+	contact := mail.AddrKey(f.Contact)
 	for i := range exs {
-		if contact == "" || exs[i].Contact == contact {
+		if contact == "" || mail.AddrKey(exs[i].Contact) == contact {
 			recs = append(recs, exs[i].AsMemory())
 		}
 	}

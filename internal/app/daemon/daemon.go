@@ -30,6 +30,7 @@ import (
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/app/status"
+	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
@@ -53,12 +54,12 @@ type Daemon struct {
 	Mailer          *Mailer
 	Accounts        []Account
 	MaxMessageBytes int64
-	InitialLookback time.Duration // default 24h
-	RetryInterval   time.Duration // default 15m
+	InitialLookback time.Duration // default config.DefaultInitialLookback
+	RetryInterval   time.Duration // default config.DefaultRetryInterval
 	PollInterval    time.Duration // default 60s (servers without IDLE)
 	DisableIdle     bool          // poll even when IDLE is available
 	Concurrency     int           // messages in flight per account; default 4
-	// SentLookback bounds the first scan of the Sent folder (default 365 days).
+	// SentLookback bounds the first scan of the Sent folder (default agent.SentLookback).
 	SentLookback time.Duration
 	// RetryBatch bounds how many needs_review messages one retry pass
 	// takes (the oldest first; the rest wait for the next pass), and
@@ -404,7 +405,7 @@ func (d *Daemon) pending(ctx context.Context, a Account, c *imapsync.Client, st 
 	if err != nil {
 		return nil, false, cut, err
 	}
-	lookback := d.now().Add(-orDefault(d.InitialLookback, 24*time.Hour))
+	lookback := d.now().Add(-orDefault(d.InitialLookback, config.DefaultInitialLookback))
 	if ok && cp.UIDValidity == st.UIDValidity {
 		uids, err = c.Search(ctx, imapsync.Criteria{UIDMin: cp.LastUID + 1})
 		return uids, false, cut, err

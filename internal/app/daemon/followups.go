@@ -40,7 +40,7 @@ func (d *Daemon) trackSent(ctx context.Context, account string, msgs []*mail.Mes
 	}
 	var sent []agent.SentMail
 	for _, m := range msgs {
-		if sentKind(m, ours) == sentAuto {
+		if agent.SentAutomatically(m, autoSentBy(ours)) {
 			continue
 		}
 		sent = append(sent, agent.SentMail{Message: m, Asks: asks[m], NudgeOf: agent.NudgeOf(m.HeaderValue(agent.TraceHeader))})

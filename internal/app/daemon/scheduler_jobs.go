@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -64,7 +65,7 @@ func (d *Daemon) startJobs() (*Scheduler, error) {
 		d.refreshFollowupJob()
 	}
 	now := d.now()
-	every := orDefault(d.RetryInterval, 15*time.Minute)
+	every := orDefault(d.RetryInterval, config.DefaultRetryInterval)
 	var errs error
 	put := func(j *store.Job) {
 		if err := s.Add(j); err != nil && !errors.Is(err, store.ErrJobRunning) {

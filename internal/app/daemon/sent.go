@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	gomail "github.com/emersion/go-message/mail"
-
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/internal/retry"
 	"github.com/mailagent/mailagent/prompts"
 	"github.com/mailagent/mailagent/store"
 )
@@ -50,7 +49,7 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 	}
 	var since time.Time
 	if !ok {
-		since = d.now().Add(-orDefault(d.SentLookback, 365*24*time.Hour))
+		since = d.now().Add(-orDefault(d.SentLookback, agent.SentLookback))
 	}
 	acct := d.Pipeline.Accounts[account]
 	last := cp.LastUID
@@ -58,7 +57,7 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 	// handling itself uses the same IMAP connection (to drop drafts).
 	var mine []*mail.Message
 	asks := map[*mail.Message]bool{} // for reply tracking
-	uv, err := d.Mailer.FetchSent(ctx, account, cp.LastUID, since, 256<<10, func(r imapsync.RawMessage) error {
+	uv, err := d.Mailer.FetchSent(ctx, account, cp.LastUID, since, agent.SentFetchBytes, func(r imapsync.RawMessage) error {
 		if ok && r.UIDValidity != cp.UIDValidity {
 			return nil // handled below: rescan from scratch
 		}
@@ -72,8 +71,7 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 			// recipient learn their voice from them (agent.LearnOwnerReplies).
 			kept := &mail.Message{MessageID: m.MessageID, Synthesized: m.Synthesized, From: m.From, To: m.To, Cc: m.Cc,
 				Subject: m.Subject, Date: m.Date, CleanText: prompts.TrimText(m.CleanText, store.MaxExampleText),
-				InReplyTo: m.InReplyTo, References: m.References, Header: map[string][]string{
-					"Bcc": m.Header["Bcc"], agent.TraceHeader: m.Header[agent.TraceHeader], "Auto-Submitted": m.Header["Auto-Submitted"]}}
+				InReplyTo: m.InReplyTo, References: m.References, Header: m.Header}
 			mine = append(mine, kept)
 			asks[kept] = agent.AsksQuestion(m)
 		}
@@ -99,36 +97,16 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 	}
 }
 
-// Kinds of message in the owner's Sent folder.
-const (
-	sentByOwner  = iota // written by the owner (or a Drafts copy they sent from their client)
-	sentApproved        // sent by mailagent after the owner approved it
-	sentAuto            // automatic: mailagent's auto-replies, vacation replies
-)
-
-// sentKind sorts a Sent-folder message. Automatic mail is recognised by
-// its Message-ID being one of mailagent's auto-sends (whatever its
-// headers), or by an Auto-Submitted header (RFC 3834; every auto-reply
-// mailagent sends has one). Other mail carrying TraceHeader was sent by
-// mailagent after approval. The rest the owner sent: a Drafts copy sent
-// from the owner's client carries the draft's Message-ID but no
-// TraceHeader, so it lands here.
-func sentKind(m *mail.Message, ours map[string]store.OutboxRef) int {
-	if ob, ok := ours[mail.IDKey(m.MessageID)]; ok && !m.Synthesized && ob.Auto {
-		return sentAuto
-	}
-	if agent.IsAutomatic(m) {
-		return sentAuto
-	}
-	if m.HeaderValue(agent.TraceHeader) != "" {
-		return sentApproved
-	}
-	return sentByOwner
+// autoSentBy reports, from mailagent's outbox records of some Sent
+// messages, whether a Message-ID is one of its automatic sends.
+func autoSentBy(ours map[string]store.OutboxRef) func(messageID string) bool {
+	return func(id string) bool { ob, ok := ours[mail.IDKey(id)]; return ok && ob.Auto }
 }
 
-// handleSent learns known contacts from the mail the owner wrote or
-// approved (never from automatic replies), and resolves the queue items
-// the owner answered in their own client.
+// handleSent learns known contacts from the mail the owner wrote
+// (agent.KnownFromSent: never from automatic replies, and a reply the owner
+// approved was counted when it was sent), and resolves the queue items the
+// owner answered in their own client.
 func (d *Daemon) handleSent(ctx context.Context, account string, owner agent.Owner, msgs []*mail.Message) error {
 	ids := make([]string, 0, len(msgs))
 	for _, m := range msgs {
@@ -140,29 +118,20 @@ func (d *Daemon) handleSent(ctx context.Context, account string, owner agent.Own
 	if err != nil {
 		return err
 	}
+	autoByUs := autoSentBy(ours)
 	var byOwner []*mail.Message
 	for _, m := range msgs {
-		kind := sentKind(m, ours)
-		if kind == sentAuto {
-			continue // an automatic reply makes no one known
-		}
-		var rcpts []string
-		for _, list := range [][]mail.Address{m.To, m.Cc, parseList(m.HeaderValue("Bcc"))} {
-			for _, a := range list {
-				if a.Email != "" && !owner.IsOwner(a.Email) {
-					rcpts = append(rcpts, strings.ToLower(a.Email))
-				}
-			}
-		}
-		if len(rcpts) > 0 {
-			if err := d.Store.MarkKnown(account, rcpts); err != nil {
-				return err
-			}
-		}
-		if kind != sentByOwner {
-			continue // counted when it was sent (afterSend)
+		if !agent.OwnerWrote(m, owner, autoByUs) {
+			continue // automatic, or mailagent's: makes no one known
 		}
 		byOwner = append(byOwner, m)
+		rcpts := agent.KnownFromSent(m, owner, autoByUs)
+		if len(rcpts) == 0 {
+			continue
+		}
+		if err := d.Store.MarkKnown(account, rcpts); err != nil {
+			return err
+		}
 		for _, rc := range rcpts {
 			// An error here stops the scan before its checkpoint moves, so
 			// the message is read again (and counted) on the next scan.
@@ -177,18 +146,6 @@ func (d *Daemon) handleSent(ctx context.Context, account string, owner agent.Own
 	}
 	d.Pipeline.LearnOwnerReplies(account, byOwner)
 	return d.Pipeline.OwnerReplied(ctx, account, byOwner...)
-}
-
-func parseList(v string) []mail.Address {
-	if v == "" {
-		return nil
-	}
-	as, _ := gomail.ParseAddressList(v)
-	out := make([]mail.Address, 0, len(as))
-	for _, a := range as {
-		out = append(out, mail.Address{Name: a.Name, Email: a.Address})
-	}
-	return out
 }
 
 // retryNeedsReview refetches the messages that need review and runs them
@@ -208,7 +165,7 @@ func (d *Daemon) retryNeedsReview(ctx context.Context, all bool) {
 	var keys []due
 	now := d.now()
 	err := d.Store.ListMessages(store.MessageFilter{State: store.StateNeedsReview}, func(r *store.MessageRecord) error {
-		if all || now.Sub(r.UpdatedAt) >= retryBackoff(orDefault(d.RetryInterval, 15*time.Minute), r.Attempts) {
+		if all || now.Sub(r.UpdatedAt) >= retry.After(orDefault(d.RetryInterval, config.DefaultRetryInterval), 24*time.Hour, r.Attempts) {
 			keys = append(keys, due{r.MessageKey, r.UpdatedAt})
 		}
 		return nil
@@ -313,14 +270,4 @@ func (d *Daemon) Retry(ctx context.Context, k store.MessageKey) error {
 	}
 	_, err = d.Pipeline.Reprocess(ctx, agent.Input{Key: k, Raw: raw.Raw, Truncated: raw.Truncated})
 	return err
-}
-
-// retryBackoff is how long a message that failed attempts times waits
-// before the next automatic retry.
-func retryBackoff(base time.Duration, attempts int) time.Duration {
-	d := base
-	for i := 1; i < attempts && d < 24*time.Hour; i++ {
-		d *= 2
-	}
-	return min(d, 24*time.Hour)
 }

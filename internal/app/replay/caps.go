@@ -3,10 +3,10 @@ package replay
 import (
 	"cmp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -48,7 +48,7 @@ type capsKey struct{ to, contact, day string }
 
 func capsKeyOf(r *Result) capsKey {
 	day := store.Day(r.arrived())
-	to := strings.ToLower(strings.TrimSpace(r.recipient()))
+	to := mail.AddrKey(r.recipient())
 	return capsKey{to: to, contact: day + "\x00" + r.Key.Account + "\x00" + to, day: day}
 }
 
@@ -73,7 +73,7 @@ func (l *ledger) send(k capsKey) bool {
 // (global): the verdict of agent.EvaluateGates, whose other gates are
 // not asked here.
 func capsGate(pol agent.Policy, to string, perContact, global int) store.GateResult {
-	in := agent.GateInput{Recipients: []agent.Recipient{{Email: strings.ToLower(to), Known: true, SentToday: perContact}}, SentToday: global}
+	in := agent.GateInput{Recipients: []agent.Recipient{{Email: mail.AddrKey(to), Known: true, SentToday: perContact}}, SentToday: global}
 	for _, g := range agent.EvaluateGates(pol, in) {
 		if g.Gate == agent.GateCaps {
 			return g

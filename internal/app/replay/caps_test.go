@@ -148,7 +148,7 @@ func (w *capsWorld) run(pol agent.Policy, drafts bool) ([]*Result, map[string]*R
 	if drafts {
 		r.Drafter = &agent.LLMDrafter{Model: w.model, Prompts: ps, MaxChars: 2000}
 	}
-	acct := Account{Name: "p", Mailbox: "INBOX", IsOwner: func(a string) bool { return strings.EqualFold(a, capsOwner) },
+	acct := Account{Name: "p", Mailbox: "INBOX", Owner: agent.Owner{Addresses: []string{capsOwner}},
 		Dial: func(ctx context.Context) (*imapsync.Client, error) {
 			return imapsync.Dial(ctx, imapsync.Options{Host: w.srv.Host, Port: w.srv.Port, Security: imapsync.SecurityInsecure, Username: capsOwner, Password: "pw"})
 		}}
@@ -384,7 +384,7 @@ func (s threadStore) ThreadMessages(string, int) ([]*store.MessageRecord, error)
 func TestAsOfThreadHoldsNothingLater(t *testing.T) {
 	at := time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC)
 	recs := []*store.MessageRecord{{MessageID: "before", Date: at.Add(-time.Hour)}, {MessageID: "same", Date: at}, {MessageID: "after", Date: at.Add(time.Hour)}}
-	got, err := asOf{Store: threadStore{recs: recs}, ix: NewSentIndex(nil, func(string) bool { return false }), at: at}.ThreadMessages("t", 10)
+	got, err := asOf{Store: threadStore{recs: recs}, ix: NewSentIndex(nil, agent.Owner{}), at: at}.ThreadMessages("t", 10)
 	if err != nil || len(got) != 1 || got[0].MessageID != "before" {
 		t.Errorf("thread as of noon: %v %v, want only the message from before", got, err)
 	}

@@ -72,7 +72,7 @@ func TestAutoAtAgreesWithTheGates(t *testing.T) {
 }
 
 func TestTruthIgnoresSpoofedAndMisaddressedReplies(t *testing.T) {
-	owner := func(a string) bool { return strings.EqualFold(a, "ada@example.com") }
+	owner := agent.Owner{Addresses: []string{"ada@example.com"}}
 	d := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	parse := func(s string) *mail.Message { return mail.Parse([]byte(strings.ReplaceAll(s, "\n", "\r\n"))) }
 	sent := []*mail.Message{
@@ -166,7 +166,7 @@ func TestRunResumesAfterInterruption(t *testing.T) {
 	cl := &countingClassifier{}
 	p := &agent.Pipeline{Store: st, Classifier: cl, Threader: mail.NewThreader(), Policy: agent.Policy{Mode: "auto", MinConfidence: 0.8},
 		Accounts: map[string]agent.Account{"p": {Name: "p", Owner: agent.Owner{Addresses: []string{"ada@example.com"}}}}}
-	acct := Account{Name: "p", Mailbox: "INBOX", IsOwner: func(a string) bool { return a == "ada@example.com" },
+	acct := Account{Name: "p", Mailbox: "INBOX", Owner: agent.Owner{Addresses: []string{"ada@example.com"}},
 		Dial: func(ctx context.Context) (*imapsync.Client, error) {
 			return imapsync.Dial(ctx, imapsync.Options{Host: srv.Host, Port: srv.Port, Security: imapsync.SecurityInsecure, Username: "ada@example.com", Password: "pw"})
 		}}

@@ -20,8 +20,8 @@ import (
 
 // SentLookback is how far before the replayed period the Sent folder is
 // read, so that the known-contact gate sees whom the owner wrote to
-// before (as watch's first Sent scan does).
-const SentLookback = 365 * 24 * time.Hour
+// before: agent.SentLookback, as watch's first Sent scan and triage.
+const SentLookback = agent.SentLookback
 
 // Account is one mail account to replay.
 type Account struct {
@@ -30,8 +30,8 @@ type Account struct {
 	Mailbox string
 	// SentMailbox names the Sent folder; "" finds it by SPECIAL-USE.
 	SentMailbox string
-	// IsOwner tells the owner's addresses.
-	IsOwner func(addr string) bool
+	// Owner tells the owner's addresses (agent.Owner.IsOwner).
+	Owner agent.Owner
 	// Dial opens a logged-in IMAP connection.
 	Dial func(ctx context.Context) (*imapsync.Client, error)
 }
@@ -224,7 +224,7 @@ func (r *Runner) readSent(ctx context.Context, c *imapsync.Client, a Account, si
 	if err != nil {
 		return nil, fmt.Errorf("account %s: read Sent: %w", a.Name, err)
 	}
-	return NewSentIndex(msgs, a.IsOwner), nil
+	return NewSentIndex(msgs, a.Owner), nil
 }
 
 func (r *Runner) replayMailbox(ctx context.Context, c *imapsync.Client, a Account, ix *SentIndex, b replayBox,
@@ -315,13 +315,13 @@ func (r *Runner) one(ctx context.Context, base *agent.Pipeline, ix *SentIndex, a
 	}
 	rec := out.Record
 	res := &Result{Key: key, MessageID: rec.MessageID, From: rec.From.Email, Subject: rec.Subject, Date: rec.Date,
-		Arrived: m.InternalDate, FromOwner: a.IsOwner != nil && a.IsOwner(rec.From.Email)}
+		Arrived: m.InternalDate, FromOwner: a.Owner.IsOwner(rec.From.Email)}
 	if res.Date.IsZero() {
 		res.Date = m.InternalDate
 	}
 	w := Would{Route: rec.Route, Decision: rec.Decision, Classification: rec.Classification, Gates: rec.Gates, Error: rec.Error,
 		TokensIn: int64(out.Usage.PromptTokens), TokensOut: int64(out.Usage.OutputTokens),
-		To: strings.ToLower(rec.SenderAuth.Identity())}
+		To: mail.AddrKey(rec.SenderAuth.Identity())}
 	if out.Trace != nil {
 		for _, s := range out.Trace.Steps {
 			if s.Name == "classify" {
@@ -379,7 +379,7 @@ func (s asOf) GetContact(account, email string) (*store.Contact, error) {
 	case err != nil && !known:
 		return nil, err
 	case err != nil:
-		return &store.Contact{Email: strings.ToLower(strings.TrimSpace(email)), Known: true}, nil
+		return &store.Contact{Email: mail.AddrKey(email), Known: true}, nil
 	}
 	cc := *c
 	cc.Known = known

@@ -33,7 +33,7 @@ type Truth struct {
 // SentReply is one message of the owner's from the Sent folder.
 type SentReply struct {
 	Date      time.Time
-	To        []string // To and Cc, lower-cased
+	To        []string // the people it was addressed to, by mail.AddrKey (agent.KnownFromSent)
 	InReplyTo []string
 	Refs      []string
 	Text      string
@@ -47,25 +47,21 @@ type SentIndex struct {
 	firstTo  map[string]time.Time
 }
 
-// NewSentIndex indexes the owner's sent messages. isOwner tells the
-// owner's addresses: a message in Sent from someone else is not the
-// owner's (a copy of a forwarded message, a misfiled one) and is skipped.
-// So is mail mailagent wrote (it carries agent.TraceHeader): an
-// auto-reply, or a draft the owner approved, is the agent's text, not
-// ground truth about what the owner would have done.
-func NewSentIndex(msgs []*mail.Message, isOwner func(addr string) bool) *SentIndex {
+// NewSentIndex indexes the owner's sent messages: only mail the owner
+// wrote counts (agent.OwnerWrote; a message in Sent from someone else, a
+// copy of a forwarded message or a misfiled one, is skipped, and so are
+// automatic replies and mail mailagent wrote, whose text is not ground
+// truth about what the owner would have done), and its recipients are
+// those agent.KnownFromSent names, the same as triage and watch learn.
+func NewSentIndex(msgs []*mail.Message, owner agent.Owner) *SentIndex {
 	ix := &SentIndex{byParent: map[string][]int{}, firstTo: map[string]time.Time{}}
 	for _, m := range msgs {
-		if !isOwner(m.From.Email) || m.HeaderValue(agent.TraceHeader) != "" {
+		if !agent.OwnerWrote(m, owner, nil) {
 			continue
 		}
 		r := SentReply{Date: m.Date, InReplyTo: m.InReplyTo, Refs: m.References, Text: m.CleanText}
-		for _, a := range append(slices.Clone(m.To), m.Cc...) {
-			e := strings.ToLower(strings.TrimSpace(a.Email))
-			if e == "" || isOwner(e) {
-				continue
-			}
-			r.To = append(r.To, e)
+		r.To = agent.KnownFromSent(m, owner, nil)
+		for _, e := range r.To {
 			if t, ok := ix.firstTo[e]; !ok || m.Date.Before(t) {
 				ix.firstTo[e] = m.Date
 			}
@@ -100,7 +96,7 @@ func (ix *SentIndex) ReplyTo(messageID string, senders []string) (SentReply, boo
 	for _, i := range ix.byParent[k] {
 		r := ix.replies[i]
 		if !slices.ContainsFunc(r.To, func(to string) bool {
-			return slices.ContainsFunc(senders, func(s string) bool { return strings.EqualFold(strings.TrimSpace(s), to) })
+			return slices.ContainsFunc(senders, func(s string) bool { return mail.SameAddr(s, to) })
 		}) {
 			continue
 		}
@@ -114,7 +110,7 @@ func (ix *SentIndex) ReplyTo(messageID string, senders []string) (SentReply, boo
 // KnownBefore reports whether the owner wrote to addr before t (a zero t
 // counts every message).
 func (ix *SentIndex) KnownBefore(addr string, t time.Time) bool {
-	first, ok := ix.firstTo[strings.ToLower(strings.TrimSpace(addr))]
+	first, ok := ix.firstTo[mail.AddrKey(addr)]
 	return ok && (t.IsZero() || first.Before(t))
 }
 

@@ -51,7 +51,7 @@ var leafLibraries = []string{
 	"internal/mail", "internal/compose", "internal/llm", "internal/smtpsend",
 	"internal/config", "internal/netpolicy", "internal/termsafe", "internal/autoconfig",
 	"internal/initcfg", "internal/unsubscribe", "internal/humantime",
-	"internal/calendar", "internal/memimap", "internal/html2text",
+	"internal/calendar", "internal/memimap", "internal/html2text", "internal/retry",
 }
 
 // testRigs are packages that only tests (and other rigs) import, checked
@@ -71,15 +71,17 @@ var rules = []struct {
 	// that uses it (the agent's side effects come in as hooks); the one
 	// address rule of outgoing mail is netpolicy's.
 	{pkg: "agent/outbox", only: []string{"store", "internal/mail", "internal/netpolicy"}},
-	{pkg: "imapsync", only: []string{"internal/netpolicy"}},
-	{pkg: "store", only: []string{"internal/mail"}},
+	{pkg: "imapsync", only: []string{"internal/netpolicy", "internal/retry"}},
+	{pkg: "store", only: []string{"internal/mail", "internal/retry"}},
 	{pkg: "tui", only: []string{"tui", "internal/termsafe", "internal/humantime"}},
 	{pkg: "prompts", only: []string{}},
 	{pkg: "internal/initcfg", only: []string{}},
 	{pkg: "internal/mail", only: []string{"internal/html2text"}},
 	{pkg: "internal/html2text", only: []string{}},
-	{pkg: "internal/llm", only: []string{"internal/llm"}},
-	{pkg: "internal/config", only: []string{"internal/netpolicy"}},
+	{pkg: "internal/llm", only: []string{"internal/llm", "internal/retry"}},
+	// The one retry backoff schedule: a library of its own.
+	{pkg: "internal/retry", only: []string{}},
+	{pkg: "internal/config", only: []string{"internal/netpolicy", "internal/humantime"}},
 	{pkg: "internal/compose", only: []string{"internal/mail"}},
 	{pkg: "internal/smtpsend", only: []string{"internal/smtpsend", "internal/netpolicy"}},
 	{pkg: "internal/netpolicy", only: []string{}},
@@ -95,6 +97,8 @@ var rules = []struct {
 	{pkg: "internal/demo", forbidden: []string{"cmd", "tui", "imapsync", "internal/app", "internal/smtpsend"}},
 	{pkg: "internal/app/api", forbidden: []string{"cmd", "tui", "imapsync", "internal/app/daemon"}},
 	{pkg: "internal/app/daemon", forbidden: []string{"cmd", "tui", "internal/app/api"}},
+	// triage's Sent learning: the agent's rule over an IMAP read, nothing else.
+	{pkg: "internal/app/sentlearn", forbidden: []string{"cmd", "tui", "internal/app/api", "internal/app/daemon", "internal/app/replay", "internal/app/digest", "internal/smtpsend", "internal/llm"}},
 	{pkg: "internal/app/replay", forbidden: []string{"cmd", "tui", "internal/app/api", "internal/app/daemon", "internal/app/digest", "internal/smtpsend"}},
 	// The MCP server reads through api.Service only: no mail server, no
 	// watch runtime, no sending.

@@ -1,0 +1,57 @@
+package sentlearn
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/store"
+)
+
+// markOnly records known contacts and nothing else (no outbox index).
+type markOnly struct{ got []string }
+
+func (m *markOnly) MarkKnown(_ string, emails []string) error {
+	m.got = append(m.got, emails...)
+	return nil
+}
+
+// Known tells mailagent's own auto-sends by their Message-ID when the
+// store can (an auto-reply whose Sent copy lost its headers teaches
+// nothing), and deduplicates by address key.
+func TestKnownTellsOurAutoSendsByMessageID(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	if err := st.PutOutbox(&store.OutboxRecord{ID: "ob_auto", Account: "a", MessageID: "auto-1@example.com", Auto: true, Status: store.OutboxAppended}); err != nil {
+		t.Fatal(err)
+	}
+	parse := func(raw string) *mail.Message { return mail.Parse([]byte(strings.ReplaceAll(raw, "\n", "\r\n"))) }
+	msgs := []*mail.Message{
+		parse("From: ada@example.com\nTo: stranger@example.net\nMessage-ID: <AUTO-1@example.com>\n\nout of office\n"),
+		parse("From: ada@example.com\nTo: Bob <BOB@example.org>\nMessage-ID: <w1@example.com>\n\nhi\n"),
+		parse("From: ada@example.com\nTo: bob@example.org\nCc: dora@example.org\nMessage-ID: <w2@example.com>\n\nhi again\n"),
+	}
+	a := Account{Name: "a", Owner: agent.Owner{Addresses: []string{"ada@example.com"}}}
+	got, err := Known(a, st, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"bob@example.org", "dora@example.org"}; !slices.Equal(got, want) {
+		t.Errorf("with the outbox index: got %q, want %q", got, want)
+	}
+	// A store without the index cannot tell, and the headers say nothing:
+	// the positive control that the Message-ID look-up is what stops it.
+	got, err = Known(a, &markOnly{}, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(got, "stranger@example.net") {
+		t.Errorf("without the outbox index: got %q, want the stranger too (control)", got)
+	}
+}
