@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/netpolicy"
 	"github.com/mailagent/mailagent/store"
 )
@@ -233,11 +234,10 @@ func check(ob *store.OutboxRecord, allowDomains []string) error {
 		}
 	}
 	if ob.Auto || ob.Kind != "" {
-		m, err := netmail.ReadMessage(bytes.NewReader(ob.Raw))
-		if err != nil {
+		if _, err := netmail.ReadMessage(bytes.NewReader(ob.Raw)); err != nil {
 			return fmt.Errorf("%w %s: its message does not parse: %w", ErrRefused, ob.ID, err)
 		}
-		if v := strings.ToLower(strings.TrimSpace(m.Header.Get("Auto-Submitted"))); v == "" || v == "no" {
+		if !mail.Parse(ob.Raw).AutoSubmitted() { // the one is-automatic rule
 			return fmt.Errorf("%w %s: an automatic mail without an Auto-Submitted header", ErrRefused, ob.ID)
 		}
 	}

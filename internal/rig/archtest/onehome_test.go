@@ -46,7 +46,6 @@ import (
 // shrinks.
 var addrKeyPending = []string{
 	"agent/delegated_answered.go",
-	"agent/followup.go",
 	"agent/learn.go",
 	"agent/memory_select.go",
 	"agent/invite.go",
