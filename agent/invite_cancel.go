@@ -412,11 +412,19 @@ func (p *Pipeline) sameOrganizer(rec *store.MessageRecord, q *store.QueueItem) b
 	if rec.MessageKey == q.Message {
 		return true
 	}
-	qrec, err := p.Store.GetMessage(q.Message)
+	qrec, err := p.messageOf(q)
 	if err != nil {
 		return false // nothing says whose it is
 	}
 	return store.MayResolve(rec, qrec)
+}
+
+// messageOf reads the message record of item q.
+func (p *Pipeline) messageOf(q *store.QueueItem) (*store.MessageRecord, error) {
+	if p.Store == nil {
+		return nil, fmt.Errorf("message of %s: no message store", q.ID)
+	}
+	return p.Store.GetMessage(q.Message)
 }
 
 // otherOrganizerNote is how an invitation whose UID names an event

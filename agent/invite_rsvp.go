@@ -144,7 +144,7 @@ func (p *Pipeline) rsvpSent(ob *store.OutboxRecord) {
 	inv := item.Invitation
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rec, err := p.Store.GetMessage(item.Message)
+	rec, err := p.messageOf(item)
 	if err != nil {
 		p.recordCalendarOutcome(item, "", fmt.Sprintf("your answer was not written to your calendar: its message is not readable (%v)", err))
 		return
