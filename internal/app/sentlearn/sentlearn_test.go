@@ -14,7 +14,10 @@ import (
 // markOnly records known contacts and nothing else (no outbox index).
 type markOnly struct{ got []string }
 
-func (m *markOnly) MarkKnown(_ string, emails []string) error { m.got = append(m.got, emails...); return nil }
+func (m *markOnly) MarkKnown(_ string, emails []string) error {
+	m.got = append(m.got, emails...)
+	return nil
+}
 
 // Known tells mailagent's own auto-sends by their Message-ID when the
 // store can (an auto-reply whose Sent copy lost its headers teaches
