@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
@@ -67,7 +68,7 @@ func explainRun(ctx context.Context, f *Factory, opts *ExplainOptions) error {
 		return err
 	}
 	defer func() { _ = closeSvc() }()
-	ref := strings.Trim(strings.TrimSpace(opts.ID), "<>")
+	ref := mail.NormalizeID(opts.ID)
 	// A followup or memory id is explained by its message (explain_ids.go).
 	subj, err := resolveExplainRef(ctx, svc, ref, f.Now())
 	if err != nil {
