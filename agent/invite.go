@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/calendar"
@@ -97,8 +96,8 @@ func (p *Pipeline) foreignEvent(rec *store.MessageRecord, uid string) *store.Que
 }
 
 // organizerVerified is the rule for where a REPLY may go: the ORGANIZER
-// must be the sender the owner's server authenticated, or an address on
-// that sender's domain (a calendar service sending for a colleague), and
+// must be the sender the owner's server authenticated (not merely an
+// address on its domain: any stranger at a large provider shares it), and
 // never one of the owner's own addresses. Anything else would let a mail
 // make the owner's client write to an address the mail chose.
 func organizerVerified(organizer, identity string, owner Owner) (bool, string) {
@@ -109,19 +108,10 @@ func organizerVerified(organizer, identity string, owner Owner) (bool, string) {
 		return false, "the organizer is you"
 	case identity == "":
 		return false, "the sender is not authenticated, so the organizer " + organizer + " cannot be trusted"
-	case strings.EqualFold(organizer, identity):
-		return true, ""
-	case domainOf(organizer) != "" && strings.EqualFold(domainOf(organizer), domainOf(identity)):
+	case mail.SameAddr(organizer, identity):
 		return true, ""
 	}
 	return false, fmt.Sprintf("the organizer %s is not the authenticated sender %s", organizer, identity)
-}
-
-func domainOf(addr string) string {
-	if i := strings.LastIndexByte(addr, '@'); i >= 0 {
-		return strings.ToLower(addr[i+1:])
-	}
-	return ""
 }
 
 // conflicts computes the busy times overlapping the invitation, by code;

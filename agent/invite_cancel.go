@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/mailagent/mailagent/internal/calendar"
+	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -128,7 +129,7 @@ func (p *Pipeline) invitationItems(account, uid string, self store.MessageKey) (
 func (p *Pipeline) newestSequence(rec *store.MessageRecord, items []*store.QueueItem, organizer string) (int, string) {
 	seq, id := -1, ""
 	for _, q := range items {
-		if q.Invitation.OrganizerVerified && strings.EqualFold(q.Invitation.Organizer, organizer) && q.Invitation.Sequence > seq &&
+		if q.Invitation.OrganizerVerified && mail.SameAddr(q.Invitation.Organizer, organizer) && q.Invitation.Sequence > seq &&
 			p.sameOrganizer(rec, q) {
 			seq, id = q.Invitation.Sequence, q.ID
 		}
@@ -143,9 +144,9 @@ func fromOrganizer(inv *store.Invitation, identity string, q *store.QueueItem) s
 	switch {
 	case identity == "":
 		return "the sender is not authenticated, so the organizer " + inv.Organizer + " cannot be trusted"
-	case inv.Organizer == "" || !strings.EqualFold(inv.Organizer, identity):
+	case inv.Organizer == "" || !mail.SameAddr(inv.Organizer, identity):
 		return fmt.Sprintf("the organizer %q is not the authenticated sender %s", noteText(inv.Organizer), identity)
-	case !strings.EqualFold(q.Invitation.Organizer, identity):
+	case !mail.SameAddr(q.Invitation.Organizer, identity):
 		return fmt.Sprintf("%s was organized by %s, not by the sender %s", q.ID, q.Invitation.Organizer, identity)
 	}
 	return ""

@@ -39,6 +39,9 @@ func strangerAnswered(from, organizer, answer, extra string, rids ...string) fun
 		rec := process(t, p, inviteMsg(from, "Lunch", "REQUEST", ics, true))
 		id := QueueID(rec.MessageKey)
 		if _, err := p.RSVP(context.Background(), id, answer); err != nil {
+			if strings.Contains(err.Error(), "the organizer is not verified") {
+				return "" // stopped before any answer: the organizer is not the authenticated sender
+			}
 			t.Fatalf("rsvp %s: %v", answer, err)
 		}
 		return id

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/calendar"
+	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -52,7 +53,7 @@ func (p *Pipeline) applyOccurrences(ctx context.Context, rec *store.MessageRecor
 	switch {
 	case identity == "":
 		return "the changed occurrences were not applied: the sender is not authenticated, so the organizer " + noteText(inv.Organizer) + " cannot be trusted"
-	case !inv.OrganizerVerified || !strings.EqualFold(inv.Organizer, identity):
+	case !inv.OrganizerVerified || !mail.SameAddr(inv.Organizer, identity):
 		return fmt.Sprintf("the changed occurrences were not applied: the organizer %q is not the authenticated sender %s", noteText(inv.Organizer), identity)
 	}
 	msg, err := calendar.ParseICS([]byte(inv.ICS), inv.Method)

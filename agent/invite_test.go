@@ -15,7 +15,7 @@ func TestOrganizerVerified(t *testing.T) {
 	}{
 		{"bob@example.org", "bob@example.org", true},
 		{"bob@example.org", "BOB@example.org", true},
-		{"dana@example.org", "calendar@example.org", true}, // the sender's domain vouches
+		{"dana@example.org", "calendar@example.org", false}, // a domain is shared by strangers: only the authenticated sender
 		{"mallory@evil.example", "bob@example.org", false},
 		{"bob@example.org", "", false},                // not authenticated
 		{"ada@example.com", "ada@example.com", false}, // the owner's own

@@ -49,9 +49,9 @@ type Learner struct {
 // recipient chosen by code), lowercased; "" when it has none.
 func correspondent(item *store.QueueItem) string {
 	if len(item.To) > 0 {
-		return strings.ToLower(item.To[0].Email)
+		return mail.AddrKey(item.To[0].Email)
 	}
-	return strings.ToLower(item.From.Email)
+	return mail.AddrKey(item.From.Email)
 }
 
 func firstIntent(item *store.QueueItem) string {

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/prompts"
 	"github.com/mailagent/mailagent/store"
 )
@@ -82,7 +83,7 @@ func SelectMemory(q MemoryQuery, recs []store.MemoryRecord, examples []store.Exa
 	if budget <= 0 {
 		budget = DefaultMemoryBudget
 	}
-	contact := strings.ToLower(strings.TrimSpace(q.Contact))
+	contact := mail.AddrKey(q.Contact)
 	var m prompts.Memory
 	left := budget
 	take := func(list *[]string, s string) {

@@ -46,11 +46,6 @@ import (
 // shrinks.
 var addrKeyPending = []string{
 	"agent/delegated_answered.go",
-	"agent/learn.go",
-	"agent/memory_select.go",
-	"agent/invite.go",
-	"agent/invite_cancel.go",
-	"agent/invite_occurrence.go",
 	"agent/propose.go",
 	"internal/calendar/imip.go",
 	"internal/calendar/imip_reply.go",
