@@ -10,6 +10,16 @@
 //   - The model only sees the message's own clean text (capped), a trimmed
 //     view of its thread, the owner's identity and the memory of the
 //     message's own contact — fenced as data between random boundaries.
+//   - Identity is decided once, by the store's identity layer
+//     (store/identity.go): who a message is from is the address the
+//     owner's server authenticated, and a reference a sender wrote
+//     (Message-ID, References, In-Reply-To, a thread id, a calendar UID)
+//     means only messages of that same correspondent or the owner's mail
+//     to them. Answered, resolved, known, remembered, followed up,
+//     proposed to, written to the calendar: every decision about a
+//     correspondent asks it, in watch and triage alike.
+//   - Every outgoing mail goes through the outbox (agent/outbox): one
+//     record, Auto-Submitted when automatic, public addresses only.
 //   - Every message ends in a recorded state: done (with a decision) or
 //     needs_review (with the reason). Nothing is dropped silently.
 //   - Invitations are answered only on the owner's command. A CANCEL or
