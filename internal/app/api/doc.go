@@ -13,8 +13,9 @@
 //     which is the watcher's *agent.Pipeline.
 //   - Client implements Service over the socket. Errors keep their
 //     identity across the wire: store.ErrNotFound, store.ErrConflict,
-//     store.ErrLocked, agent.ErrNotActionable and ErrNoActions match
-//     errors.Is on the client side.
+//     store.ErrLocked, agent.ErrNotActionable, agent.ErrNotSent (an
+//     approval that sent nothing) and ErrNoActions match errors.Is on the
+//     client side.
 //   - Serve exposes any Service on the socket, one route per operation,
 //     and streams agent.Event values as Server-Sent Events on
 //     GET /v1/events.

@@ -97,9 +97,10 @@ func TestDraftSentFromOwnerClientNeverSentTwice(t *testing.T) {
 	// 1. Sent from the client as saved, approved before any scan of Sent.
 	m1, item1, d1 := queuedDraftE2E(t, e, "client-as-saved")
 	e.clientSend(d1, []string{e2e.Carol}, nil)
+	// The approval sent nothing and says so: exit 7 (README's exit codes).
 	_, stderr, code := e.run("queue", "approve", "--yes", item1.ID)
-	if code != 0 {
-		t.Fatalf("approve: exit %d\n%s", code, stderr)
+	if code != 7 || !strings.Contains(stderr, "nothing was sent") {
+		t.Fatalf("approve: exit %d, want 7 saying nothing was sent\n%s", code, stderr)
 	}
 	if got := e.item(m1.ID); got.Status != store.QueueResolved {
 		t.Errorf("%s after approval: got %s %v, want resolved", m1.ID, got.Status, got.Reasons)
