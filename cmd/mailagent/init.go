@@ -407,8 +407,15 @@ func printNextSteps(w io.Writer, s *initSetup, path string, withFlag, doctorRan 
 	} else {
 		fmt.Fprintf(w, "  mailagent%s watch                         # once doctor passes: handle new mail as it arrives\n", cfgFlag)
 	}
-	if s.Mode == config.ModeReview {
+	switch {
+	case s.Mode == config.ModeReview:
 		fmt.Fprintln(w, "  Mode is review: nothing is sent until you approve it.")
+	case s.AuthservID == "":
+		// Auto mode asked for, but no sender can be authenticated yet:
+		// say it here, not only as a commented key in the file.
+		fmt.Fprintln(w, "  Mode is auto, but authserv_id is not set: no sender can be authenticated, so nothing")
+		fmt.Fprintln(w, "  is sent automatically yet (every reply waits for you). Set accounts.authserv_id to the id")
+		fmt.Fprintf(w, "  at the top of your mail's Authentication-Results; `mailagent%s doctor` suggests it once mail has arrived.\n", cfgFlag)
 	}
 }
 

@@ -364,3 +364,23 @@ func TestPrintNextStepsWatchOnlyAfterPassingDoctor(t *testing.T) {
 		})
 	}
 }
+
+// TestPrintNextStepsAutoWithoutAuthserv: auto mode with no authserv_id
+// says that nothing is sent automatically yet and how to fix it; with
+// the id set it says nothing of the kind.
+func TestPrintNextStepsAutoWithoutAuthserv(t *testing.T) {
+	t.Setenv("MA_TEST_NEXT_KEY", "set")
+	pass := []Check{{Name: "config", Status: "pass"}}
+	for _, tt := range []struct {
+		authserv string
+		warned   bool
+	}{{"", true}, {"mx.example.org", false}} {
+		s := &initSetup{APIKeyEnv: "MA_TEST_NEXT_KEY", Mode: config.ModeAuto, AuthservID: tt.authserv, Secret: secretChoice{Kind: secretCmd, Value: "pass x"}}
+		var b strings.Builder
+		printNextSteps(&b, s, "/x/config.toml", false, true, pass)
+		got := strings.Contains(b.String(), "nothing\n  is sent automatically yet") && strings.Contains(b.String(), "Set accounts.authserv_id")
+		if got != tt.warned {
+			t.Errorf("authserv_id %q: warned %v, want %v:\n%s", tt.authserv, got, tt.warned, b.String())
+		}
+	}
+}

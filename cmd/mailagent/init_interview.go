@@ -81,48 +81,115 @@ func initProblems(err error) string {
 	return strings.Join(lines, "\n")
 }
 
+// errInitBack is what a Prompter returns when the owner asks to go back
+// (Esc or Shift-Tab in the terminal prompter).
+var errInitBack = errors.New("back to the previous question")
+
+// countingPrompter counts the answers given through it, so that a step
+// knows whether "back" leaves the step or only restarts it.
+type countingPrompter struct {
+	Prompter
+	answers int
+}
+
+func (c *countingPrompter) count(err error) error {
+	if err == nil {
+		c.answers++
+	}
+	return err
+}
+
+func (c *countingPrompter) Text(ctx context.Context, label, def string, check func(string) error) (string, error) {
+	v, err := c.Prompter.Text(ctx, label, def, check)
+	return v, c.count(err)
+}
+
+func (c *countingPrompter) Password(ctx context.Context, label string) (string, error) {
+	v, err := c.Prompter.Password(ctx, label)
+	return v, c.count(err)
+}
+
+func (c *countingPrompter) YesNo(ctx context.Context, label string, def bool) (bool, error) {
+	v, err := c.Prompter.YesNo(ctx, label, def)
+	return v, c.count(err)
+}
+
+func (c *countingPrompter) Choose(ctx context.Context, label string, items []initChoice, def string) (string, error) {
+	v, err := c.Prompter.Choose(ctx, label, items, def)
+	return v, c.count(err)
+}
+
+// askAll asks every question in steps. Every answer given is the default
+// when a question comes again, so going back (errInitBack) and forward
+// keeps what was answered: back inside a step asks that step again from
+// its first question, back at its first question goes to the step
+// before.
 func askAll(ctx context.Context, p Prompter, opts *InitOptions, prev *initSetup) (*initSetup, error) {
 	s := &initSetup{}
 	if prev != nil {
 		*s = *prev
 	}
-	var err error
-	if s.Email, err = p.Text(ctx, "Email address", initDefault(s.Email, opts.Email), checkEmail); err != nil {
-		return nil, err
-	}
-	if s.Name, err = p.Text(ctx, "Your name, as shown in From: and in the AI footer", initDefault(s.Name, opts.Name), initNonEmpty); err != nil {
-		return nil, err
-	}
-	if prev == nil || prev.Email != s.Email {
-		if err := chooseServers(ctx, p, s, opts.Provider); err != nil {
-			return nil, err
-		}
+	serversFor := "" // the address the servers were chosen for
+	if prev != nil {
+		serversFor = prev.Email
 	}
 	reach := newReachState()
-	if err := confirmServers(ctx, p, s, reach); err != nil {
-		return nil, err
+	cp := &countingPrompter{Prompter: p}
+	steps := []func() error{
+		func() (err error) {
+			s.Email, err = cp.Text(ctx, "Email address", initDefault(s.Email, opts.Email), checkEmail)
+			return err
+		},
+		func() (err error) {
+			s.Name, err = cp.Text(ctx, "Your name, as shown in From: and in the AI footer", initDefault(s.Name, opts.Name), initNonEmpty)
+			return err
+		},
+		func() error {
+			if serversFor != s.Email {
+				if err := chooseServers(ctx, cp, s, opts.Provider); err != nil {
+					return err
+				}
+				serversFor = s.Email
+			}
+			return confirmServers(ctx, cp, s, reach)
+		},
+		func() (err error) {
+			s.Account, err = cp.Text(ctx, "Account name (short: used by --account and for keyring entries)",
+				initDefault(s.Account, initDefault(opts.Account, defaultAccountName(s))), checkAccountName)
+			return err
+		},
+		func() error {
+			if err := askSecret(ctx, cp, s, opts); err != nil {
+				return err
+			}
+			return testServers(ctx, cp, s, opts, reach)
+		},
+		func() error { return askLLM(ctx, cp, s, opts) },
+		func() (err error) {
+			p.Say("\nPolicy: review never sends anything without your approval; auto may send low-risk replies to known contacts when every safety gate passes.\n")
+			s.Mode, err = cp.Text(ctx, "Mode (review or auto)", initDefault(s.Mode, initDefault(opts.Mode, config.ModeReview)), func(v string) error {
+				if v != config.ModeReview && v != config.ModeAuto {
+					return fmt.Errorf("%q: type review or auto", v)
+				}
+				return nil
+			})
+			return err
+		},
 	}
-	if s.Account, err = p.Text(ctx, "Account name (short: used by --account and for keyring entries)",
-		initDefault(s.Account, initDefault(opts.Account, defaultAccountName(s))), checkAccountName); err != nil {
-		return nil, err
-	}
-	if err := askSecret(ctx, p, s, opts); err != nil {
-		return nil, err
-	}
-	if err := testServers(ctx, p, s, opts, reach); err != nil {
-		return nil, err
-	}
-	if err := askLLM(ctx, p, s, opts); err != nil {
-		return nil, err
-	}
-	p.Say("\nPolicy: review never sends anything without your approval; auto may send low-risk replies to known contacts when every safety gate passes.\n")
-	if s.Mode, err = p.Text(ctx, "Mode (review or auto)", initDefault(s.Mode, initDefault(opts.Mode, config.ModeReview)), func(v string) error {
-		if v != config.ModeReview && v != config.ModeAuto {
-			return fmt.Errorf("%q: type review or auto", v)
+	for i := 0; i < len(steps); {
+		cp.answers = 0
+		err := steps[i]()
+		switch {
+		case errors.Is(err, errInitBack):
+			if cp.answers == 0 && i > 0 {
+				i--
+			}
+			p.Say("(back)\n")
+		case err != nil:
+			return nil, err
+		default:
+			i++
 		}
-		return nil
-	}); err != nil {
-		return nil, err
 	}
 	return s, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	tea "charm.land/bubbletea/v2"
 	"charm.land/huh/v2"
 	"golang.org/x/term"
 )
@@ -69,10 +70,24 @@ func (p *huhPrompter) run(ctx context.Context, field huh.Field) (err error) {
 	if width <= 0 {
 		width = huhWidth
 	}
-	err = huh.NewForm(huh.NewGroup(field)).WithInput(p.in).WithOutput(p.out).WithShowHelp(false).WithWidth(width).RunWithContext(ctx)
+	// Esc and Shift-Tab go back to the question before: a filter sees
+	// the key before the field does and ends the form (huh has no "back"
+	// of its own across forms, and each question is a form of its own).
+	back := false
+	filter := func(_ tea.Model, msg tea.Msg) tea.Msg {
+		if k, ok := msg.(tea.KeyPressMsg); ok && (k.String() == "esc" || k.String() == "shift+tab") {
+			back = true
+			return tea.QuitMsg{}
+		}
+		return msg
+	}
+	err = huh.NewForm(huh.NewGroup(field)).WithInput(p.in).WithOutput(p.out).WithShowHelp(false).WithWidth(width).
+		WithProgramOptions(tea.WithFilter(filter)).RunWithContext(ctx)
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case back:
+		return errInitBack
 	case errors.Is(err, huh.ErrUserAborted):
 		// Ctrl-C in raw mode is a key, not SIGINT: end as the signal would.
 		return fmt.Errorf("setup cancelled, nothing was written: %w", context.Canceled)

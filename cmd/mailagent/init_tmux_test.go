@@ -190,3 +190,42 @@ func TestInitEarlyProbeInTmux(t *testing.T) {
 		t.Errorf("the config does not name the CA:\n%s", raw)
 	}
 }
+
+// TestInitGoesBackInTmux: in a real terminal, Esc at a question goes
+// back to the one before it with the earlier answer kept as its default,
+// and Shift-Tab does the same; Enter then keeps that answer and the
+// interview goes on from there.
+func TestInitGoesBackInTmux(t *testing.T) {
+	needTmux(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.toml")
+	x := startInitTmux(t, dir, path, []string{"MA_TEST_INIT_PASS=x"}, "--provider", "generic", "--no-doctor", "--password-env", "MA_TEST_INIT_PASS")
+
+	x.initAnswer("Email address", "ada@example.com")
+	x.initWaitAsked("Your name")
+	x.keys("Escape")
+	x.initWaitAsked("Email address")
+	if s := x.screen(); !strings.Contains(s, "ada@example.com") {
+		t.Errorf("back at the email question, the earlier answer is not its default:\n%s", s)
+	}
+	x.initAnswer("Email address", "") // Enter keeps it
+	x.initAnswer("Your name", "Ada Lovelace")
+	x.initWaitAsked("Use these settings?")
+	x.keys("BTab") // Shift-Tab
+	x.initWaitAsked("Your name")
+	if s := x.screen(); !strings.Contains(s, "Ada Lovelace") {
+		t.Errorf("back at the name question, the earlier answer is not its default:\n%s", s)
+	}
+	x.initAnswer("Your name", "")
+	x.initWaitAsked("Use these settings?")
+	if n := x.initEchoes("Email address"); n != 2 {
+		t.Errorf("the email was answered %d times, want 2 (once, then kept after going back)", n)
+	}
+	x.keys("C-c")
+	if got := x.exitStatus(); got == "0" {
+		t.Errorf("init after Ctrl-C exited 0")
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Error("init wrote a config although it was cancelled")
+	}
+}

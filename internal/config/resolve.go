@@ -150,6 +150,20 @@ func runSecretCmd(ctx context.Context, what, command string, timeout time.Durati
 			}
 			return Secret{}, fmt.Errorf("%s: %w", what, reason)
 		}
+		// sh's own exit codes for a command it could not run: say which
+		// program, and what to do, instead of "exit status 127".
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && (ee.ExitCode() == 127 || ee.ExitCode() == 126) {
+			prog := command
+			if f := strings.Fields(command); len(f) > 0 {
+				prog = f[0]
+			}
+			why, fix := "was not found", "install it, or give its full path"
+			if ee.ExitCode() == 126 {
+				why, fix = "cannot be run (not executable)", "chmod +x it, or give the right path"
+			}
+			return Secret{}, fmt.Errorf("%s: the program %q %s: %w (fix: %s in %s)", what, prog, why, err, fix, what)
+		}
 		if msg != "" {
 			return Secret{}, fmt.Errorf("%s: %w: stderr: %s", what, err, msg)
 		}
