@@ -150,3 +150,26 @@ func TestApproveUndoWindowWithoutWatcher(t *testing.T) {
 		t.Fatalf("sends: %d, want 1", n)
 	}
 }
+
+// TestApproveSentItemSendsNothing: approving an item that was already
+// sent sends nothing again and exits 7 (an approval that sent nothing),
+// not 2 (the command line was right); rejecting it exits 1, and both
+// name `queue show ID`.
+func TestApproveSentItemSendsNothing(t *testing.T) {
+	h := newHarness(t, compromisedModel, "[policy]\napproval_delay = \"0s\"\n")
+	id := queuedFromBob(t, h, "Call on Thursday", "Can we move our call to Thursday?")
+	if _, stderr, code := h.run("queue", "approve", id, "--yes"); code != 0 {
+		t.Fatalf("approve: %d %s", code, stderr)
+	}
+	_, stderr, code := h.run("queue", "approve", id, "--yes")
+	if code != ExitNotSent || !strings.Contains(stderr, "mailagent queue show "+id) {
+		t.Errorf("approve again: exit %d %q; want %d and the way to see it", code, stderr, ExitNotSent)
+	}
+	_, stderr, code = h.run("queue", "reject", id)
+	if code != ExitFailure || !strings.Contains(stderr, "mailagent queue show "+id) {
+		t.Errorf("reject a sent item: exit %d %q; want %d and the way to see it", code, stderr, ExitFailure)
+	}
+	if n := len(h.smtp.Messages()); n != 1 {
+		t.Fatalf("sends: %d, want exactly 1", n)
+	}
+}

@@ -121,8 +121,8 @@ func TestInvitationNeverAutoAccepted(t *testing.T) {
 	if !strings.Contains(out, "answered TENTATIVE") {
 		t.Errorf("queue show after rsvp:\n%s", out)
 	}
-	if _, _, code := h.run("queue", "rsvp", id, "accept"); code != ExitUsage {
-		t.Errorf("a second rsvp: exit %d, want %d (already answered)", code, ExitUsage)
+	if _, _, code := h.run("queue", "rsvp", id, "accept"); code != ExitNotSent {
+		t.Errorf("a second rsvp: exit %d, want %d (already answered: nothing sent)", code, ExitNotSent)
 	}
 	t.Logf("invitation attacks: %d tried, %d got through", tried, through)
 }

@@ -47,6 +47,7 @@ var exitMeanings = []struct {
 	{ExitLocked, "the state database is held by another process"},
 	{ExitPartial, "finished, but some messages need review, some checks failed or some records could not be salvaged"},
 	{ExitCorrupt, "the state database is damaged: run mailagent doctor --repair"},
+	{ExitNotSent, "an approval sent nothing: the message was answered already, or the item was sent, rejected or resolved before"},
 	{ExitInterrupted, "interrupted before finishing"},
 }
 

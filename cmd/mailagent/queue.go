@@ -118,8 +118,13 @@ func queueRun(ctx context.Context, f *Factory, opts *QueueOptions) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return &UserError{Code: ExitUsage, Err: err, Hint: "list the ids with: mailagent queue list"}
+	case errors.Is(err, agent.ErrNotActionable) && (opts.Action == "approve" || opts.Action == "rsvp"):
+		// Approving (or answering) an item already sent, rejected or
+		// resolved sends nothing: the approval's own "nothing was sent"
+		// (not a usage error: the command line was right).
+		return &UserError{Code: ExitNotSent, Err: err, Hint: "see the item with: mailagent queue show " + opts.ID}
 	case errors.Is(err, agent.ErrNotActionable):
-		return &UserError{Code: ExitUsage, Err: err}
+		return &UserError{Code: ExitFailure, Err: err, Hint: "see the item with: mailagent queue show " + opts.ID}
 	case errors.Is(err, api.ErrNoActions):
 		return &UserError{Code: ExitFailure, Err: err, Hint: "check the configuration with: mailagent doctor"}
 	}
