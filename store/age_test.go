@@ -41,3 +41,33 @@ func TestQueueItemKeepsItsMessagesDate(t *testing.T) {
 		t.Error("a message without Date is not aged from its storing")
 	}
 }
+
+// TestSendRetryFollowsTheTimeFailing: a send that has been failing for a
+// minute is tried again within about a minute however many attempts (a
+// kill -9 storm counts one per restart) it has; the first retry comes
+// quickly; a long outage is tried at least hourly; a record that never
+// failed keeps the attempt-count schedule.
+func TestSendRetryFollowsTheTimeFailing(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name    string
+		r       OutboxRecord
+		atMost  time.Duration // after UpdatedAt
+		atLeast time.Duration
+	}{
+		{"first failure", OutboxRecord{FailingSince: t0, UpdatedAt: t0, Attempts: 1}, 10 * time.Second, 10 * time.Second},
+		{"a minute of failures, 40 attempts", OutboxRecord{FailingSince: t0, UpdatedAt: t0.Add(time.Minute), Attempts: 40}, time.Minute, time.Minute},
+		{"a day down", OutboxRecord{FailingSince: t0, UpdatedAt: t0.Add(24 * time.Hour), Attempts: 3}, time.Hour, time.Hour},
+		{"never failed", OutboxRecord{UpdatedAt: t0, Attempts: 2}, RetryBackoff(2), RetryBackoff(2)},
+	} {
+		wait := SendRetryAt(&c.r).Sub(c.r.UpdatedAt)
+		if wait > c.atMost || wait < c.atLeast {
+			t.Errorf("%s: retry after %v, want between %v and %v", c.name, wait, c.atLeast, c.atMost)
+		}
+	}
+	// The attempt count alone (the old schedule) would have waited an hour
+	// after 40 attempts: the positive control of the test above.
+	if RetryBackoff(40) != time.Hour {
+		t.Errorf("RetryBackoff(40) = %v, the control assumes an hour", RetryBackoff(40))
+	}
+}

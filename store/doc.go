@@ -49,7 +49,7 @@
 //	contacts/<account>    lower(email) → Contact
 //	autosend              day \0 account \0 lower(email) → be64, day → be64
 //	idx_queue             status \0 be64(due) \0 id → id   (due: SnoozeUntil when snoozed, else UpdatedAt)
-//	idx_outbox            status \0 be64(due) \0 id → id   (due: SendAt when scheduled, UpdatedAt+RetryBackoff when pending, else UpdatedAt)
+//	idx_outbox            status \0 be64(due) \0 id → id   (due: SendAt when scheduled, SendRetryAt when pending, else UpdatedAt)
 //	outbox_raw            id → the outbox record's raw message (listing never decodes it)
 //	meta                  schema → be64 (SchemaVersion), created_at, pruned_at
 //	trace_snapshots       trace-id → deflate(JSON step snapshots, by step index)

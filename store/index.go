@@ -21,7 +21,7 @@ import (
 //
 //	idx_queue   status \0 be64(due) \0 id → id   due: SnoozeUntil when snoozed, else UpdatedAt
 //	idx_outbox  status \0 be64(due) \0 id → id   due: SendAt when scheduled,
-//	                                              UpdatedAt+RetryBackoff(Attempts) when pending,
+//	                                              SendRetryAt when pending,
 //	                                              else UpdatedAt
 //	outbox_raw  id → the raw message of the outbox record (kept apart so
 //	                that listing records never decodes message bodies)
@@ -38,12 +38,35 @@ func RetryBackoff(attempts int) time.Duration {
 	return retry.After(time.Minute, time.Hour, attempts)
 }
 
+// Send retry spacing (SendRetryAt): the first retry after sendRetryFirst,
+// then after as long as the send has been failing, at most
+// sendRetryLongest.
+const (
+	sendRetryFirst   = 10 * time.Second
+	sendRetryLongest = time.Hour
+)
+
+// SendRetryAt is when a pending send is due: a send that failed
+// temporarily is tried again after as long as it has been failing (at
+// least sendRetryFirst, at most sendRetryLongest), so a server that was
+// down for a minute gets the backlog about a minute after it is back,
+// however many attempts restarts and crashes counted meanwhile. A record
+// without FailingSince (never failed, or written before it existed)
+// keeps RetryBackoff(Attempts).
+func SendRetryAt(r *OutboxRecord) time.Time {
+	if r.FailingSince.IsZero() {
+		return r.UpdatedAt.Add(RetryBackoff(r.Attempts))
+	}
+	failing := r.UpdatedAt.Sub(r.FailingSince)
+	return r.UpdatedAt.Add(min(max(failing, sendRetryFirst), sendRetryLongest))
+}
+
 func outboxDue(r *OutboxRecord) time.Time {
 	switch r.Status {
 	case OutboxScheduled:
 		return r.SendAt
 	case OutboxPending:
-		return r.UpdatedAt.Add(RetryBackoff(r.Attempts))
+		return SendRetryAt(r)
 	}
 	return r.UpdatedAt
 }

@@ -285,14 +285,18 @@ type OutboxRecord struct {
 	Raw       []byte    `json:"raw"`
 	// RawPruned: Raw was dropped after RawRetention (the send finished
 	// long ago; the Sent folder has the copy).
-	RawPruned bool      `json:"raw_pruned,omitempty"`
-	Status    string    `json:"status"` // one of the Outbox* statuses
-	Attempts  int       `json:"attempts"`
-	Error     string    `json:"error,omitempty"`
-	Auto      bool      `json:"auto"` // sent without human approval
-	CreatedAt time.Time `json:"created_at"`
-	SentAt    time.Time `json:"sent_at,omitzero"`
-	UpdatedAt time.Time `json:"updated_at"`
+	RawPruned bool   `json:"raw_pruned,omitempty"`
+	Status    string `json:"status"` // one of the Outbox* statuses
+	Attempts  int    `json:"attempts"`
+	// FailingSince is when the send first failed temporarily (zero once
+	// it went through): its retries are spaced by how long it has been
+	// failing (SendRetryAt), not by how often it was tried.
+	FailingSince time.Time `json:"failing_since,omitzero"`
+	Error        string    `json:"error,omitempty"`
+	Auto         bool      `json:"auto"` // sent without human approval
+	CreatedAt    time.Time `json:"created_at"`
+	SentAt       time.Time `json:"sent_at,omitzero"`
+	UpdatedAt    time.Time `json:"updated_at"`
 	// Offer is the scheduling offer of the reply (offer.go): once it is
 	// sent, the one slot it confirms may become a tentative event.
 	Offer *SlotOffer `json:"offer,omitempty"`

@@ -77,6 +77,9 @@ func (o *Outbox) fail(ob *store.OutboxRecord, sendErr error) error {
 	}
 	_, err := o.Store.TransitionOutbox(ob.ID, []string{store.OutboxSending}, to, func(r *store.OutboxRecord) error {
 		r.Error = sendErr.Error()
+		if to == store.OutboxPending && r.FailingSince.IsZero() {
+			r.FailingSince = o.now()
+		}
 		return nil
 	})
 	if err != nil {
@@ -94,7 +97,7 @@ func (o *Outbox) fail(ob *store.OutboxRecord, sendErr error) error {
 func (o *Outbox) finishSent(ctx context.Context, ob *store.OutboxRecord, inSent bool) error {
 	ob, err := o.Store.TransitionOutbox(ob.ID, []string{store.OutboxSending}, store.OutboxSent, func(r *store.OutboxRecord) error {
 		r.SentAt = o.now()
-		r.Error = ""
+		r.Error, r.FailingSince = "", time.Time{}
 		return nil
 	})
 	if err != nil {

@@ -304,6 +304,9 @@ func TestDeliverFailureMeanings(t *testing.T) {
 			if got.Status != tt.obStatus || !strings.Contains(got.Error, tt.err.Error()) {
 				t.Errorf("record: %s %q, want %s with the error", got.Status, got.Error, tt.obStatus)
 			}
+			if failing := !got.FailingSince.IsZero(); failing != (tt.obStatus == store.OutboxPending) {
+				t.Errorf("FailingSince %v: want it set exactly when the send waits to be retried", got.FailingSince)
+			}
 			q, qerr := w.st.GetQueueItem(QueueID(original))
 			switch {
 			case tt.itemState == "" && qerr == nil:
@@ -312,6 +315,19 @@ func TestDeliverFailureMeanings(t *testing.T) {
 				t.Errorf("item: %+v, %v; want %s", q, qerr, tt.itemState)
 			case tt.auto && tt.itemState != "" && (q.Kind != store.KindDraft || q.Draft != "Tuesday." || len(q.To) != 1 || q.To[0].Email != "carol@example.org"):
 				t.Errorf("failed auto-send: the owner's draft is %+v, want the reply's text and recipient", q)
+			}
+			if tt.obStatus == store.OutboxPending {
+				// The retry succeeds: the record is no longer failing.
+				w.mailer.sendErrs = nil
+				if _, err := w.st.TransitionOutbox(ob.ID, []string{store.OutboxPending}, store.OutboxPending, nil); err != nil {
+					t.Fatal(err)
+				}
+				if err := w.o.Deliver(context.Background(), ob.ID); err != nil {
+					t.Fatalf("retry: %v", err)
+				}
+				if r := w.status(t, ob.ID); !r.FailingSince.IsZero() {
+					t.Errorf("after the retry went through, FailingSince %v, want zero", r.FailingSince)
+				}
 			}
 			// A second Deliver never sends what failed for good or may
 			// have been delivered; a temporary failure waits for SendDue.

@@ -139,10 +139,11 @@ func (o *Outbox) SendDue(ctx context.Context) error {
 		}
 		errs = errors.Join(errs, o.Deliver(ctx, id))
 	}
-	// Sends that failed temporarily wait longer after each attempt.
+	// Sends that failed temporarily wait as long as they have been
+	// failing (store.SendRetryAt).
 	var retry []string
 	if err := listOutbox(store.OutboxPending, func(r *store.OutboxRecord) error {
-		if !r.UpdatedAt.Add(store.RetryBackoff(r.Attempts)).After(now) {
+		if !store.SendRetryAt(r).After(now) {
 			retry = append(retry, r.ID)
 		}
 		return nil
