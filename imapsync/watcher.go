@@ -44,12 +44,20 @@ func (s State) String() string {
 const (
 	DefaultPollInterval = 60 * time.Second
 	DefaultIdleRestart  = 25 * time.Minute // RFC 9051 servers may drop IDLE after 30 min
-	DefaultMaxBackoff   = 5 * time.Minute
-	DefaultMinBackoff   = time.Second
-	DefaultSyncRetry    = 30 * time.Second
+	// A lost connection is tried again at once and then every few
+	// seconds at most, so that mail is handled within seconds of the
+	// server's return, after a restart or an outage of any length (one
+	// connection attempt every few seconds costs a server nothing).
+	DefaultMaxBackoff = 3 * time.Second
+	DefaultMinBackoff = 250 * time.Millisecond
+	DefaultSyncRetry  = 30 * time.Second
 	// probeTimeout bounds NOOP health checks and stopping IDLE, so that a
 	// half-open connection is noticed instead of waited on forever.
 	probeTimeout = 30 * time.Second
+	// quietAfter attempts of one outage are logged each; then one in
+	// quietEvery.
+	quietAfter = 5
+	quietEvery = 20
 	// healthyAfter is how long a session must last to reset the backoff.
 	healthyAfter = 30 * time.Second
 )
@@ -154,8 +162,12 @@ func (w *Watcher) Run(ctx context.Context, sync func(ctx context.Context, c *Cli
 		if w.OnRetry != nil {
 			w.OnRetry(err, wait)
 		}
-		r.log.Warn("imap watcher: connection lost, reconnecting",
-			"mailbox", w.Mailbox, "attempt", attempt, "retry_in", wait.String(), "err", err)
+		if attempt <= quietAfter || attempt%quietEvery == 0 {
+			// Retries come every few seconds: a long outage logs its
+			// first attempts, then one line in quietEvery.
+			r.log.Warn("imap watcher: connection lost, reconnecting",
+				"mailbox", w.Mailbox, "attempt", attempt, "retry_in", wait.String(), "err", err)
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

@@ -273,6 +273,9 @@ type AccountStatusJSON struct {
 	ErrorSince    *time.Time `json:"error_since"`
 	CopiesMissing int        `json:"copies_missing"`
 	CopyError     *string    `json:"copy_error"`
+	// RetryAt is when a lost connection is tried again (null while
+	// connected).
+	RetryAt *time.Time `json:"retry_at"`
 }
 
 // UsageJSON is a day's token ledger.
@@ -803,7 +806,7 @@ func toStatusJSON(s *api.Status) StatusJSON {
 	}
 	for _, a := range s.Accounts {
 		j.Accounts = append(j.Accounts, AccountStatusJSON{Name: a.Name, State: a.State, LastSync: optTime(a.LastSync),
-			Error: optStr(a.Error), ErrorSince: optTime(a.ErrorSince), CopiesMissing: a.CopiesMissing, CopyError: optStr(a.CopyError)})
+			Error: optStr(a.Error), ErrorSince: optTime(a.ErrorSince), CopiesMissing: a.CopiesMissing, CopyError: optStr(a.CopyError), RetryAt: optTime(a.RetryAt)})
 	}
 	for k, v := range s.Counts {
 		j.Counts[string(k)] = v

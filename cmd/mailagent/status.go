@@ -63,6 +63,13 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 			if !a.LastSync.IsZero() {
 				line += ", last sync " + a.LastSync.Format("15:04:05")
 			}
+			if !a.RetryAt.IsZero() {
+				if in := a.RetryAt.Sub(f.Now()); in > 0 {
+					line += fmt.Sprintf(", next try in %s", in.Round(100*time.Millisecond))
+				} else {
+					line += ", trying again now"
+				}
+			}
 			if a.Error != "" {
 				line += ", error: " + termsafe.Line(a.Error)
 				if !a.ErrorSince.IsZero() {

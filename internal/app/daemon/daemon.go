@@ -192,17 +192,31 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 		failErr error
 	)
 	for _, a := range d.Accounts {
+		var lostAt time.Time // when this account's connection was lost; zero while connected
 		w := &imapsync.Watcher{
 			Dial: a.Dial, Mailbox: a.Mailbox, PollInterval: d.PollInterval, DisableIdle: d.DisableIdle,
 			SyncRetry: d.SyncRetry,
 			Logger:    d.log().With("account", a.Name),
 			OnState: func(s imapsync.State) {
-				d.setStatus(a.Name, func(st *Status) { st.State = s.String() })
+				switch {
+				case s == imapsync.StateReconnecting && lostAt.IsZero():
+					lostAt = d.now()
+				case (s == imapsync.StateIdle || s == imapsync.StatePolling) && !lostAt.IsZero():
+					d.log().Info("imap connection back", "account", a.Name, "down_for", d.now().Sub(lostAt).Round(time.Millisecond).String())
+					lostAt = time.Time{}
+				}
+				d.setStatus(a.Name, func(st *Status) {
+					st.State = s.String()
+					if s != imapsync.StateReconnecting {
+						st.RetryAt = time.Time{}
+					}
+				})
 				if d.OnState != nil {
 					d.OnState(a.Name, s)
 				}
 			},
 			OnRetry: func(err error, wait time.Duration) {
+				d.setStatus(a.Name, func(st *Status) { st.RetryAt = d.now().Add(wait) })
 				if d.OnRetry != nil {
 					d.OnRetry(a.Name, err, wait)
 				}

@@ -23,6 +23,9 @@ type Account struct {
 	// last reason.
 	CopiesMissing int    `json:"copies_missing,omitempty"`
 	CopyError     string `json:"copy_error,omitempty"`
+	// RetryAt is when the watcher tries the lost connection again (zero
+	// while it is connected).
+	RetryAt time.Time `json:"retry_at,omitzero"`
 }
 
 // SetError records err on a at now; nil clears it. ErrorSince moves only
