@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mailagent/mailagent/agent/outbox"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -57,6 +56,16 @@ func (p *Pipeline) AutoNudge(ctx context.Context, id string) (*store.QueueItem, 
 	if err != nil {
 		return nil, fmt.Errorf("auto nudge %s: %w: %w", id, ErrNudgeNotSent, err)
 	}
+	ob := &store.OutboxRecord{
+		ID: ApprovalOutboxID(cur.ID), Account: cur.Account, From: acct.From.Email, MessageID: msgID, QueueID: cur.ID,
+		InReplyTo: cur.MessageID, To: addrStrings(cur.To), Raw: raw, Auto: true,
+		CreatedAt: p.now(), Message: cur.Message, Subject: cur.Subject, Body: cur.Draft,
+	}
+	// The outbox's door first: a recipient it refuses (not a public
+	// address) must not spend the day's cap.
+	if err := p.schedule(ob, ob.CreatedAt, p.Policy.SendDelay); err != nil {
+		return nil, fmt.Errorf("auto nudge %s: %w: %w", id, ErrNudgeNotSent, err)
+	}
 	to := cur.To[0].Email
 	ok, err := a.Store.IncrAutoSend(cur.Account, to, store.Day(p.now()), p.Policy.MaxPerContactPerDay, p.Policy.MaxPerDay)
 	if err != nil {
@@ -66,12 +75,6 @@ func (p *Pipeline) AutoNudge(ctx context.Context, id string) (*store.QueueItem, 
 		return nil, fmt.Errorf("auto nudge %s: %w: the daily auto-send cap (%d to %s, %d in all) was reached", id, ErrNudgeNotSent,
 			p.Policy.MaxPerContactPerDay, to, p.Policy.MaxPerDay)
 	}
-	ob := &store.OutboxRecord{
-		ID: ApprovalOutboxID(cur.ID), Account: cur.Account, From: acct.From.Email, MessageID: msgID, QueueID: cur.ID,
-		InReplyTo: cur.MessageID, To: addrStrings(cur.To), Raw: raw, Auto: true,
-		CreatedAt: p.now(), Message: cur.Message, Subject: cur.Subject, Body: cur.Draft,
-	}
-	outbox.Schedule(ob, ob.CreatedAt, p.Policy.SendDelay)
 	item, _, err := a.Store.ApproveQueueItem(id, []string{store.QueuePending}, func(q *store.QueueItem) error {
 		if !q.UpdatedAt.Equal(cur.UpdatedAt) {
 			return fmt.Errorf("%s changed while it was being sent: %w", id, store.ErrConflict)

@@ -598,15 +598,21 @@ func TestIDsAreStableAndDistinct(t *testing.T) {
 func TestScheduleFirstStatus(t *testing.T) {
 	now := time.Now()
 	ob := store.OutboxRecord{From: "ada@example.com", To: []string{"carol@example.org"}}
-	Schedule(&ob, now, 0)
+	if err := Schedule(&ob, now, 0); err != nil {
+		t.Fatal(err)
+	}
 	if ob.Status != store.OutboxPending || !ob.SendAt.IsZero() {
 		t.Errorf("no delay: %s at %v, want pending now", ob.Status, ob.SendAt)
 	}
-	Schedule(&ob, now, 5*time.Second)
+	if err := Schedule(&ob, now, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	if ob.Status != store.OutboxScheduled || !ob.SendAt.Equal(now.Add(5*time.Second)) {
 		t.Errorf("5s delay: %s at %v, want scheduled 5s on", ob.Status, ob.SendAt)
 	}
-	Schedule(&ob, now, -time.Second)
+	if err := Schedule(&ob, now, -time.Second); err != nil {
+		t.Fatal(err)
+	}
 	if ob.Status != store.OutboxPending || !ob.SendAt.IsZero() {
 		t.Errorf("negative delay: %s at %v, want pending now", ob.Status, ob.SendAt)
 	}

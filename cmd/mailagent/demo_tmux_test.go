@@ -23,11 +23,11 @@ func TestDemoApproveThenQuitUnderTmux(t *testing.T) {
 	x.keys("a")
 	x.waitText("sending in")
 	x.keys("q")
-	screen := x.waitText("the outside world received")
+	x.waitText("the outside world received")
 	if got := x.exitStatus(); got != "0" {
 		t.Fatalf("demo exit status %s, want 0", got)
 	}
-	screen = x.screen()
+	screen := x.screen()
 	joined := strings.Join(strings.Fields(screen), " ")
 	for _, want := range []string{"sending 1 reply you approved when the undo window ends",
 		"the outside world received 2 message(s)", `"Re: Intro: Ada, meet Katherine" (approved by you)`} {

@@ -58,7 +58,9 @@ func TestReconnectShowsNextTryAndSaysBack(t *testing.T) {
 	go func() { done <- d.Run(ctx, false) }()
 	defer func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
 	}()
 	waitUntil := func(what string, ok func() bool) {
 		t.Helper()
@@ -72,7 +74,7 @@ func TestReconnectShowsNextTryAndSaysBack(t *testing.T) {
 	}
 	waitUntil("reconnecting with a next try", func() bool {
 		for _, s := range d.Statuses() {
-			if s.State == "reconnecting" && !s.RetryAt.IsZero() && s.RetryAt.Sub(time.Now()) <= 5*time.Second {
+			if s.State == "reconnecting" && !s.RetryAt.IsZero() && time.Until(s.RetryAt) <= 5*time.Second {
 				return true
 			}
 		}
