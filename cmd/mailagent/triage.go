@@ -344,8 +344,10 @@ func triageAccount(ctx context.Context, f *Factory, cfg *config.Config, acct *co
 		bar = newMessageBar(f.Stderr, len(uids), acct.Name+" "+mailbox)
 	}
 
-	if err := prethread(ctx, c, uids, p); err != nil {
-		return false, fmt.Errorf("account %s: %w", acct.Name, err)
+	if !skipPrethread {
+		if err := prethread(ctx, c, uids, p); err != nil {
+			return false, fmt.Errorf("account %s: %w", acct.Name, err)
+		}
 	}
 
 	conc := cfg.LLM.Concurrency

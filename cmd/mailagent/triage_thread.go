@@ -16,6 +16,11 @@ const (
 	prethreadHeaderLimit = 1 << 20
 )
 
+// skipPrethread switches prethread off, for the positive control of a
+// test only (the partition then depends on the order the workers finish
+// in); never set it with t.Parallel.
+var skipPrethread bool
+
 // prethread gives the pipeline's threader the threading headers of every
 // message triage is about to analyse (BODY.PEEK[HEADER], in UID order,
 // prethreadBatch at a time), before any worker starts: see

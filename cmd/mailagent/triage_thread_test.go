@@ -231,3 +231,160 @@ func TestTriageThreadPartitionIsDeterministic(t *testing.T) {
 		t.Errorf("store after triage: %d messages in a thread that differs from mail.Threader's, want 0", d)
 	}
 }
+
+// hostileThreadMail builds one message of the hostile mailbox: id may be
+// "" (no Message-ID), refs and irt are raw header values ("" for none).
+func hostileThreadMail(id, subject, refs, irt string) []byte {
+	h := "From: Mallory <mallory@example.org>\nTo: Ada <ada@example.com>\nSubject: " + subject +
+		"\nDate: Mon, 02 Nov 2026 10:00:00 +0000\n"
+	if id != "" {
+		h += "Message-ID: <" + id + ">\n"
+	}
+	if refs != "" {
+		h += "References: " + refs + "\n"
+	}
+	if irt != "" {
+		h += "In-Reply-To: " + irt + "\n"
+	}
+	return e2e.CRLF([]byte(h + "\nbody of " + subject + "\n"))
+}
+
+// TestTriageThreadPartitionHostileHeaders: headers written to make
+// threading depend on the order of processing (a late message bridging
+// two threads, a borrowed Message-ID, reference loops and self
+// references, an In-Reply-To naming an address first, a bridge without a
+// Message-ID, a References list of 2,000 ids, hostile subjects) must not:
+// for each attack, every dry run's partition of its messages equals
+// mail.Threader's over the set. The positive control runs the same
+// mailbox with prethreading off and sees the late bridges land.
+func TestTriageThreadPartitionHostileHeaders(t *testing.T) {
+	var long strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&long, "<l%d@long.test> ", i)
+	}
+	type attack struct {
+		name string
+		msgs [][]byte
+	}
+	chain := func(tag string, n int) [][]byte { // a thread of n, each replying to the one before
+		var out [][]byte
+		for i := range n {
+			refs := ""
+			if i > 0 {
+				refs = fmt.Sprintf("<%s%d@%s.test>", tag, i-1, tag)
+			}
+			out = append(out, hostileThreadMail(fmt.Sprintf("%s%d@%s.test", tag, i, tag), "thread "+tag, refs, ""))
+		}
+		return out
+	}
+	attacks := []attack{
+		{"late bridge of two threads", append(append(chain("a", 8), chain("b", 8)...),
+			hostileThreadMail("bridge@x.test", "Re: both", "<zz@x.test> <a0@a.test> <b0@b.test>", ""))},
+		{"late new root above a thread", append(chain("c", 8),
+			hostileThreadMail("late@x.test", "Re: thread c", "<older@x.test> <c0@c.test>", ""))},
+		{"borrowed Message-ID", append(append(chain("d", 6), chain("e", 6)...),
+			hostileThreadMail("d0@d.test", "thread d", "<e0@e.test>", ""))},
+		{"reference loop and self reference", [][]byte{
+			hostileThreadMail("f1@f.test", "loop", "<f2@f.test>", ""),
+			hostileThreadMail("f2@f.test", "loop", "<f1@f.test>", ""),
+			hostileThreadMail("f3@f.test", "self", "<f3@f.test>", "<f3@f.test>")}},
+		{"In-Reply-To naming an address first", append(chain("g", 4),
+			hostileThreadMail("g9@g.test", "Re: x", "", `Message from Bob <bob@example.org> of "Mon." <g0@g.test>`),
+			hostileThreadMail("h9@h.test", "Re: y", "", `Message from Bob <bob@example.org> of "Tue." <h0@h.test>`))},
+		{"bridge without a Message-ID", append(append(chain("i", 6), chain("j", 6)...),
+			hostileThreadMail("", "Re: i and j", "<i0@i.test> <j0@j.test>", ""))},
+		{"2,000 References", append(chain("k", 6),
+			hostileThreadMail("k-long@k.test", "Re: long", long.String()+"<k0@k.test>", ""))},
+		{"hostile subjects", [][]byte{
+			hostileThreadMail("m1@m.test", "plan \x1b[2J", "", ""),
+			hostileThreadMail("m2@m.test", "Re: Fwd: [list] AW: plan \x1b[2J", "", ""),
+			hostileThreadMail("m3@m.test", "Re: \u202eplan", "", "")}},
+	}
+	h := newHarness(t, classifyReply, "")
+	ctx := context.Background()
+	attackOf := map[uint32]int{}
+	var uid uint32
+	for a, at := range attacks {
+		for _, raw := range at.msgs {
+			u, err := h.imap.Append(ctx, ownerAddr, "INBOX", raw, nil, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			uid = uint32(u)
+			attackOf[uid] = a
+		}
+	}
+	// The reference: mail.Threader over the set as triage fetches it.
+	_, cfg := h.factory(t)
+	c, err := DialIMAP(ctx, &cfg.Accounts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	if _, err := c.Select(ctx, "INBOX", true); err != nil {
+		t.Fatal(err)
+	}
+	uids, err := c.Search(ctx, imapsync.Criteria{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := mail.NewThreader()
+	fetched := map[uint32]mail.ThreadInput{}
+	if err := c.Fetch(ctx, uids, imapsync.FetchOptions{MaxMessageBytes: cfg.Sync.MaxMessageBytes}, func(m imapsync.RawMessage) error {
+		in := mail.InputOf(mail.Parse(m.Raw))
+		fetched[m.UID] = in
+		th.Add(in)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]uint32{}
+	for u, in := range fetched {
+		id := th.ThreadOf(in)
+		want[id] = append(want[id], u)
+	}
+	ref := canonical(want)
+
+	// through counts the attacks whose messages are threaded differently
+	// from ref in any of runs dry runs.
+	through := func(runs int) (int, []string) {
+		t.Helper()
+		bad := map[int]bool{}
+		for range runs {
+			stdout, stderr, code := h.run("triage", "--dry-run", "--json")
+			if code != ExitOK && code != ExitPartial {
+				t.Fatalf("dry run: exit %d\nstderr: %s", code, stderr)
+			}
+			got := uidPartition(t, stdout)
+			if len(got) != len(ref) {
+				t.Fatalf("dry run: got %d messages, want %d", len(got), len(ref))
+			}
+			for u, k := range got {
+				if ref[u] != k {
+					bad[attackOf[u]] = true
+				}
+			}
+		}
+		var names []string
+		for a := range bad {
+			names = append(names, attacks[a].name)
+		}
+		slices.Sort(names)
+		return len(bad), names
+	}
+	n, names := through(3)
+	t.Logf("attacks tried %d, through %d %v", len(attacks), n, names)
+	if n != 0 {
+		t.Errorf("got %d attacks through (%v), want 0", n, names)
+	}
+
+	// Positive control: without prethreading, a message that joins
+	// threads printed before it leaves them under their old ids.
+	skipPrethread = true
+	defer func() { skipPrethread = false }()
+	n, names = through(1)
+	t.Logf("positive control (prethread off): through %d %v", n, names)
+	if !slices.Contains(names, "late bridge of two threads") {
+		t.Errorf("positive control: got %v through, want the late bridge to land with prethreading off", names)
+	}
+}
