@@ -158,6 +158,10 @@ func coThreadedPairs(p partition) map[[2]imap.UID]bool {
 //   - Dovecot's base subject (RFC 5256 section 2.1, with its own list-tag
 //     handling) may differ from mail.SubjectKey in corner cases, which
 //     decides which roots merge by subject.
+//   - With no References, Dovecot takes the first id of In-Reply-To as the
+//     parent; we take the last (mail.ParentIDs), since MH and exmh write
+//     the replied-to author's address first: Dovecot joins unrelated
+//     replies to one author through that address.
 //   - Dovecot sorts by the Date header, falling back to INTERNALDATE; that
 //     only orders threads and siblings and does not change membership,
 //     which is all this test compares.
