@@ -219,12 +219,7 @@ func threadSnapshot(in mail.ThreadInput, th *mail.Threader, threadID string, mer
 	}
 	input := threadIn{MessageID: in.MessageID, InReplyTo: firstN(in.InReplyTo, maxListed),
 		References: refs, ReferencesCount: len(in.References), Subject: in.Subject}
-	// The parent chain as the Threader reads it: References, else the
-	// first In-Reply-To.
-	chain, how := in.References, "references"
-	if len(chain) == 0 && len(in.InReplyTo) > 0 {
-		chain, how = in.InReplyTo[:1], "in-reply-to"
-	}
+	chain, how := mail.ParentIDs(in) // the parent chain as the Threader reads it
 	var linked []string
 	for _, id := range chain {
 		if mail.IDKey(id) != mail.IDKey(in.MessageID) && th.ThreadID(id) != "" && len(linked) < maxListed {

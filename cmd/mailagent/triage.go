@@ -336,6 +336,12 @@ func triageAccount(ctx context.Context, f *Factory, cfg *config.Config, acct *co
 		bar = newMessageBar(f.Stderr, len(uids), acct.Name+" "+mailbox)
 	}
 
+	if !skipPrethread {
+		if err := prethread(ctx, c, uids, p); err != nil {
+			return false, fmt.Errorf("account %s: %w", acct.Name, err)
+		}
+	}
+
 	conc := cfg.LLM.Concurrency
 	if conc <= 0 {
 		conc = 4

@@ -34,6 +34,28 @@ func InputOf(m *Message) ThreadInput {
 	}
 }
 
+// ParentIDs returns the ids a message names as its ancestors, oldest
+// first, as the Threader links them, and which header they came from
+// ("references", "in-reply-to", or "" for none): the References list,
+// else the last id of In-Reply-To.
+//
+// The last, not the first as RFC 5256 says: In-Reply-To in the wild
+// carries the replied-to author's address in angle brackets before the
+// message id (MH and exmh write `Message from Name <addr> of "date."
+// <id>`), and taking the first links every reply to one author into one
+// thread through a dummy parent named by that address (Dovecot does not;
+// TestThreadingAgreesWithDovecot measures it). A well-formed In-Reply-To
+// with one id gives the same parent either way.
+func ParentIDs(in ThreadInput) (ids []string, from string) {
+	if len(in.References) > 0 {
+		return in.References, "references"
+	}
+	if n := len(in.InReplyTo); n > 0 {
+		return in.InReplyTo[n-1:], "in-reply-to"
+	}
+	return nil, ""
+}
+
 // Threader groups messages into threads with RFC 5256 REFERENCES semantics,
 // in memory. It is safe for concurrent use.
 //
@@ -42,7 +64,8 @@ func InputOf(m *Message) ThreadInput {
 // only on the set of messages added, never on their order:
 //
 //   - Each id in References is linked to the next, and the message to its
-//     last reference; with no References, to the first In-Reply-To id.
+//     last reference; with no References, to its In-Reply-To parent
+//     (ParentIDs).
 //     Missing parents are dummy nodes. Ids are compared by IDKey. A message
 //     that references itself gets no parent from that reference.
 //   - A message with no parent reference at all is a root in RFC 5256 terms;
@@ -73,10 +96,16 @@ type Threader struct {
 
 	// journal, while a Rebuild loads, records every Add so that none is
 	// lost when the new contents replace the old.
-	journal    []ThreadInput
+	journal    []journaled
 	rebuilding bool
 
 	merges sync.Mutex // see LockMerges
+}
+
+// journaled is one Add (self) or Link made while a Rebuild loads.
+type journaled struct {
+	in   ThreadInput
+	self bool
 }
 
 type tnode struct {
@@ -105,16 +134,28 @@ func NewThreader() *Threader {
 // message id again adds its links, if any are new, and is otherwise a no-op.
 // A message with an empty id is keyed by its subject and date.
 func (t *Threader) Add(in ThreadInput) (threadID string, merged []string) {
+	return t.add(in, true)
+}
+
+// Link records only the links between the ids a message names as its
+// ancestors (ParentIDs), not the message itself, and returns the thread
+// id of its nearest parent ("" when it names none) and the thread ids
+// that were merged into it, as Add does. It is for a message whose own
+// id is not known yet: one with no Message-ID, which the full parse
+// keys by a hash of its body. Adding that message later with Add joins
+// it to one existing thread at most, so it reports no merge.
+func (t *Threader) Link(in ThreadInput) (threadID string, merged []string) {
+	return t.add(in, false)
+}
+
+func (t *Threader) add(in ThreadInput, self bool) (threadID string, merged []string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 
 	key, id := nodeKey(in)
-	// Parent chain: References, else first In-Reply-To; self-links dropped.
+	// Parent chain (ParentIDs); self-links dropped.
 	var chain []string
-	src := in.References
-	if len(src) == 0 && len(in.InReplyTo) > 0 {
-		src = in.InReplyTo[:1]
-	}
+	src, _ := ParentIDs(in)
 	for _, r := range src {
 		k := IDKey(r)
 		if k == "" || k == key || (len(chain) > 0 && chain[len(chain)-1] == k) {
@@ -132,6 +173,25 @@ func (t *Threader) Add(in ThreadInput) (threadID string, merged []string) {
 			}
 		}
 	}
+	if t.rebuilding {
+		t.journal = append(t.journal, journaled{in, self})
+	}
+	if !self {
+		if len(chain) == 0 {
+			return "", nil
+		}
+		for _, k := range chain {
+			look(k)
+		}
+		for i, k := range chain {
+			n := t.node(k)
+			if i > 0 {
+				t.union(t.index[chain[i-1]], n)
+				t.setParent(n)
+			}
+		}
+		return t.reported(t.index[chain[len(chain)-1]], before)
+	}
 	look(key)
 	for _, k := range chain {
 		look(k)
@@ -144,9 +204,6 @@ func (t *Threader) Add(in ThreadInput) (threadID string, merged []string) {
 		}
 	}
 
-	if t.rebuilding {
-		t.journal = append(t.journal, in)
-	}
 	m := t.node(key)
 	if n := &t.nodes[m]; n.id == "" || id < n.id {
 		if n.id == "" {
@@ -174,7 +231,13 @@ func (t *Threader) Add(in ThreadInput) (threadID string, merged []string) {
 		t.union(t.node(subj), m)
 	}
 
-	threadID = t.comps[t.find(m)].tid
+	return t.reported(m, before)
+}
+
+// reported is n's thread id and the ids in before that it replaced,
+// sorted.
+func (t *Threader) reported(n int32, before map[string]bool) (threadID string, merged []string) {
+	threadID = t.comps[t.find(n)].tid
 	for tid := range before {
 		if tid != threadID {
 			merged = append(merged, tid)
@@ -227,8 +290,8 @@ func (t *Threader) Rebuild(load func(add func(ThreadInput)) error) error {
 	if err != nil {
 		return err
 	}
-	for _, in := range journal {
-		fresh.Add(in)
+	for _, j := range journal {
+		fresh.add(j.in, j.self)
 	}
 	t.index, t.nodes, t.comps, t.msgs = fresh.index, fresh.nodes, fresh.comps, fresh.msgs
 	return nil

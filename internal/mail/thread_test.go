@@ -42,9 +42,17 @@ func TestThreaderGrouping(t *testing.T) {
 		{
 			name: "in-reply-to only",
 			inputs: []ThreadInput{in("a@x", "hi"),
-				{MessageID: "b@x", Subject: "hello again", InReplyTo: []string{"a@x", "ignored@x"}},
+				{MessageID: "b@x", Subject: "hello again", InReplyTo: []string{"ignored@x", "a@x"}},
 				{MessageID: "c@x", Subject: "unrelated", InReplyTo: []string{"zzz@x"}}},
 			want: "a@x b@x | c@x",
+		},
+		{
+			// exmh/MH: In-Reply-To: Message from Bart <bart@x> of "date." <id>
+			name: "in-reply-to: the author's address before the id links nothing",
+			inputs: []ThreadInput{in("p1@x", "first"), in("p2@x", "second"),
+				{MessageID: "r1@x", Subject: "Re: first", InReplyTo: []string{"bart@x", "p1@x"}},
+				{MessageID: "r2@x", Subject: "Re: second", InReplyTo: []string{"bart@x", "p2@x"}}},
+			want: "p1@x r1@x | p2@x r2@x",
 		},
 		{
 			name:   "references win over in-reply-to",

@@ -22,6 +22,11 @@ import (
 // differences are explained in TestThreadingAgreesWithDovecot.
 const threadAgreementMin = 0.99
 
+// refsRecallMin is the share of Dovecot's THREAD=REFS co-threaded pairs
+// (messages joined by References/In-Reply-To links) that mail.Threader
+// must co-thread too.
+const refsRecallMin = 0.97
+
 // hamFolders are the SpamAssassin folders holding real mailing-list threads.
 var hamFolders = []string{"easy-ham-1", "easy-ham-2", "hard-ham-1"}
 
@@ -153,6 +158,10 @@ func coThreadedPairs(p partition) map[[2]imap.UID]bool {
 //   - Dovecot's base subject (RFC 5256 section 2.1, with its own list-tag
 //     handling) may differ from mail.SubjectKey in corner cases, which
 //     decides which roots merge by subject.
+//   - With no References, Dovecot takes the first id of In-Reply-To as the
+//     parent; we take the last (mail.ParentIDs), since MH and exmh write
+//     the replied-to author's address first: Dovecot joins unrelated
+//     replies to one author through that address.
 //   - Dovecot sorts by the Date header, falling back to INTERNALDATE; that
 //     only orders threads and siblings and does not change membership,
 //     which is all this test compares.
@@ -259,6 +268,93 @@ func TestThreadingAgreesWithDovecot(t *testing.T) {
 	share := float64(agreed) / float64(len(msgs))
 	t.Logf("messages in identical or accepted threads: %d/%d (%.2f%%)", agreed, len(msgs), 100*share)
 	v.crossed = slices.DeleteFunc(v.crossed, func(k string) bool { return slices.Contains(linked, k) })
+
+	// Header links: Dovecot's THREAD=REFS groups by References and
+	// In-Reply-To only (no subject merging), so its co-threaded pairs are
+	// the pairs header links join. Recall is the share of REFS' pairs that
+	// we co-thread too; precision is the share of our co-threaded pairs
+	// that Dovecot co-threads under REFS or REFERENCES (we also merge
+	// parentless roots by subject, as REFERENCES does). Both leave out
+	// the pairs Dovecot cannot co-thread by design, counted and printed:
+	// a message whose Message-ID is repeated in the mailbox (RFC 5256
+	// step 1A: Dovecot keeps the id of one copy only; we treat the copies
+	// as one message), and a message of a Dovecot thread that one of ours
+	// reaches through a header link Dovecot dropped (referenceLinked
+	// above: RFC 5256 keeps the first parent a message gets, in mailbox
+	// order, so which link is dropped depends on the order of APPEND),
+	// and a message with no References whose In-Reply-To names more than
+	// one id (MH and exmh write the replied-to author's address before
+	// the message id; Dovecot takes the first, the address, as the
+	// parent, we take the last: mail.ParentIDs).
+	refsData, err := c.UIDThread(&imapclient.ThreadOptions{
+		Algorithm:      imap.ThreadAlgorithm("REFS"),
+		SearchCriteria: &imap.SearchCriteria{},
+	}).Wait()
+	if err != nil {
+		t.Fatalf("UID THREAD REFS: %v", err)
+	}
+	var refsThreads [][]imap.UID
+	for _, td := range refsData {
+		refsThreads = append(refsThreads, flattenAll(td))
+	}
+	refs := partitionOf(refsThreads)
+	if got, want := len(refs), len(msgs); got != want {
+		t.Fatalf("got %d messages in Dovecot's REFS threads, want %d", got, want)
+	}
+	idCount := map[string]int{}
+	for _, m := range parsed {
+		idCount[mail.IDKey(m.MessageID)]++
+	}
+	aside := map[imap.UID]string{}
+	for i, uid := range uids {
+		if idCount[mail.IDKey(parsed[i].MessageID)] > 1 {
+			aside[uid] = "repeated Message-ID"
+		}
+	}
+	for i, uid := range uids {
+		if irt := parsed[i].InReplyTo; aside[uid] == "" && len(parsed[i].References) == 0 && len(irt) > 1 {
+			aside[uid] = "In-Reply-To names more than one id"
+		}
+	}
+	for uid, dk := range dovecot {
+		if _, ok := aside[uid]; !ok && slices.Contains(linked, dk) {
+			aside[uid] = "link Dovecot dropped"
+		}
+	}
+	keep := func(pairs map[[2]imap.UID]bool) (kept map[[2]imap.UID]bool, left int) {
+		kept = map[[2]imap.UID]bool{}
+		for p := range pairs {
+			if aside[p[0]] != "" || aside[p[1]] != "" {
+				left++
+				continue
+			}
+			kept[p] = true
+		}
+		return kept, left
+	}
+	rp := coThreadedPairs(refs)
+	rawRecall, rawPrecision := pairScores(rp, op, dp)
+	rk, rLeft := keep(rp)
+	ok, oLeft := keep(op)
+	recall, precision := pairScores(rk, ok, dp)
+	t.Logf("THREAD=REFS co-threaded pairs %d, ours %d; raw recall %.4f, raw precision %.4f", len(rp), len(op), rawRecall, rawPrecision)
+	why := map[string]int{}
+	for _, w := range aside {
+		why[w]++
+	}
+	t.Logf("left out: %d messages (%d REFS pairs, %d of ours): %v", len(aside), rLeft, oLeft, why)
+	t.Logf("header links: recall %.4f (want ≥ %.2f), precision %.4f (want 1.000)", recall, refsRecallMin, precision)
+	if rawRecall < refsRecallMin {
+		t.Errorf("got raw recall %.4f of THREAD=REFS' co-threaded pairs (nothing left out), want ≥ %.2f", rawRecall, refsRecallMin)
+	}
+	if recall < refsRecallMin {
+		t.Errorf("got recall %.4f of THREAD=REFS' co-threaded pairs, want ≥ %.2f", recall, refsRecallMin)
+		logMissedLinks(t, rk, ok, uids, parsed, msgs, 10)
+	}
+	if precision < 1 {
+		t.Errorf("got precision %.4f (our co-threaded pairs that Dovecot co-threads under REFS or REFERENCES), want 1.000", precision)
+		logExtraPairs(t, ok, rk, dp, uids, parsed, msgs, 10)
+	}
 
 	if share < threadAgreementMin {
 		t.Errorf("got %.2f%% of messages in identical or accepted threads, want ≥ %.0f%%", 100*share, 100*threadAgreementMin)
@@ -467,4 +563,77 @@ func lastN(s []string, n int) []string {
 		return s
 	}
 	return s[len(s)-n:]
+}
+
+// pairScores returns recall, the share of ref's pairs found in ours, and
+// precision, the share of ours found in ref or alt. An empty side scores 1.
+func pairScores(ref, ours, alt map[[2]imap.UID]bool) (recall, precision float64) {
+	hit := 0
+	for p := range ref {
+		if ours[p] {
+			hit++
+		}
+	}
+	recall = 1
+	if len(ref) > 0 {
+		recall = float64(hit) / float64(len(ref))
+	}
+	good := 0
+	for p := range ours {
+		if ref[p] || alt[p] {
+			good++
+		}
+	}
+	precision = 1
+	if len(ours) > 0 {
+		precision = float64(good) / float64(len(ours))
+	}
+	return recall, precision
+}
+
+// logMissedLinks prints up to limit pairs Dovecot co-threads under REFS
+// and we do not, with each message's ids.
+func logMissedLinks(t *testing.T, ref, ours map[[2]imap.UID]bool, uids []imap.UID, parsed []*mail.Message, msgs []corpusMessage, limit int) {
+	t.Helper()
+	logPairs(t, "co-threaded by THREAD=REFS, not by us", ref, func(p [2]imap.UID) bool { return !ours[p] }, uids, parsed, msgs, limit)
+}
+
+// logExtraPairs prints up to limit of our co-threaded pairs Dovecot
+// co-threads under neither algorithm.
+func logExtraPairs(t *testing.T, ours, ref, alt map[[2]imap.UID]bool, uids []imap.UID, parsed []*mail.Message, msgs []corpusMessage, limit int) {
+	t.Helper()
+	logPairs(t, "co-threaded by us, by neither REFS nor REFERENCES", ours, func(p [2]imap.UID) bool { return !ref[p] && !alt[p] }, uids, parsed, msgs, limit)
+}
+
+func logPairs(t *testing.T, what string, pairs map[[2]imap.UID]bool, pick func([2]imap.UID) bool, uids []imap.UID, parsed []*mail.Message, msgs []corpusMessage, limit int) {
+	t.Helper()
+	index := make(map[imap.UID]int, len(uids))
+	for i, uid := range uids {
+		index[uid] = i
+	}
+	var sel [][2]imap.UID
+	for p := range pairs {
+		if pick(p) {
+			sel = append(sel, p)
+		}
+	}
+	slices.SortFunc(sel, func(a, b [2]imap.UID) int {
+		if a[0] != b[0] {
+			return int(a[0]) - int(b[0])
+		}
+		return int(a[1]) - int(b[1])
+	})
+	t.Logf("%d pairs %s; the first %d:", len(sel), what, min(limit, len(sel)))
+	for n, p := range sel {
+		if n == limit {
+			break
+		}
+		var b strings.Builder
+		for _, uid := range p {
+			m := parsed[index[uid]]
+			fmt.Fprintf(&b, "  uid %d %s subject=%q id=%q irt=%v refs(last 3)=%v\n",
+				uid, msgs[index[uid]].path, m.Subject, m.MessageID, m.InReplyTo, lastN(m.References, 3))
+		}
+		t.Log(b.String())
+	}
 }
