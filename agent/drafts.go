@@ -187,9 +187,19 @@ var errStaleDraft = errors.New("the item changed while its draft was saved")
 
 // clearDraftError forgets an earlier Drafts-folder error.
 func clearDraftError(q *store.QueueItem) {
-	if strings.HasPrefix(q.Error, draftErrPrefix) || strings.Contains(q.Error, "to the Drafts folder") {
+	if DraftCopyFailure(q) != "" {
 		q.Error = ""
 	}
+}
+
+// DraftCopyFailure returns why q's copy in the Drafts folder failed (the
+// error recorded on the item), or "" when it did not: commands that
+// changed the draft report it at once instead of claiming success.
+func DraftCopyFailure(q *store.QueueItem) string {
+	if q != nil && (strings.HasPrefix(q.Error, draftErrPrefix) || strings.Contains(q.Error, "to the Drafts folder")) {
+		return q.Error
+	}
+	return ""
 }
 
 // noteDraftError records a Drafts-folder failure on the item (in whatever

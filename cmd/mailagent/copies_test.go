@@ -128,3 +128,33 @@ func TestApproveSucceedsWhenOnlyTheSentCopyFails(t *testing.T) {
 		return n == 0
 	})
 }
+
+// TestEditSaysWhenTheDraftsCopyFailed: `queue edit` on an account whose
+// Drafts folder is missing keeps the new text, but says that its copy in
+// the Drafts folder failed and exits 5, instead of "edited" and 0; with
+// the folder there the same edit exits 0.
+func TestEditSaysWhenTheDraftsCopyFailed(t *testing.T) {
+	h := newHarness(t, compromisedModel, "", func(o *memimap.Options) { o.Mailboxes = []string{"Sent"} })
+	h.deliver(rawMail("Carol <carol@example.org>", "Budget", "Can you check the budget?"))
+	h.watchOnce(t)
+	st := h.openStore(t)
+	var id string
+	_ = st.ListQueue(store.QueuePending, func(q *store.QueueItem) error {
+		if q.Subject == "Budget" {
+			id = q.ID
+		}
+		return nil
+	})
+	_ = st.Close()
+	if id == "" {
+		t.Fatal("no queued draft")
+	}
+	_, stderr, code := h.run("queue", "edit", id, "--text", "Checked: the budget is fine.")
+	if code != ExitPartial || !strings.Contains(stderr, "its copy in your Drafts folder was not updated") {
+		t.Errorf("edit without a Drafts folder: exit %d %q; want %d and the failed copy named", code, stderr, ExitPartial)
+	}
+	h.createMailbox(t, "Drafts")
+	if _, stderr, code := h.run("queue", "edit", id, "--text", "Checked again."); code != 0 || strings.Contains(stderr, "warning") {
+		t.Errorf("edit with the folder there: exit %d %q; want 0 and no warning", code, stderr)
+	}
+}

@@ -45,7 +45,7 @@ var exitMeanings = []struct {
 	{ExitUsage, "bad flags, arguments or configuration"},
 	{ExitUnreachable, "a server (IMAP, SMTP, model) could not be reached or refused the login"},
 	{ExitLocked, "the state database is held by another process"},
-	{ExitPartial, "finished, but some messages need review, some checks failed or some records could not be salvaged"},
+	{ExitPartial, "finished, but some messages need review, some checks failed, some records could not be salvaged, or a Drafts copy could not be updated"},
 	{ExitCorrupt, "the state database is damaged: run mailagent doctor --repair"},
 	{ExitNotSent, "an approval sent nothing: the message was answered already, or the item was sent, rejected or resolved before"},
 	{ExitInterrupted, "interrupted before finishing"},

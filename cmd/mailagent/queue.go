@@ -238,11 +238,12 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 			fmt.Fprintln(f.Stderr, "no change")
 			return nil
 		}
-		if _, err := svc.Edit(ctx, opts.ID, edited); err != nil {
+		item, err := svc.Edit(ctx, opts.ID, edited)
+		if err != nil {
 			return err
 		}
 		fmt.Fprintf(f.Stderr, "%s: edited (the model's draft is kept beside your text)\n", opts.ID)
-		return nil
+		return draftCopyFailed(f, item)
 	case "snooze":
 		until, err := tui.ParseSnooze(opts.Until, f.Now())
 		if err != nil {
@@ -265,7 +266,7 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 			return err
 		}
 		fmt.Fprintln(f.Stdout, termsafe.Text(item.Draft))
-		return nil
+		return draftCopyFailed(f, item)
 	case "retry":
 		e, err := svc.Explain(ctx, opts.ID)
 		if err != nil {
@@ -622,4 +623,16 @@ func riskyGates(q *store.QueueItem) []store.GateResult {
 		}
 	}
 	return out
+}
+
+// draftCopyFailed says on stderr that the new text is kept but its copy
+// in the Drafts folder failed, and returns errPartial (exit 5): the
+// command did its part, one side effect did not happen.
+func draftCopyFailed(f *Factory, item *store.QueueItem) error {
+	why := agent.DraftCopyFailure(item)
+	if why == "" {
+		return nil
+	}
+	fmt.Fprintf(f.Stderr, "warning: the text is saved here, but its copy in your Drafts folder was not updated: %s\n  watch retries it; see: mailagent status\n", termsafe.Line(why))
+	return errPartial
 }
