@@ -17,6 +17,10 @@ const draftCleanupTimeout = 30 * time.Second
 // markAnsweredTimeout bounds setting \Answered after a send.
 const markAnsweredTimeout = 30 * time.Second
 
+// CopyToSentFailed starts the error of a delivered reply whose copy to
+// the Sent folder failed (it stays "sent" until a retry files it).
+const CopyToSentFailed = "copy to the Sent folder failed: "
+
 // reasonAnswered prefixes every "already answered" reason.
 const reasonAnswered = "already answered"
 
@@ -111,11 +115,23 @@ func (o *Outbox) finishSent(ctx context.Context, ob *store.OutboxRecord, inSent 
 func (o *Outbox) appendSent(ctx context.Context, ob *store.OutboxRecord, inSent bool) error {
 	if !inSent {
 		if err := o.Mailer.AppendSent(ctx, ob.Account, ob.Raw); err != nil {
-			// Delivered but not filed: Recover appends it later.
-			return fmt.Errorf("append %s to Sent: %w", ob.MessageID, err)
+			// Delivered but not filed: Recover appends it later. The
+			// record says so at once (status counts it), not only after
+			// the next retry pass.
+			aerr := fmt.Errorf("append %s to Sent: %w", ob.MessageID, err)
+			if _, terr := o.Store.TransitionOutbox(ob.ID, []string{store.OutboxSent}, store.OutboxSent, func(r *store.OutboxRecord) error {
+				r.Error = CopyToSentFailed + err.Error()
+				return nil
+			}); terr != nil && !errors.Is(terr, store.ErrConflict) {
+				return errors.Join(aerr, terr)
+			}
+			return aerr
 		}
 	}
-	if _, err := o.Store.TransitionOutbox(ob.ID, []string{store.OutboxSent}, store.OutboxAppended, nil); err != nil && !errors.Is(err, store.ErrConflict) {
+	if _, err := o.Store.TransitionOutbox(ob.ID, []string{store.OutboxSent}, store.OutboxAppended, func(r *store.OutboxRecord) error {
+		r.Error = ""
+		return nil
+	}); err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("outbox %s: mark appended: %w", ob.ID, err)
 	}
 	return nil

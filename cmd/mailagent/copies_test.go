@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -156,5 +157,31 @@ func TestEditSaysWhenTheDraftsCopyFailed(t *testing.T) {
 	h.createMailbox(t, "Drafts")
 	if _, stderr, code := h.run("queue", "edit", id, "--text", "Checked again."); code != 0 || strings.Contains(stderr, "warning") {
 		t.Errorf("edit with the folder there: exit %d %q; want 0 and no warning", code, stderr)
+	}
+}
+
+// TestFailedCopyInStatusAtOnce: with a watcher running (its retry pass
+// minutes away), a draft whose Drafts copy failed is in `status` as soon
+// as the item is queued: copies_missing and the reason, text and --json.
+func TestFailedCopyInStatusAtOnce(t *testing.T) {
+	h := newHarness(t, compromisedModel, "", func(o *memimap.Options) { o.Mailboxes = []string{"Sent"} })
+	stderrW, stop := startWatch(t, h, true)
+	eventually(t, "the watcher is idle", func() bool { return strings.Contains(stderrW.String(), "personal: idle") })
+	h.deliver(rawMail("Carol <carol@example.org>", "Budget", "Can you check the budget?"))
+	eventually(t, "status names the failed Drafts copy", func() bool {
+		out, _, code := h.run("status", "--json")
+		var st StatusJSON
+		if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Accounts) == 0 {
+			return false
+		}
+		a := st.Accounts[0]
+		return a.CopiesMissing == 1 && a.CopyError != nil && strings.Contains(*a.CopyError, "Drafts")
+	})
+	out, _, _ := h.run("status")
+	if !strings.Contains(out, "1 IMAP copy waiting for a retry") {
+		t.Errorf("status text does not show the failed copy:\n%s", out)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/agent/outbox"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -65,7 +66,48 @@ func (l *Local) Status(ctx context.Context) (Status, error) {
 	if _, s.AutoSentToday, err = l.DB.AutoSendCounts("", "", day); err != nil {
 		return Status{}, fmt.Errorf("status: %w", err)
 	}
+	if err := l.copiesMissing(s.Accounts); err != nil {
+		return Status{}, fmt.Errorf("status: %w", err)
+	}
 	return s, nil
+}
+
+// copiesMissing counts, per account, the IMAP copies that failed as the
+// store records them now (drafts whose Drafts copy failed, replies sent
+// but not filed in Sent), so that a failure shows in status at once
+// rather than after the watcher's next retry pass.
+func (l *Local) copiesMissing(accounts []AccountStatus) error {
+	if len(accounts) == 0 {
+		return nil
+	}
+	missing, last := map[string]int{}, map[string]string{}
+	err := l.DB.ListQueue(store.QueuePending, func(q *store.QueueItem) error {
+		if why := agent.DraftCopyFailure(q); why != "" {
+			missing[q.Account]++
+			last[q.Account] = why
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = l.DB.ListOutbox(store.OutboxSent, func(r *store.OutboxRecord) error {
+		if strings.HasPrefix(r.Error, outbox.CopyToSentFailed) {
+			missing[r.Account]++
+			last[r.Account] = r.Error
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i := range accounts {
+		a := &accounts[i]
+		if n := missing[a.Name]; n > a.CopiesMissing {
+			a.CopiesMissing, a.CopyError = n, last[a.Name]
+		}
+	}
+	return nil
 }
 
 // Queue implements Service.
