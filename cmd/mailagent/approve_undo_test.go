@@ -153,7 +153,8 @@ func TestApproveUndoWindowWithoutWatcher(t *testing.T) {
 
 // TestApproveSentItemSendsNothing: approving an item that was already
 // sent sends nothing again and exits 7 (an approval that sent nothing),
-// not 2 (the command line was right); rejecting it exits 1, and both
+// not 2 (the command line was right); rejecting it is still refused as
+// before (2: the action does not apply), and both
 // name `queue show ID`.
 func TestApproveSentItemSendsNothing(t *testing.T) {
 	h := newHarness(t, compromisedModel, "[policy]\napproval_delay = \"0s\"\n")
@@ -166,8 +167,8 @@ func TestApproveSentItemSendsNothing(t *testing.T) {
 		t.Errorf("approve again: exit %d %q; want %d and the way to see it", code, stderr, ExitNotSent)
 	}
 	_, stderr, code = h.run("queue", "reject", id)
-	if code != ExitFailure || !strings.Contains(stderr, "mailagent queue show "+id) {
-		t.Errorf("reject a sent item: exit %d %q; want %d and the way to see it", code, stderr, ExitFailure)
+	if code != ExitUsage || !strings.Contains(stderr, "mailagent queue show "+id) {
+		t.Errorf("reject a sent item: exit %d %q; want %d and the way to see it", code, stderr, ExitUsage)
 	}
 	if n := len(h.smtp.Messages()); n != 1 {
 		t.Fatalf("sends: %d, want exactly 1", n)

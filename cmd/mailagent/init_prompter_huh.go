@@ -81,8 +81,10 @@ func (p *huhPrompter) run(ctx context.Context, field huh.Field) (err error) {
 		}
 		return msg
 	}
-	err = huh.NewForm(huh.NewGroup(field)).WithInput(p.in).WithOutput(p.out).WithShowHelp(false).WithWidth(width).
-		WithProgramOptions(tea.WithFilter(filter)).RunWithContext(ctx)
+	// WithProgramOptions replaces the program's options: it comes before
+	// WithInput and WithOutput, which add theirs.
+	err = huh.NewForm(huh.NewGroup(field)).WithProgramOptions(tea.WithFilter(filter)).
+		WithInput(p.in).WithOutput(p.out).WithShowHelp(false).WithWidth(width).RunWithContext(ctx)
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()

@@ -124,7 +124,7 @@ func queueRun(ctx context.Context, f *Factory, opts *QueueOptions) error {
 		// (not a usage error: the command line was right).
 		return &UserError{Code: ExitNotSent, Err: err, Hint: "see the item with: mailagent queue show " + opts.ID}
 	case errors.Is(err, agent.ErrNotActionable):
-		return &UserError{Code: ExitFailure, Err: err, Hint: "see the item with: mailagent queue show " + opts.ID}
+		return &UserError{Code: ExitUsage, Err: err, Hint: "see the item with: mailagent queue show " + opts.ID}
 	case errors.Is(err, api.ErrNoActions):
 		return &UserError{Code: ExitFailure, Err: err, Hint: "check the configuration with: mailagent doctor"}
 	}
