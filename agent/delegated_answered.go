@@ -151,7 +151,7 @@ func (p *Pipeline) answerDelegated(ctx context.Context, ob *store.OutboxRecord) 
 // to, when it is the forwarded copy's sender and ob answers the copy's
 // Message-ID; otherwise why not.
 func (p *Pipeline) delegatedCorrespondent(ob *store.OutboxRecord, rec *store.MessageRecord) (who, why string) {
-	who = strings.ToLower(strings.TrimSpace(rec.From.Email))
+	who = mail.AddrKey(rec.From.Email)
 	key := mail.IDKey(rec.MessageID)
 	switch {
 	case ob.Auto:
@@ -160,7 +160,7 @@ func (p *Pipeline) delegatedCorrespondent(ob *store.OutboxRecord, rec *store.Mes
 		return "", "the forwarded message had no Message-ID"
 	case mail.IDKey(ob.InReplyTo) != key:
 		return "", "the reply does not answer the forwarded message's Message-ID"
-	case who == "" || len(ob.To) != 1 || !strings.EqualFold(strings.TrimSpace(ob.To[0]), who):
+	case who == "" || len(ob.To) != 1 || !mail.SameAddr(ob.To[0], who):
 		return "", "the reply did not go to the forwarded message's sender alone"
 	case p.Accounts[ob.Account].Owner.IsOwner(who) || p.isAgentAddress(ob.Account, who):
 		return "", "the forwarded message is from the owner's own address"

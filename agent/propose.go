@@ -76,7 +76,7 @@ func (p *Pipeline) Propose(ctx context.Context, k store.MessageKey, text, source
 	if err != nil {
 		return nil, fmt.Errorf("propose: %w: %v", ErrProposalRefused, err)
 	}
-	to := mail.Address{Email: strings.ToLower(rec.SenderAuth.Identity())}
+	to := mail.Address{Email: rec.Correspondent()}
 	if mail.AddrKey(rec.From.Email) == who {
 		to.Name = rec.From.Name
 	}

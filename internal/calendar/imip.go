@@ -16,6 +16,8 @@ import (
 	"github.com/emersion/go-ical"
 	message "github.com/emersion/go-message"
 	_ "github.com/emersion/go-message/charset" // charsets of text/calendar parts
+
+	mailaddr "github.com/mailagent/mailagent/internal/mail"
 )
 
 // iMIP (RFC 6047) carries iTIP (RFC 5546) scheduling messages as
@@ -274,7 +276,7 @@ func mailtoAddr(v string) string {
 	if err != nil || a.Name != "" || strings.ContainsAny(a.Address, " \t\r\n<>,;") {
 		return ""
 	}
-	return strings.ToLower(a.Address)
+	return mailaddr.AddrKey(a.Address)
 }
 
 // clean removes control characters (terminal escape sequences, CR, LF,

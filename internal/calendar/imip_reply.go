@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-ical"
+
+	mailaddr "github.com/mailagent/mailagent/internal/mail"
 )
 
 // ProdID names mailagent in the calendar data it writes.
@@ -88,7 +90,7 @@ func (inv *Invitation) Accepted(attendee, partStat string) ([]byte, error) {
 			}
 			var keep []ical.Prop
 			for _, p := range c.Props.Values(ical.PropAttendee) {
-				if mailtoAddr(p.Value) != strings.ToLower(attendee) {
+				if mailtoAddr(p.Value) != mailaddr.AddrKey(attendee) {
 					keep = append(keep, p)
 				}
 			}
