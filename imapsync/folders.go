@@ -2,6 +2,7 @@ package imapsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -49,8 +50,31 @@ func (e *NoMailboxError) Error() string {
 		quoteList(e.Tried), quoteList(e.Existing))
 }
 
-// Is makes errors.Is(err, ErrNoMailbox) true.
-func (e *NoMailboxError) Is(target error) bool { return target == ErrNoMailbox }
+// Is makes errors.Is(err, ErrNoMailbox) and errors.Is(err,
+// ErrSetupNeeded) true.
+func (e *NoMailboxError) Is(target error) bool {
+	return target == ErrNoMailbox || target == ErrSetupNeeded
+}
+
+// Fix names what makes the folder exist: `mailagent doctor --fix`, which
+// creates it, or the key that names an existing one.
+func (e *NoMailboxError) Fix() string {
+	create := e.Create
+	if create == "" && len(e.Tried) > 0 {
+		create = e.Tried[0]
+	}
+	key := map[string]string{`\sent`: "sent_mailbox", `\drafts`: "drafts_mailbox"}[strings.ToLower(e.Attr)]
+	fix := fmt.Sprintf("run `mailagent doctor --fix` to create %q", create)
+	if key != "" {
+		fix += fmt.Sprintf(", or set accounts.%s to an existing folder that is not the watched mailbox", key)
+	}
+	return fix
+}
+
+// ErrSetupNeeded means the account lacks something only its owner (or
+// `mailagent doctor --fix`) can set up, such as a Sent or Drafts folder.
+// Errors that match it and have a Fix() string method name the fix.
+var ErrSetupNeeded = errors.New("imap: the account needs setting up")
 
 func quoteList(names []string) string {
 	if len(names) == 0 {

@@ -58,6 +58,9 @@ func TestDoctorWordingGolden(t *testing.T) {
 	if n := strings.Count(out, "MA_TEST_GEMINI_KEY=…"); n != 1 {
 		t.Errorf("the key fix is printed %d times, want once:\n%s", n, out)
 	}
+	if m := offersIncoming.FindString(out); m != "" {
+		t.Errorf("doctor offers the watched mailbox as a folder to use: %q", m)
+	}
 	if !regexp.MustCompile(`(?m)^FAIL  imap personal: Drafts folder: .*"Drafts"`).MatchString(out) {
 		t.Errorf("the missing Drafts folder is not named:\n%s", out)
 	}

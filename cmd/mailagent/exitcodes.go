@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
@@ -137,6 +138,18 @@ func report(stderr io.Writer, err error) int {
 		fmt.Fprintf(stderr, "mailagent: %s\n", termsafe.Text(err.Error()))
 		fmt.Fprintf(stderr, "  fix: run mailagent as the user that owns %s, or give this user (uid %d) access to it (chown -R, chmod 700 on the state directory)\n",
 			termsafe.Line(pe.Path), os.Getuid())
+		return ExitUsage
+	}
+	if errors.Is(err, imapsync.ErrSetupNeeded) {
+		// A bare account (no Sent or Drafts folder yet): whatever command
+		// met it, the fix is the same, and it is a setup problem, not a
+		// failure of mailagent's.
+		fmt.Fprintf(stderr, "mailagent: %s\n", termsafe.Text(err.Error()))
+		fix := "run `mailagent doctor --fix`"
+		if fx := (interface{ Fix() string })(nil); errors.As(err, &fx) {
+			fix = fx.Fix()
+		}
+		fmt.Fprintf(stderr, "  fix: %s\n", termsafe.Text(fix))
 		return ExitUsage
 	}
 	var ue *UserError
