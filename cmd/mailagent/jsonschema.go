@@ -273,6 +273,12 @@ type AccountStatusJSON struct {
 	ErrorSince    *time.Time `json:"error_since"`
 	CopiesMissing int        `json:"copies_missing"`
 	CopyError     *string    `json:"copy_error"`
+	// Push latency of new mail (status.Account): the newest message's and
+	// the median over the last LatencySamples (at most 20) messages that
+	// arrived while the watcher ran; null before the first.
+	LatencyLastMS   *int64 `json:"latency_last_ms"`
+	LatencyMedianMS *int64 `json:"latency_median_ms"`
+	LatencySamples  int    `json:"latency_samples"`
 }
 
 // UsageJSON is a day's token ledger.
@@ -802,8 +808,14 @@ func toStatusJSON(s *api.Status) StatusJSON {
 		j.PID = &pid
 	}
 	for _, a := range s.Accounts {
-		j.Accounts = append(j.Accounts, AccountStatusJSON{Name: a.Name, State: a.State, LastSync: optTime(a.LastSync),
-			Error: optStr(a.Error), ErrorSince: optTime(a.ErrorSince), CopiesMissing: a.CopiesMissing, CopyError: optStr(a.CopyError)})
+		aj := AccountStatusJSON{Name: a.Name, State: a.State, LastSync: optTime(a.LastSync),
+			Error: optStr(a.Error), ErrorSince: optTime(a.ErrorSince), CopiesMissing: a.CopiesMissing, CopyError: optStr(a.CopyError),
+			LatencySamples: a.LatencySamples}
+		if a.LatencySamples > 0 {
+			last, med := a.LatencyLast.Milliseconds(), a.LatencyMedian.Milliseconds()
+			aj.LatencyLastMS, aj.LatencyMedianMS = &last, &med
+		}
+		j.Accounts = append(j.Accounts, aj)
 	}
 	for k, v := range s.Counts {
 		j.Counts[string(k)] = v
@@ -877,7 +889,7 @@ func toCheckJSON(c Check) CheckJSON {
 	if id, ok := checkIDs[label]; ok {
 		j.Check = proto + "." + id
 		if strings.HasSuffix(id, "_folder") && c.Status != "fail" {
-			j.Mailbox = optStr(c.Detail) // the folder found
+			j.Mailbox = optStr(strings.TrimPrefix(c.Detail, "created ")) // the folder found (or made by --fix)
 		}
 	} else {
 		j.Check = proto + "." + strings.ReplaceAll(strings.ToLower(label), " ", "_")
