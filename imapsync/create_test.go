@@ -103,3 +103,19 @@ type wrapErr struct{ err error }
 
 func (w *wrapErr) Error() string { return "find the Sent folder: " + w.err.Error() }
 func (w *wrapErr) Unwrap() error { return w.err }
+
+// TestNameFromCaps: Courier-IMAP, which answers no ID, is known by its
+// own extension.
+func TestNameFromCaps(t *testing.T) {
+	for _, tt := range []struct {
+		caps map[string]bool
+		want string
+	}{
+		{map[string]bool{"IMAP4REV1": true, "IDLE": true, "XCOURIEROUTBOX=INBOX.OUTBOX": true}, "Courier-IMAP"},
+		{map[string]bool{"IMAP4REV1": true, "IDLE": true, "ID": true}, ""},
+	} {
+		if got := nameFromCaps(tt.caps); got != tt.want {
+			t.Errorf("nameFromCaps(%v): got %q, want %q", tt.caps, got, tt.want)
+		}
+	}
+}

@@ -281,6 +281,7 @@ func (d *doctor) imap(ctx context.Context, acct *config.Account) {
 		d.authserv(dctx, c, acct)
 	}
 	d.folders(dctx, c, acct)
+	d.push(ctx, c, acct, opts)
 }
 
 // folders checks (with --fix: creates) the account's Drafts and Sent

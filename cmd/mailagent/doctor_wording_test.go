@@ -48,6 +48,7 @@ func TestDoctorWordingGolden(t *testing.T) {
 	out := strings.ReplaceAll(stdout, h.dir, "DIR")
 	out = strings.ReplaceAll(out, ":"+strconv.Itoa(h.imap.Port)+" ", ":IMAPPORT ")
 	out = strings.ReplaceAll(out, ":"+strconv.Itoa(h.smtp.Port), ":SMTPPORT")
+	out = regexp.MustCompile(`reached IDLE in [0-9.]+[mµn]?s`).ReplaceAllString(out, "reached IDLE in Ns")
 	golden.RequireEqual(t, []byte(out))
 
 	for _, bad := range []string{`""`, "permanent smtp failure", "llm.base_url"} {
