@@ -89,13 +89,13 @@ func TestNoMailboxErrorIsSetupNeeded(t *testing.T) {
 	if !errors.Is(wrapped, ErrSetupNeeded) || !errors.Is(wrapped, ErrNoMailbox) {
 		t.Fatalf("got %v; want ErrSetupNeeded and ErrNoMailbox", err)
 	}
-	var fx interface{ Fix() string }
+	var fx interface{ SetupFix() string }
 	if !errors.As(wrapped, &fx) {
-		t.Fatalf("got %v; want a Fix()", err)
+		t.Fatalf("got %v; want a SetupFix()", err)
 	}
 	want := "run `mailagent doctor --fix` to create \"INBOX.Sent\", or set accounts.sent_mailbox"
-	if !strings.HasPrefix(fx.Fix(), want) {
-		t.Errorf("Fix: got %q, want prefix %q", fx.Fix(), want)
+	if !strings.HasPrefix(fx.SetupFix(), want) {
+		t.Errorf("SetupFix: got %q, want prefix %q", fx.SetupFix(), want)
 	}
 }
 

@@ -56,9 +56,9 @@ func (e *NoMailboxError) Is(target error) bool {
 	return target == ErrNoMailbox || target == ErrSetupNeeded
 }
 
-// Fix names what makes the folder exist: `mailagent doctor --fix`, which
-// creates it, or the key that names an existing one.
-func (e *NoMailboxError) Fix() string {
+// SetupFix names what makes the folder exist: `mailagent doctor --fix`,
+// which creates it, or the key that names an existing one.
+func (e *NoMailboxError) SetupFix() string {
 	create := e.Create
 	if create == "" && len(e.Tried) > 0 {
 		create = e.Tried[0]
@@ -73,7 +73,8 @@ func (e *NoMailboxError) Fix() string {
 
 // ErrSetupNeeded means the account lacks something only its owner (or
 // `mailagent doctor --fix`) can set up, such as a Sent or Drafts folder.
-// Errors that match it and have a Fix() string method name the fix.
+// Errors that match it have a SetupFix() string method naming the fix
+// (the local API carries that method across its socket).
 var ErrSetupNeeded = errors.New("imap: the account needs setting up")
 
 func quoteList(names []string) string {

@@ -169,3 +169,21 @@ func TestInitCreatesFolders(t *testing.T) {
 		t.Errorf("init lists a folder as a problem:\n%s", stderr)
 	}
 }
+
+// TestBareAccountApproveThroughWatcher: with a watcher running, the
+// approval runs in the watcher and its error crosses the socket: it
+// still exits 2 with the fix, and nothing is sent.
+func TestBareAccountApproveThroughWatcher(t *testing.T) {
+	h := newHarness(t, compromisedModel, "", func(o *memimap.Options) { o.Mailboxes = nil })
+	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?"))
+	h.watchOnce(t)
+	item := h.item(t, "Lunch")
+	h.startWatch(t)
+	_, stderr, code := h.run("queue", "approve", "--yes", item.ID)
+	if code != ExitUsage || !strings.Contains(stderr, "fix: run `mailagent doctor --fix` to create \"Sent\"") {
+		t.Errorf("approve through the watcher on a bare account: exit %d, want %d with the fix; stderr:\n%s", code, ExitUsage, stderr)
+	}
+	if n := len(h.smtp.Messages()); n != 0 {
+		t.Errorf("sink: %d messages, want 0", n)
+	}
+}

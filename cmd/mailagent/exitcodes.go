@@ -140,14 +140,15 @@ func report(stderr io.Writer, err error) int {
 			termsafe.Line(pe.Path), os.Getuid())
 		return ExitUsage
 	}
-	if errors.Is(err, imapsync.ErrSetupNeeded) {
+	fx := (interface{ SetupFix() string })(nil)
+	if errors.Is(err, imapsync.ErrSetupNeeded) || (errors.As(err, &fx) && fx.SetupFix() != "") {
 		// A bare account (no Sent or Drafts folder yet): whatever command
-		// met it, the fix is the same, and it is a setup problem, not a
-		// failure of mailagent's.
+		// met it, here or in the watcher behind the socket, the fix is the
+		// same, and it is a setup problem, not a failure of mailagent's.
 		fmt.Fprintf(stderr, "mailagent: %s\n", termsafe.Text(err.Error()))
 		fix := "run `mailagent doctor --fix`"
-		if fx := (interface{ Fix() string })(nil); errors.As(err, &fx) {
-			fix = fx.Fix()
+		if errors.As(err, &fx) && fx.SetupFix() != "" {
+			fix = fx.SetupFix()
 		}
 		fmt.Fprintf(stderr, "  fix: %s\n", termsafe.Text(fix))
 		return ExitUsage
