@@ -24,8 +24,35 @@ type EnsureOptions struct {
 }
 
 // ErrIncomingFolder means the folder found for Drafts or Sent is one
-// mailagent reads as incoming mail.
+// mailagent reads as incoming mail (see IncomingFolderError).
 var ErrIncomingFolder = errors.New("imap: the folder is read as incoming mail")
+
+// IncomingFolderError is a Drafts or Sent folder that is one mailagent
+// reads as incoming mail: its drafts would come back as new mail and be
+// taken for the owner's replies. It matches ErrIncomingFolder and
+// ErrSetupNeeded.
+type IncomingFolderError struct {
+	Attr string // `\Sent`, `\Drafts`; "" for a configured name
+	Name string // the folder the server or the configuration gave
+}
+
+func (e *IncomingFolderError) Error() string {
+	return fmt.Sprintf("imap %s folder %q: %v", useName(e.Attr), e.Name, ErrIncomingFolder)
+}
+
+// Is makes errors.Is match ErrIncomingFolder and ErrSetupNeeded.
+func (e *IncomingFolderError) Is(target error) bool {
+	return target == ErrIncomingFolder || target == ErrSetupNeeded
+}
+
+// SetupFix names the fix: another folder for that use.
+func (e *IncomingFolderError) SetupFix() string {
+	key := map[string]string{`\sent`: "sent_mailbox", `\drafts`: "drafts_mailbox"}[strings.ToLower(e.Attr)]
+	if key == "" {
+		key = "sent_mailbox or drafts_mailbox"
+	}
+	return fmt.Sprintf("set accounts.%s to a folder that is not the watched mailbox (%q is read as incoming mail)", key, e.Name)
+}
 
 // EnsureFolder returns the account's folder for o (see FindSpecialUse),
 // creating it when it is missing: under the server's personal namespace
@@ -43,7 +70,7 @@ func (c *Client) EnsureFolder(ctx context.Context, o EnsureOptions) (name string
 	got, err := c.FindSpecialUse(ctx, attr, names...)
 	if err == nil {
 		if o.Incoming != nil && o.Incoming(got) {
-			return "", false, fmt.Errorf("imap ensure %s folder %q: %w", useName(o.Attr), got, ErrIncomingFolder)
+			return "", false, &IncomingFolderError{Attr: o.Attr, Name: got}
 		}
 		return got, false, nil
 	}
@@ -56,7 +83,7 @@ func (c *Client) EnsureFolder(ctx context.Context, o EnsureOptions) (name string
 		name = strings.TrimPrefix(o.Attr, `\`)
 	}
 	if o.Incoming != nil && o.Incoming(name) {
-		return "", false, fmt.Errorf("imap ensure %s folder %q: %w", useName(o.Attr), name, ErrIncomingFolder)
+		return "", false, &IncomingFolderError{Attr: o.Attr, Name: name}
 	}
 	if err := c.create(ctx, name, o.Attr); err != nil {
 		return "", false, err

@@ -187,3 +187,59 @@ func TestBareAccountApproveThroughWatcher(t *testing.T) {
 		t.Errorf("sink: %d messages, want 0", n)
 	}
 }
+
+// TestWatchedFolderNeverDraftsOrSent: an account that watches the folder
+// the server marks \Drafts (or \Sent). Were the agent to save its draft
+// there, the next pass would read its own draft as new mail. Defended:
+// the draft is not saved into the watched folder and nothing of the
+// agent's comes back as incoming. Positive control: the same account
+// with the rule switched off saves the draft into the watched folder and
+// takes it for new mail.
+func TestWatchedFolderNeverDraftsOrSent(t *testing.T) {
+	run := func(t *testing.T, folder string) (inFolder, records int) {
+		h := newHarness(t, compromisedModel, "")
+		raw, err := os.ReadFile(h.cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeConfig(t, h.cfgPath, strings.Replace(string(raw), `display_name = "Ada Lovelace"`, "display_name = \"Ada Lovelace\"\nmailbox = \""+folder+"\"", 1))
+		h.appendTo(folder, rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?"))
+		h.watchOnce(t)
+		h.watchOnce(t)
+		msgs, err := h.imap.Messages(context.Background(), ownerAddr, folder)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := h.openStore(t)
+		defer func() { _ = st.Close() }()
+		counts, err := st.CountByState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range counts {
+			records += c
+		}
+		return len(msgs), records
+	}
+	tried, through := 0, 0
+	for _, folder := range []string{"Drafts"} {
+		tried++
+		in, n := run(t, folder)
+		if in != 1 || n != 1 {
+			through++
+			t.Errorf("watching %s: %d messages in it, %d records; want only Carol's", folder, in, n)
+		}
+	}
+	t.Logf("attacks: %d tried, %d through", tried, through)
+	if through != 0 {
+		t.Errorf("attacks through: %d of %d", through, tried)
+	}
+	t.Run("positive control", func(t *testing.T) {
+		incomingCheckOff = true
+		defer func() { incomingCheckOff = false }()
+		in, n := run(t, "Drafts")
+		if in != 2 || n != 2 {
+			t.Errorf("defence off: %d messages in Drafts, %d records; want the agent's draft saved there and read as new mail (2, 2)", in, n)
+		}
+	})
+}
