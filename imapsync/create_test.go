@@ -99,6 +99,20 @@ func TestNoMailboxErrorIsSetupNeeded(t *testing.T) {
 	}
 }
 
+// TestNoMailboxErrorSetupOnlyForWhatFixCreates: a missing Archive or
+// Trash is no setup problem doctor --fix would solve.
+func TestNoMailboxErrorSetupOnlyForWhatFixCreates(t *testing.T) {
+	for attr, want := range map[string]bool{`\Sent`: true, `\Drafts`: true, "": true, `\Archive`: false, `\Trash`: false} {
+		err := &NoMailboxError{Attr: attr}
+		if got := errors.Is(err, ErrSetupNeeded); got != want || !errors.Is(err, ErrNoMailbox) {
+			t.Errorf("NoMailboxError{%q}: Is(ErrSetupNeeded) %v, want %v (and ErrNoMailbox)", attr, got, want)
+		}
+		if got := err.SetupFix() != ""; got != want {
+			t.Errorf("NoMailboxError{%q}: a SetupFix %v, want %v", attr, got, want)
+		}
+	}
+}
+
 type wrapErr struct{ err error }
 
 func (w *wrapErr) Error() string { return "find the Sent folder: " + w.err.Error() }

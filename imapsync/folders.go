@@ -50,15 +50,27 @@ func (e *NoMailboxError) Error() string {
 		quoteList(e.Tried), quoteList(e.Existing))
 }
 
-// Is makes errors.Is(err, ErrNoMailbox) and errors.Is(err,
-// ErrSetupNeeded) true.
+// Is makes errors.Is(err, ErrNoMailbox) true, and errors.Is(err,
+// ErrSetupNeeded) for a folder `mailagent doctor --fix` creates: Sent,
+// Drafts, or a configured name (Attr "").
 func (e *NoMailboxError) Is(target error) bool {
-	return target == ErrNoMailbox || target == ErrSetupNeeded
+	switch target {
+	case ErrNoMailbox:
+		return true
+	case ErrSetupNeeded:
+		a := strings.ToLower(e.Attr)
+		return a == "" || a == `\sent` || a == `\drafts`
+	}
+	return false
 }
 
 // SetupFix names what makes the folder exist: `mailagent doctor --fix`,
-// which creates it, or the key that names an existing one.
+// which creates it, or the key that names an existing one ("" for a
+// folder doctor --fix does not create, such as Archive).
 func (e *NoMailboxError) SetupFix() string {
+	if !e.Is(ErrSetupNeeded) {
+		return "" // not a folder doctor --fix creates
+	}
 	create := e.Create
 	if create == "" && len(e.Tried) > 0 {
 		create = e.Tried[0]
