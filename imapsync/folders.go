@@ -2,6 +2,7 @@ package imapsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -49,8 +50,44 @@ func (e *NoMailboxError) Error() string {
 		quoteList(e.Tried), quoteList(e.Existing))
 }
 
-// Is makes errors.Is(err, ErrNoMailbox) true.
-func (e *NoMailboxError) Is(target error) bool { return target == ErrNoMailbox }
+// Is makes errors.Is(err, ErrNoMailbox) true, and errors.Is(err,
+// ErrSetupNeeded) for a folder `mailagent doctor --fix` creates: Sent,
+// Drafts, or a configured name (Attr "").
+func (e *NoMailboxError) Is(target error) bool {
+	switch target {
+	case ErrNoMailbox:
+		return true
+	case ErrSetupNeeded:
+		a := strings.ToLower(e.Attr)
+		return a == "" || a == `\sent` || a == `\drafts`
+	}
+	return false
+}
+
+// SetupFix names what makes the folder exist: `mailagent doctor --fix`,
+// which creates it, or the key that names an existing one ("" for a
+// folder doctor --fix does not create, such as Archive).
+func (e *NoMailboxError) SetupFix() string {
+	if !e.Is(ErrSetupNeeded) {
+		return "" // not a folder doctor --fix creates
+	}
+	create := e.Create
+	if create == "" && len(e.Tried) > 0 {
+		create = e.Tried[0]
+	}
+	key := map[string]string{`\sent`: "sent_mailbox", `\drafts`: "drafts_mailbox"}[strings.ToLower(e.Attr)]
+	fix := fmt.Sprintf("run `mailagent doctor --fix` to create %q", create)
+	if key != "" {
+		fix += fmt.Sprintf(", or set accounts.%s to an existing folder that is not the watched mailbox", key)
+	}
+	return fix
+}
+
+// ErrSetupNeeded means the account lacks something only its owner (or
+// `mailagent doctor --fix`) can set up, such as a Sent or Drafts folder.
+// Errors that match it have a SetupFix() string method naming the fix
+// (the local API carries that method across its socket).
+var ErrSetupNeeded = errors.New("imap: the account needs setting up")
 
 func quoteList(names []string) string {
 	if len(names) == 0 {

@@ -48,6 +48,9 @@ type serverConfig struct {
 	// personal prefix "INBOX.", separator '.').
 	delim     rune
 	namespace *imap.NamespaceData
+	// refuseUse makes CREATE with a USE list fail ([USEATTR]), as a
+	// server that allows one \Sent folder does.
+	refuseUse bool
 }
 
 func defaultCaps() imap.CapSet {
@@ -75,6 +78,7 @@ type testServer struct {
 	// injection: NO [UNAVAILABLE] and the like).
 	fetchErr func() error
 	loginErr func() error
+	created  []createCall // every CREATE received, in order
 	// fetchSetErr, when set, sees each FETCH's number set and may refuse it.
 	fetchSetErr func(imap.NumSet) error
 	// storeErr, when set, is asked before each STORE (move_test.go).
@@ -308,6 +312,26 @@ func (s *testSession) List(w *imapserver.ListWriter, ref string, patterns []stri
 		}
 	}
 	return nil
+}
+
+// createCall is one CREATE the test server received.
+type createCall struct {
+	name string
+	use  []imap.MailboxAttr
+}
+
+func (s *testSession) Create(name string, options *imap.CreateOptions) error {
+	var use []imap.MailboxAttr
+	if options != nil {
+		use = options.SpecialUse
+	}
+	s.ts.mu.Lock()
+	s.ts.created = append(s.ts.created, createCall{name: name, use: use})
+	s.ts.mu.Unlock()
+	if len(use) > 0 && s.ts.cfg.refuseUse {
+		return &imap.Error{Type: imap.StatusResponseTypeNo, Code: "USEATTR", Text: "one \\Sent folder only"}
+	}
+	return s.SessionIMAP4rev2.Create(name, options)
 }
 
 func (s *testSession) Namespace() (*imap.NamespaceData, error) {

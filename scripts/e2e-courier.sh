@@ -17,15 +17,22 @@
 #
 # Ports: E2E_COURIER_IMAP_PORT (default 10144, STARTTLS) and
 # E2E_COURIER_IMAPS_PORT (default 10994).
+#
+# E2E_COURIER_BARE=1 runs a separate instance (DIR/courier-bare, ports
+# 10145 and 10995 by default, env MAILAGENT_E2E_COURIER_BARE_*) whose
+# accounts are bare as Courier leaves a new one: INBOX alone, no Sent or
+# Drafts until a client creates them.
 set -euo pipefail
 
 DIR=${2:-${MAILAGENT_E2E_DIR:-/tmp/mailagent-e2e}}
 HOST=127.0.0.1
-IMAP_PORT=${E2E_COURIER_IMAP_PORT:-10144}
-IMAPS_PORT=${E2E_COURIER_IMAPS_PORT:-10994}
+BARE=${E2E_COURIER_BARE:-}
+IMAP_PORT=${E2E_COURIER_IMAP_PORT:-$([[ -n $BARE ]] && echo 10145 || echo 10144)}
+IMAPS_PORT=${E2E_COURIER_IMAPS_PORT:-$([[ -n $BARE ]] && echo 10995 || echo 10994)}
 DOMAIN=example.test
 USERS="ada bob carol sink corpus"
-CDIR=$DIR/courier
+CDIR=$DIR/courier${BARE:+-bare}
+ENV_PREFIX=MAILAGENT_E2E_COURIER${BARE:+_BARE}
 CONF=$CDIR/dovecot.conf
 RUN=$CDIR/run
 START_TIMEOUT=${E2E_START_TIMEOUT:-30}
@@ -47,7 +54,7 @@ write_conf() {
 			state_dir = $CDIR/state
 			log_path = $CDIR/dovecot.log
 			info_log_path = $CDIR/dovecot.log
-			instance_name = mailagent-e2e-courier
+			instance_name = mailagent-e2e-courier${BARE:+-bare}
 			shutdown_clients = yes
 
 		EOF
@@ -60,6 +67,8 @@ write_conf() {
 			  inbox = yes
 			  prefix = INBOX.
 			  separator = .
+		EOF
+		[[ -n $BARE ]] || cat <<-EOF
 			  mailbox Sent {
 			    auto = subscribe
 			  }
@@ -69,6 +78,8 @@ write_conf() {
 			  mailbox Trash {
 			    auto = subscribe
 			  }
+		EOF
+		cat <<-EOF
 			}
 			imap_capability = +NAMESPACE
 
@@ -88,9 +99,9 @@ cmd_stop() {
 
 env_lines() {
 	cat <<-EOF
-		export MAILAGENT_E2E_COURIER_IMAP_HOST=$HOST
-		export MAILAGENT_E2E_COURIER_IMAP_PORT=$IMAP_PORT
-		export MAILAGENT_E2E_COURIER_IMAPS_PORT=$IMAPS_PORT
+		export ${ENV_PREFIX}_IMAP_HOST=$HOST
+		export ${ENV_PREFIX}_IMAP_PORT=$IMAP_PORT
+		export ${ENV_PREFIX}_IMAPS_PORT=$IMAPS_PORT
 	EOF
 }
 
@@ -107,7 +118,7 @@ cmd_start() {
 	wait_port "$HOST" "$IMAP_PORT" greeting ||
 		die "IMAP on $HOST:$IMAP_PORT did not answer within ${START_TIMEOUT}s"
 	if [[ -f $DIR/env ]]; then
-		sed -i '/^export MAILAGENT_E2E_COURIER_/d' "$DIR/env"
+		sed -i "/^export ${ENV_PREFIX}_IMAP/d" "$DIR/env"
 		env_lines >>"$DIR/env"
 	fi
 	log "running: IMAP $HOST:$IMAP_PORT (STARTTLS), IMAPS $HOST:$IMAPS_PORT, folders under INBOX. without SPECIAL-USE"

@@ -33,6 +33,9 @@ type DoctorOptions struct {
 	Account string
 	NoModel bool
 	Repair  bool // salvage a damaged state database (doctor_repair.go)
+	// Fix creates what doctor can create: a missing Sent or Drafts
+	// folder (imapsync.Client.EnsureFolder). init sets it.
+	Fix bool
 
 	// report, when set, receives the checks (init names the failed ones
 	// in its next steps).
@@ -65,6 +68,11 @@ server writes in Authentication-Results, and checks accounts.authserv_id
 against it: without it no sender is authenticated and nothing is sent
 automatically.
 
+With --fix it also creates what is missing and can be created: the Sent
+and Drafts folders of a new account (Courier-IMAP creates them only when a
+client first uses them), under the server's namespace ("INBOX.Sent"). It
+never takes the watched mailbox for either.
+
 Exit codes: 0 every check passed (warnings allowed); 2 the config does not
 parse; 5 some check failed.`,
 		Args: cobra.NoArgs,
@@ -78,6 +86,7 @@ parse; 5 some check failed.`,
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the checks as a JSON array")
 	cmd.Flags().StringVar(&opts.Account, "account", "", "only this account")
 	cmd.Flags().BoolVar(&opts.NoModel, "no-model", false, "skip the model round trip (costs one small call)")
+	cmd.Flags().BoolVar(&opts.Fix, "fix", false, "create the missing Sent and Drafts folders")
 	addRepairFlag(cmd, opts)
 	return cmd
 }
@@ -85,6 +94,8 @@ parse; 5 some check failed.`,
 type doctor struct {
 	checks  []Check
 	account string // the account being checked, "" for global checks
+	cfg     *config.Config
+	fix     bool // --fix: create missing folders
 }
 
 func (d *doctor) pass(name, detail string) {
@@ -125,7 +136,7 @@ func doctorRun(ctx context.Context, f *Factory, opts *DoctorOptions) error {
 	if opts.Repair {
 		return repairRun(f, opts)
 	}
-	d := &doctor{}
+	d := &doctor{fix: opts.Fix}
 	cfg, file, err := config.Load(f.ConfigPath)
 	if err != nil {
 		d.fail("config", err, "run `mailagent init`, or fix the key named above")
@@ -136,6 +147,7 @@ func doctorRun(ctx context.Context, f *Factory, opts *DoctorOptions) error {
 		cfg.OverrideStateDir(f.StateDir)
 	}
 	d.pass("config", file)
+	d.cfg = cfg
 	accounts, err := pickAccounts(cfg, opts.Account)
 	if err != nil {
 		return err
@@ -268,28 +280,64 @@ func (d *doctor) imap(ctx context.Context, acct *config.Account) {
 		d.pass(name+": mailbox "+acct.Mailbox, "found")
 		d.authserv(dctx, c, acct)
 	}
+	d.folders(dctx, c, acct)
+	d.push(ctx, c, acct, opts)
+}
+
+// folders checks (with --fix: creates) the account's Drafts and Sent
+// folders. A folder mailagent reads as incoming mail (config.
+// IncomingAccount) is never offered nor taken for either: mailagent
+// would take its own drafts for the owner's replies and for new mail.
+func (d *doctor) folders(ctx context.Context, c *imapsync.Client, acct *config.Account) {
+	name := "imap " + acct.Name
+	incoming := func(n string) bool {
+		if d.cfg == nil {
+			return config.SameMailbox(acct.Mailbox, n)
+		}
+		return d.cfg.IncomingAccount(acct, n) != nil
+	}
 	for _, box := range []struct{ attr, configured, key string }{
 		{`\Drafts`, acct.DraftsMailbox, "drafts_mailbox"}, {`\Sent`, acct.SentMailbox, "sent_mailbox"},
 	} {
 		fallback := strings.TrimPrefix(box.attr, `\`)
+		check := name + ": " + fallback + " folder"
+		if d.fix {
+			got, created, err := c.EnsureFolder(ctx, imapsync.EnsureOptions{Attr: box.attr, Configured: box.configured, Incoming: incoming})
+			switch {
+			case err == nil && created:
+				d.pass(check, "created "+got)
+			case err == nil:
+				d.pass(check, got)
+			case errors.Is(err, imapsync.ErrIncomingFolder):
+				d.fail(check, err, fmt.Sprintf("set accounts.%s to a folder that is not the watched mailbox", box.key))
+			default:
+				d.fail(check, err, fmt.Sprintf("create a %s folder in your mail client (the server refused CREATE), or set accounts.%s to an existing folder that is not the watched mailbox", fallback, box.key))
+			}
+			continue
+		}
 		attr, names := box.attr, []string(nil) // nil: the common names, under the server's namespace
 		if box.configured != "" {
 			// A configured name wins over SPECIAL-USE (as watch uses it),
 			// so a missing one is reported rather than hidden.
 			attr, names = "", []string{box.configured}
 		}
-		got, err := c.FindSpecialUse(dctx, attr, names...)
+		got, err := c.FindSpecialUse(ctx, attr, names...)
+		if err == nil && incoming(got) {
+			err = fmt.Errorf("the folder found for %s, %q, is the mailbox mailagent watches", fallback, got)
+			d.fail(check, err, fmt.Sprintf("run `mailagent doctor --fix` to create a %s folder, or set accounts.%s to a folder that is not the watched mailbox", fallback, box.key))
+			continue
+		}
 		if err != nil {
 			fix := fmt.Sprintf("create a %s folder, or set accounts.%s to the right name", fallback, box.key)
 			if nf := (*imapsync.NoMailboxError)(nil); errors.As(err, &nf) {
-				fix = folderFix(nf, box.key, fallback)
+				fix = folderFix(nf, box.key, fallback, incoming)
 				err = errors.New(folderMissing(nf, fallback))
 			}
-			d.fail(name+": "+fallback+" folder", err, fix)
+			d.fail(check, err, fix)
 			d.checks[len(d.checks)-1].Mailbox = initDefault(box.configured, fallback)
 			continue
 		}
-		d.pass(name+": "+fallback+" folder", got)
+		d.pass(check, got)
 	}
 }
 
@@ -404,18 +452,36 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// folderFix advises on a folder that was not found: one of the folders
-// the server has, or the name to create (with the server's namespace
-// prefix, such as "INBOX.Sent" on Courier-IMAP).
-func folderFix(nf *imapsync.NoMailboxError, key, fallback string) string {
+// folderFix advises on a folder that was not found: `doctor --fix`,
+// which creates it (with the server's namespace prefix, such as
+// "INBOX.Sent" on Courier-IMAP), or one of the server's other folders;
+// never a folder mailagent reads as incoming mail (incoming).
+func folderFix(nf *imapsync.NoMailboxError, key, fallback string, incoming func(string) bool) string {
 	create := nf.Create
 	if create == "" {
 		create = fallback
 	}
-	if len(nf.Existing) == 0 {
-		return fmt.Sprintf("create a folder named %q in your mail client, or set accounts.%s to the name of an existing one", create, key)
+	others := slices.DeleteFunc(slices.Clone(nf.Existing), func(n string) bool { return incoming(n) || otherUse(n, fallback) })
+	if len(others) == 0 {
+		return fmt.Sprintf("run `mailagent doctor --fix` to create %q (or create it in your mail client)", create)
 	}
-	return fmt.Sprintf("set accounts.%s to one of the server's folders (%s), or create %q", key, quoteNames(nf.Existing), create)
+	return fmt.Sprintf("run `mailagent doctor --fix` to create %q, or set accounts.%s to one of the server's other folders (%s)", create, key, quoteNames(others))
+}
+
+// otherUse reports a folder whose name is a usual name of another
+// special use (Sent when Drafts is wanted, Trash, Junk, Archive): it is
+// no candidate either.
+func otherUse(name, fallback string) bool {
+	leaf := name[strings.LastIndexAny(name, "./")+1:]
+	for _, attr := range []string{`\Sent`, `\Drafts`, `\Trash`, `\Junk`, `\Archive`} {
+		if strings.EqualFold(attr, `\`+fallback) {
+			continue
+		}
+		if slices.ContainsFunc(imapsync.CommonNames(attr), func(c string) bool { return strings.EqualFold(c, leaf) }) {
+			return true
+		}
+	}
+	return false
 }
 
 // folderMissing says which folder was not found, by its name (or its

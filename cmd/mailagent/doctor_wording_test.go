@@ -48,6 +48,7 @@ func TestDoctorWordingGolden(t *testing.T) {
 	out := strings.ReplaceAll(stdout, h.dir, "DIR")
 	out = strings.ReplaceAll(out, ":"+strconv.Itoa(h.imap.Port)+" ", ":IMAPPORT ")
 	out = strings.ReplaceAll(out, ":"+strconv.Itoa(h.smtp.Port), ":SMTPPORT")
+	out = regexp.MustCompile(`reached IDLE in [0-9.]+[mµn]?s`).ReplaceAllString(out, "reached IDLE in Ns")
 	golden.RequireEqual(t, []byte(out))
 
 	for _, bad := range []string{`""`, "permanent smtp failure", "llm.base_url"} {
@@ -57,6 +58,9 @@ func TestDoctorWordingGolden(t *testing.T) {
 	}
 	if n := strings.Count(out, "MA_TEST_GEMINI_KEY=…"); n != 1 {
 		t.Errorf("the key fix is printed %d times, want once:\n%s", n, out)
+	}
+	if m := offersIncoming.FindString(out); m != "" {
+		t.Errorf("doctor offers the watched mailbox as a folder to use: %q", m)
 	}
 	if !regexp.MustCompile(`(?m)^FAIL  imap personal: Drafts folder: .*"Drafts"`).MatchString(out) {
 		t.Errorf("the missing Drafts folder is not named:\n%s", out)

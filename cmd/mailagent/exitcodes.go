@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
@@ -144,6 +145,19 @@ func report(stderr io.Writer, err error) int {
 	if errors.Is(err, agent.ErrNotSent) {
 		fmt.Fprintf(stderr, "mailagent: %s\n", termsafe.Text(err.Error()))
 		return ExitNotSent
+	}
+	fx := (interface{ SetupFix() string })(nil)
+	if errors.Is(err, imapsync.ErrSetupNeeded) || (errors.As(err, &fx) && fx.SetupFix() != "") {
+		// A bare account (no Sent or Drafts folder yet): whatever command
+		// met it, here or in the watcher behind the socket, the fix is the
+		// same, and it is a setup problem, not a failure of mailagent's.
+		fmt.Fprintf(stderr, "mailagent: %s\n", termsafe.Text(err.Error()))
+		fix := "run `mailagent doctor --fix`"
+		if errors.As(err, &fx) && fx.SetupFix() != "" {
+			fix = fx.SetupFix()
+		}
+		fmt.Fprintf(stderr, "  fix: %s\n", termsafe.Text(fix))
+		return ExitUsage
 	}
 	var ue *UserError
 	if errors.As(err, &ue) {

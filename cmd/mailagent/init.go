@@ -350,7 +350,9 @@ func initPath(explicit string) (string, error) {
 }
 
 // runDoctorFor runs doctor on the new file with its report on stderr, so
-// that stdout carries only the path written, and returns its checks.
+// that stdout carries only the path written, and returns its checks. It
+// runs as `doctor --fix`: a new account's missing Sent and Drafts folders
+// are created (never the watched mailbox taken for them).
 func runDoctorFor(ctx context.Context, f *Factory, path string) ([]Check, error) {
 	df := newFactory(f.Stdin, f.Stderr, f.Stderr)
 	defer df.Close()
@@ -360,7 +362,7 @@ func runDoctorFor(ctx context.Context, f *Factory, path string) ([]Check, error)
 	df.NewModel = f.NewModel
 	df.Now = f.Now
 	var checks []Check
-	err := doctorRun(ctx, df, &DoctorOptions{report: &checks})
+	err := doctorRun(ctx, df, &DoctorOptions{report: &checks, Fix: true})
 	return checks, err
 }
 

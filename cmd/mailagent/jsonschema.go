@@ -276,6 +276,12 @@ type AccountStatusJSON struct {
 	// RetryAt is when a lost connection is tried again (null while
 	// connected).
 	RetryAt *time.Time `json:"retry_at"`
+	// Push latency of new mail (status.Account): the newest message's and
+	// the median over the last LatencySamples (at most 20) messages that
+	// arrived while the watcher ran; null before the first.
+	LatencyLastMS   *int64 `json:"latency_last_ms"`
+	LatencyMedianMS *int64 `json:"latency_median_ms"`
+	LatencySamples  int    `json:"latency_samples"`
 }
 
 // UsageJSON is a day's token ledger.
@@ -805,8 +811,14 @@ func toStatusJSON(s *api.Status) StatusJSON {
 		j.PID = &pid
 	}
 	for _, a := range s.Accounts {
-		j.Accounts = append(j.Accounts, AccountStatusJSON{Name: a.Name, State: a.State, LastSync: optTime(a.LastSync),
-			Error: optStr(a.Error), ErrorSince: optTime(a.ErrorSince), CopiesMissing: a.CopiesMissing, CopyError: optStr(a.CopyError), RetryAt: optTime(a.RetryAt)})
+		aj := AccountStatusJSON{Name: a.Name, State: a.State, LastSync: optTime(a.LastSync),
+			Error: optStr(a.Error), ErrorSince: optTime(a.ErrorSince), CopiesMissing: a.CopiesMissing, CopyError: optStr(a.CopyError),
+			RetryAt: optTime(a.RetryAt), LatencySamples: a.LatencySamples}
+		if a.LatencySamples > 0 {
+			last, med := a.LatencyLast.Milliseconds(), a.LatencyMedian.Milliseconds()
+			aj.LatencyLastMS, aj.LatencyMedianMS = &last, &med
+		}
+		j.Accounts = append(j.Accounts, aj)
 	}
 	for k, v := range s.Counts {
 		j.Counts[string(k)] = v
@@ -880,7 +892,7 @@ func toCheckJSON(c Check) CheckJSON {
 	if id, ok := checkIDs[label]; ok {
 		j.Check = proto + "." + id
 		if strings.HasSuffix(id, "_folder") && c.Status != "fail" {
-			j.Mailbox = optStr(c.Detail) // the folder found
+			j.Mailbox = optStr(strings.TrimPrefix(c.Detail, "created ")) // the folder found (or made by --fix)
 		}
 	} else {
 		j.Check = proto + "." + strings.ReplaceAll(strings.ToLower(label), " ", "_")

@@ -80,6 +80,13 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 				line += fmt.Sprintf(", %s waiting for a retry (%s)", pluralWord(a.CopiesMissing, "IMAP copy", "IMAP copies"), termsafe.Line(a.CopyError))
 			}
 			fmt.Fprintln(f.Stdout, line)
+			if a.LatencySamples > 0 {
+				fmt.Fprintf(f.Stdout, "    new mail reaches it in %s (median of the last %s; the last took %s)\n",
+					roundLatency(a.LatencyMedian), plural(a.LatencySamples, "message"), roundLatency(a.LatencyLast))
+				if a.LatencyMedian >= slowPush {
+					fmt.Fprintln(f.Stdout, "    slow: the server seems to report new mail only when it polls; `mailagent doctor` names the fix")
+				}
+			}
 		}
 	} else {
 		fmt.Fprintln(f.Stdout, "no watcher running (start one with: mailagent watch)")
@@ -117,6 +124,21 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		fmt.Fprintf(f.Stdout, "model latency today: mean %s, p95 %s (%s)\n", meanLatency(u), p95, plural(int(u.ModelCalls), "model call"))
 	}
 	return nil
+}
+
+// slowPush is the median push latency status calls slow: a server that
+// reports new mail to IDLE only when it polls (Courier without enhanced
+// IDLE, Cyrus without idled: every 60 s) is far above it, one that pushes
+// is far below.
+const slowPush = 10 * time.Second
+
+// roundLatency shows a push latency to a tenth of a second under a
+// minute, to the second above.
+func roundLatency(d time.Duration) string {
+	if d < time.Minute {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
 }
 
 // notWatched is an account's state in status when no watcher runs.

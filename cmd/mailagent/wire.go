@@ -47,6 +47,11 @@ func resolveLogin(ctx context.Context, account, what string, e config.Endpoint) 
 	return pw.Reveal(), "", nil
 }
 
+// incomingCheckOff switches off the rule that the watched mailbox is
+// never Drafts or Sent: only for the positive control of the test that
+// attacks it (TestWatchedFolderNeverDraftsOrSent).
+var incomingCheckOff bool
+
 // newMailer wires IMAP action connections and SMTP senders for every
 // account. Nothing is dialled until first use.
 func newMailer(cfg *config.Config) *daemon.Mailer {
@@ -58,6 +63,9 @@ func newMailer(cfg *config.Config) *daemon.Mailer {
 			Owner:  ownerOf(acct),
 			Sent:   acct.SentMailbox,
 			Drafts: acct.DraftsMailbox,
+			// The watched mailbox is never Drafts or Sent, even when the
+			// server marks it so (config.Config.IncomingAccount).
+			Incoming: func(name string) bool { return !incomingCheckOff && cfg.IncomingAccount(acct, name) != nil },
 			Mailbox: daemon.MailboxPolicy{Archive: cfg.Mailbox.Archive, ArchiveFolder: cfg.Mailbox.ArchiveFolder,
 				Keywords: cfg.Mailbox.Keywords},
 			Dial: func(ctx context.Context) (*imapsync.Client, error) { return DialIMAP(ctx, acct) },

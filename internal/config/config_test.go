@@ -385,6 +385,53 @@ func TestValidationMessages(t *testing.T) {
 			wantFix:     "positive",
 		},
 		{
+			name: "drafts_mailbox is the watched INBOX",
+			edit: func(s string) string {
+				return strings.Replace(s, `email = "ada@example.com"`, "email = \"ada@example.com\"\ndrafts_mailbox = \"inbox\"", 1)
+			},
+			wantKey:     "accounts[0].drafts_mailbox",
+			wantProblem: `"inbox" is this account's mailbox`,
+			wantFix:     "mailagent doctor --fix",
+		},
+		{
+			name: "sent_mailbox is the watched INBOX",
+			edit: func(s string) string {
+				return strings.Replace(s, `email = "ada@example.com"`, "email = \"ada@example.com\"\nsent_mailbox = \"INBOX\"", 1)
+			},
+			wantKey:     "accounts[0].sent_mailbox",
+			wantProblem: `"INBOX" is this account's mailbox`,
+			wantFix:     "mailagent doctor --fix",
+		},
+		{
+			name: "sent_mailbox is the configured mailbox",
+			edit: func(s string) string {
+				return strings.Replace(s, `email = "ada@example.com"`, "email = \"ada@example.com\"\nmailbox = \"INBOX.Work\"\nsent_mailbox = \"INBOX.Work\"", 1)
+			},
+			wantKey:     "accounts[0].sent_mailbox",
+			wantProblem: `"INBOX.Work" is this account's mailbox`,
+			wantFix:     "leave sent_mailbox out",
+		},
+		{
+			name: "drafts_mailbox is another account's mailbox on the same login",
+			edit: func(s string) string {
+				return strings.Replace(s, `email = "ada@example.com"`, "email = \"ada@example.com\"\ndrafts_mailbox = \"Lists\"", 1) + `
+[[accounts]]
+name = "lists"
+email = "ada@example.com"
+mailbox = "Lists"
+  [accounts.imap]
+  host = "imap.example.com"
+  password_env = "ADA_PASS"
+  [accounts.smtp]
+  host = "smtp.example.com"
+  security = "starttls"
+`
+			},
+			wantKey:     "accounts[0].drafts_mailbox",
+			wantProblem: `the mailbox account "lists" watches`,
+			wantFix:     "mailagent doctor --fix",
+		},
+		{
 			name:        "bad base url",
 			edit:        func(s string) string { return strings.Replace(s, "[llm]", "[llm]\nbase_url = \"localhost:8080\"", 1) },
 			wantKey:     "llm.base_url",
@@ -417,6 +464,25 @@ func TestValidationMessages(t *testing.T) {
 				t.Errorf("message: got %q, want prefix %q", msg, "config /x/config.toml: "+tt.wantKey+": ")
 			}
 		})
+	}
+}
+
+// TestMailboxNotIncoming: Drafts and Sent elsewhere than the watched
+// mailbox load; only a name that is the incoming mailbox is refused.
+func TestMailboxNotIncoming(t *testing.T) {
+	for _, extra := range []string{"drafts_mailbox = \"INBOX.Drafts\"\nsent_mailbox = \"INBOX.Sent\"", "sent_mailbox = \"Inbox2\""} {
+		src := strings.Replace(validTOML, `email = "ada@example.com"`, "email = \"ada@example.com\"\n"+extra, 1)
+		if _, err := Parse([]byte(src), "/x/config.toml", 0o600); err != nil {
+			t.Errorf("%s: got %v, want it to load", extra, err)
+		}
+	}
+	for _, tt := range []struct {
+		a, b string
+		want bool
+	}{{"INBOX", "inbox", true}, {"Inbox", "INBOX", true}, {"Sent", "sent", false}, {"INBOX.Sent", "INBOX.Sent", true}, {"INBOX", "INBOX.Sent", false}} {
+		if got := SameMailbox(tt.a, tt.b); got != tt.want {
+			t.Errorf("SameMailbox(%q, %q): got %v, want %v", tt.a, tt.b, got, tt.want)
+		}
 	}
 }
 

@@ -223,6 +223,50 @@ func (c *Config) validateAccount(p *problems, i int, seen map[string]int) {
 	c.validateEndpoint(p, key+".imap", "imap", &a.IMAP)
 	c.validateEndpoint(p, key+".smtp", "smtp", &a.SMTP)
 	c.validateCalendar(p, key+".calendar", &a.Calendar)
+	for _, f := range []struct{ key, name string }{{"drafts_mailbox", a.DraftsMailbox}, {"sent_mailbox", a.SentMailbox}} {
+		if f.name == "" {
+			continue
+		}
+		if in := c.IncomingAccount(a, f.name); in != nil {
+			what := "this account's mailbox"
+			if in != a {
+				what = fmt.Sprintf("the mailbox account %q watches on the same server", in.Name)
+			}
+			p.add(key+"."+f.key, fmt.Sprintf("%q is %s: mailagent would take its own drafts and copies for incoming mail, and a draft for the owner's reply", f.name, what),
+				"leave "+f.key+" out and run `mailagent doctor --fix` to create the folder")
+		}
+	}
+}
+
+// SameMailbox reports whether two mailbox names name the same folder:
+// INBOX is case-insensitive (RFC 3501 5.1), every other name is compared
+// as written.
+func SameMailbox(a, b string) bool {
+	if strings.EqualFold(a, "INBOX") {
+		return strings.EqualFold(b, "INBOX")
+	}
+	return a == b
+}
+
+// IncomingAccount returns the account that reads name as its incoming
+// mailbox on the same IMAP login as a (a itself, or another account with
+// the same host and username), or nil when none does. It is the one rule
+// for "this folder is incoming mail": such a folder can never hold the
+// owner's Drafts or Sent.
+func (c *Config) IncomingAccount(a *Account, name string) *Account {
+	if SameMailbox(a.Mailbox, name) || (a.Mailbox == "" && SameMailbox("INBOX", name)) {
+		return a
+	}
+	for i := range c.Accounts {
+		o := &c.Accounts[i]
+		if o == a || !strings.EqualFold(o.IMAP.Host, a.IMAP.Host) || o.IMAP.Username != a.IMAP.Username {
+			continue
+		}
+		if SameMailbox(o.Mailbox, name) {
+			return o
+		}
+	}
+	return nil
 }
 
 func (c *Config) validateEndpoint(p *problems, key, kind string, e *Endpoint) {

@@ -27,6 +27,9 @@ const (
 	CodeCorrupt       = "corrupt"
 	CodeNotSent       = "not_sent"
 	CodeInternal      = "internal"
+	// CodeSetupNeeded: the account needs setting up (a missing Sent or
+	// Drafts folder: imapsync.ErrSetupNeeded); Error.Fix names the fix.
+	CodeSetupNeeded = "setup_needed"
 )
 
 // ErrBadRequest: the server cannot accept a request: it could not decode
@@ -67,7 +70,13 @@ type Error struct {
 	// Also lists the codes of the other sentinels the original error
 	// matched (an ambiguous send is also not actionable, …).
 	Also []string `json:"also,omitempty"`
+	// Fix is the original error's SetupFix() (CodeSetupNeeded).
+	Fix string `json:"fix,omitempty"`
 }
+
+// SetupFix is the fix of an account that needs setting up ("" for any
+// other error), as the original error's SetupFix method said.
+func (e *Error) SetupFix() string { return e.Fix }
 
 func (e *Error) Error() string { return e.Message }
 
@@ -89,9 +98,14 @@ func wireError(err error) (*Error, int) {
 	var remote *Error
 	if errors.As(err, &remote) {
 		// An error relayed from another hop keeps its code.
-		return &Error{Code: remote.Code, Message: err.Error(), Temp: remote.Temp, Also: remote.Also}, statusOf(remote.Code)
+		return &Error{Code: remote.Code, Message: err.Error(), Temp: remote.Temp, Also: remote.Also, Fix: remote.Fix}, statusOf(remote.Code)
 	}
 	we := &Error{Code: CodeInternal, Message: err.Error(), Temp: isTemporary(err)}
+	// A setup problem (imapsync.ErrSetupNeeded, which this tier may not
+	// import) is known by its SetupFix method.
+	if sf := (interface{ SetupFix() string })(nil); errors.As(err, &sf) && sf.SetupFix() != "" {
+		we.Code, we.Fix = CodeSetupNeeded, sf.SetupFix()
+	}
 	for _, c := range codes {
 		switch {
 		case !errors.Is(err, c.err):

@@ -104,6 +104,7 @@ type Daemon struct {
 
 	mu     sync.Mutex
 	status map[string]*Status
+	lat    latency // push latency per account (latency.go)
 	// sentScan remembers when each account's Sent folder was last scanned.
 	sentScan map[string]time.Time
 	// threadsRebuilt is when the threader was last bounded (Run's start
@@ -394,6 +395,7 @@ func (d *Daemon) runOnce(ctx context.Context) error {
 // Sync catches up on one account: everything after its checkpoint (or, the
 // first time, the last InitialLookback), then the Sent folder.
 func (d *Daemon) Sync(ctx context.Context, a Account, c *imapsync.Client, st imapsync.MailboxStatus) error {
+	d.beginSync(a.Name)
 	uids, rescan, cut, err := d.pending(ctx, a, c, st)
 	if err != nil {
 		d.setStatus(a.Name, func(s *Status) { s.SetError(err, d.now()) })
@@ -481,6 +483,7 @@ func (d *Daemon) process(ctx context.Context, a Account, c *imapsync.Client, st 
 			mu.Lock()
 			fetched[m.UID] = true
 			mu.Unlock()
+			d.noteArrival(a.Name, m)
 			if !cut.IsZero() && !m.InternalDate.IsZero() && m.InternalDate.Before(cut) {
 				mu.Lock()
 				skipped[m.UID] = true

@@ -47,7 +47,7 @@ var _ agent.MailboxActor = (*Mailer)(nil)
 // archiveBox finds the Archive folder on first use (a.mu held).
 func archiveBox(ctx context.Context, a *AccountMailer) (string, error) {
 	if a.archive == "" {
-		name, err := findFolder(ctx, a.c, `\Archive`, a.Mailbox.ArchiveFolder)
+		name, err := findFolder(ctx, a, `\Archive`, a.Mailbox.ArchiveFolder)
 		var nf *imapsync.NoMailboxError
 		if errors.As(err, &nf) && nf.Create != "" {
 			// The owner asked for archiving by moving: make the folder

@@ -20,6 +20,10 @@ type AccountMailer struct {
 	SMTP   func(ctx context.Context) (*smtpsend.Sender, error)
 	Sent   string // configured Sent name; "" = SPECIAL-USE, then the common names
 	Drafts string // configured Drafts name; "" = SPECIAL-USE, then the common names
+	// Incoming reports a folder mailagent reads as incoming mail (the
+	// watched mailbox): it is never used as Sent or Drafts, whatever the
+	// server marks it with (an *imapsync.IncomingFolderError). nil: none.
+	Incoming func(name string) bool
 	// Mailbox says how decisions show in the mailbox (mailbox.go); the
 	// zero value changes nothing.
 	Mailbox MailboxPolicy
@@ -123,7 +127,7 @@ func (a *AccountMailer) with(ctx context.Context, mailbox func(context.Context, 
 // namespace (imapsync.FindSpecialUse).
 func sentBox(ctx context.Context, a *AccountMailer) (string, error) {
 	if a.sent == "" {
-		name, err := findFolder(ctx, a.c, `\Sent`, a.Sent)
+		name, err := findFolder(ctx, a, `\Sent`, a.Sent)
 		if err != nil {
 			return "", fmt.Errorf("find the Sent folder: %w", err)
 		}
@@ -134,7 +138,7 @@ func sentBox(ctx context.Context, a *AccountMailer) (string, error) {
 
 func draftsBox(ctx context.Context, a *AccountMailer) (string, error) {
 	if a.drafts == "" {
-		name, err := findFolder(ctx, a.c, `\Drafts`, a.Drafts)
+		name, err := findFolder(ctx, a, `\Drafts`, a.Drafts)
 		if err != nil {
 			return "", fmt.Errorf("find the Drafts folder: %w", err)
 		}
@@ -143,11 +147,16 @@ func draftsBox(ctx context.Context, a *AccountMailer) (string, error) {
 	return a.drafts, nil
 }
 
-func findFolder(ctx context.Context, c *imapsync.Client, attr, configured string) (string, error) {
+func findFolder(ctx context.Context, a *AccountMailer, attr, configured string) (string, error) {
+	use, names := attr, []string(nil)
 	if configured != "" {
-		return c.FindSpecialUse(ctx, "", configured)
+		attr, names = "", []string{configured}
 	}
-	return c.FindSpecialUse(ctx, attr)
+	name, err := a.c.FindSpecialUse(ctx, attr, names...)
+	if err == nil && (use == `\Sent` || use == `\Drafts`) && a.Incoming != nil && a.Incoming(name) {
+		return "", &imapsync.IncomingFolderError{Attr: use, Name: name}
+	}
+	return name, err
 }
 
 // Send runs one SMTP transaction.

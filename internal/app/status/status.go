@@ -4,7 +4,10 @@
 // nothing from the project.
 package status
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Account is what the watcher reports about one account.
 type Account struct {
@@ -26,6 +29,47 @@ type Account struct {
 	// RetryAt is when the watcher tries the lost connection again (zero
 	// while it is connected).
 	RetryAt time.Time `json:"retry_at,omitzero"`
+	// Push latency: how long new mail took to reach the watcher, from
+	// its arrival (INTERNALDATE, else the date of its top Received
+	// header; both to the second) to the sync that fetched it after the
+	// server's EXISTS or a poll. Only mail that arrived while the watcher
+	// ran counts. LatencyLast is the newest message's, LatencyMedian the
+	// median of the last LatencyWindow, LatencySamples how many that is
+	// (0: nothing measured yet, and the two durations mean nothing).
+	LatencyLast    time.Duration `json:"latency_last,omitempty"`
+	LatencyMedian  time.Duration `json:"latency_median,omitempty"`
+	LatencySamples int           `json:"latency_samples,omitempty"`
+}
+
+// LatencyWindow is how many recent messages LatencyMedian is taken over.
+const LatencyWindow = 20
+
+// Latencies keeps an account's last LatencyWindow push latencies. The
+// zero value is empty and ready; it is not safe for concurrent use.
+type Latencies struct {
+	ring []time.Duration
+	next int
+}
+
+// Add records d (a negative d, from a clock ahead of the server's,
+// counts as 0) and sets a's LatencyLast, LatencyMedian and
+// LatencySamples.
+func (l *Latencies) Add(d time.Duration, a *Account) {
+	d = max(d, 0)
+	if len(l.ring) < LatencyWindow {
+		l.ring = append(l.ring, d)
+	} else {
+		l.ring[l.next] = d
+	}
+	l.next = (l.next + 1) % LatencyWindow
+	sorted := slices.Clone(l.ring)
+	slices.Sort(sorted)
+	n := len(sorted)
+	med := sorted[n/2]
+	if n%2 == 0 {
+		med = (sorted[n/2-1] + sorted[n/2]) / 2
+	}
+	a.LatencyLast, a.LatencyMedian, a.LatencySamples = d, med, n
 }
 
 // SetError records err on a at now; nil clears it. ErrorSince moves only
