@@ -44,8 +44,7 @@ import (
 // work was under way); a file leaves the list once converted, and an
 // entry that no longer matches anything fails the test, so the list only
 // shrinks.
-var addrKeyPending = []string{
-}
+var addrKeyPending = []string{}
 
 // oneHomeExempt are the homes themselves, and test rigs.
 func oneHomeExempt(rel string) bool {
