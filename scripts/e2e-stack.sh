@@ -695,6 +695,9 @@ cmd_start() {
 	wait_for "Postfix SMTP" "$HOST" "$SMTP_PORT"
 	write_env
 	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-courier.sh" start "$DIR"
+	# A second Courier-style instance with a bare account (INBOX only, as
+	# Courier leaves a new account): agente2e TestCourierBareAccount.
+	E2E_COURIER_BARE=1 bash "$(dirname "${BASH_SOURCE[0]}")/e2e-courier.sh" start "$DIR"
 	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-radicale.sh" start "$DIR"
 	log "running in $DIR: IMAP $HOST:$IMAP_PORT (STARTTLS), IMAPS $HOST:$IMAPS_PORT, SMTP $HOST:$SMTP_PORT"
 	log "sender authentication: OpenDKIM + OpenDMARC as $AUTHSERV_ID, DNS on $DNS_ADDR:53 for: $DKIM_DOMAINS"
@@ -703,6 +706,7 @@ cmd_start() {
 
 stop_all() {
 	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-courier.sh" stop "$DIR"
+	E2E_COURIER_BARE=1 bash "$(dirname "${BASH_SOURCE[0]}")/e2e-courier.sh" stop "$DIR"
 	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-radicale.sh" stop "$DIR"
 	stop_postfix
 	stop_dovecot
