@@ -30,7 +30,10 @@ func TestAutoNudgeAgainstPostfix(t *testing.T) {
 	defer func() { w.close() }()
 	p, st := w.p, w.st
 	p.Actor.Memory = st
-	p.Policy.MaxPerContactPerDay, p.Policy.MaxPerDay = 3, 20
+	// The owner's Sent folder is shared with every other test (and every
+	// earlier run on a kept stack): their questions to Carol come due as
+	// well, so the caps must not be what stops this one.
+	p.Policy.MaxPerContactPerDay, p.Policy.MaxPerDay = 1000, 1000
 	f := p.Followups
 	f.Policy.AutoSendKnownContacts = true
 	f.Known = func(account, email string) bool {
@@ -96,9 +99,13 @@ func TestAutoNudgeAgainstPostfix(t *testing.T) {
 			t.Errorf("the automatic follow-up was learned: %+v", x)
 		}
 	}
-	auto := 0 // automatic sends to Carol in this store: this follow-up and other tests'
+	auto, autoAll := 0, 0 // automatic sends in this store (to Carol, to anyone): this follow-up and other tests'
 	if err := st.ListOutbox("", func(r *store.OutboxRecord) error {
-		if r.Auto && len(r.To) == 1 && strings.EqualFold(r.To[0], e2e.Carol) && r.Status != store.OutboxCancelled {
+		if !r.Auto || r.Status == store.OutboxCancelled {
+			return nil
+		}
+		autoAll++
+		if len(r.To) == 1 && strings.EqualFold(r.To[0], e2e.Carol) {
 			auto++
 		}
 		return nil
@@ -110,7 +117,7 @@ func TestAutoNudgeAgainstPostfix(t *testing.T) {
 		t.Errorf("Carol: owner's %d (was %d), automatic %d (was %d, %d automatic sends) (%v); want the follow-ups counted as automatic only",
 			c.OwnerReplies, before.OwnerReplies, c.AutoReplies, before.AutoReplies, auto, err)
 	}
-	if per, all, err := st.AutoSendCounts(account, e2e.Carol, store.Day(clk.Now())); err != nil || per != auto || all != auto {
-		t.Errorf("caps %d/%d (%v), want %d/%d: one per send that happened", per, all, err, auto, auto)
+	if per, all, err := st.AutoSendCounts(account, e2e.Carol, store.Day(clk.Now())); err != nil || per != auto || all != autoAll {
+		t.Errorf("caps %d/%d (%v), want %d/%d: one per send that happened", per, all, err, auto, autoAll)
 	}
 }
