@@ -693,3 +693,44 @@ func TestAnsweredInOutboxNeedsTheCorrespondent(t *testing.T) {
 		t.Errorf("positive control: with identity checks off %d of %d attacks landed, want all", through, tried)
 	}
 }
+
+// TestSendRetryAfterAMinuteOutage: an SMTP server that answered 454 for
+// a minute, while restarts of the watcher counted forty attempts, gets
+// the send again about a minute after it came back, not an hour later
+// as forty attempts of the old schedule would make it wait.
+func TestSendRetryAfterAMinuteOutage(t *testing.T) {
+	w := newWorld(t)
+	var clock time.Time
+	w.o.Now = func() time.Time { return clock }
+	start := time.Now() // the store stamps UpdatedAt with the real clock
+	ob := w.autoSend(t, store.OutboxPending)
+	clock = start.Add(-time.Minute) // the first failure, a minute ago
+	w.mailer.sendErrs = []error{&TemporaryError{Err: errors.New("454 4.7.0 Temporary authentication failure")}}
+	if err := w.o.Deliver(context.Background(), ob.ID); err == nil {
+		t.Fatal("deliver: got nil, want the 454")
+	}
+	if _, err := w.st.TransitionOutbox(ob.ID, []string{store.OutboxPending}, store.OutboxPending, func(r *store.OutboxRecord) error {
+		r.Attempts = 40 // a kill -9 storm: every restart's recovery counted one
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	clock = start.Add(20 * time.Second) // the server is back; too early
+	if err := w.o.SendDue(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.mailer.sends(); n != 0 {
+		t.Fatalf("sent %d before the retry was due", n)
+	}
+	clock = start.Add(75 * time.Second) // about a minute after it came back
+	if err := w.o.SendDue(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.mailer.sends(); n != 1 {
+		t.Fatalf("a minute after the server came back: %d sends, want 1", n)
+	}
+	// The control: forty attempts alone would have waited an hour.
+	if store.RetryBackoff(40) < time.Hour {
+		t.Errorf("control: RetryBackoff(40) = %v, want the hour ceiling", store.RetryBackoff(40))
+	}
+}

@@ -107,7 +107,7 @@ func (o *Outbox) SendApproval(ctx context.Context, queueID string, wait func(con
 }
 
 // SendDue moves scheduled sends whose time has come to pending and sends
-// them, retries pending sends whose backoff (store.RetryBackoff) is over,
+// them, retries pending sends whose wait (store.SendRetryAt) is over,
 // and wakes snoozed items. The watcher calls it on a timer: with a store
 // that has due indexes it reads only what is due, and once a day it
 // prunes history. Errors other than a conflict are returned, joined.
