@@ -111,10 +111,22 @@ func (c *Client) ProbePush(ctx context.Context, dial func(context.Context) (*Cli
 			return nil
 		})
 	}()
-	defer func() { stop(); <-done }()
+	stopped := false // the watcher's result was received
+	defer func() {
+		stop()
+		if stopped {
+			return
+		}
+		// Run returns nil once stopped; anything else is worth saying
+		// when the probe has nothing worse to report.
+		if werr := <-done; werr != nil && err == nil {
+			err = fmt.Errorf("imap push probe: the watcher: %w", werr)
+		}
+	}()
 	select {
 	case <-ready:
 	case err := <-done:
+		stopped = true
 		return p, fmt.Errorf("imap push probe: the watcher stopped: %w", errors.Join(err, ctx.Err()))
 	case <-time.After(wait):
 		return p, fmt.Errorf("imap push probe: no IDLE on %q within %s", p.Mailbox, wait)
