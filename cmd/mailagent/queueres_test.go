@@ -453,8 +453,10 @@ func TestEditRecordsADraftsFolderFailure(t *testing.T) {
 	}
 	_ = c.Close()
 	t.Setenv("VISUAL", editorScript(t, "Tuesday is better for me."))
-	if _, stderr, code := h.run("queue", "edit", q.ID); code != 0 {
-		t.Fatalf("edit: %d %s", code, stderr)
+	// The edit is kept, and the command says at once that the Drafts copy
+	// was not updated (exit 5), rather than "edited" and 0.
+	if _, stderr, code := h.run("queue", "edit", q.ID); code != ExitPartial || !strings.Contains(stderr, "its copy in your Drafts folder was not updated") {
+		t.Fatalf("edit: %d %s; want %d and the failed copy named", code, stderr, ExitPartial)
 	}
 	got := h.item(t, "Lunch")
 	if got.Final != "Tuesday is better for me." {
