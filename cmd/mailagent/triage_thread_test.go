@@ -93,6 +93,42 @@ func uidPartition(t *testing.T, out string) map[uint32]string {
 	return canonical(byThread)
 }
 
+// referenceThreads threads h's INBOX with one mail.Threader, fed in one
+// order from the same imapsync fetch triage uses: the partition every run
+// must reproduce, as thread id → UIDs.
+func referenceThreads(ctx context.Context, t *testing.T, h *harness) map[string][]uint32 {
+	t.Helper()
+	_, cfg := h.factory(t)
+	c, err := DialIMAP(ctx, &cfg.Accounts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	if _, err := c.Select(ctx, "INBOX", true); err != nil {
+		t.Fatal(err)
+	}
+	uids, err := c.Search(ctx, imapsync.Criteria{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetched := map[uint32]mail.ThreadInput{}
+	th := mail.NewThreader()
+	if err := c.Fetch(ctx, uids, imapsync.FetchOptions{MaxMessageBytes: cfg.Sync.MaxMessageBytes}, func(m imapsync.RawMessage) error {
+		in := mail.InputOf(mail.Parse(m.Raw))
+		fetched[m.UID] = in
+		th.Add(in)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]uint32{}
+	for uid, in := range fetched {
+		id := th.ThreadOf(in)
+		want[id] = append(want[id], uid)
+	}
+	return want
+}
+
 func canonical(byThread map[string][]uint32) map[uint32]string {
 	p := map[uint32]string{}
 	for _, uids := range byThread {
@@ -140,34 +176,8 @@ func TestTriageThreadPartitionIsDeterministic(t *testing.T) {
 	}
 	// The reference: mail.Threader over the messages as triage fetches
 	// them (the same imapsync fetch), added in one order.
-	f, cfg := h.factory(t)
-	c, err := DialIMAP(ctx, &cfg.Accounts[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close() }()
-	if _, err := c.Select(ctx, "INBOX", true); err != nil {
-		t.Fatal(err)
-	}
-	uids, err := c.Search(ctx, imapsync.Criteria{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fetched := map[uint32]mail.ThreadInput{}
-	th := mail.NewThreader()
-	if err := c.Fetch(ctx, uids, imapsync.FetchOptions{MaxMessageBytes: cfg.Sync.MaxMessageBytes}, func(m imapsync.RawMessage) error {
-		in := mail.InputOf(mail.Parse(m.Raw))
-		fetched[m.UID] = in
-		th.Add(in)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	want := map[string][]uint32{}
-	for uid, in := range fetched {
-		id := th.ThreadOf(in)
-		want[id] = append(want[id], uid)
-	}
+	f, _ := h.factory(t)
+	want := referenceThreads(ctx, t, h)
 	ref := canonical(want)
 	multi := 0
 	for _, g := range want {
@@ -315,34 +325,7 @@ func TestTriageThreadPartitionHostileHeaders(t *testing.T) {
 		}
 	}
 	// The reference: mail.Threader over the set as triage fetches it.
-	_, cfg := h.factory(t)
-	c, err := DialIMAP(ctx, &cfg.Accounts[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close() }()
-	if _, err := c.Select(ctx, "INBOX", true); err != nil {
-		t.Fatal(err)
-	}
-	uids, err := c.Search(ctx, imapsync.Criteria{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	th := mail.NewThreader()
-	fetched := map[uint32]mail.ThreadInput{}
-	if err := c.Fetch(ctx, uids, imapsync.FetchOptions{MaxMessageBytes: cfg.Sync.MaxMessageBytes}, func(m imapsync.RawMessage) error {
-		in := mail.InputOf(mail.Parse(m.Raw))
-		fetched[m.UID] = in
-		th.Add(in)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	want := map[string][]uint32{}
-	for u, in := range fetched {
-		id := th.ThreadOf(in)
-		want[id] = append(want[id], u)
-	}
+	want := referenceThreads(ctx, t, h)
 	ref := canonical(want)
 
 	// through counts the attacks whose messages are threaded differently
