@@ -29,7 +29,8 @@
 //     occurrences (RECURRENCE-ID) into the stored series: EXDATE in the
 //     master's form, UNTIL for RANGE=THISANDFUTURE, override VEVENTs;
 //     GetEvent reads the series with the ETag its write must name.
-//   - The package imports nothing from the project.
+//   - From the project the package imports only internal/mail (AddrKey,
+//     the one address key).
 package calendar
 
 import (

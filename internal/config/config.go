@@ -46,9 +46,9 @@ const DefaultFooter = "—\nThis reply was written by an AI assistant on behalf 
 
 // Intents is the closed set of intents the classifier may return; the
 // policy's never_auto list must be drawn from it. It must equal
-// agent.Intents, the classification schema's enum (config imports nothing
-// from the project, so the list is repeated; agent's tests should compare
-// them).
+// agent.Intents, the classification schema's enum (config, a leaf
+// library, cannot import agent, so the list is repeated; agent's tests
+// should compare them).
 var Intents = []string{
 	"scheduling", "information_request", "action_request", "introduction_networking",
 	"sales_vendor", "fyi_notification", "sensitive_legal_financial", "complaint",

@@ -26,5 +26,5 @@
 //   - BaseSubject, SubjectKey and ReplySubject handle reply/forward prefixes
 //     in English and the common localised forms.
 //
-// The package imports nothing from the rest of the project.
+// From the rest of the project the package imports only internal/html2text.
 package mail
