@@ -29,6 +29,21 @@
 //   - Client.Events and FollowEvents reconnect with backoff when the
 //     stream ends and report EventWatcherGone and EventWatcherBack.
 //
+// A process that holds the database for longer than a moment without
+// being the watcher (triage, a CLI approval in its undo window) serves the
+// same socket meanwhile (ServeHeld) and names itself in HolderFile
+// (WriteHolder; ReadHolder ignores a dead pid): the lock is the truth, the
+// file only names who most likely holds it. Open keeps trying for a short
+// grace while the database is locked and no socket answers yet, then
+// fails with an error wrapping store.ErrLocked that names the holder.
+//
+// Helpers over any Service, the same over Local and Client: QueuePage and
+// MessagePage read one bounded page from the store's creation indexes
+// (POST /v1/queue-page, /v1/message-page through the socket), LoadDetail
+// is the one assembly of an item by any id (the TUI's detail), and
+// DecidedWithoutAsking lists what was archived, ignored, notified or
+// auto-sent.
+//
 // Service.Store returns a RemoteStore: the store methods the triage
 // pipeline needs, so that `mailagent triage` also works while the watcher
 // owns the database.
