@@ -36,6 +36,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -222,13 +223,13 @@ func ignoredFile(comments []*ast.CommentGroup, pkgPos token.Pos) bool {
 	return false
 }
 
-// formatImports renders an imports cell as the table wants it.
+// formatImports renders an imports cell as the table wants it, sorted.
 func formatImports(imports []string) string {
 	if len(imports) == 0 {
 		return "—"
 	}
 	parts := make([]string, len(imports))
-	for i, p := range imports {
+	for i, p := range slices.Sorted(slices.Values(imports)) {
 		parts[i] = "`" + p + "`"
 	}
 	return strings.Join(parts, ", ")
@@ -265,6 +266,22 @@ func coveringRow(rows []archRow, pkg string) int {
 	return best
 }
 
+// unionImports returns the sorted union of the imports of pkgs.
+func unionImports(tree map[string][]string, pkgs []string) []string {
+	set := map[string]bool{}
+	for _, p := range pkgs {
+		for _, imp := range tree[p] {
+			set[imp] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for imp := range set {
+		out = append(out, imp)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // checkArchTable compares the table's rows with the tree's packages. Each
 // problem names the package and says exactly what the row should read.
 func checkArchTable(rows []archRow, tree map[string][]string) []string {
@@ -279,6 +296,7 @@ func checkArchTable(rows []archRow, tree map[string][]string) []string {
 
 	// Which packages each row covers, and the packages no row covers.
 	covered := make([][]string, len(rows))
+	rowless := map[string][]string{} // parent directory → its packages with no row
 	pkgs := make([]string, 0, len(tree))
 	for p := range tree {
 		pkgs = append(pkgs, p)
@@ -288,9 +306,25 @@ func checkArchTable(rows []archRow, tree map[string][]string) []string {
 		i := coveringRow(rows, p)
 		if i < 0 {
 			problems = append(problems, fmt.Sprintf("package %s has no row in docs/ARCHITECTURE.md's package table; add:\n\t| `%s` | (one line: what it owns) | %s |", p, p, formatImports(tree[p])))
+			if dir := path.Dir(p); strings.Contains(dir, "/") {
+				rowless[dir] = append(rowless[dir], p)
+			}
 			continue
 		}
 		covered[i] = append(covered[i], p)
+	}
+	// Several new packages side by side may share one group row instead.
+	dirs := make([]string, 0, len(rowless))
+	for dir := range rowless {
+		dirs = append(dirs, dir)
+	}
+	sort.Strings(dirs)
+	for _, dir := range dirs {
+		if len(rowless[dir]) < 2 {
+			continue
+		}
+		problems = append(problems, fmt.Sprintf("or, for %s together, one group row:\n\t| `%s/*` | (one line: what they own) | %s |",
+			strings.Join(rowless[dir], ", "), dir, formatImports(unionImports(tree, rowless[dir]))))
 	}
 
 	for i, r := range rows {
@@ -302,17 +336,7 @@ func checkArchTable(rows []archRow, tree map[string][]string) []string {
 			problems = append(problems, fmt.Sprintf("ARCHITECTURE.md:%d: `%s` is %s: remove the row or fix its path", r.line, r.pkg, what))
 			continue
 		}
-		set := map[string]bool{}
-		for _, p := range covered[i] {
-			for _, imp := range tree[p] {
-				set[imp] = true
-			}
-		}
-		want := make([]string, 0, len(set))
-		for imp := range set {
-			want = append(want, imp)
-		}
-		sort.Strings(want)
+		want := unionImports(tree, covered[i])
 		missing, extra := diffImports(r.imports, want)
 		if len(missing) == 0 && len(extra) == 0 {
 			continue
@@ -326,7 +350,7 @@ func checkArchTable(rows []archRow, tree map[string][]string) []string {
 		}
 		scope := ""
 		if _, ok := r.group(); ok {
-			scope = fmt.Sprintf(" (the union over %s)", strings.Join(covered[i], ", "))
+			scope = fmt.Sprintf(" (the union over %s; a package may have a row of its own instead)", strings.Join(covered[i], ", "))
 		}
 		problems = append(problems, fmt.Sprintf("ARCHITECTURE.md:%d: `%s` imports: %s; the row should read:\n\t| `%s` | %s | %s |%s",
 			r.line, r.pkg, strings.Join(why, "; "), r.pkg, r.purpose, formatImports(want), scope))
@@ -421,7 +445,7 @@ func TestArchitectureTableCatches(t *testing.T) {
 			name:   "a group missing a member's import",
 			md:     strings.Replace(good, "`agent`, `internal/cmd/shared`, `internal/mail`, `store` |", "`agent`, `internal/cmd/shared`, `store` |", 1),
 			tree:   tree,
-			wantIn: []string{"`internal/cmd/*` imports: missing `internal/mail`", "(the union over internal/cmd/queue, internal/cmd/shared, internal/cmd/shared/deep)"},
+			wantIn: []string{"`internal/cmd/*` imports: missing `internal/mail`", "(the union over internal/cmd/queue, internal/cmd/shared, internal/cmd/shared/deep;"},
 		},
 		{
 			name: "a package's own row takes it out of its group",
@@ -447,6 +471,16 @@ func TestArchitectureTableCatches(t *testing.T) {
 			md:     good,
 			tree:   withPkg(tree, "internal/cmd/auth", []string{"internal/llm"}),
 			wantIn: []string{"`internal/cmd/*` imports: missing `internal/llm`"},
+		},
+		{
+			name: "new packages side by side",
+			md:   good,
+			tree: withPkg(withPkg(tree, "internal/app/actions", []string{"agent"}), "internal/app/review", []string{"store", "agent"}),
+			wantIn: []string{
+				"| `internal/app/actions` | (one line: what it owns) | `agent` |",
+				"| `internal/app/review` | (one line: what it owns) | `agent`, `store` |",
+				"for internal/app/actions, internal/app/review together, one group row:\n\t| `internal/app/*` | (one line: what they own) | `agent`, `store` |",
+			},
 		},
 		{
 			name:   "a duplicate row",
