@@ -33,6 +33,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 
@@ -140,6 +141,15 @@ func receiverType(e ast.Expr) string {
 	}
 	return ""
 }
+
+// projectNamesOnce parses the tree once for every test that needs it.
+var projectNamesOnce = sync.OnceValues(func() (*projectNames, error) {
+	top, err := e2e.FindRepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	return loadProjectNames(top)
+})
 
 // loadProjectNames parses every Go file under top and lists its files.
 func loadProjectNames(top string) (*projectNames, error) {
@@ -261,7 +271,7 @@ func (p *projectNames) spanExists(span string) (ok, applies bool) {
 
 func TestArchitectureNamesExist(t *testing.T) {
 	top := e2e.RepoRoot(t)
-	p, err := loadProjectNames(top)
+	p, err := projectNamesOnce()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +363,7 @@ const SchemaVersion = 1`
 // document: the check must see both, so it is reading the real spans.
 func TestArchitectureNamesRealDocCatches(t *testing.T) {
 	top := e2e.RepoRoot(t)
-	p, err := loadProjectNames(top)
+	p, err := projectNamesOnce()
 	if err != nil {
 		t.Fatal(err)
 	}
