@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/mailagent/mailagent/internal/humantime"
@@ -142,16 +141,4 @@ func countdown(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%ds", s)
 	}
-}
-
-func (m *Model) riskStyle(r string) lipgloss.Style {
-	switch strings.ToLower(r) {
-	case "high":
-		return m.st.RiskHigh
-	case "medium":
-		return m.st.RiskMedium
-	case "low":
-		return m.st.RiskLow
-	}
-	return m.st.Row
 }
