@@ -143,7 +143,7 @@ func (m *Model) confirmNew(it *Item, action string, news []Address) tea.Cmd {
 		}
 		questions = append(questions, q)
 	}
-	cmd := m.prompt.confirm(it.ID, action, strings.Join(questions, ", "))
+	cmd := m.c.prompt.confirm(it.ID, action, strings.Join(questions, ", "))
 	m.c.setNote("")
 	return cmd
 }

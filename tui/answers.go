@@ -23,7 +23,7 @@ func (m *Model) startPrompt(kind promptKind, check func(*Item) error) tea.Cmd {
 	if it == nil {
 		return nil
 	}
-	return m.prompt.open(kind, it.ID, "")
+	return m.c.prompt.open(kind, it.ID, "")
 }
 
 // answer carries out what a prompt came to.
@@ -148,7 +148,7 @@ func (m *Model) editDone(d *editDone) tea.Cmd {
 func (m *Model) forwardToInput(msg tea.Msg) tea.Cmd {
 	switch m.mode() {
 	case modePrompt:
-		cmd, a := m.prompt.update(msg)
+		cmd, a := m.c.prompt.update(msg)
 		return tea.Batch(cmd, m.answer(a))
 	case modeInlineEdit:
 		cmd, d := m.editor.update(msg)
@@ -200,7 +200,7 @@ func (m *Model) applyUnsubscribePlan(msg unsubscribePlanMsg) {
 		return
 	}
 	ctx, id := c.ctx, msg.id
-	m.prompt.askOnNote("unsubscribe with "+clean(msg.what), func() tea.Cmd {
+	m.c.prompt.askOnNote("unsubscribe with "+clean(msg.what), func() tea.Cmd {
 		u, ok := c.backend.(Unsubscriber)
 		if !ok {
 			c.setNote("nothing sent")

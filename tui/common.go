@@ -17,10 +17,12 @@ import (
 
 // Common is what every component of the TUI shares (the pattern of
 // soft-serve's ui/common): the program's lifetime, the window size, the
-// palette, the keymap, the backend, the clock, the item cache and the
-// note line. The root Model creates one and hands the same pointer to
+// palette, the keymap, the backend, the clock, the item cache, the note
+// line and the one prompt facility (prompt: every question the TUI asks,
+// text or y/N). The root Model creates one and hands the same pointer to
 // each component; a component reads it freely and changes only the note
-// (setNote, setErr). Only the root writes size, palette, items and busy.
+// (setNote, setErr) and the prompt. Only the root writes size, palette,
+// items and busy.
 type Common struct {
 	// ctx bounds every Backend call and the event subscription; cancel
 	// ends them when the program quits. Bubbletea models have no other
@@ -51,6 +53,10 @@ type Common struct {
 	// note is the last action's result or error, shown on the note line.
 	note    string
 	noteErr bool
+
+	// prompt asks every question (prompt.go); while it has one open on
+	// the prompt line it receives the keys.
+	prompt *promptBox
 }
 
 // newCommon returns the Common of a model over b: 80×24 until the first
@@ -69,7 +75,7 @@ func newCommon(b Backend, opts Options) *Common {
 		keys = keys.ASCII()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Common{
+	c := &Common{
 		ctx:     ctx,
 		cancel:  cancel,
 		width:   80,
@@ -84,6 +90,8 @@ func newCommon(b Backend, opts Options) *Common {
 		items:   make(map[string]*entry),
 		busy:    make(map[string]string),
 	}
+	c.prompt = newPromptBox(c)
+	return c
 }
 
 // component is one part of the screen the root shows (soft-serve's

@@ -66,8 +66,8 @@ func TestRegenerateIsCapitalR(t *testing.T) {
 		t.Fatal("a lone g opened a prompt")
 	}
 	send(t, m, press("R")...)
-	if m.mode() != modePrompt || m.prompt.kind != promptRegenerate {
-		t.Fatalf("R: got mode %d prompt %d, want the regenerate prompt", m.mode(), m.prompt.kind)
+	if m.mode() != modePrompt || m.c.prompt.kind != promptRegenerate {
+		t.Fatalf("R: got mode %d prompt %d, want the regenerate prompt", m.mode(), m.c.prompt.kind)
 	}
 }
 

@@ -67,7 +67,7 @@ func (m *Model) rsvp(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	verb := map[string]string{rsvpAccept: "accept", rsvpDecline: "decline", rsvpTentative: "answer tentative to"}[answer]
-	cmd := m.prompt.confirm(it.ID, answer, fmt.Sprintf("%s the invitation %s (a reply goes to its organizer)", verb, quote(clean(it.Invitation))))
+	cmd := m.c.prompt.confirm(it.ID, answer, fmt.Sprintf("%s the invitation %s (a reply goes to its organizer)", verb, quote(clean(it.Invitation))))
 	m.c.setNote("")
 	return cmd
 }

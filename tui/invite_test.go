@@ -69,7 +69,7 @@ func TestRSVPKeysOnlyOnInvitations(t *testing.T) {
 	}
 	send(t, m, press("A", "D", "T")...)
 	if m.mode() != modeNormal {
-		t.Errorf("RSVP key on a plain draft opened a prompt %q", m.prompt.input.Prompt)
+		t.Errorf("RSVP key on a plain draft opened a prompt %q", m.c.prompt.input.Prompt)
 	}
 	if c := f.callsOf("RSVP"); len(c) != 0 {
 		t.Errorf("RSVP called on a plain draft: %v", c)
@@ -111,7 +111,7 @@ func TestRSVPKeysOnlyOnInvitations(t *testing.T) {
 	}
 	send(t, pm, press("?", "A")...)
 	if pm.mode() != modeNormal {
-		t.Errorf("A without an Inviter opened a prompt %q", pm.prompt.input.Prompt)
+		t.Errorf("A without an Inviter opened a prompt %q", pm.c.prompt.input.Prompt)
 	}
 }
 
@@ -128,8 +128,8 @@ func TestRSVPConfirmsAndSendsTheAnswer(t *testing.T) {
 			f := inviteFake{newFake(append([]Item{invitationItem("Design review")}, sampleQueue()...)...)}
 			m := newModel(t, f, Options{NoColor: true})
 			send(t, m, press("3", tc.key)...)
-			if m.mode() != modePrompt || !strings.Contains(m.prompt.input.Prompt, tc.verb) || !strings.HasSuffix(m.prompt.input.Prompt, "y/N: ") {
-				t.Fatalf("after %s: mode %v prompt %q, want a y/N question with %q", tc.key, m.mode(), m.prompt.input.Prompt, tc.verb)
+			if m.mode() != modePrompt || !strings.Contains(m.c.prompt.input.Prompt, tc.verb) || !strings.HasSuffix(m.c.prompt.input.Prompt, "y/N: ") {
+				t.Fatalf("after %s: mode %v prompt %q, want a y/N question with %q", tc.key, m.mode(), m.c.prompt.input.Prompt, tc.verb)
 			}
 			send(t, m, press("n")...)
 			if c := f.callsOf("RSVP"); len(c) != 0 {
@@ -192,7 +192,7 @@ func TestRSVPHostileTitle(t *testing.T) {
 	f := inviteFake{newFake(invitationItem("Sync\x1b]0;pwned\x07\x1b[2J \u202egnp.exe"))}
 	m := newModel(t, f, Options{NoColor: true})
 	send(t, m, press("3", "A")...)
-	if p := m.prompt.input.Prompt; strings.ContainsAny(p, "\x1b\x07\u202e") || !strings.Contains(p, "Sync") {
+	if p := m.c.prompt.input.Prompt; strings.ContainsAny(p, "\x1b\x07\u202e") || !strings.Contains(p, "Sync") {
 		t.Errorf("prompt carries hostile text: %q", p)
 	}
 	send(t, m, press("esc")...)

@@ -12,12 +12,12 @@ import (
 // an open prompt, the inline editor, the help overlay, the follow-ups
 // view; else the root's own keys (tabs, navigation, actions).
 func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
-	if cmd, ok := m.prompt.answerNote(msg.String()); ok {
+	if cmd, ok := m.c.prompt.answerNote(msg.String()); ok {
 		return cmd
 	}
 	switch m.mode() {
 	case modePrompt:
-		cmd, a := m.prompt.update(msg)
+		cmd, a := m.c.prompt.update(msg)
 		return tea.Batch(cmd, m.answer(a))
 	case modeInlineEdit:
 		cmd, d := m.editor.update(msg)
@@ -135,7 +135,7 @@ func (m *Model) handleNormalKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 	case key.Matches(msg, k.Filter):
 		if m.tab != tabDetail {
-			return m.prompt.open(promptFilter, "", m.c.filter)
+			return m.c.prompt.open(promptFilter, "", m.c.filter)
 		}
 	case key.Matches(msg, k.Approve):
 		return m.approve()

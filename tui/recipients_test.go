@@ -104,10 +104,10 @@ func TestApproveNewRecipientAsksFirst(t *testing.T) {
 					send(t, m, press("enter")...)
 				}
 				send(t, m, press("a")...)
-				if m.mode() != modePrompt || m.prompt.kind != promptConfirmNew {
-					t.Fatalf("%s: after a: mode %v prompt %v, want the confirm prompt", from, m.mode(), m.prompt.kind)
+				if m.mode() != modePrompt || m.c.prompt.kind != promptConfirmNew {
+					t.Fatalf("%s: after a: mode %v prompt %v, want the confirm prompt", from, m.mode(), m.c.prompt.kind)
 				}
-				if got, want := m.prompt.input.Prompt, "send to a new address collect@evil.test? y/N: "; got != want {
+				if got, want := m.c.prompt.input.Prompt, "send to a new address collect@evil.test? y/N: "; got != want {
 					t.Errorf("%s: prompt %q, want %q", from, got, want)
 				}
 				if n := len(f.callsOf("Approve")); n != 0 {
@@ -145,8 +145,8 @@ func TestRetryFailedDraftToNewRecipientAsksFirst(t *testing.T) {
 	m := newModel(t, f, Options{})
 	send(t, m, press("3")...) // needs attention
 	send(t, m, press("t")...)
-	if m.prompt.kind != promptConfirmNew {
-		t.Fatalf("retry of a failed send to a new address: prompt %v, want the confirm prompt", m.prompt.kind)
+	if m.c.prompt.kind != promptConfirmNew {
+		t.Fatalf("retry of a failed send to a new address: prompt %v, want the confirm prompt", m.c.prompt.kind)
 	}
 	if n := len(f.callsOf("Retry")); n != 0 {
 		t.Fatalf("Retry called %d times before the answer", n)

@@ -286,8 +286,8 @@ func TestApproveWithWarningsAsks(t *testing.T) {
 		m := newModel(t, f, Options{})
 		send(t, m, press("a")...)
 		want := "send although safety gate never_auto failed? y/N: "
-		if m.mode() != modePrompt || m.prompt.input.Prompt != want {
-			t.Fatalf("after a: mode %v prompt %q, want %q", m.mode(), m.prompt.input.Prompt, want)
+		if m.mode() != modePrompt || m.c.prompt.input.Prompt != want {
+			t.Fatalf("after a: mode %v prompt %q, want %q", m.mode(), m.c.prompt.input.Prompt, want)
 		}
 		send(t, m, press(tt.keys...)...)
 		if sent := len(f.callsOf("Approve")) == 1; sent != tt.wantSent {
@@ -299,8 +299,8 @@ func TestApproveWithWarningsAsks(t *testing.T) {
 	it.Warnings = []string{"sender_auth: not authenticated", "output_guard: a new link"}
 	m := newModel(t, newFake(it), Options{})
 	send(t, m, press("a")...)
-	if want := "send to a new address collect@evil.test, although safety gates sender_auth, output_guard failed? y/N: "; m.prompt.input.Prompt != want {
-		t.Errorf("prompt: got %q, want %q", m.prompt.input.Prompt, want)
+	if want := "send to a new address collect@evil.test, although safety gates sender_auth, output_guard failed? y/N: "; m.c.prompt.input.Prompt != want {
+		t.Errorf("prompt: got %q, want %q", m.c.prompt.input.Prompt, want)
 	}
 }
 
@@ -370,8 +370,8 @@ func TestNoticeCanBeDismissed(t *testing.T) {
 		t.Errorf("hint bar %q does not offer r for a notice", m.shortHelp())
 	}
 	send(t, m, press("r")...)
-	if m.mode() != modePrompt || m.prompt.input.Prompt != "dismiss, note (optional): " {
-		t.Fatalf("after r: mode %v prompt %q, want the dismiss prompt", m.mode(), m.prompt.input.Prompt)
+	if m.mode() != modePrompt || m.c.prompt.input.Prompt != "dismiss, note (optional): " {
+		t.Fatalf("after r: mode %v prompt %q, want the dismiss prompt", m.mode(), m.c.prompt.input.Prompt)
 	}
 	send(t, m, press("spam", "enter")...)
 	if c := f.callsOf("Reject"); len(c) != 1 || c[0].id != "nt" || c[0].arg != "spam" {

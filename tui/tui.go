@@ -99,7 +99,6 @@ type Model struct {
 	detail *detailView
 	fu     *followupView
 	help   *helpView
-	prompt *promptBox
 	editor *inlineEditor
 
 	conn connState // the status line's data (view.go)
@@ -129,7 +128,6 @@ func New(b Backend, opts Options) *Model {
 		c:      c,
 		detail: newDetailView(c),
 		fu:     newFollowupView(c),
-		prompt: newPromptBox(c),
 		editor: newInlineEditor(c),
 	}
 	for _, t := range listTabs {
@@ -278,7 +276,7 @@ func (m *Model) View() tea.View {
 // inline editor, or (normal) the root's routing.
 func (m *Model) mode() mode {
 	switch {
-	case m.prompt.active():
+	case m.c.prompt.active():
 		return modePrompt
 	case m.editor.open:
 		return modeInlineEdit
@@ -304,7 +302,7 @@ func (m *Model) active() component {
 // setStyles switches the palette of the model and its components.
 func (m *Model) setStyles(st styles.Styles) {
 	m.c.st = st
-	m.prompt.input.SetStyles(st.TextInput)
+	m.c.prompt.input.SetStyles(st.TextInput)
 	m.editor.editor.SetStyles(st.TextArea)
 	m.help.setStyles()
 	if m.tab == tabDetail {
@@ -419,7 +417,7 @@ func (m *Model) selected() (*Item, bool) {
 // resize gives every component the window's new size.
 func (m *Model) resize() {
 	m.help.setSize()
-	m.prompt.setSize()
+	m.c.prompt.setSize()
 	m.editor.setSize()
 	m.detail.setSize()
 	for _, t := range listTabs {

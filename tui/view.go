@@ -14,7 +14,7 @@ import (
 func (m *Model) viewKeys() viewKeys {
 	switch m.mode() {
 	case modePrompt:
-		return m.prompt.keys()
+		return m.c.prompt.keys()
 	case modeInlineEdit:
 		return m.editor.keys()
 	}
@@ -211,7 +211,7 @@ func (m *Model) position() string { return m.active().position() }
 func (m *Model) renderNote() string {
 	switch {
 	case m.mode() == modePrompt:
-		return m.c.st.Prompt.Render("") + m.prompt.view()
+		return m.c.st.Prompt.Render("") + m.c.prompt.view()
 	case m.mode() == modeInlineEdit:
 		return m.c.st.Muted.Render("editing the draft: ctrl+s saves, esc cancels")
 	case m.exit.pending:
