@@ -134,7 +134,9 @@ func (m *Model) editDone(d *editDone) tea.Cmd {
 	if orig == "" {
 		orig = e.item.Draft
 	}
-	if d.text == orig {
+	// The editor was given the draft as editorText shows it: saving that
+	// unchanged changes nothing.
+	if d.text == orig || d.text == editorText(orig) {
 		c.setNote("draft unchanged")
 		return nil
 	}
@@ -157,9 +159,14 @@ func (m *Model) forwardToInput(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
+// quote quotes untrusted text for a note: strconv.Quote, so a control
+// or format character shows as its escape.
 func quote(s string) string {
 	if s == "" {
 		s = "(no subject)"
+	}
+	if cleanOff.Load() {
+		return `"` + s + `"`
 	}
 	return strconv.Quote(s)
 }

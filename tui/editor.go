@@ -39,11 +39,12 @@ func (e *inlineEditor) setSize() {
 
 func (e *inlineEditor) position() string { return "" }
 
-// start opens the editor on item id's text.
+// start opens the editor on item id's text, as editorText shows it:
+// the draft is the model's and may carry what the mail asked for.
 func (e *inlineEditor) start(id, text string) tea.Cmd {
 	e.open = true
 	e.id = id
-	e.editor.SetValue(text)
+	e.editor.SetValue(editorText(text))
 	e.editor.MoveToBegin()
 	return e.editor.Focus()
 }
