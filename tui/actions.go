@@ -338,7 +338,7 @@ func (m *Model) applyAction(msg actionMsg) tea.Cmd {
 	switch msg.action {
 	case "approve":
 		// The reply waits out its undo window: the item stays in sight
-		// with a countdown (see undoNote) and c cancels it. Its send time
+		// with a countdown (see undoState.note) and c cancels it. Its send time
 		// comes with the item read again.
 		e.item.Status = StatusApproved
 		m.undo = undoState{id: msg.id}

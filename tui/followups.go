@@ -221,7 +221,7 @@ func (f *followupView) body(h int) []string {
 	return out
 }
 
-// followupColumns lays out a row (or, with f == nil, the header). Below
+// columns lays out a row (or, with f == nil, the header). Below
 // 80 columns LAST and TIER go and the deadline shrinks to "overdue" or a
 // date, so WITH and SUBJECT keep room.
 func (fv *followupView) columns(f *Followup) []column {
