@@ -316,3 +316,69 @@ func TestInlineEditorAlone(t *testing.T) {
 		t.Fatalf("esc: %+v open %v", d, e.open)
 	}
 }
+
+// The root gives each key to one component only: whatever is open on
+// top of the queue takes "a", and the draft under the cursor is never
+// approved behind it.
+func TestRootRoutesEachKeyToOneComponent(t *testing.T) {
+	newBackend := func() *followupFake {
+		return &followupFake{fakeBackend: newFake(draft("d1", "news@lists.example.org", "Weekly", "low", time.Hour)),
+			rows: []Followup{{ID: "f1", State: "needs_reply", With: "a@example.com", Subject: "One", LastAt: fixedNow, Deadline: fixedNow}}}
+	}
+	for _, tc := range []struct {
+		name  string
+		open  []string
+		check func(m *Model) string
+	}{
+		{"help overlay", []string{"?"}, func(m *Model) string {
+			if !m.help.show {
+				return "the overlay closed"
+			}
+			return ""
+		}},
+		{"follow-ups view", []string{"F"}, func(m *Model) string {
+			if !m.fu.open {
+				return "the view closed"
+			}
+			return ""
+		}},
+		{"text prompt", []string{"r"}, func(m *Model) string {
+			if m.mode() != modePrompt || m.c.prompt.input.Value() != "a" {
+				return "the reason did not get the key"
+			}
+			return ""
+		}},
+		{"y/N on the note line", []string{"U"}, func(m *Model) string {
+			if m.c.note != "nothing sent" {
+				return "the question was not answered no: " + m.c.note
+			}
+			return ""
+		}},
+		{"inline editor", []string{"e"}, func(m *Model) string {
+			if m.mode() != modeInlineEdit || !strings.Contains(m.editor.editor.Value(), "a") {
+				return "the editor did not get the key"
+			}
+			return ""
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBackend()
+			m := newModel(t, b, Options{})
+			send(t, m, press(tc.open...)...)
+			send(t, m, press("a")...)
+			if got := b.callsOf("Approve"); len(got) != 0 {
+				t.Fatalf("a under the %s approved the draft: %v", tc.name, got)
+			}
+			if msg := tc.check(m); msg != "" {
+				t.Fatal(msg)
+			}
+		})
+	}
+	// The control: with nothing open, the same key approves.
+	b := newBackend()
+	m := newModel(t, b, Options{})
+	send(t, m, press("a")...)
+	if len(b.callsOf("Approve")) != 1 {
+		t.Fatalf("a on the queue did not approve: %v", b.callsOf("Approve"))
+	}
+}
