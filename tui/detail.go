@@ -5,20 +5,99 @@ import (
 	"strings"
 	"time"
 
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 )
 
-// --- detail -----------------------------------------------------------------
+// detailView is the component of the Detail tab: one item whole (its
+// recipients, thread, classification, gates, draft and steps) in a
+// scrolling viewport. It shows the item by id from the shared cache, so
+// an update of the item shows at once; from is the list it was opened
+// from, where q and esc go back to.
+type detailView struct {
+	c        *Common
+	viewport viewport.Model
+	id       string // the item shown
+	from     tab    // the list the view was opened from
+	// back is "q/esc back": what q and esc do in the detail view.
+	back key.Binding
+	help viewKeys
+}
 
-// refreshDetail rebuilds the detail view's content from the current item.
-// It runs on open, resize, item changes and clock ticks, never in View.
-func (m *Model) refreshDetail() {
-	e, ok := m.items[m.detailID]
+func newDetailView(c *Common) *detailView {
+	d := &detailView{c: c, viewport: viewport.New()}
+	d.viewport.SoftWrap = true
+	d.viewport.KeyMap = viewport.KeyMap{} // scrolling goes through our keymap
+	d.back = key.NewBinding(key.WithKeys("q", "esc"), key.WithHelp("q/esc", "back"))
+	k := c.keys
+	d.help = viewKeys{
+		short: []key.Binding{k.Approve, k.Cancel, k.Forget, k.Accept, k.Decline, k.Tentative, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Unsnooze, k.Retry, k.Unsubscribe, k.Followups, d.back},
+		// q goes back here; ctrl+c is what quits.
+		full: [][]key.Binding{navKeys(c), reviewKeys(c), {k.Retry, k.Cancel, d.back}, rsvpKeys(c), extraKeys(c),
+			{k.NextTab, k.PrevTab, k.GotoTab, k.Help, key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit"))}},
+	}
+	return d
+}
+
+func (d *detailView) keys() viewKeys { return d.help }
+
+// setSize fits the viewport to the window; the root lays the text out
+// again (refresh) when the view is shown.
+func (d *detailView) setSize() {
+	d.viewport.SetWidth(max(10, d.c.width))
+	d.viewport.SetHeight(d.c.bodyHeight() + 1) // detail has no column header
+}
+
+// update scrolls the viewport for the scroll messages the root sends it.
+func (d *detailView) update(msg tea.Msg) tea.Cmd {
+	if s, ok := msg.(scrollMsg); ok {
+		if n := int(s); n < 0 {
+			d.viewport.ScrollUp(-n)
+		} else {
+			d.viewport.ScrollDown(n)
+		}
+	}
+	return nil
+}
+
+// open shows item id, scrolled to the top.
+func (d *detailView) open(id string) {
+	d.id = id
+	d.refresh()
+	d.viewport.GotoTop()
+}
+
+// selected is the item shown, if it is still there.
+func (d *detailView) selected() (*Item, bool) {
+	e, ok := d.c.items[d.id]
 	if !ok {
-		m.viewport.SetContent(m.st.Muted.Render("  Nothing selected (the item may have been handled elsewhere)."))
+		return nil, false
+	}
+	return &e.item, true
+}
+
+func (d *detailView) body(int) []string { return strings.Split(d.viewport.View(), "\n") }
+
+// position is the top line shown over the total ("12/340").
+func (d *detailView) position() string {
+	total := d.viewport.TotalLineCount()
+	if total == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", d.viewport.YOffset()+1, total)
+}
+
+// refresh rebuilds the content from the current item. It runs on open,
+// resize, item changes and clock ticks, never in View.
+func (d *detailView) refresh() {
+	e, ok := d.c.items[d.id]
+	if !ok {
+		d.viewport.SetContent(d.c.st.Muted.Render("  Nothing selected (the item may have been handled elsewhere)."))
 		return
 	}
-	m.viewport.SetContent(m.detailText(&e.item))
+	d.viewport.SetContent(d.text(&e.item))
 }
 
 // stateText says in words where an item is, the same way for every kind.
@@ -75,11 +154,11 @@ func stateText(now time.Time, it *Item) string {
 	return "draft waiting for your approval"
 }
 
-func (m *Model) detailText(it *Item) string {
-	st, g := m.st, m.st.Glyphs
-	now := m.now()
+func (d *detailView) text(it *Item) string {
+	st, g := d.c.st, d.c.st.Glyphs
+	now := d.c.now()
 	var b strings.Builder
-	w := max(24, m.width-1) // one cell spare: viewport soft-wrap never has to step in
+	w := max(24, d.c.width-1) // one cell spare: viewport soft-wrap never has to step in
 	label := func(name, value string) {
 		b.WriteString(st.Label.Render(fmt.Sprintf("%-12s", name+":")))
 		b.WriteString(wrapIndent(clean(value), w, labelIndent))
@@ -147,7 +226,7 @@ func (m *Model) detailText(it *Item) string {
 		label("Received", it.Received.Local().Format("Mon 2 Jan 2006 15:04")+" ("+ago(now, it.Received)+")")
 	}
 	status := stateText(now, it)
-	if a, busy := m.busy[it.ID]; busy {
+	if a, busy := d.c.busy[it.ID]; busy {
 		status += " (" + a + ")"
 	}
 	label("Status", status)
@@ -251,6 +330,6 @@ func (m *Model) detailText(it *Item) string {
 		b.WriteString(st.Muted.Render("(no draft)"))
 	}
 	b.WriteByte('\n')
-	b.WriteString(m.stepsSection(it, w))
+	b.WriteString(d.stepsSection(it, w))
 	return b.String()
 }

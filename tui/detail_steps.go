@@ -20,11 +20,11 @@ type StepSnapshot struct {
 // a snapshot, one line of its input and one of its output, whitespace
 // folded and clipped to the width, with the command that shows them
 // whole. Nothing when the item has no snapshots.
-func (m *Model) stepsSection(it *Item, w int) string {
+func (d *detailView) stepsSection(it *Item, w int) string {
 	if len(it.Steps) == 0 {
 		return ""
 	}
-	st := m.st
+	st := d.c.st
 	var b strings.Builder
 	b.WriteByte('\n')
 	rule := strings.Repeat(st.Glyphs.Rule, 2)

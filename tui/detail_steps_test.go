@@ -23,7 +23,7 @@ func TestDetailSteps(t *testing.T) {
 	plain := draft("p", "b@example.com", "Plain", "low", time.Minute)
 	m := newModel(t, newFake(it, plain), Options{NoColor: true})
 	send(t, m, tea.WindowSizeMsg{Width: 60, Height: 40})
-	raw := m.detailText(&m.items["d"].item)
+	raw := m.detail.text(&m.c.items["d"].item)
 	for _, bad := range []string{"\x1b]0;", "\x07", "\u202e", "\x1b[2J", "\x1b[31m"} {
 		if strings.Contains(raw, bad) {
 			t.Errorf("hostile %q reached the detail", bad)
@@ -49,7 +49,7 @@ func TestDetailSteps(t *testing.T) {
 			t.Errorf("line %q: %d cells, want at most 60", l, w)
 		}
 	}
-	if strings.Contains(ansi.Strip(m.detailText(&m.items["p"].item)), "Steps (") {
+	if strings.Contains(ansi.Strip(m.detail.text(&m.c.items["p"].item)), "Steps (") {
 		t.Error("an item without snapshots shows a Steps section")
 	}
 }

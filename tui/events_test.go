@@ -137,7 +137,7 @@ func TestProgramReloadEvent(t *testing.T) {
 		return ok && slices.ContainsFunc(l.items, func(it Item) bool { return it.Subject == "Changed behind our back" })
 	})
 	m := finalModel(t, tm)
-	if e := m.items["med"]; e == nil || e.item.Subject != "Changed behind our back" {
+	if e := m.c.items["med"]; e == nil || e.item.Subject != "Changed behind our back" {
 		t.Errorf("after reload: got %+v, want the changed subject", e)
 	}
 }

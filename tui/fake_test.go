@@ -208,8 +208,8 @@ func newModel(t testing.TB, b Backend, opts Options) *Model {
 		opts.Now = func() time.Time { return fixedNow }
 	}
 	m := New(b, opts)
-	m.ticks = false
-	t.Cleanup(m.close)
+	m.c.ticks = false
+	t.Cleanup(m.c.close)
 	run(t, m, m.Init())
 	send(t, m, tea.WindowSizeMsg{Width: 140, Height: 30})
 	return m

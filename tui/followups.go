@@ -52,14 +52,33 @@ type Unsubscriber interface {
 // followupSnooze is how long the s key hides a thread.
 const followupSnooze = 24 * time.Hour
 
-// followupView is the state of the view.
+// followupView is the follow-ups component. It is open while F shows
+// it; it keeps its rows and cursor when closed.
 type followupView struct {
+	c      *Common
 	open   bool
 	rows   []Followup
 	cursor int
-	// confirm is the unsubscribe waiting for y (the item id) and what
-	// it would send.
-	confirm, confirmWhat string
+	help   viewKeys
+}
+
+func newFollowupView(c *Common) *followupView {
+	k := c.keys
+	fu := []key.Binding{k.FollowupNudge, k.FollowupSnooze, k.FollowupDone, k.Reload}
+	return &followupView{c: c, help: viewKeys{
+		short: append(fu[:len(fu):len(fu)], k.FollowupBack),
+		full: [][]key.Binding{{k.Up, k.Down}, fu, {k.FollowupBack, k.Help,
+			key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit"))}},
+	}}
+}
+
+func (f *followupView) keys() viewKeys { return f.help }
+
+func (f *followupView) setSize() {}
+
+// position is the selected row over the total.
+func (f *followupView) position() string {
+	return fmt.Sprintf("%d/%d", min(f.cursor+1, len(f.rows)), len(f.rows))
 }
 
 type (
@@ -84,173 +103,129 @@ func loadFollowupsCmd(ctx context.Context, fb FollowupBackend) tea.Cmd {
 	}
 }
 
-// followupsUpdate handles what belongs to the view; handled is false for
-// everything else.
-func (m *Model) followupsUpdate(msg tea.Msg) (cmd tea.Cmd, handled bool) {
-	fb, _ := m.backend.(FollowupBackend)
+// backend is the FollowupBackend, nil when the backend has none.
+func (f *followupView) backend() FollowupBackend {
+	fb, _ := f.c.backend.(FollowupBackend)
+	return fb
+}
+
+// show opens the view and loads its rows; it does nothing (false)
+// without a FollowupBackend.
+func (f *followupView) show() (tea.Cmd, bool) {
+	fb := f.backend()
+	if fb == nil {
+		return nil, false
+	}
+	f.open = true
+	return loadFollowupsCmd(f.c.ctx, fb), true
+}
+
+// update handles the view's own messages (they may arrive when it is
+// closed); handled is false for everything else.
+func (f *followupView) update(msg tea.Msg) (cmd tea.Cmd, handled bool) {
+	c := f.c
 	switch msg := msg.(type) {
 	case followupsLoadedMsg:
 		if msg.err != nil {
-			m.setErr(fmt.Errorf("followups: %w", msg.err))
+			c.setErr(fmt.Errorf("followups: %w", msg.err))
 			return nil, true
 		}
-		m.fu.rows = msg.rows
-		m.fu.cursor = min(m.fu.cursor, max(0, len(msg.rows)-1))
+		f.rows = msg.rows
+		f.cursor = min(f.cursor, max(0, len(msg.rows)-1))
 		return nil, true
 	case followupDoneMsg:
 		if msg.err != nil {
-			m.setErr(msg.err)
+			c.setErr(msg.err)
 		} else {
-			m.setNote(msg.note)
+			c.setNote(msg.note)
 		}
 		// A nudge queued a draft: the items are read again so it is in
 		// the queue, ready for the same approval and undo window.
-		reload := loadCmd(m.ctx, m.backend)
+		reload := loadCmd(c.ctx, c.backend)
 		if msg.err != nil {
 			reload = nil
 		}
-		if fb != nil && m.fu.open {
-			return tea.Batch(loadFollowupsCmd(m.ctx, fb), reload), true
+		if fb := f.backend(); fb != nil && f.open {
+			return tea.Batch(loadFollowupsCmd(c.ctx, fb), reload), true
 		}
 		return reload, true
-	case unsubscribePlanMsg:
-		if msg.err != nil {
-			m.setErr(fmt.Errorf("unsubscribe: %w", msg.err))
-			return nil, true
-		}
-		m.fu.confirm, m.fu.confirmWhat = msg.id, msg.what
-		m.setNote("unsubscribe with " + clean(msg.what) + "? y/N")
-		return nil, true
-	case tea.KeyPressMsg:
-		return m.followupsKey(msg, fb)
 	}
 	return nil, false
 }
 
-func (m *Model) followupsKey(msg tea.KeyPressMsg, fb FollowupBackend) (tea.Cmd, bool) {
-	k := m.keys
-	if m.fu.confirm != "" { // the unsubscribe confirmation takes the next key
-		id := m.fu.confirm
-		m.fu.confirm, m.fu.confirmWhat = "", ""
-		u, ok := m.backend.(Unsubscriber)
-		if s := msg.String(); (s != "y" && s != "Y") || !ok {
-			m.setNote("nothing sent")
-			return nil, true
-		}
-		ctx := m.ctx
-		return func() tea.Msg {
-			if err := u.Unsubscribe(ctx, id); err != nil {
-				return followupDoneMsg{err: fmt.Errorf("unsubscribe: %w", err)}
-			}
-			return followupDoneMsg{note: "unsubscribed"}
-		}, true
-	}
-	if m.mode != modeNormal || m.showHelp {
-		return nil, false
-	}
-	if !m.fu.open {
-		switch {
-		case key.Matches(msg, k.Followups) && fb != nil:
-			m.fu.open = true
-			return loadFollowupsCmd(m.ctx, fb), true
-		case key.Matches(msg, k.Unsubscribe):
-			it, _ := m.selected()
-			if !m.canUnsubscribe(it) {
-				return nil, false
-			}
-			u := m.backend.(Unsubscriber)
-			ctx, id := m.ctx, it.ID
-			return func() tea.Msg {
-				what, err := u.UnsubscribePlan(ctx, id)
-				return unsubscribePlanMsg{id: id, what: what, err: err}
-			}, true
-		}
-		return nil, false
-	}
+// key handles a key press while the view is open: it takes every key
+// but the help key and ctrl+c, which the root handles.
+func (f *followupView) key(msg tea.KeyPressMsg) tea.Cmd {
+	k := f.c.keys
+	fb := f.backend()
 	cur := func() (Followup, bool) {
-		if m.fu.cursor < 0 || m.fu.cursor >= len(m.fu.rows) {
+		if f.cursor < 0 || f.cursor >= len(f.rows) {
 			return Followup{}, false
 		}
-		return m.fu.rows[m.fu.cursor], true
+		return f.rows[f.cursor], true
 	}
-	ctx := m.ctx
+	ctx := f.c.ctx
 	switch {
-	case msg.String() == "ctrl+c":
-		return m.quit(), true
-	case key.Matches(msg, k.Help):
-		return nil, false // the overlay shows this view's keys
 	case key.Matches(msg, k.FollowupBack):
-		m.fu.open = false
+		f.open = false
 	case key.Matches(msg, k.Down):
-		m.fu.cursor = min(m.fu.cursor+1, max(0, len(m.fu.rows)-1))
+		f.cursor = min(f.cursor+1, max(0, len(f.rows)-1))
 	case key.Matches(msg, k.Up):
-		m.fu.cursor = max(m.fu.cursor-1, 0)
+		f.cursor = max(f.cursor-1, 0)
 	case key.Matches(msg, k.Reload):
-		return loadFollowupsCmd(ctx, fb), true
+		return loadFollowupsCmd(ctx, fb)
 	case key.Matches(msg, k.FollowupDone):
-		if f, ok := cur(); ok {
+		if fl, ok := cur(); ok {
 			return func() tea.Msg {
-				return followupDoneMsg{note: "marked done", err: fb.FollowupDone(ctx, f.ID)}
-			}, true
+				return followupDoneMsg{note: "marked done", err: fb.FollowupDone(ctx, fl.ID)}
+			}
 		}
 	case key.Matches(msg, k.FollowupSnooze):
-		if f, ok := cur(); ok {
-			until := m.now().Add(followupSnooze)
+		if fl, ok := cur(); ok {
+			until := f.c.now().Add(followupSnooze)
 			return func() tea.Msg {
-				return followupDoneMsg{note: "snoozed for a day", err: fb.FollowupSnooze(ctx, f.ID, until)}
-			}, true
+				return followupDoneMsg{note: "snoozed for a day", err: fb.FollowupSnooze(ctx, fl.ID, until)}
+			}
 		}
 	case key.Matches(msg, k.FollowupNudge):
-		if f, ok := cur(); ok {
+		if fl, ok := cur(); ok {
 			return func() tea.Msg {
-				q, err := fb.FollowupNudge(ctx, f.ID)
+				q, err := fb.FollowupNudge(ctx, fl.ID)
 				return followupDoneMsg{note: "follow-up draft queued (" + q + "): review it in the queue", err: err}
-			}, true
+			}
 		}
 	}
-	return nil, true
+	return nil
 }
 
-// canUnsubscribe reports whether U applies to it: the backend can
-// unsubscribe and it is a queue item (a draft or a notification) about a
-// received mail, since the backend takes queue ids. Whether the mail
-// carries a List-Unsubscribe header is not part of the item: the backend
-// reads the mail again from the server to know, so UnsubscribePlan
-// answers that (with an error when there is none).
-func (m *Model) canUnsubscribe(it *Item) bool {
-	_, ok := m.backend.(Unsubscriber)
-	return ok && it != nil && (it.Kind == KindDraft || it.Kind == KindNotify)
-}
+// selectedRow reports whether the cursor is on a row (the nudge, snooze
+// and done keys apply).
+func (f *followupView) selectedRow() bool { return f.cursor >= 0 && f.cursor < len(f.rows) }
 
-// renderFollowups draws the view, h lines high: a title, the column
-// header and the rows around the cursor. Every cell is cleaned
-// (termsafe) and cut by display width, so hostile or wide text cannot
-// move the columns.
-func (m *Model) renderFollowups(h int) []string {
-	out := []string{m.st.Section.Render(fmt.Sprintf("Follow-ups (%d)", len(m.fu.rows)))}
-	out = append(out, m.st.Header.Render(m.st.Glyphs.NoCursor+m.joinCells(m.followupColumns(nil), false)))
-	if len(m.fu.rows) == 0 {
-		return append(out, "", "  "+m.st.Muted.Render("Nothing waiting for a reply."))
+// body draws the view, h lines high: a title, the column header and
+// the rows around the cursor. Every cell is cleaned (termsafe) and cut
+// by display width, so hostile or wide text cannot move the columns.
+func (f *followupView) body(h int) []string {
+	c := f.c
+	out := []string{c.st.Section.Render(fmt.Sprintf("Follow-ups (%d)", len(f.rows)))}
+	out = append(out, c.st.Header.Render(c.st.Glyphs.NoCursor+c.joinCells(f.columns(nil), false)))
+	if len(f.rows) == 0 {
+		return append(out, "", "  "+c.st.Muted.Render("Nothing waiting for a reply."))
 	}
 	room := max(1, h-len(out))
-	first := max(0, m.fu.cursor-room+1)
-	for i := first; i < len(m.fu.rows) && len(out) < h; i++ {
-		line := m.joinCells(m.followupColumns(&m.fu.rows[i]), i != m.fu.cursor)
-		if i == m.fu.cursor {
-			line = m.st.RowSelected.Render(m.st.Glyphs.Cursor + m.padRight(line, m.width-len(m.st.Glyphs.Cursor)))
-		} else {
-			line = m.st.Row.Render(m.st.Glyphs.NoCursor + line)
-		}
-		out = append(out, line)
+	first := max(0, f.cursor-room+1)
+	for i := first; i < len(f.rows) && len(out) < h; i++ {
+		sel := i == f.cursor
+		out = append(out, c.row(c.joinCells(f.columns(&f.rows[i]), !sel), sel))
 	}
 	return out
 }
 
-// followupColumns lays out a row (or, with f == nil, the header). Below
+// columns lays out a row (or, with f == nil, the header). Below
 // 80 columns LAST and TIER go and the deadline shrinks to "overdue" or a
 // date, so WITH and SUBJECT keep room.
-func (m *Model) followupColumns(f *Followup) []column {
-	w := m.width - 2
+func (fv *followupView) columns(f *Followup) []column {
+	w := fv.c.width - 2
 	stateW, lastW, dueW, tierW := 14, 4, 14, 8
 	if w < 100 {
 		tierW = 0
@@ -279,7 +254,7 @@ func (m *Model) followupColumns(f *Followup) []column {
 	if f == nil {
 		return cols
 	}
-	now := m.now()
+	now := fv.c.now()
 	cols[0].text = strings.ReplaceAll(f.State, "_", "-")
 	cols[1].text = f.With
 	cols[2].text = f.Subject

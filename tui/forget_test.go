@@ -72,14 +72,14 @@ func TestForgetWhatApprovalTaught(t *testing.T) {
 		if len(f.forgot) != 1 || strings.Join(f.forgot[0], ",") != "mem_a,mem_b" {
 			t.Fatalf("ForgetLearned calls: got %v, want one with mem_a,mem_b", f.forgot)
 		}
-		if !strings.Contains(m.note, "forgot what the approval taught (2 records)") {
-			t.Errorf("note: got %q", m.note)
+		if !strings.Contains(m.c.note, "forgot what the approval taught (2 records)") {
+			t.Errorf("note: got %q", m.c.note)
 		}
-		if e := m.items[m.undoID]; e.item.Status != StatusApproved || len(f.callsOf("Cancel")) != 0 {
+		if e := m.c.items[m.undo.id]; e.item.Status != StatusApproved || len(f.callsOf("Cancel")) != 0 {
 			t.Errorf("forgetting touched the approval: status %s, cancels %d", e.item.Status, len(f.callsOf("Cancel")))
 		}
-		m.setNote("")
-		if n := m.undoNote(); strings.Contains(n, "learned") || strings.Contains(m.shortHelp(), "forget") {
+		m.c.setNote("")
+		if n := m.undo.note(m.c); strings.Contains(n, "learned") || strings.Contains(m.shortHelp(), "forget") {
 			t.Errorf("after forgetting, still offered: note %q, hints %q", n, m.shortHelp())
 		}
 		send(t, m, press("L")...)
@@ -91,10 +91,10 @@ func TestForgetWhatApprovalTaught(t *testing.T) {
 		f := &learnFake{fakeBackend: newFake(sampleQueue()...), learned: []Learned{{ID: "mem_a", Text: "x"}}, err: errors.New("database is locked")}
 		m := newModel(t, f, Options{NoColor: true})
 		send(t, m, press("a", "L")...)
-		if !m.noteErr || !strings.Contains(m.note, "database is locked") {
-			t.Fatalf("note: got %q (err %v), want the failure", m.note, m.noteErr)
+		if !m.c.noteErr || !strings.Contains(m.c.note, "database is locked") {
+			t.Fatalf("note: got %q (err %v), want the failure", m.c.note, m.c.noteErr)
 		}
-		m.setNote("")
+		m.c.setNote("")
 		if !m.forgettable() {
 			t.Error("after a failed forget, L is no longer offered")
 		}

@@ -67,7 +67,7 @@ func TestGoldenFollowupsAndDecided(t *testing.T) {
 			t.Run(fmt.Sprintf("%s_%dx%d", v.name, size.w, size.h), func(t *testing.T) {
 				fb := &followupFake{fakeBackend: newFake(append(goldenItems(), decidedItems()...)...), rows: hostileFollowups()}
 				m := New(fb, Options{NoColor: true, Now: func() time.Time { return fixedNow }})
-				t.Cleanup(m.close)
+				t.Cleanup(m.c.close)
 				h := &hook{ch: make(chan tea.Msg, 64)}
 				tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(size.w, size.h), teatest.WithProgramOptions(watch(h.ch)))
 				h.waitFor(t, "the initial load", func(msg tea.Msg) bool { _, ok := msg.(loadedMsg); return ok })
@@ -117,7 +117,7 @@ func TestFollowupRowsByDisplayWidth(t *testing.T) {
 		m := newModel(t, &followupFake{fakeBackend: newFake(), rows: hostileFollowups()}, Options{NoColor: true})
 		send(t, m, tea.WindowSizeMsg{Width: w, Height: 20})
 		send(t, m, press("F")...)
-		lines := m.renderFollowups(10)
+		lines := m.fu.body(10)
 		col := strings.Index(lines[1], "DUE")
 		if col < 0 {
 			t.Fatalf("width %d: no DUE header: %q", w, lines[1])
@@ -174,7 +174,7 @@ func TestKeysOfferedWhereTheyApply(t *testing.T) {
 			t.Errorf("follow-ups hint bar offers the list's keys: %q", h)
 		}
 		send(t, m, press("?")...)
-		if !m.showHelp || !strings.Contains(m.View().Content, "n nudge") {
+		if !m.help.show || !strings.Contains(m.View().Content, "n nudge") {
 			t.Fatalf("? in the follow-ups view did not show its keys:\n%s", m.View().Content)
 		}
 		send(t, m, press("?")...)

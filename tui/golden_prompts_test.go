@@ -163,7 +163,7 @@ func TestGoldenPromptsAndLines(t *testing.T) {
 func driveFrame(t *testing.T, b Backend, w, h int, f goldenFrame) (string, *Model) {
 	t.Helper()
 	m := New(b, Options{NoColor: true, Now: func() time.Time { return fixedNow }})
-	t.Cleanup(m.close)
+	t.Cleanup(m.c.close)
 	hk := &hook{ch: make(chan tea.Msg, 64)}
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(w, h), teatest.WithProgramOptions(watch(hk.ch)))
 	hk.waitFor(t, "the initial load", func(msg tea.Msg) bool { _, ok := msg.(loadedMsg); return ok })

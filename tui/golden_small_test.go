@@ -103,8 +103,8 @@ func TestGoldenSmallLayouts(t *testing.T) {
 			got, fm := driveFrame(t, newFake(promptItems()...), size.w, size.h,
 				goldenFrame{keys: []string{"j", "j", "j", "j", "enter", "ctrl+d"}})
 			checkFrame(t, got, size.w, size.h)
-			if fm.tab != tabDetail || fm.detailID != "long" || fm.viewport.YOffset() == 0 {
-				t.Fatalf("want the long draft's detail scrolled down; tab %v id %q offset %d", fm.tab, fm.detailID, fm.viewport.YOffset())
+			if fm.tab != tabDetail || fm.detail.id != "long" || fm.detail.viewport.YOffset() == 0 {
+				t.Fatalf("want the long draft's detail scrolled down; tab %v id %q offset %d", fm.tab, fm.detail.id, fm.detail.viewport.YOffset())
 			}
 			if last := lastLine(got); !strings.Contains(last, "? help") || !strings.Contains(last, "q/esc back") {
 				t.Errorf("hint bar %q lacks ? help or q/esc back", last)
@@ -152,11 +152,11 @@ func TestSmallWindowKeysReachable(t *testing.T) {
 			send(t, m, tea.WindowSizeMsg{Width: size.w, Height: size.h})
 			send(t, m, press("?")...)
 			overlay := m.View().Content
-			if !m.showHelp || !strings.Contains(overlay, "q         quit") || !strings.Contains(overlay, "?         help") {
+			if !m.help.show || !strings.Contains(overlay, "q         quit") || !strings.Contains(overlay, "?         help") {
 				t.Errorf("the list's help overlay lacks quit or help:\n%s", overlay)
 			}
 			send(t, m, press("?")...)
-			half := m.bodyHeight() / 2
+			half := m.c.bodyHeight() / 2
 			for _, step := range []struct {
 				keys []string
 				want int
@@ -183,8 +183,8 @@ func TestSmallWindowKeysReachable(t *testing.T) {
 				}
 			}
 			send(t, m, press("q")...)
-			if m.showHelp || m.tab != tabDetail || quitted(m) {
-				t.Fatalf("q in the detail's help overlay: overlay %v, tab %v, quit %v; want the overlay closed, still in the detail", m.showHelp, m.tab, quitted(m))
+			if m.help.show || m.tab != tabDetail || quitted(m) {
+				t.Fatalf("q in the detail's help overlay: overlay %v, tab %v, quit %v; want the overlay closed, still in the detail", m.help.show, m.tab, quitted(m))
 			}
 			send(t, m, press("q")...)
 			if m.tab != tabQueue || quitted(m) {
@@ -231,7 +231,7 @@ func TestGoldenHelpScrolls(t *testing.T) {
 				b := fullBackend{&followupFake{fakeBackend: newFake(promptItems()...), rows: hostileFollowups()}}
 				got, fm := driveFrame(t, b, size.w, size.h, goldenFrame{keys: v.keys})
 				checkFrame(t, got, size.w, size.h)
-				if !fm.showHelp {
+				if !fm.help.show {
 					t.Fatal("the overlay closed")
 				}
 				golden.RequireEqual(t, got)
@@ -242,8 +242,8 @@ func TestGoldenHelpScrolls(t *testing.T) {
 			m := newModel(t, b, Options{NoColor: true})
 			send(t, m, tea.WindowSizeMsg{Width: size.w, Height: size.h})
 			send(t, m, press("?")...)
-			total := len(m.fullHelp())
-			fits := total <= m.bodyHeight()+1
+			total := len(m.help.full())
+			fits := total <= m.c.bodyHeight()+1
 			if size.w == 60 && fits {
 				t.Fatalf("60×20: the overlay (%d lines) fits; the test needs one taller than the window", total)
 			}
@@ -256,34 +256,34 @@ func TestGoldenHelpScrolls(t *testing.T) {
 			}
 			look()
 			for range total {
-				before := m.helpTop(total)
+				before := m.help.top(total)
 				send(t, m, press("j")...)
 				look()
-				if fits && m.helpTop(total) != 0 {
+				if fits && m.help.top(total) != 0 {
 					t.Fatal("an overlay that fits scrolled")
 				}
-				if !fits && m.helpTop(total) == before && m.helpTop(total)+m.bodyHeight()+1 < total {
+				if !fits && m.help.top(total) == before && m.help.top(total)+m.c.bodyHeight()+1 < total {
 					t.Fatalf("j did not scroll the overlay at line %d of %d", before+1, total)
 				}
 			}
 			if !fits {
-				if got, want := m.position(), fmt.Sprintf("%d/%d", total-m.bodyHeight(), total); got != want {
+				if got, want := m.position(), fmt.Sprintf("%d/%d", total-m.c.bodyHeight(), total); got != want {
 					t.Errorf("position at the end: %q, want %q", got, want)
 				}
 				send(t, m, press("ctrl+u")...)
-				if m.helpTop(total) == total-m.bodyHeight()-1 {
+				if m.help.top(total) == total-m.c.bodyHeight()-1 {
 					t.Error("ctrl+u did not scroll up")
 				}
 				send(t, m, press("g", "g")...)
-				if m.helpTop(total) != 0 || !m.showHelp {
-					t.Errorf("gg: overlay at line %d (shown %v), want its top", m.helpTop(total)+1, m.showHelp)
+				if m.help.top(total) != 0 || !m.help.show {
+					t.Errorf("gg: overlay at line %d (shown %v), want its top", m.help.top(total)+1, m.help.show)
 				}
 			} else if m.position() != "" {
 				t.Errorf("an overlay that fits has a position: %q", m.position())
 			}
 			all := strings.Join(slices.Collect(maps.Keys(seen)), "\n")
-			for _, g := range m.currentKeys().FullHelp() {
-				for _, k := range m.supported(g) {
+			for _, g := range m.viewKeys().FullHelp() {
+				for _, k := range m.c.supported(g) {
 					if !regexp.MustCompile(regexp.QuoteMeta(k.Help().Key) + ` +` + regexp.QuoteMeta(k.Help().Desc)).MatchString(all) {
 						t.Errorf("%q %q never shown while scrolling the overlay", k.Help().Key, k.Help().Desc)
 					}
@@ -308,13 +308,17 @@ func TestGoldenStatusLines(t *testing.T) {
 		state string
 	}{
 		{"connected", func(m *Model) {}, "● watcher connected"},
-		{"stream lost", func(m *Model) { m.streamLost = true }, "○ live updates lost: reconnecting"},
-		{"watcher gone", func(m *Model) { m.stat.WatcherConnected = false; m.stat.Accounts = nil }, "○ no watcher: actions run locally"},
-		{"offline", func(m *Model) { m.stat.WatcherConnected = false; m.stat.Accounts = nil; m.sawWatcher = false }, "○ no watcher: actions run locally"},
+		{"stream lost", func(m *Model) { m.conn.streamLost = true }, "○ live updates lost: reconnecting"},
+		{"watcher gone", func(m *Model) { m.conn.stat.WatcherConnected = false; m.conn.stat.Accounts = nil }, "○ no watcher: actions run locally"},
+		{"offline", func(m *Model) {
+			m.conn.stat.WatcherConnected = false
+			m.conn.stat.Accounts = nil
+			m.conn.sawWatcher = false
+		}, "○ no watcher: actions run locally"},
 		{"held by a triage", func(m *Model) {
-			m.stat.WatcherConnected = false
-			m.stat.Accounts = nil
-			m.stat.Holder = "a triage (pid 4242)"
+			m.conn.stat.WatcherConnected = false
+			m.conn.stat.Accounts = nil
+			m.conn.stat.Holder = "a triage (pid 4242)"
 		}, "● served by a triage (pid 4242)"},
 	}
 	for _, size := range goldenSizes {

@@ -62,7 +62,7 @@ func TestGoldenViews(t *testing.T) {
 		for _, v := range views {
 			t.Run(fmt.Sprintf("%s_%dx%d", v.name, size.w, size.h), func(t *testing.T) {
 				m := New(newFake(goldenItems()...), Options{NoColor: true, Now: func() time.Time { return fixedNow }})
-				t.Cleanup(m.close)
+				t.Cleanup(m.c.close)
 				h := &hook{ch: make(chan tea.Msg, 64)}
 				tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(size.w, size.h), teatest.WithProgramOptions(watch(h.ch)))
 				h.waitFor(t, "the initial load", func(msg tea.Msg) bool { _, ok := msg.(loadedMsg); return ok })

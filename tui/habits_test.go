@@ -27,7 +27,7 @@ func cursorOf(m *Model) int { return m.lists[m.tab].cursor }
 func TestVimKeysMoveTheCursor(t *testing.T) {
 	m := newModel(t, newFake(manyQueue(60)...), Options{})
 	send(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
-	half := m.bodyHeight() / 2
+	half := m.c.bodyHeight() / 2
 	steps := []struct {
 		keys []string
 		want int
@@ -46,8 +46,8 @@ func TestVimKeysMoveTheCursor(t *testing.T) {
 			t.Fatalf("after %v: cursor got %d, want %d", s.keys, got, s.want)
 		}
 	}
-	if m.mode != modeNormal {
-		t.Fatalf("gg opened a prompt (mode %d): a lone g must not act", m.mode)
+	if m.mode() != modeNormal {
+		t.Fatalf("gg opened a prompt (mode %d): a lone g must not act", m.mode())
 	}
 	if got := m.position(); got != "1/60" {
 		t.Fatalf("position: got %q, want 1/60", got)
@@ -62,12 +62,12 @@ func TestRegenerateIsCapitalR(t *testing.T) {
 	f := newFake(sampleQueue()...)
 	m := newModel(t, f, Options{})
 	send(t, m, press("g")...)
-	if m.mode != modeNormal {
+	if m.mode() != modeNormal {
 		t.Fatal("a lone g opened a prompt")
 	}
 	send(t, m, press("R")...)
-	if m.mode != modePrompt || m.prompt != promptRegenerate {
-		t.Fatalf("R: got mode %d prompt %d, want the regenerate prompt", m.mode, m.prompt)
+	if m.mode() != modePrompt || m.c.prompt.kind != promptRegenerate {
+		t.Fatalf("R: got mode %d prompt %d, want the regenerate prompt", m.mode(), m.c.prompt.kind)
 	}
 }
 
@@ -77,22 +77,22 @@ func TestDetailScrollKeys(t *testing.T) {
 	m := newModel(t, newFake(it), Options{})
 	send(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
 	send(t, m, press("enter", "G")...)
-	if !m.viewport.AtBottom() {
+	if !m.detail.viewport.AtBottom() {
 		t.Fatal("G in the detail view: not at the bottom")
 	}
 	send(t, m, press("g", "g")...)
-	if !m.viewport.AtTop() {
+	if !m.detail.viewport.AtTop() {
 		t.Fatal("gg in the detail view: not at the top")
 	}
 	send(t, m, press("ctrl+d")...)
-	if got, want := m.viewport.YOffset(), m.bodyHeight()/2; got != want {
+	if got, want := m.detail.viewport.YOffset(), m.c.bodyHeight()/2; got != want {
 		t.Fatalf("ctrl+d in the detail view: offset got %d, want %d", got, want)
 	}
-	if got, want := m.position(), fmt.Sprintf("%d/%d", m.bodyHeight()/2+1, m.viewport.TotalLineCount()); got != want {
+	if got, want := m.position(), fmt.Sprintf("%d/%d", m.c.bodyHeight()/2+1, m.detail.viewport.TotalLineCount()); got != want {
 		t.Fatalf("detail position: got %q, want %q", got, want)
 	}
 	send(t, m, press("ctrl+u")...)
-	if !m.viewport.AtTop() {
+	if !m.detail.viewport.AtTop() {
 		t.Fatal("ctrl+u in the detail view: not back at the top")
 	}
 }
@@ -212,7 +212,7 @@ func TestColumnsGiveWayBySubject(t *testing.T) {
 		m := newModel(t, newFake(it), Options{NoColor: true})
 		send(t, m, tea.WindowSizeMsg{Width: size.w, Height: size.h})
 		var subjectW, intentW int
-		for _, c := range m.columns(tabQueue, nil) {
+		for _, c := range m.lists[tabQueue].columns(nil) {
 			switch c.text {
 			case "SUBJECT":
 				subjectW = c.width
@@ -250,7 +250,7 @@ func TestDetailWrapsAtWords(t *testing.T) {
 	m := newModel(t, newFake(it), Options{NoColor: true})
 	send(t, m, tea.WindowSizeMsg{Width: 60, Height: 40})
 	send(t, m, press("enter")...)
-	text := ansi.Strip(m.detailText(&m.items["d"].item))
+	text := ansi.Strip(m.detail.text(&m.c.items["d"].item))
 	seen := 0
 	for _, l := range strings.Split(text, "\n") {
 		if !strings.Contains(l, "wrapping") && !strings.Contains(l, "politely") {
@@ -277,17 +277,17 @@ func TestDetailWrapsAtWords(t *testing.T) {
 func TestFlashClearedOnViewChange(t *testing.T) {
 	m := newModel(t, newFake(sampleQueue()...), Options{})
 	send(t, m, press("4", "a")...) // approve on the sent view: refused with a note
-	if m.note == "" {
+	if m.c.note == "" {
 		t.Fatal("approve on the sent view left no note")
 	}
 	send(t, m, press("1")...)
-	if m.note != "" {
-		t.Fatalf("note survived the view change: %q", m.note)
+	if m.c.note != "" {
+		t.Fatalf("note survived the view change: %q", m.c.note)
 	}
-	m.setNote("flash")
+	m.c.setNote("flash")
 	send(t, m, press("enter")...)
-	if m.note != "" {
-		t.Fatalf("note survived opening the detail view: %q", m.note)
+	if m.c.note != "" {
+		t.Fatalf("note survived opening the detail view: %q", m.c.note)
 	}
 }
 
@@ -328,11 +328,11 @@ func TestSnoozeTomorrowAccepted(t *testing.T) {
 
 func TestPaletteFollowsBackground(t *testing.T) {
 	m := newModel(t, newFake(sampleQueue()...), Options{})
-	if !m.st.Dark {
+	if !m.c.st.Dark {
 		t.Fatal("default palette: want the dark one")
 	}
 	send(t, m, tea.BackgroundColorMsg{Color: lightBg{}})
-	if m.st.Dark {
+	if m.c.st.Dark {
 		t.Fatal("light background: palette still dark")
 	}
 	dark, light := styles.ForBackground(false, false, true), styles.ForBackground(false, false, false)

@@ -45,21 +45,21 @@ func canRSVP(it *Item) error {
 
 // rsvpOffered reports whether A, D and T apply to it (the hint bar).
 func (m *Model) rsvpOffered(it *Item) bool {
-	_, ok := m.backend.(Inviter)
+	_, ok := m.c.backend.(Inviter)
 	return ok && it != nil && canRSVP(it) == nil
 }
 
 // rsvp asks "accept the invitation "…"? y/N" for the key pressed; y sends
 // the answer (confirmed, then rsvpConfirmed).
 func (m *Model) rsvp(msg tea.KeyPressMsg) tea.Cmd {
-	if _, ok := m.backend.(Inviter); !ok {
+	if _, ok := m.c.backend.(Inviter); !ok {
 		return nil
 	}
 	answer := rsvpAccept
 	switch {
-	case key.Matches(msg, m.keys.Decline):
+	case key.Matches(msg, m.c.keys.Decline):
 		answer = rsvpDecline
-	case key.Matches(msg, m.keys.Tentative):
+	case key.Matches(msg, m.c.keys.Tentative):
 		answer = rsvpTentative
 	}
 	it := m.current(canRSVP)
@@ -67,25 +67,23 @@ func (m *Model) rsvp(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	verb := map[string]string{rsvpAccept: "accept", rsvpDecline: "decline", rsvpTentative: "answer tentative to"}[answer]
-	cmd := m.openPrompt(promptConfirmNew, it.ID, "")
-	m.confirmFor = answer
-	m.input.Prompt = fmt.Sprintf("%s the invitation %s (a reply goes to its organizer)"+confirmSuffix, verb, quote(clean(it.Invitation)))
-	m.setNote("")
+	cmd := m.c.prompt.confirm(it.ID, answer, fmt.Sprintf("%s the invitation %s (a reply goes to its organizer)", verb, quote(clean(it.Invitation))))
+	m.c.setNote("")
 	return cmd
 }
 
 // rsvpConfirmed sends the confirmed answer through Inviter.
 func (m *Model) rsvpConfirmed(answer string, it *Item) tea.Cmd {
-	inv, ok := m.backend.(Inviter)
+	inv, ok := m.c.backend.(Inviter)
 	if !ok {
 		return nil
 	}
 	if err := canRSVP(it); err != nil {
-		m.setErr(err)
+		m.c.setErr(err)
 		return nil
 	}
 	m.markBusy(it, "answering")
-	ctx, id, subject := m.ctx, it.ID, it.Subject
+	ctx, id, subject := m.c.ctx, it.ID, it.Subject
 	return func() tea.Msg {
 		return rsvpDoneMsg{id: id, answer: answer, subject: subject, err: inv.RSVP(ctx, id, answer)}
 	}
@@ -94,28 +92,28 @@ func (m *Model) rsvpConfirmed(answer string, it *Item) tea.Cmd {
 // applyRSVP shows the result in the note line and, on success, reloads
 // the items (the backend decides what the item became).
 func (m *Model) applyRSVP(msg rsvpDoneMsg) tea.Cmd {
-	delete(m.busy, msg.id)
+	delete(m.c.busy, msg.id)
 	if msg.err != nil {
-		m.log.Warn("rsvp failed", "id", msg.id, "answer", msg.answer, "err", msg.err)
-		m.setErr(fmt.Errorf("%s %s failed: %w", msg.answer, quote(msg.subject), msg.err))
+		m.c.log.Warn("rsvp failed", "id", msg.id, "answer", msg.answer, "err", msg.err)
+		m.c.setErr(fmt.Errorf("%s %s failed: %w", msg.answer, quote(msg.subject), msg.err))
 		return nil
 	}
-	m.log.Info("rsvp done", "id", msg.id, "answer", msg.answer)
-	e, ok := m.items[msg.id]
+	m.c.log.Info("rsvp done", "id", msg.id, "answer", msg.answer)
+	e, ok := m.c.items[msg.id]
 	if !ok {
-		m.setNote(fmt.Sprintf("answered %s to %s: the reply to the organizer is queued", msg.answer, quote(msg.subject)))
-		return loadCmd(m.ctx, m.backend)
+		m.c.setNote(fmt.Sprintf("answered %s to %s: the reply to the organizer is queued", msg.answer, quote(msg.subject)))
+		return loadCmd(m.c.ctx, m.c.backend)
 	}
 	// The REPLY waits out its undo window like an approval: the note
 	// line counts it down, c cancels it (the same Backend.Cancel). Its
 	// send time comes with the item read again.
 	e.item.Status = StatusApproved
-	m.undoID, m.undoVerb, m.undoLearned = msg.id, "answered "+msg.answer+" to", nil
-	m.setNote("")
+	m.undo = undoState{id: msg.id, verb: "answered " + msg.answer + " to"}
+	m.c.setNote("")
 	m.rebuild()
-	cmd := detailCmd(m.ctx, m.backend, msg.id)
+	cmd := detailCmd(m.c.ctx, m.c.backend, msg.id)
 	if cmd == nil {
-		cmd = loadCmd(m.ctx, m.backend)
+		cmd = loadCmd(m.c.ctx, m.c.backend)
 	}
 	return cmd
 }

@@ -54,7 +54,7 @@ func TestRSVPKeysOnlyOnInvitations(t *testing.T) {
 		}
 	}
 	send(t, m, press("?")...)
-	if help := strings.Join(m.fullHelp(), "\n"); !strings.Contains(help, rsvpHint) {
+	if help := strings.Join(m.help.full(), "\n"); !strings.Contains(help, rsvpHint) {
 		t.Errorf("help overlay with an Inviter lacks %q:\n%s", rsvpHint, help)
 	}
 	send(t, m, press("?")...)
@@ -68,8 +68,8 @@ func TestRSVPKeysOnlyOnInvitations(t *testing.T) {
 		t.Errorf("hint bar offers RSVP on a plain draft: %q", h)
 	}
 	send(t, m, press("A", "D", "T")...)
-	if m.mode != modeNormal {
-		t.Errorf("RSVP key on a plain draft opened a prompt %q", m.input.Prompt)
+	if m.mode() != modeNormal {
+		t.Errorf("RSVP key on a plain draft opened a prompt %q", m.c.prompt.input.Prompt)
 	}
 	if c := f.callsOf("RSVP"); len(c) != 0 {
 		t.Errorf("RSVP called on a plain draft: %v", c)
@@ -77,7 +77,7 @@ func TestRSVPKeysOnlyOnInvitations(t *testing.T) {
 
 	// An invitation already answered (approved, in its undo window).
 	f.update("inv", func(it *Item) { it.Status = StatusApproved })
-	send(t, m, loadCmd(m.ctx, f)())
+	send(t, m, loadCmd(m.c.ctx, f)())
 	send(t, m, press("3")...)
 	// It stays where it was answered, counting down its REPLY.
 	if it, _ := m.selected(); it == nil || it.ID != "inv" || it.Status != StatusApproved {
@@ -94,8 +94,8 @@ func TestRSVPKeysOnlyOnInvitations(t *testing.T) {
 		t.Errorf("hint bar offers RSVP on an answered invitation: %q", m.shortHelp())
 	}
 	send(t, m, press("A")...)
-	if m.mode != modeNormal || len(f.callsOf("RSVP")) != 0 {
-		t.Errorf("A on an answered invitation: mode %v, calls %v", m.mode, f.callsOf("RSVP"))
+	if m.mode() != modeNormal || len(f.callsOf("RSVP")) != 0 {
+		t.Errorf("A on an answered invitation: mode %v, calls %v", m.mode(), f.callsOf("RSVP"))
 	}
 
 	// A backend that cannot answer: never offered, never in the overlay.
@@ -106,12 +106,12 @@ func TestRSVPKeysOnlyOnInvitations(t *testing.T) {
 		t.Errorf("hint bar offers RSVP without an Inviter: %q", pm.shortHelp())
 	}
 	send(t, pm, press("?")...)
-	if help := strings.Join(pm.fullHelp(), "\n"); strings.Contains(help, rsvpHint) {
+	if help := strings.Join(pm.help.full(), "\n"); strings.Contains(help, rsvpHint) {
 		t.Errorf("help overlay lists RSVP without an Inviter:\n%s", help)
 	}
 	send(t, pm, press("?", "A")...)
-	if pm.mode != modeNormal {
-		t.Errorf("A without an Inviter opened a prompt %q", pm.input.Prompt)
+	if pm.mode() != modeNormal {
+		t.Errorf("A without an Inviter opened a prompt %q", pm.c.prompt.input.Prompt)
 	}
 }
 
@@ -128,15 +128,15 @@ func TestRSVPConfirmsAndSendsTheAnswer(t *testing.T) {
 			f := inviteFake{newFake(append([]Item{invitationItem("Design review")}, sampleQueue()...)...)}
 			m := newModel(t, f, Options{NoColor: true})
 			send(t, m, press("3", tc.key)...)
-			if m.mode != modePrompt || !strings.Contains(m.input.Prompt, tc.verb) || !strings.HasSuffix(m.input.Prompt, "y/N: ") {
-				t.Fatalf("after %s: mode %v prompt %q, want a y/N question with %q", tc.key, m.mode, m.input.Prompt, tc.verb)
+			if m.mode() != modePrompt || !strings.Contains(m.c.prompt.input.Prompt, tc.verb) || !strings.HasSuffix(m.c.prompt.input.Prompt, "y/N: ") {
+				t.Fatalf("after %s: mode %v prompt %q, want a y/N question with %q", tc.key, m.mode(), m.c.prompt.input.Prompt, tc.verb)
 			}
 			send(t, m, press("n")...)
 			if c := f.callsOf("RSVP"); len(c) != 0 {
 				t.Fatalf("answered n, yet RSVP was called: %v", c)
 			}
-			if m.note != "not sent" {
-				t.Errorf("note after n: %q, want \"not sent\"", m.note)
+			if m.c.note != "not sent" {
+				t.Errorf("note after n: %q, want \"not sent\"", m.c.note)
 			}
 			send(t, m, press(tc.key)...)
 			send(t, m, press("esc")...)
@@ -150,11 +150,11 @@ func TestRSVPConfirmsAndSendsTheAnswer(t *testing.T) {
 			}
 			// The note line counts the REPLY's undo window down, as for
 			// an approval, and says how to cancel it.
-			if note := m.renderNote(); m.noteErr || !strings.Contains(note, "answered "+tc.answer+` to "Invitation: Design review": sending in 5s, c cancels`) {
-				t.Errorf("note after y: %q (err %v), want the answer and its countdown", note, m.noteErr)
+			if note := m.renderNote(); m.c.noteErr || !strings.Contains(note, "answered "+tc.answer+` to "Invitation: Design review": sending in 5s, c cancels`) {
+				t.Errorf("note after y: %q (err %v), want the answer and its countdown", note, m.c.noteErr)
 			}
 			// The item was read again: answered, it left Needs attention.
-			if e, ok := m.items["inv"]; !ok || e.item.Status != StatusApproved {
+			if e, ok := m.c.items["inv"]; !ok || e.item.Status != StatusApproved {
 				t.Errorf("after the answer, inv is %+v, want approved", e.item)
 			}
 			if strings.Contains(m.shortHelp(), rsvpHint) {
@@ -175,13 +175,13 @@ func TestRSVPErrorShown(t *testing.T) {
 		t.Fatalf("detail of the invitation: tab %v, hint %q", m.tab, m.shortHelp())
 	}
 	send(t, m, press("D", "y")...)
-	if !m.noteErr || !strings.Contains(m.note, "organizer is not the authenticated sender") || !strings.Contains(m.note, "decline") {
-		t.Errorf("note after a refused answer: %q (err %v)", m.note, m.noteErr)
+	if !m.c.noteErr || !strings.Contains(m.c.note, "organizer is not the authenticated sender") || !strings.Contains(m.c.note, "decline") {
+		t.Errorf("note after a refused answer: %q (err %v)", m.c.note, m.c.noteErr)
 	}
 	if it, _ := m.selected(); it == nil || it.Status != StatusPending {
 		t.Errorf("after a refused answer the item is %+v, want it pending", it)
 	}
-	if _, busy := m.busy["inv"]; busy {
+	if _, busy := m.c.busy["inv"]; busy {
 		t.Error("item still marked busy after the failure")
 	}
 }
@@ -192,7 +192,7 @@ func TestRSVPHostileTitle(t *testing.T) {
 	f := inviteFake{newFake(invitationItem("Sync\x1b]0;pwned\x07\x1b[2J \u202egnp.exe"))}
 	m := newModel(t, f, Options{NoColor: true})
 	send(t, m, press("3", "A")...)
-	if p := m.input.Prompt; strings.ContainsAny(p, "\x1b\x07\u202e") || !strings.Contains(p, "Sync") {
+	if p := m.c.prompt.input.Prompt; strings.ContainsAny(p, "\x1b\x07\u202e") || !strings.Contains(p, "Sync") {
 		t.Errorf("prompt carries hostile text: %q", p)
 	}
 	send(t, m, press("esc")...)
@@ -214,7 +214,7 @@ func TestGoldenInvitation(t *testing.T) {
 			t.Run(fmt.Sprintf("%s_%dx%d", v.name, size.w, size.h), func(t *testing.T) {
 				f := inviteFake{newFake(append([]Item{invitationItem("Design review")}, sampleQueue()...)...)}
 				m := New(f, Options{NoColor: true, Now: func() time.Time { return fixedNow }})
-				t.Cleanup(m.close)
+				t.Cleanup(m.c.close)
 				h := &hook{ch: make(chan tea.Msg, 64)}
 				tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(size.w, size.h), teatest.WithProgramOptions(watch(h.ch)))
 				h.waitFor(t, "the initial load", func(msg tea.Msg) bool { _, ok := msg.(loadedMsg); return ok })

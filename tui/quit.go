@@ -29,17 +29,25 @@ import (
 //
 // With a watcher connected q quits at once: the watcher sends.
 
+// quitState is a quit waiting for sends: pending, q was pressed while
+// sends were waiting for this process, and the TUI quits once they are
+// out; cancel, q again: the waiting sends are being cancelled before
+// quitting.
+type quitState struct {
+	pending, cancel bool
+}
+
 // quitTimeout bounds cancelLeft's backend calls.
 const quitTimeout = 15 * time.Second
 
 // waiting returns the sends this process would make (ApprovalSender, no
 // watcher connected): every item in its undo window, whatever its kind.
 func (m *Model) waiting() []*Item {
-	if _, ok := m.backend.(ApprovalSender); !ok || m.stat.WatcherConnected {
+	if _, ok := m.c.backend.(ApprovalSender); !ok || m.conn.stat.WatcherConnected {
 		return nil
 	}
 	var out []*Item
-	for _, e := range m.items {
+	for _, e := range m.c.items {
 		if awaitingSend(&e.item) {
 			out = append(out, &e.item)
 		}
@@ -53,18 +61,18 @@ func (m *Model) waitingLocally() int { return len(m.waiting()) }
 
 // quit is the Quit key.
 func (m *Model) quit() tea.Cmd {
-	if m.waitingLocally() == 0 && !m.quitting {
+	if m.waitingLocally() == 0 && !m.exit.pending {
 		m.close()
 		return tea.Quit
 	}
-	if !m.quitting {
+	if !m.exit.pending {
 		// First q: stay until the sends have gone (quitNote says so).
-		m.quitting = true
-		m.setNote("")
+		m.exit.pending = true
+		m.c.setNote("")
 		return nil
 	}
 	// q again: cancel and quit.
-	m.quitCancel = true
+	m.exit.cancel = true
 	return m.cancelWaiting()
 }
 
@@ -73,31 +81,31 @@ func (m *Model) quit() tea.Cmd {
 func (m *Model) cancelWaiting() tea.Cmd {
 	var cmds []tea.Cmd
 	for _, it := range m.waiting() {
-		if _, busy := m.busy[it.ID]; busy {
+		if _, busy := m.c.busy[it.ID]; busy {
 			continue // being sent (or cancelled) already
 		}
-		m.busy[it.ID] = "cancelling"
-		cmds = append(cmds, cancelCmd(m.ctx, m.backend, it.ID, it.Subject))
+		m.c.busy[it.ID] = "cancelling"
+		cmds = append(cmds, cancelCmd(m.c.ctx, m.c.backend, it.ID, it.Subject))
 	}
-	m.setNote("")
+	m.c.setNote("")
 	return tea.Batch(cmds...)
 }
 
 // quittingKey handles c and esc while the quit waits for sends; handled
 // is false for every other key.
 func (m *Model) quittingKey(isCancel, isBack bool) (cmd tea.Cmd, handled bool) {
-	if !m.quitting || m.quitCancel {
+	if !m.exit.pending || m.exit.cancel {
 		return nil, false
 	}
 	switch {
 	case isCancel:
-		m.quitting = false
+		m.exit.pending = false
 		cmd := m.cancelWaiting()
-		m.setNote("cancelling the waiting sends; still open")
+		m.c.setNote("cancelling the waiting sends; still open")
 		return cmd, true
 	case isBack:
-		m.quitting = false
-		m.setNote("not quitting: the waiting sends go out when their countdown ends")
+		m.exit.pending = false
+		m.c.setNote("not quitting: the waiting sends go out when their countdown ends")
 		return nil, true
 	}
 	return nil, false
@@ -106,15 +114,15 @@ func (m *Model) quittingKey(isCancel, isBack bool) (cmd tea.Cmd, handled bool) {
 // abortQuit stops a pending quit (an action failed: the owner must see
 // the error first).
 func (m *Model) abortQuit() {
-	m.quitting, m.quitCancel = false, false
+	m.exit.pending, m.exit.cancel = false, false
 }
 
 // quitWhenDone quits once a pending quit has nothing left to wait for.
 func (m *Model) quitWhenDone() tea.Cmd {
-	if !m.quitting || len(m.busy) > 0 || m.waitingLocally() > 0 {
+	if !m.exit.pending || len(m.c.busy) > 0 || m.waitingLocally() > 0 {
 		return nil
 	}
-	m.quitting, m.quitCancel = false, false
+	m.exit.pending, m.exit.cancel = false, false
 	m.close()
 	return tea.Quit
 }
@@ -123,10 +131,10 @@ func (m *Model) quitWhenDone() tea.Cmd {
 // the keys. The keys come first when the line is narrow.
 func (m *Model) quitNote() string {
 	w := m.waiting()
-	if m.quitCancel {
+	if m.exit.cancel {
 		return fmt.Sprintf("cancelling %d %s, then quitting…", max(len(w), 1), plural(max(len(w), 1), "send", "sends"))
 	}
-	now := m.now()
+	now := m.c.now()
 	var base string
 	switch {
 	case len(w) == 0:
@@ -140,7 +148,7 @@ func (m *Model) quitNote() string {
 	if len(w) == 1 {
 		what = quote(clean(w[0].Subject)) + " "
 	}
-	if ansi.StringWidth(what+base) <= m.width {
+	if ansi.StringWidth(what+base) <= m.c.width {
 		return what + base
 	}
 	return base
@@ -166,11 +174,11 @@ func (m *Model) cancelLeft(ctx context.Context) error {
 	defer cancel()
 	var errs []error
 	for _, it := range w {
-		if err := m.backend.Cancel(ctx, it.ID); err != nil {
+		if err := m.c.backend.Cancel(ctx, it.ID); err != nil {
 			errs = append(errs, fmt.Errorf("could not cancel the send of %s (it may have gone out): %w", quote(clean(it.Subject)), err))
 			continue
 		}
-		m.log.Info("review ended in the undo window: send cancelled", "id", it.ID)
+		m.c.log.Info("review ended in the undo window: send cancelled", "id", it.ID)
 	}
 	return errors.Join(errs...)
 }

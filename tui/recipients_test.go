@@ -21,12 +21,12 @@ func strangerDraft() Item {
 	return it
 }
 
-func detailView(t *testing.T, m *Model) string {
+func openStrangerDetail(t *testing.T, m *Model) string {
 	t.Helper()
 	send(t, m, tea.WindowSizeMsg{Width: 120, Height: 60})
 	send(t, m, press("enter")...)
-	if m.tab != tabDetail || m.detailID != "stranger" {
-		t.Fatalf("detail: got tab %v id %q, want the stranger's detail", m.tab, m.detailID)
+	if m.tab != tabDetail || m.detail.id != "stranger" {
+		t.Fatalf("detail: got tab %v id %q, want the stranger's detail", m.tab, m.detail.id)
 	}
 	return ansi.Strip(m.View().Content)
 }
@@ -35,7 +35,7 @@ func TestDetailShowsRecipientsAndNewMark(t *testing.T) {
 	for _, plain := range []bool{false, true} {
 		t.Run(map[bool]string{false: "colour", true: "plain"}[plain], func(t *testing.T) {
 			m := newModel(t, newFake(strangerDraft()), Options{NoColor: plain, ASCII: plain})
-			view := detailView(t, m)
+			view := openStrangerDetail(t, m)
 			for _, want := range []string{
 				"To:         [new] collect@evil.test (name \"bob@bank.test\" looks like an address)",
 				"you have never written to the address marked [new]",
@@ -59,7 +59,7 @@ func TestDisplayNameNeverShownAsAddress(t *testing.T) {
 	m := newModel(t, newFake(strangerDraft()), Options{NoColor: true, ASCII: true})
 	send(t, m, tea.WindowSizeMsg{Width: 200, Height: 60})
 	list := ansi.Strip(m.View().Content)
-	view := detailView(t, m)
+	view := openStrangerDetail(t, m)
 	for name, frame := range map[string]string{"list": list, "detail": view} {
 		for _, line := range strings.Split(frame, "\n") {
 			i := strings.Index(line, "bob@bank.test")
@@ -104,10 +104,10 @@ func TestApproveNewRecipientAsksFirst(t *testing.T) {
 					send(t, m, press("enter")...)
 				}
 				send(t, m, press("a")...)
-				if m.mode != modePrompt || m.prompt != promptConfirmNew {
-					t.Fatalf("%s: after a: mode %v prompt %v, want the confirm prompt", from, m.mode, m.prompt)
+				if m.mode() != modePrompt || m.c.prompt.kind != promptConfirmNew {
+					t.Fatalf("%s: after a: mode %v prompt %v, want the confirm prompt", from, m.mode(), m.c.prompt.kind)
 				}
-				if got, want := m.input.Prompt, "send to a new address collect@evil.test? y/N: "; got != want {
+				if got, want := m.c.prompt.input.Prompt, "send to a new address collect@evil.test? y/N: "; got != want {
 					t.Errorf("%s: prompt %q, want %q", from, got, want)
 				}
 				if n := len(f.callsOf("Approve")); n != 0 {
@@ -145,8 +145,8 @@ func TestRetryFailedDraftToNewRecipientAsksFirst(t *testing.T) {
 	m := newModel(t, f, Options{})
 	send(t, m, press("3")...) // needs attention
 	send(t, m, press("t")...)
-	if m.prompt != promptConfirmNew {
-		t.Fatalf("retry of a failed send to a new address: prompt %v, want the confirm prompt", m.prompt)
+	if m.c.prompt.kind != promptConfirmNew {
+		t.Fatalf("retry of a failed send to a new address: prompt %v, want the confirm prompt", m.c.prompt.kind)
 	}
 	if n := len(f.callsOf("Retry")); n != 0 {
 		t.Fatalf("Retry called %d times before the answer", n)

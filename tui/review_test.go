@@ -57,8 +57,8 @@ func TestApproveUndoWindow(t *testing.T) {
 		if n := len(f.callsOf("SendApproved")); n != 0 {
 			t.Fatalf("a cancelled approval was sent (%d calls)", n)
 		}
-		if e := m.items["high-new"]; e.item.Status != StatusPending || !strings.Contains(m.note, "back in the queue") {
-			t.Fatalf("after cancel: status %s, note %q; want pending and said so", e.item.Status, m.note)
+		if e := m.c.items["high-new"]; e.item.Status != StatusPending || !strings.Contains(m.c.note, "back in the queue") {
+			t.Fatalf("after cancel: status %s, note %q; want pending and said so", e.item.Status, m.c.note)
 		}
 	})
 	t.Run("sent when the window ends", func(t *testing.T) {
@@ -82,8 +82,8 @@ func TestApproveUndoWindow(t *testing.T) {
 		if slices.Contains(rowIDs(m, tabQueue), "high-new") {
 			t.Fatalf("sent item still queued: %v", rowIDs(m, tabQueue))
 		}
-		if !strings.Contains(m.note, `sent "Legal notice"`) {
-			t.Fatalf("note: got %q, want the send said", m.note)
+		if !strings.Contains(m.c.note, `sent "Legal notice"`) {
+			t.Fatalf("note: got %q, want the send said", m.c.note)
 		}
 	})
 	t.Run("too late after the window", func(t *testing.T) {
@@ -93,8 +93,8 @@ func TestApproveUndoWindow(t *testing.T) {
 		send(t, m, press("a")...)
 		c.add(6 * time.Second)
 		send(t, m, press("c")...)
-		if n := len(f.callsOf("Cancel")); n != 0 || !m.noteErr || !strings.Contains(m.note, "too late") {
-			t.Fatalf("cancel after the window: %d calls, note %q; want none and too late", n, m.note)
+		if n := len(f.callsOf("Cancel")); n != 0 || !m.c.noteErr || !strings.Contains(m.c.note, "too late") {
+			t.Fatalf("cancel after the window: %d calls, note %q; want none and too late", n, m.c.note)
 		}
 	})
 }
@@ -166,7 +166,7 @@ func TestDetailEveryState(t *testing.T) {
 		t.Run("parts_"+name, func(t *testing.T) {
 			m := newModel(t, newFake(it), Options{NoColor: true})
 			m.openDetail(it.ID)
-			text := ansi.Strip(m.detailText(&m.items[it.ID].item))
+			text := ansi.Strip(m.detail.text(&m.c.items[it.ID].item))
 			want := []string{"── Thread (1) ──", "── Classification ──", "Rationale:", "── Gates ──", "Subject:    Budget for Q3",
 				"Message-ID: ", "Trace:      tr_0123456789abcdef  (mailagent explain tr_0123456789abcdef)", "Status:"}
 			if name != "archived" {
@@ -205,7 +205,7 @@ func TestDetailEveryState(t *testing.T) {
 			it := states[name]
 			t.Run(fmt.Sprintf("%s_%dx%d", name, size.w, size.h), func(t *testing.T) {
 				m := New(newFake(it), Options{NoColor: true, Now: func() time.Time { return fixedNow }})
-				t.Cleanup(m.close)
+				t.Cleanup(m.c.close)
 				h := &hook{ch: make(chan tea.Msg, 64)}
 				tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(size.w, size.h), teatest.WithProgramOptions(watch(h.ch)))
 				h.waitFor(t, "the initial load", func(msg tea.Msg) bool { _, ok := msg.(loadedMsg); return ok })
@@ -224,8 +224,8 @@ func TestDetailEveryState(t *testing.T) {
 					tm.Send(k)
 				}
 				fm := finalModel(t, tm)
-				if fm.tab != tabDetail || fm.detailID != it.ID {
-					t.Fatalf("detail of %s did not open (tab %v, id %q)", name, fm.tab, fm.detailID)
+				if fm.tab != tabDetail || fm.detail.id != it.ID {
+					t.Fatalf("detail of %s did not open (tab %v, id %q)", name, fm.tab, fm.detail.id)
 				}
 				got := fm.View().Content
 				lines := strings.Split(got, "\n")
@@ -286,8 +286,8 @@ func TestApproveWithWarningsAsks(t *testing.T) {
 		m := newModel(t, f, Options{})
 		send(t, m, press("a")...)
 		want := "send although safety gate never_auto failed? y/N: "
-		if m.mode != modePrompt || m.input.Prompt != want {
-			t.Fatalf("after a: mode %v prompt %q, want %q", m.mode, m.input.Prompt, want)
+		if m.mode() != modePrompt || m.c.prompt.input.Prompt != want {
+			t.Fatalf("after a: mode %v prompt %q, want %q", m.mode(), m.c.prompt.input.Prompt, want)
 		}
 		send(t, m, press(tt.keys...)...)
 		if sent := len(f.callsOf("Approve")) == 1; sent != tt.wantSent {
@@ -299,8 +299,8 @@ func TestApproveWithWarningsAsks(t *testing.T) {
 	it.Warnings = []string{"sender_auth: not authenticated", "output_guard: a new link"}
 	m := newModel(t, newFake(it), Options{})
 	send(t, m, press("a")...)
-	if want := "send to a new address collect@evil.test, although safety gates sender_auth, output_guard failed? y/N: "; m.input.Prompt != want {
-		t.Errorf("prompt: got %q, want %q", m.input.Prompt, want)
+	if want := "send to a new address collect@evil.test, although safety gates sender_auth, output_guard failed? y/N: "; m.c.prompt.input.Prompt != want {
+		t.Errorf("prompt: got %q, want %q", m.c.prompt.input.Prompt, want)
 	}
 }
 
@@ -327,7 +327,7 @@ func TestHostileFieldsInEveryDetail(t *testing.T) {
 		send(t, m, press(tabKey)...)
 		frames := []string{m.View().Content}
 		send(t, m, press("enter")...)
-		frames = append(frames, ansi.Strip(m.detailText(&m.items[it.ID].item)), m.View().Content)
+		frames = append(frames, ansi.Strip(m.detail.text(&m.c.items[it.ID].item)), m.View().Content)
 		if kind == KindDraft {
 			// The prompt's own cursor is drawn in reverse video; the
 			// question must carry nothing of the mail's.
@@ -370,8 +370,8 @@ func TestNoticeCanBeDismissed(t *testing.T) {
 		t.Errorf("hint bar %q does not offer r for a notice", m.shortHelp())
 	}
 	send(t, m, press("r")...)
-	if m.mode != modePrompt || m.input.Prompt != "dismiss, note (optional): " {
-		t.Fatalf("after r: mode %v prompt %q, want the dismiss prompt", m.mode, m.input.Prompt)
+	if m.mode() != modePrompt || m.c.prompt.input.Prompt != "dismiss, note (optional): " {
+		t.Fatalf("after r: mode %v prompt %q, want the dismiss prompt", m.mode(), m.c.prompt.input.Prompt)
 	}
 	send(t, m, press("spam", "enter")...)
 	if c := f.callsOf("Reject"); len(c) != 1 || c[0].id != "nt" || c[0].arg != "spam" {

@@ -20,7 +20,7 @@ import (
 func Run(ctx context.Context, b Backend, opts Options) error {
 	m := New(b, opts)
 	m.close() // replace New's background context with the caller's
-	m.ctx, m.cancel = context.WithCancel(ctx)
+	m.c.ctx, m.c.cancel = context.WithCancel(ctx)
 	defer m.close()
 	p := tea.NewProgram(m, tea.WithContext(ctx))
 	_, err := p.Run()
@@ -51,7 +51,7 @@ func snapshot(ctx context.Context, b Backend, width, height int, opts Options) (
 	opts.NoColor = true
 	m := New(b, opts)
 	m.close() // replace New's background context with the caller's
-	m.ctx, m.cancel = context.WithCancel(ctx)
+	m.c.ctx, m.c.cancel = context.WithCancel(ctx)
 	defer m.close()
 	msg := load(ctx, b)
 	if msg.err != nil {

@@ -3,9 +3,9 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
-	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/mailagent/mailagent/internal/humantime"
@@ -48,11 +48,37 @@ func wrapBody(s string, width int) string {
 // clean makes untrusted one-line text safe to draw (termsafe.Line): escape
 // sequences and other control characters from a hostile email could
 // otherwise drive the terminal. Line breaks and tabs become spaces.
-func clean(s string) string { return termsafe.Line(s) }
+func clean(s string) string {
+	if cleanOff.Load() {
+		return s
+	}
+	return termsafe.Line(s)
+}
 
 // cleanText is clean for multi-line text (termsafe.Text): it keeps line
 // breaks and turns tabs into spaces.
-func cleanText(s string) string { return strings.ReplaceAll(termsafe.Text(s), "\t", " ") }
+func cleanText(s string) string {
+	if cleanOff.Load() {
+		return s
+	}
+	return strings.ReplaceAll(termsafe.Text(s), "\t", " ")
+}
+
+// editorText is untrusted multi-line text as the inline editor shows
+// it (termsafe.Text): line breaks and tabs stay, escape sequences and
+// format characters (a bidi override in a draft the model wrote) go.
+func editorText(s string) string {
+	if cleanOff.Load() {
+		return s
+	}
+	return termsafe.Text(s)
+}
+
+// cleanOff switches the TUI's sanitising off: clean, cleanText,
+// editorText and quote's escaping. Only the positive control of the
+// hostile-text test sets it, to show the attacks landing without them;
+// nothing else may.
+var cleanOff atomic.Bool
 
 // newWarning explains the new-address marks in the detail view.
 func newWarning(n int) string {
@@ -142,16 +168,4 @@ func countdown(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%ds", s)
 	}
-}
-
-func (m *Model) riskStyle(r string) lipgloss.Style {
-	switch strings.ToLower(r) {
-	case "high":
-		return m.st.RiskHigh
-	case "medium":
-		return m.st.RiskMedium
-	case "low":
-		return m.st.RiskLow
-	}
-	return m.st.Row
 }

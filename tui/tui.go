@@ -37,34 +37,31 @@
 // Lists render only the rows that fit the window, so a queue of 10,000
 // drafts opens and scrolls without building a 10,000-line string.
 //
+// The TUI is built of components (the pattern of soft-serve's ui): one
+// Common (common.go: context, size, palette, keymap, backend, clock,
+// item cache, note line) shared by every component; a listView per list
+// tab (list.go: the queue, needs attention, sent, decided), the detail
+// view (detail.go), the follow-ups view (followups.go), the help overlay
+// (help.go), the prompt box for every question (prompt.go) and the
+// inline editor (editor.go). The root Model owns them, routes each
+// message and key to the one that is active, and draws the frame around
+// its body (view.go). What acts on items (approve, reject, …) is the
+// root's (actions.go), since a list and the detail view offer the same.
+//
 // The program logs to Options.Logger only, never to the terminal it draws
 // on.
 package tui
 
 import (
-	"cmp"
-	"context"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"slices"
-	"strings"
 	"time"
 
-	"charm.land/bubbles/v2/help"
-	"charm.land/bubbles/v2/key"
-	"charm.land/bubbles/v2/textarea"
-	"charm.land/bubbles/v2/textinput"
-	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/ansi"
 
-	"github.com/mailagent/mailagent/tui/keymap"
 	"github.com/mailagent/mailagent/tui/styles"
 )
 
-// tab identifies one of the four views.
+// tab identifies one of the five tabs.
 type tab int
 
 const (
@@ -90,162 +87,54 @@ const (
 	modeInlineEdit
 )
 
-// promptKind is the question a prompt asks.
-type promptKind int
-
-const (
-	promptNone promptKind = iota
-	promptFilter
-	promptReject
-	promptRegenerate
-	promptSnooze
-	promptConfirmNew // approve (or resend) to an address the owner never wrote to
-)
-
-// entry is an item plus the lower-cased text the filter searches.
-type entry struct {
-	item Item
-	hay  string
-}
-
-// listState is one list view: its filtered, sorted rows and the window
-// into them.
-type listState struct {
-	rows   []*entry
-	cursor int
-	offset int
-}
-
-// Model is the root bubbletea model. Create it with New; it is used through
-// a pointer and is not safe for concurrent use (bubbletea calls it from one
-// goroutine).
+// Model is the root bubbletea model: it owns the components, routes
+// messages and keys to the active one and draws the frame. Create it
+// with New; it is used through a pointer and is not safe for concurrent
+// use (bubbletea calls it from one goroutine).
 type Model struct {
-	backend Backend
-	opts    Options
-	now     func() time.Time
-	log     *slog.Logger
-	keys    keymap.KeyMap
-	st      styles.Styles
+	c *Common
 
-	// ctx bounds every Backend call and the event subscription; cancel
-	// ends them when the program quits. Bubbletea models have no other
-	// place to keep the program's lifetime.
-	ctx    context.Context
-	cancel context.CancelFunc
+	tab    tab
+	lists  [numTabs]*listView // nil at tabDetail
+	detail *detailView
+	fu     *followupView
+	help   *helpView
+	editor *inlineEditor
 
-	width, height int
-	tab           tab
-	detailFrom    tab    // the list the detail view was opened from
-	detailID      string // the item the detail view shows
+	conn connState // the status line's data (view.go)
+	undo undoState // the send last started (actions.go)
+	exit quitState // a quit waiting for sends (quit.go)
 
-	items map[string]*entry
-	lists [numTabs]listState // tabDetail is unused
-	stat  Status
-
-	filter string
-
-	// pendingG: the last key was a lone "g"; a second one jumps to the top.
+	// pendingG: the last key was a lone "g"; a second one jumps to the
+	// top (keys.go).
 	pendingG bool
+}
 
-	mode       mode
-	prompt     promptKind
-	promptID   string
-	confirmFor string // promptConfirmNew: the action it confirms, approve or retry
-	input      textinput.Model
-	editor     textarea.Model
-	editID     string
-	viewport   viewport.Model
-	help       help.Model
-	showHelp   bool
-	helpOffset int // the overlay's first line shown, when it is taller than the window
-	helpByTab  [numTabs]viewKeys
-	promptKeys viewKeys
-	// confirmKeys are the keys of a y/N question (one key answers it).
-	confirmKeys viewKeys
-	detailBack  key.Binding // "q/esc back": what q and esc do in the detail view
-	editKeys    viewKeys
-
+// connState is what the status line says about the watcher.
+type connState struct {
+	stat Status
 	// sawWatcher: a watcher was connected at some point, so its absence
 	// is news ("no watcher"), not the way review was started.
 	sawWatcher bool
 	// streamLost: the event stream closed or failed; a resubscription is
 	// pending, and everything is reloaded when it succeeds.
 	streamLost bool
-
-	// undoID is the send the owner started last (an approval, an RSVP):
-	// while its undo window runs the note line counts down and says how
-	// to cancel. undoVerb says what it was ("approved" when empty).
-	undoID, undoVerb string
-	// undoLearned is what the approval of undoID taught (tui.Learner),
-	// shown with its countdown; L forgets it (tui.Forgetter).
-	undoLearned []Learned
-	// followupKeys are the follow-ups view's keys (followups.go).
-	followupKeys viewKeys
-	// quitting: q was pressed while sends were waiting for this process
-	// (quit.go); the TUI quits once they are out. quitCancel: q again,
-	// the waiting sends are being cancelled before quitting.
-	quitting, quitCancel bool
-
-	note    string // the last action's result or error
-	noteErr bool
-	busy    map[string]string // id → action in flight
-
-	// ticks is false in tests that drive Update directly, where a
-	// tea.Tick would block the synchronous Cmd runner.
-	ticks bool
-
-	fu followupView // followups.go
 }
 
 // New returns a model over b. It does no I/O; Init loads the items.
 func New(b Backend, opts Options) *Model {
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	st := styles.DefaultStyles(opts.NoColor, opts.ASCII)
-	keys := keymap.DefaultKeyMap()
-	if opts.ASCII {
-		keys = keys.ASCII()
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
+	c := newCommon(b, opts)
 	m := &Model{
-		backend: b,
-		opts:    opts,
-		now:     now,
-		log:     logger,
-		keys:    keys,
-		st:      st,
-		ctx:     ctx,
-		cancel:  cancel,
-		width:   80,
-		height:  24,
-		items:   make(map[string]*entry),
-		busy:    make(map[string]string),
-		ticks:   true,
+		c:      c,
+		detail: newDetailView(c),
+		fu:     newFollowupView(c),
+		editor: newInlineEditor(c),
 	}
-
-	m.input = textinput.New()
-	m.editor = textarea.New()
-	m.editor.ShowLineNumbers = false
-	if opts.ASCII {
-		m.editor.Prompt = "| "
+	for _, t := range listTabs {
+		m.lists[t] = newListView(c, t)
 	}
-	m.viewport = viewport.New()
-	m.viewport.SoftWrap = true
-	m.viewport.KeyMap = viewport.KeyMap{} // scrolling goes through our keymap
-
-	m.help = help.New()
-	m.setStyles(st)
-	m.help.ShortSeparator = st.Glyphs.HelpSep
-	m.help.Ellipsis = st.Glyphs.Ellipsis
-	m.detailBack = key.NewBinding(key.WithKeys("q", "esc"), key.WithHelp("q/esc", "back"))
-	m.buildHelp()
+	m.help = newHelpView(c, m.viewKeys)
+	m.setStyles(c.st)
 	m.resize()
 	return m
 }
@@ -253,8 +142,9 @@ func New(b Backend, opts Options) *Model {
 // Init loads the items and status, subscribes to live events and starts
 // the clock.
 func (m *Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{loadCmd(m.ctx, m.backend), subscribeCmd(m.ctx, m.backend)}
-	if m.ticks {
+	c := m.c
+	cmds := []tea.Cmd{loadCmd(c.ctx, c.backend), subscribeCmd(c.ctx, c.backend)}
+	if c.ticks {
 		// The terminal answers with a tea.BackgroundColorMsg; the palette
 		// then follows a light or dark background.
 		cmds = append(cmds, tickCmd(), statusTickCmd(m.statusEvery()), tea.RequestBackgroundColor)
@@ -273,25 +163,26 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (m *Model) update(msg tea.Msg) tea.Cmd {
-	if cmd, ok := m.followupsUpdate(msg); ok {
+	c := m.c
+	if cmd, ok := m.fu.update(msg); ok {
 		return cmd
 	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.width, m.height = msg.Width, msg.Height
+		c.width, c.height = msg.Width, msg.Height
 		m.resize()
 		return nil
 	case tea.BackgroundColorMsg:
-		if m.st.Dark != msg.IsDark() {
-			m.setStyles(styles.ForBackground(m.opts.NoColor, m.opts.ASCII, msg.IsDark()))
+		if c.st.Dark != msg.IsDark() {
+			m.setStyles(styles.ForBackground(c.opts.NoColor, c.opts.ASCII, msg.IsDark()))
 		}
 		return nil
 	case tickMsg:
 		if m.tab == tabDetail {
-			m.refreshDetail() // the "sending in" countdown
+			m.detail.refresh() // the "sending in" countdown
 		}
 		send := m.sendDue()
-		if m.ticks {
+		if c.ticks {
 			return tea.Batch(send, tickCmd())
 		}
 		return send
@@ -299,59 +190,59 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		m.applyLoad(msg)
 		return nil
 	case statusTickMsg:
-		if !m.ticks {
+		if !c.ticks {
 			return nil
 		}
-		return tea.Batch(statusCmd(m.ctx, m.backend), statusTickCmd(m.statusEvery()))
+		return tea.Batch(statusCmd(c.ctx, c.backend), statusTickCmd(m.statusEvery()))
 	case statusMsg:
 		if msg.err != nil {
-			m.log.Warn("read status", "err", msg.err)
+			c.log.Warn("read status", "err", msg.err)
 			return nil
 		}
 		m.setStatus(msg.status)
 		return nil
 	case eventsReadyMsg:
 		if msg.err != nil {
-			m.log.Warn("subscribe to events", "err", msg.err)
-			if !m.streamLost {
-				m.setErr(fmt.Errorf("live updates unavailable (retrying): %w", msg.err))
+			c.log.Warn("subscribe to events", "err", msg.err)
+			if !m.conn.streamLost {
+				c.setErr(fmt.Errorf("live updates unavailable (retrying): %w", msg.err))
 			}
-			m.streamLost = true
+			m.conn.streamLost = true
 			return m.retrySubscribe()
 		}
 		if msg.ch == nil {
 			return nil
 		}
-		if m.streamLost {
+		if m.conn.streamLost {
 			// Back: whatever happened meanwhile is not in the stream.
-			m.streamLost = false
-			m.log.Info("event stream back; reloading")
-			return tea.Batch(waitEventCmd(m.ctx, msg.ch), loadCmd(m.ctx, m.backend))
+			m.conn.streamLost = false
+			c.log.Info("event stream back; reloading")
+			return tea.Batch(waitEventCmd(c.ctx, msg.ch), loadCmd(c.ctx, c.backend))
 		}
-		return waitEventCmd(m.ctx, msg.ch)
+		return waitEventCmd(c.ctx, msg.ch)
 	case eventMsg:
 		var cmd tea.Cmd
 		if msg.ev.Kind == EventReload {
-			cmd = loadCmd(m.ctx, m.backend)
+			cmd = loadCmd(c.ctx, c.backend)
 		} else {
 			m.applyEvent(msg.ev)
 		}
 		if msg.ch == nil {
 			return cmd
 		}
-		return tea.Batch(cmd, waitEventCmd(m.ctx, msg.ch))
+		return tea.Batch(cmd, waitEventCmd(c.ctx, msg.ch))
 	case eventsClosedMsg:
-		if m.ctx.Err() != nil {
+		if c.ctx.Err() != nil {
 			return nil
 		}
-		m.log.Info("event stream closed; subscribing again")
-		m.streamLost = true
+		c.log.Info("event stream closed; subscribing again")
+		m.conn.streamLost = true
 		// The watcher's account states are stale now; the next status
 		// read says what holds.
-		m.stat.WatcherConnected, m.stat.Accounts = false, nil
+		m.conn.stat.WatcherConnected, m.conn.stat.Accounts = false, nil
 		return m.retrySubscribe()
 	case resubscribeMsg:
-		return subscribeCmd(m.ctx, m.backend)
+		return subscribeCmd(c.ctx, c.backend)
 	case actionMsg:
 		return m.applyAction(msg)
 	case forgotMsg:
@@ -359,10 +250,13 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return nil
 	case rsvpDoneMsg:
 		return m.applyRSVP(msg) // invite.go
+	case unsubscribePlanMsg:
+		m.applyUnsubscribePlan(msg)
+		return nil
 	case editorReadyMsg:
 		return m.runEditor(msg)
 	case editorExitedMsg:
-		return finishEditCmd(m.ctx, m.backend, msg)
+		return finishEditCmd(c.ctx, c.backend, msg)
 	case tea.KeyPressMsg:
 		return m.handleKey(msg)
 	}
@@ -378,67 +272,87 @@ func (m *Model) View() tea.View {
 	return v
 }
 
+// mode says which component receives the keys: the prompt box, the
+// inline editor, or (normal) the root's routing.
+func (m *Model) mode() mode {
+	switch {
+	case m.c.prompt.active():
+		return modePrompt
+	case m.editor.open:
+		return modeInlineEdit
+	}
+	return modeNormal
+}
+
+// active is the component whose body the frame shows.
+func (m *Model) active() component {
+	switch {
+	case m.help.show:
+		return m.help
+	case m.fu.open:
+		return m.fu
+	case m.editor.open:
+		return m.editor
+	case m.tab == tabDetail:
+		return m.detail
+	}
+	return m.lists[m.tab]
+}
+
 // setStyles switches the palette of the model and its components.
 func (m *Model) setStyles(st styles.Styles) {
-	m.st = st
-	m.input.SetStyles(st.TextInput)
-	m.editor.SetStyles(st.TextArea)
-	m.help.Styles = st.Help
+	m.c.st = st
+	m.c.prompt.input.SetStyles(st.TextInput)
+	m.editor.editor.SetStyles(st.TextArea)
+	m.help.setStyles()
 	if m.tab == tabDetail {
-		m.refreshDetail()
+		m.detail.refresh()
 	}
 }
 
 // close ends the context shared by all Backend calls.
-func (m *Model) close() { m.cancel() }
+func (m *Model) close() { m.c.close() }
 
 // --- data -----------------------------------------------------------------
 
-func newEntry(it Item) *entry {
-	parts := []string{it.From.String(), it.Subject, it.Summary, strings.Join(it.Intents, " ")}
-	for _, a := range it.To {
-		parts = append(parts, a.String())
-	}
-	hay := strings.ToLower(strings.Join(parts, "\x00"))
-	return &entry{item: it, hay: hay}
-}
-
 func (m *Model) applyLoad(msg loadedMsg) {
+	c := m.c
 	if msg.err != nil {
-		m.log.Error("list items", "err", msg.err)
-		m.setErr(fmt.Errorf("load items: %w", msg.err))
+		c.log.Error("list items", "err", msg.err)
+		c.setErr(fmt.Errorf("load items: %w", msg.err))
 		return
 	}
 	if msg.statusErr != nil {
-		m.log.Warn("read status", "err", msg.statusErr)
+		c.log.Warn("read status", "err", msg.statusErr)
 	} else {
 		m.setStatus(msg.status)
 	}
-	m.items = make(map[string]*entry, len(msg.items))
+	c.items = make(map[string]*entry, len(msg.items))
 	for _, it := range msg.items {
 		if it.ID == "" {
 			continue
 		}
-		m.items[it.ID] = newEntry(it)
+		c.items[it.ID] = newEntry(it)
 	}
 	m.rebuild()
 }
 
 func (m *Model) applyEvent(ev Event) {
+	c := m.c
 	switch ev.Kind {
 	case EventItemAdded, EventItemUpdated:
 		if ev.Item == nil || ev.Item.ID == "" {
-			m.log.Warn("event without item", "kind", ev.Kind)
+			c.log.Warn("event without item", "kind", ev.Kind)
 			return
 		}
-		m.items[ev.Item.ID] = newEntry(*ev.Item)
+		c.items[ev.Item.ID] = newEntry(*ev.Item)
 		if ev.Kind == EventItemAdded && ev.Item.Kind == KindDraft {
-			m.setNote("new draft from " + ev.Item.From.String())
+			c.setNote("new draft from " + ev.Item.From.String())
 		}
 	case EventItemRemoved:
-		delete(m.items, ev.ID)
+		delete(c.items, ev.ID)
 	case "detail_error":
-		m.setErr(fmt.Errorf("could not load the thread of %s", ev.ID))
+		c.setErr(fmt.Errorf("could not load the thread of %s", ev.ID))
 		return
 	case EventStatus:
 		if ev.Status != nil {
@@ -446,7 +360,7 @@ func (m *Model) applyEvent(ev Event) {
 		}
 		return
 	default:
-		m.log.Warn("unknown event", "kind", ev.Kind)
+		c.log.Warn("unknown event", "kind", ev.Kind)
 		return
 	}
 	m.rebuild()
@@ -454,15 +368,15 @@ func (m *Model) applyEvent(ev Event) {
 
 // setStatus replaces the status line's data.
 func (m *Model) setStatus(s Status) {
-	m.stat = s
+	m.conn.stat = s
 	if s.WatcherConnected {
-		m.sawWatcher = true
+		m.conn.sawWatcher = true
 	}
 }
 
 func (m *Model) statusEvery() time.Duration {
-	if m.opts.StatusEvery > 0 {
-		return m.opts.StatusEvery
+	if m.c.opts.StatusEvery > 0 {
+		return m.c.opts.StatusEvery
 	}
 	return DefaultStatusEvery
 }
@@ -470,219 +384,46 @@ func (m *Model) statusEvery() time.Duration {
 // retrySubscribe schedules the next subscription attempt (none in tests
 // that drive Update directly, where a timer would block).
 func (m *Model) retrySubscribe() tea.Cmd {
-	if !m.ticks {
+	if !m.c.ticks {
 		return nil
 	}
-	d := m.opts.Resubscribe
+	d := m.c.opts.Resubscribe
 	if d <= 0 {
 		d = DefaultResubscribe
 	}
 	return resubscribeCmd(d)
 }
 
-// inTab reports whether an item belongs to a list view.
-func inTab(t tab, it *Item) bool {
-	switch t {
-	case tabQueue:
-		// Snoozed drafts stay in sight, below the pending ones.
-		// Approved drafts stay during their undo window, with a
-		// countdown, so c can reach them.
-		return it.Kind == KindDraft && (it.Status == StatusPending || it.Status == StatusSnoozed || it.Status == StatusApproved)
-	case tabAttention:
-		if it.Status == StatusFailed {
-			return true
-		}
-		if awaitingSend(it) && it.Kind != KindDraft {
-			// Any other send the owner started (an answered invitation
-			// that came as a notification) stays where it was answered,
-			// counting down its undo window.
-			return true
-		}
-		if it.Kind != KindNotify && it.Kind != KindNeedsReview {
-			return false
-		}
-		switch it.Status {
-		case StatusRejected, StatusApproved, StatusSent, StatusSnoozed, StatusSending:
-			return false
-		}
-		return true
-	case tabSent:
-		return it.Kind == KindSent
-	case tabDecided:
-		return it.Kind == KindDecided
-	}
-	return false
-}
-
-func riskRank(r string) int {
-	switch strings.ToLower(r) {
-	case "high":
-		return 3
-	case "medium":
-		return 2
-	case "low":
-		return 1
-	}
-	return 0
-}
-
-// snoozedRank sorts snoozed items after the others.
-func snoozedRank(it *Item) int {
-	if it.Status == StatusSnoozed {
-		return 1
-	}
-	return 0
-}
-
-func sentTime(it *Item) time.Time {
-	if !it.SendAt.IsZero() {
-		return it.SendAt
-	}
-	return it.Received
-}
-
 // rebuild recomputes every list from the items, keeping each list's
 // selection on the same item where it still exists.
 func (m *Model) rebuild() {
 	for _, t := range listTabs {
-		ls := &m.lists[t]
-		var selected string
-		oldCursor := ls.cursor
-		if ls.cursor >= 0 && ls.cursor < len(ls.rows) {
-			selected = ls.rows[ls.cursor].item.ID
-		}
-		rows := ls.rows[:0:0]
-		for _, e := range m.items {
-			if inTab(t, &e.item) && m.matches(e) {
-				rows = append(rows, e)
-			}
-		}
-		switch t {
-		case tabQueue:
-			slices.SortFunc(rows, func(a, b *entry) int {
-				if c := cmp.Compare(snoozedRank(&a.item), snoozedRank(&b.item)); c != 0 {
-					return c
-				}
-				if c := cmp.Compare(riskRank(b.item.Risk), riskRank(a.item.Risk)); c != 0 {
-					return c
-				}
-				if c := b.item.Received.Compare(a.item.Received); c != 0 {
-					return c
-				}
-				return cmp.Compare(a.item.ID, b.item.ID)
-			})
-		case tabAttention, tabDecided:
-			slices.SortFunc(rows, func(a, b *entry) int {
-				if c := b.item.Received.Compare(a.item.Received); c != 0 {
-					return c
-				}
-				return cmp.Compare(a.item.ID, b.item.ID)
-			})
-		case tabSent:
-			slices.SortFunc(rows, func(a, b *entry) int {
-				if c := sentTime(&b.item).Compare(sentTime(&a.item)); c != 0 {
-					return c
-				}
-				return cmp.Compare(a.item.ID, b.item.ID)
-			})
-		}
-		ls.rows = rows
-		ls.cursor = 0
-		if selected != "" {
-			if i := slices.IndexFunc(rows, func(e *entry) bool { return e.item.ID == selected }); i >= 0 {
-				ls.cursor = i
-			} else {
-				ls.cursor = min(oldCursor, len(rows)-1)
-			}
-		}
-		ls.cursor = max(0, min(ls.cursor, len(rows)-1))
-		m.clampOffset(t)
+		m.lists[t].rebuild()
 	}
 	if m.tab == tabDetail {
-		m.refreshDetail()
+		m.detail.refresh()
 	}
-}
-
-func (m *Model) matches(e *entry) bool {
-	return m.filter == "" || strings.Contains(e.hay, strings.ToLower(m.filter))
 }
 
 // selected returns the item under the cursor of a list view, or the item
 // the detail view shows.
 func (m *Model) selected() (*Item, bool) {
 	if m.tab == tabDetail {
-		e, ok := m.items[m.detailID]
-		if !ok {
-			return nil, false
-		}
-		return &e.item, true
+		return m.detail.selected()
 	}
-	ls := &m.lists[m.tab]
-	if ls.cursor < 0 || ls.cursor >= len(ls.rows) {
-		return nil, false
-	}
-	return &ls.rows[ls.cursor].item, true
+	return m.lists[m.tab].selected()
 }
 
-// --- layout ---------------------------------------------------------------
-
-// bodyHeight is the number of lines between the tab bar and the footer.
-func (m *Model) bodyHeight() int {
-	// tab bar, column header, note/prompt line, status line, help line.
-	return max(1, m.height-5)
-}
-
+// resize gives every component the window's new size.
 func (m *Model) resize() {
-	m.help.SetWidth(m.width)
-	m.sizeInput()
-	m.editor.SetWidth(max(10, m.width))
-	m.editor.SetHeight(max(1, m.bodyHeight()))
-	m.viewport.SetWidth(max(10, m.width))
-	m.viewport.SetHeight(m.bodyHeight() + 1) // detail has no column header
+	m.help.setSize()
+	m.c.prompt.setSize()
+	m.editor.setSize()
+	m.detail.setSize()
 	for _, t := range listTabs {
-		m.clampOffset(t)
+		m.lists[t].setSize()
 	}
 	if m.tab == tabDetail {
-		m.refreshDetail()
+		m.detail.refresh()
 	}
 }
-
-// sizeInput gives the prompt line's input what its prompt leaves of the
-// window, so a placeholder ("4h (or 1h, 30m, 2d, tomorrow)") is whole at
-// 60 columns.
-func (m *Model) sizeInput() {
-	m.input.SetWidth(max(10, m.width-ansi.StringWidth(m.input.Prompt)-1))
-}
-
-// clampOffset keeps a list's cursor inside its visible window.
-func (m *Model) clampOffset(t tab) {
-	ls := &m.lists[t]
-	h := m.bodyHeight()
-	if ls.cursor < ls.offset {
-		ls.offset = ls.cursor
-	}
-	if ls.cursor >= ls.offset+h {
-		ls.offset = ls.cursor - h + 1
-	}
-	ls.offset = max(0, min(ls.offset, len(ls.rows)-h))
-}
-
-func (m *Model) moveCursor(delta int) {
-	ls := &m.lists[m.tab]
-	if len(ls.rows) == 0 {
-		return
-	}
-	ls.cursor = max(0, min(ls.cursor+delta, len(ls.rows)-1))
-	m.clampOffset(m.tab)
-}
-
-// --- notes ----------------------------------------------------------------
-
-func (m *Model) setNote(s string) { m.note, m.noteErr = s, false }
-
-func (m *Model) setErr(err error) {
-	m.note, m.noteErr = err.Error(), true
-}
-
-// errNotApplicable explains why a key does nothing for the selected item.
-var errNotApplicable = errors.New("not applicable")

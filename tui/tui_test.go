@@ -84,17 +84,17 @@ func TestApproveErrorKeepsItem(t *testing.T) {
 	if !slices.Contains(rowIDs(m, tabQueue), "high-new") {
 		t.Fatalf("failed item left the queue: %v", rowIDs(m, tabQueue))
 	}
-	if st := m.items["high-new"].item.Status; st != StatusPending {
+	if st := m.c.items["high-new"].item.Status; st != StatusPending {
 		t.Fatalf("status: got %q, want %q", st, StatusPending)
 	}
-	if !m.noteErr {
-		t.Fatalf("note is not an error: %q", m.note)
+	if !m.c.noteErr {
+		t.Fatalf("note is not an error: %q", m.c.note)
 	}
 	if view := m.View().Content; !strings.Contains(view, "smtp: connection refused") {
 		t.Fatalf("view does not show the error:\n%s", view)
 	}
-	if len(m.busy) != 0 {
-		t.Fatalf("busy after failure: %v", m.busy)
+	if len(m.c.busy) != 0 {
+		t.Fatalf("busy after failure: %v", m.c.busy)
 	}
 }
 
@@ -122,8 +122,8 @@ func TestReject(t *testing.T) {
 			if slices.Contains(rowIDs(m, tabQueue), "high-new") {
 				t.Fatalf("rejected item still queued")
 			}
-			if m.mode != modeNormal {
-				t.Fatalf("mode after submit: got %v, want normal", m.mode)
+			if m.mode() != modeNormal {
+				t.Fatalf("mode after submit: got %v, want normal", m.mode())
 			}
 		})
 	}
@@ -149,7 +149,7 @@ func TestRegenerate(t *testing.T) {
 	if len(calls) != 1 || calls[0].id != "high-new" || calls[0].arg != "shorter" {
 		t.Fatalf("Regenerate calls: got %+v, want one for high-new with %q", calls, "shorter")
 	}
-	if got, want := m.items["high-new"].item.Draft, "regenerated (shorter)"; got != want {
+	if got, want := m.c.items["high-new"].item.Draft, "regenerated (shorter)"; got != want {
 		t.Fatalf("draft: got %q, want %q", got, want)
 	}
 }
@@ -179,7 +179,7 @@ func TestSnooze(t *testing.T) {
 			}
 			// Snoozed items stay in sight, below the pending ones.
 			ids := rowIDs(m, tabQueue)
-			if len(ids) == 0 || ids[len(ids)-1] != "high-new" || m.items["high-new"].item.Status != StatusSnoozed {
+			if len(ids) == 0 || ids[len(ids)-1] != "high-new" || m.c.items["high-new"].item.Status != StatusSnoozed {
 				t.Fatalf("queue after snooze: got %v, want high-new last and snoozed", ids)
 			}
 		})
@@ -200,8 +200,8 @@ func TestParseSnoozeErrors(t *testing.T) {
 	if got := len(f.callsOf("Snooze")); got != 0 {
 		t.Fatalf("Snooze calls on bad input: got %d, want 0", got)
 	}
-	if !m.noteErr {
-		t.Fatalf("bad snooze input shows no error: %q", m.note)
+	if !m.c.noteErr {
+		t.Fatalf("bad snooze input shows no error: %q", m.c.note)
 	}
 }
 
@@ -225,11 +225,11 @@ func TestInlineEdit(t *testing.T) {
 			if len(calls) != tt.wantCalls {
 				t.Fatalf("Edit calls: got %d, want %d", len(calls), tt.wantCalls)
 			}
-			if got := m.items["high-new"].item.Final; got != tt.wantFinal {
+			if got := m.c.items["high-new"].item.Final; got != tt.wantFinal {
 				t.Fatalf("Final: got %q, want %q", got, tt.wantFinal)
 			}
-			if m.mode != modeNormal {
-				t.Fatalf("mode: got %v, want normal", m.mode)
+			if m.mode() != modeNormal {
+				t.Fatalf("mode: got %v, want normal", m.mode())
 			}
 		})
 	}
@@ -343,8 +343,8 @@ func TestAttentionRetry(t *testing.T) {
 	if got := len(f.callsOf("Retry")); got != 1 {
 		t.Fatalf("Retry calls after R on notify: got %d, want 1", got)
 	}
-	if !m.noteErr {
-		t.Fatalf("R on notify shows no error: %q", m.note)
+	if !m.c.noteErr {
+		t.Fatalf("R on notify shows no error: %q", m.c.note)
 	}
 }
 
@@ -380,8 +380,8 @@ func TestCancelOnSentView(t *testing.T) {
 	if got := len(f.callsOf("Cancel")); got != 1 {
 		t.Fatalf("Cancel calls after c on a sent item: got %d, want 1", got)
 	}
-	if !m.noteErr || !strings.Contains(m.note, "too late") {
-		t.Fatalf("note: got %q, want a too-late error", m.note)
+	if !m.c.noteErr || !strings.Contains(m.c.note, "too late") {
+		t.Fatalf("note: got %q, want a too-late error", m.c.note)
 	}
 }
 
@@ -510,8 +510,8 @@ func TestListErrorShown(t *testing.T) {
 	f := newFake()
 	f.errs["List"] = errors.New("database locked")
 	m := newModel(t, f, Options{NoColor: true})
-	if !m.noteErr || !strings.Contains(m.note, "database locked") {
-		t.Fatalf("note: got %q, want the list error", m.note)
+	if !m.c.noteErr || !strings.Contains(m.c.note, "database locked") {
+		t.Fatalf("note: got %q, want the list error", m.c.note)
 	}
 	if _, err := Snapshot(f, 80, 24); err == nil {
 		t.Fatal("Snapshot with a failing List: got nil error")
@@ -568,7 +568,7 @@ func startProgram(t *testing.T, b Backend, opts Options) (*teatest.TestModel, *h
 	t.Helper()
 	opts.Now = func() time.Time { return fixedNow }
 	m := New(b, opts)
-	t.Cleanup(m.close)
+	t.Cleanup(m.c.close)
 	h := &hook{ch: make(chan tea.Msg, 64)}
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 30), teatest.WithProgramOptions(watch(h.ch)))
 	h.waitFor(t, "the initial load", func(msg tea.Msg) bool { _, ok := msg.(loadedMsg); return ok })
@@ -597,7 +597,7 @@ func TestProgramApprove(t *testing.T) {
 	if calls := f.callsOf("Approve"); len(calls) != 1 || calls[0].id != "high-new" {
 		t.Fatalf("Approve calls: got %+v, want one for high-new", calls)
 	}
-	if e := m.items["high-new"]; e == nil || e.item.Status != StatusApproved || !e.item.SendAt.Equal(fixedNow.Add(5*time.Second)) {
+	if e := m.c.items["high-new"]; e == nil || e.item.Status != StatusApproved || !e.item.SendAt.Equal(fixedNow.Add(5*time.Second)) {
 		t.Fatalf("approved item: got %+v, want approved with its send time read back", e)
 	}
 }
@@ -646,7 +646,7 @@ func TestProgramExternalEditor(t *testing.T) {
 	}
 	m := finalModel(t, tm)
 
-	if got, want := m.items["high-new"].item.Final, "Thanks, edited."; got != want {
+	if got, want := m.c.items["high-new"].item.Final, "Thanks, edited."; got != want {
 		t.Fatalf("Final: got %q, want %q", got, want)
 	}
 	if calls := f.callsOf("Edit"); len(calls) != 1 || calls[0].id != "high-new" {
@@ -718,18 +718,18 @@ func BenchmarkOpen10k(b *testing.B) {
 	for b.Loop() {
 		m := New(f, opts)
 		m.Update(tea.WindowSizeMsg{Width: 160, Height: 50})
-		m.Update(load(m.ctx, f))
+		m.Update(load(m.c.ctx, f))
 		_ = m.View()
-		m.close()
+		m.c.close()
 	}
 }
 
 func BenchmarkScroll10k(b *testing.B) {
 	f := newFake(manyDrafts(10000)...)
 	m := New(f, Options{Now: func() time.Time { return fixedNow }})
-	defer m.close()
+	defer m.c.close()
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 50})
-	m.Update(load(m.ctx, f))
+	m.Update(load(m.c.ctx, f))
 	down := tea.KeyPressMsg{Code: tea.KeyDown}
 	b.ReportAllocs()
 	for b.Loop() {

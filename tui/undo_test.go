@@ -190,7 +190,7 @@ func TestUndoWindowEveryKind(t *testing.T) {
 					t.Errorf("note line %q, want the countdown and c", note)
 				}
 				m.openDetail(k.id)
-				if got := ansi.Strip(m.detailText(&m.items[k.id].item)); !strings.Contains(got, "sending in 3s (c cancels)") {
+				if got := ansi.Strip(m.detail.text(&m.c.items[k.id].item)); !strings.Contains(got, "sending in 3s (c cancels)") {
 					t.Errorf("detail lacks the countdown:\n%s", got)
 				}
 				m.switchTab(home)
@@ -210,13 +210,13 @@ func TestUndoWindowEveryKind(t *testing.T) {
 				if calls := f.callsOf("Cancel"); len(calls) != 1 || calls[0].id != k.id {
 					t.Fatalf("Cancel calls %+v, want one for %s", calls, k.id)
 				}
-				after := m.items[k.id].item
+				after := m.c.items[k.id].item
 				if after.Status != StatusPending || after.Kind != before.Kind || after.From != before.From ||
 					after.Invitation != before.Invitation || !slices.Equal(after.Gates, before.Gates) || !after.SendAt.IsZero() {
 					t.Errorf("after cancel: %+v\nwant %+v back pending", after, before)
 				}
-				if !strings.Contains(m.note, "not sent") {
-					t.Errorf("note after cancel %q, want \"not sent\"", m.note)
+				if !strings.Contains(m.c.note, "not sent") {
+					t.Errorf("note after cancel %q, want \"not sent\"", m.c.note)
 				}
 				c.add(10 * time.Second)
 				send(t, m, tickMsg(c.now()))
@@ -262,7 +262,7 @@ func itemByID(t *testing.T, f *undoFake, id string) *Item {
 }
 
 // quitted reports whether the model ended its program.
-func quitted(m *Model) bool { return m.ctx.Err() != nil }
+func quitted(m *Model) bool { return m.c.ctx.Err() != nil }
 
 // TestQuitWithLocalSends: with no watcher, q during an undo window never
 // leaves a send approved and unsent. q keeps the TUI open with
@@ -373,8 +373,8 @@ func TestQuitWithLocalSends(t *testing.T) {
 		q(t, m)
 		c.add(6 * time.Second)
 		send(t, m, tickMsg(c.now()))
-		if quitted(m) || !m.noteErr || !strings.Contains(m.note, "451") {
-			t.Fatalf("failed send while quitting: quit %v, note %q; want open and the error shown", quitted(m), m.note)
+		if quitted(m) || !m.c.noteErr || !strings.Contains(m.c.note, "451") {
+			t.Fatalf("failed send while quitting: quit %v, note %q; want open and the error shown", quitted(m), m.c.note)
 		}
 	})
 	t.Run("an answered invitation waits too", func(t *testing.T) {
@@ -413,7 +413,7 @@ func TestQuitWithLocalSends(t *testing.T) {
 	})
 	t.Run("ended from outside: the waiting send is cancelled", func(t *testing.T) {
 		f, _, m := setup(t)
-		m.close() // a signal ended Run's context
+		m.c.close() // a signal ended Run's context
 		if err := m.cancelLeft(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -453,7 +453,7 @@ func TestProgramQuitWaitsForSend(t *testing.T) {
 	f.clock, f.window = time.Now, 1500*time.Millisecond
 	b := slowSender{undoFake: f, sent: make(chan string, 1)}
 	m := New(b, Options{NoColor: true})
-	t.Cleanup(m.close)
+	t.Cleanup(m.c.close)
 	h := &hook{ch: make(chan tea.Msg, 64)}
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(80, 24), teatest.WithProgramOptions(watch(h.ch)))
 	h.waitFor(t, "the initial load", func(msg tea.Msg) bool { _, ok := msg.(loadedMsg); return ok })
