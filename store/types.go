@@ -306,6 +306,13 @@ type OutboxRecord struct {
 	// contact's memory and never becomes a draft in the queue when it is
 	// cancelled or fails.
 	Kind string `json:"kind,omitempty"`
+	// BeforeData is set, on a record going to "sending", when the mailer
+	// reports the moment before SMTP DATA (outbox.StagedMailer), and
+	// cleared, durably, at that moment. A record a crash left in
+	// "sending" with BeforeData still set never reached DATA, so nothing
+	// can have been delivered and Recover sends it again; without it the
+	// send may have gone through, and it goes to the owner instead.
+	BeforeData bool `json:"before_data,omitempty"`
 }
 
 // Kinds of outbox records that answer no message (OutboxRecord.Kind).

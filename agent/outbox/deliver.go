@@ -34,13 +34,17 @@ const reasonAnswered = "already answered"
 //  4. sending → sent, then APPEND to Sent and sent → appended.
 //
 // A record left in "sending" by a crash is never re-sent blindly: Recover
-// looks for it in Sent and otherwise hands it to the owner.
+// looks for it in Sent, resends it when it provably never reached DATA
+// (a StagedMailer, OutboxRecord.BeforeData), and otherwise hands it to
+// the owner.
 func (o *Outbox) Deliver(ctx context.Context, id string) error {
 	if o.Mailer == nil {
 		return fmt.Errorf("outbox %s: no mailer to send with", id)
 	}
+	staged, isStaged := o.Mailer.(StagedMailer)
 	ob, err := o.Store.TransitionOutbox(id, []string{store.OutboxPending}, store.OutboxSending, func(r *store.OutboxRecord) error {
 		r.Attempts++
+		r.BeforeData = isStaged
 		return nil
 	})
 	if errors.Is(err, store.ErrConflict) {
@@ -55,7 +59,14 @@ func (o *Outbox) Deliver(ctx context.Context, id string) error {
 	if stop, err := o.checkAnswered(ctx, ob); stop {
 		return err
 	}
-	sendErr := o.Mailer.Send(ctx, ob.Account, ob.From, ob.To, ob.Raw)
+	var sendErr error
+	if isStaged {
+		sendErr = staged.SendStaged(ctx, ob.Account, ob.From, ob.To, ob.Raw, func() error {
+			return o.reachData(ob.ID)
+		})
+	} else {
+		sendErr = o.Mailer.Send(ctx, ob.Account, ob.From, ob.To, ob.Raw)
+	}
 	if sendErr != nil && ctx.Err() != nil {
 		// Stopping mid-transaction: the record stays "sending", and the
 		// next start's Recover looks for it in Sent and otherwise hands it
@@ -66,6 +77,19 @@ func (o *Outbox) Deliver(ctx context.Context, id string) error {
 		return o.fail(ob, sendErr)
 	}
 	return o.finishSent(ctx, ob, false)
+}
+
+// reachData records, durably and before SMTP DATA is issued, that the
+// send is about to hand the message over: from now on a crash leaves a
+// send that may have gone through.
+func (o *Outbox) reachData(id string) error {
+	if _, err := o.Store.TransitionOutbox(id, []string{store.OutboxSending}, store.OutboxSending, func(r *store.OutboxRecord) error {
+		r.BeforeData = false
+		return nil
+	}); err != nil {
+		return fmt.Errorf("outbox %s: record the start of DATA: %w", id, err)
+	}
+	return nil
 }
 
 // fail records a send that did not go through: back to pending when the
@@ -80,7 +104,7 @@ func (o *Outbox) fail(ob *store.OutboxRecord, sendErr error) error {
 		to = store.OutboxPending
 	}
 	_, err := o.Store.TransitionOutbox(ob.ID, []string{store.OutboxSending}, to, func(r *store.OutboxRecord) error {
-		r.Error = sendErr.Error()
+		r.Error, r.BeforeData = sendErr.Error(), false
 		if to == store.OutboxPending && r.FailingSince.IsZero() {
 			r.FailingSince = o.now()
 		}
@@ -101,7 +125,7 @@ func (o *Outbox) fail(ob *store.OutboxRecord, sendErr error) error {
 func (o *Outbox) finishSent(ctx context.Context, ob *store.OutboxRecord, inSent bool) error {
 	ob, err := o.Store.TransitionOutbox(ob.ID, []string{store.OutboxSending}, store.OutboxSent, func(r *store.OutboxRecord) error {
 		r.SentAt = o.now()
-		r.Error, r.FailingSince = "", time.Time{}
+		r.Error, r.FailingSince, r.BeforeData = "", time.Time{}, false
 		return nil
 	})
 	if err != nil {

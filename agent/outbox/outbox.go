@@ -59,6 +59,17 @@ type strandedStore interface {
 	StrandedApprovals(outboxID func(string) string) ([]*store.QueueItem, error)
 }
 
+// StagedMailer is a Mailer that can report the moment before SMTP DATA.
+// Deliver uses it when the Mailer has it: beforeData is called once the
+// server accepted the envelope and before DATA is issued, and the
+// transaction goes on only if it returns nil. Until then nothing can have
+// been delivered; Deliver records that moment (OutboxRecord.BeforeData),
+// so that Recover resends a record a crash cut off before DATA instead of
+// handing it to the owner as a send that may have gone through.
+type StagedMailer interface {
+	SendStaged(ctx context.Context, account, from string, to []string, raw []byte, beforeData func() error) error
+}
+
 // Mailer is the IMAP and SMTP side of sending, for one account.
 type Mailer interface {
 	// Send runs one SMTP transaction. Errors that may succeed later

@@ -14,8 +14,13 @@ import (
 //   - pending (never reached SMTP, or failed temporarily): sent now, after
 //     a look in Sent;
 //   - sending (cut off mid-transaction): if Sent has its Message-ID it is
-//     done; otherwise it is NOT re-sent, because it may have been
-//     delivered: the owner is shown it and decides;
+//     done; if the transaction provably never reached SMTP DATA
+//     (OutboxRecord.BeforeData, a StagedMailer), nothing was delivered and
+//     it is pending again and sent now, like any pending record (the
+//     attempt it was counts; FailingSince is kept, so its retries still
+//     follow how long it has been failing); otherwise it is NOT re-sent,
+//     because it may have been delivered: the owner is shown it and
+//     decides;
 //   - sent but not yet in Sent: appended.
 func (o *Outbox) Recover(ctx context.Context) error {
 	if err := o.recoverStranded(); err != nil {
@@ -42,6 +47,23 @@ func (o *Outbox) Recover(ctx context.Context) error {
 		}
 		if has {
 			errs = errors.Join(errs, o.finishSent(ctx, ob, true))
+			continue
+		}
+		if ob.BeforeData {
+			_, err := o.Store.TransitionOutbox(ob.ID, []string{store.OutboxSending}, store.OutboxPending, func(r *store.OutboxRecord) error {
+				if !r.BeforeData { // changed since the list: decide again next time
+					return store.ErrConflict
+				}
+				r.BeforeData = false
+				r.Error = "interrupted before SMTP DATA: nothing was delivered, sent again"
+				return nil
+			})
+			switch {
+			case err == nil:
+				pending = append(pending, ob)
+			case !errors.Is(err, store.ErrConflict):
+				errs = errors.Join(errs, fmt.Errorf("recover %s: %w", ob.ID, err))
+			}
 			continue
 		}
 		_, err = o.Store.TransitionOutbox(ob.ID, []string{store.OutboxSending}, store.OutboxFailed, func(r *store.OutboxRecord) error {

@@ -212,6 +212,16 @@ func New(opts Options) (*Sender, error) {
 // recipients to. It returns nil only when the server accepted the message
 // for every recipient.
 func (s *Sender) Send(ctx context.Context, from string, to []string, raw []byte) error {
+	return s.SendStaged(ctx, from, to, raw, nil)
+}
+
+// SendStaged is Send that calls beforeData (when not nil) once the
+// server has accepted the envelope, just before the DATA command: until
+// then nothing can have been delivered, so a caller that records the call
+// durably knows, after a crash, whether the transaction may have handed
+// the message over. An error from beforeData ends the transaction before
+// DATA (RSET, QUIT) and is returned wrapped, not temporary.
+func (s *Sender) SendStaged(ctx context.Context, from string, to []string, raw []byte, beforeData func() error) error {
 	if err := checkEnvelope(from, to); err != nil {
 		return err
 	}
@@ -219,7 +229,7 @@ func (s *Sender) Send(ctx context.Context, from string, to []string, raw []byte)
 		return fmt.Errorf("smtp send: empty message")
 	}
 	err := s.session(ctx, func(c *smtp.Client) error {
-		return s.transaction(c, from, to, raw)
+		return s.transaction(c, from, to, raw, beforeData)
 	})
 	if err != nil {
 		return fmt.Errorf("smtp send via %s: %w", s.addr, err)
@@ -321,7 +331,7 @@ func (s *Sender) auth(c *smtp.Client) error {
 
 // transaction runs MAIL, one RCPT per recipient, and DATA. A refused RCPT
 // resets the transaction before anything is delivered.
-func (s *Sender) transaction(c *smtp.Client, from string, to []string, raw []byte) error {
+func (s *Sender) transaction(c *smtp.Client, from string, to []string, raw []byte, beforeData func() error) error {
 	opts := &smtp.MailOptions{Size: int64(len(raw))}
 	if !isASCII(from) || !allASCII(to) {
 		opts.UTF8 = true
@@ -333,6 +343,12 @@ func (s *Sender) transaction(c *smtp.Client, from string, to []string, raw []byt
 		if err := c.Rcpt(rcpt, nil); err != nil {
 			_ = c.Reset() // best effort: the server forgets the accepted recipients
 			return fmt.Errorf("rcpt to <%s> refused, nothing sent: %w", rcpt, err)
+		}
+	}
+	if beforeData != nil {
+		if err := beforeData(); err != nil {
+			_ = c.Reset()
+			return fmt.Errorf("before data, nothing sent: %w", err)
 		}
 	}
 	w, err := c.Data()

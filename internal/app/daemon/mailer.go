@@ -161,6 +161,13 @@ func findFolder(ctx context.Context, a *AccountMailer, attr, configured string) 
 
 // Send runs one SMTP transaction.
 func (m *Mailer) Send(ctx context.Context, account, from string, to []string, raw []byte) error {
+	return m.SendStaged(ctx, account, from, to, raw, nil)
+}
+
+// SendStaged runs one SMTP transaction and calls beforeData just before
+// the DATA command (smtpsend.Sender.SendStaged): it implements
+// outbox.StagedMailer.
+func (m *Mailer) SendStaged(ctx context.Context, account, from string, to []string, raw []byte, beforeData func() error) error {
 	a, err := m.account(account)
 	if err != nil {
 		return err
@@ -176,7 +183,7 @@ func (m *Mailer) Send(ctx context.Context, account, from string, to []string, ra
 		a.sender = s
 		a.mu.Unlock()
 	}
-	err = s.Send(ctx, from, to, raw)
+	err = s.SendStaged(ctx, from, to, raw, beforeData)
 	var se *smtpsend.SendError
 	if errors.As(err, &se) && se.Temporary {
 		return &agent.TemporaryError{Err: err}
