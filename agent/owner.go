@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailagent/mailagent/agent/guard"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/prompts"
@@ -574,7 +575,7 @@ func (p *Pipeline) queueDelegated(ctx context.Context, rec *store.MessageRecord,
 	}
 	in := GateInput{Route: RouteInfo{Route: RouteExternal, Reason: "forwarded by the owner"}, AuthservID: acct.Owner.AuthservID,
 		Recipients: []Recipient{{Email: mail.AddrKey(fw.From.Email)}},
-		Out:        OutboundFields{Subject: mail.ReplySubject(orig.Subject), Body: d.Body}}
+		Out:        guard.Fields{Subject: mail.ReplySubject(orig.Subject), Body: d.Body}}
 	if c, err := p.Store.GetContact(rec.Account, fw.From.Email); err == nil {
 		in.Recipients[0].Known = c.Known
 	}

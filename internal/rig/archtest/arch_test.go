@@ -52,6 +52,7 @@ var leafLibraries = []string{
 	"internal/config", "internal/netpolicy", "internal/termsafe", "internal/autoconfig",
 	"internal/initcfg", "internal/unsubscribe", "internal/humantime",
 	"internal/calendar", "internal/memimap", "internal/html2text", "internal/retry",
+	"agent/guard",
 }
 
 // testRigs are packages that only tests (and other rigs) import, checked
@@ -71,6 +72,10 @@ var rules = []struct {
 	// that uses it (the agent's side effects come in as hooks); the one
 	// address rule of outgoing mail is netpolicy's.
 	{pkg: "agent/outbox", only: []string{"store", "internal/mail", "internal/netpolicy"}},
+	// The output guard is a pure leaf: text in, problems out; the one
+	// address key is its only project import (never store, the model,
+	// IMAP or the agent that calls it).
+	{pkg: "agent/guard", only: []string{"internal/mail"}},
 	{pkg: "imapsync", only: []string{"internal/netpolicy", "internal/retry"}},
 	{pkg: "store", only: []string{"internal/mail", "internal/retry"}},
 	{pkg: "tui", only: []string{"tui", "internal/termsafe", "internal/humantime"}},
@@ -280,6 +285,11 @@ func TestRulesCatch(t *testing.T) {
 		{"agent/outbox", "imapsync", true},
 		{"agent/outbox", "store", false},
 		{"agent", "agent/outbox", false},
+		{"agent/guard", "store", true},
+		{"agent/guard", "agent", true},
+		{"agent/guard", "internal/llm", true},
+		{"agent/guard", "internal/mail", false},
+		{"agent", "agent/guard", false},
 		{"internal/app/status", "store", true},
 		{"internal/app/api", "internal/app/status", false},
 		{"internal/app/daemon", "internal/app/status", false},
