@@ -66,6 +66,16 @@ type Event struct {
 	Account string `json:"account,omitempty"`
 }
 
+// EventsTo adapts a listener of Events to the notify hooks of agent's
+// subpackages (outbox.Outbox.Notify, followup.Tracker.Notify), which
+// speak kind, id and account. A nil f gives a nil hook.
+func EventsTo(f func(Event)) func(kind, id, account string) {
+	if f == nil {
+		return nil
+	}
+	return func(kind, id, account string) { f(Event{Kind: kind, ID: id, Account: account}) }
+}
+
 // Actor turns decisions into effects: drafts, queue items and sends. The
 // recipients of every reply are computed here, from the message being
 // answered; nothing the model returns can add one.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailagent/mailagent/agent/followup"
 	"github.com/mailagent/mailagent/internal/compose"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
@@ -91,7 +92,7 @@ func composeItem(r compose.Reply, item *store.QueueItem, body string, headers ma
 func (p *Pipeline) itemReply(item *store.QueueItem) compose.Reply {
 	acct := p.Accounts[item.Account]
 	r := compose.Reply{From: acct.From, Subject: item.Subject, Date: p.now()}
-	if NudgeOf(item.ID) != "" {
+	if followup.NudgeOf(item.ID) != "" {
 		// A follow-up draft answers the owner's own last message, which
 		// has no stored record: thread on its Message-ID.
 		r.ParentMessageID = item.MessageID

@@ -17,8 +17,8 @@ import (
 // does not apply to (already sent, rejected, …).
 var ErrNotActionable = outbox.ErrNotActionable
 
-// open statuses: an item the owner can still act on.
-var openStatuses = []string{store.QueuePending, store.QueueSnoozed, store.QueueFailed}
+// open statuses: an item the owner can still act on (outbox.OpenStatuses).
+var openStatuses = outbox.OpenStatuses
 
 func notActionable(id string, st ActStore) error {
 	if q, err := st.GetQueueItem(id); err == nil {

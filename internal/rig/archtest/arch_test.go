@@ -76,6 +76,9 @@ var rules = []struct {
 	// address key is its only project import (never store, the model,
 	// IMAP or the agent that calls it).
 	{pkg: "agent/guard", only: []string{"internal/mail"}},
+	// Reply tracking reaches the pipeline only through the hooks and
+	// interfaces it declares: never the agent package itself.
+	{pkg: "agent/followup", only: []string{"store", "internal/mail", "agent/outbox"}},
 	{pkg: "imapsync", only: []string{"internal/netpolicy", "internal/retry"}},
 	{pkg: "store", only: []string{"internal/mail", "internal/retry"}},
 	{pkg: "tui", only: []string{"tui", "internal/termsafe", "internal/humantime"}},
@@ -290,6 +293,11 @@ func TestRulesCatch(t *testing.T) {
 		{"agent/guard", "internal/llm", true},
 		{"agent/guard", "internal/mail", false},
 		{"agent", "agent/guard", false},
+		{"agent/followup", "agent", true},
+		{"agent/followup", "internal/llm", true},
+		{"agent/followup", "imapsync", true},
+		{"agent/followup", "store", false},
+		{"agent", "agent/followup", false},
 		{"internal/app/status", "store", true},
 		{"internal/app/api", "internal/app/status", false},
 		{"internal/app/daemon", "internal/app/status", false},
