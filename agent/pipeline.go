@@ -468,8 +468,8 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 	done(store.Step{Detail: verdict + ": " + auth.Reason, Snapshot: tr.snap(authIn{
 		From: m.From.Email, FromSentFolder: in.FromSent, AuthservID: acct.Owner.AuthservID,
 		AuthenticationResults: m.Header["Authentication-Results"]}, auth)}, nil)
-	p.readInvitation(ctx, rec, m, in.Raw, acct.Owner) // invite.go
-	p.applyInvitation(ctx, rec, tr)                   // invite_cancel.go: a CANCEL or an update of one answered before
+	p.invitations().Read(ctx, rec, m, in.Raw) // agent/invite
+	p.applyInvitation(ctx, rec, tr)           // invite.go: a CANCEL or an update of one answered before
 
 	done = tr.step("route")
 	var sentByUs func(string) bool
@@ -819,3 +819,7 @@ func formatAddresses(as []mail.Address) string {
 	}
 	return s
 }
+
+// Sender is the address (with the owner's name) account sends from (a
+// zero Address for an unknown account).
+func (as Accounts) Sender(account string) mail.Address { return as[account].From }

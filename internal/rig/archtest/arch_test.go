@@ -79,6 +79,9 @@ var rules = []struct {
 	// Reply tracking reaches the pipeline only through the hooks and
 	// interfaces it declares: never the agent package itself.
 	{pkg: "agent/followup", only: []string{"store", "internal/mail", "agent/outbox"}},
+	// Invitations reach the pipeline only through invite.Host and the
+	// stores and calendar sides they declare: never the agent package.
+	{pkg: "agent/invite", only: []string{"store", "internal/mail", "internal/calendar", "internal/compose", "agent/outbox"}},
 	{pkg: "imapsync", only: []string{"internal/netpolicy", "internal/retry"}},
 	{pkg: "store", only: []string{"internal/mail", "internal/retry"}},
 	{pkg: "tui", only: []string{"tui", "internal/termsafe", "internal/humantime"}},
@@ -298,6 +301,11 @@ func TestRulesCatch(t *testing.T) {
 		{"agent/followup", "imapsync", true},
 		{"agent/followup", "store", false},
 		{"agent", "agent/followup", false},
+		{"agent/invite", "agent", true},
+		{"agent/invite", "internal/llm", true},
+		{"agent/invite", "agent/followup", true},
+		{"agent/invite", "internal/calendar", false},
+		{"agent", "agent/invite", false},
 		{"internal/app/status", "store", true},
 		{"internal/app/api", "internal/app/status", false},
 		{"internal/app/daemon", "internal/app/status", false},
