@@ -82,6 +82,9 @@ var rules = []struct {
 	// Invitations reach the pipeline only through invite.Host and the
 	// stores and calendar sides they declare: never the agent package.
 	{pkg: "agent/invite", only: []string{"store", "internal/mail", "internal/calendar", "internal/compose", "agent/outbox"}},
+	// The owner's channel reaches the pipeline only through owner.Host:
+	// never the agent package, never a mail server or the outbox.
+	{pkg: "agent/owner", only: []string{"store", "internal/mail", "internal/llm", "prompts"}},
 	{pkg: "imapsync", only: []string{"internal/netpolicy", "internal/retry"}},
 	{pkg: "store", only: []string{"internal/mail", "internal/retry"}},
 	{pkg: "tui", only: []string{"tui", "internal/termsafe", "internal/humantime"}},
@@ -306,6 +309,11 @@ func TestRulesCatch(t *testing.T) {
 		{"agent/invite", "agent/followup", true},
 		{"agent/invite", "internal/calendar", false},
 		{"agent", "agent/invite", false},
+		{"agent/owner", "agent", true},
+		{"agent/owner", "agent/outbox", true},
+		{"agent/owner", "internal/smtpsend", true},
+		{"agent/owner", "prompts", false},
+		{"agent", "agent/owner", false},
 		{"internal/app/status", "store", true},
 		{"internal/app/api", "internal/app/status", false},
 		{"internal/app/daemon", "internal/app/status", false},
