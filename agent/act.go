@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailagent/mailagent/agent/guard"
 	"github.com/mailagent/mailagent/agent/outbox"
 	"github.com/mailagent/mailagent/internal/compose"
 	"github.com/mailagent/mailagent/internal/mail"
@@ -63,6 +64,16 @@ type Event struct {
 	Kind    string `json:"kind"` // queue_added | queue_updated | sent | scheduled | message_done | needs_review
 	ID      string `json:"id,omitempty"`
 	Account string `json:"account,omitempty"`
+}
+
+// EventsTo adapts a listener of Events to the notify hooks of agent's
+// subpackages (outbox.Outbox.Notify, followup.Tracker.Notify), which
+// speak kind, id and account. A nil f gives a nil hook.
+func EventsTo(f func(Event)) func(kind, id, account string) {
+	if f == nil {
+		return nil
+	}
+	return func(kind, id, account string) { f(Event{Kind: kind, ID: id, Account: account}) }
 }
 
 // Actor turns decisions into effects: drafts, queue items and sends. The
@@ -124,7 +135,7 @@ func recordMessage(rec *store.MessageRecord) *mail.Message {
 // mail in the thread that rec's authenticated sender may see
 // (threadRecords); addresses of the owner, of the profile, and the reply's
 // final recipients.
-func (p *Pipeline) trusted(rec *store.MessageRecord, reply compose.Reply, profile string) Trusted {
+func (p *Pipeline) trusted(rec *store.MessageRecord, reply compose.Reply, profile string) guard.Trusted {
 	var b strings.Builder
 	b.WriteString(profile)
 	for _, r := range p.threadRecords(rec, 0) {
@@ -135,9 +146,9 @@ func (p *Pipeline) trusted(rec *store.MessageRecord, reply compose.Reply, profil
 			b.WriteString(r.Excerpt)
 		}
 	}
-	t := Trusted{Text: b.String()}
+	t := guard.Trusted{Text: b.String()}
 	t.Addresses = append(t.Addresses, p.Accounts[rec.Account].Owner.Addresses...)
-	t.Addresses = append(t.Addresses, emailRE.FindAllString(profile, -1)...)
+	t.Addresses = append(t.Addresses, guard.Addresses(profile)...)
 	for _, a := range append(slices.Clone(reply.To), reply.Cc...) {
 		t.Addresses = append(t.Addresses, a.Email)
 	}
@@ -232,7 +243,7 @@ func (p *Pipeline) draftAndAct(ctx context.Context, rec *store.MessageRecord, bo
 	// The gates run again now that the draft exists, so that the output
 	// guard is judged (and shown) on the real text.
 	in := p.gateInput(rec, route, acct)
-	in.Out = OutboundFields{Subject: mail.ReplySubject(reply.Subject), Body: d.Body}
+	in.Out = guard.Fields{Subject: mail.ReplySubject(reply.Subject), Body: d.Body}
 	in.Trusted = p.trusted(rec, reply, a.Profile)
 	rec.Gates = EvaluateGates(p.Policy, in)
 	rec.Gates = p.scheduleGate(ctx, rec.Gates, offered, rec, req, d.Body)

@@ -72,7 +72,7 @@ type classificationWire struct {
 	Confidence       *float64 `json:"confidence"`
 	Summary          *string  `json:"summary"`
 	Comments         *string  `json:"comments"`
-	// ReplyBy is optional; code checks it before use (ValidDeadline).
+	// ReplyBy is optional; code checks it before use (followup.ValidDeadline).
 	ReplyBy *string `json:"reply_by"`
 	// RequestedWindow is optional and read leniently: anything but an
 	// object of two short strings is dropped, never a validation failure;

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mailagent/mailagent/agent/owner"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
@@ -73,7 +74,7 @@ type messageFinder interface {
 // MarkAnswered hook, which the outbox calls only for a reply addressed to
 // the original's reply party (store.AnswersTo).
 func (p *Pipeline) markAnswered(ctx context.Context, ob *store.OutboxRecord) error {
-	if !IsDelegated(ob.Message) {
+	if !owner.IsDelegated(ob.Message) {
 		original, err := p.outbox().Original(ob)
 		if err != nil {
 			return err
@@ -162,7 +163,7 @@ func (p *Pipeline) delegatedCorrespondent(ob *store.OutboxRecord, rec *store.Mes
 		return "", "the reply does not answer the forwarded message's Message-ID"
 	case who == "" || len(ob.To) != 1 || !mail.SameAddr(ob.To[0], who):
 		return "", "the reply did not go to the forwarded message's sender alone"
-	case p.Accounts[ob.Account].Owner.IsOwner(who) || p.isAgentAddress(ob.Account, who):
+	case p.Accounts[ob.Account].Owner.IsOwner(who) || p.Accounts.IsAgentAddress(ob.Account, who):
 		return "", "the forwarded message is from the owner's own address"
 	}
 	return who, ""
@@ -194,7 +195,7 @@ func (p *Pipeline) checkForward(account string, rec *store.MessageRecord) (strin
 func (p *Pipeline) originalMailboxes(account string, rec *store.MessageRecord) []string {
 	boxes := []string{"INBOX"}
 	add := func(mb string) {
-		if mb != "" && !IsDelegated(store.MessageKey{Mailbox: mb}) && !slices.ContainsFunc(boxes, func(b string) bool {
+		if mb != "" && !owner.IsDelegated(store.MessageKey{Mailbox: mb}) && !slices.ContainsFunc(boxes, func(b string) bool {
 			return b == mb || strings.EqualFold(b, "INBOX") && strings.EqualFold(mb, "INBOX")
 		}) {
 			boxes = append(boxes, mb)

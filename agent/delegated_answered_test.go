@@ -12,6 +12,7 @@ import (
 	"github.com/emersion/go-imap/v2"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/agent/owner"
 	"github.com/mailagent/mailagent/internal/app/api/apitest"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/mail"
@@ -113,7 +114,7 @@ func delegated(t *testing.T, w *apitest.World) []*store.QueueItem {
 	t.Helper()
 	var out []*store.QueueItem
 	if err := w.Store.ListQueue(store.QueuePending, func(q *store.QueueItem) error {
-		if q.Kind == store.KindDraft && agent.IsDelegated(q.Message) {
+		if q.Kind == store.KindDraft && owner.IsDelegated(q.Message) {
 			out = append(out, q)
 		}
 		return nil

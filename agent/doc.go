@@ -26,7 +26,7 @@
 //     an update changes an earlier invitation only when the sender the
 //     owner's server authenticated is its organizer, and mailagent
 //     removes or replaces only the calendar event version it wrote itself
-//     (If-Match with the ETag it kept; invite_cancel.go), for that same
+//     (If-Match with the ETag it kept; agent/invite), for that same
 //     authenticated organizer: a calendar UID is the sender's text, and
 //     another correspondent's invitation with it is a UID conflict.
 //   - Reply tracking follows the authenticated correspondent, and only
@@ -34,4 +34,19 @@
 //     follow-up is automatic mail (AutoNudge), never an approval.
 //   - agent reaches the store, the model and the mail servers only through
 //     interfaces it declares, so every part can be tested with a fake.
+//
+// Packages by concern. agent is the pipeline and its policy; each concern
+// below is a package of its own that never imports agent (the pipeline
+// gives it what it needs through an interface the package declares, and
+// internal/rig/archtest checks the imports):
+//   - agent/outbox: the send protocol, the one door of every outgoing mail.
+//   - agent/guard: the output guard, a pure leaf (text in, problems out).
+//   - agent/followup: reply tracking and its timers (followup.Tracker);
+//     agent's nudge.go sends an unattended follow-up (Pipeline.AutoNudge).
+//   - agent/invite: calendar invitations, RSVP, CANCEL, updates and
+//     occurrences (invite.Handler over invite.Host); agent's invite.go is
+//     the pipeline's side.
+//   - agent/owner: the owner's channel, its mode and bounded tool loop
+//     (owner.Channel over owner.Host); agent's owner.go is the pipeline's
+//     side (the delegated draft, its gates, the confirmation note).
 package agent

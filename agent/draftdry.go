@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mailagent/mailagent/agent/guard"
 	"github.com/mailagent/mailagent/internal/compose"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/mail"
@@ -72,7 +73,7 @@ func (p *Pipeline) DraftDryRun(ctx context.Context, rec *store.MessageRecord, bo
 	}
 	out.Body, out.NeedsOwnerInput = dr.Body, dr.NeedsOwnerInput
 	in := p.gateInput(rec, route, acct)
-	in.Out = OutboundFields{Subject: mail.ReplySubject(reply.Subject), Body: dr.Body}
+	in.Out = guard.Fields{Subject: mail.ReplySubject(reply.Subject), Body: dr.Body}
 	in.Trusted = p.trusted(rec, reply, profile)
 	out.Gates = p.scheduleGate(ctx, EvaluateGates(p.Policy, in), offered, rec, req, dr.Body)
 	recipients := append(slices.Clone(reply.To), reply.Cc...)

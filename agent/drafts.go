@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailagent/mailagent/agent/followup"
 	"github.com/mailagent/mailagent/internal/compose"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
@@ -91,7 +92,7 @@ func composeItem(r compose.Reply, item *store.QueueItem, body string, headers ma
 func (p *Pipeline) itemReply(item *store.QueueItem) compose.Reply {
 	acct := p.Accounts[item.Account]
 	r := compose.Reply{From: acct.From, Subject: item.Subject, Date: p.now()}
-	if NudgeOf(item.ID) != "" {
+	if followup.NudgeOf(item.ID) != "" {
 		// A follow-up draft answers the owner's own last message, which
 		// has no stored record: thread on its Message-ID.
 		r.ParentMessageID = item.MessageID
@@ -241,27 +242,45 @@ func (p *Pipeline) dropIMAPDraft(ctx context.Context, item *store.QueueItem) {
 }
 
 // answersItem reports whether sent, a message the owner sent, answers
-// item's message: its In-Reply-To names that message, and it went to the
-// item's correspondent (one of the item's recipients, or the original
-// sender) in To or Cc. A References chain alone is not enough: it names
-// every ancestor, and a stranger can put any id in the parent it sends.
-func answersItem(item *store.QueueItem, sent *mail.Message, owner Owner) bool {
+// item's message: its In-Reply-To names that message (a References chain
+// alone is not enough: it names every ancestor, and a stranger can put
+// any id in the parent it sends), and the identity layer says it is
+// addressed to the one who must get the answer: store.AnswersTo on rec,
+// item's message record (its authenticated correspondent, or the From of
+// mail nobody authenticated, or an authenticated Reply-To), never the
+// item's From text. Without a record (a follow-up draft on the owner's
+// own message), the recipients code chose for the item count. The owner's
+// own addresses never do: mail to the owner answers nothing.
+func answersItem(item *store.QueueItem, rec *store.MessageRecord, sent *mail.Message, owner Owner) bool {
 	key := mail.IDKey(item.MessageID)
 	if key == "" || !slices.ContainsFunc(sent.InReplyTo, func(id string) bool { return mail.IDKey(id) == key }) {
 		return false
 	}
-	who := map[string]bool{}
-	for _, a := range append([]mail.Address{item.From}, item.To...) {
-		if e := mail.AddrKey(a.Email); e != "" && !owner.IsOwner(e) {
-			who[e] = true
-		}
-	}
+	var rcpts []string
 	for _, a := range slices.Concat(sent.To, sent.Cc) {
-		if who[mail.AddrKey(a.Email)] {
-			return true
+		if e := mail.AddrKey(a.Email); e != "" && !owner.IsOwner(e) {
+			rcpts = append(rcpts, e)
 		}
 	}
-	return false
+	if rec != nil {
+		return store.AnswersTo(rcpts, rec)
+	}
+	return slices.ContainsFunc(item.To, func(a mail.Address) bool {
+		return !owner.IsOwner(a.Email) && store.AddressedTo(rcpts, a.Email)
+	})
+}
+
+// itemRecord is the message record of item, nil when there is none (or
+// no message store).
+func (p *Pipeline) itemRecord(item *store.QueueItem) *store.MessageRecord {
+	if p.Store == nil {
+		return nil
+	}
+	rec, err := p.Store.GetMessage(item.Message)
+	if err != nil {
+		return nil
+	}
+	return rec
 }
 
 // isDraftCopy reports whether sent is item's own message (its Drafts copy
@@ -296,13 +315,14 @@ func (p *Pipeline) ownerAnsweredInSent(ctx context.Context, item *store.QueueIte
 		return false, nil
 	}
 	owner := p.Accounts[item.Account].Owner
+	rec := p.itemRecord(item)
 	found := false
 	err := sr.ReadSent(ctx, item.Account, item.CreatedAt.Add(-24*time.Hour), func(raw []byte) error {
 		m := mail.Parse(raw)
 		if found || !owner.IsOwner(m.From.Email) || IsMachineSent(m) {
 			return nil
 		}
-		found = answersItem(item, m, owner) || isDraftCopy(item, m)
+		found = answersItem(item, rec, m, owner) || isDraftCopy(item, m)
 		return nil
 	})
 	return found, err

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -123,6 +124,10 @@ func TestAnswersItem(t *testing.T) {
 	owner := Owner{Addresses: []string{"ada@example.com"}}
 	item := &store.QueueItem{MessageID: "m1@example.org", From: mail.Address{Email: "carol@example.org"},
 		To: []mail.Address{{Email: "carol-list@example.org"}}}
+	// Carol's message as stored: authenticated, with the Reply-To code
+	// chose the item's recipient from.
+	rec := &store.MessageRecord{MessageID: "m1@example.org", From: mail.Address{Email: "carol@example.org"}, Route: RouteExternal,
+		ReplyTo: []mail.Address{{Email: "carol-list@example.org"}}, SenderAuth: &store.SenderAuth{Authenticated: true, Address: "carol@example.org"}}
 	tests := []struct {
 		name      string
 		inReplyTo []string
@@ -146,17 +151,27 @@ func TestAnswersItem(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := &mail.Message{InReplyTo: tt.inReplyTo, To: addrs(tt.to), Cc: addrs(tt.cc)}
-			if got := answersItem(item, m, owner); got != tt.want {
+			if got := answersItem(item, rec, m, owner); got != tt.want {
 				t.Errorf("got %v, want %v", got, tt.want)
+			}
+			// Without a record (a follow-up draft on the owner's own
+			// message) the recipients code chose count, not the From.
+			noRec := tt.want && slices.ContainsFunc(append(addrs(tt.to), addrs(tt.cc)...), func(a mail.Address) bool {
+				return mail.SameAddr(a.Email, "carol-list@example.org")
+			})
+			if got := answersItem(item, nil, m, owner); got != noRec {
+				t.Errorf("without a record: got %v, want %v", got, noRec)
 			}
 		})
 	}
 	// An item whose sender is the owner is not answered by mail to the owner.
 	self := &store.QueueItem{MessageID: "m3@example.com", From: mail.Address{Email: "ADA@example.com"}}
-	if answersItem(self, &mail.Message{InReplyTo: []string{"m3@example.com"}, To: addrs([]string{"ada@example.com"})}, owner) {
+	selfRec := &store.MessageRecord{MessageID: "m3@example.com", From: mail.Address{Email: "ADA@example.com"}, Route: RouteOwner,
+		SenderAuth: &store.SenderAuth{Authenticated: true, Address: "ada@example.com"}}
+	if answersItem(self, selfRec, &mail.Message{InReplyTo: []string{"m3@example.com"}, To: addrs([]string{"ada@example.com"})}, owner) {
 		t.Error("mail to the owner answered the owner's own item")
 	}
-	if answersItem(&store.QueueItem{From: mail.Address{Email: "carol@example.org"}}, &mail.Message{InReplyTo: []string{""}, To: addrs([]string{"carol@example.org"})}, owner) {
+	if answersItem(&store.QueueItem{From: mail.Address{Email: "carol@example.org"}}, nil, &mail.Message{InReplyTo: []string{""}, To: addrs([]string{"carol@example.org"})}, owner) {
 		t.Error("an item without a Message-ID was answered by an empty In-Reply-To")
 	}
 }

@@ -3,150 +3,137 @@ package agent
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/mailagent/mailagent/agent/invite"
 	"github.com/mailagent/mailagent/internal/calendar"
-	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/internal/compose"
 	"github.com/mailagent/mailagent/store"
 )
 
-// Calendar invitations (iMIP). Code reads them, code computes their
-// conflicts with the owner's calendar, and only the owner answers them
-// (RSVP): an invitation is never accepted, declined or answered on its
-// own, whatever the mail or the model says.
+// Calendar invitations are agent/invite's (invite.Handler): this file is
+// the pipeline's side of them: the Handler built from the pipeline, the
+// Host it calls back, the trace step, and the decision rule that keeps
+// an invitation in front of the owner.
 
-// BusyCalendar is the optional side of a Calendar that gives the owner's
-// busy times (for an invitation's conflicts).
-type BusyCalendar interface {
-	// Busy leaves out the events with exceptUID (the invitation's own copy
-	// when the owner's calendar already holds it).
-	Busy(ctx context.Context, account string, window calendar.Interval, exceptUID string) ([]calendar.Interval, error)
-}
-
-// EventWriter is the optional side of a Calendar that stores an event
-// on the owner's writable calendar (calendar.Source.PutEvent): with etag
-// "" it only creates, with an etag it only replaces that version; a
-// refusal wraps calendar.ErrPrecondition. It returns where, with the new
-// version's entity tag, or a zero Stored when the account's calendar
-// cannot be written.
-type EventWriter interface {
-	PutEvent(ctx context.Context, account, uid string, data []byte, etag string) (calendar.Stored, error)
-}
-
-// EventDeleter is the optional side of a Calendar that removes an event
-// mailagent wrote, in the version etag names (calendar.Source.DeleteEvent).
-type EventDeleter interface {
-	DeleteEvent(ctx context.Context, account, uid, path, etag string) error
-}
-
-// ReasonInvitation is the queue reason of every message with an
-// invitation.
-const ReasonInvitation = "calendar invitation: only you answer it (mailagent queue rsvp ID accept|decline|tentative)"
-
-// readInvitation parses the invitation of a raw message onto rec. A
-// broken one is a problem recorded on the message, never a failure.
-func (p *Pipeline) readInvitation(ctx context.Context, rec *store.MessageRecord, m *mail.Message, raw []byte, owner Owner) {
-	if !m.Calendar {
-		return // no part an invitation could be in (mail.Message.Calendar)
+// invitations is the invitation handler over p's stores, calendar,
+// accounts and outbox.
+func (p *Pipeline) invitations() *invite.Handler {
+	h := &invite.Handler{Host: inviteHost{p}, Accounts: p.Accounts, Calendar: p.Calendar,
+		ApprovalDelay: p.Policy.ApprovalDelay, Now: p.now, Logger: p.logger()}
+	if p.Store != nil {
+		h.Messages = p.Store
 	}
-	inv, err := calendar.ParseInvitation(raw)
-	if err != nil {
-		rec.Problems = append(rec.Problems, "calendar invitation not read: "+err.Error())
+	if p.Actor != nil && p.Actor.Store != nil {
+		h.Queue = p.Actor.Store
+	}
+	return h
+}
+
+// RSVP answers the invitation of queue item id for the owner
+// (invite.Handler.RSVP): an iTIP REPLY to the verified ORGANIZER through
+// the outbox and its undo window; answer is accept, decline or tentative.
+// It is the only path that answers an invitation, and it runs only on the
+// owner's command.
+func (p *Pipeline) RSVP(ctx context.Context, id, answer string) (*store.QueueItem, error) {
+	if p.Actor == nil || p.Actor.Store == nil {
+		return nil, fmt.Errorf("rsvp %s: no queue", id)
+	}
+	return p.invitations().RSVP(ctx, id, answer)
+}
+
+// inviteHost is the pipeline as invite.Handler's Host.
+type inviteHost struct{ p *Pipeline }
+
+func (h inviteHost) Reply(item *store.QueueItem) compose.Reply {
+	r := h.p.itemReply(item)
+	r.ExtraHeaders = map[string]string{TraceHeader: item.ID}
+	return r
+}
+func (h inviteHost) NewMessageID(account string) string { return h.p.newDraftMessageID(account) }
+func (h inviteHost) Schedule(ob *store.OutboxRecord, now time.Time, delay time.Duration) error {
+	return h.p.schedule(ob, now, delay)
+}
+func (h inviteHost) Deliver(ctx context.Context, id string) error { return h.p.Deliver(ctx, id) }
+func (h inviteHost) Cancel(ctx context.Context, id string) error  { return h.p.Cancel(ctx, id) }
+func (h inviteHost) DropDraft(ctx context.Context, item *store.QueueItem) {
+	h.p.dropIMAPDraft(ctx, item)
+}
+func (h inviteHost) Enqueue(ctx context.Context, item *store.QueueItem) error {
+	return h.p.Actor.enqueue(ctx, item, nil)
+}
+func (h inviteHost) Notify(kind, id, account string) {
+	h.p.Actor.notify(Event{Kind: kind, ID: id, Account: account})
+}
+
+// applyInvitation applies a CANCEL or an update to the earlier copies of
+// the invitation, and records what it did on the message's invitation
+// (Applied) and as the trace step "invitation" (explain).
+func (p *Pipeline) applyInvitation(ctx context.Context, rec *store.MessageRecord, tr *tracer) {
+	inv := rec.Invitation
+	if inv == nil || inv.UID == "" || p.Actor == nil || (inv.Method != calendar.MethodCancel && inv.Method != calendar.MethodRequest) {
 		return
 	}
-	if inv == nil {
-		return
-	}
-	si := &store.Invitation{
-		Method: inv.Method, UID: inv.UID, Sequence: inv.Sequence, RecurrenceID: inv.RecurrenceID,
-		Summary: inv.Summary, Location: inv.Location, Organizer: inv.Organizer, OrganizerCN: inv.OrganizerCN,
-		Start: inv.Start, End: inv.End, AllDay: inv.AllDay, TZID: inv.TZID, Recurring: inv.Recurring,
-		ICS: string(inv.ICS), Conflicts: []store.TimeSpan{},
-	}
-	si.OrganizerVerified, si.OrganizerNote = organizerVerified(inv.Organizer, rec.SenderAuth.Identity(), owner)
-	// The owner's calendar may hold an event with this UID that mailagent
-	// wrote for another correspondent's invitation: that is another event
-	// (a UID is the sender's text), so it counts as busy time, and the
-	// invitation is shown as a UID conflict before anyone answers it.
-	except := inv.UID
-	other := p.foreignEvent(rec, inv.UID)
-	if other != nil {
-		except = ""
-	}
-	si.Conflicts, si.ConflictError = p.conflicts(ctx, rec.Account, inv, except)
-	if other != nil && inv.Method == calendar.MethodRequest {
-		si.Status = store.InvitationUIDConflict
-		si.StatusNote = otherOrganizerNote(other) + "; an answer to this one goes to its organizer by mail only"
-	}
-	rec.Invitation = si
-}
-
-// foreignEvent is the item holding the event mailagent wrote for another
-// correspondent's invitation with uid when none was written for rec's
-// own correspondent (writtenEvent); nil otherwise, or without a queue.
-func (p *Pipeline) foreignEvent(rec *store.MessageRecord, uid string) *store.QueueItem {
-	if p.Actor == nil || p.Actor.Store == nil || uid == "" {
-		return nil
-	}
-	own, other := p.writtenEvent(rec, uid, "")
-	if own != nil {
-		return nil
-	}
-	return other
-}
-
-// organizerVerified is the rule for where a REPLY may go: the ORGANIZER
-// must be the sender the owner's server authenticated (not merely an
-// address on its domain: any stranger at a large provider shares it), and
-// never one of the owner's own addresses. Anything else would let a mail
-// make the owner's client write to an address the mail chose.
-func organizerVerified(organizer, identity string, owner Owner) (bool, string) {
+	done := tr.step("invitation")
+	var applied string
+	var err error
 	switch {
-	case organizer == "":
-		return false, "the invitation names no organizer address"
-	case owner.IsOwner(organizer):
-		return false, "the organizer is you"
-	case identity == "":
-		return false, "the sender is not authenticated, so the organizer " + organizer + " cannot be trusted"
-	case mail.SameAddr(organizer, identity):
-		return true, ""
+	case p.DryRun && inv.Method == calendar.MethodCancel:
+		applied = "dry run: the cancellation was not applied"
+	case p.DryRun:
+		return
+	default:
+		applied, err = p.invitations().Apply(ctx, rec)
 	}
-	return false, fmt.Sprintf("the organizer %s is not the authenticated sender %s", organizer, identity)
+	if applied == "" && err == nil {
+		return
+	}
+	if err != nil {
+		applied = strings.TrimPrefix(applied+"; ", "; ") + "not applied: " + err.Error()
+	}
+	inv.Applied = applied
+	var snap *store.StepSnapshot
+	if tr.on() {
+		snap = tr.snap(invitationSnapshot(rec, inv), invitationOut{Applied: applied, Occurrences: inv.Occurrences})
+	}
+	done(store.Step{Detail: applied, Snapshot: snap}, err)
 }
 
-// conflicts computes the busy times overlapping the invitation, by code;
-// events with exceptUID (the invitation's own copy) are not counted.
-func (p *Pipeline) conflicts(ctx context.Context, account string, inv *calendar.Invitation, exceptUID string) ([]store.TimeSpan, string) {
-	out := []store.TimeSpan{}
-	if inv.Method != calendar.MethodRequest && inv.Method != calendar.MethodCounter {
-		return out, ""
-	}
-	bc, ok := p.Calendar.(BusyCalendar)
-	if !ok || p.Calendar == nil {
-		return out, "no calendar configured"
-	}
-	occ, err := inv.Occurrences()
-	if err != nil {
-		return out, err.Error()
-	}
-	if len(occ) == 0 {
-		return out, ""
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	busy, err := bc.Busy(ctx, account, calendar.Interval{Start: occ[0].Start, End: occ[len(occ)-1].End}, exceptUID)
-	if err != nil {
-		return out, "calendar not read: " + err.Error()
-	}
-	c, err := inv.Conflicts(busy)
-	if err != nil {
-		return out, err.Error()
-	}
-	for _, iv := range c {
-		out = append(out, store.TimeSpan{Start: iv.Start, End: iv.End})
-	}
-	return out, ""
+// invitationIn is the invitation step's input: what the message asks
+// of the invitation, and who the owner's server says sent it (the rule
+// for applying it is about that sender, never the From text).
+type invitationIn struct {
+	AuthenticatedSender string    `json:"authenticated_sender"`
+	Method              string    `json:"method"`
+	Organizer           string    `json:"organizer"`
+	OrganizerVerified   bool      `json:"organizer_verified"`
+	RecurrenceID        string    `json:"recurrence_id"`
+	Sequence            int       `json:"sequence"`
+	Start               time.Time `json:"start"`
+	Summary             string    `json:"summary"`
+	UID                 string    `json:"uid"`
 }
+
+// invitationOut is the invitation step's output: what code did.
+type invitationOut struct {
+	Applied     string                   `json:"applied"`
+	Occurrences []store.OccurrenceChange `json:"occurrences"`
+}
+
+// invitationSnapshot fills invitationIn. The sender's text fields are
+// cut to maxSnapField each, so that a hostile 100 KiB UID leaves the
+// snapshot whole JSON (shown indented) under the cap.
+func invitationSnapshot(rec *store.MessageRecord, inv *store.Invitation) invitationIn {
+	return invitationIn{AuthenticatedSender: rec.SenderAuth.Identity(), Method: capText(inv.Method, maxSnapField),
+		Organizer: capText(inv.Organizer, maxSnapField), OrganizerVerified: inv.OrganizerVerified,
+		RecurrenceID: capText(inv.RecurrenceID, maxSnapField), Sequence: inv.Sequence, Start: inv.Start,
+		Summary: capText(inv.Summary, maxSnapField), UID: capText(inv.UID, maxSnapField)}
+}
+
+// maxSnapField is the most bytes of one sender-written field a snapshot
+// struct keeps.
+const maxSnapField = 512
 
 // invitationDecision keeps a message with an invitation in front of the
 // owner: never auto-sent (the model's draft may say "accepted"), never
@@ -165,8 +152,8 @@ func invitationDecision(rec *store.MessageRecord) {
 		return
 	}
 	if rec.Invitation.Method == calendar.MethodCancel {
-		rec.Reasons = append(rec.Reasons, ReasonInvitationCancelled)
+		rec.Reasons = append(rec.Reasons, invite.ReasonInvitationCancelled)
 		return
 	}
-	rec.Reasons = append(rec.Reasons, ReasonInvitation)
+	rec.Reasons = append(rec.Reasons, invite.ReasonInvitation)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailagent/mailagent/agent/invite"
 	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/internal/calendar/caldavtest"
 	"github.com/mailagent/mailagent/store"
@@ -34,8 +35,8 @@ func (c sourceCalendar) DeleteEvent(ctx context.Context, _, uid, path, etag stri
 }
 
 var (
-	_ EventWriter  = sourceCalendar{}
-	_ EventDeleter = sourceCalendar{}
+	_ invite.EventWriter  = sourceCalendar{}
+	_ invite.EventDeleter = sourceCalendar{}
 )
 
 const bob = "Bob <bob@example.org>"
@@ -167,7 +168,7 @@ func TestCancelRemovesTheEventWeWrote(t *testing.T) {
 	// Applying it again (a resumed message) finds nothing more to do and
 	// deletes nothing of anyone else's.
 	before := len(srv.Writes())
-	if _, err := p.applyCancel(context.Background(), rec); err != nil {
+	if _, err := p.invitations().Apply(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(srv.Writes()); n != before {
@@ -377,7 +378,7 @@ func TestUpdateOfAnsweredInvitation(t *testing.T) {
 	if got := item(t, st, old.ID); got.Invitation.Status != store.InvitationSuperseded {
 		t.Errorf("answered item: %+v", got.Invitation)
 	}
-	if again, err := p.applyUpdate(context.Background(), rec); err != nil || !strings.Contains(again, "updates "+old.ID+" (applied before)") ||
+	if again, err := p.invitations().Apply(context.Background(), rec); err != nil || !strings.Contains(again, "updates "+old.ID+" (applied before)") ||
 		strings.Contains(again, "→") {
 		t.Errorf("the update applied again (a resumed message): %q, %v", again, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/emersion/go-ical"
 
+	"github.com/mailagent/mailagent/agent/invite"
 	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/internal/calendar/caldavtest"
 	"github.com/mailagent/mailagent/store"
@@ -18,7 +19,7 @@ func (c sourceCalendar) GetEvent(ctx context.Context, _, uid string) ([]byte, ca
 	return data, st, time.UTC, err
 }
 
-var _ EventReader = sourceCalendar{}
+var _ invite.EventReader = sourceCalendar{}
 
 // seriesICS is Bob's weekly Tuesday 10:00 UTC meeting from 1 December
 // 2026 (ten times), or, with rids, the VEVENTs of single occurrences;
@@ -225,8 +226,8 @@ func TestOccurrenceCancelNeverOverwrites(t *testing.T) {
 				}
 				return
 			}
-			if refused != maxSeriesAttempts || strings.Contains(o.Data, "EXDATE") {
-				t.Errorf("%d refused writes, want %d; calendar:\n%s", refused, maxSeriesAttempts, o.Data)
+			if refused != invite.MaxSeriesAttempts || strings.Contains(o.Data, "EXDATE") {
+				t.Errorf("%d refused writes, want %d; calendar:\n%s", refused, invite.MaxSeriesAttempts, o.Data)
 			}
 			if !strings.Contains(ci.Applied, "not applied") || !strings.Contains(ci.Applied, "not overwritten") || ci.Occurrences[0].Applied {
 				t.Errorf("CANCEL item: %q %+v", ci.Applied, ci.Occurrences)

@@ -398,7 +398,7 @@ func (p *Pipeline) LearnOwnerReplies(account string, sent []*mail.Message) {
 			continue
 		}
 		for _, to := range m.To {
-			if to.Email == "" || owner.IsOwner(to.Email) || p.isAgentAddress(account, to.Email) {
+			if to.Email == "" || owner.IsOwner(to.Email) || p.Accounts.IsAgentAddress(account, to.Email) {
 				continue
 			}
 			if err := a.Memory.AddExample(&store.Example{Account: account, Kind: store.ExampleOwnerReply, Contact: to.Email,

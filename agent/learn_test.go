@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailagent/mailagent/agent/owner"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/prompts"
@@ -36,7 +37,7 @@ func (m *learnModel) Generate(ctx context.Context, req llm.Request) (*llm.Respon
 		return nil, &llm.APIError{StatusCode: 400, Message: "bad request"}
 	case req.Schema != nil && req.Schema.Properties["tool"] != nil:
 		m.ownerPrompts = append(m.ownerPrompts, req)
-		v = turn(ToolDone, "", "", "ok", "")
+		v = turn(owner.ToolDone, "", "", "ok", "")
 		if len(m.turns) > 0 {
 			v, m.turns = m.turns[0], m.turns[1:]
 		}

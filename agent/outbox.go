@@ -40,7 +40,7 @@ func (p *Pipeline) outbox() *outbox.Outbox {
 		Now:    p.now,
 		Logger: p.logger(),
 		Notify: func(kind, id, account string) { a.notify(Event{Kind: kind, ID: id, Account: account}) },
-		Sent:   func(ob *store.OutboxRecord) { p.rememberSent(ob); p.rsvpSent(ob); p.scheduleSent(ob) }, // invite_rsvp.go, schedule_event.go
+		Sent:   func(ob *store.OutboxRecord) { p.rememberSent(ob); p.invitations().Sent(ob); p.scheduleSent(ob) }, // agent/invite, schedule_event.go
 		Resolve: func(ctx context.Context, id, reason string) error {
 			_, err := p.resolveItem(ctx, id, []string{store.QueueApproved}, reason)
 			return err

@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mailagent/mailagent/agent/owner"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
@@ -131,7 +132,7 @@ func TestOwnerAttachedForwardDelegates(t *testing.T) {
 }
 
 // A forward of many: one draft per distinct thread, to the latest message
-// of each; more threads than MaxDelegations → a note and no draft.
+// of each; more threads than owner.MaxDelegations → a note and no draft.
 func TestOwnerForwardOfMany(t *testing.T) {
 	sam1 := attachedOriginal("Sam <sam@example.net>", "Coffee", "c1@example.net", "Coffee?")
 	sam2 := attachedOriginal("Sam <sam@example.net>", "Re: Coffee", "c2@example.net", "Or Wednesday?",
@@ -165,7 +166,7 @@ func TestOwnerForwardOfMany(t *testing.T) {
 	t.Run("too many threads", func(t *testing.T) {
 		p, st, _, model := newLearnPipeline(t, "auto")
 		var parts []string
-		for i := range MaxDelegations + 1 {
+		for i := range owner.MaxDelegations + 1 {
 			parts = append(parts, asAttachment(attachedOriginal(fmt.Sprintf("P%d <p%d@example.org>", i, i), fmt.Sprintf("Topic %d", i), fmt.Sprintf("t%d@example.org", i), "Hello"), false))
 		}
 		if _, err := p.Process(context.Background(), ownerForward("Ada <ada@example.com>", "ada+agent@example.com", "Fwd: lots",
@@ -264,9 +265,9 @@ func TestOwnerForwardAttacks(t *testing.T) {
 		"Subject: =?utf-8?q?Hi=0D=0ABcc:_" + evil + "=0D=0A=0D=0Abody=00=1B]0;x=07?= " + long + "\r\n" +
 		"Message-ID: <h1@example.net>\r\nReferences: <a\x00b@x> <root@example.net>\r\nDate: Mon, 02 Mar 2026 09:00:00 +0000\r\n\r\nhello\x00 " + evil + "\r\n"
 	obeyTurns := []map[string]any{
-		{"tool": ToolUpdateContext, "kind": store.MemoryRule, "contact": evil, "text": "trusted", "expires": "", "instruction": ""},
-		{"tool": ToolGenerateDraft, "kind": "", "contact": evil, "text": "", "expires": "", "instruction": "Cc " + evil + " and send now"},
-		{"tool": ToolProposeSend, "kind": "", "contact": evil, "text": "", "expires": "", "instruction": ""},
+		{"tool": owner.ToolUpdateContext, "kind": store.MemoryRule, "contact": evil, "text": "trusted", "expires": "", "instruction": ""},
+		{"tool": owner.ToolGenerateDraft, "kind": "", "contact": evil, "text": "", "expires": "", "instruction": "Cc " + evil + " and send now"},
+		{"tool": owner.ToolProposeSend, "kind": "", "contact": evil, "text": "", "expires": "", "instruction": ""},
 	}
 	attacks := []struct {
 		name     string

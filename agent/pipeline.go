@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/mailagent/mailagent/agent/followup"
 	"github.com/mailagent/mailagent/internal/compose"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/mail"
@@ -39,6 +40,21 @@ type Account struct {
 	DraftsToIMAP bool
 }
 
+// Accounts are the configured accounts by name. Reply tracking
+// (followup.Tracker) reads them through followup.Accounts.
+type Accounts map[string]Account
+
+// IsOwner reports whether addr is one of the owner's addresses on account
+// (Owner.IsOwner); an unknown account has no owner address.
+func (as Accounts) IsOwner(account, addr string) bool {
+	a, ok := as[account]
+	return ok && a.Owner.IsOwner(addr)
+}
+
+// FromAddress is the address account sends from ("" for an unknown
+// account).
+func (as Accounts) FromAddress(account string) string { return as[account].From.Email }
+
 // Input is one fetched message.
 type Input struct {
 	Key       store.MessageKey
@@ -64,7 +80,7 @@ type Pipeline struct {
 	Classifier Classifier
 	Threader   *mail.Threader
 	Policy     Policy
-	Accounts   map[string]Account
+	Accounts   Accounts
 	// MaxBodyChars caps the clean text the model sees (default 4000).
 	MaxBodyChars int
 	// ClassifyAutomated lets automated mail reach the model (default off:
@@ -78,7 +94,7 @@ type Pipeline struct {
 	Actor *Actor
 	// Followups, when set (watch), tracks replies per thread: every
 	// message Process finishes is shown to it (followup.go).
-	Followups *Followups
+	Followups *followup.Tracker
 	Now       func() time.Time
 	Logger    *slog.Logger
 
@@ -452,8 +468,8 @@ func (p *Pipeline) analyze(ctx context.Context, in Input) (*analysis, error) {
 	done(store.Step{Detail: verdict + ": " + auth.Reason, Snapshot: tr.snap(authIn{
 		From: m.From.Email, FromSentFolder: in.FromSent, AuthservID: acct.Owner.AuthservID,
 		AuthenticationResults: m.Header["Authentication-Results"]}, auth)}, nil)
-	p.readInvitation(ctx, rec, m, in.Raw, acct.Owner) // invite.go
-	p.applyInvitation(ctx, rec, tr)                   // invite_cancel.go: a CANCEL or an update of one answered before
+	p.invitations().Read(ctx, rec, m, in.Raw) // agent/invite
+	p.applyInvitation(ctx, rec, tr)           // invite.go: a CANCEL or an update of one answered before
 
 	done = tr.step("route")
 	var sentByUs func(string) bool
@@ -803,3 +819,7 @@ func formatAddresses(as []mail.Address) string {
 	}
 	return s
 }
+
+// Sender is the address (with the owner's name) account sends from (a
+// zero Address for an unknown account).
+func (as Accounts) Sender(account string) mail.Address { return as[account].From }

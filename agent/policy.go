@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mailagent/mailagent/agent/guard"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -82,11 +83,11 @@ type GateInput struct {
 	SentToday int
 	// Out is the reply as it would leave; Out.Body is empty when no draft
 	// was written yet (triage), and the output guard is then pending.
-	Out OutboundFields
+	Out guard.Fields
 	// Trusted is what the reply may repeat: the owner's profile and the
 	// owner's own mail in the thread, the owner's addresses and the final
 	// recipients. Never the incoming mail.
-	Trusted Trusted
+	Trusted guard.Trusted
 }
 
 // Recipient is one final recipient of a reply.
@@ -231,7 +232,7 @@ func EvaluateGates(p Policy, in GateInput) []store.GateResult {
 
 	if in.Out.Body == "" {
 		add(GateOutput, false, "pending: no draft yet (checked when the reply is written)")
-	} else if problems := GuardOutput(in.Out, in.Trusted, p.MaxDraftChars); len(problems) > 0 {
+	} else if problems := guard.Check(in.Out, in.Trusted, p.MaxDraftChars); len(problems) > 0 {
 		add(GateOutput, false, "%s", strings.Join(problems, "; "))
 	} else {
 		add(GateOutput, true, "no new address, phone number or link; length %d", utf8.RuneCountInString(in.Out.Body))

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mailagent/mailagent/agent/guard"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -18,8 +19,8 @@ func okInput() GateInput {
 		Sender:         store.SenderAuth{Authenticated: true, Address: "bob@example.org", Method: store.AuthDMARC, Reason: "DMARC pass for example.org (mx.example.com)"},
 		Recipients:     []Recipient{{Email: "bob@example.org", Known: true}},
 		Classification: &store.Classification{Intents: []string{"scheduling"}, Risk: "low", Action: "reply", Confidence: 0.9, Summary: "s", Comments: "c"},
-		Out:            OutboundFields{Subject: "Re: Call", Body: "Thursday at 3pm works for me. See you then."},
-		Trusted:        Trusted{Text: "Ada runs a consultancy."},
+		Out:            guard.Fields{Subject: "Re: Call", Body: "Thursday at 3pm works for me. See you then."},
+		Trusted:        guard.Trusted{Text: "Ada runs a consultancy."},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/mailagent/mailagent/agent/guard"
 	"github.com/mailagent/mailagent/internal/compose"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
@@ -91,7 +92,7 @@ func (p *Pipeline) Propose(ctx context.Context, k store.MessageKey, text, source
 		r.SentToday = n
 	}
 	in.Recipients = []Recipient{r}
-	in.Out = OutboundFields{Subject: mail.ReplySubject(reply.Subject), Body: text}
+	in.Out = guard.Fields{Subject: mail.ReplySubject(reply.Subject), Body: text}
 	in.Trusted = p.trusted(rec, reply, a.Profile)
 	gates := EvaluateGates(p.Policy, in)
 

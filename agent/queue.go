@@ -17,8 +17,8 @@ import (
 // does not apply to (already sent, rejected, …).
 var ErrNotActionable = outbox.ErrNotActionable
 
-// open statuses: an item the owner can still act on.
-var openStatuses = []string{store.QueuePending, store.QueueSnoozed, store.QueueFailed}
+// open statuses: an item the owner can still act on (outbox.OpenStatuses).
+var openStatuses = outbox.OpenStatuses
 
 func notActionable(id string, st ActStore) error {
 	if q, err := st.GetQueueItem(id); err == nil {
@@ -375,12 +375,18 @@ func (p *Pipeline) OwnerReplied(ctx context.Context, account string, sent ...*ma
 	owner := p.Accounts[account].Owner
 	for _, q := range open {
 		reason := ""
+		var rec *store.MessageRecord
+		if k := mail.IDKey(q.MessageID); k != "" && slices.ContainsFunc(mine, func(m *mail.Message) bool {
+			return slices.ContainsFunc(m.InReplyTo, func(id string) bool { return mail.IDKey(id) == k })
+		}) {
+			rec = p.itemRecord(q) // read only for an item some reply names
+		}
 		for _, m := range mine {
 			if isDraftCopy(q, m) {
 				reason = reasonDraftSentByOwner
 				break
 			}
-			if answersItem(q, m, owner) {
+			if answersItem(q, rec, m, owner) {
 				reason = reasonOwnerReplied
 				break
 			}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"strings"
+	"sync/atomic"
 
 	"github.com/mailagent/mailagent/internal/mail"
 )
@@ -136,9 +137,25 @@ func isNoReply(local string) bool {
 // DKIM in the topmost Authentication-Results block carrying the
 // configured authserv_id) and that address is one of the owner's.
 func ownerAuthenticated(m *mail.Message, o Owner) (bool, string) {
+	if ownerAuthOff.Load() && o.IsOwner(m.From.Email) {
+		return true, "the owner's authentication is switched off (a test's positive control)"
+	}
 	a := AuthenticateSender(m, o.AuthservID)
 	if a.Authenticated && o.IsOwner(a.Address) {
 		return true, a.Reason
 	}
 	return false, ""
+}
+
+// ownerAuthOff switches the owner's authentication off: mail whose From
+// names the owner routes owner whatever its Authentication-Results say.
+// It exists only for the positive control of the spoofed-owner-mail
+// attacks (switchOffOwnerAuthForTest); nothing in the product sets it.
+var ownerAuthOff atomic.Bool
+
+// switchOffOwnerAuthForTest turns the owner's authentication off until
+// the returned function is called. Never from a parallel test.
+func switchOffOwnerAuthForTest() (restore func()) {
+	ownerAuthOff.Store(true)
+	return func() { ownerAuthOff.Store(false) }
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/mailagent/mailagent/agent/invite"
 	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
@@ -57,7 +58,7 @@ func ScheduleEventUID(k store.MessageKey) string {
 // item (the reply is out; the owner can add the event by hand).
 func (p *Pipeline) scheduleSent(ob *store.OutboxRecord) {
 	o := ob.Offer
-	w, ok := p.Calendar.(EventWriter)
+	w, ok := p.Calendar.(invite.EventWriter)
 	if o == nil || !ok {
 		return
 	}
@@ -101,10 +102,10 @@ func (p *Pipeline) scheduleSent(ob *store.OutboxRecord) {
 	stored, err := w.PutEvent(ctx, ob.Account, uid, data, "")
 	if err != nil {
 		p.logger().Warn("schedule: calendar not updated", "outbox", ob.ID, "err", err)
-		reason := "the tentative event was not created: " + calendarWriteError(err)
+		reason := "the tentative event was not created: " + invite.CalendarWriteError(err)
 		p.noteOnSentItem(ob, "calendar: "+reason)
 		if errors.Is(err, calendar.ErrPrecondition) {
-			p.queueCalendarConflict(p.sentItemOf(ob), reason)
+			p.invitations().QueueCalendarConflict(p.sentItemOf(ob), reason)
 		}
 		return
 	}

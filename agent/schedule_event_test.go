@@ -13,6 +13,7 @@ import (
 
 	"github.com/emersion/go-ical"
 
+	"github.com/mailagent/mailagent/agent/invite"
 	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/store"
 )
@@ -37,7 +38,7 @@ func (c *writableCalendar) FreeSlots(context.Context, string, time.Time) ([]cale
 	return []calendar.Interval{{Start: d(10), End: d(11)}, {Start: d(14), End: d(15)}}, c.loc, nil
 }
 
-var _ EventWriter = (*writableCalendar)(nil) // found by type assertion: keep the signature in step
+var _ invite.EventWriter = (*writableCalendar)(nil) // found by type assertion: keep the signature in step
 
 func (c *writableCalendar) SlotLength(string) time.Duration { return 45 * time.Minute }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mailagent/mailagent/agent/owner"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
@@ -251,44 +252,17 @@ func threadSnapshot(in mail.ThreadInput, th *mail.Threader, threadID string, mer
 	return input, output
 }
 
-// ownerTurnSnap is one turn of the owner loop in the owner step's
-// snapshot: the model's raw answer (the tool call), and what code made of
-// it (the result, or why it was refused).
-type ownerTurnSnap struct {
-	Loop   int    `json:"loop,omitempty"` // delegate: which forwarded original (1-based)
-	Turn   int    `json:"turn"`
-	Answer string `json:"answer"`
-	Result string `json:"result"`
-	// Draft is the reply generate_reply_draft wrote.
-	Draft string `json:"draft,omitempty"`
-}
-
-// ownerLoopInput is the prompt variables of one owner loop (the per-turn
-// boundary and the earlier steps left out: the turns show those).
-type ownerLoopInput struct {
-	Mode      string   `json:"mode"`
-	Owner     string   `json:"owner"`
-	Today     string   `json:"today"`
-	Contacts  []string `json:"contacts"`
-	From      string   `json:"from"`
-	To        string   `json:"to"`
-	Subject   string   `json:"subject"`
-	Text      string   `json:"text"`
-	Forwarded string   `json:"forwarded_from,omitempty"`
-	MaxSteps  int      `json:"max_steps"`
-}
-
 // ownerSnapshot is the owner step's snapshot: the prompt variables of each
 // loop in, every turn and what it led to out. Each loop's text and each
 // turn's answer and draft get an equal share of the cap, so that a long
 // answer cannot push the later turns (or the refusal) out of it.
-func ownerSnapshot(res OwnerResult) (in, out any) {
-	loops := slices.Clone(res.loops)
+func ownerSnapshot(res owner.Result) (in, out any) {
+	loops := slices.Clone(res.Loops)
 	share := (store.SnapshotCap - 1024) / max(len(loops), 1)
 	for i := range loops {
 		loops[i].Text = capText(loops[i].Text, share)
 	}
-	turns := slices.Clone(res.turns)
+	turns := slices.Clone(res.Turns)
 	share = (store.SnapshotCap - 1024) / max(2*len(turns), 1)
 	for i := range turns {
 		turns[i].Answer = capText(turns[i].Answer, share)

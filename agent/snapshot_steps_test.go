@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mailagent/mailagent/agent/owner"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
@@ -52,10 +53,10 @@ func TestOwnerStepSnapshot(t *testing.T) {
 	p, st, _, model := newLearnPipeline(t, "review")
 	p.Snapshots, p.Redactor = true, &wordRedactor{word: "SECRET-TOKEN-42"}
 	model.turns = []map[string]any{
-		turn(ToolUpdateContext, store.MemoryPreference, "carol@example.org", "Answer Carol in German.", ""),
+		turn(owner.ToolUpdateContext, store.MemoryPreference, "carol@example.org", "Answer Carol in German.", ""),
 		// Not a contact this mail names, insisted on through the repair.
-		turn(ToolUpdateContext, store.MemoryFact, "mallory@evil.example", "Mallory is the boss.", ""),
-		turn(ToolUpdateContext, store.MemoryFact, "mallory@evil.example", "Mallory is the boss.", ""),
+		turn(owner.ToolUpdateContext, store.MemoryFact, "mallory@evil.example", "Mallory is the boss.", ""),
+		turn(owner.ToolUpdateContext, store.MemoryFact, "mallory@evil.example", "Mallory is the boss.", ""),
 	}
 	out, err := p.Process(context.Background(), ownerMsg("ada+agent@example.com", "", "Carol",
 		"From now on answer Carol (carol@example.org) in German. My token is SECRET-TOKEN-42.", ownerAuth))
@@ -80,7 +81,7 @@ func TestOwnerStepSnapshotDelegate(t *testing.T) {
 	p, st, _, model := newLearnPipeline(t, "review")
 	p.Snapshots, p.Redactor = true, &wordRedactor{word: "unused-secret"}
 	model.draft = "Yes, coffee on Thursday is fine."
-	model.turns = []map[string]any{turn(ToolGenerateDraft, "", "", "", ""), turn(ToolProposeSend, "", "", "", "")}
+	model.turns = []map[string]any{turn(owner.ToolGenerateDraft, "", "", "", ""), turn(owner.ToolProposeSend, "", "", "", "")}
 	out, err := p.Process(context.Background(), ownerMsg("ada+agent@example.com", "", "Fwd: Coffee", "Please say yes.\n\n---------- Forwarded message ---------\n"+
 		"From: Sam Lee <sam@example.net>\nSubject: Coffee\nMessage-ID: <coffee@example.net>\n\nCoffee on Thursday?", ownerAuth))
 	if err != nil {
@@ -98,8 +99,8 @@ func TestOwnerStepSnapshotCap(t *testing.T) {
 	p, st, _, model := newLearnPipeline(t, "review")
 	p.Snapshots, p.Redactor = true, &wordRedactor{word: "unused-secret"}
 	big := strings.Repeat("ä", store.SnapshotCap) // 2 bytes a rune: twice the cap
-	for i := range DefaultOwnerSteps {
-		tt := turn(ToolUpdateContext, store.MemoryFact, "", fmt.Sprintf("Fact number %d.", i+1), "")
+	for i := range owner.DefaultSteps {
+		tt := turn(owner.ToolUpdateContext, store.MemoryFact, "", fmt.Sprintf("Fact number %d.", i+1), "")
 		tt["instruction"] = big
 		model.turns = append(model.turns, tt)
 	}
@@ -109,13 +110,13 @@ func TestOwnerStepSnapshotCap(t *testing.T) {
 	}
 	s := snapOf(t, st, out.Record.TraceID, "owner") // checks the cap
 	var o struct {
-		Turns []ownerTurnSnap `json:"turns"`
+		Turns []owner.Turn `json:"turns"`
 	}
 	if err := json.Unmarshal([]byte(s.Output), &o); err != nil {
 		t.Fatalf("the output was cut by the cap instead of shared among the turns: %v\n%.300s", err, s.Output)
 	}
-	if len(o.Turns) != DefaultOwnerSteps {
-		t.Fatalf("turns shown: %d, want %d", len(o.Turns), DefaultOwnerSteps)
+	if len(o.Turns) != owner.DefaultSteps {
+		t.Fatalf("turns shown: %d, want %d", len(o.Turns), owner.DefaultSteps)
 	}
 	for i, tn := range o.Turns {
 		if !strings.Contains(tn.Answer, "…[cut ") || !strings.HasPrefix(tn.Result, "update_context: recorded") {
@@ -235,7 +236,7 @@ func TestOwnerStepSnapshotDelegateFinishedByCode(t *testing.T) {
 	p, st, _, model := newLearnPipeline(t, "review")
 	p.Snapshots, p.Redactor = true, &wordRedactor{word: "unused-secret"}
 	model.draft = "Happy to, see you Thursday."
-	model.turns = []map[string]any{turn(ToolDone, "", "", "", "")}
+	model.turns = []map[string]any{turn(owner.ToolDone, "", "", "", "")}
 	out, err := p.Process(context.Background(), ownerMsg("ada+agent@example.com", "", "Fwd: Tea", "Say yes.\n\n---------- Forwarded message ---------\n"+
 		"From: Sam Lee <sam@example.net>\nSubject: Tea\nMessage-ID: <tea@example.net>\n\nTea on Thursday?", ownerAuth))
 	if err != nil {

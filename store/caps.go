@@ -68,6 +68,38 @@ func (s *Store) IncrAutoSend(account, contact, day string, perContactMax, global
 	return ok, nil
 }
 
+// RefundAutoSend gives back one auto-send to contact on day that
+// IncrAutoSend reserved for a reply that was never sent (cancelled
+// before SMTP: answered meanwhile, or the owner stopped it). Both counts
+// go down by one in one transaction, and only when the contact has a
+// reservation that day (never below zero, never another's). The caller
+// refunds at most once per reservation (after the record's one
+// transition to cancelled).
+func (s *Store) RefundAutoSend(account, contact, day string) error {
+	if err := checkContact(account, contact); err != nil {
+		return fmt.Errorf("auto-send refund: %w", err)
+	}
+	if err := checkDay(day); err != nil {
+		return fmt.Errorf("auto-send refund: %w", err)
+	}
+	pk, gk := capKeys(account, contact, day)
+	err := s.updateTx(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bAutoSend)
+		pc, g := getCount(b, pk), getCount(b, gk)
+		if pc == 0 {
+			return nil // nothing reserved for this contact that day
+		}
+		if err := putCount(b, pk, pc-1); err != nil {
+			return err
+		}
+		return putCount(b, gk, max(g-1, 0))
+	})
+	if err != nil {
+		return fmt.Errorf("auto-send refund %s/%s %s: %w", account, mail.AddrKey(contact), day, err)
+	}
+	return nil
+}
+
 // AutoSendCounts returns the auto-sends to contact on day and the day's
 // total across accounts.
 func (s *Store) AutoSendCounts(account, contact, day string) (perContact, global int, err error) {

@@ -200,3 +200,9 @@ func ThreadCorrespondent(msgs []*MessageRecord) (anchor *MessageRecord, correspo
 	}
 	return nil, ""
 }
+
+// External reports whether r is mail from outside: routed external by
+// agent.Route (not the owner's or mailagent's own, not automated). Reply
+// tracking opens and closes followups only on such mail; who it is from
+// is still Correspondent, never the From text.
+func (r *MessageRecord) External() bool { return r != nil && r.Route == "external" }

@@ -132,3 +132,23 @@ func TestThreadCorrespondent(t *testing.T) {
 		t.Error("only Ann's authenticated mail belongs to the thread the owner opened with her")
 	}
 }
+
+func TestExternal(t *testing.T) {
+	cases := []struct {
+		name string
+		rec  *MessageRecord
+		want bool
+	}{
+		{"external", &MessageRecord{Route: "external"}, true},
+		{"owner", &MessageRecord{Route: "owner"}, false},
+		{"self", &MessageRecord{Route: "self"}, false},
+		{"automated", &MessageRecord{Route: "automated"}, false},
+		{"not routed", &MessageRecord{}, false},
+		{"nil", nil, false},
+	}
+	for _, c := range cases {
+		if got := c.rec.External(); got != c.want {
+			t.Errorf("%s: External() = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -790,3 +790,43 @@ func TestNewIDOrdered(t *testing.T) {
 		}
 	}
 }
+
+// TestRefundAutoSend: a reservation refunded gives the cap back, both
+// counts, never below zero, for that contact and day only.
+func TestRefundAutoSend(t *testing.T) {
+	s, _ := openTest(t)
+	const day = "2025-03-01"
+	if ok, err := s.IncrAutoSend("p", "bob@example.com", day, 1, 10); !ok || err != nil {
+		t.Fatalf("first send: %v %v", ok, err)
+	}
+	if ok, _ := s.IncrAutoSend("p", "bob@example.com", day, 1, 10); ok {
+		t.Fatal("second send: allowed over the cap of 1")
+	}
+	if ok, _ := s.IncrAutoSend("p", "carol@example.com", day, 1, 10); !ok {
+		t.Fatal("carol: refused")
+	}
+	if err := s.RefundAutoSend("p", "BOB@example.com", day); err != nil {
+		t.Fatal(err)
+	}
+	if pc, g, _ := s.AutoSendCounts("p", "bob@example.com", day); pc != 0 || g != 1 {
+		t.Errorf("after the refund: %d/%d, want 0/1 (carol's stays)", pc, g)
+	}
+	if ok, _ := s.IncrAutoSend("p", "bob@example.com", day, 1, 10); !ok {
+		t.Error("after the refund: the cap was not given back")
+	}
+	// Refunds beyond what was counted stop at zero.
+	for range 3 {
+		if err := s.RefundAutoSend("p", "dave@example.com", day); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pc, _, _ := s.AutoSendCounts("p", "dave@example.com", day); pc != 0 {
+		t.Errorf("dave: %d, want 0", pc)
+	}
+	if _, g, _ := s.AutoSendCounts("p", "bob@example.com", day); g != 2 {
+		t.Errorf("day total after refunds for a contact with no reservation: %d, want 2 (bob's and carol's)", g)
+	}
+	if err := s.RefundAutoSend("p", "bob@example.com", "yesterday"); err == nil {
+		t.Error("a bad day: got nil error")
+	}
+}

@@ -43,7 +43,7 @@ type Classification struct {
 	Comments         string   `json:"comments"`
 	// ReplyBy is a date the message asks an answer by ("YYYY-MM-DD"), as
 	// the model read it; reply tracking uses it only after checking it
-	// (agent.ValidDeadline).
+	// (followup.ValidDeadline).
 	ReplyBy string `json:"reply_by,omitempty"`
 	// RequestedWindow is the span of days a scheduling message asks about,
 	// as the model read it; the agent offers free slots inside it only

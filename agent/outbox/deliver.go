@@ -376,6 +376,7 @@ func (o *Outbox) checkAnswered(ctx context.Context, ob *store.OutboxRecord) (sto
 	}); err != nil {
 		return true, fmt.Errorf("outbox %s: cancel: %w", ob.ID, err)
 	}
+	o.refundCap(ob) // counted when it was decided, never sent
 	if ob.QueueID != "" {
 		if err := o.resolve(ctx, ob.QueueID, reason+"; approving it sent nothing"); err != nil && !errors.Is(err, store.ErrConflict) {
 			return true, fmt.Errorf("resolve %s: %w", ob.QueueID, err)
@@ -429,5 +430,27 @@ func (o *Outbox) markAnswered(ob *store.OutboxRecord) {
 	}
 	if err := mark(ctx, ob); err != nil {
 		o.logger().Warn(`set \Answered on the original`, "account", ob.Account, "outbox", ob.ID, "err", err)
+	}
+}
+
+// capRefunder is the store's side of giving back a daily auto-send
+// reservation (store.Store has it).
+type capRefunder interface {
+	RefundAutoSend(account, contact, day string) error
+}
+
+// refundCap gives back the daily auto-send cap that an automatic reply or
+// follow-up (Auto, no Kind: counted by IncrAutoSend when it was decided)
+// reserved, once ob was cancelled without being sent. It runs after the
+// record's one transition to cancelled, so a reservation is refunded at
+// most once. The day is the record's CreatedAt, the day it was counted
+// on; mails of their own (a Kind) were never counted.
+func (o *Outbox) refundCap(ob *store.OutboxRecord) {
+	r, ok := o.Store.(capRefunder)
+	if !ok || ob == nil || !ob.Auto || ob.Kind != "" || len(ob.To) != 1 {
+		return
+	}
+	if err := r.RefundAutoSend(ob.Account, ob.To[0], store.Day(ob.CreatedAt)); err != nil {
+		o.logger().Warn("auto-send cap not given back", "account", ob.Account, "outbox", ob.ID, "err", err)
 	}
 }

@@ -135,6 +135,11 @@ var ErrAmbiguousSend = errors.New("interrupted during the SMTP transaction: it m
 // applies to (Cancel once the send has started).
 var ErrNotActionable = errors.New("queue item is not in a state this action applies to")
 
+// OpenStatuses are the statuses of a queue item the owner can still act
+// on (approve, edit, reject, snooze); any other status is final or a send
+// under way.
+var OpenStatuses = []string{store.QueuePending, store.QueueSnoozed, store.QueueFailed}
+
 // ErrApprovalCancelled is returned by SendApproval when the undo window
 // ended with a cancellation.
 var ErrApprovalCancelled = errors.New("approval cancelled")

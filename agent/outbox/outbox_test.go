@@ -734,3 +734,94 @@ func TestSendRetryAfterAMinuteOutage(t *testing.T) {
 		t.Errorf("control: RetryBackoff(40) = %v, want the hour ceiling", store.RetryBackoff(40))
 	}
 }
+
+// TestCancelledAutoSendGivesTheCapBack: an automatic reply counts
+// against the daily caps when it is decided; when it is then never sent
+// (the original was answered meanwhile, or the owner cancelled it in
+// policy.send_delay) the reservation is given back, once. One that goes
+// out keeps it, and an approval's cancel gives back nothing.
+func TestCancelledAutoSendGivesTheCapBack(t *testing.T) {
+	ctx := context.Background()
+	created := time.Date(2026, 3, 2, 23, 50, 0, 0, time.UTC)
+	day := store.Day(created)
+	reserve := func(t *testing.T, w *world) {
+		t.Helper()
+		if ok, err := w.st.IncrAutoSend("a", "carol@example.org", day, 1, 10); !ok || err != nil {
+			t.Fatalf("reserve: %v %v", ok, err)
+		}
+	}
+	counts := func(t *testing.T, w *world) (int, int) {
+		t.Helper()
+		pc, g, err := w.st.AutoSendCounts("a", "carol@example.org", day)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pc, g
+	}
+	auto := func(t *testing.T, w *world, status string) *store.OutboxRecord {
+		t.Helper()
+		return w.record(t, &store.OutboxRecord{ID: ID(original), Auto: true, Status: status, CreatedAt: created})
+	}
+	t.Run("answered meanwhile", func(t *testing.T) {
+		w := newWorld(t)
+		reserve(t, w)
+		ob := auto(t, w, store.OutboxPending)
+		w.mailer.answered = true
+		if err := w.o.Deliver(ctx, ob.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.status(t, ob.ID); got.Status != store.OutboxCancelled || w.mailer.sends() != 0 {
+			t.Fatalf("record %s, %d sends; want cancelled, none", got.Status, w.mailer.sends())
+		}
+		if pc, g := counts(t, w); pc != 0 || g != 0 {
+			t.Errorf("caps after a cancelled auto-send: %d/%d, want 0/0", pc, g)
+		}
+		// Delivering the cancelled record again refunds nothing more.
+		if ok, _ := w.st.IncrAutoSend("a", "carol@example.org", day, 1, 10); !ok {
+			t.Fatal("the cap was not given back")
+		}
+		_ = w.o.Deliver(ctx, ob.ID)
+		if pc, _ := counts(t, w); pc != 1 {
+			t.Errorf("after a second Deliver of the cancelled record: %d, want 1 (refunded once)", pc)
+		}
+	})
+	t.Run("cancelled by the owner in the delay", func(t *testing.T) {
+		w := newWorld(t)
+		reserve(t, w)
+		ob := auto(t, w, store.OutboxScheduled)
+		if err := w.o.Cancel(ctx, ob.ID); err != nil {
+			t.Fatal(err)
+		}
+		if pc, g := counts(t, w); pc != 0 || g != 0 {
+			t.Errorf("caps after the owner's cancel: %d/%d, want 0/0", pc, g)
+		}
+	})
+	t.Run("sent keeps it", func(t *testing.T) {
+		w := newWorld(t)
+		reserve(t, w)
+		ob := auto(t, w, store.OutboxPending)
+		if err := w.o.Deliver(ctx, ob.ID); err != nil {
+			t.Fatal(err)
+		}
+		if w.mailer.sends() != 1 {
+			t.Fatalf("sends: %d, want 1", w.mailer.sends())
+		}
+		if pc, g := counts(t, w); pc != 1 || g != 1 {
+			t.Errorf("caps after a sent auto-send: %d/%d, want 1/1", pc, g)
+		}
+	})
+	t.Run("an approval's cancel refunds nothing", func(t *testing.T) {
+		w := newWorld(t)
+		reserve(t, w) // another automatic reply to carol that day
+		ob := w.approval(t, 0)
+		if _, err := w.st.TransitionOutbox(ob.ID, []string{store.OutboxPending}, store.OutboxScheduled, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.o.Cancel(ctx, ob.QueueID); err != nil {
+			t.Fatal(err)
+		}
+		if pc, g := counts(t, w); pc != 1 || g != 1 {
+			t.Errorf("caps after cancelling an approval: %d/%d, want 1/1", pc, g)
+		}
+	})
+}

@@ -38,6 +38,7 @@ func (o *Outbox) Cancel(ctx context.Context, id string) error {
 		if err != nil {
 			return fmt.Errorf("cancel %s: %w", id, err)
 		}
+		o.refundCap(cur) // an automatic follow-up stopped in its delay
 		o.notify("queue_updated", item.ID, item.Account)
 		return nil
 	}
@@ -48,6 +49,7 @@ func (o *Outbox) Cancel(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("cancel %s: %w", id, err)
 	}
+	o.refundCap(ob) // an auto-send stopped in policy.send_delay
 	if ob.Kind != "" {
 		// A mail of its own: cancelled is all; there is no draft to queue.
 		o.notify("queue_updated", ob.ID, ob.Account)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/agent/invite"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
@@ -20,7 +20,7 @@ import (
 )
 
 // Busy gives the agent an account's busy times in window (an
-// invitation's conflicts); agent.BusyCalendar.
+// invitation's conflicts); invite.BusyCalendar.
 func (c agentCalendar) Busy(ctx context.Context, account string, window calendar.Interval, exceptUID string) ([]calendar.Interval, error) {
 	a, ok := c.cfg.Account(account)
 	if !ok || !a.Calendar.Configured() {
@@ -43,7 +43,7 @@ func (c agentCalendar) Busy(ctx context.Context, account string, window calendar
 
 // PutEvent stores an event on the account's calendar when
 // [accounts.calendar] write = true and it is CalDAV, conditionally (etag
-// "": create only; else replace only that version); agent.EventWriter.
+// "": create only; else replace only that version); invite.EventWriter.
 func (c agentCalendar) PutEvent(ctx context.Context, account, uid string, data []byte, etag string) (calendar.Stored, error) {
 	a, ok := c.cfg.Account(account)
 	if !ok || !a.Calendar.Configured() || !a.Calendar.Write || a.Calendar.Kind == config.CalendarICS {
@@ -64,15 +64,15 @@ func (c agentCalendar) PutEvent(ctx context.Context, account, uid string, data [
 // The calendar sides the agent looks for (by type assertion, so a
 // signature drift would silently switch them off).
 var (
-	_ agent.EventWriter  = agentCalendar{}
-	_ agent.EventDeleter = agentCalendar{}
-	_ agent.BusyCalendar = agentCalendar{}
-	_ agent.EventReader  = agentCalendar{}
+	_ invite.EventWriter  = agentCalendar{}
+	_ invite.EventDeleter = agentCalendar{}
+	_ invite.BusyCalendar = agentCalendar{}
+	_ invite.EventReader  = agentCalendar{}
 )
 
 // GetEvent reads the event mailagent stores for uid on the account's
 // writable calendar, with its ETag and the owner's zone (floating
-// times); agent.EventReader. A zero Stored: no writable calendar.
+// times); invite.EventReader. A zero Stored: no writable calendar.
 func (c agentCalendar) GetEvent(ctx context.Context, account, uid string) ([]byte, calendar.Stored, *time.Location, error) {
 	a, ok := c.cfg.Account(account)
 	if !ok || !a.Calendar.Configured() || !a.Calendar.Write || a.Calendar.Kind == config.CalendarICS {
@@ -95,7 +95,7 @@ func (c agentCalendar) GetEvent(ctx context.Context, account, uid string) ([]byt
 }
 
 // DeleteEvent removes an event mailagent wrote, in the version etag
-// names; agent.EventDeleter.
+// names; invite.EventDeleter.
 func (c agentCalendar) DeleteEvent(ctx context.Context, account, uid, path, etag string) error {
 	a, ok := c.cfg.Account(account)
 	if !ok || !a.Calendar.Configured() || !a.Calendar.Write || a.Calendar.Kind == config.CalendarICS {
@@ -135,7 +135,7 @@ otherwise rsvp refuses and says why. Invitations are never answered
 without this command.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, ok := agent.RSVPAnswers[strings.ToLower(args[1])]; !ok {
+			if _, ok := invite.RSVPAnswers[strings.ToLower(args[1])]; !ok {
 				return usageErr("rsvp %s %q: answer accept, decline or tentative", args[0], args[1])
 			}
 			opts.ID, opts.Answer = args[0], strings.ToLower(args[1])
@@ -153,7 +153,7 @@ func queueRSVP(ctx context.Context, f *Factory, svc api.Service, opts *QueueOpti
 		return &UserError{Code: ExitFailure, Err: errors.New("rsvp: this service cannot answer invitations"), Hint: "check the configuration with: mailagent doctor"}
 	}
 	item, err := inv.RSVP(ctx, opts.ID, opts.Answer)
-	if errors.Is(err, agent.ErrOrganizerUnverified) || (err != nil && strings.Contains(err.Error(), agent.ErrOrganizerUnverified.Error())) {
+	if errors.Is(err, invite.ErrOrganizerUnverified) || (err != nil && strings.Contains(err.Error(), invite.ErrOrganizerUnverified.Error())) {
 		return &UserError{Code: ExitUsage, Err: err, Hint: "answer from your calendar client, or reply by mail"}
 	}
 	if err != nil {

@@ -138,7 +138,7 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 			d.Notify(e)
 		}
 		if parts.Pipeline.Followups != nil {
-			parts.Pipeline.Followups.Notify = parts.Pipeline.Actor.Notify
+			parts.Pipeline.Followups.Notify = agent.EventsTo(parts.Pipeline.Actor.Notify)
 		}
 		started := time.Now()
 		local := &api.Local{

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/agent/followup"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/daemon"
@@ -142,7 +143,7 @@ func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.S
 	p.Calendar = newAgentCalendar(cfg)
 	p.Tools = newToolStep(cfg.Tools)
 	if cfg.Followup.Enabled {
-		p.Followups = &agent.Followups{Store: st, Accounts: p.Accounts, Now: f.Now, Policy: agent.FollowupPolicy{
+		p.Followups = &followup.Tracker{Store: st, Accounts: p.Accounts, Now: f.Now, Policy: followup.Policy{
 			Enabled: true, DefaultAfter: cfg.Followup.DefaultAfter.D(), BusinessDays: cfg.Followup.BusinessDays,
 			MaxNudges: cfg.Followup.MaxNudges, NudgeText: cfg.Followup.NudgeText,
 			AutoSendKnownContacts: cfg.Followup.AutoSendKnownContacts && cfg.Policy.Mode == config.ModeAuto}}
@@ -286,7 +287,7 @@ func newDaemon(f *Factory, cfg *config.Config, st *store.Store, parts *agentPart
 	// broker in front).
 	parts.Pipeline.Actor.Notify = d.Notify
 	if parts.Pipeline.Followups != nil {
-		parts.Pipeline.Followups.Notify = d.Notify
+		parts.Pipeline.Followups.Notify = agent.EventsTo(d.Notify)
 	}
 	return d
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/emersion/go-message/mail"
 
-	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/agent/guard"
 	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/internal/llm"
 )
@@ -358,7 +358,7 @@ var linkRE = regexp.MustCompile(`(?i)https?://|www\.|[a-z0-9-]+\.(example|com|or
 // "Thu 26 Nov 2026 13:00".
 func guardOK(body string) bool {
 	return body != "" && !strings.Contains(body, "@") && !linkRE.MatchString(body) &&
-		len(agent.GuardOutput(agent.OutboundFields{Body: body}, agent.Trusted{}, 0)) == 0
+		len(guard.Check(guard.Fields{Body: body}, guard.Trusted{}, 0)) == 0
 }
 
 // demoDraft drafts a reply to p the way the pipeline does: a scheduling

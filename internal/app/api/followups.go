@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/agent/followup"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
@@ -97,11 +97,11 @@ func cmpString(a, b string) int {
 // followups is the reply tracker Local acts with: the watcher's when it
 // gave one, else one over the store (these actions change only the
 // database).
-func (l *Local) followups() *agent.Followups {
+func (l *Local) followups() *followup.Tracker {
 	if l.Tracker != nil {
 		return l.Tracker
 	}
-	return &agent.Followups{Store: l.DB, Now: l.Now, Policy: agent.FollowupPolicy{Enabled: true}}
+	return &followup.Tracker{Store: l.DB, Now: l.Now, Policy: followup.Policy{Enabled: true}}
 }
 
 // FollowupAction implements Service.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/agent/followup"
 	"github.com/mailagent/mailagent/agent/outbox"
 	"github.com/mailagent/mailagent/store"
 )
@@ -33,7 +34,7 @@ type Local struct {
 	Now func() time.Time
 	// Tracker is the watcher's reply tracker (nil: followup actions use
 	// one over DB).
-	Tracker *agent.Followups
+	Tracker *followup.Tracker
 }
 
 var _ Service = (*Local)(nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/emersion/go-imap/v2"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/agent/owner"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
@@ -224,7 +225,7 @@ func (a *AccountMailer) originalUIDs(ctx context.Context, c *imapsync.Client, or
 // noMailbox reports whether original is in no real mailbox: none is
 // known, or it is a record the agent made (a delegated original).
 func noMailbox(original store.MessageKey) bool {
-	return original.Mailbox == "" || agent.IsDelegated(original)
+	return original.Mailbox == "" || owner.IsDelegated(original)
 }
 
 func inMailbox(name string) func(context.Context, *AccountMailer) (string, error) {

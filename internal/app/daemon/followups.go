@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/agent/followup"
 	"github.com/mailagent/mailagent/internal/mail"
 )
 
@@ -38,12 +39,12 @@ func (d *Daemon) trackSent(ctx context.Context, account string, msgs []*mail.Mes
 	if err != nil {
 		return err
 	}
-	var sent []agent.SentMail
+	var sent []followup.SentMail
 	for _, m := range msgs {
 		if agent.SentAutomatically(m, autoSentBy(ours)) {
 			continue
 		}
-		sent = append(sent, agent.SentMail{Message: m, Asks: asks[m], NudgeOf: agent.NudgeOf(m.HeaderValue(agent.TraceHeader))})
+		sent = append(sent, followup.SentMail{Message: m, Asks: asks[m], NudgeOf: followup.NudgeOf(m.HeaderValue(agent.TraceHeader))})
 	}
 	err = f.OwnerSent(ctx, account, sent...)
 	d.Wake() // new timers: the scheduler re-reads the earliest

@@ -29,7 +29,7 @@ const (
 	// JobFollowups fires the reply-tracking timers that are due. It is due
 	// at the earliest open followup's timer (store.NextFollowupDue), read
 	// again on every wake (a new timer comes with an agent event) and
-	// after each run. Idempotent: agent.Followups.FireDue fires by the ids
+	// after each run. Idempotent: followup.Tracker.FireDue fires by the ids
 	// the store's index shows due and moves each out of the index in the
 	// same write, so a second run finds nothing to fire.
 	JobFollowups = "followups"

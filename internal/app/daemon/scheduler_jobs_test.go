@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/agent/followup"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -33,7 +34,7 @@ func TestFollowupJobResumedAfterCrashActsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	daemon := func(st *store.Store) *Daemon {
-		f := &agent.Followups{Store: st, Policy: agent.FollowupPolicy{Enabled: true, MaxNudges: 2}}
+		f := &followup.Tracker{Store: st, Policy: followup.Policy{Enabled: true, MaxNudges: 2}}
 		return &Daemon{Store: st, Pipeline: &agent.Pipeline{Store: st, Followups: f}}
 	}
 	d := daemon(st)
@@ -94,7 +95,7 @@ func TestFollowupJobResumedAfterCrashActsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	j, _ := st.GetJob(JobFollowups)
-	if len(drafts) != 1 || !strings.HasPrefix(drafts[0], agent.NudgeID(fu.ID, 1)) || got.Nudges != 1 {
+	if len(drafts) != 1 || !strings.HasPrefix(drafts[0], followup.NudgeID(fu.ID, 1)) || got.Nudges != 1 {
 		t.Fatalf("after a crash and a resumed run: drafts %v, nudges %d; want one draft, one nudge", drafts, got.Nudges)
 	}
 	if j == nil || j.Runs != 1 || j.State != store.JobPending || !j.Due.Equal(got.Due.UTC()) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/agent/followup"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/mail"
@@ -73,7 +74,7 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 				Subject: m.Subject, Date: m.Date, CleanText: prompts.TrimText(m.CleanText, store.MaxExampleText),
 				InReplyTo: m.InReplyTo, References: m.References, Header: m.Header}
 			mine = append(mine, kept)
-			asks[kept] = agent.AsksQuestion(m)
+			asks[kept] = followup.AsksQuestion(m)
 		}
 		return nil
 	})

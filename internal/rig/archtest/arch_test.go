@@ -52,6 +52,7 @@ var leafLibraries = []string{
 	"internal/config", "internal/netpolicy", "internal/termsafe", "internal/autoconfig",
 	"internal/initcfg", "internal/unsubscribe", "internal/humantime",
 	"internal/calendar", "internal/memimap", "internal/html2text", "internal/retry",
+	"agent/guard",
 }
 
 // testRigs are packages that only tests (and other rigs) import, checked
@@ -71,6 +72,19 @@ var rules = []struct {
 	// that uses it (the agent's side effects come in as hooks); the one
 	// address rule of outgoing mail is netpolicy's.
 	{pkg: "agent/outbox", only: []string{"store", "internal/mail", "internal/netpolicy"}},
+	// The output guard is a pure leaf: text in, problems out; the one
+	// address key is its only project import (never store, the model,
+	// IMAP or the agent that calls it).
+	{pkg: "agent/guard", only: []string{"internal/mail"}},
+	// Reply tracking reaches the pipeline only through the hooks and
+	// interfaces it declares: never the agent package itself.
+	{pkg: "agent/followup", only: []string{"store", "internal/mail", "agent/outbox"}},
+	// Invitations reach the pipeline only through invite.Host and the
+	// stores and calendar sides they declare: never the agent package.
+	{pkg: "agent/invite", only: []string{"store", "internal/mail", "internal/calendar", "internal/compose", "agent/outbox"}},
+	// The owner's channel reaches the pipeline only through owner.Host:
+	// never the agent package, never a mail server or the outbox.
+	{pkg: "agent/owner", only: []string{"store", "internal/mail", "internal/llm", "prompts"}},
 	{pkg: "imapsync", only: []string{"internal/netpolicy", "internal/retry"}},
 	{pkg: "store", only: []string{"internal/mail", "internal/retry"}},
 	{pkg: "tui", only: []string{"tui", "internal/termsafe", "internal/humantime"}},
@@ -280,6 +294,26 @@ func TestRulesCatch(t *testing.T) {
 		{"agent/outbox", "imapsync", true},
 		{"agent/outbox", "store", false},
 		{"agent", "agent/outbox", false},
+		{"agent/guard", "store", true},
+		{"agent/guard", "agent", true},
+		{"agent/guard", "internal/llm", true},
+		{"agent/guard", "internal/mail", false},
+		{"agent", "agent/guard", false},
+		{"agent/followup", "agent", true},
+		{"agent/followup", "internal/llm", true},
+		{"agent/followup", "imapsync", true},
+		{"agent/followup", "store", false},
+		{"agent", "agent/followup", false},
+		{"agent/invite", "agent", true},
+		{"agent/invite", "internal/llm", true},
+		{"agent/invite", "agent/followup", true},
+		{"agent/invite", "internal/calendar", false},
+		{"agent", "agent/invite", false},
+		{"agent/owner", "agent", true},
+		{"agent/owner", "agent/outbox", true},
+		{"agent/owner", "internal/smtpsend", true},
+		{"agent/owner", "prompts", false},
+		{"agent", "agent/owner", false},
 		{"internal/app/status", "store", true},
 		{"internal/app/api", "internal/app/status", false},
 		{"internal/app/daemon", "internal/app/status", false},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/agent/followup"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
@@ -70,7 +71,7 @@ func caseFollowups(r *run) {
 	// view of it): awaiting_reply; a nudge queues a follow-up draft.
 	ask := &mail.Message{MessageID: "ask-dave@example.com", From: mail.Address{Email: Owner}, To: []mail.Address{{Email: Dave}},
 		Subject: "Office", Date: time.Now(), CleanText: "Which day does it reopen?"}
-	if err := w.Pipeline.Followups.OwnerSent(r.ctx, Account, agent.SentMail{Message: ask, Asks: true}); err != nil {
+	if err := w.Pipeline.Followups.OwnerSent(r.ctx, Account, followup.SentMail{Message: ask, Asks: true}); err != nil {
 		r.t.Fatal(err)
 	}
 	dave, err := r.svc.Followups(r.ctx, api.FollowupFilter{States: []string{store.FollowupAwaitingReply}})

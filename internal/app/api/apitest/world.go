@@ -26,6 +26,7 @@ import (
 	"github.com/emersion/go-imap/v2/imapserver"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/agent/followup"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/daemon"
@@ -168,8 +169,8 @@ func NewWorld(t testing.TB) *World {
 			Summarizer: &agent.LLMSummarizer{Model: gem, Prompts: ps}, Notify: w.Broker.Publish},
 		Logger: discard(),
 	}
-	w.Pipeline.Followups = &agent.Followups{Store: st, Accounts: w.Pipeline.Accounts, Notify: w.Broker.Publish,
-		Policy: agent.FollowupPolicy{Enabled: true}}
+	w.Pipeline.Followups = &followup.Tracker{Store: st, Accounts: w.Pipeline.Accounts, Notify: agent.EventsTo(w.Broker.Publish),
+		Policy: followup.Policy{Enabled: true}}
 	w.Daemon = &daemon.Daemon{Store: st, Pipeline: w.Pipeline, Mailer: w.Mailer, Concurrency: 1, Logger: discard(),
 		Accounts: []daemon.Account{{Name: Account, Mailbox: "INBOX", Dial: dial}}}
 	w.Local = &api.Local{DB: st, Actions: Actions{Pipeline: w.Pipeline, Daemon: w.Daemon}, Broker: w.Broker, AutoSendCap: 20,

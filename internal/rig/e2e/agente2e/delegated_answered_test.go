@@ -8,7 +8,7 @@ import (
 
 	"github.com/emersion/go-imap/v2"
 
-	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/agent/owner"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/rig/e2e"
 	"github.com/mailagent/mailagent/store"
@@ -48,7 +48,7 @@ func TestDelegatedReplyFlagsOriginalE2E(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		dels = slices.DeleteFunc(items, func(q store.QueueItem) bool { return q.Kind != store.KindDraft || !agent.IsDelegated(q.Message) })
+		dels = slices.DeleteFunc(items, func(q store.QueueItem) bool { return q.Kind != store.KindDraft || !owner.IsDelegated(q.Message) })
 		return len(dels) == 2, fmt.Sprintf("%d delegated drafts so far", len(dels))
 	})
 	for _, q := range dels {
@@ -76,13 +76,13 @@ func TestDelegatedReplyFlagsOriginalE2E(t *testing.T) {
 	}
 	own := 0
 	for _, q := range items {
-		if !agent.IsDelegated(q.Message) && (q.MessageID == samID || q.MessageID == kimID) {
+		if !owner.IsDelegated(q.Message) && (q.MessageID == samID || q.MessageID == kimID) {
 			own++
 		}
-		if !agent.IsDelegated(q.Message) && q.MessageID == samID && q.Status != store.QueueResolved {
+		if !owner.IsDelegated(q.Message) && q.MessageID == samID && q.Status != store.QueueResolved {
 			t.Errorf("Sam's own item %s: got %s, want resolved by the delegated reply", q.ID, q.Status)
 		}
-		if !agent.IsDelegated(q.Message) && q.MessageID == kimID && q.Status != store.QueuePending {
+		if !owner.IsDelegated(q.Message) && q.MessageID == kimID && q.Status != store.QueuePending {
 			t.Errorf("Kim's own item %s: got %s, want pending", q.ID, q.Status)
 		}
 	}

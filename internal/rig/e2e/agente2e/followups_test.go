@@ -11,6 +11,7 @@ import (
 	"github.com/emersion/go-imap/v2"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/agent/followup"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/app/daemon"
 	"github.com/mailagent/mailagent/internal/llm"
@@ -84,8 +85,8 @@ func (e *env) libWatcherArchive(path string, clk *clock, archive string) *libWat
 		Policy:   agent.Policy{Mode: "review", MinConfidence: 0.8, NeverAuto: agent.DefaultNeverAuto, MaxDraftChars: 4000},
 		Accounts: accts, Now: clk.Now,
 		Actor: &agent.Actor{Store: st, Drafter: &agent.LLMDrafter{Model: gem, Prompts: ps, MaxChars: 4000}, Mailer: mailer},
-		Followups: &agent.Followups{Store: st, Accounts: accts, Now: clk.Now,
-			Policy: agent.FollowupPolicy{Enabled: true, DefaultAfter: 72 * time.Hour, MaxNudges: 2}},
+		Followups: &followup.Tracker{Store: st, Accounts: agent.Accounts(accts), Now: clk.Now,
+			Policy: followup.Policy{Enabled: true, DefaultAfter: 72 * time.Hour, MaxNudges: 2}},
 	}
 	d := &daemon.Daemon{Store: st, Pipeline: p, Mailer: mailer, Concurrency: 1, Now: clk.Now,
 		InitialLookback: time.Minute, SentLookback: time.Minute,
@@ -188,7 +189,7 @@ func TestFollowupsAgainstDovecot(t *testing.T) {
 	clk.Add(72*time.Hour + time.Minute)
 	w.once(t)
 	fu = w.followupOf(t, ask.ID)
-	nudge, err := w.st.GetQueueItem(agent.NudgeID(fu.ID, 1))
+	nudge, err := w.st.GetQueueItem(followup.NudgeID(fu.ID, 1))
 	if err != nil || fu.Tier != store.TierNudged || nudge.Status != store.QueuePending {
 		t.Fatalf("second tier: tier %d, nudge %+v (%v); want a follow-up draft pending approval", fu.Tier, nudge, err)
 	}
@@ -218,7 +219,7 @@ func TestFollowupsAgainstDovecot(t *testing.T) {
 	if fu = w.followupOf(t, ask.ID); fu.State != store.FollowupDone || !fu.Due.IsZero() {
 		t.Fatalf("after Carol's answer: %s due %v, want done without a timer", fu.State, fu.Due)
 	}
-	if q, _ := w.st.GetQueueItem(agent.NudgeID(fu.ID, 1)); q == nil || q.Status != store.QueueResolved {
+	if q, _ := w.st.GetQueueItem(followup.NudgeID(fu.ID, 1)); q == nil || q.Status != store.QueueResolved {
 		t.Fatalf("the follow-up draft after the answer: %+v, want resolved", q)
 	}
 

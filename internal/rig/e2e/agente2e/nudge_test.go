@@ -10,6 +10,7 @@ import (
 	"github.com/emersion/go-imap/v2"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/agent/followup"
 	"github.com/mailagent/mailagent/internal/rig/e2e"
 	"github.com/mailagent/mailagent/store"
 )
@@ -69,7 +70,7 @@ func TestAutoNudgeAgainstPostfix(t *testing.T) {
 	}
 	clk.Add(72*time.Hour + time.Minute)
 	w.once(t) // the follow-up, sent on its own
-	qid := agent.NudgeID(fu.ID, 1)
+	qid := followup.NudgeID(fu.ID, 1)
 	q, err := st.GetQueueItem(qid)
 	if err != nil || q.Status != store.QueueSent {
 		t.Fatalf("the follow-up %s: %+v (%v), want sent", qid, q, err)

@@ -4,14 +4,29 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/mailagent/mailagent/agent/followup"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
 
 const nudgeCarol = "carol@example.org"
+
+// fakeClock is an injectable clock for the timer tests.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
 
 // nudgeWorld is a pipeline with reply tracking whose follow-up drafts may
 // go out on their own to known contacts (followup.auto_send_known_contacts),
@@ -23,8 +38,8 @@ func nudgeWorld(t *testing.T, autoSend func(p *Pipeline) func(context.Context, *
 	p, st, mailer, _ := newLearnPipeline(t, "auto")
 	clock := &fakeClock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
 	p.Now = clock.Now
-	f := &Followups{Store: st, Now: clock.Now, Accounts: p.Accounts,
-		Policy: FollowupPolicy{Enabled: true, DefaultAfter: 72 * time.Hour, MaxNudges: 2, AutoSendKnownContacts: true}}
+	f := &followup.Tracker{Store: st, Now: clock.Now, Accounts: p.Accounts,
+		Policy: followup.Policy{Enabled: true, DefaultAfter: 72 * time.Hour, MaxNudges: 2, AutoSendKnownContacts: true}}
 	f.Known = func(account, email string) bool {
 		c, err := st.GetContact(account, email)
 		return err == nil && c.Known
@@ -45,7 +60,7 @@ func nudgeWorld(t *testing.T, autoSend func(p *Pipeline) func(context.Context, *
 	}
 	ask := &mail.Message{MessageID: "ask@example.com", From: mail.Address{Email: "ada@example.com"},
 		To: []mail.Address{{Email: nudgeCarol}}, Subject: "Figures", Date: clock.Now(), CleanText: "Could you send the figures?"}
-	if err := f.OwnerSent(context.Background(), "a", SentMail{Message: ask, Asks: true}); err != nil {
+	if err := f.OwnerSent(context.Background(), "a", followup.SentMail{Message: ask, Asks: true}); err != nil {
 		t.Fatal(err)
 	}
 	return p, st, mailer, clock
@@ -61,7 +76,7 @@ func fireNudge(t *testing.T, p *Pipeline, clock *fakeClock) string {
 			t.Fatal(err)
 		}
 	}
-	return NudgeID(store.FollowupID("a", "sent:ask@example.com"), 1)
+	return followup.NudgeID(store.FollowupID("a", "sent:ask@example.com"), 1)
 }
 
 // learnedFrom returns the examples whose source is id.

@@ -1,4 +1,4 @@
-package agent
+package invite
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func occurrenceIDs(inv *store.Invitation) []string {
 // applyOccurrences applies the occurrence changes of rec's invitation to
 // the series on the owner's calendar and records them on it
 // (Invitation.Occurrences). It returns what happened in words.
-func (p *Pipeline) applyOccurrences(ctx context.Context, rec *store.MessageRecord) string {
+func (h *Handler) applyOccurrences(ctx context.Context, rec *store.MessageRecord) string {
 	inv := rec.Invitation
 	identity := rec.SenderAuth.Identity()
 	switch {
@@ -60,7 +60,7 @@ func (p *Pipeline) applyOccurrences(ctx context.Context, rec *store.MessageRecor
 	if err != nil {
 		return "the changed occurrences were not applied: " + err.Error()
 	}
-	changes, note := p.changeSeries(ctx, rec, msg)
+	changes, note := h.changeSeries(ctx, rec, msg)
 	for _, c := range changes {
 		inv.Occurrences = append(inv.Occurrences, occurrenceRecord(c, inv.Summary))
 	}
@@ -82,11 +82,11 @@ func (p *Pipeline) applyOccurrences(ctx context.Context, rec *store.MessageRecor
 // same UID is never read or written. The item holding the event keeps
 // holding it (its ETag moves on) when it held the version read. note
 // says what kept the changes off the calendar, "" when they went there.
-func (p *Pipeline) changeSeries(ctx context.Context, rec *store.MessageRecord, msg *calendar.Invitation) ([]calendar.OccurrenceChange, string) {
+func (h *Handler) changeSeries(ctx context.Context, rec *store.MessageRecord, msg *calendar.Invitation) ([]calendar.OccurrenceChange, string) {
 	account := rec.Account
-	r, rok := p.Calendar.(EventReader)
-	w, wok := p.Calendar.(EventWriter)
-	if !rok || !wok || p.Calendar == nil {
+	r, rok := h.Calendar.(EventReader)
+	w, wok := h.Calendar.(EventWriter)
+	if !rok || !wok || h.Calendar == nil {
 		return nil, "mailagent cannot read and write your calendar: change the series in your calendar client"
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -103,9 +103,9 @@ func (p *Pipeline) changeSeries(ctx context.Context, rec *store.MessageRecord, m
 	// A refused write (another client, or another message about the same
 	// series, wrote it since it was read) is never overwritten: the new
 	// version is read again and the change applied on top of it.
-	for range maxSeriesAttempts {
+	for range MaxSeriesAttempts {
 		var conflict bool
-		changes, note, conflict = p.changeSeriesOnce(ctx, r, w, rec, msg)
+		changes, note, conflict = h.changeSeriesOnce(ctx, r, w, rec, msg)
 		if !conflict {
 			break
 		}
@@ -123,15 +123,15 @@ func seriesLock(account, uid string) *sync.Mutex {
 	return &seriesLocks[h.Sum32()%uint32(len(seriesLocks))]
 }
 
-// maxSeriesAttempts bounds the read-apply-write rounds of changeSeries.
-const maxSeriesAttempts = 3
+// MaxSeriesAttempts bounds the read-apply-write rounds of changeSeries.
+const MaxSeriesAttempts = 3
 
 // changeSeriesOnce is one round of changeSeries; conflict reports a
 // write refused because the series changed since it was read.
-func (p *Pipeline) changeSeriesOnce(ctx context.Context, r EventReader, w EventWriter, rec *store.MessageRecord,
+func (h *Handler) changeSeriesOnce(ctx context.Context, r EventReader, w EventWriter, rec *store.MessageRecord,
 	msg *calendar.Invitation) (_ []calendar.OccurrenceChange, _ string, conflict bool) {
 	account := rec.Account
-	holder, other := p.writtenEvent(rec, msg.UID, "")
+	holder, other := h.writtenEvent(rec, msg.UID, "")
 	switch {
 	case holder == nil && other != nil:
 		return nil, otherOrganizerNote(other) + ": nothing changed", false
@@ -173,14 +173,14 @@ func (p *Pipeline) changeSeriesOnce(ctx context.Context, r EventReader, w EventW
 		return changes, "your calendar was not updated: " + err.Error(), false
 	}
 	if holder.Invitation.CalendarETag == st.ETag {
-		_, terr := p.Actor.Store.TransitionQueueItem(holder.ID, []string{holder.Status}, holder.Status, func(it *store.QueueItem) error {
+		_, terr := h.Queue.TransitionQueueItem(holder.ID, []string{holder.Status}, holder.Status, func(it *store.QueueItem) error {
 			if it.Invitation.CalendarETag == st.ETag {
 				it.Invitation.CalendarETag = put.ETag
 			}
 			return nil
 		})
 		if terr != nil {
-			p.logger().Warn("invitation: new calendar version not recorded", "item", holder.ID, "err", terr)
+			h.logger().Warn("invitation: new calendar version not recorded", "item", holder.ID, "err", terr)
 		}
 	}
 	return changes, "", false

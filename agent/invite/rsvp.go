@@ -1,4 +1,4 @@
-package agent
+package invite
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailagent/mailagent/agent/outbox"
 	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/internal/compose"
 	"github.com/mailagent/mailagent/internal/mail"
@@ -29,60 +30,58 @@ var RSVPAnswers = map[string]string{
 // outbox, like an approval: with policy.approval_delay it waits in the
 // undo window (Cancel with the item's id takes it back). Once the REPLY
 // is sent, a writable calendar gets the event with the owner's PARTSTAT
-// (rsvpSent). It is the only path that answers an invitation, and it
+// (Sent). It is the only path that answers an invitation, and it
 // runs only on the owner's command.
 //
 // The REPLY goes to the ORGANIZER only when it is verified: the sender
 // the owner's server authenticated, or on its domain (organizerVerified).
-func (p *Pipeline) RSVP(ctx context.Context, id, answer string) (*store.QueueItem, error) {
-	a := p.Actor
+func (h *Handler) RSVP(ctx context.Context, id, answer string) (*store.QueueItem, error) {
 	partStat, ok := RSVPAnswers[strings.ToLower(answer)]
 	if !ok {
 		return nil, fmt.Errorf("rsvp %s: answer %q: use accept, decline or tentative", id, answer)
 	}
-	cur, err := a.Store.GetQueueItem(id)
+	cur, err := h.Queue.GetQueueItem(id)
 	if err != nil {
 		return nil, fmt.Errorf("rsvp %s: %w", id, err)
 	}
 	inv := cur.Invitation
 	if inv == nil || inv.Method != calendar.MethodRequest {
-		return nil, fmt.Errorf("%w: %s carries no invitation to answer", ErrNotActionable, id)
+		return nil, fmt.Errorf("%w: %s carries no invitation to answer", outbox.ErrNotActionable, id)
 	}
-	if !slices.Contains(openStatuses, cur.Status) {
-		return nil, notActionable(id, a.Store)
+	if !slices.Contains(outbox.OpenStatuses, cur.Status) {
+		return nil, h.notActionable(id)
 	}
 	if !inv.OrganizerVerified {
 		return nil, fmt.Errorf("rsvp %s: %w: %s", id, ErrOrganizerUnverified, inv.OrganizerNote)
 	}
-	acct := p.Accounts[cur.Account]
+	from := h.sender(cur.Account)
 	ci, err := calendar.ParseICS([]byte(inv.ICS), inv.Method)
 	if err != nil {
 		return nil, fmt.Errorf("rsvp %s: %w", id, err)
 	}
-	ics, err := ci.Reply(acct.From.Email, partStat, p.now())
+	ics, err := ci.Reply(from.Email, partStat, h.now())
 	if err != nil {
 		return nil, fmt.Errorf("rsvp %s: %w", id, err)
 	}
-	r := p.itemReply(cur)
+	r := h.Host.Reply(cur)
 	r.To, r.Cc = []mail.Address{{Name: inv.OrganizerCN, Email: inv.Organizer}}, nil
-	r.Body = rsvpText(acct.From, partStat, inv)
+	r.Body = rsvpText(from, partStat, inv)
 	r.Calendar, r.CalendarMethod = ics, calendar.MethodReply
-	r.MessageID = p.newDraftMessageID(cur.Account)
-	r.ExtraHeaders = map[string]string{TraceHeader: cur.ID}
+	r.MessageID = h.Host.NewMessageID(cur.Account)
 	raw, msgID, err := compose.Build(r)
 	if err != nil {
 		return nil, fmt.Errorf("rsvp %s: %w", id, err)
 	}
-	obID := ApprovalOutboxID(cur.ID)
+	obID := outbox.ApprovalID(cur.ID)
 	ob := &store.OutboxRecord{
-		ID: obID, Account: cur.Account, From: acct.From.Email, MessageID: msgID, QueueID: cur.ID,
+		ID: obID, Account: cur.Account, From: from.Email, MessageID: msgID, QueueID: cur.ID,
 		InReplyTo: cur.MessageID, To: []string{inv.Organizer}, Raw: raw,
-		CreatedAt: p.now(), Message: cur.Message, Subject: cur.Subject, Body: r.Body,
+		CreatedAt: h.now(), Message: cur.Message, Subject: cur.Subject, Body: r.Body,
 	}
-	if err := p.schedule(ob, ob.CreatedAt, p.Policy.ApprovalDelay); err != nil {
+	if err := h.Host.Schedule(ob, ob.CreatedAt, h.ApprovalDelay); err != nil {
 		return nil, fmt.Errorf("rsvp %s: %w", id, err)
 	}
-	item, _, err := a.Store.ApproveQueueItem(id, openStatuses, func(q *store.QueueItem) error {
+	item, _, err := h.Queue.ApproveQueueItem(id, outbox.OpenStatuses, func(q *store.QueueItem) error {
 		if !q.UpdatedAt.Equal(cur.UpdatedAt) {
 			return fmt.Errorf("%s changed while it was being answered: %w", id, store.ErrConflict)
 		}
@@ -91,19 +90,19 @@ func (p *Pipeline) RSVP(ctx context.Context, id, answer string) (*store.QueueIte
 		return nil
 	}, ob)
 	if errors.Is(err, store.ErrConflict) {
-		return nil, notActionable(id, a.Store)
+		return nil, h.notActionable(id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("rsvp %s: %w", id, err)
 	}
 	if ob.Status == store.OutboxScheduled {
-		a.notify(Event{Kind: "scheduled", ID: obID, Account: cur.Account})
+		h.notify("scheduled", obID, cur.Account)
 		return item, nil
 	}
-	if err := p.Deliver(ctx, obID); err != nil {
+	if err := h.Host.Deliver(ctx, obID); err != nil {
 		return item, err
 	}
-	if q, err := a.Store.GetQueueItem(id); err == nil {
+	if q, err := h.Queue.GetQueueItem(id); err == nil {
 		item = q
 	}
 	return item, nil
@@ -120,7 +119,7 @@ func rsvpText(from mail.Address, partStat string, inv *store.Invitation) string 
 	return fmt.Sprintf("%s has %s the invitation: %s", who, verb, inv.Summary)
 }
 
-// rsvpSent runs after an outbox record was sent: when it was the REPLY
+// Sent runs after an outbox record was sent (the outbox's Sent hook): when it was the REPLY
 // to an invitation and the account's calendar can be written, the event
 // goes there with the owner's PARTSTAT. The write is conditional: a
 // first answer creates the event (If-None-Match: *), an answer to an
@@ -131,12 +130,12 @@ func rsvpText(from mail.Address, partStat string, inv *store.Invitation) string 
 // event) is also queued for the owner and never retried. An invitation
 // cancelled while its REPLY was going out is not written, or removed
 // again at once.
-func (p *Pipeline) rsvpSent(ob *store.OutboxRecord) {
-	w, ok := p.Calendar.(EventWriter)
-	if !ok || ob.QueueID == "" || ob.ID != ApprovalOutboxID(ob.QueueID) {
+func (h *Handler) Sent(ob *store.OutboxRecord) {
+	w, ok := h.Calendar.(EventWriter)
+	if !ok || ob.QueueID == "" || ob.ID != outbox.ApprovalID(ob.QueueID) {
 		return
 	}
-	item, err := p.Actor.Store.GetQueueItem(ob.QueueID)
+	item, err := h.Queue.GetQueueItem(ob.QueueID)
 	if err != nil || item.Invitation == nil || item.Invitation.RSVP == "" || item.Invitation.CalendarPath != "" ||
 		item.Invitation.Status == store.InvitationCancelled {
 		return
@@ -144,20 +143,20 @@ func (p *Pipeline) rsvpSent(ob *store.OutboxRecord) {
 	inv := item.Invitation
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rec, err := p.messageOf(item)
+	rec, err := h.messageOf(item)
 	if err != nil {
-		p.recordCalendarOutcome(item, "", fmt.Sprintf("your answer was not written to your calendar: its message is not readable (%v)", err))
+		h.recordCalendarOutcome(item, "", fmt.Sprintf("your answer was not written to your calendar: its message is not readable (%v)", err))
 		return
 	}
-	prior, other := p.writtenEvent(rec, inv.UID, item.ID)
+	prior, other := h.writtenEvent(rec, inv.UID, item.ID)
 	if prior == nil && other != nil {
 		// The UID names an event written for someone else's invitation:
 		// the answer went out by mail; the calendar is left alone.
-		p.uidConflict(item, other)
+		h.uidConflict(item, other)
 		return
 	}
 	if inv.RecurrenceID != "" && prior != nil && prior.Invitation.RecurrenceID == "" {
-		p.rsvpOccurrence(ctx, rec, item, prior)
+		h.rsvpOccurrence(ctx, rec, item, prior)
 		return
 	}
 	etag := ""
@@ -168,40 +167,41 @@ func (p *Pipeline) rsvpSent(ob *store.OutboxRecord) {
 	ci, err := calendar.ParseICS([]byte(inv.ICS), inv.Method)
 	if err == nil {
 		var data []byte
-		if data, err = ci.Accepted(p.Accounts[item.Account].From.Email, inv.RSVP); err == nil {
+		if data, err = ci.Accepted(h.sender(item.Account).Email, inv.RSVP); err == nil {
 			st, err = w.PutEvent(ctx, item.Account, inv.UID, data, etag)
 		}
 	}
 	if st.Path == "" && err == nil {
 		return // no writable calendar for this account
 	}
-	updated, terr := p.Actor.Store.TransitionQueueItem(item.ID, []string{item.Status}, item.Status, func(q *store.QueueItem) error {
+	updated, terr := h.Queue.TransitionQueueItem(item.ID, []string{item.Status}, item.Status, func(q *store.QueueItem) error {
 		if q.Invitation != nil {
 			q.Invitation.CalendarPath, q.Invitation.CalendarETag = st.Path, st.ETag
 			if err != nil {
-				q.Invitation.CalendarError = calendarWriteError(err)
+				q.Invitation.CalendarError = CalendarWriteError(err)
 			}
 		}
 		return nil
 	})
 	if err == nil && prior != nil && etag != "" {
-		p.handOver(prior, item.ID)
+		h.handOver(prior, item.ID)
 	}
 	if errors.Is(err, calendar.ErrPrecondition) {
-		p.queueCalendarConflict(item, calendarWriteError(err))
+		h.QueueCalendarConflict(item, CalendarWriteError(err))
 	}
 	if err != nil || terr != nil {
-		p.logger().Warn("rsvp: calendar not updated", "item", item.ID, "err", errors.Join(err, terr))
+		h.logger().Warn("rsvp: calendar not updated", "item", item.ID, "err", errors.Join(err, terr))
 	}
 	if terr == nil && err == nil && updated.Invitation != nil && updated.Invitation.Status == store.InvitationCancelled {
 		// The organizer's CANCEL was applied while this event was being
 		// written: it found no event to remove, so it goes now.
-		p.removeWritten(ctx, updated)
+		h.removeWritten(ctx, updated)
 	}
 }
 
-// calendarWriteError is how a failed calendar write reads on an item.
-func calendarWriteError(err error) string {
+// CalendarWriteError is how a failed calendar write reads on an item (or
+// a notice): a refused precondition says another client changed the event.
+func CalendarWriteError(err error) string {
 	if errors.Is(err, calendar.ErrPrecondition) {
 		return "the event on your calendar was changed by another client since mailagent wrote it; mailagent did not overwrite it " +
 			"(update it in your calendar client): " + err.Error()
@@ -214,13 +214,13 @@ func calendarWriteError(err error) string {
 // override of that occurrence with the owner's PARTSTAT (changeSeries:
 // If-Match on the version read), instead of a second event with the
 // same UID. The outcome is recorded on item.
-func (p *Pipeline) rsvpOccurrence(ctx context.Context, rec *store.MessageRecord, item, prior *store.QueueItem) {
+func (h *Handler) rsvpOccurrence(ctx context.Context, rec *store.MessageRecord, item, prior *store.QueueItem) {
 	inv := item.Invitation
 	note := ""
 	ci, err := calendar.ParseICS([]byte(inv.ICS), inv.Method)
 	var data []byte
 	if err == nil {
-		data, err = ci.Accepted(p.Accounts[item.Account].From.Email, inv.RSVP)
+		data, err = ci.Accepted(h.sender(item.Account).Email, inv.RSVP)
 	}
 	var msg *calendar.Invitation
 	if err == nil {
@@ -229,7 +229,7 @@ func (p *Pipeline) rsvpOccurrence(ctx context.Context, rec *store.MessageRecord,
 	if err != nil {
 		note = "your answer was not written to your calendar: " + err.Error()
 	} else {
-		changes, why := p.changeSeries(ctx, rec, msg)
+		changes, why := h.changeSeries(ctx, rec, msg)
 		note = why
 		for _, c := range changes {
 			if !c.Applied {
@@ -237,13 +237,13 @@ func (p *Pipeline) rsvpOccurrence(ctx context.Context, rec *store.MessageRecord,
 			}
 		}
 	}
-	_, terr := p.Actor.Store.TransitionQueueItem(item.ID, []string{item.Status}, item.Status, func(q *store.QueueItem) error {
+	_, terr := h.Queue.TransitionQueueItem(item.ID, []string{item.Status}, item.Status, func(q *store.QueueItem) error {
 		q.Invitation.CalendarPath = prior.Invitation.CalendarPath // the series holds the answer
 		q.Invitation.CalendarError = note
 		return nil
 	})
 	if terr != nil || note != "" {
-		p.logger().Warn("rsvp: occurrence not written to the series", "item", item.ID, "note", note, "err", terr)
+		h.logger().Warn("rsvp: occurrence not written to the series", "item", item.ID, "note", note, "err", terr)
 	}
 }
 
@@ -251,9 +251,9 @@ func (p *Pipeline) rsvpOccurrence(ctx context.Context, rec *store.MessageRecord,
 // mailagent wrote for another correspondent's invitation (other): the
 // item's status says so (queue show, the review detail, --json), a
 // notice is queued, and nothing on the calendar is read or written.
-func (p *Pipeline) uidConflict(item, other *store.QueueItem) {
+func (h *Handler) uidConflict(item, other *store.QueueItem) {
 	note := otherOrganizerNote(other) + "; your answer went to the organizer by mail only"
-	_, err := p.Actor.Store.TransitionQueueItem(item.ID, []string{item.Status}, item.Status, func(q *store.QueueItem) error {
+	_, err := h.Queue.TransitionQueueItem(item.ID, []string{item.Status}, item.Status, func(q *store.QueueItem) error {
 		if q.Invitation != nil {
 			q.Invitation.Status, q.Invitation.StatusNote = store.InvitationUIDConflict, note
 			q.Invitation.CalendarError = note
@@ -261,21 +261,21 @@ func (p *Pipeline) uidConflict(item, other *store.QueueItem) {
 		return nil
 	})
 	if err != nil {
-		p.logger().Warn("rsvp: conflict not recorded", "item", item.ID, "err", err)
+		h.logger().Warn("rsvp: conflict not recorded", "item", item.ID, "err", err)
 	}
-	p.queueCalendarConflict(item, note)
-	p.Actor.notify(Event{Kind: "queue_updated", ID: item.ID, Account: item.Account})
+	h.QueueCalendarConflict(item, note)
+	h.notify("queue_updated", item.ID, item.Account)
 }
 
 // recordCalendarOutcome records why item's event was not written.
-func (p *Pipeline) recordCalendarOutcome(item *store.QueueItem, path, why string) {
-	_, err := p.Actor.Store.TransitionQueueItem(item.ID, []string{item.Status}, item.Status, func(q *store.QueueItem) error {
+func (h *Handler) recordCalendarOutcome(item *store.QueueItem, path, why string) {
+	_, err := h.Queue.TransitionQueueItem(item.ID, []string{item.Status}, item.Status, func(q *store.QueueItem) error {
 		if q.Invitation != nil {
 			q.Invitation.CalendarPath, q.Invitation.CalendarError = path, why
 		}
 		return nil
 	})
 	if err != nil {
-		p.logger().Warn("rsvp: calendar outcome not recorded", "item", item.ID, "err", err)
+		h.logger().Warn("rsvp: calendar outcome not recorded", "item", item.ID, "err", err)
 	}
 }

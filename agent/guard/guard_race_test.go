@@ -1,6 +1,6 @@
 //go:build race
 
-package agent
+package guard
 
 // raceEnabled: the race detector slows the guard's regexps several times,
 // which timing tests allow for.

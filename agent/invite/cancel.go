@@ -1,4 +1,4 @@
-package agent
+package invite
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/mailagent/mailagent/agent/outbox"
 	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
@@ -29,85 +30,38 @@ import (
 // cancels an invitation.
 const ReasonInvitationCancelled = "calendar: the organizer cancelled an invitation (see what mailagent did about it in the item's detail)"
 
-// applyInvitation applies a CANCEL or an update to the earlier copies of
-// the invitation, and records what it did on the message's invitation
-// (Applied) and as the trace step "invitation" (explain).
-func (p *Pipeline) applyInvitation(ctx context.Context, rec *store.MessageRecord, tr *tracer) {
+// Apply applies rec's invitation to the earlier copies of it: a CANCEL
+// (applyCancel) or a REQUEST with a higher SEQUENCE (applyUpdate), and
+// the occurrence changes of a series (applyOccurrences). It returns what
+// it did in words ("" when nothing applies), which the caller keeps on
+// the invitation (Invitation.Applied) and in its trace; an error means
+// the earlier copies could not be read. Only mail whose authenticated
+// sender is the organizer of the earlier copies, of the same
+// correspondent (store.MayResolve), changes anything.
+func (h *Handler) Apply(ctx context.Context, rec *store.MessageRecord) (string, error) {
 	inv := rec.Invitation
-	if inv == nil || inv.UID == "" || p.Actor == nil || (inv.Method != calendar.MethodCancel && inv.Method != calendar.MethodRequest) {
-		return
+	if inv == nil || inv.UID == "" || h.Queue == nil || (inv.Method != calendar.MethodCancel && inv.Method != calendar.MethodRequest) {
+		return "", nil
 	}
-	done := tr.step("invitation")
 	var applied string
 	var err error
-	switch {
-	case p.DryRun && inv.Method == calendar.MethodCancel:
-		applied = "dry run: the cancellation was not applied"
-	case p.DryRun:
-		return
-	case inv.Method == calendar.MethodCancel:
-		applied, err = p.applyCancel(ctx, rec)
-	default:
-		applied, err = p.applyUpdate(ctx, rec)
+	if inv.Method == calendar.MethodCancel {
+		applied, err = h.applyCancel(ctx, rec)
+	} else {
+		applied, err = h.applyUpdate(ctx, rec)
 	}
-	if inv.RecurrenceID != "" && !p.DryRun && err == nil && len(inv.Occurrences) == 0 {
-		// One or more occurrences of a series (invite_occurrence.go).
-		applied = strings.TrimSuffix(p.applyOccurrences(ctx, rec)+"; "+applied, "; ")
+	if inv.RecurrenceID != "" && err == nil && len(inv.Occurrences) == 0 {
+		// One or more occurrences of a series (occurrence.go).
+		applied = strings.TrimSuffix(h.applyOccurrences(ctx, rec)+"; "+applied, "; ")
 	}
-	if applied == "" && err == nil {
-		return
-	}
-	if err != nil {
-		applied = strings.TrimPrefix(applied+"; ", "; ") + "not applied: " + err.Error()
-	}
-	inv.Applied = applied
-	var snap *store.StepSnapshot
-	if tr.on() {
-		snap = tr.snap(invitationSnapshot(rec, inv), invitationOut{Applied: applied, Occurrences: inv.Occurrences})
-	}
-	done(store.Step{Detail: applied, Snapshot: snap}, err)
+	return applied, err
 }
-
-// invitationIn is the invitation step's input: what the message asks
-// of the invitation, and who the owner's server says sent it (the rule
-// for applying it is about that sender, never the From text).
-type invitationIn struct {
-	AuthenticatedSender string    `json:"authenticated_sender"`
-	Method              string    `json:"method"`
-	Organizer           string    `json:"organizer"`
-	OrganizerVerified   bool      `json:"organizer_verified"`
-	RecurrenceID        string    `json:"recurrence_id"`
-	Sequence            int       `json:"sequence"`
-	Start               time.Time `json:"start"`
-	Summary             string    `json:"summary"`
-	UID                 string    `json:"uid"`
-}
-
-// invitationOut is the invitation step's output: what code did.
-type invitationOut struct {
-	Applied     string                   `json:"applied"`
-	Occurrences []store.OccurrenceChange `json:"occurrences"`
-}
-
-// invitationSnapshot fills invitationIn. The sender's text fields are
-// cut to maxSnapField each, so that a hostile 100 KiB UID leaves the
-// snapshot whole JSON (shown indented) under the cap.
-func invitationSnapshot(rec *store.MessageRecord, inv *store.Invitation) invitationIn {
-	return invitationIn{AuthenticatedSender: rec.SenderAuth.Identity(), Method: capText(inv.Method, maxSnapField),
-		Organizer: capText(inv.Organizer, maxSnapField), OrganizerVerified: inv.OrganizerVerified,
-		RecurrenceID: capText(inv.RecurrenceID, maxSnapField), Sequence: inv.Sequence, Start: inv.Start,
-		Summary: capText(inv.Summary, maxSnapField), UID: capText(inv.UID, maxSnapField)}
-}
-
-// maxSnapField is the most bytes of one sender-written field a snapshot
-// struct keeps.
-const maxSnapField = 512
 
 // invitationItems returns the queue items of account that carry a
 // REQUEST with uid, except the one of message self.
-func (p *Pipeline) invitationItems(account, uid string, self store.MessageKey) ([]*store.QueueItem, error) {
+func (h *Handler) invitationItems(account, uid string, self store.MessageKey) ([]*store.QueueItem, error) {
 	var out []*store.QueueItem
-	err := p.Actor.Store.ListQueue("", func(q *store.QueueItem) error {
+	err := h.Queue.ListQueue("", func(q *store.QueueItem) error {
 		if q.Account == account && q.Message != self && q.Invitation != nil &&
 			q.Invitation.Method == calendar.MethodRequest && q.Invitation.UID == uid {
 			out = append(out, q)
@@ -126,11 +80,11 @@ func (p *Pipeline) invitationItems(account, uid string, self store.MessageKey) (
 // naming itself organizer of the same UID, or a colleague on the
 // organizer's domain naming the organizer, with a huge SEQUENCE, must not
 // make the real organizer's CANCEL look stale), and the item that has it.
-func (p *Pipeline) newestSequence(rec *store.MessageRecord, items []*store.QueueItem, organizer string) (int, string) {
+func (h *Handler) newestSequence(rec *store.MessageRecord, items []*store.QueueItem, organizer string) (int, string) {
 	seq, id := -1, ""
 	for _, q := range items {
 		if q.Invitation.OrganizerVerified && mail.SameAddr(q.Invitation.Organizer, organizer) && q.Invitation.Sequence > seq &&
-			p.sameOrganizer(rec, q) {
+			h.sameOrganizer(rec, q) {
 			seq, id = q.Invitation.Sequence, q.ID
 		}
 	}
@@ -156,9 +110,9 @@ func fromOrganizer(inv *store.Invitation, identity string, q *store.QueueItem) s
 // marked cancelled; one still waiting is resolved (no RSVP goes out),
 // one whose REPLY waits in the undo window has it cancelled, and the
 // event mailagent wrote for it is removed from the calendar.
-func (p *Pipeline) applyCancel(ctx context.Context, rec *store.MessageRecord) (string, error) {
+func (h *Handler) applyCancel(ctx context.Context, rec *store.MessageRecord) (string, error) {
 	inv := rec.Invitation
-	items, err := p.invitationItems(rec.Account, inv.UID, rec.MessageKey)
+	items, err := h.invitationItems(rec.Account, inv.UID, rec.MessageKey)
 	if err != nil {
 		return "", err
 	}
@@ -168,7 +122,7 @@ func (p *Pipeline) applyCancel(ctx context.Context, rec *store.MessageRecord) (s
 	if len(items) == 0 {
 		return "no invitation with this UID came through mailagent: nothing changed", nil
 	}
-	if seq, id := p.newestSequence(rec, items, inv.Organizer); inv.Sequence < seq {
+	if seq, id := h.newestSequence(rec, items, inv.Organizer); inv.Sequence < seq {
 		return fmt.Sprintf("not applied: its SEQUENCE %d is older than the invitation's current one (%d, %s)", inv.Sequence, seq, id), nil
 	}
 	identity := rec.SenderAuth.Identity()
@@ -179,7 +133,7 @@ func (p *Pipeline) applyCancel(ctx context.Context, rec *store.MessageRecord) (s
 			notes = append(notes, "not applied to "+q.ID+": "+why)
 			continue
 		}
-		if !p.sameOrganizer(rec, q) {
+		if !h.sameOrganizer(rec, q) {
 			notes = append(notes, "not applied to "+q.ID+": it came from another correspondent (the same UID is another event)")
 			continue
 		}
@@ -190,21 +144,21 @@ func (p *Pipeline) applyCancel(ctx context.Context, rec *store.MessageRecord) (s
 			// calendar keeps the rest (applyOccurrences).
 			continue
 		}
-		notes = append(notes, p.cancelOne(ctx, rec, q))
+		notes = append(notes, h.cancelOne(ctx, rec, q))
 	}
 	return strings.Join(notes, "; "), nil
 }
 
 // cancelOne applies a verified CANCEL to item q.
-func (p *Pipeline) cancelOne(ctx context.Context, rec *store.MessageRecord, q *store.QueueItem) string {
-	st := p.Actor.Store
+func (h *Handler) cancelOne(ctx context.Context, rec *store.MessageRecord, q *store.QueueItem) string {
+	st := h.Queue
 	what := []string{}
 	if q.Status == store.QueueApproved {
-		err := p.Cancel(ctx, q.ID)
+		err := h.Host.Cancel(ctx, q.ID)
 		switch {
 		case err == nil:
 			what = append(what, "its "+strings.ToLower(q.Invitation.RSVP)+" REPLY, still in the undo window, was cancelled")
-		case errors.Is(err, ErrNotActionable):
+		case errors.Is(err, outbox.ErrNotActionable):
 			// Too late: the REPLY is out; the event may be written.
 		default:
 			return q.ID + ": the REPLY in the undo window was not cancelled: " + err.Error()
@@ -215,12 +169,12 @@ func (p *Pipeline) cancelOne(ctx context.Context, rec *store.MessageRecord, q *s
 	}
 	note := fmt.Sprintf("cancelled by the organizer (message <%s>, SEQUENCE %d)", noteText(rec.MessageID), rec.Invitation.Sequence)
 	to := q.Status
-	if slices.Contains(openStatuses, q.Status) {
+	if slices.Contains(outbox.OpenStatuses, q.Status) {
 		to = store.QueueResolved
 		what = append(what, "no RSVP will be sent for it")
 	}
 	// Marked first, so that a REPLY sent meanwhile writes no event
-	// (rsvpSent checks the mark, and removes what it wrote after it).
+	// (Sent checks the mark, and removes what it wrote after it).
 	cur, err := st.TransitionQueueItem(q.ID, []string{q.Status}, to, func(it *store.QueueItem) error {
 		if it.Invitation.Status != store.InvitationCancelled { // else applied before: its note stays
 			it.Invitation.Status, it.Invitation.StatusNote = store.InvitationCancelled, note
@@ -234,13 +188,13 @@ func (p *Pipeline) cancelOne(ctx context.Context, rec *store.MessageRecord, q *s
 		return q.ID + ": not marked cancelled: " + err.Error()
 	}
 	if to != q.Status {
-		p.dropIMAPDraft(ctx, cur) // the reply drafted for it is moot
+		h.Host.DropDraft(ctx, cur) // the reply drafted for it is moot
 	}
-	p.Actor.notify(Event{Kind: "queue_updated", ID: cur.ID, Account: cur.Account})
+	h.notify("queue_updated", cur.ID, cur.Account)
 	if cur, err = st.GetQueueItem(q.ID); err != nil {
 		return q.ID + ": marked cancelled; " + err.Error()
 	}
-	if r := p.removeWritten(ctx, cur); r != "" {
+	if r := h.removeWritten(ctx, cur); r != "" {
 		what = append(what, r)
 	}
 	if len(what) == 0 {
@@ -252,12 +206,12 @@ func (p *Pipeline) cancelOne(ctx context.Context, rec *store.MessageRecord, q *s
 // removeWritten removes the event mailagent wrote for item q (the one
 // holding its ETag), in exactly that version, and records the outcome on
 // q. It returns what happened, "" when q holds no event.
-func (p *Pipeline) removeWritten(ctx context.Context, q *store.QueueItem) string {
+func (h *Handler) removeWritten(ctx context.Context, q *store.QueueItem) string {
 	inv := q.Invitation
 	if inv == nil || inv.CalendarETag == "" || inv.CalendarPath == "" {
 		return ""
 	}
-	d, ok := p.Calendar.(EventDeleter)
+	d, ok := h.Calendar.(EventDeleter)
 	if !ok {
 		return "mailagent cannot write this calendar any more: remove the event " + inv.CalendarPath + " yourself"
 	}
@@ -275,7 +229,7 @@ func (p *Pipeline) removeWritten(ctx context.Context, q *store.QueueItem) string
 	default:
 		out = "the event mailagent wrote was not removed (" + err.Error() + "): remove it yourself"
 	}
-	_, terr := p.Actor.Store.TransitionQueueItem(q.ID, []string{q.Status}, q.Status, func(it *store.QueueItem) error {
+	_, terr := h.Queue.TransitionQueueItem(q.ID, []string{q.Status}, q.Status, func(it *store.QueueItem) error {
 		if err == nil {
 			it.Invitation.CalendarETag = "" // nothing of mailagent's is left there
 		} else {
@@ -285,7 +239,7 @@ func (p *Pipeline) removeWritten(ctx context.Context, q *store.QueueItem) string
 		return nil
 	})
 	if terr != nil {
-		p.logger().Warn("invitation: outcome not recorded", "item", q.ID, "err", terr)
+		h.logger().Warn("invitation: outcome not recorded", "item", q.ID, "err", terr)
 	}
 	return out
 }
@@ -295,10 +249,10 @@ func (p *Pipeline) removeWritten(ctx context.Context, q *store.QueueItem) string
 // superseded; one still waiting is resolved, and one whose REPLY waits
 // in the undo window has it cancelled (it answers the old version). The
 // new message is queued like any invitation, so the owner answers again;
-// that answer replaces the event an earlier answer wrote (rsvpSent).
-func (p *Pipeline) applyUpdate(ctx context.Context, rec *store.MessageRecord) (string, error) {
+// that answer replaces the event an earlier answer wrote (Sent).
+func (h *Handler) applyUpdate(ctx context.Context, rec *store.MessageRecord) (string, error) {
 	inv := rec.Invitation
-	items, err := p.invitationItems(rec.Account, inv.UID, rec.MessageKey)
+	items, err := h.invitationItems(rec.Account, inv.UID, rec.MessageKey)
 	if err != nil || len(items) == 0 {
 		return "", err
 	}
@@ -328,25 +282,25 @@ func (p *Pipeline) applyUpdate(ctx context.Context, rec *store.MessageRecord) (s
 			notes = append(notes, fmt.Sprintf("claims to update %s (%s) but %s: nothing changed there", q.ID, answered, why))
 			continue
 		}
-		if !p.sameOrganizer(rec, q) {
+		if !h.sameOrganizer(rec, q) {
 			notes = append(notes, fmt.Sprintf("names the UID of %s (%s), which came from another correspondent: nothing changed there", q.ID, answered))
 			continue
 		}
-		notes = append(notes, p.supersede(ctx, rec, q, answered))
+		notes = append(notes, h.supersede(ctx, rec, q, answered))
 	}
 	return strings.Join(notes, "; "), nil
 }
 
 // supersede marks item q as replaced by the update rec.
-func (p *Pipeline) supersede(ctx context.Context, rec *store.MessageRecord, q *store.QueueItem, answered string) string {
-	st := p.Actor.Store
+func (h *Handler) supersede(ctx context.Context, rec *store.MessageRecord, q *store.QueueItem, answered string) string {
+	st := h.Queue
 	what := fmt.Sprintf("updates %s (%s, SEQUENCE %d → %d): answer this one", q.ID, answered, q.Invitation.Sequence, rec.Invitation.Sequence)
 	if q.Status == store.QueueApproved {
-		err := p.Cancel(ctx, q.ID)
+		err := h.Host.Cancel(ctx, q.ID)
 		switch {
 		case err == nil:
 			what += "; the REPLY to the old version, still in the undo window, was cancelled"
-		case !errors.Is(err, ErrNotActionable):
+		case !errors.Is(err, outbox.ErrNotActionable):
 			return what + "; the REPLY to the old version was not cancelled: " + err.Error()
 		}
 		if cur, err := st.GetQueueItem(q.ID); err == nil {
@@ -354,7 +308,7 @@ func (p *Pipeline) supersede(ctx context.Context, rec *store.MessageRecord, q *s
 		}
 	}
 	to := q.Status
-	if slices.Contains(openStatuses, q.Status) {
+	if slices.Contains(outbox.OpenStatuses, q.Status) {
 		to = store.QueueResolved
 	}
 	note := fmt.Sprintf("replaced by the update in message <%s> (SEQUENCE %d)", noteText(rec.MessageID), rec.Invitation.Sequence)
@@ -369,9 +323,9 @@ func (p *Pipeline) supersede(ctx context.Context, rec *store.MessageRecord, q *s
 		return what + "; " + q.ID + " not marked: " + err.Error()
 	}
 	if to != q.Status {
-		p.dropIMAPDraft(ctx, cur)
+		h.Host.DropDraft(ctx, cur)
 	}
-	p.Actor.notify(Event{Kind: "queue_updated", ID: cur.ID, Account: cur.Account})
+	h.notify("queue_updated", cur.ID, cur.Account)
 	if q.Invitation.CalendarETag != "" {
 		what += "; your answer will replace the event mailagent wrote for the old version"
 	}
@@ -385,10 +339,10 @@ func (p *Pipeline) supersede(ctx context.Context, rec *store.MessageRecord, q *s
 // correspondent's invitation with the same UID: a UID is text a sender
 // chose, so that event is never read, replaced or removed for rec. Both
 // are nil when there is none.
-func (p *Pipeline) writtenEvent(rec *store.MessageRecord, uid, exceptID string) (own, other *store.QueueItem) {
-	items, err := p.invitationItems(rec.Account, uid, store.MessageKey{})
+func (h *Handler) writtenEvent(rec *store.MessageRecord, uid, exceptID string) (own, other *store.QueueItem) {
+	items, err := h.invitationItems(rec.Account, uid, store.MessageKey{})
 	if err != nil {
-		p.logger().Warn("invitation: earlier answers not read", "uid", uid, "err", err)
+		h.logger().Warn("invitation: earlier answers not read", "uid", uid, "err", err)
 		return nil, nil
 	}
 	for _, q := range items {
@@ -396,7 +350,7 @@ func (p *Pipeline) writtenEvent(rec *store.MessageRecord, uid, exceptID string) 
 			continue
 		}
 		switch {
-		case !p.sameOrganizer(rec, q):
+		case !h.sameOrganizer(rec, q):
 			other = q
 		case own == nil || q.UpdatedAt.After(own.UpdatedAt):
 			own = q
@@ -409,11 +363,11 @@ func (p *Pipeline) writtenEvent(rec *store.MessageRecord, uid, exceptID string) 
 // one of item q: q's message is of the same authenticated correspondent
 // (store.MayResolve). A calendar UID is sender-written text, so an
 // invitation from anyone else with the same UID is another event.
-func (p *Pipeline) sameOrganizer(rec *store.MessageRecord, q *store.QueueItem) bool {
+func (h *Handler) sameOrganizer(rec *store.MessageRecord, q *store.QueueItem) bool {
 	if rec.MessageKey == q.Message {
 		return true
 	}
-	qrec, err := p.messageOf(q)
+	qrec, err := h.messageOf(q)
 	if err != nil {
 		return false // nothing says whose it is
 	}
@@ -421,11 +375,11 @@ func (p *Pipeline) sameOrganizer(rec *store.MessageRecord, q *store.QueueItem) b
 }
 
 // messageOf reads the message record of item q.
-func (p *Pipeline) messageOf(q *store.QueueItem) (*store.MessageRecord, error) {
-	if p.Store == nil {
+func (h *Handler) messageOf(q *store.QueueItem) (*store.MessageRecord, error) {
+	if h.Messages == nil {
 		return nil, fmt.Errorf("message of %s: no message store", q.ID)
 	}
-	return p.Store.GetMessage(q.Message)
+	return h.Messages.GetMessage(q.Message)
 }
 
 // otherOrganizerNote is how an invitation whose UID names an event
@@ -437,29 +391,29 @@ func otherOrganizerNote(other *store.QueueItem) string {
 
 // handOver moves the record of the written event from prior to the item
 // newID, whose answer rewrote it: exactly one item holds an event's ETag.
-func (p *Pipeline) handOver(prior *store.QueueItem, newID string) {
-	_, err := p.Actor.Store.TransitionQueueItem(prior.ID, []string{prior.Status}, prior.Status, func(it *store.QueueItem) error {
+func (h *Handler) handOver(prior *store.QueueItem, newID string) {
+	_, err := h.Queue.TransitionQueueItem(prior.ID, []string{prior.Status}, prior.Status, func(it *store.QueueItem) error {
 		it.Invitation.CalendarETag = ""
 		it.Invitation.StatusNote = strings.TrimPrefix(it.Invitation.StatusNote+"; the event on your calendar is now kept by "+newID, "; ")
 		return nil
 	})
 	if err != nil {
-		p.logger().Warn("invitation: earlier answer not updated", "item", prior.ID, "err", err)
+		h.logger().Warn("invitation: earlier answer not updated", "item", prior.ID, "err", err)
 	}
 }
 
-// queueCalendarConflict puts a notice in the queue when the calendar
+// QueueCalendarConflict puts a notice in the queue when the calendar
 // refused a write because another client changed the event (HTTP 412):
 // the owner decides, mailagent never retries it blindly. base is the
 // item (or the message) the write was for.
-func (p *Pipeline) queueCalendarConflict(base *store.QueueItem, reason string) {
+func (h *Handler) QueueCalendarConflict(base *store.QueueItem, reason string) {
 	q := &store.QueueItem{
 		ID: base.ID + "_calendar", Kind: store.KindNotify, Account: base.Account, Message: base.Message,
 		MessageID: base.MessageID, ThreadID: base.ThreadID, From: base.From, Subject: base.Subject,
 		Reasons: []string{"calendar: " + reason}, Status: store.QueuePending,
 	}
-	if err := p.Actor.enqueue(context.Background(), q, nil); err != nil {
-		p.logger().Warn("calendar conflict not queued", "item", base.ID, "err", err)
+	if err := h.Host.Enqueue(context.Background(), q); err != nil {
+		h.logger().Warn("calendar conflict not queued", "item", base.ID, "err", err)
 	}
 }
 

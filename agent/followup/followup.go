@@ -1,4 +1,4 @@
-package agent
+package followup
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/mailagent/mailagent/agent/outbox"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
@@ -38,8 +39,8 @@ import (
 // from the followup id and the nudge number, so a crash between writing
 // the item and moving the timer writes the same item again, not a second.
 
-// FollowupPolicy configures reply tracking ([followup] in the config).
-type FollowupPolicy struct {
+// Policy configures reply tracking ([followup] in the config).
+type Policy struct {
 	// Enabled turns tracking on.
 	Enabled bool
 	// DefaultAfter is how long after the last message a thread without a
@@ -71,27 +72,27 @@ type FollowupPolicy struct {
 const (
 	// MaxDeadline is how far ahead a date read from a message may be.
 	MaxDeadline = 180 * 24 * time.Hour
-	// DefaultFollowupAfter is followup.default_after's default.
-	DefaultFollowupAfter = 72 * time.Hour
+	// DefaultAfter is followup.default_after's default.
+	DefaultAfter = 72 * time.Hour
 	// DefaultMaxNudges is followup.max_nudges's default.
 	DefaultMaxNudges = 2
 )
 
-func (fp FollowupPolicy) after() time.Duration {
+func (fp Policy) after() time.Duration {
 	if fp.DefaultAfter > 0 {
 		return fp.DefaultAfter
 	}
-	return DefaultFollowupAfter
+	return DefaultAfter
 }
 
-func (fp FollowupPolicy) maxNudges() int {
+func (fp Policy) maxNudges() int {
 	if fp.MaxNudges > 0 {
 		return fp.MaxNudges
 	}
 	return DefaultMaxNudges
 }
 
-func (fp FollowupPolicy) lookback() time.Duration {
+func (fp Policy) lookback() time.Duration {
 	if fp.Lookback > 0 {
 		return fp.Lookback
 	}
@@ -101,7 +102,7 @@ func (fp FollowupPolicy) lookback() time.Duration {
 // AddWait returns t plus the policy's wait: DefaultAfter, or with
 // BusinessDays that many whole days (rounded up) not counting Saturdays
 // and Sundays.
-func (fp FollowupPolicy) AddWait(t time.Time) time.Time {
+func (fp Policy) AddWait(t time.Time) time.Time {
 	d := fp.after()
 	if !fp.BusinessDays {
 		return t.Add(d)
@@ -139,8 +140,9 @@ func ValidDeadline(s string, now time.Time) (deadline time.Time, ok bool, reason
 	return end, true, ""
 }
 
-// FollowupStore is what reply tracking needs from the database.
-type FollowupStore interface {
+// Store is what reply tracking needs from the database (*store.Store
+// implements it).
+type Store interface {
 	UpdateFollowup(id string, fn func(old *store.Followup) (*store.Followup, error)) (*store.Followup, error)
 	GetFollowup(id string) (*store.Followup, error)
 	DueFollowups(before time.Time, fn func(*store.Followup) error) error
@@ -150,15 +152,20 @@ type FollowupStore interface {
 	TransitionQueueItem(id string, from []string, to string, mutate func(*store.QueueItem) error) (*store.QueueItem, error)
 }
 
-// Followups tracks replies per thread and runs their timers.
-type Followups struct {
-	Store    FollowupStore
-	Policy   FollowupPolicy
-	Accounts map[string]Account
+// Tracker tracks replies per thread and runs their timers.
+type Tracker struct {
+	Store  Store
+	Policy Policy
+	// Accounts answers who the owner is and which address an account
+	// sends from; nil knows no owner and no address (the owner's own mail
+	// is then not told apart from its recipients, and follow-up drafts
+	// get no Message-ID of their own until they are sent).
+	Accounts Accounts
 	// Now is the clock (tests inject one); nil is time.Now.
 	Now func() time.Time
-	// Notify, when set, is told of every change (it must not block).
-	Notify func(Event)
+	// Notify, when set, is told of every change (kind: followup_updated,
+	// followup_due, queue_added, queue_updated); it must not block.
+	Notify func(kind, id, account string)
 	// Known reports whether the owner has written to email (a Known
 	// contact); nil means nobody is known.
 	Known func(account, email string) bool
@@ -170,30 +177,44 @@ type Followups struct {
 	AutoSend func(ctx context.Context, item *store.QueueItem) error
 }
 
+// Accounts is what reply tracking needs to know of the accounts
+// (agent.Accounts implements it).
+type Accounts interface {
+	// IsOwner reports whether addr is one of the owner's addresses on
+	// account.
+	IsOwner(account, addr string) bool
+	// FromAddress is the address account sends from ("" when unknown).
+	FromAddress(account string) string
+}
+
 // autoSendable reports whether fu's follow-up may go out unapproved.
-func (f *Followups) autoSendable(fu *store.Followup) bool {
+func (f *Tracker) autoSendable(fu *store.Followup) bool {
 	return f.Policy.AutoSendKnownContacts && f.AutoSend != nil && f.Known != nil &&
 		len(fu.Correspondents) == 1 && f.Known(fu.Account, fu.Correspondents[0])
 }
 
-func (f *Followups) now() time.Time {
+func (f *Tracker) now() time.Time {
 	if f.Now != nil {
 		return f.Now()
 	}
 	return time.Now()
 }
 
-func (f *Followups) notify(e Event) {
+func (f *Tracker) notify(kind, id, account string) {
 	if f.Notify != nil {
-		f.Notify(e)
+		f.Notify(kind, id, account)
 	}
+}
+
+func (f *Tracker) isOwner(account, addr string) bool {
+	return f.Accounts != nil && f.Accounts.IsOwner(account, addr)
 }
 
 // farFuture is a bound that every timer is before.
 var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // open returns the account's open followups.
-func (f *Followups) open(account string) ([]*store.Followup, error) {
+func (f *Tracker) open(account string) ([]*store.Followup, error) {
 	var out []*store.Followup
 	err := f.Store.DueFollowups(farFuture, func(fu *store.Followup) error {
 		if fu.Account == account && store.FollowupOpen(fu.State) {
@@ -208,7 +229,7 @@ func (f *Followups) open(account string) ([]*store.Followup, error) {
 // the decision) considers rec a message the owner has to answer.
 func expectsReply(rec *store.MessageRecord) bool {
 	c := rec.Classification
-	if c == nil || c.Action != "reply" || rec.Route != RouteExternal {
+	if c == nil || c.Action != "reply" || !rec.External() {
 		return false
 	}
 	if slices.Contains(c.Intents, "spam") || slices.Contains(c.Intents, "fyi_notification") {
@@ -240,8 +261,8 @@ func names(ids []string, want ...string) bool {
 // messages; an existing followup is replaced only by mail of one of its
 // own correspondents; mail nobody authenticated only opens a followup
 // in a thread that has none, and closes nothing.
-func (f *Followups) Incoming(ctx context.Context, rec *store.MessageRecord) error {
-	if !f.Policy.Enabled || rec == nil || rec.State != store.StateDone || rec.Route != RouteExternal {
+func (f *Tracker) Incoming(ctx context.Context, rec *store.MessageRecord) error {
+	if !f.Policy.Enabled || rec == nil || rec.State != store.StateDone || !rec.External() {
 		return nil
 	}
 	who := rec.Correspondent() // "" when the owner's server vouched for nobody
@@ -310,7 +331,7 @@ func (f *Followups) Incoming(ctx context.Context, rec *store.MessageRecord) erro
 	if err != nil {
 		return fmt.Errorf("followups: %w", err)
 	}
-	f.notify(Event{Kind: "followup_updated", ID: id, Account: rec.Account})
+	f.notify("followup_updated", id, rec.Account)
 	return nil
 }
 
@@ -371,19 +392,18 @@ var requestPhrases = []string{
 // caller. A reply to the last message of a needs_reply thread that goes to
 // its sender closes it; a message that asks something opens (or moves)
 // awaiting_reply.
-func (f *Followups) OwnerSent(ctx context.Context, account string, sent ...SentMail) error {
+func (f *Tracker) OwnerSent(ctx context.Context, account string, sent ...SentMail) error {
 	if !f.Policy.Enabled {
 		return nil
 	}
-	owner := f.Accounts[account].Owner
 	for _, s := range sent {
 		m := s.Message
-		if m == nil || IsAutomatic(m) {
+		if m == nil || m.AutoSubmitted() {
 			continue
 		}
 		var rcpts []string
 		for _, a := range slices.Concat(m.To, m.Cc) {
-			if e := mail.AddrKey(a.Email); e != "" && !owner.IsOwner(e) && !slices.Contains(rcpts, e) {
+			if e := mail.AddrKey(a.Email); e != "" && !f.isOwner(account, e) && !slices.Contains(rcpts, e) {
 				rcpts = append(rcpts, e)
 			}
 		}
@@ -423,7 +443,7 @@ func (f *Followups) OwnerSent(ctx context.Context, account string, sent ...SentM
 
 // threadOf finds the thread of an owner's message from the stored records
 // it names, else makes one from its own Message-ID.
-func (f *Followups) threadOf(account string, m *mail.Message) string {
+func (f *Tracker) threadOf(account string, m *mail.Message) string {
 	for _, id := range slices.Concat(m.InReplyTo, m.References) {
 		recs, err := f.Store.FindByMessageID(account, id)
 		if err == nil && len(recs) > 0 && recs[0].ThreadID != "" {
@@ -433,7 +453,7 @@ func (f *Followups) threadOf(account string, m *mail.Message) string {
 	return "sent:" + mail.IDKey(m.MessageID)
 }
 
-func (f *Followups) openAwaiting(ctx context.Context, account, threadID string, s SentMail, rcpts []string) error {
+func (f *Tracker) openAwaiting(ctx context.Context, account, threadID string, s SentMail, rcpts []string) error {
 	m := s.Message
 	now := f.now()
 	id := store.FollowupID(account, threadID)
@@ -468,13 +488,13 @@ func (f *Followups) openAwaiting(ctx context.Context, account, threadID string, 
 	if err != nil {
 		return fmt.Errorf("followups: %w", err)
 	}
-	f.notify(Event{Kind: "followup_updated", ID: id, Account: account})
+	f.notify("followup_updated", id, account)
 	return nil
 }
 
 // close moves an open followup to state (done or gave_up), if it has not
 // changed since updated (zero: whatever it is). It reports whether it did.
-func (f *Followups) close(id string, updated time.Time, state, reason string) (bool, error) {
+func (f *Tracker) close(id string, updated time.Time, state, reason string) (bool, error) {
 	did := false
 	fu, err := f.Store.UpdateFollowup(id, func(old *store.Followup) (*store.Followup, error) {
 		if old == nil || !store.FollowupOpen(old.State) || (!updated.IsZero() && !old.UpdatedAt.Equal(updated)) {
@@ -490,7 +510,7 @@ func (f *Followups) close(id string, updated time.Time, state, reason string) (b
 	if did {
 		// Follow-up drafts still waiting for approval are moot now.
 		for _, q := range append(slices.Clone(fu.NudgeIDs), NudgeID(id, fu.Nudges+1)) {
-			_, err := f.Store.TransitionQueueItem(q, openStatuses, store.QueueResolved, func(it *store.QueueItem) error {
+			_, err := f.Store.TransitionQueueItem(q, outbox.OpenStatuses, store.QueueResolved, func(it *store.QueueItem) error {
 				it.Reasons = append(it.Reasons, "not needed: "+reason)
 				return nil
 			})
@@ -498,17 +518,17 @@ func (f *Followups) close(id string, updated time.Time, state, reason string) (b
 				return true, fmt.Errorf("followups: resolve nudge %s: %w", q, err)
 			}
 		}
-		f.notify(Event{Kind: "followup_updated", ID: id, Account: fu.Account})
+		f.notify("followup_updated", id, fu.Account)
 	}
 	return did, nil
 }
 
-// ErrFollowupClosed: the followup is done or given up. It matches
-// ErrNotActionable.
-var ErrFollowupClosed = fmt.Errorf("%w: the followup is closed", ErrNotActionable)
+// ErrClosed: the followup is done or given up. It matches
+// outbox.ErrNotActionable (agent.ErrNotActionable).
+var ErrClosed = fmt.Errorf("%w: the followup is closed", outbox.ErrNotActionable)
 
 // MarkDone closes a followup at the owner's request.
-func (f *Followups) MarkDone(ctx context.Context, id string) error {
+func (f *Tracker) MarkDone(ctx context.Context, id string) error {
 	if _, err := f.Store.GetFollowup(id); err != nil {
 		return err
 	}
@@ -517,14 +537,14 @@ func (f *Followups) MarkDone(ctx context.Context, id string) error {
 		return err
 	}
 	if !did {
-		return fmt.Errorf("mark %s done: %w", id, ErrFollowupClosed)
+		return fmt.Errorf("mark %s done: %w", id, ErrClosed)
 	}
 	return nil
 }
 
 // Snooze hides a followup and delays its timer until until (which must be
 // in the future).
-func (f *Followups) Snooze(ctx context.Context, id string, until time.Time) error {
+func (f *Tracker) Snooze(ctx context.Context, id string, until time.Time) error {
 	if !until.After(f.now()) {
 		return fmt.Errorf("snooze %s: %s is not in the future", id, until.Format(time.RFC3339))
 	}
@@ -544,9 +564,9 @@ func (f *Followups) Snooze(ctx context.Context, id string, until time.Time) erro
 		return fmt.Errorf("snooze %s: %w", id, err)
 	}
 	if closed {
-		return fmt.Errorf("snooze %s: %w", id, ErrFollowupClosed)
+		return fmt.Errorf("snooze %s: %w", id, ErrClosed)
 	}
-	f.notify(Event{Kind: "followup_updated", ID: id, Account: fu.Account})
+	f.notify("followup_updated", id, fu.Account)
 	return nil
 }
 
@@ -573,7 +593,7 @@ const DefaultNudgeText = "Hello,\n\nI am following up on my message below. Could
 // nudgeText is the follow-up draft: the owner's text (or the default), no
 // model, nothing from the other side's mail, so a stale thread cannot be
 // used to make the agent say something; the owner edits it in review.
-func (fp FollowupPolicy) nudgeText() string {
+func (fp Policy) nudgeText() string {
 	if strings.TrimSpace(fp.NudgeText) != "" {
 		return fp.NudgeText
 	}
@@ -582,16 +602,16 @@ func (fp FollowupPolicy) nudgeText() string {
 
 // Nudge queues a follow-up draft for an awaiting_reply followup now, at
 // the owner's request; it returns the queue item.
-func (f *Followups) Nudge(ctx context.Context, id string) (*store.QueueItem, error) {
+func (f *Tracker) Nudge(ctx context.Context, id string) (*store.QueueItem, error) {
 	fu, err := f.Store.GetFollowup(id)
 	if err != nil {
 		return nil, err
 	}
 	if !store.FollowupOpen(fu.State) {
-		return nil, fmt.Errorf("nudge %s: %w", id, ErrFollowupClosed)
+		return nil, fmt.Errorf("nudge %s: %w", id, ErrClosed)
 	}
 	if fu.State != store.FollowupAwaitingReply {
-		return nil, fmt.Errorf("nudge %s: %w: only a thread awaiting an answer gets a follow-up draft (this one needs the owner's reply)", id, ErrNotActionable)
+		return nil, fmt.Errorf("nudge %s: %w: only a thread awaiting an answer gets a follow-up draft (this one needs the owner's reply)", id, outbox.ErrNotActionable)
 	}
 	q, err := f.queueNudge(fu, fu.Nudges+1, "the owner asked for a follow-up")
 	if err != nil {
@@ -617,7 +637,7 @@ func (f *Followups) Nudge(ctx context.Context, id string) (*store.QueueItem, err
 }
 
 // queueNudge writes the n-th follow-up draft of fu, unless it exists.
-func (f *Followups) queueNudge(fu *store.Followup, n int, why string) (*store.QueueItem, error) {
+func (f *Tracker) queueNudge(fu *store.Followup, n int, why string) (*store.QueueItem, error) {
 	qid := NudgeID(fu.ID, n)
 	if q, err := f.Store.GetQueueItem(qid); err == nil {
 		return q, nil
@@ -636,21 +656,22 @@ func (f *Followups) queueNudge(fu *store.Followup, n int, why string) (*store.Qu
 		MessageID: fu.MessageID, ThreadID: fu.ThreadID, From: from, To: to, Subject: fu.Subject,
 		Draft: f.Policy.nudgeText(), Status: store.QueuePending,
 		Reasons: []string{fmt.Sprintf("follow-up %d: no answer since %s (%s)", n, fu.LastAt.Format(time.DateOnly), why)}}
-	if acct, ok := f.Accounts[fu.Account]; ok {
-		domain := acct.From.Email[strings.LastIndexByte(acct.From.Email, '@')+1:]
-		q.DraftMessageID = fmt.Sprintf("%s.nudge@%s", qid, domain)
+	if f.Accounts != nil {
+		if from := f.Accounts.FromAddress(fu.Account); from != "" {
+			q.DraftMessageID = fmt.Sprintf("%s.nudge@%s", qid, from[strings.LastIndexByte(from, '@')+1:])
+		}
 	}
 	if err := f.Store.PutQueueItem(q); err != nil {
 		return nil, err
 	}
-	f.notify(Event{Kind: "queue_added", ID: qid, Account: fu.Account})
+	f.notify("queue_added", qid, fu.Account)
 	return q, nil
 }
 
 // FireDue runs every timer due at now: a first reminder, then follow-up
 // drafts (awaiting_reply) or more reminders (needs_reply), then gave_up
 // after MaxNudges. It returns how many fired.
-func (f *Followups) FireDue(ctx context.Context) (int, error) {
+func (f *Tracker) FireDue(ctx context.Context) (int, error) {
 	if !f.Policy.Enabled {
 		return 0, nil
 	}
@@ -679,7 +700,7 @@ func (f *Followups) FireDue(ctx context.Context) (int, error) {
 	return n, errs
 }
 
-func (f *Followups) fire(ctx context.Context, fu *store.Followup, now time.Time) (bool, error) {
+func (f *Tracker) fire(ctx context.Context, fu *store.Followup, now time.Time) (bool, error) {
 	if !store.FollowupOpen(fu.State) || fu.Due.After(now) {
 		return false, nil
 	}
@@ -725,7 +746,7 @@ func (f *Followups) fire(ctx context.Context, fu *store.Followup, now time.Time)
 		return false, fmt.Errorf("followups: fire %s: %w", fu.ID, err)
 	}
 	if fired {
-		f.notify(Event{Kind: "followup_due", ID: fu.ID, Account: out.Account})
+		f.notify("followup_due", fu.ID, out.Account)
 	}
 	if fired && nudge != nil && nudge.Status == store.QueuePending && f.autoSendable(out) {
 		// The policy allows it: the draft goes out as automatic mail
@@ -735,10 +756,25 @@ func (f *Followups) fire(ctx context.Context, fu *store.Followup, now time.Time)
 		err := f.AutoSend(ctx, nudge)
 		switch {
 		case errors.Is(err, ErrNudgeNotSent):
-			f.notify(Event{Kind: "queue_updated", ID: nudge.ID, Account: out.Account})
+			f.notify("queue_updated", nudge.ID, out.Account)
 		case err != nil:
 			return true, fmt.Errorf("followups: auto-send %s: %w", nudge.ID, err)
 		}
 	}
 	return fired, nil
+}
+
+// ErrNudgeNotSent is wrapped when a follow-up draft does not go out on
+// its own and waits for the owner's approval instead (the reason
+// follows); nothing was counted against the daily caps. Tracker.AutoSend
+// returns it for a draft that stays for approval.
+var ErrNudgeNotSent = errors.New("the follow-up draft waits for approval")
+
+// oneLine collapses s to one line of at most n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

@@ -1,4 +1,4 @@
-package agent
+package guard
 
 import (
 	"fmt"
@@ -24,9 +24,9 @@ func ownerTrusted() Trusted {
 // (the other field then holds something harmless).
 func guardCheck(field, text string, tr Trusted) []string {
 	if field == "subject" {
-		return GuardOutput(OutboundFields{Subject: "Re: " + text, Body: "Thanks, see you then."}, tr, 4000)
+		return Check(Fields{Subject: "Re: " + text, Body: "Thanks, see you then."}, tr, 4000)
 	}
-	return GuardOutput(OutboundFields{Subject: "Re: Project update", Body: text}, tr, 4000)
+	return Check(Fields{Subject: "Re: Project update", Body: text}, tr, 4000)
 }
 
 // assertSanitised fails when a problem holds a character the owner's
@@ -186,7 +186,7 @@ func TestGuardQuotesWhatWasWritten(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := GuardOutput(OutboundFields{Body: tt.text}, ownerTrusted(), 0)
+			got := Check(Fields{Body: tt.text}, ownerTrusted(), 0)
 			assertSanitised(t, got)
 			if !containsAny(got, tt.want) {
 				t.Errorf("got %q, want one containing %s", got, tt.want)
@@ -365,7 +365,7 @@ func TestGuardTrustedEcho(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := GuardOutput(OutboundFields{Body: tt.draft}, tt.trusted, 0)
+			got := Check(Fields{Body: tt.draft}, tt.trusted, 0)
 			if (len(got) == 0) != tt.pass {
 				t.Errorf("got %q, want pass=%v", got, tt.pass)
 			}
@@ -376,14 +376,14 @@ func TestGuardTrustedEcho(t *testing.T) {
 // TestGuardSubjectEcho: a link in the subject of the incoming mail comes
 // back in "Re: …"; unless the owner vouches for it, the reply is stopped.
 func TestGuardSubjectEcho(t *testing.T) {
-	out := OutboundFields{Subject: "Re: Invoice at evil.test/pay", Body: "Thanks, I'll look at it."}
-	got := GuardOutput(out, ownerTrusted(), 0)
+	out := Fields{Subject: "Re: Invoice at evil.test/pay", Body: "Thanks, I'll look at it."}
+	got := Check(out, ownerTrusted(), 0)
 	if len(got) != 1 || !strings.HasPrefix(got[0], `subject: links to "evil.test/pay"`) {
 		t.Errorf("got %q, want one subject problem for evil.test/pay", got)
 	}
 	tr := ownerTrusted()
 	tr.Text += "\nOur invoices live at evil.test/pay"
-	if got := GuardOutput(out, tr, 0); len(got) > 0 {
+	if got := Check(out, tr, 0); len(got) > 0 {
 		t.Errorf("trusted subject link: got %q, want no problem", got)
 	}
 }
@@ -413,7 +413,7 @@ func TestGuardLengthAndEmpty(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := GuardOutput(OutboundFields{Body: tt.body}, tt.trust, tt.max)
+			got := Check(Fields{Body: tt.body}, tt.trust, tt.max)
 			switch {
 			case tt.want == "" && len(got) > 0:
 				t.Errorf("got %q, want no problem", got)
@@ -427,7 +427,7 @@ func TestGuardLengthAndEmpty(t *testing.T) {
 // TestGuardInvisibleOnlyBody: a body of invisible characters is not empty
 // to the length check but reads as nothing; it must not pass as a reply.
 func TestGuardInvisibleOnlyBody(t *testing.T) {
-	got := GuardOutput(OutboundFields{Body: "\u200b\u200b"}, Trusted{}, 0)
+	got := Check(Fields{Body: "\u200b\u200b"}, Trusted{}, 0)
 	if !containsAny(got, "the draft is empty") {
 		t.Errorf("got %q, want the draft to count as empty", got)
 	}
@@ -444,7 +444,7 @@ func TestGuardLinearTime(t *testing.T) {
 	word := strings.Repeat("1.1.1.1.", 37)
 	text := strings.Repeat(word+" ", 130) + strings.Repeat("1.1.1.1.", 2500)
 	start := time.Now()
-	got := GuardOutput(OutboundFields{Subject: text, Body: text}, Trusted{Text: text}, 0)
+	got := Check(Fields{Subject: text, Body: text}, Trusted{Text: text}, 0)
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("took %v for %d bytes, want linear time (about a second)", d, len(text))
 	}
@@ -481,7 +481,7 @@ func FuzzGuardOutput(f *testing.F) {
 	f.Add("hxxps[:]//evil[.]test", "pay at evil[.]test", "o")
 	f.Add("\xff\xfe\u202e", "\u3002\uff20", "\u3164")
 	f.Fuzz(func(t *testing.T, draft, trustedText, letters string) {
-		assertSanitised(t, GuardOutput(OutboundFields{Subject: draft, Body: draft}, Trusted{Text: trustedText, Addresses: []string{letters}}, 100))
+		assertSanitised(t, Check(Fields{Subject: draft, Body: draft}, Trusted{Text: trustedText, Addresses: []string{letters}}, 100))
 		word := strings.Map(func(r rune) rune {
 			if unicode.IsLetter(r) {
 				return r
@@ -489,7 +489,7 @@ func FuzzGuardOutput(f *testing.F) {
 			return -1
 		}, letters)
 		body := trustedText + "\n" + word
-		for _, p := range GuardOutput(OutboundFields{Body: body}, Trusted{Text: trustedText}, 0) {
+		for _, p := range Check(Fields{Body: body}, Trusted{Text: trustedText}, 0) {
 			if strings.Contains(p, "names address") {
 				t.Fatalf("trusted %q plus %q: got %q", trustedText, word, p)
 			}
@@ -525,7 +525,7 @@ func BenchmarkGuardOutput(b *testing.B) {
 			tr := ownerTrusted()
 			b.ReportAllocs()
 			for b.Loop() {
-				if got := GuardOutput(OutboundFields{Subject: "Re: Project update", Body: bc.draft}, tr, 4000); len(got) > 0 {
+				if got := Check(Fields{Subject: "Re: Project update", Body: bc.draft}, tr, 4000); len(got) > 0 {
 					b.Fatalf("got %q, want a passing draft", got)
 				}
 			}

@@ -1,4 +1,4 @@
-package agent
+package guard
 
 import (
 	"fmt"
@@ -17,8 +17,8 @@ import (
 	"github.com/mailagent/mailagent/internal/mail"
 )
 
-// OutboundFields are the parts of a reply that leave in the owner's name.
-type OutboundFields struct{ Subject, Body string }
+// Fields are the parts of a reply that leave in the owner's name.
+type Fields struct{ Subject, Body string }
 
 // Trusted is what an outgoing reply may repeat: text and addresses from the owner
 // (profile, the owner's own mail in the thread) and the final recipients.
@@ -31,6 +31,12 @@ type Trusted struct {
 // the allow-list). The guard itself reads addresses with guardEmail, after
 // normalisation.
 var emailRE = regexp.MustCompile(`(?i)[a-z0-9._%+\-]+@[a-z0-9.\-]+\.[a-z]{2,}`)
+
+// Addresses returns the plain ASCII email addresses written in text, in
+// order (duplicates kept): the caller adds those of the owner's profile to
+// Trusted.Addresses. It reads the text as written, without the
+// normalisation Check applies, so an obfuscated address is not found.
+func Addresses(text string) []string { return emailRE.FindAllString(text, -1) }
 
 // relaxedURL is xurls' relaxed pattern (links with or without a scheme).
 // It is compiled on first use: compiling it takes tens of milliseconds,
@@ -91,7 +97,7 @@ var guardPatterns = sync.OnceValue(func() *guardREs {
 	return g
 })
 
-// GuardOutput lists why a reply may not be sent automatically; empty = passes.
+// Check lists why a reply may not be sent automatically; empty = passes.
 //
 // Every field is read the way a person would read it (see normalize and
 // deobfuscate: NFKC, invisible characters dropped, digits of every script
@@ -103,7 +109,7 @@ var guardPatterns = sync.OnceValue(func() *guardREs {
 // non-empty and at most maxChars characters (when maxChars > 0). Each
 // problem quotes the text as written, escaped so that it holds no control
 // or invisible characters.
-func GuardOutput(out OutboundFields, trusted Trusted, maxChars int) []string {
+func Check(out Fields, trusted Trusted, maxChars int) []string {
 	var problems []string
 	body, subject := normalize(out.Body), normalize(out.Subject)
 	if strings.TrimSpace(body.s) == "" {

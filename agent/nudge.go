@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mailagent/mailagent/agent/followup"
 	"github.com/mailagent/mailagent/store"
 )
 
 // ErrNudgeNotSent is wrapped by AutoNudge when the follow-up draft does
-// not go out on its own and waits for the owner's approval instead (the
-// reason follows); nothing was counted against the daily caps.
-var ErrNudgeNotSent = errors.New("the follow-up draft waits for approval")
+// not go out on its own and waits for the owner's approval instead
+// (followup.ErrNudgeNotSent, which followup.Tracker expects of its
+// AutoSend hook).
+var ErrNudgeNotSent = followup.ErrNudgeNotSent
 
 // AutoNudge sends a followup's pending follow-up draft (a nudge, NudgeOf
 // its id) without the owner, as automatic mail: never through Approve, so
@@ -36,7 +38,7 @@ func (p *Pipeline) AutoNudge(ctx context.Context, id string) (*store.QueueItem, 
 		return nil, fmt.Errorf("auto nudge %s: %w", id, err)
 	}
 	switch {
-	case NudgeOf(cur.ID) == "" || cur.Kind != store.KindDraft:
+	case followup.NudgeOf(cur.ID) == "" || cur.Kind != store.KindDraft:
 		return nil, fmt.Errorf("auto nudge %s: %w: not a follow-up draft", id, ErrNudgeNotSent)
 	case cur.Status != store.QueuePending:
 		return nil, fmt.Errorf("auto nudge %s: %w: it is %s", id, ErrNudgeNotSent, cur.Status)

@@ -1,4 +1,4 @@
-package agent
+package owner
 
 import (
 	"cmp"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/mail"
-	"github.com/mailagent/mailagent/prompts"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -28,12 +27,12 @@ import (
 const MaxDelegations = 3
 
 // forwardedFrom is the forwarded original an attached message is.
-func forwardedFrom(f mail.Forward) forwarded {
+func forwardedFrom(f mail.Forward) Forwarded {
 	m := f.Message
-	fw := forwarded{From: m.From, Subject: m.Subject, MessageID: m.MessageID, InReplyTo: m.InReplyTo,
+	fw := Forwarded{From: m.From, Subject: m.Subject, MessageID: m.MessageID, InReplyTo: m.InReplyTo,
 		References: m.References, ReplyTo: m.ReplyTo, Date: m.Date, Part: f.Part, Attached: true}
 	if m.Synthesized {
-		fw.MessageID = "" // no id to thread on: queueDelegated makes one of its own
+		fw.MessageID = "" // no id to thread on: the Host's Queue makes one of its own
 	}
 	fw.Body = renderForwardBody(m, 0)
 	if f.Broken {
@@ -62,9 +61,10 @@ func renderForwardBody(m *mail.Message, depth int) string {
 // one per distinct thread, and notes on what could not be delegated.
 // fwds are the message's attached messages; without any, an inline
 // forward in body is read as before.
-func (p *Pipeline) delegations(rec *store.MessageRecord, body string, fwds []mail.Forward) (dels []forwarded, notes []string) {
-	o := p.Accounts[rec.Account].Owner
-	ownAddress := func(e string) bool { return o.IsOwner(e) || p.isAgentAddress(rec.Account, e) }
+func (c *Channel) delegations(rec *store.MessageRecord, body string, fwds []mail.Forward) (dels []Forwarded, notes []string) {
+	ownAddress := func(e string) bool {
+		return c.Accounts.IsOwner(rec.Account, e) || c.Accounts.IsAgentAddress(rec.Account, e)
+	}
 	if len(fwds) == 0 {
 		if forwardSubject.MatchString(rec.Subject) || forwardedBlock(body) != "" {
 			if fw := parseForwarded(body); fw.From.Email != "" && !ownAddress(fw.From.Email) {
@@ -91,7 +91,7 @@ func (p *Pipeline) delegations(rec *store.MessageRecord, body string, fwds []mai
 // latestPerThread keeps, of forwarded originals sharing a thread (one's
 // Message-ID, In-Reply-To or References names an id of another's), the
 // latest by Date (the later one attached on a tie), in attachment order.
-func latestPerThread(dels []forwarded) []forwarded {
+func latestPerThread(dels []Forwarded) []Forwarded {
 	group := make([]int, len(dels))
 	ids := make([][]string, len(dels))
 	for i, d := range dels {
@@ -127,7 +127,7 @@ func latestPerThread(dels []forwarded) []forwarded {
 			best[g] = i
 		}
 	}
-	out := make([]forwarded, 0, len(order))
+	out := make([]Forwarded, 0, len(order))
 	for _, g := range order {
 		out = append(out, dels[best[g]])
 	}
@@ -137,7 +137,7 @@ func latestPerThread(dels []forwarded) []forwarded {
 // loopText is what the owner loop reads of a delegating message: the
 // owner's note, and, for an attached forward (not in the note's text),
 // the forwarded original as an inline block.
-func loopText(body string, fw forwarded) string {
+func loopText(body string, fw Forwarded) string {
 	if !fw.Attached {
 		return body
 	}
@@ -145,9 +145,9 @@ func loopText(body string, fw forwarded) string {
 		body, formatAddress(fw.From), fw.Subject, fw.Body)
 }
 
-// delegateNotes are the queue item's reasons about a forwarded original
+// DelegateNotes are the queue item's reasons about a forwarded original
 // that the owner should weigh before approving.
-func delegateNotes(fw forwarded) []string {
+func DelegateNotes(fw Forwarded) []string {
 	var out []string
 	for _, pr := range fw.Problems {
 		out = append(out, "the forwarded message was damaged ("+pr+"): check the draft against the original")
@@ -161,27 +161,14 @@ func delegateNotes(fw forwarded) []string {
 	return out
 }
 
-// delegatedKey is the record key of the i-th forwarded original of the
+// DelegatedKey is the record key of the i-th forwarded original of the
 // owner message rec (the first keeps the key inline forwards have).
-func delegatedKey(rec *store.MessageRecord, i int) store.MessageKey {
+func DelegatedKey(rec *store.MessageRecord, i int) store.MessageKey {
 	box := DelegatedMailbox
 	if i > 0 {
 		box = fmt.Sprintf("%s/%d", DelegatedMailbox, i+1)
 	}
 	return store.MessageKey{Account: rec.Account, Mailbox: box, UIDValidity: rec.UIDValidity, UID: rec.UID}
-}
-
-// rereadOwnerForward gives a resumed owner message (cut off by a crash,
-// or triaged before it was acted on) its forward again: the record keeps
-// only an excerpt of the owner's note, and without the forwarded message
-// the delegation would become an instruction.
-func (p *Pipeline) rereadOwnerForward(a *analysis, in Input) {
-	if a.rec.Route != RouteOwner || len(in.Raw) == 0 {
-		return
-	}
-	if m := mail.Parse(in.Raw); m.Forwarded {
-		a.body, a.fwds = m.Text, m.Forwards
-	}
 }
 
 // IsDelegated reports whether k is the record of a delegated original
@@ -191,9 +178,9 @@ func IsDelegated(k store.MessageKey) bool {
 	return k.Mailbox == DelegatedMailbox || strings.HasPrefix(k.Mailbox, DelegatedMailbox+"/")
 }
 
-// tooManyDelegations is the queue note for a forward of more threads than
+// TooManyDelegations is the queue note for a forward of more threads than
 // MaxDelegations: nothing is drafted, the owner picks.
-func tooManyDelegations(dels []forwarded) []string {
+func TooManyDelegations(dels []Forwarded) []string {
 	out := []string{fmt.Sprintf("you forwarded %d separate conversations; the agent drafts at most %d replies from one mail, so it drafted none: forward the ones to answer one at a time", len(dels), MaxDelegations)}
 	for _, d := range dels {
 		out = append(out, fmt.Sprintf("forwarded: %s: %s", formatAddress(d.From), oneLine(d.Subject, 120)))
@@ -201,11 +188,11 @@ func tooManyDelegations(dels []forwarded) []string {
 	return out
 }
 
-// ownerNote queues a notify item on the owner's message with reasons, for
-// what the owner must know but nothing was done about.
-func (p *Pipeline) ownerNote(rec *store.MessageRecord, mode string, reasons []string) *store.QueueItem {
-	item := notifyItem(rec)
-	item.Reasons = append([]string{"the agent read your " + cmp.Or(mode, prompts.ModeDelegate) + " mail"}, reasons...)
-	rec.Decision = DecisionNotify
-	return item
+// oneLine collapses s to one line of at most n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
