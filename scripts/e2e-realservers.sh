@@ -186,6 +186,12 @@ courier_write() {
 	chmod 0600 "$d/etc/imapd.pem"
 	chown vmail:vmail "$d/etc/imapd.pem" # read by couriertls as "courier"
 	sed -i -e 's|^TLS_CACHEFILE=.*|TLS_CACHEFILE=|' "$d/etc/imapd-ssl"
+	# imapd talks to FAM (gamin's gam_server, one per user) through an
+	# abstract socket, which every namespace on the host shares; a
+	# gam_server aborts on a client of another PID namespace. Each
+	# instance gets a socket name of its own (the start script exports
+	# every variable of this file).
+	printf '\n# Added by scripts/e2e-realservers.sh\nGAM_CLIENT_ID=mailagent-e2e-%s\n' "$port" >>"$d/etc/imapd"
 	sed -i -e 's|^authmodulelist=.*|authmodulelist="authuserdb"|' "$d/etc/authdaemonrc"
 	: >"$d/etc/userdb"
 	for u in $USERS; do
@@ -225,7 +231,8 @@ mkdir -p /run/courier/authdaemon
 # libgamin would fork gam_server on the first IDLE, and that first IDLE,
 # racing the server'"'"'s start, falls back to polling: start it before.
 if grep -q "^IMAP_ENHANCEDIDLE=1" /etc/courier/imapd; then
-	setpriv --reuid=vmail --regid=vmail --clear-groups /usr/libexec/gam_server --notimeout &
+	GAM_CLIENT_ID=$(sed -n "s/^GAM_CLIENT_ID=//p" /etc/courier/imapd) \
+		setpriv --reuid=vmail --regid=vmail --clear-groups /usr/libexec/gam_server --notimeout &
 fi
 /usr/sbin/imapd start
 '"$INIT_LOOP"

@@ -267,7 +267,20 @@ func (m *Mailer) FetchSent(ctx context.Context, account string, after uint32, si
 	defer func() { _ = c.Close() }()
 	st, err := c.Select(ctx, sent, true)
 	if err != nil {
-		return 0, err
+		// The folder found earlier may be gone since (deleted in a mail
+		// client): find it again, so that a missing Sent is the setup
+		// problem it is (imapsync.ErrSetupNeeded, with its fix) whether
+		// or not this process had found it before.
+		if again, ferr := a.refindSent(ctx, sent); ferr != nil {
+			if errors.Is(ferr, imapsync.ErrSetupNeeded) {
+				return 0, ferr
+			}
+		} else if again != sent {
+			st, err = c.Select(ctx, again, true)
+		}
+		if err != nil {
+			return 0, err
+		}
 	}
 	uids, err := c.Search(ctx, imapsync.Criteria{UIDMin: after + 1, Since: since})
 	if err != nil {
@@ -284,6 +297,21 @@ func (m *Mailer) FetchSent(ctx context.Context, account string, after uint32, si
 func (a *AccountMailer) sentFolder(ctx context.Context) (string, error) {
 	var name string
 	err := a.with(ctx, nil, func(*imapsync.Client) error {
+		var err error
+		name, err = sentBox(ctx, a)
+		return err
+	})
+	return name, err
+}
+
+// refindSent forgets the Sent folder's name when it is still stale (the
+// one whose SELECT just failed) and finds the folder again.
+func (a *AccountMailer) refindSent(ctx context.Context, stale string) (string, error) {
+	var name string
+	err := a.with(ctx, nil, func(*imapsync.Client) error {
+		if a.sent == stale {
+			a.sent = ""
+		}
 		var err error
 		name, err = sentBox(ctx, a)
 		return err
