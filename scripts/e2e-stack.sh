@@ -756,6 +756,8 @@ cmd_status() {
 		rc=1
 	fi
 	auth_status || rc=1
+	# Informational: the stack works without them (their tests skip).
+	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-realservers.sh" status "$DIR" || true
 	return $rc
 }
 
