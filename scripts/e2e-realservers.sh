@@ -228,8 +228,10 @@ makeuserdb
 mkdir -p /run/courier/authdaemon
 /usr/sbin/courierlogger -pid=/run/courier/authdaemon/pid -start /usr/lib/courier/courier-authlib/authdaemond
 # With IMAP_ENHANCEDIDLE=1 imapd asks FAM (libgamin) about the maildir.
-# libgamin would fork gam_server on the first IDLE, and that first IDLE,
-# racing the server'"'"'s start, falls back to polling: start it before.
+# libgamin would fork gam_server on first use (and it exits when idle);
+# one started here, without that timeout, is there for every IDLE. Were
+# it to die, IDLE would fall back to the 60 s poll and the latency tests
+# would say so.
 if grep -q "^IMAP_ENHANCEDIDLE=1" /etc/courier/imapd; then
 	GAM_CLIENT_ID=$(sed -n "s/^GAM_CLIENT_ID=//p" /etc/courier/imapd) \
 		setpriv --reuid=vmail --regid=vmail --clear-groups /usr/libexec/gam_server --notimeout &
