@@ -127,6 +127,8 @@ type Client struct {
 	ic      *imapclient.Client
 	account string
 	caps    map[string]bool
+	// greeting is the server's greeting line (greetingConn), set by Dial.
+	greeting string
 
 	// exists receives a value (without blocking) whenever the server
 	// reports EXISTS for the selected mailbox outside of a SELECT.
@@ -231,6 +233,11 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		return nil, ctxErr(ctx, fmt.Errorf("imap dial %s: %w", addr, dctx.Err()))
 	}
 
+	// The greeting's text names Courier-IMAP (ServerName); under STARTTLS
+	// it is read before the handshake, so the TLS layer goes above this.
+	gc := &greetingConn{Conn: conn}
+	conn = gc
+
 	if opts.Security == SecurityStartTLS {
 		// NewStartTLS closes conn on failure.
 		stop = context.AfterFunc(dctx, func() { _ = conn.Close() })
@@ -250,6 +257,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		if err := c.ic.WaitGreeting(); err != nil {
 			return fmt.Errorf("imap greeting from %s: %w", addr, err)
 		}
+		c.greeting = gc.greeting()
 		if err := c.login(opts); err != nil {
 			return err
 		}

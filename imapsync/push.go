@@ -16,8 +16,10 @@ import (
 // ServerName names the server software: the name (and version) its ID
 // answer gives (RFC 2971: "Cyrus IMAPD", "Dovecot"), else
 // "Courier-IMAP" for a server that announces a Courier extension
-// (XCOURIEROUTBOX), else "". It never fails: a refused ID is an unknown
-// name.
+// (XCOURIEROUTBOX), else the name its greeting announces (Courier-IMAP,
+// which answers no ID and, with stock settings, announces no extension of
+// its own: "* OK [...] Courier-IMAP ready."), else "". It never fails: a
+// refused ID is an unknown name.
 func (c *Client) ServerName(ctx context.Context) string {
 	if c.Has(string(imap.CapID)) {
 		var data *imap.IDData
@@ -30,7 +32,10 @@ func (c *Client) ServerName(ctx context.Context) string {
 			return strings.TrimSpace(data.Name + " " + data.Version)
 		}
 	}
-	return nameFromCaps(c.caps)
+	if n := nameFromCaps(c.caps); n != "" {
+		return n
+	}
+	return nameFromGreeting(c.greeting)
 }
 
 // nameFromCaps names a server by a capability only it announces:

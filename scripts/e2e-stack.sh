@@ -12,6 +12,9 @@
 #   scripts/e2e-stack.sh restart-dovecot [DIR]   stop and start Dovecot only
 #   scripts/e2e-stack.sh env [DIR]          print DIR/env (shell export lines)
 #   scripts/e2e-stack.sh status [DIR]       say what is running
+#   scripts/e2e-stack.sh start-realservers [DIR]  (re)start only the real
+#                                           Courier-IMAP and Cyrus beside a
+#                                           running stack (scripts/e2e-realservers.sh)
 #
 # DIR defaults to $MAILAGENT_E2E_DIR or /tmp/mailagent-e2e. Ports can be
 # overridden with E2E_IMAP_PORT, E2E_IMAPS_PORT and E2E_SMTP_PORT; Radicale
@@ -699,12 +702,28 @@ cmd_start() {
 	# Courier leaves a new account): agente2e TestCourierBareAccount.
 	E2E_COURIER_BARE=1 bash "$(dirname "${BASH_SOURCE[0]}")/e2e-courier.sh" start "$DIR"
 	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-radicale.sh" start "$DIR"
+	# The real Debian Courier-IMAP and Cyrus, unpacked beside Dovecot: a
+	# package that cannot be had leaves the stack running and their tests
+	# skipping (agente2e TestRealServer*).
+	start_realservers
 	log "running in $DIR: IMAP $HOST:$IMAP_PORT (STARTTLS), IMAPS $HOST:$IMAPS_PORT, SMTP $HOST:$SMTP_PORT"
 	log "sender authentication: OpenDKIM + OpenDMARC as $AUTHSERV_ID, DNS on $DNS_ADDR:53 for: $DKIM_DOMAINS"
 	log "use it with: source $DIR/env"
 }
 
+# start_realservers unpacks (once) and starts the real Courier-IMAP and
+# Cyrus; it never fails the stack.
+start_realservers() {
+	local rs
+	rs="$(dirname "${BASH_SOURCE[0]}")/e2e-realservers.sh"
+	bash "$rs" install ||
+		log "warning: the real Courier-IMAP and Cyrus could not be unpacked; their tests will skip"
+	bash "$rs" start "$DIR" ||
+		log "warning: the real Courier-IMAP and Cyrus did not start; their tests will skip"
+}
+
 stop_all() {
+	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-realservers.sh" stop "$DIR"
 	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-courier.sh" stop "$DIR"
 	E2E_COURIER_BARE=1 bash "$(dirname "${BASH_SOURCE[0]}")/e2e-courier.sh" stop "$DIR"
 	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-radicale.sh" stop "$DIR"
@@ -737,17 +756,27 @@ cmd_status() {
 		rc=1
 	fi
 	auth_status || rc=1
+	# Informational: the stack works without them (their tests skip).
+	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-realservers.sh" status "$DIR" || true
 	return $rc
 }
 
 case ${1:-} in
-install) install_packages ;;
+install)
+	install_packages
+	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-realservers.sh" install ||
+		log "warning: the real Courier-IMAP and Cyrus could not be unpacked; their tests will skip"
+	;;
 start) cmd_start ;;
 stop)
 	stop_all
 	log "stopped ($DIR)"
 	;;
 restart-dovecot) cmd_restart_dovecot ;;
+start-realservers)
+	[[ -s $DIR/env ]] || die "no stack in $DIR (run: $0 start $DIR)"
+	start_realservers
+	;;
 env)
 	[[ -s $DIR/env ]] || die "no $DIR/env (run: $0 start $DIR)"
 	cat "$DIR/env"

@@ -96,6 +96,11 @@ func (a *AccountMailer) with(ctx context.Context, mailbox func(context.Context, 
 			if a.mailbox != mb {
 				if _, err := a.c.Select(ctx, mb, false); err != nil {
 					last = err
+					// A folder found earlier may be gone since (deleted
+					// in a mail client): the retry finds it again, and a
+					// missing Sent or Drafts is then the setup problem it
+					// is (imapsync.ErrSetupNeeded, with its fix).
+					a.forget(mb)
 					_ = a.c.Close()
 					a.c = nil
 					continue
@@ -134,6 +139,17 @@ func sentBox(ctx context.Context, a *AccountMailer) (string, error) {
 		a.sent = name
 	}
 	return a.sent, nil
+}
+
+// forget drops the found Sent or Drafts folder named name (a.mu held), so
+// the next use finds it again.
+func (a *AccountMailer) forget(name string) {
+	if a.sent == name {
+		a.sent = ""
+	}
+	if a.drafts == name {
+		a.drafts = ""
+	}
 }
 
 func draftsBox(ctx context.Context, a *AccountMailer) (string, error) {
@@ -274,7 +290,23 @@ func (m *Mailer) FetchSent(ctx context.Context, account string, after uint32, si
 	defer func() { _ = c.Close() }()
 	st, err := c.Select(ctx, sent, true)
 	if err != nil {
-		return 0, err
+		// The folder found earlier may be gone since (deleted in a mail
+		// client): find it again, so that a missing Sent is the setup
+		// problem it is (imapsync.ErrSetupNeeded, with its fix) whether
+		// or not this process had found it before.
+		a.mu.Lock()
+		a.forget(sent)
+		a.mu.Unlock()
+		if again, ferr := a.sentFolder(ctx); ferr != nil {
+			if errors.Is(ferr, imapsync.ErrSetupNeeded) {
+				return 0, ferr
+			}
+		} else if again != sent {
+			st, err = c.Select(ctx, again, true)
+		}
+		if err != nil {
+			return 0, err
+		}
 	}
 	uids, err := c.Search(ctx, imapsync.Criteria{UIDMin: after + 1, Since: since})
 	if err != nil {

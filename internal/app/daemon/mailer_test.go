@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emersion/go-imap/v2/imapclient"
+
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/memimap"
 )
@@ -88,5 +90,71 @@ func TestSentScanDoesNotHoldTheActionConnection(t *testing.T) {
 	drafts, err := srv.Messages(context.Background(), testUser, "Drafts")
 	if err != nil || len(drafts) != 1 {
 		t.Errorf("Drafts: got %d messages, %v; want 1", len(drafts), err)
+	}
+}
+
+// TestSentDeletedAfterFound: a Sent folder deleted after the mailer found
+// it is a setup problem with its fix, as when it never existed (found on
+// the real Courier-IMAP: an approval through a running watcher exited 1
+// with the server's "NO Mailbox does not exist", where one without a
+// watcher exits 2 naming `mailagent doctor --fix`), on both ways the
+// mailer reads Sent: the action connection (SentHas) and the scan
+// (ReadSent). Once the folder is back, both work again.
+func TestSentDeletedAfterFound(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		read func(ctx context.Context, m *Mailer) error
+	}{
+		{"SentHas", func(ctx context.Context, m *Mailer) error {
+			// Another folder selected on the action connection, so
+			// that SentHas selects Sent again.
+			uid, err := m.AppendDraft(ctx, "personal", sentMail(7))
+			if err == nil {
+				err = m.DeleteDraft(ctx, "personal", uid)
+			}
+			if err != nil {
+				return fmt.Errorf("draft: %w", err)
+			}
+			_, err = m.SentHas(ctx, "personal", "<s1@example.com>")
+			return err
+		}},
+		{"ReadSent", func(ctx context.Context, m *Mailer) error {
+			return m.ReadSent(ctx, "personal", time.Time{}, func([]byte) error { return nil })
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, a := startIMAP(t, memimap.Options{Mailboxes: []string{"Sent", "Drafts"}})
+			m := &Mailer{Accounts: map[string]*AccountMailer{"personal": a}}
+			defer m.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := tt.read(ctx, m); err != nil {
+				t.Fatalf("with Sent: %v", err)
+			}
+
+			c, err := imapclient.DialInsecure(srv.Addr(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = c.Close() }()
+			if err := c.Login(testUser, testPass).Wait(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Delete("Sent").Wait(); err != nil {
+				t.Fatal(err)
+			}
+			err = tt.read(ctx, m)
+			var fx interface{ SetupFix() string }
+			if !errors.Is(err, imapsync.ErrSetupNeeded) || !errors.As(err, &fx) || !strings.Contains(fx.SetupFix(), "mailagent doctor --fix") {
+				t.Fatalf("with Sent deleted: got %v, want imapsync.ErrSetupNeeded naming `mailagent doctor --fix`", err)
+			}
+
+			if err := c.Create("Sent", nil).Wait(); err != nil {
+				t.Fatal(err)
+			}
+			if err := tt.read(ctx, m); err != nil {
+				t.Fatalf("with Sent created again: %v", err)
+			}
+		})
 	}
 }
