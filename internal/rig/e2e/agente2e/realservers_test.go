@@ -105,6 +105,7 @@ func hasKey[V any](m map[string]V, k string) bool {
 // fix, sends nothing and keeps the draft; after the fix the same approval
 // sends the reply and files it in INBOX.Sent.
 func TestRealServerBareAccount(t *testing.T) {
+	t.Parallel() // minutes of waiting on servers that poll: overlap it
 	s := e2e.Require(t)
 	for _, rs := range realServers {
 		t.Run(rs.name, func(t *testing.T) {
@@ -219,6 +220,7 @@ func approveWithoutSent(t *testing.T, e *env, c *imapclient.Client) {
 // at the stock server's poll (the control: the same measurement does see
 // a server that polls).
 func TestRealServerPushLatency(t *testing.T) {
+	t.Parallel() // minutes of waiting on servers that poll: overlap it
 	s := e2e.Require(t)
 	for _, rs := range realServers {
 		t.Run(rs.name, func(t *testing.T) {
