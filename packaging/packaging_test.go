@@ -122,7 +122,7 @@ func TestPackagesShipTheDocumentedPaths(t *testing.T) {
 		"/usr/share/zsh/vendor-completions/_mailagent",
 		"/usr/share/fish/vendor_completions.d/mailagent.fish",
 		"/usr/lib/systemd/user/mailagent-watch.service",
-		"/usr/share/doc/mailagent/LICENSE",
+		"/usr/share/doc/mailagent-triage/copyright",
 	} {
 		if !have[want] {
 			t.Errorf("nfpm.yaml does not install %s", want)

@@ -71,7 +71,7 @@ deb_list=$(dpkg-deb -c "$deb" | awk '{print $NF}' | sed 's#^\./#/#' | grep -v '/
 for f in /usr/bin/mailagent /usr/share/man/man1/mailagent.1.gz /usr/share/man/man5/mailagent.toml.5.gz \
 	/usr/share/bash-completion/completions/mailagent /usr/share/zsh/vendor-completions/_mailagent \
 	/usr/share/fish/vendor_completions.d/mailagent.fish /usr/lib/systemd/user/mailagent-watch.service \
-	/usr/share/doc/mailagent/LICENSE; do
+	/usr/share/doc/mailagent-triage/copyright; do
 	grep -qx "$f" <<<"$rpm_list" || fail "the .rpm does not contain $f"
 	grep -qx "$f" <<<"$deb_list" || fail "the .deb does not contain $f"
 done
