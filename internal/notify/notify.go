@@ -189,7 +189,7 @@ func (d *Desktop) dbus(ctx context.Context, n Note) error {
 		}
 		return noDesktop("cannot reach the D-Bus session bus: %v", err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	caps, err := notify.GetCapabilities(conn)
 	if err != nil {
 		var de dbus.Error
