@@ -86,6 +86,8 @@ type Config struct {
 	Tools Tools `toml:"tools"`
 	// Trace says what a message's trace keeps (step snapshots).
 	Trace Trace `toml:"trace"`
+	// Notify turns on desktop notifications (off by default).
+	Notify Notify `toml:"notify"`
 
 	// File is the path the configuration was read from ("" when parsed
 	// from memory without a name).

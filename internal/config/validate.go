@@ -176,6 +176,7 @@ func (c *Config) Validate() error {
 	c.Scheduling.validate(p)
 	c.Tools.validate(p)
 	c.validateTrace(p)
+	c.validateNotify(p)
 	if r := c.Store.Retention.D(); r > 0 && r < MinRetention {
 		p.add("store.retention", fmt.Sprintf("%s is shorter than 7 days", r), `use "90d" (the default), at least "7d", or "0" to keep everything`)
 	}

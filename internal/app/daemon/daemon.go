@@ -32,6 +32,7 @@ import (
 	"github.com/mailagent/mailagent/internal/app/status"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/internal/notify"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -101,6 +102,10 @@ type Daemon struct {
 	// Digest, when set, sends the owner's digest once per period
 	// (digest.schedule); see digest.go.
 	Digest DigestRunner
+	// Notifier, when set, is told when a new message needs the owner (a
+	// draft queued for approval, a message set aside for review); see
+	// notify.go. nil ([notify] desktop = false, the default) tells no one.
+	Notifier notify.Notifier
 
 	mu     sync.Mutex
 	status map[string]*Status
@@ -511,7 +516,8 @@ func (d *Daemon) process(ctx context.Context, a Account, c *imapsync.Client, st 
 				return nil
 			}
 		}
-		_, err := d.Pipeline.Process(ctx, agent.Input{Key: key, Raw: m.Raw, Truncated: m.Truncated})
+		out, err := d.Pipeline.Process(ctx, agent.Input{Key: key, Raw: m.Raw, Truncated: m.Truncated})
+		d.tellOwner(ctx, out)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
