@@ -52,6 +52,7 @@ var leafLibraries = []string{
 	"internal/config", "internal/netpolicy", "internal/termsafe", "internal/autoconfig",
 	"internal/initcfg", "internal/unsubscribe", "internal/humantime",
 	"internal/calendar", "internal/memimap", "internal/html2text", "internal/retry",
+	"internal/notify",
 	"agent/guard",
 }
 

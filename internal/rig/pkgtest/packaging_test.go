@@ -1,7 +1,7 @@
-// Package packaging holds the .deb/.rpm configuration (nfpm.yaml) and the
-// recipe that generates what they ship (prepare.sh). Its test keeps
+// Package pkgtest checks the .deb/.rpm configuration (packaging/nfpm.yaml) and the
+// recipe that generates what they ship (packaging/prepare.sh): it keeps
 // .goreleaser.yaml's nfpms section equal to nfpm.yaml, the source of truth.
-package packaging
+package pkgtest
 
 import (
 	"os"
@@ -67,8 +67,8 @@ func load(t *testing.T, path string, v any) {
 func TestGoreleaserNfpmsMatchNfpmYAML(t *testing.T) {
 	var n nfpmFile
 	var g goreleaserFile
-	load(t, "nfpm.yaml", &n)
-	load(t, filepath.Join("..", ".goreleaser.yaml"), &g)
+	load(t, filepath.Join(root, "packaging", "nfpm.yaml"), &n)
+	load(t, filepath.Join(root, ".goreleaser.yaml"), &g)
 	if len(g.Nfpms) != 1 {
 		t.Fatalf(".goreleaser.yaml has %d nfpms entries, want 1", len(g.Nfpms))
 	}
@@ -109,7 +109,7 @@ func TestGoreleaserNfpmsMatchNfpmYAML(t *testing.T) {
 // `systemctl --user enable mailagent-watch` silently).
 func TestPackagesShipTheDocumentedPaths(t *testing.T) {
 	var n nfpmFile
-	load(t, "nfpm.yaml", &n)
+	load(t, filepath.Join(root, "packaging", "nfpm.yaml"), &n)
 	have := map[string]bool{}
 	for _, c := range n.Contents {
 		have[c.Dst] = true
@@ -132,3 +132,6 @@ func TestPackagesShipTheDocumentedPaths(t *testing.T) {
 		t.Errorf("metadata: section %q license %q homepage %q", n.Section, n.License, n.Homepage)
 	}
 }
+
+// root is the repository, from this package's directory.
+var root = filepath.Join("..", "..", "..")
