@@ -254,14 +254,3 @@ func printInvitation(w io.Writer, inv *store.Invitation) {
 		fmt.Fprintf(w, "  applied: %s\n", line(inv.Applied))
 	}
 }
-
-// RSVP answers an invitation, and with no watcher running waits out the
-// undo window and sends, like Approve.
-func (a localActions) RSVP(ctx context.Context, id, answer string) (*store.QueueItem, error) {
-	item, err := a.Pipeline.RSVP(ctx, id, answer)
-	if err != nil || !a.local || a.deferSend || item == nil || item.Status != store.QueueApproved {
-		return item, err
-	}
-	item, err = a.SendApproval(ctx, item.ID, a.undoWait(id, "sending the reply", "queue rsvp"))
-	return cancelledMeanwhile(id, item, err)
-}

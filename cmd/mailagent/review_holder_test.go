@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailagent/mailagent/internal/app/actions"
 	"github.com/mailagent/mailagent/internal/app/api"
 )
 
@@ -23,7 +24,7 @@ func TestReviewNamesTheHolder(t *testing.T) {
 	}
 	defer func() { _ = st.Close() }()
 	ctx := context.Background()
-	stop := api.ServeHeld(ctx, cfg.StateDir, &api.Local{DB: st, StatusFunc: heldStatus()}, "triage", nil)
+	stop := api.ServeHeld(ctx, cfg.StateDir, &api.Local{DB: st, StatusFunc: actions.HeldStatus()}, "triage", nil)
 	defer stop()
 
 	b := &serviceBackend{open: f.Service, sock: api.SocketPath(cfg.StateDir), now: time.Now, log: slog.New(slog.DiscardHandler)}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/app/actions"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
@@ -288,9 +289,11 @@ func (b *serviceBackend) SendApproved(ctx context.Context, id string) error {
 	})
 }
 
-// waitUntil sleeps until at or until ctx ends (waitUndo without a
+// waitUntil sleeps until at or until ctx ends (actions.WaitUndo without a
 // notice: the TUI counts down itself).
-func waitUntil(ctx context.Context, at time.Time) error { return waitUndo(ctx, nil, "", "", at, nil) }
+func waitUntil(ctx context.Context, at time.Time) error {
+	return actions.WaitUndo(ctx, nil, "", "", at, nil)
+}
 
 var (
 	_ tui.Unsnoozer      = (*serviceBackend)(nil)

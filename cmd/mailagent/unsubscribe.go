@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/app/actions"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/mail"
@@ -212,7 +213,7 @@ func (p *unsubscribePlan) mail(ctx context.Context, f *Factory, svc api.Service)
 		}
 		what := "sending the unsubscribe mail to " + termsafe.Line(p.o.Mailto)
 		ob, err = s.SendWhenDue(ctx, ob.ID, func(ctx context.Context, at time.Time) error {
-			return waitUndo(ctx, p.notice, ob.ID, what, at, f.Now)
+			return actions.WaitUndo(ctx, p.notice, ob.ID, what, at, f.Now)
 		})
 		if errors.Is(err, agent.ErrApprovalCancelled) {
 			return "", fmt.Errorf("cancelled in its undo window: nothing was sent (%s)", ob.ID)

@@ -2,14 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/app/actions"
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/apperr"
 	"github.com/mailagent/mailagent/internal/app/daemon"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/llm"
@@ -291,72 +293,6 @@ func newDaemon(f *Factory, cfg *config.Config, st *store.Store, parts *agentPart
 	return d
 }
 
-// localActions performs queue actions in this process (no watcher runs):
-// the same pipeline code watch uses, so sends still go through the outbox.
-type localActions struct {
-	*agent.Pipeline
-	d *daemon.Daemon
-	// local is set when no watcher runs (so no due timer will send the
-	// reply): Approve then waits out policy.approval_delay here, saying
-	// so on undo when that is set; an ended context (Ctrl-C) in the window
-	// cancels the approval.
-	local bool
-	undo  io.Writer
-	// deferSend: Approve does not wait out the window; the caller sends
-	// when it ends (the review TUI, Factory.deferApprovalSend).
-	deferSend bool
-	// hold, when set, serves the API socket from this process while it
-	// waits out an undo window holding the database (api.ServeHeld), so
-	// that status, queue (cancel included) and review work meanwhile;
-	// command names the holder ("queue approve").
-	hold func(ctx context.Context, command string) (stop func())
-}
-
-// undoWait is the wait SendApproval calls: waitUndo, serving the socket
-// meanwhile when a.hold is set.
-func (a localActions) undoWait(id, what, command string) func(context.Context, time.Time) error {
-	return func(ctx context.Context, at time.Time) error {
-		if a.hold != nil {
-			now := time.Now
-			if a.Pipeline.Now != nil {
-				now = a.Pipeline.Now
-			}
-			if at.After(now()) {
-				stop := a.hold(ctx, command)
-				defer stop()
-			}
-		}
-		return waitUndo(ctx, a.undo, id, what, at, a.Pipeline.Now)
-	}
-}
-
-// Approve approves, and with no watcher running waits out the undo window
-// and sends (see agent.Pipeline.SendApproval).
-func (a localActions) Approve(ctx context.Context, id, final string) (*store.QueueItem, error) {
-	item, err := a.Pipeline.Approve(ctx, id, final)
-	if err != nil || !a.local || a.deferSend || item == nil || item.Status != store.QueueApproved {
-		return item, err
-	}
-	learned := item.Learned // what the approval taught: kept for the result
-	item, err = a.SendApproval(ctx, item.ID, a.undoWait(id, "sending", "queue approve"))
-	if item != nil {
-		item.Learned = learned
-	}
-	return cancelledMeanwhile(id, item, err)
-}
-
-// cancelledMeanwhile turns an approval that another command cancelled in
-// its undo window (`queue cancel`, through this process's socket) into
-// the error a cancel with Ctrl-C gives: nothing was sent.
-func cancelledMeanwhile(id string, item *store.QueueItem, err error) (*store.QueueItem, error) {
-	if err == nil && item != nil && item.Status == store.QueuePending {
-		return nil, fmt.Errorf("%w: %s: cancelled in its undo window: not sent; it is back in the queue", agent.ErrApprovalCancelled, id)
-	}
-	return item, err
-}
-
-func (a localActions) Retry(ctx context.Context, k store.MessageKey) error { return a.d.Retry(ctx, k) }
-
 // Service connects to the running watcher, or opens the store directly
 // when none runs. withActions builds a local pipeline for the actions
 // (approve, reject, …) in the second case.
@@ -366,29 +302,29 @@ func (f *Factory) Service(ctx context.Context, withActions bool) (api.Service, f
 		return nil, nil, err
 	}
 	var parts *agentParts
-	var actions func(*store.Store) api.Actions
+	var withLocal func(*store.Store) api.Actions
 	if withActions {
-		actions = func(st *store.Store) api.Actions {
+		withLocal = func(st *store.Store) api.Actions {
 			p, err := buildAgent(ctx, f, cfg, st, true)
 			if err != nil {
 				f.Logger().Warn("local actions unavailable", "err", err)
 				return nil
 			}
 			parts = p
-			la := localActions{Pipeline: p.Pipeline, d: newDaemon(f, cfg, st, p, nil), local: true, undo: f.approveNotice, deferSend: f.deferApprovalSend}
-			la.hold = func(ctx context.Context, command string) func() {
+			la := actions.Local{Pipeline: p.Pipeline, Daemon: newDaemon(f, cfg, st, p, nil), NoWatcher: true, Undo: f.approveNotice, DeferSend: f.deferApprovalSend}
+			la.Hold = func(ctx context.Context, command string) func() {
 				// What the socket serves meanwhile: the same actions, without
 				// this hold or this process's notices (an approval through
 				// the socket waits out its own window in its request).
 				served := la
-				served.hold, served.undo = nil, nil
-				l := &api.Local{DB: st, Actions: served, AutoSendCap: cfg.Policy.MaxAutoPerDay, StatusFunc: heldStatus()}
+				served.Hold, served.Undo = nil, nil
+				l := &api.Local{DB: st, Actions: served, AutoSendCap: cfg.Policy.MaxAutoPerDay, StatusFunc: actions.HeldStatus()}
 				return api.ServeHeld(ctx, cfg.StateDir, l, command, f.Logger())
 			}
 			return la
 		}
 	}
-	svc, closeFn, err := api.Open(ctx, cfg.StateDir, func() (*store.Store, error) { return f.OpenStore(false) }, actions)
+	svc, closeFn, err := api.Open(ctx, cfg.StateDir, func() (*store.Store, error) { return f.OpenStore(false) }, withLocal)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -401,4 +337,15 @@ func (f *Factory) Service(ctx context.Context, withActions bool) (api.Service, f
 		}
 		return closeFn()
 	}, nil
+}
+
+// fromApp turns an application-tier error the owner can act on
+// (*apperr.Error) into this command line's UserError: the same exit code
+// and hint; any other error is returned as it is.
+func fromApp(err error) error {
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		return &UserError{Code: ae.Code, Err: ae.Err, Hint: ae.Hint}
+	}
+	return err
 }
