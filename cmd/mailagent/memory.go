@@ -14,7 +14,6 @@ import (
 	"github.com/mailagent/mailagent/internal/humantime"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
-	"github.com/mailagent/mailagent/tui"
 )
 
 // MemoryOptions are the flags of the memory subcommands.
@@ -190,23 +189,6 @@ func printMemoryRecord(w io.Writer, r *store.MemoryRecord) {
 		fmt.Fprintf(w, "expires: %s\n", r.Expires.Format(time.RFC3339))
 	}
 	fmt.Fprintf(w, "\n%s\n", termsafe.Text(r.Text))
-}
-
-var _ tui.Learner = (*serviceBackend)(nil)
-
-// LastLearned implements tui.Learner: the records the approval of id
-// wrote, once, each with its id (what ForgetLearned and `mailagent memory
-// forget` take).
-func (b *serviceBackend) LastLearned(id string) []tui.Learned {
-	v, ok := b.learned.LoadAndDelete(id)
-	if !ok {
-		return nil
-	}
-	var out []tui.Learned
-	for _, l := range v.([]store.Learned) {
-		out = append(out, tui.Learned{ID: termsafe.Line(l.ID), Text: truncate(termsafe.Line(l.Text), 80)})
-	}
-	return out
 }
 
 // printLearned tells the owner what an approval taught, and how to undo it.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/review"
 	"github.com/mailagent/mailagent/internal/humantime"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/termsafe"
@@ -150,7 +151,7 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 		if opts.JSON {
 			return writeJSON(f.Stdout, toQueueItemsJSON(items))
 		}
-		known, err := recipientStatus(ctx, svc, items)
+		known, err := review.RecipientStatus(ctx, svc, items)
 		if err != nil {
 			return err
 		}
@@ -177,7 +178,7 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 		if opts.JSON {
 			return writeJSON(f.Stdout, toQueueShowJSON(d))
 		}
-		known, err := recipientStatus(ctx, svc, []store.QueueItem{d.Item})
+		known, err := review.RecipientStatus(ctx, svc, []store.QueueItem{d.Item})
 		if err != nil {
 			return err
 		}
@@ -367,7 +368,7 @@ func writeJSON(w io.Writer, v any) error {
 
 // printQueue writes the human table. Every untrusted field is sanitised
 // before it is cut to width. known maps account → address → written to
-// before (see recipientStatus); recipients not in it are marked new.
+// before (see review.RecipientStatus); recipients not in it are marked new.
 // dates maps an item id to its mail's Date: AGE counts from it (from the
 // item's creation when the date is unknown).
 func printQueue(w io.Writer, items []store.QueueItem, known map[string]map[string]bool, dates map[string]time.Time, now time.Time, width int) {
@@ -385,7 +386,7 @@ func printQueue(w io.Writer, items []store.QueueItem, known map[string]map[strin
 				intent, risk = termsafe.Line(strings.Join(c.Intents, ",")), termsafe.Line(c.Risk)
 			}
 			var k map[string]bool
-			if sendable(q) {
+			if review.Sendable(q) {
 				k = known[q.Account]
 			}
 			status := q.Status
@@ -451,7 +452,7 @@ const newMark = "[new] "
 func printQueueItem(w io.Writer, d *api.QueueDetail, known map[string]bool) {
 	q := d.Item
 	line, text := termsafe.Line, termsafe.Text
-	if !sendable(&q) {
+	if !review.Sendable(&q) {
 		known = nil
 	}
 	fmt.Fprintf(w, "%s  %s, %s\nfrom %s\nto %s\n", line(q.ID), line(q.Kind), line(q.Status),
@@ -461,7 +462,7 @@ func printQueueItem(w io.Writer, d *api.QueueDetail, known map[string]bool) {
 	}
 	fmt.Fprintf(w, "subject %s\n", line(q.Subject))
 	printExplainIDs(w, d)
-	printInvitation(w, q.Invitation) // queue_rsvp.go
+	review.PrintInvitation(w, q.Invitation) // queue_rsvp.go
 	if c := q.Classification; c != nil {
 		fmt.Fprintf(w, "classification %s, risk %s, action %s, confidence %.2f\n  %s\n", line(strings.Join(c.Intents, "+")),
 			line(c.Risk), line(c.Action), c.Confidence, line(c.Comments))
@@ -552,15 +553,15 @@ func confirmRecipients(ctx context.Context, f *Factory, svc api.Service, opts *Q
 	if err != nil {
 		return err
 	}
-	if !sendable(&d.Item) {
+	if !review.Sendable(&d.Item) {
 		return nil // Approve says why it cannot send
 	}
-	known, err := recipientStatus(ctx, svc, []store.QueueItem{d.Item})
+	known, err := review.RecipientStatus(ctx, svc, []store.QueueItem{d.Item})
 	if err != nil {
 		return err
 	}
 	news := termsafe.Lines(newRecipients(d.Item.To, known[d.Item.Account]))
-	risky := riskyGates(&d.Item)
+	risky := review.RiskyGates(&d.Item)
 	if len(news) == 0 && len(risky) == 0 {
 		return nil
 	}
@@ -597,32 +598,6 @@ func confirmRecipients(ctx context.Context, f *Factory, svc api.Service, opts *Q
 		return &UserError{Code: ExitFailure, Err: errors.New("not sent")}
 	}
 	return nil
-}
-
-// riskyGates returns the failed gates of q that should make a person think
-// twice before sending: a sender that is not authenticated, a route that
-// claims to be the owner or is automated, recipients that are not the
-// sender, a sensitive intent, a draft the output guard flagged, and a
-// classification of high risk. The gates that every queued draft may fail
-// (policy.mode is review, the daily caps, an unknown contact, which the
-// new-address check covers, a model that merely asked for approval) do
-// not ask.
-func riskyGates(q *store.QueueItem) []store.GateResult {
-	var out []store.GateResult
-	for _, g := range q.Gates {
-		if g.Pass {
-			continue
-		}
-		switch g.Gate {
-		case agent.GateRoute, agent.GateSenderAuth, agent.GateRecipients, agent.GateNeverAuto, agent.GateOutput:
-			out = append(out, g)
-		case agent.GateClassification:
-			if c := q.Classification; c == nil || c.Risk == "high" {
-				out = append(out, g)
-			}
-		}
-	}
-	return out
 }
 
 // draftCopyFailed says on stderr that the new text is kept but its copy
