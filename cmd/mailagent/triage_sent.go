@@ -6,6 +6,7 @@ import (
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/sentlearn"
+	"github.com/mailagent/mailagent/internal/app/wire"
 	"github.com/mailagent/mailagent/internal/config"
 )
 
@@ -24,6 +25,6 @@ func learnSentContacts(ctx context.Context, acct *config.Account, st any, now ti
 		return err
 	}
 	defer func() { _ = c.Close() }()
-	_, err = sentlearn.Learn(ctx, c, sentlearn.Account{Name: acct.Name, SentMailbox: acct.SentMailbox, Owner: ownerOf(acct)}, km, now.Add(-agent.SentLookback))
+	_, err = sentlearn.Learn(ctx, c, sentlearn.Account{Name: acct.Name, SentMailbox: acct.SentMailbox, Owner: wire.Owner(acct)}, km, now.Add(-agent.SentLookback))
 	return err
 }
