@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"time"
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/actions"
@@ -89,29 +88,6 @@ func openPipelineStore(ctx context.Context, f *Factory, dryRun bool) (pipelineSt
 		lazy.Close()
 		return closeSvc()
 	}, nil
-}
-
-// openSnapshot opens a private copy of the state database (see
-// store.OpenSnapshot), for a long read-only run.
-func (f *Factory) openSnapshot() (*store.SnapshotStore, error) {
-	cfg, err := f.Config()
-	if err != nil {
-		return nil, err
-	}
-	return store.OpenSnapshot(DBPath(cfg), store.Options{Timeout: time.Second,
-		Retention: cfg.StoreRetention(), SnapshotRetention: cfg.SnapshotRetention()})
-}
-
-// openSnapshotStore is openSnapshot for api.Open, which wants a
-// *store.Store: the copy is removed when the process ends instead of
-// when it is closed.
-func (f *Factory) openSnapshotStore() (*store.Store, error) {
-	st, err := f.openSnapshot()
-	if err != nil {
-		return nil, err
-	}
-	_ = os.Remove(st.File()) // the open copy stays readable until closed
-	return st.Store, nil
 }
 
 // emptyStore is a store with nothing in it that accepts no writes. It
