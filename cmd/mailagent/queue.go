@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,13 +12,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/review"
 	"github.com/mailagent/mailagent/internal/humantime"
+	"github.com/mailagent/mailagent/internal/iostreams"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
@@ -533,12 +532,10 @@ func newRecipients(as []mail.Address, known map[string]bool) []string {
 	return out
 }
 
-// stdinIsTTY reports whether r is an interactive terminal; tests replace
-// it.
-var stdinIsTTY = func(r io.Reader) bool {
-	fd, ok := r.(interface{ Fd() uintptr })
-	return ok && (isatty.IsTerminal(fd.Fd()) || isatty.IsCygwinTerminal(fd.Fd()))
-}
+// stdinIsTTY reports whether r is an interactive terminal
+// (iostreams.IsTerminal, the one TTY check); tests replace it until the
+// commands that ask take IOStreams.IsStdinTTY from their Options.
+var stdinIsTTY = func(r io.Reader) bool { return iostreams.IsTerminal(r) }
 
 // confirmRecipients stops an approval that would send to an address the
 // owner has never written to (a Reply-To stranger, say), or a draft whose
@@ -589,12 +586,11 @@ func confirmRecipients(ctx context.Context, f *Factory, svc api.Service, opts *Q
 	for _, g := range risky {
 		fmt.Fprintf(f.Stderr, "  FAIL %s: %s\n", termsafe.Line(g.Gate), termsafe.Line(g.Reason))
 	}
-	fmt.Fprintf(f.Stderr, "%s? y/N: ", strings.Join(questions, ", and "))
-	answer, err := bufio.NewReader(f.Stdin).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("read answer: %w", err)
+	ok, err := f.Prompter().Confirm(strings.Join(questions, ", and ")+"?", false)
+	if err != nil {
+		return err
 	}
-	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+	if !ok {
 		return &UserError{Code: ExitFailure, Err: errors.New("not sent")}
 	}
 	return nil

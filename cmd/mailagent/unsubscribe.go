@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -109,12 +107,11 @@ func confirmUnsubscribe(f *Factory, opts *UnsubscribeOptions, list, what string)
 		return &UserError{Code: ExitUsage, Err: fmt.Errorf("nothing sent: unsubscribing from %s sends %s", list, what),
 			Hint: "run it at a terminal to confirm, or add --yes"}
 	}
-	fmt.Fprintf(f.Stderr, "unsubscribe from %s with %s? y/N: ", list, what)
-	answer, err := bufio.NewReader(f.Stdin).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("read answer: %w", err)
+	ok, err := f.Prompter().Confirm(fmt.Sprintf("unsubscribe from %s with %s?", list, what), false)
+	if err != nil {
+		return err
 	}
-	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+	if !ok {
 		return &UserError{Code: ExitFailure, Err: errors.New("nothing sent")}
 	}
 	return nil
