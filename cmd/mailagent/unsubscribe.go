@@ -18,11 +18,10 @@ type UnsubscribeOptions struct {
 	Ref  string // a Message-ID or trace id
 	Yes  bool
 	JSON bool
+	// Poster makes the one-click client; nil is the default (https only,
+	// public addresses only). Tests set it through runF.
+	Poster func() *unsubscribe.Poster
 }
-
-// newUnsubscribePoster makes the one-click client; tests replace it (it
-// becomes a Factory field when the Factory leaves package main).
-var newUnsubscribePoster = func() *unsubscribe.Poster { return &unsubscribe.Poster{} }
 
 func newUnsubscribeCmd(f *Factory, runF func(context.Context, *UnsubscribeOptions) error) *cobra.Command {
 	opts := &UnsubscribeOptions{}
@@ -62,6 +61,7 @@ func unsubscribeRun(ctx context.Context, f *Factory, opts *UnsubscribeOptions) e
 	if err != nil {
 		return err
 	}
+	env.Poster = opts.Poster
 	p, err := appunsub.NewPlan(ctx, env, svc, opts.Ref)
 	if err != nil {
 		return fromApp(err)
@@ -88,14 +88,14 @@ func unsubscribeRun(ctx context.Context, f *Factory, opts *UnsubscribeOptions) e
 }
 
 // unsubscribeEnv is what an unsubscribe needs from this process
-// (appunsub.Env): the configuration, the mailer, the clock and the
-// one-click client.
+// (appunsub.Env): the configuration, the mailer and the clock (the
+// one-click client is the default one).
 func unsubscribeEnv(f *Factory) (*appunsub.Env, error) {
 	cfg, err := f.Config()
 	if err != nil {
 		return nil, err
 	}
-	return &appunsub.Env{Config: cfg, Mailer: newMailer, Now: f.Now, Poster: newUnsubscribePoster}, nil
+	return &appunsub.Env{Config: cfg, Mailer: newMailer, Now: f.Now}, nil
 }
 
 // confirmUnsubscribe asks y/N at a terminal; a script must say --yes.
