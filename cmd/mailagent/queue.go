@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/app/actions"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/review"
 	"github.com/mailagent/mailagent/internal/humantime"
@@ -106,14 +107,14 @@ approve then asks "y/N" when stdin is a terminal, and refuses without
 
 func queueRun(ctx context.Context, f *Factory, opts *QueueOptions) error {
 	needsActions := opts.Action != "list" && opts.Action != "show"
-	if opts.Action == "approve" || opts.Action == "rsvp" {
-		f.approveNotice = f.Stderr // the undo window is announced here
-	}
 	svc, closeSvc, err := f.Service(ctx, needsActions)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = closeSvc() }()
+	if opts.Action == "approve" || opts.Action == "rsvp" {
+		actions.Announce(svc, f.Stderr) // the undo window is announced here
+	}
 	err = queueDo(ctx, f, svc, opts)
 	switch {
 	case errors.Is(err, store.ErrNotFound):

@@ -93,9 +93,6 @@ func runReview(ctx context.Context, f *Factory, svc api.Service, label string) e
 	}
 	ascii, noColor := tui.DetectPlain(os.Getenv)
 	b := &review.Backend{Svc: svc, Now: f.Now, Label: label, Log: f.Logger()}
-	// An approval with no watcher running returns at once; the TUI counts
-	// the undo window down and sends when it ends (SendApproved).
-	f.deferApprovalSend = true
 	if cfg, err := f.Config(); err == nil {
 		b.Open = f.Service
 		b.Sock = api.SocketPath(cfg.StateDir)

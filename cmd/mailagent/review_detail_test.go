@@ -21,7 +21,6 @@ func reviewBackend(t *testing.T, h *harness) *review.Backend {
 	var out, errb bytes.Buffer
 	f := newFactory(strings.NewReader(""), &out, &errb)
 	f.ConfigPath = h.cfgPath
-	f.deferApprovalSend = true
 	t.Cleanup(f.Close)
 	return &review.Backend{Open: f.Service, Now: time.Now, Log: slog.New(slog.DiscardHandler)}
 }

@@ -182,7 +182,6 @@ func TestReviewCancelEveryKind(t *testing.T) {
 func tuiBackend(t *testing.T, h *harness) *review.Backend {
 	t.Helper()
 	f, cfg := h.factory(t)
-	f.deferApprovalSend = true
 	return &review.Backend{Open: f.Service, Sock: api.SocketPath(cfg.StateDir), Now: time.Now, Log: slog.New(slog.DiscardHandler)}
 }
 

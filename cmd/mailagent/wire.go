@@ -104,7 +104,7 @@ func (f *Factory) Service(ctx context.Context, withActions bool) (api.Service, f
 				return nil
 			}
 			parts = p
-			la := actions.Local{Pipeline: p.Pipeline, Daemon: newDaemon(f, cfg, st, p, nil), NoWatcher: true, Undo: f.approveNotice, DeferSend: f.deferApprovalSend}
+			la := actions.Local{Pipeline: p.Pipeline, Daemon: newDaemon(f, cfg, st, p, nil), NoWatcher: true, Undo: f.approveNotice, DeferSend: f.deferApprovalSend} // both unset now: queue and review adapt the service (actions.Announce, actions.Defer)
 			la.Hold = func(ctx context.Context, command string) func() {
 				// What the socket serves meanwhile: the same actions, without
 				// this hold or this process's notices (an approval through

@@ -103,3 +103,32 @@ func CancelledMeanwhile(id string, item *store.QueueItem, err error) (*store.Que
 
 // Retry processes a stored message again (daemon.Daemon.Retry).
 func (a Local) Retry(ctx context.Context, k store.MessageKey) error { return a.Daemon.Retry(ctx, k) }
+
+// Defer adapts a service opened with local actions (an *api.Local whose
+// Actions are a Local) for a caller that counts the undo window down
+// itself and sends when it ends (the review TUI: review.Backend's
+// SendApproved): its Approve and RSVP return once approved, announcing
+// nothing. Any other service (a watcher's socket, no actions) is left as
+// it is. Call it before the service is used.
+func Defer(svc api.Service) {
+	if l, ok := svc.(*api.Local); ok {
+		if a, ok := l.Actions.(Local); ok {
+			a.DeferSend, a.Undo = true, nil
+			l.Actions = a
+		}
+	}
+}
+
+// Announce adapts a service opened with local actions so that an
+// approval waiting out its undo window in this process says so on w
+// ("<id>: sending in 5s; press Ctrl-C to cancel": `queue approve`,
+// `queue rsvp`). Any other service is left as it is. Call it before the
+// service is used.
+func Announce(svc api.Service, w io.Writer) {
+	if l, ok := svc.(*api.Local); ok {
+		if a, ok := l.Actions.(Local); ok {
+			a.Undo = w
+			l.Actions = a
+		}
+	}
+}

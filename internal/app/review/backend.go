@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/app/actions"
 	"github.com/mailagent/mailagent/internal/app/api"
 	appunsub "github.com/mailagent/mailagent/internal/app/unsubscribe"
 	"github.com/mailagent/mailagent/internal/termsafe"
@@ -67,6 +68,7 @@ type Backend struct {
 // plainly, because its outcome is unknown.
 func (b *Backend) use(ctx context.Context, action string, fn func(api.Service) error) error {
 	if b.Open == nil {
+		actions.Defer(b.Svc)
 		return b.explain(action, b.Svc, fn(b.Svc))
 	}
 	for attempt := 0; ; attempt++ {
@@ -92,6 +94,9 @@ func (b *Backend) once(ctx context.Context, withActions bool, fn func(api.Servic
 	if err != nil {
 		return nil, err
 	}
+	// An approval with no watcher running returns at once; the TUI counts
+	// the undo window down and sends when it ends (SendApproved).
+	actions.Defer(svc)
 	if _, remote := svc.(*api.Client); remote {
 		b.storeMu.Unlock() // the watcher serves calls concurrently
 		locked = false

@@ -273,7 +273,7 @@ type approvalSender interface {
 // SendApproved sends an approved reply whose undo window has ended
 // (tui.ApprovalSender). With a watcher running it does nothing: the
 // watcher's due timer sends it. Without one, review's approvals do not
-// wait out the window (actions.Local.DeferSend), so this is what sends.
+// wait out the window (actions.Defer, in use), so this is what sends.
 func (b *Backend) SendApproved(ctx context.Context, id string) error {
 	return b.use(ctx, "send", func(svc api.Service) error {
 		l, ok := svc.(*api.Local)
