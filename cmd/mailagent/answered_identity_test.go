@@ -144,7 +144,7 @@ func TestReviewApprovalThatSentNothingSaysSo(t *testing.T) {
 				stop := h.runWatch(t)
 				defer stop()
 				_, cfg := h.factory(t)
-				b.sock = api.SocketPath(cfg.StateDir)
+				b.Sock = api.SocketPath(cfg.StateDir)
 			}
 			ctx := context.Background()
 			err := b.Approve(ctx, item.ID, "")

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mailagent/mailagent/internal/cmdutil"
 )
 
 // The calendar both `calendar free` tests read, as separate objects (one
@@ -196,7 +198,7 @@ func runAt(t *testing.T, cfgPath string, now time.Time, args ...string) (string,
 	root.SetIn(strings.NewReader(""))
 	root.SetOut(&out)
 	root.SetErr(&errb)
-	code := report(&errb, root.ExecuteContext(context.Background()))
+	code := cmdutil.Report(&errb, root.ExecuteContext(context.Background()))
 	return out.String(), errb.String(), code
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
@@ -127,7 +128,7 @@ func completeFromService(cmd *cobra.Command, f *Factory, kind string) []string {
 			out = append(out, value)
 			return
 		}
-		out = append(out, value+"\t"+truncate(desc, 60))
+		out = append(out, value+"\t"+cmdutil.Truncate(desc, 60))
 	}
 	switch kind {
 	case "queue-all", "queue-open", "queue-snoozed":

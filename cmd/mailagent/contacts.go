@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/humantime"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
@@ -150,20 +151,20 @@ func printContacts(w io.Writer, cs []store.Contact, now time.Time) {
 		fmt.Fprintln(w, "no contacts yet")
 		return
 	}
-	var tb table
-	tb.row("EMAIL", "NAME", "KNOWN", "IN", "OUT", "AUTO", "LAST SEEN")
+	var tb cmdutil.Table
+	tb.Row("EMAIL", "NAME", "KNOWN", "IN", "OUT", "AUTO", "LAST SEEN")
 	for _, c := range cs {
-		tb.row(termsafe.Line(c.Email), contactName(c.Name), strconv.FormatBool(c.Known), strconv.Itoa(c.Inbound),
+		tb.Row(termsafe.Line(c.Email), contactName(c.Name), strconv.FormatBool(c.Known), strconv.Itoa(c.Inbound),
 			strconv.Itoa(c.Outbound), strconv.Itoa(c.AutoReplies), humantime.Age(now, c.LastSeen))
 	}
-	_ = tb.write(w)
+	_ = tb.Write(w)
 }
 
 // contactName is a contact's display name, sanitised and truncated; a name
 // that looks like an address is quoted and marked, so it cannot be read as
 // the contact's address.
 func contactName(name string) string {
-	n := truncate(termsafe.Line(name), 40)
+	n := cmdutil.Truncate(termsafe.Line(name), 40)
 	if termsafe.LooksLikeAddress(n) {
 		return strconv.Quote(n) + " (name looks like an address)"
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/humantime"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
@@ -94,18 +95,18 @@ func printDecisions(w io.Writer, recs []store.MessageRecord, replies map[store.M
 		fmt.Fprintf(w, "the agent decided nothing on its own in the last %s\n", termsafe.Line(since))
 		return
 	}
-	var tb table
-	tb.row("TRACE", "WHEN", "DECISION", "FROM", "SUBJECT", "WHY")
+	var tb cmdutil.Table
+	tb.Row("TRACE", "WHEN", "DECISION", "FROM", "SUBJECT", "WHY")
 	for i := range recs {
 		r := &recs[i]
 		why := strings.Join(r.Reasons, "; ")
 		if o := replies[r.MessageKey]; o != nil && r.Decision == agent.DecisionAutoSend {
 			why = "replied to " + strings.Join(o.To, ", ") + " (" + o.Status + ")"
 		}
-		tb.row(termsafe.Line(r.TraceID), humantime.Age(now, r.Written()), termsafe.Line(r.Decision),
-			truncate(termsafe.Address(r.From.Name, r.From.Email), 40), truncate(termsafe.Line(r.Subject), 40),
-			truncate(termsafe.Line(why), 80))
+		tb.Row(termsafe.Line(r.TraceID), humantime.Age(now, r.Written()), termsafe.Line(r.Decision),
+			cmdutil.Truncate(termsafe.Address(r.From.Name, r.From.Email), 40), cmdutil.Truncate(termsafe.Line(r.Subject), 40),
+			cmdutil.Truncate(termsafe.Line(why), 80))
 	}
-	_ = tb.write(w)
-	fmt.Fprintf(w, "\n%s; details: mailagent explain TRACE\n", plural(len(recs), "decision"))
+	_ = tb.Write(w)
+	fmt.Fprintf(w, "\n%s; details: mailagent explain TRACE\n", cmdutil.Plural(len(recs), "decision"))
 }

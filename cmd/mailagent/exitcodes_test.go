@@ -19,6 +19,7 @@ import (
 	"github.com/emersion/go-imap/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
 )
 
@@ -282,7 +283,7 @@ func TestPermissionDeniedNamesTheFix(t *testing.T) {
 	err := fmt.Errorf("open state database /srv/ma/state/mailagent.db: %w",
 		&fs.PathError{Op: "stat", Path: "/srv/ma/state/mailagent.db", Err: fs.ErrPermission})
 	var b bytes.Buffer
-	if code := report(&b, err); code != ExitUsage {
+	if code := cmdutil.Report(&b, err); code != ExitUsage {
 		t.Errorf("exit %d, want %d", code, ExitUsage)
 	}
 	if !strings.Contains(b.String(), "fix: run mailagent as the user that owns /srv/ma/state/mailagent.db") {

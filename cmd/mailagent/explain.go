@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
@@ -174,7 +175,7 @@ func printExplain(w io.Writer, e *explainView) {
 		}
 	}
 	fmt.Fprintln(w, "\nsteps:")
-	var steps table
+	var steps cmdutil.Table
 	for _, s := range tr.Steps {
 		cells := []string{"  " + line(s.Name), (time.Duration(s.LatencyMS) * time.Millisecond).String(), s.Start.Format(time.TimeOnly)}
 		if s.TokensIn+s.TokensOut > 0 {
@@ -192,21 +193,21 @@ func printExplain(w io.Writer, e *explainView) {
 		if s.Error != "" {
 			cells = append(cells, "error: "+line(s.Error))
 		}
-		steps.row(cells...)
+		steps.Row(cells...)
 	}
-	_ = steps.write(w)
+	_ = steps.Write(w)
 	fmt.Fprintf(w, "\ndecision %s\n", line(string(tr.Decision)))
 	if len(tr.Gates) > 0 {
 		fmt.Fprintln(w, "gates:")
-		var gates table
+		var gates cmdutil.Table
 		for _, g := range tr.Gates {
 			mark := "pass"
 			if !g.Pass {
 				mark = "FAIL"
 			}
-			gates.row("  "+mark, line(g.Gate), line(g.Reason))
+			gates.Row("  "+mark, line(g.Gate), line(g.Reason))
 		}
-		_ = gates.write(w)
+		_ = gates.Write(w)
 	}
 	if len(tr.Reasons) > 0 {
 		fmt.Fprintln(w, "reasons:")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/app/review"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -197,7 +198,7 @@ func TestExplainFollowupAndMemoryIDs(t *testing.T) {
 	f := newFactory(strings.NewReader(""), &sout, &serr)
 	f.ConfigPath = h.cfgPath
 	defer f.Close()
-	b := &serviceBackend{open: f.Service, now: time.Now, log: slog.New(slog.DiscardHandler)}
+	b := &review.Backend{Open: f.Service, Now: time.Now, Log: slog.New(slog.DiscardHandler)}
 	if err := b.Approve(context.Background(), qid, "Sure, Tuesday.\n\nBest,\nAda"); err != nil {
 		t.Fatal(err)
 	}

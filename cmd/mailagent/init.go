@@ -16,9 +16,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/autoconfig"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/initcfg"
 	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/prompter"
 	"github.com/mailagent/mailagent/internal/termsafe"
 )
 
@@ -242,9 +244,6 @@ func initCountSet(vals ...string) int {
 
 var initEnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// errInputEnded is returned by the prompter when stdin ends mid-wizard.
-var errInputEnded = errors.New("input ended before the setup was complete")
-
 // The setup the wizard fills in and internal/initcfg renders. Aliases keep
 // the command's names short; the types and their rules live in initcfg.
 type (
@@ -285,10 +284,9 @@ func initRun(ctx context.Context, f *Factory, opts *InitOptions) error {
 				Hint: "fix the flags named above, or run `mailagent init` interactively"}
 		}
 	} else {
-		p := newInitPrompter(f.Stdin, f.Stderr)
-		defer p.Close()
+		p := f.Prompter()
 		s, data, err = interview(ctx, p, opts, path)
-		if errors.Is(err, errInputEnded) {
+		if errors.Is(err, prompter.ErrInputEnded) {
 			return &UserError{Code: ExitUsage, Err: fmt.Errorf("%w: nothing was written", err),
 				Hint: "run `mailagent init` in a terminal, or script it with --non-interactive --email … --name … --password-cmd …"}
 		}
@@ -382,7 +380,7 @@ func printNextSteps(w io.Writer, s *initSetup, path string, withFlag, doctorRan 
 		}
 	}
 	if len(failed) > 0 {
-		fmt.Fprintf(w, "\nNot ready yet: doctor found %s.\n", plural(len(failed), "problem"))
+		fmt.Fprintf(w, "\nNot ready yet: doctor found %s.\n", cmdutil.Plural(len(failed), "problem"))
 		for _, c := range failed {
 			fmt.Fprintf(w, "  - %s\n      fix: %s\n", termsafe.Line(c.Name), termsafe.Line(initDefault(c.Fix, "see the line above")))
 		}

@@ -15,27 +15,12 @@ import (
 	"github.com/mailagent/mailagent/internal/initcfg"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/netpolicy"
+	"github.com/mailagent/mailagent/internal/prompter"
 )
 
-// Prompter asks the user questions. The interview depends only on this;
-// *prompter reads a terminal or a pipe, tests script the answers.
-type Prompter interface {
-	// Say writes a message (printf-style); it never reads.
-	Say(format string, a ...any)
-	// Text asks until check (when not nil) accepts the answer; an empty
-	// answer means def.
-	Text(ctx context.Context, label, def string, check func(string) error) (string, error)
-	// Password asks for a non-empty secret, not echoed.
-	Password(ctx context.Context, label string) (string, error)
-	// YesNo asks a y/n question; an empty answer means def.
-	YesNo(ctx context.Context, label string, def bool) (bool, error)
-	// Choose shows items and returns the key of the one chosen; def is
-	// the key an empty answer picks.
-	Choose(ctx context.Context, label string, items []initChoice, def string) (string, error)
-}
-
-// initChoice is one item of a Choose menu.
-type initChoice struct{ key, label string }
+// Prompter is the one prompter (internal/prompter): the interview
+// depends only on it; tests script the answers.
+type Prompter = prompter.Prompter
 
 // sayWriter lets code that writes to an io.Writer talk through a Prompter.
 type sayWriter struct{ p Prompter }
@@ -81,10 +66,6 @@ func initProblems(err error) string {
 	return strings.Join(lines, "\n")
 }
 
-// errInitBack is what a Prompter returns when the owner asks to go back
-// (Esc or Shift-Tab in the terminal prompter).
-var errInitBack = errors.New("back to the previous question")
-
 // countingPrompter counts the answers given through it, so that a step
 // knows whether "back" leaves the step or only restarts it.
 type countingPrompter struct {
@@ -114,13 +95,13 @@ func (c *countingPrompter) YesNo(ctx context.Context, label string, def bool) (b
 	return v, c.count(err)
 }
 
-func (c *countingPrompter) Choose(ctx context.Context, label string, items []initChoice, def string) (string, error) {
+func (c *countingPrompter) Choose(ctx context.Context, label string, items []prompter.Choice, def string) (string, error) {
 	v, err := c.Prompter.Choose(ctx, label, items, def)
 	return v, c.count(err)
 }
 
 // askAll asks every question in steps. Every answer given is the default
-// when a question comes again, so going back (errInitBack) and forward
+// when a question comes again, so going back (prompter.ErrBack) and forward
 // keeps what was answered: back inside a step asks that step again from
 // its first question, back at its first question goes to the step
 // before.
@@ -180,7 +161,7 @@ func askAll(ctx context.Context, p Prompter, opts *InitOptions, prev *initSetup)
 		cp.answers = 0
 		err := steps[i]()
 		switch {
-		case errors.Is(err, errInitBack):
+		case errors.Is(err, prompter.ErrBack):
 			if cp.answers == 0 && i > 0 {
 				i--
 			}
@@ -231,13 +212,13 @@ func initFirstLine(err error) string {
 
 func pickProvider(ctx context.Context, p Prompter, s *initSetup) error {
 	presets := autoconfig.Presets()
-	var items []initChoice
+	var items []prompter.Choice
 	for _, pr := range presets {
 		label := pr.Name
 		if pr.ID == "generic" {
 			label += ": imap." + s.Email[strings.LastIndexByte(s.Email, '@')+1:] + " and smtp…, then edit them"
 		}
-		items = append(items, initChoice{key: pr.ID, label: label})
+		items = append(items, prompter.Choice{Key: pr.ID, Label: label})
 	}
 	id, err := p.Choose(ctx, "Which provider hosts this address?", items, "generic")
 	if err != nil {
@@ -422,12 +403,12 @@ func askSecret(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions)
 		s.Secret = secretChoice{Kind: secretOAuth2, Value: opts.OAuth2TokenCmd}
 		return nil
 	}
-	items := []initChoice{
-		{secretCmd, "a command that prints it (password_cmd), e.g. pass show mail/" + s.Account},
-		{secretEnv, "an environment variable (password_env)"},
-		{secretKeyring, "the system keyring: type it once now, mailagent stores it there"},
-		{secretOAuth2, "OAuth2: a command that prints an access token (Gmail, Microsoft 365; see docs/OAUTH2.md)"},
-		{secretLiteral, "in the config file itself (not recommended)"},
+	items := []prompter.Choice{
+		{Key: secretCmd, Label: "a command that prints it (password_cmd), e.g. pass show mail/" + s.Account},
+		{Key: secretEnv, Label: "an environment variable (password_env)"},
+		{Key: secretKeyring, Label: "the system keyring: type it once now, mailagent stores it there"},
+		{Key: secretOAuth2, Label: "OAuth2: a command that prints an access token (Gmail, Microsoft 365; see docs/OAUTH2.md)"},
+		{Key: secretLiteral, Label: "in the config file itself (not recommended)"},
 	}
 	def := secretKeyring
 	// Probed once, before the menu: an unavailable keyring keeps its
@@ -435,7 +416,7 @@ func askSecret(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions)
 	// why it cannot be chosen.
 	keyringErr := keyringAvailable()
 	if keyringErr != nil {
-		items[2].label = "the system keyring: not available here"
+		items[2].Label = "the system keyring: not available here"
 		def = secretCmd
 	}
 	if s.IMAP.Auth == autoconfig.AuthOAuth2 {
@@ -517,11 +498,11 @@ func checkEnvName(v string) error {
 }
 
 func askLLM(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions) error {
-	items := []initChoice{{"gemini", "Google Gemini (cloud; needs an API key)"}}
+	items := []prompter.Choice{{Key: "gemini", Label: "Google Gemini (cloud; needs an API key)"}}
 	for _, pr := range llm.Presets {
-		items = append(items, initChoice{pr.Name, pr.Title + " (" + pr.BaseURL + ")"})
+		items = append(items, prompter.Choice{Key: pr.Name, Label: pr.Title + " (" + pr.BaseURL + ")"})
 	}
-	items = append(items, initChoice{"other", "another OpenAI-compatible server or gateway"})
+	items = append(items, prompter.Choice{Key: "other", Label: "another OpenAI-compatible server or gateway"})
 	def := "gemini"
 	if s.LLMProvider == config.ProviderOpenAI {
 		def = initDefault(s.LLMPreset, "other")
@@ -567,10 +548,10 @@ func askOpenAI(ctx context.Context, p Prompter, s *initSetup, choice string) err
 	if s.Model, err = p.Text(ctx, "Model name", initDefault(s.Model, pr.ExampleModel), initNonEmpty); err != nil {
 		return err
 	}
-	mode, err := p.Choose(ctx, "Structured output", []initChoice{
-		{string(llm.OutputJSONSchema), "response_format json_schema (the server enforces the schema)"},
-		{string(llm.OutputJSONObject), "JSON mode only; the schema goes into the prompt"},
-		{string(llm.OutputPrompt), "neither; the schema goes into the prompt"},
+	mode, err := p.Choose(ctx, "Structured output", []prompter.Choice{
+		{Key: string(llm.OutputJSONSchema), Label: "response_format json_schema (the server enforces the schema)"},
+		{Key: string(llm.OutputJSONObject), Label: "JSON mode only; the schema goes into the prompt"},
+		{Key: string(llm.OutputPrompt), Label: "neither; the schema goes into the prompt"},
 	}, initDefault(s.LLMStructuredOutput, string(pr.StructuredOutput)))
 	if err != nil {
 		return err
@@ -587,10 +568,10 @@ func askOpenAI(ctx context.Context, p Prompter, s *initSetup, choice string) err
 	}
 	keyringErr := keyringAvailable()
 	for {
-		kind, err := p.Choose(ctx, "API key", []initChoice{
-			{"none", "none (local servers need none)"},
-			{"env", "an environment variable"},
-			{"cmd", "a command that prints it (api_key_cmd)"},
+		kind, err := p.Choose(ctx, "API key", []prompter.Choice{
+			{Key: "none", Label: "none (local servers need none)"},
+			{Key: "env", Label: "an environment variable"},
+			{Key: "cmd", Label: "a command that prints it (api_key_cmd)"},
 			apiKeyKeyringChoice(keyringErr),
 		}, keyDef)
 		if err != nil {
@@ -646,9 +627,9 @@ func askGemini(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions)
 	// unavailable keyring keeps its number and says why it cannot be chosen.
 	keyringErr := keyringAvailable()
 	for {
-		kind, err := p.Choose(ctx, "Read the Gemini API key from", []initChoice{
-			{"env", "an environment variable"},
-			{"cmd", "a command that prints it (api_key_cmd)"},
+		kind, err := p.Choose(ctx, "Read the Gemini API key from", []prompter.Choice{
+			{Key: "env", Label: "an environment variable"},
+			{Key: "cmd", Label: "a command that prints it (api_key_cmd)"},
 			apiKeyKeyringChoice(keyringErr),
 		}, def)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/initcfg"
+	"github.com/mailagent/mailagent/internal/prompter"
 )
 
 // step is one scripted answer: the question must start with label; an
@@ -33,7 +34,7 @@ func (p *scriptedPrompter) next(label string) (string, error) {
 	p.asked = append(p.asked, label)
 	p.saidAt = append(p.saidAt, p.said.Len())
 	if len(p.steps) == 0 {
-		return "", errInputEnded
+		return "", prompter.ErrInputEnded
 	}
 	s := p.steps[0]
 	p.steps = p.steps[1:]
@@ -92,7 +93,15 @@ func (p *scriptedPrompter) YesNo(_ context.Context, label string, def bool) (boo
 	return v == "y", nil
 }
 
-func (p *scriptedPrompter) Choose(_ context.Context, label string, items []initChoice, def string) (string, error) {
+func (p *scriptedPrompter) Confirm(question string, def bool) (bool, error) {
+	v, err := p.next(question)
+	if err != nil || v == "" {
+		return def, nil
+	}
+	return v == "y", nil
+}
+
+func (p *scriptedPrompter) Choose(_ context.Context, label string, items []prompter.Choice, def string) (string, error) {
 	v, err := p.next(label)
 	if err != nil {
 		return "", err
@@ -100,7 +109,7 @@ func (p *scriptedPrompter) Choose(_ context.Context, label string, items []initC
 	if v == "" {
 		v = def
 	}
-	if !slices.ContainsFunc(items, func(c initChoice) bool { return c.key == v }) {
+	if !slices.ContainsFunc(items, func(c prompter.Choice) bool { return c.Key == v }) {
 		return "", fmt.Errorf("%q is not offered by %q", v, label)
 	}
 	return v, nil
@@ -161,7 +170,7 @@ func TestInterviewScripted(t *testing.T) {
 
 // TestInterviewScriptedAgainAndEnd: an invalid config is shown and the
 // answers are asked again through YesNo; declining aborts, and a script
-// that ends mid-way is errInputEnded.
+// that ends mid-way is prompter.ErrInputEnded.
 func TestInterviewScriptedAgainAndEnd(t *testing.T) {
 	noDiscovery(t)
 	insecure := []step{
@@ -206,8 +215,8 @@ func TestInterviewScriptedAgainAndEnd(t *testing.T) {
 	t.Run("input ends", func(t *testing.T) {
 		p := &scriptedPrompter{steps: insecure[:3]}
 		_, _, err := interview(t.Context(), p, &InitOptions{}, "/x/config.toml")
-		if !errors.Is(err, errInputEnded) {
-			t.Fatalf("got %v, want errInputEnded", err)
+		if !errors.Is(err, prompter.ErrInputEnded) {
+			t.Fatalf("got %v, want prompter.ErrInputEnded", err)
 		}
 	})
 }

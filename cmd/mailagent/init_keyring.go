@@ -10,6 +10,7 @@ import (
 	"github.com/zalando/go-keyring"
 
 	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/prompter"
 )
 
 // The system keyring, for the password_keyring and api_key_keyring
@@ -85,11 +86,11 @@ const apiKeyKeyring = "keyring"
 // apiKeyKeyringChoice is the keyring item of an API-key menu. It is
 // always offered, last, so the menu never renumbers; when the keyring
 // does not answer its label says so (and askKeyringAPIKey refuses it).
-func apiKeyKeyringChoice(keyringErr error) initChoice {
+func apiKeyKeyringChoice(keyringErr error) prompter.Choice {
 	if keyringErr != nil {
-		return initChoice{apiKeyKeyring, "the system keyring: not available here"}
+		return prompter.Choice{Key: apiKeyKeyring, Label: "the system keyring: not available here"}
 	}
-	return initChoice{apiKeyKeyring, "the system keyring: type it once now, mailagent stores it there (api_key_keyring)"}
+	return prompter.Choice{Key: apiKeyKeyring, Label: "the system keyring: type it once now, mailagent stores it there (api_key_keyring)"}
 }
 
 // askKeyringAPIKey asks for the API key to keep in the system keyring

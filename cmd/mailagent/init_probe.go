@@ -15,6 +15,7 @@ import (
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/initcfg"
+	"github.com/mailagent/mailagent/internal/prompter"
 	"github.com/mailagent/mailagent/internal/smtpsend"
 	"github.com/mailagent/mailagent/internal/termsafe"
 )
@@ -159,14 +160,14 @@ func testServer(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions
 			// The reason carries server text (greetings, NO replies).
 			p.Say("  ✗ %s: %s\n    fix: %s\n", label, termsafe.Line(probeReason(err)), termsafe.Line(connFix(err, ep, kind)))
 		}
-		items := []initChoice{
-			{"edit", "edit the " + label + " settings"},
-			{"retry", "test again (after fixing it elsewhere)"},
+		items := []prompter.Choice{
+			{Key: "edit", Label: "edit the " + label + " settings"},
+			{Key: "retry", Label: "test again (after fixing it elsewhere)"},
 		}
 		if opts.PasswordCmd == "" && opts.PasswordEnv == "" && opts.OAuth2TokenCmd == "" {
-			items = append(items, initChoice{"secret", "change the password source"})
+			items = append(items, prompter.Choice{Key: "secret", Label: "change the password source"})
 		}
-		items = append(items, initChoice{"skip", "keep these settings and go on (doctor tests them again at the end)"})
+		items = append(items, prompter.Choice{Key: "skip", Label: "keep these settings and go on (doctor tests them again at the end)"})
 		choice, err := p.Choose(ctx, "What now?", items, "edit")
 		if err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/netpolicy"
+	"github.com/mailagent/mailagent/internal/prompter"
 	"github.com/mailagent/mailagent/internal/smtpsend"
 	"github.com/mailagent/mailagent/internal/termsafe"
 )
@@ -244,10 +245,10 @@ func reachServer(ctx context.Context, p Prompter, s *initSetup, kind string, st 
 			// The reason carries server text (greetings, NO replies).
 			p.Say("  ✗ %s: %s\n    fix: %s\n", label, termsafe.Line(probeReason(err)), termsafe.Line(reachFix(err, ep, kind)))
 		}
-		choice, err := p.Choose(ctx, "What now?", []initChoice{
-			{"edit", "type the " + label + " settings again"},
-			{"retry", "test again (after fixing it elsewhere)"},
-			{"keep", "keep these settings: the server may be unreachable from here right now (doctor tests it at the end)"},
+		choice, err := p.Choose(ctx, "What now?", []prompter.Choice{
+			{Key: "edit", Label: "type the " + label + " settings again"},
+			{Key: "retry", Label: "test again (after fixing it elsewhere)"},
+			{Key: "keep", Label: "keep these settings: the server may be unreachable from here right now (doctor tests it at the end)"},
 		}, "edit")
 		if err != nil {
 			return err

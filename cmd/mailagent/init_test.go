@@ -21,6 +21,7 @@ import (
 	"github.com/zalando/go-keyring"
 
 	"github.com/mailagent/mailagent/internal/autoconfig"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/memimap"
 	"github.com/mailagent/mailagent/internal/smtpsend/smtptest"
@@ -69,7 +70,7 @@ func mainWithInit(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	return report(stderr, root.ExecuteContext(ctx))
+	return cmdutil.Report(stderr, root.ExecuteContext(ctx))
 }
 
 // answers joins typed answers, one per line; "" is pressing Enter.
@@ -901,26 +902,6 @@ func TestInitProtonBridgeCertificate(t *testing.T) {
 	if a.IMAP.TLSCAFile != ca || a.SMTP.TLSCAFile != ca {
 		t.Errorf("tls_ca_file: got imap %q smtp %q, want %q for both", a.IMAP.TLSCAFile, a.SMTP.TLSCAFile, ca)
 	}
-}
-
-// TestPrompterCancel checks that a prompt waiting for input gives up when
-// the context ends (Ctrl-C), and that the reading goroutine stops once
-// stdin ends.
-func TestPrompterCancel(t *testing.T) {
-	r, w := io.Pipe()
-	p := newPrompter(r, io.Discard)
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() {
-		_, err := p.Text(ctx, "Email address", "", nil)
-		errc <- err
-	}()
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Errorf("got %v, want context.Canceled", err)
-	}
-	p.Close()
-	_ = w.Close() // stdin ends: the pending read returns and the goroutine exits
 }
 
 // TestInitLLMFlagsNeedNonInteractive: the model-server flags are for

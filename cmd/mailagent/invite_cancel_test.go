@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mailagent/mailagent/internal/app/review"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -25,7 +26,7 @@ func TestInvitationLinesCancelled(t *testing.T) {
 			StatusNote: "replaced by the update in message <u@x> (SEQUENCE 3)\r\n\x1b[2J"}, "superseded: replaced by the update in message <u@x> (SEQUENCE 3)", false},
 	}
 	for _, c := range cases {
-		lines := strings.Join(invitationLines("q_1", &c.inv), "\n")
+		lines := strings.Join(review.InvitationLines("q_1", &c.inv), "\n")
 		if !strings.Contains(lines, c.want) {
 			t.Errorf("%s %s: want %q in\n%s", c.inv.Method, c.inv.Status, c.want, lines)
 		}

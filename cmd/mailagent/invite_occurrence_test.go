@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailagent/mailagent/internal/app/review"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -23,7 +24,7 @@ func TestOccurrenceShownInWords(t *testing.T) {
 	inv := &store.Invitation{Method: "CANCEL", UID: "w@example.org", RecurrenceID: "20260310T130000Z\x1b[2J", Summary: "Weekly sync",
 		Organizer: "bob@example.org", OrganizerVerified: true, Applied: text,
 		Occurrences: []store.OccurrenceChange{{Kind: "cancelled", RecurrenceID: "20260310T130000Z", Start: start, Applied: true, Text: text}}}
-	lines := strings.Join(invitationLines("q_1", inv), "\n")
+	lines := strings.Join(review.InvitationLines("q_1", inv), "\n")
 	for _, want := range []string{"applied: " + text, "recurring one occurrence of a series (RECURRENCE-ID 20260310T130000Z"} {
 		if !strings.Contains(lines, want) {
 			t.Errorf("detail lacks %q:\n%s", want, lines)

@@ -11,10 +11,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/humantime"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
-	"github.com/mailagent/mailagent/tui"
 )
 
 // MemoryOptions are the flags of the memory subcommands.
@@ -167,17 +167,17 @@ func printMemory(w io.Writer, recs []store.MemoryRecord, now time.Time) {
 		fmt.Fprintln(w, "no memory records yet")
 		return
 	}
-	var tb table
-	tb.row("ID", "KIND", "CONTACT", "AGE", "SOURCE", "TEXT")
+	var tb cmdutil.Table
+	tb.Row("ID", "KIND", "CONTACT", "AGE", "SOURCE", "TEXT")
 	for i := range recs {
 		r := &recs[i]
 		kind := r.Kind
 		if !r.Active(now) {
 			kind += " (expired)"
 		}
-		tb.row(r.ID, kind, memoryWho(r), humantime.Age(now, r.Created), truncate(termsafe.Line(r.Source), 30), truncate(termsafe.Line(r.Text), 70))
+		tb.Row(r.ID, kind, memoryWho(r), humantime.Age(now, r.Created), cmdutil.Truncate(termsafe.Line(r.Source), 30), cmdutil.Truncate(termsafe.Line(r.Text), 70))
 	}
-	_ = tb.write(w)
+	_ = tb.Write(w)
 }
 
 func printMemoryRecord(w io.Writer, r *store.MemoryRecord) {
@@ -192,26 +192,9 @@ func printMemoryRecord(w io.Writer, r *store.MemoryRecord) {
 	fmt.Fprintf(w, "\n%s\n", termsafe.Text(r.Text))
 }
 
-var _ tui.Learner = (*serviceBackend)(nil)
-
-// LastLearned implements tui.Learner: the records the approval of id
-// wrote, once, each with its id (what ForgetLearned and `mailagent memory
-// forget` take).
-func (b *serviceBackend) LastLearned(id string) []tui.Learned {
-	v, ok := b.learned.LoadAndDelete(id)
-	if !ok {
-		return nil
-	}
-	var out []tui.Learned
-	for _, l := range v.([]store.Learned) {
-		out = append(out, tui.Learned{ID: termsafe.Line(l.ID), Text: truncate(termsafe.Line(l.Text), 80)})
-	}
-	return out
-}
-
 // printLearned tells the owner what an approval taught, and how to undo it.
 func printLearned(w io.Writer, learned []store.Learned) {
 	for _, l := range learned {
-		fmt.Fprintf(w, "learned: %s (undo: mailagent memory forget %s)\n", truncate(termsafe.Line(l.Text), 100), termsafe.Line(l.ID))
+		fmt.Fprintf(w, "learned: %s (undo: mailagent memory forget %s)\n", cmdutil.Truncate(termsafe.Line(l.Text), 100), termsafe.Line(l.ID))
 	}
 }

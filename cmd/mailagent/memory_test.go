@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailagent/mailagent/internal/app/review"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
 	"github.com/mailagent/mailagent/store"
@@ -258,7 +259,7 @@ func TestReviewShowsWhatAnApprovalLearned(t *testing.T) {
 	f := newFactory(strings.NewReader(""), &out, &errb)
 	f.ConfigPath = h.cfgPath
 	defer f.Close()
-	b := &serviceBackend{open: f.Service, now: time.Now, log: slog.New(slog.DiscardHandler)}
+	b := &review.Backend{Open: f.Service, Now: time.Now, Log: slog.New(slog.DiscardHandler)}
 	if err := b.Approve(context.Background(), id, "Sure, Tuesday.\n\nBest,\nAda"); err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +302,7 @@ func TestReviewForgetsWhatAnApprovalLearned(t *testing.T) {
 	f := newFactory(strings.NewReader(""), &out, &errb)
 	f.ConfigPath = h.cfgPath
 	defer f.Close()
-	b := &serviceBackend{open: f.Service, now: time.Now, log: slog.New(slog.DiscardHandler)}
+	b := &review.Backend{Open: f.Service, Now: time.Now, Log: slog.New(slog.DiscardHandler)}
 	if err := b.Approve(context.Background(), id, "Sure, Tuesday.\n\nBest,\nAda"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,12 +12,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/app/actions"
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/review"
 	"github.com/mailagent/mailagent/internal/humantime"
+	"github.com/mailagent/mailagent/internal/iostreams"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
@@ -106,14 +107,14 @@ approve then asks "y/N" when stdin is a terminal, and refuses without
 
 func queueRun(ctx context.Context, f *Factory, opts *QueueOptions) error {
 	needsActions := opts.Action != "list" && opts.Action != "show"
-	if opts.Action == "approve" || opts.Action == "rsvp" {
-		f.approveNotice = f.Stderr // the undo window is announced here
-	}
 	svc, closeSvc, err := f.Service(ctx, needsActions)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = closeSvc() }()
+	if opts.Action == "approve" || opts.Action == "rsvp" {
+		actions.Announce(svc, f.Stderr) // the undo window is announced here
+	}
 	err = queueDo(ctx, f, svc, opts)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -150,7 +151,7 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 		if opts.JSON {
 			return writeJSON(f.Stdout, toQueueItemsJSON(items))
 		}
-		known, err := recipientStatus(ctx, svc, items)
+		known, err := review.RecipientStatus(ctx, svc, items)
 		if err != nil {
 			return err
 		}
@@ -177,7 +178,7 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 		if opts.JSON {
 			return writeJSON(f.Stdout, toQueueShowJSON(d))
 		}
-		known, err := recipientStatus(ctx, svc, []store.QueueItem{d.Item})
+		known, err := review.RecipientStatus(ctx, svc, []store.QueueItem{d.Item})
 		if err != nil {
 			return err
 		}
@@ -367,7 +368,7 @@ func writeJSON(w io.Writer, v any) error {
 
 // printQueue writes the human table. Every untrusted field is sanitised
 // before it is cut to width. known maps account → address → written to
-// before (see recipientStatus); recipients not in it are marked new.
+// before (see review.RecipientStatus); recipients not in it are marked new.
 // dates maps an item id to its mail's Date: AGE counts from it (from the
 // item's creation when the date is unknown).
 func printQueue(w io.Writer, items []store.QueueItem, known map[string]map[string]bool, dates map[string]time.Time, now time.Time, width int) {
@@ -385,7 +386,7 @@ func printQueue(w io.Writer, items []store.QueueItem, known map[string]map[strin
 				intent, risk = termsafe.Line(strings.Join(c.Intents, ",")), termsafe.Line(c.Risk)
 			}
 			var k map[string]bool
-			if sendable(q) {
+			if review.Sendable(q) {
 				k = known[q.Account]
 			}
 			status := q.Status
@@ -451,7 +452,7 @@ const newMark = "[new] "
 func printQueueItem(w io.Writer, d *api.QueueDetail, known map[string]bool) {
 	q := d.Item
 	line, text := termsafe.Line, termsafe.Text
-	if !sendable(&q) {
+	if !review.Sendable(&q) {
 		known = nil
 	}
 	fmt.Fprintf(w, "%s  %s, %s\nfrom %s\nto %s\n", line(q.ID), line(q.Kind), line(q.Status),
@@ -461,7 +462,7 @@ func printQueueItem(w io.Writer, d *api.QueueDetail, known map[string]bool) {
 	}
 	fmt.Fprintf(w, "subject %s\n", line(q.Subject))
 	printExplainIDs(w, d)
-	printInvitation(w, q.Invitation) // queue_rsvp.go
+	review.PrintInvitation(w, q.Invitation) // queue_rsvp.go
 	if c := q.Classification; c != nil {
 		fmt.Fprintf(w, "classification %s, risk %s, action %s, confidence %.2f\n  %s\n", line(strings.Join(c.Intents, "+")),
 			line(c.Risk), line(c.Action), c.Confidence, line(c.Comments))
@@ -532,12 +533,10 @@ func newRecipients(as []mail.Address, known map[string]bool) []string {
 	return out
 }
 
-// stdinIsTTY reports whether r is an interactive terminal; tests replace
-// it.
-var stdinIsTTY = func(r io.Reader) bool {
-	fd, ok := r.(interface{ Fd() uintptr })
-	return ok && (isatty.IsTerminal(fd.Fd()) || isatty.IsCygwinTerminal(fd.Fd()))
-}
+// stdinIsTTY reports whether r is an interactive terminal
+// (iostreams.IsTerminal, the one TTY check); tests replace it until the
+// commands that ask take IOStreams.IsStdinTTY from their Options.
+var stdinIsTTY = func(r io.Reader) bool { return iostreams.IsTerminal(r) }
 
 // confirmRecipients stops an approval that would send to an address the
 // owner has never written to (a Reply-To stranger, say), or a draft whose
@@ -552,15 +551,15 @@ func confirmRecipients(ctx context.Context, f *Factory, svc api.Service, opts *Q
 	if err != nil {
 		return err
 	}
-	if !sendable(&d.Item) {
+	if !review.Sendable(&d.Item) {
 		return nil // Approve says why it cannot send
 	}
-	known, err := recipientStatus(ctx, svc, []store.QueueItem{d.Item})
+	known, err := review.RecipientStatus(ctx, svc, []store.QueueItem{d.Item})
 	if err != nil {
 		return err
 	}
 	news := termsafe.Lines(newRecipients(d.Item.To, known[d.Item.Account]))
-	risky := riskyGates(&d.Item)
+	risky := review.RiskyGates(&d.Item)
 	if len(news) == 0 && len(risky) == 0 {
 		return nil
 	}
@@ -588,41 +587,14 @@ func confirmRecipients(ctx context.Context, f *Factory, svc api.Service, opts *Q
 	for _, g := range risky {
 		fmt.Fprintf(f.Stderr, "  FAIL %s: %s\n", termsafe.Line(g.Gate), termsafe.Line(g.Reason))
 	}
-	fmt.Fprintf(f.Stderr, "%s? y/N: ", strings.Join(questions, ", and "))
-	answer, err := bufio.NewReader(f.Stdin).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("read answer: %w", err)
+	ok, err := f.Prompter().Confirm(strings.Join(questions, ", and ")+"?", false)
+	if err != nil {
+		return err
 	}
-	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+	if !ok {
 		return &UserError{Code: ExitFailure, Err: errors.New("not sent")}
 	}
 	return nil
-}
-
-// riskyGates returns the failed gates of q that should make a person think
-// twice before sending: a sender that is not authenticated, a route that
-// claims to be the owner or is automated, recipients that are not the
-// sender, a sensitive intent, a draft the output guard flagged, and a
-// classification of high risk. The gates that every queued draft may fail
-// (policy.mode is review, the daily caps, an unknown contact, which the
-// new-address check covers, a model that merely asked for approval) do
-// not ask.
-func riskyGates(q *store.QueueItem) []store.GateResult {
-	var out []store.GateResult
-	for _, g := range q.Gates {
-		if g.Pass {
-			continue
-		}
-		switch g.Gate {
-		case agent.GateRoute, agent.GateSenderAuth, agent.GateRecipients, agent.GateNeverAuto, agent.GateOutput:
-			out = append(out, g)
-		case agent.GateClassification:
-			if c := q.Classification; c == nil || c.Risk == "high" {
-				out = append(out, g)
-			}
-		}
-	}
-	return out
 }
 
 // draftCopyFailed says on stderr that the new text is kept but its copy

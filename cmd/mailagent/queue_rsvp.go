@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -173,95 +172,4 @@ func queueRSVP(ctx context.Context, f *Factory, svc api.Service, opts *QueueOpti
 		fmt.Fprintf(f.Stderr, "warning: the calendar was not updated: %s\n", termsafe.Line(item.Invitation.CalendarError))
 	}
 	return nil
-}
-
-// invitationLines are the invitation's lines as the review TUI shows them
-// (with the item's reasons): what printInvitation prints, without the
-// indentation.
-func invitationLines(id string, inv *store.Invitation) []string {
-	if inv == nil {
-		return nil
-	}
-	var b strings.Builder
-	printInvitation(&b, inv)
-	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	for i := range lines {
-		lines[i] = strings.TrimSpace(lines[i])
-	}
-	if inv.Method != calendar.MethodRequest || (inv.Status != "" && inv.Status != store.InvitationUIDConflict) {
-		return lines // a CANCEL, a COUNTER, or one cancelled or superseded: nothing to answer
-	}
-	how := "answer with: mailagent queue rsvp " + id + " accept|decline|tentative"
-	if invitationTitle(inv) != "" { // review_invite.go: the TUI's keys
-		how = "answer with A (accept), D (decline) or T (tentative), or: mailagent queue rsvp " + id + " accept|decline|tentative"
-	}
-	lines = append(lines, how)
-	return lines
-}
-
-// printInvitation is the invitation block of `queue show`.
-func printInvitation(w io.Writer, inv *store.Invitation) {
-	if inv == nil {
-		return
-	}
-	line := termsafe.Line
-	fmt.Fprintf(w, "invitation %s: %s\n", line(inv.Method), line(inv.Summary))
-	org := inv.Organizer
-	if inv.OrganizerCN != "" {
-		org = inv.OrganizerCN + " <" + inv.Organizer + ">"
-	}
-	verified := "verified"
-	if !inv.OrganizerVerified {
-		verified = "NOT verified: " + inv.OrganizerNote
-	}
-	fmt.Fprintf(w, "  organizer %s (%s)\n", line(org), line(verified))
-	if !inv.Start.IsZero() {
-		zone := inv.TZID
-		if zone == "" {
-			zone = "UTC"
-		}
-		loc, err := time.LoadLocation(zone)
-		if err != nil {
-			loc = time.UTC
-		}
-		fmt.Fprintf(w, "  when %s – %s (%s)\n", inv.Start.In(loc).Format("Mon 02 Jan 2006 15:04 MST"), inv.End.In(loc).Format("15:04 MST"), line(zone))
-	}
-	rec := "no"
-	switch {
-	case inv.RecurrenceID != "":
-		rec = "one occurrence of a series (RECURRENCE-ID " + inv.RecurrenceID + ")"
-	case inv.Recurring:
-		rec = "yes"
-	}
-	fmt.Fprintf(w, "  recurring %s\n", line(rec))
-	switch {
-	case inv.ConflictError != "":
-		fmt.Fprintf(w, "  conflicts unknown: %s\n", line(inv.ConflictError))
-	case len(inv.Conflicts) == 0:
-		fmt.Fprintln(w, "  conflicts none")
-	default:
-		for _, c := range inv.Conflicts {
-			fmt.Fprintf(w, "  conflict %s – %s\n", c.Start.Format(time.RFC3339), c.End.Format(time.RFC3339))
-		}
-	}
-	if inv.RSVP != "" {
-		fmt.Fprintf(w, "  answered %s\n", line(inv.RSVP))
-	}
-	if inv.Status != "" {
-		fmt.Fprintf(w, "  %s: %s\n", line(inv.Status), line(inv.StatusNote))
-	}
-	if inv.Applied != "" {
-		fmt.Fprintf(w, "  applied: %s\n", line(inv.Applied))
-	}
-}
-
-// RSVP answers an invitation, and with no watcher running waits out the
-// undo window and sends, like Approve.
-func (a localActions) RSVP(ctx context.Context, id, answer string) (*store.QueueItem, error) {
-	item, err := a.Pipeline.RSVP(ctx, id, answer)
-	if err != nil || !a.local || a.deferSend || item == nil || item.Status != store.QueueApproved {
-		return item, err
-	}
-	item, err = a.SendApproval(ctx, item.ID, a.undoWait(id, "sending the reply", "queue rsvp"))
-	return cancelledMeanwhile(id, item, err)
 }

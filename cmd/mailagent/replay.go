@@ -20,6 +20,7 @@ import (
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/app/replay"
+	"github.com/mailagent/mailagent/internal/app/wire"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/mail"
@@ -161,7 +162,7 @@ func replayRun(ctx context.Context, f *Factory, opts *ReplayOptions) (err error)
 	if err != nil {
 		return err
 	}
-	pol := policyFromConfig(cpol)
+	pol := wire.PolicyFromConfig(cpol)
 
 	// The agent's store, read-only (or a watcher's through its socket):
 	// the same opening as triage --dry-run.
@@ -185,7 +186,7 @@ func replayRun(ctx context.Context, f *Factory, opts *ReplayOptions) (err error)
 		}
 		return err
 	}
-	threader, err := loadThreader(st)
+	threader, err := wire.LoadThreader(st)
 	if err != nil {
 		return err
 	}
@@ -205,7 +206,7 @@ func replayRun(ctx context.Context, f *Factory, opts *ReplayOptions) (err error)
 	if err != nil {
 		return usageErr("prompts_dir: %v", err)
 	}
-	p := newPipeline(cfg, st, &agent.LLMClassifier{Model: model, Prompts: ps}, threader, f)
+	p := wire.NewPipeline(wireEnv(f, cfg), cfg, st, &agent.LLMClassifier{Model: model, Prompts: ps}, threader)
 	p.Policy = pol
 	p.DryRun = true
 	for _, a := range cfg.Accounts { // as watch drafts: replies come from the account
@@ -254,7 +255,7 @@ func replayRun(ctx context.Context, f *Factory, opts *ReplayOptions) (err error)
 	var keys []store.MessageKey
 	for _, acct := range accounts {
 		a := replay.Account{Name: acct.Name, Mailbox: acct.Mailbox, SentMailbox: acct.SentMailbox,
-			Owner: ownerOf(acct), Dial: func(ctx context.Context) (*imapsync.Client, error) { return DialIMAP(ctx, acct) }}
+			Owner: wire.Owner(acct), Dial: func(ctx context.Context) (*imapsync.Client, error) { return DialIMAP(ctx, acct) }}
 		ks, err := run.Run(ctx, a, since, opts.Limit)
 		keys = append(keys, ks...)
 		if err != nil {

@@ -9,20 +9,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailagent/mailagent/internal/app/review"
 	"github.com/mailagent/mailagent/store"
 	"github.com/mailagent/mailagent/tui"
 )
 
 // reviewBackend is the review TUI's backend over h's configuration, with
 // no watcher running, as `mailagent review` builds it.
-func reviewBackend(t *testing.T, h *harness) *serviceBackend {
+func reviewBackend(t *testing.T, h *harness) *review.Backend {
 	t.Helper()
 	var out, errb bytes.Buffer
 	f := newFactory(strings.NewReader(""), &out, &errb)
 	f.ConfigPath = h.cfgPath
-	f.deferApprovalSend = true
 	t.Cleanup(f.Close)
-	return &serviceBackend{open: f.Service, now: time.Now, log: slog.New(slog.DiscardHandler)}
+	return &review.Backend{Open: f.Service, Now: time.Now, Log: slog.New(slog.DiscardHandler)}
 }
 
 func itemOfKind(items []tui.Item, kind, decision string) *tui.Item {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/review"
 	"github.com/mailagent/mailagent/store"
 	"github.com/mailagent/mailagent/tui"
 )
@@ -94,7 +95,7 @@ func TestReviewFollowsWatcher(t *testing.T) {
 	stop := h.runWatch(t)
 
 	f, cfg := h.factory(t)
-	b := &serviceBackend{open: f.Service, sock: api.SocketPath(cfg.StateDir), now: time.Now, log: slog.New(slog.DiscardHandler)}
+	b := &review.Backend{Open: f.Service, Sock: api.SocketPath(cfg.StateDir), Now: time.Now, Log: slog.New(slog.DiscardHandler)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	evs, err := b.Events(ctx)
@@ -166,7 +167,7 @@ func TestReviewWithoutWatcherConcurrent(t *testing.T) {
 	f := newFactory(strings.NewReader(""), &out, &errb)
 	f.ConfigPath = h.cfgPath
 	defer f.Close()
-	b := &serviceBackend{open: f.Service, now: time.Now, log: slog.New(slog.DiscardHandler)}
+	b := &review.Backend{Open: f.Service, Now: time.Now, Log: slog.New(slog.DiscardHandler)}
 	ctx := context.Background()
 	errs := make(chan error, 60)
 	var wg sync.WaitGroup
@@ -191,29 +192,5 @@ func TestReviewWithoutWatcherConcurrent(t *testing.T) {
 		if err != nil {
 			t.Errorf("concurrent read without a watcher: %v", err)
 		}
-	}
-}
-
-// TestReviewExplainsLostWatcher: a watcher that goes away in the middle
-// of an action is reported by what it means, first, not by a transport
-// error cut off on the status line.
-func TestReviewExplainsLostWatcher(t *testing.T) {
-	b := &serviceBackend{log: slog.New(slog.DiscardHandler)}
-	transport := errors.New("watcher /a/very/long/state/dir/mailagent.sock: Post \"http://mailagent/v1/queue/q1/approve\": EOF")
-	err := b.explain("approve", new(api.Client), transport)
-	if err == nil || !strings.HasPrefix(err.Error(), "approve: the watcher went away mid-request, so the outcome is unknown") || !errors.Is(err, transport) {
-		t.Errorf("got %v, want a plain first sentence wrapping the transport error", err)
-	}
-	// Errors the watcher answered with, and errors of the local store,
-	// are kept as they are.
-	remote := &api.Error{Code: api.CodeInternal, Message: "boom"}
-	if got := b.explain("approve", new(api.Client), remote); got != error(remote) {
-		t.Errorf("remote error: got %v, want it unchanged", got)
-	}
-	if got := b.explain("approve", &api.Local{}, transport); got != transport {
-		t.Errorf("local error: got %v, want it unchanged", got)
-	}
-	if b.explain("approve", new(api.Client), nil) != nil {
-		t.Error("nil error: want nil")
 	}
 }

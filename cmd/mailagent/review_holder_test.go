@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailagent/mailagent/internal/app/actions"
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/review"
 )
 
 // TestReviewNamesTheHolder: while a triage holds the database and serves
@@ -23,10 +25,10 @@ func TestReviewNamesTheHolder(t *testing.T) {
 	}
 	defer func() { _ = st.Close() }()
 	ctx := context.Background()
-	stop := api.ServeHeld(ctx, cfg.StateDir, &api.Local{DB: st, StatusFunc: heldStatus()}, "triage", nil)
+	stop := api.ServeHeld(ctx, cfg.StateDir, &api.Local{DB: st, StatusFunc: actions.HeldStatus()}, "triage", nil)
 	defer stop()
 
-	b := &serviceBackend{open: f.Service, sock: api.SocketPath(cfg.StateDir), now: time.Now, log: slog.New(slog.DiscardHandler)}
+	b := &review.Backend{Open: f.Service, Sock: api.SocketPath(cfg.StateDir), Now: time.Now, Log: slog.New(slog.DiscardHandler)}
 	want := fmt.Sprintf("a triage (pid %d)", os.Getpid())
 	deadline := time.Now().Add(10 * time.Second)
 	for {

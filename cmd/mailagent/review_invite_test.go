@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/calendar"
-	"github.com/mailagent/mailagent/store"
 	"github.com/mailagent/mailagent/tui"
 )
 
@@ -100,24 +99,5 @@ func TestReviewRSVP(t *testing.T) {
 	}
 	if it, _ := b.Detail(ctx, id); it.Status != tui.StatusSent {
 		t.Errorf("after the send: %s, want sent", it.Status)
-	}
-}
-
-// TestInvitationTitle: only a REQUEST can be answered; a CANCEL or
-// COUNTER is shown in the detail but gets no keys.
-func TestInvitationTitle(t *testing.T) {
-	for _, tc := range []struct {
-		inv  *store.Invitation
-		want string
-	}{
-		{nil, ""},
-		{&store.Invitation{Method: calendar.MethodRequest, Summary: "Sync"}, "Sync"},
-		{&store.Invitation{Method: calendar.MethodRequest}, "(untitled event)"},
-		{&store.Invitation{Method: "CANCEL", Summary: "Sync"}, ""},
-		{&store.Invitation{Method: "COUNTER", Summary: "Sync"}, ""},
-	} {
-		if got := invitationTitle(tc.inv); got != tc.want {
-			t.Errorf("invitationTitle(%+v) = %q, want %q", tc.inv, got, tc.want)
-		}
 	}
 }

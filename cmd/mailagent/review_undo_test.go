@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/review"
 	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
@@ -178,11 +179,10 @@ func TestReviewCancelEveryKind(t *testing.T) {
 
 // tuiBackend is the backend runReview builds: the socket followed for
 // events, the store (or the watcher) opened per call.
-func tuiBackend(t *testing.T, h *harness) *serviceBackend {
+func tuiBackend(t *testing.T, h *harness) *review.Backend {
 	t.Helper()
 	f, cfg := h.factory(t)
-	f.deferApprovalSend = true
-	return &serviceBackend{open: f.Service, sock: api.SocketPath(cfg.StateDir), now: time.Now, log: slog.New(slog.DiscardHandler)}
+	return &review.Backend{Open: f.Service, Sock: api.SocketPath(cfg.StateDir), Now: time.Now, Log: slog.New(slog.DiscardHandler)}
 }
 
 // TestReviewQuitInUndoWindow drives the review TUI (teatest, the real

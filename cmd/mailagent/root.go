@@ -6,9 +6,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
+
+	"github.com/mailagent/mailagent/internal/cmdutil"
 )
 
 // Main runs the command line and returns the process exit code. It is the
@@ -23,7 +23,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	return report(stderr, root.ExecuteContext(ctx))
+	return cmdutil.Report(stderr, root.ExecuteContext(ctx))
 }
 
 func newRootCmd(f *Factory) *cobra.Command {
@@ -75,32 +75,7 @@ mail, whether a send happens at all, and what the model gets to see.`,
 		newManCmd(),
 	)
 	registerCompletions(root, f)
-	usageArgs(root)
+	cmdutil.UsageArgs(root)
 	applyExamples(root)
 	return root
-}
-
-// terminalAttached reports whether the TUI can draw: stdin and stdout are
-// both terminals. Tests replace it.
-var terminalAttached = func(f *Factory) bool {
-	return isTerminal(f.Stdin) && isTerminal(f.Stdout)
-}
-
-// outputWidth is the width of the terminal w writes to, or 0 when w is
-// not a terminal (a pipe or a file: listings stay whole for scripts).
-func outputWidth(w any) int {
-	fd, ok := w.(interface{ Fd() uintptr })
-	if !ok || !isTerminal(w) {
-		return 0
-	}
-	cols, _, err := term.GetSize(int(fd.Fd()))
-	if err != nil || cols <= 0 {
-		return 0
-	}
-	return cols
-}
-
-func isTerminal(v any) bool {
-	fd, ok := v.(interface{ Fd() uintptr })
-	return ok && (isatty.IsTerminal(fd.Fd()) || isatty.IsCygwinTerminal(fd.Fd()))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/humantime"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
@@ -103,8 +104,8 @@ func printSchedule(w io.Writer, js []store.Job, now time.Time) error {
 		_, err := fmt.Fprintln(w, "no jobs (the watcher adds them when it starts)")
 		return err
 	}
-	var tb table
-	tb.row("ID", "KIND", "STATE", "DUE", "WHEN", "TRIES", "WHY")
+	var tb cmdutil.Table
+	tb.Row("ID", "KIND", "STATE", "DUE", "WHEN", "TRIES", "WHY")
 	for i := range js {
 		j := &js[i]
 		why := termsafe.Line(j.Reason)
@@ -115,7 +116,7 @@ func printSchedule(w io.Writer, js []store.Job, now time.Time) error {
 		if t := jobDueAt(j); !t.IsZero() {
 			due = t.Local().Format("2006-01-02 15:04")
 		}
-		tb.row(termsafe.Line(j.ID), termsafe.Line(j.Kind), string(j.State), due, jobWhen(j, now), fmt.Sprint(j.Attempts), why)
+		tb.Row(termsafe.Line(j.ID), termsafe.Line(j.Kind), string(j.State), due, jobWhen(j, now), fmt.Sprint(j.Attempts), why)
 	}
-	return tb.write(w)
+	return tb.Write(w)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
@@ -77,12 +78,12 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 				}
 			}
 			if a.CopiesMissing > 0 {
-				line += fmt.Sprintf(", %s waiting for a retry (%s)", pluralWord(a.CopiesMissing, "IMAP copy", "IMAP copies"), termsafe.Line(a.CopyError))
+				line += fmt.Sprintf(", %s waiting for a retry (%s)", cmdutil.PluralWord(a.CopiesMissing, "IMAP copy", "IMAP copies"), termsafe.Line(a.CopyError))
 			}
 			fmt.Fprintln(f.Stdout, line)
 			if a.LatencySamples > 0 {
 				fmt.Fprintf(f.Stdout, "    new mail reaches it in %s (median of the last %s; the last took %s)\n",
-					roundLatency(a.LatencyMedian), plural(a.LatencySamples, "message"), roundLatency(a.LatencyLast))
+					roundLatency(a.LatencyMedian), cmdutil.Plural(a.LatencySamples, "message"), roundLatency(a.LatencyLast))
 				if a.LatencyMedian >= slowPush {
 					fmt.Fprintln(f.Stdout, "    slow: the server seems to report new mail only when it polls; `mailagent doctor` names the fix")
 				}
@@ -115,13 +116,13 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	fmt.Fprintf(f.Stdout, "auto-sent today: %d of %d\n", s.AutoSentToday, s.AutoSendCap)
 	// Calls counts the messages whose handling used the model; a message
 	// may take several model calls (classify, draft, summary).
-	fmt.Fprintf(f.Stdout, "tokens today: %d in, %d out (%s)\n", s.TokensToday.TokensIn, s.TokensToday.TokensOut, plural(int(s.TokensToday.Calls), "message"))
+	fmt.Fprintf(f.Stdout, "tokens today: %d in, %d out (%s)\n", s.TokensToday.TokensIn, s.TokensToday.TokensOut, cmdutil.Plural(int(s.TokensToday.Calls), "message"))
 	if u := s.TokensToday; u.ModelCalls > 0 {
 		p95 := "over 60s"
 		if d, ok := u.LatencyP95(); ok {
 			p95 = "at most " + d.String()
 		}
-		fmt.Fprintf(f.Stdout, "model latency today: mean %s, p95 %s (%s)\n", meanLatency(u), p95, plural(int(u.ModelCalls), "model call"))
+		fmt.Fprintf(f.Stdout, "model latency today: mean %s, p95 %s (%s)\n", meanLatency(u), p95, cmdutil.Plural(int(u.ModelCalls), "model call"))
 	}
 	return nil
 }

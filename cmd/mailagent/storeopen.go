@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"time"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/app/actions"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/store"
 )
@@ -34,7 +34,7 @@ type pipelineStore interface {
 // meanwhile (api.ServeHeld: status, queue and review work through it).
 // When another process holds the database and is not a watcher (another
 // triage, an approval in its undo window, a holder starting up), both
-// say so on stderr and wait for it (waitForService).
+// say so on stderr and wait for it (actions.WaitForService).
 //
 // The returned func closes the store; its error (a failed final sync)
 // must be reported, since commits may not have reached the disk.
@@ -51,7 +51,7 @@ func openPipelineStore(ctx context.Context, f *Factory, dryRun bool) (pipelineSt
 		if _, err := os.Stat(DBPath(cfg)); errors.Is(err, fs.ErrNotExist) {
 			return emptyStore{}, func() error { return nil }, nil
 		}
-		svc, closeSvc, err := waitForService(ctx, cfg.StateDir, "the dry run starts", say, f.openSnapshotStore)
+		svc, closeSvc, err := actions.WaitForService(ctx, cfg.StateDir, "the dry run starts", say, f.openSnapshotStore)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -61,7 +61,7 @@ func openPipelineStore(ctx context.Context, f *Factory, dryRun bool) (pipelineSt
 	// its durability). Otherwise the file is opened without an fsync per
 	// commit: triage is re-runnable, so one Sync when the store is closed
 	// (at the end, or after an interrupt) is enough.
-	svc, closeSvc, err := waitForService(ctx, cfg.StateDir, "triage starts", say,
+	svc, closeSvc, err := actions.WaitForService(ctx, cfg.StateDir, "triage starts", say,
 		func() (*store.Store, error) { return f.openStore(store.Options{NoSync: true}) })
 	if err != nil {
 		return nil, nil, err
@@ -74,43 +74,20 @@ func openPipelineStore(ctx context.Context, f *Factory, dryRun bool) (pipelineSt
 	// Serve the other commands while this triage holds the database.
 	// Their actions (approve, …) get a pipeline of their own over the
 	// same store, built on first use.
-	actions := &lazyActions{build: func() (localActions, func(), error) {
+	lazy := &actions.Lazy{Build: func() (actions.Local, func(), error) {
 		p, err := buildAgent(ctx, f, cfg, l.DB, true)
 		if err != nil {
-			return localActions{}, nil, err
+			return actions.Local{}, nil, err
 		}
-		return localActions{Pipeline: p.Pipeline, d: newDaemon(f, cfg, l.DB, p, nil), local: true}, p.Mailer.Close, nil
+		return actions.Local{Pipeline: p.Pipeline, Daemon: newDaemon(f, cfg, l.DB, p, nil), NoWatcher: true}, p.Mailer.Close, nil
 	}}
-	served := &api.Local{DB: l.DB, Actions: actions, AutoSendCap: cfg.Policy.MaxAutoPerDay, StatusFunc: heldStatus()}
+	served := &api.Local{DB: l.DB, Actions: lazy, AutoSendCap: cfg.Policy.MaxAutoPerDay, StatusFunc: actions.HeldStatus()}
 	stop := api.ServeHeld(ctx, cfg.StateDir, served, "triage", f.Logger())
 	return l.DB, func() error {
 		stop()
-		actions.Close()
+		lazy.Close()
 		return closeSvc()
 	}, nil
-}
-
-// openSnapshot opens a private copy of the state database (see
-// store.OpenSnapshot), for a long read-only run.
-func (f *Factory) openSnapshot() (*store.SnapshotStore, error) {
-	cfg, err := f.Config()
-	if err != nil {
-		return nil, err
-	}
-	return store.OpenSnapshot(DBPath(cfg), store.Options{Timeout: time.Second,
-		Retention: cfg.StoreRetention(), SnapshotRetention: cfg.SnapshotRetention()})
-}
-
-// openSnapshotStore is openSnapshot for api.Open, which wants a
-// *store.Store: the copy is removed when the process ends instead of
-// when it is closed.
-func (f *Factory) openSnapshotStore() (*store.Store, error) {
-	st, err := f.openSnapshot()
-	if err != nil {
-		return nil, err
-	}
-	_ = os.Remove(st.File()) // the open copy stays readable until closed
-	return st.Store, nil
 }
 
 // emptyStore is a store with nothing in it that accepts no writes. It

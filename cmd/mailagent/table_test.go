@@ -89,31 +89,6 @@ func TestContactsTableAlignsWideNames(t *testing.T) {
 	}
 }
 
-func TestTruncateByDisplayWidth(t *testing.T) {
-	for _, s := range []string{strings.Repeat("会", 30), strings.Repeat("🎉", 30), strings.Repeat("a", 60)} {
-		if got := truncate(s, 40); ansi.StringWidth(got) > 40 || !strings.HasSuffix(got, "…") {
-			t.Errorf("truncate(%q, 40) = %q: %d cells", s, got, ansi.StringWidth(got))
-		}
-	}
-	if got := truncate("短い", 40); got != "短い" {
-		t.Errorf("short text changed: %q", got)
-	}
-}
-
-func TestPlural(t *testing.T) {
-	for n, want := range map[int]string{0: "0 messages", 1: "1 message", 2: "2 messages"} {
-		if got := plural(n, "message"); got != want {
-			t.Errorf("plural(%d) = %q, want %q", n, got, want)
-		}
-	}
-	if got := pluralWord(1, "IMAP copy", "IMAP copies"); got != "1 IMAP copy" {
-		t.Errorf("pluralWord(1) = %q", got)
-	}
-	if got := pluralWord(3, "address", "addresses"); got != "3 addresses" {
-		t.Errorf("pluralWord(3) = %q", got)
-	}
-}
-
 func TestQueueAgeCountsFromTheMailsDate(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	items := []store.QueueItem{

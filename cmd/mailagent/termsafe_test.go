@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
 	"github.com/mailagent/mailagent/store"
@@ -293,7 +294,7 @@ func TestReportSanitisesErrors(t *testing.T) {
 		&UserError{Code: ExitUsage, Err: errors.New("no contact " + hostileString()), Hint: "hint " + hostileString()},
 	} {
 		var b bytes.Buffer
-		report(&b, err)
+		cmdutil.Report(&b, err)
 		for _, r := range b.String() {
 			if why := badRune(r); why != "" {
 				t.Errorf("report(%T) printed %s %U: %q", err, why, r, b.String())

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/app/wire"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/humantime"
 	"github.com/mailagent/mailagent/internal/llm"
@@ -239,9 +240,9 @@ func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) (err error)
 			err = fmt.Errorf("save triage results: %w", cerr)
 		}
 	}()
-	p, _, _, err := classifyingPipeline(ctx, f, cfg, st, false)
+	p, _, _, err := wire.ClassifyingPipeline(ctx, wireEnv(f, cfg), cfg, st, false)
 	if err != nil {
-		return err
+		return fromApp(err)
 	}
 	p.DryRun = opts.DryRun
 

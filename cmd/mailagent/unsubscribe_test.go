@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/unsubscribe"
 	"github.com/mailagent/mailagent/store"
 )
@@ -26,6 +28,34 @@ func newsletter(id, unsub, post string) string {
 	return rawMail("News <news@lists.example.org>", "Weekly digest "+id, "Top stories", extra...)
 }
 
+// unsubscribeRunner runs `mailagent unsubscribe ARGS…` as Main does,
+// with the one-click client poster: UnsubscribeOptions.Poster, set
+// through the command's runF (the gh-style seam, not a package global).
+func unsubscribeRunner(h *harness, poster func() *unsubscribe.Poster) func(args ...string) (string, string, int) {
+	return func(args ...string) (string, string, int) {
+		h.t.Helper()
+		var out, errb bytes.Buffer
+		f := newFactory(strings.NewReader(""), &out, &errb)
+		defer f.Close()
+		root := newRootCmd(f)
+		for _, c := range root.Commands() {
+			if c.Name() == "unsubscribe" {
+				root.RemoveCommand(c)
+			}
+		}
+		root.AddCommand(newUnsubscribeCmd(f, func(ctx context.Context, o *UnsubscribeOptions) error {
+			o.Poster = poster
+			return unsubscribeRun(ctx, f, o)
+		}))
+		root.SetArgs(append([]string{"--config", h.cfgPath, "unsubscribe"}, args...))
+		root.SetIn(strings.NewReader(""))
+		root.SetOut(&out)
+		root.SetErr(&errb)
+		code := cmdutil.Report(&errb, root.ExecuteContext(context.Background()))
+		return out.String(), errb.String(), code
+	}
+}
+
 func TestUnsubscribe(t *testing.T) {
 	var mu sync.Mutex
 	var posts []string
@@ -36,17 +66,14 @@ func TestUnsubscribe(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer srv.Close()
-	old := newUnsubscribePoster
 	// The test server is on loopback, which the real poster refuses: its
 	// transport is the test's (the URL checks still run in Parse).
 	tr := srv.Client().Transport.(*http.Transport).Clone()
 	tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
 	}
-	newUnsubscribePoster = func() *unsubscribe.Poster { return &unsubscribe.Poster{Transport: tr} }
-	t.Cleanup(func() { newUnsubscribePoster = old })
-
 	h := newHarness(t, compromisedModel, "")
+	run := unsubscribeRunner(h, func() *unsubscribe.Poster { return &unsubscribe.Poster{Transport: tr} })
 	oneClickURL := "https://lists.example.com/u/one" // Parse checks this one; the transport goes to the test server
 	h.deliver(newsletter("oneclick@lists.example.org", "<mailto:leave@lists.example.org>, <"+oneClickURL+">", "List-Unsubscribe=One-Click"))
 	h.deliver(newsletter("mailto@lists.example.org", "<mailto:leave@lists.example.org?subject=unsubscribe%20me%0D%0ABcc:%20boss@corp.example>", ""))
@@ -64,14 +91,14 @@ func TestUnsubscribe(t *testing.T) {
 	h.watchOnce(t)
 
 	// Without --yes and without a terminal: nothing is sent.
-	if _, stderr, code := h.run("unsubscribe", "oneclick@lists.example.org"); code != ExitUsage || !strings.Contains(stderr, "--yes") {
+	if _, stderr, code := run("oneclick@lists.example.org"); code != ExitUsage || !strings.Contains(stderr, "--yes") {
 		t.Fatalf("without --yes: exit %d, %s", code, stderr)
 	}
 	if len(posts) != 0 || len(h.smtp.Messages()) != 0 {
 		t.Fatal("something was sent without confirmation")
 	}
 
-	out, stderr, code := h.run("unsubscribe", "<oneclick@lists.example.org>", "--yes", "--json")
+	out, stderr, code := run("<oneclick@lists.example.org>", "--yes", "--json")
 	if code != 0 {
 		t.Fatalf("one-click: exit %d: %s", code, stderr)
 	}
@@ -86,7 +113,7 @@ func TestUnsubscribe(t *testing.T) {
 		t.Fatal("a mail was sent although one-click was offered")
 	}
 
-	if _, stderr, code := h.run("unsubscribe", "mailto@lists.example.org", "--yes"); code != 0 {
+	if _, stderr, code := run("mailto@lists.example.org", "--yes"); code != 0 {
 		t.Fatalf("mailto: exit %d: %s", code, stderr)
 	}
 	msgs := h.smtp.Messages()
@@ -100,7 +127,7 @@ func TestUnsubscribe(t *testing.T) {
 	tried, through := 0, 0
 	for id := range hostile {
 		tried++
-		_, stderr, code := h.run("unsubscribe", id, "--yes")
+		_, stderr, code := run(id, "--yes")
 		if code == 0 {
 			through++
 			t.Errorf("%s: unsubscribed (%s)", id, stderr)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/app/actions"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/store"
@@ -77,7 +78,7 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	// (a triage, an approval in its undo window) is waited for, said
 	// once on a terminal and in the log.
 	tty := progressWanted(f.Stderr, opts.isTTY)
-	st, err := waitForStore(ctx, f, cfg, func(msg string) {
+	st, err := actions.WaitForStore(ctx, cfg.StateDir, func() (*store.Store, error) { return f.OpenStore(false) }, func(msg string) {
 		f.Logger().Info("watch waits for the state database", "holder", msg)
 		if tty {
 			fmt.Fprintln(f.Stderr, msg)
@@ -88,7 +89,7 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 			f.Logger().Info("watch stopped before it started")
 			return nil
 		}
-		return err
+		return fromApp(err)
 	}
 	defer func() { _ = st.Close() }()
 	if removeHolder, err := api.WriteHolder(cfg.StateDir, "watch"); err != nil {
@@ -142,7 +143,7 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 		}
 		started := time.Now()
 		local := &api.Local{
-			DB: st, Actions: localActions{Pipeline: parts.Pipeline, d: d}, Broker: broker, Tracker: parts.Pipeline.Followups,
+			DB: st, Actions: actions.Local{Pipeline: parts.Pipeline, Daemon: d}, Broker: broker, Tracker: parts.Pipeline.Followups,
 			AutoSendCap: cfg.Policy.MaxAutoPerDay,
 			StatusFunc: func(context.Context) api.Status {
 				s := api.Status{Watcher: true, PID: os.Getpid(), Started: started}

@@ -149,17 +149,6 @@ func roundWait(d time.Duration) time.Duration {
 	return d.Round(time.Second)
 }
 
-// countdown shows the time left in an undo window the way a countdown
-// does: whole seconds, rounded up, so 0.9s left of a 1s window reads
-// "1s" (the window the owner set), and a send never comes sooner than
-// the line says.
-func countdown(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return ((d + time.Second - 1) / time.Second) * time.Second
-}
-
 // newMessageBar is the progress bar of a pass over n messages (triage):
 // a count of messages and a rate in msg/s, never bytes or "it/s". It is
 // cleared when done, so the summary line stands alone.

@@ -2,21 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
-	"os"
-	"time"
 
-	"github.com/mailagent/mailagent/agent"
-	"github.com/mailagent/mailagent/agent/followup"
-	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/app/actions"
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/apperr"
 	"github.com/mailagent/mailagent/internal/app/daemon"
+	"github.com/mailagent/mailagent/internal/app/wire"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/llm"
-	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/smtpsend"
-	"github.com/mailagent/mailagent/prompts"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -50,313 +46,45 @@ func resolveLogin(ctx context.Context, account, what string, e config.Endpoint) 
 
 // incomingCheckOff switches off the rule that the watched mailbox is
 // never Drafts or Sent: only for the positive control of the test that
-// attacks it (TestWatchedFolderNeverDraftsOrSent).
+// attacks it (TestWatchedFolderNeverDraftsOrSent; wire.Env's
+// IncomingCheckOff, a Factory field once the Factory leaves package main).
 var incomingCheckOff bool
 
-// newMailer wires IMAP action connections and SMTP senders for every
-// account. Nothing is dialled until first use.
+// wireEnv is what the application tier's wiring (internal/app/wire)
+// needs from this process: the Factory's clock, log and models, and the
+// logins.
+func wireEnv(f *Factory, cfg *config.Config) *wire.Env {
+	return &wire.Env{
+		Now:    f.Now,
+		Logger: f.Logger(),
+		ClassifyModel: func(ctx context.Context) (llm.Model, error) {
+			return f.NewModel(ctx, taskConfig(cfg, config.TaskClassify))
+		},
+		DraftModel: func(ctx context.Context, classify llm.Model) (llm.Model, error) {
+			return f.draftModel(ctx, cfg, classify)
+		},
+		DialIMAP:         DialIMAP,
+		SMTP:             SMTPOptions,
+		Calendar:         newAgentCalendar(cfg),
+		IncomingCheckOff: incomingCheckOff,
+	}
+}
+
+// newMailer is wire.NewMailer with this process's logins.
 func newMailer(cfg *config.Config) *daemon.Mailer {
-	m := &daemon.Mailer{Accounts: map[string]*daemon.AccountMailer{}}
-	for i := range cfg.Accounts {
-		acct := &cfg.Accounts[i]
-		m.Accounts[acct.Name] = &daemon.AccountMailer{
-			Name:   acct.Name,
-			Owner:  ownerOf(acct),
-			Sent:   acct.SentMailbox,
-			Drafts: acct.DraftsMailbox,
-			// The watched mailbox is never Drafts or Sent, even when the
-			// server marks it so (config.Config.IncomingAccount).
-			Incoming: func(name string) bool { return !incomingCheckOff && cfg.IncomingAccount(acct, name) != nil },
-			Mailbox: daemon.MailboxPolicy{Archive: cfg.Mailbox.Archive, ArchiveFolder: cfg.Mailbox.ArchiveFolder,
-				Keywords: cfg.Mailbox.Keywords},
-			Dial: func(ctx context.Context) (*imapsync.Client, error) { return DialIMAP(ctx, acct) },
-			SMTP: func(ctx context.Context) (*smtpsend.Sender, error) {
-				opts, err := SMTPOptions(ctx, acct)
-				if err != nil {
-					return nil, err
-				}
-				return smtpsend.New(opts)
-			},
-		}
-	}
-	return m
+	return wire.NewMailer(&wire.Env{DialIMAP: DialIMAP, SMTP: SMTPOptions, IncomingCheckOff: incomingCheckOff}, cfg)
 }
 
-// ownerOf is the account's owner as routing knows them: the pipeline, the
-// mailer (which decides who a message found on the server is from) and
-// every command that asks whether an address is the owner's use it.
-func ownerOf(a *config.Account) agent.Owner {
-	return agent.Owner{Name: a.DisplayName, Addresses: a.OwnerAddresses(), AuthservID: a.AuthservID, Assistant: a.AssistantAddress}
+// buildAgent is wire.BuildAgent with this process's Factory.
+func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.Store, lazyModel bool) (*wire.Agent, error) {
+	a, err := wire.BuildAgent(ctx, wireEnv(f, cfg), cfg, st, lazyModel)
+	return a, fromApp(err)
 }
 
-// agentParts is a pipeline able to act (send, queue, draft), and what it
-// was built from.
-type agentParts struct {
-	Pipeline *agent.Pipeline
-	Mailer   *daemon.Mailer
+// newDaemon is wire.NewDaemon with this process's Factory.
+func newDaemon(f *Factory, cfg *config.Config, st *store.Store, parts *wire.Agent, accounts []*config.Account) *daemon.Daemon {
+	return wire.NewDaemon(wireEnv(f, cfg), cfg, st, parts, accounts)
 }
-
-// buildAgent wires the full pipeline over an open store: model, prompts,
-// threader, actor and mailer.
-// With lazyModel, a missing model (no API key) is only an error when a
-// model call is made.
-func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.Store, lazyModel bool) (*agentParts, error) {
-	p, model, ps, err := classifyingPipeline(ctx, f, cfg, st, lazyModel)
-	if err != nil {
-		return nil, err
-	}
-	draftModel, err := f.draftModel(ctx, cfg, model)
-	if err != nil {
-		if !lazyModel {
-			return nil, err
-		}
-		// Approving, rejecting and editing need no model; only a call
-		// that does (regenerate) reports why it is missing.
-		modelErr := err
-		draftModel = llm.ModelFunc(func(context.Context, llm.Request) (*llm.Response, error) { return nil, modelErr })
-	}
-	profile := ""
-	if cfg.OwnerProfileFile != "" {
-		b, err := os.ReadFile(cfg.OwnerProfileFile)
-		if err != nil {
-			return nil, usageErr("owner_profile_file: %v", err)
-		}
-		profile = string(b)
-	}
-	for _, a := range cfg.Accounts {
-		acct := p.Accounts[a.Name]
-		acct.From = mail.Address{Name: a.DisplayName, Email: a.Email}
-		acct.Footer = cfg.Policy.Footer(a.DisplayName)
-		acct.DraftsToIMAP = cfg.Policy.DraftsToIMAP
-		p.Accounts[a.Name] = acct
-	}
-	mailer := newMailer(cfg)
-	p.Actor = &agent.Actor{
-		Store:      st,
-		Drafter:    &agent.LLMDrafter{Model: draftModel, Prompts: ps, MaxChars: cfg.Policy.MaxDraftChars},
-		Mailer:     mailer,
-		Profile:    profile,
-		Summarizer: &agent.LLMSummarizer{Model: draftModel, Prompts: ps},
-		Memory:     st,
-		Learner:    &agent.Learner{Model: draftModel, Prompts: ps},
-	}
-	p.Calendar = newAgentCalendar(cfg)
-	p.Tools = newToolStep(cfg.Tools)
-	if cfg.Followup.Enabled {
-		p.Followups = &followup.Tracker{Store: st, Accounts: p.Accounts, Now: f.Now, Policy: followup.Policy{
-			Enabled: true, DefaultAfter: cfg.Followup.DefaultAfter.D(), BusinessDays: cfg.Followup.BusinessDays,
-			MaxNudges: cfg.Followup.MaxNudges, NudgeText: cfg.Followup.NudgeText,
-			AutoSendKnownContacts: cfg.Followup.AutoSendKnownContacts && cfg.Policy.Mode == config.ModeAuto}}
-		p.Followups.Known = func(account, email string) bool {
-			c, err := st.GetContact(account, email)
-			return err == nil && c.Known
-		}
-		p.Followups.AutoSend = func(ctx context.Context, q *store.QueueItem) error {
-			_, err := p.AutoNudge(ctx, q.ID) // automatic mail, never an approval: it teaches nothing
-			return err
-		}
-	}
-	return &agentParts{Pipeline: p, Mailer: mailer}, nil
-}
-
-// classifyingPipeline wires the pipeline triage and watch share over st:
-// the threader rebuilt from its window, the model, the prompts and the
-// classifier, the accounts and the policy. With lazyModel, a missing
-// model (no API key) is only an error when a model call is made.
-func classifyingPipeline(ctx context.Context, f *Factory, cfg *config.Config, st pipelineStore, lazyModel bool) (*agent.Pipeline, llm.Model, *prompts.Set, error) {
-	threader, err := loadThreader(st)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	model, err := f.NewModel(ctx, taskConfig(cfg, config.TaskClassify))
-	if err != nil {
-		if !lazyModel {
-			return nil, nil, nil, err
-		}
-		// Approving, rejecting and editing need no model; only a call
-		// that does (regenerate) reports why it is missing.
-		modelErr := err
-		model = llm.ModelFunc(func(context.Context, llm.Request) (*llm.Response, error) { return nil, modelErr })
-	}
-	ps, err := prompts.Load(cfg.PromptsDir)
-	if err != nil {
-		return nil, nil, nil, usageErr("prompts_dir: %v", err)
-	}
-	return newPipeline(cfg, st, &agent.LLMClassifier{Model: model, Prompts: ps}, threader, f), model, ps, nil
-}
-
-// newPipeline wires an agent.Pipeline from the configuration.
-func newPipeline(cfg *config.Config, st agent.Store, c agent.Classifier, th *mail.Threader, f *Factory) *agent.Pipeline {
-	accts := map[string]agent.Account{}
-	for i := range cfg.Accounts {
-		a := &cfg.Accounts[i]
-		accts[a.Name] = agent.Account{Name: a.Name, Owner: ownerOf(a)}
-	}
-	return &agent.Pipeline{
-		Store: st, Classifier: c, Threader: th, Accounts: accts,
-		Policy:            policyFromConfig(cfg.Policy),
-		MaxBodyChars:      cfg.LLM.MaxBodyChars,
-		ClassifyAutomated: cfg.LLM.ClassifyAutomated,
-		Now:               f.Now,
-		Logger:            f.Logger(),
-		Snapshots:         cfg.Trace.Snapshots,
-		Redactor:          config.NewRedactor(cfg.KnownSecrets()...),
-	}
-}
-
-// newToolStep bounds the tool step before drafting and names the MCP
-// servers whose allowed read-only tools it may call. A server starts the
-// first time one of its tools runs; its process ends with mailagent's
-// (the closed stdin ends a stdio server).
-func newToolStep(t config.Tools) *agent.ToolStep {
-	s := &agent.ToolStep{Timeout: t.CallTimeout(), MaxBytes: t.ResultCap()}
-	for _, m := range t.MCP {
-		srv := &agent.MCPServer{Name: m.Name, Command: m.Command, Args: m.Args, Env: m.Env, Allow: m.Allow, Timeout: m.Timeout.Duration}
-		s.External = append(s.External, srv.Tools()...)
-	}
-	return s
-}
-
-func policyFromConfig(p config.Policy) agent.Policy {
-	return agent.Policy{
-		Mode: p.Mode, MinConfidence: p.MinConfidence, NeverAuto: p.NeverAuto,
-		AutoSendNewContacts: p.AutoSendNewContacts, MaxPerContactPerDay: p.MaxAutoPerContactPerDay,
-		MaxPerDay: p.MaxAutoPerDay, SendDelay: p.SendDelay.D(), ReplyAll: p.ReplyAll, MaxDraftChars: p.MaxDraftChars,
-		ApprovalDelay: p.ApprovalDelay.D(), AutoSchedule: p.AutoSchedule, AllowDomains: p.AllowDomains,
-	}
-}
-
-// threadWindow and threadLimit bound how much history the threader is
-// rebuilt from at start (the newest threadLimit messages of the last
-// threadWindow), which keeps a watcher with a big store small. Replies to
-// older mail still join their thread through the References chain (the
-// thread id derives from the root message id); only subject-merged threads
-// older than this start afresh.
-const (
-	threadWindow = 180 * 24 * time.Hour
-	threadLimit  = 25000
-)
-
-// loadThreader rebuilds the in-memory threader from stored messages: from
-// the compact thread index of recent mail when the store has one (a local
-// store), else from every record (through a watcher's socket).
-func loadThreader(st pipelineStore) (*mail.Threader, error) {
-	th := mail.NewThreader()
-	add := func(in mail.ThreadInput) error {
-		th.Add(in)
-		return nil
-	}
-	var err error
-	if ti, ok := st.(interface {
-		ThreadInputs(since time.Time, limit int, fn func(mail.ThreadInput) error) error
-	}); ok {
-		err = ti.ThreadInputs(time.Now().Add(-threadWindow), threadLimit, add)
-	} else {
-		err = st.ListMessages(store.MessageFilter{}, func(r *store.MessageRecord) error {
-			return add(mail.ThreadInput{MessageID: r.MessageID, InReplyTo: r.InReplyTo, References: r.References, Subject: r.Subject, Date: r.Date})
-		})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load threads: %w", err)
-	}
-	return th, nil
-}
-
-// newDaemon builds the watch daemon for the chosen accounts.
-func newDaemon(f *Factory, cfg *config.Config, st *store.Store, parts *agentParts, accounts []*config.Account) *daemon.Daemon {
-	d := &daemon.Daemon{
-		Store: st, Pipeline: parts.Pipeline, Mailer: parts.Mailer,
-		MaxMessageBytes: cfg.Sync.MaxMessageBytes,
-		InitialLookback: cfg.Sync.InitialLookback.D(),
-		RetryInterval:   cfg.Sync.RetryInterval.D(),
-		PollInterval:    cfg.Sync.PollInterval.D(),
-		ThreadWindow:    threadWindow,
-		ThreadLimit:     threadLimit,
-		Concurrency:     cfg.LLM.Concurrency,
-		Logger:          f.Logger(),
-		Now:             f.Now,
-	}
-	for _, acct := range accounts {
-		d.Accounts = append(d.Accounts, daemon.Account{
-			Name: acct.Name, Mailbox: acct.Mailbox,
-			Dial: func(ctx context.Context) (*imapsync.Client, error) { return DialIMAP(ctx, acct) },
-		})
-	}
-	// The agent's events wake the daemon's timer of due sends and snoozes,
-	// which otherwise sleeps until the next due time (watch adds the API
-	// broker in front).
-	parts.Pipeline.Actor.Notify = d.Notify
-	if parts.Pipeline.Followups != nil {
-		parts.Pipeline.Followups.Notify = agent.EventsTo(d.Notify)
-	}
-	return d
-}
-
-// localActions performs queue actions in this process (no watcher runs):
-// the same pipeline code watch uses, so sends still go through the outbox.
-type localActions struct {
-	*agent.Pipeline
-	d *daemon.Daemon
-	// local is set when no watcher runs (so no due timer will send the
-	// reply): Approve then waits out policy.approval_delay here, saying
-	// so on undo when that is set; an ended context (Ctrl-C) in the window
-	// cancels the approval.
-	local bool
-	undo  io.Writer
-	// deferSend: Approve does not wait out the window; the caller sends
-	// when it ends (the review TUI, Factory.deferApprovalSend).
-	deferSend bool
-	// hold, when set, serves the API socket from this process while it
-	// waits out an undo window holding the database (api.ServeHeld), so
-	// that status, queue (cancel included) and review work meanwhile;
-	// command names the holder ("queue approve").
-	hold func(ctx context.Context, command string) (stop func())
-}
-
-// undoWait is the wait SendApproval calls: waitUndo, serving the socket
-// meanwhile when a.hold is set.
-func (a localActions) undoWait(id, what, command string) func(context.Context, time.Time) error {
-	return func(ctx context.Context, at time.Time) error {
-		if a.hold != nil {
-			now := time.Now
-			if a.Pipeline.Now != nil {
-				now = a.Pipeline.Now
-			}
-			if at.After(now()) {
-				stop := a.hold(ctx, command)
-				defer stop()
-			}
-		}
-		return waitUndo(ctx, a.undo, id, what, at, a.Pipeline.Now)
-	}
-}
-
-// Approve approves, and with no watcher running waits out the undo window
-// and sends (see agent.Pipeline.SendApproval).
-func (a localActions) Approve(ctx context.Context, id, final string) (*store.QueueItem, error) {
-	item, err := a.Pipeline.Approve(ctx, id, final)
-	if err != nil || !a.local || a.deferSend || item == nil || item.Status != store.QueueApproved {
-		return item, err
-	}
-	learned := item.Learned // what the approval taught: kept for the result
-	item, err = a.SendApproval(ctx, item.ID, a.undoWait(id, "sending", "queue approve"))
-	if item != nil {
-		item.Learned = learned
-	}
-	return cancelledMeanwhile(id, item, err)
-}
-
-// cancelledMeanwhile turns an approval that another command cancelled in
-// its undo window (`queue cancel`, through this process's socket) into
-// the error a cancel with Ctrl-C gives: nothing was sent.
-func cancelledMeanwhile(id string, item *store.QueueItem, err error) (*store.QueueItem, error) {
-	if err == nil && item != nil && item.Status == store.QueuePending {
-		return nil, fmt.Errorf("%w: %s: cancelled in its undo window: not sent; it is back in the queue", agent.ErrApprovalCancelled, id)
-	}
-	return item, err
-}
-
-func (a localActions) Retry(ctx context.Context, k store.MessageKey) error { return a.d.Retry(ctx, k) }
 
 // Service connects to the running watcher, or opens the store directly
 // when none runs. withActions builds a local pipeline for the actions
@@ -366,30 +94,30 @@ func (f *Factory) Service(ctx context.Context, withActions bool) (api.Service, f
 	if err != nil {
 		return nil, nil, err
 	}
-	var parts *agentParts
-	var actions func(*store.Store) api.Actions
+	var parts *wire.Agent
+	var withLocal func(*store.Store) api.Actions
 	if withActions {
-		actions = func(st *store.Store) api.Actions {
+		withLocal = func(st *store.Store) api.Actions {
 			p, err := buildAgent(ctx, f, cfg, st, true)
 			if err != nil {
 				f.Logger().Warn("local actions unavailable", "err", err)
 				return nil
 			}
 			parts = p
-			la := localActions{Pipeline: p.Pipeline, d: newDaemon(f, cfg, st, p, nil), local: true, undo: f.approveNotice, deferSend: f.deferApprovalSend}
-			la.hold = func(ctx context.Context, command string) func() {
+			la := actions.Local{Pipeline: p.Pipeline, Daemon: newDaemon(f, cfg, st, p, nil), NoWatcher: true, Undo: f.approveNotice, DeferSend: f.deferApprovalSend} // both unset now: queue and review adapt the service (actions.Announce, actions.Defer)
+			la.Hold = func(ctx context.Context, command string) func() {
 				// What the socket serves meanwhile: the same actions, without
 				// this hold or this process's notices (an approval through
 				// the socket waits out its own window in its request).
 				served := la
-				served.hold, served.undo = nil, nil
-				l := &api.Local{DB: st, Actions: served, AutoSendCap: cfg.Policy.MaxAutoPerDay, StatusFunc: heldStatus()}
+				served.Hold, served.Undo = nil, nil
+				l := &api.Local{DB: st, Actions: served, AutoSendCap: cfg.Policy.MaxAutoPerDay, StatusFunc: actions.HeldStatus()}
 				return api.ServeHeld(ctx, cfg.StateDir, l, command, f.Logger())
 			}
 			return la
 		}
 	}
-	svc, closeFn, err := api.Open(ctx, cfg.StateDir, func() (*store.Store, error) { return f.OpenStore(false) }, actions)
+	svc, closeFn, err := api.Open(ctx, cfg.StateDir, func() (*store.Store, error) { return f.OpenStore(false) }, withLocal)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -402,4 +130,15 @@ func (f *Factory) Service(ctx context.Context, withActions bool) (api.Service, f
 		}
 		return closeFn()
 	}, nil
+}
+
+// fromApp turns an application-tier error the owner can act on
+// (*apperr.Error) into this command line's UserError: the same exit code
+// and hint; any other error is returned as it is.
+func fromApp(err error) error {
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		return &UserError{Code: ae.Code, Err: ae.Err, Hint: ae.Hint}
+	}
+	return err
 }

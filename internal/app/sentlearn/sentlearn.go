@@ -114,3 +114,23 @@ func Known(a Account, st Store, msgs []*mail.Message) ([]string, error) {
 	}
 	return out, nil
 }
+
+// LearnInto is triage's Sent learning over whatever store triage runs
+// on: when st records known contacts (a Store: the local state database)
+// it dials a read-only connection with dial, runs Learn over it (mail
+// dated since since) and closes it; for any other store (a dry run, or a
+// watcher's socket: the watcher scans Sent itself) it does nothing and
+// dials nothing.
+func LearnInto(ctx context.Context, dial func(context.Context) (*imapsync.Client, error), a Account, st any, since time.Time) error {
+	km, ok := st.(Store)
+	if !ok {
+		return nil
+	}
+	c, err := dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	_, err = Learn(ctx, c, a, km, since)
+	return err
+}

@@ -1,12 +1,16 @@
 package sentlearn
 
 import (
+	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
@@ -53,5 +57,21 @@ func TestKnownTellsOurAutoSendsByMessageID(t *testing.T) {
 	}
 	if !slices.Contains(got, "stranger@example.net") {
 		t.Errorf("without the outbox index: got %q, want the stranger too (control)", got)
+	}
+}
+
+// TestLearnIntoOnlyARecordingStore: a store that cannot record contacts
+// (a dry run, a watcher's socket) dials nothing; a dial failure for one
+// that can is the caller's error.
+func TestLearnIntoOnlyARecordingStore(t *testing.T) {
+	dials := 0
+	boom := errors.New("dial refused")
+	dial := func(context.Context) (*imapsync.Client, error) { dials++; return nil, boom }
+	a := Account{Name: "personal", Owner: agent.Owner{Addresses: []string{"ada@example.com"}}}
+	if err := LearnInto(context.Background(), dial, a, struct{}{}, time.Time{}); err != nil || dials != 0 {
+		t.Fatalf("a store that records nothing: err %v, %d dials; want nil and none", err, dials)
+	}
+	if err := LearnInto(context.Background(), dial, a, &markOnly{}, time.Time{}); !errors.Is(err, boom) || dials != 1 {
+		t.Fatalf("a recording store: err %v, %d dials; want the dial error after one dial", err, dials)
 	}
 }

@@ -43,7 +43,7 @@ const module = "github.com/mailagent/mailagent/"
 
 // applicationTier are the packages that run the program: no leaf library
 // may import them.
-var applicationTier = []string{"agent", "store", "internal/app", "internal/demo", "tui", "cmd"}
+var applicationTier = []string{"agent", "store", "internal/app", "internal/demo", "tui", "cmd", "internal/cmdutil"}
 
 // leafLibraries may import only other leaf libraries (and what their rule
 // below allows), never the application tier.
@@ -54,6 +54,7 @@ var leafLibraries = []string{
 	"internal/calendar", "internal/memimap", "internal/html2text", "internal/retry",
 	"internal/notify",
 	"agent/guard",
+	"internal/iostreams", "internal/prompter",
 }
 
 // testRigs are packages that only tests (and other rigs) import, checked
@@ -119,6 +120,17 @@ var rules = []struct {
 	// watch runtime, no sending.
 	{pkg: "internal/app/mcpserver", forbidden: []string{"cmd", "tui", "imapsync", "internal/app/daemon", "internal/app/replay", "internal/smtpsend", "internal/llm"}},
 	{pkg: "internal/app/digest", forbidden: []string{"cmd", "tui", "imapsync", "internal/app/api", "internal/app/daemon", "internal/app/replay", "internal/smtpsend"}},
+	// Issue 27: what left package main. An application-tier error with its
+	// exit code is a value of its own; the hold machinery and local
+	// actions schedule the waiting, never wire or dial; the review TUI's
+	// backend reaches the program through api.Service (and unsubscribe);
+	// unsubscribe mail goes through the outbox (api.OwnMailer), never
+	// SMTP; the wiring sits below the service it is served by.
+	{pkg: "internal/app/apperr", only: []string{}},
+	{pkg: "internal/app/actions", forbidden: []string{"cmd", "tui", "imapsync", "internal/smtpsend", "internal/llm", "internal/app/wire"}},
+	{pkg: "internal/app/review", forbidden: []string{"cmd", "imapsync", "internal/smtpsend", "internal/llm", "internal/app/daemon", "internal/app/wire"}},
+	{pkg: "internal/app/unsubscribe", forbidden: []string{"cmd", "tui", "internal/smtpsend", "internal/llm", "internal/app/wire"}},
+	{pkg: "internal/app/wire", forbidden: []string{"cmd", "tui", "internal/app/api"}},
 	// The account status both the watcher and the API speak: a type, no
 	// dependencies.
 	{pkg: "internal/app/status", only: []string{}},
@@ -318,6 +330,19 @@ func TestRulesCatch(t *testing.T) {
 		{"internal/app/status", "store", true},
 		{"internal/app/api", "internal/app/status", false},
 		{"internal/app/daemon", "internal/app/status", false},
+		// Issue 27's application-tier packages.
+		{"internal/app/apperr", "store", true},
+		{"internal/app/actions", "internal/app/daemon", false},
+		{"internal/app/actions", "internal/smtpsend", true},
+		{"internal/app/review", "tui", false},
+		{"internal/app/review", "internal/app/unsubscribe", false},
+		{"internal/app/review", "imapsync", true},
+		{"internal/app/review", "internal/app/daemon", true},
+		{"internal/app/unsubscribe", "internal/unsubscribe", false},
+		{"internal/app/unsubscribe", "internal/smtpsend", true},
+		{"internal/app/wire", "internal/app/daemon", false},
+		{"internal/app/wire", "internal/app/api", true},
+		{"internal/app/wire", "cmd/mailagent", true},
 
 		{"internal/compose", "internal/mail", false},
 		{"imapsync", "internal/netpolicy", false},

@@ -32,7 +32,7 @@ import (
 //     one key.
 //   - retry backoff: only internal/retry imports github.com/cenkalti/backoff.
 //   - owner routing: the owner's addresses are read from the
-//     configuration once (cmd's ownerOf builds agent.Owner); whether an
+//     configuration once (internal/app/wire's Owner builds agent.Owner); whether an
 //     address is the owner's is Owner.IsOwner, whether a message is the
 //     owner's is agent.Route.
 //   - the duration grammar: outside internal/humantime (and the model
@@ -139,8 +139,8 @@ func oneHomeProblems(rel, name string, src []byte) ([]string, error) {
 					at(n, "reads the Auto-Submitted header: ask mail.Message.AutoSubmitted (agent.IsAutomatic)")
 				}
 			}
-			if strings.HasSuffix(fn, ".OwnerAddresses") && !under(rel, "internal/config") && name != "cmd/mailagent/wire.go" {
-				at(n, "reads the owner's addresses itself: build agent.Owner with ownerOf (cmd/mailagent/wire.go) and ask Owner.IsOwner")
+			if strings.HasSuffix(fn, ".OwnerAddresses") && !under(rel, "internal/config") && name != "internal/app/wire/wire.go" {
+				at(n, "reads the owner's addresses itself: build agent.Owner with wire.Owner (internal/app/wire/wire.go) and ask Owner.IsOwner")
 			}
 			if fn == "time.ParseDuration" && !under(rel, "internal/humantime") && !under(rel, "internal/llm") {
 				at(n, "parses a duration with time.ParseDuration: the one grammar is humantime.ParseDuration")
@@ -242,7 +242,7 @@ func TestOneHomeChecksCatch(t *testing.T) {
 		{"second backoff", "imapsync", `package p; import "github.com/cenkalti/backoff/v5"; var _ = backoff.Permanent`, true},
 		{"backoff's home", "internal/retry", `package p; import "github.com/cenkalti/backoff/v5"; var _ = backoff.Permanent`, false},
 		{"owner addresses read again", "cmd/mailagent", `package p; func f(a *config.Account) []string { return a.OwnerAddresses() }`, true},
-		{"owner addresses read once", "cmd/mailagent", `package p; func ownerOf(a *config.Account) []string { return a.OwnerAddresses() }`, false},
+		{"owner addresses read once", "internal/app/wire", `package p; func Owner(a *config.Account) []string { return a.OwnerAddresses() }`, false},
 		{"second duration grammar", "cmd/mailagent", `package p; func f(s string) { time.ParseDuration(s) }`, true},
 		{"the duration grammar's home", "internal/humantime", `package p; func f(s string) { time.ParseDuration(s) }`, false},
 	}
@@ -250,7 +250,7 @@ func TestOneHomeChecksCatch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			file := "planted.go"
 			if tt.name == "owner addresses read once" {
-				file = "cmd/mailagent/wire.go"
+				file = "internal/app/wire/wire.go"
 			}
 			problems, err := oneHomeProblems(tt.rel, file, []byte(tt.src))
 			if err != nil {

@@ -1,4 +1,4 @@
-package main
+package review
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	appunsub "github.com/mailagent/mailagent/internal/app/unsubscribe"
 	"github.com/mailagent/mailagent/store"
 	"github.com/mailagent/mailagent/tui"
 )
@@ -15,12 +16,12 @@ import (
 // over the same api.Service as the rest of review.
 
 var (
-	_ tui.FollowupBackend = (*serviceBackend)(nil)
-	_ tui.Unsubscriber    = (*serviceBackend)(nil)
+	_ tui.FollowupBackend = (*Backend)(nil)
+	_ tui.Unsubscriber    = (*Backend)(nil)
 )
 
 // Followups implements tui.FollowupBackend.
-func (b *serviceBackend) Followups(ctx context.Context) ([]tui.Followup, error) {
+func (b *Backend) Followups(ctx context.Context) ([]tui.Followup, error) {
 	var out []tui.Followup
 	err := b.use(ctx, "", func(svc api.Service) error {
 		fs, err := svc.Followups(ctx, api.FollowupFilter{})
@@ -28,7 +29,7 @@ func (b *serviceBackend) Followups(ctx context.Context) ([]tui.Followup, error) 
 			return err
 		}
 		out = make([]tui.Followup, 0, len(fs))
-		now := b.now()
+		now := b.Now()
 		for _, f := range fs {
 			tier := []string{"", "reminded", "nudged"}[min(max(f.Tier, 0), 2)]
 			if f.SnoozeUntil.After(now) {
@@ -43,7 +44,7 @@ func (b *serviceBackend) Followups(ctx context.Context) ([]tui.Followup, error) 
 }
 
 // FollowupDone implements tui.FollowupBackend.
-func (b *serviceBackend) FollowupDone(ctx context.Context, id string) error {
+func (b *Backend) FollowupDone(ctx context.Context, id string) error {
 	return b.use(ctx, "mark done", func(svc api.Service) error {
 		_, err := svc.FollowupAction(ctx, id, api.FollowupActDone, time.Time{})
 		return err
@@ -51,7 +52,7 @@ func (b *serviceBackend) FollowupDone(ctx context.Context, id string) error {
 }
 
 // FollowupSnooze implements tui.FollowupBackend.
-func (b *serviceBackend) FollowupSnooze(ctx context.Context, id string, until time.Time) error {
+func (b *Backend) FollowupSnooze(ctx context.Context, id string, until time.Time) error {
 	return b.use(ctx, "snooze", func(svc api.Service) error {
 		_, err := svc.FollowupAction(ctx, id, api.FollowupActSnooze, until)
 		return err
@@ -59,7 +60,7 @@ func (b *serviceBackend) FollowupSnooze(ctx context.Context, id string, until ti
 }
 
 // FollowupNudge implements tui.FollowupBackend.
-func (b *serviceBackend) FollowupNudge(ctx context.Context, id string) (string, error) {
+func (b *Backend) FollowupNudge(ctx context.Context, id string) (string, error) {
 	var q string
 	err := b.use(ctx, "nudge", func(svc api.Service) error {
 		res, err := svc.FollowupAction(ctx, id, api.FollowupActNudge, time.Time{})
@@ -89,8 +90,8 @@ func unsubscribeRef(ctx context.Context, svc api.Service, id string) (string, er
 
 // UnsubscribePlan implements tui.Unsubscriber: what unsubscribing from the
 // item's list would send. Nothing is sent.
-func (b *serviceBackend) UnsubscribePlan(ctx context.Context, id string) (string, error) {
-	if b.f == nil {
+func (b *Backend) UnsubscribePlan(ctx context.Context, id string) (string, error) {
+	if b.UnsubscribeEnv == nil {
 		return "", errNoUnsubscribe
 	}
 	var what string
@@ -99,20 +100,20 @@ func (b *serviceBackend) UnsubscribePlan(ctx context.Context, id string) (string
 		if err != nil {
 			return err
 		}
-		p, err := planUnsubscribe(ctx, b.f, svc, ref)
+		p, err := appunsub.NewPlan(ctx, b.UnsubscribeEnv, svc, ref)
 		if err != nil {
 			return err
 		}
-		defer p.close()
-		what = p.what
+		defer p.Close()
+		what = p.What
 		return nil
 	})
 	return what, err
 }
 
 // Unsubscribe implements tui.Unsubscriber, after the TUI's confirmation.
-func (b *serviceBackend) Unsubscribe(ctx context.Context, id string) error {
-	if b.f == nil {
+func (b *Backend) Unsubscribe(ctx context.Context, id string) error {
+	if b.UnsubscribeEnv == nil {
 		return errNoUnsubscribe
 	}
 	return b.use(ctx, "unsubscribe", func(svc api.Service) error {
@@ -120,11 +121,11 @@ func (b *serviceBackend) Unsubscribe(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		p, err := planUnsubscribe(ctx, b.f, svc, ref)
+		p, err := appunsub.NewPlan(ctx, b.UnsubscribeEnv, svc, ref)
 		if err != nil {
 			return err
 		}
-		defer p.close()
-		return p.execute(ctx, b.f, svc)
+		defer p.Close()
+		return p.Execute(ctx, svc)
 	})
 }

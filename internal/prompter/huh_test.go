@@ -1,4 +1,4 @@
-package main
+package prompter
 
 import (
 	"bytes"
@@ -53,7 +53,7 @@ func TestHuhPrompter(t *testing.T) {
 	// Typing replaces the default; a wrong answer cannot be submitted
 	// until it is fixed.
 	p, _ = run("x", "\r", "\x7f", "ssl", "\r")
-	if v, err := p.Text(ctx, "IMAP security", "tls", func(v string) error { _, err := parseSecurity(v); return err }); err != nil || v != "ssl" {
+	if v, err := p.Text(ctx, "IMAP security", "tls", func(v string) error { return checkSecurity(v) }); err != nil || v != "ssl" {
 		t.Fatalf("edited: got %q, %v", v, err)
 	}
 
@@ -66,18 +66,18 @@ func TestHuhPrompter(t *testing.T) {
 	}
 
 	p, _ = run("\x1b[B", "\r") // down arrow, Enter
-	items := []initChoice{{"cmd", "a command"}, {"env", "an environment variable"}, {"keyring", "the keyring"}}
+	items := []Choice{{"cmd", "a command"}, {"env", "an environment variable"}, {"keyring", "the keyring"}}
 	if v, err := p.Choose(ctx, "Password source", items, "cmd"); err != nil || v != "env" {
 		t.Fatalf("menu: got %q, %v; want env", v, err)
 	}
 }
 
-// TestNewInitPrompterPlainForPipes: scripts and tests (stdin not a
+// TestNewPlainForPipes: scripts and tests (stdin not a
 // terminal) get the line prompter.
-func TestNewInitPrompterPlainForPipes(t *testing.T) {
-	p := newInitPrompter(strings.NewReader(""), io.Discard)
+func TestNewPlainForPipes(t *testing.T) {
+	p := New(strings.NewReader(""), io.Discard)
 	defer p.Close()
-	if _, ok := p.(*prompter); !ok {
+	if _, ok := p.(*linePrompter); !ok {
 		t.Errorf("got %T, want the line prompter", p)
 	}
 }

@@ -1,6 +1,7 @@
-package main
+package prompter
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -18,11 +19,12 @@ import (
 // password, a y/n toggle, a menu moved with the arrow keys), as cli/cli
 // does. Each answered question is echoed as "label: answer" (passwords
 // never), so the transcript stays readable after the field is gone.
-// Scripts, pipes and tests get the line prompter (newInitPrompter).
+// Scripts, pipes and tests get the line prompter (New).
 type huhPrompter struct {
 	in    io.Reader
 	out   io.Writer
-	width int // of the fields; 0: huhWidth
+	width int           // of the fields; 0: huhWidth
+	lines *bufio.Reader // Confirm's reader of in, made on first use
 }
 
 // huhWidth is the fields' width when the terminal's is unknown. A width
@@ -32,16 +34,10 @@ const huhWidth = 80
 
 var _ Prompter = (*huhPrompter)(nil)
 
-// initPrompter is a Prompter that holds resources until Close.
-type initPrompter interface {
-	Prompter
-	Close()
-}
-
-// newInitPrompter is the terminal prompter when stdin and w are both
-// terminals (and neither TERM=dumb nor ACCESSIBLE asks for plain lines),
-// else the line prompter.
-func newInitPrompter(r io.Reader, w io.Writer) initPrompter {
+// New is the terminal prompter when r and w are both terminals (and
+// neither TERM=dumb nor ACCESSIBLE asks for plain lines), else the line
+// prompter. The caller owns it and must Close it.
+func New(r io.Reader, w io.Writer) Closer {
 	in, inOK := r.(*os.File)
 	out, outOK := w.(*os.File)
 	if inOK && outOK && term.IsTerminal(int(in.Fd())) && term.IsTerminal(int(out.Fd())) &&
@@ -52,10 +48,10 @@ func newInitPrompter(r io.Reader, w io.Writer) initPrompter {
 		}
 		return &huhPrompter{in: in, out: out, width: w}
 	}
-	return newPrompter(r, w)
+	return newLine(r, w)
 }
 
-// Close implements initPrompter; a huh field holds nothing between
+// Close implements Closer; a huh field holds nothing between
 // questions.
 func (p *huhPrompter) Close() {}
 
@@ -89,7 +85,7 @@ func (p *huhPrompter) run(ctx context.Context, field huh.Field) (err error) {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case back:
-		return errInitBack
+		return ErrBack
 	case errors.Is(err, huh.ErrUserAborted):
 		// Ctrl-C in raw mode is a key, not SIGINT: end as the signal would.
 		return fmt.Errorf("setup cancelled, nothing was written: %w", context.Canceled)
@@ -153,25 +149,36 @@ func (p *huhPrompter) YesNo(ctx context.Context, label string, def bool) (bool, 
 }
 
 // Choose shows a menu with def selected.
-func (p *huhPrompter) Choose(ctx context.Context, label string, items []initChoice, def string) (string, error) {
+func (p *huhPrompter) Choose(ctx context.Context, label string, items []Choice, def string) (string, error) {
 	opts := make([]huh.Option[string], len(items))
 	chosen := ""
 	for i, c := range items {
-		opts[i] = huh.NewOption(c.label, c.key)
-		if c.key == def {
+		opts[i] = huh.NewOption(c.Label, c.Key)
+		if c.Key == def {
 			chosen = def
 		}
 	}
 	if chosen == "" && len(items) > 0 {
-		chosen = items[0].key
+		chosen = items[0].Key
 	}
 	if err := p.run(ctx, huh.NewSelect[string]().Title(label).Options(opts...).Value(&chosen)); err != nil {
 		return "", err
 	}
 	for _, c := range items {
-		if c.key == chosen {
-			p.Say("%s: %s\n", label, c.label)
+		if c.Key == chosen {
+			p.Say("%s: %s\n", label, c.Label)
 		}
 	}
 	return chosen, nil
+}
+
+// Confirm implements Prompter with the same plain "y/N" line as the line
+// prompter: a confirmation guards an action, and one typed answer is
+// what the owner's muscle memory and scripts expect.
+func (p *huhPrompter) Confirm(question string, def bool) (bool, error) {
+	p.Say("%s%s", question, confirmSuffix(def))
+	if p.lines == nil {
+		p.lines = bufio.NewReader(p.in)
+	}
+	return readConfirm(p.lines, def)
 }

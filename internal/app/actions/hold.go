@@ -1,4 +1,11 @@
-package main
+// Package actions is how the commands, the review TUI and the API socket
+// act on the queue in this process when no watcher runs, and how one
+// process at a time holds the state database while the others live
+// beside it (the hold machinery). The agent's pipeline decides; this
+// package only schedules the waiting: the undo window of an approval
+// (WaitUndo), the lock of the database (WaitForStore, WaitForService),
+// and the socket a holder serves meanwhile.
+package actions
 
 import (
 	"context"
@@ -11,7 +18,7 @@ import (
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
-	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/app/apperr"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
@@ -24,13 +31,13 @@ import (
 //     through api.ServeHeld), and names itself in api.HolderFile;
 //   - the short commands go through that socket (api.Open);
 //   - watch, and a triage that finds no socket, wait for the lock, saying
-//     once what holds it (waitForStore, waitForService);
+//     once what holds it (WaitForStore, WaitForService);
 //   - long readers never hold it: they work on a private copy
-//     (store.OpenSnapshot, see openPipelineStore).
+//     (store.OpenSnapshot, see the command tier's openPipelineStore).
 
-// lockPoll is how often a waiting command tries the lock again (on top
+// LockPoll is how often a waiting command tries the lock again (on top
 // of the store's own one-second lock timeout).
-const lockPoll = 500 * time.Millisecond
+const LockPoll = 500 * time.Millisecond
 
 // lockWaiter says, once per holder, what a waiting command waits for.
 type lockWaiter struct {
@@ -58,8 +65,8 @@ func (w *lockWaiter) announce(pid int) {
 	}
 }
 
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// SleepCtx waits d or until ctx ends (then it returns ctx's error).
+func SleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -70,43 +77,45 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// waitForStore opens the state database for watch. When another watcher
-// runs (its socket answers as a watcher) it is exit 4; when anything else
-// holds the database (a triage, an approval in its undo window, a short
-// command) it says so once through say and waits until it is free, or
-// until ctx ends (then it returns ctx's error).
-func waitForStore(ctx context.Context, f *Factory, cfg *config.Config, say func(string)) (*store.Store, error) {
-	w := &lockWaiter{stateDir: cfg.StateDir, starts: "watching starts", say: say}
+// WaitForStore opens the state database of stateDir for watch through
+// open. When another watcher runs (its socket answers as a watcher) it is
+// an *apperr.Error with CodeLocked (exit 4) wrapping store.ErrLocked;
+// when anything else holds the database (a triage, an approval in its
+// undo window, a short command) it says so once through say and waits
+// until it is free, or until ctx ends (then it returns ctx's error). Any
+// other error of open is returned as it is.
+func WaitForStore(ctx context.Context, stateDir string, open func() (*store.Store, error), say func(string)) (*store.Store, error) {
+	w := &lockWaiter{stateDir: stateDir, starts: "watching starts", say: say}
 	for {
-		st, err := f.OpenStore(false)
+		st, err := open()
 		if err == nil || !errors.Is(err, store.ErrLocked) {
 			return st, err
 		}
 		pid := 0
-		if c, derr := api.Dial(ctx, api.SocketPath(cfg.StateDir)); derr == nil {
+		if c, derr := api.Dial(ctx, api.SocketPath(stateDir)); derr == nil {
 			s, serr := c.Status(ctx)
 			_ = c.Close()
 			if serr == nil && s.Watcher {
-				return nil, &UserError{Code: ExitLocked, Err: fmt.Errorf("%w: a watcher is already running (pid %d)", err, s.PID),
+				return nil, &apperr.Error{Code: apperr.CodeLocked, Err: fmt.Errorf("%w: a watcher is already running (pid %d)", err, s.PID),
 					Hint: "stop it first; the other commands work through it meanwhile"}
 			}
 			pid = s.PID
 		}
 		w.announce(pid)
-		if err := sleepCtx(ctx, lockPoll); err != nil {
+		if err := SleepCtx(ctx, LockPoll); err != nil {
 			return nil, err
 		}
 	}
 }
 
-// waitForService is api.Open for triage and the dry runs (replay):
+// WaitForService is api.Open for triage and the dry runs (replay):
 // through a watcher's socket, else over the store openStore opens. A
 // holder that is not the watcher (another triage, an approval waiting
 // out its undo window) is not gone through, since it ends when its own
 // work does and would take the store away mid-run: as when the database
-// is held and nothing answers, waitForService says so once through say
+// is held and nothing answers, WaitForService says so once through say
 // ("…; <starts> when it finishes") and tries again until ctx ends.
-func waitForService(ctx context.Context, stateDir, starts string, say func(string), openStore func() (*store.Store, error)) (api.Service, func() error, error) {
+func WaitForService(ctx context.Context, stateDir, starts string, say func(string), openStore func() (*store.Store, error)) (api.Service, func() error, error) {
 	w := &lockWaiter{stateDir: stateDir, starts: starts, say: say}
 	for {
 		svc, closeSvc, err := api.Open(ctx, stateDir, openStore, nil)
@@ -130,46 +139,49 @@ func waitForService(ctx context.Context, stateDir, starts string, say func(strin
 			pid = s.PID
 		}
 		w.announce(pid)
-		if err := sleepCtx(ctx, lockPoll); err != nil {
+		if err := SleepCtx(ctx, LockPoll); err != nil {
 			return nil, nil, err
 		}
 	}
 }
 
-// heldStatus is the Status a holder that is not the watcher reports.
-func heldStatus() func(context.Context) api.Status {
+// HeldStatus is the Status a holder that is not the watcher reports:
+// this process's pid and the time HeldStatus was called.
+func HeldStatus() func(context.Context) api.Status {
 	started := time.Now()
 	return func(context.Context) api.Status {
 		return api.Status{Watcher: false, PID: os.Getpid(), Started: started}
 	}
 }
 
-// lazyActions builds local actions on first use: a triage that serves the
+// Lazy builds local actions on first use: a triage that serves the
 // socket pays for the agent (threader, mailer) only when a command asks
-// it to act.
-type lazyActions struct {
-	build func() (localActions, func(), error)
+// it to act. Build is called at most once; its error is every action's
+// error. Safe for concurrent use.
+type Lazy struct {
+	// Build makes the actions and the func that releases them.
+	Build func() (Local, func(), error)
 
 	once    sync.Once
-	actions localActions
+	actions Local
 	close   func()
 	err     error
 }
 
-func (l *lazyActions) get() (localActions, error) {
-	l.once.Do(func() { l.actions, l.close, l.err = l.build() })
+func (l *Lazy) get() (Local, error) {
+	l.once.Do(func() { l.actions, l.close, l.err = l.Build() })
 	return l.actions, l.err
 }
 
-// Close releases what was built.
-func (l *lazyActions) Close() {
+// Close releases what was built; nothing is built after it.
+func (l *Lazy) Close() {
 	l.once.Do(func() { l.err = errors.New("closed") }) // nothing built: nothing to build later
 	if l.close != nil {
 		l.close()
 	}
 }
 
-func (l *lazyActions) Approve(ctx context.Context, id, final string) (*store.QueueItem, error) {
+func (l *Lazy) Approve(ctx context.Context, id, final string) (*store.QueueItem, error) {
 	a, err := l.get()
 	if err != nil {
 		return nil, err
@@ -177,7 +189,7 @@ func (l *lazyActions) Approve(ctx context.Context, id, final string) (*store.Que
 	return a.Approve(ctx, id, final)
 }
 
-func (l *lazyActions) Reject(ctx context.Context, id, reason string) error {
+func (l *Lazy) Reject(ctx context.Context, id, reason string) error {
 	a, err := l.get()
 	if err != nil {
 		return err
@@ -185,7 +197,7 @@ func (l *lazyActions) Reject(ctx context.Context, id, reason string) error {
 	return a.Reject(ctx, id, reason)
 }
 
-func (l *lazyActions) Edit(ctx context.Context, id, text string) (*store.QueueItem, error) {
+func (l *Lazy) Edit(ctx context.Context, id, text string) (*store.QueueItem, error) {
 	a, err := l.get()
 	if err != nil {
 		return nil, err
@@ -193,7 +205,7 @@ func (l *lazyActions) Edit(ctx context.Context, id, text string) (*store.QueueIt
 	return a.Edit(ctx, id, text)
 }
 
-func (l *lazyActions) Snooze(ctx context.Context, id string, until time.Time) error {
+func (l *Lazy) Snooze(ctx context.Context, id string, until time.Time) error {
 	a, err := l.get()
 	if err != nil {
 		return err
@@ -201,7 +213,7 @@ func (l *lazyActions) Snooze(ctx context.Context, id string, until time.Time) er
 	return a.Snooze(ctx, id, until)
 }
 
-func (l *lazyActions) Unsnooze(ctx context.Context, id string) error {
+func (l *Lazy) Unsnooze(ctx context.Context, id string) error {
 	a, err := l.get()
 	if err != nil {
 		return err
@@ -209,7 +221,7 @@ func (l *lazyActions) Unsnooze(ctx context.Context, id string) error {
 	return a.Unsnooze(ctx, id)
 }
 
-func (l *lazyActions) Regenerate(ctx context.Context, id, instruction string) (*store.QueueItem, error) {
+func (l *Lazy) Regenerate(ctx context.Context, id, instruction string) (*store.QueueItem, error) {
 	a, err := l.get()
 	if err != nil {
 		return nil, err
@@ -217,7 +229,7 @@ func (l *lazyActions) Regenerate(ctx context.Context, id, instruction string) (*
 	return a.Regenerate(ctx, id, instruction)
 }
 
-func (l *lazyActions) Cancel(ctx context.Context, outboxID string) error {
+func (l *Lazy) Cancel(ctx context.Context, outboxID string) error {
 	a, err := l.get()
 	if err != nil {
 		return err
@@ -225,7 +237,7 @@ func (l *lazyActions) Cancel(ctx context.Context, outboxID string) error {
 	return a.Cancel(ctx, outboxID)
 }
 
-func (l *lazyActions) Retry(ctx context.Context, k store.MessageKey) error {
+func (l *Lazy) Retry(ctx context.Context, k store.MessageKey) error {
 	a, err := l.get()
 	if err != nil {
 		return err
@@ -234,7 +246,7 @@ func (l *lazyActions) Retry(ctx context.Context, k store.MessageKey) error {
 }
 
 // RSVP answers an invitation (api.RSVPer through the socket).
-func (l *lazyActions) RSVP(ctx context.Context, id, answer string) (*store.QueueItem, error) {
+func (l *Lazy) RSVP(ctx context.Context, id, answer string) (*store.QueueItem, error) {
 	a, err := l.get()
 	if err != nil {
 		return nil, err
@@ -242,15 +254,15 @@ func (l *lazyActions) RSVP(ctx context.Context, id, answer string) (*store.Queue
 	return a.RSVP(ctx, id, answer)
 }
 
-var _ api.Actions = (*lazyActions)(nil)
+var _ api.Actions = (*Lazy)(nil)
 
-// waitUndo waits out an approval's undo window: until at, or until ctx
+// WaitUndo waits out an approval's undo window: until at, or until ctx
 // ends (agent.Pipeline.SendApproval then cancels the approval). With w
 // set it first says "<id>: <what> in 5s; press Ctrl-C to cancel". now is
-// the clock (nil: time.Now). It is the one wait of the three places that
-// send an approval in this process: queue approve, queue rsvp and
+// the clock (nil: time.Now). It is the one wait of the places that send
+// in this process: queue approve, queue rsvp, an unsubscribe mail and
 // review's send at the end of its countdown.
-func waitUndo(ctx context.Context, w io.Writer, id, what string, at time.Time, now func() time.Time) error {
+func WaitUndo(ctx context.Context, w io.Writer, id, what string, at time.Time, now func() time.Time) error {
 	if now == nil {
 		now = time.Now
 	}
@@ -259,13 +271,24 @@ func waitUndo(ctx context.Context, w io.Writer, id, what string, at time.Time, n
 		return nil
 	}
 	if w != nil {
-		fmt.Fprintf(w, "%s: %s in %s; press Ctrl-C to cancel\n", termsafe.Line(id), what, countdown(wait))
+		fmt.Fprintf(w, "%s: %s in %s; press Ctrl-C to cancel\n", termsafe.Line(id), what, Countdown(wait))
 	}
-	return sleepCtx(ctx, wait)
+	return SleepCtx(ctx, wait)
+}
+
+// Countdown shows the time left in an undo window the way a countdown
+// does: whole seconds, rounded up, so 0.9s left of a 1s window reads
+// "1s" (the window the owner set), and a send never comes sooner than
+// the line says.
+func Countdown(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return ((d + time.Second - 1) / time.Second) * time.Second
 }
 
 // Propose stores a proposed reply (api.Proposer through the socket).
-func (l *lazyActions) Propose(ctx context.Context, k store.MessageKey, text, source string) (*store.QueueItem, error) {
+func (l *Lazy) Propose(ctx context.Context, k store.MessageKey, text, source string) (*store.QueueItem, error) {
 	a, err := l.get()
 	if err != nil {
 		return nil, err
@@ -275,7 +298,7 @@ func (l *lazyActions) Propose(ctx context.Context, k store.MessageKey, text, sou
 
 // SendOwnMail sends a mail of its own, an unsubscribe (api.OwnMailer
 // through the socket).
-func (l *lazyActions) SendOwnMail(ctx context.Context, m agent.OwnMail) (*store.OutboxRecord, error) {
+func (l *Lazy) SendOwnMail(ctx context.Context, m agent.OwnMail) (*store.OutboxRecord, error) {
 	a, err := l.get()
 	if err != nil {
 		return nil, err
@@ -284,7 +307,7 @@ func (l *lazyActions) SendOwnMail(ctx context.Context, m agent.OwnMail) (*store.
 }
 
 var (
-	_ api.Inviter   = (*lazyActions)(nil)
-	_ api.Proposer  = (*lazyActions)(nil)
-	_ api.OwnMailer = (*lazyActions)(nil)
+	_ api.Inviter   = (*Lazy)(nil)
+	_ api.Proposer  = (*Lazy)(nil)
+	_ api.OwnMailer = (*Lazy)(nil)
 )

@@ -1,4 +1,4 @@
-package main
+package cmdutil
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"github.com/mailagent/mailagent/internal/llm"
 )
 
-// newModel builds the model cfg.LLM names (provider gemini or openai),
+// NewModel builds the model cfg.LLM names (provider gemini or openai),
 // wrapped in the same rate limit and retries whatever the provider.
-func newModel(ctx context.Context, cfg *config.Config) (llm.Model, error) {
+func NewModel(ctx context.Context, cfg *config.Config) (llm.Model, error) {
 	if cfg.LLM.Provider == config.ProviderOpenAI {
 		return newOpenAIModel(ctx, cfg)
 	}
@@ -41,21 +41,36 @@ func newOpenAIModel(ctx context.Context, cfg *config.Config) (llm.Model, error) 
 	return llm.WithRetry(llm.WithRateLimit(m, l.RequestsPerMinute), llm.RetryOptions{}), nil
 }
 
-// taskConfig returns cfg with [llm] replaced by the effective settings of
+// TaskConfig returns cfg with [llm] replaced by the effective settings of
 // task ([llm.classify] or [llm.draft] over [llm]).
-func taskConfig(cfg *config.Config, task string) *config.Config {
+func TaskConfig(cfg *config.Config, task string) *config.Config {
 	c := *cfg
 	c.LLM = cfg.LLM.ForTask(task)
 	return &c
 }
 
-// draftModel builds the draft model next to classify, the classify
+// DraftModel builds the draft model next to classify, the classify
 // model: when both tasks resolve to the same settings they share it, and
 // so one rate limit.
-func (f *Factory) draftModel(ctx context.Context, cfg *config.Config, classify llm.Model) (llm.Model, error) {
-	cc, dc := taskConfig(cfg, config.TaskClassify), taskConfig(cfg, config.TaskDraft)
+func (f *Factory) DraftModel(ctx context.Context, cfg *config.Config, classify llm.Model) (llm.Model, error) {
+	cc, dc := TaskConfig(cfg, config.TaskClassify), TaskConfig(cfg, config.TaskDraft)
 	if cc.LLM == dc.LLM {
 		return classify, nil
 	}
 	return f.NewModel(ctx, dc)
+}
+
+func newGeminiModel(ctx context.Context, cfg *config.Config) (llm.Model, error) {
+	key, err := cfg.LLM.ResolveAPIKey(ctx)
+	if err != nil {
+		return nil, &UserError{Code: ExitUsage, Err: fmt.Errorf("llm api key: %w", err),
+			Hint: "set the variable named by llm.api_key_env (default GEMINI_API_KEY) or llm.api_key_cmd"}
+	}
+	g, err := llm.NewGemini(ctx, llm.GeminiConfig{
+		APIKey: key.Reveal(), Model: cfg.LLM.Model, BaseURL: cfg.LLM.BaseURL, CallTimeout: cfg.LLM.Timeout.D(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gemini client: %w", err)
+	}
+	return llm.WithRetry(llm.WithRateLimit(g, cfg.LLM.RequestsPerMinute), llm.RetryOptions{}), nil
 }

@@ -1,4 +1,4 @@
-package main
+package cmdutil
 
 import (
 	"fmt"
@@ -8,23 +8,23 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
-// table is a plain-text table whose columns are padded by display width
+// Table is a plain-text table whose columns are padded by display width
 // (a CJK character or an emoji takes two cells), like the TUI's, where
 // text/tabwriter counts runes and misaligns them. Cells must already be
 // sanitised (termsafe): they are measured, not escaped.
-type table struct {
+type Table struct {
 	rows [][]string
 }
 
-// row adds one row of cells.
-func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
+// Row adds one row of cells.
+func (t *Table) Row(cells ...string) { t.rows = append(t.rows, cells) }
 
-// fit makes the table at most width cells wide (0: no limit, as for a
+// Fit makes the table at most width cells wide (0: no limit, as for a
 // pipe, where scripts want whole rows). First the columns named in drop
 // go, in that order, while the table is too wide; then the columns named
 // in shrink are cut, the widest first, down to minShrink cells each,
 // their cells ending in "…". The first row is the header.
-func (t *table) fit(width int, drop, shrink []int) {
+func (t *Table) Fit(width int, drop, shrink []int) {
 	if width <= 0 || len(t.rows) == 0 {
 		return
 	}
@@ -67,7 +67,7 @@ func (t *table) fit(width int, drop, shrink []int) {
 			case i < len(widths) && widths[i] < 0:
 				continue
 			case i < len(widths) && ansi.StringWidth(c) > widths[i]:
-				c = truncate(c, widths[i])
+				c = Truncate(c, widths[i])
 			}
 			out = append(out, c)
 		}
@@ -75,8 +75,8 @@ func (t *table) fit(width int, drop, shrink []int) {
 	}
 }
 
-// width is the table's width as write lays it out.
-func (t *table) width() int {
+// Width is the table's width as Write lays it out.
+func (t *Table) Width() int {
 	ws := t.widths()
 	n := 0
 	for i, w := range ws {
@@ -89,7 +89,7 @@ func (t *table) width() int {
 }
 
 // widths is each column's widest cell.
-func (t *table) widths() []int {
+func (t *Table) widths() []int {
 	var widths []int
 	for _, r := range t.rows {
 		for i, c := range r {
@@ -102,9 +102,9 @@ func (t *table) widths() []int {
 	return widths
 }
 
-// write pads every cell but the last of each row to its column's widest
+// Write pads every cell but the last of each row to its column's widest
 // cell plus two spaces, as tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) did.
-func (t *table) write(w io.Writer) error {
+func (t *Table) Write(w io.Writer) error {
 	var widths []int
 	for _, r := range t.rows {
 		for i, c := range r[:max(len(r)-1, 0)] {
@@ -130,19 +130,19 @@ func (t *table) write(w io.Writer) error {
 	return nil
 }
 
-// truncate cuts s to at most n display cells, ending in "…" when cut.
-func truncate(s string, n int) string {
+// Truncate cuts s to at most n display cells, ending in "…" when cut.
+func Truncate(s string, n int) string {
 	if ansi.StringWidth(s) <= n {
 		return s
 	}
 	return ansi.Truncate(s, n, "…")
 }
 
-// plural is "1 message", "2 messages".
-func plural(n int, word string) string { return pluralWord(n, word, word+"s") }
+// Plural is "1 message", "2 messages".
+func Plural(n int, word string) string { return PluralWord(n, word, word+"s") }
 
-// pluralWord is plural for a word whose plural is not word+"s".
-func pluralWord(n int, one, many string) string {
+// PluralWord is Plural for a word whose plural is not word+"s".
+func PluralWord(n int, one, many string) string {
 	if n == 1 {
 		return fmt.Sprintf("%d %s", n, one)
 	}

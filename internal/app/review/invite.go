@@ -1,4 +1,4 @@
-package main
+package review
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 	"github.com/mailagent/mailagent/tui"
 )
 
-var _ tui.Inviter = (*serviceBackend)(nil)
+var _ tui.Inviter = (*Backend)(nil)
 
 // RSVP implements tui.Inviter: the TUI's A, D and T keys answer an
 // invitation through api.Inviter, as `mailagent queue rsvp` does (the
 // watcher's socket or the local store with actions).
-func (b *serviceBackend) RSVP(ctx context.Context, id, answer string) error {
+func (b *Backend) RSVP(ctx context.Context, id, answer string) error {
 	return b.use(ctx, "rsvp", func(svc api.Service) error {
 		inv, ok := svc.(api.Inviter)
 		if !ok {

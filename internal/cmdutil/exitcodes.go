@@ -1,4 +1,4 @@
-package main
+package cmdutil
 
 import (
 	"context"
@@ -42,21 +42,24 @@ type UserError struct {
 func (e *UserError) Error() string { return e.Err.Error() }
 func (e *UserError) Unwrap() error { return e.Err }
 
-func usageErr(format string, args ...any) error {
+// UsageErr is a UserError with ExitUsage and a formatted message.
+func UsageErr(format string, args ...any) error {
 	return &UserError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
 }
 
-func unreachable(err error, hint string) error {
+// Unreachable is a UserError with ExitUnreachable: a server could not be
+// reached or refused the login.
+func Unreachable(err error, hint string) error {
 	return &UserError{Code: ExitUnreachable, Err: err, Hint: hint}
 }
 
-// usageArgs makes every bad command line exit with ExitUsage, as the
+// UsageArgs makes every bad command line exit with ExitUsage, as the
 // README promises: cobra reports an unknown command, a missing or extra
 // argument as a plain error (exit 1) and a group command given an unknown
 // subcommand prints its help and exits 0. It walks the whole tree, so a
 // command added later is covered too: a leaf without Args takes none, a
 // group rejects any word that is not one of its subcommands.
-func usageArgs(root *cobra.Command) {
+func UsageArgs(root *cobra.Command) {
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	var walk func(c *cobra.Command)
@@ -108,15 +111,15 @@ func usageArgs(root *cobra.Command) {
 	walk(root)
 }
 
-// errPartial is returned by commands that finished but want exit code 5.
-var errPartial = errors.New("finished with items that need review")
+// ErrPartial is returned by commands that finished but want exit code 5.
+var ErrPartial = errors.New("finished with items that need review")
 
-// report prints err once, on stderr, and returns the exit code.
-func report(stderr io.Writer, err error) int {
+// Report prints err once, on stderr, and returns the exit code.
+func Report(stderr io.Writer, err error) int {
 	if err == nil {
 		return ExitOK
 	}
-	if errors.Is(err, errPartial) {
+	if errors.Is(err, ErrPartial) {
 		return ExitPartial
 	}
 	if errors.Is(err, context.Canceled) {

@@ -1,4 +1,4 @@
-package main
+package review
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/app/actions"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
@@ -41,12 +42,12 @@ func queueToItem(q *store.QueueItem, known map[string]bool) tui.Item {
 	if it.Summary == "" && len(q.Reasons) > 0 {
 		it.Summary = strings.Join(q.Reasons, "; ")
 	}
-	it.Reasons = append(invitationLines(q.ID, q.Invitation), it.Reasons...) // queue_rsvp.go: the invitation in the detail
+	it.Reasons = append(InvitationLines(q.ID, q.Invitation), it.Reasons...) // queue_rsvp.go: the invitation in the detail
 	// review_invite.go: the TUI's A, D and T answer it.
 	it.Invitation = invitationTitle(q.Invitation)
 	it.Gates = tuiGates(q.Gates)
-	if sendable(q) {
-		for _, g := range riskyGates(q) {
+	if Sendable(q) {
+		for _, g := range RiskyGates(q) {
 			it.Warnings = append(it.Warnings, g.Gate+": "+g.Reason)
 		}
 	}
@@ -212,14 +213,14 @@ func detailToItem(id string, d *api.Detail, known map[string]bool) (tui.Item, er
 	return it, nil
 }
 
-func (b *serviceBackend) detail(ctx context.Context, svc api.Service, id string) (tui.Item, error) {
+func (b *Backend) detail(ctx context.Context, svc api.Service, id string) (tui.Item, error) {
 	d, err := api.LoadDetail(ctx, svc, strings.TrimPrefix(id, needsReviewPrefix))
 	if err != nil {
 		return tui.Item{}, fmt.Errorf("detail %s: %w", id, err)
 	}
 	var known map[string]bool
 	if d.Item != nil && !strings.HasPrefix(id, needsReviewPrefix) {
-		k, err := recipientStatus(ctx, svc, []store.QueueItem{*d.Item})
+		k, err := RecipientStatus(ctx, svc, []store.QueueItem{*d.Item})
 		if err != nil {
 			return tui.Item{}, err
 		}
@@ -231,8 +232,8 @@ func (b *serviceBackend) detail(ctx context.Context, svc api.Service, id string)
 // decided lists what the agent decided without asking in the last
 // sentWindow. A watcher too old to serve the store leaves the view empty
 // rather than failing the whole list.
-func (b *serviceBackend) decided(ctx context.Context, svc api.Service) ([]tui.Item, error) {
-	recs, err := api.DecidedWithoutAsking(ctx, svc, b.now().Add(-sentWindow))
+func (b *Backend) decided(ctx context.Context, svc api.Service) ([]tui.Item, error) {
+	recs, err := api.DecidedWithoutAsking(ctx, svc, b.Now().Add(-sentWindow))
 	if errors.Is(err, api.ErrNoActions) {
 		return nil, nil
 	}
@@ -260,7 +261,7 @@ func findOutbox(ctx context.Context, svc api.Service, id string) (*store.OutboxR
 }
 
 // Unsnooze returns a snoozed item to the queue now (tui.Unsnoozer).
-func (b *serviceBackend) Unsnooze(ctx context.Context, id string) error {
+func (b *Backend) Unsnooze(ctx context.Context, id string) error {
 	return b.use(ctx, "unsnooze", func(svc api.Service) error { return svc.Unsnooze(ctx, id) })
 }
 
@@ -272,8 +273,8 @@ type approvalSender interface {
 // SendApproved sends an approved reply whose undo window has ended
 // (tui.ApprovalSender). With a watcher running it does nothing: the
 // watcher's due timer sends it. Without one, review's approvals do not
-// wait out the window (Factory.deferApprovalSend), so this is what sends.
-func (b *serviceBackend) SendApproved(ctx context.Context, id string) error {
+// wait out the window (actions.Defer, in use), so this is what sends.
+func (b *Backend) SendApproved(ctx context.Context, id string) error {
 	return b.use(ctx, "send", func(svc api.Service) error {
 		l, ok := svc.(*api.Local)
 		if !ok {
@@ -288,11 +289,13 @@ func (b *serviceBackend) SendApproved(ctx context.Context, id string) error {
 	})
 }
 
-// waitUntil sleeps until at or until ctx ends (waitUndo without a
+// waitUntil sleeps until at or until ctx ends (actions.WaitUndo without a
 // notice: the TUI counts down itself).
-func waitUntil(ctx context.Context, at time.Time) error { return waitUndo(ctx, nil, "", "", at, nil) }
+func waitUntil(ctx context.Context, at time.Time) error {
+	return actions.WaitUndo(ctx, nil, "", "", at, nil)
+}
 
 var (
-	_ tui.Unsnoozer      = (*serviceBackend)(nil)
-	_ tui.ApprovalSender = (*serviceBackend)(nil)
+	_ tui.Unsnoozer      = (*Backend)(nil)
+	_ tui.ApprovalSender = (*Backend)(nil)
 )
