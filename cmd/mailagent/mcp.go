@@ -13,6 +13,7 @@ import (
 
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/mcpserver"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -68,7 +69,7 @@ func mcpRun(ctx context.Context, f *Factory, _ *MCPOptions) error {
 	srv := mcpserver.New(mcpserver.Options{
 		Open:     func(ctx context.Context) (api.Service, func() error, error) { return openMCPService(ctx, f) },
 		ReadOnly: cfg.MCP.ReadOnly, Accounts: cfg.MCP.Accounts, Model: cfg.LLM.Model,
-		Version: versionString(), Now: f.Now, Logger: f.Logger(),
+		Version: cmdutil.Version(), Now: f.Now, Logger: f.Logger(),
 	})
 	f.Logger().Info("mcp: serving on stdio", "read_only", cfg.MCP.ReadOnly, "accounts", cfg.MCP.Accounts)
 	// Draining: a client that closes its input gets every answer it asked
