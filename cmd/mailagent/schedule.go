@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/view"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/humantime"
 	"github.com/mailagent/mailagent/internal/termsafe"
@@ -78,7 +79,7 @@ func scheduleRun(ctx context.Context, f *Factory, opts *ScheduleOptions) error {
 // jobWhen says when a job is due: "in 5m", "overdue 3m", "-" when it
 // waits for nothing.
 func jobWhen(j *store.Job, now time.Time) string {
-	due := jobDueAt(j)
+	due := view.JobDueAt(j)
 	switch {
 	case j.State == store.JobDone || j.State == store.JobFailed:
 		return "-"
@@ -89,14 +90,6 @@ func jobWhen(j *store.Job, now time.Time) string {
 		return "due " + a + " ago"
 	}
 	return "due now"
-}
-
-// jobDueAt is when a job is due next: a running job's lease end.
-func jobDueAt(j *store.Job) time.Time {
-	if j.State == store.JobRunning {
-		return j.LeaseUntil
-	}
-	return j.Due
 }
 
 func printSchedule(w io.Writer, js []store.Job, now time.Time) error {
@@ -113,7 +106,7 @@ func printSchedule(w io.Writer, js []store.Job, now time.Time) error {
 			why += " (last error: " + termsafe.Line(j.LastError) + ")"
 		}
 		due := "-"
-		if t := jobDueAt(j); !t.IsZero() {
+		if t := view.JobDueAt(j); !t.IsZero() {
 			due = t.Local().Format("2006-01-02 15:04")
 		}
 		tb.Row(termsafe.Line(j.ID), termsafe.Line(j.Kind), string(j.State), due, jobWhen(j, now), fmt.Sprint(j.Attempts), why)

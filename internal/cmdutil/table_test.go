@@ -57,3 +57,13 @@ func TestPlural(t *testing.T) {
 		t.Errorf("PluralWord(3) = %q", got)
 	}
 }
+
+func TestWriteJSONIndentsAndEndsTheLine(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, map[string]any{"a": []int{1}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "{\n  \"a\": [\n    1\n  ]\n}\n"; b.String() != want {
+		t.Fatalf("got %q, want %q", b.String(), want)
+	}
+}

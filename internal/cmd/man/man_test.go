@@ -73,4 +73,3 @@ func TestManPagesHaveTheMissingSections(t *testing.T) {
 		}
 	}
 }
-
