@@ -8,6 +8,7 @@ import (
 
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/humantime"
 )
 
 // doctorPushWait is how long doctor waits for the push probe's EXISTS: a
@@ -41,16 +42,16 @@ func (d *doctor) push(ctx context.Context, c *imapsync.Client, acct *config.Acco
 		who += " (" + server + ")"
 	}
 	if p.Arrived && p.Latency < slowPushProbe {
-		detail := "new mail reached IDLE in " + roundLatency(p.Latency)
+		detail := "new mail reached IDLE in " + humantime.Latency(p.Latency)
 		if server != "" {
 			detail += " (" + server + ")"
 		}
 		d.pass(name, detail)
 		return
 	}
-	seen := fmt.Sprintf("new mail reached IDLE only after %s", roundLatency(p.Latency))
+	seen := fmt.Sprintf("new mail reached IDLE only after %s", humantime.Latency(p.Latency))
 	if !p.Arrived {
-		seen = fmt.Sprintf("new mail did not reach IDLE within %s", roundLatency(p.Latency))
+		seen = fmt.Sprintf("new mail did not reach IDLE within %s", humantime.Latency(p.Latency))
 	}
 	d.warn(name, fmt.Sprintf("%s: %s tells IDLE clients of new mail only when it polls%s", seen, who, pollEvery(server)), pollingFix(server))
 }

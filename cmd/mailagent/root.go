@@ -40,7 +40,6 @@ func (f *Factory) commands() []*cobra.Command {
 		newCalendarCmd(f, nil),
 		newUnsubscribeCmd(f, nil),
 		newMemoryCmd(f, nil),
-		newStatusCmd(f, nil),
 		newMCPCmd(f, nil),
 		newReviewCmd(f, nil),
 		newDemoCmd(f, nil),

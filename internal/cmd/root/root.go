@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/cmd/man"
+	"github.com/mailagent/mailagent/internal/cmd/status"
 	"github.com/mailagent/mailagent/internal/cmd/version"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/iostreams"
@@ -78,6 +79,7 @@ mail, whether a send happens at all, and what the model gets to see.`,
 	root.AddCommand(
 		version.NewCmdVersion(f, nil),
 		man.NewCmdMan(f, nil),
+		status.NewCmdStatus(f, nil),
 	)
 	registerCompletions(root, f)
 	cmdutil.UsageArgs(root)
