@@ -1,9 +1,12 @@
 package cmdutil
 
 import (
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/humantime"
 )
 
 // PickAccounts is the accounts an --account flag selects: the one named,
@@ -26,4 +29,14 @@ func PickAccounts(cfg *config.Config, name string) ([]*config.Account, error) {
 		out[i] = &cfg.Accounts[i]
 	}
 	return out, nil
+}
+
+// PositiveDuration reads a flag's positive duration in the one grammar
+// (humantime.ParseDuration): "12h", "7d", "90m".
+func PositiveDuration(s string) (time.Duration, error) {
+	d, err := humantime.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is not a positive duration (%s)", s, humantime.DurationGrammar)
+	}
+	return d, nil
 }

@@ -11,7 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/internal/cmd/decisions"
 	"github.com/mailagent/mailagent/internal/cmd/man"
+	"github.com/mailagent/mailagent/internal/cmd/schedule"
 	"github.com/mailagent/mailagent/internal/cmd/status"
 	"github.com/mailagent/mailagent/internal/cmd/version"
 	"github.com/mailagent/mailagent/internal/cmdutil"
@@ -79,6 +81,8 @@ mail, whether a send happens at all, and what the model gets to see.`,
 	root.AddCommand(
 		version.NewCmdVersion(f, nil),
 		man.NewCmdMan(f, nil),
+		schedule.NewCmdSchedule(f, nil),
+		decisions.NewCmdDecisions(f, nil),
 		status.NewCmdStatus(f, nil),
 	)
 	registerCompletions(root, f)
