@@ -15,6 +15,7 @@ package view
 import (
 	"time"
 
+	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/internal/mail"
@@ -885,3 +886,17 @@ func JobDueAt(j *store.Job) time.Time {
 	}
 	return j.Due
 }
+
+// ToDecisionJSON is one decision of `mailagent decisions`: the message,
+// with the reply it sent when the agent answered on its own (AutoSent).
+func ToDecisionJSON(rec *store.MessageRecord, reply *store.OutboxRecord) DecisionJSON {
+	j := DecisionJSON{MessageJSON: ToMessageJSON(rec)}
+	if AutoSent(rec) {
+		j.Reply = ToOutboxJSON(reply)
+	}
+	return j
+}
+
+// AutoSent reports whether the agent answered rec on its own (the
+// pipeline's auto_send decision).
+func AutoSent(rec *store.MessageRecord) bool { return rec.Decision == agent.DecisionAutoSend }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/view"
 	"github.com/mailagent/mailagent/internal/cmdutil"
@@ -87,11 +86,7 @@ func decisionsRun(ctx context.Context, opts *DecisionsOptions) error {
 	if opts.JSON {
 		out := make([]view.DecisionJSON, 0, len(recs))
 		for i := range recs {
-			j := view.DecisionJSON{MessageJSON: view.ToMessageJSON(&recs[i])}
-			if recs[i].Decision == agent.DecisionAutoSend {
-				j.Reply = view.ToOutboxJSON(replies[recs[i].MessageKey])
-			}
-			out = append(out, j)
+			out = append(out, view.ToDecisionJSON(&recs[i], replies[recs[i].MessageKey]))
 		}
 		return cmdutil.WriteJSON(opts.IO.Out, out)
 	}
@@ -111,7 +106,7 @@ func printDecisions(w io.Writer, recs []store.MessageRecord, replies map[store.M
 	for i := range recs {
 		r := &recs[i]
 		why := strings.Join(r.Reasons, "; ")
-		if o := replies[r.MessageKey]; o != nil && r.Decision == agent.DecisionAutoSend {
+		if o := replies[r.MessageKey]; o != nil && view.AutoSent(r) {
 			why = "replied to " + strings.Join(o.To, ", ") + " (" + o.Status + ")"
 		}
 		tb.Row(termsafe.Line(r.TraceID), humantime.Age(now, r.Written()), termsafe.Line(r.Decision),
