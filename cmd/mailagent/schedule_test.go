@@ -78,4 +78,3 @@ func TestScheduleList(t *testing.T) {
 		t.Errorf("stray argument: exit %d, want %d", code, ExitUsage)
 	}
 }
-

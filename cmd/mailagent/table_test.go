@@ -73,23 +73,6 @@ func TestQueueTableAlignsWideText(t *testing.T) {
 	}
 }
 
-func TestContactsTableAlignsWideNames(t *testing.T) {
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	var cs []store.Contact
-	for i, s := range wideSubjects {
-		cs = append(cs, store.Contact{Email: strings.Repeat("b", i+1) + "@example.org", Name: s, Inbound: 10 + i, LastSeen: now})
-	}
-	var b bytes.Buffer
-	printContacts(&b, cs, now)
-	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
-	want := colAt(lines[0], "KNOWN")
-	for i, l := range lines[1:] {
-		if got := colAt(l, "false"); got != want {
-			t.Errorf("row %d (%q): KNOWN at display column %d, header at %d\n%s", i, wideSubjects[i], got, want, b.String())
-		}
-	}
-}
-
 func TestQueueAgeCountsFromTheMailsDate(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	items := []store.QueueItem{

@@ -11,8 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/internal/cmd/contacts"
 	"github.com/mailagent/mailagent/internal/cmd/decisions"
 	"github.com/mailagent/mailagent/internal/cmd/man"
+	"github.com/mailagent/mailagent/internal/cmd/memory"
 	"github.com/mailagent/mailagent/internal/cmd/schedule"
 	"github.com/mailagent/mailagent/internal/cmd/status"
 	"github.com/mailagent/mailagent/internal/cmd/version"
@@ -81,6 +83,8 @@ mail, whether a send happens at all, and what the model gets to see.`,
 	root.AddCommand(
 		version.NewCmdVersion(f, nil),
 		man.NewCmdMan(f, nil),
+		memory.NewCmdMemory(f, nil),
+		contacts.NewCmdContacts(f, nil),
 		schedule.NewCmdSchedule(f, nil),
 		decisions.NewCmdDecisions(f, nil),
 		status.NewCmdStatus(f, nil),
