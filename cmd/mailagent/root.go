@@ -29,7 +29,6 @@ func (f *Factory) commands() []*cobra.Command {
 		newTriageCmd(f, nil),
 		newReplayCmd(f, nil),
 		newDigestCmd(f, nil),
-		newExplainCmd(f, nil),
 		newWatchCmd(f, nil),
 		newDoctorCmd(f, nil),
 		newQueueCmd(f, nil),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mailagent/mailagent/internal/cmd/contacts"
 	"github.com/mailagent/mailagent/internal/cmd/decisions"
+	"github.com/mailagent/mailagent/internal/cmd/explain"
 	"github.com/mailagent/mailagent/internal/cmd/man"
 	"github.com/mailagent/mailagent/internal/cmd/memory"
 	"github.com/mailagent/mailagent/internal/cmd/schedule"
@@ -83,6 +84,7 @@ mail, whether a send happens at all, and what the model gets to see.`,
 	root.AddCommand(
 		version.NewCmdVersion(f, nil),
 		man.NewCmdMan(f, nil),
+		explain.NewCmdExplain(f, nil),
 		memory.NewCmdMemory(f, nil),
 		contacts.NewCmdContacts(f, nil),
 		schedule.NewCmdSchedule(f, nil),

@@ -65,13 +65,14 @@ var leafLibraries = []string{
 // application tier's front (internal/app: api.Service, view, digest…), the
 // configuration, store for the record types api.Service returns, and the
 // leaf libraries a command needs to print and ask (termsafe, humantime,
-// initcfg, autoconfig). Not agent, imapsync, smtpsend or the llm clients:
+// initcfg, autoconfig, and internal/mail for the one Message-ID form). Not agent, imapsync, smtpsend or the llm clients:
 // what a command needs of them goes through internal/app or the
 // Factory (internal/cmdutil builds the model and opens the store).
 var commandTierOnly = []string{
 	"cmd", "internal/cmd", "internal/cmdutil", "internal/iostreams", "internal/prompter",
 	"internal/app", "internal/config", "store",
 	"internal/termsafe", "internal/humantime", "internal/initcfg", "internal/autoconfig",
+	"internal/mail",
 }
 
 // cmdLegacy is what package main (cmd/mailagent) still imports beyond
@@ -79,7 +80,7 @@ var commandTierOnly = []string{
 // into internal/cmd and their behaviour into internal/app. It may only
 // shrink: TestCmdLegacyIsLive fails on an entry main no longer imports.
 var cmdLegacy = []string{
-	"agent", "imapsync", "internal/calendar", "internal/demo", "internal/llm", "internal/mail",
+	"agent", "imapsync", "internal/calendar", "internal/demo", "internal/llm",
 	"internal/memimap", "internal/netpolicy", "internal/smtpsend", "internal/unsubscribe", "prompts", "tui",
 }
 
@@ -354,7 +355,7 @@ func TestRulesCatch(t *testing.T) {
 		{"internal/cmd/status", "agent/outbox", true},
 		{"internal/cmd/status", "internal/smtpsend", true},
 		{"internal/cmd/status", "internal/llm", true},
-		{"internal/cmd/status", "internal/mail", true},
+		{"internal/cmd/status", "internal/calendar", true},
 		{"internal/cmd/status", "tui", true},
 		{"cmd/mailagent", "internal/cmd/root", false},
 		{"cmd/mailagent", "internal/rig/e2e", true},
