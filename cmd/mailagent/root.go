@@ -35,7 +35,6 @@ func (f *Factory) commands() []*cobra.Command {
 		newFollowupsCmd(f, nil),
 		newCalendarCmd(f, nil),
 		newUnsubscribeCmd(f, nil),
-		newMCPCmd(f, nil),
 		newReviewCmd(f, nil),
 		newDemoCmd(f, nil),
 		newInitCmd(f, nil),

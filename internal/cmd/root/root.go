@@ -15,6 +15,7 @@ import (
 	"github.com/mailagent/mailagent/internal/cmd/decisions"
 	"github.com/mailagent/mailagent/internal/cmd/explain"
 	"github.com/mailagent/mailagent/internal/cmd/man"
+	"github.com/mailagent/mailagent/internal/cmd/mcp"
 	"github.com/mailagent/mailagent/internal/cmd/memory"
 	"github.com/mailagent/mailagent/internal/cmd/schedule"
 	"github.com/mailagent/mailagent/internal/cmd/status"
@@ -84,6 +85,7 @@ mail, whether a send happens at all, and what the model gets to see.`,
 	root.AddCommand(
 		version.NewCmdVersion(f, nil),
 		man.NewCmdMan(f, nil),
+		mcp.NewCmdMCP(f, nil),
 		explain.NewCmdExplain(f, nil),
 		memory.NewCmdMemory(f, nil),
 		contacts.NewCmdContacts(f, nil),
