@@ -14,7 +14,7 @@ import (
 // doctorPushWait is how long doctor waits for the push probe's EXISTS: a
 // server that pushes answers in well under a second, one that polls
 // (stock Courier-IMAP, Cyrus without idled) only after up to 60 s.
-var doctorPushWait = 10 * time.Second
+const doctorPushWait = 10 * time.Second
 
 // slowPushProbe is the probe latency doctor warns about: pushing servers
 // answer in 0.1–1.5 s.
