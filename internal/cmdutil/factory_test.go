@@ -66,7 +66,7 @@ password_env = "MA_NOPE"
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	if _, err := os.Stat(DBPath(cfg)); err != nil {
 		t.Fatalf("no database at %s: %v", DBPath(cfg), err)
 	}
