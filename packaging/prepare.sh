@@ -15,7 +15,7 @@ set -eu
 version=${1:?usage: packaging/prepare.sh VERSION [SOURCE_DATE_EPOCH]}
 epoch=${2:-${SOURCE_DATE_EPOCH:-0}}
 cd "$(dirname "$0")/.."
-ldflags=${LDFLAGS:-"-X main.version=$version"}
+ldflags=${LDFLAGS:-"-X github.com/mailagent/mailagent/internal/cmdutil.version=$version"}
 
 tool=$(mktemp -d)
 trap 'rm -rf "$tool"' EXIT

@@ -19,9 +19,9 @@ VERSION=${VERSION:-0.0.0-packagetest}
 ARCH=$(go env GOARCH)
 export VERSION ARCH
 PKG=$(sed -n 's/^name: //p' packaging/nfpm.yaml)
-# The same ldflags as .goreleaser.yaml's build (main.version, main.commit,
-# main.date): they must follow cmd if the version variables move.
-LDFLAGS="-s -w -X main.version=$VERSION -X main.commit=$(git rev-parse HEAD 2>/dev/null || echo none) -X main.date=1970-01-01T00:00:00Z"
+# The same ldflags as .goreleaser.yaml's build (cmdutil.version, cmdutil.commit,
+# cmdutil.date): they must follow internal/cmdutil if the version variables move.
+LDFLAGS="-s -w -X github.com/mailagent/mailagent/internal/cmdutil.version=$VERSION -X github.com/mailagent/mailagent/internal/cmdutil.commit=$(git rev-parse HEAD 2>/dev/null || echo none) -X github.com/mailagent/mailagent/internal/cmdutil.date=1970-01-01T00:00:00Z"
 
 say() { printf '  %s\n' "$*"; }
 fail() {
@@ -56,7 +56,7 @@ say "build the binary and prepare man pages, completions, unit (packaging/prepar
 rm -rf dist/package
 mkdir -p dist/package
 CGO_ENABLED=0 go build -trimpath -ldflags "$LDFLAGS" -o dist/package/mailagent ./cmd/mailagent
-LDFLAGS="-X main.version=$VERSION" sh packaging/prepare.sh "$VERSION" 0
+LDFLAGS="-X github.com/mailagent/mailagent/internal/cmdutil.version=$VERSION" sh packaging/prepare.sh "$VERSION" 0
 
 for p in deb rpm; do
 	say "nfpm pkg --packager $p"

@@ -8,7 +8,6 @@ import (
 	"log"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -19,7 +18,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/cmd/root"
 	"github.com/mailagent/mailagent/internal/demo"
 	"github.com/mailagent/mailagent/store"
 )
@@ -30,7 +29,7 @@ import (
 func TestEveryCommandHasExamples(t *testing.T) {
 	keys := map[string]bool{}
 	for _, c := range allCommands(t) {
-		keys[commandKey(c)] = true
+		keys[root.CommandKey(c)] = true
 		if c.Hidden && c.Name() != "man" {
 			continue
 		}
@@ -44,7 +43,7 @@ func TestEveryCommandHasExamples(t *testing.T) {
 			t.Errorf("%s --help: exit %d, no Examples section:\n%s", c.CommandPath(), code, stdout)
 		}
 	}
-	for k := range commandExamples {
+	for _, k := range root.ExampleKeys() {
 		if !keys[k] {
 			t.Errorf("commandExamples[%q]: no such command", k)
 		}
@@ -65,61 +64,6 @@ func TestFlagUsageRendersPlainly(t *testing.T) {
 				t.Errorf("%s --%s: back-quoted usage %q renders as a value name", c.CommandPath(), fl.Name, fl.Usage)
 			}
 		})
-	}
-}
-
-// TestManPagesHaveTheMissingSections: mailagent(1) has EXIT STATUS with
-// every exit code the README's table lists, ENVIRONMENT and FILES; the
-// config file's page holds an example that parses as a configuration;
-// man(1) renders both when it is installed.
-func TestManPagesHaveTheMissingSections(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "man")
-	if _, stderr, code := runMain(t, "man", dir); code != 0 {
-		t.Fatalf("man: %d %s", code, stderr)
-	}
-	top, err := os.ReadFile(filepath.Join(dir, "mailagent.1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	listed := regexp.MustCompile(`(?m)^\| (\d+) \| `).FindAllStringSubmatch(string(readme), -1)
-	if len(listed) != len(exitMeanings) {
-		t.Errorf("README lists %d exit codes, the man page %d", len(listed), len(exitMeanings))
-	}
-	for _, m := range listed {
-		if !strings.Contains(string(top), ".TP\n.B "+m[1]+"\n") {
-			t.Errorf("mailagent.1: EXIT STATUS lacks %s", m[1])
-		}
-	}
-	for _, sec := range []string{".SH EXIT STATUS", ".SH ENVIRONMENT", ".SH FILES", "MAILAGENT_CONFIG", "mailagent.db"} {
-		if !strings.Contains(string(top), sec) {
-			t.Errorf("mailagent.1 lacks %q", sec)
-		}
-	}
-	conf, err := os.ReadFile(filepath.Join(dir, "mailagent.toml.5"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex := string(conf)
-	start, end := strings.Index(ex, ".nf\n"), strings.Index(ex, ".fi\n")
-	if start < 0 || end < start {
-		t.Fatalf("mailagent.toml.5 has no example:\n%s", ex)
-	}
-	toml := strings.NewReplacer(`\-`, "-", `\e`, `\`, `\&`, "").Replace(ex[start+4 : end])
-	if _, err := config.Parse([]byte(toml), "/x/config.toml", 0o600); err != nil {
-		t.Errorf("the page's example is not a valid configuration: %v\n%s", err, toml)
-	}
-	if _, err := exec.LookPath("man"); err == nil {
-		for _, p := range []string{"mailagent.1", "mailagent.toml.5"} {
-			out, err := exec.Command("man", "-l", "-Tutf8", filepath.Join(dir, p)).CombinedOutput()
-			plain := regexp.MustCompile(".\x08").ReplaceAllString(string(out), "") // bold is overstruck
-			if err != nil || !strings.Contains(plain, "SEE ALSO") {
-				t.Errorf("man -l %s: %v\n%.500s", p, err, out)
-			}
-		}
 	}
 }
 

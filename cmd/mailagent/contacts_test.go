@@ -3,10 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"strings"
 	"testing"
 
+	"github.com/mailagent/mailagent/internal/cmd/root"
+	"github.com/mailagent/mailagent/internal/iostreams"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -51,24 +52,18 @@ func TestContactsCommands(t *testing.T) {
 		t.Fatalf("forget without --yes deleted the contact (show: %d)", code)
 	}
 	// At a terminal it asks; anything but y keeps the contact.
-	old := stdinIsTTY
-	stdinIsTTY = func(io.Reader) bool { return true }
-	t.Cleanup(func() { stdinIsTTY = old })
-	var out, errb bytes.Buffer
-	if code := Main([]string{"--config", h.cfgPath, "contacts", "forget", "bob@example.org"}, strings.NewReader("n\n"), &out, &errb); code != ExitFailure || !strings.Contains(errb.String(), "y/N") {
-		t.Fatalf("forget answered n: got %d %q", code, errb.String())
+	if code, errb := mainAtTerminal("n\n", "--config", h.cfgPath, "contacts", "forget", "bob@example.org"); code != ExitFailure || !strings.Contains(errb, "y/N") {
+		t.Fatalf("forget answered n: got %d %q", code, errb)
 	}
 	if _, _, code := h.run("contacts", "show", "bob@example.org"); code != 0 {
 		t.Fatalf("forget answered n deleted the contact (show: %d)", code)
 	}
-	errb.Reset()
-	if code := Main([]string{"--config", h.cfgPath, "contacts", "forget", "bob@example.org"}, strings.NewReader("y\n"), &out, &errb); code != 0 {
-		t.Fatalf("forget answered y: %d %s", code, errb.String())
+	if code, errb := mainAtTerminal("y\n", "--config", h.cfgPath, "contacts", "forget", "bob@example.org"); code != 0 {
+		t.Fatalf("forget answered y: %d %s", code, errb)
 	}
 	if _, stderr, code := h.run("contacts", "note", "bob@example.org", "again"); code != 0 {
 		t.Fatalf("note: %d %s", code, stderr)
 	}
-	stdinIsTTY = old
 	if _, stderr, code := h.run("contacts", "forget", "--yes", "bob@example.org"); code != 0 {
 		t.Fatalf("forget --yes: %d %s", code, stderr)
 	}
@@ -79,4 +74,13 @@ func TestContactsCommands(t *testing.T) {
 	if stdout, _, _ = h.run("memory", "list", "--contact", "bob@example.org", "--json"); strings.TrimSpace(stdout) != "[]" {
 		t.Errorf("memory about bob outlived contacts forget: %s", stdout)
 	}
+}
+
+// mainAtTerminal runs the command line with stdin (holding input) counted
+// as a terminal, and returns the exit code and stderr.
+func mainAtTerminal(input string, args ...string) (int, string) {
+	var out, errb bytes.Buffer
+	ios := iostreams.New(strings.NewReader(input), &out, &errb)
+	ios.SetStdinTTY(true)
+	return root.Main(args, ios, wireLegacy), errb.String()
 }

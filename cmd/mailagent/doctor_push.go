@@ -8,12 +8,13 @@ import (
 
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/humantime"
 )
 
 // doctorPushWait is how long doctor waits for the push probe's EXISTS: a
 // server that pushes answers in well under a second, one that polls
 // (stock Courier-IMAP, Cyrus without idled) only after up to 60 s.
-var doctorPushWait = 10 * time.Second
+const doctorPushWait = 10 * time.Second
 
 // slowPushProbe is the probe latency doctor warns about: pushing servers
 // answer in 0.1–1.5 s.
@@ -41,16 +42,16 @@ func (d *doctor) push(ctx context.Context, c *imapsync.Client, acct *config.Acco
 		who += " (" + server + ")"
 	}
 	if p.Arrived && p.Latency < slowPushProbe {
-		detail := "new mail reached IDLE in " + roundLatency(p.Latency)
+		detail := "new mail reached IDLE in " + humantime.Latency(p.Latency)
 		if server != "" {
 			detail += " (" + server + ")"
 		}
 		d.pass(name, detail)
 		return
 	}
-	seen := fmt.Sprintf("new mail reached IDLE only after %s", roundLatency(p.Latency))
+	seen := fmt.Sprintf("new mail reached IDLE only after %s", humantime.Latency(p.Latency))
 	if !p.Arrived {
-		seen = fmt.Sprintf("new mail did not reach IDLE within %s", roundLatency(p.Latency))
+		seen = fmt.Sprintf("new mail did not reach IDLE within %s", humantime.Latency(p.Latency))
 	}
 	d.warn(name, fmt.Sprintf("%s: %s tells IDLE clients of new mail only when it polls%s", seen, who, pollEvery(server)), pollingFix(server))
 }

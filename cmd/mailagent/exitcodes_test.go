@@ -157,12 +157,8 @@ func TestREADMEExitCodesAreProduced(t *testing.T) {
 			if _, stderr, code := h.run("watch", "--once"); code != 0 {
 				t.Fatalf("watch --once: %d %s", code, stderr)
 			}
-			old := stdinIsTTY
-			stdinIsTTY = func(io.Reader) bool { return true }
-			defer func() { stdinIsTTY = old }()
-			var out, errb bytes.Buffer
-			code := Main([]string{"--config", h.cfgPath, "contacts", "forget", "bob@example.org"}, strings.NewReader("n\n"), &out, &errb)
-			return errb.String(), code
+			code, stderr := mainAtTerminal("n\n", "--config", h.cfgPath, "contacts", "forget", "bob@example.org")
+			return stderr, code
 		},
 		ExitUsage: func(t *testing.T) (string, int) {
 			_, stderr, code := runMain(t, "queue", "show")

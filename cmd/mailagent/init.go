@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/spf13/cobra"
@@ -52,12 +53,49 @@ type InitOptions struct {
 	LLM              string
 	LLMBaseURL       string
 	StructuredOutput string // json_schema | json_object | prompt; default the preset's
+
+	// Net is how init reaches the outside world; the zero value is the
+	// live network. Tests set it through NewCmdInit's runF.
+	Net InitNet
 }
 
-// autoconfigOptions configures server discovery. Tests replace it to point
-// discovery at httptest servers and a fake SRV resolver; the default uses
-// the real network with autoconfig's short per-source timeouts.
-var autoconfigOptions = func() autoconfig.Options { return autoconfig.Options{} }
+// InitNet is init's way out: server discovery, the early connect test
+// (no login) and the login test. Zero fields are the live ones.
+type InitNet struct {
+	// Discovery configures autoconfig.Discover; the zero value uses the
+	// real network with autoconfig's short per-source timeouts. Tests
+	// point it at httptest servers and a fake SRV resolver.
+	Discovery autoconfig.Options
+	// Probe logs in to one server; nil: liveProbe.
+	Probe serverProbe
+	// Reach connects to one server without logging in; nil: the live
+	// reach, bounded by ReachTimeout.
+	Reach serverReach
+	// ReachTimeout bounds one live reach: connect, TLS, greeting and
+	// capabilities (0: defaultReachTimeout). A server that says nothing
+	// in that time is reported as "no answer".
+	ReachTimeout time.Duration
+}
+
+// probe is n's login test.
+func (n InitNet) probe() serverProbe {
+	if n.Probe != nil {
+		return n.Probe
+	}
+	return liveProbe
+}
+
+// reach is n's connect test.
+func (n InitNet) reach() serverReach {
+	if n.Reach != nil {
+		return n.Reach
+	}
+	d := n.ReachTimeout
+	if d <= 0 {
+		d = defaultReachTimeout
+	}
+	return func(ctx context.Context, kind string, ep config.Endpoint) error { return liveReach(ctx, kind, ep, d) }
+}
 
 // Defaults the wizard proposes.
 const (

@@ -163,7 +163,7 @@ func TestInterviewWrongInputs(t *testing.T) {
 		{"Password source", secretEnv}, {"Environment variable name", "MAIL_PASS"},
 		{"Model provider", ""}, {"Read the Gemini API key from", "env"}, {"Environment variable", ""}, {"Gemini model", ""}, {"Mode", ""},
 	}}
-	s, data, err := interview(t.Context(), p, &InitOptions{Provider: "auto"}, "/x/config.toml")
+	s, data, err := interview(t.Context(), p, &InitOptions{Net: testNet, Provider: "auto"}, "/x/config.toml")
 	if err != nil {
 		t.Fatalf("interview: %v\nasked: %q\nsaid: %s", err, p.asked, p.said.String())
 	}
@@ -249,7 +249,7 @@ func TestInitAsksSMTPCAOnUnknownAuthority(t *testing.T) {
 		{"Account name", ""}, {"Password source", secretEnv}, {"Environment variable name", "MA_TEST_INIT_PASS"},
 		{"Model provider", ""}, {"Read the Gemini API key from", "env"}, {"Environment variable", ""}, {"Gemini model", ""}, {"Mode", ""},
 	}}
-	s, data, err := interview(context.Background(), p, &InitOptions{Provider: "generic"}, filepath.Join(dir, "config.toml"))
+	s, data, err := interview(context.Background(), p, &InitOptions{Net: testNet, Provider: "generic"}, filepath.Join(dir, "config.toml"))
 	if err != nil {
 		t.Fatalf("interview: %v\nasked: %q\nsaid: %s", err, p.asked, p.said.String())
 	}
@@ -306,7 +306,7 @@ func TestInitServerFailureMenu(t *testing.T) {
 		{"Account name", ""}, {"Password source", secretEnv}, {"Environment variable name", "MA_TEST_INIT_PASS"},
 		{"Model provider", ""}, {"Read the Gemini API key from", "env"}, {"Environment variable", ""}, {"Gemini model", ""}, {"Mode", ""},
 	}}
-	s, _, err := interview(context.Background(), p, &InitOptions{Provider: "generic"}, filepath.Join(t.TempDir(), "config.toml"))
+	s, _, err := interview(context.Background(), p, &InitOptions{Net: testNet, Provider: "generic"}, filepath.Join(t.TempDir(), "config.toml"))
 	if err != nil {
 		t.Fatalf("interview: %v\nasked: %q\nsaid: %s", err, p.asked, p.said.String())
 	}

@@ -73,7 +73,7 @@ func TestInterviewAPIKeyKeyring(t *testing.T) {
 			}
 			t.Cleanup(keyring.MockInit)
 			p := &scriptedPrompter{steps: tt.steps}
-			s, data, err := interview(t.Context(), p, &InitOptions{}, "/x/config.toml")
+			s, data, err := interview(t.Context(), p, &InitOptions{Net: testNet}, "/x/config.toml")
 			if err != nil {
 				t.Fatalf("interview: %v\nasked: %q", err, p.asked)
 			}

@@ -98,7 +98,7 @@ func TestInitHostileServerText(t *testing.T) {
 		{"What now?", "skip"}, // IMAP login refused by the hostile server
 		{"Model provider", ""}, {"Read the Gemini API key from", "env"}, {"Environment variable", ""}, {"Gemini model", ""}, {"Mode", ""},
 	}}
-	_, _, err := interview(context.Background(), p, &InitOptions{}, filepath.Join(t.TempDir(), "config.toml"))
+	_, _, err := interview(context.Background(), p, &InitOptions{Net: testNet}, filepath.Join(t.TempDir(), "config.toml"))
 	said := p.said.String()
 	if err != nil {
 		t.Fatalf("interview: %v\nasked %q", err, p.asked)

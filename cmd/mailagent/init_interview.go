@@ -114,7 +114,7 @@ func askAll(ctx context.Context, p Prompter, opts *InitOptions, prev *initSetup)
 	if prev != nil {
 		serversFor = prev.Email
 	}
-	reach := newReachState()
+	reach := newReachState(opts.Net)
 	cp := &countingPrompter{Prompter: p}
 	steps := []func() error{
 		func() (err error) {
@@ -127,7 +127,7 @@ func askAll(ctx context.Context, p Prompter, opts *InitOptions, prev *initSetup)
 		},
 		func() error {
 			if serversFor != s.Email {
-				if err := chooseServers(ctx, cp, s, opts.Provider); err != nil {
+				if err := chooseServers(ctx, cp, s, opts.Provider, opts.Net.Discovery); err != nil {
 					return err
 				}
 				serversFor = s.Email
@@ -184,8 +184,8 @@ func initNonEmpty(v string) error {
 
 // chooseServers proposes settings from a preset or autodiscovery; when
 // neither finds anything it lets the user pick a provider.
-func chooseServers(ctx context.Context, p Prompter, s *initSetup, provider string) error {
-	res, err := proposeServers(ctx, sayWriter{p}, s.Email, provider)
+func chooseServers(ctx context.Context, p Prompter, s *initSetup, provider string, disc autoconfig.Options) error {
+	res, err := proposeServers(ctx, sayWriter{p}, s.Email, provider, disc)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -138,7 +138,7 @@ func TestInterviewScripted(t *testing.T) {
 		{"Gemini model", ""},
 		{"Mode", "auto"},
 	}}
-	s, data, err := interview(t.Context(), p, &InitOptions{}, "/x/config.toml")
+	s, data, err := interview(t.Context(), p, &InitOptions{Net: testNet}, "/x/config.toml")
 	if err != nil {
 		t.Fatalf("interview: %v\nasked: %q", err, p.asked)
 	}
@@ -184,7 +184,7 @@ func TestInterviewScriptedAgainAndEnd(t *testing.T) {
 	}
 	t.Run("decline", func(t *testing.T) {
 		p := &scriptedPrompter{steps: append(slices.Clone(insecure), step{"Go through the answers again?", "n"})}
-		_, _, err := interview(t.Context(), p, &InitOptions{}, "/x/config.toml")
+		_, _, err := interview(t.Context(), p, &InitOptions{Net: testNet}, "/x/config.toml")
 		var ue *UserError
 		if !errors.As(err, &ue) || ue.Code != ExitUsage || !strings.Contains(err.Error(), "nothing was written") {
 			t.Fatalf("got %v, want a usage error that nothing was written", err)
@@ -204,7 +204,7 @@ func TestInterviewScriptedAgainAndEnd(t *testing.T) {
 			step{"Account name", ""}, step{"Password source", ""}, step{"Environment variable name", ""},
 			step{"Model provider", ""}, step{"Read the Gemini API key from", ""}, step{"Environment variable", ""}, step{"Gemini model", ""}, step{"Mode", ""},
 		)}
-		s, _, err := interview(t.Context(), p, &InitOptions{}, "/x/config.toml")
+		s, _, err := interview(t.Context(), p, &InitOptions{Net: testNet}, "/x/config.toml")
 		if err != nil {
 			t.Fatalf("interview: %v\nasked: %q", err, p.asked)
 		}
@@ -214,7 +214,7 @@ func TestInterviewScriptedAgainAndEnd(t *testing.T) {
 	})
 	t.Run("input ends", func(t *testing.T) {
 		p := &scriptedPrompter{steps: insecure[:3]}
-		_, _, err := interview(t.Context(), p, &InitOptions{}, "/x/config.toml")
+		_, _, err := interview(t.Context(), p, &InitOptions{Net: testNet}, "/x/config.toml")
 		if !errors.Is(err, prompter.ErrInputEnded) {
 			t.Fatalf("got %v, want prompter.ErrInputEnded", err)
 		}

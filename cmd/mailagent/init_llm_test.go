@@ -36,7 +36,7 @@ func TestInterviewLocalModelPresets(t *testing.T) {
 				step{"Server base URL", ""}, step{"Model name", ""}, step{"Structured output", ""}, step{"API key", ""},
 				step{"Mode", ""},
 			)}
-			_, data, err := interview(t.Context(), p, &InitOptions{}, "/x/config.toml")
+			_, data, err := interview(t.Context(), p, &InitOptions{Net: testNet}, "/x/config.toml")
 			if err != nil {
 				t.Fatalf("interview: %v\nasked: %q", err, p.asked)
 			}
@@ -68,7 +68,7 @@ func TestInterviewOpenAICompatibleWithKey(t *testing.T) {
 		step{"API key", "env"}, step{"Environment variable", "GW_KEY"},
 		step{"Mode", ""},
 	)}
-	_, data, err := interview(t.Context(), p, &InitOptions{}, "/x/config.toml")
+	_, data, err := interview(t.Context(), p, &InitOptions{Net: testNet}, "/x/config.toml")
 	if err != nil {
 		t.Fatalf("interview: %v", err)
 	}

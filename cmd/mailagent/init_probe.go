@@ -29,10 +29,8 @@ import (
 // edit, retry or go on.
 
 // serverProbe logs in to one server (kind "imap" or "smtp") of acct and
-// logs out. Tests replace initProbe; the live one dials.
+// logs out. InitNet.Probe replaces it in tests; the live one dials.
 type serverProbe func(ctx context.Context, kind string, acct *config.Account) error
-
-var initProbe serverProbe = liveProbe
 
 // initProbeTimeout bounds one probe: connect, TLS, greeting and login.
 const initProbeTimeout = 20 * time.Second
@@ -129,7 +127,7 @@ func testServer(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions
 			if kind == "smtp" {
 				ep = acct.SMTP
 			}
-			err = initProbe(ctx, kind, acct)
+			err = opts.Net.probe()(ctx, kind, acct)
 		}
 		if perr == nil && err == nil {
 			p.Say("  ✓ %s: logged in to %s as %s (%s)\n", label, termsafe.Line(ep.Addr()), termsafe.Line(srv.Username), securityWords(srv.Security))

@@ -31,42 +31,40 @@ import (
 // nobody to answer, and doctor tests everything once the file is written.
 
 // serverReach connects to one server (kind "imap" or "smtp") without
-// logging in. Tests replace initReach; the live one dials.
+// logging in. InitNet.Reach replaces it in tests; the live one dials.
 type serverReach func(ctx context.Context, kind string, ep config.Endpoint) error
 
-var initReach serverReach = liveReach
-
-// initReachTimeout bounds one reach: connect, TLS, greeting and
+// defaultReachTimeout bounds one reach: connect, TLS, greeting and
 // capabilities. A server that says nothing in that time is reported as
 // "no answer" (a firewall, or the other security mode).
-var initReachTimeout = 10 * time.Second
+const defaultReachTimeout = 10 * time.Second
 
 // reasonMax bounds how much of a server's text a failure shows: a hostile
 // or broken server may send a greeting of any length.
 const reasonMax = 200
 
-func liveReach(ctx context.Context, kind string, ep config.Endpoint) error {
-	rctx, cancel := context.WithTimeout(ctx, initReachTimeout)
+func liveReach(ctx context.Context, kind string, ep config.Endpoint, timeout time.Duration) error {
+	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var err error
 	if kind == "smtp" {
-		err = reachSMTP(rctx, ep)
+		err = reachSMTP(rctx, ep, timeout)
 	} else {
 		err = reachIMAP(rctx, ep)
 	}
 	if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
 		// Closing the connection is how the deadline ends a read: say
 		// what it was, not "use of closed network connection".
-		return fmt.Errorf("%s %s: no answer within %s: %w", kind, ep.Addr(), initReachTimeout, context.DeadlineExceeded)
+		return fmt.Errorf("%s %s: no answer within %s: %w", kind, ep.Addr(), timeout, context.DeadlineExceeded)
 	}
 	return err
 }
 
 // reachSMTP connects, negotiates TLS and says EHLO: smtpsend's check
 // without a username does not authenticate.
-func reachSMTP(ctx context.Context, ep config.Endpoint) error {
+func reachSMTP(ctx context.Context, ep config.Endpoint, timeout time.Duration) error {
 	s, err := smtpsend.New(smtpsend.Options{Host: ep.Host, Port: ep.Port, Security: ep.Security,
-		TLSCAFile: ep.TLSCAFile, Timeout: initReachTimeout})
+		TLSCAFile: ep.TLSCAFile, Timeout: timeout})
 	if err != nil {
 		return err
 	}
@@ -145,9 +143,12 @@ func reachIMAP(ctx context.Context, ep config.Endpoint) error {
 // asked about twice.
 type reachState struct {
 	reached map[string]bool // endpoint key → true: reached; false: kept unreached
+	reach   serverReach     // the connect test (InitNet.reach)
 }
 
-func newReachState() *reachState { return &reachState{reached: map[string]bool{}} }
+func newReachState(n InitNet) *reachState {
+	return &reachState{reached: map[string]bool{}, reach: n.reach()}
+}
 
 // keptUnreached reports that the user kept kind's current endpoint
 // although it could not be reached.
@@ -220,7 +221,7 @@ func reachServer(ctx context.Context, p Prompter, s *initSetup, kind string, st 
 		if _, seen := st.reached[key]; seen {
 			return nil
 		}
-		err := initReach(ctx, kind, ep)
+		err := st.reach(ctx, kind, ep)
 		if err == nil {
 			st.reached[key] = true
 			p.Say("  ✓ %s: %s answers (%s); the login is tested once the password source is known\n",

@@ -89,7 +89,7 @@ func TestInitReachAsksIMAPCAAtOnce(t *testing.T) {
 		{"Use these settings?", "y"},
 		{"Account name", ""}, {"Password source", secretEnv}, {"Environment variable name", "MA_TEST_INIT_PASS"},
 	}, llmSteps...)}
-	s, data, err := interview(context.Background(), p, &InitOptions{Provider: "generic"}, filepath.Join(t.TempDir(), "config.toml"))
+	s, data, err := interview(context.Background(), p, &InitOptions{Net: testNet, Provider: "generic"}, filepath.Join(t.TempDir(), "config.toml"))
 	if err != nil {
 		t.Fatalf("interview: %v\nasked: %q\nsaid: %s", err, p.asked, p.said.String())
 	}
@@ -164,7 +164,7 @@ func TestInitReachAcceptedSettingsBeforePassword(t *testing.T) {
 		{"SMTP host", ""}, {"SMTP security", ""}, {"SMTP port", strconv.Itoa(sink.Port)}, {"SMTP login name", ""},
 		{"Account name", ""}, {"Password source", secretEnv}, {"Environment variable name", "MA_TEST_INIT_PASS"},
 	}, llmSteps...)}
-	s, _, err := interview(context.Background(), p, &InitOptions{}, filepath.Join(t.TempDir(), "config.toml"))
+	s, _, err := interview(context.Background(), p, &InitOptions{Net: testNet}, filepath.Join(t.TempDir(), "config.toml"))
 	if err != nil {
 		t.Fatalf("interview: %v\nasked: %q\nsaid: %s", err, p.asked, p.said.String())
 	}
@@ -210,7 +210,7 @@ func TestInitReachAllRightAsksNothingMore(t *testing.T) {
 		{"Account name", ""}, {"Password source", secretEnv}, {"Environment variable name", "MA_TEST_INIT_PASS"},
 	}, llmSteps...)
 	p := &scriptedPrompter{steps: slices.Clone(script)}
-	if _, _, err := interview(context.Background(), p, &InitOptions{Provider: "generic"}, filepath.Join(t.TempDir(), "config.toml")); err != nil {
+	if _, _, err := interview(context.Background(), p, &InitOptions{Net: testNet, Provider: "generic"}, filepath.Join(t.TempDir(), "config.toml")); err != nil {
 		t.Fatalf("interview: %v\nasked: %q\nsaid: %s", err, p.asked, p.said.String())
 	}
 	if len(p.asked) != len(script) || len(p.steps) != 0 {
@@ -251,7 +251,7 @@ func TestInitReachKeepUnreachable(t *testing.T) {
 		{"Use these settings?", "y"},
 		{"Account name", ""}, {"Password source", secretEnv}, {"Environment variable name", "MA_TEST_INIT_PASS"},
 	}, llmSteps...)}
-	s, _, err := interview(context.Background(), p, &InitOptions{Provider: "generic"}, filepath.Join(t.TempDir(), "config.toml"))
+	s, _, err := interview(context.Background(), p, &InitOptions{Net: testNet, Provider: "generic"}, filepath.Join(t.TempDir(), "config.toml"))
 	if err != nil {
 		t.Fatalf("interview: %v\nasked: %q\nsaid: %s", err, p.asked, p.said.String())
 	}
@@ -347,7 +347,7 @@ func TestInitReachHostileServers(t *testing.T) {
 				IMAP: initServer{Host: "127.0.0.1", Port: sv.port, Security: config.SecurityInsecure},
 				SMTP: initServer{Host: "127.0.0.1", Port: sv.port, Security: config.SecurityInsecure},
 			}
-			if err := reachServer(t.Context(), p, s, sv.kind, newReachState()); err != nil {
+			if err := reachServer(t.Context(), p, s, sv.kind, newReachState(testNet)); err != nil {
 				t.Fatalf("reach: %v", err)
 			}
 			said := p.said.String()
@@ -378,9 +378,7 @@ func TestInitReachHostileServers(t *testing.T) {
 // TestInitReachFixes: each common wrong setting, tried against a real
 // listener, is answered with its fix before any login.
 func TestInitReachFixes(t *testing.T) {
-	old := initReachTimeout
-	initReachTimeout = time.Second // the silent cases wait this long
-	t.Cleanup(func() { initReachTimeout = old })
+	setNet(t, func(n *InitNet) { n.ReachTimeout = time.Second }) // the silent cases wait this long
 	imapSrv := startIMAP(t, "ada@example.com", "pw")
 	sink := smtptest.NewSink(t, smtptest.SinkOptions{})
 	cert, _ := smtptest.NewCert(t)
@@ -414,7 +412,7 @@ func TestInitReachFixes(t *testing.T) {
 			} else {
 				s.SMTP = srv
 			}
-			if err := reachServer(t.Context(), p, s, tt.kind, newReachState()); err != nil {
+			if err := reachServer(t.Context(), p, s, tt.kind, newReachState(testNet)); err != nil {
 				t.Fatalf("reach: %v", err)
 			}
 			if said := p.said.String(); !strings.Contains(said, "fix: ") || !strings.Contains(said, tt.want) {

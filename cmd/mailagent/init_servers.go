@@ -20,7 +20,7 @@ import (
 
 func fromFlags(ctx context.Context, w io.Writer, opts *InitOptions) (*initSetup, error) {
 	s := &initSetup{Email: strings.TrimSpace(opts.Email), Name: strings.TrimSpace(opts.Name)}
-	res, err := proposeServers(ctx, w, s.Email, opts.Provider)
+	res, err := proposeServers(ctx, w, s.Email, opts.Provider, opts.Net.Discovery)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -101,7 +101,7 @@ func presetByID(id string) (autoconfig.Preset, bool) {
 
 // proposeServers finds server settings: the --provider preset, the preset for the
 // address's domain, or autodiscovery.
-func proposeServers(ctx context.Context, w io.Writer, email, provider string) (*autoconfig.Result, error) {
+func proposeServers(ctx context.Context, w io.Writer, email, provider string, disc autoconfig.Options) (*autoconfig.Result, error) {
 	if provider != "" && provider != "auto" {
 		p, ok := presetByID(provider)
 		if !ok {
@@ -114,7 +114,7 @@ func proposeServers(ctx context.Context, w io.Writer, email, provider string) (*
 	}
 	domain := email[strings.LastIndexByte(email, '@')+1:]
 	fmt.Fprintf(w, "Looking up the mail servers for %s (autoconfig, Thunderbird ISPDB, DNS SRV)…\n", domain)
-	res, err := autoconfig.Discover(ctx, email, autoconfigOptions())
+	res, err := autoconfig.Discover(ctx, email, disc)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -12,24 +12,39 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/zalando/go-keyring"
 
 	"github.com/mailagent/mailagent/internal/autoconfig"
-	"github.com/mailagent/mailagent/internal/cmdutil"
+	"github.com/mailagent/mailagent/internal/cmd/root"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/memimap"
 	"github.com/mailagent/mailagent/internal/smtpsend/smtptest"
 )
 
-// None of these tests is parallel: they replace the package-level
-// autoconfigOptions and go-keyring's global provider, and set environment
-// variables.
+// None of these tests is parallel: they set testNet (init's way out,
+// given to every init they run), go-keyring's global provider and
+// environment variables.
+
+// testNet is what the init of a test reaches the world through (runInit
+// passes it to init through NewCmdInit's runF, the interview tests put it
+// in their InitOptions); the helpers below set it for one test.
+var testNet InitNet
+
+// setNet changes testNet for the test, and restores it after.
+func setNet(t *testing.T, change func(*InitNet)) {
+	t.Helper()
+	old := testNet
+	change(&testNet)
+	t.Cleanup(func() { testNet = old })
+}
 
 // runInit runs `mailagent init args…` in process with stdin as the typed
 // answers, and returns the exit code, stdout and stderr.
@@ -39,38 +54,23 @@ func runInit(t *testing.T, stdin string, args ...string) (code int, stdout, stde
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	var out, errb bytes.Buffer
 	args = append([]string{"init"}, args...)
-	if initRegistered() {
-		code = Main(args, strings.NewReader(stdin), &out, &errb)
-	} else {
-		code = mainWithInit(args, strings.NewReader(stdin), &out, &errb)
-	}
-	return code, out.String(), errb.String()
-}
-
-// initRegistered reports whether root.go already lists the init command.
-func initRegistered() bool {
-	for _, c := range newRootCmd(newFactory(nil, io.Discard, io.Discard)).Commands() {
-		if c.Name() == "init" {
-			return true
-		}
-	}
-	return false
-}
-
-// mainWithInit is Main with the init command added, for as long as root.go
-// does not register it.
-func mainWithInit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	f := newFactory(stdin, stdout, stderr)
+	f := newFactory(strings.NewReader(stdin), &out, &errb)
 	defer f.Close()
-	root := newRootCmd(f)
-	root.AddCommand(newInitCmd(f, nil))
-	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	return cmdutil.Report(stderr, root.ExecuteContext(ctx))
+	// The tree as Main builds it, with init's runF giving it testNet.
+	var cmds []*cobra.Command
+	for _, c := range f.commands() {
+		if c.Name() != "init" {
+			cmds = append(cmds, c)
+		}
+	}
+	cmds = append(cmds, newInitCmd(f, func(ctx context.Context, o *InitOptions) error {
+		o.Net = testNet
+		return initRun(ctx, f, o)
+	}))
+	code = root.Run(ctx, f.Factory, root.NewCmdRoot(f.Factory, cmds...), args)
+	return code, out.String(), errb.String()
 }
 
 // answers joins typed answers, one per line; "" is pressing Enter.
@@ -79,9 +79,7 @@ func answers(lines ...string) string { return strings.Join(lines, "\n") + "\n" }
 // withDiscovery points autodiscovery at opts for the test.
 func withDiscovery(t *testing.T, opts autoconfig.Options) {
 	t.Helper()
-	old := autoconfigOptions
-	autoconfigOptions = func() autoconfig.Options { return opts }
-	t.Cleanup(func() { autoconfigOptions = old })
+	setNet(t, func(n *InitNet) { n.Discovery = opts })
 }
 
 // noDiscovery fails the test when discovery touches the network, and
@@ -103,25 +101,20 @@ func noDiscovery(t *testing.T) {
 // withProbe replaces the interview's server test for the test.
 func withProbe(t *testing.T, probe serverProbe) {
 	t.Helper()
-	old := initProbe
-	initProbe = probe
-	t.Cleanup(func() { initProbe = old })
+	setNet(t, func(n *InitNet) { n.Probe = probe })
 }
 
 // withReach replaces the interview's early connect test (no login) for
 // the test.
 func withReach(t *testing.T, reach serverReach) {
 	t.Helper()
-	old := initReach
-	initReach = reach
-	t.Cleanup(func() { initReach = old })
+	setNet(t, func(n *InitNet) { n.Reach = reach })
 }
 
 // liveProbes lets the interview dial the servers typed (loopback test
 // servers): the early connect test and the login test.
 func liveProbes(t *testing.T) {
-	withProbe(t, liveProbe)
-	withReach(t, liveReach)
+	setNet(t, func(n *InitNet) { n.Probe, n.Reach = nil, nil }) // nil: the live ones
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
@@ -812,7 +805,7 @@ func TestInitFlags(t *testing.T) {
 	}
 	want := InitOptions{Force: true, NoDoctor: true, NonInteractive: true, Email: "ada@fastmail.com",
 		Name: "Ada", PasswordCmd: "pass x", Provider: "fastmail", Mode: "auto"}
-	if got == nil || *got != want {
+	if got == nil || !reflect.DeepEqual(*got, want) {
 		t.Errorf("options: got %+v, want %+v", got, want)
 	}
 }

@@ -2,6 +2,11 @@
 // mailbox. See README.md for what it does and docs/ARCHITECTURE.md for how.
 package main
 
-import "os"
+import (
+	"os"
 
-func main() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+	"github.com/mailagent/mailagent/internal/cmd/root"
+	"github.com/mailagent/mailagent/internal/iostreams"
+)
+
+func main() { os.Exit(root.Main(os.Args[1:], iostreams.System(), wireLegacy)) }

@@ -78,22 +78,3 @@ func TestScheduleList(t *testing.T) {
 		t.Errorf("stray argument: exit %d, want %d", code, ExitUsage)
 	}
 }
-
-// TestJobWhenWording: a job due this very moment is "due now", never
-// "due now ago"; earlier and later ones read as ages.
-func TestJobWhenWording(t *testing.T) {
-	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	for _, c := range []struct {
-		due  time.Time
-		want string
-	}{
-		{now, "due now"},
-		{now.Add(-10 * time.Second), "due now"},
-		{now.Add(-5 * time.Minute), "due 5m ago"},
-		{now.Add(3 * time.Hour), "in 3h"},
-	} {
-		if got := jobWhen(&store.Job{Due: c.due, State: store.JobPending}, now); got != c.want {
-			t.Errorf("due %v: %q, want %q", c.due.Sub(now), got, c.want)
-		}
-	}
-}

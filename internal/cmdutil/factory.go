@@ -187,3 +187,28 @@ func (f *Factory) OpenSnapshotStore() (*store.Store, error) {
 	_ = os.Remove(st.File()) // the open copy stays readable until closed
 	return st.Store, nil
 }
+
+// ServiceFunc opens the application service (see Factory.Service).
+type ServiceFunc = func(ctx context.Context, withActions bool) (api.Service, func() error, error)
+
+// AccountService opens the service (a running watcher's socket, else the
+// store) for the commands that act on one account's records: the account
+// named (--account), or the first configured. The caller closes it.
+func AccountService(ctx context.Context, cfg func() (*config.Config, error), service ServiceFunc, name string) (string, api.Service, func() error, error) {
+	c, err := cfg()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	accounts, err := PickAccounts(c, name)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if len(accounts) == 0 {
+		return "", nil, nil, UsageErr("no accounts configured")
+	}
+	svc, closeSvc, err := service(ctx, false)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return accounts[0].Name, svc, closeSvc, nil
+}

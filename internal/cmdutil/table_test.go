@@ -57,3 +57,27 @@ func TestPlural(t *testing.T) {
 		t.Errorf("PluralWord(3) = %q", got)
 	}
 }
+
+func TestWriteJSONIndentsAndEndsTheLine(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, map[string]any{"a": []int{1}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "{\n  \"a\": [\n    1\n  ]\n}\n"; b.String() != want {
+		t.Fatalf("got %q, want %q", b.String(), want)
+	}
+}
+
+func TestPositiveDuration(t *testing.T) {
+	for in, want := range map[string]string{"12h": "12h0m0s", "7d": "168h0m0s"} {
+		d, err := PositiveDuration(in)
+		if err != nil || d.String() != want {
+			t.Errorf("PositiveDuration(%q) = %v, %v; want %s", in, d, err, want)
+		}
+	}
+	for _, bad := range []string{"", "0s", "-1h", "soon"} {
+		if _, err := PositiveDuration(bad); err == nil {
+			t.Errorf("PositiveDuration(%q): no error", bad)
+		}
+	}
+}

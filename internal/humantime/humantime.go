@@ -31,3 +31,12 @@ func Age(now, t time.Time) string {
 		return strconv.Itoa(int(d/(24*time.Hour))) + "d"
 	}
 }
+
+// Latency shows a push latency to a tenth of a second under a minute, to
+// the second above.
+func Latency(d time.Duration) string {
+	if d < time.Minute {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}

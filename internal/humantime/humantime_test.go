@@ -30,3 +30,13 @@ func TestAge(t *testing.T) {
 		t.Errorf("Age(zero) = %q, want -", got)
 	}
 }
+
+func TestLatency(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		1234 * time.Millisecond: "1.2s", 59*time.Second + 960*time.Millisecond: "1m0s", 61*time.Second + 400*time.Millisecond: "1m1s",
+	} {
+		if got := Latency(d); got != want {
+			t.Errorf("Latency(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

@@ -45,8 +45,8 @@ func TestNewDetectsPipesAndDumbTerminals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	defer w.Close()
+	defer func() { _ = r.Close() }()
+	defer func() { _ = w.Close() }()
 	s := New(r, w, w)
 	if s.IsStdinTTY() || s.IsStdoutTTY() || s.IsStderrTTY() || s.TerminalWidth() != 0 {
 		t.Fatal("a pipe counted as a terminal")

@@ -16,7 +16,11 @@
 //     socket and its transport; replay: scoring against the owner's own
 //     replies; digest: the owner's periodic report; mcpserver: `mailagent
 //     mcp` over api.Service); internal/demo (the demo's offline model,
-//     over agent); tui; cmd.
+//     over agent); tui; and on top the command tier: cmd (only main's
+//     wiring), internal/cmd (root and one package per command group),
+//     internal/cmdutil (the Factory, errors and exit codes, table, JSON).
+//     The command tier only wires: it reaches the program through
+//     internal/app, never past it (commandTierOnly).
 //   - test rigs (testRigs): internal/rig (e2e harness, benchmarks, this
 //     test) and internal/app/api/apitest; only tests and other rigs import
 //     them.
@@ -32,6 +36,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,7 +48,7 @@ const module = "github.com/mailagent/mailagent/"
 
 // applicationTier are the packages that run the program: no leaf library
 // may import them.
-var applicationTier = []string{"agent", "store", "internal/app", "internal/demo", "tui", "cmd", "internal/cmdutil"}
+var applicationTier = []string{"agent", "store", "internal/app", "internal/demo", "tui", "cmd", "internal/cmd", "internal/cmdutil"}
 
 // leafLibraries may import only other leaf libraries (and what their rule
 // below allows), never the application tier.
@@ -52,9 +57,31 @@ var leafLibraries = []string{
 	"internal/config", "internal/netpolicy", "internal/termsafe", "internal/autoconfig",
 	"internal/initcfg", "internal/unsubscribe", "internal/humantime",
 	"internal/calendar", "internal/memimap", "internal/html2text", "internal/retry",
-	"internal/notify",
-	"agent/guard",
-	"internal/iostreams", "internal/prompter",
+	"internal/iostreams", "internal/prompter", "internal/notify", "agent/guard",
+}
+
+// commandTierOnly is all that cmd and internal/cmd may import from the
+// project (issue 27, "commands only wire"): the command tier itself, the
+// application tier's front (internal/app: api.Service, view, digest…), the
+// configuration, store for the record types api.Service returns, and the
+// leaf libraries a command needs to print and ask (termsafe, humantime,
+// initcfg, autoconfig, and internal/mail for the one Message-ID form). Not agent, imapsync, smtpsend or the llm clients:
+// what a command needs of them goes through internal/app or the
+// Factory (internal/cmdutil builds the model and opens the store).
+var commandTierOnly = []string{
+	"cmd", "internal/cmd", "internal/cmdutil", "internal/iostreams", "internal/prompter",
+	"internal/app", "internal/config", "store",
+	"internal/termsafe", "internal/humantime", "internal/initcfg", "internal/autoconfig",
+	"internal/mail",
+}
+
+// cmdLegacy is what package main (cmd/mailagent) still imports beyond
+// commandTierOnly while the command groups of issue 27 move out of it
+// into internal/cmd and their behaviour into internal/app. It may only
+// shrink: TestCmdLegacyIsLive fails on an entry main no longer imports.
+var cmdLegacy = []string{
+	"agent", "imapsync", "internal/calendar", "internal/demo", "internal/llm",
+	"internal/memimap", "internal/netpolicy", "internal/smtpsend", "internal/unsubscribe", "prompts", "tui",
 }
 
 // testRigs are packages that only tests (and other rigs) import, checked
@@ -134,6 +161,15 @@ var rules = []struct {
 	// The account status both the watcher and the API speak: a type, no
 	// dependencies.
 	{pkg: "internal/app/status", only: []string{}},
+	// The command tier only wires (commandTierOnly); cmdutil, which
+	// builds the model and opens the store for the commands, may reach
+	// the clients but never a command or the TUI.
+	// The terminal and the questions: libraries of their own.
+	{pkg: "internal/iostreams", only: []string{}},
+	{pkg: "internal/prompter", only: []string{}},
+	{pkg: "internal/cmd", only: commandTierOnly},
+	{pkg: "cmd", only: append(append([]string{}, commandTierOnly...), cmdLegacy...)},
+	{pkg: "internal/cmdutil", forbidden: []string{"cmd", "internal/cmd", "tui", "internal/app/daemon", "internal/smtpsend"}},
 }
 
 // under reports whether pkg is p or a package below it.
@@ -153,6 +189,9 @@ func underAny(pkg string, ps []string) bool {
 func violations(rel, target string) (problems []string, applied int) {
 	if under(target, "cmd") {
 		problems = append(problems, fmt.Sprintf("%s imports %s: nothing imports cmd", rel, target))
+	}
+	if underAny(target, []string{"internal/cmd", "internal/cmdutil"}) && !underAny(rel, []string{"cmd", "internal/cmd", "internal/cmdutil"}) {
+		problems = append(problems, fmt.Sprintf("%s imports %s: only the command tier imports it", rel, target))
 	}
 	if underAny(rel, []string{"agent", "imapsync", "store"}) && under(target, "tui") {
 		problems = append(problems, fmt.Sprintf("%s imports %s: agent, imapsync and store never import tui", rel, target))
@@ -181,8 +220,21 @@ func violations(rel, target string) (problems []string, applied int) {
 }
 
 func TestLayering(t *testing.T) {
-	top := e2e.RepoRoot(t)
-	checked := 0
+	problems, checked, err := layering(e2e.RepoRoot(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range problems {
+		t.Error(msg)
+	}
+	if checked == 0 {
+		t.Fatal("no project import was checked: the rules match nothing")
+	}
+}
+
+// layering walks the non-test Go files under top and returns every
+// import that breaks a rule, and how many rule applications it checked.
+func layering(top string) (problems []string, checked int, _ error) {
 	err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return err
@@ -203,22 +255,15 @@ func TestLayering(t *testing.T) {
 				continue // a rig wires the real tiers together, for tests only
 			}
 			if underAny(target, testRigs) {
-				t.Errorf("%s imports the test rig %s: only tests may", rel, target)
+				problems = append(problems, fmt.Sprintf("%s imports the test rig %s: only tests may", rel, target))
 			}
-			problems, applied := violations(rel, strings.TrimPrefix(p, module))
+			found, applied := violations(rel, target)
 			checked += applied
-			for _, msg := range problems {
-				t.Error(msg)
-			}
+			problems = append(problems, found...)
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if checked == 0 {
-		t.Fatal("no project import was checked: the rules match nothing")
-	}
+	return problems, checked, err
 }
 
 // TestRulesNameRealPackages: a rule about a package that was renamed or
@@ -354,11 +399,125 @@ func TestRulesCatch(t *testing.T) {
 		{"internal/app/mcpserver", "internal/smtpsend", true},
 		{"internal/app/mcpserver", "internal/app/api", false},
 		{"cmd/mailagent", "internal/app/daemon", false},
+
+		// Commands only wire (issue 27).
+		{"internal/cmd/status", "internal/app/api", false},
+		{"internal/cmd/status", "internal/app/view", false},
+		{"internal/cmd/status", "internal/cmdutil", false},
+		{"internal/cmd/status", "internal/iostreams", false},
+		{"internal/cmd/status", "store", false},
+		{"internal/cmd/root", "internal/cmd/status", false},
+		{"internal/cmd/status", "imapsync", true},
+		{"internal/cmd/status", "agent", true},
+		{"internal/cmd/status", "agent/outbox", true},
+		{"internal/cmd/status", "internal/smtpsend", true},
+		{"internal/cmd/status", "internal/llm", true},
+		{"internal/cmd/status", "internal/calendar", true},
+		{"internal/cmd/status", "tui", true},
+		{"cmd/mailagent", "internal/cmd/root", false},
+		{"cmd/mailagent", "internal/rig/e2e", true},
+		{"internal/app/api", "internal/cmdutil", true},
+		{"internal/app/view", "internal/cmd/status", true},
+		{"agent", "internal/cmd/root", true},
+		{"tui", "internal/cmdutil", true},
+		{"internal/cmdutil", "internal/cmd/root", true},
+		{"internal/cmdutil", "tui", true},
+		{"internal/cmdutil", "internal/llm", false},
+		{"internal/iostreams", "internal/termsafe", true},
+		{"internal/prompter", "internal/config", true},
 	}
 	for _, tt := range tests {
 		problems, _ := violations(tt.from, tt.to)
 		if got := len(problems) > 0; got != tt.bad {
 			t.Errorf("%s importing %s: got refused=%v (%v), want %v", tt.from, tt.to, got, problems, tt.bad)
+		}
+	}
+}
+
+// TestCommandTierRuleCatchesASyntheticCommand: the walk TestLayering runs
+// refuses a command group that reaches past the application tier (a
+// synthetic internal/cmd/fake importing imapsync and agent) and accepts
+// one that goes through internal/app.
+func TestCommandTierRuleCatchesASyntheticCommand(t *testing.T) {
+	top := t.TempDir()
+	write := func(rel, src string) {
+		t.Helper()
+		dir := filepath.Join(top, filepath.FromSlash(rel))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "x.go"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("internal/cmd/fake", `package fake
+
+import (
+	_ "github.com/mailagent/mailagent/agent"
+	_ "github.com/mailagent/mailagent/imapsync"
+	_ "github.com/mailagent/mailagent/internal/app/api"
+)
+`)
+	write("internal/cmd/fine", `package fine
+
+import (
+	_ "github.com/mailagent/mailagent/internal/app/api"
+	_ "github.com/mailagent/mailagent/internal/cmdutil"
+)
+`)
+	problems, checked, err := layering(top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked == 0 {
+		t.Fatal("the synthetic tree was not checked")
+	}
+	tried, through := 0, 0
+	for _, bad := range []string{"internal/cmd/fake imports agent", "internal/cmd/fake imports imapsync"} {
+		tried++
+		if !slices.ContainsFunc(problems, func(p string) bool { return strings.HasPrefix(p, bad+";") }) {
+			through++
+			t.Errorf("not refused: %s (problems: %v)", bad, problems)
+		}
+	}
+	if through != 0 || tried != 2 {
+		t.Fatalf("violations tried %d, through %d", tried, through)
+	}
+	if len(problems) != 2 {
+		t.Errorf("got %d problems, want the 2 of fake and none of fine: %v", len(problems), problems)
+	}
+}
+
+// TestCmdLegacyIsLive: every entry of cmdLegacy is still imported by
+// package main, so the list shrinks as groups move and never hides a
+// new import.
+func TestCmdLegacyIsLive(t *testing.T) {
+	top := e2e.RepoRoot(t)
+	files, err := filepath.Glob(filepath.Join(top, "cmd", "mailagent", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			used[strings.TrimPrefix(p, module)] = true
+		}
+	}
+	for _, l := range cmdLegacy {
+		live := false
+		for u := range used {
+			live = live || under(u, l)
+		}
+		if !live {
+			t.Errorf("cmdLegacy lists %s, which cmd/mailagent no longer imports: remove it", l)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package mcp
 
 import (
 	"context"
@@ -6,21 +6,35 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/mcpserver"
+	"github.com/mailagent/mailagent/internal/cmdutil"
+	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/iostreams"
 	"github.com/mailagent/mailagent/store"
 )
 
-// MCPOptions are the flags of `mailagent mcp`.
-type MCPOptions struct{}
+// MCPOptions is what `mailagent mcp` needs: the streams it speaks the
+// protocol on, and the Factory's lazy config, store, clock and log.
+type MCPOptions struct {
+	IO        *iostreams.IOStreams
+	Config    func() (*config.Config, error)
+	OpenStore func(readOnly bool) (*store.Store, error)
+	Now       func() time.Time
+	Logger    func() *slog.Logger
+}
 
-func newMCPCmd(f *Factory, runF func(context.Context, *MCPOptions) error) *cobra.Command {
-	opts := &MCPOptions{}
+// NewCmdMCP is `mailagent mcp`; runF, when not nil, runs instead of
+// mcpRun.
+func NewCmdMCP(f *cmdutil.Factory, runF func(context.Context, *MCPOptions) error) *cobra.Command {
+	opts := &MCPOptions{IO: f.IOStreams, Config: f.Config, OpenStore: f.OpenStore, Now: f.Now, Logger: f.Logger}
 	return &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve the Model Context Protocol on stdin/stdout for your AI client (read-only, plus proposing drafts)",
@@ -38,7 +52,7 @@ opens the database read-only for each request. Logs go to the log file
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return mcpRun(cmd.Context(), f, opts)
+			return mcpRun(cmd.Context(), opts)
 		},
 	}
 }
@@ -46,18 +60,18 @@ opens the database read-only for each request. Logs go to the log file
 // mcpStartError is the one stderr line of a server that cannot start: what
 // is missing and the fix (MCP clients show the server's stderr).
 func mcpStartError(err error, fix string) error {
-	var ue *UserError
+	var ue *cmdutil.UserError
 	if errors.As(err, &ue) {
 		err = ue.Err
 		if fix == "" {
 			fix = ue.Hint
 		}
 	}
-	return &UserError{Code: ExitUsage, Err: fmt.Errorf("mcp cannot start: %w; fix: %s", err, fix)}
+	return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("mcp cannot start: %w; fix: %s", err, fix)}
 }
 
-func mcpRun(ctx context.Context, f *Factory, _ *MCPOptions) error {
-	cfg, err := f.Config()
+func mcpRun(ctx context.Context, opts *MCPOptions) error {
+	cfg, err := opts.Config()
 	if err != nil {
 		return mcpStartError(err, "")
 	}
@@ -66,14 +80,14 @@ func mcpRun(ctx context.Context, f *Factory, _ *MCPOptions) error {
 			"set [mcp] enabled = true")
 	}
 	srv := mcpserver.New(mcpserver.Options{
-		Open:     func(ctx context.Context) (api.Service, func() error, error) { return openMCPService(ctx, f) },
+		Open:     func(ctx context.Context) (api.Service, func() error, error) { return openMCPService(ctx, opts) },
 		ReadOnly: cfg.MCP.ReadOnly, Accounts: cfg.MCP.Accounts, Model: cfg.LLM.Model,
-		Version: versionString(), Now: f.Now, Logger: f.Logger(),
+		Version: cmdutil.Version(), Now: opts.Now, Logger: opts.Logger(),
 	})
-	f.Logger().Info("mcp: serving on stdio", "read_only", cfg.MCP.ReadOnly, "accounts", cfg.MCP.Accounts)
+	opts.Logger().Info("mcp: serving on stdio", "read_only", cfg.MCP.ReadOnly, "accounts", cfg.MCP.Accounts)
 	// Draining: a client that closes its input gets every answer it asked
 	// for first.
-	err = srv.Run(ctx, &mcpserver.DrainingTransport{Transport: &mcp.IOTransport{Reader: io.NopCloser(f.Stdin), Writer: nopWriteCloser{f.Stdout}}})
+	err = srv.Run(ctx, &mcpserver.DrainingTransport{Transport: &mcp.IOTransport{Reader: io.NopCloser(opts.IO.In), Writer: nopWriteCloser{opts.IO.Out}}})
 	if err != nil && (errors.Is(err, io.EOF) || ctx.Err() != nil) {
 		return nil // the client closed stdin, or we were interrupted
 	}
@@ -83,18 +97,18 @@ func mcpRun(ctx context.Context, f *Factory, _ *MCPOptions) error {
 // openMCPService is the service for one MCP request: the watcher through
 // its socket, else the database opened read-only (a shared lock, released
 // when the request ends, so a watcher started later is never kept out).
-func openMCPService(ctx context.Context, f *Factory) (api.Service, func() error, error) {
-	cfg, err := f.Config()
+func openMCPService(ctx context.Context, opts *MCPOptions) (api.Service, func() error, error) {
+	cfg, err := opts.Config()
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := os.Stat(DBPath(cfg)); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(cmdutil.DBPath(cfg)); errors.Is(err, fs.ErrNotExist) {
 		if c, err := api.Dial(ctx, api.SocketPath(cfg.StateDir)); err == nil {
 			return c, c.Close, nil
 		}
 		return nil, nil, errors.New("mailagent has no state yet: the owner must run `mailagent watch` (or `mailagent triage`) first")
 	}
-	svc, closeFn, err := api.Open(ctx, cfg.StateDir, func() (*store.Store, error) { return f.OpenStore(true) }, nil)
+	svc, closeFn, err := api.Open(ctx, cfg.StateDir, func() (*store.Store, error) { return opts.OpenStore(true) }, nil)
 	if err != nil {
 		return nil, nil, err
 	}

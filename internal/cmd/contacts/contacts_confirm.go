@@ -1,14 +1,12 @@
-package main
+package contacts
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
@@ -17,7 +15,7 @@ import (
 // (history, summary, the owner's notes: none of it can be rebuilt) unless
 // --yes is given or the owner, at a terminal, answers y. Like `queue
 // approve`, a script must say --yes explicitly.
-func confirmForget(ctx context.Context, f *Factory, svc api.Service, account string, opts *ContactsOptions) error {
+func confirmForget(ctx context.Context, svc api.Service, account string, opts *ContactsOptions) error {
 	if opts.Yes {
 		return nil
 	}
@@ -31,25 +29,24 @@ func confirmForget(ctx context.Context, f *Factory, svc api.Service, account str
 		return err
 	}
 	if noContact && len(learned) == 0 {
-		return &UserError{Code: ExitUsage, Err: fmt.Errorf("no contact %s in account %s", termsafe.Line(opts.Email), account)}
+		return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("no contact %s in account %s", termsafe.Line(opts.Email), account)}
 	}
 	if noContact {
 		c = &store.Contact{Email: opts.Email}
 	}
 	who := termsafe.Line(c.Email)
-	if !stdinIsTTY(f.Stdin) {
-		return &UserError{Code: ExitUsage,
+	if !opts.IO.IsStdinTTY() {
+		return &cmdutil.UserError{Code: cmdutil.ExitUsage,
 			Err: fmt.Errorf("nothing forgotten: forgetting %s deletes its history, summary and notes, and the %d memory records and examples about it",
 				who, len(learned)),
 			Hint: "check it with `mailagent contacts show " + who + "` and `mailagent memory list --contact " + who + "`, then forget with --yes"}
 	}
-	fmt.Fprintf(f.Stderr, "forget %s (%d in, %d out, %d notes, %d memory records and examples)? y/N: ", who, c.Inbound, c.Outbound, len(c.Notes), len(learned))
-	answer, err := bufio.NewReader(f.Stdin).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("read answer: %w", err)
+	yes, err := opts.Prompter().Confirm(fmt.Sprintf("forget %s (%d in, %d out, %d notes, %d memory records and examples)?", who, c.Inbound, c.Outbound, len(c.Notes), len(learned)), false)
+	if err != nil {
+		return err
 	}
-	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-		return &UserError{Code: ExitFailure, Err: errors.New("nothing forgotten")}
+	if !yes {
+		return &cmdutil.UserError{Code: cmdutil.ExitFailure, Err: errors.New("nothing forgotten")}
 	}
 	return nil
 }

@@ -1,8 +1,7 @@
-package main
+package explain
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/view"
 	"github.com/mailagent/mailagent/internal/cmdutil"
+	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/iostreams"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
@@ -19,13 +22,20 @@ import (
 
 // ExplainOptions are the flags of `mailagent explain`.
 type ExplainOptions struct {
+	IO      *iostreams.IOStreams
+	Config  func() (*config.Config, error)
+	Service func(ctx context.Context, withActions bool) (api.Service, func() error, error)
+	Now     func() time.Time
+
 	ID    string
 	JSON  bool
 	Steps bool
 }
 
-func newExplainCmd(f *Factory, runF func(context.Context, *ExplainOptions) error) *cobra.Command {
-	opts := &ExplainOptions{}
+// NewCmdExplain is `mailagent explain ID`; runF, when not nil, runs
+// instead of explainRun.
+func NewCmdExplain(f *cmdutil.Factory, runF func(context.Context, *ExplainOptions) error) *cobra.Command {
+	opts := &ExplainOptions{IO: f.IOStreams, Config: f.Config, Now: f.Now}
 	cmd := &cobra.Command{
 		Use:   "explain <id>",
 		Short: "Show how a message was handled: every step, gate and reason",
@@ -46,10 +56,11 @@ output has the classification, gates and decision; run triage without
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ID = args[0]
+			opts.Service = f.Service
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return explainRun(cmd.Context(), f, opts)
+			return explainRun(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the trace and the message record as JSON")
@@ -57,26 +68,26 @@ output has the classification, gates and decision; run triage without
 	return cmd
 }
 
-// explainView is what `explain` prints (ExplainJSON is its --json form).
+// explainView is what `explain` prints (view.ExplainJSON is its --json form).
 type explainView struct {
 	Trace   *store.Trace         `json:"trace"`
 	Message *store.MessageRecord `json:"message,omitempty"`
 }
 
-func explainRun(ctx context.Context, f *Factory, opts *ExplainOptions) error {
-	svc, closeSvc, err := f.Service(ctx, false)
+func explainRun(ctx context.Context, opts *ExplainOptions) error {
+	svc, closeSvc, err := opts.Service(ctx, false)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = closeSvc() }()
 	ref := mail.NormalizeID(opts.ID)
 	// A followup or memory id is explained by its message (explain_ids.go).
-	subj, err := resolveExplainRef(ctx, svc, ref, f.Now())
+	subj, err := resolveExplainRef(ctx, svc, ref, opts.Now())
 	if err != nil {
 		return err
 	}
 	if subj != nil {
-		if done, err := explainSubjectOnly(f, opts, subj); done {
+		if done, err := explainSubjectOnly(opts, subj); done {
 			return err
 		}
 		ref = subj.ref
@@ -84,7 +95,7 @@ func explainRun(ctx context.Context, f *Factory, opts *ExplainOptions) error {
 	e, err := svc.Explain(ctx, ref)
 	if errors.Is(err, store.ErrNotFound) && subj != nil {
 		subj.none = fmt.Sprintf("no trace of %q (the owner's own mail, or handled before traces were kept)", termsafe.Line(ref))
-		_, err := explainSubjectOnly(f, opts, subj)
+		_, err := explainSubjectOnly(opts, subj)
 		return err
 	}
 	if errors.Is(err, store.ErrNotFound) {
@@ -95,25 +106,23 @@ func explainRun(ctx context.Context, f *Factory, opts *ExplainOptions) error {
 	}
 	out := &explainView{Trace: e.Trace, Message: e.Message}
 	if opts.JSON {
-		enc := json.NewEncoder(f.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(toExplainJSON(e.Trace, e.Message))
+		return cmdutil.WriteJSON(opts.IO.Out, view.ToExplainJSON(e.Trace, e.Message))
 	}
 	if subj != nil {
-		fmt.Fprintln(f.Stdout, strings.Join(subj.header, "\n"))
+		fmt.Fprintln(opts.IO.Out, strings.Join(subj.header, "\n"))
 	}
-	printExplain(f.Stdout, out)
+	printExplain(opts.IO.Out, out)
 	if opts.Steps {
-		printSnapshots(f.Stdout, e.Trace)
+		printSnapshots(opts.IO.Out, e.Trace)
 	}
 	return nil
 }
 
 // explainSubjectOnly handles a followup or memory record with no message
 // to explain (subj.none): the text form prints the record and why, the
-// JSON form (always an ExplainJSON) is a usage error pointing at the
+// JSON form (always an view.ExplainJSON) is a usage error pointing at the
 // command that shows the record. done is false when there is a message.
-func explainSubjectOnly(f *Factory, opts *ExplainOptions, subj *explainSubject) (done bool, err error) {
+func explainSubjectOnly(opts *ExplainOptions, subj *explainSubject) (done bool, err error) {
 	if subj.ref != "" && subj.none == "" {
 		return false, nil
 	}
@@ -122,10 +131,10 @@ func explainSubjectOnly(f *Factory, opts *ExplainOptions, subj *explainSubject) 
 		if strings.HasPrefix(opts.ID, "mem_") {
 			show = "`mailagent memory show " + termsafe.Line(opts.ID) + " --json`"
 		}
-		return true, &UserError{Code: ExitUsage, Err: fmt.Errorf("%s has no message to explain: %s", termsafe.Line(opts.ID), subj.none),
+		return true, &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("%s has no message to explain: %s", termsafe.Line(opts.ID), subj.none),
 			Hint: show + " shows the record itself"}
 	}
-	fmt.Fprintf(f.Stdout, "%s\nno message to explain: %s\n", strings.Join(subj.header, "\n"), subj.none)
+	fmt.Fprintf(opts.IO.Out, "%s\nno message to explain: %s\n", strings.Join(subj.header, "\n"), subj.none)
 	return true, nil
 }
 
@@ -134,17 +143,17 @@ func explainNotFound(ref string) error {
 	shown := termsafe.Line(ref)
 	switch {
 	case strings.HasPrefix(ref, "tr_"):
-		return &UserError{Code: ExitUsage, Err: fmt.Errorf("no trace %q", shown),
+		return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("no trace %q", shown),
 			Hint: "if it came from `mailagent triage --dry-run`: a dry run writes nothing, so its traces are not kept; " +
 				"`triage --dry-run --json` shows the classification, gates and decision, and triage without --dry-run keeps a trace"}
 	case strings.HasPrefix(ref, "q_"):
-		return &UserError{Code: ExitUsage, Err: fmt.Errorf("no queue item %q", shown),
+		return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("no queue item %q", shown),
 			Hint: "`mailagent queue list --all` shows the queue ids"}
 	case strings.HasPrefix(ref, "ob_"):
-		return &UserError{Code: ExitUsage, Err: fmt.Errorf("no outbox record %q", shown),
+		return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("no outbox record %q", shown),
 			Hint: "outbox ids are in `mailagent queue show ID` and `mailagent status`"}
 	}
-	return &UserError{Code: ExitUsage, Err: fmt.Errorf("no trace or message %q", shown),
+	return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("no trace or message %q", shown),
 		Hint: "explain takes a Message-ID, a trace id (tr_…), a queue id (q_…), an outbox id (ob_…), a followup id (fu_…) or a memory id (mem_…)"}
 }
 

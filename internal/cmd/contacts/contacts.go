@@ -1,4 +1,4 @@
-package main
+package contacts
 
 import (
 	"context"
@@ -12,14 +12,25 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/view"
 	"github.com/mailagent/mailagent/internal/cmdutil"
+	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/humantime"
+	"github.com/mailagent/mailagent/internal/iostreams"
+	"github.com/mailagent/mailagent/internal/prompter"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
 
 // ContactsOptions are the flags of the contacts subcommands.
 type ContactsOptions struct {
+	IO      *iostreams.IOStreams
+	Config  func() (*config.Config, error)
+	Service func(ctx context.Context, withActions bool) (api.Service, func() error, error)
+	Now     func() time.Time
+	// Prompter asks forget's y/N question.
+	Prompter func() prompter.Prompter
+
 	Action  string // list | show | forget | note
 	Email   string
 	Account string
@@ -28,7 +39,9 @@ type ContactsOptions struct {
 	Yes     bool // forget: without asking (needed when stdin is not a terminal)
 }
 
-func newContactsCmd(f *Factory, runF func(context.Context, *ContactsOptions) error) *cobra.Command {
+// NewCmdContacts is `mailagent contacts` and its verbs (list, show, forget,
+// note); runF, when not nil, runs instead of contactsRun.
+func NewCmdContacts(f *cmdutil.Factory, runF func(context.Context, *ContactsOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "contacts",
 		Short: "What mailagent remembers about each correspondent",
@@ -40,7 +53,7 @@ contact; forget deletes the contact and everything learned about exactly
 that address (its records and examples).`,
 	}
 	mk := func(use, short string, args cobra.PositionalArgs, json bool) *cobra.Command {
-		opts := &ContactsOptions{Action: strings.Fields(use)[0]}
+		opts := &ContactsOptions{IO: f.IOStreams, Config: f.Config, Now: f.Now, Prompter: f.Prompter, Action: strings.Fields(use)[0]}
 		c := &cobra.Command{Use: use, Short: short, Args: args,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				if len(args) > 0 {
@@ -49,10 +62,11 @@ that address (its records and examples).`,
 				if len(args) > 1 {
 					opts.Note = args[1]
 				}
+				opts.Service = f.Service
 				if runF != nil {
 					return runF(cmd.Context(), opts)
 				}
-				return contactsRun(cmd.Context(), f, opts)
+				return contactsRun(cmd.Context(), opts)
 			}}
 		c.Flags().StringVar(&opts.Account, "account", "", "account (default: the only one, or the first)")
 		if json {
@@ -72,26 +86,8 @@ that address (its records and examples).`,
 	return cmd
 }
 
-// accountService opens the service (a running watcher's socket, else the
-// store) for the commands that act on one account's records: the named
-// account, or the first configured. The caller closes it.
-func accountService(ctx context.Context, f *Factory, name string) (string, api.Service, func() error, error) {
-	_, accounts, err := configAccounts(f, name)
-	if err != nil {
-		return "", nil, nil, err
-	}
-	if len(accounts) == 0 {
-		return "", nil, nil, usageErr("no accounts configured")
-	}
-	svc, closeSvc, err := f.Service(ctx, false)
-	if err != nil {
-		return "", nil, nil, err
-	}
-	return accounts[0].Name, svc, closeSvc, nil
-}
-
-func contactsRun(ctx context.Context, f *Factory, opts *ContactsOptions) error {
-	account, svc, closeSvc, err := accountService(ctx, f, opts.Account)
+func contactsRun(ctx context.Context, opts *ContactsOptions) error {
+	account, svc, closeSvc, err := cmdutil.AccountService(ctx, opts.Config, opts.Service, opts.Account)
 	if err != nil {
 		return err
 	}
@@ -103,43 +99,43 @@ func contactsRun(ctx context.Context, f *Factory, opts *ContactsOptions) error {
 			return err
 		}
 		if opts.JSON {
-			return writeJSON(f.Stdout, toContactsJSON(account, cs))
+			return cmdutil.WriteJSON(opts.IO.Out, view.ToContactsJSON(account, cs))
 		}
-		printContacts(f.Stdout, cs, f.Now())
+		printContacts(opts.IO.Out, cs, opts.Now())
 	case "show":
 		c, err := svc.Contact(ctx, account, opts.Email)
 		if errors.Is(err, store.ErrNotFound) {
-			return &UserError{Code: ExitUsage, Err: fmt.Errorf("no contact %s in account %s", opts.Email, account)}
+			return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("no contact %s in account %s", opts.Email, account)}
 		}
 		if err != nil {
 			return err
 		}
 		if opts.JSON {
-			return writeJSON(f.Stdout, toContactJSON(account, c))
+			return cmdutil.WriteJSON(opts.IO.Out, view.ToContactJSON(account, c))
 		}
-		printContact(f.Stdout, c)
+		printContact(opts.IO.Out, c)
 	case "forget":
-		if err := confirmForget(ctx, f, svc, account, opts); err != nil {
+		if err := confirmForget(ctx, svc, account, opts); err != nil {
 			return err
 		}
 		if err := svc.ForgetContact(ctx, account, opts.Email); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				return &UserError{Code: ExitUsage, Err: fmt.Errorf("no contact %s in account %s", opts.Email, account)}
+				return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("no contact %s in account %s", opts.Email, account)}
 			}
 			return err
 		}
-		fmt.Fprintf(f.Stderr, "forgot %s\n", opts.Email)
+		fmt.Fprintf(opts.IO.ErrOut, "forgot %s\n", opts.Email)
 	case "note":
 		// A note is a fact record about the contact, so it is listed,
 		// edited and forgotten on its own (`mailagent memory`).
 		r, err := svc.AddMemory(ctx, store.MemoryRecord{Account: account, Kind: store.MemoryFact, Contact: opts.Email, Text: opts.Note})
 		if errors.Is(err, api.ErrBadRequest) {
-			return &UserError{Code: ExitUsage, Err: err}
+			return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: err}
 		}
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(f.Stderr, "noted for %s as %s (`mailagent memory forget %s` removes it)\n", termsafe.Line(opts.Email), r.ID, r.ID)
+		fmt.Fprintf(opts.IO.ErrOut, "noted for %s as %s (`mailagent memory forget %s` removes it)\n", termsafe.Line(opts.Email), r.ID, r.ID)
 	}
 	return nil
 }

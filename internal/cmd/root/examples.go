@@ -1,4 +1,4 @@
-package main
+package root
 
 import "github.com/spf13/cobra"
 
@@ -113,19 +113,29 @@ func applyExamples(root *cobra.Command) {
 			walk(sub)
 		}
 		if c.Example == "" {
-			c.Example = commandExamples[commandKey(c)]
+			c.Example = commandExamples[CommandKey(c)]
 		}
 	}
 	walk(root)
 }
 
-// commandKey is c's path without the root's name: "queue show".
-func commandKey(c *cobra.Command) string {
+// CommandKey is c's path without the root's name: "queue show".
+func CommandKey(c *cobra.Command) string {
 	if !c.HasParent() {
 		return ""
 	}
-	if k := commandKey(c.Parent()); k != "" {
+	if k := CommandKey(c.Parent()); k != "" {
 		return k + " " + c.Name()
 	}
 	return c.Name()
+}
+
+// ExampleKeys are the commands (as CommandKey names them) the examples
+// table has an example for; a test checks each names a command.
+func ExampleKeys() []string {
+	keys := make([]string, 0, len(commandExamples))
+	for k := range commandExamples {
+		keys = append(keys, k)
+	}
+	return keys
 }

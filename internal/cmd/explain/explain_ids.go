@@ -1,4 +1,4 @@
-package main
+package explain
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
@@ -50,7 +51,7 @@ func explainFollowup(ctx context.Context, svc api.Service, id string, now time.T
 		}
 	}
 	if fu == nil {
-		return nil, &UserError{Code: ExitUsage, Err: fmt.Errorf("no followup %q", termsafe.Line(id)),
+		return nil, &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("no followup %q", termsafe.Line(id)),
 			Hint: "`mailagent followups --state all` shows the followup ids"}
 	}
 	line := termsafe.Line
@@ -82,7 +83,7 @@ func explainFollowup(ctx context.Context, svc api.Service, id string, now time.T
 func explainMemory(ctx context.Context, svc api.Service, id string) (*explainSubject, error) {
 	r, err := svc.MemoryRecord(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, &UserError{Code: ExitUsage, Err: fmt.Errorf("no memory record %q", termsafe.Line(id)),
+		return nil, &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("no memory record %q", termsafe.Line(id)),
 			Hint: "`mailagent memory list` shows the memory ids (a forgotten record is gone)"}
 	}
 	if err != nil {

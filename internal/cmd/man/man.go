@@ -1,4 +1,5 @@
-package main
+// Package man is `mailagent man DIR`: the man pages.
+package man
 
 import (
 	"bytes"
@@ -10,17 +11,29 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/initcfg"
+	"github.com/mailagent/mailagent/internal/iostreams"
 )
 
-// newManCmd is `mailagent man DIR`: it writes one man page per command
+// ManOptions is what `mailagent man` needs.
+type ManOptions struct {
+	IO *iostreams.IOStreams
+	// Root is the command tree the pages describe.
+	Root *cobra.Command
+	// Dir is where the pages are written (created when missing).
+	Dir string
+}
+
+// NewCmdMan is `mailagent man DIR`: it writes one man page per command
 // (mailagent.1, mailagent-queue-show.1…) from the same cobra tree the help
 // comes from, so the pages cannot drift from the flags, plus the sections
 // cobra does not write (EXIT STATUS, ENVIRONMENT, FILES) and the config
 // file's page, mailagent.toml(5). The release build runs it
 // (.goreleaser.yaml) and ships man/ in the archives; `go install` users run
-// it themselves.
-func newManCmd() *cobra.Command {
+// it themselves. runF, when not nil, runs instead of the command.
+func NewCmdMan(f *cmdutil.Factory, runF func(*ManOptions) error) *cobra.Command {
+	opts := &ManOptions{IO: f.IOStreams}
 	return &cobra.Command{
 		Use:   "man DIR",
 		Short: "Write the man pages (mailagent(1), one per command, mailagent.toml(5)) into DIR",
@@ -28,7 +41,11 @@ func newManCmd() *cobra.Command {
 		Example: `  mailagent man ~/.local/share/man/man1 && man mailagent
   mailagent man ./man && man -l ./man/mailagent.toml.5`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return writeManPages(cmd.Root(), args[0])
+			opts.Root, opts.Dir = cmd.Root(), args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return manRun(opts)
 		},
 	}
 }
@@ -40,15 +57,15 @@ var exitMeanings = []struct {
 	code    int
 	meaning string
 }{
-	{ExitOK, "success"},
-	{ExitFailure, "an unexpected failure (the message says what), or a y/N confirmation answered no"},
-	{ExitUsage, "bad flags, arguments or configuration"},
-	{ExitUnreachable, "a server (IMAP, SMTP, model) could not be reached or refused the login"},
-	{ExitLocked, "the state database is held by another process"},
-	{ExitPartial, "finished, but some messages need review, some checks failed, some records could not be salvaged, or a Drafts copy could not be updated"},
-	{ExitCorrupt, "the state database is damaged: run mailagent doctor --repair"},
-	{ExitNotSent, "an approval sent nothing: the message was answered already, or the item was sent, rejected or resolved before"},
-	{ExitInterrupted, "interrupted before finishing"},
+	{cmdutil.ExitOK, "success"},
+	{cmdutil.ExitFailure, "an unexpected failure (the message says what), or a y/N confirmation answered no"},
+	{cmdutil.ExitUsage, "bad flags, arguments or configuration"},
+	{cmdutil.ExitUnreachable, "a server (IMAP, SMTP, model) could not be reached or refused the login"},
+	{cmdutil.ExitLocked, "the state database is held by another process"},
+	{cmdutil.ExitPartial, "finished, but some messages need review, some checks failed, some records could not be salvaged, or a Drafts copy could not be updated"},
+	{cmdutil.ExitCorrupt, "the state database is damaged: run mailagent doctor --repair"},
+	{cmdutil.ExitNotSent, "an approval sent nothing: the message was answered already, or the item was sent, rejected or resolved before"},
+	{cmdutil.ExitInterrupted, "interrupted before finishing"},
 }
 
 // manEnvironment lists the variables mailagent itself reads.
@@ -71,12 +88,14 @@ var manFiles = [][2]string{
 	{"<state_dir>/replay.db", "replay's results, so an interrupted replay resumes"},
 }
 
-func writeManPages(root *cobra.Command, dir string) error {
+// manRun writes the pages of opts.Root into opts.Dir.
+func manRun(opts *ManOptions) error {
+	root, dir := opts.Root, opts.Dir
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("man pages: %w", err)
 	}
 	root.DisableAutoGenTag = true // no date line that changes every build
-	hdr := &doc.GenManHeader{Title: "MAILAGENT", Section: "1", Source: "mailagent " + versionString(), Manual: "mailagent manual"}
+	hdr := &doc.GenManHeader{Title: "MAILAGENT", Section: "1", Source: "mailagent " + cmdutil.Version(), Manual: "mailagent manual"}
 	if err := doc.GenManTree(root, hdr, dir); err != nil {
 		return fmt.Errorf("man pages: %w", err)
 	}
@@ -128,7 +147,7 @@ func manSections() []byte {
 // so the example is always a file the current version accepts).
 func configManPage() []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, ".TH MAILAGENT.TOML 5 \"\" \"mailagent %s\" \"mailagent manual\"\n", roff(versionString()))
+	fmt.Fprintf(&b, ".TH MAILAGENT.TOML 5 \"\" \"mailagent %s\" \"mailagent manual\"\n", roff(cmdutil.Version()))
 	b.WriteString(".SH NAME\nmailagent.toml \\- the mailagent configuration file\n")
 	b.WriteString(".SH DESCRIPTION\n" + roff("The file is TOML, looked for at --config FILE, then $MAILAGENT_CONFIG, then $XDG_CONFIG_HOME/mailagent/config.toml. "+
 		"mailagent init writes it; mailagent doctor checks it, naming the file, the key and the fix of every problem. "+

@@ -1,4 +1,10 @@
-package main
+// Package view is the public JSON schema of every --json output: one Go
+// type per kind of record, shared by every command that prints that kind
+// (and by anything else that shows records the same way). Every field is
+// always present (no omitempty): null where unknown, [] for an empty list.
+// README.md "JSON output" documents these types; cmd/mailagent's
+// jsonschema_test.go pins them with golden files.
+package view
 
 // The public JSON schema of every --json output: one Go type per kind of
 // record, shared by every command that prints that kind. Every field is
@@ -7,9 +13,9 @@ package main
 // them with golden files.
 
 import (
-	"strings"
 	"time"
 
+	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/internal/mail"
@@ -299,7 +305,7 @@ type UsageJSON struct {
 	LatencyP95MS  *int64 `json:"latency_p95_ms"`
 }
 
-func toUsageJSON(u store.UsageDay) UsageJSON {
+func ToUsageJSON(u store.UsageDay) UsageJSON {
 	j := UsageJSON{Day: u.Day, Calls: u.Calls, TokensIn: u.TokensIn, TokensOut: u.TokensOut, ModelCalls: u.ModelCalls}
 	if u.ModelCalls > 0 {
 		mean := u.LatencyMean().Milliseconds()
@@ -513,15 +519,15 @@ type MemoryJSON struct {
 	Expires *time.Time `json:"expires"`
 }
 
-func toMemoryJSON(r *store.MemoryRecord) MemoryJSON {
-	return MemoryJSON{ID: r.ID, Account: r.Account, Kind: r.Kind, Contact: optStr(r.Contact), Intent: optStr(r.Intent),
-		Text: r.Text, Source: r.Source, Created: r.Created, Expires: optTime(r.Expires)}
+func ToMemoryJSON(r *store.MemoryRecord) MemoryJSON {
+	return MemoryJSON{ID: r.ID, Account: r.Account, Kind: r.Kind, Contact: OptStr(r.Contact), Intent: OptStr(r.Intent),
+		Text: r.Text, Source: r.Source, Created: r.Created, Expires: OptTime(r.Expires)}
 }
 
-func toMemoryJSONs(rs []store.MemoryRecord) []MemoryJSON {
+func ToMemoryJSONs(rs []store.MemoryRecord) []MemoryJSON {
 	out := make([]MemoryJSON, 0, len(rs))
 	for i := range rs {
-		out = append(out, toMemoryJSON(&rs[i]))
+		out = append(out, ToMemoryJSON(&rs[i]))
 	}
 	return out
 }
@@ -562,16 +568,16 @@ type ScheduleJobJSON struct {
 	UpdatedAt    time.Time  `json:"updated_at"`
 }
 
-func toScheduleJobJSON(j *store.Job, now time.Time) ScheduleJobJSON {
-	due := jobDueAt(j)
+func ToScheduleJobJSON(j *store.Job, now time.Time) ScheduleJobJSON {
+	due := JobDueAt(j)
 	maxAttempts := j.MaxAttempts
 	if maxAttempts <= 0 {
 		maxAttempts = store.DefaultJobAttempts
 	}
 	return ScheduleJobJSON{ID: j.ID, Kind: j.Kind, State: string(j.State), Due: due,
-		DueInSeconds: int64(due.Sub(now) / time.Second), Cron: optStr(j.Cron), Reason: j.Reason,
-		Attempts: j.Attempts, MaxAttempts: maxAttempts, LastError: optStr(j.LastError),
-		LeaseUntil: optTime(j.LeaseUntil), Runs: j.Runs, LastRun: optTime(j.LastRun),
+		DueInSeconds: int64(due.Sub(now) / time.Second), Cron: OptStr(j.Cron), Reason: j.Reason,
+		Attempts: j.Attempts, MaxAttempts: maxAttempts, LastError: OptStr(j.LastError),
+		LeaseUntil: OptTime(j.LeaseUntil), Runs: j.Runs, LastRun: OptTime(j.LastRun),
 		CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt}
 }
 
@@ -600,19 +606,19 @@ type FollowupJSON struct {
 	ClosedAt       *time.Time `json:"closed_at"`
 }
 
-func toFollowupJSON(fu *store.Followup, now time.Time) FollowupJSON {
+func ToFollowupJSON(fu *store.Followup, now time.Time) FollowupJSON {
 	return FollowupJSON{ID: fu.ID, Account: fu.Account, ThreadID: fu.ThreadID, State: fu.State,
-		Correspondents: strs(fu.Correspondents), Subject: fu.Subject, MessageID: fu.MessageID, LastAt: fu.LastAt,
+		Correspondents: Strs(fu.Correspondents), Subject: fu.Subject, MessageID: fu.MessageID, LastAt: fu.LastAt,
 		AgeSeconds: int64(max(0, now.Sub(fu.LastAt)) / time.Second), Deadline: fu.Deadline, DeadlineSource: fu.DeadlineSource,
 		Overdue: store.FollowupOpen(fu.State) && fu.Deadline.Before(now), Tier: fu.Tier, Nudges: fu.Nudges,
-		NudgeIDs: strs(fu.NudgeIDs), SnoozeUntil: optTime(fu.SnoozeUntil), Due: optTime(fu.Due), Reason: fu.Reason,
-		ClosedAt: optTime(fu.ClosedAt)}
+		NudgeIDs: Strs(fu.NudgeIDs), SnoozeUntil: OptTime(fu.SnoozeUntil), Due: OptTime(fu.Due), Reason: fu.Reason,
+		ClosedAt: OptTime(fu.ClosedAt)}
 }
 
-func toFollowupsJSON(fs []store.Followup, now time.Time) []FollowupJSON {
+func ToFollowupsJSON(fs []store.Followup, now time.Time) []FollowupJSON {
 	out := make([]FollowupJSON, 0, len(fs))
 	for i := range fs {
-		out = append(out, toFollowupJSON(&fs[i], now))
+		out = append(out, ToFollowupJSON(&fs[i], now))
 	}
 	return out
 }
@@ -630,31 +636,31 @@ type UnsubscribeJSON struct {
 	At        time.Time `json:"at"`
 }
 
-func optStr(s string) *string {
+func OptStr(s string) *string {
 	if s == "" {
 		return nil
 	}
 	return &s
 }
 
-func optTime(t time.Time) *time.Time {
+func OptTime(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
 	}
 	return &t
 }
 
-func strs(s []string) []string {
+func Strs(s []string) []string {
 	if s == nil {
 		return []string{}
 	}
 	return s
 }
 
-func toAddressJSON(a mail.Address) AddressJSON { return AddressJSON{Name: a.Name, Email: a.Email} }
+func ToAddressJSON(a mail.Address) AddressJSON { return AddressJSON{Name: a.Name, Email: a.Email} }
 
-// emailsJSON is a list of bare addresses as address objects.
-func emailsJSON(es []string) []AddressJSON {
+// EmailsJSON is a list of bare addresses as address objects.
+func EmailsJSON(es []string) []AddressJSON {
 	out := make([]AddressJSON, 0, len(es))
 	for _, e := range es {
 		out = append(out, AddressJSON{Email: e})
@@ -662,20 +668,20 @@ func emailsJSON(es []string) []AddressJSON {
 	return out
 }
 
-func toAddressesJSON(as []mail.Address) []AddressJSON {
+func ToAddressesJSON(as []mail.Address) []AddressJSON {
 	out := make([]AddressJSON, 0, len(as))
 	for _, a := range as {
-		out = append(out, toAddressJSON(a))
+		out = append(out, ToAddressJSON(a))
 	}
 	return out
 }
 
-func toKeyJSON(k store.MessageKey) MessageKeyJSON {
+func ToKeyJSON(k store.MessageKey) MessageKeyJSON {
 	return MessageKeyJSON{Account: k.Account, Mailbox: k.Mailbox, UIDValidity: k.UIDValidity, UID: k.UID}
 }
 
-// toGatesJSON is null when no gate ran.
-func toGatesJSON(gs []store.GateResult) []GateJSON {
+// ToGatesJSON is null when no gate ran.
+func ToGatesJSON(gs []store.GateResult) []GateJSON {
 	if len(gs) == 0 {
 		return nil
 	}
@@ -686,63 +692,63 @@ func toGatesJSON(gs []store.GateResult) []GateJSON {
 	return out
 }
 
-func toClassificationJSON(c *store.Classification) ClassificationJSON {
+func ToClassificationJSON(c *store.Classification) ClassificationJSON {
 	if c == nil {
 		return ClassificationJSON{Intents: []string{}}
 	}
 	conf, appr := c.Confidence, c.RequiresApproval
-	return ClassificationJSON{Intents: strs(c.Intents), Risk: optStr(c.Risk), Action: optStr(c.Action),
-		Confidence: &conf, RequiresApproval: &appr, Summary: optStr(c.Summary), Rationale: optStr(c.Comments)}
+	return ClassificationJSON{Intents: Strs(c.Intents), Risk: OptStr(c.Risk), Action: OptStr(c.Action),
+		Confidence: &conf, RequiresApproval: &appr, Summary: OptStr(c.Summary), Rationale: OptStr(c.Comments)}
 }
 
-func toMessageJSON(rec *store.MessageRecord) MessageJSON {
+func ToMessageJSON(rec *store.MessageRecord) MessageJSON {
 	j := MessageJSON{
-		MessageKeyJSON: toKeyJSON(rec.MessageKey), MessageID: rec.MessageID, ThreadID: rec.ThreadID,
-		From: toAddressJSON(rec.From), ReplyTo: toAddressesJSON(rec.ReplyTo), To: toAddressesJSON(rec.To),
-		Cc: toAddressesJSON(rec.Cc), Subject: rec.Subject, Date: optTime(rec.Date), Problems: strs(rec.Problems),
-		Excerpt: optStr(rec.Excerpt), Route: rec.Route, RouteReason: optStr(rec.RouteReason),
-		ClassificationJSON: toClassificationJSON(rec.Classification), Decision: optStr(rec.Decision),
-		Reasons: strs(rec.Reasons), Gates: toGatesJSON(rec.Gates), State: string(rec.State),
-		TriageOnly: rec.TriageOnly, Error: optStr(rec.Error), Attempts: rec.Attempts, TraceID: rec.TraceID,
+		MessageKeyJSON: ToKeyJSON(rec.MessageKey), MessageID: rec.MessageID, ThreadID: rec.ThreadID,
+		From: ToAddressJSON(rec.From), ReplyTo: ToAddressesJSON(rec.ReplyTo), To: ToAddressesJSON(rec.To),
+		Cc: ToAddressesJSON(rec.Cc), Subject: rec.Subject, Date: OptTime(rec.Date), Problems: Strs(rec.Problems),
+		Excerpt: OptStr(rec.Excerpt), Route: rec.Route, RouteReason: OptStr(rec.RouteReason),
+		ClassificationJSON: ToClassificationJSON(rec.Classification), Decision: OptStr(rec.Decision),
+		Reasons: Strs(rec.Reasons), Gates: ToGatesJSON(rec.Gates), State: string(rec.State),
+		TriageOnly: rec.TriageOnly, Error: OptStr(rec.Error), Attempts: rec.Attempts, TraceID: rec.TraceID,
 		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt,
 	}
 	if a := rec.SenderAuth; a != nil {
-		j.SenderAuth = &SenderAuthJSON{Authenticated: a.Authenticated, Address: optStr(a.Address), Method: optStr(a.Method)}
+		j.SenderAuth = &SenderAuthJSON{Authenticated: a.Authenticated, Address: OptStr(a.Address), Method: OptStr(a.Method)}
 	}
 	return j
 }
 
-func toQueueItemJSON(q *store.QueueItem) QueueItemJSON {
+func ToQueueItemJSON(q *store.QueueItem) QueueItemJSON {
 	j := QueueItemJSON{
-		ID: q.ID, Kind: q.Kind, Status: q.Status, Account: q.Account, Message: toKeyJSON(q.Message),
-		MessageID: q.MessageID, ThreadID: q.ThreadID, From: toAddressJSON(q.From), To: toAddressesJSON(q.To),
-		Subject: q.Subject, ClassificationJSON: toClassificationJSON(q.Classification), Reasons: strs(q.Reasons),
-		Gates: toGatesJSON(q.Gates), Draft: optStr(q.Draft), Final: optStr(q.Final), RejectReason: optStr(q.RejectReason),
-		SnoozeUntil: optTime(q.SnoozeUntil), DraftMessageID: optStr(q.DraftMessageID), Error: optStr(q.Error),
+		ID: q.ID, Kind: q.Kind, Status: q.Status, Account: q.Account, Message: ToKeyJSON(q.Message),
+		MessageID: q.MessageID, ThreadID: q.ThreadID, From: ToAddressJSON(q.From), To: ToAddressesJSON(q.To),
+		Subject: q.Subject, ClassificationJSON: ToClassificationJSON(q.Classification), Reasons: Strs(q.Reasons),
+		Gates: ToGatesJSON(q.Gates), Draft: OptStr(q.Draft), Final: OptStr(q.Final), RejectReason: OptStr(q.RejectReason),
+		SnoozeUntil: OptTime(q.SnoozeUntil), DraftMessageID: OptStr(q.DraftMessageID), Error: OptStr(q.Error),
 		CreatedAt: q.CreatedAt, UpdatedAt: q.UpdatedAt,
 	}
 	if q.IMAPDraftUID != 0 {
 		uid := q.IMAPDraftUID
 		j.IMAPDraftUID = &uid
 	}
-	j.Invitation = toInvitationJSON(q.Invitation)
+	j.Invitation = ToInvitationJSON(q.Invitation)
 	return j
 }
 
-func toInvitationJSON(inv *store.Invitation) *InvitationJSON {
+func ToInvitationJSON(inv *store.Invitation) *InvitationJSON {
 	if inv == nil {
 		return nil
 	}
-	j := &InvitationJSON{Method: inv.Method, UID: inv.UID, Sequence: inv.Sequence, RecurrenceID: optStr(inv.RecurrenceID),
-		Summary: inv.Summary, Location: optStr(inv.Location), Organizer: inv.Organizer, OrganizerName: optStr(inv.OrganizerCN),
-		OrganizerVerified: inv.OrganizerVerified, OrganizerNote: optStr(inv.OrganizerNote), AllDay: inv.AllDay,
-		TZID: optStr(inv.TZID), Recurring: inv.Recurring, Conflicts: make([]FreeSlotJSON, 0, len(inv.Conflicts)),
-		ConflictError: optStr(inv.ConflictError), RSVP: optStr(inv.RSVP), CalendarPath: optStr(inv.CalendarPath),
-		CalendarError: optStr(inv.CalendarError), Status: optStr(inv.Status), StatusNote: optStr(inv.StatusNote), Applied: optStr(inv.Applied)}
+	j := &InvitationJSON{Method: inv.Method, UID: inv.UID, Sequence: inv.Sequence, RecurrenceID: OptStr(inv.RecurrenceID),
+		Summary: inv.Summary, Location: OptStr(inv.Location), Organizer: inv.Organizer, OrganizerName: OptStr(inv.OrganizerCN),
+		OrganizerVerified: inv.OrganizerVerified, OrganizerNote: OptStr(inv.OrganizerNote), AllDay: inv.AllDay,
+		TZID: OptStr(inv.TZID), Recurring: inv.Recurring, Conflicts: make([]FreeSlotJSON, 0, len(inv.Conflicts)),
+		ConflictError: OptStr(inv.ConflictError), RSVP: OptStr(inv.RSVP), CalendarPath: OptStr(inv.CalendarPath),
+		CalendarError: OptStr(inv.CalendarError), Status: OptStr(inv.Status), StatusNote: OptStr(inv.StatusNote), Applied: OptStr(inv.Applied)}
 	j.Occurrences = make([]OccurrenceJSON, 0, len(inv.Occurrences))
 	for _, o := range inv.Occurrences {
-		j.Occurrences = append(j.Occurrences, OccurrenceJSON{Kind: o.Kind, RecurrenceID: o.RecurrenceID, Start: optRFC3339(o.Start),
-			AllDay: o.AllDay, NewStart: optRFC3339(o.NewStart), NewEnd: optRFC3339(o.NewEnd), Applied: o.Applied, Note: optStr(o.Note), Text: o.Text})
+		j.Occurrences = append(j.Occurrences, OccurrenceJSON{Kind: o.Kind, RecurrenceID: o.RecurrenceID, Start: OptRFC3339(o.Start),
+			AllDay: o.AllDay, NewStart: OptRFC3339(o.NewStart), NewEnd: OptRFC3339(o.NewEnd), Applied: o.Applied, Note: OptStr(o.Note), Text: o.Text})
 	}
 	loc := time.UTC
 	if l, err := time.LoadLocation(inv.TZID); err == nil && inv.TZID != "" {
@@ -753,67 +759,67 @@ func toInvitationJSON(inv *store.Invitation) *InvitationJSON {
 		j.Start, j.End = &s, &e
 	}
 	for _, c := range inv.Conflicts {
-		j.Conflicts = append(j.Conflicts, toFreeSlotJSON(calendar.Interval{Start: c.Start, End: c.End}))
+		j.Conflicts = append(j.Conflicts, ToFreeSlotJSON(calendar.Interval{Start: c.Start, End: c.End}))
 	}
 	return j
 }
 
-func toQueueItemsJSON(items []store.QueueItem) []QueueItemJSON {
+func ToQueueItemsJSON(items []store.QueueItem) []QueueItemJSON {
 	out := make([]QueueItemJSON, 0, len(items))
 	for i := range items {
-		out = append(out, toQueueItemJSON(&items[i]))
+		out = append(out, ToQueueItemJSON(&items[i]))
 	}
 	return out
 }
 
-func toQueueShowJSON(d *api.QueueDetail) QueueShowJSON {
-	j := QueueShowJSON{Item: toQueueItemJSON(&d.Item), Thread: make([]MessageJSON, 0, len(d.Thread))}
+func ToQueueShowJSON(d *api.QueueDetail) QueueShowJSON {
+	j := QueueShowJSON{Item: ToQueueItemJSON(&d.Item), Thread: make([]MessageJSON, 0, len(d.Thread))}
 	for i := range d.Thread {
-		j.Thread = append(j.Thread, toMessageJSON(&d.Thread[i]))
+		j.Thread = append(j.Thread, ToMessageJSON(&d.Thread[i]))
 	}
-	j.Outbox = toOutboxJSON(d.Outbox)
+	j.Outbox = ToOutboxJSON(d.Outbox)
 	return j
 }
 
-// toOutboxJSON is null for a nil record.
-func toOutboxJSON(o *store.OutboxRecord) *OutboxJSON {
+// ToOutboxJSON is null for a nil record.
+func ToOutboxJSON(o *store.OutboxRecord) *OutboxJSON {
 	if o == nil {
 		return nil
 	}
-	return &OutboxJSON{ID: o.ID, Account: o.Account, From: o.From, MessageID: o.MessageID, Message: toKeyJSON(o.Message),
-		QueueID: optStr(o.QueueID), InReplyTo: optStr(o.InReplyTo), To: emailsJSON(o.To), Subject: o.Subject, Body: optStr(o.Body),
-		Status: o.Status, Auto: o.Auto, Attempts: o.Attempts, Error: optStr(o.Error), RawPruned: o.RawPruned,
-		SendAt: optTime(o.SendAt), SentAt: optTime(o.SentAt), CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
+	return &OutboxJSON{ID: o.ID, Account: o.Account, From: o.From, MessageID: o.MessageID, Message: ToKeyJSON(o.Message),
+		QueueID: OptStr(o.QueueID), InReplyTo: OptStr(o.InReplyTo), To: EmailsJSON(o.To), Subject: o.Subject, Body: OptStr(o.Body),
+		Status: o.Status, Auto: o.Auto, Attempts: o.Attempts, Error: OptStr(o.Error), RawPruned: o.RawPruned,
+		SendAt: OptTime(o.SendAt), SentAt: OptTime(o.SentAt), CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
 }
 
-func toExplainJSON(tr *store.Trace, rec *store.MessageRecord) ExplainJSON {
-	j := ExplainJSON{Trace: TraceJSON{TraceID: tr.TraceID, Message: toKeyJSON(tr.Message), MessageID: tr.MessageID,
-		Started: tr.Started, Steps: make([]StepJSON, 0, len(tr.Steps)), Decision: optStr(tr.Decision),
-		Reasons: strs(tr.Reasons), Gates: toGatesJSON(tr.Gates)}}
+func ToExplainJSON(tr *store.Trace, rec *store.MessageRecord) ExplainJSON {
+	j := ExplainJSON{Trace: TraceJSON{TraceID: tr.TraceID, Message: ToKeyJSON(tr.Message), MessageID: tr.MessageID,
+		Started: tr.Started, Steps: make([]StepJSON, 0, len(tr.Steps)), Decision: OptStr(tr.Decision),
+		Reasons: Strs(tr.Reasons), Gates: ToGatesJSON(tr.Gates)}}
 	for _, s := range tr.Steps {
 		j.Trace.Steps = append(j.Trace.Steps, StepJSON{Name: s.Name, Start: s.Start, LatencyMS: s.LatencyMS, TokensIn: s.TokensIn,
-			TokensOut: s.TokensOut, Model: optStr(s.Model), Retries: s.Retries, Detail: optStr(s.Detail), Error: optStr(s.Error),
-			Snapshot: toSnapshotJSON(s.Snapshot)})
+			TokensOut: s.TokensOut, Model: OptStr(s.Model), Retries: s.Retries, Detail: OptStr(s.Detail), Error: OptStr(s.Error),
+			Snapshot: ToSnapshotJSON(s.Snapshot)})
 	}
 	if rec != nil {
-		m := toMessageJSON(rec)
+		m := ToMessageJSON(rec)
 		j.Message = &m
 	}
 	return j
 }
 
-func toStatusJSON(s *api.Status) StatusJSON {
-	j := StatusJSON{Watcher: s.Watcher, Started: optTime(s.Started), Accounts: make([]AccountStatusJSON, 0, len(s.Accounts)),
+func ToStatusJSON(s *api.Status) StatusJSON {
+	j := StatusJSON{Watcher: s.Watcher, Started: OptTime(s.Started), Accounts: make([]AccountStatusJSON, 0, len(s.Accounts)),
 		AutoSentToday: s.AutoSentToday, AutoSendCap: s.AutoSendCap, Counts: map[string]int{},
-		TokensToday: toUsageJSON(s.TokensToday)}
+		TokensToday: ToUsageJSON(s.TokensToday)}
 	if s.PID != 0 {
 		pid := s.PID
 		j.PID = &pid
 	}
 	for _, a := range s.Accounts {
-		aj := AccountStatusJSON{Name: a.Name, State: a.State, LastSync: optTime(a.LastSync),
-			Error: optStr(a.Error), ErrorSince: optTime(a.ErrorSince), CopiesMissing: a.CopiesMissing, CopyError: optStr(a.CopyError),
-			RetryAt: optTime(a.RetryAt), LatencySamples: a.LatencySamples}
+		aj := AccountStatusJSON{Name: a.Name, State: a.State, LastSync: OptTime(a.LastSync),
+			Error: OptStr(a.Error), ErrorSince: OptTime(a.ErrorSince), CopiesMissing: a.CopiesMissing, CopyError: OptStr(a.CopyError),
+			RetryAt: OptTime(a.RetryAt), LatencySamples: a.LatencySamples}
 		if a.LatencySamples > 0 {
 			last, med := a.LatencyLast.Milliseconds(), a.LatencyMedian.Milliseconds()
 			aj.LatencyLastMS, aj.LatencyMedianMS = &last, &med
@@ -826,84 +832,22 @@ func toStatusJSON(s *api.Status) StatusJSON {
 	return j
 }
 
-func toContactJSON(account string, c *store.Contact) ContactJSON {
-	j := ContactJSON{Account: account, Email: c.Email, Name: optStr(c.Name), Known: c.Known, FirstSeen: optTime(c.FirstSeen),
-		LastSeen: optTime(c.LastSeen), Inbound: c.Inbound, Outbound: c.Outbound, OwnerReplies: c.OwnerReplies,
-		AutoReplies: c.AutoReplies, Summary: optStr(c.Summary), SummaryAt: optTime(c.SummaryAt), SinceSummary: c.SinceSummary,
-		Notes: strs(c.Notes), History: make([]HistoryJSON, 0, len(c.History))}
+func ToContactJSON(account string, c *store.Contact) ContactJSON {
+	j := ContactJSON{Account: account, Email: c.Email, Name: OptStr(c.Name), Known: c.Known, FirstSeen: OptTime(c.FirstSeen),
+		LastSeen: OptTime(c.LastSeen), Inbound: c.Inbound, Outbound: c.Outbound, OwnerReplies: c.OwnerReplies,
+		AutoReplies: c.AutoReplies, Summary: OptStr(c.Summary), SummaryAt: OptTime(c.SummaryAt), SinceSummary: c.SinceSummary,
+		Notes: Strs(c.Notes), History: make([]HistoryJSON, 0, len(c.History))}
 	for _, h := range c.History {
 		j.History = append(j.History, HistoryJSON{Date: h.Date, Direction: h.Direction, Subject: h.Subject,
-			Summary: optStr(h.Summary), MessageID: optStr(h.MessageID)})
+			Summary: OptStr(h.Summary), MessageID: OptStr(h.MessageID)})
 	}
 	return j
 }
 
-func toContactsJSON(account string, cs []store.Contact) []ContactJSON {
+func ToContactsJSON(account string, cs []store.Contact) []ContactJSON {
 	out := make([]ContactJSON, 0, len(cs))
 	for i := range cs {
-		out = append(out, toContactJSON(account, &cs[i]))
-	}
-	return out
-}
-
-// checkIDs maps the human label of a per-account check (after "imap ACCOUNT: "
-// or "smtp ACCOUNT: ") to its fixed id suffix.
-var checkIDs = map[string]string{
-	"secret":            "secret",
-	"connect and login": "login",
-	"connect and AUTH":  "login",
-	"capabilities":      "capabilities",
-	"authserv_id":       "authserv_id",
-	"Drafts folder":     "drafts_folder",
-	"Sent folder":       "sent_folder",
-}
-
-// fixedCheckIDs maps the labels of the account-free checks to their ids.
-var fixedCheckIDs = map[string]string{
-	"config":                              "config",
-	"model: api key":                      "model.api_key",
-	"model: structured output round trip": "model.round_trip",
-	"state dir":                           "state.dir",
-	"state database":                      "state.database",
-}
-
-// toCheckJSON turns a doctor check into its JSON form: the label's account
-// and mailbox move to fields of their own, leaving a fixed id.
-func toCheckJSON(c Check) CheckJSON {
-	j := CheckJSON{Check: c.Name, Status: c.Status, Detail: optStr(c.Detail), Fix: optStr(c.Fix),
-		Account: optStr(c.Account), Mailbox: optStr(c.Mailbox)}
-	if id, ok := fixedCheckIDs[c.Name]; ok {
-		j.Check = id
-		return j
-	}
-	proto, rest, ok := strings.Cut(c.Name, " ")
-	if !ok || (proto != "imap" && proto != "smtp") || c.Account == "" {
-		return j
-	}
-	label, ok := strings.CutPrefix(rest, c.Account+": ")
-	if !ok {
-		return j
-	}
-	if box, ok := strings.CutPrefix(label, "mailbox "); ok {
-		j.Check = proto + ".mailbox"
-		j.Mailbox = &box
-		return j
-	}
-	if id, ok := checkIDs[label]; ok {
-		j.Check = proto + "." + id
-		if strings.HasSuffix(id, "_folder") && c.Status != "fail" {
-			j.Mailbox = optStr(strings.TrimPrefix(c.Detail, "created ")) // the folder found (or made by --fix)
-		}
-	} else {
-		j.Check = proto + "." + strings.ReplaceAll(strings.ToLower(label), " ", "_")
-	}
-	return j
-}
-
-func toChecksJSON(cs []Check) []CheckJSON {
-	out := make([]CheckJSON, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, toCheckJSON(c))
+		out = append(out, ToContactJSON(account, &cs[i]))
 	}
 	return out
 }
@@ -915,22 +859,44 @@ type FreeSlotJSON struct {
 	End   string `json:"end"`
 }
 
-func toFreeSlotJSON(s calendar.Interval) FreeSlotJSON {
+func ToFreeSlotJSON(s calendar.Interval) FreeSlotJSON {
 	return FreeSlotJSON{Start: s.Start.Format(time.RFC3339), End: s.End.Format(time.RFC3339)}
 }
 
-func toSnapshotJSON(s *store.StepSnapshot) *SnapshotJSON {
+func ToSnapshotJSON(s *store.StepSnapshot) *SnapshotJSON {
 	if s == nil {
 		return nil
 	}
 	return &SnapshotJSON{Input: s.Input, Output: s.Output}
 }
 
-// optRFC3339 is t in RFC 3339 with its offset, nil when zero.
-func optRFC3339(t time.Time) *string {
+// OptRFC3339 is t in RFC 3339 with its offset, nil when zero.
+func OptRFC3339(t time.Time) *string {
 	if t.IsZero() {
 		return nil
 	}
 	v := t.Format(time.RFC3339)
 	return &v
 }
+
+// JobDueAt is when a job is due next: a running job's lease end.
+func JobDueAt(j *store.Job) time.Time {
+	if j.State == store.JobRunning {
+		return j.LeaseUntil
+	}
+	return j.Due
+}
+
+// ToDecisionJSON is one decision of `mailagent decisions`: the message,
+// with the reply it sent when the agent answered on its own (AutoSent).
+func ToDecisionJSON(rec *store.MessageRecord, reply *store.OutboxRecord) DecisionJSON {
+	j := DecisionJSON{MessageJSON: ToMessageJSON(rec)}
+	if AutoSent(rec) {
+		j.Reply = ToOutboxJSON(reply)
+	}
+	return j
+}
+
+// AutoSent reports whether the agent answered rec on its own (the
+// pipeline's auto_send decision).
+func AutoSent(rec *store.MessageRecord) bool { return rec.Decision == agent.DecisionAutoSend }

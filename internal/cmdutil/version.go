@@ -1,22 +1,18 @@
-package main
+package cmdutil
 
-import (
-	"fmt"
-	"runtime/debug"
+import "runtime/debug"
 
-	"github.com/spf13/cobra"
-)
-
-// Set by the release build through -ldflags "-X main.version=…".
+// Set by the release build through -ldflags
+// "-X github.com/mailagent/mailagent/internal/cmdutil.version=…".
 var (
 	version = ""
 	commit  = ""
 	date    = ""
 )
 
-// versionString is the stamped version, or what the Go toolchain recorded
+// Version is the stamped version, or what the Go toolchain recorded
 // when built with `go install` or `go build`.
-func versionString() string {
+func Version() string {
 	v, c, d := version, commit, date
 	if info, ok := debug.ReadBuildInfo(); ok {
 		if v == "" {
@@ -46,16 +42,4 @@ func versionString() string {
 		out += ")"
 	}
 	return out
-}
-
-func newVersionCmd(f *Factory) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(f.Stdout, "mailagent", versionString())
-			return nil
-		},
-	}
 }

@@ -1,4 +1,4 @@
-package main
+package root
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/autoconfig"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
@@ -26,7 +27,7 @@ const completionRecent = 50
 // the trace ids of messages that need review, contact emails, account names and providers. Every value
 // comes from the configuration or through the same api.Service the
 // commands use, opened without actions (no IMAP, no SMTP).
-func registerCompletions(root *cobra.Command, f *Factory) {
+func registerCompletions(root *cobra.Command, f *cmdutil.Factory) {
 	open := func(kind string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			if len(args) > 0 {
@@ -80,7 +81,7 @@ func registerCompletions(root *cobra.Command, f *Factory) {
 	walk(root)
 }
 
-func completeAccounts(f *Factory) []string {
+func completeAccounts(f *cmdutil.Factory) []string {
 	cfg, err := f.Config()
 	if err != nil {
 		return nil
@@ -95,7 +96,7 @@ func completeAccounts(f *Factory) []string {
 // completeFromService lists the candidates of one kind, each with its
 // subject (or name) as the description the shell shows. Any failure (no
 // configuration, a locked database) offers nothing rather than an error.
-func completeFromService(cmd *cobra.Command, f *Factory, kind string) []string {
+func completeFromService(cmd *cobra.Command, f *cmdutil.Factory, kind string) []string {
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
@@ -109,7 +110,7 @@ func completeFromService(cmd *cobra.Command, f *Factory, kind string) []string {
 	account := ""
 	if kind == "contacts" || kind == "memory" {
 		name, _ := cmd.Flags().GetString("account")
-		accounts, err := pickAccounts(cfg, name)
+		accounts, err := cmdutil.PickAccounts(cfg, name)
 		if err != nil || len(accounts) == 0 {
 			return nil
 		}
@@ -210,4 +211,13 @@ func completeFromService(cmd *cobra.Command, f *Factory, kind string) []string {
 		}
 	}
 	return out
+}
+
+// presetIDs are the providers `init --provider` knows.
+func presetIDs() []string {
+	var ids []string
+	for _, p := range autoconfig.Presets() {
+		ids = append(ids, p.ID)
+	}
+	return ids
 }

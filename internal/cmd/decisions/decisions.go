@@ -1,4 +1,4 @@
-package main
+package decisions
 
 import (
 	"context"
@@ -9,22 +9,31 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/view"
 	"github.com/mailagent/mailagent/internal/cmdutil"
+	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/humantime"
+	"github.com/mailagent/mailagent/internal/iostreams"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
 
 // DecisionsOptions are the flags of `mailagent decisions`.
 type DecisionsOptions struct {
+	IO      *iostreams.IOStreams
+	Config  func() (*config.Config, error)
+	Service func(ctx context.Context, withActions bool) (api.Service, func() error, error)
+	Now     func() time.Time
+
 	Since string
 	JSON  bool
 }
 
-func newDecisionsCmd(f *Factory, runF func(context.Context, *DecisionsOptions) error) *cobra.Command {
-	opts := &DecisionsOptions{}
+// NewCmdDecisions is `mailagent decisions`; runF, when not nil, runs
+// instead of decisionsRun (tests of the flag parsing).
+func NewCmdDecisions(f *cmdutil.Factory, runF func(context.Context, *DecisionsOptions) error) *cobra.Command {
+	opts := &DecisionsOptions{IO: f.IOStreams, Config: f.Config, Now: f.Now}
 	cmd := &cobra.Command{
 		Use:   "decisions",
 		Short: "What the agent decided without asking: archived, ignored, notified, answered on its own",
@@ -38,10 +47,11 @@ Each line has the trace id that mailagent explain takes. The review
 TUI shows the same list in view 5.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Service = f.Service
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return decisionsRun(cmd.Context(), f, opts)
+			return decisionsRun(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Since, "since", "7d", "how far back, by when the agent decided: a duration (12h) or Nd for days")
@@ -49,17 +59,17 @@ TUI shows the same list in view 5.`,
 	return cmd
 }
 
-func decisionsRun(ctx context.Context, f *Factory, opts *DecisionsOptions) error {
-	d, err := parseFor(opts.Since)
+func decisionsRun(ctx context.Context, opts *DecisionsOptions) error {
+	d, err := cmdutil.PositiveDuration(opts.Since)
 	if err != nil {
-		return usageErr("--since: %v", err)
+		return cmdutil.UsageErr("--since: %v", err)
 	}
-	svc, closeSvc, err := f.Service(ctx, false)
+	svc, closeSvc, err := opts.Service(ctx, false)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = closeSvc() }()
-	recs, err := api.DecidedWithoutAsking(ctx, svc, f.Now().Add(-d))
+	recs, err := api.DecidedWithoutAsking(ctx, svc, opts.Now().Add(-d))
 	if err != nil {
 		return err
 	}
@@ -74,17 +84,13 @@ func decisionsRun(ctx context.Context, f *Factory, opts *DecisionsOptions) error
 		}
 	}
 	if opts.JSON {
-		out := make([]DecisionJSON, 0, len(recs))
+		out := make([]view.DecisionJSON, 0, len(recs))
 		for i := range recs {
-			j := DecisionJSON{MessageJSON: toMessageJSON(&recs[i])}
-			if recs[i].Decision == agent.DecisionAutoSend {
-				j.Reply = toOutboxJSON(replies[recs[i].MessageKey])
-			}
-			out = append(out, j)
+			out = append(out, view.ToDecisionJSON(&recs[i], replies[recs[i].MessageKey]))
 		}
-		return writeJSON(f.Stdout, out)
+		return cmdutil.WriteJSON(opts.IO.Out, out)
 	}
-	printDecisions(f.Stdout, recs, replies, f.Now(), strings.TrimSpace(opts.Since))
+	printDecisions(opts.IO.Out, recs, replies, opts.Now(), strings.TrimSpace(opts.Since))
 	return nil
 }
 
@@ -100,7 +106,7 @@ func printDecisions(w io.Writer, recs []store.MessageRecord, replies map[store.M
 	for i := range recs {
 		r := &recs[i]
 		why := strings.Join(r.Reasons, "; ")
-		if o := replies[r.MessageKey]; o != nil && r.Decision == agent.DecisionAutoSend {
+		if o := replies[r.MessageKey]; o != nil && view.AutoSent(r) {
 			why = "replied to " + strings.Join(o.To, ", ") + " (" + o.Status + ")"
 		}
 		tb.Row(termsafe.Line(r.TraceID), humantime.Age(now, r.Written()), termsafe.Line(r.Decision),

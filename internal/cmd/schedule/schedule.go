@@ -1,4 +1,4 @@
-package main
+package schedule
 
 import (
 	"context"
@@ -9,19 +9,29 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/view"
 	"github.com/mailagent/mailagent/internal/cmdutil"
+	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/humantime"
+	"github.com/mailagent/mailagent/internal/iostreams"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
 
 // ScheduleOptions are the flags of `mailagent schedule list`.
 type ScheduleOptions struct {
+	IO      *iostreams.IOStreams
+	Config  func() (*config.Config, error)
+	Service func(ctx context.Context, withActions bool) (api.Service, func() error, error)
+	Now     func() time.Time
+
 	All  bool
 	JSON bool
 }
 
-func newScheduleCmd(f *Factory, runF func(context.Context, *ScheduleOptions) error) *cobra.Command {
+// NewCmdSchedule is `mailagent schedule` and its verb list; runF, when not
+// nil, runs instead of scheduleRun (tests of the flag parsing).
+func NewCmdSchedule(f *cmdutil.Factory, runF func(context.Context, *ScheduleOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "schedule",
 		Short: "The watcher's timed jobs: what is due, when, and why",
@@ -36,16 +46,17 @@ twice. The individual sends and snoozes behind the sends job are in
 queue list.`,
 		Args: cobra.NoArgs,
 	}
-	opts := &ScheduleOptions{}
+	opts := &ScheduleOptions{IO: f.IOStreams, Config: f.Config, Now: f.Now}
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the jobs, the next due first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Service = f.Service
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return scheduleRun(cmd.Context(), f, opts)
+			return scheduleRun(cmd.Context(), opts)
 		},
 	}
 	list.Flags().BoolVar(&opts.All, "all", false, "also the jobs that are done")
@@ -54,8 +65,8 @@ queue list.`,
 	return cmd
 }
 
-func scheduleRun(ctx context.Context, f *Factory, opts *ScheduleOptions) error {
-	svc, closeSvc, err := f.Service(ctx, false)
+func scheduleRun(ctx context.Context, opts *ScheduleOptions) error {
+	svc, closeSvc, err := opts.Service(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -64,21 +75,21 @@ func scheduleRun(ctx context.Context, f *Factory, opts *ScheduleOptions) error {
 	if err != nil {
 		return err
 	}
-	now := f.Now()
+	now := opts.Now()
 	if opts.JSON {
-		out := make([]ScheduleJobJSON, 0, len(js))
+		out := make([]view.ScheduleJobJSON, 0, len(js))
 		for i := range js {
-			out = append(out, toScheduleJobJSON(&js[i], now))
+			out = append(out, view.ToScheduleJobJSON(&js[i], now))
 		}
-		return writeJSON(f.Stdout, out)
+		return cmdutil.WriteJSON(opts.IO.Out, out)
 	}
-	return printSchedule(f.Stdout, js, now)
+	return printSchedule(opts.IO.Out, js, now)
 }
 
 // jobWhen says when a job is due: "in 5m", "overdue 3m", "-" when it
 // waits for nothing.
 func jobWhen(j *store.Job, now time.Time) string {
-	due := jobDueAt(j)
+	due := view.JobDueAt(j)
 	switch {
 	case j.State == store.JobDone || j.State == store.JobFailed:
 		return "-"
@@ -89,14 +100,6 @@ func jobWhen(j *store.Job, now time.Time) string {
 		return "due " + a + " ago"
 	}
 	return "due now"
-}
-
-// jobDueAt is when a job is due next: a running job's lease end.
-func jobDueAt(j *store.Job) time.Time {
-	if j.State == store.JobRunning {
-		return j.LeaseUntil
-	}
-	return j.Due
 }
 
 func printSchedule(w io.Writer, js []store.Job, now time.Time) error {
@@ -113,7 +116,7 @@ func printSchedule(w io.Writer, js []store.Job, now time.Time) error {
 			why += " (last error: " + termsafe.Line(j.LastError) + ")"
 		}
 		due := "-"
-		if t := jobDueAt(j); !t.IsZero() {
+		if t := view.JobDueAt(j); !t.IsZero() {
 			due = t.Local().Format("2006-01-02 15:04")
 		}
 		tb.Row(termsafe.Line(j.ID), termsafe.Line(j.Kind), string(j.State), due, jobWhen(j, now), fmt.Sprint(j.Attempts), why)

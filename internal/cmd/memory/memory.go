@@ -1,4 +1,4 @@
-package main
+package memory
 
 import (
 	"context"
@@ -11,14 +11,22 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/view"
 	"github.com/mailagent/mailagent/internal/cmdutil"
+	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/humantime"
+	"github.com/mailagent/mailagent/internal/iostreams"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
 
 // MemoryOptions are the flags of the memory subcommands.
 type MemoryOptions struct {
+	IO      *iostreams.IOStreams
+	Config  func() (*config.Config, error)
+	Service func(ctx context.Context, withActions bool) (api.Service, func() error, error)
+	Now     func() time.Time
+
 	Action  string // list | show | forget | add | edit
 	ID      string
 	Account string
@@ -29,7 +37,9 @@ type MemoryOptions struct {
 	JSON    bool
 }
 
-func newMemoryCmd(f *Factory, runF func(context.Context, *MemoryOptions) error) *cobra.Command {
+// NewCmdMemory is `mailagent memory` and its verbs (list, show, forget, add,
+// edit); runF, when not nil, runs instead of memoryRun.
+func NewCmdMemory(f *cmdutil.Factory, runF func(context.Context, *MemoryOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "memory",
 		Short: "What mailagent has learned, record by record",
@@ -42,7 +52,7 @@ a contact, and style records, apply to every draft. Drafts get them within
 a token budget, newest first.`,
 	}
 	mk := func(use, short string, args cobra.PositionalArgs) *cobra.Command {
-		opts := &MemoryOptions{Action: strings.Fields(use)[0]}
+		opts := &MemoryOptions{IO: f.IOStreams, Config: f.Config, Now: f.Now, Action: strings.Fields(use)[0]}
 		c := &cobra.Command{Use: use, Short: short, Args: args,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				switch opts.Action {
@@ -53,10 +63,11 @@ a token budget, newest first.`,
 				case "show", "forget":
 					opts.ID = args[0]
 				}
+				opts.Service = f.Service
 				if runF != nil {
 					return runF(cmd.Context(), opts)
 				}
-				return memoryRun(cmd.Context(), f, opts)
+				return memoryRun(cmd.Context(), opts)
 			}}
 		c.Flags().StringVar(&opts.Account, "account", "", "account (default: the only one, or the first)")
 		switch opts.Action {
@@ -83,34 +94,34 @@ a token budget, newest first.`,
 	return cmd
 }
 
-func memoryRun(ctx context.Context, f *Factory, opts *MemoryOptions) error {
+func memoryRun(ctx context.Context, opts *MemoryOptions) error {
 	var add store.MemoryRecord
 	if opts.Action == "add" {
 		// Usage errors come before anything is opened.
 		if opts.Kind == "" {
-			return usageErr("memory add: --kind is required (%s)", strings.Join(store.MemoryKinds, ", "))
+			return cmdutil.UsageErr("memory add: --kind is required (%s)", strings.Join(store.MemoryKinds, ", "))
 		}
 		add = store.MemoryRecord{Kind: opts.Kind, Contact: opts.Contact, Text: opts.Text}
 		if opts.Expires != "" {
 			day, err := time.Parse(time.DateOnly, opts.Expires)
 			if err != nil {
-				return usageErr("memory add: --expires %q: want YYYY-MM-DD", opts.Expires)
+				return cmdutil.UsageErr("memory add: --expires %q: want YYYY-MM-DD", opts.Expires)
 			}
 			add.Expires = day.AddDate(0, 0, 1)
 		}
 	}
-	account, svc, closeSvc, err := accountService(ctx, f, opts.Account)
+	account, svc, closeSvc, err := cmdutil.AccountService(ctx, opts.Config, opts.Service, opts.Account)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = closeSvc() }()
 	notFound := func(err error) error {
 		if errors.Is(err, store.ErrNotFound) {
-			return &UserError{Code: ExitUsage, Err: fmt.Errorf("no memory record %s", termsafe.Line(opts.ID)),
+			return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("no memory record %s", termsafe.Line(opts.ID)),
 				Hint: "list them with `mailagent memory list`"}
 		}
 		if errors.Is(err, api.ErrBadRequest) {
-			return &UserError{Code: ExitUsage, Err: err}
+			return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: err}
 		}
 		return err
 	}
@@ -121,36 +132,36 @@ func memoryRun(ctx context.Context, f *Factory, opts *MemoryOptions) error {
 			return err
 		}
 		if opts.JSON {
-			return writeJSON(f.Stdout, toMemoryJSONs(recs))
+			return cmdutil.WriteJSON(opts.IO.Out, view.ToMemoryJSONs(recs))
 		}
-		printMemory(f.Stdout, recs, f.Now())
+		printMemory(opts.IO.Out, recs, opts.Now())
 	case "show":
 		r, err := svc.MemoryRecord(ctx, opts.ID)
 		if err != nil {
 			return notFound(err)
 		}
 		if opts.JSON {
-			return writeJSON(f.Stdout, toMemoryJSON(r))
+			return cmdutil.WriteJSON(opts.IO.Out, view.ToMemoryJSON(r))
 		}
-		printMemoryRecord(f.Stdout, r)
+		printMemoryRecord(opts.IO.Out, r)
 	case "forget":
 		if err := svc.ForgetMemory(ctx, opts.ID); err != nil {
 			return notFound(err)
 		}
-		fmt.Fprintf(f.Stderr, "forgot %s\n", termsafe.Line(opts.ID))
+		fmt.Fprintf(opts.IO.ErrOut, "forgot %s\n", termsafe.Line(opts.ID))
 	case "add":
 		add.Account = account
 		r, err := svc.AddMemory(ctx, add)
 		if err != nil {
 			return notFound(err)
 		}
-		fmt.Fprintln(f.Stdout, r.ID)
+		fmt.Fprintln(opts.IO.Out, r.ID)
 	case "edit":
 		r, err := svc.EditMemory(ctx, opts.ID, opts.Text)
 		if err != nil {
 			return notFound(err)
 		}
-		fmt.Fprintf(f.Stderr, "edited %s\n", r.ID)
+		fmt.Fprintf(opts.IO.ErrOut, "edited %s\n", r.ID)
 	}
 	return nil
 }
@@ -190,11 +201,4 @@ func printMemoryRecord(w io.Writer, r *store.MemoryRecord) {
 		fmt.Fprintf(w, "expires: %s\n", r.Expires.Format(time.RFC3339))
 	}
 	fmt.Fprintf(w, "\n%s\n", termsafe.Text(r.Text))
-}
-
-// printLearned tells the owner what an approval taught, and how to undo it.
-func printLearned(w io.Writer, learned []store.Learned) {
-	for _, l := range learned {
-		fmt.Fprintf(w, "learned: %s (undo: mailagent memory forget %s)\n", cmdutil.Truncate(termsafe.Line(l.Text), 100), termsafe.Line(l.ID))
-	}
 }

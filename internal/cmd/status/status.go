@@ -1,4 +1,4 @@
-package main
+package status
 
 import (
 	"context"
@@ -10,33 +10,51 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/view"
 	"github.com/mailagent/mailagent/internal/cmdutil"
+	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/humantime"
+	"github.com/mailagent/mailagent/internal/iostreams"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
 )
 
-// StatusOptions are the flags of `mailagent status`.
-type StatusOptions struct{ JSON bool }
+// StatusOptions is what `mailagent status` needs: the streams, the
+// Factory's lazy config, service and clock, and the flags.
+type StatusOptions struct {
+	IO      *iostreams.IOStreams
+	Config  func() (*config.Config, error)
+	Service func(ctx context.Context, withActions bool) (api.Service, func() error, error)
+	Now     func() time.Time
 
-func newStatusCmd(f *Factory, runF func(context.Context, *StatusOptions) error) *cobra.Command {
-	opts := &StatusOptions{}
+	JSON bool
+}
+
+// NewCmdStatus is `mailagent status`; runF, when not nil, runs instead of
+// statusRun (tests of the flag parsing).
+func NewCmdStatus(f *cmdutil.Factory, runF func(context.Context, *StatusOptions) error) *cobra.Command {
+	opts := &StatusOptions{IO: f.IOStreams, Config: f.Config, Service: f.Service, Now: f.Now}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Is a watcher running; messages by state; today's auto-sends and tokens",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// The service is set by whoever assembles the tree, after
+			// the commands are built: read it when the command runs.
+			opts.Service = f.Service
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return statusRun(cmd.Context(), f, opts)
+			return statusRun(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print as JSON")
 	return cmd
 }
 
-func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
-	svc, closeSvc, err := f.Service(ctx, false)
+func statusRun(ctx context.Context, opts *StatusOptions) error {
+	out := opts.IO.Out
+	svc, closeSvc, err := opts.Service(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -48,24 +66,24 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	if !s.Watcher && len(s.Accounts) == 0 {
 		// Without a watcher nobody syncs: every configured account says
 		// so, rather than the list being empty.
-		if cfg, err := f.Config(); err == nil {
+		if cfg, err := opts.Config(); err == nil {
 			for _, a := range cfg.Accounts {
-				s.Accounts = append(s.Accounts, api.AccountStatus{Name: a.Name, State: notWatched})
+				s.Accounts = append(s.Accounts, api.AccountStatus{Name: a.Name, State: NotWatched})
 			}
 		}
 	}
 	if opts.JSON {
-		return writeJSON(f.Stdout, toStatusJSON(&s))
+		return cmdutil.WriteJSON(out, view.ToStatusJSON(&s))
 	}
 	if s.Watcher {
-		fmt.Fprintf(f.Stdout, "watcher running (pid %d, since %s)\n", s.PID, s.Started.Format("2006-01-02 15:04"))
+		fmt.Fprintf(out, "watcher running (pid %d, since %s)\n", s.PID, s.Started.Format("2006-01-02 15:04"))
 		for _, a := range s.Accounts {
 			line := fmt.Sprintf("  %s: %s", termsafe.Line(a.Name), termsafe.Line(a.State))
 			if !a.LastSync.IsZero() {
 				line += ", last sync " + a.LastSync.Format("15:04:05")
 			}
 			if !a.RetryAt.IsZero() {
-				if in := a.RetryAt.Sub(f.Now()); in > 0 {
+				if in := a.RetryAt.Sub(opts.Now()); in > 0 {
 					line += fmt.Sprintf(", next try in %s", in.Round(100*time.Millisecond))
 				} else {
 					line += ", trying again now"
@@ -80,28 +98,28 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 			if a.CopiesMissing > 0 {
 				line += fmt.Sprintf(", %s waiting for a retry (%s)", cmdutil.PluralWord(a.CopiesMissing, "IMAP copy", "IMAP copies"), termsafe.Line(a.CopyError))
 			}
-			fmt.Fprintln(f.Stdout, line)
+			fmt.Fprintln(out, line)
 			if a.LatencySamples > 0 {
-				fmt.Fprintf(f.Stdout, "    new mail reaches it in %s (median of the last %s; the last took %s)\n",
-					roundLatency(a.LatencyMedian), cmdutil.Plural(a.LatencySamples, "message"), roundLatency(a.LatencyLast))
+				fmt.Fprintf(out, "    new mail reaches it in %s (median of the last %s; the last took %s)\n",
+					humantime.Latency(a.LatencyMedian), cmdutil.Plural(a.LatencySamples, "message"), humantime.Latency(a.LatencyLast))
 				if a.LatencyMedian >= slowPush {
-					fmt.Fprintln(f.Stdout, "    slow: the server seems to report new mail only when it polls; `mailagent doctor` names the fix")
+					fmt.Fprintln(out, "    slow: the server seems to report new mail only when it polls; `mailagent doctor` names the fix")
 				}
 			}
 		}
 	} else {
-		fmt.Fprintln(f.Stdout, "no watcher running (start one with: mailagent watch)")
+		fmt.Fprintln(out, "no watcher running (start one with: mailagent watch)")
 		for _, a := range s.Accounts {
-			fmt.Fprintf(f.Stdout, "  %s: %s\n", termsafe.Line(a.Name), termsafe.Line(a.State))
+			fmt.Fprintf(out, "  %s: %s\n", termsafe.Line(a.Name), termsafe.Line(a.State))
 		}
 		if s.PID != 0 {
 			// Through the socket of another holder (api.ServeHeld).
 			stateDir := ""
-			if cfg, err := f.Config(); err == nil {
+			if cfg, err := opts.Config(); err == nil {
 				stateDir = cfg.StateDir
 			}
 			who := api.HolderName(stateDir, s.PID)
-			fmt.Fprintf(f.Stdout, "%s holds the database and serves the other commands\n", termsafe.Line(who))
+			fmt.Fprintf(out, "%s holds the database and serves the other commands\n", termsafe.Line(who))
 		}
 	}
 	var states []string
@@ -112,17 +130,17 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	if len(states) == 0 {
 		states = append(states, "none yet")
 	}
-	fmt.Fprintf(f.Stdout, "messages: %s\n", strings.Join(states, ", "))
-	fmt.Fprintf(f.Stdout, "auto-sent today: %d of %d\n", s.AutoSentToday, s.AutoSendCap)
+	fmt.Fprintf(out, "messages: %s\n", strings.Join(states, ", "))
+	fmt.Fprintf(out, "auto-sent today: %d of %d\n", s.AutoSentToday, s.AutoSendCap)
 	// Calls counts the messages whose handling used the model; a message
 	// may take several model calls (classify, draft, summary).
-	fmt.Fprintf(f.Stdout, "tokens today: %d in, %d out (%s)\n", s.TokensToday.TokensIn, s.TokensToday.TokensOut, cmdutil.Plural(int(s.TokensToday.Calls), "message"))
+	fmt.Fprintf(out, "tokens today: %d in, %d out (%s)\n", s.TokensToday.TokensIn, s.TokensToday.TokensOut, cmdutil.Plural(int(s.TokensToday.Calls), "message"))
 	if u := s.TokensToday; u.ModelCalls > 0 {
 		p95 := "over 60s"
 		if d, ok := u.LatencyP95(); ok {
 			p95 = "at most " + d.String()
 		}
-		fmt.Fprintf(f.Stdout, "model latency today: mean %s, p95 %s (%s)\n", meanLatency(u), p95, cmdutil.Plural(int(u.ModelCalls), "model call"))
+		fmt.Fprintf(out, "model latency today: mean %s, p95 %s (%s)\n", meanLatency(u), p95, cmdutil.Plural(int(u.ModelCalls), "model call"))
 	}
 	return nil
 }
@@ -133,17 +151,8 @@ func statusRun(ctx context.Context, f *Factory, opts *StatusOptions) error {
 // is far below.
 const slowPush = 10 * time.Second
 
-// roundLatency shows a push latency to a tenth of a second under a
-// minute, to the second above.
-func roundLatency(d time.Duration) string {
-	if d < time.Minute {
-		return d.Round(100 * time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
-}
-
-// notWatched is an account's state in status when no watcher runs.
-const notWatched = "not watched (no watcher running)"
+// NotWatched is an account's state in status when no watcher runs.
+const NotWatched = "not watched (no watcher running)"
 
 // meanLatency is the day's mean model latency to the millisecond, and
 // "under 1ms" for a model that answers faster (a mean of "0s" reads as

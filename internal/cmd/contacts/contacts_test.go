@@ -1,0 +1,80 @@
+package contacts
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/mailagent/mailagent/internal/cmdutil"
+	"github.com/mailagent/mailagent/internal/iostreams"
+	"github.com/mailagent/mailagent/store"
+)
+
+// colAt is the display column where needle starts in line, -1 if absent.
+func colAt(line, needle string) int {
+	i := strings.Index(line, needle)
+	if i < 0 {
+		return -1
+	}
+	return ansi.StringWidth(line[:i])
+}
+
+var wideSubjects = []string{
+	"会議の時間について",        // CJK: two cells per character
+	"Party 🎉🎂 tonight", // emoji
+	"plain ascii subject",
+	"한국어 제목 🇰🇷 mixed",
+}
+
+func TestContactsTableAlignsWideNames(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var cs []store.Contact
+	for i, s := range wideSubjects {
+		cs = append(cs, store.Contact{Email: strings.Repeat("b", i+1) + "@example.org", Name: s, Inbound: 10 + i, LastSeen: now})
+	}
+	var b bytes.Buffer
+	printContacts(&b, cs, now)
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	want := colAt(lines[0], "KNOWN")
+	for i, l := range lines[1:] {
+		if got := colAt(l, "false"); got != want {
+			t.Errorf("row %d (%q): KNOWN at display column %d, header at %d\n%s", i, wideSubjects[i], got, want, b.String())
+		}
+	}
+}
+
+// TestNewCmdContactsFlags: each verb fills its options (action, email,
+// note, --account, --json, --yes) and carries the factory's streams and
+// prompter.
+func TestNewCmdContactsFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want ContactsOptions
+	}{
+		{[]string{"list", "--json", "--account", "work"}, ContactsOptions{Action: "list", JSON: true, Account: "work"}},
+		{[]string{"show", "bob@example.org"}, ContactsOptions{Action: "show", Email: "bob@example.org"}},
+		{[]string{"forget", "-y", "bob@example.org"}, ContactsOptions{Action: "forget", Email: "bob@example.org", Yes: true}},
+		{[]string{"note", "bob@example.org", "prefers mornings"}, ContactsOptions{Action: "note", Email: "bob@example.org", Note: "prefers mornings"}},
+	}
+	for _, tt := range tests {
+		ios, _, _, _ := iostreams.Test()
+		f := cmdutil.New(ios)
+		var got *ContactsOptions
+		cmd := NewCmdContacts(f, func(_ context.Context, o *ContactsOptions) error { got = o; return nil })
+		cmd.SetArgs(tt.args)
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		if got == nil || got.IO != ios || got.Prompter == nil {
+			t.Fatalf("%v: runF got %+v, want the factory's streams and prompter", tt.args, got)
+		}
+		if got.Action != tt.want.Action || got.Email != tt.want.Email || got.Note != tt.want.Note ||
+			got.Account != tt.want.Account || got.JSON != tt.want.JSON || got.Yes != tt.want.Yes {
+			t.Errorf("%v: got %+v, want %+v", tt.args, *got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,100 @@
+// Package root assembles mailagent's command tree and runs it: Main is
+// the whole of the program's wiring (cmd/mailagent/main.go calls it). Each
+// command group lives in its own package under internal/cmd and takes
+// the Factory; application behaviour lives below, in internal/app.
+package root
+
+import (
+	"context"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mailagent/mailagent/internal/cmd/contacts"
+	"github.com/mailagent/mailagent/internal/cmd/decisions"
+	"github.com/mailagent/mailagent/internal/cmd/explain"
+	"github.com/mailagent/mailagent/internal/cmd/man"
+	"github.com/mailagent/mailagent/internal/cmd/mcp"
+	"github.com/mailagent/mailagent/internal/cmd/memory"
+	"github.com/mailagent/mailagent/internal/cmd/schedule"
+	"github.com/mailagent/mailagent/internal/cmd/status"
+	"github.com/mailagent/mailagent/internal/cmd/version"
+	"github.com/mailagent/mailagent/internal/cmdutil"
+	"github.com/mailagent/mailagent/internal/iostreams"
+)
+
+// Wire adds to f what the application tier provides (Service) and
+// returns the command groups that are not packages of internal/cmd yet
+// (issue 27's move; nil once every group has moved).
+type Wire func(f *cmdutil.Factory) []*cobra.Command
+
+// Main runs the command line over ios and returns the process exit code.
+// It is the only place that prints the final error (cmdutil.Report).
+func Main(args []string, ios *iostreams.IOStreams, wire Wire) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	f := cmdutil.New(ios)
+	defer f.Close()
+	var more []*cobra.Command
+	if wire != nil {
+		more = wire(f)
+	}
+	return Run(ctx, f, NewCmdRoot(f, more...), args)
+}
+
+// Run executes root with args and reports its error on f's stderr.
+func Run(ctx context.Context, f *cmdutil.Factory, root *cobra.Command, args []string) int {
+	root.SetArgs(args)
+	root.SetIn(f.IOStreams.In)
+	root.SetOut(f.IOStreams.Out)
+	root.SetErr(f.IOStreams.ErrOut)
+	return cmdutil.Report(f.IOStreams.ErrOut, root.ExecuteContext(ctx))
+}
+
+// NewCmdRoot is the `mailagent` command with every group: those of
+// internal/cmd and more. It registers the global flags into f, shell
+// completion, the examples, and the usage rules (cmdutil.UsageArgs)
+// over the whole tree.
+func NewCmdRoot(f *cmdutil.Factory, more ...*cobra.Command) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mailagent",
+		Short: "A terminal-first email triage agent for any IMAP mailbox",
+		Long: `mailagent reads an IMAP mailbox, classifies each message with a
+schema-checked model call, answers low-risk mail itself behind deterministic
+safety gates, and queues everything else as drafts for you to review.
+
+The model is assumed compromised: code, not the model, decides who receives
+mail, whether a send happens at all, and what the model gets to see.`,
+		Example: `  mailagent demo                # try it: no account, no key, no network
+  mailagent init                # write a configuration, then run doctor
+  mailagent watch               # run the agent
+  mailagent review              # approve, edit or reject its drafts`,
+		Version:       cmdutil.Version(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	// --version prints what `mailagent version` prints.
+	root.SetVersionTemplate("mailagent {{.Version}}\n")
+	root.PersistentFlags().StringVar(&f.ConfigPath, "config", "", "config file (default $MAILAGENT_CONFIG, then $XDG_CONFIG_HOME/mailagent/config.toml)")
+	root.PersistentFlags().StringVar(&f.StateDir, "state-dir", "", "state directory (default state_dir from the config, then $XDG_STATE_HOME/mailagent)")
+	root.PersistentFlags().BoolVarP(&f.Verbose, "verbose", "v", false, "also log to stderr")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cmdutil.UsageErr("%v", err) })
+
+	root.AddCommand(more...)
+	root.AddCommand(
+		version.NewCmdVersion(f, nil),
+		man.NewCmdMan(f, nil),
+		mcp.NewCmdMCP(f, nil),
+		explain.NewCmdExplain(f, nil),
+		memory.NewCmdMemory(f, nil),
+		contacts.NewCmdContacts(f, nil),
+		schedule.NewCmdSchedule(f, nil),
+		decisions.NewCmdDecisions(f, nil),
+		status.NewCmdStatus(f, nil),
+	)
+	registerCompletions(root, f)
+	cmdutil.UsageArgs(root)
+	applyExamples(root)
+	return root
+}
