@@ -32,7 +32,7 @@ if [[ -n ${BENCH_MAILAGENT:-} ]]; then cp "$BENCH_MAILAGENT" "$BIN/mailagent"; f
 wait_imap
 machine
 
-(cd "${BENCH_CORPUS_REPO:-$REPO}" && "$BIN/benchtool" load -user "$USER_" -mailbox "$MBOX" -set all -n "${BENCH_N:-0}")
+(cd "${BENCH_CORPUS_REPO:-$REPO}" && "$BIN/benchtool" load -user "$USER_" -mailbox "$MBOX" -set all -n "${BENCH_N:-0}" ${BENCH_LOAD_RAW:+-raw})
 
 start_fake 0s
 STATE_BASE=${BENCH_STATE_BASE:-$WORK}
