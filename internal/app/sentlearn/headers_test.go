@@ -3,72 +3,16 @@ package sentlearn
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/memimap"
+	"github.com/mailagent/mailagent/internal/rig/bench"
 )
-
-// countingProxy forwards TCP connections to target and counts the bytes
-// the server sends back.
-type countingProxy struct {
-	ln   net.Listener
-	down atomic.Int64
-	wg   sync.WaitGroup
-}
-
-func startProxy(t *testing.T, target string) *countingProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &countingProxy{ln: ln}
-	t.Cleanup(func() { _ = ln.Close(); p.wg.Wait() })
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			p.wg.Add(2)
-			go func() { defer p.wg.Done(); _, _ = io.Copy(s, c); _ = s.Close() }()
-			go func() {
-				defer p.wg.Done()
-				_, _ = io.Copy(countWriter{c, &p.down}, s)
-				_ = c.Close()
-			}()
-		}
-	}()
-	return p
-}
-
-// countWriter adds what it writes to n as it goes.
-type countWriter struct {
-	w io.Writer
-	n *atomic.Int64
-}
-
-func (cw countWriter) Write(b []byte) (int, error) {
-	k, err := cw.w.Write(b)
-	cw.n.Add(int64(k))
-	return k, err
-}
 
 // sentMessage is a message the owner sent to to, with a body of bodyBytes
 // (an attachment, say).
@@ -105,10 +49,9 @@ func TestLearnReadsHeadersOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	proxy := startProxy(t, srv.Addr())
-	port := proxy.ln.Addr().(*net.TCPAddr).Port
+	proxy := bench.StartCountingProxy(t, srv.Addr())
 	dial := func() *imapsync.Client {
-		c, err := imapsync.Dial(ctx, imapsync.Options{Host: "127.0.0.1", Port: port, Security: imapsync.SecurityInsecure, Username: "ada", Password: "pw"})
+		c, err := imapsync.Dial(ctx, imapsync.Options{Host: "127.0.0.1", Port: proxy.Port, Security: imapsync.SecurityInsecure, Username: "ada", Password: "pw"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,13 +60,13 @@ func TestLearnReadsHeadersOnly(t *testing.T) {
 	}
 
 	c := dial()
-	before := proxy.down.Load()
+	before := proxy.Down()
 	st := &markOnly{}
 	got, err := Learn(ctx, c, Account{Name: "a", SentMailbox: "Sent", Owner: agent.Owner{Addresses: []string{"ada@example.com"}}}, st, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	learnBytes := proxy.down.Load() - before
+	learnBytes := proxy.Down() - before
 	var want []string
 	for i := range n {
 		if i%4 != 3 {
@@ -148,11 +91,11 @@ func TestLearnReadsHeadersOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before = proxy.down.Load()
+	before = proxy.Down()
 	if err := c2.Fetch(ctx, uids, imapsync.FetchOptions{MaxMessageBytes: agent.SentFetchBytes}, func(imapsync.RawMessage) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if whole := proxy.down.Load() - before; whole < int64(n*body) {
+	if whole := proxy.Down() - before; whole < int64(n*body) {
 		t.Errorf("control: whole messages read %d bytes, want at least %d: the counter does not count", whole, n*body)
 	}
 	t.Logf("Learn read %d bytes for %d Sent messages of %d KiB each", learnBytes, n, body>>10)
