@@ -20,7 +20,7 @@ fi
 A=$1 B=$2
 RUNS=${RUNS:-5}
 USER_=carol@example.test
-MBOX=bench-ingest
+MBOX=${BENCH_MAILBOX:-bench-ingest}
 build
 wait_imap
 machine

@@ -19,12 +19,15 @@
 # BENCH_CORPUS_REPO (a checkout whose ../shared/corpora holds the corpus;
 # default this one, e.g. /work/main from a worktree elsewhere),
 # BENCH_MAILAGENT (time this mailagent binary instead of the checkout's).
+# BENCH_MAILBOX (carol's mailbox to load, default bench-ingest: another name
+# keeps two sessions on the shared stack apart), BENCH_LOAD_RAW=1 (APPEND
+# the files as they are on disk: see scripts/bench-dovecot-default.sh).
 source "$(dirname "$0")/bench-lib.sh"
 RUNS=${RUNS:-3}
 # best of the arguments (the smallest).
 best() { printf '%s\n' "$@" | sort -g | head -1; }
 USER_=carol@example.test
-MBOX=bench-ingest
+MBOX=${BENCH_MAILBOX:-bench-ingest}
 build
 # BENCH_MAILAGENT: another mailagent binary to time instead (a before/after
 # comparison with the same script).
