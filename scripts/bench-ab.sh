@@ -20,11 +20,11 @@ fi
 A=$1 B=$2
 RUNS=${RUNS:-5}
 USER_=carol@example.test
-MBOX=bench-ingest
+MBOX=${BENCH_MAILBOX:-bench-ingest}
 build
 wait_imap
 machine
-(cd "${BENCH_CORPUS_REPO:-$REPO}" && "$BIN/benchtool" load -user "$USER_" -mailbox "$MBOX" -set all -n "${BENCH_N:-0}")
+[[ -n ${BENCH_SKIP_LOAD:-} ]] || (cd "${BENCH_CORPUS_REPO:-$REPO}" && "$BIN/benchtool" load -user "$USER_" -mailbox "$MBOX" -set all -n "${BENCH_N:-0}" ${BENCH_LOAD_RAW:+-raw})
 start_fake 0s
 write_config "$WORK/config.toml" "$WORK/state" "$USER_" "$MBOX" "${BENCH_CONCURRENCY:-4}"
 cp "$WORK/config.toml" "$WORK/config-a.toml"

@@ -19,12 +19,19 @@
 # BENCH_CORPUS_REPO (a checkout whose ../shared/corpora holds the corpus;
 # default this one, e.g. /work/main from a worktree elsewhere),
 # BENCH_MAILAGENT (time this mailagent binary instead of the checkout's).
+# BENCH_MAILBOX (carol's mailbox to load, default bench-ingest: another name
+# keeps two sessions on the shared stack apart), BENCH_LOAD_RAW=1 (APPEND
+# the files as they are on disk: see scripts/bench-dovecot-default.sh),
+# BENCH_SKIP_LOAD=1 (the mailbox is loaded already: skip the 3-minute load),
+# BENCH_MBSYNC_NOFSYNC=1 (each round also times mbsync with FSync no: its
+# time without its own 12,095 fsyncs, which do not move with the disk;
+# BENCHMARKS.md section 22.1).
 source "$(dirname "$0")/bench-lib.sh"
 RUNS=${RUNS:-3}
 # best of the arguments (the smallest).
 best() { printf '%s\n' "$@" | sort -g | head -1; }
 USER_=carol@example.test
-MBOX=bench-ingest
+MBOX=${BENCH_MAILBOX:-bench-ingest}
 build
 # BENCH_MAILAGENT: another mailagent binary to time instead (a before/after
 # comparison with the same script).
@@ -32,7 +39,7 @@ if [[ -n ${BENCH_MAILAGENT:-} ]]; then cp "$BENCH_MAILAGENT" "$BIN/mailagent"; f
 wait_imap
 machine
 
-(cd "${BENCH_CORPUS_REPO:-$REPO}" && "$BIN/benchtool" load -user "$USER_" -mailbox "$MBOX" -set all -n "${BENCH_N:-0}")
+[[ -n ${BENCH_SKIP_LOAD:-} ]] || (cd "${BENCH_CORPUS_REPO:-$REPO}" && "$BIN/benchtool" load -user "$USER_" -mailbox "$MBOX" -set all -n "${BENCH_N:-0}" ${BENCH_LOAD_RAW:+-raw})
 
 start_fake 0s
 STATE_BASE=${BENCH_STATE_BASE:-$WORK}
@@ -42,6 +49,8 @@ SEC=${BENCH_IMAP_SECURITY:-insecure}
 if [[ $SEC == starttls ]]; then SSL="SSLType STARTTLS
 CertificateFile $MAILAGENT_E2E_CA"; else SSL="SSLType None"; fi
 cat >"$WORK/mbsyncrc" <<RC
+FSync yes
+
 IMAPAccount bench
 Host $MAILAGENT_E2E_IMAP_HOST
 Port $MAILAGENT_E2E_IMAP_PORT
@@ -66,6 +75,8 @@ Create Near
 SyncState *
 RC
 chmod 600 "$WORK/mbsyncrc"
+sed 's/^FSync yes$/FSync no/' "$WORK/mbsyncrc" >"$WORK/mbsyncrc-nofsync"
+chmod 600 "$WORK/mbsyncrc-nofsync"
 
 wait_imap
 rm -rf "$WORK/maildir"; mkdir -p "$WORK/maildir"
@@ -73,8 +84,17 @@ t0=$(now_s)
 mbsync -c "$WORK/mbsyncrc" -q bench 2>"$WORK/mbsync.err" || true
 printf 'warm-up mbsync  %.3f s  (untimed: Dovecot builds its index and cache)\n' "$(echo "$(now_s) - $t0" | bc -l)"
 
-mb=() ma=()
+mb=() ma=() mn=()
 for i in $(seq "$RUNS"); do
+	if [[ -n ${BENCH_MBSYNC_NOFSYNC:-} ]]; then
+		wait_imap
+		rm -rf "$WORK/maildir"; mkdir -p "$WORK/maildir"
+		t0=$(now_s)
+		mbsync -c "$WORK/mbsyncrc-nofsync" -q bench 2>"$WORK/mbsync.err" || true
+		d=$(echo "$(now_s) - $t0" | bc -l)
+		mn+=("$d")
+		printf 'run %d mbsync-nofsync %.3f s\n' "$i" "$d"
+	fi
 	for try in 1 2 3; do
 		wait_imap
 		rm -rf "$WORK/maildir"; mkdir -p "$WORK/maildir"
@@ -112,6 +132,12 @@ mbb=$(best "${mb[@]}")
 mab=$(best "${ma[@]}")
 printf 'best   mbsync %.3f s, mailagent %.3f s, ratio mailagent/mbsync = %.2fx\n' "$mbb" "$mab" "$(echo "$mab / $mbb" | bc -l)"
 printf 'median mbsync %.3f s, mailagent %.3f s, ratio mailagent/mbsync = %.2fx\n' "$mbm" "$mam" "$(echo "$mam / $mbm" | bc -l)"
+if [[ ${#mn[@]} -gt 0 ]]; then
+	mnb=$(best "${mn[@]}") mnm=$(median "${mn[@]}")
+	printf 'best   mbsync FSync no %.3f s, ratio mailagent/that = %.2fx\n' "$mnb" "$(echo "$mab / $mnb" | bc -l)"
+	printf 'median mbsync FSync no %.3f s, ratio mailagent/that = %.2fx\n' "$mnm" "$(echo "$mam / $mnm" | bc -l)"
+fi
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 if [[ -n ${BENCH_PROFILE:-} ]]; then
 	echo "--- profile: where mailagent's time goes"

@@ -2,12 +2,14 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/genai"
@@ -42,7 +44,18 @@ type Gemini struct {
 	model   string
 	timeout time.Duration
 	secret  string
+
+	// schemas holds, per response schema (its JSON as the key), the
+	// responseSchema the SDK sent for it the first time, so that later
+	// calls hand the SDK those bytes instead of a schema to convert and
+	// marshal through its JSON round trips again (see Generate).
+	schemas sync.Map // string -> json.RawMessage
+	nSchema atomic.Int32
 }
+
+// maxCachedSchemas bounds Gemini.schemas: the product asks a handful of
+// schemas; one that varies per call is converted each time, as before.
+const maxCachedSchemas = 64
 
 // NewGemini builds a Gemini model. It does not contact the server.
 func NewGemini(ctx context.Context, cfg GeminiConfig) (*Gemini, error) {
@@ -97,12 +110,25 @@ func (g *Gemini) Generate(ctx context.Context, req Request) (*Response, error) {
 		cfg.SystemInstruction = genai.NewContentFromText(req.System, genai.RoleUser)
 	}
 	if req.Schema != nil {
-		s, err := toGenaiSchema(req.Schema, "$")
-		if err != nil {
-			return nil, fmt.Errorf("gemini: %w", err)
-		}
 		cfg.ResponseMIMEType = "application/json"
-		cfg.ResponseSchema = s
+		// The schema goes into the body as the bytes the SDK made of it
+		// the first time: the request is byte for byte the same
+		// (TestGeminiCachedSchemaSameRequest), without the SDK's
+		// conversions of the schema on every call.
+		key, err := json.Marshal(req.Schema)
+		if err != nil {
+			return nil, fmt.Errorf("gemini: schema: %w", err)
+		}
+		if raw, ok := g.schemas.Load(string(key)); ok {
+			cfg.HTTPOptions = &genai.HTTPOptions{ExtrasRequestProvider: putSchema(raw.(json.RawMessage))}
+		} else {
+			s, err := toGenaiSchema(req.Schema, "$")
+			if err != nil {
+				return nil, fmt.Errorf("gemini: %w", err)
+			}
+			cfg.ResponseSchema = s
+			cfg.HTTPOptions = &genai.HTTPOptions{ExtrasRequestProvider: g.keepSchema(string(key))}
+		}
 	}
 	contents := []*genai.Content{genai.NewContentFromText(req.Prompt, genai.RoleUser)}
 
@@ -115,6 +141,39 @@ func (g *Gemini) Generate(ctx context.Context, req Request) (*Response, error) {
 		return nil, g.wrapErr(ctx, callCtx, err, meta)
 	}
 	return g.toResponse(resp)
+}
+
+// keepSchema returns a request hook that records the body's
+// responseSchema, as the SDK made it, under key, and leaves the body as it
+// is.
+func (g *Gemini) keepSchema(key string) genai.ExtrasRequestProvider {
+	return func(body map[string]any) map[string]any {
+		gc, _ := body["generationConfig"].(map[string]any)
+		rs, ok := gc["responseSchema"]
+		if !ok || g.nSchema.Load() >= maxCachedSchemas {
+			return body
+		}
+		if raw, err := json.Marshal(rs); err == nil {
+			if _, loaded := g.schemas.LoadOrStore(key, json.RawMessage(raw)); !loaded {
+				g.nSchema.Add(1)
+			}
+		}
+		return body
+	}
+}
+
+// putSchema returns a request hook that sets the body's responseSchema to
+// raw (recorded by keepSchema).
+func putSchema(raw json.RawMessage) genai.ExtrasRequestProvider {
+	return func(body map[string]any) map[string]any {
+		gc, _ := body["generationConfig"].(map[string]any)
+		if gc == nil {
+			gc = map[string]any{}
+			body["generationConfig"] = gc
+		}
+		gc["responseSchema"] = raw
+		return body
+	}
 }
 
 func (g *Gemini) toResponse(resp *genai.GenerateContentResponse) (*Response, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -275,6 +276,43 @@ func (m *Mailer) DeleteDraft(ctx context.Context, account string, uid uint32) er
 // own, closed at the end: the account's action connection (sends,
 // approvals, drafts) is never held for it.
 func (m *Mailer) FetchSent(ctx context.Context, account string, after uint32, since time.Time, maxBytes int64, fn func(imapsync.RawMessage) error) (uidvalidity uint32, err error) {
+	return m.withSent(ctx, account, after, since, func(c *imapsync.Client, _ uint32, uids []uint32) error {
+		return c.Fetch(ctx, uids, imapsync.FetchOptions{MaxMessageBytes: maxBytes}, fn)
+	})
+}
+
+// FetchSentPicked is FetchSent in two passes: the header of every Sent
+// message with UID > after (dated since since) is read first
+// (BODY.PEEK[HEADER]), in UID order, and pick, given the folder's
+// UIDVALIDITY, the UID and the header, says whether the message's body is
+// needed; fn then gets each picked message (up to maxBytes of it, as
+// FetchSent), in UID order. A Sent folder costs its headers plus the
+// bodies asked for, not every body. It returns the folder's UIDVALIDITY.
+func (m *Mailer) FetchSentPicked(ctx context.Context, account string, after uint32, since time.Time, maxBytes int64,
+	pick func(uidvalidity, uid uint32, header []byte) bool, fn func(imapsync.RawMessage) error) (uint32, error) {
+	return m.withSent(ctx, account, after, since, func(c *imapsync.Client, uv uint32, uids []uint32) error {
+		slices.Sort(uids)
+		var picked []uint32
+		for start := 0; start < len(uids); start += sentCheckBatch {
+			batch := uids[start:min(start+sentCheckBatch, len(uids))]
+			hdrs, err := c.FetchHeaders(ctx, batch, sentCheckBytes)
+			if err != nil {
+				return err
+			}
+			for _, uid := range batch {
+				if h, ok := hdrs[uid]; ok && pick(uv, uid, h) {
+					picked = append(picked, uid)
+				}
+			}
+		}
+		return c.Fetch(ctx, picked, imapsync.FetchOptions{MaxMessageBytes: maxBytes}, fn)
+	})
+}
+
+// withSent runs f on a connection of its own with the account's Sent
+// folder selected read-only (f gets its UIDVALIDITY) and the UIDs above
+// after dated since since found; it returns the folder's UIDVALIDITY.
+func (m *Mailer) withSent(ctx context.Context, account string, after uint32, since time.Time, f func(c *imapsync.Client, uidvalidity uint32, uids []uint32) error) (uint32, error) {
 	a, err := m.account(account)
 	if err != nil {
 		return 0, err
@@ -312,7 +350,7 @@ func (m *Mailer) FetchSent(ctx context.Context, account string, after uint32, si
 	if err != nil {
 		return 0, err
 	}
-	if err := c.Fetch(ctx, uids, imapsync.FetchOptions{MaxMessageBytes: maxBytes}, fn); err != nil {
+	if err := f(c, st.UIDValidity, uids); err != nil {
 		return 0, err
 	}
 	return st.UIDValidity, nil
@@ -330,17 +368,37 @@ func (a *AccountMailer) sentFolder(ctx context.Context) (string, error) {
 	return name, err
 }
 
-// sentCheckBytes is how much of each message ReadSent fetches: the header
-// is what matters.
+// sentCheckBytes caps each Sent header ReadSent fetches.
 const sentCheckBytes = 64 << 10
+
+// sentCheckBatch is how many Sent headers one UID FETCH of ReadSent asks
+// for.
+const sentCheckBatch = 500
 
 var _ agent.SentReader = (*Mailer)(nil)
 
-// ReadSent implements agent.SentReader: fn gets each Sent-folder message
-// from since's day on (larger ones partially: header and first text part).
+// ReadSent implements agent.SentReader: fn gets the header (BODY.PEEK[HEADER],
+// no body) of each Sent-folder message from since's day on, in UID order.
+// What it is read for (agent's ownerAnsweredInSent) asks From, To, Cc,
+// In-Reply-To, Message-ID and the automatic and trace headers, never a body.
 func (m *Mailer) ReadSent(ctx context.Context, account string, since time.Time, fn func(raw []byte) error) error {
-	_, err := m.FetchSent(ctx, account, 0, since, sentCheckBytes, func(r imapsync.RawMessage) error {
-		return fn(r.Raw)
+	_, err := m.withSent(ctx, account, 0, since, func(c *imapsync.Client, _ uint32, uids []uint32) error {
+		slices.Sort(uids)
+		for start := 0; start < len(uids); start += sentCheckBatch {
+			batch := uids[start:min(start+sentCheckBatch, len(uids))]
+			hdrs, err := c.FetchHeaders(ctx, batch, sentCheckBytes)
+			if err != nil {
+				return err
+			}
+			for _, uid := range batch {
+				if h, ok := hdrs[uid]; ok {
+					if err := fn(h); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
 	})
 	return err
 }

@@ -58,13 +58,19 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 	// handling itself uses the same IMAP connection (to drop drafts).
 	var mine []*mail.Message
 	asks := map[*mail.Message]bool{} // for reply tracking
-	uv, err := d.Mailer.FetchSent(ctx, account, cp.LastUID, since, agent.SentFetchBytes, func(r imapsync.RawMessage) error {
-		if ok && r.UIDValidity != cp.UIDValidity {
-			return nil // handled below: rescan from scratch
+	// Headers first: only the mail From the owner is read whole (its words
+	// teach drafts their voice, and whether it asks something starts reply
+	// tracking); the rest of the folder costs its headers.
+	pick := func(uv, uid uint32, header []byte) bool {
+		if ok && uv != cp.UIDValidity {
+			return false // handled below: rescan from scratch
 		}
-		if r.UID > last {
-			last = r.UID
+		if uid > last {
+			last = uid
 		}
+		return acct.Owner.IsOwner(mail.Parse(header).From.Email)
+	}
+	uv, err := d.Mailer.FetchSentPicked(ctx, account, cp.LastUID, since, agent.SentFetchBytes, pick, func(r imapsync.RawMessage) error {
 		m := mail.Parse(r.Raw)
 		if acct.Owner.IsOwner(m.From.Email) {
 			// Keep what is needed, not the bodies.

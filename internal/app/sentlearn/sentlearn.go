@@ -39,8 +39,16 @@ type OutboxIndex interface {
 	OutboxByMessageID(account string, ids []string) (map[string]store.OutboxRef, error)
 }
 
-// Learn reads the Sent folder of a (messages dated since since) over c,
-// read-only, and marks the recipients agent.KnownFromSent names as known
+// HeaderBytes caps each Sent message's header read by Learn (a header
+// longer than this is cut, as the whole message was cut before).
+const HeaderBytes = 64 << 10
+
+// headerBatch is how many Sent messages one UID FETCH asks for, so that a
+// big folder is not held in memory at once.
+const headerBatch = 500
+
+// Learn reads the headers of the Sent folder of a (messages dated since
+// since) over c, read-only (BODY.PEEK[HEADER], no body), and marks the recipients agent.KnownFromSent names as known
 // contacts in st, in one transaction. It returns the addresses marked, in
 // the order first seen. c stays open and selected on the Sent folder. An
 // error leaves st unchanged.
@@ -60,18 +68,31 @@ func Learn(ctx context.Context, c *imapsync.Client, a Account, st Store, since t
 	if err != nil {
 		return nil, fmt.Errorf("account %s: search Sent: %w", a.Name, err)
 	}
+	// Headers only (BODY.PEEK[HEADER]): agent.KnownFromSent reads From,
+	// To, Cc, Bcc, Message-ID and the headers that mark automatic or
+	// mailagent's mail, never a body. A big Sent folder costs its headers,
+	// not its attachments.
 	var msgs []*mail.Message
-	err = c.Fetch(ctx, uids, imapsync.FetchOptions{MaxMessageBytes: agent.SentFetchBytes}, func(r imapsync.RawMessage) error {
-		m := mail.Parse(r.Raw)
-		if a.Owner.IsOwner(m.From.Email) {
-			// The headers and addresses are kept, not the bodies.
-			msgs = append(msgs, &mail.Message{MessageID: m.MessageID, Synthesized: m.Synthesized, From: m.From, To: m.To, Cc: m.Cc,
-				Header: m.Header})
+	for start := 0; start < len(uids); start += headerBatch {
+		batch := uids[start:min(start+headerBatch, len(uids))]
+		hdrs, err := c.FetchHeaders(ctx, batch, HeaderBytes)
+		if err != nil {
+			return nil, fmt.Errorf("account %s: read Sent: %w", a.Name, err)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("account %s: read Sent: %w", a.Name, err)
+		for _, uid := range batch {
+			h, ok := hdrs[uid]
+			if !ok {
+				continue // expunged meanwhile
+			}
+			// A header alone parses as a message with an empty body. A
+			// Message-ID synthesized from it differs from one synthesized
+			// from the whole message; Known never looks those up.
+			m := mail.Parse(h)
+			if a.Owner.IsOwner(m.From.Email) {
+				msgs = append(msgs, &mail.Message{MessageID: m.MessageID, Synthesized: m.Synthesized, From: m.From, To: m.To, Cc: m.Cc,
+					Header: m.Header})
+			}
+		}
 	}
 	known, err := Known(a, st, msgs)
 	if err != nil || len(known) == 0 {

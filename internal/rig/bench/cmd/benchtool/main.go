@@ -174,6 +174,7 @@ func load(ctx context.Context, args []string) error {
 	mailbox := fs.String("mailbox", "bench-ingest", "mailbox to reset and fill")
 	set := fs.String("set", "all", "all (ham and spam, 6,046 messages) or ham")
 	n := fs.Int("n", 0, "at most N messages (0 = all)")
+	raw := fs.Bool("raw", false, "APPEND each file as it is on disk (mbox From line, bare LF), not stripped and CRLF")
 	_ = fs.Parse(args)
 	st, err := bench.StackFromEnv()
 	if err != nil {
@@ -193,7 +194,7 @@ func load(ctx context.Context, args []string) error {
 	// Other test suites sharing the stack may restart Dovecot: start over
 	// (reset and reload) a few times rather than fail.
 	for attempt := 1; ; attempt++ {
-		err := loadOnce(ctx, st, *user, *mailbox, files)
+		err := loadOnce(ctx, st, *user, *mailbox, files, *raw)
 		if err == nil || attempt == 5 || ctx.Err() != nil {
 			return err
 		}
@@ -204,7 +205,9 @@ func load(ctx context.Context, args []string) error {
 	}
 }
 
-func loadOnce(ctx context.Context, st *bench.Stack, user, mailbox string, files []string) error {
+// loadOnce resets mailbox and APPENDs files to it: each stripped of its
+// mbox From line and turned to CRLF, or with asIs exactly as on disk.
+func loadOnce(ctx context.Context, st *bench.Stack, user, mailbox string, files []string, asIs bool) error {
 	c, err := dialIMAP(st, user, nil)
 	if err != nil {
 		return err
@@ -219,11 +222,18 @@ func loadOnce(ctx context.Context, st *bench.Stack, user, mailbox string, files 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		raw, err := bench.ReadMessage(f)
+		var raw []byte
+		if asIs {
+			raw, err = os.ReadFile(f)
+		} else {
+			raw, err = bench.ReadMessage(f)
+		}
 		if err != nil {
 			return err
 		}
-		raw = bench.CRLF(raw)
+		if !asIs {
+			raw = bench.CRLF(raw)
+		}
 		bytesTotal += len(raw)
 		if err := appendRaw(c, mailbox, raw); err != nil {
 			return fmt.Errorf("append %d (%s): %w", i+1, f, err)
