@@ -400,7 +400,8 @@ func TestDemoServerLogsGoToLogFile(t *testing.T) {
 
 // TestReleaseArchivesShipManPages: CI builds no release, so this checks
 // the three pieces that put the man pages into the archives fit together:
-// .goreleaser.yaml's before hook runs the hidden `man` command into ./man,
+// .goreleaser.yaml's before hook runs packaging/prepare.sh, which runs the
+// hidden `man` command into ./man,
 // its archives take man/*.1, and `man` writes its pages there as *.1.
 func TestReleaseArchivesShipManPages(t *testing.T) {
 	cfg, err := os.ReadFile("../../.goreleaser.yaml")
@@ -408,9 +409,18 @@ func TestReleaseArchivesShipManPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(cfg)
-	hook := regexp.MustCompile(`(?m)^\s*- sh -c '.*rm -rf man && .*go run .* \./cmd/mailagent man man'\s*$`)
+	// The hook runs packaging/prepare.sh, the one recipe (the .deb/.rpm
+	// test runs it too), which builds the binary and runs `man man`.
+	hook := regexp.MustCompile(`(?m)^\s*- sh packaging/prepare\.sh \{\{ \.Version \}\} \{\{ \.CommitTimestamp \}\}\s*$`)
 	if !hook.MatchString(s) || strings.Index(s, "before:") > strings.Index(s, "builds:") {
-		t.Errorf(".goreleaser.yaml: no before hook that writes the man pages into ./man")
+		t.Errorf(".goreleaser.yaml: no before hook that runs packaging/prepare.sh")
+	}
+	prep, err := os.ReadFile("../../packaging/prepare.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^rm -rf man\b`).Match(prep) || !regexp.MustCompile(`(?m)^SOURCE_DATE_EPOCH=\$epoch "\$tool/mailagent" man man$`).Match(prep) {
+		t.Errorf("packaging/prepare.sh does not write the man pages into ./man afresh")
 	}
 	archives := s[strings.Index(s, "archives:"):]
 	if !regexp.MustCompile(`(?m)^\s*- man/\*\.1\s*$`).MatchString(archives[:strings.Index(archives, "checksum:")]) {
