@@ -146,6 +146,7 @@ func walkMail(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]
 // updated and relabelled between pages; no page examines more than the
 // budget and a run of one instant, and nothing of the third account shows.
 func TestMessageListingsEveryMatchOnce(t *testing.T) {
+	t.Parallel()
 	for _, m := range []string{"store", "socket"} {
 		t.Run(m, func(t *testing.T) {
 			st, c := bigMail(t, 900)
@@ -243,6 +244,7 @@ func TestMessageListingsEveryMatchOnce(t *testing.T) {
 // client's model, never shows through search_mail or decisions, whatever
 // the arguments. Attacks are counted.
 func TestMessageListingsHostile(t *testing.T) {
+	t.Parallel()
 	st, c := bigMail(t, 300)
 	open := func(context.Context) (api.Service, func() error, error) { return c, func() error { return nil }, nil }
 	cs := connect(t, mcpserver.Options{Open: open, Now: func() time.Time { return pageNow }, Accounts: []string{"personal", "work"}, MaxScan: 40})
