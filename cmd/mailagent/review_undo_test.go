@@ -73,12 +73,14 @@ func undoHarness(t *testing.T) (h *harness, inviteID, draftID string) {
 // answer again) and nothing is sent, even after the window. Answered
 // again and left alone, the invitation's REPLY goes out once.
 func TestReviewCancelEveryKind(t *testing.T) {
+	t.Parallel() // waits out real undo windows; shares nothing
 	for _, withWatcher := range []bool{false, true} {
 		name := "without a watcher"
 		if withWatcher {
 			name = "with a watcher"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			h, inviteID, draftID := undoHarness(t)
 			if withWatcher {
 				h.runWatch(t)
@@ -194,6 +196,7 @@ func tuiBackend(t *testing.T, h *harness) *serviceBackend {
 // itself (one message out); after q q it cancels, exits, and nothing
 // goes (the draft is back in the queue).
 func TestReviewQuitInUndoWindow(t *testing.T) {
+	t.Parallel() // waits out real undo windows; shares nothing
 	for _, tc := range []struct {
 		name  string
 		keys  []string
@@ -203,6 +206,7 @@ func TestReviewQuitInUndoWindow(t *testing.T) {
 		{"q again cancels", []string{"q", "q"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			h := newHarness(t, compromisedModel, "[policy]\napproval_delay = \"2s\"\n")
 			id := queuedFromBob(t, h, "Call on Thursday", "Can we move our call to Thursday?")
 			b := tuiBackend(t, h)
@@ -244,12 +248,14 @@ func TestReviewQuitInUndoWindow(t *testing.T) {
 // it back through the same cancel, and nothing reaches the organizer
 // after the window; the item is open to an answer again.
 func TestReviewTUICancelsRSVP(t *testing.T) {
+	t.Parallel() // waits out real undo windows; shares nothing
 	for _, withWatcher := range []bool{false, true} {
 		name := "without a watcher"
 		if withWatcher {
 			name = "with a watcher"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			h, inviteID, _ := undoHarness(t)
 			if withWatcher {
 				h.runWatch(t)
