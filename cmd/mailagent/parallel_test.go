@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -34,4 +36,23 @@ func harnessEnv(t *testing.T) {
 			t.Setenv(kv[0], kv[1])
 		}
 	}
+}
+
+// cliBinary returns the path of a mailagent executable for a test that
+// needs one on disk (a client that starts `mailagent mcp` itself): a
+// script that runs this test binary as the command (cliEnv), built as the
+// tests are (with -race under -race), instead of a go build of its own.
+func cliBinary(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "mailagent")
+	quoted := "'" + strings.ReplaceAll(self, "'", `'\''`) + "'"
+	script := "#!/bin/sh\n" + cliEnv + "=1 exec " + quoted + " \"$@\"\n"
+	if err := os.WriteFile(bin, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }
