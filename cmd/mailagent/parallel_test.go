@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -55,4 +56,27 @@ func cliBinary(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return bin
+}
+
+// refusedPort is a loopback port that refuses connections for the rest
+// of the test: a socket bound to it that never listens. A port merely
+// closed a moment ago is no such thing: another listener may take it, or
+// a connection to it from the ephemeral range may pick it as its own
+// source port and connect to itself, and then a client waits out its
+// greeting timeout (two minutes) instead of being refused.
+func refusedPort(t *testing.T) int {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa.(*syscall.SockaddrInet4).Port
 }
