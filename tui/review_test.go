@@ -315,13 +315,24 @@ func TestHostileFieldsInEveryDetail(t *testing.T) {
 	for _, kind := range []string{KindDraft, KindSent, KindDecided, KindNotify, KindNeedsReview} {
 		it := draft("h-"+kind, "x@example.com", "hostile "+kind, "high", time.Hour)
 		it.Kind = kind
-		it.Cc = []Address{{Name: bad, Email: "cc" + bad + "@example.com"}}
-		it.MessageID, it.TraceID, it.QueueID, it.OutboxID = bad, "tr_"+bad, "q_"+bad, "ob_"+bad
-		it.Decision, it.Reasons = "archive"+bad, []string{bad, "why" + bad}
-		it.Warnings = []string{"gate" + bad + ": reason" + bad}
-		it.Gates = []Gate{{Name: "g" + bad, Pass: false, Reason: bad}}
-		it.Comments, it.Error = bad, bad
-		attacks += 12
+		// One attack per hostile field: the count is the table's length.
+		hostileFields := []func(*Item){
+			func(it *Item) { it.Cc = []Address{{Name: bad, Email: "cc" + bad + "@example.com"}} },
+			func(it *Item) { it.MessageID = bad },
+			func(it *Item) { it.TraceID = "tr_" + bad },
+			func(it *Item) { it.QueueID = "q_" + bad },
+			func(it *Item) { it.OutboxID = "ob_" + bad },
+			func(it *Item) { it.Decision = "archive" + bad },
+			func(it *Item) { it.Reasons = []string{bad, "why" + bad} },
+			func(it *Item) { it.Warnings = []string{"gate" + bad + ": reason" + bad} },
+			func(it *Item) { it.Gates = []Gate{{Name: "g" + bad, Pass: false, Reason: bad}} },
+			func(it *Item) { it.Comments = bad },
+			func(it *Item) { it.Error = bad },
+		}
+		for _, set := range hostileFields {
+			set(&it)
+		}
+		attacks += len(hostileFields)
 		m := newModel(t, newFake(it), Options{NoColor: true, ASCII: true})
 		tabKey := map[string]string{KindDraft: "1", KindSent: "4", KindDecided: "5", KindNotify: "3", KindNeedsReview: "3"}[kind]
 		send(t, m, press(tabKey)...)

@@ -87,6 +87,7 @@ func TestApproveRiskyDraftAsks(t *testing.T) {
 // waits policy.approval_delay; `queue cancel` within it sends nothing and
 // hands the item back; approved again, the due timer sends it once.
 func TestApproveUndoWindowWithWatcher(t *testing.T) {
+	t.Parallel() // waits out real undo windows; shares nothing
 	// The default window (5s): long enough for the cancel below to land
 	// in it on a loaded machine.
 	const delay = 5 * time.Second

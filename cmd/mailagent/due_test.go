@@ -12,6 +12,7 @@ import (
 // through the real pipeline (IMAP in, the scheduled outbox record and its
 // event, SMTP out), not at the timer's 60 s cap.
 func TestRunningWatcherSendsDelayedReplyOnTime(t *testing.T) {
+	t.Parallel() // waits out real undo windows; shares nothing
 	h := newHarness(t, compromisedModel, autoPolicy+"send_delay = \"2s\"\n")
 	h.appendTo("Sent", "From: Ada <ada@example.com>\nTo: bob@example.org\nSubject: hi\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <s1@example.com>\n\nhi\n")
 	// The Sent scan that makes Bob known runs before new mail is handled.

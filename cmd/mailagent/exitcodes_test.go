@@ -165,8 +165,21 @@ func TestREADMEExitCodesAreProduced(t *testing.T) {
 			return stderr, code
 		},
 		ExitUnreachable: func(t *testing.T) (string, int) {
+			// The IMAP port refuses: bound, never listening (a port
+			// closed a moment ago can connect to itself or be taken).
 			h := newHarness(t, classifyReply, "")
-			_ = h.imap.Close() // nothing listens on the configured port now
+			cfg, err := os.ReadFile(h.cfgPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			imapPort := fmt.Sprintf("  port = %d\n", h.imap.Port)
+			if !strings.Contains(string(cfg), imapPort) {
+				t.Fatalf("no %q in the harness config", imapPort)
+			}
+			cfg = []byte(strings.Replace(string(cfg), imapPort, fmt.Sprintf("  port = %d\n", refusedPort(t)), 1))
+			if err := os.WriteFile(h.cfgPath, cfg, 0o600); err != nil {
+				t.Fatal(err)
+			}
 			_, stderr, code := h.run("triage")
 			return stderr, code
 		},

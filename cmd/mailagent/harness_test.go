@@ -79,8 +79,7 @@ func newHarness(t *testing.T, h geminitest.Handler, extraConfig string, imapOpts
 			extraConfig += "\n[policy]\napproval_delay = \"0s\"\n"
 		}
 	}
-	t.Setenv("MA_TEST_IMAP_PASS", ownerPass)
-	t.Setenv("MA_TEST_GEMINI_KEY", apiKey)
+	harnessEnv(t)
 	cfg := fmt.Sprintf(`state_dir = %q
 [llm]
 model = "gemini-test"

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -122,17 +121,10 @@ func startIMAP(t *testing.T, user, pass string) *memimap.Server {
 	return srv
 }
 
-// closedLoopbackPort is a loopback port nothing listens on (it was free a
-// moment ago).
+// closedLoopbackPort is a loopback port nothing listens on (refusedPort).
 func closedLoopbackPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	return port
+	return refusedPort(t)
 }
 
 // TestInterviewWrongInputs drives the interview with wrong answers a

@@ -317,28 +317,80 @@ func rawServer(t *testing.T, greeting string, reply func(line string) string) in
 
 // TestInitReachHostileServers: what a server says before any login (its
 // greeting, its CAPABILITY or EHLO replies) reaches the terminal only
-// sanitised and cut short, when the early connect test reports it. Each
-// server is one attack; each kind of control text in its output is
-// counted as one more.
+// sanitised and cut short, when the early connect test reports it; and it
+// does reach it: the owner sees the server's own words. Each server is
+// one attack; each kind of control text in its output is counted as one
+// more. The positive control prints each server's text as it was sent:
+// every probe must catch it there, so a probe that passes could have
+// failed.
 func TestInitReachHostileServers(t *testing.T) {
-	hostile := strings.ReplaceAll(hostileText, "\r\n", " ") + " \u009b31m"
-	huge := strings.Repeat(hostile, 1<<20/len(hostile)) // a 1 MiB line
+	// IMAP text ends at a CR (the client stops there), so its servers'
+	// text has the CRLF as a space; an SMTP reply keeps a bare CR, which
+	// returns the cursor to draw a fake prompt over the line, and its
+	// multi-line reply puts the prompt on a line of its own.
+	const words = "Email address: evil"
+	imapText := strings.ReplaceAll(hostileText, "\r\n", " ") + " \u009b31m"
+	smtpText := strings.ReplaceAll(hostileText, "\r\n", "\r") + " \u009b31m"
+	huge := func(s string) string { return strings.Repeat(s, 1<<20/len(s)) } // a 1 MiB line
 	tag := func(line string) string { t, _, _ := strings.Cut(line, " "); return t }
-	servers := []struct {
+	type server struct {
 		name, kind string
+		sent       string // the server's text, as the attacker wrote it
 		port       int
-	}{
-		{"imap greeting BYE", "imap", rawServer(t, "* BYE "+hostile+"\r\n", func(string) string { return "" })},
-		{"imap huge greeting", "imap", rawServer(t, "* BYE "+huge+"\r\n", func(string) string { return "" })},
-		{"imap CAPABILITY NO", "imap", rawServer(t, "* OK ready\r\n", func(l string) string { return tag(l) + " NO " + hostile + "\r\n" })},
-		{"imap huge CAPABILITY NO", "imap", rawServer(t, "* OK ready\r\n", func(l string) string { return tag(l) + " NO " + huge + "\r\n" })},
-		{"imap not IMAP4rev1", "imap", rawServer(t, "* OK ready\r\n", func(l string) string {
-			return "* CAPABILITY " + strings.ReplaceAll(hostile, " ", "") + "\r\n" + tag(l) + " OK done\r\n"
-		})},
-		{"smtp greeting 554", "smtp", rawServer(t, "554 "+hostile+"\r\n", func(string) string { return "" })},
-		{"smtp huge greeting", "smtp", rawServer(t, "554 "+huge+"\r\n", func(string) string { return "" })},
-		{"smtp EHLO refused", "smtp", rawServer(t, "220 ok\r\n", func(string) string { return "550 " + hostile + "\r\n" })},
+		shows      string // what the owner must see (sanitised, cut short)
 	}
+	raw := func(name, kind, greeting string, reply func(string) string, sent, shows string) server {
+		return server{name: name, kind: kind, sent: sent, port: rawServer(t, greeting, reply), shows: shows}
+	}
+	none := func(string) string { return "" }
+	servers := []server{
+		raw("imap greeting BYE", "imap", "* BYE "+imapText+"\r\n", none, imapText, words),
+		raw("imap huge greeting", "imap", "* BYE "+huge(imapText)+"\r\n", none, huge(imapText), words+"  "+words),
+		raw("imap CAPABILITY NO", "imap", "* OK ready\r\n", func(l string) string { return tag(l) + " NO " + imapText + "\r\n" }, imapText, words),
+		raw("imap huge CAPABILITY NO", "imap", "* OK ready\r\n", func(l string) string { return tag(l) + " NO " + huge(imapText) + "\r\n" }, huge(imapText), words+"  "+words),
+		// Not text the client reports: the parse error names the byte,
+		// or the client's next write finds the connection closed; either
+		// way the step is named.
+		raw("imap not IMAP4rev1", "imap", "* OK ready\r\n", func(l string) string {
+			return "* CAPABILITY " + strings.ReplaceAll(imapText, " ", "") + "\r\n" + tag(l) + " OK done\r\n"
+		}, imapText, "imap capabilities of 127.0.0.1:"),
+		raw("smtp greeting 554", "smtp", "554 "+smtpText+"\r\n", none, smtpText, words),
+		// The client refuses the line before reading it: nothing of it.
+		raw("smtp huge greeting", "smtp", "554 "+huge(smtpText)+"\r\n", none, huge(smtpText), "too long a line"),
+		raw("smtp EHLO refused", "smtp", "220 ok\r\n", func(string) string { return "550 " + smtpText + "\r\n" }, smtpText, words),
+		raw("smtp EHLO refused on two lines", "smtp", "220 ok\r\n", func(string) string {
+			return "550-refused " + smtpText + "\r\n550 " + words + "\r\n"
+		}, "refused "+smtpText+"\n"+words, words),
+	}
+	probes := []struct{ what, needle string }{
+		{"ESC", "\x1b"}, {"BEL", "\x07"}, {"CR", "\r"}, {"RLO", "\u202e"}, {"CSI", "\u009b"}, {"fake prompt", "\n" + words},
+	}
+	// leaks lists the probes that catch something in text a terminal
+	// would draw.
+	leaks := func(said string) []string {
+		var out []string
+		for _, p := range probes {
+			if strings.Contains(said, p.needle) {
+				out = append(out, p.what)
+			}
+		}
+		return out
+	}
+
+	t.Run("control: the servers' own text trips every probe", func(t *testing.T) {
+		caught := map[string]int{}
+		for _, sv := range servers {
+			for _, what := range leaks(sv.sent) {
+				caught[what]++
+			}
+		}
+		for _, p := range probes {
+			if caught[p.what] == 0 {
+				t.Errorf("no server sends %s: that probe cannot fail", p.what)
+			}
+		}
+	})
+
 	attacks, through := 0, 0
 	for _, sv := range servers {
 		t.Run(sv.name, func(t *testing.T) {
@@ -351,20 +403,18 @@ func TestInitReachHostileServers(t *testing.T) {
 				t.Fatalf("reach: %v", err)
 			}
 			said := p.said.String()
-			t.Logf("said: %q", said)
 			if !strings.Contains(said, "✗ "+strings.ToUpper(sv.kind)+": ") {
 				t.Errorf("the failure was not reported:\n%q", said)
 			}
-			attacks++
-			for _, probe := range []struct{ what, needle string }{
-				{"ESC", "\x1b"}, {"BEL", "\x07"}, {"CR", "\r"}, {"RLO", "\u202e"}, {"CSI", "\u009b"}, {"fake prompt", "\nEmail address: "},
-			} {
-				attacks++
-				if strings.Contains(said, probe.needle) {
-					through++
-					t.Errorf("%s reached the terminal:\n%q", probe.what, said)
-				}
+			if !strings.Contains(said, sv.shows) {
+				t.Errorf("the server's words %q are not shown:\n%q", sv.shows, said)
 			}
+			attacks++
+			for _, what := range leaks(said) {
+				through++
+				t.Errorf("%s reached the terminal:\n%q", what, said)
+			}
+			attacks += len(probes)
 			attacks++
 			if len(said) > 2000 {
 				through++
@@ -373,6 +423,12 @@ func TestInitReachHostileServers(t *testing.T) {
 		})
 	}
 	t.Logf("attacks tried %d, got through %d", attacks, through)
+	if want := len(servers) * (len(probes) + 2); attacks != want {
+		t.Errorf("%d attacks tried, want %d: a server's checks did not run", attacks, want)
+	}
+	if through != 0 {
+		t.Errorf("%d of %d attacks got through", through, attacks)
+	}
 }
 
 // TestInitReachFixes: each common wrong setting, tried against a real

@@ -41,13 +41,10 @@ func inspector(t *testing.T) []string {
 // the tools and calls each one against a store populated by `watch --once`.
 func TestMCPInspectorCLI(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the binary and runs Node.js")
+		t.Skip("runs Node.js")
 	}
 	insp := inspector(t)
-	bin := filepath.Join(t.TempDir(), "mailagent")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := cliBinary(t)
 	h := newHarness(t, highRiskModel, "")
 	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch on Tuesday?"))
 	if _, stderr, code := h.run("watch", "--once"); code != 0 {

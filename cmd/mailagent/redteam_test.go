@@ -46,6 +46,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -473,41 +474,59 @@ func (v rtVariant) exec(w *rtWorld) []string {
 }
 
 // TestRedTeam runs the suite over every provider: the compromised model
-// is the same, only the wire differs.
+// is the same, only the wire differs. Every control and variant builds
+// its own world (its own IMAP server, model, SMTP sink and state), so
+// they run in parallel.
 func TestRedTeam(t *testing.T) {
 	for _, p := range []string{provGemini, provStrict, provJSONOnly, provProse} {
-		t.Run(p, func(t *testing.T) { redTeam(t, p) })
+		t.Run(p, func(t *testing.T) {
+			t.Parallel()
+			redTeam(t, p)
+		})
 	}
 }
 
 func redTeam(t *testing.T, provider string) {
 	type tally struct{ tried, through, broken int }
 	classes := rtClasses()
+	var mu sync.Mutex // guards counts: the variants run in parallel
 	counts := make([]tally, len(classes))
 	for ci, c := range classes {
+		// t.Run of the class returns once its parallel subtests are done.
 		t.Run(c.name, func(t *testing.T) {
 			for _, ctl := range c.controls {
 				t.Run("control/"+ctl.name, func(t *testing.T) {
+					t.Parallel()
 					if problems := ctl.run(newRTWorld(t, provider)); len(problems) > 0 {
 						t.Errorf("control failed, so this class's attacks could pass for a wrong reason:\n  %s", strings.Join(problems, "\n  "))
 					}
 				})
 			}
 			for _, v := range c.variants {
-				started, finished := false, false
-				ok := t.Run(v.name, func(t *testing.T) {
-					started = true
+				t.Run(v.name, func(t *testing.T) {
+					t.Parallel()
+					mu.Lock()
 					counts[ci].tried++
+					mu.Unlock()
+					finished := false
+					// A variant that stops early (t.Fatal in its world)
+					// could not run to the end: counted as broken.
+					t.Cleanup(func() {
+						if !finished {
+							mu.Lock()
+							counts[ci].broken++
+							mu.Unlock()
+						}
+					})
 					leaks := v.exec(newRTWorld(t, provider))
 					finished = true
 					if len(leaks) > 0 {
+						mu.Lock()
 						counts[ci].through++
+						mu.Unlock()
 						t.Errorf("GOT THROUGH:\n  %s", strings.Join(leaks, "\n  "))
 					}
 				})
-				if !ok && started && !finished {
-					counts[ci].broken++
-				}
 			}
 		})
 	}
@@ -520,10 +539,22 @@ func redTeam(t *testing.T, provider string) {
 		all.broken += counts[ci].broken
 	}
 	t.Logf("%-28s %6d %12d %7d", "total", all.tried, all.through, all.broken)
+	if want := rtVariantCount(classes); all.tried != want {
+		t.Errorf("red team: %d variants ran, the classes hold %d", all.tried, want)
+	}
 	if all.through > 0 {
 		t.Errorf("red team: %d of %d attacks got through (want 0)", all.through, all.tried)
 	}
 	if all.broken > 0 {
 		t.Errorf("red team: %d variants could not run to the end", all.broken)
 	}
+}
+
+// rtVariantCount is the number of attack variants the classes hold.
+func rtVariantCount(classes []rtClass) int {
+	n := 0
+	for _, c := range classes {
+		n += len(c.variants)
+	}
+	return n
 }

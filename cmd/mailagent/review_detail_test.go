@@ -102,6 +102,7 @@ func TestReviewDetailEveryKind(t *testing.T) {
 // window), cancel in the window puts the draft back whole and sends
 // nothing, and SendApproved sends once the window has ended.
 func TestReviewApproveUndoWindow(t *testing.T) {
+	t.Parallel() // waits out real undo windows; shares nothing
 	h := newHarness(t, compromisedModel, "[policy]\napproval_delay = \"2s\"\n")
 	id := queuedFromBob(t, h, "Tuesday?", "Can we meet on Tuesday?")
 	b := reviewBackend(t, h)

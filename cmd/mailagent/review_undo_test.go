@@ -74,18 +74,21 @@ func undoHarness(t *testing.T) (h *harness, inviteID, draftID string) {
 // answer again) and nothing is sent, even after the window. Answered
 // again and left alone, the invitation's REPLY goes out once.
 func TestReviewCancelEveryKind(t *testing.T) {
+	t.Parallel() // waits out real undo windows; shares nothing
 	for _, withWatcher := range []bool{false, true} {
 		name := "without a watcher"
 		if withWatcher {
 			name = "with a watcher"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			h, inviteID, draftID := undoHarness(t)
 			if withWatcher {
 				h.runWatch(t)
 			}
 			b := reviewBackend(t, h)
 			ctx := context.Background()
+			cancelled := 0 // sends started and cancelled in their window
 			for _, k := range []struct {
 				what, id string
 				start    func() error
@@ -122,6 +125,7 @@ func TestReviewCancelEveryKind(t *testing.T) {
 				if err := b.Cancel(ctx, k.id); err != nil {
 					t.Fatalf("%s: cancel in the window: %v", k.what, err)
 				}
+				cancelled++
 				after, err := b.Detail(ctx, k.id)
 				if err != nil {
 					t.Fatal(err)
@@ -146,7 +150,7 @@ func TestReviewCancelEveryKind(t *testing.T) {
 			// The invitation told the agent to accept it, and the model
 			// obeys the mail ("Accepted!"): only the owner's answer may
 			// go, and a cancelled one not at all.
-			tried, through := 2, len(h.smtp.Messages())
+			tried, through := cancelled, len(h.smtp.Messages())
 			t.Logf("sends cancelled in their window: %d tried to go out, %d got through", tried, through)
 			if through != 0 {
 				t.Fatalf("%d messages went out after the cancels", through)
@@ -192,6 +196,7 @@ func tuiBackend(t *testing.T, h *harness) *review.Backend {
 // itself (one message out); after q q it cancels, exits, and nothing
 // goes (the draft is back in the queue).
 func TestReviewQuitInUndoWindow(t *testing.T) {
+	t.Parallel() // waits out real undo windows; shares nothing
 	for _, tc := range []struct {
 		name  string
 		keys  []string
@@ -201,6 +206,7 @@ func TestReviewQuitInUndoWindow(t *testing.T) {
 		{"q again cancels", []string{"q", "q"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			h := newHarness(t, compromisedModel, "[policy]\napproval_delay = \"2s\"\n")
 			id := queuedFromBob(t, h, "Call on Thursday", "Can we move our call to Thursday?")
 			b := tuiBackend(t, h)
@@ -242,12 +248,14 @@ func TestReviewQuitInUndoWindow(t *testing.T) {
 // it back through the same cancel, and nothing reaches the organizer
 // after the window; the item is open to an answer again.
 func TestReviewTUICancelsRSVP(t *testing.T) {
+	t.Parallel() // waits out real undo windows; shares nothing
 	for _, withWatcher := range []bool{false, true} {
 		name := "without a watcher"
 		if withWatcher {
 			name = "with a watcher"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			h, inviteID, _ := undoHarness(t)
 			if withWatcher {
 				h.runWatch(t)

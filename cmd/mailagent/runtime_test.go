@@ -315,6 +315,7 @@ email = "` + a.addr + `"
 // forever; it must exit 2 naming the key, as watch --once does.
 func TestWatchExitsOnBrokenPasswordSource(t *testing.T) {
 	h := newHarness(t, compromisedModel, "")
+	t.Setenv("MA_TEST_IMAP_PASS", "") // restored when the test ends
 	if err := os.Unsetenv("MA_TEST_IMAP_PASS"); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ func recKey(r *rec) key { return key{at: r.at, id: r.id} }
 // stream past in any order gives the page and cursor that sorting them
 // all and cutting does, for both orders, every cursor and limit.
 func TestStreamPageMatchesSortAndCut(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for round := range 200 {
@@ -58,6 +59,7 @@ func TestStreamPageMatchesSortAndCut(t *testing.T) {
 // TestCursorRoundTrip: a cursor decodes to the key it was made from, for
 // the tool and arguments it was made for only.
 func TestCursorRoundTrip(t *testing.T) {
+	t.Parallel()
 	fp := fingerprint("pending", "", "work")
 	for _, k := range []key{{at: time.Date(2026, 3, 1, 2, 3, 4, 5, time.UTC), id: "q_1"}, {id: "personal/INBOX/1/2"}, {at: time.Unix(0, 1).UTC(), id: strings.Repeat("x", 900)}} {
 		p := page{tool: "queue_list", fp: fp, limit: 5}

@@ -187,6 +187,7 @@ func fullIDs(t *testing.T, l *api.Local, f api.QueueFilter, allowed ...string) [
 // order, each page decoding at most its own items and examining at most
 // the entries up to the next match, never reading the queue whole.
 func TestQueueListPagesFromTheStore(t *testing.T) {
+	t.Parallel()
 	_, c := bigQueue(t, 2000)
 	for _, m := range pageModes {
 		t.Run(m.name, func(t *testing.T) {
@@ -236,6 +237,7 @@ func TestQueueListPagesFromTheStore(t *testing.T) {
 // make a page repeat an item or skip one that was there throughout, with
 // and without a watcher.
 func TestQueueListCursorStable(t *testing.T) {
+	t.Parallel()
 	for _, m := range pageModes {
 		t.Run(m.name, func(t *testing.T) {
 			st, c := bigQueue(t, 2000)
@@ -290,10 +292,15 @@ func TestQueueListCursorStable(t *testing.T) {
 // holds fill a page by size before its limit; the walk still lists them
 // all and no page's JSON exceeds the bound by more than one item.
 func TestQueueListBoundedInBytes(t *testing.T) {
+	t.Parallel()
+	// reps makes each draft 44 kB: a full page of them (100) is more than
+	// the store's page budget and its snippets more than the JSON budget,
+	// so both bounds cut; a larger draft adds time, not coverage.
+	const reps = 4000
 	st, c := bigQueue(t, 0)
 	for i := range 300 {
 		addItem(t, st, fmt.Sprintf("q_big_%03d", i), "personal", store.QueuePending, pageNow.Add(-time.Duration(i)*time.Minute),
-			strings.Repeat("\u00e9\u202e\x1b[31m ", 30000))
+			strings.Repeat("\u00e9\u202e\x1b[31m ", reps))
 	}
 	for _, m := range pageModes {
 		t.Run(m.name, func(t *testing.T) {
@@ -312,6 +319,9 @@ func TestQueueListBoundedInBytes(t *testing.T) {
 				}
 				pages++
 				n += len(p.Items)
+				if pages == 1 && len(p.Items) >= 100 {
+					t.Fatalf("the first page holds %d items: it was cut by its limit, not by its size", len(p.Items))
+				}
 				if len(raw) > 300<<10 {
 					t.Fatalf("page %d is %d bytes (%d items)", pages, len(raw), len(p.Items))
 				}
@@ -331,6 +341,7 @@ func TestQueueListBoundedInBytes(t *testing.T) {
 // every paginated tool a clear error, never a panic or a page of someone
 // else's listing; the server goes on answering.
 func TestHostileCursors(t *testing.T) {
+	t.Parallel()
 	_, c := bigQueue(t, 60)
 	for _, m := range pageModes {
 		t.Run(m.name, func(t *testing.T) {
@@ -412,6 +423,7 @@ func TestHostileCursors(t *testing.T) {
 // whole period, and are the same through a watcher's socket as over the
 // store.
 func TestDigestTokensSameThroughSocket(t *testing.T) {
+	t.Parallel()
 	st, c := bigQueue(t, 10)
 	var wantIn, wantOut int64
 	for i := range 10 {
@@ -446,6 +458,7 @@ func TestDigestTokensSameThroughSocket(t *testing.T) {
 // match in order, with and without a watcher, each id once, and a cursor
 // taken between pages still lands right after a message is added.
 func TestMessageListingsPage(t *testing.T) {
+	t.Parallel()
 	st, c := bigQueue(t, 0)
 	decisions := []string{"archive", "ignore", "queue", "notify", "auto_send"}
 	for i := range 230 {

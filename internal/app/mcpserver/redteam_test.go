@@ -66,6 +66,7 @@ func hostile(t *testing.T, w *apitest.World) map[string]store.MessageKey {
 // TestRedTeam: a client that obeys the mail, crafted arguments, another
 // account. Nothing may be sent, approved, addressed elsewhere or revealed.
 func TestRedTeam(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	keys := hostile(t, w)
 	open := modes[0].open(t, w)

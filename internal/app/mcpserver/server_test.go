@@ -15,6 +15,7 @@ import (
 )
 
 func TestToolsHaveSchemasAndAnnotations(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	for _, ro := range []bool{false, true} {
 		cs := connect(t, mcpserver.Options{Open: modes[1].open(t, w), ReadOnly: ro})
@@ -62,6 +63,7 @@ func TestToolsHaveSchemasAndAnnotations(t *testing.T) {
 // TestToolsAgainstThePipeline calls every reading tool over a watcher after
 // `watch --once` over memimap, through its socket and over the store.
 func TestToolsAgainstThePipeline(t *testing.T) {
+	t.Parallel()
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			w := apitest.NewWorld(t)
@@ -137,6 +139,7 @@ func TestToolsAgainstThePipeline(t *testing.T) {
 }
 
 func TestPagination(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	cs := connect(t, mcpserver.Options{Open: modes[1].open(t, w)})
 	var all mcpserver.QueueListOut
@@ -165,6 +168,7 @@ func TestPagination(t *testing.T) {
 }
 
 func TestResourcesAndPrompt(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	cs := connect(t, mcpserver.Options{Open: modes[1].open(t, w)})
 	ctx := context.Background()
@@ -199,6 +203,7 @@ func TestResourcesAndPrompt(t *testing.T) {
 // draft to the authenticated sender, marked as the client's; nothing is
 // sent. Without a watcher it needs one.
 func TestProposeReply(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	cs := connect(t, mcpserver.Options{Open: modes[0].open(t, w)})
 	var out mcpserver.ProposeOut
@@ -234,6 +239,7 @@ func TestProposeReply(t *testing.T) {
 // know is refused, naming the values it takes, instead of matching
 // nothing.
 func TestSearchFiltersAreChecked(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	cs := connect(t, mcpserver.Options{Open: modes[1].open(t, w)})
 	for _, args := range []map[string]any{

@@ -27,7 +27,6 @@ import (
 // and cmd/mailagent.TestAnsweredAttacksThroughTriageLandWithoutIdentity.
 func TestStrangersAnswerIsNotTheContacts(t *testing.T) {
 	_, a := e2e.RequireSenderAuth(t)
-	requireGateInTree(t, gateSenderAuth)
 	e := newEnv(t, options{Mode: "auto", Model: autoModel})
 	e.setAuthservID(a.AuthservID)
 	for _, rcpt := range []string{bobAddr, carolAddr} {

@@ -22,7 +22,6 @@ import (
 // second time, because the mailbox records what was answered.
 func TestNoSecondReplyAfterStateLoss(t *testing.T) {
 	_, a := e2e.RequireSenderAuth(t)
-	requireGateInTree(t, gateSenderAuth)
 	e := newEnv(t, options{Mode: "auto", Model: autoModel})
 	e.setAuthservID(a.AuthservID)
 	e.seedSent(bobAddr)

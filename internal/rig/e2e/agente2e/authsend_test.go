@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -139,7 +138,6 @@ func authCases(a *e2e.SenderAuth) []authCase {
 // without the gate, all four look-alikes are answered automatically.
 func TestAutoSendOnlyAuthenticated(t *testing.T) {
 	_, a := e2e.RequireSenderAuth(t)
-	requireGateInTree(t, gateSenderAuth)
 	e := newEnv(t, options{Mode: "auto", Model: autoModel})
 	e.setAuthservID(a.AuthservID)
 	e.seedSent(partnerBob)
@@ -231,31 +229,6 @@ func TestAutoSendOnlyAuthenticated(t *testing.T) {
 	}
 }
 
-// requireGateInTree skips the test when no Go file of the agent package
-// names the gate: the feature under test is not built yet. Once any file
-// does, the test runs in full and fails if the gate does not hold.
-func requireGateInTree(t *testing.T, gate string) {
-	t.Helper()
-	dir := filepath.Join(e2e.RepoRoot(t), "agent")
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("agent sources in %s: %v (%d files)", dir, err, len(files))
-	}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if bytes.Contains(b, []byte(`"`+gate+`"`)) {
-			return
-		}
-	}
-	t.Skipf("no %q gate in %s yet (issue 8, sender authentication): without it every unauthenticated look-alike of a known contact is auto-answered", gate, dir)
-}
-
 func gateMap(gs []store.GateResult) map[string]store.GateResult {
 	m := make(map[string]store.GateResult, len(gs))
 	for _, g := range gs {
@@ -270,7 +243,6 @@ func gateMap(gs []store.GateResult) map[string]store.GateResult {
 // need an automatic send: setAuthservID plus deliverSigned.
 func TestAutoSendLocalSignedContact(t *testing.T) {
 	_, a := e2e.RequireSenderAuth(t)
-	requireGateInTree(t, gateSenderAuth)
 	e := newEnv(t, options{Mode: "auto", Model: autoModel})
 	e.setAuthservID(a.AuthservID)
 	e.seedSent(bobAddr)

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// harnessVars are the variables every harness config names (the IMAP and
+// SMTP password, the Gemini key), with the values the fakes expect.
+var harnessVars = [][2]string{{"MA_TEST_IMAP_PASS", ownerPass}, {"MA_TEST_GEMINI_KEY", apiKey}}
+
+// TestMain sets the harness's variables once for the whole process, so
+// that a harness can be built in a parallel test (where t.Setenv panics).
+func TestMain(m *testing.M) {
+	for _, kv := range harnessVars {
+		if err := os.Setenv(kv[0], kv[1]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// harnessEnv makes sure the harness's variables hold their values for t:
+// a no-op when they already do (always, unless a sequential test changed
+// them: then t.Setenv sets them back for t's duration). In a parallel
+// test they must not have been changed, and t.Setenv says so by
+// panicking.
+func harnessEnv(t *testing.T) {
+	t.Helper()
+	for _, kv := range harnessVars {
+		if v, ok := os.LookupEnv(kv[0]); !ok || v != kv[1] {
+			t.Setenv(kv[0], kv[1])
+		}
+	}
+}
+
+// cliBinary returns the path of a mailagent executable for a test that
+// needs one on disk (a client that starts `mailagent mcp` itself): a
+// script that runs this test binary as the command (cliEnv), built as the
+// tests are (with -race under -race), instead of a go build of its own.
+func cliBinary(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "mailagent")
+	quoted := "'" + strings.ReplaceAll(self, "'", `'\''`) + "'"
+	script := "#!/bin/sh\n" + cliEnv + "=1 exec " + quoted + " \"$@\"\n"
+	if err := os.WriteFile(bin, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// refusedPort is a loopback port that refuses connections for the rest
+// of the test: a socket bound to it that never listens. A port merely
+// closed a moment ago is no such thing: another listener may take it, or
+// a connection to it from the ephemeral range may pick it as its own
+// source port and connect to itself, and then a client waits out its
+// greeting timeout (two minutes) instead of being refused.
+func refusedPort(t *testing.T) int {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa.(*syscall.SockaddrInet4).Port
+}
