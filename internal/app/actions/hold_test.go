@@ -68,13 +68,13 @@ func TestWaitForStoreRefusesASecondWatcher(t *testing.T) {
 				t.Fatalf("second watcher: got %v (%+v), want exit 4 naming pid 4242 with a hint", err, ae)
 			}
 			stop()
-			<-served
+			t.Logf("the holder's server stopped: %v", <-served)
 			continue
 		}
 		// Not a watcher: wait, and open once the holder lets go.
 		release := time.AfterFunc(1500*time.Millisecond, func() {
 			stop()
-			<-served
+			t.Logf("the holder's server stopped: %v", <-served)
 			_ = held.Close()
 		})
 		st, err := WaitForStore(ctx, dir, open, func(s string) { said = append(said, s) })
