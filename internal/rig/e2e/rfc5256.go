@@ -31,6 +31,11 @@ const (
 	// one id: RFC 5256 (and Dovecot) take the first, mail.ParentIDs the
 	// last (MH and exmh write the replied-to author's address first).
 	DropInReplyToLast = "In-Reply-To's last id (RFC 5256 takes the first)"
+	// ReasonSubjectRoot: two messages whose own headers name no parent,
+	// with the same base subject: mail.Threader merges them (step 5);
+	// THREAD=REFERENCES does not when another message's References gave
+	// one of them a parent first (see CheckRefs).
+	ReasonSubjectRoot = "subject merge of parentless messages (step 5, whatever others reference)"
 )
 
 // RefsLink is one parent→child link between message-id keys (mail.IDKey)
@@ -238,6 +243,29 @@ func CheckRefs(msgs []RefsInput, refs, references map[uint32]string, ours map[[2
 	for _, l := range model.Dropped {
 		if uf.union(l.Parent, l.Child) {
 			c.Dropped[l.Reason]++
+		}
+	}
+	// Subject merges, read as mail.Threader reads them: a message whose
+	// own headers name no parent is a root, and roots with the same
+	// non-empty base subject are merged (RFC 5256 step 5). RFC 5256 also
+	// lets another message's References give such a message a parent
+	// (first come, by mailbox order), after which THREAD=REFERENCES no
+	// longer subject-merges it; mail.Threader, whose threads never depend
+	// on arrival order, does not. Such joins are counted under their own
+	// reason, like the dropped links above.
+	bySubject := map[string]uint32{}
+	for _, in := range msgs {
+		if ids, _ := mail.ParentIDs(mail.InputOf(in.M)); len(ids) > 0 {
+			continue
+		}
+		sk := mail.SubjectKey(in.M.Subject)
+		if sk == "" {
+			continue
+		}
+		if first, ok := bySubject[sk]; !ok {
+			bySubject[sk] = in.UID
+		} else if uf.union(u(first), u(in.UID)) {
+			c.Dropped[ReasonSubjectRoot]++
 		}
 	}
 	explained := func(a, b uint32) bool { return uf.find(u(a)) == uf.find(u(b)) }

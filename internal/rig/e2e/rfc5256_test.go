@@ -144,3 +144,42 @@ func TestCheckRefs(t *testing.T) {
 		t.Errorf("a REFS partition the model does not compose: got ModelDiff 0, want more")
 	}
 }
+
+// TestCheckRefsSubjectRoots: two messages whose own headers name no parent
+// and share a base subject are one thread for mail.Threader (step 5);
+// THREAD=REFERENCES keeps them apart when another message's References
+// gave one of them a parent first. Such a pair is explained under its own
+// reason; the same pair with different subjects, or with a parent of its
+// own, is not.
+func TestCheckRefsSubjectRoots(t *testing.T) {
+	t.Parallel()
+	msg := func(uid uint32, id, subject, refs string) RefsInput {
+		raw := fmt.Sprintf("From: a@example.test\r\nSubject: %s\r\nMessage-ID: <%s>\r\n", subject, id)
+		if refs != "" {
+			raw += "References: " + refs + "\r\n"
+		}
+		return RefsInput{UID: uid, M: mail.Parse([]byte(raw + "\r\nbody\r\n"))}
+	}
+	// 1 and 2 name no parent, same base subject; 3 makes 2 a child of x.
+	msgs := []RefsInput{
+		msg(1, "a@x", "RE: [list] Dell GX260", ""),
+		msg(2, "b@x", "RE: [list] Dell GX260", ""),
+		msg(3, "c@x", "Sparc (was: Dell GX260)", "<x@x> <b@x>"),
+	}
+	dovecot := map[uint32]string{1: "a", 2: "b", 3: "b"}
+	ours := map[[2]uint32]bool{{1, 2}: true, {1, 3}: true, {2, 3}: true}
+	c := CheckRefs(msgs, dovecot, dovecot, ours)
+	if len(c.Unexplained) != 0 || c.Dropped[ReasonSubjectRoot] != 1 {
+		t.Errorf("got unexplained %v, dropped %v; want none, one subject merge", c.Unexplained, c.Dropped)
+	}
+	// Control: other subjects, and nothing explains the pair.
+	msgs[1] = msg(2, "b@x", "something else", "")
+	if c := CheckRefs(msgs, dovecot, dovecot, ours); len(c.Unexplained) != 2 || c.Dropped[ReasonSubjectRoot] != 0 {
+		t.Errorf("different subjects: got unexplained %v, dropped %v; want (1,2) and (1,3), no subject merge", c.Unexplained, c.Dropped)
+	}
+	// Control: a message with a parent of its own is no subject root.
+	msgs[1] = msg(2, "b@x", "RE: [list] Dell GX260", "<y@x>")
+	if c := CheckRefs(msgs, dovecot, dovecot, ours); len(c.Unexplained) != 2 {
+		t.Errorf("a message with its own parent: got unexplained %v, want (1,2) and (1,3)", c.Unexplained)
+	}
+}
