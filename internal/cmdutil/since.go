@@ -8,10 +8,9 @@ import (
 	"github.com/mailagent/mailagent/internal/humantime"
 )
 
-// ParseSince reads a --since (or --until) flag: a duration back from now
-// in the one grammar (humantime.ParseDuration: "7d", "2w", "36h"), or a
-// YYYY-MM-DD date in the local zone. An empty value is the zero time and
-// no error (no bound); anything else is an error naming the grammar.
+// ParseSince reads a --since or --until flag: a duration back from now in
+// the one grammar (humantime.ParseDuration: "7d", "2w", "36h"), or a
+// YYYY-MM-DD date in local time. Empty is the zero time (no bound).
 func ParseSince(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
