@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/internal/cmd/calendar"
 	"github.com/mailagent/mailagent/internal/cmd/contacts"
 	"github.com/mailagent/mailagent/internal/cmd/decisions"
 	"github.com/mailagent/mailagent/internal/cmd/explain"
@@ -92,6 +93,7 @@ mail, whether a send happens at all, and what the model gets to see.`,
 		schedule.NewCmdSchedule(f, nil),
 		decisions.NewCmdDecisions(f, nil),
 		status.NewCmdStatus(f, nil),
+		calendar.NewCmdCalendar(f, nil),
 	)
 	registerCompletions(root, f)
 	cmdutil.UsageArgs(root)
