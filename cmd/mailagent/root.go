@@ -28,7 +28,6 @@ func (f *Factory) commands() []*cobra.Command {
 	return []*cobra.Command{
 		newTriageCmd(f, nil),
 		newReplayCmd(f, nil),
-		newDigestCmd(f, nil),
 		newWatchCmd(f, nil),
 		newDoctorCmd(f, nil),
 		newQueueCmd(f, nil),
