@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/mailagent/mailagent/internal/app/doctor"
 	"os"
 	"regexp"
 	"strings"
@@ -91,7 +92,7 @@ func TestSuggestAuthserv(t *testing.T) {
 		{[]string{"protection.outlook.com"}, "protection.outlook.com"},
 	}
 	for _, tt := range tests {
-		if got := suggestAuthserv(tt.ids); got != tt.want {
+		if got := doctor.SuggestAuthserv(tt.ids); got != tt.want {
 			t.Errorf("suggestAuthserv(%v): got %q, want %q", tt.ids, got, tt.want)
 		}
 	}
@@ -102,8 +103,8 @@ func TestInitPresetAuthserv(t *testing.T) {
 		"preset:gmail": "mx.google.com", "preset:fastmail": "*.messagingengine.com", "preset:icloud": "*.icloud.com",
 		"preset:outlook": "protection.outlook.com", "preset:proton": "", "autoconfig": "",
 	} {
-		if got := presetAuthservID(source); got != want {
-			t.Errorf("presetAuthservID(%q): got %q, want %q", source, got, want)
+		if got := doctor.PresetAuthservID(source); got != want {
+			t.Errorf("doctor.PresetAuthservID(%q): got %q, want %q", source, got, want)
 		}
 	}
 	s := &initSetup{Email: "ada@fastmail.com", Name: "Ada", Account: "personal", Source: "preset:fastmail", Model: "m", Mode: "review", APIKeyEnv: "K",

@@ -10,11 +10,12 @@ import (
 
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/digest"
+	"github.com/mailagent/mailagent/internal/app/digestmail"
 	"github.com/mailagent/mailagent/store"
 )
 
 // TestDigestTokensThroughSocketMatchStore: `mailagent digest` beside a
-// running watcher reads through its socket (serviceSource); its token
+// running watcher reads through its socket (digestmail.ServiceSource); its token
 // figures cover every day of the period, the same as read from the store
 // directly, not only today's.
 func TestDigestTokensThroughSocketMatchStore(t *testing.T) {
@@ -60,7 +61,7 @@ func TestDigestTokensThroughSocketMatchStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		viaSocket, err := digest.Build(serviceSource{ctx: context.Background(), svc: c}, since, now, "gemini-2.5-flash")
+		viaSocket, err := digest.Build(digestmail.ServiceSource{Ctx: context.Background(), Svc: c}, since, now, "gemini-2.5-flash")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/mailagent/mailagent/internal/app/doctor"
 	"net"
 	"net/url"
 	"strconv"
@@ -59,7 +60,7 @@ func fitPortSecurity(kind string, port int, security string) (string, string) {
 	}
 	other := config.DefaultPort(kind, security)
 	return want, fmt.Sprintf("Port %d is %s over %s, so security is now %s (for %s, the port is %d).",
-		port, strings.ToUpper(kind), securityMode(want), want, security, other)
+		port, strings.ToUpper(kind), doctor.SecurityMode(want), want, security, other)
 }
 
 // hostAnswer is what a host answer says: the host, and the port and

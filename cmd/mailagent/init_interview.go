@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mailagent/mailagent/internal/app/doctor"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -340,7 +341,7 @@ func editServer(ctx context.Context, p Prompter, label, kind string, e *initServ
 		}
 	}
 	if given.Port != 0 && given.Security != "" {
-		p.Say("  %s: port %d, %s (%s)\n", label, e.Port, e.Security, securityMode(e.Security))
+		p.Say("  %s: port %d, %s (%s)\n", label, e.Port, e.Security, doctor.SecurityMode(e.Security))
 	}
 	var err error
 	if e.Username, err = p.Text(ctx, label+" login name", e.Username, initNonEmpty); err != nil {

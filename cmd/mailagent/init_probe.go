@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/mailagent/mailagent/internal/app/doctor"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,7 +131,7 @@ func testServer(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions
 			err = opts.Net.probe()(ctx, kind, acct)
 		}
 		if perr == nil && err == nil {
-			p.Say("  ✓ %s: logged in to %s as %s (%s)\n", label, termsafe.Line(ep.Addr()), termsafe.Line(srv.Username), securityWords(srv.Security))
+			p.Say("  ✓ %s: logged in to %s as %s (%s)\n", label, termsafe.Line(ep.Addr()), termsafe.Line(srv.Username), doctor.SecurityWords(srv.Security))
 			if ca != "" && srv.Security != config.SecurityInsecure {
 				p.Say("    trusting the CA in %s\n", ca)
 			}
@@ -156,7 +157,7 @@ func testServer(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions
 			}
 		default:
 			// The reason carries server text (greetings, NO replies).
-			p.Say("  ✗ %s: %s\n    fix: %s\n", label, termsafe.Line(probeReason(err)), termsafe.Line(connFix(err, ep, kind)))
+			p.Say("  ✗ %s: %s\n    fix: %s\n", label, termsafe.Line(probeReason(err)), termsafe.Line(doctor.ConnFix(err, ep, kind)))
 		}
 		items := []prompter.Choice{
 			{Key: "edit", Label: "edit the " + label + " settings"},

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/mailagent/mailagent/internal/app/doctor"
 	"net"
 	"strings"
 	"time"
@@ -225,7 +226,7 @@ func reachServer(ctx context.Context, p Prompter, s *initSetup, kind string, st 
 		if err == nil {
 			st.reached[key] = true
 			p.Say("  ✓ %s: %s answers (%s); the login is tested once the password source is known\n",
-				label, termsafe.Line(ep.Addr()), securityWords(ep.Security))
+				label, termsafe.Line(ep.Addr()), doctor.SecurityWords(ep.Security))
 			if ep.TLSCAFile != "" {
 				p.Say("    trusting the CA in %s\n", termsafe.Line(ep.TLSCAFile))
 			}
@@ -274,7 +275,7 @@ func reachServer(ctx context.Context, p Prompter, s *initSetup, kind string, st 
 // reachFix is doctor's fix for a connection failure, in the interview's
 // words when doctor would name a config key the user has not seen yet.
 func reachFix(err error, ep config.Endpoint, kind string) string {
-	fix := connFix(err, ep, kind)
+	fix := doctor.ConnFix(err, ep, kind)
 	if fix == "check host, port and security in accounts."+kind {
 		return fmt.Sprintf("%s did not answer as an %s server: check the host, port and security (usually %s)",
 			ep.Addr(), strings.ToUpper(kind), initPortHint(kind))

@@ -19,28 +19,20 @@ type (
 	ReplayThresholdJSON = view.ReplayThresholdJSON
 	ReplayAutoSendJSON  = view.ReplayAutoSendJSON
 	ReplayJSON          = view.ReplayJSON
-	DigestSendJSON      = view.DigestSendJSON
-	DigestWaitingJSON   = view.DigestWaitingJSON
-	DigestReviewJSON    = view.DigestReviewJSON
-	DigestDueJSON       = view.DigestDueJSON
 	DigestJSON          = view.DigestJSON
 	MemoryJSON          = view.MemoryJSON
 	CheckJSON           = view.CheckJSON
 	FollowupJSON        = view.FollowupJSON
 	UnsubscribeJSON     = view.UnsubscribeJSON
-	FreeSlotJSON        = view.FreeSlotJSON
 )
 
 var (
 	toFollowupsJSON  = view.ToFollowupsJSON
 	optStr           = view.OptStr
-	strs             = view.Strs
-	toAddressJSON    = view.ToAddressJSON
 	emailsJSON       = view.EmailsJSON
 	toKeyJSON        = view.ToKeyJSON
 	toMessageJSON    = view.ToMessageJSON
 	toInvitationJSON = view.ToInvitationJSON
 	toQueueItemsJSON = view.ToQueueItemsJSON
 	toQueueShowJSON  = view.ToQueueShowJSON
-	toFreeSlotJSON   = view.ToFreeSlotJSON
 )

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/mailagent/mailagent/internal/app/doctor"
 	"strings"
 	"sync"
 	"testing"
@@ -234,11 +235,11 @@ func TestPollingFixPerServer(t *testing.T) {
 		{"Dovecot", "mailbox_idle_check_interval"},
 		{"", "Courier-IMAP: IMAP_ENHANCEDIDLE=1; Cyrus: idled"},
 	} {
-		if got := pollingFix(tt.server); !strings.Contains(got, tt.want) {
-			t.Errorf("pollingFix(%q): got %q, want it to name %q", tt.server, got, tt.want)
+		if got := doctor.PollingFix(tt.server); !strings.Contains(got, tt.want) {
+			t.Errorf("doctor.PollingFix(%q): got %q, want it to name %q", tt.server, got, tt.want)
 		}
 	}
-	if got := pollEvery("Cyrus IMAPD 3.6.1"); !strings.Contains(got, "~60 s") {
+	if got := doctor.PollEvery("Cyrus IMAPD 3.6.1"); !strings.Contains(got, "~60 s") {
 		t.Errorf("pollEvery(Cyrus): got %q", got)
 	}
 }

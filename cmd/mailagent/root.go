@@ -28,12 +28,10 @@ func (f *Factory) commands() []*cobra.Command {
 	return []*cobra.Command{
 		newTriageCmd(f, nil),
 		newReplayCmd(f, nil),
-		newDigestCmd(f, nil),
 		newWatchCmd(f, nil),
 		newDoctorCmd(f, nil),
 		newQueueCmd(f, nil),
 		newFollowupsCmd(f, nil),
-		newCalendarCmd(f, nil),
 		newUnsubscribeCmd(f, nil),
 		newReviewCmd(f, nil),
 		newDemoCmd(f, nil),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mailagent/mailagent/internal/app/actions"
+	"github.com/mailagent/mailagent/internal/app/agentcal"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/apperr"
 	"github.com/mailagent/mailagent/internal/app/daemon"
@@ -65,7 +66,7 @@ func wireEnv(f *Factory, cfg *config.Config) *wire.Env {
 		},
 		DialIMAP:         DialIMAP,
 		SMTP:             SMTPOptions,
-		Calendar:         newAgentCalendar(cfg),
+		Calendar:         agentcal.New(cfg),
 		IncomingCheckOff: incomingCheckOff,
 	}
 }

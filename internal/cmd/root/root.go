@@ -11,8 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/internal/cmd/calendar"
 	"github.com/mailagent/mailagent/internal/cmd/contacts"
 	"github.com/mailagent/mailagent/internal/cmd/decisions"
+	"github.com/mailagent/mailagent/internal/cmd/digest"
 	"github.com/mailagent/mailagent/internal/cmd/explain"
 	"github.com/mailagent/mailagent/internal/cmd/man"
 	"github.com/mailagent/mailagent/internal/cmd/mcp"
@@ -92,6 +94,8 @@ mail, whether a send happens at all, and what the model gets to see.`,
 		schedule.NewCmdSchedule(f, nil),
 		decisions.NewCmdDecisions(f, nil),
 		status.NewCmdStatus(f, nil),
+		calendar.NewCmdCalendar(f, nil),
+		digest.NewCmdDigest(f, nil),
 	)
 	registerCompletions(root, f)
 	cmdutil.UsageArgs(root)

@@ -80,7 +80,7 @@ var commandTierOnly = []string{
 // into internal/cmd and their behaviour into internal/app. It may only
 // shrink: TestCmdLegacyIsLive fails on an entry main no longer imports.
 var cmdLegacy = []string{
-	"agent", "imapsync", "internal/calendar", "internal/demo", "internal/llm",
+	"agent", "imapsync", "internal/demo", "internal/llm",
 	"internal/memimap", "internal/netpolicy", "internal/smtpsend", "internal/unsubscribe", "prompts", "tui",
 }
 

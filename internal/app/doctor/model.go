@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"context"
@@ -33,11 +33,11 @@ func init() {
 }
 
 // model checks every distinct model the configuration uses.
-func (d *doctor) model(ctx context.Context, f *Factory, cfg *config.Config) {
-	d.modelFor(ctx, f, cfg, "model")
+func (d *doctor) model(ctx context.Context, cfg *config.Config) {
+	d.modelFor(ctx, cfg, "model")
 	for _, task := range []string{config.TaskClassify, config.TaskDraft} {
 		if tc := taskConfig(cfg, task); tc.LLM != taskConfig(cfg, "").LLM {
-			d.modelFor(ctx, f, tc, "model "+task)
+			d.modelFor(ctx, tc, "model "+task)
 		}
 	}
 }
@@ -45,10 +45,10 @@ func (d *doctor) model(ctx context.Context, f *Factory, cfg *config.Config) {
 // modelFor checks one model: its key resolves; for an OpenAI-compatible
 // server, that the server answers and lists the model at /models; then
 // that one schema-checked call round-trips. Each failure names the fix.
-func (d *doctor) modelFor(ctx context.Context, f *Factory, cfg *config.Config, prefix string) {
+func (d *doctor) modelFor(ctx context.Context, cfg *config.Config, prefix string) {
 	l := cfg.LLM
 	openai := l.Provider == config.ProviderOpenAI
-	m, err := f.NewModel(ctx, cfg)
+	m, err := d.env.NewModel(ctx, cfg)
 	if err != nil {
 		fix := "set the variable named by llm.api_key_env (default GEMINI_API_KEY) or llm.api_key_cmd"
 		if openai {
@@ -215,4 +215,12 @@ func structuredMode(l config.LLM) llm.StructuredOutput {
 		return llm.StructuredOutput(l.StructuredOutput)
 	}
 	return m
+}
+
+// taskConfig is cfg with [llm] resolved for task (cmdutil.TaskConfig's
+// rule: config.LLM.ForTask).
+func taskConfig(cfg *config.Config, task string) *config.Config {
+	c := *cfg
+	c.LLM = cfg.LLM.ForTask(task)
+	return &c
 }

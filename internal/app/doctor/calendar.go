@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailagent/mailagent/internal/app/agentcal"
 	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/internal/config"
 )
@@ -21,13 +22,13 @@ func (d *doctor) calendar(ctx context.Context, cfg *config.Config, acct *config.
 	}
 	ctx, cancel := context.WithTimeout(ctx, acct.Calendar.Timeout.D()+time.Second)
 	defer cancel()
-	names, err := calendarSource(acct).Calendars(ctx)
+	names, err := agentcal.Source(acct).Calendars(ctx)
 	if err != nil {
 		d.fail("calendar.source", err, calendarFix(err))
 		return
 	}
 	d.pass("calendar.source", fmt.Sprintf("%s: %s", acct.Calendar.Kind, strings.Join(names, ", ")))
-	slots, _, err := FreeSlots(ctx, cfg, acct, now, 7)
+	slots, _, err := agentcal.FreeSlots(ctx, cfg, acct, now, 7)
 	if err != nil {
 		d.fail("calendar.free", err, calendarFix(err))
 		return

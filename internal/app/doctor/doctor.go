@@ -1,13 +1,18 @@
-package main
+// Package doctor holds mailagent's checks of a configuration: the
+// config, each account's IMAP (login, capabilities, mailbox, Drafts and
+// Sent folders, authserv_id, push) and SMTP (login), its calendar, every
+// model the configuration names, and the state directory and database.
+// Run returns one Check per line; the command tier prints them. The
+// logins and the model come in through Env, so the CLI and init use the
+// same checks.
+package doctor
 
 import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mailagent/mailagent/internal/termsafe"
 	"io"
 	"net"
 	"os"
@@ -18,29 +23,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/netpolicy"
 	"github.com/mailagent/mailagent/internal/smtpsend"
 	"github.com/mailagent/mailagent/store"
 )
-
-// DoctorOptions are the flags of `mailagent doctor`.
-type DoctorOptions struct {
-	JSON    bool
-	Account string
-	NoModel bool
-	Repair  bool // salvage a damaged state database (doctor_repair.go)
-	// Fix creates what doctor can create: a missing Sent or Drafts
-	// folder (imapsync.Client.EnsureFolder). init sets it.
-	Fix bool
-
-	// report, when set, receives the checks (init names the failed ones
-	// in its next steps).
-	report *[]Check
-}
 
 // Check is one line of the doctor's report.
 type Check struct {
@@ -54,44 +43,8 @@ type Check struct {
 	Mailbox string `json:"-"`
 }
 
-func newDoctorCmd(f *Factory, runF func(context.Context, *DoctorOptions) error) *cobra.Command {
-	opts := &DoctorOptions{}
-	cmd := &cobra.Command{
-		Use:   "doctor",
-		Short: "Check the configuration, the servers and the model, one line per check",
-		Long: `doctor checks that the config parses, that secrets resolve (without
-showing them), that IMAP and SMTP accept the login over verified TLS, that
-the mailbox, Drafts and Sent folders exist, that the model answers a
-structured-output request, and that the state directory is usable. It
-reads the headers of the newest messages to find the authserv-id your
-server writes in Authentication-Results, and checks accounts.authserv_id
-against it: without it no sender is authenticated and nothing is sent
-automatically.
-
-With --fix it also creates what is missing and can be created: the Sent
-and Drafts folders of a new account (Courier-IMAP creates them only when a
-client first uses them), under the server's namespace ("INBOX.Sent"). It
-never takes the watched mailbox for either.
-
-Exit codes: 0 every check passed (warnings allowed); 2 the config does not
-parse; 5 some check failed.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return doctorRun(cmd.Context(), f, opts)
-		},
-	}
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the checks as a JSON array")
-	cmd.Flags().StringVar(&opts.Account, "account", "", "only this account")
-	cmd.Flags().BoolVar(&opts.NoModel, "no-model", false, "skip the model round trip (costs one small call)")
-	cmd.Flags().BoolVar(&opts.Fix, "fix", false, "create the missing Sent and Drafts folders")
-	addRepairFlag(cmd, opts)
-	return cmd
-}
-
 type doctor struct {
+	env     Env
 	checks  []Check
 	account string // the account being checked, "" for global checks
 	cfg     *config.Config
@@ -132,68 +85,6 @@ func (d *doctor) failed() bool {
 	return false
 }
 
-func doctorRun(ctx context.Context, f *Factory, opts *DoctorOptions) error {
-	if opts.Repair {
-		return repairRun(f, opts)
-	}
-	d := &doctor{fix: opts.Fix}
-	cfg, file, err := config.Load(f.ConfigPath)
-	if err != nil {
-		d.fail("config", err, "run `mailagent init`, or fix the key named above")
-		d.print(f.Stdout, opts.JSON)
-		return &UserError{Code: ExitUsage, Err: errors.New("the configuration does not load")}
-	}
-	if f.StateDir != "" {
-		cfg.OverrideStateDir(f.StateDir)
-	}
-	d.pass("config", file)
-	d.cfg = cfg
-	accounts, err := pickAccounts(cfg, opts.Account)
-	if err != nil {
-		return err
-	}
-	for _, acct := range accounts {
-		d.account = acct.Name
-		d.imap(ctx, acct)
-		d.smtp(ctx, acct)
-		d.calendar(ctx, cfg, acct, f.Now())
-	}
-	d.account = ""
-	if !opts.NoModel {
-		d.model(ctx, f, cfg)
-	}
-	d.state(cfg)
-	d.print(f.Stdout, opts.JSON)
-	if opts.report != nil {
-		*opts.report = d.checks
-	}
-	if d.failed() {
-		return errPartial
-	}
-	return nil
-}
-
-func (d *doctor) print(w io.Writer, asJSON bool) {
-	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(toChecksJSON(d.checks))
-		return
-	}
-	for _, c := range d.checks {
-		// Details carry server text (greetings, error replies, folder
-		// names): sanitised like every untrusted string on a terminal.
-		line := fmt.Sprintf("%-4s  %s", strings.ToUpper(c.Status), termsafe.Line(c.Name))
-		if c.Detail != "" {
-			line += ": " + termsafe.Line(c.Detail)
-		}
-		fmt.Fprintln(w, line)
-		if c.Fix != "" {
-			fmt.Fprintf(w, "      fix: %s\n", termsafe.Line(c.Fix))
-		}
-	}
-}
-
 // connFix turns a connection error into the fix a user needs.
 func connFix(err error, e config.Endpoint, kind string) string {
 	var certErr *tls.CertificateVerificationError
@@ -231,7 +122,7 @@ func connFix(err error, e config.Endpoint, kind string) string {
 
 func (d *doctor) imap(ctx context.Context, acct *config.Account) {
 	name := "imap " + acct.Name
-	opts, err := IMAPOptions(ctx, acct)
+	opts, err := d.env.IMAPOptions(ctx, acct)
 	if err != nil {
 		d.fail(name+": secret", err, "set the source named in accounts.imap (password_cmd, password_env, password_keyring or oauth2_token_cmd)")
 		return
@@ -334,7 +225,7 @@ func (d *doctor) folders(ctx context.Context, c *imapsync.Client, acct *config.A
 				err = errors.New(folderMissing(nf, fallback))
 			}
 			d.fail(check, err, fix)
-			d.checks[len(d.checks)-1].Mailbox = initDefault(box.configured, fallback)
+			d.checks[len(d.checks)-1].Mailbox = orDefault(box.configured, fallback)
 			continue
 		}
 		d.pass(check, got)
@@ -343,7 +234,7 @@ func (d *doctor) folders(ctx context.Context, c *imapsync.Client, acct *config.A
 
 func (d *doctor) smtp(ctx context.Context, acct *config.Account) {
 	name := "smtp " + acct.Name
-	opts, err := SMTPOptions(ctx, acct)
+	opts, err := d.env.SMTPOptions(ctx, acct)
 	if err != nil {
 		d.fail(name+": secret", err, "set the source named in accounts.smtp (or leave it out to reuse the IMAP login)")
 		return
@@ -376,7 +267,7 @@ func (d *doctor) state(cfg *config.Config) {
 	}
 	_ = os.Remove(probe)
 	d.pass("state dir", cfg.StateDir)
-	st, err := store.Open(DBPath(cfg), store.Options{Timeout: time.Second, ReadOnly: fileExists(DBPath(cfg))})
+	st, err := store.Open(dbPath(cfg), store.Options{Timeout: time.Second, ReadOnly: fileExists(dbPath(cfg))})
 	switch {
 	case errors.Is(err, store.ErrLocked):
 		d.warn("state database", "in use by another process (a running `mailagent watch`)", "that is fine while watch runs")
@@ -515,3 +406,77 @@ func quoteNames(names []string) string {
 	}
 	return strings.Join(q, ", ")
 }
+
+// Env is what the checks need from the process: the logins (secrets
+// resolved) and the model client.
+type Env struct {
+	IMAPOptions func(ctx context.Context, acct *config.Account) (imapsync.Options, error)
+	SMTPOptions func(ctx context.Context, acct *config.Account) (smtpsend.Options, error)
+	NewModel    func(ctx context.Context, cfg *config.Config) (llm.Model, error)
+}
+
+// Options choose the checks: Fix creates a missing Sent or Drafts folder
+// (imapsync.Client.EnsureFolder); NoModel skips the model round trip.
+type Options struct {
+	Fix, NoModel bool
+}
+
+// Run checks cfg (loaded from file) for accounts, at now, and returns
+// one Check per line in the order they ran; a failed check has Status
+// "fail". Nothing is written but the state directory's probe file and,
+// with Fix, the missing folders.
+func Run(ctx context.Context, env Env, cfg *config.Config, file string, accounts []*config.Account, now time.Time, o Options) []Check {
+	d := &doctor{env: env, fix: o.Fix, cfg: cfg}
+	d.pass("config", file)
+	for _, acct := range accounts {
+		d.account = acct.Name
+		d.imap(ctx, acct)
+		d.smtp(ctx, acct)
+		d.calendar(ctx, cfg, acct, now)
+	}
+	d.account = ""
+	if !o.NoModel {
+		d.model(ctx, cfg)
+	}
+	d.state(cfg)
+	return d.checks
+}
+
+// ConfigFailed is the report of a configuration that does not load: its
+// one failed check.
+func ConfigFailed(err error) []Check {
+	d := &doctor{}
+	d.fail("config", err, "run `mailagent init`, or fix the key named above")
+	return d.checks
+}
+
+// Failed reports whether a check in checks failed.
+func Failed(checks []Check) bool { return (&doctor{checks: checks}).failed() }
+
+// ConnFix turns a connection error into the fix a user needs (init's
+// server probes word theirs with it too).
+func ConnFix(err error, e config.Endpoint, kind string) string { return connFix(err, e, kind) }
+
+// PollingFix is the fix when a server's push is slow: how often watch
+// polls it.
+func PollingFix(server string) string { return pollingFix(server) }
+
+// dbPath is where the state database lives (cmdutil.DBPath's rule).
+func dbPath(cfg *config.Config) string { return filepath.Join(cfg.StateDir, "mailagent.db") }
+
+// orDefault is v trimmed, or def when v is blank.
+func orDefault(v, def string) string {
+	if strings.TrimSpace(v) == "" {
+		return def
+	}
+	return strings.TrimSpace(v)
+}
+
+// SecurityMode and SecurityWords word an endpoint's security setting the
+// way the checks do (init's interview and probes say it the same way).
+func SecurityMode(security string) string  { return securityMode(security) }
+func SecurityWords(security string) string { return securityWords(security) }
+
+// PollEvery is how often watch polls a server whose push is slow, in
+// the checks' words.
+func PollEvery(server string) string { return pollEvery(server) }

@@ -1,6 +1,10 @@
-package main
+package doctor
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/mailagent/mailagent/internal/app/view"
+)
 
 // checkIDs maps the human label of a per-account check (after "imap ACCOUNT: "
 // or "smtp ACCOUNT: ") to its fixed id suffix.
@@ -25,9 +29,9 @@ var fixedCheckIDs = map[string]string{
 
 // toCheckJSON turns a doctor check into its JSON form: the label's account
 // and mailbox move to fields of their own, leaving a fixed id.
-func toCheckJSON(c Check) CheckJSON {
-	j := CheckJSON{Check: c.Name, Status: c.Status, Detail: optStr(c.Detail), Fix: optStr(c.Fix),
-		Account: optStr(c.Account), Mailbox: optStr(c.Mailbox)}
+func toCheckJSON(c Check) view.CheckJSON {
+	j := view.CheckJSON{Check: c.Name, Status: c.Status, Detail: view.OptStr(c.Detail), Fix: view.OptStr(c.Fix),
+		Account: view.OptStr(c.Account), Mailbox: view.OptStr(c.Mailbox)}
 	if id, ok := fixedCheckIDs[c.Name]; ok {
 		j.Check = id
 		return j
@@ -48,7 +52,7 @@ func toCheckJSON(c Check) CheckJSON {
 	if id, ok := checkIDs[label]; ok {
 		j.Check = proto + "." + id
 		if strings.HasSuffix(id, "_folder") && c.Status != "fail" {
-			j.Mailbox = optStr(strings.TrimPrefix(c.Detail, "created ")) // the folder found (or made by --fix)
+			j.Mailbox = view.OptStr(strings.TrimPrefix(c.Detail, "created ")) // the folder found (or made by --fix)
 		}
 	} else {
 		j.Check = proto + "." + strings.ReplaceAll(strings.ToLower(label), " ", "_")
@@ -56,8 +60,10 @@ func toCheckJSON(c Check) CheckJSON {
 	return j
 }
 
-func toChecksJSON(cs []Check) []CheckJSON {
-	out := make([]CheckJSON, 0, len(cs))
+// ToChecksJSON is the --json form of a report: one view.CheckJSON per
+// check, in order.
+func ToChecksJSON(cs []Check) []view.CheckJSON {
+	out := make([]view.CheckJSON, 0, len(cs))
 	for _, c := range cs {
 		out = append(out, toCheckJSON(c))
 	}
