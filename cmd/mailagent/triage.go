@@ -242,7 +242,7 @@ func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) (err error)
 	}()
 	p, _, _, err := wire.ClassifyingPipeline(ctx, wireEnv(f, cfg), cfg, st, false)
 	if err != nil {
-		return fromApp(err)
+		return err
 	}
 	p.DryRun = opts.DryRun
 

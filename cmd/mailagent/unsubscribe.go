@@ -64,7 +64,7 @@ func unsubscribeRun(ctx context.Context, f *Factory, opts *UnsubscribeOptions) e
 	env.Poster = opts.Poster
 	p, err := appunsub.NewPlan(ctx, env, svc, opts.Ref)
 	if err != nil {
-		return fromApp(err)
+		return err
 	}
 	defer p.Close()
 	if err := confirmUnsubscribe(f, opts, termsafe.Line(p.Record.List), p.What); err != nil {

@@ -162,8 +162,7 @@ func Report(stderr io.Writer, err error) int {
 		fmt.Fprintf(stderr, "  fix: %s\n", termsafe.Text(fix))
 		return ExitUsage
 	}
-	var ue *UserError
-	if errors.As(err, &ue) {
+	if ue, ok := AsUserError(err); ok {
 		fmt.Fprintf(stderr, "mailagent: %s\n", termsafe.Text(ue.Err.Error()))
 		if ue.Hint != "" {
 			fmt.Fprintf(stderr, "  %s\n", termsafe.Text(ue.Hint))
