@@ -9,6 +9,7 @@ import (
 
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/review"
+	cmdunsub "github.com/mailagent/mailagent/internal/cmd/unsubscribe"
 	"github.com/mailagent/mailagent/tui"
 )
 
@@ -97,7 +98,7 @@ func runReview(ctx context.Context, f *Factory, svc api.Service, label string) e
 		b.Open = f.Service
 		b.Sock = api.SocketPath(cfg.StateDir)
 		// Unsubscribing reaches the mail server (internal/app/unsubscribe).
-		b.UnsubscribeEnv, _ = unsubscribeEnv(f)
+		b.UnsubscribeEnv = cmdunsub.Env(cfg, f.Now)
 	}
 	return tui.Run(ctx, b, tui.Options{
 		Editor: editor, ASCII: ascii, NoColor: noColor, Now: f.Now, Logger: f.Logger(),

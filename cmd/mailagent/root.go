@@ -34,7 +34,6 @@ func (f *Factory) commands() []*cobra.Command {
 		newQueueCmd(f, nil),
 		newFollowupsCmd(f, nil),
 		newCalendarCmd(f, nil),
-		newUnsubscribeCmd(f, nil),
 		newReviewCmd(f, nil),
 		newDemoCmd(f, nil),
 		newInitCmd(f, nil),

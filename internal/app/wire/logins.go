@@ -7,6 +7,7 @@ import (
 
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/app/apperr"
+	"github.com/mailagent/mailagent/internal/app/daemon"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/smtpsend"
 )
@@ -80,3 +81,6 @@ func ResolveLogin(ctx context.Context, account, what string, e config.Endpoint) 
 	}
 	return pw.Reveal(), "", nil
 }
+
+// NewMailerLogins is NewMailer with the logins of this file (Logins).
+func NewMailerLogins(cfg *config.Config) *daemon.Mailer { return NewMailer(Logins(), cfg) }

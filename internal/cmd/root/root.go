@@ -19,6 +19,7 @@ import (
 	"github.com/mailagent/mailagent/internal/cmd/memory"
 	"github.com/mailagent/mailagent/internal/cmd/schedule"
 	"github.com/mailagent/mailagent/internal/cmd/status"
+	"github.com/mailagent/mailagent/internal/cmd/unsubscribe"
 	"github.com/mailagent/mailagent/internal/cmd/version"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/iostreams"
@@ -92,6 +93,7 @@ mail, whether a send happens at all, and what the model gets to see.`,
 		schedule.NewCmdSchedule(f, nil),
 		decisions.NewCmdDecisions(f, nil),
 		status.NewCmdStatus(f, nil),
+		unsubscribe.NewCmdUnsubscribe(f, nil),
 	)
 	registerCompletions(root, f)
 	cmdutil.UsageArgs(root)

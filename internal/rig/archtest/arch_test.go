@@ -81,7 +81,7 @@ var commandTierOnly = []string{
 // shrink: TestCmdLegacyIsLive fails on an entry main no longer imports.
 var cmdLegacy = []string{
 	"agent", "imapsync", "internal/calendar", "internal/demo", "internal/llm",
-	"internal/memimap", "internal/netpolicy", "internal/smtpsend", "internal/unsubscribe", "prompts", "tui",
+	"internal/memimap", "internal/netpolicy", "internal/smtpsend", "prompts", "tui",
 }
 
 // testRigs are packages that only tests (and other rigs) import, checked
