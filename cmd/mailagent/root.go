@@ -32,7 +32,6 @@ func (f *Factory) commands() []*cobra.Command {
 		newWatchCmd(f, nil),
 		newDoctorCmd(f, nil),
 		newQueueCmd(f, nil),
-		newFollowupsCmd(f, nil),
 		newCalendarCmd(f, nil),
 		newReviewCmd(f, nil),
 		newDemoCmd(f, nil),

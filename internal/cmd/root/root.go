@@ -14,6 +14,7 @@ import (
 	"github.com/mailagent/mailagent/internal/cmd/contacts"
 	"github.com/mailagent/mailagent/internal/cmd/decisions"
 	"github.com/mailagent/mailagent/internal/cmd/explain"
+	"github.com/mailagent/mailagent/internal/cmd/followups"
 	"github.com/mailagent/mailagent/internal/cmd/man"
 	"github.com/mailagent/mailagent/internal/cmd/mcp"
 	"github.com/mailagent/mailagent/internal/cmd/memory"
@@ -94,6 +95,7 @@ mail, whether a send happens at all, and what the model gets to see.`,
 		decisions.NewCmdDecisions(f, nil),
 		status.NewCmdStatus(f, nil),
 		unsubscribe.NewCmdUnsubscribe(f, nil),
+		followups.NewCmdFollowups(f, nil),
 	)
 	registerCompletions(root, f)
 	cmdutil.UsageArgs(root)
