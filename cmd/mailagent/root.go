@@ -33,7 +33,6 @@ func (f *Factory) commands() []*cobra.Command {
 		newDoctorCmd(f, nil),
 		newQueueCmd(f, nil),
 		newCalendarCmd(f, nil),
-		newReviewCmd(f, nil),
 		newDemoCmd(f, nil),
 		newInitCmd(f, nil),
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/mailagent/mailagent/internal/cmd/man"
 	"github.com/mailagent/mailagent/internal/cmd/mcp"
 	"github.com/mailagent/mailagent/internal/cmd/memory"
+	"github.com/mailagent/mailagent/internal/cmd/review"
 	"github.com/mailagent/mailagent/internal/cmd/schedule"
 	"github.com/mailagent/mailagent/internal/cmd/status"
 	"github.com/mailagent/mailagent/internal/cmd/unsubscribe"
@@ -96,6 +97,7 @@ mail, whether a send happens at all, and what the model gets to see.`,
 		status.NewCmdStatus(f, nil),
 		unsubscribe.NewCmdUnsubscribe(f, nil),
 		followups.NewCmdFollowups(f, nil),
+		review.NewCmdReview(f, nil),
 	)
 	registerCompletions(root, f)
 	cmdutil.UsageArgs(root)
