@@ -31,7 +31,6 @@ func (f *Factory) commands() []*cobra.Command {
 		newDigestCmd(f, nil),
 		newWatchCmd(f, nil),
 		newDoctorCmd(f, nil),
-		newQueueCmd(f, nil),
 		newCalendarCmd(f, nil),
 		newDemoCmd(f, nil),
 		newInitCmd(f, nil),

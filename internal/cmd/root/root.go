@@ -18,6 +18,7 @@ import (
 	"github.com/mailagent/mailagent/internal/cmd/man"
 	"github.com/mailagent/mailagent/internal/cmd/mcp"
 	"github.com/mailagent/mailagent/internal/cmd/memory"
+	"github.com/mailagent/mailagent/internal/cmd/queue"
 	"github.com/mailagent/mailagent/internal/cmd/review"
 	"github.com/mailagent/mailagent/internal/cmd/schedule"
 	"github.com/mailagent/mailagent/internal/cmd/status"
@@ -98,6 +99,7 @@ mail, whether a send happens at all, and what the model gets to see.`,
 		unsubscribe.NewCmdUnsubscribe(f, nil),
 		followups.NewCmdFollowups(f, nil),
 		review.NewCmdReview(f, nil),
+		queue.NewCmdQueue(f, nil),
 	)
 	registerCompletions(root, f)
 	cmdutil.UsageArgs(root)
