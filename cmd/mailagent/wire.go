@@ -49,11 +49,6 @@ func wireEnv(f *Factory, cfg *config.Config) *wire.Env {
 	}
 }
 
-// newMailer is wire.NewMailer with this process's logins.
-func newMailer(cfg *config.Config) *daemon.Mailer {
-	return wire.NewMailer(&wire.Env{DialIMAP: DialIMAP, SMTP: SMTPOptions, IncomingCheckOff: incomingCheckOff}, cfg)
-}
-
 // buildAgent is wire.BuildAgent with this process's Factory.
 func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.Store, lazyModel bool) (*wire.Agent, error) {
 	return wire.BuildAgent(ctx, wireEnv(f, cfg), cfg, st, lazyModel)
