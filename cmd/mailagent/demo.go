@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	cmdreview "github.com/mailagent/mailagent/internal/cmd/review"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/demo"
 	"github.com/mailagent/mailagent/internal/llm"
@@ -271,7 +272,7 @@ func demoRun(ctx context.Context, f *Factory, opts *DemoOptions) error {
 		stopWatch()
 		return err
 	}
-	err = runReview(ctx, f, svc, env.label)
+	err = cmdreview.RunTUI(ctx, f.Factory, svc, env.label)
 	// The watcher sends what the owner approved once its undo window has
 	// passed; quitting the review inside that window must not drop it
 	// silently, so the demo keeps the watcher until those sends are done.

@@ -136,15 +136,9 @@ func DialIMAP(ctx context.Context, acct *config.Account) (*imapsync.Client, erro
 // the commands still in package main use.
 type table struct{ cmdutil.Table }
 
-func (t *table) row(cells ...string)               { t.Row(cells...) }
-func (t *table) fit(width int, drop, shrink []int) { t.Fit(width, drop, shrink) }
-func (t *table) width() int                        { return t.Width() }
-func (t *table) write(w io.Writer) error           { return t.Write(w) }
+func (t *table) row(cells ...string)     { t.Row(cells...) }
+func (t *table) write(w io.Writer) error { return t.Write(w) }
 
 func truncate(s string, n int) string           { return cmdutil.Truncate(s, n) }
 func plural(n int, word string) string          { return cmdutil.Plural(n, word) }
 func pluralWord(n int, one, many string) string { return cmdutil.PluralWord(n, one, many) }
-
-// outputWidth is the width of the terminal w writes to, or 0 when w is
-// not a terminal (a pipe or a file: listings stay whole for scripts).
-func outputWidth(w io.Writer) int { return iostreams.New(nil, w, nil).TerminalWidth() }

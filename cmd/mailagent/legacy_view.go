@@ -27,12 +27,9 @@ type (
 )
 
 var (
-	toFollowupsJSON  = view.ToFollowupsJSON
 	optStr           = view.OptStr
 	emailsJSON       = view.EmailsJSON
 	toKeyJSON        = view.ToKeyJSON
 	toMessageJSON    = view.ToMessageJSON
 	toInvitationJSON = view.ToInvitationJSON
-	toQueueItemsJSON = view.ToQueueItemsJSON
-	toQueueShowJSON  = view.ToQueueShowJSON
 )

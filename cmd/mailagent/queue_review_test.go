@@ -116,24 +116,6 @@ func TestQueueEditFallback(t *testing.T) {
 	}
 }
 
-func TestTrimAddedNewline(t *testing.T) {
-	for _, tt := range []struct {
-		in    string
-		added bool
-		want  string
-	}{
-		{"a\n", true, "a"},
-		{"a\r\n", true, "a"},
-		{"a", true, "a"},       // the owner removed it
-		{"a\n\n", true, "a\n"}, // a blank line the owner typed stays
-		{"a\n", false, "a\n"},  // the draft had its own
-	} {
-		if got := trimAddedNewline(tt.in, tt.added); got != tt.want {
-			t.Errorf("trimAddedNewline(%q, %v) = %q, want %q", tt.in, tt.added, got, tt.want)
-		}
-	}
-}
-
 // TestDecisionsLists: what the agent did without asking is listed (the
 // auto-reply to Bob with its reply, the archived newsletter), and what
 // waits for approval is not.

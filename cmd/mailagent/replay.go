@@ -21,6 +21,7 @@ import (
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/app/replay"
 	"github.com/mailagent/mailagent/internal/app/wire"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/mail"
@@ -273,8 +274,7 @@ func replayRun(ctx context.Context, f *Factory, opts *ReplayOptions) (err error)
 					done, filepath.Join(cfg.StateDir, "replay.db"))
 				return ctx.Err()
 			}
-			var ue *UserError
-			if errors.As(err, &ue) || errors.Is(err, store.ErrLocked) {
+			if _, ok := cmdutil.AsUserError(err); ok || errors.Is(err, store.ErrLocked) {
 				return err
 			}
 			return unreachable(err, "check the account with: mailagent doctor")

@@ -30,10 +30,6 @@ func (f *Factory) commands() []*cobra.Command {
 		newReplayCmd(f, nil),
 		newWatchCmd(f, nil),
 		newDoctorCmd(f, nil),
-		newQueueCmd(f, nil),
-		newFollowupsCmd(f, nil),
-		newUnsubscribeCmd(f, nil),
-		newReviewCmd(f, nil),
 		newDemoCmd(f, nil),
 		newInitCmd(f, nil),
 	}

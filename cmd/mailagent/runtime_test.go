@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/emersion/go-imap/v2/imapserver"
 
 	"github.com/mailagent/mailagent/internal/app/daemon"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
 	"github.com/mailagent/mailagent/internal/memimap"
 	"github.com/mailagent/mailagent/store"
@@ -329,8 +329,7 @@ func TestWatchExitsOnBrokenPasswordSource(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Fatal("watch kept running with no password to log in with")
 	}
-	var ue *UserError
-	if !errors.As(err, &ue) || ue.Code != ExitUsage {
+	if ue, ok := cmdutil.AsUserError(err); !ok || ue.Code != ExitUsage {
 		t.Fatalf("watch: got %v, want a usage error (exit 2)", err)
 	}
 	for _, want := range []string{"personal", "password", "MA_TEST_IMAP_PASS"} {

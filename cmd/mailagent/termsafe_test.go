@@ -11,7 +11,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mailagent/mailagent/internal/cmd/root"
 	"github.com/mailagent/mailagent/internal/cmdutil"
+	"github.com/mailagent/mailagent/internal/iostreams"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
 	"github.com/mailagent/mailagent/store"
@@ -188,11 +190,15 @@ func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
 	}
 }
 
-// runIn runs mailagent with stdin as its standard input.
-func (h *harness) runIn(stdin io.Reader, args ...string) (string, string, int) {
+// runTTY runs the command line in process over stdin, counted as a
+// terminal (IOStreams.SetStdinTTY: the seam that replaced the stdinIsTTY
+// package global), and returns stdout, stderr and the exit code.
+func (h *harness) runTTY(stdin io.Reader, args ...string) (string, string, int) {
 	h.t.Helper()
 	var out, errb bytes.Buffer
-	code := Main(append([]string{"--config", h.cfgPath}, args...), stdin, &out, &errb)
+	ios := iostreams.New(stdin, &out, &errb)
+	ios.SetStdinTTY(true)
+	code := root.Main(append([]string{"--config", h.cfgPath}, args...), ios, wireLegacy)
 	return out.String(), errb.String(), code
 }
 
@@ -217,11 +223,8 @@ func TestApproveToNewAddressAsks(t *testing.T) {
 		t.Fatalf("approve without --yes, stdin not a terminal: got %d %q, want a refusal naming the address and --yes", code, stderr)
 	}
 
-	old := stdinIsTTY
-	stdinIsTTY = func(io.Reader) bool { return true }
-	t.Cleanup(func() { stdinIsTTY = old })
 	for _, answer := range []string{"n\n", "\n", "", "yy\n"} {
-		_, stderr, code = h.runIn(strings.NewReader(answer), "queue", "approve", id)
+		_, stderr, code = h.runTTY(strings.NewReader(answer), "queue", "approve", id)
 		// The Reply-To redirect also fails the recipients gate: one
 		// question names both.
 		if code == 0 || !strings.Contains(stderr, "send to a new address collect@evil.test, and send although the safety gates above failed? y/N") ||
@@ -232,7 +235,7 @@ func TestApproveToNewAddressAsks(t *testing.T) {
 	if n := len(h.smtp.Messages()); n != 0 {
 		t.Fatalf("sent %d messages before a yes", n)
 	}
-	if _, stderr, code = h.runIn(strings.NewReader("y\n"), "queue", "approve", id); code != 0 {
+	if _, stderr, code = h.runTTY(strings.NewReader("y\n"), "queue", "approve", id); code != 0 {
 		t.Fatalf("approve answered y: %d %s", code, stderr)
 	}
 	sent := h.smtp.Messages()

@@ -19,8 +19,8 @@ import (
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/app/wire"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
-	"github.com/mailagent/mailagent/internal/humantime"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
@@ -111,21 +111,8 @@ with --json or mailagent explain).`,
 	return cmd
 }
 
-// parseSince accepts a duration back from now in the one grammar
-// (humantime.ParseDuration: "7d", "2w", "36h"), or a YYYY-MM-DD date.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.ParseInLocation("2006-01-02", s, time.Local); err == nil {
-		return t, nil
-	}
-	if d, err := humantime.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
-	return time.Time{}, fmt.Errorf("%q is neither %s nor a date (2026-01-02)", s, humantime.DurationGrammar)
-}
+// parseSince is cmdutil.ParseSince (digest and triage use it).
+func parseSince(s string, now time.Time) (time.Time, error) { return cmdutil.ParseSince(s, now) }
 
 func toTriageJSON(rec *store.MessageRecord, usage llm.Usage, skipped bool) TriageJSON {
 	return TriageJSON{MessageJSON: toMessageJSON(rec), TokensIn: usage.PromptTokens, TokensOut: usage.OutputTokens, Skipped: skipped}
@@ -242,7 +229,7 @@ func triageRun(ctx context.Context, f *Factory, opts *TriageOptions) (err error)
 	}()
 	p, _, _, err := wire.ClassifyingPipeline(ctx, wireEnv(f, cfg), cfg, st, false)
 	if err != nil {
-		return fromApp(err)
+		return err
 	}
 	p.DryRun = opts.DryRun
 

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	cmdunsub "github.com/mailagent/mailagent/internal/cmd/unsubscribe"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/unsubscribe"
 	"github.com/mailagent/mailagent/store"
@@ -43,9 +44,9 @@ func unsubscribeRunner(h *harness, poster func() *unsubscribe.Poster) func(args 
 				root.RemoveCommand(c)
 			}
 		}
-		root.AddCommand(newUnsubscribeCmd(f, func(ctx context.Context, o *UnsubscribeOptions) error {
+		root.AddCommand(cmdunsub.NewCmdUnsubscribe(f.Factory, func(ctx context.Context, o *cmdunsub.UnsubscribeOptions) error {
 			o.Poster = poster
-			return unsubscribeRun(ctx, f, o)
+			return cmdunsub.Run(ctx, f.Factory, o)
 		}))
 		root.SetArgs(append([]string{"--config", h.cfgPath, "unsubscribe"}, args...))
 		root.SetIn(strings.NewReader(""))

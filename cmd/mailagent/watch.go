@@ -15,6 +15,7 @@ import (
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/app/actions"
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/store"
 )
@@ -89,7 +90,7 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 			f.Logger().Info("watch stopped before it started")
 			return nil
 		}
-		return fromApp(err)
+		return err
 	}
 	defer func() { _ = st.Close() }()
 	if removeHolder, err := api.WriteHolder(cfg.StateDir, "watch"); err != nil {
@@ -169,11 +170,12 @@ func watchRun(ctx context.Context, f *Factory, opts *WatchOptions) error {
 		}
 		return nil
 	}
+	if _, ok := cmdutil.AsUserError(err); ok {
+		return err
+	}
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, new(*UserError)):
-		return err
 	case errors.Is(err, imapsync.ErrAuth):
 		return unreachable(err, "check the IMAP login with: mailagent doctor")
 	case errors.Is(err, store.ErrLocked):

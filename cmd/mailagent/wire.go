@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/mailagent/mailagent/internal/app/actions"
 	"github.com/mailagent/mailagent/internal/app/agentcal"
 	"github.com/mailagent/mailagent/internal/app/api"
-	"github.com/mailagent/mailagent/internal/app/apperr"
 	"github.com/mailagent/mailagent/internal/app/daemon"
 	"github.com/mailagent/mailagent/internal/app/wire"
 	"github.com/mailagent/mailagent/internal/config"
@@ -17,32 +14,14 @@ import (
 	"github.com/mailagent/mailagent/store"
 )
 
-// SMTPOptions resolves an account's SMTP login.
+// SMTPOptions and resolveLogin are internal/app/wire's logins, under
+// the names the files still in package main use.
 func SMTPOptions(ctx context.Context, acct *config.Account) (smtpsend.Options, error) {
-	e := acct.SMTP
-	opts := smtpsend.Options{Host: e.Host, Port: e.Port, Security: e.Security, Username: e.Username, TLSCAFile: e.TLSCAFile}
-	var err error
-	opts.Password, opts.OAuth2Token, err = resolveLogin(ctx, acct.Name, "smtp", e)
-	return opts, err
+	return wire.SMTPOptions(ctx, acct)
 }
 
-// resolveLogin resolves an endpoint's secret (what: "imap" or "smtp"):
-// an OAuth 2 access token when it uses one, else its password. A source
-// that fails is a configuration error (exit 2) naming the account; the
-// secret itself is never in the error.
 func resolveLogin(ctx context.Context, account, what string, e config.Endpoint) (password, token string, _ error) {
-	if e.UsesOAuth2() {
-		tok, err := e.ResolveOAuth2Token(ctx)
-		if err != nil {
-			return "", "", &UserError{Code: ExitUsage, Err: fmt.Errorf("account %s %s token: %w", account, what, err)}
-		}
-		return "", tok.Reveal(), nil
-	}
-	pw, err := e.ResolvePassword(ctx)
-	if err != nil {
-		return "", "", &UserError{Code: ExitUsage, Err: fmt.Errorf("account %s %s password: %w", account, what, err)}
-	}
-	return pw.Reveal(), "", nil
+	return wire.ResolveLogin(ctx, account, what, e)
 }
 
 // incomingCheckOff switches off the rule that the watched mailbox is
@@ -71,15 +50,9 @@ func wireEnv(f *Factory, cfg *config.Config) *wire.Env {
 	}
 }
 
-// newMailer is wire.NewMailer with this process's logins.
-func newMailer(cfg *config.Config) *daemon.Mailer {
-	return wire.NewMailer(&wire.Env{DialIMAP: DialIMAP, SMTP: SMTPOptions, IncomingCheckOff: incomingCheckOff}, cfg)
-}
-
 // buildAgent is wire.BuildAgent with this process's Factory.
 func buildAgent(ctx context.Context, f *Factory, cfg *config.Config, st *store.Store, lazyModel bool) (*wire.Agent, error) {
-	a, err := wire.BuildAgent(ctx, wireEnv(f, cfg), cfg, st, lazyModel)
-	return a, fromApp(err)
+	return wire.BuildAgent(ctx, wireEnv(f, cfg), cfg, st, lazyModel)
 }
 
 // newDaemon is wire.NewDaemon with this process's Factory.
@@ -131,15 +104,4 @@ func (f *Factory) Service(ctx context.Context, withActions bool) (api.Service, f
 		}
 		return closeFn()
 	}, nil
-}
-
-// fromApp turns an application-tier error the owner can act on
-// (*apperr.Error) into this command line's UserError: the same exit code
-// and hint; any other error is returned as it is.
-func fromApp(err error) error {
-	var ae *apperr.Error
-	if errors.As(err, &ae) {
-		return &UserError{Code: ae.Code, Err: ae.Err, Hint: ae.Hint}
-	}
-	return err
 }

@@ -225,3 +225,7 @@ func accountEmail(cfg *config.Config, name string) string {
 	}
 	return ""
 }
+
+// Poster is the one-click client (internal/unsubscribe's), named here so
+// a command can set Env.Poster without importing the library.
+type Poster = listunsub.Poster

@@ -16,11 +16,15 @@ import (
 	"github.com/mailagent/mailagent/internal/cmd/decisions"
 	"github.com/mailagent/mailagent/internal/cmd/digest"
 	"github.com/mailagent/mailagent/internal/cmd/explain"
+	"github.com/mailagent/mailagent/internal/cmd/followups"
 	"github.com/mailagent/mailagent/internal/cmd/man"
 	"github.com/mailagent/mailagent/internal/cmd/mcp"
 	"github.com/mailagent/mailagent/internal/cmd/memory"
+	"github.com/mailagent/mailagent/internal/cmd/queue"
+	"github.com/mailagent/mailagent/internal/cmd/review"
 	"github.com/mailagent/mailagent/internal/cmd/schedule"
 	"github.com/mailagent/mailagent/internal/cmd/status"
+	"github.com/mailagent/mailagent/internal/cmd/unsubscribe"
 	"github.com/mailagent/mailagent/internal/cmd/version"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/iostreams"
@@ -96,6 +100,10 @@ mail, whether a send happens at all, and what the model gets to see.`,
 		status.NewCmdStatus(f, nil),
 		calendar.NewCmdCalendar(f, nil),
 		digest.NewCmdDigest(f, nil),
+		unsubscribe.NewCmdUnsubscribe(f, nil),
+		followups.NewCmdFollowups(f, nil),
+		review.NewCmdReview(f, nil),
+		queue.NewCmdQueue(f, nil),
 	)
 	registerCompletions(root, f)
 	cmdutil.UsageArgs(root)

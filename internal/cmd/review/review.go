@@ -1,4 +1,7 @@
-package main
+// Package review is `mailagent review`: the approval queue in the
+// terminal (the tui package over internal/app/review's Backend). It is
+// the one command group that imports tui (archtest's tuiFronts).
+package review
 
 import (
 	"context"
@@ -9,13 +12,17 @@ import (
 
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/review"
+	cmdunsub "github.com/mailagent/mailagent/internal/cmd/unsubscribe"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/tui"
 )
 
 // ReviewOptions are the flags of `mailagent review`.
 type ReviewOptions struct{}
 
-func newReviewCmd(f *Factory, runF func(context.Context, *ReviewOptions) error) *cobra.Command {
+// NewCmdReview is `mailagent review`. runF, when set, runs instead of Run
+// (the test seam).
+func NewCmdReview(f *cmdutil.Factory, runF func(context.Context, *ReviewOptions) error) *cobra.Command {
 	opts := &ReviewOptions{}
 	return &cobra.Command{
 		Use:   "review",
@@ -60,14 +67,17 @@ mailagent decisions.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return reviewRun(cmd.Context(), f, opts)
+			return Run(cmd.Context(), f, opts)
 		},
 	}
 }
 
-func reviewRun(ctx context.Context, f *Factory, _ *ReviewOptions) error {
-	if !terminalAttached(f) {
-		return &UserError{Code: ExitUsage, Err: errors.New("review needs a terminal (stdin and stdout are not both one)"),
+// Run opens the TUI once the service opens (a bad configuration or a
+// held database fails here, before the screen is drawn). It needs a
+// terminal on stdin and stdout.
+func Run(ctx context.Context, f *cmdutil.Factory, _ *ReviewOptions) error {
+	if !f.IOStreams.CanPrompt() {
+		return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: errors.New("review needs a terminal (stdin and stdout are not both one)"),
 			Hint: "for scripts: mailagent queue list, then mailagent queue show|approve|reject ID"}
 	}
 	// Fail early (bad config, a database held by another command); the
@@ -79,14 +89,14 @@ func reviewRun(ctx context.Context, f *Factory, _ *ReviewOptions) error {
 	if err := closeSvc(); err != nil {
 		return err
 	}
-	return runReview(ctx, f, svc, "")
+	return RunTUI(ctx, f, svc, "")
 }
 
-// runReview opens the TUI; label, when set, names the model on the status
+// RunTUI opens the TUI; label, when set, names the model on the status
 // line (the demo says it is not an AI). svc is used only when the
 // configuration cannot be read again; otherwise every operation reaches
 // the watcher, or the store when none runs, afresh (Factory.Service).
-func runReview(ctx context.Context, f *Factory, svc api.Service, label string) error {
+func RunTUI(ctx context.Context, f *cmdutil.Factory, svc api.Service, label string) error {
 	editor := os.Getenv("VISUAL")
 	if editor == "" {
 		editor = os.Getenv("EDITOR")
@@ -97,7 +107,7 @@ func runReview(ctx context.Context, f *Factory, svc api.Service, label string) e
 		b.Open = f.Service
 		b.Sock = api.SocketPath(cfg.StateDir)
 		// Unsubscribing reaches the mail server (internal/app/unsubscribe).
-		b.UnsubscribeEnv, _ = unsubscribeEnv(f)
+		b.UnsubscribeEnv = cmdunsub.Env(cfg, f.Now)
 	}
 	return tui.Run(ctx, b, tui.Options{
 		Editor: editor, ASCII: ascii, NoColor: noColor, Now: f.Now, Logger: f.Logger(),

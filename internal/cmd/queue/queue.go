@@ -1,8 +1,11 @@
-package main
+// Package queue is `mailagent queue`: the approval queue's verbs for
+// scripts (list, show, approve, reject, edit, snooze, unsnooze,
+// regenerate, retry, rsvp, cancel), the review TUI's twins over the same
+// api.Service.
+package queue
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,12 +17,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/actions"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/review"
+	"github.com/mailagent/mailagent/internal/app/view"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/humantime"
-	"github.com/mailagent/mailagent/internal/iostreams"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
@@ -41,7 +44,9 @@ type QueueOptions struct {
 	Answer      string // rsvp: accept | decline | tentative
 }
 
-func newQueueCmd(f *Factory, runF func(context.Context, *QueueOptions) error) *cobra.Command {
+// NewCmdQueue is `mailagent queue` and its subcommands. runF, when set,
+// runs instead of Run (the test seam).
+func NewCmdQueue(f *cmdutil.Factory, runF func(context.Context, *QueueOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "queue",
 		Short: "List and act on drafts waiting for approval (the TUI's twins, for scripts)",
@@ -65,7 +70,7 @@ approve then asks "y/N" when stdin is a terminal, and refuses without
 				if runF != nil {
 					return runF(cmd.Context(), opts)
 				}
-				return queueRun(cmd.Context(), f, opts)
+				return Run(cmd.Context(), f, opts)
 			},
 		}
 		if setup != nil {
@@ -99,13 +104,15 @@ approve then asks "y/N" when stdin is a terminal, and refuses without
 			c.Flags().StringVar(&o.Instruction, "instruction", "", `e.g. "shorter" or "decline politely"`)
 		}),
 		mk("retry MESSAGE-KEY|TRACE-ID", "Process a message that needs review again", cobra.ExactArgs(1), nil),
-		newQueueRSVPCmd(f, runF), // queue_rsvp.go
+		newQueueRSVPCmd(f, runF), // rsvp.go
 		mk("cancel ID", "Cancel a scheduled send: an approval in its undo window (policy.approval_delay; ID is the queue id) or a delayed auto-send (policy.send_delay; ID is the outbox id)", cobra.ExactArgs(1), nil),
 	)
 	return cmd
 }
 
-func queueRun(ctx context.Context, f *Factory, opts *QueueOptions) error {
+// Run opens the service (with actions for every verb but list and show)
+// and does opts.Action, turning the queue's errors into exit codes.
+func Run(ctx context.Context, f *cmdutil.Factory, opts *QueueOptions) error {
 	needsActions := opts.Action != "list" && opts.Action != "show"
 	svc, closeSvc, err := f.Service(ctx, needsActions)
 	if err != nil {
@@ -113,26 +120,26 @@ func queueRun(ctx context.Context, f *Factory, opts *QueueOptions) error {
 	}
 	defer func() { _ = closeSvc() }()
 	if opts.Action == "approve" || opts.Action == "rsvp" {
-		actions.Announce(svc, f.Stderr) // the undo window is announced here
+		actions.Announce(svc, f.IOStreams.ErrOut) // the undo window is announced here
 	}
 	err = queueDo(ctx, f, svc, opts)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return &UserError{Code: ExitUsage, Err: err, Hint: "list the ids with: mailagent queue list"}
-	case errors.Is(err, agent.ErrNotActionable) && (opts.Action == "approve" || opts.Action == "rsvp"):
+		return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: err, Hint: "list the ids with: mailagent queue list"}
+	case errors.Is(err, actions.ErrNotActionable) && (opts.Action == "approve" || opts.Action == "rsvp"):
 		// Approving (or answering) an item already sent, rejected or
 		// resolved sends nothing: the approval's own "nothing was sent"
 		// (not a usage error: the command line was right).
-		return &UserError{Code: ExitNotSent, Err: err, Hint: "see the item with: mailagent queue show " + opts.ID}
-	case errors.Is(err, agent.ErrNotActionable):
-		return &UserError{Code: ExitUsage, Err: err, Hint: "see the item with: mailagent queue show " + opts.ID}
+		return &cmdutil.UserError{Code: cmdutil.ExitNotSent, Err: err, Hint: "see the item with: mailagent queue show " + opts.ID}
+	case errors.Is(err, actions.ErrNotActionable):
+		return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: err, Hint: "see the item with: mailagent queue show " + opts.ID}
 	case errors.Is(err, api.ErrNoActions):
-		return &UserError{Code: ExitFailure, Err: err, Hint: "check the configuration with: mailagent doctor"}
+		return &cmdutil.UserError{Code: cmdutil.ExitFailure, Err: err, Hint: "check the configuration with: mailagent doctor"}
 	}
 	return err
 }
 
-func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOptions) error {
+func queueDo(ctx context.Context, f *cmdutil.Factory, svc api.Service, opts *QueueOptions) error {
 	switch opts.Action {
 	case "list":
 		items, err := svc.Queue(ctx, api.QueueFilter{})
@@ -149,22 +156,22 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 			items = open
 		}
 		if opts.JSON {
-			return writeJSON(f.Stdout, toQueueItemsJSON(items))
+			return cmdutil.WriteJSON(f.IOStreams.Out, view.ToQueueItemsJSON(items))
 		}
 		known, err := review.RecipientStatus(ctx, svc, items)
 		if err != nil {
 			return err
 		}
-		printQueue(f.Stdout, items, known, mailDates(ctx, svc, items), f.Now(), outputWidth(f.Stdout))
+		printQueue(f.IOStreams.Out, items, known, mailDates(ctx, svc, items), f.Now(), f.IOStreams.TerminalWidth())
 		recs, err := svc.NeedsReview(ctx)
 		if err != nil {
 			return err
 		}
 		if len(recs) > 0 {
-			fmt.Fprintf(f.Stdout, "\n%s need review (retry with: mailagent queue retry TRACE-ID):\n", plural(len(recs), "message"))
+			fmt.Fprintf(f.IOStreams.Out, "\n%s need review (retry with: mailagent queue retry TRACE-ID):\n", cmdutil.Plural(len(recs), "message"))
 			for _, r := range recs {
-				fmt.Fprintf(f.Stdout, "  %s  %s  %s: %s\n", termsafe.Line(r.TraceID), termsafe.Address(r.From.Name, r.From.Email),
-					truncate(termsafe.Line(r.Subject), 40), truncate(termsafe.Line(r.Error), 80))
+				fmt.Fprintf(f.IOStreams.Out, "  %s  %s  %s: %s\n", termsafe.Line(r.TraceID), termsafe.Address(r.From.Name, r.From.Email),
+					cmdutil.Truncate(termsafe.Line(r.Subject), 40), cmdutil.Truncate(termsafe.Line(r.Error), 80))
 			}
 		}
 		return nil
@@ -176,13 +183,13 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 			return err
 		}
 		if opts.JSON {
-			return writeJSON(f.Stdout, toQueueShowJSON(d))
+			return cmdutil.WriteJSON(f.IOStreams.Out, view.ToQueueShowJSON(d))
 		}
 		known, err := review.RecipientStatus(ctx, svc, []store.QueueItem{d.Item})
 		if err != nil {
 			return err
 		}
-		printQueueItem(f.Stdout, d, known[d.Item.Account])
+		printQueueItem(f.IOStreams.Out, d, known[d.Item.Account])
 		return nil
 	case "approve":
 		if err := confirmRecipients(ctx, f, svc, opts); err != nil {
@@ -195,30 +202,30 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 			// retried), not a failure that invites a second approval.
 			// An item that was not actionable (sent before, rejected…) was
 			// not sent by this approval: that stays an error.
-			if errors.Is(err, agent.ErrNotActionable) {
+			if errors.Is(err, actions.ErrNotActionable) {
 				return err
 			}
 			d, qerr := svc.QueueItem(ctx, opts.ID)
 			if qerr != nil || d.Item.Status != store.QueueSent {
 				return err
 			}
-			fmt.Fprintf(f.Stderr, "%s: sent to %s\nwarning: the copy to the Sent folder failed and will be retried: %s\n", termsafe.Line(d.Item.ID), joinAddrs(d.Item.To, nil), termsafe.Line(err.Error()))
+			fmt.Fprintf(f.IOStreams.ErrOut, "%s: sent to %s\nwarning: the copy to the Sent folder failed and will be retried: %s\n", termsafe.Line(d.Item.ID), joinAddrs(d.Item.To, nil), termsafe.Line(err.Error()))
 			return nil
 		}
-		printLearned(f.Stderr, item.Learned) // memory.go
+		printLearned(f.IOStreams.ErrOut, item.Learned) // memory.go
 		if item.Status == store.QueueApproved {
 			// The watcher holds it for policy.approval_delay: say how to undo.
-			fmt.Fprintf(f.Stderr, "%s: approved, to %s; it goes out shortly (policy.approval_delay): undo with `mailagent queue cancel %s`\n",
+			fmt.Fprintf(f.IOStreams.ErrOut, "%s: approved, to %s; it goes out shortly (policy.approval_delay): undo with `mailagent queue cancel %s`\n",
 				termsafe.Line(item.ID), joinAddrs(item.To, nil), termsafe.Line(item.ID))
 			return nil
 		}
-		fmt.Fprintf(f.Stderr, "%s: %s to %s\n", termsafe.Line(item.ID), termsafe.Line(item.Status), joinAddrs(item.To, nil))
+		fmt.Fprintf(f.IOStreams.ErrOut, "%s: %s to %s\n", termsafe.Line(item.ID), termsafe.Line(item.Status), joinAddrs(item.To, nil))
 		return nil
 	case "reject":
 		if err := svc.Reject(ctx, opts.ID, opts.Reason); err != nil {
 			return err
 		}
-		fmt.Fprintf(f.Stderr, "%s: rejected\n", opts.ID)
+		fmt.Fprintf(f.IOStreams.ErrOut, "%s: rejected\n", opts.ID)
 		return nil
 	case "edit":
 		d, err := svc.QueueItem(ctx, opts.ID)
@@ -236,37 +243,37 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 			}
 		}
 		if edited == text {
-			fmt.Fprintln(f.Stderr, "no change")
+			fmt.Fprintln(f.IOStreams.ErrOut, "no change")
 			return nil
 		}
 		item, err := svc.Edit(ctx, opts.ID, edited)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(f.Stderr, "%s: edited (the model's draft is kept beside your text)\n", opts.ID)
+		fmt.Fprintf(f.IOStreams.ErrOut, "%s: edited (the model's draft is kept beside your text)\n", opts.ID)
 		return draftCopyFailed(f, item)
 	case "snooze":
 		until, err := tui.ParseSnooze(opts.Until, f.Now())
 		if err != nil {
-			return usageErr("--for: %v", err)
+			return cmdutil.UsageErr("--for: %v", err)
 		}
 		if err := svc.Snooze(ctx, opts.ID, until); err != nil {
 			return err
 		}
-		fmt.Fprintf(f.Stderr, "%s: snoozed until %s (undo: mailagent queue unsnooze %s)\n", termsafe.Line(opts.ID), until.Format("Mon 2 Jan 15:04"), termsafe.Line(opts.ID))
+		fmt.Fprintf(f.IOStreams.ErrOut, "%s: snoozed until %s (undo: mailagent queue unsnooze %s)\n", termsafe.Line(opts.ID), until.Format("Mon 2 Jan 15:04"), termsafe.Line(opts.ID))
 		return nil
 	case "unsnooze":
 		if err := svc.Unsnooze(ctx, opts.ID); err != nil {
 			return err
 		}
-		fmt.Fprintf(f.Stderr, "%s: back in the queue\n", termsafe.Line(opts.ID))
+		fmt.Fprintf(f.IOStreams.ErrOut, "%s: back in the queue\n", termsafe.Line(opts.ID))
 		return nil
 	case "regenerate":
 		item, err := svc.Regenerate(ctx, opts.ID, opts.Instruction)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(f.Stdout, termsafe.Text(item.Draft))
+		fmt.Fprintln(f.IOStreams.Out, termsafe.Text(item.Draft))
 		return draftCopyFailed(f, item)
 	case "retry":
 		e, err := svc.Explain(ctx, opts.ID)
@@ -276,26 +283,16 @@ func queueDo(ctx context.Context, f *Factory, svc api.Service, opts *QueueOption
 		if err := svc.Retry(ctx, e.Trace.Message); err != nil {
 			return err
 		}
-		fmt.Fprintf(f.Stderr, "%s: processed again\n", opts.ID)
+		fmt.Fprintf(f.IOStreams.ErrOut, "%s: processed again\n", opts.ID)
 		return nil
 	case "cancel":
 		if err := svc.Cancel(ctx, opts.ID); err != nil {
 			return err
 		}
-		fmt.Fprintf(f.Stderr, "%s: cancelled; the draft is back in the queue\n", opts.ID)
+		fmt.Fprintf(f.IOStreams.ErrOut, "%s: cancelled; the draft is back in the queue\n", opts.ID)
 		return nil
 	}
-	return usageErr("unknown queue action %q", opts.Action)
-}
-
-// parseFor reads a positive duration in the one grammar
-// (humantime.ParseDuration).
-func parseFor(s string) (time.Duration, error) {
-	d, err := humantime.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%q is not a positive duration (%s)", s, humantime.DurationGrammar)
-	}
-	return d, nil
+	return cmdutil.UsageErr("unknown queue action %q", opts.Action)
 }
 
 // lookEditor finds the editor: $VISUAL, else $EDITOR, else vi when it is
@@ -310,13 +307,13 @@ func lookEditor(getenv func(string) string, lookPath func(string) (string, error
 	if _, err := lookPath("vi"); err == nil {
 		return "vi", nil
 	}
-	return "", usageErr("no editor: set $VISUAL or $EDITOR (no vi is installed either), or give the text with --text")
+	return "", cmdutil.UsageErr("no editor: set $VISUAL or $EDITOR (no vi is installed either), or give the text with --text")
 }
 
 // editText opens the editor (lookEditor) on a private temp file. The file
 // ends with a newline, as editors expect; one the draft did not have is
 // taken off again, so an unchanged draft comes back unchanged.
-func editText(ctx context.Context, f *Factory, text string) (string, error) {
+func editText(ctx context.Context, f *cmdutil.Factory, text string) (string, error) {
 	editor, err := lookEditor(os.Getenv, exec.LookPath)
 	if err != nil {
 		return "", err
@@ -360,12 +357,6 @@ func trimAddedNewline(s string, added bool) string {
 	return strings.TrimSuffix(s, "\n")
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 // printQueue writes the human table. Every untrusted field is sanitised
 // before it is cut to width. known maps account → address → written to
 // before (see review.RecipientStatus); recipients not in it are marked new.
@@ -376,9 +367,9 @@ func printQueue(w io.Writer, items []store.QueueItem, known map[string]map[strin
 		fmt.Fprintln(w, "the queue is empty")
 		return
 	}
-	build := func(compact bool) *table {
-		tb := &table{}
-		tb.row("ID", "KIND", "STATUS", "AGE", "FROM", "TO", "SUBJECT", "INTENT", "RISK")
+	build := func(compact bool) *cmdutil.Table {
+		tb := &cmdutil.Table{}
+		tb.Row("ID", "KIND", "STATUS", "AGE", "FROM", "TO", "SUBJECT", "INTENT", "RISK")
 		for i := range items {
 			q := &items[i]
 			intent, risk := "", ""
@@ -397,26 +388,26 @@ func printQueue(w io.Writer, items []store.QueueItem, known map[string]map[strin
 			if d := dates[q.ID]; q.MessageDate.IsZero() && !d.IsZero() {
 				when = d // an item written before MessageDate was kept
 			}
-			from, to := truncate(termsafe.Address(q.From.Name, q.From.Email), 40), joinAddrs(q.To, k)
+			from, to := cmdutil.Truncate(termsafe.Address(q.From.Name, q.From.Email), 40), joinAddrs(q.To, k)
 			if compact {
 				// Addresses only: who it is, not what they call themselves.
 				from, to = termsafe.Line(q.From.Email), joinAddrs(bareAddrs(q.To), k)
 			}
-			tb.row(termsafe.Line(q.ID), termsafe.Line(q.Kind), termsafe.Line(status),
-				humantime.Age(now, when), from, to, truncate(termsafe.Line(q.Subject), 40), intent, risk)
+			tb.Row(termsafe.Line(q.ID), termsafe.Line(q.Kind), termsafe.Line(status),
+				humantime.Age(now, when), from, to, cmdutil.Truncate(termsafe.Line(q.Subject), 40), intent, risk)
 		}
 		return tb
 	}
 	tb := build(false)
-	if width > 0 && tb.width() > width {
+	if width > 0 && tb.Width() > width {
 		// In a terminal narrower than the rows: addresses without
 		// names, then INTENT, KIND and STATUS go, then FROM, TO and SUBJECT are
 		// cut. A row never wraps; `queue show ID` has every field whole.
 		tb = build(true)
 		const colKind, colStatus, colFrom, colTo, colSubject, colIntent = 1, 2, 4, 5, 6, 7
-		tb.fit(width, []int{colIntent, colKind, colStatus}, []int{colSubject, colFrom, colTo})
+		tb.Fit(width, []int{colIntent, colKind, colStatus}, []int{colSubject, colFrom, colTo})
 	}
-	_ = tb.write(w)
+	_ = tb.Write(w)
 }
 
 // mailDates looks up the Date header of each item's message. A message
@@ -458,7 +449,7 @@ func printQueueItem(w io.Writer, d *api.QueueDetail, known map[string]bool) {
 	fmt.Fprintf(w, "%s  %s, %s\nfrom %s\nto %s\n", line(q.ID), line(q.Kind), line(q.Status),
 		termsafe.Address(q.From.Name, q.From.Email), joinAddrs(q.To, known))
 	if n := len(newRecipients(q.To, known)); n > 0 {
-		fmt.Fprintf(w, "   %s marked [new]: you have never written to them; approving asks first\n", pluralWord(n, "address", "addresses"))
+		fmt.Fprintf(w, "   %s marked [new]: you have never written to them; approving asks first\n", cmdutil.PluralWord(n, "address", "addresses"))
 	}
 	fmt.Fprintf(w, "subject %s\n", line(q.Subject))
 	printExplainIDs(w, d)
@@ -533,17 +524,12 @@ func newRecipients(as []mail.Address, known map[string]bool) []string {
 	return out
 }
 
-// stdinIsTTY reports whether r is an interactive terminal
-// (iostreams.IsTerminal, the one TTY check); tests replace it until the
-// commands that ask take IOStreams.IsStdinTTY from their Options.
-var stdinIsTTY = func(r io.Reader) bool { return iostreams.IsTerminal(r) }
-
 // confirmRecipients stops an approval that would send to an address the
 // owner has never written to (a Reply-To stranger, say), or a draft whose
 // safety gates failed for a reason that is a warning to a person too (see
 // riskyGates), unless --yes is given or the owner, at a terminal, answers
 // y. Off a terminal it refuses with every reason.
-func confirmRecipients(ctx context.Context, f *Factory, svc api.Service, opts *QueueOptions) error {
+func confirmRecipients(ctx context.Context, f *cmdutil.Factory, svc api.Service, opts *QueueOptions) error {
 	if opts.Yes {
 		return nil
 	}
@@ -579,32 +565,32 @@ func confirmRecipients(ctx context.Context, f *Factory, svc api.Service, opts *Q
 		questions = append(questions, "send although the safety gates above failed")
 	}
 	id := termsafe.Line(opts.ID)
-	if !stdinIsTTY(f.Stdin) {
-		return &UserError{Code: ExitUsage,
+	if !f.IOStreams.IsStdinTTY() {
+		return &cmdutil.UserError{Code: cmdutil.ExitUsage,
 			Err:  fmt.Errorf("not sent: %s: %s", id, strings.Join(reasons, "; ")),
 			Hint: "check it with `mailagent queue show " + id + "`, then approve with --yes"}
 	}
 	for _, g := range risky {
-		fmt.Fprintf(f.Stderr, "  FAIL %s: %s\n", termsafe.Line(g.Gate), termsafe.Line(g.Reason))
+		fmt.Fprintf(f.IOStreams.ErrOut, "  FAIL %s: %s\n", termsafe.Line(g.Gate), termsafe.Line(g.Reason))
 	}
 	ok, err := f.Prompter().Confirm(strings.Join(questions, ", and ")+"?", false)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return &UserError{Code: ExitFailure, Err: errors.New("not sent")}
+		return &cmdutil.UserError{Code: cmdutil.ExitFailure, Err: errors.New("not sent")}
 	}
 	return nil
 }
 
 // draftCopyFailed says on stderr that the new text is kept but its copy
-// in the Drafts folder failed, and returns errPartial (exit 5): the
+// in the Drafts folder failed, and returns cmdutil.ErrPartial (exit 5): the
 // command did its part, one side effect did not happen.
-func draftCopyFailed(f *Factory, item *store.QueueItem) error {
-	why := agent.DraftCopyFailure(item)
+func draftCopyFailed(f *cmdutil.Factory, item *store.QueueItem) error {
+	why := actions.DraftCopyFailure(item)
 	if why == "" {
 		return nil
 	}
-	fmt.Fprintf(f.Stderr, "warning: the text is saved here, but its copy in your Drafts folder was not updated: %s\n  watch retries it; see: mailagent status\n", termsafe.Line(why))
-	return errPartial
+	fmt.Fprintf(f.IOStreams.ErrOut, "warning: the text is saved here, but its copy in your Drafts folder was not updated: %s\n  watch retries it; see: mailagent status\n", termsafe.Line(why))
+	return cmdutil.ErrPartial
 }

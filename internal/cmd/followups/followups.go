@@ -1,4 +1,7 @@
-package main
+// Package followups is `mailagent followups`: the threads waiting for
+// the owner's reply or for the correspondent's, and the done, snooze,
+// nudge and replies verbs, all through api.Service.
+package followups
 
 import (
 	"context"
@@ -11,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/view"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/humantime"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
@@ -41,13 +46,15 @@ var followupStates = map[string][]string{
 	"all":         {store.FollowupNeedsReply, store.FollowupAwaitingReply, store.FollowupDone, store.FollowupGaveUp},
 }
 
-func newFollowupsCmd(f *Factory, runF func(context.Context, *FollowupsOptions) error) *cobra.Command {
+// NewCmdFollowups is `mailagent followups` and its subcommands. runF,
+// when set, runs instead of Run (the test seam).
+func NewCmdFollowups(f *cmdutil.Factory, runF func(context.Context, *FollowupsOptions) error) *cobra.Command {
 	opts := &FollowupsOptions{Action: "list"}
 	run := func(cmd *cobra.Command, o *FollowupsOptions) error {
 		if runF != nil {
 			return runF(cmd.Context(), o)
 		}
-		return followupsRun(cmd.Context(), f, o)
+		return Run(cmd.Context(), f, o)
 	}
 	cmd := &cobra.Command{
 		Use:   "followups",
@@ -92,34 +99,36 @@ draft queued for your approval, then is given up after followup.max_nudges.`,
 	return cmd
 }
 
-func followupsRun(ctx context.Context, f *Factory, opts *FollowupsOptions) error {
+// Run lists the followups (opts.Action "list"), a message's stored
+// replies ("replies"), or marks one done, snoozes or nudges it.
+func Run(ctx context.Context, f *cmdutil.Factory, opts *FollowupsOptions) error {
 	now := f.Now()
 	var filter api.FollowupFilter
 	if opts.Action == "list" {
 		states, ok := followupStates[opts.State]
 		if !ok {
-			return usageErr("--state: %q is not one of needs-reply, awaiting, done, gave-up, open, all", opts.State)
+			return cmdutil.UsageErr("--state: %q is not one of needs-reply, awaiting, done, gave-up, open, all", opts.State)
 		}
 		filter = api.FollowupFilter{Account: opts.Account, States: states, Correspondent: opts.From}
 		var err error
-		if filter.Since, err = parseSince(opts.Since, now); err != nil {
-			return usageErr("--since: %v", err)
+		if filter.Since, err = cmdutil.ParseSince(opts.Since, now); err != nil {
+			return cmdutil.UsageErr("--since: %v", err)
 		}
-		if filter.Until, err = parseSince(opts.Until, now); err != nil {
-			return usageErr("--until: %v", err)
+		if filter.Until, err = cmdutil.ParseSince(opts.Until, now); err != nil {
+			return cmdutil.UsageErr("--until: %v", err)
 		}
 		if opts.Recent != "" {
-			if filter.ClosedSince, err = parseSince(opts.Recent, now); err != nil {
-				return usageErr("--recent: %v", err)
+			if filter.ClosedSince, err = cmdutil.ParseSince(opts.Recent, now); err != nil {
+				return cmdutil.UsageErr("--recent: %v", err)
 			}
 			filter.States = []string{store.FollowupDone}
 		}
 	}
 	var until time.Time
 	if opts.Action == "snooze" {
-		d, err := parseFor(opts.For)
+		d, err := cmdutil.PositiveDuration(opts.For)
 		if err != nil {
-			return usageErr("--for: %v", err)
+			return cmdutil.UsageErr("--for: %v", err)
 		}
 		until = now.Add(d)
 	}
@@ -135,9 +144,9 @@ func followupsRun(ctx context.Context, f *Factory, opts *FollowupsOptions) error
 			return err
 		}
 		if opts.JSON {
-			return writeJSON(f.Stdout, toFollowupsJSON(fs, now))
+			return cmdutil.WriteJSON(f.IOStreams.Out, view.ToFollowupsJSON(fs, now))
 		}
-		printFollowups(f.Stdout, fs, now)
+		printFollowups(f.IOStreams.Out, fs, now)
 		return nil
 	case "replies":
 		account := opts.Account
@@ -146,52 +155,52 @@ func followupsRun(ctx context.Context, f *Factory, opts *FollowupsOptions) error
 			if err != nil {
 				return err
 			}
-			accts, err := pickAccounts(cfg, "")
+			accts, err := cmdutil.PickAccounts(cfg, "")
 			if err != nil || len(accts) == 0 {
-				return usageErr("no accounts configured")
+				return cmdutil.UsageErr("no accounts configured")
 			}
 			account = accts[0].Name
 		}
 		recs, err := svc.Replies(ctx, account, opts.ID)
 		if errors.Is(err, api.ErrBadRequest) {
-			return &UserError{Code: ExitUsage, Err: err}
+			return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: err}
 		}
 		if err != nil {
 			return err
 		}
 		if opts.JSON {
-			out := make([]MessageJSON, 0, len(recs))
+			out := make([]view.MessageJSON, 0, len(recs))
 			for i := range recs {
-				out = append(out, toMessageJSON(&recs[i]))
+				out = append(out, view.ToMessageJSON(&recs[i]))
 			}
-			return writeJSON(f.Stdout, out)
+			return cmdutil.WriteJSON(f.IOStreams.Out, out)
 		}
 		if len(recs) == 0 {
-			fmt.Fprintln(f.Stdout, "no stored replies")
+			fmt.Fprintln(f.IOStreams.Out, "no stored replies")
 		}
 		for _, r := range recs {
-			fmt.Fprintf(f.Stdout, "%s  %s  %s\n", r.Date.Format("2006-01-02 15:04"), termsafe.Address(r.From.Name, r.From.Email), termsafe.Line(r.Subject))
+			fmt.Fprintf(f.IOStreams.Out, "%s  %s  %s\n", r.Date.Format("2006-01-02 15:04"), termsafe.Address(r.From.Name, r.From.Email), termsafe.Line(r.Subject))
 		}
 		return nil
 	}
 	action := map[string]string{"done": api.FollowupActDone, "snooze": api.FollowupActSnooze, "nudge": api.FollowupActNudge}[opts.Action]
 	if action == "" {
-		return usageErr("unknown followups action %q", opts.Action)
+		return cmdutil.UsageErr("unknown followups action %q", opts.Action)
 	}
 	res, err := svc.FollowupAction(ctx, opts.ID, action, until)
 	if errors.Is(err, store.ErrNotFound) {
-		return &UserError{Code: ExitUsage, Err: fmt.Errorf("no followup %s (ids from: mailagent followups)", opts.ID)}
+		return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("no followup %s (ids from: mailagent followups)", opts.ID)}
 	}
 	if err != nil {
 		return err
 	}
 	switch action {
 	case api.FollowupActNudge:
-		fmt.Fprintf(f.Stderr, "%s: follow-up draft queued as %s; review it with `mailagent queue show %s`\n", opts.ID, res.QueueID, res.QueueID)
+		fmt.Fprintf(f.IOStreams.ErrOut, "%s: follow-up draft queued as %s; review it with `mailagent queue show %s`\n", opts.ID, res.QueueID, res.QueueID)
 	case api.FollowupActSnooze:
-		fmt.Fprintf(f.Stderr, "%s: snoozed until %s\n", opts.ID, until.Format(time.DateTime))
+		fmt.Fprintf(f.IOStreams.ErrOut, "%s: snoozed until %s\n", opts.ID, until.Format(time.DateTime))
 	default:
-		fmt.Fprintf(f.Stderr, "%s: %s\n", opts.ID, res.Followup.State)
+		fmt.Fprintf(f.IOStreams.ErrOut, "%s: %s\n", opts.ID, res.Followup.State)
 	}
 	return nil
 }
@@ -204,8 +213,8 @@ func printFollowups(w io.Writer, fs []store.Followup, now time.Time) {
 		fmt.Fprintln(w, "no followups")
 		return
 	}
-	var tb table
-	tb.row("ID", "STATE", "WITH", "SUBJECT", "AGE", "DEADLINE", "TIER")
+	var tb cmdutil.Table
+	tb.Row("ID", "STATE", "WITH", "SUBJECT", "AGE", "DEADLINE", "TIER")
 	for _, fu := range fs {
 		with := make([]string, 0, len(fu.Correspondents))
 		for _, c := range fu.Correspondents {
@@ -219,8 +228,8 @@ func printFollowups(w io.Writer, fs []store.Followup, now time.Time) {
 		if !fu.SnoozeUntil.IsZero() && fu.SnoozeUntil.After(now) {
 			tier = "snoozed"
 		}
-		tb.row(fu.ID, stateLabel(fu.State), truncate(strings.Join(with, ","), 32), truncate(termsafe.Line(fu.Subject), 40),
+		tb.Row(fu.ID, stateLabel(fu.State), cmdutil.Truncate(strings.Join(with, ","), 32), cmdutil.Truncate(termsafe.Line(fu.Subject), 40),
 			humantime.Age(now, fu.LastAt), deadline, tier)
 	}
-	_ = tb.write(w)
+	_ = tb.Write(w)
 }

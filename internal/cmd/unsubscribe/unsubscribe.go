@@ -1,16 +1,24 @@
-package main
+// Package unsubscribe is `mailagent unsubscribe`: leave the mailing list a
+// message came from, after the owner confirms. The execution (the
+// one-click POST or the mail through the outbox) is
+// internal/app/unsubscribe's.
+package unsubscribe
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	appunsub "github.com/mailagent/mailagent/internal/app/unsubscribe"
+	"github.com/mailagent/mailagent/internal/app/view"
+	"github.com/mailagent/mailagent/internal/app/wire"
+	"github.com/mailagent/mailagent/internal/cmdutil"
+	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/termsafe"
-	"github.com/mailagent/mailagent/internal/unsubscribe"
 )
 
 // UnsubscribeOptions are the flags of `mailagent unsubscribe`.
@@ -20,10 +28,12 @@ type UnsubscribeOptions struct {
 	JSON bool
 	// Poster makes the one-click client; nil is the default (https only,
 	// public addresses only). Tests set it through runF.
-	Poster func() *unsubscribe.Poster
+	Poster func() *appunsub.Poster
 }
 
-func newUnsubscribeCmd(f *Factory, runF func(context.Context, *UnsubscribeOptions) error) *cobra.Command {
+// NewCmdUnsubscribe is `mailagent unsubscribe ID`. runF, when set, runs
+// instead of Run (the test seam).
+func NewCmdUnsubscribe(f *cmdutil.Factory, runF func(context.Context, *UnsubscribeOptions) error) *cobra.Command {
 	opts := &UnsubscribeOptions{}
 	cmd := &cobra.Command{
 		Use:   "unsubscribe ID",
@@ -43,7 +53,7 @@ script), and records what it did. ID is the Message-ID or a trace id.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return unsubscribeRun(cmd.Context(), f, opts)
+			return Run(cmd.Context(), f, opts)
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do it without asking (needed when stdin is not a terminal)")
@@ -51,60 +61,61 @@ script), and records what it did. ID is the Message-ID or a trace id.`,
 	return cmd
 }
 
-func unsubscribeRun(ctx context.Context, f *Factory, opts *UnsubscribeOptions) error {
+// Run plans the unsubscribe of opts.Ref, asks the owner (unless --yes),
+// executes it and reports what it did.
+func Run(ctx context.Context, f *cmdutil.Factory, opts *UnsubscribeOptions) error {
 	svc, closeSvc, err := f.Service(ctx, true)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = closeSvc() }()
-	env, err := unsubscribeEnv(f)
+	cfg, err := f.Config()
 	if err != nil {
 		return err
 	}
+	env := Env(cfg, f.Now)
 	env.Poster = opts.Poster
 	p, err := appunsub.NewPlan(ctx, env, svc, opts.Ref)
 	if err != nil {
-		return fromApp(err)
-	}
-	defer p.Close()
-	if err := confirmUnsubscribe(f, opts, termsafe.Line(p.Record.List), p.What); err != nil {
 		return err
 	}
-	p.Notice = f.Stderr
+	defer p.Close()
+	if err := confirm(f, opts, termsafe.Line(p.Record.List), p.What); err != nil {
+		return err
+	}
+	stderr := f.IOStreams.ErrOut
+	p.Notice = stderr
 	if err := p.Execute(ctx, svc); err != nil {
 		return err
 	}
 	u := p.Record
 	if opts.JSON {
-		return writeJSON(f.Stdout, UnsubscribeJSON{Account: u.Account, MessageID: u.MessageID, List: u.List, Method: u.Method,
+		return cmdutil.WriteJSON(f.IOStreams.Out, view.UnsubscribeJSON{Account: u.Account, MessageID: u.MessageID, List: u.List, Method: u.Method,
 			Target: u.Target, Result: u.Result, At: u.At})
 	}
 	if u.Result != "ok" {
-		fmt.Fprintf(f.Stderr, "unsubscribe from %s: %s\n", termsafe.Line(u.List), termsafe.Line(u.Result))
+		fmt.Fprintf(stderr, "unsubscribe from %s: %s\n", termsafe.Line(u.List), termsafe.Line(u.Result))
 		return nil
 	}
-	fmt.Fprintf(f.Stderr, "unsubscribed from %s by %s\n", termsafe.Line(u.List), strings.ReplaceAll(u.Method, "_", "-"))
+	fmt.Fprintf(stderr, "unsubscribed from %s by %s\n", termsafe.Line(u.List), strings.ReplaceAll(u.Method, "_", "-"))
 	return nil
 }
 
-// unsubscribeEnv is what an unsubscribe needs from this process
-// (appunsub.Env): the configuration, the mailer and the clock (the
-// one-click client is the default one).
-func unsubscribeEnv(f *Factory) (*appunsub.Env, error) {
-	cfg, err := f.Config()
-	if err != nil {
-		return nil, err
-	}
-	return &appunsub.Env{Config: cfg, Mailer: newMailer, Now: f.Now}, nil
+// Env is what an unsubscribe needs of this process (appunsub.Env), for
+// this command and the review TUI's U: cfg, the mail servers reached
+// with the configured logins (wire.Logins) and the clock now; the
+// one-click client is the default one.
+func Env(cfg *config.Config, now func() time.Time) *appunsub.Env {
+	return &appunsub.Env{Config: cfg, Mailer: wire.NewMailerLogins, Now: now}
 }
 
-// confirmUnsubscribe asks y/N at a terminal; a script must say --yes.
-func confirmUnsubscribe(f *Factory, opts *UnsubscribeOptions, list, what string) error {
+// confirm asks y/N at a terminal; a script must say --yes.
+func confirm(f *cmdutil.Factory, opts *UnsubscribeOptions, list, what string) error {
 	if opts.Yes {
 		return nil
 	}
-	if !stdinIsTTY(f.Stdin) {
-		return &UserError{Code: ExitUsage, Err: fmt.Errorf("nothing sent: unsubscribing from %s sends %s", list, what),
+	if !f.IOStreams.IsStdinTTY() {
+		return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("nothing sent: unsubscribing from %s sends %s", list, what),
 			Hint: "run it at a terminal to confirm, or add --yes"}
 	}
 	ok, err := f.Prompter().Confirm(fmt.Sprintf("unsubscribe from %s with %s?", list, what), false)
@@ -112,7 +123,7 @@ func confirmUnsubscribe(f *Factory, opts *UnsubscribeOptions, list, what string)
 		return err
 	}
 	if !ok {
-		return &UserError{Code: ExitFailure, Err: errors.New("nothing sent")}
+		return &cmdutil.UserError{Code: cmdutil.ExitFailure, Err: errors.New("nothing sent")}
 	}
 	return nil
 }
