@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/app/doctor"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/termsafe"
 )
@@ -83,7 +84,7 @@ func doctorRun(ctx context.Context, f *Factory, opts *DoctorOptions) error {
 	if f.StateDir != "" {
 		cfg.OverrideStateDir(f.StateDir)
 	}
-	accounts, err := pickAccounts(cfg, opts.Account)
+	accounts, err := cmdutil.PickAccounts(cfg, opts.Account)
 	if err != nil {
 		return err
 	}

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/wire"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/iostreams"
@@ -101,35 +101,15 @@ func IsTTY(w io.Writer) bool { return iostreams.IsTerminal(w) && os.Getenv("TERM
 // both terminals.
 func terminalAttached(f *Factory) bool { return f.IOStreams.CanPrompt() }
 
-// IMAPOptions resolves an account's IMAP login.
+// IMAPOptions and DialIMAP are internal/app/wire's (the one home of the
+// logins), under the names the commands still in package main use.
 func IMAPOptions(ctx context.Context, acct *config.Account) (imapsync.Options, error) {
-	e := acct.IMAP
-	opts := imapsync.Options{
-		Host: e.Host, Port: e.Port, Security: imapsync.Security(e.Security),
-		Username: e.Username, TLSCAFile: e.TLSCAFile, Account: acct.Name,
-	}
-	var err error
-	opts.Password, opts.OAuth2Token, err = resolveLogin(ctx, acct.Name, "imap", e)
-	return opts, err
+	return wire.IMAPOptions(ctx, acct)
 }
 
-// DialIMAP connects and logs in to an account's IMAP server.
+// DialIMAP connects and logs in to an account's IMAP server (wire.DialIMAP).
 func DialIMAP(ctx context.Context, acct *config.Account) (*imapsync.Client, error) {
-	opts, err := IMAPOptions(ctx, acct)
-	if err != nil {
-		return nil, imapsync.Permanent(err) // retrying a broken password source cannot help
-	}
-	c, err := imapsync.Dial(ctx, opts)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if errors.Is(err, imapsync.ErrPlaintextNotLoopback) {
-			return nil, &UserError{Code: ExitUsage, Err: err, Hint: "use security = \"tls\" or \"starttls\""}
-		}
-		return nil, unreachable(fmt.Errorf("account %s: %w", acct.Name, err), "try: mailagent doctor")
-	}
-	return c, nil
+	return wire.DialIMAP(ctx, acct)
 }
 
 // table, truncate, plural and pluralWord are cmdutil's, under the names

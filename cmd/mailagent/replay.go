@@ -154,7 +154,7 @@ func replayRun(ctx context.Context, f *Factory, opts *ReplayOptions) (err error)
 	if err != nil {
 		return err
 	}
-	accounts, err := pickAccounts(cfg, opts.Account)
+	accounts, err := cmdutil.PickAccounts(cfg, opts.Account)
 	if err != nil {
 		return err
 	}

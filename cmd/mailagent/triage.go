@@ -272,27 +272,8 @@ func configAccounts(f *Factory, name string) (*config.Config, []*config.Account,
 	if err != nil {
 		return nil, nil, err
 	}
-	accounts, err := pickAccounts(cfg, name)
+	accounts, err := cmdutil.PickAccounts(cfg, name)
 	return cfg, accounts, err
-}
-
-func pickAccounts(cfg *config.Config, name string) ([]*config.Account, error) {
-	if name != "" {
-		a, ok := cfg.Account(name)
-		if !ok {
-			var names []string
-			for _, a := range cfg.Accounts {
-				names = append(names, a.Name)
-			}
-			return nil, usageErr("no account %q (configured: %s)", name, strings.Join(names, ", "))
-		}
-		return []*config.Account{a}, nil
-	}
-	out := make([]*config.Account, len(cfg.Accounts))
-	for i := range cfg.Accounts {
-		out[i] = &cfg.Accounts[i]
-	}
-	return out, nil
 }
 
 func triageAccount(ctx context.Context, f *Factory, cfg *config.Config, acct *config.Account, p *agent.Pipeline,
