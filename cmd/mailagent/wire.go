@@ -14,14 +14,10 @@ import (
 	"github.com/mailagent/mailagent/store"
 )
 
-// SMTPOptions and resolveLogin are internal/app/wire's logins, under
-// the names the files still in package main use.
+// SMTPOptions is internal/app/wire's, under the name the files still in
+// package main use.
 func SMTPOptions(ctx context.Context, acct *config.Account) (smtpsend.Options, error) {
 	return wire.SMTPOptions(ctx, acct)
-}
-
-func resolveLogin(ctx context.Context, account, what string, e config.Endpoint) (password, token string, _ error) {
-	return wire.ResolveLogin(ctx, account, what, e)
 }
 
 // incomingCheckOff switches off the rule that the watched mailbox is
