@@ -27,7 +27,6 @@ type (
 )
 
 var (
-	optStr           = view.OptStr
 	emailsJSON       = view.EmailsJSON
 	toKeyJSON        = view.ToKeyJSON
 	toMessageJSON    = view.ToMessageJSON

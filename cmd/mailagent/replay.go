@@ -20,10 +20,10 @@ import (
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/app/replay"
+	"github.com/mailagent/mailagent/internal/app/view"
 	"github.com/mailagent/mailagent/internal/app/wire"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
-	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/prompts"
@@ -345,15 +345,6 @@ func optRatio(r float64) *float64 {
 	return &r
 }
 
-func toCostJSON(calls, in, out int64, model string, usd float64, known bool) CostJSON {
-	c := CostJSON{Calls: calls, TokensIn: in, TokensOut: out, Model: model}
-	if known {
-		c.EstimatedUSD = &usd
-		c.PriceAsOf = optStr(llm.PricesAsOf)
-	}
-	return c
-}
-
 func toReplayJSON(s replay.Summary) ReplayJSON {
 	var j ReplayJSON
 	j.Messages, j.Incoming, j.NeedsReview = s.Messages, s.Incoming, s.NeedsReview
@@ -391,7 +382,7 @@ func toReplayJSON(s replay.Summary) ReplayJSON {
 	if a.Compared {
 		j.VeryDifferent = toAutoSendsJSON(s.VeryDifferent)
 	}
-	j.Cost = toCostJSON(int64(s.Calls), s.TokensIn, s.TokensOut, s.Model, s.USD, s.PriceKnown)
+	j.Cost = view.ToCostJSON(int64(s.Calls), s.TokensIn, s.TokensOut, s.Model, s.USD, s.PriceKnown)
 	j.ElapsedSeconds, j.TotalElapsedSeconds = s.Elapsed.Seconds(), s.TotalElapsed.Seconds()
 	return j
 }
