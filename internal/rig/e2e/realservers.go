@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 )
 
@@ -29,6 +30,23 @@ type RealServer struct {
 	// SpecialUse is whether the server announces CREATE-SPECIAL-USE (Cyrus
 	// does, Courier does not).
 	SpecialUse bool
+}
+
+// realLocks holds one lock per real server instance (by IMAP port): its
+// owner account is one mailbox every test on it shares.
+var realLocks sync.Map // port (int) -> *sync.Mutex
+
+// Exclusive gives t the owner account of both of r's instances to itself
+// until t ends: tests that make the account bare, create its folders or
+// run a watcher that drafts into it must not overlap on one server (two
+// did, and one test's `doctor --fix` re-created the folders another had
+// just deleted). Tests on different servers still run in parallel. Call
+// it after t.Parallel.
+func (r *RealServer) Exclusive(t testing.TB) {
+	t.Helper()
+	mu, _ := realLocks.LoadOrStore(r.Stock.IMAPPort, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	t.Cleanup(mu.(*sync.Mutex).Unlock)
 }
 
 // RealCourier returns the real Courier-IMAP, or skips the test saying why

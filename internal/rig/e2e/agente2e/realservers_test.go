@@ -111,6 +111,7 @@ func TestRealServerBareAccount(t *testing.T) {
 		t.Run(rs.name, func(t *testing.T) {
 			r := rs.get(s, t)
 			t.Parallel()
+			r.Exclusive(t)
 			e := newRealEnv(t, r.Stock, options{})
 			c := r.Stock.IMAP(t, e2e.Owner)
 			makeBare(t, c, r.SpecialUse)
@@ -226,6 +227,7 @@ func TestRealServerPushLatency(t *testing.T) {
 		t.Run(rs.name, func(t *testing.T) {
 			r := rs.get(s, t)
 			t.Parallel()
+			r.Exclusive(t)
 			stock := newRealEnv(t, r.Stock, options{})
 			fixed := newRealEnv(t, r.Fixed, options{})
 
