@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
@@ -209,7 +210,7 @@ const (
 )
 
 // LLMPresets are the OpenAI-compatible servers init knows, in menu order.
-func LLMPresets() []LLMPreset { return llm.Presets }
+func LLMPresets() []LLMPreset { return slices.Clone(llm.Presets) }
 
 // LLMPresetByName is the preset called name.
 func LLMPresetByName(name string) (LLMPreset, bool) { return llm.PresetByName(name) }
