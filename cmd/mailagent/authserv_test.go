@@ -7,11 +7,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/mailagent/mailagent/internal/initcfg"
 )
 
-func (h *harness) doctorCheck(t *testing.T, name string) Check {
+func (h *harness) doctorCheck(t *testing.T, name string) doctor.Check {
 	t.Helper()
 	stdout, stderr, _ := h.run("doctor", "--no-model", "--json")
 	var checks []CheckJSON
@@ -20,11 +18,11 @@ func (h *harness) doctorCheck(t *testing.T, name string) Check {
 	}
 	for _, c := range checks {
 		if c.Check == name && sv(c.Account) == "personal" {
-			return Check{Name: c.Check, Status: c.Status, Detail: sv(c.Detail), Fix: sv(c.Fix), Account: sv(c.Account)}
+			return doctor.Check{Name: c.Check, Status: c.Status, Detail: sv(c.Detail), Fix: sv(c.Fix), Account: sv(c.Account)}
 		}
 	}
 	t.Fatalf("doctor: no check %q in %+v", name, checks)
-	return Check{}
+	return doctor.Check{}
 }
 
 func (h *harness) setAuthserv(t *testing.T, line string) {
@@ -95,24 +93,5 @@ func TestSuggestAuthserv(t *testing.T) {
 		if got := doctor.SuggestAuthserv(tt.ids); got != tt.want {
 			t.Errorf("suggestAuthserv(%v): got %q, want %q", tt.ids, got, tt.want)
 		}
-	}
-}
-
-func TestInitPresetAuthserv(t *testing.T) {
-	for source, want := range map[string]string{
-		"preset:gmail": "mx.google.com", "preset:fastmail": "*.messagingengine.com", "preset:icloud": "*.icloud.com",
-		"preset:outlook": "protection.outlook.com", "preset:proton": "", "autoconfig": "",
-	} {
-		if got := doctor.PresetAuthservID(source); got != want {
-			t.Errorf("doctor.PresetAuthservID(%q): got %q, want %q", source, got, want)
-		}
-	}
-	s := &initSetup{Email: "ada@fastmail.com", Name: "Ada", Account: "personal", Source: "preset:fastmail", Model: "m", Mode: "review", APIKeyEnv: "K",
-		IMAP:   initServer{Host: "imap.fastmail.com", Port: 993, Security: "tls", Username: "ada@fastmail.com"},
-		SMTP:   initServer{Host: "smtp.fastmail.com", Port: 465, Security: "tls", Username: "ada@fastmail.com"},
-		Secret: secretChoice{Kind: secretEnv, Value: "MAIL_PASS"}}
-	data := initAuthserv(t.Context(), s, initcfg.Render(s), "/x/config.toml", false)
-	if !strings.Contains(string(data), `authserv_id = "*.messagingengine.com"`) {
-		t.Errorf("rendered config lacks the preset authserv_id:\n%s", data)
 	}
 }

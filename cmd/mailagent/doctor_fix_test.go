@@ -135,8 +135,6 @@ func writeConfig(t *testing.T, path, text string) {
 // the Sent and Drafts folders as its doctor runs, so the account works
 // from the first watch.
 func TestInitCreatesFolders(t *testing.T) {
-	noDiscovery(t)
-	liveProbes(t)
 	const user, pass = "ada@example.com", "imap-secret-4411"
 	srv, err := memimap.Start(memimap.Options{Users: []memimap.User{{Name: user, Password: pass}}})
 	if err != nil {

@@ -27,8 +27,6 @@ import (
 // and its fix and does not suggest watch.
 func TestInitSelfHostedE2E(t *testing.T) {
 	st := e2e.Require(t)
-	noDiscovery(t)
-	liveProbes(t)
 	const user = "ada@example.test"
 	t.Setenv("MA_E2E_INIT_PASS", st.Password(t, user))
 	t.Setenv("MA_E2E_INIT_NO_KEY", "")

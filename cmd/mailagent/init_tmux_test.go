@@ -111,7 +111,7 @@ func TestInitEarlyProbeInTmux(t *testing.T) {
 	if err := os.WriteFile(ca, caPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	closed := strconv.Itoa(closedLoopbackPort(t))
+	closed := strconv.Itoa(refusedPort(t))
 	path := filepath.Join(dir, "config.toml")
 	imapsAddr := "127.0.0.1:" + strconv.Itoa(imaps)
 	smtpAddr := "127.0.0.1:" + strconv.Itoa(sink.Port)

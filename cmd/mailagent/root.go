@@ -29,8 +29,6 @@ func (f *Factory) commands() []*cobra.Command {
 		newTriageCmd(f, nil),
 		newReplayCmd(f, nil),
 		newWatchCmd(f, nil),
-		newDoctorCmd(f, nil),
 		newDemoCmd(f, nil),
-		newInitCmd(f, nil),
 	}
 }

@@ -15,8 +15,10 @@ import (
 	"github.com/mailagent/mailagent/internal/cmd/contacts"
 	"github.com/mailagent/mailagent/internal/cmd/decisions"
 	"github.com/mailagent/mailagent/internal/cmd/digest"
+	"github.com/mailagent/mailagent/internal/cmd/doctor"
 	"github.com/mailagent/mailagent/internal/cmd/explain"
 	"github.com/mailagent/mailagent/internal/cmd/followups"
+	"github.com/mailagent/mailagent/internal/cmd/initcmd"
 	"github.com/mailagent/mailagent/internal/cmd/man"
 	"github.com/mailagent/mailagent/internal/cmd/mcp"
 	"github.com/mailagent/mailagent/internal/cmd/memory"
@@ -104,6 +106,8 @@ mail, whether a send happens at all, and what the model gets to see.`,
 		followups.NewCmdFollowups(f, nil),
 		review.NewCmdReview(f, nil),
 		queue.NewCmdQueue(f, nil),
+		doctor.NewCmdDoctor(f, nil),
+		initcmd.NewCmdInit(f, nil),
 	)
 	registerCompletions(root, f)
 	cmdutil.UsageArgs(root)

@@ -89,7 +89,7 @@ var tuiFronts = []string{"internal/cmd/review", "internal/cmd/queue"}
 // shrink: TestCmdLegacyIsLive fails on an entry main no longer imports.
 var cmdLegacy = []string{
 	"agent", "imapsync", "internal/demo", "internal/llm",
-	"internal/memimap", "internal/netpolicy", "internal/smtpsend", "prompts",
+	"internal/memimap", "internal/smtpsend", "prompts",
 }
 
 // testRigs are packages that only tests (and other rigs) import, checked
@@ -166,6 +166,9 @@ var rules = []struct {
 	{pkg: "internal/app/review", forbidden: []string{"cmd", "imapsync", "internal/smtpsend", "internal/llm", "internal/app/daemon", "internal/app/wire"}},
 	{pkg: "internal/app/unsubscribe", forbidden: []string{"cmd", "tui", "internal/smtpsend", "internal/llm", "internal/app/wire"}},
 	{pkg: "internal/app/wire", forbidden: []string{"cmd", "tui", "internal/app/api"}},
+	// init's way out (probes, keyring, authserv): the logins of wire and
+	// the checks of doctor, never the watch runtime, the agent or a TUI.
+	{pkg: "internal/app/setup", forbidden: []string{"cmd", "tui", "agent", "internal/app/api", "internal/app/daemon", "internal/app/actions"}},
 	// The account status both the watcher and the API speak: a type, no
 	// dependencies.
 	{pkg: "internal/app/status", only: []string{}},

@@ -1,15 +1,15 @@
-package main
+package initcmd
 
 import (
 	"errors"
 	"fmt"
-	"github.com/mailagent/mailagent/internal/app/doctor"
 	"net"
 	"net/url"
 	"strconv"
 	"strings"
 	"unicode"
 
+	appdoctor "github.com/mailagent/mailagent/internal/app/doctor"
 	"github.com/mailagent/mailagent/internal/config"
 )
 
@@ -60,7 +60,7 @@ func fitPortSecurity(kind string, port int, security string) (string, string) {
 	}
 	other := config.DefaultPort(kind, security)
 	return want, fmt.Sprintf("Port %d is %s over %s, so security is now %s (for %s, the port is %d).",
-		port, strings.ToUpper(kind), doctor.SecurityMode(want), want, security, other)
+		port, strings.ToUpper(kind), appdoctor.SecurityMode(want), want, security, other)
 }
 
 // hostAnswer is what a host answer says: the host, and the port and

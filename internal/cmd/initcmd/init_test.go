@@ -1,4 +1,4 @@
-package main
+package initcmd
 
 import (
 	"bytes"
@@ -22,9 +22,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zalando/go-keyring"
 
+	appdoctor "github.com/mailagent/mailagent/internal/app/doctor"
 	"github.com/mailagent/mailagent/internal/autoconfig"
-	"github.com/mailagent/mailagent/internal/cmd/root"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/iostreams"
 	"github.com/mailagent/mailagent/internal/memimap"
 	"github.com/mailagent/mailagent/internal/smtpsend/smtptest"
 )
@@ -47,30 +49,43 @@ func setNet(t *testing.T, change func(*InitNet)) {
 }
 
 // runInit runs `mailagent init args…` in process with stdin as the typed
-// answers, and returns the exit code, stdout and stderr.
+// answers, and returns the exit code, stdout and stderr. The command is
+// NewCmdInit under a root with the global flags (testRoot), its runF
+// giving the wizard testNet.
 func runInit(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	t.Setenv(config.EnvConfig, "")
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	var out, errb bytes.Buffer
-	args = append([]string{"init"}, args...)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	f := newFactory(strings.NewReader(stdin), &out, &errb)
+	f := cmdutil.New(iostreams.New(strings.NewReader(stdin), &out, &errb))
 	defer f.Close()
-	// The tree as Main builds it, with init's runF giving it testNet.
-	var cmds []*cobra.Command
-	for _, c := range f.commands() {
-		if c.Name() != "init" {
-			cmds = append(cmds, c)
-		}
-	}
-	cmds = append(cmds, newInitCmd(f, func(ctx context.Context, o *InitOptions) error {
+	cmd := NewCmdInit(f, func(ctx context.Context, o *InitOptions) error {
 		o.Net = testNet
-		return initRun(ctx, f, o)
-	}))
-	code = root.Run(ctx, f.Factory, root.NewCmdRoot(f.Factory, cmds...), args)
+		return initRun(ctx, o)
+	})
+	root := testRoot(f, cmd)
+	root.SetArgs(append([]string{"init"}, args...))
+	root.SetIn(f.IOStreams.In)
+	root.SetOut(f.IOStreams.Out)
+	root.SetErr(f.IOStreams.ErrOut)
+	code = cmdutil.Report(f.IOStreams.ErrOut, root.ExecuteContext(ctx))
 	return code, out.String(), errb.String()
+}
+
+// testRoot is cmd under a `mailagent` root with the global flags and the
+// usage rules internal/cmd/root gives the real tree (which a test of
+// this package cannot import: root imports it).
+func testRoot(f *cmdutil.Factory, cmd *cobra.Command) *cobra.Command {
+	root := &cobra.Command{Use: "mailagent", SilenceUsage: true, SilenceErrors: true}
+	root.PersistentFlags().StringVar(&f.ConfigPath, "config", "", "config file")
+	root.PersistentFlags().StringVar(&f.StateDir, "state-dir", "", "state directory")
+	root.PersistentFlags().BoolVarP(&f.Verbose, "verbose", "v", false, "also log to stderr")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cmdutil.UsageErr("%v", err) })
+	root.AddCommand(cmd)
+	cmdutil.UsageArgs(root)
+	return root
 }
 
 // answers joins typed answers, one per line; "" is pressing Enter.
@@ -198,7 +213,7 @@ func TestInitFastmailPresetWithPasswordCmd(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "new")
 	path := filepath.Join(dir, "config.toml")
 	code, stdout, stderr := runInit(t, fastmailScript("1", "pass show mail/ada"), "--config", path, "--no-doctor")
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit code: got %d, want 0; stderr:\n%s", code, stderr)
 	}
 	if stdout != path+"\n" {
@@ -368,7 +383,7 @@ func TestInitAutodiscovery(t *testing.T) {
 			lines = append(lines, "", "2", "MA_TEST_MAIL_PASS", "", "", "", "", "")
 			path := filepath.Join(t.TempDir(), "config.toml")
 			code, _, stderr := runInit(t, answers(lines...), "--config", path, "--no-doctor")
-			if code != ExitOK {
+			if code != cmdutil.ExitOK {
 				t.Fatalf("exit code: got %d, want 0; stderr:\n%s", code, stderr)
 			}
 			if !strings.Contains(stderr, tt.wantSource) {
@@ -410,9 +425,9 @@ func TestInitRefusesToOverwrite(t *testing.T) {
 		wantCode     int
 		wantReplaced bool
 	}{
-		{name: "interactive without --force", wantCode: ExitUsage},
-		{name: "non-interactive without --force", args: []string{"--non-interactive", "--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P"}, wantCode: ExitUsage},
-		{name: "with --force", args: []string{"--force", "--non-interactive", "--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P"}, wantCode: ExitOK, wantReplaced: true},
+		{name: "interactive without --force", wantCode: cmdutil.ExitUsage},
+		{name: "non-interactive without --force", args: []string{"--non-interactive", "--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P"}, wantCode: cmdutil.ExitUsage},
+		{name: "with --force", args: []string{"--force", "--non-interactive", "--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P"}, wantCode: cmdutil.ExitOK, wantReplaced: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -456,8 +471,8 @@ func TestInitEOFWritesNothing(t *testing.T) {
 				script = answers(full[:n]...)
 			}
 			code, stdout, stderr := runInit(t, script, "--config", path, "--no-doctor")
-			if code != ExitUsage {
-				t.Fatalf("exit code: got %d, want %d; stderr:\n%s", code, ExitUsage, stderr)
+			if code != cmdutil.ExitUsage {
+				t.Fatalf("exit code: got %d, want %d; stderr:\n%s", code, cmdutil.ExitUsage, stderr)
 			}
 			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("config exists after EOF (stat err %v)", err)
@@ -503,7 +518,7 @@ func TestInitKeyring(t *testing.T) {
 			keyring.MockInit()
 			path := filepath.Join(t.TempDir(), "config.toml")
 			code, stdout, stderr := runInit(t, tt.script, "--config", path, "--no-doctor")
-			if code != ExitOK {
+			if code != cmdutil.ExitOK {
 				t.Fatalf("exit code: got %d, want 0; stderr:\n%s", code, stderr)
 			}
 			if strings.Contains(stdout+stderr, pw) {
@@ -544,7 +559,7 @@ func TestInitKeyringUnavailableOffersOthers(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.toml")
 	// 3 = keyring, refused; the menu is then cmd, env, oauth2, literal.
 	code, _, stderr := runInit(t, fastmailScript("3", "1", "pass show mail/ada"), "--config", path, "--no-doctor")
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit code: got %d, want 0; stderr:\n%s", code, stderr)
 	}
 	if !strings.Contains(stderr, "keyring is not available") {
@@ -571,7 +586,7 @@ func TestInitLiteralPasswordOnlyWhenInsisted(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "config.toml")
 			code, stdout, stderr := runInit(t, fastmailScript(tt.secret...), "--config", path, "--no-doctor")
-			if code != ExitOK {
+			if code != cmdutil.ExitOK {
 				t.Fatalf("exit code: got %d, want 0; stderr:\n%s", code, stderr)
 			}
 			if strings.Contains(stdout+stderr, pw) {
@@ -601,7 +616,7 @@ func TestInitInvalidSettings(t *testing.T) {
 		then     []string
 		wantCode int
 	}{
-		{name: "abort", then: []string{"n"}, wantCode: ExitUsage},
+		{name: "abort", then: []string{"n"}, wantCode: cmdutil.ExitUsage},
 		{
 			name: "answer again",
 			then: []string{
@@ -609,7 +624,7 @@ func TestInitInvalidSettings(t *testing.T) {
 				"e", "", "tls", "", "", "", "", "", "", "y", // back to tls: port follows to 993
 				"", "", "", "", "", "", "", "", // account, secret kept, llm, mode
 			},
-			wantCode: ExitOK,
+			wantCode: cmdutil.ExitOK,
 		},
 	}
 	for _, tt := range tests {
@@ -622,7 +637,7 @@ func TestInitInvalidSettings(t *testing.T) {
 			if !strings.Contains(stderr, `"insecure" is refused`) {
 				t.Errorf("stderr does not show the config problem:\n%s", stderr)
 			}
-			if tt.wantCode != ExitOK {
+			if tt.wantCode != cmdutil.ExitOK {
 				if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("config written after abort (stat err %v)", err)
 				}
@@ -648,7 +663,7 @@ func TestInitNonInteractive(t *testing.T) {
 		{
 			name:     "fastmail with password env and a name that needs quoting",
 			args:     []string{"--email", "ada@fastmail.com", "--name", `Ada "Countess" Lovelace \ Byron`, "--password-env", "FM_PASS"},
-			wantCode: ExitOK,
+			wantCode: cmdutil.ExitOK,
 			check: func(t *testing.T, cfg *config.Config) {
 				a := cfg.Accounts[0]
 				checkEndpoint(t, "imap", a.IMAP, wantEndpoint{"imap.fastmail.com", 993, "tls", "ada@fastmail.com"})
@@ -663,7 +678,7 @@ func TestInitNonInteractive(t *testing.T) {
 		{
 			name:     "gmail with oauth2 and auto mode",
 			args:     []string{"--email", "ada@gmail.com", "--name", "Ada", "--oauth2-token-cmd", "oama access ada@gmail.com", "--mode", "auto", "--api-key-cmd", "pass show gemini"},
-			wantCode: ExitOK,
+			wantCode: cmdutil.ExitOK,
 			check: func(t *testing.T, cfg *config.Config) {
 				a := cfg.Accounts[0]
 				if a.Name != "gmail" {
@@ -681,7 +696,7 @@ func TestInitNonInteractive(t *testing.T) {
 		{
 			name:     "unknown domain with --provider generic",
 			args:     []string{"--email", "ada@example.net", "--name", "Ada", "--provider", "generic", "--password-cmd", "pass mail", "--account", "work"},
-			wantCode: ExitOK,
+			wantCode: cmdutil.ExitOK,
 			check: func(t *testing.T, cfg *config.Config) {
 				a := cfg.Accounts[0]
 				if a.Name != "work" {
@@ -694,7 +709,7 @@ func TestInitNonInteractive(t *testing.T) {
 		{
 			name:     "a local model server by preset",
 			args:     []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm", "ollama", "--model", "qwen2.5:14b"},
-			wantCode: ExitOK,
+			wantCode: cmdutil.ExitOK,
 			check: func(t *testing.T, cfg *config.Config) {
 				l := cfg.LLM
 				if l.Provider != "openai" || l.BaseURL != "http://localhost:11434/v1" || l.Model != "qwen2.5:14b" || l.StructuredOutput != "json_schema" ||
@@ -707,7 +722,7 @@ func TestInitNonInteractive(t *testing.T) {
 			name: "another OpenAI-compatible server with its own mode and key",
 			args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm", "other",
 				"--llm-base-url", "https://gateway.example/v1", "--structured-output", "prompt", "--api-key-cmd", "pass show gw", "--model", "m1"},
-			wantCode: ExitOK,
+			wantCode: cmdutil.ExitOK,
 			check: func(t *testing.T, cfg *config.Config) {
 				l := cfg.LLM
 				if l.Provider != "openai" || l.BaseURL != "https://gateway.example/v1" || l.StructuredOutput != "prompt" || l.APIKeyCmd != "pass show gw" || l.Model != "m1" {
@@ -718,26 +733,26 @@ func TestInitNonInteractive(t *testing.T) {
 		{
 			name:     "the OpenAI cloud gets its key variable",
 			args:     []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm", "openai"},
-			wantCode: ExitOK,
+			wantCode: cmdutil.ExitOK,
 			check: func(t *testing.T, cfg *config.Config) {
 				if l := cfg.LLM; l.APIKeyEnv != "OPENAI_API_KEY" || l.BaseURL != "https://api.openai.com/v1" || l.Model != "gpt-4o-mini" {
 					t.Errorf("llm: %+v", l)
 				}
 			},
 		},
-		{name: "unknown model server", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm", "skynet"}, wantCode: ExitUsage},
-		{name: "other without a base URL", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm", "other"}, wantCode: ExitUsage},
-		{name: "base URL not http", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm", "vllm", "--llm-base-url", "file:///etc/passwd"}, wantCode: ExitUsage},
-		{name: "bad structured output", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm", "vllm", "--structured-output", "xml"}, wantCode: ExitUsage},
-		{name: "base URL for gemini", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm-base-url", "http://localhost:1/v1"}, wantCode: ExitUsage},
-		{name: "unknown domain, nothing discovered", args: []string{"--email", "ada@example.net", "--name", "Ada", "--password-env", "P"}, wantCode: ExitUsage},
-		{name: "missing --name", args: []string{"--email", "ada@fastmail.com", "--password-env", "P"}, wantCode: ExitUsage},
-		{name: "missing password source", args: []string{"--email", "ada@fastmail.com", "--name", "Ada"}, wantCode: ExitUsage},
-		{name: "two password sources", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--password-cmd", "c"}, wantCode: ExitUsage},
-		{name: "unknown provider", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--provider", "aol"}, wantCode: ExitUsage},
-		{name: "bad email", args: []string{"--email", "Ada <ada@fastmail.com>", "--name", "Ada", "--password-env", "P"}, wantCode: ExitUsage},
-		{name: "bad mode", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--mode", "yolo"}, wantCode: ExitUsage},
-		{name: "bad env name", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "MY-PASS"}, wantCode: ExitUsage},
+		{name: "unknown model server", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm", "skynet"}, wantCode: cmdutil.ExitUsage},
+		{name: "other without a base URL", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm", "other"}, wantCode: cmdutil.ExitUsage},
+		{name: "base URL not http", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm", "vllm", "--llm-base-url", "file:///etc/passwd"}, wantCode: cmdutil.ExitUsage},
+		{name: "bad structured output", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm", "vllm", "--structured-output", "xml"}, wantCode: cmdutil.ExitUsage},
+		{name: "base URL for gemini", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--llm-base-url", "http://localhost:1/v1"}, wantCode: cmdutil.ExitUsage},
+		{name: "unknown domain, nothing discovered", args: []string{"--email", "ada@example.net", "--name", "Ada", "--password-env", "P"}, wantCode: cmdutil.ExitUsage},
+		{name: "missing --name", args: []string{"--email", "ada@fastmail.com", "--password-env", "P"}, wantCode: cmdutil.ExitUsage},
+		{name: "missing password source", args: []string{"--email", "ada@fastmail.com", "--name", "Ada"}, wantCode: cmdutil.ExitUsage},
+		{name: "two password sources", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--password-cmd", "c"}, wantCode: cmdutil.ExitUsage},
+		{name: "unknown provider", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--provider", "aol"}, wantCode: cmdutil.ExitUsage},
+		{name: "bad email", args: []string{"--email", "Ada <ada@fastmail.com>", "--name", "Ada", "--password-env", "P"}, wantCode: cmdutil.ExitUsage},
+		{name: "bad mode", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "P", "--mode", "yolo"}, wantCode: cmdutil.ExitUsage},
+		{name: "bad env name", args: []string{"--email", "ada@fastmail.com", "--name", "Ada", "--password-env", "MY-PASS"}, wantCode: cmdutil.ExitUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -753,7 +768,7 @@ func TestInitNonInteractive(t *testing.T) {
 			if code != tt.wantCode {
 				t.Fatalf("exit code: got %d, want %d; stderr:\n%s", code, tt.wantCode, stderr)
 			}
-			if tt.wantCode != ExitOK {
+			if tt.wantCode != cmdutil.ExitOK {
 				if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("config written on bad input (stat err %v)", err)
 				}
@@ -781,7 +796,7 @@ func TestInitDefaultPath(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", xdg)
 	code, stdout, stderr := runInit(t, "", "--non-interactive", "--no-doctor",
 		"--email", "ada@fastmail.com", "--name", "Ada", "--password-cmd", "pass mail")
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit code: got %d, want 0; stderr:\n%s", code, stderr)
 	}
 	want := filepath.Join(xdg, "mailagent", "config.toml")
@@ -796,17 +811,27 @@ func TestInitDefaultPath(t *testing.T) {
 
 func TestInitFlags(t *testing.T) {
 	var got *InitOptions
-	f := newFactory(strings.NewReader(""), io.Discard, io.Discard)
-	cmd := newInitCmd(f, func(_ context.Context, o *InitOptions) error { got = o; return nil })
+	ios, _, _, _ := iostreams.Test()
+	f := cmdutil.New(ios)
+	cmd := NewCmdInit(f, func(_ context.Context, o *InitOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"--force", "--no-doctor", "--non-interactive", "--email", "ada@fastmail.com",
 		"--name", "Ada", "--password-cmd", "pass x", "--provider", "fastmail", "--mode", "auto"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatalf("execute: %v", err)
 	}
+	if got == nil {
+		t.Fatal("runF did not run")
+	}
+	// The Factory's values reach the options when the command runs.
+	if got.IO != ios || got.Prompter == nil || got.Now == nil || got.Doctor.IMAPOptions == nil || got.Doctor.NewModel == nil {
+		t.Errorf("options lack the factory's streams, prompter, clock or doctor env: %+v", got)
+	}
+	flags := *got
+	flags.IO, flags.Prompter, flags.Now, flags.Doctor = nil, nil, nil, appdoctor.Env{}
 	want := InitOptions{Force: true, NoDoctor: true, NonInteractive: true, Email: "ada@fastmail.com",
 		Name: "Ada", PasswordCmd: "pass x", Provider: "fastmail", Mode: "auto"}
-	if got == nil || !reflect.DeepEqual(*got, want) {
-		t.Errorf("options: got %+v, want %+v", got, want)
+	if !reflect.DeepEqual(flags, want) {
+		t.Errorf("options: got %+v, want %+v", flags, want)
 	}
 }
 
@@ -841,8 +866,8 @@ func TestInitRunsDoctor(t *testing.T) {
 		"", "1", "MA_TEST_INIT_NO_KEY", "", "", // provider gemini, api key env (unset), model, mode
 	)
 	code, stdout, stderr := runInit(t, script, "--config", path, "--provider", "generic")
-	if code != ExitPartial {
-		t.Fatalf("exit code: got %d, want %d (doctor found the missing key); stderr:\n%s", code, ExitPartial, stderr)
+	if code != cmdutil.ExitPartial {
+		t.Fatalf("exit code: got %d, want %d (doctor found the missing key); stderr:\n%s", code, cmdutil.ExitPartial, stderr)
 	}
 	if stdout != path+"\n" {
 		t.Errorf("stdout: got %q, want only the path", stdout)
@@ -882,7 +907,7 @@ func TestInitProtonBridgeCertificate(t *testing.T) {
 		ca,
 		"", "2", "BRIDGE_PASS", "", "", "", "", "")
 	code, _, stderr := runInit(t, script, "--config", path, "--no-doctor")
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit code: got %d, want 0; stderr:\n%s", code, stderr)
 	}
 	if !strings.Contains(stderr, "cannot read") {
@@ -904,7 +929,7 @@ func TestInitLLMFlagsNeedNonInteractive(t *testing.T) {
 	noDiscovery(t)
 	path := filepath.Join(t.TempDir(), "config.toml")
 	code, _, stderr := runInit(t, "garbage\n", "--config", path, "--llm", "ollama")
-	if code != ExitUsage || !strings.Contains(stderr, "--non-interactive") {
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, "--non-interactive") {
 		t.Fatalf("exit %d, stderr %q; want 2 naming --non-interactive", code, stderr)
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {

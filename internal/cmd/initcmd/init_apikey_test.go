@@ -1,4 +1,4 @@
-package main
+package initcmd
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/zalando/go-keyring"
 
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
 )
 
@@ -125,7 +126,7 @@ func TestInitAPIKeyKeyring(t *testing.T) {
 	keyring.MockInit()
 	path := filepath.Join(t.TempDir(), "config.toml")
 	code, stdout, stderr := runInit(t, script("3", key), "--config", path, "--no-doctor")
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit code: got %d, want 0; stderr:\n%s", code, stderr)
 	}
 	if strings.Contains(stdout+stderr, key) {
@@ -152,7 +153,7 @@ func TestInitAPIKeyKeyring(t *testing.T) {
 	t.Cleanup(keyring.MockInit)
 	path = filepath.Join(t.TempDir(), "config.toml")
 	code, _, stderr = runInit(t, script("3", "1", "MY_KEY"), "--config", path, "--no-doctor")
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("unavailable keyring: exit code %d; stderr:\n%s", code, stderr)
 	}
 	// "3) … not available": in the password menu, and twice in the API

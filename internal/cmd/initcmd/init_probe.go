@@ -1,4 +1,4 @@
-package main
+package initcmd
 
 import (
 	"context"
@@ -7,18 +7,17 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"github.com/mailagent/mailagent/internal/app/doctor"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/mailagent/mailagent/imapsync"
+	appdoctor "github.com/mailagent/mailagent/internal/app/doctor"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/initcfg"
 	"github.com/mailagent/mailagent/internal/prompter"
-	"github.com/mailagent/mailagent/internal/smtpsend"
 	"github.com/mailagent/mailagent/internal/termsafe"
+
+	"github.com/mailagent/mailagent/internal/app/setup"
 )
 
 // Testing each server's login as soon as the password source is known:
@@ -30,39 +29,9 @@ import (
 // edit, retry or go on.
 
 // serverProbe logs in to one server (kind "imap" or "smtp") of acct and
-// logs out. InitNet.Probe replaces it in tests; the live one dials.
+// logs out. InitNet.Probe replaces it in tests; the live one is
+// setup.Probe.
 type serverProbe func(ctx context.Context, kind string, acct *config.Account) error
-
-// initProbeTimeout bounds one probe: connect, TLS, greeting and login.
-const initProbeTimeout = 20 * time.Second
-
-func liveProbe(ctx context.Context, kind string, acct *config.Account) error {
-	ctx, cancel := context.WithTimeout(ctx, initProbeTimeout)
-	defer cancel()
-	if kind == "imap" {
-		opts, err := IMAPOptions(ctx, acct)
-		if err != nil {
-			return err
-		}
-		opts.DialTimeout = 10 * time.Second
-		c, err := imapsync.Dial(ctx, opts)
-		if err != nil {
-			return err
-		}
-		_ = c.Close() // logged in: that was the test
-		return nil
-	}
-	opts, err := SMTPOptions(ctx, acct)
-	if err != nil {
-		return err
-	}
-	opts.Timeout = 10 * time.Second
-	s, err := smtpsend.New(opts)
-	if err != nil {
-		return err
-	}
-	return s.Check(ctx)
-}
 
 // probeAccount is the account the setup describes, as the config will
 // read it: the setup is rendered and parsed, so the secret resolves the
@@ -131,7 +100,7 @@ func testServer(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions
 			err = opts.Net.probe()(ctx, kind, acct)
 		}
 		if perr == nil && err == nil {
-			p.Say("  ✓ %s: logged in to %s as %s (%s)\n", label, termsafe.Line(ep.Addr()), termsafe.Line(srv.Username), doctor.SecurityWords(srv.Security))
+			p.Say("  ✓ %s: logged in to %s as %s (%s)\n", label, termsafe.Line(ep.Addr()), termsafe.Line(srv.Username), appdoctor.SecurityWords(srv.Security))
 			if ca != "" && srv.Security != config.SecurityInsecure {
 				p.Say("    trusting the CA in %s\n", ca)
 			}
@@ -157,7 +126,7 @@ func testServer(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions
 			}
 		default:
 			// The reason carries server text (greetings, NO replies).
-			p.Say("  ✗ %s: %s\n    fix: %s\n", label, termsafe.Line(probeReason(err)), termsafe.Line(doctor.ConnFix(err, ep, kind)))
+			p.Say("  ✗ %s: %s\n    fix: %s\n", label, termsafe.Line(probeReason(err)), termsafe.Line(appdoctor.ConnFix(err, ep, kind)))
 		}
 		items := []prompter.Choice{
 			{Key: "edit", Label: "edit the " + label + " settings"},
@@ -191,11 +160,7 @@ func testServer(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions
 // probeReason is the first line of a probe's error, without smtpsend's
 // retry classification.
 func probeReason(err error) string {
-	var se *smtpsend.SendError
-	if errors.As(err, &se) {
-		err = se.Err
-	}
-	return clipReason(initFirstLine(err))
+	return clipReason(initFirstLine(setup.WithoutRetryClass(err)))
 }
 
 // unknownAuthority reports a certificate chain the system roots (and the

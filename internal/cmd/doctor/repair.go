@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -21,14 +22,14 @@ func addRepairFlag(cmd *cobra.Command, opts *DoctorOptions) {
 // alone (exit 0). A damaged one is salvaged (store.Repair): exit 0 when
 // nothing was lost, 5 when some records could not be read. It refuses to
 // run while a watcher holds the database (exit 4).
-func repairRun(f *Factory, opts *DoctorOptions) error {
-	cfg, err := f.Config()
+func repairRun(opts *DoctorOptions) error {
+	cfg, err := opts.Config()
 	if err != nil {
 		return err
 	}
-	path := DBPath(cfg)
+	path := cmdutil.DBPath(cfg)
 	if _, err := os.Stat(path); err != nil {
-		return &UserError{Code: ExitUsage, Err: fmt.Errorf("no state database to repair at %s: %w", path, err)}
+		return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("no state database to repair at %s: %w", path, err)}
 	}
 	st, err := store.Open(path, store.Options{ReadOnly: true})
 	if err == nil {
@@ -36,9 +37,9 @@ func repairRun(f *Factory, opts *DoctorOptions) error {
 		_ = st.Close()
 		if err == nil {
 			if opts.JSON {
-				return writeJSON(f.Stdout, map[string]any{"path": path, "healthy": true})
+				return cmdutil.WriteJSON(opts.IO.Out, map[string]any{"path": path, "healthy": true})
 			}
-			fmt.Fprintf(f.Stdout, "the state database %s is healthy; nothing to repair\n", path)
+			fmt.Fprintf(opts.IO.Out, "the state database %s is healthy; nothing to repair\n", path)
 			return nil
 		}
 	}
@@ -48,21 +49,21 @@ func repairRun(f *Factory, opts *DoctorOptions) error {
 	if !errors.Is(err, store.ErrCorrupt) {
 		return fmt.Errorf("check %s: %w", path, err)
 	}
-	fmt.Fprintf(f.Stderr, "damage found: %v\n", errors.Unwrap(err))
+	fmt.Fprintf(opts.IO.ErrOut, "damage found: %v\n", errors.Unwrap(err))
 	rep, err := store.Repair(path)
 	if err != nil {
 		return fmt.Errorf("repair: %w", err)
 	}
 	if opts.JSON {
-		if err := writeJSON(f.Stdout, rep); err != nil {
+		if err := cmdutil.WriteJSON(opts.IO.Out, rep); err != nil {
 			return err
 		}
 	} else {
 		if rep.Opened {
-			fmt.Fprintf(f.Stdout, "repaired %s: %d records salvaged, %d unreadable stretches or records lost\n", path, rep.TotalCopied(), rep.TotalLost())
+			fmt.Fprintf(opts.IO.Out, "repaired %s: %d records salvaged, %d unreadable stretches or records lost\n", path, rep.TotalCopied(), rep.TotalLost())
 		} else {
 			// Nothing could be read at all: "0 lost" would be a lie.
-			fmt.Fprintf(f.Stdout, "repaired %s: nothing could be salvaged (no readable page); how much was lost is unknown\n", path)
+			fmt.Fprintf(opts.IO.Out, "repaired %s: nothing could be salvaged (no readable page); how much was lost is unknown\n", path)
 		}
 		names := make([]string, 0, len(rep.Copied))
 		for k := range rep.Copied {
@@ -70,16 +71,16 @@ func repairRun(f *Factory, opts *DoctorOptions) error {
 		}
 		sort.Strings(names)
 		for _, k := range names {
-			fmt.Fprintf(f.Stdout, "  %-14s %d\n", k, rep.Copied[k])
+			fmt.Fprintf(opts.IO.Out, "  %-14s %d\n", k, rep.Copied[k])
 		}
-		fmt.Fprintf(f.Stdout, "the damaged file is kept as %s\n", rep.DamagedPath)
+		fmt.Fprintf(opts.IO.Out, "the damaged file is kept as %s\n", rep.DamagedPath)
 		for _, p := range rep.Problems {
-			fmt.Fprintf(f.Stderr, "  %s\n", p)
+			fmt.Fprintf(opts.IO.ErrOut, "  %s\n", p)
 		}
 	}
 	if rep.TotalLost() > 0 || !rep.Opened {
-		fmt.Fprintln(f.Stderr, "some records could not be read; messages whose record was lost are processed again by the next watch")
-		return errPartial
+		fmt.Fprintln(opts.IO.ErrOut, "some records could not be read; messages whose record was lost are processed again by the next watch")
+		return cmdutil.ErrPartial
 	}
 	return nil
 }

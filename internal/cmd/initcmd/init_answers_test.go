@@ -1,4 +1,4 @@
-package main
+package initcmd
 
 import (
 	"context"
@@ -9,11 +9,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/zalando/go-keyring"
 
+	appdoctor "github.com/mailagent/mailagent/internal/app/doctor"
 	"github.com/mailagent/mailagent/internal/autoconfig"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/memimap"
 	"github.com/mailagent/mailagent/internal/smtpsend/smtptest"
@@ -121,10 +124,27 @@ func startIMAP(t *testing.T, user, pass string) *memimap.Server {
 	return srv
 }
 
-// closedLoopbackPort is a loopback port nothing listens on (refusedPort).
+// closedLoopbackPort is a loopback port that refuses connections for the
+// rest of the test: a socket bound to it that never listens. A port
+// merely closed a moment ago is no such thing: another listener may take
+// it, or a connection to it from the ephemeral range may pick it as its
+// own source port and connect to itself, and then a client waits out its
+// greeting timeout instead of being refused.
 func closedLoopbackPort(t *testing.T) int {
 	t.Helper()
-	return refusedPort(t)
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa.(*syscall.SockaddrInet4).Port
 }
 
 // TestInterviewWrongInputs drives the interview with wrong answers a
@@ -191,7 +211,7 @@ func TestInitKeyringUnavailableKeepsNumbers(t *testing.T) {
 	t.Cleanup(keyring.MockInit)
 	path := filepath.Join(t.TempDir(), "config.toml")
 	code, _, stderr := runInit(t, fastmailScript("3", "4", "oama access ada@fastmail.com"), "--config", path, "--no-doctor")
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit code: got %d, want 0; stderr:\n%s", code, stderr)
 	}
 	if !strings.Contains(stderr, "3) the system keyring: not available here") || !strings.Contains(stderr, "4) OAuth2") {
@@ -328,12 +348,12 @@ func TestInitServerFailureMenu(t *testing.T) {
 func TestPrintNextStepsWatchOnlyAfterPassingDoctor(t *testing.T) {
 	t.Setenv("MA_TEST_NEXT_KEY", "set")
 	s := &initSetup{APIKeyEnv: "MA_TEST_NEXT_KEY", Mode: config.ModeReview, Secret: secretChoice{Kind: secretCmd, Value: "pass x"}}
-	pass := []Check{{Name: "config", Status: "pass"}, {Name: "imap a: authserv_id", Status: "warn", Fix: "later"}}
-	fail := append(slices.Clone(pass), Check{Name: "smtp a: connect and AUTH", Status: "fail", Detail: "refused", Fix: "check the port"})
+	pass := []appdoctor.Check{{Name: "config", Status: "pass"}, {Name: "imap a: authserv_id", Status: "warn", Fix: "later"}}
+	fail := append(slices.Clone(pass), appdoctor.Check{Name: "smtp a: connect and AUTH", Status: "fail", Detail: "refused", Fix: "check the port"})
 	for _, tt := range []struct {
 		name      string
 		ran       bool
-		checks    []Check
+		checks    []appdoctor.Check
 		want, not []string
 	}{
 		{"doctor passed", true, pass, []string{"Next steps:", "mailagent watch", "triage --dry-run"}, []string{"Not ready", "mailagent doctor"}},
@@ -362,7 +382,7 @@ func TestPrintNextStepsWatchOnlyAfterPassingDoctor(t *testing.T) {
 // the id set it says nothing of the kind.
 func TestPrintNextStepsAutoWithoutAuthserv(t *testing.T) {
 	t.Setenv("MA_TEST_NEXT_KEY", "set")
-	pass := []Check{{Name: "config", Status: "pass"}}
+	pass := []appdoctor.Check{{Name: "config", Status: "pass"}}
 	for _, tt := range []struct {
 		authserv string
 		warned   bool

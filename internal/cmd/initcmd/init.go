@@ -1,4 +1,8 @@
-package main
+// Package initcmd is `mailagent init` ("init" is a Go keyword): the
+// setup wizard. It asks through the Factory's one Prompter, tests the
+// servers through internal/app/setup, writes the config with
+// internal/initcfg and runs doctor (internal/cmd/doctor) on it.
+package initcmd
 
 import (
 	"context"
@@ -16,17 +20,32 @@ import (
 
 	"github.com/spf13/cobra"
 
+	appdoctor "github.com/mailagent/mailagent/internal/app/doctor"
+	"github.com/mailagent/mailagent/internal/app/setup"
 	"github.com/mailagent/mailagent/internal/autoconfig"
+	"github.com/mailagent/mailagent/internal/cmd/doctor"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/initcfg"
-	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/iostreams"
 	"github.com/mailagent/mailagent/internal/prompter"
 	"github.com/mailagent/mailagent/internal/termsafe"
 )
 
-// InitOptions are the flags of `mailagent init`.
+// InitOptions is what `mailagent init` needs: the streams, the one
+// Prompter, where the config goes, what doctor runs with afterwards, the
+// way out (Net), and the flags. NewCmdInit fills the Factory's values in
+// when the command runs (the global flags are parsed by then).
 type InitOptions struct {
+	IO         *iostreams.IOStreams
+	Prompter   func() prompter.Prompter
+	ConfigPath string // --config ("": $MAILAGENT_CONFIG, then the default path)
+	StateDir   string // --state-dir, for the doctor run after writing
+	Now        func() time.Time
+	// Doctor is the checks' way out (the logins and the model) for the
+	// doctor run after writing.
+	Doctor appdoctor.Env
+
 	Force          bool // replace an existing config file
 	NoDoctor       bool // do not run doctor after writing
 	NonInteractive bool // take every answer from flags; never read stdin
@@ -66,7 +85,7 @@ type InitNet struct {
 	// real network with autoconfig's short per-source timeouts. Tests
 	// point it at httptest servers and a fake SRV resolver.
 	Discovery autoconfig.Options
-	// Probe logs in to one server; nil: liveProbe.
+	// Probe logs in to one server; nil: setup.Probe.
 	Probe serverProbe
 	// Reach connects to one server without logging in; nil: the live
 	// reach, bounded by ReachTimeout.
@@ -82,7 +101,7 @@ func (n InitNet) probe() serverProbe {
 	if n.Probe != nil {
 		return n.Probe
 	}
-	return liveProbe
+	return setup.Probe
 }
 
 // reach is n's connect test.
@@ -94,7 +113,7 @@ func (n InitNet) reach() serverReach {
 	if d <= 0 {
 		d = defaultReachTimeout
 	}
-	return func(ctx context.Context, kind string, ep config.Endpoint) error { return liveReach(ctx, kind, ep, d) }
+	return func(ctx context.Context, kind string, ep config.Endpoint) error { return setup.Reach(ctx, kind, ep, d) }
 }
 
 // Defaults the wizard proposes.
@@ -103,7 +122,9 @@ const (
 	defaultModel     = "gemini-2.5-flash"
 )
 
-func newInitCmd(f *Factory, runF func(context.Context, *InitOptions) error) *cobra.Command {
+// NewCmdInit is `mailagent init`; runF, when not nil, runs instead of
+// the wizard (tests: of the flag parsing, or giving it their Net).
+func NewCmdInit(f *cmdutil.Factory, runF func(context.Context, *InitOptions) error) *cobra.Command {
 	opts := &InitOptions{}
 	cmd := &cobra.Command{
 		Use:   "init",
@@ -146,10 +167,13 @@ found problems.`,
 			if err := opts.validate(); err != nil {
 				return err
 			}
+			opts.IO, opts.Prompter, opts.Now = f.IOStreams, f.Prompter, f.Now
+			opts.ConfigPath, opts.StateDir = f.ConfigPath, f.StateDir
+			opts.Doctor = doctor.LiveEnv(f)
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return initRun(cmd.Context(), f, opts)
+			return initRun(cmd.Context(), opts)
 		},
 	}
 	fl := cmd.Flags()
@@ -177,34 +201,34 @@ found problems.`,
 // come.
 func (o *InitOptions) validate() error {
 	if o.Provider != "" && o.Provider != "auto" && !slices.Contains(presetIDs(), o.Provider) {
-		return usageErr("--provider %q is not one of %s, auto", o.Provider, strings.Join(presetIDs(), ", "))
+		return cmdutil.UsageErr("--provider %q is not one of %s, auto", o.Provider, strings.Join(presetIDs(), ", "))
 	}
 	if o.Mode != "" && o.Mode != config.ModeReview && o.Mode != config.ModeAuto {
-		return usageErr("--mode %q is not one of review, auto", o.Mode)
+		return cmdutil.UsageErr("--mode %q is not one of review, auto", o.Mode)
 	}
 	if n := initCountSet(o.PasswordCmd, o.PasswordEnv, o.OAuth2TokenCmd); n > 1 {
-		return usageErr("--password-cmd, --password-env and --oauth2-token-cmd: give at most one")
+		return cmdutil.UsageErr("--password-cmd, --password-env and --oauth2-token-cmd: give at most one")
 	}
 	if o.APIKeyEnv != "" && o.APIKeyCmd != "" {
-		return usageErr("--api-key-env and --api-key-cmd: give at most one")
+		return cmdutil.UsageErr("--api-key-env and --api-key-cmd: give at most one")
 	}
 	if o.PasswordEnv != "" && !initEnvName.MatchString(o.PasswordEnv) {
-		return usageErr("--password-env %q is not an environment variable name", o.PasswordEnv)
+		return cmdutil.UsageErr("--password-env %q is not an environment variable name", o.PasswordEnv)
 	}
 	if o.APIKeyEnv != "" && !initEnvName.MatchString(o.APIKeyEnv) {
-		return usageErr("--api-key-env %q is not an environment variable name", o.APIKeyEnv)
+		return cmdutil.UsageErr("--api-key-env %q is not an environment variable name", o.APIKeyEnv)
 	}
 	if err := o.validateLLM(); err != nil {
 		return err
 	}
 	if o.Email != "" {
 		if err := checkEmail(o.Email); err != nil {
-			return usageErr("--email: %v", err)
+			return cmdutil.UsageErr("--email: %v", err)
 		}
 	}
 	if o.Account != "" {
 		if err := checkAccountName(o.Account); err != nil {
-			return usageErr("--account: %v", err)
+			return cmdutil.UsageErr("--account: %v", err)
 		}
 	}
 	if !o.NonInteractive {
@@ -221,7 +245,7 @@ func (o *InitOptions) validate() error {
 		missing = append(missing, "one of --password-cmd, --password-env, --oauth2-token-cmd")
 	}
 	if len(missing) > 0 {
-		return usageErr("--non-interactive needs %s", strings.Join(missing, ", "))
+		return cmdutil.UsageErr("--non-interactive needs %s", strings.Join(missing, ", "))
 	}
 	return nil
 }
@@ -232,29 +256,29 @@ func (o *InitOptions) validateLLM() error {
 		return nil
 	}
 	if !o.NonInteractive {
-		return usageErr("--llm, --llm-base-url and --structured-output go with --non-interactive (the interview asks for them)")
+		return cmdutil.UsageErr("--llm, --llm-base-url and --structured-output go with --non-interactive (the interview asks for them)")
 	}
 	names := append(append([]string{"gemini"}, llmPresetNames()...), "other")
 	if o.LLM != "" && !slices.Contains(names, o.LLM) {
-		return usageErr("--llm %q is not one of %s", o.LLM, strings.Join(names, ", "))
+		return cmdutil.UsageErr("--llm %q is not one of %s", o.LLM, strings.Join(names, ", "))
 	}
 	if o.LLM == "" || o.LLM == "gemini" {
 		if o.LLMBaseURL != "" || o.StructuredOutput != "" {
-			return usageErr("--llm-base-url and --structured-output are for an OpenAI-compatible server: add --llm %s|other", strings.Join(llmPresetNames(), "|"))
+			return cmdutil.UsageErr("--llm-base-url and --structured-output are for an OpenAI-compatible server: add --llm %s|other", strings.Join(llmPresetNames(), "|"))
 		}
 		return nil
 	}
 	if o.LLM == "other" && o.LLMBaseURL == "" {
-		return usageErr("--llm other needs --llm-base-url (the server's API root, e.g. https://gateway.example/v1)")
+		return cmdutil.UsageErr("--llm other needs --llm-base-url (the server's API root, e.g. https://gateway.example/v1)")
 	}
 	if o.LLMBaseURL != "" {
 		if err := checkBaseURL(o.LLMBaseURL); err != nil {
-			return usageErr("--llm-base-url: %v", err)
+			return cmdutil.UsageErr("--llm-base-url: %v", err)
 		}
 	}
 	if o.StructuredOutput != "" {
-		if _, err := llm.ParseStructuredOutput(o.StructuredOutput); err != nil {
-			return usageErr("--structured-output: %v", err)
+		if err := setup.CheckStructuredOutput(o.StructuredOutput); err != nil {
+			return cmdutil.UsageErr("--structured-output: %v", err)
 		}
 	}
 	return nil
@@ -263,8 +287,8 @@ func (o *InitOptions) validateLLM() error {
 // llmPresetNames are the OpenAI-compatible servers init knows, in menu
 // order.
 func llmPresetNames() []string {
-	names := make([]string, 0, len(llm.Presets))
-	for _, p := range llm.Presets {
+	names := make([]string, 0, len(setup.LLMPresets()))
+	for _, p := range setup.LLMPresets() {
 		names = append(names, p.Name)
 	}
 	return names
@@ -299,33 +323,36 @@ const (
 	secretLiteral = initcfg.SecretLiteral
 )
 
-func initRun(ctx context.Context, f *Factory, opts *InitOptions) error {
-	path, err := initPath(f.ConfigPath)
+// initRun is the wizard: the answers (flags or interview), the keyring,
+// the file, then doctor and the next steps.
+func initRun(ctx context.Context, opts *InitOptions) error {
+	stdout, stderr := opts.IO.Out, opts.IO.ErrOut
+	path, err := initPath(opts.ConfigPath)
 	if err != nil {
 		return err
 	}
 	if _, err := os.Stat(path); err == nil && !opts.Force {
-		return &UserError{Code: ExitUsage, Err: fmt.Errorf("config %s already exists", path),
+		return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("config %s already exists", path),
 			Hint: "pass --force to replace it, or --config FILE to write another one"}
 	}
 
 	var s *initSetup
 	var data []byte
 	if opts.NonInteractive {
-		s, err = fromFlags(ctx, f.Stderr, opts)
+		s, err = fromFlags(ctx, stderr, opts)
 		if err != nil {
 			return err
 		}
 		data = initcfg.Render(s)
 		if _, perr := config.Parse(data, path, 0o600); perr != nil {
-			return &UserError{Code: ExitUsage, Err: fmt.Errorf("the settings do not make a valid config:\n%s", initProblems(perr)),
+			return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("the settings do not make a valid config:\n%s", initProblems(perr)),
 				Hint: "fix the flags named above, or run `mailagent init` interactively"}
 		}
 	} else {
-		p := f.Prompter()
+		p := opts.Prompter()
 		s, data, err = interview(ctx, p, opts, path)
 		if errors.Is(err, prompter.ErrInputEnded) {
-			return &UserError{Code: ExitUsage, Err: fmt.Errorf("%w: nothing was written", err),
+			return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("%w: nothing was written", err),
 				Hint: "run `mailagent init` in a terminal, or script it with --non-interactive --email … --name … --password-cmd …"}
 		}
 		if err != nil {
@@ -333,34 +360,35 @@ func initRun(ctx context.Context, f *Factory, opts *InitOptions) error {
 		}
 	}
 
-	if err := storeInKeyring(s); err != nil {
-		return err
+	if err := setup.StoreInKeyring(s); err != nil {
+		return &cmdutil.UserError{Code: cmdutil.ExitFailure, Err: err,
+			Hint: "run `mailagent init` again and choose another source for it"}
 	}
 	data = initAuthserv(ctx, s, data, path, !opts.NoDoctor)
 	backup, err := initcfg.Write(path, data, opts.Force)
 	if err != nil {
-		forgetKeyring(s)
+		setup.ForgetKeyring(s)
 		if errors.Is(err, fs.ErrExist) {
-			return &UserError{Code: ExitUsage, Err: fmt.Errorf("config %s already exists", path), Hint: "pass --force to replace it"}
+			return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("config %s already exists", path), Hint: "pass --force to replace it"}
 		}
 		return fmt.Errorf("write config %s: %w", path, err)
 	}
-	fmt.Fprintln(f.Stdout, path)
-	fmt.Fprintf(f.Stderr, "\nWrote %s (mode 0600).\n", path)
+	fmt.Fprintln(stdout, path)
+	fmt.Fprintf(stderr, "\nWrote %s (mode 0600).\n", path)
 	if backup != "" {
-		fmt.Fprintf(f.Stderr, "The file it replaced is kept as %s.\n", backup)
+		fmt.Fprintf(stderr, "The file it replaced is kept as %s.\n", backup)
 	}
 
 	var doctorErr error
-	var checks []Check
+	var checks []appdoctor.Check
 	if !opts.NoDoctor {
-		fmt.Fprintln(f.Stderr, "\nChecking it with `mailagent doctor`:")
-		checks, doctorErr = runDoctorFor(ctx, f, path)
+		fmt.Fprintln(stderr, "\nChecking it with `mailagent doctor`:")
+		checks, doctorErr = runDoctorFor(ctx, opts, path)
 		if ctx.Err() != nil {
 			return doctorErr
 		}
 	}
-	printNextSteps(f.Stderr, s, path, f.ConfigPath != "", !opts.NoDoctor, checks)
+	printNextSteps(stderr, s, path, opts.ConfigPath != "", !opts.NoDoctor, checks)
 	return doctorErr
 }
 
@@ -374,13 +402,13 @@ func initPath(explicit string) (string, error) {
 	if p == "" {
 		d, err := config.DefaultPath()
 		if err != nil {
-			return "", &UserError{Code: ExitUsage, Err: err, Hint: "pass --config FILE"}
+			return "", &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: err, Hint: "pass --config FILE"}
 		}
 		p = d
 	}
 	abs, err := filepath.Abs(p)
 	if err != nil {
-		return "", &UserError{Code: ExitUsage, Err: fmt.Errorf("config path %s: %w", p, err)}
+		return "", &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("config path %s: %w", p, err)}
 	}
 	return abs, nil
 }
@@ -389,16 +417,13 @@ func initPath(explicit string) (string, error) {
 // that stdout carries only the path written, and returns its checks. It
 // runs as `doctor --fix`: a new account's missing Sent and Drafts folders
 // are created (never the watched mailbox taken for them).
-func runDoctorFor(ctx context.Context, f *Factory, path string) ([]Check, error) {
-	df := newFactory(f.Stdin, f.Stderr, f.Stderr)
-	defer df.Close()
-	df.ConfigPath = path
-	df.StateDir = f.StateDir
-	df.Verbose = f.Verbose
-	df.NewModel = f.NewModel
-	df.Now = f.Now
-	var checks []Check
-	err := doctorRun(ctx, df, &DoctorOptions{report: &checks, Fix: true})
+func runDoctorFor(ctx context.Context, opts *InitOptions, path string) ([]appdoctor.Check, error) {
+	var checks []appdoctor.Check
+	err := doctor.Run(ctx, &doctor.DoctorOptions{
+		IO:         iostreams.New(opts.IO.In, opts.IO.ErrOut, opts.IO.ErrOut),
+		ConfigPath: path, StateDir: opts.StateDir, Now: opts.Now, Env: opts.Doctor,
+		Report: &checks, Fix: true,
+	})
 	return checks, err
 }
 
@@ -406,12 +431,12 @@ func runDoctorFor(ctx context.Context, f *Factory, path string) ([]Check, error)
 // the commands (the file is not where they look by themselves). watch is
 // suggested only after a passing doctor: when a check failed, the steps
 // are its fix and doctor again.
-func printNextSteps(w io.Writer, s *initSetup, path string, withFlag, doctorRan bool, checks []Check) {
+func printNextSteps(w io.Writer, s *initSetup, path string, withFlag, doctorRan bool, checks []appdoctor.Check) {
 	cfgFlag := ""
 	if withFlag {
 		cfgFlag = " --config " + initShellQuote(path)
 	}
-	var failed []Check
+	var failed []appdoctor.Check
 	for _, c := range checks {
 		if c.Status == "fail" {
 			failed = append(failed, c)

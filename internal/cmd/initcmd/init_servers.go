@@ -1,4 +1,4 @@
-package main
+package initcmd
 
 import (
 	"context"
@@ -10,8 +10,10 @@ import (
 
 	"github.com/mailagent/mailagent/internal/autoconfig"
 	"github.com/mailagent/mailagent/internal/config"
-	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/termsafe"
+
+	"github.com/mailagent/mailagent/internal/app/setup"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 )
 
 // The answers init gets without asking: from flags (--non-interactive),
@@ -25,7 +27,7 @@ func fromFlags(ctx context.Context, w io.Writer, opts *InitOptions) (*initSetup,
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &UserError{Code: ExitUsage, Err: err,
+		return nil, &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: err,
 			Hint: "pass --provider (" + strings.Join(presetIDs(), ", ") + "), or run `mailagent init` interactively to type the servers"}
 	}
 	applyResult(s, res)
@@ -60,9 +62,9 @@ func fromFlags(ctx context.Context, w io.Writer, opts *InitOptions) (*initSetup,
 // interview's answers would: a local server gets no key unless one was
 // given, a server that needs one gets its conventional variable.
 func llmFromFlags(s *initSetup, opts *InitOptions) {
-	pr, known := llm.PresetByName(opts.LLM)
+	pr, known := setup.LLMPresetByName(opts.LLM)
 	if !known {
-		pr = llm.Preset{Name: "other", StructuredOutput: llm.OutputJSONObject}
+		pr = setup.LLMPreset{Name: "other", StructuredOutput: setup.OutputJSONObject}
 	}
 	s.LLMProvider, s.LLMPreset = config.ProviderOpenAI, pr.Name
 	s.LLMBaseURL = initDefault(opts.LLMBaseURL, pr.BaseURL)

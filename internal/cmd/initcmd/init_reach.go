@@ -1,23 +1,15 @@
-package main
+package initcmd
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
-	"github.com/mailagent/mailagent/internal/app/doctor"
-	"net"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/emersion/go-imap/v2"
-	"github.com/emersion/go-imap/v2/imapclient"
-
+	appdoctor "github.com/mailagent/mailagent/internal/app/doctor"
 	"github.com/mailagent/mailagent/internal/config"
-	"github.com/mailagent/mailagent/internal/netpolicy"
 	"github.com/mailagent/mailagent/internal/prompter"
-	"github.com/mailagent/mailagent/internal/smtpsend"
 	"github.com/mailagent/mailagent/internal/termsafe"
 )
 
@@ -32,7 +24,8 @@ import (
 // nobody to answer, and doctor tests everything once the file is written.
 
 // serverReach connects to one server (kind "imap" or "smtp") without
-// logging in. InitNet.Reach replaces it in tests; the live one dials.
+// logging in. InitNet.Reach replaces it in tests; the live one is
+// setup.Reach.
 type serverReach func(ctx context.Context, kind string, ep config.Endpoint) error
 
 // defaultReachTimeout bounds one reach: connect, TLS, greeting and
@@ -43,100 +36,6 @@ const defaultReachTimeout = 10 * time.Second
 // reasonMax bounds how much of a server's text a failure shows: a hostile
 // or broken server may send a greeting of any length.
 const reasonMax = 200
-
-func liveReach(ctx context.Context, kind string, ep config.Endpoint, timeout time.Duration) error {
-	rctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var err error
-	if kind == "smtp" {
-		err = reachSMTP(rctx, ep, timeout)
-	} else {
-		err = reachIMAP(rctx, ep)
-	}
-	if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
-		// Closing the connection is how the deadline ends a read: say
-		// what it was, not "use of closed network connection".
-		return fmt.Errorf("%s %s: no answer within %s: %w", kind, ep.Addr(), timeout, context.DeadlineExceeded)
-	}
-	return err
-}
-
-// reachSMTP connects, negotiates TLS and says EHLO: smtpsend's check
-// without a username does not authenticate.
-func reachSMTP(ctx context.Context, ep config.Endpoint, timeout time.Duration) error {
-	s, err := smtpsend.New(smtpsend.Options{Host: ep.Host, Port: ep.Port, Security: ep.Security,
-		TLSCAFile: ep.TLSCAFile, Timeout: timeout})
-	if err != nil {
-		return err
-	}
-	return s.Check(ctx)
-}
-
-// reachIMAP connects, negotiates TLS, waits for the greeting and asks
-// for the capabilities, then logs out.
-func reachIMAP(ctx context.Context, ep config.Endpoint) error {
-	addr := ep.Addr()
-	addrs := []string{addr}
-	var tlsCfg *tls.Config
-	switch ep.Security {
-	case config.SecurityTLS, config.SecurityStartTLS:
-		cfg, err := netpolicy.TLSConfig(ep.Host, ep.TLSCAFile, nil)
-		if err != nil {
-			return fmt.Errorf("imap %s: %w", addr, err)
-		}
-		tlsCfg = cfg
-	case config.SecurityInsecure:
-		// The literal loopback addresses are dialled: no resolver is asked.
-		a, err := netpolicy.PlaintextAddrs(ep.Host, ep.Port)
-		if err != nil {
-			return err
-		}
-		addrs = a
-	default:
-		return fmt.Errorf("imap %s: unknown security %q (want tls, starttls or insecure)", addr, ep.Security)
-	}
-	raw, err := netpolicy.DialFirst(ctx, &net.Dialer{}, addrs)
-	if err != nil {
-		return fmt.Errorf("imap dial %s: %w", addr, err)
-	}
-	// go-imap has no context: closing the connection ends a blocked read
-	// (of the TLS layer too, which reads from raw).
-	stop := context.AfterFunc(ctx, func() { _ = raw.Close() })
-	defer stop()
-	defer func() { _ = raw.Close() }()
-	conn := raw
-	if ep.Security == config.SecurityTLS {
-		cfg := tlsCfg.Clone()
-		cfg.NextProtos = []string{"imap"}
-		tc := tls.Client(raw, cfg)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			return fmt.Errorf("imap tls handshake with %s: %w", addr, err)
-		}
-		conn = tc
-	}
-	opts := &imapclient.Options{TLSConfig: tlsCfg}
-	var c *imapclient.Client
-	if ep.Security == config.SecurityStartTLS {
-		if c, err = imapclient.NewStartTLS(conn, opts); err != nil {
-			return fmt.Errorf("imap starttls with %s: %w", addr, err)
-		}
-	} else {
-		c = imapclient.New(conn, opts)
-	}
-	defer func() { _ = c.Close() }()
-	if err := c.WaitGreeting(); err != nil {
-		return fmt.Errorf("imap greeting from %s: %w", addr, err)
-	}
-	caps, err := c.Capability().Wait()
-	if err != nil {
-		return fmt.Errorf("imap capabilities of %s: %w", addr, err)
-	}
-	if !caps.Has(imap.CapIMAP4rev1) && !caps.Has(imap.CapIMAP4rev2) {
-		return fmt.Errorf("imap %s: the server does not say it speaks IMAP4rev1 or IMAP4rev2", addr)
-	}
-	_ = c.Logout().Wait() // reached: that was the test
-	return nil
-}
 
 // reachState remembers, for one round of answers, the endpoints already
 // reached and those kept although they could not be reached, so that
@@ -226,7 +125,7 @@ func reachServer(ctx context.Context, p Prompter, s *initSetup, kind string, st 
 		if err == nil {
 			st.reached[key] = true
 			p.Say("  ✓ %s: %s answers (%s); the login is tested once the password source is known\n",
-				label, termsafe.Line(ep.Addr()), doctor.SecurityWords(ep.Security))
+				label, termsafe.Line(ep.Addr()), appdoctor.SecurityWords(ep.Security))
 			if ep.TLSCAFile != "" {
 				p.Say("    trusting the CA in %s\n", termsafe.Line(ep.TLSCAFile))
 			}
@@ -275,7 +174,7 @@ func reachServer(ctx context.Context, p Prompter, s *initSetup, kind string, st 
 // reachFix is doctor's fix for a connection failure, in the interview's
 // words when doctor would name a config key the user has not seen yet.
 func reachFix(err error, ep config.Endpoint, kind string) string {
-	fix := doctor.ConnFix(err, ep, kind)
+	fix := appdoctor.ConnFix(err, ep, kind)
 	if fix == "check host, port and security in accounts."+kind {
 		return fmt.Sprintf("%s did not answer as an %s server: check the host, port and security (usually %s)",
 			ep.Addr(), strings.ToUpper(kind), initPortHint(kind))

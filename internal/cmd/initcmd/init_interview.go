@@ -1,22 +1,23 @@
-package main
+package initcmd
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mailagent/mailagent/internal/app/doctor"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	appdoctor "github.com/mailagent/mailagent/internal/app/doctor"
 	"github.com/mailagent/mailagent/internal/autoconfig"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/initcfg"
-	"github.com/mailagent/mailagent/internal/llm"
-	"github.com/mailagent/mailagent/internal/netpolicy"
 	"github.com/mailagent/mailagent/internal/prompter"
+
+	"github.com/mailagent/mailagent/internal/app/setup"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 )
 
 // Prompter is the one prompter (internal/prompter): the interview
@@ -53,7 +54,7 @@ func interview(ctx context.Context, p Prompter, opts *InitOptions, path string) 
 			return nil, nil, err
 		}
 		if !again {
-			return nil, nil, &UserError{Code: ExitUsage, Err: errors.New("setup aborted: nothing was written")}
+			return nil, nil, &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: errors.New("setup aborted: nothing was written")}
 		}
 		prev = s
 	}
@@ -253,7 +254,7 @@ func confirmServers(ctx context.Context, p Prompter, s *initSetup, reach *reachS
 		}
 		switch strings.ToLower(ans) {
 		case "y", "yes":
-			if netpolicy.IsLoopback(s.IMAP.Host) && strings.HasPrefix(s.Source, "preset:proton") {
+			if setup.IsLoopback(s.IMAP.Host) && strings.HasPrefix(s.Source, "preset:proton") {
 				if err := askBridgeCA(ctx, p, s); err != nil {
 					return err
 				}
@@ -341,7 +342,7 @@ func editServer(ctx context.Context, p Prompter, label, kind string, e *initServ
 		}
 	}
 	if given.Port != 0 && given.Security != "" {
-		p.Say("  %s: port %d, %s (%s)\n", label, e.Port, e.Security, doctor.SecurityMode(e.Security))
+		p.Say("  %s: port %d, %s (%s)\n", label, e.Port, e.Security, appdoctor.SecurityMode(e.Security))
 	}
 	var err error
 	if e.Username, err = p.Text(ctx, label+" login name", e.Username, initNonEmpty); err != nil {
@@ -415,7 +416,7 @@ func askSecret(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions)
 	// Probed once, before the menu: an unavailable keyring keeps its
 	// number (answers typed from habit or a script stay right) and says
 	// why it cannot be chosen.
-	keyringErr := keyringAvailable()
+	keyringErr := setup.KeyringAvailable()
 	if keyringErr != nil {
 		items[2].Label = "the system keyring: not available here"
 		def = secretCmd
@@ -500,7 +501,7 @@ func checkEnvName(v string) error {
 
 func askLLM(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions) error {
 	items := []prompter.Choice{{Key: "gemini", Label: "Google Gemini (cloud; needs an API key)"}}
-	for _, pr := range llm.Presets {
+	for _, pr := range setup.LLMPresets() {
 		items = append(items, prompter.Choice{Key: pr.Name, Label: pr.Title + " (" + pr.BaseURL + ")"})
 	}
 	items = append(items, prompter.Choice{Key: "other", Label: "another OpenAI-compatible server or gateway"})
@@ -526,9 +527,9 @@ func askLLM(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions) er
 // name as the server lists it, the structured-output mode and the key
 // (none for a local server).
 func askOpenAI(ctx context.Context, p Prompter, s *initSetup, choice string) error {
-	pr, known := llm.PresetByName(choice)
+	pr, known := setup.LLMPresetByName(choice)
 	if !known {
-		pr = llm.Preset{Name: "other", BaseURL: "http://localhost:8000/v1", StructuredOutput: llm.OutputJSONObject,
+		pr = setup.LLMPreset{Name: "other", BaseURL: "http://localhost:8000/v1", StructuredOutput: setup.OutputJSONObject,
 			ModelNaming: "the id the server lists at /v1/models"}
 	}
 	if s.LLMPreset != pr.Name {
@@ -550,9 +551,9 @@ func askOpenAI(ctx context.Context, p Prompter, s *initSetup, choice string) err
 		return err
 	}
 	mode, err := p.Choose(ctx, "Structured output", []prompter.Choice{
-		{Key: string(llm.OutputJSONSchema), Label: "response_format json_schema (the server enforces the schema)"},
-		{Key: string(llm.OutputJSONObject), Label: "JSON mode only; the schema goes into the prompt"},
-		{Key: string(llm.OutputPrompt), Label: "neither; the schema goes into the prompt"},
+		{Key: string(setup.OutputJSONSchema), Label: "response_format json_schema (the server enforces the schema)"},
+		{Key: string(setup.OutputJSONObject), Label: "JSON mode only; the schema goes into the prompt"},
+		{Key: string(setup.OutputPrompt), Label: "neither; the schema goes into the prompt"},
 	}, initDefault(s.LLMStructuredOutput, string(pr.StructuredOutput)))
 	if err != nil {
 		return err
@@ -567,7 +568,7 @@ func askOpenAI(ctx context.Context, p Prompter, s *initSetup, choice string) err
 	case s.APIKeyEnv != "" || pr.NeedsKey:
 		keyDef = "env"
 	}
-	keyringErr := keyringAvailable()
+	keyringErr := setup.KeyringAvailable()
 	for {
 		kind, err := p.Choose(ctx, "API key", []prompter.Choice{
 			{Key: "none", Label: "none (local servers need none)"},
@@ -626,7 +627,7 @@ func askGemini(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions)
 	}
 	// Probed once, before the menu, as for the mail password: an
 	// unavailable keyring keeps its number and says why it cannot be chosen.
-	keyringErr := keyringAvailable()
+	keyringErr := setup.KeyringAvailable()
 	for {
 		kind, err := p.Choose(ctx, "Read the Gemini API key from", []prompter.Choice{
 			{Key: "env", Label: "an environment variable"},

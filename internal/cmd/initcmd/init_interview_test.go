@@ -1,4 +1,4 @@
-package main
+package initcmd
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/initcfg"
 	"github.com/mailagent/mailagent/internal/prompter"
@@ -185,8 +186,8 @@ func TestInterviewScriptedAgainAndEnd(t *testing.T) {
 	t.Run("decline", func(t *testing.T) {
 		p := &scriptedPrompter{steps: append(slices.Clone(insecure), step{"Go through the answers again?", "n"})}
 		_, _, err := interview(t.Context(), p, &InitOptions{Net: testNet}, "/x/config.toml")
-		var ue *UserError
-		if !errors.As(err, &ue) || ue.Code != ExitUsage || !strings.Contains(err.Error(), "nothing was written") {
+		var ue *cmdutil.UserError
+		if !errors.As(err, &ue) || ue.Code != cmdutil.ExitUsage || !strings.Contains(err.Error(), "nothing was written") {
 			t.Fatalf("got %v, want a usage error that nothing was written", err)
 		}
 		if !strings.Contains(p.said.String(), `"insecure" is refused`) {
