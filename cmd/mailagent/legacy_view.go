@@ -26,9 +26,4 @@ type (
 	UnsubscribeJSON     = view.UnsubscribeJSON
 )
 
-var (
-	emailsJSON       = view.EmailsJSON
-	toKeyJSON        = view.ToKeyJSON
-	toMessageJSON    = view.ToMessageJSON
-	toInvitationJSON = view.ToInvitationJSON
-)
+var toInvitationJSON = view.ToInvitationJSON

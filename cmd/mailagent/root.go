@@ -16,8 +16,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return root.Main(args, iostreams.New(stdin, stdout, stderr), wireLegacy)
 }
 
-// wireLegacy gives cf the application service and returns the command
-// groups still in package main (issue 27's move).
+// wireLegacy returns the command groups still in package main (issue
+// 27's move: init and doctor).
 func wireLegacy(cf *cmdutil.Factory) []*cobra.Command { return wrapFactory(cf).commands() }
 
 // newRootCmd is the whole command tree over f.
@@ -26,11 +26,7 @@ func newRootCmd(f *Factory) *cobra.Command { return root.NewCmdRoot(f.Factory, f
 // commands are the command groups still in package main.
 func (f *Factory) commands() []*cobra.Command {
 	return []*cobra.Command{
-		newTriageCmd(f, nil),
-		newReplayCmd(f, nil),
-		newWatchCmd(f, nil),
 		newDoctorCmd(f, nil),
-		newDemoCmd(f, nil),
 		newInitCmd(f, nil),
 	}
 }

@@ -88,8 +88,7 @@ var tuiFronts = []string{"internal/cmd/review", "internal/cmd/queue"}
 // into internal/cmd and their behaviour into internal/app. It may only
 // shrink: TestCmdLegacyIsLive fails on an entry main no longer imports.
 var cmdLegacy = []string{
-	"agent", "imapsync", "internal/demo", "internal/llm",
-	"internal/memimap", "internal/netpolicy", "internal/smtpsend", "prompts",
+	"imapsync", "internal/llm", "internal/netpolicy", "internal/smtpsend",
 }
 
 // testRigs are packages that only tests (and other rigs) import, checked
