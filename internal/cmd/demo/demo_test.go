@@ -64,3 +64,19 @@ func TestDemoServerLogsGoToLogFile(t *testing.T) {
 		t.Errorf("the IMAP server wrote to the standard log (the terminal): %q", lib.String())
 	}
 }
+
+// TestNewCmdDemoFlags: the flags land in the Options runF gets.
+func TestNewCmdDemoFlags(t *testing.T) {
+	ios, _, _, _ := iostreams.Test()
+	f := cmdutil.New(ios)
+	var got *DemoOptions
+	cmd := NewCmdDemo(f, func(_ context.Context, o *DemoOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--no-tui", "--json", "--keep"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	want := DemoOptions{IO: ios, Factory: f, NoTUI: true, JSON: true, Keep: true}
+	if got == nil || *got != want {
+		t.Fatalf("runF got %+v, want %+v", got, want)
+	}
+}

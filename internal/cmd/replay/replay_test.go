@@ -1,12 +1,15 @@
 package replay
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/iostreams"
 )
 
 func TestReplayPolicyFile(t *testing.T) {
@@ -37,5 +40,23 @@ func TestReplayPolicyFile(t *testing.T) {
 		if tc.ok && (p.MinConfidence != tc.min || p.Mode != "auto" || p.MaxAutoPerDay != 20) {
 			t.Errorf("%s: got %+v, want min_confidence %.2f, mode auto, the rest kept", tc.name, p, tc.min)
 		}
+	}
+}
+
+// TestNewCmdReplayFlags: the flags land in the Options runF gets, --since
+// defaulting to 90 days.
+func TestNewCmdReplayFlags(t *testing.T) {
+	ios, _, _, _ := iostreams.Test()
+	f := cmdutil.New(ios)
+	var got *ReplayOptions
+	cmd := NewCmdReplay(f, func(_ context.Context, o *ReplayOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--account", "work", "--limit", "500", "--drafts", "--policy", "p.toml", "--json", "--html", "r.html", "--fresh"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	want := ReplayOptions{IO: ios, Factory: f, Account: "work", Since: "90d", Limit: 500, Drafts: true, Policy: "p.toml",
+		JSON: true, HTML: "r.html", Fresh: true}
+	if got == nil || *got != want {
+		t.Fatalf("runF got %+v, want %+v", got, want)
 	}
 }
