@@ -21,6 +21,7 @@ import (
 	"github.com/mailagent/mailagent/internal/app/replay"
 	apptriage "github.com/mailagent/mailagent/internal/app/triage"
 	"github.com/mailagent/mailagent/internal/app/view"
+	"github.com/mailagent/mailagent/internal/app/wire"
 	"github.com/mailagent/mailagent/internal/cmd/triage"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
@@ -176,7 +177,7 @@ func Run(ctx context.Context, opts *ReplayOptions) (err error) {
 			err = cerr
 		}
 	}()
-	run, err := replay.NewRunner(ctx, replay.Setup{Config: cfg, Env: senv.Env, Store: st, Results: res,
+	run, err := wire.ReplayRunner(ctx, wire.ReplaySetup{Config: cfg, Env: senv.Env, Store: st, Results: res,
 		Policy: cpol, Drafts: opts.Drafts, Fresh: opts.Fresh, Logger: f.Logger()})
 	if err != nil {
 		return err
@@ -209,7 +210,7 @@ func Run(ctx context.Context, opts *ReplayOptions) (err error) {
 	}
 	var keys []store.MessageKey
 	for _, acct := range accounts {
-		ks, err := run.Run(ctx, replay.AccountOf(senv.Env, acct), since, opts.Limit)
+		ks, err := run.Run(ctx, wire.ReplayAccount(senv.Env, acct), since, opts.Limit)
 		keys = append(keys, ks...)
 		if err != nil {
 			barMu.Lock()

@@ -1,4 +1,4 @@
-package replay
+package wire
 
 import (
 	"context"
@@ -13,27 +13,27 @@ import (
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/app/apperr"
-	"github.com/mailagent/mailagent/internal/app/wire"
+	"github.com/mailagent/mailagent/internal/app/replay"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/prompts"
 )
 
-// resultsVersion is the shape of a stored result: 2 records the
+// replayResultsVersion is the shape of a stored result: 2 records the
 // arrival time and the would-be recipient the caps simulation counts by,
 // so results of version 1 (which lack them) need --fresh.
-const resultsVersion = 2
+const replayResultsVersion = 2
 
-// settings fingerprints what makes results comparable.
-func settings(pol agent.Policy, drafts bool, model string) string {
+// replaySettings fingerprints what makes results comparable.
+func replaySettings(pol agent.Policy, drafts bool, model string) string {
 	b, _ := json.Marshal(pol)
 	h := sha256.Sum256(b)
-	return fmt.Sprintf("model=%s drafts=%t policy=%s results=v%d", model, drafts, hex.EncodeToString(h[:6]), resultsVersion)
+	return fmt.Sprintf("model=%s drafts=%t policy=%s results=v%d", model, drafts, hex.EncodeToString(h[:6]), replayResultsVersion)
 }
 
-// models names the models a replay uses, for its settings: the
+// replayModels names the models a replay uses, for its settings: the
 // classify model, and with drafts the draft model when it differs.
-func models(cfg *config.Config, drafts bool) string {
+func replayModels(cfg *config.Config, drafts bool) string {
 	c, d := cfg.LLM.ForTask(config.TaskClassify).Model, cfg.LLM.ForTask(config.TaskDraft).Model
 	if drafts && d != c {
 		return c + " + " + d
@@ -41,16 +41,16 @@ func models(cfg *config.Config, drafts bool) string {
 	return c
 }
 
-// Setup is what NewRunner wires a replay from.
-type Setup struct {
+// ReplaySetup is what ReplayRunner wires a replay from.
+type ReplaySetup struct {
 	Config *config.Config
 	// Env is the process's wiring: the models, the logins, the clock.
-	Env *wire.Env
+	Env *Env
 	// Store is the agent's store, read-only (triage.OpenStore as a dry
 	// run).
-	Store wire.PipelineStore
+	Store PipelineStore
 	// Results is the replay's own database, opened by the caller.
-	Results *Results
+	Results *replay.Results
 	// Policy is the policy to replay under, mode "auto".
 	Policy config.Policy
 	// Drafts also drafts every reply (--drafts).
@@ -60,21 +60,21 @@ type Setup struct {
 	Logger *slog.Logger
 }
 
-// NewRunner wires a replay: it begins the results under these settings
+// ReplayRunner wires a replay (internal/app/replay's Runner): it begins the results under these settings
 // (other settings than the stored results' are a usage error that asks
 // for Fresh), loads the threader from the store, builds the same models
 // as watch and triage ([llm.classify] and [llm.draft] over [llm]) and a
 // dry-run pipeline over them whose replies come from each account.
-func NewRunner(ctx context.Context, s Setup) (*Runner, error) {
+func ReplayRunner(ctx context.Context, s ReplaySetup) (*replay.Runner, error) {
 	cfg := s.Config
-	pol := wire.PolicyFromConfig(s.Policy)
-	if err := s.Results.Begin(settings(pol, s.Drafts, models(cfg, s.Drafts)), s.Fresh); err != nil {
-		if errors.Is(err, ErrSettingsChanged) {
+	pol := PolicyFromConfig(s.Policy)
+	if err := s.Results.Begin(replaySettings(pol, s.Drafts, replayModels(cfg, s.Drafts)), s.Fresh); err != nil {
+		if errors.Is(err, replay.ErrSettingsChanged) {
 			return nil, &apperr.Error{Code: apperr.CodeUsage, Err: err, Hint: "run again with --fresh to start over with these settings"}
 		}
 		return nil, err
 	}
-	threader, err := wire.LoadThreader(s.Store)
+	threader, err := LoadThreader(s.Store)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func NewRunner(ctx context.Context, s Setup) (*Runner, error) {
 	if err != nil {
 		return nil, apperr.Usage("prompts_dir: %v", err)
 	}
-	p := wire.NewPipeline(s.Env, cfg, s.Store, &agent.LLMClassifier{Model: model, Prompts: ps}, threader)
+	p := NewPipeline(s.Env, cfg, s.Store, &agent.LLMClassifier{Model: model, Prompts: ps}, threader)
 	p.Policy = pol
 	p.DryRun = true
 	for _, a := range cfg.Accounts { // as watch drafts: replies come from the account
@@ -100,7 +100,7 @@ func NewRunner(ctx context.Context, s Setup) (*Runner, error) {
 		acct.From = mail.Address{Name: a.DisplayName, Email: a.Email}
 		p.Accounts[a.Name] = acct
 	}
-	run := &Runner{Pipeline: p, Results: s.Results, Concurrency: cfg.LLM.Concurrency,
+	run := &replay.Runner{Pipeline: p, Results: s.Results, Concurrency: cfg.LLM.Concurrency,
 		MaxMessageBytes: cfg.Sync.MaxMessageBytes, Logger: s.Logger}
 	if s.Drafts {
 		run.Drafter = &agent.LLMDrafter{Model: draftModel, Prompts: ps, MaxChars: cfg.Policy.MaxDraftChars}
@@ -115,19 +115,9 @@ func NewRunner(ctx context.Context, s Setup) (*Runner, error) {
 	return run, nil
 }
 
-// AccountOf is the replay.Account of a configured account, dialled
+// ReplayAccount is the replay.Account of a configured account, dialled
 // through env.
-func AccountOf(env *wire.Env, acct *config.Account) Account {
-	return Account{Name: acct.Name, Mailbox: acct.Mailbox, SentMailbox: acct.SentMailbox,
-		Owner: wire.Owner(acct), Dial: func(ctx context.Context) (*imapsync.Client, error) { return env.DialIMAP(ctx, acct) }}
-}
-
-// ScoreRun scores the results of keys under the runner's policy and
-// prices them at the classify model's list price: every message is
-// classified, and drafts (--drafts) are the smaller share.
-func (r *Runner) ScoreRun(results []*Result, cfg *config.Config) Summary {
-	pol := r.Pipeline.Policy
-	sum := NewSummary(Score(results, pol), cfg.LLM.ForTask(config.TaskClassify).Model)
-	sum.MinConfidence, sum.WithDrafts = pol.MinConfidence, r.Drafter != nil
-	return sum
+func ReplayAccount(env *Env, acct *config.Account) replay.Account {
+	return replay.Account{Name: acct.Name, Mailbox: acct.Mailbox, SentMailbox: acct.SentMailbox,
+		Owner: Owner(acct), Dial: func(ctx context.Context) (*imapsync.Client, error) { return env.DialIMAP(ctx, acct) }}
 }
