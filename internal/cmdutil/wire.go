@@ -33,12 +33,6 @@ func (f *Factory) WireEnv(cfg *config.Config) *wire.Env {
 	}
 }
 
-// ClassifyModel builds the model of [llm.classify] over [llm] (replay
-// holds it; the pipelines take it through WireEnv).
-func (f *Factory) ClassifyModel(ctx context.Context, cfg *config.Config) (llm.Model, error) {
-	return f.NewModel(ctx, TaskConfig(cfg, config.TaskClassify))
-}
-
 // CheckWindow checks the --limit and --since flags that triage and
 // replay share: a usage error (exit 2) names the flag.
 func CheckWindow(limit int, since string) error {
