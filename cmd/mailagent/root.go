@@ -11,7 +11,7 @@ import (
 )
 
 // Main runs the command line over the three streams and returns the
-// process exit code (main and the in-process tests).
+// process exit code, as main.go runs it (the in-process tests).
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return root.Main(args, iostreams.New(stdin, stdout, stderr), wireLegacy)
 }
