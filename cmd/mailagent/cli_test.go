@@ -2,19 +2,14 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"io"
 	"log"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -350,51 +345,6 @@ func TestDemoKeepPrintsStateDir(t *testing.T) {
 	}
 	if _, err := os.Stat(m[2]); err != nil {
 		t.Errorf("printed config %s: %v", m[2], err)
-	}
-}
-
-// TestDemoServerLogsGoToLogFile: the in-process IMAP server's own error
-// lines (a client that hangs up mid-command, as the watcher's connection
-// does when the TUI quits) go to the demo's log file, never to the
-// standard log package, which writes to the terminal.
-func TestDemoServerLogsGoToLogFile(t *testing.T) {
-	isolate(t)
-	t.Setenv("GEMINI_API_KEY", "")
-	var lib bytes.Buffer
-	log.SetOutput(&lib)
-	t.Cleanup(func() { log.SetOutput(os.Stderr) })
-	f := newFactory(strings.NewReader(""), io.Discard, io.Discard)
-	defer f.Close()
-	env, err := startDemo(context.Background(), f)
-	if env != nil {
-		defer env.close(false)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(env.imap.Port)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close() }()
-	// A command cut off by the end of the stream: the server logs
-	// "failed to read command: unexpected EOF".
-	_, _ = conn.Write([]byte("a1 NOOP"))
-	_ = conn.(*net.TCPConn).CloseWrite()
-	logPath := filepath.Join(env.dir, "state", "mailagent.log")
-	deadline := time.Now().Add(5 * time.Second)
-	var logged []byte
-	for time.Now().Before(deadline) {
-		if logged, _ = os.ReadFile(logPath); bytes.Contains(logged, []byte("demo server")) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond) // polling the log file for the server's line
-	}
-	if !bytes.Contains(logged, []byte("demo server")) {
-		t.Errorf("the server's error line is not in the log file %s: %q (standard log got %q)", logPath, logged, lib.String())
-	}
-	if lib.Len() != 0 {
-		t.Errorf("the IMAP server wrote to the standard log (the terminal): %q", lib.String())
 	}
 }
 

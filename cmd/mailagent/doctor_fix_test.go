@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/memimap"
 	"github.com/mailagent/mailagent/internal/smtpsend/smtptest"
 	"github.com/mailagent/mailagent/store"
@@ -194,8 +195,11 @@ func TestBareAccountApproveThroughWatcher(t *testing.T) {
 // with the rule switched off saves the draft into the watched folder and
 // takes it for new mail.
 func TestWatchedFolderNeverDraftsOrSent(t *testing.T) {
-	run := func(t *testing.T, folder string) (inFolder, records int) {
+	run := func(t *testing.T, folder string, defenceOff bool) (inFolder, records int) {
 		h := newHarness(t, compromisedModel, "")
+		if defenceOff {
+			h.tweak = func(f *cmdutil.Factory) { f.IncomingCheckOff = true }
+		}
 		raw, err := os.ReadFile(h.cfgPath)
 		if err != nil {
 			t.Fatal(err)
@@ -222,7 +226,7 @@ func TestWatchedFolderNeverDraftsOrSent(t *testing.T) {
 	tried, through := 0, 0
 	for _, folder := range []string{"Drafts"} {
 		tried++
-		in, n := run(t, folder)
+		in, n := run(t, folder, false)
 		if in != 1 || n != 1 {
 			through++
 			t.Errorf("watching %s: %d messages in it, %d records; want only Carol's", folder, in, n)
@@ -233,9 +237,7 @@ func TestWatchedFolderNeverDraftsOrSent(t *testing.T) {
 		t.Errorf("attacks through: %d of %d", through, tried)
 	}
 	t.Run("positive control", func(t *testing.T) {
-		incomingCheckOff = true
-		defer func() { incomingCheckOff = false }()
-		in, n := run(t, "Drafts")
+		in, n := run(t, "Drafts", true)
 		if in != 2 || n != 2 {
 			t.Errorf("defence off: %d messages in Drafts, %d records; want the agent's draft saved there and read as new mail (2, 2)", in, n)
 		}

@@ -10,8 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/cmd/root"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/iostreams"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
 	"github.com/mailagent/mailagent/internal/memimap"
@@ -36,6 +41,10 @@ type harness struct {
 	smtp    *smtptest.Sink
 	dir     string
 	cfgPath string
+	// tweak, when set, changes the Factory of every run before the
+	// command tree is built (a defence switched off for a positive
+	// control: cmdutil.Factory's IncomingCheckOff, PrethreadOff).
+	tweak func(*cmdutil.Factory)
 }
 
 // factory is a Factory over the harness's configuration (its output
@@ -127,7 +136,13 @@ func (h *harness) appendTo(mailbox, raw string) {
 func (h *harness) run(args ...string) (string, string, int) {
 	h.t.Helper()
 	var out, errb bytes.Buffer
-	code := Main(append([]string{"--config", h.cfgPath}, args...), strings.NewReader(""), &out, &errb)
+	code := root.Main(append([]string{"--config", h.cfgPath}, args...), iostreams.New(strings.NewReader(""), &out, &errb),
+		func(f *cmdutil.Factory) []*cobra.Command {
+			if h.tweak != nil {
+				h.tweak(f)
+			}
+			return wireLegacy(f)
+		})
 	return out.String(), errb.String(), code
 }
 

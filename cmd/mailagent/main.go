@@ -9,4 +9,4 @@ import (
 	"github.com/mailagent/mailagent/internal/iostreams"
 )
 
-func main() { os.Exit(root.Main(os.Args[1:], iostreams.System(), wireLegacy)) }
+func main() { os.Exit(root.Main(os.Args[1:], iostreams.System(), nil)) }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/emersion/go-imap/v2"
 
-	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
 	"github.com/mailagent/mailagent/internal/memimap"
@@ -439,36 +438,5 @@ func TestReplayAdversarial(t *testing.T) {
 	html, _ := os.ReadFile(htmlPath)
 	if strings.ContainsAny(string(html), "\x1b\x07") || strings.Contains(string(html), "<script") {
 		t.Error("html report carries raw control characters or a script")
-	}
-}
-
-func TestReplayPolicyFile(t *testing.T) {
-	dir := t.TempDir()
-	base := config.Policy{Mode: "review", MinConfidence: 0.8, MaxAutoPerDay: 20}
-	for _, tc := range []struct {
-		name, body string
-		ok         bool
-		min        float64
-	}{
-		{"table", "[policy]\nmin_confidence = 0.7\n", true, 0.7},
-		{"top level", "min_confidence = 0.65\n", true, 0.65},
-		{"a whole config file", "state_dir = \"/x\"\n[llm]\nmodel = \"m\"\n[policy]\nmin_confidence = 0.9\n", true, 0.9},
-		{"unknown policy key", "[policy]\nmin_confidense = 0.7\n", false, 0},
-		{"unknown top-level key", "min_confidense = 0.7\n", false, 0},
-		{"out of range", "min_confidence = 7\n", false, 0},
-		{"not toml", "min_confidence = \n", false, 0},
-	} {
-		path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".toml")
-		if err := os.WriteFile(path, []byte(tc.body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		p, err := replayPolicy(base, path)
-		if (err == nil) != tc.ok {
-			t.Errorf("%s: err %v, want ok %v", tc.name, err, tc.ok)
-			continue
-		}
-		if tc.ok && (p.MinConfidence != tc.min || p.Mode != "auto" || p.MaxAutoPerDay != 20) {
-			t.Errorf("%s: got %+v, want min_confidence %.2f, mode auto, the rest kept", tc.name, p, tc.min)
-		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/rig/e2e"
 	"github.com/mailagent/mailagent/store"
@@ -363,8 +364,8 @@ func TestTriageThreadPartitionHostileHeaders(t *testing.T) {
 
 	// Positive control: without prethreading, a message that joins
 	// threads printed before it leaves them under their old ids.
-	skipPrethread = true
-	defer func() { skipPrethread = false }()
+	h.tweak = func(f *cmdutil.Factory) { f.PrethreadOff = true }
+	defer func() { h.tweak = nil }()
 	n, names = through(1)
 	t.Logf("positive control (prethread off): through %d %v", n, names)
 	if !slices.Contains(names, "late bridge of two threads") {

@@ -3,15 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -58,7 +54,8 @@ func startWatch(t *testing.T, h *harness, tty bool) (*lockedBuffer, func() error
 	t.Cleanup(f.Close)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- watchRun(ctx, f, &WatchOptions{isTTY: func() bool { return tty }}) }()
+	f.IOStreams.SetStderrTTY(tty)
+	go func() { done <- watchRun(ctx, f, &WatchOptions{}) }()
 	var once sync.Once
 	var err error
 	stop := func() error {
@@ -159,44 +156,5 @@ func TestWatchQuietUnderServiceManager(t *testing.T) {
 				t.Errorf("stderr should be empty under a service manager, got:\n%s", s)
 			}
 		})
-	}
-}
-
-// TestMessageBarUnits: triage's progress bar counts messages and shows
-// the rate in msg/s, not "it/s".
-func TestMessageBarUnits(t *testing.T) {
-	var out bytes.Buffer
-	bar := newMessageBar(&out, 10, "personal INBOX")
-	for range 3 {
-		time.Sleep(120 * time.Millisecond) // past the throttle: each step renders
-		if err := bar.Add(1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := out.String()
-	if !strings.Contains(got, "(3/10, ") || !strings.Contains(got, " msg/s)") {
-		t.Errorf("bar %q, want a count of messages and msg/s", got)
-	}
-	if strings.Contains(got, "it/s") || strings.Contains(got, "B/s") {
-		t.Errorf("bar %q shows iteration or byte units", got)
-	}
-}
-
-// TestRetryReasonsInAFewWords: a dropped connection reads as such, with
-// the server's address, not as the socket call that noticed it.
-func TestRetryReasonsInAFewWords(t *testing.T) {
-	p := &watchProgress{addrs: map[string]string{"personal": "127.0.0.1:993"}}
-	for _, c := range []struct {
-		err  error
-		want string
-	}{
-		{fmt.Errorf("stop idle: write tcp 127.0.0.1:1->127.0.0.1:2: %w", net.ErrClosed), "the server closed the connection (127.0.0.1:993)"},
-		{fmt.Errorf("read greeting: %w", io.EOF), "the server closed the connection (127.0.0.1:993)"},
-		{fmt.Errorf("dial: %w", syscall.ECONNREFUSED), "connection refused (127.0.0.1:993)"},
-		{errors.New("LOGIN failed \x1b[31m"), "LOGIN failed"},
-	} {
-		if got := p.reason("personal", c.err); !strings.HasPrefix(got, c.want) || strings.Contains(got, "\x1b") {
-			t.Errorf("%v: %q, want %q", c.err, got, c.want)
-		}
 	}
 }

@@ -51,6 +51,14 @@ type Factory struct {
 	// build has no application tier (a test of flag parsing).
 	Service func(ctx context.Context, withActions bool) (api.Service, func() error, error)
 
+	// IncomingCheckOff switches off the rule that the watched mailbox is
+	// never Drafts or Sent (wire.Env's IncomingCheckOff), and
+	// PrethreadOff triage's prethreading (so that a thread id depends on
+	// the order the workers finish in): each only for the positive
+	// control of the test that attacks that defence. No flag sets them.
+	IncomingCheckOff bool
+	PrethreadOff     bool
+
 	cfgOnce sync.Once
 	cfg     *config.Config
 	cfgErr  error

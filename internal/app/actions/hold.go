@@ -33,7 +33,7 @@ import (
 //   - watch, and a triage that finds no socket, wait for the lock, saying
 //     once what holds it (WaitForStore, WaitForService);
 //   - long readers never hold it: they work on a private copy
-//     (store.OpenSnapshot, see the command tier's openPipelineStore).
+//     (store.OpenSnapshot, see internal/app/triage's OpenStore).
 
 // LockPoll is how often a waiting command tries the lock again (on top
 // of the store's own one-second lock timeout).

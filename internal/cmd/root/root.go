@@ -14,6 +14,7 @@ import (
 	"github.com/mailagent/mailagent/internal/cmd/calendar"
 	"github.com/mailagent/mailagent/internal/cmd/contacts"
 	"github.com/mailagent/mailagent/internal/cmd/decisions"
+	"github.com/mailagent/mailagent/internal/cmd/demo"
 	"github.com/mailagent/mailagent/internal/cmd/digest"
 	"github.com/mailagent/mailagent/internal/cmd/doctor"
 	"github.com/mailagent/mailagent/internal/cmd/explain"
@@ -23,27 +24,32 @@ import (
 	"github.com/mailagent/mailagent/internal/cmd/mcp"
 	"github.com/mailagent/mailagent/internal/cmd/memory"
 	"github.com/mailagent/mailagent/internal/cmd/queue"
+	"github.com/mailagent/mailagent/internal/cmd/replay"
 	"github.com/mailagent/mailagent/internal/cmd/review"
 	"github.com/mailagent/mailagent/internal/cmd/schedule"
 	"github.com/mailagent/mailagent/internal/cmd/status"
+	"github.com/mailagent/mailagent/internal/cmd/triage"
 	"github.com/mailagent/mailagent/internal/cmd/unsubscribe"
 	"github.com/mailagent/mailagent/internal/cmd/version"
+	"github.com/mailagent/mailagent/internal/cmd/watch"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/iostreams"
 )
 
-// Wire adds to f what the application tier provides (Service) and
-// returns the command groups that are not packages of internal/cmd yet
-// (issue 27's move; nil once every group has moved).
+// Wire returns the command groups that are not packages of internal/cmd
+// yet (issue 27's move; nil once every group has moved). It may also set
+// fields of f (a test's model or defence switch) before the tree is built.
 type Wire func(f *cmdutil.Factory) []*cobra.Command
 
 // Main runs the command line over ios and returns the process exit code.
-// It is the only place that prints the final error (cmdutil.Report).
+// It wires the application service into the Factory (Service) and is the
+// only place that prints the final error (cmdutil.Report).
 func Main(args []string, ios *iostreams.IOStreams, wire Wire) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	f := cmdutil.New(ios)
 	defer f.Close()
+	f.Service = Service(f)
 	var more []*cobra.Command
 	if wire != nil {
 		more = wire(f)
@@ -91,6 +97,10 @@ mail, whether a send happens at all, and what the model gets to see.`,
 
 	root.AddCommand(more...)
 	root.AddCommand(
+		triage.NewCmdTriage(f, nil),
+		replay.NewCmdReplay(f, nil),
+		watch.NewCmdWatch(f, nil),
+		demo.NewCmdDemo(f, nil),
 		version.NewCmdVersion(f, nil),
 		man.NewCmdMan(f, nil),
 		mcp.NewCmdMCP(f, nil),

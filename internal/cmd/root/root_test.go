@@ -73,3 +73,28 @@ func TestNewCmdRootRegistersGlobalFlagsIntoTheFactory(t *testing.T) {
 		t.Fatalf("factory got config %q state %q verbose %v", f.ConfigPath, f.StateDir, f.Verbose)
 	}
 }
+
+// TestMainWiresTheServiceAndTheAppGroups: Main gives the Factory its
+// application service before the groups are built (no package main
+// needed for it), and the tree has triage, replay, watch and demo.
+func TestMainWiresTheServiceAndTheAppGroups(t *testing.T) {
+	ios, _, _, errOut := iostreams.Test()
+	var serviceSet bool
+	var tree *cobra.Command
+	code := Main([]string{"version"}, ios, func(f *cmdutil.Factory) []*cobra.Command {
+		serviceSet = f.Service != nil
+		tree = NewCmdRoot(f)
+		return nil
+	})
+	if code != cmdutil.ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if !serviceSet {
+		t.Error("the Factory had no Service when the groups were built")
+	}
+	for _, name := range []string{"triage", "replay", "watch", "demo"} {
+		if c, _, err := tree.Find([]string{name}); err != nil || c.Name() != name {
+			t.Errorf("%s: not in the tree (%v)", name, err)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package main
+package triage
 
 import (
 	"runtime/debug"
@@ -20,7 +20,7 @@ func TestBatchGC(t *testing.T) {
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
 	p0, l0 := gcSettings()
-	restore := batchGC()
+	restore := BatchGC()
 	if p, l := gcSettings(); p != triageGOGC || l != batchMemLimit {
 		t.Errorf("during the run: GOGC %d, limit %d; want %d, %d", p, l, triageGOGC, batchMemLimit)
 	}
@@ -31,7 +31,7 @@ func TestBatchGC(t *testing.T) {
 
 	t.Setenv("GOGC", "50")
 	t.Setenv("GOMEMLIMIT", "100MiB")
-	restore = batchGC()
+	restore = BatchGC()
 	if p, l := gcSettings(); p != p0 || l != l0 {
 		t.Errorf("with GOGC and GOMEMLIMIT set: GOGC %d, limit %d; want them untouched (%d, %d)", p, l, p0, l0)
 	}

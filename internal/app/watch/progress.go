@@ -1,17 +1,14 @@
-package main
+package watch
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/app/daemon"
@@ -31,18 +28,6 @@ type watchProgress struct {
 
 	mu   sync.Mutex
 	last map[string]string // account name → the last line kind printed
-}
-
-// progressWanted reports whether watch should talk on stderr: a terminal
-// (isTTY, or the real check when nil) and no service manager.
-func progressWanted(stderr io.Writer, isTTY func() bool) bool {
-	if os.Getenv("INVOCATION_ID") != "" || os.Getenv("LAUNCHD") != "" {
-		return false
-	}
-	if isTTY != nil {
-		return isTTY()
-	}
-	return IsTTY(stderr)
 }
 
 func newWatchProgress(w io.Writer, accounts []*config.Account) *watchProgress {
@@ -147,14 +132,4 @@ func roundWait(d time.Duration) time.Duration {
 		return d.Round(100 * time.Millisecond)
 	}
 	return d.Round(time.Second)
-}
-
-// newMessageBar is the progress bar of a pass over n messages (triage):
-// a count of messages and a rate in msg/s, never bytes or "it/s". It is
-// cleared when done, so the summary line stands alone.
-func newMessageBar(w io.Writer, n int, desc string) *progressbar.ProgressBar {
-	return progressbar.NewOptions(n, progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription(termsafe.Line(desc)), progressbar.OptionShowCount(),
-		progressbar.OptionShowIts(), progressbar.OptionSetItsString("msg"),
-		progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
 }

@@ -1,4 +1,4 @@
-package main
+package triage
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // Sent folder (sentlearn.LearnInto, over its own read-only IMAP
 // connection), so that triage's known-contact gate sees the people the
 // owner writes to.
-func learnSentContacts(ctx context.Context, acct *config.Account, st any, now time.Time) error {
-	dial := func(ctx context.Context) (*imapsync.Client, error) { return DialIMAP(ctx, acct) }
+func learnSentContacts(ctx context.Context, env *wire.Env, acct *config.Account, st any, now time.Time) error {
+	dial := func(ctx context.Context) (*imapsync.Client, error) { return env.DialIMAP(ctx, acct) }
 	return sentlearn.LearnInto(ctx, dial, sentlearn.Account{Name: acct.Name, SentMailbox: acct.SentMailbox, Owner: wire.Owner(acct)}, st, now.Add(-agent.SentLookback))
 }

@@ -1,27 +1,42 @@
-package main
+package triage
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 
-	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/actions"
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/wire"
+	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/store"
 )
 
-// pipelineStore is what triage needs: the pipeline's store plus a scan to
-// rebuild the threader.
-type pipelineStore interface {
-	agent.Store
-	ListMessages(f store.MessageFilter, fn func(*store.MessageRecord) error) error
+// StoreEnv is what OpenStore needs from the process: the configuration,
+// where to say that it waits, the log, the two ways to open the state
+// database (the command line's Factory has both) and the wiring of the
+// actions it serves meanwhile.
+type StoreEnv struct {
+	Config *config.Config
+	// DB is the state database's file (cmdutil.DBPath).
+	DB     string
+	Stderr io.Writer
+	Logger *slog.Logger
+	// Open opens the state database with o (cmdutil.Factory.OpenStoreWith).
+	Open func(o store.Options) (*store.Store, error)
+	// OpenSnapshot opens a private copy of it (cmdutil.Factory.OpenSnapshotStore).
+	OpenSnapshot func() (*store.Store, error)
+	// Env wires the pipeline of the actions served while triage holds the
+	// database, built on first use.
+	Env *wire.Env
 }
 
-// openPipelineStore opens the state database for triage (and replay,
-// as a dry run).
+// OpenStore opens the state database for triage (and replay, as a dry
+// run).
 //
 // A dry run never holds the database file: it goes through a watcher's
 // socket, else it works on a private copy made in one short read
@@ -38,20 +53,17 @@ type pipelineStore interface {
 //
 // The returned func closes the store; its error (a failed final sync)
 // must be reported, since commits may not have reached the disk.
-func openPipelineStore(ctx context.Context, f *Factory, dryRun bool) (pipelineStore, func() error, error) {
-	cfg, err := f.Config()
-	if err != nil {
-		return nil, nil, err
-	}
+func OpenStore(ctx context.Context, e StoreEnv, dryRun bool) (wire.PipelineStore, func() error, error) {
+	cfg := e.Config
 	say := func(msg string) {
-		fmt.Fprintln(f.Stderr, msg)
-		f.Logger().Info("waiting for the state database", "holder", msg)
+		fmt.Fprintln(e.Stderr, msg)
+		e.Logger.Info("waiting for the state database", "holder", msg)
 	}
 	if dryRun {
-		if _, err := os.Stat(DBPath(cfg)); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(e.DB); errors.Is(err, fs.ErrNotExist) {
 			return emptyStore{}, func() error { return nil }, nil
 		}
-		svc, closeSvc, err := actions.WaitForService(ctx, cfg.StateDir, "the dry run starts", say, f.openSnapshotStore)
+		svc, closeSvc, err := actions.WaitForService(ctx, cfg.StateDir, "the dry run starts", say, e.OpenSnapshot)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -62,7 +74,7 @@ func openPipelineStore(ctx context.Context, f *Factory, dryRun bool) (pipelineSt
 	// commit: triage is re-runnable, so one Sync when the store is closed
 	// (at the end, or after an interrupt) is enough.
 	svc, closeSvc, err := actions.WaitForService(ctx, cfg.StateDir, "triage starts", say,
-		func() (*store.Store, error) { return f.openStore(store.Options{NoSync: true}) })
+		func() (*store.Store, error) { return e.Open(store.Options{NoSync: true}) })
 	if err != nil {
 		return nil, nil, err
 	}
@@ -75,14 +87,14 @@ func openPipelineStore(ctx context.Context, f *Factory, dryRun bool) (pipelineSt
 	// Their actions (approve, …) get a pipeline of their own over the
 	// same store, built on first use.
 	lazy := &actions.Lazy{Build: func() (actions.Local, func(), error) {
-		p, err := buildAgent(ctx, f, cfg, l.DB, true)
+		p, err := wire.BuildAgent(ctx, e.Env, cfg, l.DB, true)
 		if err != nil {
 			return actions.Local{}, nil, err
 		}
-		return actions.Local{Pipeline: p.Pipeline, Daemon: newDaemon(f, cfg, l.DB, p, nil), NoWatcher: true}, p.Mailer.Close, nil
+		return actions.Local{Pipeline: p.Pipeline, Daemon: wire.NewDaemon(e.Env, cfg, l.DB, p, nil), NoWatcher: true}, p.Mailer.Close, nil
 	}}
 	served := &api.Local{DB: l.DB, Actions: lazy, AutoSendCap: cfg.Policy.MaxAutoPerDay, StatusFunc: actions.HeldStatus()}
-	stop := api.ServeHeld(ctx, cfg.StateDir, served, "triage", f.Logger())
+	stop := api.ServeHeld(ctx, cfg.StateDir, served, "triage", e.Logger)
 	return l.DB, func() error {
 		stop()
 		lazy.Close()

@@ -1,4 +1,4 @@
-package main
+package triage
 
 import (
 	"context"
@@ -15,11 +15,6 @@ const (
 	prethreadBatch       = 500
 	prethreadHeaderLimit = 1 << 20
 )
-
-// skipPrethread switches prethread off, for the positive control of a
-// test only (the partition then depends on the order the workers finish
-// in); never set it with t.Parallel.
-var skipPrethread bool
 
 // prethread gives the pipeline's threader the threading headers of every
 // message triage is about to analyse (BODY.PEEK[HEADER], in UID order,
