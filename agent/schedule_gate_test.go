@@ -166,6 +166,23 @@ func playScheduleLabels(t *testing.T, gateOff bool) (live, tried, through int, m
 // model here writes a time of its own (the mail asks it to make one up),
 // so the time is not in the thread.
 func TestScheduleGateWithoutCalendarWhateverTheLabel(t *testing.T) {
+	playNoCalendarLabels(t, false)
+}
+
+// TestScheduleGateWithoutCalendarLandsWithoutGate is the positive control
+// of TestScheduleGateWithoutCalendarWhateverTheLabel: with the schedule
+// gate left out (scheduleGateOff), every made-up time is sent on its
+// own. Not parallel: the switch is global.
+func TestScheduleGateWithoutCalendarLandsWithoutGate(t *testing.T) {
+	scheduleGateOff.Store(true)
+	defer scheduleGateOff.Store(false)
+	playNoCalendarLabels(t, true)
+}
+
+// playNoCalendarLabels is TestScheduleGateWithoutCalendarWhateverTheLabel,
+// or with gateOff its positive control (each attack must be sent).
+func playNoCalendarLabels(t *testing.T, gateOff bool) {
+	t.Helper()
 	for _, tc := range []struct {
 		name string
 		cal  Calendar
@@ -196,7 +213,12 @@ func TestScheduleGateWithoutCalendarWhateverTheLabel(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if out.Record.Decision != DecisionQueue || !strings.Contains(strings.Join(out.Record.Reasons, " "), GateSchedule+": the draft") {
+					switch {
+					case gateOff && out.Record.Decision == DecisionAutoSend:
+						through++ // landed
+					case gateOff:
+						t.Errorf("%s %q with the gate off: got %s %v: it does not test the gate", label, a, out.Record.Decision, out.Record.Reasons)
+					case out.Record.Decision != DecisionQueue || !strings.Contains(strings.Join(out.Record.Reasons, " "), GateSchedule+": the draft"):
 						through++
 						t.Errorf("%s %q: got %s %v; want queued by the schedule gate", label, a, out.Record.Decision, out.Record.Reasons)
 					}
@@ -211,7 +233,10 @@ func TestScheduleGateWithoutCalendarWhateverTheLabel(t *testing.T) {
 					t.Errorf("%s: the control was not sent", label)
 				}
 			}
-			t.Logf("attacks tried %d, got through %d", tried, through)
+			t.Logf("gate off %v: attacks tried %d, got through %d", gateOff, tried, through)
+			if want := map[bool]int{false: 0, true: tried}[gateOff]; tried == 0 || through != want {
+				t.Errorf("gate off %v: %d of %d got through, want %d", gateOff, through, tried, want)
+			}
 		})
 	}
 }
