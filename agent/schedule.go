@@ -45,7 +45,7 @@ type calendarKnower interface {
 // account known, before any draft, to have no calendar; nil otherwise (a
 // calendar that cannot say is asked when the draft is written).
 func (p *Pipeline) noCalendarGate(rec *store.MessageRecord) *store.GateResult {
-	if rec.Classification == nil || !slices.Contains(rec.Classification.Intents, IntentScheduling) {
+	if scheduleGateOff.Load() || rec.Classification == nil || !slices.Contains(rec.Classification.Intents, IntentScheduling) {
 		return nil
 	}
 	if p.Calendar != nil {
