@@ -587,8 +587,43 @@ func TestHostileInvitationFields(t *testing.T) {
 		t.Error("the owner's own event was touched")
 	}
 	t.Logf("hostile fields: %d tried, %d got through", tried, through)
-	if through != 0 {
+	if tried != len(cases) || through != 0 {
 		t.Fatalf("%d of %d got through", through, tried)
+	}
+}
+
+// TestHostileInvitationFieldsLandWithoutClean is the positive control of
+// the SUMMARY attacks of TestHostileInvitationFields: with the calendar's
+// text cleaning off (calendar.SwitchOffTextCleanForTest), the NUL and
+// huge summaries reach the item as written. The CRLF case is not here:
+// its SUMMARY keeps `\r\n` as the four characters it is (the reader does
+// not unescape SUMMARY), so no line break ever reaches the cleaning; and
+// the event's path is a hash of the UID (calendar.ResourceName):
+// structural, nothing to switch. Not parallel: the switch is global.
+func TestHostileInvitationFieldsLandWithoutClean(t *testing.T) {
+	defer calendar.SwitchOffTextCleanForTest()()
+	p, _, _, _, _ := invitePipeline(t)
+	summaries := map[string]string{
+		"NUL":  "Lunch\x00\x1b[2J",
+		"huge": strings.Repeat("S", 100<<10),
+	}
+	tried, landed := 0, 0
+	for name, summary := range summaries {
+		tried++
+		rec := process(t, p, inviteMsg(bob, "Unclean "+name, "REQUEST", inviteICS("REQUEST", "unclean-"+name+"@example.org", 0, "bob@example.org", summary, ""), true))
+		if rec.Invitation == nil {
+			t.Errorf("%s: refused when read (%v) with the cleaning off: it does not test the cleaning", name, rec.Problems)
+			continue
+		}
+		if s := rec.Invitation.Summary; len([]rune(s)) > 201 || strings.ContainsAny(s, "\r\n\x00\x1b") {
+			landed++
+		} else {
+			t.Errorf("%s: summary %q clean with the cleaning off: the attack does not test it", name, s)
+		}
+	}
+	t.Logf("hostile summaries without the cleaning: %d tried, %d landed", tried, landed)
+	if tried != len(summaries) || landed != tried {
+		t.Errorf("positive control: %d of %d landed, want all", landed, tried)
 	}
 }
 

@@ -285,6 +285,15 @@ func mailtoAddr(v string) string {
 // nothing in the product sets it. Never from a parallel test.
 var textCleanOff atomic.Bool
 
+// SwitchOffTextCleanForTest turns the cleaning of invitation text off
+// (textCleanOff) until the returned function is called, for the positive
+// control of adversarial tests outside this package. Never from a
+// parallel test.
+func SwitchOffTextCleanForTest() (restore func()) {
+	textCleanOff.Store(true)
+	return func() { textCleanOff.Store(false) }
+}
+
 // clean removes control characters (terminal escape sequences, CR, LF,
 // bidi overrides) and invalid UTF-8, folds whitespace runs to one space,
 // and caps s at limit runes.
