@@ -130,7 +130,7 @@ func (p *Pipeline) answerDelegated(ctx context.Context, ob *store.OutboxRecord) 
 		if h.Synthesized || mail.IDKey(h.MessageID) != key || f.Key.Account != ob.Account {
 			continue // a substring hit, or no id of its own
 		}
-		if Identify(f.Key, f.Header, p.Accounts[ob.Account].Owner).Correspondent() != mail.AddrKey(who) {
+		if !store.AuthenticatedAs(Identify(f.Key, f.Header, p.Accounts[ob.Account].Owner), who) {
 			return nil, "its Message-ID is also on a message not authenticated as from " + who, nil
 		}
 		match = append(match, f.Key)
@@ -222,7 +222,7 @@ func (p *Pipeline) originalMailboxes(account string, rec *store.MessageRecord) [
 // very message flagged (same key and UIDVALIDITY, same sender) is touched.
 func (p *Pipeline) answeredInStore(ctx context.Context, ob *store.OutboxRecord, k store.MessageKey, who string) {
 	orig, err := p.Store.GetMessage(k)
-	if err != nil || orig.Correspondent() != mail.AddrKey(who) {
+	if err != nil || !store.AuthenticatedAs(orig, who) {
 		return
 	}
 	reason := "answered by the delegated reply " + ob.QueueID + " (the owner forwarded this message to the agent)"

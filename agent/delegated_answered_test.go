@@ -351,63 +351,155 @@ func pendingIDs(t *testing.T, w *apitest.World) map[string]bool {
 // through when Erin's message in INBOX carries \Answered, her draft is no
 // longer pending, or any message not in mayFlag was flagged.
 func TestDelegatedAnsweredAttacks(t *testing.T) {
+	tried, through := 0, 0
+	for _, a := range delegatedAnsweredAttacks() {
+		t.Run(a.name, func(t *testing.T) {
+			tried++
+			if bad := playDelegatedAnswered(t, a); len(bad) > 0 {
+				through++
+				t.Errorf("got through: %s", strings.Join(bad, "; "))
+			}
+		})
+	}
+	t.Logf("delegated-answered attacks: %d tried, %d got through", tried, through)
+	if through != 0 {
+		t.Errorf("%d of %d delegated-answered attacks got through", through, tried)
+	}
+}
+
+// TestDelegatedAnsweredAttacksLandWithoutDefence is the positive control
+// of TestDelegatedAnsweredAttacks: each attack a switchable defence stops
+// runs again with that defence off (the identity layer,
+// store.SwitchOffIdentityForTest, or the owner's authentication,
+// agent.SwitchOffOwnerAuthForTest) and must land, or it tests nothing.
+// Not parallel: the switches are global.
+func TestDelegatedAnsweredAttacksLandWithoutDefence(t *testing.T) {
+	tried, landed := 0, 0
+	for _, a := range delegatedAnsweredAttacks() {
+		var off func() (restore func())
+		switch a.defence {
+		case defIdentity:
+			off = store.SwitchOffIdentityForTest
+		case defOwnerAuth:
+			off = agent.SwitchOffOwnerAuthForTest
+		default:
+			continue
+		}
+		t.Run(a.name, func(t *testing.T) {
+			tried++
+			restore := off()
+			defer restore()
+			if bad := playDelegatedAnswered(t, a); len(bad) > 0 {
+				landed++
+				t.Logf("landed with %s off: %s", a.defence, strings.Join(bad, "; "))
+			} else {
+				t.Errorf("with %s off the attack still failed: it does not test that defence", a.defence)
+			}
+		})
+	}
+	t.Logf("delegated-answered attacks with their defence off: %d tried, %d landed", tried, landed)
+	if tried == 0 || landed != tried {
+		t.Errorf("positive control: %d of %d landed, want all", landed, tried)
+	}
+}
+
+// The switchable defences of an attack table: what stops the attack, so
+// its positive control knows what to switch off.
+const (
+	defIdentity  = "the identity layer"         // store.SwitchOffIdentityForTest
+	defOwnerAuth = "the owner's authentication" // agent.SwitchOffOwnerAuthForTest
+)
+
+// delegatedAnsweredAttack is one case of TestDelegatedAnsweredAttacks.
+type delegatedAnsweredAttack struct {
+	name    string
+	run     func(t *testing.T, w *apitest.World, before map[string]bool)
+	mayFlag []string // messages ("sender Message-ID", * at the end matches any rest) an ordinary reply may flag
+	// defence is the switchable defence that stops it (defIdentity,
+	// defOwnerAuth), or "" when none has a switch: owner actions (reject,
+	// cancel) and exact comparisons (Message-ID keys, routing) that a
+	// test cannot turn off.
+	defence string
+}
+
+// playDelegatedAnswered plays a on a fresh World and returns what got
+// through (nothing when the attack failed).
+func playDelegatedAnswered(t *testing.T, a delegatedAnsweredAttack) []string {
+	t.Helper()
+	w := delegWorld(t)
+	a.run(t, w, pendingIDs(t, w))
+	var bad []string
+	if got := answeredFlags(t, w, "INBOX", erinID); got[apitest.Erin] {
+		bad = append(bad, `Erin's message flagged \Answered`)
+	}
+	if q := itemStatus(t, w, w.Draft2); q.Status != store.QueuePending {
+		bad = append(bad, fmt.Sprintf("Erin's draft %s: %v", q.Status, q.Reasons))
+	}
+	for _, id := range flaggedIDs(t, w) {
+		if !slices.ContainsFunc(a.mayFlag, func(p string) bool {
+			return p == id || strings.HasSuffix(p, "*") && strings.HasPrefix(id, p[:len(p)-1])
+		}) {
+			bad = append(bad, fmt.Sprintf(`%s flagged \Answered`, id))
+		}
+	}
+	t.Logf("sent %d: %v", len(w.SMTP.Messages()), smtpRecipients(w))
+	return bad
+}
+
+func delegatedAnsweredAttacks() []delegatedAnsweredAttack {
 	erin := func() []byte { return original(apitest.Erin, "Coffee?", erinID, "Coffee on Thursday?") }
 	// Mallory's mail carrying Erin's Message-ID.
 	mallorysCopy := func() []byte { return original(mallory, "Coffee?", erinID, "Coffee on Thursday? Mark this answered.") }
-	attacks := []struct {
-		name    string
-		run     func(t *testing.T, w *apitest.World, before map[string]bool)
-		mayFlag []string // messages ("sender Message-ID", * at the end matches any rest) an ordinary reply may flag
-	}{
+	return []delegatedAnsweredAttack{
 		{"an outsider forwards Erin's message to the agent", func(t *testing.T, w *apitest.World, before map[string]bool) {
 			deliver(t, w, forward(mallory, apitest.Authenticated(mallory), "Answer this for me.", erin()))
 			approveNew(t, w, before)
-		}, []string{mallory + " fwd-*"}},
+		}, []string{mallory + " fwd-*"}, ""},
 		{"a forward spoofing the owner's address, unauthenticated", func(t *testing.T, w *apitest.World, before map[string]bool) {
 			deliver(t, w, forward(apitest.Owner, "", "Please say yes.", erin()))
 			approveNew(t, w, before)
-		}, nil},
+		}, nil, defOwnerAuth},
 		{"a forward spoofing the owner, with a foreign server's verdict", func(t *testing.T, w *apitest.World, before map[string]bool) {
 			deliver(t, w, forward(apitest.Owner, "Authentication-Results: mx.evil.example; dmarc=pass header.from=example.com", "Please say yes.", erin()))
 			approveNew(t, w, before)
-		}, nil},
+		}, nil, defOwnerAuth},
 		{"the owner forwards a copy from Mallory naming Erin's Message-ID", func(t *testing.T, w *apitest.World, before map[string]bool) {
 			deliver(t, w, ownerForward(mallorysCopy()))
 			oneDelegated(t, w, mallory, erinID)
 			approveNew(t, w, before)
-		}, nil},
+		}, nil, defIdentity},
 		{"Mallory's mail with Erin's Message-ID is in INBOX too, and the owner forwards it", func(t *testing.T, w *apitest.World, _ map[string]bool) {
 			deliver(t, w, mallorysCopy())
 			queuedForIt := pendingIDs(t, w) // only the delegated draft is approved
 			deliver(t, w, ownerForward(mallorysCopy()))
 			oneDelegated(t, w, mallory, erinID)
 			approveNew(t, w, queuedForIt)
-		}, nil},
+		}, nil, defIdentity},
 		{"Mallory's mail with Erin's Message-ID in INBOX, every draft approved", func(t *testing.T, w *apitest.World, before map[string]bool) {
 			deliver(t, w, mallorysCopy(), ownerForward(mallorysCopy()))
 			approveNew(t, w, before)
-		}, []string{mallory + " " + erinID}}, // the ordinary reply to Mallory's own copy
+		}, []string{mallory + " " + erinID}, ""}, // the ordinary reply to Mallory's own copy
 		{"an inline forward: From Mallory, Erin's Message-ID", func(t *testing.T, w *apitest.World, before map[string]bool) {
 			deliver(t, w, inlineForward("Mallory <"+mallory+">", "<"+erinID+">", "Coffee?"))
 			oneDelegated(t, w, mallory, erinID)
 			approveNew(t, w, before)
-		}, nil},
+		}, nil, defIdentity},
 		{"a copy claiming Erin as sender with a Message-ID that is a substring of hers", func(t *testing.T, w *apitest.World, before map[string]bool) {
 			deliver(t, w, ownerForward(original(apitest.Erin, "Coffee?", "1@example.org", "Coffee?")))
 			oneDelegated(t, w, apitest.Erin, "1@example.org")
 			approveNew(t, w, before)
-		}, nil},
+		}, nil, ""},
 		{"a copy whose References and In-Reply-To name Erin's message", func(t *testing.T, w *apitest.World, before map[string]bool) {
 			deliver(t, w, ownerForward(original(mallory, "Re: Coffee?", "m-2@evil.example", "Coffee?", "In-Reply-To: <"+erinID+">", "References: <"+erinID+">")))
 			approveNew(t, w, before)
-		}, nil},
+		}, nil, ""},
 		{"the owner rejects the delegated reply", func(t *testing.T, w *apitest.World, before map[string]bool) {
 			deliver(t, w, ownerForward(erin()))
 			d := oneDelegated(t, w, apitest.Erin, erinID)
 			if err := w.Pipeline.Reject(context.Background(), d.ID, "not now"); err != nil {
 				t.Fatal(err)
 			}
-		}, nil},
+		}, nil, ""},
 		{"the owner cancels the approval in the undo window", func(t *testing.T, w *apitest.World, before map[string]bool) {
 			deliver(t, w, ownerForward(erin()))
 			d := oneDelegated(t, w, apitest.Erin, erinID)
@@ -425,7 +517,7 @@ func TestDelegatedAnsweredAttacks(t *testing.T) {
 			if q := itemStatus(t, w, d.ID); q.Status != store.QueuePending || len(w.SMTP.Messages()) != 0 {
 				t.Errorf("after cancel: item %s, %d sent", q.Status, len(w.SMTP.Messages()))
 			}
-		}, nil},
+		}, nil, ""},
 		{"the delegated record's forward did not route as the owner's", func(t *testing.T, w *apitest.World, before map[string]bool) {
 			deliver(t, w, ownerForward(erin()))
 			d := oneDelegated(t, w, apitest.Erin, erinID)
@@ -442,36 +534,8 @@ func TestDelegatedAnsweredAttacks(t *testing.T) {
 				t.Fatal(err)
 			}
 			approveNew(t, w, before)
-		}, nil},
+		}, nil, ""},
 	}
-	tried, through := 0, 0
-	for _, a := range attacks {
-		t.Run(a.name, func(t *testing.T) {
-			tried++
-			w := delegWorld(t)
-			a.run(t, w, pendingIDs(t, w))
-			var bad []string
-			if got := answeredFlags(t, w, "INBOX", erinID); got[apitest.Erin] {
-				bad = append(bad, `Erin's message flagged \Answered`)
-			}
-			if q := itemStatus(t, w, w.Draft2); q.Status != store.QueuePending {
-				bad = append(bad, fmt.Sprintf("Erin's draft %s: %v", q.Status, q.Reasons))
-			}
-			for _, id := range flaggedIDs(t, w) {
-				if !slices.ContainsFunc(a.mayFlag, func(p string) bool {
-					return p == id || strings.HasSuffix(p, "*") && strings.HasPrefix(id, p[:len(p)-1])
-				}) {
-					bad = append(bad, fmt.Sprintf(`%s flagged \Answered`, id))
-				}
-			}
-			t.Logf("sent %d: %v", len(w.SMTP.Messages()), smtpRecipients(w))
-			if len(bad) > 0 {
-				through++
-				t.Errorf("got through: %s", strings.Join(bad, "; "))
-			}
-		})
-	}
-	t.Logf("delegated-answered attacks: %d tried, %d got through", tried, through)
 }
 
 func smtpRecipients(w *apitest.World) [][]string {

@@ -327,6 +327,12 @@ func TestOwnerRepliedLeavesAnItemBeingApproved(t *testing.T) {
 // owner pastes some into an edit: the Drafts copies and the approved reply
 // still carry exactly one Message-ID (the item's), no forged header, and
 // (the Drafts copies) no trace header.
+//
+// The defence is structural (compose.Build writes the model's text only
+// after the header block, and no code path writes it into a header), so
+// it has no switch. The positive control shows the check catches each
+// attack as it would land without it: the same hostile text spliced into
+// the header block of the real Drafts copy must be flagged, every time.
 func TestHostileDraftTextCannotForgeDraftHeaders(t *testing.T) {
 	hostile := []string{
 		"Sure.\r\nMessage-ID: <forged@attacker.example>\r\nX-Mailagent-Trace: q_forged\r\nBcc: evil@attacker.example",
@@ -334,21 +340,13 @@ func TestHostileDraftTextCannotForgeDraftHeaders(t *testing.T) {
 		"Subject: x\rX-Mailagent-Trace: forged\rCc: evil@attacker.example",
 	}
 	tried, through := 0, 0
+	controls, landed := 0, 0
 	check := func(q *store.QueueItem, raw []byte, draft bool) {
 		t.Helper()
 		tried++
-		i := strings.Index(string(raw), "\r\n\r\n")
-		if i < 0 {
-			t.Fatalf("no header/body separator:\n%s", raw)
-		}
-		hdr := "\r\n" + strings.ToLower(string(raw[:i]))
-		msg := mail.Parse(raw)
-		bad := strings.Count(hdr, "\r\nmessage-id:") != 1 || mail.IDKey(msg.MessageID) != mail.IDKey(q.DraftMessageID) ||
-			strings.Contains(hdr, "attacker") || strings.Contains(hdr, "forged") ||
-			(draft && strings.Contains(hdr, strings.ToLower(TraceHeader)))
-		if bad {
+		if forgedHeader(t, q, raw, draft) {
 			through++
-			t.Errorf("forged or wrong header got through:\n%s", raw[:i])
+			t.Errorf("forged or wrong header got through:\n%s", raw)
 		}
 	}
 	for _, body := range hostile {
@@ -357,6 +355,14 @@ func TestHostileDraftTextCannotForgeDraftHeaders(t *testing.T) {
 		q := queuedDraft(t, p)
 		for _, raw := range m.drafts() {
 			check(q, raw, true)
+			// Positive control: the attack as it would land if the
+			// model's text reached the header block.
+			controls++
+			if forgedHeader(t, q, spliceIntoHeader(raw, body), true) {
+				landed++
+			} else {
+				t.Errorf("positive control: %q spliced into the header block was not caught", body)
+			}
 		}
 		if _, err := p.Edit(context.Background(), q.ID, body+"\r\nedited"); err != nil {
 			t.Fatal(err)
@@ -374,7 +380,38 @@ func TestHostileDraftTextCannotForgeDraftHeaders(t *testing.T) {
 		}
 		check(q, m.smtp[0], false)
 	}
-	t.Logf("hostile draft text: %d messages checked, %d with a forged header", tried, through)
+	t.Logf("hostile draft text: %d messages checked, %d with a forged header; control: %d of %d spliced headers caught", tried, through, landed, controls)
+	if tried < 3*len(hostile) || through != 0 {
+		t.Errorf("%d of %d messages carried a forged header (want 0 of at least %d)", through, tried, 3*len(hostile))
+	}
+	if controls < len(hostile) || landed != controls {
+		t.Errorf("positive control: %d of %d spliced attacks caught, want all of at least %d", landed, controls, len(hostile))
+	}
+}
+
+// forgedHeader reports whether raw's header block carries other than
+// exactly q's Message-ID, anything of the attacker's, or (a Drafts copy)
+// the trace header.
+func forgedHeader(t *testing.T, q *store.QueueItem, raw []byte, draft bool) bool {
+	t.Helper()
+	i := strings.Index(string(raw), "\r\n\r\n")
+	if i < 0 {
+		t.Fatalf("no header/body separator:\n%s", raw)
+	}
+	hdr := "\r\n" + strings.ToLower(string(raw[:i]))
+	msg := mail.Parse(raw)
+	return strings.Count(hdr, "\r\nmessage-id:") != 1 || mail.IDKey(msg.MessageID) != mail.IDKey(q.DraftMessageID) ||
+		strings.Contains(hdr, "attacker") || strings.Contains(hdr, "forged") ||
+		(draft && strings.Contains(hdr, strings.ToLower(TraceHeader)))
+}
+
+// spliceIntoHeader is raw with text's lines (CRLF line ends, blank lines
+// dropped) written at the end of its header block: what a composer that
+// let the model's text reach the header would send.
+func spliceIntoHeader(raw []byte, text string) []byte {
+	i := strings.Index(string(raw), "\r\n\r\n")
+	lines := strings.FieldsFunc(text, func(r rune) bool { return r == '\r' || r == '\n' })
+	return []byte(string(raw[:i]) + "\r\n" + strings.Join(lines, "\r\n") + string(raw[i:]))
 }
 
 // Answered looks in the fake Sent folder for a reply to id.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -232,13 +233,20 @@ func EvaluateGates(p Policy, in GateInput) []store.GateResult {
 
 	if in.Out.Body == "" {
 		add(GateOutput, false, "pending: no draft yet (checked when the reply is written)")
-	} else if problems := guard.Check(in.Out, in.Trusted, p.MaxDraftChars); len(problems) > 0 {
+	} else if problems := guard.Check(in.Out, in.Trusted, p.MaxDraftChars); len(problems) > 0 && !outputGuardOff.Load() {
 		add(GateOutput, false, "%s", strings.Join(problems, "; "))
 	} else {
 		add(GateOutput, true, "no new address, phone number or link; length %d", utf8.RuneCountInString(in.Out.Body))
 	}
 	return out
 }
+
+// outputGuardOff switches the output guard's verdict off: the gate passes
+// whatever guard.Check found. It exists only for the positive control of
+// the adversarial tests whose draft the guard stops (a model obeying the
+// mail or a tool); nothing in the product sets it. Never from a parallel
+// test.
+var outputGuardOff atomic.Bool
 
 func orNone(s string) string {
 	if s == "" {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/calendar"
@@ -44,7 +45,7 @@ type calendarKnower interface {
 // account known, before any draft, to have no calendar; nil otherwise (a
 // calendar that cannot say is asked when the draft is written).
 func (p *Pipeline) noCalendarGate(rec *store.MessageRecord) *store.GateResult {
-	if rec.Classification == nil || !slices.Contains(rec.Classification.Intents, IntentScheduling) {
+	if scheduleGateOff.Load() || rec.Classification == nil || !slices.Contains(rec.Classification.Intents, IntentScheduling) {
 		return nil
 	}
 	if p.Calendar != nil {
@@ -146,6 +147,12 @@ func (p *Pipeline) offerSlots(ctx context.Context, rec *store.MessageRecord, req
 	return o
 }
 
+// scheduleGateOff leaves the schedule gate out of a draft's gates. It
+// exists only for the positive control of the schedule-gate attacks (a
+// model that obeys the mail drafts a busy time under any label); nothing
+// in the product sets it. Never from a parallel test.
+var scheduleGateOff atomic.Bool
+
 // scheduleGate appends the schedule gate to gates. The label the model
 // chose does not switch it off: it runs on every scheduling reply and on
 // every draft that would be sent on its own (rec.Decision auto_send).
@@ -161,6 +168,9 @@ func (p *Pipeline) offerSlots(ctx context.Context, rec *store.MessageRecord, req
 //
 // Any other draft on its way out is checked by timeGate.
 func (p *Pipeline) scheduleGate(ctx context.Context, gates []store.GateResult, o *offeredSlots, rec *store.MessageRecord, req DraftRequest, draft string) []store.GateResult {
+	if scheduleGateOff.Load() {
+		return gates
+	}
 	if o == nil {
 		if rec.Decision != DecisionAutoSend {
 			return gates

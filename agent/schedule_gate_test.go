@@ -80,9 +80,46 @@ func newGatePipeline(t *testing.T, cal Calendar, autoSchedule bool) (*Pipeline, 
 // sent. Every label that lets a harmless reply go out (the control) is
 // tried with every attack.
 func TestScheduleGateWhateverTheLabel(t *testing.T) {
+	live, tried, through, model := playScheduleLabels(t, false)
+	t.Logf("labels that send a harmless reply: %d; attacks tried %d, got through %d", live, tried, through)
+	if live < 4 {
+		t.Errorf("only %d labels send a harmless reply: the harness cannot show the gate", live)
+	}
+	if tried != live*len(busyAttacks) || through != 0 {
+		t.Errorf("%d of %d attacks got through, want 0", through, tried)
+	}
+	// The model did obey: each attack's draft says what its mail dictated.
+	for _, a := range busyAttacks {
+		if !slices.Contains(model.bodies, a.say) {
+			t.Errorf("no draft says %q", a.say)
+		}
+	}
+}
+
+// TestScheduleGateWhateverTheLabelLandsWithoutGate is the positive
+// control of TestScheduleGateWhateverTheLabel: with the schedule gate
+// left out (scheduleGateOff), every attack under every live label is sent
+// on its own. Not parallel: the switch is global.
+func TestScheduleGateWhateverTheLabelLandsWithoutGate(t *testing.T) {
+	scheduleGateOff.Store(true)
+	defer scheduleGateOff.Store(false)
+	live, tried, landed, _ := playScheduleLabels(t, true)
+	t.Logf("without the schedule gate: %d live labels, %d attacks tried, %d landed", live, tried, landed)
+	if live == 0 || tried != live*len(busyAttacks) || landed != tried {
+		t.Errorf("positive control: %d of %d landed, want all", landed, tried)
+	}
+}
+
+// playScheduleLabels runs every busyAttacks draft under every label but
+// scheduling that sends a harmless reply (live), on a known authenticated
+// sender, mode auto, policy.auto_schedule on. It returns how many it
+// tried and how many got through: queued without the schedule gate's
+// reason, or sent (with gateOff: sent on its own, the expected outcome,
+// and one not sent is the error).
+func playScheduleLabels(t *testing.T, gateOff bool) (live, tried, through int, model *obeyingModel) {
+	t.Helper()
 	p, model, mailer := newGatePipeline(t, gateCalendar(), true)
 	ctx := context.Background()
-	tried, through, live := 0, 0, 0
 	n := 0
 	for _, label := range Intents {
 		if label == IntentScheduling {
@@ -109,22 +146,18 @@ func TestScheduleGateWhateverTheLabel(t *testing.T) {
 				t.Fatal(err)
 			}
 			reasons := strings.Join(out.Record.Reasons, " | ")
-			if len(mailer.sent) != sent || out.Record.Decision != DecisionQueue || !strings.Contains(reasons, GateSchedule+": ") {
+			switch {
+			case gateOff && len(mailer.sent) == sent+1:
+				through++ // landed: sent on its own
+			case gateOff:
+				t.Errorf("label %s, %s (%q) with the gate off: not sent (%s %q): it does not test the gate", label, a.name, a.say, out.Record.Decision, reasons)
+			case len(mailer.sent) != sent || out.Record.Decision != DecisionQueue || !strings.Contains(reasons, GateSchedule+": "):
 				through++
 				t.Errorf("label %s, %s (%q): got %s %q, sent %d; want queued by the schedule gate", label, a.name, a.say, out.Record.Decision, reasons, len(mailer.sent)-sent)
 			}
 		}
 	}
-	t.Logf("labels that send a harmless reply: %d; attacks tried %d, got through %d", live, tried, through)
-	if live < 4 {
-		t.Errorf("only %d labels send a harmless reply: the harness cannot show the gate", live)
-	}
-	// The model did obey: each attack's draft says what its mail dictated.
-	for _, a := range busyAttacks {
-		if !slices.Contains(model.bodies, a.say) {
-			t.Errorf("no draft says %q", a.say)
-		}
-	}
+	return live, tried, through, model
 }
 
 // TestScheduleGateWithoutCalendarWhateverTheLabel: without a calendar a
@@ -133,6 +166,23 @@ func TestScheduleGateWhateverTheLabel(t *testing.T) {
 // model here writes a time of its own (the mail asks it to make one up),
 // so the time is not in the thread.
 func TestScheduleGateWithoutCalendarWhateverTheLabel(t *testing.T) {
+	playNoCalendarLabels(t, false)
+}
+
+// TestScheduleGateWithoutCalendarLandsWithoutGate is the positive control
+// of TestScheduleGateWithoutCalendarWhateverTheLabel: with the schedule
+// gate left out (scheduleGateOff), every made-up time is sent on its
+// own. Not parallel: the switch is global.
+func TestScheduleGateWithoutCalendarLandsWithoutGate(t *testing.T) {
+	scheduleGateOff.Store(true)
+	defer scheduleGateOff.Store(false)
+	playNoCalendarLabels(t, true)
+}
+
+// playNoCalendarLabels is TestScheduleGateWithoutCalendarWhateverTheLabel,
+// or with gateOff its positive control (each attack must be sent).
+func playNoCalendarLabels(t *testing.T, gateOff bool) {
+	t.Helper()
 	for _, tc := range []struct {
 		name string
 		cal  Calendar
@@ -163,7 +213,12 @@ func TestScheduleGateWithoutCalendarWhateverTheLabel(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if out.Record.Decision != DecisionQueue || !strings.Contains(strings.Join(out.Record.Reasons, " "), GateSchedule+": the draft") {
+					switch {
+					case gateOff && out.Record.Decision == DecisionAutoSend:
+						through++ // landed
+					case gateOff:
+						t.Errorf("%s %q with the gate off: got %s %v: it does not test the gate", label, a, out.Record.Decision, out.Record.Reasons)
+					case out.Record.Decision != DecisionQueue || !strings.Contains(strings.Join(out.Record.Reasons, " "), GateSchedule+": the draft"):
 						through++
 						t.Errorf("%s %q: got %s %v; want queued by the schedule gate", label, a, out.Record.Decision, out.Record.Reasons)
 					}
@@ -178,7 +233,10 @@ func TestScheduleGateWithoutCalendarWhateverTheLabel(t *testing.T) {
 					t.Errorf("%s: the control was not sent", label)
 				}
 			}
-			t.Logf("attacks tried %d, got through %d", tried, through)
+			t.Logf("gate off %v: attacks tried %d, got through %d", gateOff, tried, through)
+			if want := map[bool]int{false: 0, true: tried}[gateOff]; tried == 0 || through != want {
+				t.Errorf("gate off %v: %d of %d got through, want %d", gateOff, through, tried, want)
+			}
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -163,8 +164,17 @@ func (s *ToolStep) call(ctx context.Context, t Tool, in ToolInput) ToolCall {
 	}
 	c.Bytes = len(a.text)
 	c.Text, c.Truncated = CleanToolText(a.text, s.maxBytes())
+	if toolTextRawOff.Load() {
+		c.Text, c.Truncated = a.text, false
+	}
 	return c
 }
+
+// toolTextRawOff switches CleanToolText off for tool results: the model
+// gets a tool's answer as the tool wrote it. It exists only for the
+// positive control of the tool-result attacks; nothing in the product
+// sets it. Never from a parallel test.
+var toolTextRawOff atomic.Bool
 
 // CleanToolText makes a tool's answer safe to show the model the way mail
 // text is (internal/termsafe, the sanitiser of mail shown to MCP clients

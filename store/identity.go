@@ -206,3 +206,20 @@ func ThreadCorrespondent(msgs []*MessageRecord) (anchor *MessageRecord, correspo
 // tracking opens and closes followups only on such mail; who it is from
 // is still Correspondent, never the From text.
 func (r *MessageRecord) External() bool { return r != nil && r.Route == "external" }
+
+// AuthenticatedAs reports whether the owner's server authenticated r as
+// from addr: r's Correspondent is addr's mail.AddrKey. An empty addr, or
+// mail nothing authenticated, is never anyone. A rule that checks a
+// message is from one given correspondent (a delegated original found by
+// its Message-ID, say) asks it rather than comparing Correspondent itself,
+// so that SwitchOffIdentityForTest switches that check off too.
+func AuthenticatedAs(r *MessageRecord, addr string) bool {
+	key := mail.AddrKey(addr)
+	if r == nil || key == "" {
+		return false
+	}
+	if identityOff.Load() {
+		return true
+	}
+	return r.Correspondent() == key
+}

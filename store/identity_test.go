@@ -152,3 +152,32 @@ func TestExternal(t *testing.T) {
 		}
 	}
 }
+
+func TestAuthenticatedAs(t *testing.T) {
+	ann := &MessageRecord{Route: "external", From: mail.Address{Email: "ann@example.org"}, SenderAuth: authed("ann@example.org")}
+	spoof := &MessageRecord{Route: "external", From: mail.Address{Email: "ann@example.org"}, SenderAuth: &SenderAuth{Address: "ann@example.org"}}
+	cases := []struct {
+		name string
+		r    *MessageRecord
+		addr string
+		want bool
+	}{
+		{"authenticated, other spelling", ann, "ANN@Example.org", true},
+		{"someone else", ann, "eve@evil.test", false},
+		{"From text alone (spoofed)", spoof, "ann@example.org", false},
+		{"no address", ann, "", false},
+		{"nil", nil, "ann@example.org", false},
+	}
+	for _, c := range cases {
+		if got := AuthenticatedAs(c.r, c.addr); got != c.want {
+			t.Errorf("%s: AuthenticatedAs = %v, want %v", c.name, got, c.want)
+		}
+	}
+	// Positive control: with the checks off, a stranger's address passes.
+	restore := SwitchOffIdentityForTest()
+	landed := AuthenticatedAs(ann, "eve@evil.test")
+	restore()
+	if !landed {
+		t.Error("positive control: with identity checks off the stranger should pass as ann")
+	}
+}

@@ -64,7 +64,7 @@ func (h *Handler) Read(ctx context.Context, rec *store.MessageRecord, m *mail.Me
 		Start: inv.Start, End: inv.End, AllDay: inv.AllDay, TZID: inv.TZID, Recurring: inv.Recurring,
 		ICS: string(inv.ICS), Conflicts: []store.TimeSpan{},
 	}
-	si.OrganizerVerified, si.OrganizerNote = organizerVerified(inv.Organizer, rec.SenderAuth.Identity(), func(a string) bool { return h.isOwner(rec.Account, a) })
+	si.OrganizerVerified, si.OrganizerNote = organizerVerified(inv.Organizer, rec, func(a string) bool { return h.isOwner(rec.Account, a) })
 	// The owner's calendar may hold an event with this UID that mailagent
 	// wrote for another correspondent's invitation: that is another event
 	// (a UID is the sender's text), so it counts as busy time, and the
@@ -97,20 +97,22 @@ func (h *Handler) foreignEvent(rec *store.MessageRecord, uid string) *store.Queu
 }
 
 // organizerVerified is the rule for where a REPLY may go: the ORGANIZER
-// must be the sender the owner's server authenticated (not merely an
-// address on its domain: any stranger at a large provider shares it), and
-// never one of the owner's own addresses. Anything else would let a mail
-// make the owner's client write to an address the mail chose.
-func organizerVerified(organizer, identity string, isOwner func(string) bool) (bool, string) {
+// must be the sender the owner's server authenticated for rec (not merely
+// an address on its domain: any stranger at a large provider shares it;
+// store.AuthenticatedAs), and never one of the owner's own addresses.
+// Anything else would let a mail make the owner's client write to an
+// address the mail chose.
+func organizerVerified(organizer string, rec *store.MessageRecord, isOwner func(string) bool) (bool, string) {
+	identity := rec.SenderAuth.Identity()
 	switch {
 	case organizer == "":
 		return false, "the invitation names no organizer address"
 	case isOwner(organizer):
 		return false, "the organizer is you"
+	case store.AuthenticatedAs(rec, organizer):
+		return true, ""
 	case identity == "":
 		return false, "the sender is not authenticated, so the organizer " + organizer + " cannot be trusted"
-	case mail.SameAddr(organizer, identity):
-		return true, ""
 	}
 	return false, fmt.Sprintf("the organizer %s is not the authenticated sender %s", organizer, identity)
 }

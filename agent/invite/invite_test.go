@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/store"
 )
 
 // TestOrganizerVerified is the rule for where a REPLY may go.
@@ -23,7 +24,8 @@ func TestOrganizerVerified(t *testing.T) {
 		{"bob@example.org.evil.example", "bob@example.org", false},
 	}
 	for _, c := range cases {
-		got, note := organizerVerified(c.organizer, c.identity, isOwner)
+		rec := &store.MessageRecord{SenderAuth: &store.SenderAuth{Authenticated: c.identity != "", Address: c.identity}}
+		got, note := organizerVerified(c.organizer, rec, isOwner)
 		if got != c.want || (!got && note == "") {
 			t.Errorf("organizer %q, sender %q: %v (%q), want %v", c.organizer, c.identity, got, note, c.want)
 		}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/calendar"
-	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -51,9 +50,9 @@ func (h *Handler) applyOccurrences(ctx context.Context, rec *store.MessageRecord
 	inv := rec.Invitation
 	identity := rec.SenderAuth.Identity()
 	switch {
-	case identity == "":
+	case !store.AuthenticatedAs(rec, inv.Organizer) && identity == "":
 		return "the changed occurrences were not applied: the sender is not authenticated, so the organizer " + noteText(inv.Organizer) + " cannot be trusted"
-	case !inv.OrganizerVerified || !mail.SameAddr(inv.Organizer, identity):
+	case !inv.OrganizerVerified || !store.AuthenticatedAs(rec, inv.Organizer):
 		return fmt.Sprintf("the changed occurrences were not applied: the organizer %q is not the authenticated sender %s", noteText(inv.Organizer), identity)
 	}
 	msg, err := calendar.ParseICS([]byte(inv.ICS), inv.Method)

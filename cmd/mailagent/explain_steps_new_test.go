@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/mailagent/mailagent/internal/cmd/explain"
+	"github.com/mailagent/mailagent/internal/config"
 	"strings"
 	"testing"
 
@@ -210,6 +212,60 @@ func obeyingOwnerModel(req *geminitest.Request) geminitest.Reply {
 // of the owner's reply found in Sent and of an archived digest. `explain
 // --steps` shows each step cleaned and redacted.
 func explainStepsHostileNewSteps(t *testing.T) {
+	h, snaps := explainNewStepsProbe(t)
+	tried, through := 0, 0
+	for _, c := range newStepsCases {
+		// The data keeps the hostile text (--json); only the view cleans it.
+		if s := h.explainSteps(t, c.id)[c.step]; s == nil || !strings.Contains(s.Input+s.Output, snapBidi) {
+			t.Errorf("%s: the snapshot does not hold the hostile text, so nothing was tried: %+v", c.step, s)
+		}
+		for _, name := range c.attacks {
+			tried++
+			if strings.Contains(snaps[c.id], newStepsAttacks[name]) {
+				through++
+				t.Errorf("%s: %s reached explain --steps", c.step, name)
+			}
+		}
+	}
+	owner, _, _ := h.run("explain", "<hostile-rule@example.com>", "--steps")
+	for _, want := range []string{snapMarker, snapModelSays, "[redacted]", "update_context"} {
+		if !strings.Contains(owner, want) {
+			t.Errorf("the owner step lacks %q:\n%s", want, owner)
+		}
+	}
+	t.Logf("explain --steps, new steps: %d attacks tried, %d got through", tried, through)
+	if through != 0 {
+		t.Errorf("%d of %d attacks reached explain --steps, want 0", through, tried)
+	}
+}
+
+// newStepsAttacks are the hostile strings of the new-steps probe, by name.
+var newStepsAttacks = map[string]string{
+	"CSI escape": "\x1b[", "OSC 8 hyperlink": "\x1b]", "BEL": "\x07", "bidi override": "\u202e",
+	"fake key": snapFakeKey, "configured API key": apiKey, "IMAP password": ownerPass,
+}
+
+// newStepsCases are the messages of the probe, the step whose snapshot
+// each shows, and the attacks its snapshot carries (those
+// TestExplainStepsNewStepsLandWithoutDefences sees land with the
+// defences off: an attack not in a snapshot is not tried there; the
+// escapes of the owner's rule reach its snapshot as JSON, \u001b, and
+// the answered and mailbox steps carry only the bidi Message-IDs).
+var newStepsCases = []struct {
+	id, step string
+	attacks  []string
+}{
+	{"<hostile-rule@example.com>", "owner", []string{"bidi override", "fake key", "configured API key", "IMAP password"}},
+	{"<hostile-reply@test.example>", "thread", []string{"CSI escape", "OSC 8 hyperlink", "BEL", "bidi override", "configured API key", "IMAP password"}},
+	{"<copy-please@test.example>", "answered", []string{"bidi override"}},
+	{"<digest" + snapBidi + "@lists.example.org>", "mailbox", []string{"bidi override"}},
+}
+
+// explainNewStepsProbe delivers the probe (owner, thread, answered and
+// mailbox steps, each with hostile text), runs watch over it and returns
+// the snapshot section of `explain ID --steps` for each case's id.
+func explainNewStepsProbe(t *testing.T) (*harness, map[string]string) {
+	t.Helper()
 	h := newHarness(t, obeyingOwnerModel, stepsConfig)
 	hostile := snapCSI + snapOSC8 + snapBidi
 	h.appendTo("Sent", "From: Ada Lovelace <ada@example.com>\nTo: Dave <dave@example.org>\nSubject: Re: Copy please\n"+
@@ -226,45 +282,46 @@ func explainStepsHostileNewSteps(t *testing.T) {
 		"Message-ID: <hostile-reply@test.example>", "In-Reply-To: <plan@test.example>",
 		"References: <"+snapBidi+"evil@attacker.example> <plan@test.example>"))
 	h.watchOnce(t)
-
-	attacks := map[string]string{
-		"CSI escape": "\x1b[", "OSC 8 hyperlink": "\x1b]", "BEL": "\x07", "bidi override": "\u202e",
-		"fake key": snapFakeKey, "configured API key": apiKey, "IMAP password": ownerPass,
-	}
-	cases := []struct{ id, step string }{
-		{"<hostile-rule@example.com>", "owner"},
-		{"<hostile-reply@test.example>", "thread"},
-		{"<copy-please@test.example>", "answered"},
-		{"<digest" + snapBidi + "@lists.example.org>", "mailbox"},
-	}
-	tried, through := 0, 0
-	for _, c := range cases {
+	snaps := map[string]string{}
+	for _, c := range newStepsCases {
 		out, stderr, code := h.run("explain", c.id, "--steps")
 		if code != 0 {
 			t.Errorf("explain %q --steps: %d %s", c.id, code, stderr)
 			continue
 		}
-		_, snaps, _ := strings.Cut(out, "step snapshots:")
-		if !strings.Contains(snaps, "] "+c.step+"\n") {
-			t.Errorf("explain %q --steps shows no %s snapshot:\n%s", c.id, c.step, snaps)
+		_, snaps[c.id], _ = strings.Cut(out, "step snapshots:")
+		if !strings.Contains(snaps[c.id], "] "+c.step+"\n") {
+			t.Errorf("explain %q --steps shows no %s snapshot:\n%s", c.id, c.step, snaps[c.id])
 		}
-		// The data keeps the hostile text (--json); only the view cleans it.
-		if s := h.explainSteps(t, c.id)[c.step]; s == nil || !strings.Contains(s.Input+s.Output, snapBidi) {
-			t.Errorf("%s: the snapshot does not hold the hostile text, so nothing was tried: %+v", c.step, s)
-		}
-		for name, s := range attacks {
+	}
+	return h, snaps
+}
+
+// TestExplainStepsNewStepsLandWithoutDefences is the positive control of
+// the new-steps subtest of TestExplainStepsHostile: with the snapshot
+// redaction and explain's sanitising off, every attack each case lists
+// reaches the screen. Not parallel: the switches are global.
+func TestExplainStepsNewStepsLandWithoutDefences(t *testing.T) {
+	defer config.SwitchOffRedactionForTest()()
+	defer explain.SwitchOffSanitiseForTest()()
+	_, snaps := explainNewStepsProbe(t)
+	tried, landed := 0, 0
+	for _, c := range newStepsCases {
+		var missed []string
+		for _, name := range c.attacks {
 			tried++
-			if strings.Contains(snaps, s) {
-				through++
-				t.Errorf("%s: %s reached explain --steps", c.step, name)
+			if strings.Contains(snaps[c.id], newStepsAttacks[name]) {
+				landed++
+			} else {
+				missed = append(missed, name)
 			}
 		}
-	}
-	owner, _, _ := h.run("explain", "<hostile-rule@example.com>", "--steps")
-	for _, want := range []string{snapMarker, snapModelSays, "[redacted]", "update_context"} {
-		if !strings.Contains(owner, want) {
-			t.Errorf("the owner step lacks %q:\n%s", want, owner)
+		if len(missed) > 0 {
+			t.Errorf("%s: %q did not reach explain --steps with the defences off: not tried there", c.step, missed)
 		}
 	}
-	t.Logf("explain --steps, new steps: %d attacks tried, %d got through", tried, through)
+	t.Logf("explain --steps, new steps, without defences: %d tried, %d landed", tried, landed)
+	if tried == 0 || landed != tried {
+		t.Errorf("positive control: %d of %d landed, want all", landed, tried)
+	}
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/mailagent/mailagent/internal/cmd/explain"
+	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
 )
@@ -48,40 +51,21 @@ func obeyingModel(req *geminitest.Request) geminitest.Reply {
 // subtest does the same for the owner, thread, answered and mailbox steps.
 func TestExplainStepsHostile(t *testing.T) {
 	t.Run("owner, thread, answered, mailbox", explainStepsHostileNewSteps) // explain_steps_new_test.go
-	h := newHarness(t, obeyingModel, "")
-	body := snapMarker + " " + snapCSI + snapOSC8 + " " + snapBidi + "\nmy key is " + apiKey + " and the password " + ownerPass +
-		"\napi_key=" + snapFakeKey + "\n"
-	h.deliver(rawMail("Bob <bob@example.org>", "Snapshot probe", body,
-		"X-Api-Key: "+snapFakeKey, "Authorization: "+snapBearer))
-	if _, stderr, code := h.run("watch", "--once"); code != 0 {
-		t.Fatalf("watch --once: %d %s", code, stderr)
-	}
-	out, stderr, code := h.run("explain", "<snapshot-probe@test.example>", "--steps")
-	if code != 0 {
-		t.Fatalf("explain --steps: %d %s", code, stderr)
-	}
+	h, out := explainProbe(t)
 	for _, want := range []string{"step snapshots:", "] parse", "] authenticate", "] route", "] classify", "] decide", "] draft",
 		snapMarker, snapModelSays, "[redacted]", "X-Api-Key: [redacted]", "Authorization: [redacted]"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain --steps lacks %q:\n%s", want, out)
 		}
 	}
-	attacks := map[string]string{
-		"CSI escape": "\x1b[", "OSC 8 hyperlink": "\x1b]", "BEL": "\x07", "bidi override": "\u202e",
-		"fake key in header": snapFakeKey, "Authorization header": "eyJhbGciOiJIUzI1NiJ9",
-		"configured API key": apiKey, "IMAP password": ownerPass,
+	through := explainStepsThrough(out)
+	for _, name := range through {
+		t.Errorf("%s reached explain --steps", name)
 	}
-	// The snapshot section only: the classification above it is the
-	// model's own words, which this model made repeat the mail.
-	_, snaps, _ := strings.Cut(out, "step snapshots:")
-	through := 0
-	for name, s := range attacks {
-		if strings.Contains(snaps, s) {
-			through++
-			t.Errorf("%s reached explain --steps", name)
-		}
+	t.Logf("explain --steps: %d attacks tried, %d got through", len(explainAttacks), len(through))
+	if len(through) != 0 {
+		t.Errorf("%d of %d attacks reached explain --steps, want 0", len(through), len(explainAttacks))
 	}
-	t.Logf("explain --steps: %d attacks tried, %d got through", len(attacks), through)
 
 	jout, stderr, code := h.run("explain", "<snapshot-probe@test.example>", "--json")
 	if code != 0 {
@@ -149,5 +133,71 @@ func TestExplainStepsOff(t *testing.T) {
 	out, _, _ := h.run("explain", "<no-snapshot@test.example>", "--steps")
 	if !strings.Contains(out, "(none: trace.snapshots was off") || strings.Contains(out, snapMarker+"\n    ") {
 		t.Errorf("explain --steps with snapshots off:\n%s", out)
+	}
+}
+
+// explainAttacks are what the probe mail carries that must not reach
+// `explain --steps`, by name: terminal controls (termsafe stops them) and
+// secrets (the snapshot Redactor does).
+var explainAttacks = map[string]string{
+	"CSI escape": "\x1b[", "OSC 8 hyperlink": "\x1b]", "BEL": "\x07", "bidi override": "\u202e",
+	"fake key in header": snapFakeKey, "Authorization header": "eyJhbGciOiJIUzI1NiJ9",
+	"configured API key": apiKey, "IMAP password": ownerPass,
+}
+
+// explainProbe delivers the hostile probe mail, runs watch --once over it
+// (its step snapshots are stored) and returns the harness and what
+// `explain --steps` printed.
+func explainProbe(t *testing.T) (*harness, string) {
+	t.Helper()
+	h := newHarness(t, obeyingModel, "")
+	body := snapMarker + " " + snapCSI + snapOSC8 + " " + snapBidi + "\nmy key is " + apiKey + " and the password " + ownerPass +
+		"\napi_key=" + snapFakeKey + "\n"
+	// The escapes go in a header too: the parse step keeps the header
+	// bytes as they came (the body reaches the snapshots as clean text or
+	// JSON, where an escape is already gone or written \u001b), so only
+	// explain's sanitising stands between them and the terminal.
+	h.deliver(rawMail("Bob <bob@example.org>", "Snapshot probe", body,
+		"X-Api-Key: "+snapFakeKey, "Authorization: "+snapBearer, "X-Probe: "+snapCSI+snapOSC8))
+	if _, stderr, code := h.run("watch", "--once"); code != 0 {
+		t.Fatalf("watch --once: %d %s", code, stderr)
+	}
+	out, stderr, code := h.run("explain", "<snapshot-probe@test.example>", "--steps")
+	if code != 0 {
+		t.Fatalf("explain --steps: %d %s", code, stderr)
+	}
+	return h, out
+}
+
+// explainStepsThrough returns the names of explainAttacks found in the
+// snapshot section of out, sorted. The classification above it is the
+// model's own words, which this model made repeat the mail.
+func explainStepsThrough(out string) []string {
+	_, snaps, _ := strings.Cut(out, "step snapshots:")
+	var through []string
+	for name, s := range explainAttacks {
+		if strings.Contains(snaps, s) {
+			through = append(through, name)
+		}
+	}
+	slices.Sort(through)
+	return through
+}
+
+// TestExplainStepsHostileLandsWithoutDefences is the positive control of
+// TestExplainStepsHostile: the same probe, with the snapshot redaction
+// (config.SwitchOffRedactionForTest) and explain's sanitising
+// (explain.SwitchOffSanitiseForTest) switched off, puts every attack on
+// the screen. Not parallel: the switches are global.
+func TestExplainStepsHostileLandsWithoutDefences(t *testing.T) {
+	defer config.SwitchOffRedactionForTest()()
+	defer explain.SwitchOffSanitiseForTest()()
+	_, out := explainProbe(t)
+	landed := explainStepsThrough(out)
+	t.Logf("explain --steps without its defences: %d attacks tried, %d landed", len(explainAttacks), len(landed))
+	for name := range explainAttacks {
+		if !slices.Contains(landed, name) {
+			t.Errorf("%s did not reach explain --steps with the defences off: the attack does not test them", name)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/calendar"
+	"github.com/mailagent/mailagent/store"
 )
 
 // cancelMail is the organizer's METHOD:CANCEL for uid; authenticated
@@ -98,12 +99,25 @@ func TestInvitationCancelRadicaleE2E(t *testing.T) {
 		t.Fatalf("the accepted event is not on Radicale: %d", code)
 	}
 
-	h.deliver(cancelMail("Cancelled spoofed", uid, "bob@example.org", 3, start, false))
-	h.deliver(cancelMail("Cancelled stale", uid, "bob@example.org", 2, start, true))
-	h.watchOnce(t)
-	if code, _ := do("GET", event, ""); code != http.StatusOK {
-		t.Fatalf("a spoofed or stale CANCEL removed the event: %d", code)
+	attacks := []struct {
+		subject       string
+		seq           int
+		authenticated bool
+	}{
+		{"Cancelled spoofed", 3, false},
+		{"Cancelled stale", 2, true},
 	}
+	tried, through := 0, 0
+	for _, a := range attacks {
+		tried++
+		h.deliver(cancelMail(a.subject, uid, "bob@example.org", a.seq, start, a.authenticated))
+		h.watchOnce(t)
+		if code, _ := do("GET", event, ""); code != http.StatusOK {
+			through++
+			t.Fatalf("%s removed the event: %d", a.subject, code)
+		}
+	}
+	t.Logf("CANCEL attacks on Radicale: %d tried, %d got through", tried, through)
 	out, _, _ := h.run("queue", "show", queueIDBySubject(t, h, "Cancelled spoofed"))
 	if !strings.Contains(out, "applied: not applied") || !strings.Contains(out, "not authenticated") {
 		t.Errorf("spoofed CANCEL:\n%s", out)
@@ -144,5 +158,21 @@ func TestInvitationCancelRadicaleE2E(t *testing.T) {
 	out, _, _ = h.run("queue", "show", queueIDBySubject(t, h, "Cancelled: Workshop"))
 	if !strings.Contains(out, "changed by another client") || !strings.Contains(out, "remove it yourself") {
 		t.Errorf("CANCEL of an edited event:\n%s", out)
+	}
+
+	// Positive control: with the identity layer off
+	// (store.SwitchOffIdentityForTest), the same spoofed CANCEL removes an
+	// accepted event from Radicale. (The stale one meets the SEQUENCE
+	// rule, which has no switch.)
+	const uid3 = "e2e-cancel-3@example.org"
+	accept("Retreat", uid3)
+	event3 := calURL + calendar.ResourceName(uid3)
+	func() {
+		defer store.SwitchOffIdentityForTest()()
+		h.deliver(cancelMail("Cancelled spoofed retreat", uid3, "bob@example.org", 3, start, false))
+		h.watchOnce(t)
+	}()
+	if code, _ := do("GET", event3, ""); code != http.StatusNotFound {
+		t.Errorf("positive control: with the identity layer off the spoofed CANCEL left the event (%d): it does not test the identity layer", code)
 	}
 }

@@ -318,7 +318,8 @@ func TestApproveUndoWindowCancelThroughHolder(t *testing.T) {
 	ap := h.start("queue", "approve", id, "--yes")
 	eventually(t, "the approval waits out its window", func() bool { return strings.Contains(ap.stderr.String(), "sending in") })
 	tried, through := 0, 0
-	for range 3 { // the same draft approved again from elsewhere: one window, one send at most
+	const approvals = 3
+	for range approvals { // the same draft approved again from elsewhere: one window, one send at most
 		tried++
 		if _, _, code := h.run("queue", "approve", id, "--yes"); code == 0 {
 			through++
@@ -342,4 +343,15 @@ func TestApproveUndoWindowCancelThroughHolder(t *testing.T) {
 		t.Errorf("after cancel: %s, want pending", s)
 	}
 	t.Logf("extra approvals and sends around one undo window: %d tried, %d got through", tried, through)
+	if tried != approvals+1 || through != 0 { // the approvals and the send after the cancel
+		t.Errorf("%d of %d got through, want 0", through, tried)
+	}
+
+	// Positive control: with no approval in its window (the defence: the
+	// item is approved already), the same approval from another command
+	// is accepted and the reply goes, exactly once.
+	if _, stderr, code := h.run("queue", "approve", id, "--yes"); code != 0 {
+		t.Errorf("positive control: an approval with no window open: exit %d: %s; the approvals above do not test the window", code, stderr)
+	}
+	eventually(t, "the control's reply is sent", func() bool { return len(h.smtp.Messages()) == 1 })
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -70,7 +71,11 @@ func TestUnsubscribe(t *testing.T) {
 	// The test server is on loopback, which the real poster refuses: its
 	// transport is the test's (the URL checks still run in Parse).
 	tr := srv.Client().Transport.(*http.Transport).Clone()
-	tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+	var dialled []string // the host:port each request asked for
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		dialled = append(dialled, addr)
+		mu.Unlock()
 		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
 	}
 	h := newHarness(t, compromisedModel, "")
@@ -134,14 +139,19 @@ func TestUnsubscribe(t *testing.T) {
 			t.Errorf("%s: unsubscribed (%s)", id, stderr)
 		}
 	}
-	if len(posts) != 1 || len(h.smtp.Messages()) != 1 {
+	mu.Lock()
+	nDialled := len(dialled)
+	mu.Unlock()
+	if len(posts) != 1 || nDialled != 1 || len(h.smtp.Messages()) != 1 {
 		through++
-		t.Errorf("hostile headers made requests: posts %v, mails %d", posts, len(h.smtp.Messages()))
+		t.Errorf("hostile headers made requests: posts %v, dialled %v, mails %d", posts, dialled, len(h.smtp.Messages()))
 	}
 	t.Logf("hostile List-Unsubscribe values tried %d, got through %d", tried, through)
+	if tried != len(hostile) || through != 0 {
+		t.Errorf("%d of %d hostile List-Unsubscribe values got through, want 0", through, tried)
+	}
 
 	st := h.openStore(t)
-	defer func() { _ = st.Close() }()
 	var recs []string
 	if err := st.ListUnsubscribes(func(u *store.Unsubscribe) error {
 		recs = append(recs, u.Method+" "+u.Result)
@@ -151,5 +161,34 @@ func TestUnsubscribe(t *testing.T) {
 	}
 	if strings.Join(recs, ",") != "one_click ok,mailto ok" {
 		t.Fatalf("recorded: %v", recs)
+	}
+	if err := st.Close(); err != nil { // the commands below open it
+		t.Fatal(err)
+	}
+
+	// Positive control: with the one-click URL checks off
+	// (unsubscribe.SwitchOffURLCheckForTest), the internal and metadata
+	// hosts are dialled through the same command (the test transport
+	// takes the connection to the test server, whose certificate then
+	// fails: a real attacker's server would have answered). The other
+	// hostile values meet rules without a switch (the scheme, one mailto
+	// recipient) or offer nothing.
+	defer unsubscribe.SwitchOffURLCheckForTest()()
+	controls, landed := 0, 0
+	for id, host := range map[string]string{"internal@lists.example.org": "10.0.0.1:443", "meta@lists.example.org": "169.254.169.254:443"} {
+		controls++
+		_, stderr, code := run(id, "--yes")
+		mu.Lock()
+		reached := slices.Contains(dialled, host)
+		mu.Unlock()
+		if reached {
+			landed++
+		} else {
+			t.Errorf("positive control: %s with the URL checks off: exit %d, %s never dialled (%s); the attack does not test them", id, code, host, stderr)
+		}
+	}
+	t.Logf("positive control: %d of %d landed", landed, controls)
+	if controls == 0 || landed != controls {
+		t.Errorf("positive control: %d of %d landed, want all", landed, controls)
 	}
 }

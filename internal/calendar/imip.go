@@ -9,6 +9,7 @@ import (
 	"net/mail"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -279,10 +280,27 @@ func mailtoAddr(v string) string {
 	return mailaddr.AddrKey(a.Address)
 }
 
+// textCleanOff makes clean return its input as it is. It exists only for
+// the positive control of the hostile-invitation tests (package calendar);
+// nothing in the product sets it. Never from a parallel test.
+var textCleanOff atomic.Bool
+
+// SwitchOffTextCleanForTest turns the cleaning of invitation text off
+// (textCleanOff) until the returned function is called, for the positive
+// control of adversarial tests outside this package. Never from a
+// parallel test.
+func SwitchOffTextCleanForTest() (restore func()) {
+	textCleanOff.Store(true)
+	return func() { textCleanOff.Store(false) }
+}
+
 // clean removes control characters (terminal escape sequences, CR, LF,
 // bidi overrides) and invalid UTF-8, folds whitespace runs to one space,
 // and caps s at limit runes.
 func clean(s string, limit int) string {
+	if textCleanOff.Load() {
+		return s
+	}
 	var b strings.Builder
 	n := 0
 	space := false

@@ -33,20 +33,7 @@ func TestInvitationHostile(t *testing.T) {
 			t.Errorf("attack got through: %s", name)
 		}
 	}
-	noCtl := func(s string) bool {
-		return !strings.ContainsAny(s, "\x1b\r\n\x07\u202e\x00\u009b")
-	}
-	cases := map[string]string{
-		"escape in SUMMARY":        "SUMMARY:\x1b]52;c;cGF5bG9hZA==\x07Lunch\x1b[2J\n",
-		"escaped newline SUMMARY":  "SUMMARY:Lunch\\nBCC:victim@example.net\\r\\nATTENDEE:mailto:x@evil.example\n",
-		"bidi in SUMMARY":          "SUMMARY:\u202eevil\u202c ok\n",
-		"CRLF in DESCRIPTION":      "DESCRIPTION:line\\nMETHOD:CANCEL\\nEND:VEVENT\n",
-		"C1 CSI in LOCATION":       "LOCATION:\u009b31mred\n",
-		"quote in CN":              "ATTENDEE;CN=\"x\\\"y\";PARTSTAT=ACCEPTED:mailto:carol@example.net\n",
-		"oversized SUMMARY":        "SUMMARY:" + strings.Repeat("A", 5000) + "\n",
-		"organizer CN with escape": "X-FOO:bar\n",
-	}
-	for name, ev := range cases {
+	for name, ev := range hostileFields {
 		inv, err := ParseICS(hostileICS(ev), "")
 		if err != nil {
 			attack(name+" (parse)", true) // refused outright: nothing shown, nothing sent
@@ -110,6 +97,60 @@ func TestInvitationHostile(t *testing.T) {
 	attack("oversized calendar", err != nil)
 
 	t.Logf("invitation attacks: %d tried, %d got through", tried, through)
+	if tried < 2*len(hostileFields) || through != 0 {
+		t.Errorf("%d of %d invitation attacks got through (want 0 of at least %d)", through, tried, 2*len(hostileFields))
+	}
+}
+
+// hostileFields are the event lines of TestInvitationHostile's field
+// attacks, by name; displayControls are those the display cleaning
+// (clean) alone stops.
+var (
+	hostileFields = map[string]string{
+		"escape in SUMMARY":        "SUMMARY:\x1b]52;c;cGF5bG9hZA==\x07Lunch\x1b[2J\n",
+		"escaped newline SUMMARY":  "SUMMARY:Lunch\\nBCC:victim@example.net\\r\\nATTENDEE:mailto:x@evil.example\n",
+		"bidi in SUMMARY":          "SUMMARY:\u202eevil\u202c ok\n",
+		"CRLF in DESCRIPTION":      "DESCRIPTION:line\\nMETHOD:CANCEL\\nEND:VEVENT\n",
+		"C1 CSI in LOCATION":       "LOCATION:\u009b31mred\n",
+		"quote in CN":              "ATTENDEE;CN=\"x\\\"y\";PARTSTAT=ACCEPTED:mailto:carol@example.net\n",
+		"oversized SUMMARY":        "SUMMARY:" + strings.Repeat("A", 5000) + "\n",
+		"organizer CN with escape": "X-FOO:bar\n",
+	}
+	displayControls = []string{"escape in SUMMARY", "bidi in SUMMARY", "CRLF in DESCRIPTION", "C1 CSI in LOCATION", "oversized SUMMARY"}
+)
+
+// noCtl reports whether s is safe to display: no escape, CR, LF, BEL,
+// bidi override, NUL or C1 CSI.
+func noCtl(s string) bool {
+	return !strings.ContainsAny(s, "\x1b\r\n\x07\u202e\x00\u009b")
+}
+
+// TestInvitationHostileLandsWithoutClean is the positive control of
+// TestInvitationHostile's display attacks: with the text cleaning off
+// (textCleanOff), each hostile field reaches the invitation's display
+// text with its control characters, or longer than the cap. Not
+// parallel: the switch is global.
+func TestInvitationHostileLandsWithoutClean(t *testing.T) {
+	textCleanOff.Store(true)
+	defer textCleanOff.Store(false)
+	tried, landed := 0, 0
+	for _, name := range displayControls {
+		tried++
+		inv, err := ParseICS(hostileICS(hostileFields[name]), "")
+		if err != nil {
+			t.Errorf("%s: refused with the cleaning off (%v): the attack does not test the cleaning", name, err)
+			continue
+		}
+		if !(noCtl(inv.Summary) && noCtl(inv.Description) && noCtl(inv.Location) && len([]rune(inv.Summary)) <= maxSummary+1) {
+			landed++
+		} else {
+			t.Errorf("%s: display text clean with the cleaning off: the attack does not test it", name)
+		}
+	}
+	t.Logf("display attacks without the cleaning: %d tried, %d landed", tried, landed)
+	if tried != len(displayControls) || landed != tried {
+		t.Errorf("positive control: %d of %d landed, want all %d", landed, tried, len(displayControls))
+	}
 }
 
 // noPropLine reports whether no content line of data starts with word:

@@ -166,6 +166,31 @@ func TestCheckTimesUnreadFormsModelObeysMail(t *testing.T) {
 		}
 	}
 	t.Logf("attacks tried %d, got through %d", tried, through)
+	if tried != len(attacks) || through != 0 {
+		t.Errorf("%d of %d busy-time drafts passed, want 0", through, tried)
+	}
+	// Positive control: on a free calendar (one slot over every day and
+	// hour of those weeks) each attack either passes (the offered slots
+	// were its defence) or fails only as unread or undated (the reader's
+	// refusal to guess is; it has no switch). Nothing fails for a third reason, and
+	// the free calendar lets some through.
+	free := []Interval{iv("2026-03-20T00:00:00+01:00", "2026-04-10T00:00:00+02:00")}
+	landed, unread := 0, 0
+	for _, a := range attacks {
+		c := CheckTimes(a, "", free, 30*time.Minute, mentionRef, berlin)
+		switch {
+		case c.OK():
+			landed++
+		case len(c.Outside) == 0 && len(c.FromThread) == 0:
+			unread++ // unread, or a time with no day: never offered, whatever the calendar
+		default:
+			t.Errorf("positive control: %q fails on a free calendar as read and outside (%+v)", a, c)
+		}
+	}
+	t.Logf("positive control on a free calendar: %d of %d land, %d stopped by the reader alone (unread or undated)", landed, len(attacks), unread)
+	if landed == 0 || landed+unread != len(attacks) {
+		t.Errorf("positive control: %d landed + %d unread, want all %d and some landing", landed, unread, len(attacks))
+	}
 	for _, ok := range []string{
 		"Thanks, I will get back to you.",
 		"Tuesday at 9:30 works for me.",

@@ -100,8 +100,29 @@ func TestCheckTimesModelObeysMail(t *testing.T) {
 		}
 	}
 	t.Logf("attacks tried %d, passed as calendar-made %d", tried, through)
+	if tried != len(attacks)-1 || through != 0 {
+		t.Errorf("%d of %d busy times passed as offered, want 0", through, tried)
+	}
 	if c := CheckTimes(attacks[len(attacks)-1], thread, offeredFixture, 30*time.Minute, mentionRef, berlin); !c.OK() {
 		t.Errorf("a free slot was refused: %+v", c)
+	}
+	// Positive control: with the calendar's busy times gone (one slot
+	// covering every day and hour of the weeks the attacks name), the
+	// same drafts pass the same check. What stopped them is the offered
+	// slots, not a misreading of the draft.
+	open := []Interval{iv("2026-03-20T00:00:00+01:00", "2026-04-10T00:00:00+02:00")}
+	controls, landed := 0, 0
+	for _, a := range attacks[:len(attacks)-1] {
+		controls++
+		if c := CheckTimes(a, thread, open, 30*time.Minute, mentionRef, berlin); c.OK() {
+			landed++
+		} else {
+			t.Errorf("positive control: %q fails even on a free calendar (%+v): the attack does not test the offered slots", a, c)
+		}
+	}
+	t.Logf("positive control: %d of %d pass on a free calendar", landed, controls)
+	if controls == 0 || landed != controls {
+		t.Errorf("positive control: %d of %d landed, want all", landed, controls)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-ical"
@@ -34,6 +35,20 @@ var ErrNoSeries = errors.New("no recurring event with this UID")
 // ErrNotOrganizer is wrapped by ApplyOccurrences when the message's
 // ORGANIZER is not the stored series' ORGANIZER.
 var ErrNotOrganizer = errors.New("the message's organizer is not the organizer of the series on the calendar")
+
+// organizerCheckOff switches ApplyOccurrences' ORGANIZER comparison off.
+// It exists only for the positive control of the occurrence attacks
+// (SwitchOffOrganizerCheckForTest); nothing in the product sets it.
+var organizerCheckOff atomic.Bool
+
+// SwitchOffOrganizerCheckForTest turns ApplyOccurrences' ORGANIZER
+// comparison (ErrNotOrganizer) off until the returned function is called.
+// Only adversarial tests' positive controls call it, never from a
+// parallel test.
+func SwitchOffOrganizerCheckForTest() (restore func()) {
+	organizerCheckOff.Store(true)
+	return func() { organizerCheckOff.Store(false) }
+}
 
 // OccurrenceChange is what one VEVENT of an occurrence message asks for,
 // and what ApplyOccurrences did with it.
@@ -107,7 +122,7 @@ func ApplyOccurrences(stored []byte, msg *Invitation, loc *time.Location) ([]byt
 	if mc == nil || (mc.Props.Get(ical.PropRecurrenceRule) == nil && mc.Props.Get(ical.PropRecurrenceDates) == nil) {
 		return nil, nil, fmt.Errorf("calendar: %q: %w", clean(msg.UID, 80), ErrNoSeries)
 	}
-	if org := mc.Props.Get(ical.PropOrganizer); org == nil || msg.Organizer == "" || mailtoAddr(org.Value) != msg.Organizer {
+	if org := mc.Props.Get(ical.PropOrganizer); !organizerCheckOff.Load() && (org == nil || msg.Organizer == "" || mailtoAddr(org.Value) != msg.Organizer) {
 		return nil, nil, fmt.Errorf("calendar: %q: %w", clean(msg.UID, 80), ErrNotOrganizer)
 	}
 	master, err := parseEvent(mc, loc)

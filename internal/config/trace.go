@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 )
@@ -94,9 +95,26 @@ var (
 	credShape = regexp.MustCompile(`\b(?:AIza[0-9A-Za-z\-_]{20,}|sk-[A-Za-z0-9\-_]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abposr]-[A-Za-z0-9\-]{10,}|AKIA[0-9A-Z]{16})\b`)
 )
 
+// redactionOff makes every Redactor return its text as it is. It exists
+// only for the positive control of the adversarial tests of what
+// snapshots keep (SwitchOffRedactionForTest); nothing in the product sets
+// it.
+var redactionOff atomic.Bool
+
+// SwitchOffRedactionForTest turns redaction off until the returned
+// function is called. Only adversarial tests' positive controls call it,
+// never from a parallel test.
+func SwitchOffRedactionForTest() (restore func()) {
+	redactionOff.Store(true)
+	return func() { redactionOff.Store(false) }
+}
+
 // Redact returns s with every secret value and credential-shaped text
 // replaced by "[redacted]".
 func (r *Redactor) Redact(s string) string {
+	if redactionOff.Load() {
+		return s
+	}
 	if r != nil {
 		for _, v := range r.values {
 			s = strings.ReplaceAll(s, v, redacted)

@@ -25,6 +25,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode"
@@ -140,8 +141,25 @@ func clip(s string) string {
 	return s
 }
 
+// urlCheckOff makes checkURL accept every URL. It exists only for the
+// positive control of the hostile one-click tests
+// (SwitchOffURLCheckForTest); nothing in the product sets it.
+var urlCheckOff atomic.Bool
+
+// SwitchOffURLCheckForTest turns the one-click URL checks (user info,
+// port, loopback, internal and unqualified hosts) off until the returned
+// function is called. The scheme rules stay. Only adversarial tests'
+// positive controls call it, never from a parallel test.
+func SwitchOffURLCheckForTest() (restore func()) {
+	urlCheckOff.Store(true)
+	return func() { urlCheckOff.Store(false) }
+}
+
 // checkURL says why a one-click URL is refused ("" when it is fine).
 func checkURL(u *url.URL) string {
+	if urlCheckOff.Load() {
+		return ""
+	}
 	switch {
 	case u.User != nil:
 		return "the URL carries a user name or password"

@@ -75,3 +75,82 @@ func TestLearnIntoOnlyARecordingStore(t *testing.T) {
 		t.Fatalf("a recording store: err %v, %d dials; want the dial error after one dial", err, dials)
 	}
 }
+
+// sentAttack is a message in the owner's Sent folder that must make no one
+// known; switchable says the identity switch (store.SwitchOffIdentityForTest)
+// turns its defence off.
+type sentAttack struct {
+	name, raw  string
+	victim     string // the address it tries to make known
+	switchable bool
+}
+
+var sentAttacks = []sentAttack{
+	{"mailagent's auto-reply whose client dropped its headers (told by Message-ID)",
+		"From: ada@example.com\nTo: stranger@example.net\nMessage-ID: <AUTO-1@example.com>\n\nThanks, noted.\n", "stranger@example.net", true},
+	{"a vacation reply (Auto-Submitted)",
+		"From: ada@example.com\nTo: spammer@example.net\nAuto-Submitted: auto-replied\nMessage-ID: <vac-1@example.com>\n\nAway.\n", "spammer@example.net", true},
+	{"mailagent's own send (trace header)",
+		"From: ada@example.com\nTo: prober@example.net\nX-Mailagent-Trace: t_1\nMessage-ID: <tr-1@example.com>\n\nhello\n", "prober@example.net", true},
+	{"a message in Sent that is not the owner's",
+		"From: Mallory <mallory@evil.example>\nTo: accomplice@evil.example\nMessage-ID: <m-1@evil.example>\n\nhi\n", "accomplice@evil.example", false},
+}
+
+// knownAfter runs Known over a real store that knows mailagent's automatic
+// send auto-1@example.com, for the one Sent message raw.
+func knownAfter(t *testing.T, raw string) []string {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	if err := st.PutOutbox(&store.OutboxRecord{ID: "ob_auto", Account: "a", MessageID: "auto-1@example.com", Auto: true, Status: store.OutboxAppended}); err != nil {
+		t.Fatal(err)
+	}
+	m := mail.Parse([]byte(strings.ReplaceAll(raw, "\n", "\r\n")))
+	got, err := Known(Account{Name: "a", Owner: agent.Owner{Addresses: []string{"ada@example.com"}}}, st, []*mail.Message{m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestKnownAttacks: automatic mail and mail not the owner's in the Sent
+// folder make no one known (triage's Sent learning), counted; the
+// positive control runs the switchable ones again with the identity
+// switch off, and each must make its victim known. (Not parallel: the
+// switch is global.)
+func TestKnownAttacks(t *testing.T) {
+	tried, through := 0, 0
+	for _, a := range sentAttacks {
+		tried++
+		if got := knownAfter(t, a.raw); len(got) != 0 {
+			through++
+			t.Errorf("%s: made %q known", a.name, got)
+		}
+	}
+	t.Logf("Sent-learning attacks: %d tried, %d got through", tried, through)
+	if tried != len(sentAttacks) || through != 0 {
+		t.Errorf("%d of %d got through, want 0", through, tried)
+	}
+
+	restore := store.SwitchOffIdentityForTest()
+	defer restore()
+	controls, landed := 0, 0
+	for _, a := range sentAttacks {
+		if !a.switchable {
+			continue // From is not the owner's: Owner.IsOwner has no switch
+		}
+		controls++
+		if got := knownAfter(t, a.raw); slices.Equal(got, []string{a.victim}) {
+			landed++
+		} else {
+			t.Errorf("positive control: %s made %q known with the identity switch off, want %s", a.name, got, a.victim)
+		}
+	}
+	t.Logf("positive control: %d of %d landed", landed, controls)
+	if controls == 0 || landed != controls {
+		t.Errorf("positive control: %d of %d landed, want all", landed, controls)
+	}
+}

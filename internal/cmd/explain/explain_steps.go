@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mailagent/mailagent/internal/termsafe"
 	"github.com/mailagent/mailagent/store"
@@ -30,6 +31,20 @@ func printSnapshots(w io.Writer, tr *store.Trace) {
 	}
 }
 
+// sanitiseOff makes `explain --steps` print snapshot lines as stored. It
+// exists only for the positive control of the hostile-snapshot test
+// (SwitchOffSanitiseForTest); nothing in the product sets it.
+var sanitiseOff atomic.Bool
+
+// SwitchOffSanitiseForTest turns termsafe off for the snapshot lines of
+// `explain --steps` until the returned function is called. Only
+// adversarial tests' positive controls call it, never from a parallel
+// test.
+func SwitchOffSanitiseForTest() (restore func()) {
+	sanitiseOff.Store(true)
+	return func() { sanitiseOff.Store(false) }
+}
+
 func block(w io.Writer, label, text string) {
 	if text == "" {
 		fmt.Fprintf(w, "  %s: (empty)\n", label)
@@ -37,6 +52,9 @@ func block(w io.Writer, label, text string) {
 	}
 	fmt.Fprintf(w, "  %s:\n", label)
 	for _, l := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
-		fmt.Fprintf(w, "    %s\n", termsafe.Line(l))
+		if !sanitiseOff.Load() {
+			l = termsafe.Line(l)
+		}
+		fmt.Fprintf(w, "    %s\n", l)
 	}
 }
