@@ -114,10 +114,14 @@ func TestInvitationCancelRadicaleE2E(t *testing.T) {
 		h.watchOnce(t)
 		if code, _ := do("GET", event, ""); code != http.StatusOK {
 			through++
-			t.Fatalf("%s removed the event: %d", a.subject, code)
+			t.Errorf("%s removed the event: %d", a.subject, code)
+			break // the event is gone: later attacks would prove nothing
 		}
 	}
 	t.Logf("CANCEL attacks on Radicale: %d tried, %d got through", tried, through)
+	if through > 0 {
+		t.FailNow()
+	}
 	out, _, _ := h.run("queue", "show", queueIDBySubject(t, h, "Cancelled spoofed"))
 	if !strings.Contains(out, "applied: not applied") || !strings.Contains(out, "not authenticated") {
 		t.Errorf("spoofed CANCEL:\n%s", out)
