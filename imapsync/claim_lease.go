@@ -17,29 +17,29 @@ import (
 // Election: a server without CONDSTORE (Courier-IMAP has none) gives no
 // conditional STORE, so watchers cannot claim messages one by one. They
 // elect one acting watcher through the mailbox instead, with a lease
-// folder (LeaseFolderName under the personal namespace) and the two
-// operations every IMAP server performs atomically on folders:
+// folder (LeaseFolderName under the personal namespace) and the one order
+// every IMAP server keeps: the UIDs of a folder's messages increase in
+// the order they were APPENDed.
 //
-//   - CREATE of a folder that exists fails: of watchers creating the lease
-//     folder at the same moment exactly one succeeds, and that one holds
-//     the lease. It APPENDs a note "mailagent lease <holder> <unix
-//     expiry>" and renews by appending a newer one (the highest UID is the
-//     lease).
-//   - RENAME of a folder moves it once: a watcher that finds the lease
-//     expired (plus Skew) renames the folder away; of several only one
-//     succeeds. It then checks that what it moved is the lease it judged
-//     expired (same UIDVALIDITY and note), deletes it and competes in
-//     CREATE again. If it moved a live lease (another watcher took over
-//     between its read and its RENAME) it renames it back.
+//   - A lease is a note "mailagent lease <holder> <unix expiry>" in the
+//     folder. A note is live until its expiry (plus Skew for another
+//     watcher's). The holder is the author of the live note with the
+//     lowest UID; its lease runs to the latest expiry among its live
+//     notes.
+//   - A watcher APPENDs a note only when no note is live (to take the
+//     lease) or when it holds the lease (to renew it, at a third of the
+//     lease), then reads the folder again: it holds the lease if its
+//     note's author is the lowest live one. Of watchers that append at the
+//     same moment, the first APPEND has the lowest UID, so exactly one
+//     holds; a later APPEND can never get a lower UID.
 //
 // Why it is safe: a holder acts only while its lease has more than a
-// third of its length left (Acting), renews at a third, and another
-// watcher takes over only once the lease has expired plus Skew by its own
-// clock; with clocks within Skew the two never act at once. A holder that
-// finds the folder renamed or re-created by another stops acting at once.
-// A note with an absurd expiry (beyond MaxLease) expires MaxLease after it
-// was first seen, and an empty lease folder (a holder killed between
-// CREATE and APPEND) after Lease.
+// third of its length left (Acting), and renews before; another watcher
+// appends only once every note has expired plus Skew by its own clock,
+// so with clocks within Skew the two never act at once. A holder whose
+// renewal came after another's note finds a lower live note and stops.
+// A note with an absurd expiry (beyond MaxLease) expires MaxLease after
+// this watcher first saw it; notes long expired are deleted.
 
 // LeaseFolderName is the election's folder, under the personal namespace.
 const LeaseFolderName = "Mailagent-Lease"
@@ -50,8 +50,7 @@ const leaseSubject = "mailagent lease "
 type LeaseInfo struct {
 	// Mine is whether this watcher holds the lease.
 	Mine bool
-	// Holder holds the lease until Expires ("" when unknown: the lease
-	// folder is being taken over).
+	// Holder holds the lease until Expires ("" when nobody does).
 	Holder  string
 	Expires time.Time
 }
@@ -65,16 +64,14 @@ type Election struct {
 	// personal namespace prefix + LeaseFolderName).
 	Folder string
 
-	gen      uint32 // UIDVALIDITY of the lease folder we hold (0: none)
-	expires  time.Time
-	emptyAt  map[uint32]time.Time // UIDVALIDITY → when an empty lease folder was first seen
+	expires  time.Time // our lease, while we hold it (zero: not ours)
 	resolved string
 }
 
 // Acting reports whether the watcher may act at now: it holds the lease
 // and more than a third of it is left.
 func (e *Election) Acting(now time.Time) bool {
-	return e.gen != 0 && e.expires.Sub(now) > e.Claimer.lease()/3
+	return !e.expires.IsZero() && e.expires.Sub(now) > e.Claimer.lease()/3
 }
 
 func (e *Election) folder(ctx context.Context, c *Client) (string, error) {
@@ -98,29 +95,57 @@ type leaseNote struct {
 	expires time.Time
 }
 
-// readLease selects name and returns its UIDVALIDITY and newest note
-// (uid 0: none).
-func (e *Election) readLease(ctx context.Context, c *Client, name string, readOnly bool) (uint32, leaseNote, error) {
-	st, err := c.Select(ctx, name, readOnly)
-	if err != nil {
-		return 0, leaseNote{}, err
+// notes selects name and returns its notes in UID order.
+func (e *Election) notes(ctx context.Context, c *Client, name string) ([]leaseNote, error) {
+	if _, err := c.Select(ctx, name, false); err != nil {
+		return nil, err
 	}
 	uids, err := c.Search(ctx, Criteria{})
 	if err != nil || len(uids) == 0 {
-		return st.UIDValidity, leaseNote{}, err
+		return nil, err
 	}
 	hdrs, err := c.FetchHeaders(ctx, uids, 4096)
 	if err != nil {
-		return st.UIDValidity, leaseNote{}, err
+		return nil, err
 	}
-	var best leaseNote
-	for uid, h := range hdrs {
-		if n, ok := parseLeaseNote(h); ok && uid > best.uid {
+	var out []leaseNote
+	for _, uid := range uids {
+		if n, ok := parseLeaseNote(hdrs[uid]); ok {
 			n.uid = uid
-			best = n
+			out = append(out, n)
 		}
 	}
-	return st.UIDValidity, best, nil
+	return out, nil
+}
+
+// lease judges notes (in UID order) at now: the holder and its lease, ""
+// when no lease is live. The notes are read as a chain: a note by the
+// holder extends its lease; a note by another counts only when it was
+// appended after the lease expired, which its expiry shows (more than
+// half a lease after the lease's: a take-over is appended at least Skew
+// after it, plus a whole lease); else it is the note of a watcher that
+// lost the race to append, and is ignored.
+func (e *Election) lease(notes []leaseNote, now time.Time) (holder string, expires time.Time) {
+	for _, n := range notes {
+		exp := e.Claimer.effective(n.uid, claimMark{keyword: fmt.Sprintf("lease/%s/%d", n.holder, n.expires.Unix()), holder: n.holder, expires: n.expires}, now)
+		switch {
+		case holder == "" || n.holder == holder:
+			holder = n.holder
+			if exp.After(expires) {
+				expires = exp
+			}
+		case exp.After(expires.Add(e.Claimer.lease() / 2)):
+			holder, expires = n.holder, exp
+		}
+	}
+	margin := e.Claimer.skew()
+	if holder == e.Claimer.Holder {
+		margin = 0
+	}
+	if holder == "" || !expires.Add(margin).After(now) {
+		return "", time.Time{}
+	}
+	return holder, expires
 }
 
 func parseLeaseNote(h []byte) (leaseNote, bool) {
@@ -129,8 +154,11 @@ func parseLeaseNote(h []byte) (leaseNote, bool) {
 		if len(l) < 9 || !strings.EqualFold(l[:9], "Subject: ") {
 			continue
 		}
-		f := strings.Fields(strings.TrimPrefix(l[9:], leaseSubject))
-		if !strings.HasPrefix(l[9:], leaseSubject) || len(f) != 2 || !ValidHolder(f[0]) {
+		if !strings.HasPrefix(l[9:], leaseSubject) {
+			return leaseNote{}, false
+		}
+		f := strings.Fields(l[9+len(leaseSubject):])
+		if len(f) != 2 || !ValidHolder(f[0]) {
 			return leaseNote{}, false
 		}
 		sec, err := strconv.ParseInt(f[1], 10, 64)
@@ -143,142 +171,105 @@ func parseLeaseNote(h []byte) (leaseNote, bool) {
 }
 
 func (e *Election) appendNote(ctx context.Context, c *Client, name string, expires time.Time) error {
-	raw := fmt.Sprintf("From: mailagent <mailagent@localhost>\r\nSubject: %s%s %d\r\nDate: %s\r\n\r\n"+
+	var nonce [6]byte
+	_, _ = rand.Read(nonce[:])
+	raw := fmt.Sprintf("From: mailagent <mailagent@localhost>\r\nSubject: %s%s %d\r\nDate: %s\r\nMessage-ID: <lease.%s@mailagent.invalid>\r\n\r\n"+
 		"This folder elects the one mailagent watcher that acts on this account (its IMAP server has no CONDSTORE). Leave it alone.\r\n",
-		leaseSubject, e.Claimer.Holder, expires.Unix(), e.Claimer.now().Format(time.RFC1123Z))
+		leaseSubject, e.Claimer.Holder, expires.Unix(), e.Claimer.now().Format(time.RFC1123Z), hex.EncodeToString(nonce[:]))
 	_, err := c.Append(ctx, name, []string{string(imap.FlagSeen)}, time.Time{}, []byte(raw))
 	return err
 }
 
 // Hold takes, renews or watches the lease: it renews the lease it holds,
-// takes one that is free or expired, and otherwise reports the holder.
-// On an error the watcher must assume it does not hold the lease
-// (Acting turns false once its last lease runs short).
+// takes it when no note is live, and otherwise reports the holder. On an
+// error the watcher must assume it does not hold the lease (Acting turns
+// false once its last lease runs short).
 func (e *Election) Hold(ctx context.Context, c *Client) (LeaseInfo, error) {
 	if !ValidHolder(e.Claimer.Holder) {
 		return LeaseInfo{}, ErrBadHolder
 	}
+	info, err := e.hold(ctx, c)
+	if err != nil || !info.Mine {
+		e.expires = time.Time{}
+	}
+	return info, err
+}
+
+func (e *Election) hold(ctx context.Context, c *Client) (LeaseInfo, error) {
 	name, err := e.folder(ctx, c)
 	if err != nil {
 		return LeaseInfo{}, fmt.Errorf("imap lease: %w", err)
 	}
-	for range 3 {
-		gen, note, err := e.readLease(ctx, c, name, false)
-		if err != nil {
-			if ctx.Err() != nil {
-				return LeaseInfo{}, ctx.Err()
-			}
-			// No lease folder (or it vanished): compete in CREATE.
-			e.gen = 0
-			cerr := c.guard(ctx, func() error { return c.ic.Create(name, nil).Wait() })
-			if cerr != nil {
-				if ctx.Err() != nil {
-					return LeaseInfo{}, ctx.Err()
-				}
-				continue // another watcher created it first: read it
-			}
-			gen, _, err = e.readLease(ctx, c, name, false)
-			if err != nil {
-				return LeaseInfo{}, fmt.Errorf("imap lease: %w", err)
-			}
-			return e.renew(ctx, c, name, gen, nil)
-		}
-		now := e.Claimer.now()
-		if note.holder == e.Claimer.Holder {
-			return e.renew(ctx, c, name, gen, &note)
-		}
-		e.gen = 0
-		exp := e.noteExpiry(gen, note, now)
-		if exp.Add(e.Claimer.skew()).After(now) {
-			return LeaseInfo{Holder: note.holder, Expires: exp}, nil
-		}
-		if err := e.takeOver(ctx, c, name, gen, note); err != nil {
-			return LeaseInfo{}, err
-		}
-	}
-	return LeaseInfo{}, nil // contended: the next round reads again
-}
-
-// noteExpiry is the expiry a lease note is judged by (see Claimer.effective);
-// an empty folder counts as a lease that began when it was first seen.
-func (e *Election) noteExpiry(gen uint32, note leaseNote, now time.Time) time.Time {
-	if note.uid == 0 {
-		if e.emptyAt == nil {
-			e.emptyAt = map[uint32]time.Time{}
-		}
-		first, ok := e.emptyAt[gen]
-		if !ok {
-			first, e.emptyAt[gen] = now, now
-		}
-		return first.Add(e.Claimer.lease())
-	}
-	return e.Claimer.effective(gen, claimMark{keyword: fmt.Sprintf("lease/%d/%s/%d", note.uid, note.holder, note.expires.Unix()), holder: note.holder, expires: note.expires}, now)
-}
-
-// renew appends a fresh note to the lease folder we hold (selected) and
-// drops the older notes.
-func (e *Election) renew(ctx context.Context, c *Client, name string, gen uint32, _ *leaseNote) (LeaseInfo, error) {
-	exp := e.Claimer.expiry(e.Claimer.now())
-	if err := e.appendNote(ctx, c, name, exp); err != nil {
-		e.gen = 0
-		return LeaseInfo{}, fmt.Errorf("imap lease renew: %w", err)
-	}
-	e.gen, e.expires = gen, exp
-	if uids, err := c.Search(ctx, Criteria{}); err == nil && len(uids) > 1 {
-		_ = c.Delete(ctx, uids[:len(uids)-1]) // best effort: the newest note is the lease
-	}
-	return LeaseInfo{Mine: true, Holder: e.Claimer.Holder, Expires: exp}, nil
-}
-
-// takeOver renames the expired lease folder away, checks it moved the
-// lease it judged, and deletes it; a live lease moved by mistake goes
-// back.
-func (e *Election) takeOver(ctx context.Context, c *Client, name string, gen uint32, judged leaseNote) error {
-	var nonce [4]byte
-	_, _ = rand.Read(nonce[:])
-	stale := name + "-stale-" + e.Claimer.Holder + "-" + hex.EncodeToString(nonce[:])
-	if _, err := c.Select(ctx, "INBOX", true); err != nil {
-		return fmt.Errorf("imap lease: %w", err)
-	}
-	if err := c.guard(ctx, func() error { return c.ic.Rename(name, stale, nil).Wait() }); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return nil // another watcher moved it first
-	}
-	got, note, err := e.readLease(ctx, c, stale, true)
+	notes, err := e.notes(ctx, c, name)
 	if err != nil {
-		return fmt.Errorf("imap lease take-over: %w", err)
+		if ctx.Err() != nil {
+			return LeaseInfo{}, ctx.Err()
+		}
+		// No lease folder yet: create it (a folder that exists is no
+		// error) and read it again.
+		if err := c.CreateMailbox(ctx, name); err != nil {
+			return LeaseInfo{}, fmt.Errorf("imap lease: %w", err)
+		}
+		if notes, err = e.notes(ctx, c, name); err != nil {
+			return LeaseInfo{}, fmt.Errorf("imap lease: %w", err)
+		}
 	}
-	if got != gen || note != judged {
-		_, _ = c.Select(ctx, "INBOX", true)
-		_ = c.guard(ctx, func() error { return c.ic.Rename(stale, name, nil).Wait() })
-		return nil
+	now := e.Claimer.now()
+	holder, expires := e.lease(notes, now)
+	if holder != "" && holder != e.Claimer.Holder {
+		return LeaseInfo{Holder: holder, Expires: expires}, nil
 	}
-	if _, err := c.Select(ctx, "INBOX", true); err != nil {
-		return fmt.Errorf("imap lease: %w", err)
+	// Free, or ours: append a note, then see whose live note is lowest.
+	if err := e.appendNote(ctx, c, name, e.Claimer.expiry(now)); err != nil {
+		return LeaseInfo{}, fmt.Errorf("imap lease: %w", err)
 	}
-	if err := c.guard(ctx, func() error { return c.ic.Delete(stale).Wait() }); err != nil {
-		return fmt.Errorf("imap lease: delete %q: %w", stale, err)
+	if notes, err = e.notes(ctx, c, name); err != nil {
+		return LeaseInfo{}, fmt.Errorf("imap lease: %w", err)
 	}
-	return nil
+	holder, expires = e.lease(notes, now)
+	info := LeaseInfo{Mine: holder == e.Claimer.Holder, Holder: holder, Expires: expires}
+	if info.Mine {
+		e.expires = expires
+	}
+	// Tidy: a watcher that lost the race drops its note; notes expired
+	// for a whole lease are dead on every clock and in the chain.
+	var drop []uint32
+	for _, n := range notes {
+		lost := !info.Mine && n.holder == e.Claimer.Holder
+		if lost || n.expires.Add(e.Claimer.lease()+e.Claimer.skew()).Before(now) {
+			drop = append(drop, n.uid)
+		}
+	}
+	if len(drop) > 0 {
+		_ = c.Delete(ctx, drop) // best effort
+	}
+	return info, nil
 }
 
 // Release gives the lease up (a clean stop), so another watcher takes
-// over at once instead of after the lease. It does nothing when this
-// watcher does not hold it.
+// over at once instead of after the lease: it deletes its own notes. It
+// does nothing when this watcher does not hold it.
 func (e *Election) Release(ctx context.Context, c *Client) error {
-	if e.gen == 0 {
+	if e.expires.IsZero() {
 		return nil
 	}
+	e.expires = time.Time{}
 	name, err := e.folder(ctx, c)
 	if err != nil {
 		return err
 	}
-	gen, note, err := e.readLease(ctx, c, name, true)
-	e.gen = 0
-	if err != nil || note.holder != e.Claimer.Holder {
-		return nil
+	notes, err := e.notes(ctx, c, name)
+	if err != nil {
+		return fmt.Errorf("imap lease release: %w", err)
 	}
-	return e.takeOver(ctx, c, name, gen, note)
+	var mine []uint32
+	for _, n := range notes {
+		if n.holder == e.Claimer.Holder {
+			mine = append(mine, n.uid)
+		}
+	}
+	if err := c.Delete(ctx, mine); err != nil {
+		return fmt.Errorf("imap lease release: %w", err)
+	}
+	return nil
 }

@@ -152,7 +152,7 @@ func TestElectionOneActing(t *testing.T) {
 			wg.Go(func() {
 				info, err := els[i].Hold(ctx, clients[i])
 				if err != nil {
-					t.Errorf("w%d Hold: %v", i, err)
+					t.Logf("w%d Hold (contended): %v", i, err)
 				}
 				out[i] = info
 			})
@@ -168,11 +168,23 @@ func TestElectionOneActing(t *testing.T) {
 		}
 		return mine
 	}
-	all := []int{0, 1, 2, 3}
-	first := holders(round(all))
-	if len(first) != 1 {
-		t.Fatalf("first round: %v hold the lease, want exactly one", first)
+	// settle runs rounds of who until one holds the lease (racers may
+	// all lose a round to each other's RENAME), never two at once.
+	settle := func(what string, who []int) []int {
+		for r := range 5 {
+			got := holders(round(who))
+			if len(got) > 1 {
+				t.Fatalf("%s, round %d: %v hold the lease at once", what, r, got)
+			}
+			if len(got) == 1 {
+				return got
+			}
+		}
+		t.Fatalf("%s: nobody holds the lease after 5 rounds", what)
+		return nil
 	}
+	all := []int{0, 1, 2, 3}
+	first := settle("first round", all)
 	h := first[0]
 	for range 3 {
 		clk.Add(20 * time.Second)
@@ -198,10 +210,7 @@ func TestElectionOneActing(t *testing.T) {
 	if els[h].Acting(clk.Now()) {
 		t.Fatalf("w%d still acting after its lease expired", h)
 	}
-	next := holders(round(rest))
-	if len(next) != 1 {
-		t.Fatalf("after the lease expired: %v took over, want exactly one", next)
-	}
+	next := settle("after the lease expired", rest)
 	if info := round([]int{h})[h]; info.Mine || info.Holder != fmt.Sprintf("w%d", next[0]) {
 		t.Fatalf("the old holder after the take-over: got %+v, want w%d's lease", info, next[0])
 	}
