@@ -324,6 +324,13 @@ type Sync struct {
 	PollInterval    Duration `toml:"poll_interval"`
 	InitialLookback Duration `toml:"initial_lookback"`
 	RetryInterval   Duration `toml:"retry_interval"`
+	// Claims makes watch claim each new message in the mailbox before
+	// acting on it, so that several watchers of one account (on
+	// different machines, each with its own state) never both answer or
+	// queue a message: a claim keyword set by a conditional STORE where
+	// the server has CONDSTORE, else one watcher elected through a lease
+	// folder (internal/app/daemon claim.go). Default false: one watcher.
+	Claims bool `toml:"claims"`
 }
 
 // MCP configures `mailagent mcp`, the Model Context Protocol server.
