@@ -331,6 +331,10 @@ type Sync struct {
 	// the server has CONDSTORE, else one watcher elected through a lease
 	// folder (internal/app/daemon claim.go). Default false: one watcher.
 	Claims bool `toml:"claims"`
+	// ClaimLease is how long a claim (or the elected watcher's lease)
+	// holds without being renewed or finished: a watcher that died leaves
+	// its messages to the others after it (default 10m; 0: the default).
+	ClaimLease Duration `toml:"claim_lease"`
 }
 
 // MCP configures `mailagent mcp`, the Model Context Protocol server.
