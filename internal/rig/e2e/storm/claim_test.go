@@ -1,0 +1,470 @@
+package storm
+
+import (
+	"context"
+	"fmt"
+	mrand "math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
+
+	"github.com/mailagent/mailagent/agent/outbox"
+	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/app/daemon"
+	"github.com/mailagent/mailagent/internal/llm/geminitest"
+	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/internal/rig/e2e"
+	"github.com/mailagent/mailagent/store"
+)
+
+const (
+	claimBurst = 100 // messages, every one auto-answerable
+	claimKills = 8   // SIGKILLs, each of one of the two watchers at random
+	claimLease = "30s"
+)
+
+// TestTwoWatchersOneReply is issue 29 end to end: two `mailagent watch`
+// processes with sync.claims on, each with its own state directory,
+// watch the same account while a burst of 100 auto-answerable,
+// DKIM-authenticated mails arrives and one or the other is killed with
+// SIGKILL at random points and restarted, eight times. Must hold, on the
+// stack's Dovecot and on the Courier-style Dovecot (both with CONDSTORE:
+// every message is claimed in the mailbox): every message is answered
+// exactly once (one reply delivered to its sender, one copy in Sent, none
+// to anyone else), acted on by exactly one watcher (one record that is not
+// handled_elsewhere, done, with its outbox record appended), none lost;
+// and both watchers report "claims" with different holders.
+func TestTwoWatchersOneReply(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the two-watcher storm takes about two minutes")
+	}
+	s := e2e.Require(t)
+	e2e.RequireSenderAuth(t)
+	if binary == "" {
+		t.Fatal("the mailagent binary was not built (TestMain)")
+	}
+	for _, tc := range []struct {
+		name    string
+		srv     *e2e.Stack
+		viaSink bool   // Postfix delivers to the main Dovecot only: copy the mail over
+		sent    string // the Sent folder's name on srv
+	}{
+		{"dovecot", s, false, "Sent"},
+		{"courier-style", s.Courier(t), true, "INBOX.Sent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			twoWatchers(t, s, tc.srv, tc.viaSink, tc.sent)
+		})
+	}
+}
+
+func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox string) {
+	_, auth := e2e.RequireSenderAuth(t)
+	tag := newTag()
+	dir, err := os.MkdirTemp("", "ma-claim-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	model := geminitest.NewServer(t, func(req *geminitest.Request) geminitest.Reply {
+		if !strings.Contains(req.UserText(), "[storm "+tag+"]") {
+			return cautious(req) // other tests' mail in the shared INBOX
+		}
+		rep := draftReply("Thursday works.")
+		if isClassify(req) {
+			rep = lowRisk()
+		}
+		rep.Delay = 50 * time.Millisecond
+		return rep
+	})
+	var agents [2]*agent
+	for i := range agents {
+		sub := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.Mkdir(sub, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		a := &agent{t: t, s: srv, dir: sub, stateDir: filepath.Join(sub, "state"), cfgPath: filepath.Join(sub, "config.toml"),
+			syncExtra: fmt.Sprintf("claims = true\nclaim_lease = %q\n", claimLease)}
+		a.writeConfig(model.URL, main.SMTPPort, main.CAFile)
+		t.Cleanup(a.dumpOnFailure)
+		agents[i] = a
+	}
+	senders := []string{e2e.Bob, e2e.Carol}
+	for _, u := range senders {
+		appendRaw(t, srv, e2e.Owner, sentBox, []byte(fmt.Sprintf("From: %s <%s>\r\nTo: %s\r\nSubject: Catching up %s\r\nDate: %s\r\nMessage-ID: <earlier.%s.%s>\r\n\r\nGood to see you last week.\r\n",
+			ownerName, e2e.Owner, u, tag, time.Now().Format(time.RFC1123Z), strings.Split(u, "@")[0], msgDomain(tag))), imap.FlagSeen)
+	}
+	var ws [2]*watcher
+	for i, a := range agents {
+		ws[i] = a.start()
+	}
+	for _, w := range ws {
+		w.waitIdle()
+	}
+
+	// The burst, in slices, each followed by a SIGKILL of one watcher
+	// picked at random (0.3–2 s later) and its immediate restart.
+	ids := make([]string, claimBurst)
+	to := map[string]string{}
+	started := time.Now()
+	for k := range claimKills {
+		var slice []string
+		for i := k * claimBurst / claimKills; i < (k+1)*claimBurst/claimKills; i++ {
+			from := senders[i%len(senders)]
+			id := fmt.Sprintf("claim%d.%s", i, msgDomain(tag))
+			ids[i], to[id] = id, from
+			raw := fmt.Appendf(nil, "From: %s\r\nTo: %s <%s>\r\nSubject: Slot %d [storm %s]\r\nDate: %s\r\nMessage-ID: <%s>\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHi Ada,\r\ndoes Thursday work for you?\r\n",
+				from, ownerName, e2e.Owner, i, tag, time.Now().Format(time.RFC1123Z), id)
+			signed, err := auth.Sign(raw, e2e.LocalDomain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rcpt := e2e.Owner
+			if viaSink {
+				rcpt = e2e.Sink
+			}
+			main.Deliver(t, from, []string{rcpt}, signed)
+			slice = append(slice, id)
+		}
+		if viaSink {
+			// Postfix's copy, with its Authentication-Results, into the
+			// Courier-style server's INBOX.
+			copyDelivered(t, main, srv, e2e.Sink, slice)
+		}
+		time.Sleep(time.Duration(300+mrand.IntN(1700)) * time.Millisecond)
+		i := mrand.IntN(2)
+		ws[i].kill9()
+		ws[i] = agents[i].start()
+	}
+	t.Logf("burst: %d mails, %d SIGKILLs over %v", claimBurst, claimKills, time.Since(started).Round(time.Millisecond))
+
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		replies := repliesTo(t, main, senders, tag)
+		answered := 0
+		for _, id := range ids {
+			if len(replies[id]) > 0 {
+				answered++
+			}
+		}
+		if answered == claimBurst {
+			break
+		}
+		for i, w := range ws {
+			if w.exited() {
+				t.Fatalf("watcher %d exited (%v)", i, w.err)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d answered 2 minutes after the burst", answered, claimBurst)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("all %d answered %v after the burst began", claimBurst, time.Since(started).Round(time.Millisecond))
+
+	// Both watchers claim, under different holders.
+	holders := map[string]bool{}
+	for i, a := range agents {
+		st := a.status()
+		if len(st.Accounts) != 1 || st.Accounts[0].ClaimMode != daemon.ClaimModeClaims {
+			t.Errorf("watcher %d status: %+v, want claim mode %q", i, st.Accounts, daemon.ClaimModeClaims)
+			continue
+		}
+		holders[st.Accounts[0].ClaimHolder] = true
+		t.Logf("watcher %d: holder %s, %d handled elsewhere since its last start, %d held elsewhere, note %q", i,
+			st.Accounts[0].ClaimHolder, st.Accounts[0].HandledElsewhere, st.Accounts[0].HeldElsewhere, st.Accounts[0].ClaimNote)
+	}
+	if len(holders) != 2 {
+		t.Errorf("holders: %v, want two different ids", holders)
+	}
+
+	// A barrier through Postfix, then the final counts.
+	barrier := "barrier." + msgDomain(tag)
+	main.Deliver(t, "barrier@example.test", []string{e2e.Bob, e2e.Carol, e2e.Sink},
+		fmt.Appendf(nil, "From: barrier@example.test\r\nTo: bob@example.test\r\nSubject: barrier %s\r\nMessage-ID: <%s>\r\n\r\nbarrier\r\n", tag, barrier))
+	for _, u := range []string{e2e.Bob, e2e.Carol, e2e.Sink} {
+		for end := time.Now().Add(time.Minute); len(headers(t, main, u, "INBOX", "Message-ID", barrier)) == 0; time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("the barrier did not reach %s", u)
+			}
+		}
+	}
+	// Settle: each reply is filed in Sent before its record is done (but
+	// one whose send a SIGKILL cut after DATA never is, see below): wait
+	// until Sent holds them all, or has not changed for 20 s.
+	sentBy := map[string]int{}
+	for end, last, changed := time.Now().Add(2*time.Minute), -1, time.Now(); ; {
+		sentBy = map[string]int{}
+		for _, m := range headers(t, srv, e2e.Owner, sentBox, "Subject", "[storm "+tag+"]") {
+			for _, id := range m.InReplyTo {
+				sentBy[mail.IDKey(id)]++
+			}
+		}
+		if len(sentBy) != last {
+			last, changed = len(sentBy), time.Now()
+		}
+		if len(sentBy) >= claimBurst || time.Now().After(end) || time.Since(changed) > 20*time.Second {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	replies := repliesTo(t, main, []string{e2e.Bob, e2e.Carol, e2e.Sink}, tag)
+	for _, w := range ws {
+		w.stop()
+	}
+
+	// Both state databases: exactly one watcher acted on each message.
+	type acted struct {
+		rec    *store.MessageRecord
+		outbox []store.OutboxRecord
+	}
+	byID := map[string][]acted{}
+	elsewhere := map[string]int{}
+	for _, a := range agents {
+		st, err := store.Open(filepath.Join(a.stateDir, "mailagent.db"), store.Options{Timeout: 5 * time.Second, ReadOnly: true})
+		if err != nil {
+			t.Fatalf("open the state database: %v", err)
+		}
+		outbox := map[string][]store.OutboxRecord{}
+		if err := st.ListOutbox("", func(r *store.OutboxRecord) error {
+			outbox[mail.IDKey(r.InReplyTo)] = append(outbox[mail.IDKey(r.InReplyTo)], *r)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			recs, err := st.FindByMessageID(account, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				if r.Decision == daemon.DecisionHandledElsewhere {
+					elsewhere[id]++
+					continue
+				}
+				byID[id] = append(byID[id], acted{rec: r, outbox: outbox[mail.IDKey(id)]})
+			}
+		}
+		_ = st.Close()
+	}
+
+	tried, twice, lost, ambiguous := 0, 0, 0, 0
+	var bad []string
+	for _, id := range ids {
+		tried++
+		switch n := len(replies[id]); {
+		case n == 0:
+			lost++
+			bad = append(bad, id+": no reply delivered")
+		case n > 1:
+			twice++
+			bad = append(bad, fmt.Sprintf("%s: %d replies delivered (%v)", id, n, replies[id]))
+		case !mail.SameAddr(replies[id][0], to[id]):
+			bad = append(bad, fmt.Sprintf("%s: the reply reached %s, want %s", id, replies[id][0], to[id]))
+		}
+		acts := byID[id]
+		// A SIGKILL after DATA leaves the send ambiguous: the outbox never
+		// sends it again nor files it in Sent, and hands it to the owner
+		// (agent/outbox ErrAmbiguousSend). The reply was delivered once
+		// (checked above); Sent then holds none.
+		cut := len(acts) == 1 && len(acts[0].outbox) == 1 && acts[0].outbox[0].Status == store.OutboxFailed &&
+			strings.Contains(acts[0].outbox[0].Error, outbox.ErrAmbiguousSend.Error())
+		if cut {
+			ambiguous++
+		}
+		if n := sentBy[mail.IDKey(id)]; n > 1 || (n == 0 && !cut) {
+			bad = append(bad, fmt.Sprintf("%s: %d copies in Sent, want 1", id, n))
+		}
+		switch {
+		case len(acts) == 0:
+			bad = append(bad, id+": no watcher recorded acting on it")
+		case len(acts) > 1:
+			twice++
+			bad = append(bad, fmt.Sprintf("%s: %d watchers acted on it", id, len(acts)))
+		default:
+			r := acts[0]
+			if r.rec.State != store.StateDone || len(r.outbox) != 1 || (r.outbox[0].Status != store.OutboxAppended && !cut) {
+				line := fmt.Sprintf("%s: record %s/%s, %d outbox records (want done and one appended)", id, r.rec.State, r.rec.Decision, len(r.outbox))
+				for _, ob := range r.outbox {
+					line += fmt.Sprintf("; outbox %s %s attempts %d updated %s: %s", ob.ID, ob.Status, ob.Attempts, ob.UpdatedAt.Format(time.TimeOnly), ob.Error)
+				}
+				bad = append(bad, line)
+			}
+		}
+		if elsewhere[id] > 1 {
+			bad = append(bad, fmt.Sprintf("%s: %d handled_elsewhere records", id, elsewhere[id]))
+		}
+	}
+	handled := 0
+	for _, n := range elsewhere {
+		handled += n
+	}
+	t.Logf("%d messages: %d answered or acted on twice, %d lost; %d recorded as handled elsewhere by the other watcher; %d sends cut after DATA by a SIGKILL (delivered once, handed to the owner)",
+		tried, twice, lost, handled, ambiguous)
+	if len(bad) > 0 {
+		t.Errorf("%d problems, want 0:\n%s", len(bad), strings.Join(bad, "\n"))
+	}
+}
+
+// status asks the agent's running watcher for its status.
+func (a *agent) status() api.Status {
+	a.t.Helper()
+	ctx := context.Background()
+	c, err := api.Dial(ctx, api.SocketPath(a.stateDir))
+	if err != nil {
+		a.t.Fatalf("status: %v", err)
+	}
+	defer func() { _ = c.Close() }()
+	st, err := c.Status(ctx)
+	if err != nil {
+		a.t.Fatalf("status: %v", err)
+	}
+	return st
+}
+
+// ---------------------------------------------------------------------------
+// IMAP for the two-watcher test: the shared stack's Dovecot runs out of
+// login processes when every engineer's tests connect at once (each TLS
+// session holds one), so the test's own reads and writes go over
+// plaintext on loopback (no login process kept) and dial again on failure.
+
+// withIMAP runs f on a fresh session of user on s, trying again (with a
+// new session) on failure for up to a minute.
+func withIMAP(t *testing.T, s *e2e.Stack, user string, f func(c *imapclient.Client) error) {
+	t.Helper()
+	var last error
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		c, err := imapclient.DialInsecure(s.IMAPAddr(), &imapclient.Options{Dialer: &net.Dialer{Timeout: 10 * time.Second}})
+		if err != nil {
+			last = err
+			continue
+		}
+		err = c.Login(user, s.Password(t, user)).Wait()
+		if err == nil {
+			err = f(c)
+		}
+		_ = c.Logout().Wait()
+		_ = c.Close()
+		if err == nil {
+			return
+		}
+		last = err
+	}
+	t.Fatalf("imap %s on %s: %v", user, s.IMAPAddr(), last)
+}
+
+// appendRaw appends raw to user's mailbox on s.
+func appendRaw(t *testing.T, s *e2e.Stack, user, mailbox string, raw []byte, flags ...imap.Flag) {
+	t.Helper()
+	withIMAP(t, s, user, func(c *imapclient.Client) error {
+		cmd := c.Append(mailbox, int64(len(raw)), &imap.AppendOptions{Flags: flags})
+		if _, err := cmd.Write(raw); err != nil {
+			_ = cmd.Close()
+			return err
+		}
+		if err := cmd.Close(); err != nil {
+			return err
+		}
+		_, err := cmd.Wait()
+		return err
+	})
+}
+
+// copyDelivered waits until each of ids has reached from's INBOX on main
+// (Postfix delivered it, with its Authentication-Results) and appends
+// those copies to the owner's INBOX on srv.
+func copyDelivered(t *testing.T, main, srv *e2e.Stack, from string, ids []string) {
+	t.Helper()
+	var raws [][]byte
+	withIMAP(t, main, from, func(c *imapclient.Client) error {
+		raws = raws[:0]
+		if _, err := c.Select("INBOX", &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			crit := &imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "Message-ID", Value: id}}}
+			var uids []imap.UID
+			for end := time.Now().Add(time.Minute); len(uids) == 0; time.Sleep(50 * time.Millisecond) {
+				if time.Now().After(end) {
+					return fmt.Errorf("%s never reached %s", id, from)
+				}
+				if err := c.Noop().Wait(); err != nil {
+					return err
+				}
+				data, err := c.UIDSearch(crit, nil).Wait()
+				if err != nil {
+					return err
+				}
+				uids = data.AllUIDs()
+			}
+			msgs, err := c.Fetch(imap.UIDSetNum(uids[0]), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{{Peek: true}}}).Collect()
+			if err != nil || len(msgs) != 1 || len(msgs[0].BodySection) == 0 {
+				return fmt.Errorf("fetch %s: %v", id, err)
+			}
+			raws = append(raws, msgs[0].BodySection[0].Bytes)
+		}
+		return nil
+	})
+	for _, raw := range raws {
+		appendRaw(t, srv, e2e.Owner, "INBOX", raw)
+	}
+}
+
+// headers returns the parsed headers of the messages in user's mailbox on
+// s whose header field contains value.
+func headers(t *testing.T, s *e2e.Stack, user, mailbox, field, value string) []*mail.Message {
+	t.Helper()
+	var out []*mail.Message
+	withIMAP(t, s, user, func(c *imapclient.Client) error {
+		out = out[:0]
+		if _, err := c.Select(mailbox, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
+			return err
+		}
+		data, err := c.UIDSearch(&imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: field, Value: value}}}, nil).Wait()
+		if err != nil {
+			return err
+		}
+		uids := data.AllUIDs()
+		if len(uids) == 0 {
+			return nil
+		}
+		msgs, err := c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{
+			UID: true, BodySection: []*imap.FetchItemBodySection{{Specifier: imap.PartSpecifierHeader, Peek: true}},
+		}).Collect()
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			for _, b := range m.BodySection {
+				out = append(out, mail.Parse(b.Bytes))
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+// repliesTo maps each Message-ID the replies with tag in their Subject
+// answer (In-Reply-To) to the users they reached, once per copy.
+func repliesTo(t *testing.T, s *e2e.Stack, users []string, tag string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, u := range users {
+		for _, m := range headers(t, s, u, "INBOX", "Subject", "[storm "+tag+"]") {
+			if !strings.HasPrefix(m.Subject, "Re:") {
+				continue
+			}
+			for _, id := range m.InReplyTo {
+				out[id] = append(out[id], u)
+			}
+		}
+	}
+	return out
+}
