@@ -39,7 +39,10 @@ const (
 // exactly once (one reply delivered to its sender, one copy in Sent, none
 // to anyone else), acted on by exactly one watcher (one record that is not
 // handled_elsewhere, done, with its outbox record appended), none lost;
-// and both watchers report "claims" with different holders.
+// and both watchers report "claims" with different holders. On the real
+// Courier-IMAP, which has no CONDSTORE, the same holds with one watcher
+// elected: its status says "elected", the other's "passive", naming
+// CONDSTORE and the elected watcher.
 func TestTwoWatchersOneReply(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the two-watcher storm takes about two minutes")
@@ -50,22 +53,36 @@ func TestTwoWatchersOneReply(t *testing.T) {
 		t.Fatal("the mailagent binary was not built (TestMain)")
 	}
 	for _, tc := range []struct {
-		name    string
-		srv     *e2e.Stack
-		viaSink bool   // Postfix delivers to the main Dovecot only: copy the mail over
-		sent    string // the Sent folder's name on srv
+		name string
+		srv  func(t *testing.T) *e2e.Stack
+		// viaSink: Postfix delivers to the main Dovecot only, so the
+		// mail is copied over from the sink's INBOX.
+		viaSink  bool
+		sent     string // the Sent folder's name on the server
+		election bool   // no CONDSTORE: one watcher acts
 	}{
-		{"dovecot", s, false, "Sent"},
-		{"courier-style", s.Courier(t), true, "INBOX.Sent"},
+		{"dovecot", func(*testing.T) *e2e.Stack { return s }, false, "Sent", false},
+		{"courier-style", func(t *testing.T) *e2e.Stack { return s.Courier(t) }, true, "INBOX.Sent", false},
+		{"courier-imap", func(t *testing.T) *e2e.Stack {
+			rc := s.RealCourier(t)
+			rc.Exclusive(t)
+			for _, box := range []string{"INBOX.Sent", "INBOX.Drafts"} {
+				withIMAP(t, rc.Fixed, e2e.Owner, func(c *imapclient.Client) error {
+					_ = c.Create(box, nil).Wait() // it may exist
+					return nil
+				})
+			}
+			return rc.Fixed
+		}, true, "INBOX.Sent", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			twoWatchers(t, s, tc.srv, tc.viaSink, tc.sent)
+			twoWatchers(t, s, tc.srv(t), tc.viaSink, tc.sent, tc.election)
 		})
 	}
 }
 
-func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox string) {
+func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox string, election bool) {
 	_, auth := e2e.RequireSenderAuth(t)
 	tag := newTag()
 	dir, err := os.MkdirTemp("", "ma-claim-")
@@ -169,20 +186,35 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox strin
 	}
 	t.Logf("all %d answered %v after the burst began", claimBurst, time.Since(started).Round(time.Millisecond))
 
-	// Both watchers claim, under different holders.
+	// Both watchers claim, under different holders; without CONDSTORE one
+	// is elected and the other says why it is passive.
 	holders := map[string]bool{}
+	modes := map[string]string{} // mode → holder
+	var passiveNote string
 	for i, a := range agents {
 		st := a.status()
-		if len(st.Accounts) != 1 || st.Accounts[0].ClaimMode != daemon.ClaimModeClaims {
-			t.Errorf("watcher %d status: %+v, want claim mode %q", i, st.Accounts, daemon.ClaimModeClaims)
-			continue
+		if len(st.Accounts) != 1 {
+			t.Fatalf("watcher %d status: %+v, want one account", i, st.Accounts)
 		}
-		holders[st.Accounts[0].ClaimHolder] = true
-		t.Logf("watcher %d: holder %s, %d handled elsewhere since its last start, %d held elsewhere, note %q", i,
-			st.Accounts[0].ClaimHolder, st.Accounts[0].HandledElsewhere, st.Accounts[0].HeldElsewhere, st.Accounts[0].ClaimNote)
+		as := st.Accounts[0]
+		holders[as.ClaimHolder] = true
+		modes[as.ClaimMode] = as.ClaimHolder
+		if as.ClaimMode == daemon.ClaimModePassive {
+			passiveNote = as.ClaimNote
+		}
+		t.Logf("watcher %d: mode %s, holder %s, %d handled elsewhere since its last start, %d held elsewhere, note %q", i,
+			as.ClaimMode, as.ClaimHolder, as.HandledElsewhere, as.HeldElsewhere, as.ClaimNote)
 	}
 	if len(holders) != 2 {
 		t.Errorf("holders: %v, want two different ids", holders)
+	}
+	switch {
+	case !election && (len(modes) != 1 || modes[daemon.ClaimModeClaims] == ""):
+		t.Errorf("claim modes: %v, want both %q", modes, daemon.ClaimModeClaims)
+	case election && (len(modes) != 2 || modes[daemon.ClaimModeElected] == "" || modes[daemon.ClaimModePassive] == ""):
+		t.Errorf("claim modes: %v, want one %q and one %q", modes, daemon.ClaimModeElected, daemon.ClaimModePassive)
+	case election && (!strings.Contains(passiveNote, "CONDSTORE") || !strings.Contains(passiveNote, modes[daemon.ClaimModeElected])):
+		t.Errorf("the passive watcher's status note %q, want it to name CONDSTORE and the elected watcher %s", passiveNote, modes[daemon.ClaimModeElected])
 	}
 
 	// A barrier through Postfix, then the final counts.
@@ -340,8 +372,22 @@ func (a *agent) status() api.Status {
 func withIMAP(t *testing.T, s *e2e.Stack, user string, f func(c *imapclient.Client) error) {
 	t.Helper()
 	var last error
-	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
-		c, err := imapclient.DialInsecure(s.IMAPAddr(), &imapclient.Options{Dialer: &net.Dialer{Timeout: 10 * time.Second}})
+	end := time.Now().Add(time.Minute)
+	// Plaintext first; a server that refuses it (Courier-IMAP may) is
+	// asked over STARTTLS on every other try.
+	for try := 0; time.Now().Before(end); try++ {
+		if try > 0 {
+			time.Sleep(500 * time.Millisecond)
+		}
+		opts := &imapclient.Options{Dialer: &net.Dialer{Timeout: 10 * time.Second}}
+		var c *imapclient.Client
+		var err error
+		if try%2 == 0 {
+			c, err = imapclient.DialInsecure(s.IMAPAddr(), opts)
+		} else {
+			opts.TLSConfig = s.TLSConfig(t)
+			c, err = imapclient.DialStartTLS(s.IMAPAddr(), opts)
+		}
 		if err != nil {
 			last = err
 			continue
