@@ -60,9 +60,13 @@ func TestTwoWatchersOneReply(t *testing.T) {
 		viaSink  bool
 		sent     string // the Sent folder's name on the server
 		election bool   // no CONDSTORE: one watcher acts
+		control  bool   // the positive control: claims off
 	}{
-		{"dovecot", func(*testing.T) *e2e.Stack { return s }, false, "Sent", false},
-		{"courier-style", func(t *testing.T) *e2e.Stack { return s.Courier(t) }, true, "INBOX.Sent", false},
+		{"dovecot", func(*testing.T) *e2e.Stack { return s }, false, "Sent", false, false},
+		{"courier-style", func(t *testing.T) *e2e.Stack { return s.Courier(t) }, true, "INBOX.Sent", false, false},
+		// Positive control: the same two watchers with claims off (a
+		// short burst, no kills) both act on every message.
+		{"dovecot-claims-off", func(*testing.T) *e2e.Stack { return s }, false, "Sent", false, true},
 		{"courier-imap", func(t *testing.T) *e2e.Stack {
 			rc := s.RealCourier(t)
 			rc.Exclusive(t)
@@ -73,16 +77,20 @@ func TestTwoWatchersOneReply(t *testing.T) {
 				})
 			}
 			return rc.Fixed
-		}, true, "INBOX.Sent", true},
+		}, true, "INBOX.Sent", true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			twoWatchers(t, s, tc.srv(t), tc.viaSink, tc.sent, tc.election)
+			twoWatchers(t, s, tc.srv(t), tc.viaSink, tc.sent, tc.election, tc.control)
 		})
 	}
 }
 
-func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox string, election bool) {
+func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox string, election, control bool) {
+	burst, kills, claims := claimBurst, claimKills, true
+	if control {
+		burst, kills, claims = 20, 0, false
+	}
 	_, auth := e2e.RequireSenderAuth(t)
 	tag := newTag()
 	dir, err := os.MkdirTemp("", "ma-claim-")
@@ -108,7 +116,7 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox strin
 			t.Fatal(err)
 		}
 		a := &agent{t: t, s: srv, dir: sub, stateDir: filepath.Join(sub, "state"), cfgPath: filepath.Join(sub, "config.toml"),
-			syncExtra: fmt.Sprintf("claims = true\nclaim_lease = %q\n", claimLease)}
+			syncExtra: fmt.Sprintf("claims = %v\nclaim_lease = %q\n", claims, claimLease)}
 		a.writeConfig(model.URL, main.SMTPPort, main.CAFile)
 		t.Cleanup(a.dumpOnFailure)
 		agents[i] = a
@@ -128,12 +136,13 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox strin
 
 	// The burst, in slices, each followed by a SIGKILL of one watcher
 	// picked at random (0.3–2 s later) and its immediate restart.
-	ids := make([]string, claimBurst)
+	ids := make([]string, burst)
 	to := map[string]string{}
 	started := time.Now()
-	for k := range claimKills {
+	slices := max(kills, 1)
+	for k := range slices {
 		var slice []string
-		for i := k * claimBurst / claimKills; i < (k+1)*claimBurst/claimKills; i++ {
+		for i := k * burst / slices; i < (k+1)*burst/slices; i++ {
 			from := senders[i%len(senders)]
 			id := fmt.Sprintf("claim%d.%s", i, msgDomain(tag))
 			ids[i], to[id] = id, from
@@ -155,12 +164,15 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox strin
 			// Courier-style server's INBOX.
 			copyDelivered(t, main, srv, e2e.Sink, slice)
 		}
+		if kills == 0 {
+			continue
+		}
 		time.Sleep(time.Duration(300+mrand.IntN(1700)) * time.Millisecond)
 		i := mrand.IntN(2)
 		ws[i].kill9()
 		ws[i] = agents[i].start()
 	}
-	t.Logf("burst: %d mails, %d SIGKILLs over %v", claimBurst, claimKills, time.Since(started).Round(time.Millisecond))
+	t.Logf("burst: %d mails, %d SIGKILLs over %v", burst, kills, time.Since(started).Round(time.Millisecond))
 
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -171,7 +183,7 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox strin
 				answered++
 			}
 		}
-		if answered == claimBurst {
+		if answered == burst || (control && time.Since(started) > time.Minute) {
 			break
 		}
 		for i, w := range ws {
@@ -180,11 +192,11 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox strin
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d answered 2 minutes after the burst", answered, claimBurst)
+			t.Fatalf("%d of %d answered 2 minutes after the burst", answered, burst)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Logf("all %d answered %v after the burst began", claimBurst, time.Since(started).Round(time.Millisecond))
+	t.Logf("all %d answered %v after the burst began", burst, time.Since(started).Round(time.Millisecond))
 
 	// Both watchers claim, under different holders; without CONDSTORE one
 	// is elected and the other says why it is passive.
@@ -209,6 +221,7 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox strin
 		t.Errorf("holders: %v, want two different ids", holders)
 	}
 	switch {
+	case control:
 	case !election && (len(modes) != 1 || modes[daemon.ClaimModeClaims] == ""):
 		t.Errorf("claim modes: %v, want both %q", modes, daemon.ClaimModeClaims)
 	case election && (len(modes) != 2 || modes[daemon.ClaimModeElected] == "" || modes[daemon.ClaimModePassive] == ""):
@@ -231,7 +244,7 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox strin
 	// Settle: each reply is filed in Sent before its record is done (but
 	// one whose send a SIGKILL cut after DATA never is, see below): wait
 	// until Sent holds them all, or has not changed for 20 s.
-	sentBy := map[string]int{}
+	var sentBy map[string]int
 	for end, last, changed := time.Now().Add(2*time.Minute), -1, time.Now(); ; {
 		sentBy = map[string]int{}
 		for _, m := range headers(t, srv, e2e.Owner, sentBox, "Subject", "[storm "+tag+"]") {
@@ -242,7 +255,7 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox strin
 		if len(sentBy) != last {
 			last, changed = len(sentBy), time.Now()
 		}
-		if len(sentBy) >= claimBurst || time.Now().After(end) || time.Since(changed) > 20*time.Second {
+		if len(sentBy) >= burst || time.Now().After(end) || time.Since(changed) > 20*time.Second {
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -287,7 +300,8 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox strin
 		_ = st.Close()
 	}
 
-	tried, twice, lost, ambiguous := 0, 0, 0, 0
+	tried, lost, ambiguous := 0, 0, 0
+	answeredTwice, actedTwice := map[string]bool{}, map[string]bool{}
 	var bad []string
 	for _, id := range ids {
 		tried++
@@ -296,7 +310,7 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox strin
 			lost++
 			bad = append(bad, id+": no reply delivered")
 		case n > 1:
-			twice++
+			answeredTwice[id] = true
 			bad = append(bad, fmt.Sprintf("%s: %d replies delivered (%v)", id, n, replies[id]))
 		case !mail.SameAddr(replies[id][0], to[id]):
 			bad = append(bad, fmt.Sprintf("%s: the reply reached %s, want %s", id, replies[id][0], to[id]))
@@ -318,7 +332,7 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox strin
 		case len(acts) == 0:
 			bad = append(bad, id+": no watcher recorded acting on it")
 		case len(acts) > 1:
-			twice++
+			actedTwice[id] = true
 			bad = append(bad, fmt.Sprintf("%s: %d watchers acted on it", id, len(acts)))
 		default:
 			r := acts[0]
@@ -338,8 +352,16 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox strin
 	for _, n := range elsewhere {
 		handled += n
 	}
-	t.Logf("%d messages: %d answered or acted on twice, %d lost; %d recorded as handled elsewhere by the other watcher; %d sends cut after DATA by a SIGKILL (delivered once, handed to the owner)",
-		tried, twice, lost, handled, ambiguous)
+	t.Logf("%d messages: %d answered twice, %d acted on by both watchers, %d lost; %d recorded as handled elsewhere by the other watcher; %d sends cut after DATA by a SIGKILL (delivered once, handed to the owner)",
+		tried, len(answeredTwice), len(actedTwice), lost, handled, ambiguous)
+	if control {
+		if len(actedTwice) == 0 && len(answeredTwice) == 0 {
+			t.Errorf("positive control: with claims off every message was acted on once, want some acted on by both watchers (%d problems: %v)", len(bad), bad)
+		}
+		t.Logf("positive control, claims off: of %d messages %d acted on by both watchers, %d answered twice; first problems:\n%s",
+			burst, len(actedTwice), len(answeredTwice), strings.Join(bad[:min(len(bad), 6)], "\n"))
+		return
+	}
 	if len(bad) > 0 {
 		t.Errorf("%d problems, want 0:\n%s", len(bad), strings.Join(bad, "\n"))
 	}
