@@ -40,11 +40,10 @@ func claimFolder(t *testing.T, s *e2e.Stack, n int) (string, []uint32) {
 	t.Helper()
 	ctx := context.Background()
 	c := dialOwner(t, s)
-	prefix, delim, err := c.Namespace(ctx)
+	prefix, _, err := c.Namespace(ctx)
 	if err != nil {
-		prefix, delim = "", '.'
+		prefix = ""
 	}
-	_ = delim
 	name := prefix + "claim-" + newTag()
 	if err := c.CreateMailbox(ctx, name); err != nil {
 		t.Fatal(err)
