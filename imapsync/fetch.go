@@ -282,6 +282,7 @@ type fetched struct {
 	size     int64
 	bs       imap.BodyStructure
 	sections []fetchedSection
+	modseq   uint64 // MODSEQ, when asked for (CONDSTORE; claim.go)
 }
 
 type fetchedSection struct {
@@ -353,6 +354,8 @@ func readFetched(msg *imapclient.FetchMessageData, limit int64) (fetched, error)
 			f.date = it.Time
 		case imapclient.FetchItemDataRFC822Size:
 			f.size = it.Size
+		case imapclient.FetchItemDataModSeq:
+			f.modseq = it.ModSeq
 		case imapclient.FetchItemDataBodyStructure:
 			f.bs = it.BodyStructure
 		case imapclient.FetchItemDataBodySection:

@@ -96,6 +96,10 @@ type Watcher struct {
 	// Logger receives one warning per reconnection attempt and one error
 	// per failed sync; nil discards. Errors never contain secrets.
 	Logger *slog.Logger
+	// Wake, when set, makes the watcher sync at once when it receives a
+	// value, as new mail would (the daemon wakes it when it may act on
+	// mail it had left to another watcher: claim.go there).
+	Wake <-chan struct{}
 	// OnState, if set, is called from Run's goroutine on every state
 	// change. It must not block.
 	OnState func(State)
@@ -339,6 +343,8 @@ func (r *watchRun) idle(ctx context.Context, c *Client, retry time.Duration) err
 			wake = true
 		case <-retryC:
 			wake = true
+		case <-r.w.Wake:
+			wake = true
 		case <-timer.C:
 		case <-c.Done():
 		}
@@ -384,6 +390,7 @@ func (r *watchRun) poll(ctx context.Context, c *Client, retry time.Duration) err
 	case <-c.Done():
 		return errConnClosed
 	case <-t.C:
+	case <-r.w.Wake:
 	}
 	if err := probe(ctx, c); err != nil {
 		return fmt.Errorf("poll: %w", err)

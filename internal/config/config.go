@@ -324,6 +324,17 @@ type Sync struct {
 	PollInterval    Duration `toml:"poll_interval"`
 	InitialLookback Duration `toml:"initial_lookback"`
 	RetryInterval   Duration `toml:"retry_interval"`
+	// Claims makes watch claim each new message in the mailbox before
+	// acting on it, so that several watchers of one account (on
+	// different machines, each with its own state) never both answer or
+	// queue a message: a claim keyword set by a conditional STORE where
+	// the server has CONDSTORE, else one watcher elected through a lease
+	// folder (internal/app/daemon claim.go). Default false: one watcher.
+	Claims bool `toml:"claims"`
+	// ClaimLease is how long a claim (or the elected watcher's lease)
+	// holds without being renewed or finished: a watcher that died leaves
+	// its messages to the others after it (default 10m; 0: the default).
+	ClaimLease Duration `toml:"claim_lease"`
 }
 
 // MCP configures `mailagent mcp`, the Model Context Protocol server.

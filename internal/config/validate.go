@@ -99,6 +99,10 @@ func (c *Config) Validate() error {
 	p.duration("sync.poll_interval", c.Sync.PollInterval, `"60s"`, false)
 	p.duration("sync.initial_lookback", c.Sync.InitialLookback, `"24h"`, true)
 	p.duration("sync.retry_interval", c.Sync.RetryInterval, `"15m"`, false)
+	p.duration("sync.claim_lease", c.Sync.ClaimLease, `"10m"`, true)
+	if d := c.Sync.ClaimLease.Duration; d > 0 && d < 10*time.Second {
+		p.add("sync.claim_lease", fmt.Sprintf("%s is too short", d), `use at least "10s" (default "10m")`)
+	}
 
 	// [policy]
 	switch c.Policy.Mode {

@@ -106,6 +106,9 @@ type Daemon struct {
 	// draft queued for approval, a message set aside for review); see
 	// notify.go. nil ([notify] desktop = false, the default) tells no one.
 	Notifier notify.Notifier
+	// Claims: several watchers of one account claim each message in the
+	// mailbox before acting on it (claim.go).
+	Claims ClaimOptions
 
 	mu     sync.Mutex
 	status map[string]*Status
@@ -122,6 +125,9 @@ type Daemon struct {
 	duePasses atomic.Int64
 	// sched is the durable scheduler while Run runs (Wake nudges it too).
 	sched atomic.Pointer[Scheduler]
+	// holder and claimState are the claims' (claim.go).
+	holder     string
+	claimState map[string]*accountClaims
 }
 
 func (d *Daemon) now() time.Time {
@@ -201,8 +207,8 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 		var lostAt time.Time // when this account's connection was lost; zero while connected
 		w := &imapsync.Watcher{
 			Dial: a.Dial, Mailbox: a.Mailbox, PollInterval: d.PollInterval, DisableIdle: d.DisableIdle,
-			SyncRetry: d.SyncRetry,
-			Logger:    d.log().With("account", a.Name),
+			SyncRetry: d.SyncRetry, Wake: d.claims(a.Name).wake,
+			Logger: d.log().With("account", a.Name),
 			OnState: func(s imapsync.State) {
 				switch {
 				case s == imapsync.StateReconnecting && lostAt.IsZero():
@@ -253,6 +259,10 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 			return nil
 		})
 	}
+	g.Go(func() error {
+		d.runElections(gctx) // servers without CONDSTORE (claim.go)
+		return nil
+	})
 	g.Go(func() error {
 		// Start-up catch-up, in the background once the watchers run.
 		d.resumeStranded(gctx)
@@ -391,6 +401,7 @@ func (d *Daemon) runOnce(ctx context.Context) error {
 			errs = errors.Join(errs, fmt.Errorf("account %s: %w", a.Name, err))
 		}
 	}
+	d.releaseLeases() // servers without CONDSTORE (claim.go)
 	d.sendDue(ctx)
 	d.runDigest(ctx)
 	d.fireFollowups(ctx)
@@ -469,6 +480,19 @@ func (d *Daemon) process(ctx context.Context, a Account, c *imapsync.Client, st 
 	if len(uids) == 0 {
 		return nil
 	}
+	// Only the messages this watcher may act on are fetched; the ones
+	// another watcher holds stay unrecorded (claim.go).
+	act, err := d.filterClaimed(ctx, a, c, st.UIDValidity, uids)
+	if err != nil {
+		return err
+	}
+	deferred := map[uint32]bool{}
+	for _, uid := range uids {
+		deferred[uid] = true
+	}
+	for _, uid := range act {
+		delete(deferred, uid)
+	}
 	conc := max(d.Concurrency, 1)
 	if d.Concurrency == 0 {
 		conc = 4
@@ -484,7 +508,7 @@ func (d *Daemon) process(ctx context.Context, a Account, c *imapsync.Client, st 
 			refused[uid] = err
 			mu.Unlock()
 		}}
-		return c.Fetch(ctx, uids, opts, func(m imapsync.RawMessage) error {
+		return c.Fetch(ctx, act, opts, func(m imapsync.RawMessage) error {
 			mu.Lock()
 			fetched[m.UID] = true
 			mu.Unlock()
@@ -516,6 +540,9 @@ func (d *Daemon) process(ctx context.Context, a Account, c *imapsync.Client, st 
 				return nil
 			}
 		}
+		if !d.mayAct(a.Name, m.UID) {
+			return nil // its claim runs short: claimed again by the next sync
+		}
 		out, err := d.Pipeline.Process(ctx, agent.Input{Key: key, Raw: m.Raw, Truncated: m.Truncated})
 		d.tellOwner(ctx, out)
 		if err != nil {
@@ -541,11 +568,12 @@ func (d *Daemon) process(ctx context.Context, a Account, c *imapsync.Client, st 
 		return errors.Join(err, d.advance(a, st.UIDValidity, uids, skipped, fetched, nil))
 	}
 	procErr = errors.Join(procErr, d.recordRefused(a, st.UIDValidity, refused))
+	d.finishClaims(ctx, a, c, st.UIDValidity, act, skipped)
 	// A UID the server left out of its answer counts as expunged only when
 	// a fresh UID SEARCH confirms it is gone.
 	var notFetched []uint32
 	for _, uid := range uids {
-		if !fetched[uid] && refused[uid] == nil {
+		if !fetched[uid] && refused[uid] == nil && !deferred[uid] {
 			notFetched = append(notFetched, uid)
 		}
 	}

@@ -152,7 +152,7 @@ func (d *doctor) imap(ctx context.Context, acct *config.Account) {
 		fallbacks := map[string]string{
 			"MOVE":        "moves are COPY then delete",
 			"UIDPLUS":     "moved originals stay marked \\Deleted, not expunged",
-			"CONDSTORE":   "nothing changes (not used yet)",
+			"CONDSTORE":   "watchers sharing the account (sync.claims) elect one to act instead of claiming each message",
 			"SPECIAL-USE": "Sent and Drafts are found by their usual names (set sent_mailbox/drafts_mailbox if that fails)",
 		}
 		var said []string

@@ -39,6 +39,20 @@ type Account struct {
 	LatencyLast    time.Duration `json:"latency_last,omitempty"`
 	LatencyMedian  time.Duration `json:"latency_median,omitempty"`
 	LatencySamples int           `json:"latency_samples,omitempty"`
+	// Claims: how this watcher shares the mailbox with other watchers of
+	// the account. ClaimMode is "claims" (each message claimed in the
+	// mailbox: the server has CONDSTORE), "elected" or "passive" (no
+	// CONDSTORE: one watcher, elected through a lease folder, acts) or
+	// "off"; ClaimHolder is this watcher's id in the mailbox's claim
+	// keywords; ClaimNote says why it is passive or which watcher holds
+	// what. HeldElsewhere counts the messages another watcher is handling
+	// now (left alone, looked at again), HandledElsewhere those recorded
+	// as decided by another watcher since the start.
+	ClaimMode        string `json:"claim_mode,omitempty"`
+	ClaimHolder      string `json:"claim_holder,omitempty"`
+	ClaimNote        string `json:"claim_note,omitempty"`
+	HeldElsewhere    int    `json:"held_elsewhere,omitempty"`
+	HandledElsewhere int    `json:"handled_elsewhere,omitempty"`
 }
 
 // LatencyWindow is how many recent messages LatencyMedian is taken over.

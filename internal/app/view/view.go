@@ -288,6 +288,16 @@ type AccountStatusJSON struct {
 	LatencyLastMS   *int64 `json:"latency_last_ms"`
 	LatencyMedianMS *int64 `json:"latency_median_ms"`
 	LatencySamples  int    `json:"latency_samples"`
+	// Claims (status.Account): how this watcher shares the mailbox with
+	// other watchers of the account ("claims", "elected", "passive",
+	// "off"; null before the first sync), its id in claim keywords, why
+	// it is passive or who holds what, and the messages another watcher
+	// is handling now or has decided.
+	ClaimMode        *string `json:"claim_mode"`
+	ClaimHolder      *string `json:"claim_holder"`
+	ClaimNote        *string `json:"claim_note"`
+	HeldElsewhere    int     `json:"held_elsewhere"`
+	HandledElsewhere int     `json:"handled_elsewhere"`
 }
 
 // UsageJSON is a day's token ledger.
@@ -819,7 +829,9 @@ func ToStatusJSON(s *api.Status) StatusJSON {
 	for _, a := range s.Accounts {
 		aj := AccountStatusJSON{Name: a.Name, State: a.State, LastSync: OptTime(a.LastSync),
 			Error: OptStr(a.Error), ErrorSince: OptTime(a.ErrorSince), CopiesMissing: a.CopiesMissing, CopyError: OptStr(a.CopyError),
-			RetryAt: OptTime(a.RetryAt), LatencySamples: a.LatencySamples}
+			RetryAt: OptTime(a.RetryAt), LatencySamples: a.LatencySamples,
+			ClaimMode: OptStr(a.ClaimMode), ClaimHolder: OptStr(a.ClaimHolder), ClaimNote: OptStr(a.ClaimNote),
+			HeldElsewhere: a.HeldElsewhere, HandledElsewhere: a.HandledElsewhere}
 		if a.LatencySamples > 0 {
 			last, med := a.LatencyLast.Milliseconds(), a.LatencyMedian.Milliseconds()
 			aj.LatencyLastMS, aj.LatencyMedianMS = &last, &med

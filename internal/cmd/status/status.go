@@ -99,6 +99,12 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 				line += fmt.Sprintf(", %s waiting for a retry (%s)", cmdutil.PluralWord(a.CopiesMissing, "IMAP copy", "IMAP copies"), termsafe.Line(a.CopyError))
 			}
 			fmt.Fprintln(out, line)
+			if a.ClaimNote != "" {
+				fmt.Fprintf(out, "    %s\n", termsafe.Line(a.ClaimNote))
+			}
+			if a.HandledElsewhere > 0 {
+				fmt.Fprintf(out, "    %s decided by another watcher of this account since the start\n", cmdutil.Plural(a.HandledElsewhere, "message"))
+			}
 			if a.LatencySamples > 0 {
 				fmt.Fprintf(out, "    new mail reaches it in %s (median of the last %s; the last took %s)\n",
 					humantime.Latency(a.LatencyMedian), cmdutil.Plural(a.LatencySamples, "message"), humantime.Latency(a.LatencyLast))

@@ -296,6 +296,8 @@ type agent struct {
 	dir      string
 	stateDir string
 	cfgPath  string
+	// syncExtra is added to the config's [sync] section (claim_test.go).
+	syncExtra string
 
 	mu       sync.Mutex
 	watchers []*watcher
@@ -320,6 +322,7 @@ timeout = "30s"
 [sync]
 initial_lookback = "2s"
 poll_interval = "1h"
+%s
 
 [policy]
 mode = "auto"
@@ -345,7 +348,7 @@ authserv_id = %q
   security = "starttls"
   tls_ca_file = %q
   password_env = %q
-`, a.stateDir, apiKeyEnv, modelURL, account, e2e.Owner, ownerName, os.Getenv("MAILAGENT_E2E_AUTHSERV_ID"),
+`, a.stateDir, apiKeyEnv, modelURL, a.syncExtra, account, e2e.Owner, ownerName, os.Getenv("MAILAGENT_E2E_AUTHSERV_ID"),
 		a.s.IMAPHost, a.s.IMAPPort, a.s.CAFile, passwordEnv, smtpPort, caFile, passwordEnv)
 	if err := os.WriteFile(a.cfgPath, []byte(cfg), 0o600); err != nil {
 		a.t.Fatal(err)

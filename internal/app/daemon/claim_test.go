@@ -1,0 +1,192 @@
+package daemon_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+
+	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/app/api/apitest"
+	"github.com/mailagent/mailagent/internal/app/daemon"
+	"github.com/mailagent/mailagent/store"
+)
+
+// otherWatcher is a second watcher of the World's account, on the same
+// server (imapmemserver: no CONDSTORE), reduced to its election and its
+// done keywords.
+type otherWatcher struct {
+	c  *imapsync.Client
+	el *imapsync.Election
+	cl *imapsync.Claimer
+}
+
+func newOther(t *testing.T, w *apitest.World) *otherWatcher {
+	t.Helper()
+	c, err := w.Daemon.Accounts[0].Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	cl := &imapsync.Claimer{Holder: "otherwatcher", Lease: 10 * time.Minute}
+	return &otherWatcher{c: c, cl: cl, el: &imapsync.Election{Claimer: cl}}
+}
+
+func (o *otherWatcher) hold(t *testing.T) {
+	t.Helper()
+	info, err := o.el.Hold(context.Background(), o.c)
+	if err != nil || !info.Mine {
+		t.Fatalf("the other watcher's election: %+v, %v; want it to hold the lease", info, err)
+	}
+}
+
+func (o *otherWatcher) finish(t *testing.T, uid uint32) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := o.c.Select(ctx, "INBOX", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.cl.Finish(ctx, o.c, []uint32{uid}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func record(t *testing.T, w *apitest.World, uid uint32) *store.MessageRecord {
+	t.Helper()
+	k := w.UIDs["erin"]
+	k.UID = uid
+	rec, err := w.Store.GetMessage(k)
+	if err != nil {
+		return nil
+	}
+	return rec
+}
+
+// TestClaimsWithoutCondstore: two watchers of one account on a server
+// without CONDSTORE (imapmemserver). While the other watcher holds the
+// account's lease this one acts on nothing: a new message stays
+// unrecorded and unread by the model, and the status says why and who
+// holds the lease. Once the other marks it decided, it is recorded here
+// as handled elsewhere, naming that watcher. When the other dies (its
+// lease runs out) this watcher takes over and acts. Positive control: the
+// same with claims off acts while the other holds the lease.
+func TestClaimsWithoutCondstore(t *testing.T) {
+	w := apitest.NewWorld(t)
+	d := w.Daemon
+	other := newOther(t, w)
+	other.hold(t) // the World's first sync released its lease on the way out
+
+	// modelSaw counts the model calls about a message, by its body.
+	modelSaw := func(body string) int {
+		n := 0
+		for _, r := range w.Gemini.Requests() {
+			if strings.Contains(r.UserText(), body) {
+				n++
+			}
+		}
+		return n
+	}
+	uid := w.Append("INBOX", apitest.Mail(apitest.Erin, "Dinner", "erin-claim-1@example.org", "Dinner on Friday?"))
+	runOnce(t, w)
+	if rec := record(t, w, uid); rec != nil {
+		t.Fatalf("a message while another watcher holds the lease: recorded %s/%s, want left alone", rec.State, rec.Decision)
+	}
+	if n := modelSaw("Dinner on Friday?"); n != 0 {
+		t.Errorf("model calls while passive: %d, want 0", n)
+	}
+	st := d.Statuses()[0]
+	if st.ClaimMode != daemon.ClaimModePassive || !strings.Contains(st.ClaimNote, "otherwatcher") || !strings.Contains(st.ClaimNote, "CONDSTORE") || st.HeldElsewhere != 1 {
+		t.Errorf("status while passive: mode %q, note %q, held %d; want passive, naming otherwatcher and CONDSTORE, 1 held", st.ClaimMode, st.ClaimNote, st.HeldElsewhere)
+	}
+
+	// The other watcher decides it: recorded here as handled elsewhere.
+	other.finish(t, uid)
+	runOnce(t, w)
+	rec := record(t, w, uid)
+	if rec == nil || rec.State != store.StateDone || rec.Decision != daemon.DecisionHandledElsewhere || !strings.Contains(strings.Join(rec.Reasons, " "), "otherwatcher") || rec.MessageID == "" {
+		t.Fatalf("a message the other watcher decided: got %+v, want done, handled_elsewhere, naming otherwatcher, with its Message-ID", rec)
+	}
+	if cp := checkpoint(t, w, "INBOX"); cp.LastUID < uid {
+		t.Errorf("checkpoint %d, want past %d", cp.LastUID, uid)
+	}
+	if n := modelSaw("Dinner on Friday?"); n != 0 {
+		t.Errorf("model calls for a message handled elsewhere: %d, want 0", n)
+	}
+	if st := d.Statuses()[0]; st.HandledElsewhere != 1 {
+		t.Errorf("status: handled elsewhere %d, want 1", st.HandledElsewhere)
+	}
+
+	// The other watcher dies: an hour later its lease has run out, this
+	// one takes over, acts on the new message and marks it decided. A
+	// forged claim keyword APPENDed with a message (a live claim by a
+	// watcher that does not exist, and an expired one) does not keep the
+	// elected watcher off it.
+	later := func() time.Time { return time.Now().Add(time.Hour) }
+	d.Now = later
+	attacks := map[uint32]string{}
+	for i, kw := range []string{imapsync.ClaimKeyword("evil", time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)), imapsync.ClaimKeyword("evil", time.Unix(1, 0))} {
+		u, err := w.IMAP.Append(context.Background(), apitest.Owner, "INBOX",
+			apitest.Mail(apitest.Erin, "Forged claim", fmt.Sprintf("erin-forged-%d@example.org", i), "Lunch?"), []imap.Flag{imap.Flag(kw)}, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		attacks[uint32(u)] = kw
+	}
+	taken := w.Append("INBOX", apitest.Mail(apitest.Erin, "Trip", "erin-claim-2@example.org", "Shall we plan the trip?"))
+	runOnce(t, w)
+	rec = record(t, w, taken)
+	if rec == nil || !rec.State.Terminal() || rec.Decision == daemon.DecisionHandledElsewhere {
+		t.Fatalf("after the other watcher's lease ran out: got %+v, want it processed here", rec)
+	}
+	through := 0
+	for u, kw := range attacks {
+		if r := record(t, w, u); r == nil || !r.State.Terminal() || r.Decision == daemon.DecisionHandledElsewhere {
+			through++
+			t.Errorf("a message APPENDed with %s: got %+v, want processed by the elected watcher", kw, r)
+		}
+	}
+	t.Logf("forged claim keywords: %d tried, %d through", len(attacks), through)
+	msgs, err := w.IMAP.Messages(context.Background(), apitest.Owner, "INBOX")
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := d.Statuses()[0].ClaimHolder
+	for _, m := range msgs {
+		// Keywords are case-insensitive (imapmemserver keeps them lower-case).
+		if uint32(m.UID) == taken && !slices.ContainsFunc(m.Flags, func(f imap.Flag) bool { return strings.EqualFold(string(f), imapsync.DoneKeyword(holder)) }) {
+			t.Errorf("the message taken over: flags %v, want %s", m.Flags, imapsync.DoneKeyword(holder))
+		}
+	}
+
+	// Positive control: claims off, this watcher acts although the other
+	// holds the lease.
+	d.Now = nil
+	other.hold(t)
+	d.Claims.Off = true
+	ctl := w.Append("INBOX", apitest.Mail(apitest.Erin, "Control", "erin-claim-3@example.org", "Tea?"))
+	runOnce(t, w)
+	if rec := record(t, w, ctl); rec == nil || rec.Decision == daemon.DecisionHandledElsewhere {
+		t.Errorf("positive control: with claims off the message should be processed while the other holds the lease, got %+v", rec)
+	}
+}
+
+// TestHolderIDStable: the watcher's id is kept beside the state database
+// and survives a restart; a damaged file is an error, not a new id.
+func TestHolderIDStable(t *testing.T) {
+	dir := t.TempDir()
+	a, err := daemon.HolderID(dir)
+	if err != nil || !imapsync.ValidHolder(a) {
+		t.Fatalf("HolderID: %q, %v", a, err)
+	}
+	if b, err := daemon.HolderID(dir); err != nil || b != a {
+		t.Fatalf("HolderID again: %q, %v; want %q", b, err, a)
+	}
+	other, _ := daemon.HolderID(t.TempDir())
+	if other == a {
+		t.Errorf("two state directories share the id %q", a)
+	}
+}

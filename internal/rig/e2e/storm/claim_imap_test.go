@@ -1,0 +1,257 @@
+package storm
+
+import (
+	"context"
+	"fmt"
+	mrand "math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+
+	"github.com/mailagent/mailagent/imapsync"
+	"github.com/mailagent/mailagent/internal/rig/e2e"
+)
+
+// claimServers are the stack's servers with CONDSTORE: its Dovecot and
+// the Courier-style Dovecot.
+func claimServers(t *testing.T, s *e2e.Stack) map[string]*e2e.Stack {
+	return map[string]*e2e.Stack{"dovecot": s, "courier-style": s.Courier(t)}
+}
+
+// dialOwner opens an imapsync client as the owner on s.
+func dialOwner(t *testing.T, s *e2e.Stack) *imapsync.Client {
+	t.Helper()
+	c, err := imapsync.Dial(context.Background(), imapsync.Options{Host: s.IMAPHost, Port: s.IMAPPort, Security: imapsync.SecurityStartTLS,
+		TLSCAFile: s.CAFile, Username: e2e.Owner, Password: s.Password(t, e2e.Owner), Account: "claim"})
+	if err != nil {
+		t.Fatalf("dial %s: %v", s.IMAPAddr(), err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// claimFolder creates a folder of its own for one test on s, holding n
+// messages, and returns its name and UIDs.
+func claimFolder(t *testing.T, s *e2e.Stack, n int) (string, []uint32) {
+	t.Helper()
+	ctx := context.Background()
+	c := dialOwner(t, s)
+	prefix, _, err := c.Namespace(ctx)
+	if err != nil {
+		prefix = ""
+	}
+	name := prefix + "claim-" + newTag()
+	if err := c.CreateMailbox(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		rc := s.IMAP(t, e2e.Owner)
+		_ = rc.Delete(name).Wait()
+		_ = rc.Logout().Wait()
+	})
+	var uids []uint32
+	for i := range n {
+		raw := fmt.Appendf(nil, "From: bob@example.test\r\nTo: ada@example.test\r\nSubject: claim %d\r\nMessage-ID: <claim%d.%s@example.test>\r\n\r\nhi\r\n", i, i, newTag())
+		uid, err := c.Append(ctx, name, nil, time.Time{}, raw)
+		if err != nil || uid == 0 {
+			t.Fatalf("append: uid %d, %v", uid, err)
+		}
+		uids = append(uids, uid)
+	}
+	return name, uids
+}
+
+// TestClaimRaceRealServers: four watchers (four connections, four
+// holders) claim the same 40 messages at once, each in its own random
+// order, on Dovecot and on the Courier-style Dovecot, which have CONDSTORE:
+// every message is won by exactly one. Then the lease: a claim left by a
+// watcher that "died" is respected until it expires and taken over after.
+func TestClaimRaceRealServers(t *testing.T) {
+	s := e2e.Require(t)
+	for name, srv := range claimServers(t, s) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			folder, uids := claimFolder(t, srv, 40)
+			ctx := context.Background()
+			const racers = 4
+			wins := make([][]uint32, racers)
+			var wg sync.WaitGroup
+			start := make(chan struct{}) // every racer dialled and selected first
+			for i := range racers {
+				c := dialOwner(t, srv)
+				if _, err := c.Select(ctx, folder, false); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.CanClaim(); err != nil {
+					t.Fatalf("%s cannot claim: %v", name, err)
+				}
+				cl := &imapsync.Claimer{Holder: fmt.Sprintf("racer%d", i), Lease: time.Minute}
+				order := slices.Clone(uids)
+				mrand.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+				wg.Go(func() {
+					<-start
+					// In slices of four, as the daemon claims.
+					for k := 0; k < len(order); k += 4 {
+						res, err := cl.Claim(ctx, c, order[k:min(k+4, len(order))])
+						if err != nil {
+							t.Errorf("racer%d: %v", i, err)
+							return
+						}
+						for _, r := range res {
+							if r.State == imapsync.ClaimWon {
+								wins[i] = append(wins[i], r.UID)
+							}
+						}
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			count := map[uint32]int{}
+			for _, w := range wins {
+				for _, u := range w {
+					count[u]++
+				}
+			}
+			tried, through, unclaimed := len(uids)*racers, 0, 0
+			for _, u := range uids {
+				switch n := count[u]; {
+				case n > 1:
+					through++
+				case n == 0:
+					unclaimed++
+				}
+			}
+			t.Logf("%s: %d claims tried on %d messages, %d won twice, %d won by nobody; wins per racer %d %d %d %d",
+				name, tried, len(uids), through, unclaimed, len(wins[0]), len(wins[1]), len(wins[2]), len(wins[3]))
+			if through != 0 || unclaimed != 0 {
+				t.Errorf("%s: %d messages won by more than one racer and %d by none, want 0 and 0", name, through, unclaimed)
+			}
+		})
+	}
+}
+
+// TestClaimStaleStoreRefused is the race made deterministic on each
+// server: a watcher reads a message's MODSEQ, another claims the message,
+// then the first STOREs its claim with the MODSEQ it read. With
+// UNCHANGEDSINCE the server refuses it (the attack: a second claim on a
+// claimed message); the positive control sends the same STORE without
+// UNCHANGEDSINCE and both claims land. It also checks the lease: the
+// second watcher's Claim respects the live claim and takes the message
+// over once it has expired.
+func TestClaimStaleStoreRefused(t *testing.T) {
+	s := e2e.Require(t)
+	for name, srv := range claimServers(t, s) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			folder, uids := claimFolder(t, srv, 6)
+			ctx := context.Background()
+			a := dialOwner(t, srv)
+			if _, err := a.Select(ctx, folder, false); err != nil {
+				t.Fatal(err)
+			}
+			raw := srv.IMAP(t, e2e.Owner)
+			defer func() { _ = raw.Logout().Wait() }()
+			if _, err := raw.Select(folder, nil).Wait(); err != nil {
+				t.Fatal(err)
+			}
+			modseq := func(uid uint32) uint64 {
+				msgs, err := raw.Fetch(imap.UIDSetNum(imap.UID(uid)), &imap.FetchOptions{UID: true, ModSeq: true}).Collect()
+				if err != nil || len(msgs) != 1 || msgs[0].ModSeq == 0 {
+					t.Fatalf("fetch modseq of %d: %v (%d messages)", uid, err, len(msgs))
+				}
+				return msgs[0].ModSeq
+			}
+			flags := func(uid uint32) []string {
+				fl, err := a.Flags(ctx, []uint32{uid})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return fl[uid]
+			}
+			claims := func(uid uint32) int {
+				n := 0
+				for _, f := range flags(uid) {
+					if strings.HasPrefix(f, imapsync.ClaimKeywordPrefix) {
+						n++
+					}
+				}
+				return n
+			}
+			clA := &imapsync.Claimer{Holder: "first", Lease: time.Minute}
+			stale := func(uid uint32, conditional bool) {
+				ms := modseq(uid)
+				if res, err := clA.Claim(ctx, a, []uint32{uid}); err != nil || len(res) != 1 || res[0].State != imapsync.ClaimWon {
+					t.Fatalf("first claim of %d: %+v, %v", uid, res, err)
+				}
+				var opts *imap.StoreOptions
+				if conditional {
+					opts = &imap.StoreOptions{UnchangedSince: ms}
+				}
+				kw := imapsync.ClaimKeyword("second", time.Now().Add(time.Minute))
+				if err := raw.Store(imap.UIDSetNum(imap.UID(uid)), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.Flag(kw)}}, opts).Close(); err != nil {
+					t.Fatalf("stale store: %v", err)
+				}
+			}
+			tried, through := 0, 0
+			for _, uid := range uids[:3] {
+				stale(uid, true)
+				tried++
+				if claims(uid) > 1 {
+					through++
+				}
+			}
+			t.Logf("%s: stale conditional claims: %d tried, %d through", name, tried, through)
+			if through != 0 {
+				t.Errorf("%s: %d of %d stale claims landed beside a live one, want 0", name, through, tried)
+			}
+			landed := 0
+			for _, uid := range uids[3:5] {
+				stale(uid, false)
+				if claims(uid) > 1 {
+					landed++
+				}
+			}
+			if landed != 2 {
+				t.Errorf("%s: positive control: %d of 2 unconditional stale claims landed, want 2", name, landed)
+			}
+
+			// The lease: the first claimant "dies" holding uids[5].
+			now := time.Now()
+			clk := func() time.Time { return now }
+			b := dialOwner(t, srv)
+			if _, err := b.Select(ctx, folder, false); err != nil {
+				t.Fatal(err)
+			}
+			dead := &imapsync.Claimer{Holder: "dead", Lease: time.Minute, Now: clk}
+			if res, err := dead.Claim(ctx, a, uids[5:6]); err != nil || res[0].State != imapsync.ClaimWon {
+				t.Fatalf("dead's claim: %+v, %v", res, err)
+			}
+			now2 := now
+			clB := &imapsync.Claimer{Holder: "heir", Lease: time.Minute, Now: func() time.Time { return now2 }}
+			if res, err := clB.Claim(ctx, b, uids[5:6]); err != nil || res[0].State != imapsync.ClaimHeld || res[0].Holder != "dead" {
+				t.Fatalf("claim within the lease: %+v, %v, want held by dead", res, err)
+			}
+			now2 = now.Add(3 * time.Minute)
+			res, err := clB.Claim(ctx, b, uids[5:6])
+			if err != nil || res[0].State != imapsync.ClaimWon {
+				t.Fatalf("claim after the lease: %+v, %v, want won", res, err)
+			}
+			if err := clB.Finish(ctx, b, uids[5:6]); err != nil {
+				t.Fatal(err)
+			}
+			fl := flags(uids[5])
+			if !slices.Contains(fl, imapsync.DoneKeyword("heir")) || claims(uids[5]) != 0 {
+				t.Errorf("after Finish: flags %v, want the done keyword and no claim", fl)
+			}
+			now = now.Add(24 * time.Hour)
+			if res, err := dead.Claim(ctx, a, uids[5:6]); err != nil || res[0].State != imapsync.ClaimDone || res[0].Holder != "heir" {
+				t.Errorf("a finished message a day later: %+v, %v, want done by heir", res, err)
+			}
+		})
+	}
+}
