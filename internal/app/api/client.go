@@ -212,7 +212,7 @@ func (c *Client) Approve(ctx context.Context, id, final string) (*store.QueueIte
 	}
 	var q store.QueueItem
 	if err := c.call(ctx, http.MethodPost, queuePath(id, "approve"), nil, approveReq{Final: final}, &q); err != nil {
-		return nil, err
+		return nil, c.lost(ctx, "approval", id, err) // never retried: remote_lost.go
 	}
 	return &q, nil
 }

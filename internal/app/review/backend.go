@@ -119,7 +119,8 @@ func (b *Backend) explain(action string, svc api.Service, err error) error {
 		return err
 	}
 	var remote *api.Error
-	if errors.As(err, &remote) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	var lost *api.LostError // says itself what state the item is in
+	if errors.As(err, &remote) || errors.As(err, &lost) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	if b.Log != nil {
