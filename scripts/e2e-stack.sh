@@ -702,6 +702,7 @@ cmd_start() {
 	# Courier leaves a new account): agente2e TestCourierBareAccount.
 	E2E_COURIER_BARE=1 bash "$(dirname "${BASH_SOURCE[0]}")/e2e-courier.sh" start "$DIR"
 	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-radicale.sh" start "$DIR"
+	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-sshd.sh" start "$DIR"
 	# The real Debian Courier-IMAP and Cyrus, unpacked beside Dovecot: a
 	# package that cannot be had leaves the stack running and their tests
 	# skipping (agente2e TestRealServer*).
@@ -727,6 +728,7 @@ stop_all() {
 	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-courier.sh" stop "$DIR"
 	E2E_COURIER_BARE=1 bash "$(dirname "${BASH_SOURCE[0]}")/e2e-courier.sh" stop "$DIR"
 	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-radicale.sh" stop "$DIR"
+	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-sshd.sh" stop "$DIR"
 	stop_postfix
 	stop_dovecot
 	auth_stop
