@@ -112,7 +112,11 @@ func ParseRemote(raw, command string) (RemoteTarget, error) {
 		}
 		t.Port = n
 	}
-	for k, v := range u.Query() {
+	query, err := url.ParseQuery(u.RawQuery) // u.Query() would drop a bad pair silently
+	if err != nil {
+		return bad("query: %v", err)
+	}
+	for k, v := range query {
 		if k != "command" || len(v) != 1 {
 			return bad("unknown query parameter %q (only command=PATH)", k)
 		}
