@@ -56,6 +56,17 @@ func TestRemoteStatusQueueApprove(t *testing.T) {
 	if code != 0 || !strings.Contains(out, item.ID) {
 		t.Fatalf("queue list --remote: exit %d, want 0 listing %s\nstdout:\n%s\nstderr:\n%s", code, item.ID, out, errs)
 	}
+	// The other commands that talk to a watcher, over ssh too.
+	for _, args := range [][]string{{"queue", "show", item.ID, "--json"}, {"explain", m.ID, "--json"}, {"decisions", "--json"},
+		{"followups", "--json"}, {"digest", "--json"}} {
+		out, errs, code := r.run(r.ssh, args...)
+		if code != 0 || !json.Valid([]byte(out)) {
+			t.Errorf("%v --remote: exit %d, valid JSON %v\nstdout:\n%s\nstderr:\n%s", args, code, json.Valid([]byte(out)), out, errs)
+		}
+		if (args[0] == "queue" || args[0] == "explain") && !strings.Contains(out, m.ID) {
+			t.Errorf("%v --remote does not show %s:\n%s", args, m.ID, out)
+		}
+	}
 	if _, errs, code = r.run(r.ssh, "queue", "approve", item.ID, "--yes"); code != 0 {
 		t.Fatalf("queue approve --remote: exit %d\n%s", code, errs)
 	}
@@ -64,8 +75,8 @@ func TestRemoteStatusQueueApprove(t *testing.T) {
 	if got := e.find(e2e.Bob, "INBOX", "In-Reply-To", m.ID); len(got) != 1 {
 		t.Errorf("bob's INBOX: got %d replies, want exactly 1", len(got))
 	}
-	if n := r.sessions(); n < 3 {
-		t.Errorf("sshd started serve --stdio %d times, want one per command at least (3): the commands did not go through ssh", n)
+	if n := r.sessions(); n < 8 {
+		t.Errorf("sshd started serve --stdio %d times, want one per command at least (8): the commands did not go through ssh", n)
 	}
 	// The commands that need this machine's database refuse --remote.
 	for _, args := range [][]string{{"triage", "--dry-run"}, {"watch", "--once"}, {"doctor"}, {"serve", "--stdio"}} {
