@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -287,5 +289,70 @@ func TestRemoteReviewUnderTmux(t *testing.T) {
 	}
 	if r.sessions() == 0 {
 		t.Error("review --remote never went through sshd")
+	}
+}
+
+// TestRemoteHostileURLRefused: hostile --remote URLs given to the real
+// binary are refused with exit 2 before ssh runs; nothing they carry runs
+// on the host. The positive control is the same kind of URL with the
+// validation off, through the real ssh and sshd: its shell command runs on
+// the host (the marker file appears), so the validation is what stops it.
+func TestRemoteHostileURLRefused(t *testing.T) {
+	e := newEnv(t, options{})
+	r := newRemote(t, e)
+	marker := filepath.Join(r.dir, "pwned")
+	target := r.target()
+	hostPort := target.Host + ":" + strconv.Itoa(target.Port)
+	userHost := target.User + "@" + hostPort
+	hostile := []string{
+		"ssh://-oProxyCommand=touch${IFS}" + marker,
+		"ssh://-oProxyCommand=sh@" + hostPort,
+		"ssh://" + userHost + "?command=" + url.QueryEscape("true;touch "+marker+";true"),
+		"ssh://" + userHost + "?command=" + url.QueryEscape("$(touch "+marker+")"),
+		"ssh://" + userHost + "?command=" + url.QueryEscape("true\ntouch "+marker),
+		"ssh://" + userHost + "?command=" + url.QueryEscape("-oProxyCommand=touch "+marker),
+		"ssh://" + userHost + " -oProxyCommand=touch",
+		"ssh://" + userHost + "\n-oProxyCommand=touch",
+		"ssh://" + target.User + ";touch@" + hostPort,
+	}
+	tried, through := 0, 0
+	for _, raw := range hostile {
+		tried++
+		runs := r.sshRuns()
+		cmd := exec.Command(binary, "--config", e.cfgPath, "--state-dir", r.emptyState, "--remote", raw, "status")
+		cmd.Env = append(os.Environ(), "MAILAGENT_SSH="+r.ssh)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		code := 0
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		}
+		_, statErr := os.Stat(marker)
+		if code != 2 || r.sshRuns() != runs || statErr == nil {
+			through++
+			t.Errorf("%q: exit %d (want 2), ssh ran %d times, marker exists %v\n%s", raw, code, r.sshRuns()-runs, statErr == nil, out)
+		}
+	}
+	t.Logf("hostile --remote through the binary: %d tried, %d through", tried, through)
+	if through != 0 {
+		t.Errorf("%d of %d hostile URLs got through", through, tried)
+	}
+
+	// Positive control: the validation off, a shell command in the URL's
+	// command runs on the host through the real sshd.
+	e.startWatch()
+	restore := api.SwitchOffRemoteValidationForTest()
+	defer restore()
+	bad, err := api.ParseRemote("ssh://"+userHost+"?command="+url.QueryEscape("touch "+marker+";"+r.serveCmd), "")
+	if err != nil {
+		t.Fatalf("control: refused with the validation off: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitShort)
+	defer cancel()
+	if c, err := api.DialRemote(ctx, bad, r.options()); err == nil {
+		_ = c.Close()
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("control: the injected command did not run on the host (%v): the test shows nothing", err)
 	}
 }
