@@ -231,7 +231,7 @@ func newRemoteClient(t RemoteTarget, o RemoteOptions) (*Client, *remoteDialer) {
 		IdleConnTimeout:     30 * time.Second,
 		DisableCompression:  true,
 	}
-	return &Client{path: t.String(), hc: &http.Client{Transport: tr}}, d
+	return &Client{path: t.String(), hc: &http.Client{Transport: tr}, subscribeTimeout: remoteDialTimeout}, d
 }
 
 // remoteDialTimeout bounds DialRemote's first request: an ssh handshake

@@ -109,10 +109,10 @@ func RunTUI(ctx context.Context, f *cmdutil.Factory, svc api.Service, label stri
 	}
 	ascii, noColor := tui.DetectPlain(os.Getenv)
 	b := &review.Backend{Svc: svc, Now: f.Now, Label: label, Log: f.Logger()}
-	if f.RemoteURL() != "" {
+	if t, ok, _ := f.RemoteTarget(); ok {
 		// --remote: svc is the remote watcher's client; its events
 		// reconnect over ssh (api.Client.Events).
-		b.UnsubscribeEnv = nil
+		b.Remote = t.String()
 	} else if cfg, err := f.Config(); err == nil {
 		b.Open = f.Service
 		b.Sock = api.SocketPath(cfg.StateDir)

@@ -265,11 +265,13 @@ func TestRemoteReviewUnderTmux(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("review screen:\n%s", x.screen())
+			t.Logf("the client's log:\n%s", tail(filepath.Join(r.emptyState, "mailagent.log"), 30))
+			t.Logf("serve and sshd pids: %v", r.pids())
 		}
 		_, _ = x.run("kill-server")
 	})
 	x.waitScreen(e.tag, waitShort)
-	x.waitScreen("watcher connected", waitShort)
+	x.waitScreen("watcher connected on ssh://", waitShort)
 	x.must("send-keys", "-t", "review", "/")
 	x.must("send-keys", "-t", "review", "-l", e.tag)
 	x.must("send-keys", "-t", "review", "Enter")
@@ -282,6 +284,18 @@ func TestRemoteReviewUnderTmux(t *testing.T) {
 		}
 		return d.Item.Status == store.QueueSent, d.Item.Status
 	})
+	// The connection dies: the status line says so (not that actions run
+	// locally), and says connected again once ssh can reconnect.
+	r.touch(r.blockFile, true)
+	if n := r.cutAll(); n == 0 {
+		t.Fatal("no sshd session to cut")
+	}
+	x.waitScreen("lost: reconnecting", waitShort)
+	if s := x.screen(); strings.Contains(s, "actions run locally") {
+		t.Errorf("the screen claims actions run locally over --remote:\n%s", s)
+	}
+	r.touch(r.blockFile, false)
+	x.waitScreen("watcher connected on ssh://", waitShort)
 	x.must("send-keys", "-t", "review", "q")
 	e.barrier(e2e.Bob)
 	if got := e.find(e2e.Bob, "INBOX", "In-Reply-To", m.ID); len(got) != 1 {
