@@ -227,7 +227,7 @@ MAILAGENT_TEST_RELAY=%s exec %s -test.run='^TestRelayHelper$'`, argsFile, srv.pa
 	if err != nil {
 		t.Fatalf("DialRemote: %v", err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	items, err := c.Queue(context.Background(), QueueFilter{})
 	if err != nil || len(items) == 0 {
 		t.Fatalf("queue over the relay: got %d items, %v", len(items), err)
@@ -318,7 +318,7 @@ func TestApprovalCutMidway(t *testing.T) {
 			t.Parallel()
 			path, approvals := cutWatcher(t, tt.status, tt.reread)
 			c := newClient(path)
-			defer c.Close()
+			defer func() { _ = c.Close() }()
 			q, err := c.Approve(context.Background(), "q1", "")
 			var lost *LostError
 			if q != nil || !errors.As(err, &lost) {
@@ -345,7 +345,7 @@ func TestApprovalAnsweredIsNotLost(t *testing.T) {
 	seed(t, st)
 	srv := startServer(t, &Local{DB: st}) // no Actions: approve answers ErrNoActions
 	c := newClient(srv.path)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	_, err := c.Approve(context.Background(), "q1", "")
 	var lost *LostError
 	if errors.As(err, &lost) || !errors.Is(err, ErrNoActions) {

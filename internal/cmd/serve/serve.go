@@ -98,7 +98,7 @@ func Run(ctx context.Context, opts *ServeOptions) error {
 // side is closed and the relay waits for the watcher to finish its
 // answers and close; when the watcher closes, the relay ends at once.
 func relay(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer) error {
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
 	fromWatcher := make(chan error, 1)

@@ -97,7 +97,7 @@ func startWatcher(t *testing.T) string {
 	go func() { done <- api.Serve(ctx, api.SocketPath(dir), &api.Local{DB: st}, nil) }()
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		_ = <-done
 		_ = st.Close()
 	})
 	deadline := time.Now().Add(10 * time.Second)
@@ -159,7 +159,7 @@ func TestServeEndsWhenTheWatcherCloses(t *testing.T) {
 	t.Parallel()
 	dir := startWatcher(t)
 	inR, inW := io.Pipe()
-	defer inW.Close()
+	defer func() { _ = inW.Close() }()
 	ios := iostreams.New(inR, io.Discard, io.Discard)
 	done := make(chan error, 1)
 	go func() {

@@ -193,7 +193,7 @@ func TestRemoteApprovalCutMidway(t *testing.T) {
 	r := newRemote(t, e)
 	w, m, item := remoteDraft(t, e, "cut")
 	c := r.dial()
-	c.Close()                  // the approval takes a fresh connection…
+	_ = c.Close()              // the approval takes a fresh connection…
 	r.touch(r.delayFile, true) // …whose answers are held back
 	before := len(r.pids())
 	type result struct {
