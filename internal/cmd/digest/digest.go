@@ -88,8 +88,14 @@ reached (--send); 4 the state database is in use.`,
 
 func digestRun(ctx context.Context, opts *DigestOptions) error {
 	cfg, err := opts.Config()
-	if err != nil {
+	if err != nil && !opts.Remote {
 		return err
+	}
+	if err != nil {
+		// --remote needs no configuration here: the report comes from
+		// that host's watcher (only the model's name for the cost is
+		// then unknown).
+		cfg, err = &config.Config{}, nil
 	}
 	now := opts.Now()
 	since, _ := cmdutil.ParseSince(opts.Since, now)
