@@ -211,14 +211,9 @@ func (d *remoteDialer) dial(ctx context.Context) (net.Conn, error) {
 	return c, nil
 }
 
-// NewRemoteClient is a Client of the watcher on t, each connection one
+// newRemoteClient is a Client of the watcher on t, each connection one
 // ssh process (ControlMaster in ~/.ssh/config shares one, if the user
-// wants). It does not connect; DialRemote does and checks.
-func NewRemoteClient(t RemoteTarget, o RemoteOptions) *Client {
-	c, _ := newRemoteClient(t, o)
-	return c
-}
-
+// wants), and its dialer. It does not connect.
 func newRemoteClient(t RemoteTarget, o RemoteOptions) (*Client, *remoteDialer) {
 	program := o.SSH
 	if program == "" {

@@ -37,7 +37,8 @@ type remote struct {
 	// watcher's answers back for a few seconds (the cut-mid-approval test).
 	serveCmd, pidsFile, delayFile string
 	// emptyState is the --state-dir of every client command: no socket,
-	// no database there, so a command that ignored --remote would fail.
+	// no database and no config file there, so a command that ignored
+	// --remote would fail.
 	emptyState string
 	knownHosts string
 }
@@ -124,7 +125,8 @@ func (r *remote) dial() *api.Client {
 // command is the mailagent binary run as a client on "another machine":
 // an empty state directory, --remote, and the ssh wrapper.
 func (r *remote) command(ctx context.Context, ssh string, args ...string) *exec.Cmd {
-	all := append([]string{"--config", r.e.cfgPath, "--state-dir", r.emptyState, "--remote", r.url}, args...)
+	// No configuration either: the laptop only has ssh access.
+	all := append([]string{"--config", filepath.Join(r.emptyState, "none.toml"), "--state-dir", r.emptyState, "--remote", r.url}, args...)
 	cmd := exec.CommandContext(ctx, binary, all...)
 	cmd.Env = append(os.Environ(), passwordEnv+"="+r.e.password, apiKeyEnv+"=e2e-not-a-real-key", "MAILAGENT_SSH="+ssh)
 	cmd.WaitDelay = 10 * time.Second
