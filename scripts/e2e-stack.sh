@@ -47,7 +47,7 @@ IMAPS_PORT=${E2E_IMAPS_PORT:-10993}
 SMTP_PORT=${E2E_SMTP_PORT:-10025}
 DOMAIN=example.test
 USERS="ada bob carol sink corpus"
-PACKAGES="dovecot-imapd dovecot-lmtpd postfix isync tmux openssl opendkim opendkim-tools opendmarc dbconfig-no-thanks dnsmasq-base radicale"
+PACKAGES="dovecot-imapd dovecot-lmtpd postfix isync tmux openssl opendkim opendkim-tools opendmarc dbconfig-no-thanks dnsmasq-base radicale openssh-server"
 START_TIMEOUT=${E2E_START_TIMEOUT:-30} # seconds
 
 # Sender authentication (see the header). The DNS server needs port 53:
@@ -702,6 +702,7 @@ cmd_start() {
 	# Courier leaves a new account): agente2e TestCourierBareAccount.
 	E2E_COURIER_BARE=1 bash "$(dirname "${BASH_SOURCE[0]}")/e2e-courier.sh" start "$DIR"
 	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-radicale.sh" start "$DIR"
+	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-sshd.sh" start "$DIR"
 	# The real Debian Courier-IMAP and Cyrus, unpacked beside Dovecot: a
 	# package that cannot be had leaves the stack running and their tests
 	# skipping (agente2e TestRealServer*).
@@ -727,6 +728,7 @@ stop_all() {
 	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-courier.sh" stop "$DIR"
 	E2E_COURIER_BARE=1 bash "$(dirname "${BASH_SOURCE[0]}")/e2e-courier.sh" stop "$DIR"
 	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-radicale.sh" stop "$DIR"
+	bash "$(dirname "${BASH_SOURCE[0]}")/e2e-sshd.sh" stop "$DIR"
 	stop_postfix
 	stop_dovecot
 	auth_stop

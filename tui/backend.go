@@ -148,7 +148,11 @@ type Status struct {
 	WatcherConnected bool // false: the store was opened directly
 	// Holder names the process whose socket answered when it is not a
 	// watcher ("a triage (pid 4242)"): actions go through it.
-	Holder        string
+	Holder string
+	// Remote, when set, is the ssh address of the watcher's host (review
+	// --remote): not connected then means the connection is lost and is
+	// being retried; nothing runs locally.
+	Remote        string
 	Accounts      []AccountState
 	AutoSentToday int
 	AutoSendCap   int

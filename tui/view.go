@@ -283,8 +283,12 @@ func (m *Model) renderStatus() string {
 	switch {
 	case m.conn.stat.WatcherConnected && m.conn.streamLost:
 		parts = append(parts, m.c.st.Offline.Render(g.Offline+" live updates lost: reconnecting"))
+	case m.conn.stat.WatcherConnected && m.conn.stat.Remote != "":
+		parts = append(parts, m.c.st.Online.Render(g.Online+" watcher connected on "+clean(m.conn.stat.Remote)))
 	case m.conn.stat.WatcherConnected:
 		parts = append(parts, m.c.st.Online.Render(g.Online+" watcher connected"))
+	case m.conn.stat.Remote != "":
+		parts = append(parts, m.c.st.Offline.Render(g.Offline+" connection to "+clean(m.conn.stat.Remote)+" lost: reconnecting"))
 	case m.conn.stat.Holder != "":
 		parts = append(parts, m.c.st.Online.Render(g.Online+" served by "+clean(m.conn.stat.Holder)))
 	default:

@@ -35,6 +35,11 @@ type Factory struct {
 	ConfigPath string // --config
 	StateDir   string // --state-dir
 	Verbose    bool   // -v: also log to stderr
+	// Remote is --remote (else $MAILAGENT_REMOTE): ssh://[user@]host[:port]
+	// of a host whose watcher the commands talk to (remote.go).
+	Remote string
+	// RemoteCommand is --remote-command: the mailagent binary on that host.
+	RemoteCommand string
 
 	// NewModel builds the language model for cfg; tests replace it.
 	NewModel func(ctx context.Context, cfg *config.Config) (llm.Model, error)

@@ -39,6 +39,9 @@ type Client struct {
 	// StoreTimeout bounds each call of the RemoteStore returned by Store
 	// (0 means DefaultStoreTimeout). Set it before use.
 	StoreTimeout time.Duration
+	// subscribeTimeout bounds opening the event stream (0: dialTimeout;
+	// the remote transport's ssh handshake needs longer).
+	subscribeTimeout time.Duration
 }
 
 var _ Service = (*Client)(nil)
@@ -212,7 +215,7 @@ func (c *Client) Approve(ctx context.Context, id, final string) (*store.QueueIte
 	}
 	var q store.QueueItem
 	if err := c.call(ctx, http.MethodPost, queuePath(id, "approve"), nil, approveReq{Final: final}, &q); err != nil {
-		return nil, err
+		return nil, c.lost(ctx, "approval", id, err) // never retried: remote_lost.go
 	}
 	return &q, nil
 }
@@ -426,7 +429,11 @@ func (c *Client) openStream(ctx context.Context, lastID string) (*stream, error)
 	sctx, cancel := context.WithCancel(ctx)
 	// The subscription must answer quickly; the stream itself has no
 	// deadline.
-	timer := time.AfterFunc(dialTimeout, cancel)
+	within := dialTimeout
+	if c.subscribeTimeout > 0 {
+		within = c.subscribeTimeout
+	}
+	timer := time.AfterFunc(within, cancel)
 	req, err := c.request(sctx, http.MethodGet, "/v1/events", nil, nil)
 	if err != nil {
 		cancel()
@@ -449,7 +456,7 @@ func (c *Client) openStream(ctx context.Context, lastID string) (*stream, error)
 	}
 	if !timer.Stop() {
 		st.close()
-		return nil, fmt.Errorf("watcher %s: events: no answer within %s", c.path, dialTimeout)
+		return nil, fmt.Errorf("watcher %s: events: no answer within %s", c.path, within)
 	}
 	return st, nil
 }

@@ -29,6 +29,15 @@
 //   - Client.Events and FollowEvents reconnect with backoff when the
 //     stream ends and report EventWatcherGone and EventWatcherBack.
 //
+// The same Client reaches a watcher on another host (remote.go):
+// ParseRemote validates an ssh://[user@]host[:port] URL strictly (nothing
+// in it can become an ssh option or a remote shell word), and DialRemote
+// runs `ssh -T … -- host mailagent serve --stdio` per connection, speaking
+// HTTP over its stdin and stdout (a commandConn; ssh's stderr names the
+// failure). An approval whose connection breaks after the request was
+// sent is never retried: Approve re-reads the item and returns a
+// *LostError saying what state it is in (remote_lost.go).
+//
 // A process that holds the database for longer than a moment without
 // being the watcher (triage, a CLI approval in its undo window) serves the
 // same socket meanwhile (ServeHeld) and names itself in HolderFile

@@ -48,6 +48,10 @@ type Backend struct {
 	// Label, when set, names the model on the status line (the demo says
 	// it is not an AI).
 	Label string
+	// Remote, when set, is the ssh address of the watcher (review
+	// --remote): the status line names it, and says the connection is
+	// lost rather than that actions run locally.
+	Remote string
 	// Log receives what the status line cannot show; nil logs nothing.
 	Log *slog.Logger
 	// UnsubscribeEnv, when set, is how unsubscribing reaches the mail
@@ -119,7 +123,8 @@ func (b *Backend) explain(action string, svc api.Service, err error) error {
 		return err
 	}
 	var remote *api.Error
-	if errors.As(err, &remote) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	var lost *api.LostError // says itself what state the item is in
+	if errors.As(err, &remote) || errors.As(err, &lost) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	if b.Log != nil {
@@ -249,7 +254,7 @@ func (b *Backend) Status(ctx context.Context) (tui.Status, error) {
 	if err != nil {
 		return tui.Status{}, err
 	}
-	out := tui.Status{WatcherConnected: s.Watcher, AutoSentToday: s.AutoSentToday, AutoSendCap: s.AutoSendCap}
+	out := tui.Status{WatcherConnected: s.Watcher, AutoSentToday: s.AutoSentToday, AutoSendCap: s.AutoSendCap, Remote: b.Remote}
 	if !s.Watcher && s.PID != 0 {
 		// Through the socket of another holder of the database
 		// (api.ServeHeld: a triage, an approval waiting out its window).
@@ -414,7 +419,7 @@ func (b *Backend) translate(ctx context.Context, ev agent.Event) []tui.Event {
 		if err != nil {
 			s = tui.Status{}
 		}
-		s.WatcherConnected = false
+		s.WatcherConnected, s.Remote = false, b.Remote
 		return []tui.Event{{Kind: tui.EventStatus, Status: &s}}
 	case "queue_added", "queue_updated":
 		if it, err := b.Detail(ctx, ev.ID); err == nil {

@@ -33,6 +33,9 @@ type DigestOptions struct {
 	Now       func() time.Time
 	Service   func(ctx context.Context, withActions bool) (api.Service, func() error, error)
 	OpenStore func(readOnly bool) (*store.Store, error)
+	// Remote: --remote is set; the report comes from that watcher
+	// (Service) instead of this machine's database.
+	Remote bool
 
 	Since string
 	JSON  bool
@@ -69,6 +72,7 @@ reached (--send); 4 the state database is in use.`,
 				return cmdutil.UsageErr("--json and --send do not go together: --send mails the plain-text report")
 			}
 			opts.Now, opts.Service = f.Now, f.Service
+			opts.Remote = f.RemoteURL() != ""
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -84,19 +88,26 @@ reached (--send); 4 the state database is in use.`,
 
 func digestRun(ctx context.Context, opts *DigestOptions) error {
 	cfg, err := opts.Config()
-	if err != nil {
+	if err != nil && !opts.Remote {
 		return err
+	}
+	if err != nil {
+		// --remote needs no configuration here: the report comes from
+		// that host's watcher (only the model's name for the cost is
+		// then unknown).
+		cfg, err = &config.Config{}, nil
 	}
 	now := opts.Now()
 	since, _ := cmdutil.ParseSince(opts.Since, now)
 	var src digest.Source = digestmail.NoState{}
 	var svc api.Service
 	switch {
-	case opts.Send:
+	case opts.Send || opts.Remote:
 		// --send goes through the outbox: the watcher's, or this
 		// process's pipeline over the store (created when missing).
+		// --remote reads (and sends through) that host's watcher.
 		var closeSvc func() error
-		svc, closeSvc, err = opts.Service(ctx, true)
+		svc, closeSvc, err = opts.Service(ctx, opts.Send)
 		if err != nil {
 			return err
 		}

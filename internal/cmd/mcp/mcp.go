@@ -29,6 +29,10 @@ type MCPOptions struct {
 	OpenStore func(readOnly bool) (*store.Store, error)
 	Now       func() time.Time
 	Logger    func() *slog.Logger
+	// Service, when Remote (--remote is set), serves every request: the
+	// watcher on that host, over ssh.
+	Service func(ctx context.Context, withActions bool) (api.Service, func() error, error)
+	Remote  bool
 }
 
 // NewCmdMCP is `mailagent mcp`; runF, when not nil, runs instead of
@@ -49,6 +53,7 @@ opens the database read-only for each request. Logs go to the log file
 (and stderr with -v), never to stdout. Configure it in [mcp].`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Service, opts.Remote = f.Service, f.RemoteURL() != ""
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -98,6 +103,9 @@ func mcpRun(ctx context.Context, opts *MCPOptions) error {
 // its socket, else the database opened read-only (a shared lock, released
 // when the request ends, so a watcher started later is never kept out).
 func openMCPService(ctx context.Context, opts *MCPOptions) (api.Service, func() error, error) {
+	if opts.Remote {
+		return opts.Service(ctx, false)
+	}
 	cfg, err := opts.Config()
 	if err != nil {
 		return nil, nil, err

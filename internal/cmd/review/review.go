@@ -86,6 +86,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, _ *ReviewOptions) error {
 	if err != nil {
 		return err
 	}
+	if f.RemoteURL() != "" {
+		// The remote client serves the whole session (one ssh per
+		// connection, kept alive), instead of one dial per operation.
+		defer func() { _ = closeSvc() }()
+		return RunTUI(ctx, f, svc, "")
+	}
 	if err := closeSvc(); err != nil {
 		return err
 	}
@@ -103,7 +109,11 @@ func RunTUI(ctx context.Context, f *cmdutil.Factory, svc api.Service, label stri
 	}
 	ascii, noColor := tui.DetectPlain(os.Getenv)
 	b := &review.Backend{Svc: svc, Now: f.Now, Label: label, Log: f.Logger()}
-	if cfg, err := f.Config(); err == nil {
+	if t, ok, _ := f.RemoteTarget(); ok {
+		// --remote: svc is the remote watcher's client; its events
+		// reconnect over ssh (api.Client.Events).
+		b.Remote = t.String()
+	} else if cfg, err := f.Config(); err == nil {
 		b.Open = f.Service
 		b.Sock = api.SocketPath(cfg.StateDir)
 		// Unsubscribing reaches the mail server (internal/app/unsubscribe).

@@ -27,6 +27,7 @@ import (
 	"github.com/mailagent/mailagent/internal/cmd/replay"
 	"github.com/mailagent/mailagent/internal/cmd/review"
 	"github.com/mailagent/mailagent/internal/cmd/schedule"
+	"github.com/mailagent/mailagent/internal/cmd/serve"
 	"github.com/mailagent/mailagent/internal/cmd/status"
 	"github.com/mailagent/mailagent/internal/cmd/triage"
 	"github.com/mailagent/mailagent/internal/cmd/unsubscribe"
@@ -54,6 +55,9 @@ func Main(args []string, ios *iostreams.IOStreams, wire Wire) int {
 	if wire != nil {
 		more = wire(f)
 	}
+	// --remote: the commands that talk to a watcher reach the one on
+	// another host over ssh (cmdutil/remote.go).
+	f.Service = f.RemoteService(f.Service)
 	return Run(ctx, f, NewCmdRoot(f, more...), args)
 }
 
@@ -93,6 +97,10 @@ mail, whether a send happens at all, and what the model gets to see.`,
 	root.PersistentFlags().StringVar(&f.ConfigPath, "config", "", "config file (default $MAILAGENT_CONFIG, then $XDG_CONFIG_HOME/mailagent/config.toml)")
 	root.PersistentFlags().StringVar(&f.StateDir, "state-dir", "", "state directory (default state_dir from the config, then $XDG_STATE_HOME/mailagent)")
 	root.PersistentFlags().BoolVarP(&f.Verbose, "verbose", "v", false, "also log to stderr")
+	root.PersistentFlags().StringVar(&f.Remote, "remote", "", "talk to the watcher on another host over ssh: ssh://[user@]host[:port] (default $MAILAGENT_REMOTE)")
+	root.PersistentFlags().StringVar(&f.RemoteCommand, "remote-command", "", "the mailagent binary on the --remote host (default mailagent from its PATH)")
+	// Commands that need this machine's database refuse --remote.
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return f.RefuseRemote(cmd) }
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cmdutil.UsageErr("%v", err) })
 
 	root.AddCommand(more...)
@@ -118,9 +126,27 @@ mail, whether a send happens at all, and what the model gets to see.`,
 		queue.NewCmdQueue(f, nil),
 		doctor.NewCmdDoctor(f, nil),
 		initcmd.NewCmdInit(f, nil),
+		serve.NewCmdServe(f, nil),
 	)
+	markLocalOnly(root)
 	registerCompletions(root, f)
 	cmdutil.UsageArgs(root)
 	applyExamples(root)
 	return root
+}
+
+// localOnly are the commands that work on this machine's database or mail
+// servers: with --remote they fail with a usage error (RefuseRemote).
+var localOnly = map[string]bool{"triage": true, "watch": true, "init": true, "doctor": true, "replay": true, "demo": true, "serve": true}
+
+// markLocalOnly annotates root's local-only commands.
+func markLocalOnly(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		if localOnly[c.Name()] {
+			if c.Annotations == nil {
+				c.Annotations = map[string]string{}
+			}
+			c.Annotations[cmdutil.LocalOnlyAnnotation] = "true"
+		}
+	}
 }
