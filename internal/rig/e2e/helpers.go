@@ -255,3 +255,48 @@ func (s *Stack) WaitForMessageID(t testing.TB, user, mailbox, messageID string, 
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// MoveMessageID waits, as WaitForMessageID does, until a message whose
+// Message-ID header contains messageID is in user's mailbox from, then
+// moves it to mailbox to (UID MOVE, RFC 6851) with its flags and returns
+// its UID there. A test that watches a mailbox of its own uses it to take
+// the mail Postfix delivered to the shared INBOX out of every other
+// test's way, as the owner's server would file it.
+func (s *Stack) MoveMessageID(t testing.TB, user, from, to, messageID string, timeout time.Duration) imap.UID {
+	t.Helper()
+	uid := s.WaitForMessageID(t, user, from, messageID, timeout)
+	c := s.IMAP(t, user)
+	if _, err := c.Select(from, nil).Wait(); err != nil {
+		t.Fatalf("e2e: select %s %s: %v", user, from, err)
+	}
+	data, err := c.Move(imap.UIDSetNum(uid), to).Wait()
+	if err != nil {
+		t.Fatalf("e2e: move %s from %s %s to %s: %v", messageID, user, from, to, err)
+	}
+	if data == nil || data.DestUIDs == nil {
+		t.Fatalf("e2e: move %s to %s %s: the server sent no COPYUID", messageID, user, to)
+	}
+	dest, ok := data.DestUIDs.(imap.UIDSet)
+	if !ok || len(dest) != 1 || dest[0].Start != dest[0].Stop {
+		t.Fatalf("e2e: move %s to %s %s: COPYUID names %v, want one UID", messageID, user, to, data.DestUIDs)
+	}
+	return dest[0].Start
+}
+
+// DeleteMailbox deletes mailbox of user with the messages in it. It is a
+// cleanup step: an error is logged, not fatal.
+func (s *Stack) DeleteMailbox(t testing.TB, user, mailbox string) {
+	t.Helper()
+	c, err := s.dialIMAP(t, user)
+	if err != nil {
+		t.Logf("e2e: delete %s %s: %v", user, mailbox, err)
+		return
+	}
+	defer func() {
+		_ = c.Logout().Wait()
+		_ = c.Close()
+	}()
+	if err := c.Delete(mailbox).Wait(); err != nil {
+		t.Logf("e2e: delete %s %s: %v", user, mailbox, err)
+	}
+}

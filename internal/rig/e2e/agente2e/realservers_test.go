@@ -97,7 +97,8 @@ func hasKey[V any](m map[string]V, k string) bool {
 }
 
 // TestRealServerBareAccount: on a bare account of the real Courier-IMAP
-// and of the real Cyrus, doctor fails Drafts and Sent with `doctor --fix`
+// and of the real Cyrus (the instances with push fixed; the account is the
+// stock instance's too), doctor fails Drafts and Sent with `doctor --fix`
 // as the fix and never offers the watched INBOX; `doctor --fix` creates
 // INBOX.Drafts and INBOX.Sent (on Cyrus, which has CREATE-SPECIAL-USE,
 // with \Drafts and \Sent); doctor then passes both. An approval that
@@ -112,8 +113,11 @@ func TestRealServerBareAccount(t *testing.T) {
 			r := rs.get(s, t)
 			t.Parallel()
 			r.Exclusive(t)
-			e := newRealEnv(t, r.Stock, options{})
-			c := r.Stock.IMAP(t, e2e.Owner)
+			// The fixed instance: the bare account's folders and doctor's
+			// fix do not depend on IDLE, and on the stock one the approval
+			// below waits out its 60 s poll to see the queued mail.
+			e := newRealEnv(t, r.Fixed, options{})
+			c := r.Fixed.IMAP(t, e2e.Owner)
 			makeBare(t, c, r.SpecialUse)
 
 			out, stderr, code := e.run("doctor", "--json", "--no-model")
