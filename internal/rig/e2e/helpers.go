@@ -176,10 +176,11 @@ func resetMailbox(c *imapclient.Client, mailbox string) error {
 }
 
 // Append stores raw in mailbox of user (which must exist) with the given
-// flags and returns its UID.
+// flags and returns its UID. Its connection is closed when it returns.
 func (s *Stack) Append(t testing.TB, user, mailbox string, raw []byte, flags ...imap.Flag) imap.UID {
 	t.Helper()
-	c := s.IMAP(t, user)
+	c := s.imapNow(t, user)
+	defer closeIMAP(c)
 	uid, err := appendMessage(c, mailbox, raw, &imap.AppendOptions{Flags: flags})
 	if err != nil {
 		t.Fatalf("e2e: append to %s %s: %v", user, mailbox, err)
@@ -225,15 +226,40 @@ func (s *Stack) RestartDovecot(t testing.TB) {
 }
 
 // WaitForMessageID polls mailbox of user until a message whose Message-ID
-// header contains messageID (without angle brackets) is there, and returns
-// its UID. It fails the test once timeout has passed. Unlike
-// WaitForMessages it is not confused by mail other tests deliver to the
-// same account at the same time.
+// header contains messageID is there, and returns its UID. It fails the
+// test once timeout has passed. Unlike WaitForMessages it is not confused
+// by mail other tests deliver to the same account at the same time. Its
+// connection is closed when it returns (many tests at once wait on one
+// account, and Dovecot limits connections per user).
 func (s *Stack) WaitForMessageID(t testing.TB, user, mailbox, messageID string, timeout time.Duration) imap.UID {
 	t.Helper()
-	c := s.IMAP(t, user)
-	if _, err := c.Select(mailbox, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
-		t.Fatalf("e2e: examine %s %s: %v", user, mailbox, err)
+	c := s.imapNow(t, user)
+	defer closeIMAP(c)
+	return waitMessageID(t, c, user, mailbox, messageID, timeout, true)
+}
+
+// imapNow is IMAP for a helper that closes the client itself.
+func (s *Stack) imapNow(t testing.TB, user string) *imapclient.Client {
+	t.Helper()
+	c, err := s.dialIMAP(t, user)
+	if err != nil {
+		t.Fatalf("e2e: imap login %s: %v", user, err)
+	}
+	return c
+}
+
+func closeIMAP(c *imapclient.Client) {
+	_ = c.Logout().Wait()
+	_ = c.Close()
+}
+
+// waitMessageID selects mailbox on c (read-only unless readOnly is false)
+// and polls it until a message whose Message-ID header contains messageID
+// is there; it returns its UID.
+func waitMessageID(t testing.TB, c *imapclient.Client, user, mailbox, messageID string, timeout time.Duration, readOnly bool) imap.UID {
+	t.Helper()
+	if _, err := c.Select(mailbox, &imap.SelectOptions{ReadOnly: readOnly}).Wait(); err != nil {
+		t.Fatalf("e2e: select %s %s: %v", user, mailbox, err)
 	}
 	criteria := &imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "Message-ID", Value: messageID}}}
 	deadline := time.Now().Add(timeout)
@@ -261,14 +287,13 @@ func (s *Stack) WaitForMessageID(t testing.TB, user, mailbox, messageID string, 
 // moves it to mailbox to (UID MOVE, RFC 6851) with its flags and returns
 // its UID there. A test that watches a mailbox of its own uses it to take
 // the mail Postfix delivered to the shared INBOX out of every other
-// test's way, as the owner's server would file it.
+// test's way, as the owner's server would file it. Its connection is
+// closed when it returns.
 func (s *Stack) MoveMessageID(t testing.TB, user, from, to, messageID string, timeout time.Duration) imap.UID {
 	t.Helper()
-	uid := s.WaitForMessageID(t, user, from, messageID, timeout)
-	c := s.IMAP(t, user)
-	if _, err := c.Select(from, nil).Wait(); err != nil {
-		t.Fatalf("e2e: select %s %s: %v", user, from, err)
-	}
+	c := s.imapNow(t, user)
+	defer closeIMAP(c)
+	uid := waitMessageID(t, c, user, from, messageID, timeout, false)
 	data, err := c.Move(imap.UIDSetNum(uid), to).Wait()
 	if err != nil {
 		t.Fatalf("e2e: move %s from %s %s to %s: %v", messageID, user, from, to, err)

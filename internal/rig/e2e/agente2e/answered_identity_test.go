@@ -26,7 +26,7 @@ import (
 // identity checks off) runs in process: agent.TestAnsweredAttacksLandWithoutIdentity
 // and cmd/mailagent.TestAnsweredAttacksThroughTriageLandWithoutIdentity.
 func TestStrangersAnswerIsNotTheContacts(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, a := e2e.RequireSenderAuth(t)
 	e := newEnv(t, options{Mode: "auto", Model: autoModel})
 	e.setAuthservID(a.AuthservID)

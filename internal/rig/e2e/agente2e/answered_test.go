@@ -21,7 +21,7 @@ import (
 // the same mail is in its first-start lookback, yet nothing is sent a
 // second time, because the mailbox records what was answered.
 func TestNoSecondReplyAfterStateLoss(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, a := e2e.RequireSenderAuth(t)
 	e := newEnv(t, options{Mode: "auto", Model: autoModel})
 	e.setAuthservID(a.AuthservID)

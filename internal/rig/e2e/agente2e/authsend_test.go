@@ -137,7 +137,7 @@ func authCases(a *e2e.SenderAuth) []authCase {
 // Until the sender_auth gate is in the tree (issue 8), the test skips: run
 // without the gate, all four look-alikes are answered automatically.
 func TestAutoSendOnlyAuthenticated(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, a := e2e.RequireSenderAuth(t)
 	e := newEnv(t, options{Mode: "auto", Model: autoModel})
 	e.setAuthservID(a.AuthservID)
@@ -243,7 +243,7 @@ func gateMap(gs []store.GateResult) map[string]store.GateResult {
 // outside sender and auto-answered once. It is the pattern for tests that
 // need an automatic send: setAuthservID plus deliverSigned.
 func TestAutoSendLocalSignedContact(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, a := e2e.RequireSenderAuth(t)
 	e := newEnv(t, options{Mode: "auto", Model: autoModel})
 	e.setAuthservID(a.AuthservID)

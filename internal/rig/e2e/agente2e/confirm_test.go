@@ -16,7 +16,7 @@ import (
 // "n" sends nothing; "a", "y" sends the one reply, to the stranger
 // (Postfix hands unknown addresses to the sink user).
 func TestReviewConfirmsNewAddressUnderTmux(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t, options{})
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (scripts/e2e-stack.sh install adds it): the real-terminal review test needs it")

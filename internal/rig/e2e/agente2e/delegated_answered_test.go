@@ -23,7 +23,7 @@ import (
 // not (the copy's sender is not Kim's message's sender); Sam's own queued
 // draft is closed, Kim's is not.
 func TestDelegatedReplyFlagsOriginalE2E(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	_, a := e2e.RequireSenderAuth(t)
 	e := newEnv(t, options{Mode: "review", Model: ownerE2EModel}) // nothing is sent unapproved
 	e.setAuthservID(a.AuthservID)

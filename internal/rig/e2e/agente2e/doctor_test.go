@@ -53,7 +53,7 @@ func closedPort(t *testing.T) int {
 // right config passes, and each kind of mistake fails the check that names
 // it, with exit code 5.
 func TestDoctor(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	port := closedPort(t)
 	tests := []struct {
 		name     string

@@ -141,7 +141,7 @@ func (w *libWatcher) followupOf(t *testing.T, id string) *store.Followup {
 //   - archive (a move to the Archive folder), keywords and \Answered are
 //     visible to another IMAP client.
 func TestFollowupsAgainstDovecot(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t, options{})
 	clk := &clock{t: time.Now()}
 	path := filepath.Join(e.dir, "lib.db")
@@ -279,7 +279,7 @@ func flagsOf(fs []found) [][]imap.Flag {
 // under "INBOX.") an archive decision moves the message to INBOX.Archive,
 // created when missing, and another client sees it there only.
 func TestCourierArchive(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t, options{Courier: true})
 	clk := &clock{t: time.Now()}
 	w := e.libWatcherArchive(filepath.Join(e.dir, "lib.db"), clk, "")

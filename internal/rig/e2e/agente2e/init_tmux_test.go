@@ -85,7 +85,7 @@ func (it *initTerm) answer(label, text string) {
 // SMTP then trusts the same CA without asking, both logins pass once the
 // account is named, and the file is written with tls_ca_file.
 func TestInitEarlyProbeUnderTmux(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	st := e2e.Require(t)
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (scripts/e2e-stack.sh install adds it): the real-terminal init test needs it")

@@ -22,7 +22,7 @@ import (
 // signed CANCEL does, and the answered item says it was cancelled.
 // Skips without radicale.
 func TestInvitationCancelThroughPostfix(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	base := os.Getenv("MAILAGENT_E2E_CALDAV_URL")
 	if base == "" {
 		t.Skip("no Radicale: scripts/e2e-stack.sh starts it when the radicale package is installed")

@@ -24,7 +24,7 @@ import (
 // mailbox, with ACCEPTED and the invitation's UID, and stores the event on
 // Radicale. Skips without radicale.
 func TestInvitationRSVPThroughPostfix(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	base := os.Getenv("MAILAGENT_E2E_CALDAV_URL")
 	if base == "" {
 		t.Skip("no Radicale: scripts/e2e-stack.sh starts it when the radicale package is installed")

@@ -68,9 +68,14 @@ func build(out string) error {
 }
 
 // parallelTests is how many tests run at once when go test is not told
-// (-parallel): its default, GOMAXPROCS, suits tests that use the CPU,
-// and these mostly wait on Postfix, Dovecot and IDLE. Each has its own
-// state directory, folders and fake model (newEnv).
+// (-parallel): its default, GOMAXPROCS, suits tests that use the CPU, and
+// these mostly wait on Postfix, Dovecot and IDLE (a whole -race run used a
+// third of a core on average at 8). At 32 the start of as many -race
+// binaries at once starved a loaded 2-core machine (tmux screens and
+// watch --once missed their deadlines), and in CI another package's
+// -race binary shares the two cores. The long waits do not queue for a
+// slot (onEachServer). Each test has its own state directory, folders
+// and fake model (newEnv).
 const parallelTests = 8
 
 // defaultParallel sets -test.parallel to n unless the command line set it.

@@ -25,7 +25,7 @@ import (
 // Sent scan (which sees it in the owner's Sent folder) learns nothing
 // from it either.
 func TestAutoNudgeAgainstPostfix(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t, options{})
 	clk := &clock{t: time.Now()}
 	w := e.libWatcher(filepath.Join(e.dir, "nudge.db"), clk)

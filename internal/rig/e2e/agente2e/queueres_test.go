@@ -91,7 +91,7 @@ var e2eMessageIDLine = regexp.MustCompile(`(?mi)^Message-Id: <[^>]*>\r$`)
 // exactly one reply. And when the owner approves first, a stale copy that
 // their client files in Sent makes mailagent send nothing more.
 func TestDraftSentFromOwnerClientNeverSentTwice(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t, options{})
 	e.mustRun("watch", "--once") // first start: the checkpoint is set
 

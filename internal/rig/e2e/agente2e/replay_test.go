@@ -20,7 +20,7 @@ import (
 // another client filed in Sent (In-Reply-To, to the sender) is counted.
 // Also on the Courier-style server (INBOX.Sent, no SPECIAL-USE).
 func TestReplayOnDovecot(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	t.Run("dovecot", func(t *testing.T) { t.Parallel(); testReplayOn(t, options{}) })
 	t.Run("courier", func(t *testing.T) { t.Parallel(); testReplayOn(t, options{Courier: true}) })
 }
@@ -80,7 +80,7 @@ func sortedFlags(fs []imap.Flag) []imap.Flag {
 // the owner and lets the watcher see it arrive: it is routed as
 // mailagent's own mail (self), decided ignore, and nothing is queued.
 func TestDigestThroughPostfix(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t, options{})
 	_, stderr, code := e.run("digest", "--send")
 	_, after, ok := strings.Cut(stderr, "Message-ID <")

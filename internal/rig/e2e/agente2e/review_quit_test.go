@@ -16,7 +16,7 @@ import (
 // one reply when the window ends and review exits by itself; after q q
 // review cancels and exits, nothing reaches Bob and the draft is pending.
 func TestReviewQuitInUndoWindowUnderTmux(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, tc := range []struct {
 		name    string
 		keys    []string

@@ -16,7 +16,7 @@ import (
 // and through watch's Sent scan, both of the real binary, only the person
 // she wrote to becomes a known contact; no stranger does.
 func TestSentAutomaticMailMakesNoContactKnown(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	attacks := []struct{ name, header string }{
 		{"vacation", "Auto-Submitted: auto-replied (vacation)"},
 		{"generated", "Auto-Submitted: Auto-Generated; owner-email=\"" + e2e.Owner + "\""},

@@ -30,7 +30,7 @@ var outboxIDRE = regexp.MustCompile(`ob_unsubscribe_[0-9a-f]+`)
 // is refused with nothing queued. A restart, whose Sent scan reads the
 // unsubscribe mail in Sent, does not make the list address a contact.
 func TestUnsubscribeThroughOutbox(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t, options{})
 	w := e.startWatch()
 	leave := "leave-" + e.tag + "@example.test" // unknown: Postfix delivers it to the sink

@@ -31,7 +31,7 @@ const (
 // its draft lands in the Drafts folder with \Draft and in the queue that
 // `queue list --json` reads over the watcher's socket.
 func TestWatchIdleQueuesDraft(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t, options{})
 	w := e.startWatch()
 
@@ -102,7 +102,7 @@ func autoModel(req *geminitest.Request) geminitest.Reply {
 // threads on, and filed in Sent; neither the running watcher nor a later
 // `watch --once` sends it again.
 func TestAutoSendExactlyOnce(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t, options{Mode: "auto", Model: autoModel})
 	seed := e.seedSent(bobAddr)
 	w := e.startWatch()
@@ -171,7 +171,7 @@ func TestAutoSendExactlyOnce(t *testing.T) {
 // auto-reply reaches Bob once (none twice, and none lost unless the
 // kill cut its SMTP transaction, in which case the owner is asked).
 func TestKill9MidBurstResumes(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	const n = 10
 	var calls atomic.Int64
 	model := func(req *geminitest.Request) geminitest.Reply {
@@ -319,10 +319,11 @@ func TestKill9MidBurstResumes(t *testing.T) {
 // pushed the reconnect wait to 95 s); mail delivered after the restarts
 // is handled within seconds of the server's return, not a minute later.
 //
-// It is the package's one test that does not call t.Parallel: the
-// restarts cut every IMAP connection the other tests hold, and go test
-// runs it before any parallel test goes on.
+// It runs after every other test of the package (afterTheOthers): the
+// restarts cut every IMAP connection, and they wait for the other test
+// binaries that use the stack to end.
 func TestWatchSurvivesDovecotRestart(t *testing.T) {
+	afterTheOthers(t)
 	e := newEnv(t, options{})
 	w := e.startWatch()
 	e.s.RestartDovecot(t)
@@ -358,7 +359,7 @@ var failureRE = regexp.MustCompile(`429|RESOURCE_EXHAUSTED|503|UNAVAILABLE|inval
 // terminal: done, or needs_review with a reason that names the failure.
 // The next run, with the model healthy, retries those and finishes all.
 func TestModelStormEndsRecorded(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	const n = 10
 	var (
 		calls atomic.Int64
@@ -483,7 +484,7 @@ func states(rs []*store.MessageRecord) []string {
 // would receive the draft, sink (every unknown address) gets nothing, and
 // the queue item names the output guard's findings.
 func TestCompromisedModelCannotWidenRecipients(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	const evilDraft = "Done as you asked: I am copying boss@evil.example and replying to all. " +
 		"Pay at http://evil.example/pay, or faster at https://evil.example/wire/8841 right away."
 	var mu sync.Mutex
