@@ -9,6 +9,7 @@ import (
 // message takes the message's Date once, keeps it through later writes,
 // and AGE's base falls back to creation when there is no message.
 func TestQueueItemKeepsItsMessagesDate(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	written := time.Date(2025, 2, 20, 9, 30, 0, 0, time.UTC)
 	k := MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 1, UID: 7}
@@ -48,6 +49,7 @@ func TestQueueItemKeepsItsMessagesDate(t *testing.T) {
 // quickly; a long outage is tried at least hourly; a record that never
 // failed keeps the attempt-count schedule.
 func TestSendRetryFollowsTheTimeFailing(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
 		name    string

@@ -48,6 +48,7 @@ func approvalState(t *testing.T, s *Store, qid string) (string, *OutboxRecord) {
 }
 
 func TestApproveQueueItem(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	pendingDraft(t, s, "q1")
 	q, ob, err := s.ApproveQueueItem("q1", open3, func(q *QueueItem) error { q.Final = "edited"; return nil }, approvalRecord("q1", "edited"))
@@ -74,6 +75,7 @@ func TestApproveQueueItem(t *testing.T) {
 // the item is not approved and no record exists: never the stranded
 // in-between state.
 func TestApproveQueueItemAllOrNothing(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		setup  func(t *testing.T, s *Store)
@@ -131,6 +133,7 @@ func TestApproveQueueItemAllOrNothing(t *testing.T) {
 // reuses the record; the same text keeps the Message-ID (so the Sent
 // check still recognises an earlier attempt), a new text replaces it.
 func TestApproveQueueItemRetryAfterFailure(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	pendingDraft(t, s, "q")
 	if _, _, err := s.ApproveQueueItem("q", open3, nil, approvalRecord("q", "one")); err != nil {
@@ -167,6 +170,7 @@ func TestApproveQueueItemRetryAfterFailure(t *testing.T) {
 // TestStrandedApprovals: the state the old two-step Approve could leave
 // (approved, no outbox record) is found, and nothing else is.
 func TestStrandedApprovals(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	for _, id := range []string{"a", "b", "c"} {
 		pendingDraft(t, s, id)
@@ -194,6 +198,7 @@ func TestStrandedApprovals(t *testing.T) {
 // check run against the old two-step approval (TransitionQueueItem, then
 // PutOutbox) finds the stranded state, so it can fail.
 func TestApproveKilledMidway(t *testing.T) {
+	t.Parallel()
 	if path := os.Getenv("STORE_APPROVE_CHILD"); path != "" {
 		approveChild(path, os.Getenv("STORE_APPROVE_MODE"))
 		return

@@ -21,6 +21,7 @@ func batchOutcome(uid uint32, thread string) (*MessageRecord, *Trace) {
 // but every read through the Batch sees them; the size-th outcome and
 // Flush commit them, with their traces and usage.
 func TestBatchHoldsThenCommits(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	b := NewBatch(s, 3)
 	r1, t1 := batchOutcome(1, "th1")
@@ -78,6 +79,7 @@ func TestBatchHoldsThenCommits(t *testing.T) {
 // TestBatchRelabelMovesHeldRecords: a thread merge reaches records that
 // were still held.
 func TestBatchRelabelMovesHeldRecords(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	b := NewBatch(s, 100)
 	r, tr := batchOutcome(1, "old")
@@ -96,6 +98,7 @@ func TestBatchRelabelMovesHeldRecords(t *testing.T) {
 // TestBatchCopiesTheRecord: the caller may change its record after
 // PutOutcome; what is committed is what was put.
 func TestBatchCopiesTheRecord(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	b := NewBatch(s, 100)
 	r, tr := batchOutcome(1, "th")
@@ -115,6 +118,7 @@ func TestBatchCopiesTheRecord(t *testing.T) {
 // call that made it and by every later write, and the held records stay
 // readable; nothing is dropped silently.
 func TestBatchFailedCommitIsSticky(t *testing.T) {
+	t.Parallel()
 	s, err := Open(filepath.Join(t.TempDir(), "db"), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -144,6 +148,7 @@ func TestBatchFailedCommitIsSticky(t *testing.T) {
 
 // TestBatchConcurrentWriters: workers putting at once lose nothing.
 func TestBatchConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	b := NewBatch(s, 7)
 	eachWorker(t, 4, func(w int, report func(error)) {
@@ -193,6 +198,7 @@ func eachWorker(t *testing.T, n int, fn func(w int, report func(error))) {
 // merges of threads with held and committing records), reads and
 // commits. 16 seeds × 300 steps.
 func TestBatchMatchesStore(t *testing.T) {
+	t.Parallel()
 	for seed := range 16 {
 		direct, under := openNoSync(t), openNoSync(t)
 		rnd := rand.New(rand.NewPCG(uint64(seed), 7))
@@ -288,6 +294,7 @@ func uidSubjects(rs []*MessageRecord) string {
 // TestBatchRelabelWithQueueItemsIsImmediate: a merge of a thread that has
 // queue items is not held: the items move at once, as with the Store.
 func TestBatchRelabelWithQueueItemsIsImmediate(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	b := NewBatch(s, 100)
 	r, tr := batchOutcome(1, "old")
@@ -312,6 +319,7 @@ func TestBatchRelabelWithQueueItemsIsImmediate(t *testing.T) {
 // goroutines (the triage pool) end with every record in the thread the
 // last merge put it in.
 func TestBatchRelabelsConcurrently(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	b := NewBatch(s, 5)
 	eachWorker(t, 4, func(w int, report func(error)) {

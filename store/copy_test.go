@@ -15,6 +15,7 @@ import (
 // free for a writer at once (the old read-only open kept a shared lock
 // for the whole run), does not see later writes, and is removed on Close.
 func TestOpenSnapshotHoldsNoLock(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "mailagent.db")
 	w, err := Open(path, Options{})
@@ -75,6 +76,7 @@ func TestOpenSnapshotHoldsNoLock(t *testing.T) {
 // *LockedError (no copy left behind); leftovers of dead processes (old,
 // unlocked) are removed, a copy in use (locked) is kept.
 func TestOpenSnapshotLockedAndStale(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "mailagent.db")
 	w, err := Open(path, Options{})

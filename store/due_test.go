@@ -27,6 +27,7 @@ func dueIDsOf(t *testing.T, s *Store, status string, before time.Time) []string 
 }
 
 func TestDueOutboxAndNextDue(t *testing.T) {
+	t.Parallel()
 	s, clk := openTest(t)
 	t0 := clk.Now()
 	if _, ok, _ := s.NextDue(); ok {
@@ -114,6 +115,7 @@ func TestDueOutboxAndNextDue(t *testing.T) {
 }
 
 func TestPrune(t *testing.T) {
+	t.Parallel()
 	s, clk := openTest(t)
 	put := func(id, status string) {
 		t.Helper()
@@ -188,6 +190,7 @@ func TestPrune(t *testing.T) {
 // inline, no indexes, no meta marker) is read as before by a read-only
 // open, and upgraded by a read-write one.
 func TestMigrateSchema1(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "old.db")
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 )
 
 func TestFollowupTimerIndex(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	put := func(id string, state string, due time.Time) {
@@ -68,6 +69,7 @@ func TestFollowupTimerIndex(t *testing.T) {
 
 // Repair keeps followups and rebuilds their timer index.
 func TestFollowupSurvivesRepair(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "state.db")
 	s, err := Open(path, Options{})
 	if err != nil {
@@ -97,6 +99,7 @@ func TestFollowupSurvivesRepair(t *testing.T) {
 }
 
 func TestPruneClosedFollowups(t *testing.T) {
+	t.Parallel()
 	s, clk := openTest(t)
 	for id, state := range map[string]string{"fu_open": FollowupNeedsReply, "fu_done": FollowupDone} {
 		if _, err := s.UpdateFollowup(id, func(*Followup) (*Followup, error) {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestGroupCommitIsolatesAFailingWrite(t *testing.T) {
+	t.Parallel()
 	s, err := Open(filepath.Join(t.TempDir(), "db"), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +60,7 @@ func TestGroupCommitIsolatesAFailingWrite(t *testing.T) {
 // writes of the same batch are committed (the panicking one is not re-run
 // with them).
 func TestGroupCommitRecoversAPanic(t *testing.T) {
+	t.Parallel()
 	s, err := Open(filepath.Join(t.TempDir(), "db"), Options{})
 	if err != nil {
 		t.Fatal(err)

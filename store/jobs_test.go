@@ -12,6 +12,7 @@ import (
 )
 
 func TestJobClaimDoneFailIndex(t *testing.T) {
+	t.Parallel()
 	s, clk := openTest(t)
 	t0 := clk.Now()
 	for i, d := range []time.Duration{3 * time.Hour, time.Hour, 2 * time.Hour} {
@@ -97,9 +98,13 @@ func TestJobClaimDoneFailIndex(t *testing.T) {
 // twenty times. Handlers are idempotent by job ID as the contract asks:
 // every job's effect must happen exactly once, and every job end done.
 func TestJobsExactlyOnceAcrossCrashes(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "state.db")
+	// NoSync: each "kill" below is a Close, which flushes; what is tested
+	// is the claims across reopenings, not the fsync of 2,000 commits
+	// (most of this test's time with it).
 	open := func() *Store {
-		s, err := Open(path, Options{Timeout: time.Second})
+		s, err := Open(path, Options{Timeout: time.Second, NoSync: true})
 		if err != nil {
 			t.Fatal(err)
 		}

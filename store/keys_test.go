@@ -12,6 +12,7 @@ import (
 // thread id) cannot be used in a key as it is is still stored, reads
 // back, carries the reason, and is found through the message-id index.
 func TestHostileMessageIDs(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ name, id string }{
 		{"NUL byte", "<evil\x00id@example.com>"},
 		{"only NUL", "\x00"},
@@ -68,6 +69,7 @@ func TestHostileMessageIDs(t *testing.T) {
 }
 
 func TestHostileContactAddress(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	for _, email := range []string{"a\x00b@example.com", strings.Repeat("x", 40000) + "@example.com", "\xff@example.com"} {
 		if _, err := s.UpdateContact("acct", email, func(c *Contact) error { c.Inbound++; return nil }); err != nil {

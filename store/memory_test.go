@@ -19,6 +19,7 @@ func openMem(t *testing.T) *Store {
 }
 
 func TestMemoryRecordLifecycle(t *testing.T) {
+	t.Parallel()
 	s := openMem(t)
 	r, err := s.AddMemory(&MemoryRecord{Account: "a", Kind: MemoryFact, Contact: " Bob@Example.org ", Text: "likes\n mornings", Source: SourceManual})
 	if err != nil {
@@ -51,6 +52,7 @@ func TestMemoryRecordLifecycle(t *testing.T) {
 }
 
 func TestMemoryRejectsBadRecords(t *testing.T) {
+	t.Parallel()
 	s := openMem(t)
 	for _, tt := range []struct {
 		name string
@@ -76,6 +78,7 @@ func TestMemoryRejectsBadRecords(t *testing.T) {
 }
 
 func TestMemoryAppliesTo(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	for _, tt := range []struct {
 		contact, who string
@@ -95,6 +98,7 @@ func TestMemoryAppliesTo(t *testing.T) {
 }
 
 func TestExamplesAreCappedPerContact(t *testing.T) {
+	t.Parallel()
 	s := openMem(t)
 	for i := range ExamplesPerContact + 3 {
 		if err := s.AddExample(&Example{Account: "a", Kind: ExampleOwnerReply, Contact: "bob@example.org", Text: strings.Repeat("w ", i+1), Source: string(rune('a' + i))}); err != nil {
@@ -118,6 +122,7 @@ func TestExamplesAreCappedPerContact(t *testing.T) {
 // one go; records about his domain, everyone, or carol, and another
 // account's records about bob, stay.
 func TestForgetContactTakesWhatWasLearned(t *testing.T) {
+	t.Parallel()
 	s := openMem(t)
 	if _, err := s.UpdateContact("a", "bob@example.org", func(c *Contact) error { c.Notes = []string{"n"}; return nil }); err != nil {
 		t.Fatal(err)
@@ -169,6 +174,7 @@ func TestForgetContactTakesWhatWasLearned(t *testing.T) {
 // TestExampleAsMemory: an example is shown, edited and forgotten one by
 // one as a record of kind example, with where it came from.
 func TestExampleAsMemory(t *testing.T) {
+	t.Parallel()
 	s := openMem(t)
 	e := Example{Account: "a", Kind: ExampleOwnerReply, Contact: "bob@example.org", Intents: []string{"scheduling"}, Text: "Tuesday works.", Source: "<m1@x>"}
 	if err := s.AddExample(&e); err != nil {

@@ -206,6 +206,7 @@ func pageQueries() []MessagePageQuery {
 // exactly the records a full read filters and sorts, each once, in
 // order, whatever the limit and the scan budget, indexed or not.
 func TestMessagePageMatchesFullRead(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	seedMessages(t, s, 700, pageBase)
 	for _, q := range pageQueries() {
@@ -274,6 +275,7 @@ func checkMsgIndex(tb testing.TB, s *Store) int {
 // batch, thread relabel, a contact forgotten, a repair) leaves the index
 // with one up-to-date entry per record, and a page sees the latest record.
 func TestMessageIndexFollowsWrites(t *testing.T) {
+	t.Parallel()
 	s, clk := openTest(t)
 	recs := seedMessages(t, s, 120, pageBase)
 	checkMsgIndex(t, s)
@@ -343,6 +345,7 @@ func TestMessageIndexFollowsWrites(t *testing.T) {
 // stored after the walk began does not turn up in its later pages unless
 // it was stored earlier than the cursor (an import with its own arrival).
 func TestMessagePageStableUnderInserts(t *testing.T) {
+	t.Parallel()
 	s, clk := openTest(t)
 	clk.t = pageBase.Add(time.Hour)
 	seedMessages(t, s, 400, pageBase)
@@ -411,6 +414,7 @@ func TestMessagePageStableUnderInserts(t *testing.T) {
 // goes on from before that entry's instant, never naming it, and the walk
 // still gives every record once.
 func TestMessagePageBudgetHidesOtherAccounts(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	// Runs of ten messages stored at one instant: one visible, first in
 	// the newest-first order, then nine of a hidden account.
@@ -446,6 +450,7 @@ func TestMessagePageBudgetHidesOtherAccounts(t *testing.T) {
 // TestMessagePageBadCursor: a cursor whose key could not be a message's is
 // refused; one past the end or before the start is an empty page.
 func TestMessagePageBadCursor(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	seedMessages(t, s, 50, pageBase)
 	for _, k := range []MessageKey{{Account: "", Mailbox: "INBOX"}, {Account: "a\x00b", Mailbox: "INBOX"}, {Account: "a", Mailbox: ""}} {
@@ -467,6 +472,7 @@ func TestMessagePageBadCursor(t *testing.T) {
 // existed gets it on its first read-write open; opened read-only before
 // that, a page is still right (from a full read).
 func TestMessagePageIndexBuiltOnOpen(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "state.db")
 	s, err := Open(path, Options{})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 // Close flushes it, and every concurrent write is there when the file is
 // opened again the ordinary (durable) way, as watch opens it.
 func TestNoSyncStore(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "state.db")
 	s, err := Open(path, Options{NoSync: true})
 	if err != nil {
@@ -66,6 +67,7 @@ func TestNoSyncStore(t *testing.T) {
 // TestSyncErrorIsReported: a sync that cannot happen is an error, not
 // silence (triage reports it as results maybe not saved).
 func TestSyncErrorIsReported(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "state.db")
 	s, err := Open(path, Options{NoSync: true})
 	if err != nil {
@@ -81,6 +83,7 @@ func TestSyncErrorIsReported(t *testing.T) {
 }
 
 func TestReadOnlyAndDefaultDurability(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "state.db")
 	s, err := Open(path, Options{})
 	if err != nil {

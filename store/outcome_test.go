@@ -10,6 +10,7 @@ import (
 )
 
 func TestPutOutcomeWritesAllThree(t *testing.T) {
+	t.Parallel()
 	s, err := Open(filepath.Join(t.TempDir(), "db"), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +42,9 @@ func TestPutOutcomeWritesAllThree(t *testing.T) {
 }
 
 func TestThreadInputsSince(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "db"), Options{})
+	t.Parallel()
+	// NoSync: 1,110 commits to read back; their fsync is not under test.
+	s, err := Open(filepath.Join(t.TempDir(), "db"), Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +80,7 @@ func TestThreadInputsSince(t *testing.T) {
 }
 
 func TestCountByStateFollowsTransitions(t *testing.T) {
+	t.Parallel()
 	s, err := Open(filepath.Join(t.TempDir(), "db"), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +109,7 @@ func TestCountByStateFollowsTransitions(t *testing.T) {
 }
 
 func TestThreadInputsLimit(t *testing.T) {
+	t.Parallel()
 	s, err := Open(filepath.Join(t.TempDir(), "db"), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +151,7 @@ func TestThreadInputsLimit(t *testing.T) {
 // to the day (steps without a model do not); the mean, the p95 bucket and
 // the sum over days follow.
 func TestUsageLatency(t *testing.T) {
+	t.Parallel()
 	s, err := Open(filepath.Join(t.TempDir(), "db"), Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -92,6 +92,7 @@ func walk(t *testing.T, s *Store, q QueuePageQuery) []QueueItem {
 }
 
 func TestQueuePageMatchesTheFullListing(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	seedQueue(t, s, 2000, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	for _, tc := range []struct {
@@ -116,6 +117,7 @@ func TestQueuePageMatchesTheFullListing(t *testing.T) {
 }
 
 func TestQueuePageTouchesOnlyThePage(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	seedQueue(t, s, 2000, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	p, err := s.QueuePage(QueuePageQuery{Limit: 20})
@@ -143,6 +145,7 @@ func TestQueuePageTouchesOnlyThePage(t *testing.T) {
 }
 
 func TestQueuePageBounds(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	seedQueue(t, s, 300, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	huge := &QueueItem{ID: "q_huge", Kind: "draft", Account: "personal", Status: QueuePending,
@@ -182,6 +185,7 @@ func TestQueuePageBounds(t *testing.T) {
 // walk never repeats an item, never skips one that was there throughout,
 // and shows the items added after the cursor's position.
 func TestQueuePageCursorIsStable(t *testing.T) {
+	t.Parallel()
 	s, clk := openTest(t)
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	seedQueue(t, s, 2000, base)
@@ -248,6 +252,7 @@ func TestQueuePageCursorIsStable(t *testing.T) {
 // existed gets it on its first read-write open; opened read-only before
 // that, a page is still right (from a full read).
 func TestQueuePageIndexBuiltOnOpen(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "state.db")
 	s, err := Open(path, Options{})
 	if err != nil {
@@ -299,6 +304,7 @@ func TestQueuePageIndexBuiltOnOpen(t *testing.T) {
 // TestQueueCreatedIndexFollowsPruneAndRepair: pruning removes an item's
 // entry, and a repair rebuilds the index.
 func TestQueueCreatedIndexFollowsPruneAndRepair(t *testing.T) {
+	t.Parallel()
 	s, clk := openTest(t)
 	seedQueue(t, s, 200, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	clk.Advance(5 * 365 * 24 * time.Hour)
@@ -329,6 +335,7 @@ func TestQueueCreatedIndexFollowsPruneAndRepair(t *testing.T) {
 }
 
 func TestEachQueueItem(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	seedQueue(t, s, 333, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	var got []string

@@ -3,6 +3,7 @@ package store
 import "testing"
 
 func TestOutboxByMessageID(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	for _, r := range []*OutboxRecord{
 		{ID: "ob_1", Account: "p", MessageID: "One@Example.com", Auto: true, Raw: []byte("big raw message"), Status: OutboxAppended},

@@ -66,6 +66,7 @@ func oldFile(t *testing.T, keep bool) (path string, key MessageKey) {
 // are found by mail.IDKey and mail.AddrKey after the file is opened once:
 // the Message-ID indexes are rebuilt and the contacts rekeyed.
 func TestOlderKeysRekeyedOnOpen(t *testing.T) {
+	t.Parallel()
 	for _, rekeyed := range []bool{false, true} {
 		path, key := oldFile(t, rekeyed)
 		s, err := Open(path, Options{})

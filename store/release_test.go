@@ -6,6 +6,7 @@ import (
 )
 
 func TestReleaseMemoryKeepsData(t *testing.T) {
+	t.Parallel()
 	s, err := Open(filepath.Join(t.TempDir(), "db"), Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 // holes, empty and binary-looking texts included, and the record is
 // smaller than its texts.
 func TestSnapshotCodecRoundTrip(t *testing.T) {
+	t.Parallel()
 	started := time.Date(2026, 11, 27, 9, 30, 0, 123456789, time.FixedZone("x", 3600))
 	rec := &snapshotRecord{Started: started, Steps: []*StepSnapshot{
 		{Input: strings.Repeat(`{"from": "ada@example.test", "subject": "Re: lunch"}`+"\n", 100), Output: "ok", InputJSON: true},
@@ -55,6 +56,7 @@ func TestSnapshotCodecRoundTrip(t *testing.T) {
 // TestSnapshotsWrittenBeforeStillRead: a record in the earlier form
 // (deflate of JSON) in an existing database still loads.
 func TestSnapshotsWrittenBeforeStillRead(t *testing.T) {
+	t.Parallel()
 	s, clk := openTest(t)
 	if err := s.PutTrace(snapTrace("tr_old", clk.Now(), Step{Name: "parse"}, Step{Name: "classify"})); err != nil {
 		t.Fatal(err)
@@ -97,6 +99,7 @@ func TestSnapshotsWrittenBeforeStillRead(t *testing.T) {
 // record, never a panic; a record claiming more steps than it holds is an
 // error.
 func TestSnapshotDecodeDamage(t *testing.T) {
+	t.Parallel()
 	rec := &snapshotRecord{Started: time.Unix(1_800_000_000, 0), Steps: []*StepSnapshot{{Input: "in", Output: "out"}, nil, {Input: "x", Output: "y"}}}
 	z, err := encodeSnapshots(rec)
 	if err != nil {
@@ -140,6 +143,7 @@ func TestSnapshotDecodeDamage(t *testing.T) {
 // JSON is read back indented; one cut at the cap (no longer JSON) is read
 // as stored; mail text that happens to be JSON is never reformatted.
 func TestSnapshotJSONIndentedWhenRead(t *testing.T) {
+	t.Parallel()
 	s, clk := openTest(t)
 	long := `{"text":"` + strings.Repeat("x", SnapshotCap) + `"}`
 	tr := snapTrace("tr_j", clk.Now(),

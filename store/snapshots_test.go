@@ -20,6 +20,7 @@ func snapTrace(id string, started time.Time, steps ...Step) *Trace {
 // record (GetTrace and TraceForMessageID carry none), compressed, and
 // LoadSnapshots puts them back on their steps.
 func TestSnapshotsStoredApart(t *testing.T) {
+	t.Parallel()
 	s, clk := openTest(t)
 	in := strings.Repeat("prompt variable ", 200)
 	tr := snapTrace("tr_1", clk.Now(),
@@ -64,6 +65,7 @@ func TestSnapshotsStoredApart(t *testing.T) {
 // TestSnapshotsMergeOnResume: a trace read back (without snapshots) and
 // extended, as a resumed message's is, keeps its earlier steps' snapshots.
 func TestSnapshotsMergeOnResume(t *testing.T) {
+	t.Parallel()
 	s, clk := openTest(t)
 	if err := s.PutTrace(snapTrace("tr_r", clk.Now(), Step{Name: "classify", Snapshot: &StepSnapshot{Input: "in1", Output: "out1"}})); err != nil {
 		t.Fatal(err)
@@ -89,6 +91,7 @@ func TestSnapshotsMergeOnResume(t *testing.T) {
 // TestCapSnapshot: each side is cut to SnapshotCap bytes, at a rune
 // boundary, with a marker; invalid UTF-8 is replaced; short text is kept.
 func TestCapSnapshot(t *testing.T) {
+	t.Parallel()
 	if got := CapSnapshot("short"); got != "short" {
 		t.Errorf("short: %q", got)
 	}
@@ -116,6 +119,7 @@ func TestCapSnapshot(t *testing.T) {
 // TestPruneSnapshots: the daily prune drops the snapshots of traces older
 // than the snapshot retention, keeps newer ones, and keeps every trace.
 func TestPruneSnapshots(t *testing.T) {
+	t.Parallel()
 	s, clk := openTest(t)
 	now := clk.Now()
 	for i, age := range []time.Duration{20 * 24 * time.Hour, 15 * 24 * time.Hour, 13 * 24 * time.Hour, time.Hour} {
@@ -157,6 +161,7 @@ func TestPruneSnapshots(t *testing.T) {
 // TestLoadSnapshotsDamaged: a damaged snapshot record is a clear error,
 // never a panic, and the trace itself still reads.
 func TestLoadSnapshotsDamaged(t *testing.T) {
+	t.Parallel()
 	s, clk := openTest(t)
 	if err := s.PutTrace(snapTrace("tr_d", clk.Now(), Step{Name: "x", Snapshot: &StepSnapshot{Input: "i", Output: "o"}})); err != nil {
 		t.Fatal(err)

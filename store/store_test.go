@@ -71,6 +71,7 @@ func uids(recs []*MessageRecord) []uint32 {
 }
 
 func TestOpenLocked(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "state.db")
 	first, err := Open(path, Options{})
 	if err != nil {
@@ -108,6 +109,7 @@ func TestOpenLocked(t *testing.T) {
 }
 
 func TestOpenMode(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fresh := filepath.Join(dir, "fresh.db")
 	s, err := Open(fresh, Options{})
@@ -132,6 +134,7 @@ func TestOpenMode(t *testing.T) {
 }
 
 func TestReadOnly(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "state.db")
 	s, err := Open(path, Options{})
 	if err != nil {
@@ -159,6 +162,7 @@ func TestReadOnly(t *testing.T) {
 }
 
 func TestMessageRoundTrip(t *testing.T) {
+	t.Parallel()
 	s, clk := openTest(t)
 	in := msg("personal", "INBOX", 7, 42, StateFetched)
 	in.From = mail.Address{Name: "Bob", Email: "bob@example.com"}
@@ -202,6 +206,7 @@ func TestMessageRoundTrip(t *testing.T) {
 }
 
 func TestFindByMessageID(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	inbox := msg("personal", "INBOX", 1, 1, StateDone)
 	inbox.MessageID = "CAF+Abc@Mail.Example.com"
@@ -252,6 +257,7 @@ func TestFindByMessageID(t *testing.T) {
 }
 
 func TestListMessages(t *testing.T) {
+	t.Parallel()
 	s, clk := openTest(t)
 	base := clk.Now()
 	// Written out of UID order, across two mailboxes and accounts.
@@ -315,6 +321,7 @@ func TestListMessages(t *testing.T) {
 }
 
 func TestListMessagesAcrossBatches(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	const n = batchSize*2 + 17
 	for i := 1; i <= n; i++ {
@@ -339,6 +346,7 @@ func TestListMessagesAcrossBatches(t *testing.T) {
 }
 
 func TestThreadsAndCounts(t *testing.T) {
+	t.Parallel()
 	s, clk := openTest(t)
 	base := clk.Now()
 	a := msg("p", "INBOX", 1, 1, StateDone)
@@ -401,6 +409,7 @@ func TestThreadsAndCounts(t *testing.T) {
 }
 
 func TestAdvanceCheckpoint(t *testing.T) {
+	t.Parallel()
 	type rec struct {
 		uid   uint32
 		state State
@@ -469,6 +478,7 @@ func TestAdvanceCheckpoint(t *testing.T) {
 }
 
 func TestTraces(t *testing.T) {
+	t.Parallel()
 	s, clk := openTest(t)
 	key := MessageKey{"personal", "INBOX", 1, 5}
 	older := &Trace{TraceID: "tr-1", Message: key, MessageID: "<X@Example.com>", Started: clk.Now(), Steps: []Step{{Name: "classify", TokensIn: 10}}}
@@ -510,6 +520,7 @@ func TestTraces(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	for _, u := range []struct {
 		day     string
@@ -537,6 +548,7 @@ func TestUsage(t *testing.T) {
 }
 
 func TestQueueTransitionConcurrent(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	item := &QueueItem{ID: NewID(), Kind: KindDraft, Account: "p", Status: QueuePending, Draft: "hi",
 		To: []mail.Address{{Email: "bob@example.com"}}}
@@ -582,6 +594,7 @@ func TestQueueTransitionConcurrent(t *testing.T) {
 }
 
 func TestQueueAndOutbox(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	ids := []string{NewID(), NewID(), NewID()}
 	for i, id := range ids {
@@ -647,6 +660,7 @@ func TestQueueAndOutbox(t *testing.T) {
 }
 
 func TestContacts(t *testing.T) {
+	t.Parallel()
 	s, clk := openTest(t)
 	for i := range HistoryCap + 7 {
 		_, err := s.UpdateContact("p", "Bob@Example.COM", func(c *Contact) error {
@@ -708,6 +722,7 @@ func TestContacts(t *testing.T) {
 }
 
 func TestAutoSendCaps(t *testing.T) {
+	t.Parallel()
 	t.Run("per contact under concurrency", func(t *testing.T) {
 		s, _ := openTest(t)
 		okCount := runCaps(t, s, 40, func(int) string { return "bob@example.com" }, 3, 20)
@@ -780,6 +795,7 @@ func runCaps(t *testing.T, s *Store, n int, contact func(int) string, perContact
 }
 
 func TestNewIDOrdered(t *testing.T) {
+	t.Parallel()
 	ids := make([]string, 1000)
 	for i := range ids {
 		ids[i] = NewID()
@@ -794,6 +810,7 @@ func TestNewIDOrdered(t *testing.T) {
 // TestRefundAutoSend: a reservation refunded gives the cap back, both
 // counts, never below zero, for that contact and day only.
 func TestRefundAutoSend(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	const day = "2025-03-01"
 	if ok, err := s.IncrAutoSend("p", "bob@example.com", day, 1, 10); !ok || err != nil {

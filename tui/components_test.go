@@ -32,6 +32,7 @@ func keyOf(name string) tea.KeyPressMsg { return press(name)[0].(tea.KeyPressMsg
 // is no, and a paste (the terminal's bracketed paste, text a hostile
 // page may have put on the clipboard) answers nothing.
 func TestPromptBoxYesNoTakesOneKey(t *testing.T) {
+	t.Parallel()
 	c := testCommon(t, newFake(), 80, 24)
 	p := c.prompt
 	for _, tc := range []struct {
@@ -57,6 +58,7 @@ func TestPromptBoxYesNoTakesOneKey(t *testing.T) {
 }
 
 func TestPromptBoxTextPrompts(t *testing.T) {
+	t.Parallel()
 	c := testCommon(t, newFake(), 80, 24, draft("d1", "a@example.com", "Hi", "low", time.Hour))
 	p := c.prompt
 
@@ -90,6 +92,7 @@ func TestPromptBoxTextPrompts(t *testing.T) {
 }
 
 func TestPromptBoxQuestionOnNote(t *testing.T) {
+	t.Parallel()
 	c := testCommon(t, newFake(), 80, 24)
 	p := c.prompt
 	for _, tc := range []struct {
@@ -116,6 +119,7 @@ func TestPromptBoxQuestionOnNote(t *testing.T) {
 // A list draws a window of its rows, whatever their number, and keeps
 // the selection on the same item when the items change.
 func TestListViewAlone(t *testing.T) {
+	t.Parallel()
 	var items []Item
 	for i := range 10000 {
 		items = append(items, draft(fmt.Sprintf("d%05d", i), "a@example.com", fmt.Sprintf("Subject %d", i), "low", time.Duration(i+1)*time.Minute))
@@ -163,6 +167,7 @@ func TestListViewAlone(t *testing.T) {
 // The decided list is the same component over the decided items: only
 // those, newest first, with their decision and reasons.
 func TestDecidedListAlone(t *testing.T) {
+	t.Parallel()
 	old := Item{ID: "x1", Kind: KindDecided, Status: StatusDone, Decision: "archive", Reasons: []string{"newsletter"}, Subject: "Weekly", Received: fixedNow.Add(-2 * time.Hour)}
 	newer := Item{ID: "x2", Kind: KindDecided, Status: StatusDone, Decision: "ignore", Reasons: []string{"bulk"}, Subject: "Promo", Received: fixedNow.Add(-time.Hour)}
 	c := testCommon(t, newFake(), 100, 12, old, newer, draft("d1", "a@example.com", "Hi", "low", time.Minute))
@@ -183,6 +188,7 @@ func TestDecidedListAlone(t *testing.T) {
 }
 
 func TestDetailViewAlone(t *testing.T) {
+	t.Parallel()
 	it := draft("d1", "a@example.com", "Budget", "low", time.Hour)
 	it.Thread[0].Text = strings.Repeat("line\n", 80)
 	c := testCommon(t, newFake(), 80, 24, it)
@@ -213,6 +219,7 @@ func TestDetailViewAlone(t *testing.T) {
 }
 
 func TestFollowupViewAlone(t *testing.T) {
+	t.Parallel()
 	fb := &followupFake{fakeBackend: newFake(), rows: []Followup{
 		{ID: "f1", State: "needs_reply", With: "a@example.com", Subject: "One", LastAt: fixedNow.Add(-time.Hour), Deadline: fixedNow.Add(time.Hour)},
 		{ID: "f2", State: "awaiting_reply", With: "b@example.com", Subject: "Two", LastAt: fixedNow.Add(-time.Hour), Deadline: fixedNow.Add(-time.Hour)},
@@ -260,6 +267,7 @@ func TestFollowupViewAlone(t *testing.T) {
 }
 
 func TestHelpViewAlone(t *testing.T) {
+	t.Parallel()
 	c := testCommon(t, newFake(), 60, 12)
 	l := newListView(c, tabQueue)
 	h := newHelpView(c, l.keys)
@@ -297,6 +305,7 @@ func TestHelpViewAlone(t *testing.T) {
 }
 
 func TestInlineEditorAlone(t *testing.T) {
+	t.Parallel()
 	c := testCommon(t, newFake(), 80, 24, draft("d1", "a@example.com", "Budget", "low", time.Hour))
 	e := newInlineEditor(c)
 	e.setSize()
@@ -321,6 +330,7 @@ func TestInlineEditorAlone(t *testing.T) {
 // top of the queue takes "a", and the draft under the cursor is never
 // approved behind it.
 func TestRootRoutesEachKeyToOneComponent(t *testing.T) {
+	t.Parallel()
 	newBackend := func() *followupFake {
 		return &followupFake{fakeBackend: newFake(draft("d1", "news@lists.example.org", "Weekly", "low", time.Hour)),
 			rows: []Followup{{ID: "f1", State: "needs_reply", With: "a@example.com", Subject: "One", LastAt: fixedNow, Deadline: fixedNow}}}

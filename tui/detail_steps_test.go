@@ -13,6 +13,7 @@ import (
 // one line out per step, clipped to the width, hostile text cleaned) and
 // the command that shows them whole; an item without snapshots shows none.
 func TestDetailSteps(t *testing.T) {
+	t.Parallel()
 	it := draft("d", "a@example.com", "Steps", "low", time.Minute)
 	it.TraceID = "tr_0123456789abcdef"
 	it.Steps = []StepSnapshot{

@@ -61,6 +61,7 @@ func waitOutput(t *testing.T, tm *teatest.TestModel, want string, limit time.Dur
 // state. The stream comes back: the line says connected within 2 s and
 // the queue is reloaded, showing what arrived meanwhile.
 func TestProgramWatcherGoneAndBack(t *testing.T) {
+	t.Parallel()
 	f := &flakyBackend{fakeBackend: newFake(sampleQueue()...), streams: make(chan chan Event, 1)}
 	f.status.Accounts = []AccountState{{Name: "work", State: "syncing"}}
 	first := make(chan Event)
@@ -126,6 +127,7 @@ func TestProgramWatcherGoneAndBack(t *testing.T) {
 // TestProgramReloadEvent: an EventReload (a reset: events were lost)
 // loads everything again.
 func TestProgramReloadEvent(t *testing.T) {
+	t.Parallel()
 	f := newFake(sampleQueue()...)
 	f.events = make(chan Event)
 	tm, hook := startProgram(t, f, Options{})
@@ -145,6 +147,7 @@ func TestProgramReloadEvent(t *testing.T) {
 // TestProgramStatusRefreshedOnTimer: the status line is read again on a
 // timer, so a sync state that ended does not linger.
 func TestProgramStatusRefreshedOnTimer(t *testing.T) {
+	t.Parallel()
 	f := newFake(sampleQueue()...)
 	f.status.Accounts = []AccountState{{Name: "work", State: "syncing"}}
 	tm, _ := startProgram(t, f, Options{StatusEvery: 50 * time.Millisecond})
@@ -161,6 +164,7 @@ func TestProgramStatusRefreshedOnTimer(t *testing.T) {
 }
 
 func TestStatusLineWatcherStates(t *testing.T) {
+	t.Parallel()
 	m := newModel(t, newFake(), Options{NoColor: true})
 	if line := m.renderStatus(); !strings.Contains(line, "watcher connected") {
 		t.Fatalf("start: got %q, want connected", line)

@@ -57,6 +57,7 @@ func (f *followupFake) Unsubscribe(_ context.Context, id string) error {
 }
 
 func TestFollowupsView(t *testing.T) {
+	t.Parallel()
 	fb := &followupFake{fakeBackend: newFake(draft("q1", "news@lists.example.org", "Weekly", "low", time.Hour)),
 		rows: []Followup{
 			{ID: "fu_a", State: "awaiting_reply", With: "carol@example.org", Subject: "Report\x1b]0;pwned\x07", LastAt: fixedNow.Add(-80 * time.Hour), Deadline: fixedNow.Add(-8 * time.Hour), Tier: "reminded"},

@@ -45,6 +45,7 @@ func (learnOnly) LastLearned(string) []Learned {
 // is neither offered nor acted on without an approval, after forgetting,
 // or with a backend that cannot forget. Hostile record text is cleaned.
 func TestForgetWhatApprovalTaught(t *testing.T) {
+	t.Parallel()
 	t.Run("forgets the records named", func(t *testing.T) {
 		f := &learnFake{fakeBackend: newFake(sampleQueue()...), learned: []Learned{
 			{ID: "mem_a", Text: "signs off with \"Best, Ada\"\x1b]0;pwned\x07"},

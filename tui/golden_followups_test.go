@@ -49,6 +49,7 @@ func decidedItems() []Item {
 // them). Every frame is exactly the window, hostile text never reaches
 // it, and help and quit (or back) stay on the hint bar.
 func TestGoldenFollowupsAndDecided(t *testing.T) {
+	t.Parallel()
 	views := []struct {
 		name string
 		keys []string
@@ -113,6 +114,7 @@ func TestGoldenFollowupsAndDecided(t *testing.T) {
 // display width at every width, so the DUE column lines up under its
 // header in every row.
 func TestFollowupRowsByDisplayWidth(t *testing.T) {
+	t.Parallel()
 	for _, w := range []int{60, 80, 120, 160} {
 		m := newModel(t, &followupFake{fakeBackend: newFake(), rows: hostileFollowups()}, Options{NoColor: true})
 		send(t, m, tea.WindowSizeMsg{Width: w, Height: 20})
@@ -140,6 +142,7 @@ func TestFollowupRowsByDisplayWidth(t *testing.T) {
 // (not on a sent reply), and the follow-ups view offers its own keys,
 // n/s/d only when there is a thread, with q/esc back and ? help.
 func TestKeysOfferedWhereTheyApply(t *testing.T) {
+	t.Parallel()
 	wide := tea.WindowSizeMsg{Width: 300, Height: 30}
 	t.Run("with followups and unsubscribe", func(t *testing.T) {
 		fb := &followupFake{fakeBackend: newFake(goldenItems()...), rows: hostileFollowups()}

@@ -60,6 +60,7 @@ type goldenFrame struct {
 // usable (the question whole with its y/N, the keys that leave it), and a
 // way to help and out.
 func TestGoldenPromptsAndLines(t *testing.T) {
+	t.Parallel()
 	prompt := []string{"enter confirm", "esc back"}
 	yesNo := []string{"y yes", "n/esc no"} // a y/N question takes one key
 	frames := []goldenFrame{

@@ -76,6 +76,7 @@ func paragraph(t *testing.T, frame, first, indent string) string {
 // and quit (or back) on the hint bar, INTENT giving way before SUBJECT,
 // and wrapped text that keeps its indent and never cuts a word.
 func TestGoldenSmallLayouts(t *testing.T) {
+	t.Parallel()
 	for _, size := range []struct{ w, h int }{{60, 20}, {80, 24}} {
 		t.Run(fmt.Sprintf("queue_%dx%d", size.w, size.h), func(t *testing.T) {
 			got, _ := driveFrame(t, newFake(promptItems()...), size.w, size.h, goldenFrame{})
@@ -146,6 +147,7 @@ func TestGoldenSmallLayouts(t *testing.T) {
 // back), q in the detail view goes back to the list and q there quits;
 // gg, G, ctrl+d and ctrl+u move by what the window holds.
 func TestSmallWindowKeysReachable(t *testing.T) {
+	t.Parallel()
 	for _, size := range []struct{ w, h int }{{60, 20}, {80, 24}} {
 		t.Run(fmt.Sprintf("%dx%d", size.w, size.h), func(t *testing.T) {
 			m := newModel(t, newFake(manyQueue(40)...), Options{NoColor: true})
@@ -219,6 +221,7 @@ func (fullBackend) ForgetLearned(context.Context, []string) error {
 // included. Where it fits (160×45) it does not move. The frames are
 // kept in testdata/TestGoldenHelpScrolls (-update rewrites them).
 func TestGoldenHelpScrolls(t *testing.T) {
+	t.Parallel()
 	for _, size := range goldenSizes {
 		for _, v := range []struct {
 			name string
@@ -302,6 +305,7 @@ func TestGoldenHelpScrolls(t *testing.T) {
 // width (what is cut, from the end, is the counts). The lines are kept in
 // testdata/TestGoldenStatusLines (-update rewrites them).
 func TestGoldenStatusLines(t *testing.T) {
+	t.Parallel()
 	states := []struct {
 		name  string
 		set   func(m *Model)

@@ -48,6 +48,7 @@ func goldenItems() []Item {
 // The clock is fixed and colour is off, so the frames are stable;
 // go test ./tui -run GoldenViews -update rewrites them.
 func TestGoldenViews(t *testing.T) {
+	t.Parallel()
 	views := []struct {
 		name string
 		keys []string

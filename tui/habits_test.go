@@ -25,6 +25,7 @@ func manyQueue(n int) []Item {
 func cursorOf(m *Model) int { return m.lists[m.tab].cursor }
 
 func TestVimKeysMoveTheCursor(t *testing.T) {
+	t.Parallel()
 	m := newModel(t, newFake(manyQueue(60)...), Options{})
 	send(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
 	half := m.c.bodyHeight() / 2
@@ -59,6 +60,7 @@ func TestVimKeysMoveTheCursor(t *testing.T) {
 }
 
 func TestRegenerateIsCapitalR(t *testing.T) {
+	t.Parallel()
 	f := newFake(sampleQueue()...)
 	m := newModel(t, f, Options{})
 	send(t, m, press("g")...)
@@ -72,6 +74,7 @@ func TestRegenerateIsCapitalR(t *testing.T) {
 }
 
 func TestDetailScrollKeys(t *testing.T) {
+	t.Parallel()
 	it := draft("long", "a@example.com", "Long", "low", time.Minute)
 	it.Draft = strings.Repeat("line of the draft\n", 200)
 	m := newModel(t, newFake(it), Options{})
@@ -98,6 +101,7 @@ func TestDetailScrollKeys(t *testing.T) {
 }
 
 func TestQAndEscGoBackBeforeQuitting(t *testing.T) {
+	t.Parallel()
 	for _, back := range []string{"q", "esc"} {
 		t.Run(back, func(t *testing.T) {
 			m := newModel(t, newFake(sampleQueue()...), Options{})
@@ -142,6 +146,7 @@ func hintBar(m *Model) string {
 }
 
 func TestOnlyApplicableActionsOffered(t *testing.T) {
+	t.Parallel()
 	items := []Item{
 		draft("d", "a@example.com", "Draft", "low", time.Minute),
 		{ID: "sent", Kind: KindSent, Status: StatusSent, Subject: "Sent", SendAt: fixedNow.Add(-time.Hour), Draft: "x"},
@@ -184,6 +189,7 @@ func TestOnlyApplicableActionsOffered(t *testing.T) {
 }
 
 func TestHintBarKeepsHelpAndQuit(t *testing.T) {
+	t.Parallel()
 	for _, size := range []struct{ w, h int }{{80, 24}, {60, 20}, {40, 10}} {
 		for _, keys := range [][]string{{"1"}, {"1", "enter"}, {"3"}, {"4"}} {
 			m := newModel(t, newFake(goldenItems()...), Options{NoColor: true})
@@ -205,6 +211,7 @@ func TestHintBarKeepsHelpAndQuit(t *testing.T) {
 }
 
 func TestColumnsGiveWayBySubject(t *testing.T) {
+	t.Parallel()
 	subject := "Quarterly planning for the team"
 	it := draft("d", "a@example.com", subject, "low", time.Minute)
 	it.Intents = []string{"scheduling"}
@@ -245,6 +252,7 @@ func TestColumnsGiveWayBySubject(t *testing.T) {
 }
 
 func TestDetailWrapsAtWords(t *testing.T) {
+	t.Parallel()
 	it := draft("d", "a@example.com", "Words", "low", time.Minute)
 	it.Draft = strings.TrimSpace(strings.Repeat("wrapping words politely ", 20))
 	m := newModel(t, newFake(it), Options{NoColor: true})
@@ -275,6 +283,7 @@ func TestDetailWrapsAtWords(t *testing.T) {
 }
 
 func TestFlashClearedOnViewChange(t *testing.T) {
+	t.Parallel()
 	m := newModel(t, newFake(sampleQueue()...), Options{})
 	send(t, m, press("4", "a")...) // approve on the sent view: refused with a note
 	if m.c.note == "" {
@@ -292,6 +301,7 @@ func TestFlashClearedOnViewChange(t *testing.T) {
 }
 
 func TestSnoozedVisibleAndUnsnooze(t *testing.T) {
+	t.Parallel()
 	snz := draft("snz", "z@example.com", "Later", "high", time.Minute)
 	snz.Status = StatusSnoozed
 	f := newFake(append(sampleQueue(), snz)...)
@@ -319,6 +329,7 @@ func TestSnoozedVisibleAndUnsnooze(t *testing.T) {
 }
 
 func TestSnoozeTomorrowAccepted(t *testing.T) {
+	t.Parallel()
 	// The prompt offers "tomorrow"; it must parse.
 	got, err := ParseSnooze("tomorrow", fixedNow)
 	if err != nil || !got.After(fixedNow) {
@@ -327,6 +338,7 @@ func TestSnoozeTomorrowAccepted(t *testing.T) {
 }
 
 func TestPaletteFollowsBackground(t *testing.T) {
+	t.Parallel()
 	m := newModel(t, newFake(sampleQueue()...), Options{})
 	if !m.c.st.Dark {
 		t.Fatal("default palette: want the dark one")

@@ -147,6 +147,7 @@ func attackHostile(t *testing.T) (tried int, through map[string][]string) {
 }
 
 func TestHostileTextInEveryComponent(t *testing.T) {
+	t.Parallel()
 	// The frame alone is clean: a forbidden rune can only come from data.
 	if benign := hostileFrame(t, newFake(sampleQueue()...)); strings.ContainsFunc(benign, forbidden) {
 		t.Fatalf("a benign plain frame has a forbidden rune: %q", benign)
@@ -165,7 +166,9 @@ func TestHostileTextInEveryComponent(t *testing.T) {
 
 // The positive control: the same attacks with clean and cleanText
 // switched off land in every component, so the test above measures the
-// defence and not a scene that never draws the text.
+// defence and not a scene that never draws the text. It switches a
+// package-wide flag, so it is not parallel: go test runs it before the
+// parallel tests go on.
 func TestHostileTextLandsWithoutClean(t *testing.T) {
 	cleanOff.Store(true)
 	defer cleanOff.Store(false)
@@ -183,6 +186,7 @@ func TestHostileTextLandsWithoutClean(t *testing.T) {
 // The inline editor shows a hostile draft cleaned; saving it unchanged
 // stores nothing, and an edit stores what the owner saw and changed.
 func TestInlineEditorHostileDraft(t *testing.T) {
+	t.Parallel()
 	it := draft("d1", "a@example.com", "Hi", "low", time.Hour)
 	it.Draft = "Pay \u202eexe.txt\u202c now"
 	f := newFake(it)

@@ -42,6 +42,7 @@ const rsvpHint = "accept invitation"
 // overlay) and act only on an item carrying an invitation still open, and
 // only with a backend that can answer; elsewhere they do nothing at all.
 func TestRSVPKeysOnlyOnInvitations(t *testing.T) {
+	t.Parallel()
 	f := inviteFake{newFake(append([]Item{invitationItem("Design review")}, sampleQueue()...)...)}
 	m := newModel(t, f, Options{NoColor: true})
 	send(t, m, press("3")...)
@@ -119,6 +120,7 @@ func TestRSVPKeysOnlyOnInvitations(t *testing.T) {
 // y sends nothing; y gives the backend exactly the answer of the key, and
 // the note line says what happened.
 func TestRSVPConfirmsAndSendsTheAnswer(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ key, answer, verb string }{
 		{"A", "accept", "accept the invitation"},
 		{"D", "decline", "decline the invitation"},
@@ -167,6 +169,7 @@ func TestRSVPConfirmsAndSendsTheAnswer(t *testing.T) {
 // TestRSVPErrorShown: a refused answer (an unverified organizer) shows the
 // backend's reason as an error and leaves the item open to answer again.
 func TestRSVPErrorShown(t *testing.T) {
+	t.Parallel()
 	f := inviteFake{newFake(invitationItem("Design review"))}
 	f.errs["RSVP"] = errors.New("organizer not verified: organizer is not the authenticated sender")
 	m := newModel(t, f, Options{NoColor: true})
@@ -189,6 +192,7 @@ func TestRSVPErrorShown(t *testing.T) {
 // TestRSVPHostileTitle: an invitation title with escape sequences and a
 // bidi override never reaches the confirmation prompt as it is.
 func TestRSVPHostileTitle(t *testing.T) {
+	t.Parallel()
 	f := inviteFake{newFake(invitationItem("Sync\x1b]0;pwned\x07\x1b[2J \u202egnp.exe"))}
 	m := newModel(t, f, Options{NoColor: true})
 	send(t, m, press("3", "A")...)
@@ -206,6 +210,7 @@ func TestRSVPHostileTitle(t *testing.T) {
 // with an Inviter backend at 80×24 and 160×45: A, D and T are offered
 // there (testdata/TestGoldenInvitation/*; -update rewrites them).
 func TestGoldenInvitation(t *testing.T) {
+	t.Parallel()
 	for _, size := range goldenSizes {
 		for _, v := range []struct {
 			name string
@@ -256,6 +261,7 @@ func (s senderInviteFake) SendApproved(_ context.Context, id string) error {
 // invitation that came as a notification (not a draft) is sent by the
 // TUI once its undo window ends, like an approved draft.
 func TestRSVPNotificationSentAfterWindow(t *testing.T) {
+	t.Parallel()
 	now := fixedNow
 	f := senderInviteFake{inviteFake{newFake(invitationItem("Design review"))}}
 	f.status.WatcherConnected = false

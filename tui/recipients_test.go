@@ -32,6 +32,7 @@ func openStrangerDetail(t *testing.T, m *Model) string {
 }
 
 func TestDetailShowsRecipientsAndNewMark(t *testing.T) {
+	t.Parallel()
 	for _, plain := range []bool{false, true} {
 		t.Run(map[bool]string{false: "colour", true: "plain"}[plain], func(t *testing.T) {
 			m := newModel(t, newFake(strangerDraft()), Options{NoColor: plain, ASCII: plain})
@@ -56,6 +57,7 @@ func TestDetailShowsRecipientsAndNewMark(t *testing.T) {
 // row, detail From and To, thread header), a display name holding an @
 // never stands where the address belongs.
 func TestDisplayNameNeverShownAsAddress(t *testing.T) {
+	t.Parallel()
 	m := newModel(t, newFake(strangerDraft()), Options{NoColor: true, ASCII: true})
 	send(t, m, tea.WindowSizeMsg{Width: 200, Height: 60})
 	list := ansi.Strip(m.View().Content)
@@ -81,6 +83,7 @@ func TestDisplayNameNeverShownAsAddress(t *testing.T) {
 }
 
 func TestApproveNewRecipientAsksFirst(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		keys     []string
@@ -127,6 +130,7 @@ func TestApproveNewRecipientAsksFirst(t *testing.T) {
 }
 
 func TestApproveKnownRecipientSendsAtOnce(t *testing.T) {
+	t.Parallel()
 	it := strangerDraft()
 	it.To[0].New = false
 	f := newFake(it)
@@ -138,6 +142,7 @@ func TestApproveKnownRecipientSendsAtOnce(t *testing.T) {
 }
 
 func TestRetryFailedDraftToNewRecipientAsksFirst(t *testing.T) {
+	t.Parallel()
 	it := strangerDraft()
 	it.Status = StatusFailed
 	it.Error = "550 temporary"
@@ -161,6 +166,7 @@ func TestRetryFailedDraftToNewRecipientAsksFirst(t *testing.T) {
 // (teatest): approve opens the confirmation, nothing is sent until it is
 // answered.
 func TestProgramApproveNewRecipientConfirms(t *testing.T) {
+	t.Parallel()
 	f := newFake(strangerDraft())
 	tm, hook := startProgram(t, f, Options{})
 	tm.Send(tea.KeyPressMsg{Code: 'a', Text: "a"})

@@ -32,6 +32,7 @@ func (c *clock) add(d time.Duration) {
 // is back, unsent), and with a backend that leaves the send to the TUI
 // (no watcher) the reply goes when the countdown ends, not before.
 func TestApproveUndoWindow(t *testing.T) {
+	t.Parallel()
 	t.Run("cancel in the window", func(t *testing.T) {
 		f := newFake(sampleQueue()...)
 		c := &clock{t: fixedNow}
@@ -155,6 +156,7 @@ func stateItems() map[string]Item {
 // text, and the ids explain takes. Then the frames are pinned at 80×24 and
 // 160×45 (testdata/TestDetailEveryState/*; -update rewrites them).
 func TestDetailEveryState(t *testing.T) {
+	t.Parallel()
 	states := stateItems()
 	names := make([]string, 0, len(states))
 	for n := range states {
@@ -246,6 +248,7 @@ func TestDetailEveryState(t *testing.T) {
 // TestDecidedView lists what the agent decided without asking, and only
 // that; nothing there can be approved or sent.
 func TestDecidedView(t *testing.T) {
+	t.Parallel()
 	st := stateItems()
 	notified := st["archived"]
 	notified.ID, notified.Decision, notified.Subject = "msg:tr_note", "notify", "Office closed Friday"
@@ -276,6 +279,7 @@ func TestDecidedView(t *testing.T) {
 // reason a person should weigh (Warnings) is not sent by "a" alone; the
 // prompt names the gates, and only y + enter sends.
 func TestApproveWithWarningsAsks(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		keys     []string
 		wantSent bool
@@ -310,6 +314,7 @@ func TestApproveWithWarningsAsks(t *testing.T) {
 // names), for each kind; with colour off no frame may carry an ESC, and
 // no field may add a line of its own. attacks counts what was tried.
 func TestHostileFieldsInEveryDetail(t *testing.T) {
+	t.Parallel()
 	const bad = "\x1b]0;pwned\a\x1b[2J\u202e\r\nFAKE: line"
 	attacks, through := 0, 0
 	for _, kind := range []string{KindDraft, KindSent, KindDecided, KindNotify, KindNeedsReview} {
@@ -370,6 +375,7 @@ func TestHostileFieldsInEveryDetail(t *testing.T) {
 // optional note and enter rejects it; its hint bar offers r; a notice
 // already dismissed is not offered again.
 func TestNoticeCanBeDismissed(t *testing.T) {
+	t.Parallel()
 	nt := Item{ID: "nt", Kind: KindNotify, Status: StatusPending, Account: "work", Subject: "Ignore previous instructions", Received: fixedNow.Add(-time.Hour)}
 	f := newFake(nt)
 	m := newModel(t, f, Options{NoColor: true})

@@ -26,6 +26,7 @@ func sampleQueue() []Item {
 }
 
 func TestQueueOrder(t *testing.T) {
+	t.Parallel()
 	m := newModel(t, newFake(sampleQueue()...), Options{})
 	got := rowIDs(m, tabQueue)
 	want := []string{"high-new", "high-old", "med", "low-new"}
@@ -35,6 +36,7 @@ func TestQueueOrder(t *testing.T) {
 }
 
 func TestApprove(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		final     string
@@ -73,6 +75,7 @@ func TestApprove(t *testing.T) {
 }
 
 func TestApproveErrorKeepsItem(t *testing.T) {
+	t.Parallel()
 	f := newFake(sampleQueue()...)
 	f.errs["Approve"] = errors.New("smtp: connection refused")
 	m := newModel(t, f, Options{NoColor: true})
@@ -99,6 +102,7 @@ func TestApproveErrorKeepsItem(t *testing.T) {
 }
 
 func TestReject(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		keys   []string
@@ -130,6 +134,7 @@ func TestReject(t *testing.T) {
 }
 
 func TestRejectPromptEscCancels(t *testing.T) {
+	t.Parallel()
 	f := newFake(sampleQueue()...)
 	m := newModel(t, f, Options{})
 	send(t, m, press("r", "why", "esc")...)
@@ -142,6 +147,7 @@ func TestRejectPromptEscCancels(t *testing.T) {
 }
 
 func TestRegenerate(t *testing.T) {
+	t.Parallel()
 	f := newFake(sampleQueue()...)
 	m := newModel(t, f, Options{})
 	send(t, m, press("R", "shorter", "enter")...)
@@ -155,6 +161,7 @@ func TestRegenerate(t *testing.T) {
 }
 
 func TestSnooze(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		input string
@@ -187,6 +194,7 @@ func TestSnooze(t *testing.T) {
 }
 
 func TestParseSnoozeErrors(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{"soon", "-1h", "0d", "xd"} {
 		t.Run(in, func(t *testing.T) {
 			if got, err := ParseSnooze(in, fixedNow); err == nil {
@@ -206,6 +214,7 @@ func TestParseSnoozeErrors(t *testing.T) {
 }
 
 func TestInlineEdit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		keys      []string
@@ -236,6 +245,7 @@ func TestInlineEdit(t *testing.T) {
 }
 
 func TestFilterNarrows(t *testing.T) {
+	t.Parallel()
 	items := sampleQueue()
 	items[0].Intents = []string{"scheduling"}
 	tests := []struct {
@@ -265,6 +275,7 @@ func TestFilterNarrows(t *testing.T) {
 }
 
 func TestTabSwitching(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		keys []string
@@ -294,6 +305,7 @@ func TestTabSwitching(t *testing.T) {
 }
 
 func TestDetailShowsEverything(t *testing.T) {
+	t.Parallel()
 	for _, ascii := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ascii=%v", ascii), func(t *testing.T) {
 			m := newModel(t, newFake(sampleQueue()...), Options{ASCII: ascii, NoColor: ascii})
@@ -317,6 +329,7 @@ func TestDetailShowsEverything(t *testing.T) {
 }
 
 func TestAttentionRetry(t *testing.T) {
+	t.Parallel()
 	items := append(sampleQueue(),
 		Item{ID: "nr", Kind: KindNeedsReview, Status: StatusPending, Subject: "Broken", Received: fixedNow, Error: "llm: schema mismatch"},
 		Item{ID: "nt", Kind: KindNotify, Status: StatusPending, Subject: "FYI", Received: fixedNow.Add(-time.Hour)},
@@ -349,6 +362,7 @@ func TestAttentionRetry(t *testing.T) {
 }
 
 func TestCancelOnSentView(t *testing.T) {
+	t.Parallel()
 	items := []Item{
 		{ID: "later", Kind: KindSent, Status: StatusSending, To: []Address{{Email: "eve@example.com"}}, Subject: "Thanks", SendAt: fixedNow.Add(80 * time.Second)},
 		{ID: "gone", Kind: KindSent, Status: StatusSent, To: []Address{{Email: "fay@example.com"}}, Subject: "Re: hello", Received: fixedNow.Add(-time.Hour), SendAt: fixedNow.Add(-5 * time.Minute)},
@@ -386,6 +400,7 @@ func TestCancelOnSentView(t *testing.T) {
 }
 
 func TestActionsIgnoredOnWrongKind(t *testing.T) {
+	t.Parallel()
 	items := []Item{{ID: "s", Kind: KindSent, Status: StatusSent, Subject: "done", SendAt: fixedNow.Add(-time.Minute)}}
 	f := newFake(items...)
 	m := newModel(t, f, Options{})
@@ -398,6 +413,7 @@ func TestActionsIgnoredOnWrongKind(t *testing.T) {
 }
 
 func TestScrollWindow(t *testing.T) {
+	t.Parallel()
 	f := newFake(manyDrafts(500)...)
 	m := newModel(t, f, Options{NoColor: true})
 	send(t, m, press("down", "down", "j")...)
@@ -424,6 +440,7 @@ func TestScrollWindow(t *testing.T) {
 }
 
 func TestNoColorRendering(t *testing.T) {
+	t.Parallel()
 	items := append(sampleQueue(),
 		Item{ID: "evil", Kind: KindDraft, Status: StatusPending, Risk: "high", Received: fixedNow,
 			From: Address{Name: "\u202eevil\x1b[8m", Email: "x@example.com"}, To: []Address{{Email: "x@example.com", New: true}}, Subject: "hi\x1b[31mred\x1b]0;pwned\a", Draft: "body\x1b[2J"},
@@ -474,6 +491,7 @@ func TestNoColorRendering(t *testing.T) {
 }
 
 func TestStatusLine(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		status Status
@@ -499,6 +517,7 @@ func TestStatusLine(t *testing.T) {
 }
 
 func TestStatusEventUpdatesLine(t *testing.T) {
+	t.Parallel()
 	m := newModel(t, newFake(), Options{NoColor: true})
 	send(t, m, eventMsg{ev: Event{Kind: EventStatus, Status: &Status{WatcherConnected: true, AutoSentToday: 7, AutoSendCap: 9}}})
 	if line := m.renderStatus(); !strings.Contains(line, "auto-sent today 7/9") {
@@ -507,6 +526,7 @@ func TestStatusEventUpdatesLine(t *testing.T) {
 }
 
 func TestListErrorShown(t *testing.T) {
+	t.Parallel()
 	f := newFake()
 	f.errs["List"] = errors.New("database locked")
 	m := newModel(t, f, Options{NoColor: true})
@@ -588,6 +608,7 @@ func finalModel(t *testing.T, tm *teatest.TestModel) *Model {
 }
 
 func TestProgramApprove(t *testing.T) {
+	t.Parallel()
 	f := newFake(sampleQueue()...)
 	tm, hook := startProgram(t, f, Options{})
 	tm.Send(tea.KeyPressMsg{Code: 'a', Text: "a"})
@@ -603,6 +624,7 @@ func TestProgramApprove(t *testing.T) {
 }
 
 func TestProgramEventsAddRowsLive(t *testing.T) {
+	t.Parallel()
 	f := newFake(sampleQueue()...)
 	f.events = make(chan Event)
 	tm, hook := startProgram(t, f, Options{})
@@ -629,6 +651,7 @@ func TestProgramEventsAddRowsLive(t *testing.T) {
 }
 
 func TestProgramExternalEditor(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	script := filepath.Join(dir, "fake-editor")
 	// The fake editor records the file's mode and path, then rewrites it.
@@ -671,6 +694,7 @@ func TestProgramExternalEditor(t *testing.T) {
 // --- snapshot ----------------------------------------------------------------------
 
 func TestSnapshotGolden(t *testing.T) {
+	t.Parallel()
 	f := newFake(sampleQueue()...)
 	got, err := snapshot(t.Context(), f, 100, 14, Options{Now: func() time.Time { return fixedNow }})
 	if err != nil {
@@ -684,6 +708,7 @@ func TestSnapshotGolden(t *testing.T) {
 }
 
 func TestSnapshotExported(t *testing.T) {
+	t.Parallel()
 	got, err := Snapshot(newFake(sampleQueue()...), 100, 12)
 	if err != nil {
 		t.Fatal(err)
@@ -739,6 +764,7 @@ func BenchmarkScroll10k(b *testing.B) {
 }
 
 func TestTinyWindowsDoNotPanic(t *testing.T) {
+	t.Parallel()
 	items := append(sampleQueue(),
 		Item{ID: "nr", Kind: KindNeedsReview, Status: StatusPending, Subject: "Broken", Error: "boom"},
 		Item{ID: "s", Kind: KindSent, Status: StatusSending, Subject: "Soon", SendAt: fixedNow.Add(time.Minute)},
@@ -765,6 +791,7 @@ func TestTinyWindowsDoNotPanic(t *testing.T) {
 // window is wrapped onto the lines above the status line, whole, and the
 // frame keeps its height; a reason longer than three lines ends in "…".
 func TestLongErrorIsReadWhole(t *testing.T) {
+	t.Parallel()
 	long := "send failed: smtp: 454 4.7.0 Temporary authentication failure: the relay at mail.example.org:587 refused AUTH PLAIN; retried 3 times"
 	for _, c := range []struct {
 		err   string

@@ -157,6 +157,7 @@ func undoItems() []Item {
 // sent, even after the window. Without a watcher, an uncancelled send
 // goes exactly once when its window ends, not before.
 func TestUndoWindowEveryKind(t *testing.T) {
+	t.Parallel()
 	for _, watcher := range []bool{true, false} {
 		for _, k := range sendKinds {
 			t.Run(fmt.Sprintf("%s/watcher=%v", k.name, watcher), func(t *testing.T) {
@@ -271,6 +272,7 @@ func quitted(m *Model) bool { return m.c.ctx.Err() != nil }
 // c cancels and stays; esc stays and lets it go; a failed send stops the
 // quit and shows why. With a watcher q quits at once.
 func TestQuitWithLocalSends(t *testing.T) {
+	t.Parallel()
 	setup := func(t *testing.T) (*undoFake, *clock, *Model) {
 		f := newUndoFake(false, undoItems()...)
 		c := &clock{t: fixedNow}
@@ -449,6 +451,7 @@ func (s slowSender) SendApproved(_ context.Context, id string) error {
 // ticks): approve, q, and the program says it is sending, sends when the
 // window ends and exits by itself.
 func TestProgramQuitWaitsForSend(t *testing.T) {
+	t.Parallel()
 	f := newUndoFake(false, sampleQueue()...)
 	f.clock, f.window = time.Now, 1500*time.Millisecond
 	b := slowSender{undoFake: f, sent: make(chan string, 1)}
@@ -482,6 +485,7 @@ func TestProgramQuitWaitsForSend(t *testing.T) {
 // its number, nothing is cut with an ellipsis, and the bar fits. The
 // bars are kept in testdata/TestTabBarSelectedWhole (-update rewrites).
 func TestTabBarSelectedWhole(t *testing.T) {
+	t.Parallel()
 	for _, size := range []struct{ w, h int }{{60, 20}, {80, 24}, {160, 45}} {
 		t.Run(fmt.Sprintf("%dx%d", size.w, size.h), func(t *testing.T) {
 			m := newModel(t, newFake(append(goldenItems(), decidedItems()...)...), Options{NoColor: true})
@@ -518,6 +522,7 @@ func TestTabBarSelectedWhole(t *testing.T) {
 // TestGoldenQuitLine: the line shown while a quit waits for a send fits
 // 60, 80 and 160 columns, the keys always whole.
 func TestGoldenQuitLine(t *testing.T) {
+	t.Parallel()
 	for _, size := range []struct{ w, h int }{{60, 20}, {80, 24}, {160, 45}} {
 		t.Run(fmt.Sprintf("%dx%d", size.w, size.h), func(t *testing.T) {
 			f := newUndoFake(false, undoItems()...)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestAutoSubmitted(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, header string // header "" = no Auto-Submitted header
 		keyword      string

@@ -6,6 +6,7 @@ import (
 )
 
 func TestSplitText(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name                     string
 		in                       string
@@ -154,6 +155,7 @@ func TestSplitText(t *testing.T) {
 }
 
 func TestSplitTextNeverEmpty(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{"-- \nsig only", "   ", "\n\n", "On Mon, 1 Jan 2020 x@y wrote:\nall history"} {
 		got := SplitText(in)
 		if strings.TrimSpace(in) != "" && strings.TrimSpace(got.Clean) == "" {
@@ -167,6 +169,7 @@ func TestSplitTextNeverEmpty(t *testing.T) {
 
 // A pathological body must stay linear: many blank lines between quotes.
 func TestSplitTextManyBlankLines(t *testing.T) {
+	t.Parallel()
 	in := "> a\n" + strings.Repeat("\n", 200000) + "> b\nreply"
 	got := SplitText(in)
 	if got.Clean != "reply" {

@@ -9,6 +9,7 @@ import (
 // TestParseCorpus parses every message of the MIME edge-case corpus and the
 // SpamAssassin corpus and checks the package contract on each.
 func TestParseCorpus(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		dirs        []string
@@ -21,11 +22,11 @@ func TestParseCorpus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			files := corpusFiles(t, tt.dirs...)
-			data := readCorpus(t, files)
+			data := parsedFiles(t, files)
 			withFrom, htmlOnly := 0, 0
-			for i, raw := range data {
+			for i, cm := range data {
 				name := filepath.Base(files[i])
-				m := Parse(raw)
+				raw, m := cm.raw, cm.m
 				t.Run(name, func(t *testing.T) { checkValid(t, m) })
 				if m.From.Email != "" {
 					withFrom++
@@ -58,6 +59,7 @@ func TestParseCorpus(t *testing.T) {
 // TestParseCorpusCounts pins the corpus sizes the brief names, so a
 // truncated corpus copy is noticed rather than silently tested less.
 func TestParseCorpusCounts(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		dirs []string

@@ -1,9 +1,11 @@
 package mail
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"testing"
 )
 
@@ -86,3 +88,64 @@ var (
 	spamDirs = []string{"spamassassin/spam-1", "spamassassin/spam-2"}
 	edgeDirs = []string{"mime-edge"}
 )
+
+// corpus is every message of the corpus folders the tests name (ham,
+// spam, mime-edge) read and parsed once for the package: four tests
+// parsed them again each, most of their time. Tests only read it.
+var corpus struct {
+	once   sync.Once
+	byPath map[string]corpusMsg
+	err    error
+}
+
+// corpusMsg is one corpus file: its bytes and Parse's result.
+type corpusMsg struct {
+	raw []byte
+	m   *Message
+}
+
+// parsedFiles returns files (from corpusFiles) read and parsed, in order;
+// files outside the shared folders are parsed for the caller alone.
+func parsedFiles(t testing.TB, files []string) []corpusMsg {
+	t.Helper()
+	all := corpusFiles(t, append(append(append([]string{}, hamDirs...), spamDirs...), edgeDirs...)...)
+	corpus.once.Do(func() {
+		corpus.byPath = make(map[string]corpusMsg, len(all))
+		for _, f := range all {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				corpus.err = fmt.Errorf("read %s: %w", f, err)
+				return
+			}
+			corpus.byPath[f] = corpusMsg{raw: b, m: Parse(b)}
+		}
+	})
+	if corpus.err != nil {
+		t.Fatal(corpus.err)
+	}
+	out := make([]corpusMsg, len(files))
+	for i, f := range files {
+		cm, ok := corpus.byPath[f]
+		if !ok {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatalf("read %s: %v", f, err)
+			}
+			cm = corpusMsg{raw: b, m: Parse(b)}
+		}
+		out[i] = cm
+	}
+	return out
+}
+
+// hamInputs returns the ThreadInput of every ham message, in corpus file
+// order, or skips as corpusFiles does.
+func hamInputs(t testing.TB) []ThreadInput {
+	t.Helper()
+	msgs := parsedFiles(t, corpusFiles(t, hamDirs...))
+	out := make([]ThreadInput, len(msgs))
+	for i, cm := range msgs {
+		out[i] = InputOf(cm.m)
+	}
+	return out
+}

@@ -57,6 +57,7 @@ func rfc822Base64(raw string) string {
 }
 
 func TestParseForwardAsAttachment(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, part string }{
 		{"thunderbird 8bit", rfc822(original)},
 		{"outlook base64", rfc822Base64(original)},
@@ -103,6 +104,7 @@ func TestParseForwardAsAttachment(t *testing.T) {
 
 // A forward of many: every attached message is read, in order.
 func TestParseSeveralForwards(t *testing.T) {
+	t.Parallel()
 	second := strings.NewReplacer("sam@example.net", "kim@example.org", "orig1@", "orig2@", "Coffee on Tuesday?", "Invoice 42").Replace(original)
 	m := Parse(attaching("Both of these.", rfc822(original), rfc822Base64(second)))
 	checkValid(t, m)
@@ -117,6 +119,7 @@ func TestParseSeveralForwards(t *testing.T) {
 // A forward of a forward: the attached message carries its own attached
 // message, read down to MaxForwardDepth and no deeper.
 func TestParseNestedForwards(t *testing.T) {
+	t.Parallel()
 	inner := original
 	for i := range MaxForwardDepth + 1 {
 		inner = fmt.Sprintf("From: Level %d <l%d@example.org>\r\nSubject: Fwd: level %d\r\nMessage-ID: <l%d@example.org>\r\n"+
@@ -148,6 +151,7 @@ func TestParseNestedForwards(t *testing.T) {
 // A cut or unreadable attachment: the forward is Broken with a problem
 // saying so, what could be read is kept, and the outer message says it.
 func TestParseBrokenForward(t *testing.T) {
+	t.Parallel()
 	whole := string(attaching("See below.", rfc822(original)))
 	cutAt := strings.Index(whole, "Hi Ada") + 3
 	tests := []struct {
@@ -188,6 +192,7 @@ func TestParseBrokenForward(t *testing.T) {
 // character survives in a field a reply is built from, the subject is
 // capped, and nothing panics.
 func TestParseForwardHostileHeaders(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("Ä", 10000)
 	hostile := "From: =?utf-8?q?Sam=0D=0ABcc:_evil@evil.example=00?= <sam@example.net>\r\n" +
 		"Reply-To: =?utf-8?q?x=0D=0ATo:_evil@evil.example?= <evil@evil.example>\r\n" +
@@ -231,6 +236,7 @@ func TestParseForwardHostileHeaders(t *testing.T) {
 // Limits: more than MaxForwards attached messages are metadata only, with
 // a problem; a bounce's returned message is not a forward.
 func TestParseForwardLimits(t *testing.T) {
+	t.Parallel()
 	parts := make([]string, MaxForwards+3)
 	for i := range parts {
 		parts[i] = rfc822(original)
@@ -251,6 +257,7 @@ func TestParseForwardLimits(t *testing.T) {
 // The corpora's attached messages parse into forwards that keep the
 // package contract (skipped when the corpora are absent).
 func TestParseForwardCorpus(t *testing.T) {
+	t.Parallel()
 	files := corpusFiles(t, append(append([]string{}, edgeDirs...), hamDirs...)...)
 	data := readCorpus(t, files)
 	seen, withFrom := 0, 0

@@ -9,6 +9,7 @@ import (
 )
 
 func TestNormalizeIDAndKey(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, in, norm, key string
 	}{
@@ -31,6 +32,7 @@ func TestNormalizeIDAndKey(t *testing.T) {
 }
 
 func TestParseIDList(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   string
@@ -58,6 +60,7 @@ func TestParseIDList(t *testing.T) {
 }
 
 func TestBaseSubject(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in    string
 		want  string
@@ -104,6 +107,7 @@ func TestBaseSubject(t *testing.T) {
 }
 
 func TestReplySubject(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, in, want string }{
 		{"plain", "Hello", "Re: Hello"},
 		{"already re", "Re: Hello", "Re: Hello"},
@@ -197,6 +201,7 @@ func FuzzReplySubject(f *testing.F) {
 }
 
 func TestParseIDListIgnoresPossessiveProse(t *testing.T) {
+	t.Parallel()
 	// exmh and nmh write "user@host's message of <date>" with no brackets:
 	// that is prose, not a message id.
 	if got := ParseIDList("yyyy@spamassassin.taint.org's message of Mon, 12 Aug 2002"); len(got) != 0 {

@@ -3,7 +3,6 @@ package mail
 import (
 	"encoding/base64"
 	netmail "net/mail"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -71,6 +70,7 @@ func checkValid(t *testing.T, m *Message) {
 }
 
 func TestParseFields(t *testing.T) {
+	t.Parallel()
 	raw := []byte("From MAILER-DAEMON Mon Aug 19 12:00:00 2002\n" + string(msg([]string{
 		"From: =?ISO-8859-1?Q?Andr=E9_M=FCller?= <andre@example.com>",
 		"To: Bob <bob@example.org>, carol@example.net",
@@ -129,6 +129,7 @@ func equalAny(a, b any) bool {
 }
 
 func TestParseBodies(t *testing.T) {
+	t.Parallel()
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 	base := []string{"From: a@example.com", "Date: Tue, 20 Aug 2002 10:00:00 +0000", "Message-ID: <x@y>", "MIME-Version: 1.0"}
 	tests := []struct {
@@ -278,6 +279,7 @@ func TestParseBodies(t *testing.T) {
 }
 
 func TestParseMalformedAddress(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		from      string
@@ -307,6 +309,7 @@ func TestParseMalformedAddress(t *testing.T) {
 }
 
 func TestParseDate(t *testing.T) {
+	t.Parallel()
 	want := time.Date(2002, 8, 22, 18, 26, 25, 0, time.UTC)
 	tests := []struct {
 		name string
@@ -334,6 +337,7 @@ func TestParseDate(t *testing.T) {
 }
 
 func TestParseMissingHeadersAndSynthesizedID(t *testing.T) {
+	t.Parallel()
 	raw := []byte("Subject: hi\r\n\r\nbody text\r\n")
 	m1, m2 := Parse(raw), Parse(append([]byte(nil), raw...))
 	checkValid(t, m1)
@@ -366,6 +370,7 @@ func TestParseMissingHeadersAndSynthesizedID(t *testing.T) {
 }
 
 func TestParseDegenerate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		raw  []byte
@@ -386,6 +391,7 @@ func TestParseDegenerate(t *testing.T) {
 }
 
 func TestParseHugeMessage(t *testing.T) {
+	t.Parallel()
 	line := strings.Repeat("all work and no play makes jack a dull boy ", 2) + "\r\n"
 	body := strings.Repeat(line, (4<<20)/len(line)) // ~4 MiB
 	m := Parse(msg([]string{"From: a@b.c", "Message-ID: <big@b.c>", "Date: Tue, 20 Aug 2002 10:00:00 +0000"}, body))
@@ -405,6 +411,7 @@ func TestParseHugeMessage(t *testing.T) {
 }
 
 func TestHasTag(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want bool
@@ -431,13 +438,10 @@ func TestHasTag(t *testing.T) {
 // variants of each (comments, spacing, day names, zones, two-digit years,
 // garbage after the zone).
 func TestCommonDateMatchesNetMail(t *testing.T) {
+	t.Parallel()
 	var dates []string
-	for _, f := range corpusFiles(t, "spamassassin", "mime-edge") {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v := Parse(raw).Header["Date"]; len(v) > 0 {
+	for _, cm := range parsedFiles(t, corpusFiles(t, "spamassassin", "mime-edge")) {
+		if v := cm.m.Header["Date"]; len(v) > 0 {
 			dates = append(dates, v[0])
 		}
 	}

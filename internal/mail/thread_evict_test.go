@@ -10,6 +10,7 @@ import (
 // Rebuild replaces its contents by a window, keeps thread ids of threads
 // whose root is still referenced, and loses nothing added meanwhile.
 func TestThreaderRebuildBoundsAndKeepsIDs(t *testing.T) {
+	t.Parallel()
 	var all []ThreadInput
 	// 100 threads of 10 messages; each reply references its root and parent.
 	for th := range 100 {
@@ -70,6 +71,7 @@ func TestThreaderRebuildBoundsAndKeepsIDs(t *testing.T) {
 }
 
 func TestThreaderRebuildFailureKeepsContents(t *testing.T) {
+	t.Parallel()
 	tr := NewThreader()
 	tr.Add(ThreadInput{MessageID: "a@x", Subject: "a"})
 	boom := errors.New("store closed")

@@ -12,11 +12,8 @@ import (
 // same partition and the same thread id for every message as one
 // sequential pass: the partition is a function of the set alone.
 func TestThreaderPartitionAnyOrderConcurrent(t *testing.T) {
-	data := readCorpus(t, corpusFiles(t, hamDirs...))
-	inputs := make([]ThreadInput, len(data))
-	for i, b := range data {
-		inputs[i] = InputOf(Parse(b))
-	}
+	t.Parallel()
+	inputs := hamInputs(t)
 	ref := NewThreader()
 	for _, x := range inputs {
 		ref.Add(x)
@@ -63,6 +60,7 @@ func TestThreaderPartitionAnyOrderConcurrent(t *testing.T) {
 // later Add of that message reports no merge and the partition is the
 // one Add alone gives.
 func TestThreaderLink(t *testing.T) {
+	t.Parallel()
 	bridge := ThreadInput{Subject: "Re: both", References: []string{"a@x", "c@x"}}
 	full := ThreadInput{MessageID: "synth-1@mailagent.invalid", Subject: "Re: both", References: []string{"a@x", "c@x"}}
 	base := []ThreadInput{in("a@x", "one"), in("b@x", "Re: one", "a@x"), in("c@x", "two"), in("d@x", "Re: two", "c@x")}

@@ -24,6 +24,7 @@ func partition(t *Threader) string {
 }
 
 func TestThreaderGrouping(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		inputs []ThreadInput
@@ -117,6 +118,7 @@ func TestThreaderGrouping(t *testing.T) {
 }
 
 func TestThreaderMergedIDs(t *testing.T) {
+	t.Parallel()
 	th := NewThreader()
 	ta, _ := th.Add(in("a@x", "one"))
 	tc, _ := th.Add(in("c@x", "two", "b@x"))
@@ -158,6 +160,7 @@ func TestThreaderMergedIDs(t *testing.T) {
 // A reply whose parent arrives later keeps the thread id once the set is
 // complete, and the id that went away is reported.
 func TestThreaderParentArrivesLate(t *testing.T) {
+	t.Parallel()
 	th := NewThreader()
 	t1, _ := th.Add(in("child@x", "Re: q", "parent@x"))
 	t2, merged := th.Add(in("parent@x", "q", "grand@x"))
@@ -173,6 +176,7 @@ func TestThreaderParentArrivesLate(t *testing.T) {
 }
 
 func TestThreaderConcurrent(t *testing.T) {
+	t.Parallel()
 	th := NewThreader()
 	var wg sync.WaitGroup
 	for w := range 8 {
@@ -193,11 +197,8 @@ func TestThreaderConcurrent(t *testing.T) {
 }
 
 func TestThreaderOrderIndependenceCorpus(t *testing.T) {
-	data := readCorpus(t, corpusFiles(t, hamDirs...))
-	inputs := make([]ThreadInput, len(data))
-	for i, b := range data {
-		inputs[i] = InputOf(Parse(b))
-	}
+	t.Parallel()
+	inputs := hamInputs(t)
 	ref := NewThreader()
 	for _, x := range inputs {
 		ref.Add(x)
@@ -250,6 +251,7 @@ func TestThreaderOrderIndependenceCorpus(t *testing.T) {
 // TestThreaderMembers: Members lists the messages of a thread (not the
 // missing parents it only knows by reference), capped, with the count.
 func TestThreaderMembers(t *testing.T) {
+	t.Parallel()
 	th := NewThreader()
 	th.Add(ThreadInput{MessageID: "<a@x>", Subject: "Plan"})
 	th.Add(ThreadInput{MessageID: "<b@x>", InReplyTo: []string{"<a@x>"}, References: []string{"<a@x>"}})
@@ -275,6 +277,7 @@ func TestThreaderMembers(t *testing.T) {
 // message with an id and for one without (keyed by subject and date);
 // a message never added has none.
 func TestThreadOfFollowsMerges(t *testing.T) {
+	t.Parallel()
 	th := NewThreader()
 	date := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
 	noID := ThreadInput{Subject: "Minutes", Date: date}

@@ -144,9 +144,11 @@ func DMARCResults(rs []authres.Result) []*authres.DMARCResult {
 }
 
 // FetchRaw returns the whole message uid of user's mailbox, as stored.
+// Its connection is closed when it returns.
 func (s *Stack) FetchRaw(t testing.TB, user, mailbox string, uid imap.UID) []byte {
 	t.Helper()
-	c := s.IMAP(t, user)
+	c := s.imapNow(t, user)
+	defer closeIMAP(c)
 	if _, err := c.Select(mailbox, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
 		t.Fatalf("e2e: examine %s %s: %v", user, mailbox, err)
 	}

@@ -176,10 +176,11 @@ func resetMailbox(c *imapclient.Client, mailbox string) error {
 }
 
 // Append stores raw in mailbox of user (which must exist) with the given
-// flags and returns its UID.
+// flags and returns its UID. Its connection is closed when it returns.
 func (s *Stack) Append(t testing.TB, user, mailbox string, raw []byte, flags ...imap.Flag) imap.UID {
 	t.Helper()
-	c := s.IMAP(t, user)
+	c := s.imapNow(t, user)
+	defer closeIMAP(c)
 	uid, err := appendMessage(c, mailbox, raw, &imap.AppendOptions{Flags: flags})
 	if err != nil {
 		t.Fatalf("e2e: append to %s %s: %v", user, mailbox, err)
@@ -225,15 +226,40 @@ func (s *Stack) RestartDovecot(t testing.TB) {
 }
 
 // WaitForMessageID polls mailbox of user until a message whose Message-ID
-// header contains messageID (without angle brackets) is there, and returns
-// its UID. It fails the test once timeout has passed. Unlike
-// WaitForMessages it is not confused by mail other tests deliver to the
-// same account at the same time.
+// header contains messageID is there, and returns its UID. It fails the
+// test once timeout has passed. Unlike WaitForMessages it is not confused
+// by mail other tests deliver to the same account at the same time. Its
+// connection is closed when it returns (many tests at once wait on one
+// account, and Dovecot limits connections per user).
 func (s *Stack) WaitForMessageID(t testing.TB, user, mailbox, messageID string, timeout time.Duration) imap.UID {
 	t.Helper()
-	c := s.IMAP(t, user)
-	if _, err := c.Select(mailbox, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
-		t.Fatalf("e2e: examine %s %s: %v", user, mailbox, err)
+	c := s.imapNow(t, user)
+	defer closeIMAP(c)
+	return waitMessageID(t, c, user, mailbox, messageID, timeout, true)
+}
+
+// imapNow is IMAP for a helper that closes the client itself.
+func (s *Stack) imapNow(t testing.TB, user string) *imapclient.Client {
+	t.Helper()
+	c, err := s.dialIMAP(t, user)
+	if err != nil {
+		t.Fatalf("e2e: imap login %s: %v", user, err)
+	}
+	return c
+}
+
+func closeIMAP(c *imapclient.Client) {
+	_ = c.Logout().Wait()
+	_ = c.Close()
+}
+
+// waitMessageID selects mailbox on c (read-only unless readOnly is false)
+// and polls it until a message whose Message-ID header contains messageID
+// is there; it returns its UID.
+func waitMessageID(t testing.TB, c *imapclient.Client, user, mailbox, messageID string, timeout time.Duration, readOnly bool) imap.UID {
+	t.Helper()
+	if _, err := c.Select(mailbox, &imap.SelectOptions{ReadOnly: readOnly}).Wait(); err != nil {
+		t.Fatalf("e2e: select %s %s: %v", user, mailbox, err)
 	}
 	criteria := &imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "Message-ID", Value: messageID}}}
 	deadline := time.Now().Add(timeout)
@@ -253,5 +279,49 @@ func (s *Stack) WaitForMessageID(t testing.TB, user, mailbox, messageID string, 
 			t.Fatalf("e2e: %s %s: got no message with Message-ID %s after %v, want one", user, mailbox, messageID, timeout)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// MoveMessageID waits, as WaitForMessageID does, until a message whose
+// Message-ID header contains messageID is in user's mailbox from, then
+// moves it to mailbox to (UID MOVE, RFC 6851) with its flags and returns
+// its UID there. A test that watches a mailbox of its own uses it to take
+// the mail Postfix delivered to the shared INBOX out of every other
+// test's way, as the owner's server would file it. Its connection is
+// closed when it returns.
+func (s *Stack) MoveMessageID(t testing.TB, user, from, to, messageID string, timeout time.Duration) imap.UID {
+	t.Helper()
+	c := s.imapNow(t, user)
+	defer closeIMAP(c)
+	uid := waitMessageID(t, c, user, from, messageID, timeout, false)
+	data, err := c.Move(imap.UIDSetNum(uid), to).Wait()
+	if err != nil {
+		t.Fatalf("e2e: move %s from %s %s to %s: %v", messageID, user, from, to, err)
+	}
+	if data == nil || data.DestUIDs == nil {
+		t.Fatalf("e2e: move %s to %s %s: the server sent no COPYUID", messageID, user, to)
+	}
+	dest, ok := data.DestUIDs.(imap.UIDSet)
+	if !ok || len(dest) != 1 || dest[0].Start != dest[0].Stop {
+		t.Fatalf("e2e: move %s to %s %s: COPYUID names %v, want one UID", messageID, user, to, data.DestUIDs)
+	}
+	return dest[0].Start
+}
+
+// DeleteMailbox deletes mailbox of user with the messages in it. It is a
+// cleanup step: an error is logged, not fatal.
+func (s *Stack) DeleteMailbox(t testing.TB, user, mailbox string) {
+	t.Helper()
+	c, err := s.dialIMAP(t, user)
+	if err != nil {
+		t.Logf("e2e: delete %s %s: %v", user, mailbox, err)
+		return
+	}
+	defer func() {
+		_ = c.Logout().Wait()
+		_ = c.Close()
+	}()
+	if err := c.Delete(mailbox).Wait(); err != nil {
+		t.Logf("e2e: delete %s %s: %v", user, mailbox, err)
 	}
 }

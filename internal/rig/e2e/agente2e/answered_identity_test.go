@@ -26,6 +26,7 @@ import (
 // identity checks off) runs in process: agent.TestAnsweredAttacksLandWithoutIdentity
 // and cmd/mailagent.TestAnsweredAttacksThroughTriageLandWithoutIdentity.
 func TestStrangersAnswerIsNotTheContacts(t *testing.T) {
+	parallel(t)
 	_, a := e2e.RequireSenderAuth(t)
 	e := newEnv(t, options{Mode: "auto", Model: autoModel})
 	e.setAuthservID(a.AuthservID)
@@ -81,7 +82,7 @@ func TestStrangersAnswerIsNotTheContacts(t *testing.T) {
 		e.barrier(e2e.Bob)
 		got := e.find(e2e.Bob, "INBOX", "In-Reply-To", bob.ID)
 		flagged := false
-		for _, f := range e.find(e2e.Owner, "INBOX", "Message-ID", bob.ID) {
+		for _, f := range e.find(e2e.Owner, e.box("INBOX"), "Message-ID", bob.ID) {
 			if f.M.From.Email == e2e.Bob && slices.Contains(f.Flags, imap.FlagAnswered) {
 				flagged = true
 			}

@@ -21,6 +21,7 @@ import (
 // the same mail is in its first-start lookback, yet nothing is sent a
 // second time, because the mailbox records what was answered.
 func TestNoSecondReplyAfterStateLoss(t *testing.T) {
+	parallel(t)
 	_, a := e2e.RequireSenderAuth(t)
 	e := newEnv(t, options{Mode: "auto", Model: autoModel})
 	e.setAuthservID(a.AuthservID)
@@ -43,7 +44,7 @@ func TestNoSecondReplyAfterStateLoss(t *testing.T) {
 
 	// Another IMAP client sees the originals answered.
 	for _, id := range ids {
-		got := e.find(e2e.Owner, "INBOX", "Message-ID", id)
+		got := e.find(e2e.Owner, e.box("INBOX"), "Message-ID", id)
 		if len(got) != 1 {
 			t.Fatalf("INBOX: %d messages with Message-ID %s, want 1", len(got), id)
 		}
@@ -56,9 +57,9 @@ func TestNoSecondReplyAfterStateLoss(t *testing.T) {
 	if err := os.Remove(filepath.Join(e.stateDir, "mailagent.db")); err != nil {
 		t.Fatal(err)
 	}
-	// A new state directory takes initial_lookback of history (2 s in
-	// these tests, so that other tests' mail is not picked up): widen it
-	// to cover this test's mail, as a real first start would (24 h).
+	// A new state directory takes initial_lookback of history: make it
+	// cover this test's mail (its own folder holds no other), as a real
+	// first start would (24 h).
 	e.setLookback(time.Since(start) + time.Minute)
 	w2 := e.startWatch()
 	w2.waitTerminal(ids, waitLong)

@@ -70,7 +70,7 @@ func (e *env) deliverSigned(m message, domain string) {
 		e.t.Fatal(err)
 	}
 	e.s.Deliver(e.t, bareAddr(m.From), []string{e2e.Owner}, signed)
-	e.s.WaitForMessageID(e.t, e2e.Owner, "INBOX", m.ID, waitShort)
+	e.moveIn(m.ID)
 }
 
 // authCase is one message from the known contact, as his server (or a
@@ -137,12 +137,13 @@ func authCases(a *e2e.SenderAuth) []authCase {
 // Until the sender_auth gate is in the tree (issue 8), the test skips: run
 // without the gate, all four look-alikes are answered automatically.
 func TestAutoSendOnlyAuthenticated(t *testing.T) {
+	parallel(t)
 	_, a := e2e.RequireSenderAuth(t)
 	e := newEnv(t, options{Mode: "auto", Model: autoModel})
 	e.setAuthservID(a.AuthservID)
 	e.seedSent(partnerBob)
 	for i, to := range []string{noDMARCCarol, dkimOnlyDave} {
-		e.s.Append(t, e2e.Owner, "Sent", message{
+		e.s.Append(t, e2e.Owner, e.box("Sent"), message{
 			From: adaAddr, To: to, Subject: "Catching up " + e.tag, ID: e.id(fmt.Sprintf("earlier-%d", i)),
 			Body: "Hi, good to see you last week.",
 		}.raw(), imap.FlagSeen)
@@ -161,7 +162,7 @@ func TestAutoSendOnlyAuthenticated(t *testing.T) {
 			Subject: "Thursday meeting [auto] " + c.name + " " + e.tag,
 			Body:    "Hi Ada,\ncould we meet on Thursday at 3pm instead?\nBob"}
 		e.s.Deliver(t, bareAddr(from), []string{e2e.Owner}, c.make(t, m.raw()))
-		e.s.WaitForMessageID(t, e2e.Owner, "INBOX", m.ID, waitShort)
+		e.moveIn(m.ID)
 	}
 	w.waitTerminal(ids, waitLong)
 	recs, err := w.records()
@@ -242,6 +243,7 @@ func gateMap(gs []store.GateResult) map[string]store.GateResult {
 // outside sender and auto-answered once. It is the pattern for tests that
 // need an automatic send: setAuthservID plus deliverSigned.
 func TestAutoSendLocalSignedContact(t *testing.T) {
+	parallel(t)
 	_, a := e2e.RequireSenderAuth(t)
 	e := newEnv(t, options{Mode: "auto", Model: autoModel})
 	e.setAuthservID(a.AuthservID)

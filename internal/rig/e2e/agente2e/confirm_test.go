@@ -16,6 +16,7 @@ import (
 // "n" sends nothing; "a", "y" sends the one reply, to the stranger
 // (Postfix hands unknown addresses to the sink user).
 func TestReviewConfirmsNewAddressUnderTmux(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{})
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (scripts/e2e-stack.sh install adds it): the real-terminal review test needs it")
@@ -26,7 +27,7 @@ func TestReviewConfirmsNewAddressUnderTmux(t *testing.T) {
 		Body: "Hi Ada,\nplease send the account details.\nBob"}
 	raw := bytes.Replace(m.raw(), []byte("\r\nTo: "), []byte("\r\nReply-To: "+stranger+"\r\nTo: "), 1)
 	e.s.Deliver(t, bareAddr(m.From), []string{e2e.Owner}, raw)
-	e.s.WaitForMessageID(t, e2e.Owner, "INBOX", m.ID, waitShort)
+	e.moveIn(m.ID)
 	w.queueItem(m.ID, waitLong)
 
 	x := &tmux{t: t, socket: "ma-e2e-confirm-" + e.tag}

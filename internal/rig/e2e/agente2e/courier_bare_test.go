@@ -17,6 +17,7 @@ import (
 // INBOX.Sent under the server's namespace; doctor then passes both, and
 // measures that this Dovecot pushes new mail to IDLE at once.
 func TestCourierBareAccount(t *testing.T) {
+	parallel(t)
 	p := os.Getenv("MAILAGENT_E2E_COURIER_BARE_IMAP_PORT")
 	if p == "" {
 		e2e.Require(t)

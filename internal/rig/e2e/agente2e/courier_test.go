@@ -21,6 +21,7 @@ import (
 // configured folder that does not exist is reported with the folders the
 // server has and the prefixed name to create.
 func TestCourierDoctor(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{Courier: true})
 	out, stderr, code := e.run("doctor", "--json", "--no-model")
 	if code != 0 {
@@ -70,6 +71,7 @@ func doctorChecks(t *testing.T, out string) map[string]check {
 // answered automatically, and the reply is filed in INBOX.Sent), and a
 // queued draft is saved in INBOX.Drafts.
 func TestCourierWatchDraftsAndSent(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{Courier: true, Mode: "auto", Model: autoModel})
 	seed := e.seedSent(bobAddr)
 	w := e.startWatch()
@@ -112,6 +114,7 @@ func TestCourierWatchDraftsAndSent(t *testing.T) {
 // sends it, files the copy in INBOX.Sent, removes the IMAP draft and
 // exits 0.
 func TestCourierApprove(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{Courier: true})
 	w := e.startWatch()
 	m := message{From: carolAddr, To: adaAddr, Subject: "Contract question " + e.tag, ID: e.id("courier-approve"),

@@ -23,6 +23,7 @@ import (
 // not (the copy's sender is not Kim's message's sender); Sam's own queued
 // draft is closed, Kim's is not.
 func TestDelegatedReplyFlagsOriginalE2E(t *testing.T) {
+	parallel(t)
 	_, a := e2e.RequireSenderAuth(t)
 	e := newEnv(t, options{Mode: "review", Model: ownerE2EModel}) // nothing is sent unapproved
 	e.setAuthservID(a.AuthservID)
@@ -60,7 +61,7 @@ func TestDelegatedReplyFlagsOriginalE2E(t *testing.T) {
 	e.waitFind(e2e.Owner, e.box("Sent"), "In-Reply-To", samID, 1, waitLong)
 	e.waitFind(e2e.Owner, e.box("Sent"), "In-Reply-To", kimID, 1, waitLong)
 	flags := func(id string) []imap.Flag {
-		got := e.find(e2e.Owner, "INBOX", "Message-ID", id)
+		got := e.find(e2e.Owner, e.box("INBOX"), "Message-ID", id)
 		if len(got) != 1 {
 			t.Fatalf("INBOX: %d messages with Message-ID %s, want 1", len(got), id)
 		}

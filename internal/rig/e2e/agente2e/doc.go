@@ -12,8 +12,11 @@
 //     nothing is built.
 //   - Tests never reset the shared users' INBOX, Sent or Drafts folders,
 //     which other packages use at the same time: each test has its own
-//     state directory, a tiny sync.initial_lookback, and unique Subjects and
-//     Message-IDs, and counts only the messages that carry them.
+//     state directory, unique Subjects and Message-IDs, and counts only the
+//     messages that carry them. On the main Dovecot each env watches and
+//     files into folders of its own (mail Postfix delivers is moved there),
+//     so the tests run in parallel; on the shared INBOX of the other
+//     servers sync.initial_lookback is tiny and the tests take turns.
 //   - Processes are stopped by their own pid (SIGTERM, then SIGKILL), and on
 //     failure a test prints the watcher's stderr and the tail of
 //     <state_dir>/mailagent.log.

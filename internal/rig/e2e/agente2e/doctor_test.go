@@ -3,8 +3,8 @@ package agente2e
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
@@ -27,23 +27,33 @@ func healthModel(req *geminitest.Request) geminitest.Reply {
 	return cautiousModel(req)
 }
 
-// closedPort returns a loopback port nothing listens on (it was free a
-// moment ago).
+// closedPort returns a loopback port nothing listens on and nothing else
+// can take while the test runs: connecting to it is refused.
 func closedPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	// Bound and never listening, until the test ends: a port closed a
+	// moment before may be taken by another test's listener, or connect
+	// to itself (TCP simultaneous open) and wait out a greeting timeout.
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	return port
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa.(*syscall.SockaddrInet4).Port
 }
 
 // TestDoctor runs `mailagent doctor --json` against the real servers: a
 // right config passes, and each kind of mistake fails the check that names
 // it, with exit code 5.
 func TestDoctor(t *testing.T) {
+	parallel(t)
 	port := closedPort(t)
 	tests := []struct {
 		name     string
@@ -82,6 +92,7 @@ func TestDoctor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, tt.opts)
 			out, stderr, code := e.run(tt.args...)
 			if code != tt.wantCode {

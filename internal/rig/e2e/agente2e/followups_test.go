@@ -67,8 +67,14 @@ func (e *env) libWatcherArchive(path string, clk *clock, archive string) *libWat
 		return imapsync.Dial(ctx, imapsync.Options{Host: e.s.IMAPHost, Port: e.s.IMAPPort, Security: imapsync.SecurityStartTLS,
 			TLSCAFile: e.s.CAFile, Username: e2e.Owner, Password: e.password, Account: account})
 	}
+	// Sent and Drafts: this env's own on the main server, found on the
+	// Courier-style one (as mailagent watch configures them).
+	var sent, drafts string
+	if e.folders != "" {
+		sent, drafts = e.box("Sent"), e.box("Drafts")
+	}
 	mailer := &daemon.Mailer{Accounts: map[string]*daemon.AccountMailer{account: {
-		Name: account, Dial: dial,
+		Name: account, Dial: dial, Sent: sent, Drafts: drafts,
 		Mailbox: daemon.MailboxPolicy{Archive: daemon.ArchiveMove, ArchiveFolder: archive, Keywords: true},
 		SMTP: func(context.Context) (*smtpsend.Sender, error) {
 			return smtpsend.New(smtpsend.Options{Host: e.s.SMTPHost, Port: e.s.SMTPPort, Security: "starttls", TLSCAFile: e.s.CAFile,
@@ -90,7 +96,7 @@ func (e *env) libWatcherArchive(path string, clk *clock, archive string) *libWat
 	}
 	d := &daemon.Daemon{Store: st, Pipeline: p, Mailer: mailer, Concurrency: 1, Now: clk.Now,
 		InitialLookback: time.Minute, SentLookback: time.Minute,
-		Accounts: []daemon.Account{{Name: account, Mailbox: "INBOX", Dial: dial}}}
+		Accounts: []daemon.Account{{Name: account, Mailbox: e.box("INBOX"), Dial: dial}}}
 	return &libWatcher{st: st, p: p, d: d, mailer: mailer}
 }
 
@@ -135,6 +141,7 @@ func (w *libWatcher) followupOf(t *testing.T, id string) *store.Followup {
 //   - archive (a move to the Archive folder), keywords and \Answered are
 //     visible to another IMAP client.
 func TestFollowupsAgainstDovecot(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{})
 	clk := &clock{t: time.Now()}
 	path := filepath.Join(e.dir, "lib.db")
@@ -151,11 +158,11 @@ func TestFollowupsAgainstDovecot(t *testing.T) {
 		t.Fatalf("after the question: %s, want needs_reply", fu.State)
 	}
 	// Keywords for the queued decision, visible to another client.
-	got := e.find(e2e.Owner, "INBOX", "Message-ID", q1.ID)
+	got := e.find(e2e.Owner, e.box("INBOX"), "Message-ID", q1.ID)
 	if len(got) != 1 || !slices.Contains(got[0].Flags, imap.Flag(daemon.KeywordQueued)) {
 		t.Errorf("INBOX copy of the question: flags %v, want %s", flagsOf(got), daemon.KeywordQueued)
 	}
-	e.s.Append(t, e2e.Owner, "Sent", message{From: ownerName + " <" + e2e.Owner + ">", To: bobAddr, Subject: "Re: Budget question " + e.tag,
+	e.s.Append(t, e2e.Owner, e.box("Sent"), message{From: ownerName + " <" + e2e.Owner + ">", To: bobAddr, Subject: "Re: Budget question " + e.tag,
 		ID: e.id("fu-a1"), InReplyTo: "<" + q1.ID + ">", References: "<" + q1.ID + ">", Body: "Here it is.\n"}.raw(), imap.FlagSeen)
 	clk.Add(time.Minute) // past the Sent scan's minimum interval
 	w.once(t)
@@ -166,7 +173,7 @@ func TestFollowupsAgainstDovecot(t *testing.T) {
 	// awaiting_reply: the owner asks Carol from another client.
 	ask := message{From: ownerName + " <" + e2e.Owner + ">", To: "Carol <" + e2e.Carol + ">", Subject: "Report " + e.tag, ID: e.id("fu-ask"),
 		Body: "Hi Carol,\ncould you send the report?\nAda"}
-	e.s.Append(t, e2e.Owner, "Sent", ask.raw(), imap.FlagSeen)
+	e.s.Append(t, e2e.Owner, e.box("Sent"), ask.raw(), imap.FlagSeen)
 	clk.Add(time.Minute)
 	w.once(t)
 	fu := w.followupOf(t, ask.ID)
@@ -229,7 +236,7 @@ func TestFollowupsAgainstDovecot(t *testing.T) {
 	e.deliverRaw(news.From, news.ID, e.signed(news.From, raw))
 	clk.Add(time.Minute)
 	w.once(t)
-	if n := len(e.find(e2e.Owner, "INBOX", "Message-ID", news.ID)); n != 0 {
+	if n := len(e.find(e2e.Owner, e.box("INBOX"), "Message-ID", news.ID)); n != 0 {
 		t.Errorf("the archived newsletter is still in INBOX (%d)", n)
 	}
 	if n := len(e.find(e2e.Owner, "Archive-"+e.tag, "Message-ID", news.ID)); n != 1 {
@@ -250,7 +257,7 @@ func TestFollowupsAgainstDovecot(t *testing.T) {
 		t.Fatalf("approve: %v", err)
 	}
 	e.waitFind(e2e.Bob, "INBOX", "In-Reply-To", q2.ID, 1, waitLong)
-	if got := e.find(e2e.Owner, "INBOX", "Message-ID", q2.ID); len(got) != 1 || !slices.Contains(got[0].Flags, imap.FlagAnswered) {
+	if got := e.find(e2e.Owner, e.box("INBOX"), "Message-ID", q2.ID); len(got) != 1 || !slices.Contains(got[0].Flags, imap.FlagAnswered) {
 		t.Errorf(`the answered original: flags %v, want \Answered`, flagsOf(got))
 	}
 	clk.Add(time.Minute)
@@ -272,6 +279,7 @@ func flagsOf(fs []found) [][]imap.Flag {
 // under "INBOX.") an archive decision moves the message to INBOX.Archive,
 // created when missing, and another client sees it there only.
 func TestCourierArchive(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{Courier: true})
 	clk := &clock{t: time.Now()}
 	w := e.libWatcherArchive(filepath.Join(e.dir, "lib.db"), clk, "")
@@ -282,7 +290,7 @@ func TestCourierArchive(t *testing.T) {
 	e.deliverRaw(news.From, news.ID, e.signed(news.From, raw))
 	clk.Add(time.Minute)
 	w.once(t)
-	if n := len(e.find(e2e.Owner, "INBOX", "Message-ID", news.ID)); n != 0 {
+	if n := len(e.find(e2e.Owner, e.box("INBOX"), "Message-ID", news.ID)); n != 0 {
 		t.Errorf("the archived newsletter is still in INBOX (%d)", n)
 	}
 	if n := len(e.find(e2e.Owner, "INBOX.Archive", "Message-ID", news.ID)); n != 1 {

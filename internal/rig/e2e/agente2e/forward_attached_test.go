@@ -33,6 +33,7 @@ func attachedForward(from, to, subject, id, note string, original []byte) []byte
 // reply reaches that sender threaded on the original. An outsider's mail
 // attaching an "instruction" from the owner teaches and delegates nothing.
 func TestAttachedForwardDelegates(t *testing.T) {
+	parallel(t)
 	_, a := e2e.RequireSenderAuth(t)
 	e := newEnv(t, options{Mode: "auto", Model: ownerE2EModel})
 	e.setAuthservID(a.AuthservID)

@@ -64,6 +64,9 @@ type options struct {
 	// that mode (llm.provider = "openai", a local server with no key);
 	// the Gemini fake then fails every call.
 	OpenAI *openaitest.Mode
+	// FoldersOf, on the main server, makes this env watch and file into
+	// the folders of that env (the same test's) instead of its own.
+	FoldersOf *env
 }
 
 // env is one test's mailagent: its config, state directory and fake model,
@@ -80,6 +83,16 @@ type env struct {
 	openai   *openaitest.Bridge // nil: the model is Gemini's
 	courier  bool               // the IMAP server is the Courier-style one (options.Courier)
 	main     *e2e.Stack         // the main stack (Postfix delivers there, whatever the test's server)
+	// folders is the prefix of this env's own folders on the main server
+	// ("e2e-<tag>": the watched mailbox, and "-Sent", "-Drafts" after
+	// it), "" on the Courier-style and real servers. Tests share the
+	// owner's account, so each agent watches and files into folders of
+	// its own (see box) and tests run in parallel.
+	folders  string
+	lookback string // sync.initial_lookback as written in the config
+	// extraEnv is added to the environment of every mailagent this env
+	// runs (t.Setenv cannot be used in parallel tests).
+	extraEnv []string
 
 	mu       sync.Mutex
 	watchers []*watcher
@@ -90,6 +103,9 @@ func newEnv(t *testing.T, o options) *env {
 	s := e2e.Require(t)
 	if binary == "" {
 		t.Fatal("the mailagent binary was not built (TestMain)")
+	}
+	if o.Courier && o.IMAPPort == 0 {
+		courierExclusive(t)
 	}
 	// A short directory of our own: the socket path must stay under the
 	// 108-byte limit of unix sockets whatever TMPDIR is.
@@ -123,9 +139,60 @@ func newEnv(t *testing.T, o options) *env {
 	if e.password == "" {
 		e.password = s.Password(t, e2e.Owner)
 	}
+	switch {
+	case o.FoldersOf != nil:
+		e.folders = o.FoldersOf.folders
+	case !o.Courier:
+		e.makeFolders()
+	}
 	e.writeConfig(o)
 	t.Cleanup(e.dumpOnFailure)
 	return e
+}
+
+// courierMu gives the owner account of the Courier-style Dovecot to one
+// test at a time: its tests use its INBOX, INBOX.Drafts and INBOX.Sent
+// themselves (they test how they are found), so they cannot have folders
+// of their own as tests on the main server do.
+var (
+	courierMu   sync.Mutex
+	courierHeld sync.Map // *testing.T → struct{}: the test holding courierMu
+)
+
+// courierExclusive takes courierMu for t until t ends; a test holding it
+// already (a second env) goes on.
+func courierExclusive(t *testing.T) {
+	t.Helper()
+	if _, held := courierHeld.Load(t); held {
+		return
+	}
+	courierMu.Lock()
+	courierHeld.Store(t, struct{}{})
+	t.Cleanup(func() {
+		courierHeld.Delete(t)
+		courierMu.Unlock()
+	})
+}
+
+// makeFolders creates this env's own folders in the owner's account on
+// the main server (box names them) and deletes them when the test passes
+// (a failed test's are kept to look at).
+func (e *env) makeFolders() {
+	e.t.Helper()
+	e.folders = "e2e-" + e.tag
+	boxes := []string{e.box("INBOX"), e.box("Sent"), e.box("Drafts")}
+	for _, b := range boxes {
+		e.s.ResetMailbox(e.t, e2e.Owner, b)
+	}
+	e.t.Cleanup(func() {
+		if e.t.Failed() {
+			e.t.Logf("the owner's folders of this test are kept: %v", boxes)
+			return
+		}
+		for _, b := range boxes {
+			e.s.DeleteMailbox(e.t, e2e.Owner, b)
+		}
+	})
 }
 
 // newTag is ten random letters. No digits: a tag goes into subjects,
@@ -157,8 +224,14 @@ func (e *env) writeConfig(o options) {
 		imapPort = e.s.IMAPPort
 	}
 	drafts := ""
-	if o.DraftsMailbox != "" {
+	switch {
+	case o.DraftsMailbox != "":
 		drafts = fmt.Sprintf("drafts_mailbox = %q\n", o.DraftsMailbox)
+	case e.folders != "":
+		drafts = fmt.Sprintf("drafts_mailbox = %q\n", e.box("Drafts"))
+	}
+	if e.folders != "" {
+		drafts += fmt.Sprintf("mailbox = %q\nsent_mailbox = %q\n", e.box("INBOX"), e.box("Sent"))
 	}
 	// The stack's milters stamp every delivered message with their
 	// Authentication-Results: a correctly configured owner names that
@@ -167,8 +240,15 @@ func (e *env) writeConfig(o options) {
 		drafts += fmt.Sprintf("authserv_id = %q\n", id)
 	}
 	// poll_interval is an hour: within a test, new mail can only be seen
-	// through IDLE. initial_lookback is tiny so that a fresh state
-	// directory never picks up other tests' mail from the shared INBOX.
+	// through IDLE. initial_lookback is an hour in the env's own folder
+	// (all of it is the test's mail: `watch --once` after a delivery sees
+	// it however slow the machine), and tiny on the Courier-style and
+	// real servers so that a fresh state directory never picks up other
+	// tests' mail from their shared INBOX.
+	e.lookback = "2s"
+	if e.folders != "" {
+		e.lookback = "1h"
+	}
 	cfg := fmt.Sprintf(`state_dir = %q
 
 [llm]
@@ -177,7 +257,7 @@ concurrency = %d
 timeout = "30s"
 
 [sync]
-initial_lookback = "2s"
+initial_lookback = %q
 poll_interval = "1h"
 
 [policy]
@@ -203,7 +283,7 @@ display_name = %q
   security = "starttls"
   tls_ca_file = %q
   password_env = %q
-`, e.stateDir, e.llmConfig(), conc, mode,
+`, e.stateDir, e.llmConfig(), conc, e.lookback, mode,
 		account, e2e.Owner, ownerName, drafts,
 		e.s.IMAPHost, imapPort, e.s.CAFile, passwordEnv,
 		e.s.SMTPHost, e.s.SMTPPort, e.s.CAFile, passwordEnv)
@@ -227,6 +307,7 @@ func (e *env) llmConfig() string {
 func (e *env) command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, binary, append([]string{"--config", e.cfgPath}, args...)...)
 	cmd.Env = append(os.Environ(), passwordEnv+"="+e.password, apiKeyEnv+"=e2e-not-a-real-key")
+	cmd.Env = append(cmd.Env, e.extraEnv...)
 	cmd.WaitDelay = 10 * time.Second
 	return cmd
 }
@@ -613,10 +694,13 @@ func (e *env) signed(from string, raw []byte) []byte {
 	return out
 }
 
-// deliverRaw submits raw through Postfix (and its milters) to the owner.
-// The Courier-style server has no MTA in front of it: the message goes
-// through the main server first, and the copy as stamped there, with its
-// real Authentication-Results, is appended to the Courier INBOX.
+// deliverRaw submits raw through Postfix (and its milters) to the owner,
+// and waits until it is in the mailbox this env watches: on the main
+// server Postfix files it in the owner's INBOX and it is moved from there
+// to this env's own (moveIn). The Courier-style server has no MTA in
+// front of it: the message goes through the main server first, and the
+// copy as stamped there, with its real Authentication-Results, is
+// appended to the Courier INBOX.
 func (e *env) deliverRaw(from, id string, raw []byte) {
 	e.t.Helper()
 	if e.courier {
@@ -626,14 +710,35 @@ func (e *env) deliverRaw(from, id string, raw []byte) {
 		return
 	}
 	e.s.Deliver(e.t, bareAddr(from), []string{e2e.Owner}, raw)
-	e.s.WaitForMessageID(e.t, e2e.Owner, "INBOX", id, waitShort)
+	e.moveIn(id)
 }
 
-// box is the full name of a folder on this test's IMAP server: "INBOX.Sent"
-// for "Sent" on the Courier-style server.
+// moveIn waits until the message id that Postfix delivers to the owner is
+// in the owner's INBOX, and moves it to the mailbox this env watches (a
+// no-op wait where that is INBOX).
+func (e *env) moveIn(id string) {
+	e.t.Helper()
+	if e.folders == "" {
+		e.s.WaitForMessageID(e.t, e2e.Owner, "INBOX", id, waitShort)
+		return
+	}
+	e.s.MoveMessageID(e.t, e2e.Owner, "INBOX", e.box("INBOX"), id, waitShort)
+}
+
+// box is the full name of one of the owner's folders ("INBOX", "Sent",
+// "Drafts") as this env's agent uses it: "INBOX.Sent" for "Sent" on the
+// Courier-style server, this env's own folder on the main server
+// ("e2e-<tag>" for INBOX, "e2e-<tag>-Sent"). Other names are unchanged.
 func (e *env) box(name string) string {
-	if e.courier && name != "INBOX" {
+	switch {
+	case e.courier && name != "INBOX":
 		return "INBOX." + name
+	case e.folders == "":
+		return name
+	case name == "INBOX":
+		return e.folders
+	case name == "Sent" || name == "Drafts":
+		return e.folders + "-" + name
 	}
 	return name
 }
@@ -807,11 +912,12 @@ func (e *env) setLookback(d time.Duration) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	const old = "initial_lookback = \"2s\"\n"
-	if !bytes.Contains(b, []byte(old)) {
+	old := fmt.Sprintf("initial_lookback = %q\n", e.lookback)
+	if !strings.Contains(string(b), old) {
 		e.t.Fatalf("config has no %q line", strings.TrimSpace(old))
 	}
-	b = bytes.Replace(b, []byte(old), []byte(fmt.Sprintf("initial_lookback = %q\n", d.Round(time.Second).String())), 1)
+	e.lookback = d.Round(time.Second).String()
+	b = bytes.Replace(b, []byte(old), []byte(fmt.Sprintf("initial_lookback = %q\n", e.lookback)), 1)
 	if err := os.WriteFile(e.cfgPath, b, 0o600); err != nil {
 		e.t.Fatal(err)
 	}

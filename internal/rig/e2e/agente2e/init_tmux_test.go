@@ -85,18 +85,14 @@ func (it *initTerm) answer(label, text string) {
 // SMTP then trusts the same CA without asking, both logins pass once the
 // account is named, and the file is written with tls_ca_file.
 func TestInitEarlyProbeUnderTmux(t *testing.T) {
+	parallel(t)
 	st := e2e.Require(t)
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (scripts/e2e-stack.sh install adds it): the real-terminal init test needs it")
 	}
 	const user = "ada@example.test"
 	pass := st.Password(t, user)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	_ = l.Close()
+	closed := strconv.Itoa(closedPort(t))
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.toml")
 	imaps := net.JoinHostPort(st.IMAPHost, strconv.Itoa(st.IMAPSPort))

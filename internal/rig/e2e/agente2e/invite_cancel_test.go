@@ -22,6 +22,7 @@ import (
 // signed CANCEL does, and the answered item says it was cancelled.
 // Skips without radicale.
 func TestInvitationCancelThroughPostfix(t *testing.T) {
+	parallel(t)
 	base := os.Getenv("MAILAGENT_E2E_CALDAV_URL")
 	if base == "" {
 		t.Skip("no Radicale: scripts/e2e-stack.sh starts it when the radicale package is installed")
@@ -59,7 +60,7 @@ func TestInvitationCancelThroughPostfix(t *testing.T) {
 	if err := os.WriteFile(e.cfgPath, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("MA_E2E_CALDAV_PASS", pass)
+	e.extraEnv = append(e.extraEnv, "MA_E2E_CALDAV_PASS="+pass)
 
 	start := time.Now().UTC().Truncate(time.Hour).AddDate(0, 0, 3)
 	f := func(t time.Time) string { return t.Format("20060102T150405Z") }

@@ -24,6 +24,7 @@ import (
 // mailbox, with ACCEPTED and the invitation's UID, and stores the event on
 // Radicale. Skips without radicale.
 func TestInvitationRSVPThroughPostfix(t *testing.T) {
+	parallel(t)
 	base := os.Getenv("MAILAGENT_E2E_CALDAV_URL")
 	if base == "" {
 		t.Skip("no Radicale: scripts/e2e-stack.sh starts it when the radicale package is installed")
@@ -75,7 +76,7 @@ func TestInvitationRSVPThroughPostfix(t *testing.T) {
 	if err := os.WriteFile(e.cfgPath, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("MA_E2E_CALDAV_PASS", pass)
+	e.extraEnv = append(e.extraEnv, "MA_E2E_CALDAV_PASS="+pass)
 
 	uid := "invite-" + e.tag + "@example.test"
 	id := e.id("invite")

@@ -2,10 +2,12 @@ package agente2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -21,6 +23,11 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	flag.Parse()
+	if err := defaultParallel(parallelTests); err != nil {
+		fmt.Fprintf(os.Stderr, "agente2e: %v\n", err)
+		return 1
+	}
 	if os.Getenv("MAILAGENT_E2E") != "1" {
 		return m.Run() // every test skips through e2e.Require
 	}
@@ -56,6 +63,30 @@ func build(out string) error {
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go %v: %w\n%s", args, err, b)
+	}
+	return nil
+}
+
+// parallelTests is how many tests run at once when go test is not told
+// (-parallel): its default, GOMAXPROCS, suits tests that use the CPU, and
+// these mostly wait on Postfix, Dovecot and IDLE (a whole -race run used a
+// third of a core on average at 8). At 32 the start of as many -race
+// binaries at once starved a loaded 2-core machine (tmux screens and
+// watch --once missed their deadlines), and in CI another package's
+// -race binary shares the two cores. The long waits do not queue for a
+// slot (onEachServer). Each test has its own state directory, folders
+// and fake model (newEnv).
+const parallelTests = 8
+
+// defaultParallel sets -test.parallel to n unless the command line set it.
+func defaultParallel(n int) error {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if set {
+		return nil
+	}
+	if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+		return fmt.Errorf("set -test.parallel: %w", err)
 	}
 	return nil
 }

@@ -79,6 +79,7 @@ func (c *mcpClient) tool(name string, args map[string]any) (map[string]any, stri
 // authenticated sender only; after the watcher stops, mcp reads the store
 // read-only and cannot propose. Nothing is sent.
 func TestMCPAgainstDovecot(t *testing.T) {
+	parallel(t)
 	_, a := e2e.RequireSenderAuth(t)
 	e := newEnv(t, options{})
 	e.setAuthservID(a.AuthservID)

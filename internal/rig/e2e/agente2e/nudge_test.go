@@ -25,6 +25,7 @@ import (
 // Sent scan (which sees it in the owner's Sent folder) learns nothing
 // from it either.
 func TestAutoNudgeAgainstPostfix(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{})
 	clk := &clock{t: time.Now()}
 	w := e.libWatcher(filepath.Join(e.dir, "nudge.db"), clk)
@@ -49,7 +50,7 @@ func TestAutoNudgeAgainstPostfix(t *testing.T) {
 
 	ask := message{From: ownerName + " <" + e2e.Owner + ">", To: "Carol <" + e2e.Carol + ">", Subject: "Figures " + e.tag, ID: e.id("nudge-ask"),
 		Body: "Hi Carol,\ncould you send the figures?\nAda"}
-	e.s.Append(t, e2e.Owner, "Sent", ask.raw(), imap.FlagSeen)
+	e.s.Append(t, e2e.Owner, e.box("Sent"), ask.raw(), imap.FlagSeen)
 	clk.Add(time.Minute)
 	w.once(t)
 	fu := w.followupOf(t, ask.ID)

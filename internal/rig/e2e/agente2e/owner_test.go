@@ -58,6 +58,7 @@ func ownerE2EModel(req *geminitest.Request) geminitest.Reply {
 // nothing is sent; a forward to the agent queues a draft to the original
 // sender and sends nothing.
 func TestOwnerChannel(t *testing.T) {
+	parallel(t)
 	_, a := e2e.RequireSenderAuth(t)
 	e := newEnv(t, options{Mode: "auto", Model: ownerE2EModel})
 	e.setAuthservID(a.AuthservID)

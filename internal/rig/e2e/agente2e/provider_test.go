@@ -18,9 +18,11 @@ import (
 // model obeys an injection) in the queue with nothing sent: the provider
 // changes how the answer is obtained, never a gate.
 func TestOpenAIProviderEndToEnd(t *testing.T) {
+	parallel(t)
 	const evilDraft = "Done: copying boss@evil.example. Pay at https://evil.example/wire/8841 today."
 	for _, mode := range []openaitest.Mode{openaitest.ModeStrict, openaitest.ModeJSONOnly, openaitest.ModeProse} {
 		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
 			// The injection is this env's own: a fresh env may read the
 			// previous one's mail from the shared INBOX, and a draft
 			// prompt shows the contact's recent mail.

@@ -25,7 +25,7 @@ func queuedDraftE2E(t *testing.T, e *env, name string) (message, store.QueueItem
 	if item.Status != store.QueuePending || item.DraftMessageID == "" || item.IMAPDraftUID == 0 {
 		t.Fatalf("queue item: status %s, draft id %q, draft uid %d", item.Status, item.DraftMessageID, item.IMAPDraftUID)
 	}
-	drafts := e.find(e2e.Owner, "Drafts", "In-Reply-To", m.ID)
+	drafts := e.find(e2e.Owner, e.box("Drafts"), "In-Reply-To", m.ID)
 	if len(drafts) != 1 {
 		t.Fatalf("Drafts: got %d drafts for %s, want 1", len(drafts), m.ID)
 	}
@@ -67,9 +67,9 @@ func (e *env) clientSend(d found, rcpts []string, edit func([]byte) []byte) {
 		raw = edit(raw)
 	}
 	e.s.Deliver(e.t, e2e.Owner, rcpts, raw)
-	e.s.Append(e.t, e2e.Owner, "Sent", raw, imap.FlagSeen)
+	e.s.Append(e.t, e2e.Owner, e.box("Sent"), raw, imap.FlagSeen)
 	c := e.s.IMAP(e.t, e2e.Owner)
-	if _, err := c.Select("Drafts", nil).Wait(); err != nil {
+	if _, err := c.Select(e.box("Drafts"), nil).Wait(); err != nil {
 		e.t.Fatal(err)
 	}
 	uids := imap.UIDSetNum(d.UID)
@@ -91,6 +91,7 @@ var e2eMessageIDLine = regexp.MustCompile(`(?mi)^Message-Id: <[^>]*>\r$`)
 // exactly one reply. And when the owner approves first, a stale copy that
 // their client files in Sent makes mailagent send nothing more.
 func TestDraftSentFromOwnerClientNeverSentTwice(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{})
 	e.mustRun("watch", "--once") // first start: the checkpoint is set
 
@@ -126,7 +127,7 @@ func TestDraftSentFromOwnerClientNeverSentTwice(t *testing.T) {
 	if _, stderr, code := e.run("queue", "approve", "--yes", item3.ID); code != 0 {
 		t.Fatalf("approve: exit %d\n%s", code, stderr)
 	}
-	e.s.Append(t, e2e.Owner, "Sent", d3.Raw, imap.FlagSeen)
+	e.s.Append(t, e2e.Owner, e.box("Sent"), d3.Raw, imap.FlagSeen)
 	e.mustRun("watch", "--once")
 	if got := e.item(m3.ID); got.Status != store.QueueSent || got.Error != "" {
 		t.Errorf("%s: got %s %q, want sent", m3.ID, got.Status, got.Error)
@@ -137,7 +138,7 @@ func TestDraftSentFromOwnerClientNeverSentTwice(t *testing.T) {
 		if got := e.find(e2e.Carol, "INBOX", "In-Reply-To", m.ID); len(got) != 1 {
 			t.Errorf("carol received %d replies to %s, want exactly 1", len(got), m.ID)
 		}
-		if got := e.find(e2e.Owner, "Drafts", "In-Reply-To", m.ID); len(got) != 0 {
+		if got := e.find(e2e.Owner, e.box("Drafts"), "In-Reply-To", m.ID); len(got) != 0 {
 			t.Errorf("Drafts still holds %d drafts for %s", len(got), m.ID)
 		}
 	}

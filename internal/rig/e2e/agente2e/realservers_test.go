@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +29,21 @@ var realServers = []struct {
 }{
 	{"courier", (*e2e.Stack).RealCourier},
 	{"cyrus", (*e2e.Stack).RealCyrus},
+}
+
+// onEachServer runs f on every real server, each in a subtest of its own,
+// all at once: t.Run from a goroutine each, so that the subtests (minutes
+// of waiting on a poll) do not queue for a -parallel slot behind the
+// package's other tests, as subtests calling t.Parallel would.
+func onEachServer(t *testing.T, s *e2e.Stack, f func(t *testing.T, r *e2e.RealServer)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, rs := range realServers {
+		wg.Go(func() {
+			t.Run(rs.name, func(t *testing.T) { f(t, rs.get(s, t)) })
+		})
+	}
+	wg.Wait()
 }
 
 // newRealEnv is a test env whose IMAP server is srv (one of a RealServer's
@@ -97,7 +113,8 @@ func hasKey[V any](m map[string]V, k string) bool {
 }
 
 // TestRealServerBareAccount: on a bare account of the real Courier-IMAP
-// and of the real Cyrus, doctor fails Drafts and Sent with `doctor --fix`
+// and of the real Cyrus (the instances with push fixed; the account is the
+// stock instance's too), doctor fails Drafts and Sent with `doctor --fix`
 // as the fix and never offers the watched INBOX; `doctor --fix` creates
 // INBOX.Drafts and INBOX.Sent (on Cyrus, which has CREATE-SPECIAL-USE,
 // with \Drafts and \Sent); doctor then passes both. An approval that
@@ -105,67 +122,66 @@ func hasKey[V any](m map[string]V, k string) bool {
 // fix, sends nothing and keeps the draft; after the fix the same approval
 // sends the reply and files it in INBOX.Sent.
 func TestRealServerBareAccount(t *testing.T) {
-	t.Parallel() // minutes of waiting on servers that poll: overlap it
+	parallel(t) // minutes of waiting on servers that poll: overlap it
 	s := e2e.Require(t)
-	for _, rs := range realServers {
-		t.Run(rs.name, func(t *testing.T) {
-			r := rs.get(s, t)
-			t.Parallel()
-			r.Exclusive(t)
-			e := newRealEnv(t, r.Stock, options{})
-			c := r.Stock.IMAP(t, e2e.Owner)
-			makeBare(t, c, r.SpecialUse)
+	onEachServer(t, s, func(t *testing.T, r *e2e.RealServer) {
+		r.Exclusive(t)
+		// The fixed instance: the bare account's folders and doctor's
+		// fix do not depend on IDLE, and on the stock one the approval
+		// below waits out its 60 s poll to see the queued mail.
+		e := newRealEnv(t, r.Fixed, options{})
+		c := r.Fixed.IMAP(t, e2e.Owner)
+		makeBare(t, c, r.SpecialUse)
 
-			out, stderr, code := e.run("doctor", "--json", "--no-model")
-			if code != 5 {
-				t.Errorf("doctor on a bare account: exit %d, want 5\n%s\n%s", code, out, stderr)
+		out, stderr, code := e.run("doctor", "--json", "--no-model")
+		if code != 5 {
+			t.Errorf("doctor on a bare account: exit %d, want 5\n%s\n%s", code, out, stderr)
+		}
+		checks := doctorChecks(t, out)
+		for id, create := range map[string]string{"imap.drafts_folder": "INBOX.Drafts", "imap.sent_folder": "INBOX.Sent"} {
+			c := checks[id]
+			if c.Status != "fail" || !strings.Contains(c.Fix, "mailagent doctor --fix") || !strings.Contains(c.Fix, `"`+create+`"`) {
+				t.Errorf("%s: got %+v, want fail with doctor --fix creating %s", id, c, create)
 			}
-			checks := doctorChecks(t, out)
-			for id, create := range map[string]string{"imap.drafts_folder": "INBOX.Drafts", "imap.sent_folder": "INBOX.Sent"} {
-				c := checks[id]
-				if c.Status != "fail" || !strings.Contains(c.Fix, "mailagent doctor --fix") || !strings.Contains(c.Fix, `"`+create+`"`) {
-					t.Errorf("%s: got %+v, want fail with doctor --fix creating %s", id, c, create)
-				}
-				if strings.Contains(c.Fix, `"INBOX"`) {
-					t.Errorf("%s: the fix offers the watched mailbox: %q", id, c.Fix)
-				}
+			if strings.Contains(c.Fix, `"INBOX"`) {
+				t.Errorf("%s: the fix offers the watched mailbox: %q", id, c.Fix)
 			}
+		}
 
-			out, stderr, code = e.run("doctor", "--json", "--no-model", "--fix")
-			checks = doctorChecks(t, out)
-			for id, want := range map[string]string{"imap.drafts_folder": "created INBOX.Drafts", "imap.sent_folder": "created INBOX.Sent"} {
-				if c := checks[id]; c.Status != "pass" || c.Detail != want {
-					t.Errorf("doctor --fix %s: got %+v, want pass %q (exit %d)\n%s", id, c, want, code, stderr)
-				}
+		out, stderr, code = e.run("doctor", "--json", "--no-model", "--fix")
+		checks = doctorChecks(t, out)
+		for id, want := range map[string]string{"imap.drafts_folder": "created INBOX.Drafts", "imap.sent_folder": "created INBOX.Sent"} {
+			if c := checks[id]; c.Status != "pass" || c.Detail != want {
+				t.Errorf("doctor --fix %s: got %+v, want pass %q (exit %d)\n%s", id, c, want, code, stderr)
 			}
-			got := realFolders(t, c, r.SpecialUse)
-			for box, use := range map[string]imap.MailboxAttr{"INBOX.Drafts": imap.MailboxAttrDrafts, "INBOX.Sent": imap.MailboxAttrSent} {
-				attrs, ok := got[box]
-				switch {
-				case !ok:
-					t.Errorf("after --fix the server lists %v, want %s", got, box)
-				case r.SpecialUse && !slices.Contains(attrs, use):
-					t.Errorf("%s: attributes %v, want %s (the server has CREATE-SPECIAL-USE)", box, attrs, use)
-				}
+		}
+		got := realFolders(t, c, r.SpecialUse)
+		for box, use := range map[string]imap.MailboxAttr{"INBOX.Drafts": imap.MailboxAttrDrafts, "INBOX.Sent": imap.MailboxAttrSent} {
+			attrs, ok := got[box]
+			switch {
+			case !ok:
+				t.Errorf("after --fix the server lists %v, want %s", got, box)
+			case r.SpecialUse && !slices.Contains(attrs, use):
+				t.Errorf("%s: attributes %v, want %s (the server has CREATE-SPECIAL-USE)", box, attrs, use)
 			}
-			if len(got) != 3 {
-				t.Errorf("after --fix the server lists %v, want INBOX, INBOX.Drafts and INBOX.Sent alone", got)
-			}
+		}
+		if len(got) != 3 {
+			t.Errorf("after --fix the server lists %v, want INBOX, INBOX.Drafts and INBOX.Sent alone", got)
+		}
 
-			out, stderr, code = e.run("doctor", "--json", "--no-model")
-			if code != 0 {
-				t.Errorf("doctor after --fix: exit %d, want 0\n%s\n%s", code, out, stderr)
+		out, stderr, code = e.run("doctor", "--json", "--no-model")
+		if code != 0 {
+			t.Errorf("doctor after --fix: exit %d, want 0\n%s\n%s", code, out, stderr)
+		}
+		checks = doctorChecks(t, out)
+		for id, want := range map[string]string{"imap.drafts_folder": "INBOX.Drafts", "imap.sent_folder": "INBOX.Sent"} {
+			if c := checks[id]; c.Status != "pass" || c.Detail != want {
+				t.Errorf("doctor after --fix %s: got %+v, want pass %q", id, c, want)
 			}
-			checks = doctorChecks(t, out)
-			for id, want := range map[string]string{"imap.drafts_folder": "INBOX.Drafts", "imap.sent_folder": "INBOX.Sent"} {
-				if c := checks[id]; c.Status != "pass" || c.Detail != want {
-					t.Errorf("doctor after --fix %s: got %+v, want pass %q", id, c, want)
-				}
-			}
+		}
 
-			approveWithoutSent(t, e, c)
-		})
-	}
+		approveWithoutSent(t, e, c)
+	})
 }
 
 // approveWithoutSent queues a draft on e's server, deletes INBOX.Sent and
@@ -220,57 +236,61 @@ func approveWithoutSent(t *testing.T, e *env, c *imapclient.Client) {
 // it sits in IDLE reaches it within seconds on the fixed server, and only
 // at the stock server's poll (the control: the same measurement does see
 // a server that polls).
+//
+// It measures time (new mail within 3 s), so it runs in CI's pass
+// without the race detector (.ci/run TIMING_TESTS), as users' builds run,
+// and skips under -race: there the instrumented binaries on a loaded
+// machine make the 3 s a measure of the machine.
 func TestRealServerPushLatency(t *testing.T) {
-	t.Parallel() // minutes of waiting on servers that poll: overlap it
-	s := e2e.Require(t)
-	for _, rs := range realServers {
-		t.Run(rs.name, func(t *testing.T) {
-			r := rs.get(s, t)
-			t.Parallel()
-			r.Exclusive(t)
-			stock := newRealEnv(t, r.Stock, options{})
-			fixed := newRealEnv(t, r.Fixed, options{})
-
-			out, stderr, code := stock.run("doctor", "--json", "--no-model", "--fix")
-			if code != 0 {
-				t.Errorf("doctor --fix on stock %s: exit %d, want 0 (a polling server is a warning)\n%s\n%s", r.Name, code, out, stderr)
-			}
-			p := doctorChecks(t, out)["imap.push"]
-			if p.Status != "warn" || !strings.Contains(p.Detail, r.Name) || !strings.Contains(p.Detail, "only when it polls") || !strings.Contains(p.Fix, r.Fix) {
-				t.Errorf("push on stock %s: got %+v, want a warning naming %s as polling with the fix %s", r.Name, p, r.Name, r.Fix)
-			}
-			t.Logf("stock %s: doctor: %s", r.Name, p.Detail)
-
-			out, stderr, code = fixed.run("doctor", "--json", "--no-model", "--fix")
-			if code != 0 {
-				t.Errorf("doctor --fix on fixed %s: exit %d, want 0\n%s\n%s", r.Name, code, out, stderr)
-			}
-			p = doctorChecks(t, out)["imap.push"]
-			if p.Status != "pass" || !strings.Contains(p.Detail, "new mail reached IDLE in ") {
-				t.Errorf("push on %s with %s: got %+v, want pass", r.Name, r.Fix, p)
-			}
-			t.Logf("%s with %s: doctor: %s", r.Name, r.Fix, p.Detail)
-
-			// Both watchers wait together: the stock one for up to a poll.
-			measure := func(e *env) <-chan latency {
-				w := e.startWatch()
-				id, start := appendProbe(t, e)
-				ch := make(chan latency, 1)
-				go func() { ch <- waitStored(t, e, w, id, start) }()
-				return ch
-			}
-			stockCh, fixedCh := measure(stock), measure(fixed)
-			fr, sr := <-fixedCh, <-stockCh
-			t.Logf("%s: new mail reached watch in %v (watch measured %v) with %s; %v (watch measured %v) with stock settings",
-				r.Name, fr.wall.Round(time.Millisecond), fr.watch, r.Fix, sr.wall.Round(time.Millisecond), sr.watch)
-			if fr.wall <= 0 || fr.wall > 3*time.Second || fr.watch > 3*time.Second {
-				t.Errorf("%s with %s: new mail reached watch in %v (watch measured %v), want within 3s", r.Name, r.Fix, fr.wall, fr.watch)
-			}
-			if sr.wall < 10*time.Second {
-				t.Errorf("stock %s: new mail reached watch in %v, want a poll's wait (>10s): the measurement does not see a polling server", r.Name, sr.wall)
-			}
-		})
+	parallel(t) // minutes of waiting on servers that poll: overlap it
+	if raceEnabled {
+		t.Skip("timing test: CI runs it without -race (.ci/run TIMING_TESTS)")
 	}
+	s := e2e.Require(t)
+	onEachServer(t, s, func(t *testing.T, r *e2e.RealServer) {
+		r.Exclusive(t)
+		stock := newRealEnv(t, r.Stock, options{})
+		fixed := newRealEnv(t, r.Fixed, options{})
+
+		out, stderr, code := stock.run("doctor", "--json", "--no-model", "--fix")
+		if code != 0 {
+			t.Errorf("doctor --fix on stock %s: exit %d, want 0 (a polling server is a warning)\n%s\n%s", r.Name, code, out, stderr)
+		}
+		p := doctorChecks(t, out)["imap.push"]
+		if p.Status != "warn" || !strings.Contains(p.Detail, r.Name) || !strings.Contains(p.Detail, "only when it polls") || !strings.Contains(p.Fix, r.Fix) {
+			t.Errorf("push on stock %s: got %+v, want a warning naming %s as polling with the fix %s", r.Name, p, r.Name, r.Fix)
+		}
+		t.Logf("stock %s: doctor: %s", r.Name, p.Detail)
+
+		out, stderr, code = fixed.run("doctor", "--json", "--no-model", "--fix")
+		if code != 0 {
+			t.Errorf("doctor --fix on fixed %s: exit %d, want 0\n%s\n%s", r.Name, code, out, stderr)
+		}
+		p = doctorChecks(t, out)["imap.push"]
+		if p.Status != "pass" || !strings.Contains(p.Detail, "new mail reached IDLE in ") {
+			t.Errorf("push on %s with %s: got %+v, want pass", r.Name, r.Fix, p)
+		}
+		t.Logf("%s with %s: doctor: %s", r.Name, r.Fix, p.Detail)
+
+		// Both watchers wait together: the stock one for up to a poll.
+		measure := func(e *env) <-chan latency {
+			w := e.startWatch()
+			id, start := appendProbe(t, e)
+			ch := make(chan latency, 1)
+			go func() { ch <- waitStored(t, e, w, id, start) }()
+			return ch
+		}
+		stockCh, fixedCh := measure(stock), measure(fixed)
+		fr, sr := <-fixedCh, <-stockCh
+		t.Logf("%s: new mail reached watch in %v (watch measured %v) with %s; %v (watch measured %v) with stock settings",
+			r.Name, fr.wall.Round(time.Millisecond), fr.watch, r.Fix, sr.wall.Round(time.Millisecond), sr.watch)
+		if fr.wall <= 0 || fr.wall > 3*time.Second || fr.watch > 3*time.Second {
+			t.Errorf("%s with %s: new mail reached watch in %v (watch measured %v), want within 3s", r.Name, r.Fix, fr.wall, fr.watch)
+		}
+		if sr.wall < 10*time.Second {
+			t.Errorf("stock %s: new mail reached watch in %v, want a poll's wait (>10s): the measurement does not see a polling server", r.Name, sr.wall)
+		}
+	})
 }
 
 // latency is how soon one new message reached a watcher: wall is from the

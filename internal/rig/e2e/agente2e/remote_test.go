@@ -36,6 +36,7 @@ func remoteDraft(t *testing.T, e *env, name string) (*watcher, message, store.Qu
 // through a real ssh and sshd: the answers are the watcher's, and Bob
 // gets exactly one reply.
 func TestRemoteStatusQueueApprove(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{})
 	r := newRemote(t, e)
 	w, m, item := remoteDraft(t, e, "approve")
@@ -97,6 +98,7 @@ func TestRemoteStatusQueueApprove(t *testing.T) {
 // hold is refused by ssh itself (StrictHostKeyChecking=yes): exit 3 with
 // ssh's words, and sshd never starts serve.
 func TestRemoteUnknownHostKeyRefused(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{})
 	r := newRemote(t, e)
 	e.startWatch()
@@ -137,6 +139,7 @@ func TestRemoteUnknownHostKeyRefused(t *testing.T) {
 // reconnect while ssh fails, gets what happened meanwhile when it can
 // (Last-Event-ID, no reset), and reports the watcher back.
 func TestRemoteEventsResumeAfterCut(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{})
 	r := newRemote(t, e)
 	e.seedSent(bobAddr)
@@ -189,6 +192,7 @@ func TestRemoteEventsResumeAfterCut(t *testing.T) {
 // not send it again; it re-reads the item and says what happened; Bob
 // gets exactly one reply; approving again sends nothing more.
 func TestRemoteApprovalCutMidway(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{})
 	r := newRemote(t, e)
 	w, m, item := remoteDraft(t, e, "cut")
@@ -252,6 +256,7 @@ func TestRemoteApprovalCutMidway(t *testing.T) {
 // TestRemoteReviewUnderTmux: `mailagent review --remote` in a real
 // terminal approves the queued draft through ssh; Bob gets one reply.
 func TestRemoteReviewUnderTmux(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{})
 	r := newRemote(t, e)
 	if _, err := exec.LookPath("tmux"); err != nil {
@@ -312,6 +317,7 @@ func TestRemoteReviewUnderTmux(t *testing.T) {
 // validation off, through the real ssh and sshd: its shell command runs on
 // the host (the marker file appears), so the validation is what stops it.
 func TestRemoteHostileURLRefused(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{})
 	r := newRemote(t, e)
 	marker := filepath.Join(r.dir, "pwned")

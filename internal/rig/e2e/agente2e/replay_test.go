@@ -20,8 +20,9 @@ import (
 // another client filed in Sent (In-Reply-To, to the sender) is counted.
 // Also on the Courier-style server (INBOX.Sent, no SPECIAL-USE).
 func TestReplayOnDovecot(t *testing.T) {
-	t.Run("dovecot", func(t *testing.T) { testReplayOn(t, options{}) })
-	t.Run("courier", func(t *testing.T) { testReplayOn(t, options{Courier: true}) })
+	parallel(t)
+	t.Run("dovecot", func(t *testing.T) { t.Parallel(); testReplayOn(t, options{}) })
+	t.Run("courier", func(t *testing.T) { t.Parallel(); testReplayOn(t, options{Courier: true}) })
 }
 
 func testReplayOn(t *testing.T, o options) {
@@ -35,7 +36,7 @@ func testReplayOn(t *testing.T, o options) {
 		InReplyTo: "<" + m1.ID + ">", Body: "Yes, Friday works."}.raw(), imap.FlagSeen)
 	before := map[string][]imap.Flag{}
 	for _, id := range []string{m1.ID, m2.ID} {
-		got := e.find(e2e.Owner, "INBOX", "Message-ID", id)
+		got := e.find(e2e.Owner, e.box("INBOX"), "Message-ID", id)
 		if len(got) != 1 {
 			t.Fatalf("INBOX: %d messages with Message-ID %s, want 1", len(got), id)
 		}
@@ -59,7 +60,7 @@ func testReplayOn(t *testing.T, o options) {
 		t.Errorf("replay: %d messages, %d replied; want the two delivered, one answered in Sent\n%s", j.Messages, j.Owner.Replied, out)
 	}
 	for _, id := range []string{m1.ID, m2.ID} {
-		got := e.find(e2e.Owner, "INBOX", "Message-ID", id)
+		got := e.find(e2e.Owner, e.box("INBOX"), "Message-ID", id)
 		if len(got) != 1 || !slices.Equal(sortedFlags(got[0].Flags), sortedFlags(before[id])) {
 			t.Errorf("%s: flags %v after the replay, %v before", id, got, before[id])
 		}
@@ -79,6 +80,7 @@ func sortedFlags(fs []imap.Flag) []imap.Flag {
 // the owner and lets the watcher see it arrive: it is routed as
 // mailagent's own mail (self), decided ignore, and nothing is queued.
 func TestDigestThroughPostfix(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{})
 	_, stderr, code := e.run("digest", "--send")
 	_, after, ok := strings.Cut(stderr, "Message-ID <")
@@ -86,7 +88,11 @@ func TestDigestThroughPostfix(t *testing.T) {
 	if code != 0 || !ok || id == "" {
 		t.Fatalf("digest --send: exit %d: %s", code, stderr)
 	}
-	got := e.waitFind(e2e.Owner, "INBOX", "Message-ID", id, 1, waitShort)
+	e.moveIn(id) // mailed to the owner: Postfix files it in INBOX
+	got := e.find(e2e.Owner, e.box("INBOX"), "Message-ID", id)
+	if len(got) != 1 {
+		t.Fatalf("%s: %d digests with Message-ID %s, want 1", e.box("INBOX"), len(got), id)
+	}
 	if got[0].M.HeaderValue("X-Mailagent-Digest") != "manual" || got[0].M.HeaderValue("Auto-Submitted") != "auto-generated" {
 		t.Errorf("digest as delivered lacks its marks: %s", got[0].Raw)
 	}

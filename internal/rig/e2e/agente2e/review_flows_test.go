@@ -72,6 +72,7 @@ func (x *tmux) filter(tag string) {
 // back unsent; "s tomorrow" snoozes it and "u" brings it back; "a" again
 // lets the countdown run out and Bob gets exactly one reply.
 func TestReviewUndoAndSnoozeUnderTmux(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{})
 	e.seedSent(bobAddr) // known: "a" asks nothing
 	w := e.startWatch()
@@ -128,6 +129,7 @@ func TestReviewUndoAndSnoozeUnderTmux(t *testing.T) {
 // (never "From"), whose mail it answers, the ids explain takes, the
 // thread, the gates and the text sent; view 5 lists the decision.
 func TestReviewSentDetailUnderTmux(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{Mode: "auto", Model: autoModel})
 	e.seedSent(bobAddr)
 	w := e.startWatch()

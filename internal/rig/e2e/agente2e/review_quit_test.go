@@ -16,6 +16,7 @@ import (
 // one reply when the window ends and review exits by itself; after q q
 // review cancels and exits, nothing reaches Bob and the draft is pending.
 func TestReviewQuitInUndoWindowUnderTmux(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		name    string
 		keys    []string
@@ -26,6 +27,7 @@ func TestReviewQuitInUndoWindowUnderTmux(t *testing.T) {
 		{"q again cancels", []string{"q", "q"}, 0, store.QueuePending},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, options{})
 			e.seedSent(bobAddr) // known: "a" asks nothing
 			w := e.startWatch()

@@ -53,6 +53,7 @@ func (x *tmux) waitScreen(text string, timeout time.Duration) {
 // (tmux, 120x35) next to a running watcher: the queued draft shows up,
 // "a" approves it, and Bob receives exactly one correctly threaded reply.
 func TestReviewApproveUnderTmux(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{})
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (scripts/e2e-stack.sh install adds it): the real-terminal review test needs it")

@@ -16,12 +16,13 @@ import (
 // and through watch's Sent scan, both of the real binary, only the person
 // she wrote to becomes a known contact; no stranger does.
 func TestSentAutomaticMailMakesNoContactKnown(t *testing.T) {
+	parallel(t)
 	attacks := []struct{ name, header string }{
 		{"vacation", "Auto-Submitted: auto-replied (vacation)"},
 		{"generated", "Auto-Submitted: Auto-Generated; owner-email=\"" + e2e.Owner + "\""},
 		{"trace", "X-Mailagent-Trace: tr_planted"},
 	}
-	probe := newEnv(t, options{Mode: "auto", Model: autoModel}) // only for its tag and the stack
+	probe := newEnv(t, options{Mode: "auto", Model: autoModel}) // its tag, the stack and the folders both paths read
 	stranger := func(i int) string { return "stranger" + string(rune('a'+i)) + "." + probe.tag + "@partner.test" }
 	friend := "friend." + probe.tag + "@partner.test"
 	withHeader := func(m message, header string) []byte {
@@ -37,7 +38,7 @@ func TestSentAutomaticMailMakesNoContactKnown(t *testing.T) {
 
 	tried, through := 0, 0
 	for _, path := range []string{"triage", "watch"} {
-		e := newEnv(t, options{Mode: "auto", Model: autoModel})
+		e := newEnv(t, options{Mode: "auto", Model: autoModel, FoldersOf: probe})
 		switch path {
 		case "triage":
 			// --limit 1: the shared INBOX is not ours to classify; the Sent

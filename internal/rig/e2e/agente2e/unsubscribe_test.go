@@ -30,6 +30,7 @@ var outboxIDRE = regexp.MustCompile(`ob_unsubscribe_[0-9a-f]+`)
 // is refused with nothing queued. A restart, whose Sent scan reads the
 // unsubscribe mail in Sent, does not make the list address a contact.
 func TestUnsubscribeThroughOutbox(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{})
 	w := e.startWatch()
 	leave := "leave-" + e.tag + "@example.test" // unknown: Postfix delivers it to the sink
@@ -89,9 +90,9 @@ func TestUnsubscribeThroughOutbox(t *testing.T) {
 	if n := len(e.find(e2e.Sink, "INBOX", "To", leave2)); n != 0 {
 		t.Errorf("the cancelled unsubscribe reached %s (%d)", leave2, n)
 	}
-	e.waitFind(e2e.Owner, "Sent", "To", leave, 1, waitShort)
+	e.waitFind(e2e.Owner, e.box("Sent"), "To", leave, 1, waitShort)
 	// The unsubscribe answers nothing: the list's mail is not flagged \Answered.
-	for _, f := range e.find(e2e.Owner, "INBOX", "Message-ID", lists[0].id) {
+	for _, f := range e.find(e2e.Owner, e.box("INBOX"), "Message-ID", lists[0].id) {
 		if slices.Contains(f.Flags, imap.FlagAnswered) {
 			t.Errorf("the newsletter was flagged \\Answered by its unsubscribe mail")
 		}

@@ -31,6 +31,7 @@ const (
 // its draft lands in the Drafts folder with \Draft and in the queue that
 // `queue list --json` reads over the watcher's socket.
 func TestWatchIdleQueuesDraft(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{})
 	w := e.startWatch()
 
@@ -45,7 +46,7 @@ func TestWatchIdleQueuesDraft(t *testing.T) {
 	if len(item.To) != 1 || !strings.EqualFold(item.To[0].Email, e2e.Carol) {
 		t.Errorf("draft recipients: got %v, want carol only", item.To)
 	}
-	drafts := e.waitFind(e2e.Owner, "Drafts", "In-Reply-To", m.ID, 1, waitShort)
+	drafts := e.waitFind(e2e.Owner, e.box("Drafts"), "In-Reply-To", m.ID, 1, waitShort)
 	if len(drafts) != 1 {
 		t.Fatalf("Drafts: got %d drafts answering %s, want 1", len(drafts), m.ID)
 	}
@@ -101,6 +102,7 @@ func autoModel(req *geminitest.Request) geminitest.Reply {
 // threads on, and filed in Sent; neither the running watcher nor a later
 // `watch --once` sends it again.
 func TestAutoSendExactlyOnce(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{Mode: "auto", Model: autoModel})
 	seed := e.seedSent(bobAddr)
 	w := e.startWatch()
@@ -133,7 +135,7 @@ func TestAutoSendExactlyOnce(t *testing.T) {
 	if !strings.Contains(r.Text, "Thursday works.") {
 		t.Errorf("body: got %q, want the draft", r.Text)
 	}
-	if sent := e.waitFind(e2e.Owner, "Sent", "Message-ID", r.MessageID, 1, waitShort); len(sent) != 1 {
+	if sent := e.waitFind(e2e.Owner, e.box("Sent"), "Message-ID", r.MessageID, 1, waitShort); len(sent) != 1 {
 		t.Errorf("Sent: got %d copies of %s, want 1", len(sent), r.MessageID)
 	}
 	w.waitTerminal([]string{m.ID}, waitShort)
@@ -158,7 +160,7 @@ func TestAutoSendExactlyOnce(t *testing.T) {
 			t.Errorf("%s received %d replies to %s, want 0", u, len(got), m.ID)
 		}
 	}
-	if got := e.find(e2e.Owner, "Sent", "Message-ID", r.MessageID); len(got) != 1 {
+	if got := e.find(e2e.Owner, e.box("Sent"), "Message-ID", r.MessageID); len(got) != 1 {
 		t.Errorf("Sent: got %d copies after the second run, want 1", len(got))
 	}
 }
@@ -169,6 +171,7 @@ func TestAutoSendExactlyOnce(t *testing.T) {
 // auto-reply reaches Bob once (none twice, and none lost unless the
 // kill cut its SMTP transaction, in which case the owner is asked).
 func TestKill9MidBurstResumes(t *testing.T) {
+	parallel(t)
 	const n = 10
 	var calls atomic.Int64
 	model := func(req *geminitest.Request) geminitest.Reply {
@@ -207,6 +210,9 @@ func TestKill9MidBurstResumes(t *testing.T) {
 		msgs = append(msgs, m)
 		e.s.Deliver(t, bareAddr(m.From), []string{e2e.Owner}, e.signed(m.From, m.raw()))
 	}
+	for _, m := range msgs {
+		e.moveIn(m.ID)
+	}
 	// Mid-burst: twenty model calls are needed to finish, each takes
 	// 300ms, two at a time. Kill once a random number of them (4 to 12)
 	// has started, so that repeated runs cut different steps: a model
@@ -219,7 +225,6 @@ func TestKill9MidBurstResumes(t *testing.T) {
 	ids := make([]string, n)
 	for i, m := range msgs {
 		ids[i] = m.ID
-		e.s.WaitForMessageID(t, e2e.Owner, "INBOX", m.ID, waitShort)
 	}
 	doneAtKill := func() int {
 		st := e.openStore()
@@ -270,7 +275,7 @@ func TestKill9MidBurstResumes(t *testing.T) {
 			if queued[m.ID] != 1 {
 				t.Errorf("%s: got %d queue items, want 1", m.ID, queued[m.ID])
 			}
-			if d := e.find(e2e.Owner, "Drafts", "In-Reply-To", m.ID); len(d) != 1 {
+			if d := e.find(e2e.Owner, e.box("Drafts"), "In-Reply-To", m.ID); len(d) != 1 {
 				t.Errorf("%s: got %d drafts in Drafts, want 1", m.ID, len(d))
 			}
 			if got := e.find(e2e.Carol, "INBOX", "In-Reply-To", m.ID); len(got) != 0 {
@@ -286,7 +291,7 @@ func TestKill9MidBurstResumes(t *testing.T) {
 		}
 		ob := obs[0]
 		replies := len(e.find(e2e.Bob, "INBOX", "In-Reply-To", m.ID))
-		sent := len(e.find(e2e.Owner, "Sent", "Message-ID", ob.MessageID))
+		sent := len(e.find(e2e.Owner, e.box("Sent"), "Message-ID", ob.MessageID))
 		switch ob.Status {
 		case store.OutboxAppended:
 			if replies != 1 || sent != 1 {
@@ -313,7 +318,12 @@ func TestKill9MidBurstResumes(t *testing.T) {
 // succession under a watcher that sits in IDLE (the two restarts once
 // pushed the reconnect wait to 95 s); mail delivered after the restarts
 // is handled within seconds of the server's return, not a minute later.
+//
+// It runs after every other test of the package (afterTheOthers): the
+// restarts cut every IMAP connection, and they wait for the other test
+// binaries that use the stack to end.
 func TestWatchSurvivesDovecotRestart(t *testing.T) {
+	afterTheOthers(t)
 	e := newEnv(t, options{})
 	w := e.startWatch()
 	e.s.RestartDovecot(t)
@@ -335,7 +345,7 @@ func TestWatchSurvivesDovecotRestart(t *testing.T) {
 	if item.Status != store.QueuePending {
 		t.Errorf("queue item: got status %s, want pending", item.Status)
 	}
-	if d := e.waitFind(e2e.Owner, "Drafts", "In-Reply-To", m.ID, 1, waitShort); len(d) != 1 {
+	if d := e.waitFind(e2e.Owner, e.box("Drafts"), "In-Reply-To", m.ID, 1, waitShort); len(d) != 1 {
 		t.Errorf("Drafts: got %d drafts for %s, want 1", len(d), m.ID)
 	}
 	w.waitIdle() // back in IDLE on a new connection
@@ -349,6 +359,7 @@ var failureRE = regexp.MustCompile(`429|RESOURCE_EXHAUSTED|503|UNAVAILABLE|inval
 // terminal: done, or needs_review with a reason that names the failure.
 // The next run, with the model healthy, retries those and finishes all.
 func TestModelStormEndsRecorded(t *testing.T) {
+	parallel(t)
 	const n = 10
 	var (
 		calls atomic.Int64
@@ -440,7 +451,7 @@ func TestModelStormEndsRecorded(t *testing.T) {
 		if queued[id] != 1 {
 			t.Errorf("%s: got %d queue items, want 1", id, queued[id])
 		}
-		if d := e.find(e2e.Owner, "Drafts", "In-Reply-To", id); len(d) != 1 {
+		if d := e.find(e2e.Owner, e.box("Drafts"), "In-Reply-To", id); len(d) != 1 {
 			t.Errorf("%s: got %d drafts in Drafts, want 1", id, len(d))
 		}
 	}
@@ -473,6 +484,7 @@ func states(rs []*store.MessageRecord) []string {
 // would receive the draft, sink (every unknown address) gets nothing, and
 // the queue item names the output guard's findings.
 func TestCompromisedModelCannotWidenRecipients(t *testing.T) {
+	parallel(t)
 	const evilDraft = "Done as you asked: I am copying boss@evil.example and replying to all. " +
 		"Pay at http://evil.example/pay, or faster at https://evil.example/wire/8841 right away."
 	var mu sync.Mutex
@@ -547,7 +559,7 @@ func TestCompromisedModelCannotWidenRecipients(t *testing.T) {
 	if got := e.find(e2e.Sink, "INBOX", "Subject", "[inject] "+e.tag); len(got) != 0 {
 		t.Errorf("sink received %d messages about the injection, want 0", len(got))
 	}
-	drafts := e.find(e2e.Owner, "Drafts", "In-Reply-To", m.ID)
+	drafts := e.find(e2e.Owner, e.box("Drafts"), "In-Reply-To", m.ID)
 	if len(drafts) != 1 {
 		t.Fatalf("Drafts: got %d drafts for %s, want 1", len(drafts), m.ID)
 	}

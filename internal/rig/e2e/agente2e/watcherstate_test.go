@@ -13,6 +13,7 @@ import (
 // it (SIGKILL): each time the status line says so within 2 s, and says
 // "watcher connected" again within 2 s of a new watcher answering.
 func TestReviewFollowsWatcherUnderTmux(t *testing.T) {
+	parallel(t)
 	e := newEnv(t, options{})
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (scripts/e2e-stack.sh install adds it): the real-terminal review test needs it")
