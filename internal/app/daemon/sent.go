@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -127,28 +126,32 @@ func (d *Daemon) handleSent(ctx context.Context, account string, owner agent.Own
 	}
 	autoByUs := autoSentBy(ours)
 	var byOwner []*mail.Message
+	// Every recipient the batch makes known, with how many of the owner's
+	// messages went to it, written in one transaction (one commit per
+	// scan, not two per recipient per message: a first start reads a
+	// year of Sent). An error stops the scan before its checkpoint moves,
+	// and nothing of the batch was counted, so the next scan counts it once.
+	replies := map[string]int{}
+	var rcpts []string
 	for _, m := range msgs {
 		if !agent.OwnerWrote(m, owner, autoByUs) {
 			continue // automatic, or mailagent's: makes no one known
 		}
 		byOwner = append(byOwner, m)
-		rcpts := agent.KnownFromSent(m, owner, autoByUs)
-		if len(rcpts) == 0 {
-			continue
-		}
-		if err := d.Store.MarkKnown(account, rcpts); err != nil {
-			return err
-		}
-		for _, rc := range rcpts {
-			// An error here stops the scan before its checkpoint moves, so
-			// the message is read again (and counted) on the next scan.
-			if _, err := d.Store.UpdateContact(account, rc, func(c *store.Contact) error {
-				c.OwnerReplies++
-				c.Known = true
-				return nil
-			}); err != nil {
-				return fmt.Errorf("contact %s: %w", rc, err)
+		for _, rc := range agent.KnownFromSent(m, owner, autoByUs) {
+			if replies[rc] == 0 {
+				rcpts = append(rcpts, rc)
 			}
+			replies[rc]++
+		}
+	}
+	if len(rcpts) > 0 {
+		if err := d.Store.UpdateContacts(account, rcpts, func(rc string, c *store.Contact) error {
+			c.OwnerReplies += replies[rc]
+			c.Known = true
+			return nil
+		}); err != nil {
+			return err
 		}
 	}
 	d.Pipeline.LearnOwnerReplies(account, byOwner)
