@@ -24,14 +24,29 @@ func TestAddExamplesSameAsOneByOne(t *testing.T) {
 		&Example{ID: "ex_101", Account: "a", Kind: ExampleOwnerReply, Contact: "bob@example.org", Text: "again", Source: "<m7@x>", Created: created}, // same Source: not twice
 		&Example{ID: "ex_102", Account: "a", Kind: ExampleOwnerReply, Contact: "dan@example.org", Text: "  ", Source: "<m9@x>", Created: created}, // refused
 	)
+	// Both stores start with examples the batch must count against: two
+	// of bob's (the cap) and one whose Source the batch repeats.
+	pre := []*Example{
+		{ID: "ex_0001", Account: "a", Kind: ExampleOwnerReply, Contact: "bob@example.org", Text: "old 1", Source: "<old1@x>", Created: created},
+		{ID: "ex_0002", Account: "a", Kind: ExampleOwnerReply, Contact: "bob@example.org", Text: "old 2", Source: "<m2@x>", Created: created},
+		{ID: "ex_0003", Account: "b", Kind: ExampleOwnerReply, Contact: "bob@example.org", Text: "other account", Source: "<m3@x>", Created: created},
+	}
 	one, _ := openTest(t)
+	batch, _ := openTest(t)
+	for _, e := range pre {
+		if err := one.AddExample(e); err != nil {
+			t.Fatal(err)
+		}
+		if err := batch.AddExample(e); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var oneErrs int
 	for _, e := range es {
 		if err := one.AddExample(e); err != nil {
 			oneErrs++
 		}
 	}
-	batch, _ := openTest(t)
 	err := batch.AddExamples(es)
 	if oneErrs != 1 || err == nil || !strings.Contains(err.Error(), "example 10") {
 		t.Fatalf("refused examples: one by one %d errors, batch error %v; want 1 and one naming example 10", oneErrs, err)

@@ -309,15 +309,7 @@ func (s *Store) AddExamples(es []*Example) error {
 		outs = append(outs, out)
 	}
 	if len(outs) > 0 {
-		err := s.updateTx(func(tx *bolt.Tx) error {
-			b := tx.Bucket(bExamples)
-			for _, out := range outs {
-				if err := addExampleTx(b, out); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		err := s.updateTx(func(tx *bolt.Tx) error { return addExamplesTx(tx.Bucket(bExamples), outs) })
 		if err != nil {
 			return fmt.Errorf("add examples: %w", err)
 		}
@@ -354,6 +346,61 @@ func (s *Store) prepareExample(e *Example) (Example, error) {
 		out.Created = s.now().UTC()
 	}
 	return out, nil
+}
+
+// addExamplesTx is addExampleTx for each of outs in turn, with the bucket
+// read once: the duplicate and per-contact checks use an index of it kept
+// up to date as outs are written, so a batch costs one pass over the
+// examples instead of one per example.
+func addExamplesTx(b *bolt.Bucket, outs []Example) error {
+	type group struct{ account, contact, kind string }
+	type source struct{ account, source, kind string }
+	sources := map[source]int{}  // examples holding each Source
+	srcOf := map[string]source{} // key → its Source, to forget it when deleted
+	same := map[group][][]byte{} // keys in key order, as a cursor gives them
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		var old Example
+		if json.Unmarshal(v, &old) != nil {
+			continue
+		}
+		if old.Source != "" {
+			sources[source{old.Account, old.Source, old.Kind}]++
+			srcOf[string(k)] = source{old.Account, old.Source, old.Kind}
+		}
+		g := group{old.Account, old.Contact, old.Kind}
+		same[g] = append(same[g], bytes.Clone(k))
+	}
+	for _, out := range outs {
+		if out.Source != "" && sources[source{out.Account, out.Source, out.Kind}] > 0 {
+			continue
+		}
+		g := group{out.Account, out.Contact, out.Kind}
+		keys := same[g]
+		for len(keys) >= ExamplesPerContact {
+			if err := b.Delete(keys[0]); err != nil {
+				return err
+			}
+			if src, ok := srcOf[string(keys[0])]; ok {
+				sources[src]--
+				delete(srcOf, string(keys[0]))
+			}
+			keys = keys[1:]
+		}
+		if err := putJSON(b, []byte(out.ID), &out); err != nil {
+			return err
+		}
+		id := []byte(out.ID)
+		if i, found := slices.BinarySearchFunc(keys, id, bytes.Compare); !found {
+			keys = slices.Insert(keys, i, id)
+		}
+		same[g] = keys
+		if out.Source != "" {
+			sources[source{out.Account, out.Source, out.Kind}]++
+			srcOf[out.ID] = source{out.Account, out.Source, out.Kind}
+		}
+	}
+	return nil
 }
 
 // addExampleTx writes out unless an example of the same kind has its
