@@ -22,7 +22,7 @@ func TestAddExamplesSameAsOneByOne(t *testing.T) {
 	es = append(es,
 		&Example{ID: "ex_100", Account: "a", Kind: ExampleOwnerReply, Contact: "carol@example.org", Text: "hi", Source: "<m1@x>", Created: created},
 		&Example{ID: "ex_101", Account: "a", Kind: ExampleOwnerReply, Contact: "bob@example.org", Text: "again", Source: "<m7@x>", Created: created}, // same Source: not twice
-		&Example{ID: "ex_102", Account: "a", Kind: ExampleOwnerReply, Contact: "dan@example.org", Text: "  ", Source: "<m9@x>", Created: created}, // refused
+		&Example{ID: "ex_102", Account: "a", Kind: ExampleOwnerReply, Contact: "dan@example.org", Text: "  ", Source: "<m9@x>", Created: created},    // refused
 	)
 	// Both stores start with examples the batch must count against: two
 	// of bob's (the cap) and one whose Source the batch repeats.
