@@ -161,13 +161,14 @@ mcp_timed() {
 tui_open() {
 	local s=million-$$-$RANDOM t0 i
 	t0=$(now_s)
-	tmux new-session -d -s "$s" -x 160 -y 50 "$BIN/mailagent --config $1 review; sleep 5"
+	# A tmux server of its own (-L): other sessions' servers are not ours.
+	tmux -L "$s" new-session -d -s "$s" -x 160 -y 50 "$BIN/mailagent --config $1 review; sleep 5"
 	for i in $(seq 2000); do
-		if tmux capture-pane -p -t "$s" 2>/dev/null | grep -q -E 'watcher|no watcher|queue|Queue'; then break; fi
+		if tmux -L "$s" capture-pane -p -t "$s" 2>/dev/null | grep -q -E 'watcher|no watcher|queue|Queue'; then break; fi
 		sleep 0.005
 	done
 	printf '%.1f\n' "$(echo "($(now_s) - $t0) * 1000" | bc -l)"
-	tmux kill-session -t "$s" 2>/dev/null || true
+	tmux -L "$s" kill-server 2>/dev/null || true
 }
 
 tui_timed() {
@@ -219,6 +220,7 @@ measure_one() {
 	echo "idle: $("$BIN/benchtool" cpu -pid "$WATCH_PID" -for "${IDLE_SECS}s")"
 	# 3. new mail → decision.
 	"$BIN/benchtool" deliver -via append -user "$user" -n "$REPS" -gap 1s -out "$st/deliver.jsonl" >/dev/null
+	sleep 5 # Dovecot's own notify is seconds late on a 100k-message INBOX: let the last one be decided
 	echo "rss after $REPS new: $("$BIN/benchtool" rss -pid "$WATCH_PID")"
 	stop_pid "$WATCH_PID"
 	sleep 0.5
