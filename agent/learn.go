@@ -393,6 +393,7 @@ func (p *Pipeline) LearnOwnerReplies(account string, sent []*mail.Message) {
 		return
 	}
 	owner := p.Accounts[account].Owner
+	var es []*store.Example
 	for _, m := range sent {
 		if m == nil || strings.TrimSpace(m.CleanText) == "" || m.HeaderValue(TraceHeader) != "" || IsAutomatic(m) {
 			continue
@@ -401,10 +402,14 @@ func (p *Pipeline) LearnOwnerReplies(account string, sent []*mail.Message) {
 			if to.Email == "" || owner.IsOwner(to.Email) || p.Accounts.IsAgentAddress(account, to.Email) {
 				continue
 			}
-			if err := a.Memory.AddExample(&store.Example{Account: account, Kind: store.ExampleOwnerReply, Contact: to.Email,
-				Subject: m.Subject, Text: m.CleanText, Source: m.MessageID, Created: m.Date}); err != nil {
-				p.logger().Warn("learn: owner reply", "err", err)
-			}
+			es = append(es, &store.Example{Account: account, Kind: store.ExampleOwnerReply, Contact: to.Email,
+				Subject: m.Subject, Text: m.CleanText, Source: m.MessageID, Created: m.Date})
+		}
+	}
+	// One commit for the batch (a first start reads a year of Sent).
+	if len(es) > 0 {
+		if err := a.Memory.AddExamples(es); err != nil {
+			p.logger().Warn("learn: owner reply", "err", err)
 		}
 	}
 }

@@ -23,6 +23,7 @@ type MemoryStore interface {
 	ListMemory(f store.MemoryFilter) ([]store.MemoryRecord, error)
 	ForgetMemory(id string) error
 	AddExample(e *store.Example) error
+	AddExamples(es []*store.Example) error // AddExample's, in one commit
 	ListExamples(account string) ([]store.Example, error)
 	ForgetExample(id string) error
 }

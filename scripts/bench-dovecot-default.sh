@@ -10,20 +10,29 @@
 #
 # Env: BENCH_DOVECOT_DIR (default /tmp/mailagent-bench-dovecot),
 # BENCH_DOVECOT_PORT (default 10243), BENCH_DOVECOT_FORMAT (maildir, the
-# default, or mdbox), BENCH_DOVECOT_FSYNC (unset: Dovecot's default).
+# default, or mdbox), BENCH_DOVECOT_FSYNC (unset: Dovecot's default),
+# BENCH_DOVECOT_USERS (space-separated addresses, default
+# carol@example.test; each gets the same password and the home
+# $DIR/mail/<domain>/<local>: scripts/bench-million.sh's mailboxes).
 # The env file it writes is the stack's env (SMTP, CA, ...) with IMAP
-# pointed at this Dovecot and one user, carol@example.test.
+# pointed at this Dovecot and its users (carol@example.test by default).
 set -euo pipefail
 DIR=${BENCH_DOVECOT_DIR:-/tmp/mailagent-bench-dovecot}
 PORT=${BENCH_DOVECOT_PORT:-10243}
 FORMAT=${BENCH_DOVECOT_FORMAT:-maildir}
 STACK_ENV=${MAILAGENT_E2E_ENV_BASE:-/tmp/mailagent-e2e/env}
 PASS=bench-default-pass
+USERS=${BENCH_DOVECOT_USERS:-carol@example.test}
 
 start() {
 	mkdir -p "$DIR/run" "$DIR/state" "$DIR/mail"
 	chown vmail:vmail "$DIR/mail" 2>/dev/null || true
-	echo "carol@example.test:{PLAIN}$PASS" >"$DIR/users"
+	local u envusers=""
+	: >"$DIR/users"
+	for u in $USERS; do
+		echo "$u:{PLAIN}$PASS" >>"$DIR/users"
+		envusers+="${envusers:+,}$u:$PASS"
+	done
 	local fsync=""
 	[[ -n ${BENCH_DOVECOT_FSYNC:-} ]] && fsync="mail_fsync = $BENCH_DOVECOT_FSYNC"
 	cat >"$DIR/dovecot.conf" <<CONF
@@ -72,11 +81,12 @@ service anvil {
   }
 }
 CONF
-	dovecot -c "$DIR/dovecot.conf"
+	# The daemon must not keep the caller's stdout (a pipe would never end).
+	dovecot -c "$DIR/dovecot.conf" </dev/null >"$DIR/start.out" 2>&1 || { cat "$DIR/start.out" >&2; return 1; }
 	# shellcheck disable=SC1090
 	source "$STACK_ENV"
 	sed -e "s|^export MAILAGENT_E2E_IMAP_PORT=.*|export MAILAGENT_E2E_IMAP_PORT=$PORT|" \
-		-e "s|^export MAILAGENT_E2E_USERS=.*|export MAILAGENT_E2E_USERS=carol@example.test:$PASS|" \
+		-e "s|^export MAILAGENT_E2E_USERS=.*|export MAILAGENT_E2E_USERS=$envusers|" \
 		-e "s|^export MAILAGENT_E2E_DOVECOT_CONF=.*|export MAILAGENT_E2E_DOVECOT_CONF=$DIR/dovecot.conf|" \
 		"$STACK_ENV" >"$DIR/env"
 	echo "dovecot (defaults, $FORMAT${BENCH_DOVECOT_FSYNC:+, mail_fsync=$BENCH_DOVECOT_FSYNC}) on 127.0.0.1:$PORT; env: $DIR/env"

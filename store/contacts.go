@@ -217,3 +217,33 @@ func (s *Store) MarkKnown(account string, emails []string) error {
 	}
 	return nil
 }
+
+// UpdateContacts is UpdateContact for many addresses in one transaction
+// (in the order given; an address twice is updated twice): fn gets each
+// address as passed and its contact. fn must not call the Store; its
+// error aborts the whole transaction, and then no contact changes.
+func (s *Store) UpdateContacts(account string, emails []string, fn func(email string, c *Contact) error) error {
+	for _, e := range emails {
+		if err := checkContact(account, e); err != nil {
+			return fmt.Errorf("update contacts: %w", err)
+		}
+	}
+	err := s.updateTx(func(tx *bolt.Tx) error {
+		b, err := contactBucket(tx, account, true)
+		if err != nil {
+			return err
+		}
+		now := s.now().UTC()
+		for _, e := range emails {
+			var c Contact
+			if err := updateContactTx(b, emailKey(e), mail.AddrKey(e), now, &c, func(c *Contact) error { return fn(e, c) }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("update contacts %s: %w", account, err)
+	}
+	return nil
+}

@@ -281,8 +281,50 @@ type Example struct {
 // kind beyond ExamplesPerContact. An example with the same Source is not
 // stored twice.
 func (s *Store) AddExample(e *Example) error {
-	if err := checkName("account", e.Account); err != nil {
+	out, err := s.prepareExample(e)
+	if err != nil {
 		return fmt.Errorf("add example: %w", err)
+	}
+	if err := s.updateTx(func(tx *bolt.Tx) error { return addExampleTx(tx.Bucket(bExamples), out) }); err != nil {
+		return fmt.Errorf("add example: %w", err)
+	}
+	return nil
+}
+
+// AddExamples stores each example as AddExample does (the same cut, the
+// same duplicate check and per-contact cap, applied in order), in one
+// transaction: a Sent folder's worth of the owner's replies costs one
+// commit instead of one each. An example AddExample would refuse (no
+// account, text or contact) is left out and named in the returned error;
+// the others are stored. A failed commit stores none.
+func (s *Store) AddExamples(es []*Example) error {
+	var outs []Example
+	var bad []error
+	for i, e := range es {
+		out, err := s.prepareExample(e)
+		if err != nil {
+			bad = append(bad, fmt.Errorf("example %d: %w", i, err))
+			continue
+		}
+		outs = append(outs, out)
+	}
+	if len(outs) > 0 {
+		err := s.updateTx(func(tx *bolt.Tx) error { return addExamplesTx(tx.Bucket(bExamples), outs) })
+		if err != nil {
+			return fmt.Errorf("add examples: %w", err)
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("add examples: %w", errors.Join(bad...))
+	}
+	return nil
+}
+
+// prepareExample is e as it is stored: contact keyed, text trimmed and
+// cut, ID and Created filled in.
+func (s *Store) prepareExample(e *Example) (Example, error) {
+	if err := checkName("account", e.Account); err != nil {
+		return Example{}, err
 	}
 	out := *e
 	out.Contact = mail.AddrKey(out.Contact)
@@ -295,7 +337,7 @@ func (s *Store) AddExample(e *Example) error {
 		out.Text = cut
 	}
 	if out.Text == "" || out.Contact == "" {
-		return errors.New("add example: empty text or contact")
+		return Example{}, errors.New("empty text or contact")
 	}
 	if out.ID == "" {
 		out.ID = "ex_" + NewID()
@@ -303,34 +345,89 @@ func (s *Store) AddExample(e *Example) error {
 	if out.Created.IsZero() {
 		out.Created = s.now().UTC()
 	}
-	err := s.updateTx(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bExamples)
-		var same [][]byte
-		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			var old Example
-			if json.Unmarshal(v, &old) != nil || old.Account != out.Account {
-				continue
-			}
-			if out.Source != "" && old.Source == out.Source && old.Kind == out.Kind {
-				return nil
-			}
-			if old.Contact == out.Contact && old.Kind == out.Kind {
-				same = append(same, bytes.Clone(k))
-			}
+	return out, nil
+}
+
+// addExamplesTx is addExampleTx for each of outs in turn, with the bucket
+// read once: the duplicate and per-contact checks use an index of it kept
+// up to date as outs are written, so a batch costs one pass over the
+// examples instead of one per example.
+func addExamplesTx(b *bolt.Bucket, outs []Example) error {
+	type group struct{ account, contact, kind string }
+	type source struct{ account, source, kind string }
+	sources := map[source]int{}  // examples holding each Source
+	srcOf := map[string]source{} // key → its Source, to forget it when deleted
+	same := map[group][][]byte{} // keys in key order, as a cursor gives them
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		var old Example
+		if json.Unmarshal(v, &old) != nil {
+			continue
 		}
-		for len(same) >= ExamplesPerContact {
-			if err := b.Delete(same[0]); err != nil {
+		if old.Source != "" {
+			sources[source{old.Account, old.Source, old.Kind}]++
+			srcOf[string(k)] = source{old.Account, old.Source, old.Kind}
+		}
+		g := group{old.Account, old.Contact, old.Kind}
+		same[g] = append(same[g], bytes.Clone(k))
+	}
+	for _, out := range outs {
+		if out.Source != "" && sources[source{out.Account, out.Source, out.Kind}] > 0 {
+			continue
+		}
+		g := group{out.Account, out.Contact, out.Kind}
+		keys := same[g]
+		for len(keys) >= ExamplesPerContact {
+			if err := b.Delete(keys[0]); err != nil {
 				return err
 			}
-			same = same[1:]
+			if src, ok := srcOf[string(keys[0])]; ok {
+				sources[src]--
+				delete(srcOf, string(keys[0]))
+			}
+			keys = keys[1:]
 		}
-		return putJSON(b, []byte(out.ID), &out)
-	})
-	if err != nil {
-		return fmt.Errorf("add example: %w", err)
+		if err := putJSON(b, []byte(out.ID), &out); err != nil {
+			return err
+		}
+		id := []byte(out.ID)
+		if i, found := slices.BinarySearchFunc(keys, id, bytes.Compare); !found {
+			keys = slices.Insert(keys, i, id)
+		}
+		same[g] = keys
+		if out.Source != "" {
+			sources[source{out.Account, out.Source, out.Kind}]++
+			srcOf[out.ID] = source{out.Account, out.Source, out.Kind}
+		}
 	}
 	return nil
+}
+
+// addExampleTx writes out unless an example of the same kind has its
+// Source, dropping the contact's oldest of that kind beyond
+// ExamplesPerContact.
+func addExampleTx(b *bolt.Bucket, out Example) error {
+	var same [][]byte
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		var old Example
+		if json.Unmarshal(v, &old) != nil || old.Account != out.Account {
+			continue
+		}
+		if out.Source != "" && old.Source == out.Source && old.Kind == out.Kind {
+			return nil
+		}
+		if old.Contact == out.Contact && old.Kind == out.Kind {
+			same = append(same, bytes.Clone(k))
+		}
+	}
+	for len(same) >= ExamplesPerContact {
+		if err := b.Delete(same[0]); err != nil {
+			return err
+		}
+		same = same[1:]
+	}
+	return putJSON(b, []byte(out.ID), &out)
 }
 
 // ListExamples returns the account's examples, oldest first.

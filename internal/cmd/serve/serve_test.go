@@ -97,7 +97,9 @@ func startWatcher(t *testing.T) string {
 	go func() { done <- api.Serve(ctx, api.SocketPath(dir), &api.Local{DB: st}, nil) }()
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Logf("api.Serve: %v", err)
+		}
 		_ = st.Close()
 	})
 	deadline := time.Now().Add(10 * time.Second)

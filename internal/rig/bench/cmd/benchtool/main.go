@@ -4,8 +4,10 @@
 //	fakegemini -urlfile F [-delay 300ms] [-provider openai]   serve a fake model (Gemini, or OpenAI-compatible) until SIGTERM, then print its stats
 //	load  -user U -mailbox M [-set all|ham] [-n N]   reset M and APPEND the SpamAssassin corpus
 //	synth -user U -mailbox M -n N            reset M and APPEND N synthetic external messages
-//	deliver -user U -n N -out F [-gap 1s]    SMTP-deliver N messages one at a time, timing
-//	                                         SMTP 250 and an IDLE client's EXISTS for each
+//	deliver -user U -n N -out F [-gap 1s] [-via append]   SMTP-deliver (or APPEND) N messages one at a
+//	                                         time, timing SMTP 250 and an IDLE client's EXISTS for each
+//	maildir -root DIR -n N -owner A          write an N-message Maildir++ mailbox from the corpus
+//	                                         (bench.WriteMaildir; issue 28's million messages)
 //	decided -state DIR -account A -in F      join deliver's timings with the decisions stored
 //	seed  -state DIR -account A -n N [-sends S -queue Q]   write N message records (store.PutMessage),
 //	                                         S finished sends and Q queue items into a state database
@@ -47,7 +49,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool fakegemini|load|synth|deliver|decided|seed|rss|dbstats|cpu [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchtool fakegemini|load|synth|deliver|decided|seed|rss|dbstats|cpu|maildir [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -55,6 +57,7 @@ func main() {
 	cmds := map[string]func(context.Context, []string) error{
 		"fakegemini": fakeGemini, "load": load, "synth": synth, "deliver": deliver,
 		"decided": decided, "seed": seed, "rss": rss, "dbstats": dbstats, "cpu": cpuUse,
+		"maildir": maildir,
 	}
 	f, ok := cmds[os.Args[1]]
 	if !ok {
@@ -306,6 +309,7 @@ func deliver(ctx context.Context, args []string) error {
 	n := fs.Int("n", 50, "messages")
 	out := fs.String("out", "", "write timings here (JSON lines)")
 	gap := fs.Duration("gap", time.Second, "wait after each EXISTS before the next delivery")
+	via := fs.String("via", "smtp", "smtp (Postfix; accepted = DATA answered 250) or append (IMAP APPEND to INBOX; accepted = APPEND answered OK)")
 	_ = fs.Parse(args)
 	st, err := bench.StackFromEnv()
 	if err != nil {
@@ -344,10 +348,31 @@ func deliver(ctx context.Context, args []string) error {
 		return err
 	}
 
+	send := func(raw []byte) (time.Time, error) {
+		return smtpSend(st.SMTPAddr, "sender@outside.example", *user, raw)
+	}
+	switch *via {
+	case "smtp":
+	case "append": // a server without SMTP (the million-message Dovecot)
+		ac, err := dialIMAP(st, *user, nil)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = ac.Close() }()
+		send = func(raw []byte) (time.Time, error) {
+			if err := appendRaw(ac, "INBOX", raw); err != nil {
+				return time.Time{}, err
+			}
+			return time.Now(), nil
+		}
+	default:
+		return fmt.Errorf("-via %q: want smtp or append", *via)
+	}
+
 	var timings []Timing
 	for i := range *n {
 		id, raw := synthMessage(i, *user)
-		acc, err := smtpSend(st.SMTPAddr, "sender@outside.example", *user, raw)
+		acc, err := send(raw)
 		if err != nil {
 			return fmt.Errorf("message %d: %w", i, err)
 		}
