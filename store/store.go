@@ -115,8 +115,10 @@ var allBuckets = [][]byte{bMessages, bIdxMsgID, bIdxThread, bIdxState, bTraces, 
 // the mode of an existing file that is looser. When another process holds
 // the lock for longer than opts.Timeout, the error is a *LockedError.
 //
-// An existing file that is empty (0 bytes) or that bbolt cannot read is
-// never taken for a first start: the error is a *CorruptError
+// An empty file (0 bytes) that another process holds the lock on is a
+// database being created: Open waits for it as for any lock. An existing
+// file that stays empty, or that bbolt cannot read, is never taken for a
+// first start: the error is a *CorruptError
 // (errors.Is(err, ErrCorrupt)) that names Repair's command. Open never
 // panics on a damaged file.
 func Open(path string, opts Options) (*Store, error) {
@@ -124,11 +126,16 @@ func Open(path string, opts Options) (*Store, error) {
 		opts.Timeout = time.Second
 	}
 	existed := false
-	if fi, err := os.Stat(path); err == nil {
-		existed = true
-		if fi.Size() == 0 {
-			return nil, &CorruptError{Path: path, Err: errors.New("the file is empty (0 bytes), which a database never is once created")}
+	fi, err := os.Stat(path)
+	if err == nil && fi.Size() == 0 {
+		// Another process may be creating it this moment (bbolt creates
+		// the file, locks it, then writes its first pages).
+		if fi, err = settleEmpty(path, opts.Timeout); err != nil {
+			return nil, err
 		}
+	}
+	if err == nil {
+		existed = true
 		if err := precheck(path, opts.Timeout, true); errors.Is(err, ErrLocked) {
 			return nil, &LockedError{Path: path}
 		} else if err != nil {
@@ -146,7 +153,7 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	var db *bolt.DB
 	var file *os.File
-	err := guard(path, func() (err error) {
+	err = guard(path, func() (err error) {
 		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly,
 			NoSync: opts.NoSync && !opts.ReadOnly, NoGrowSync: opts.NoSync && !opts.ReadOnly,
 			OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
@@ -345,4 +352,39 @@ func scan[T any](s *Store, name, prefix []byte, load func(tx *bolt.Tx, k, v []by
 		}
 		after = append([]byte(nil), last...)
 	}
+}
+
+// settleEmpty is Open's answer to an empty file at path: a database in
+// the making, or damage. The process creating one holds bbolt's lock
+// from just after creating the file until (and after) its first pages
+// are written, so: while someone holds the lock past timeout, it is a
+// *LockedError; once the lock is free, the file is looked at again, and
+// one still empty is a *CorruptError (a creator that died first, or an
+// empty file put there). It returns the file's new Stat when it has
+// pages.
+func settleEmpty(path string, timeout time.Duration) (fs.FileInfo, error) {
+	empty := &CorruptError{Path: path, Err: errors.New("the file is empty (0 bytes), which a database never is once created")}
+	// Twice: a creator may not have taken the lock yet the first time
+	// (bbolt opens, then locks, in the next instruction or so).
+	for try := 0; try < 2; try++ {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("open state database %s: %w", path, err)
+		}
+		err = lockShared(f, timeout)
+		fi, serr := f.Stat()
+		_ = f.Close() // releases the shared lock
+		switch {
+		case errors.Is(err, ErrLocked):
+			return nil, &LockedError{Path: path}
+		case serr != nil:
+			return nil, fmt.Errorf("open state database %s: %w", path, serr)
+		case fi.Size() > 0:
+			return fi, nil
+		}
+		if try == 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nil, empty
 }
