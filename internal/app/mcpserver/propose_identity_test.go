@@ -73,11 +73,7 @@ func TestProposeResolvesWithinTheCorrespondent(t *testing.T) {
 	w := apitest.NewWorld(t)
 	thread := strangers(t, w)
 	cs := connect(t, mcpserver.Options{Open: modes[0].open(t, w)})
-	attacks := []struct{ name, ref string }{
-		{"thread id of a thread strangers joined", thread},
-		{"Message-ID a stranger borrowed", "erin-1@example.org"},
-		{"Message-ID a stranger borrowed, bracketed", "<erin-1@example.org>"},
-	}
+	attacks := proposeAttacks(thread)
 	tried, through := 0, 0
 	for _, a := range attacks {
 		tried++
@@ -123,22 +119,47 @@ func TestProposeResolvesWithinTheCorrespondent(t *testing.T) {
 		t.Fatalf("proposal by trace id: %+v, %v; want addressed to Carol only", q, err)
 	}
 
-	// Positive control: the defence off, the same references land on a stranger.
+	// Positive control: the defence off, the same references land on a
+	// stranger. Each attack gets a world of its own, built before the
+	// switch (ingest runs with the identity layer on), so that the
+	// one-proposal-per-message rule cannot mask an attack on a message an
+	// earlier one already landed on.
+	worlds := make([]*apitest.World, len(attacks))
+	refs := make([]string, len(attacks))
+	for i := range attacks {
+		worlds[i] = apitest.NewWorld(t)
+		refs[i] = proposeAttacks(strangers(t, worlds[i]))[i].ref
+	}
 	restore := store.SwitchOffIdentityForTest()
 	defer restore()
 	landed := 0
-	for _, a := range attacks[:2] {
+	for i, a := range attacks {
+		cw := worlds[i]
+		ccs := connect(t, mcpserver.Options{Open: modes[0].open(t, cw)})
 		var out mcpserver.ProposeOut
-		if e := call(t, cs, "propose_reply", map[string]any{"ref": a.ref, "text": "See you then."}, &out); e != "" {
+		if e := call(t, ccs, "propose_reply", map[string]any{"ref": refs[i], "text": "See you then."}, &out); e != "" {
 			t.Logf("control %q: %s", a.name, e)
 			continue
 		}
-		if q, err := w.Store.GetQueueItem(out.Item.ID); err == nil && len(q.To) == 1 &&
+		if q, err := cw.Store.GetQueueItem(out.Item.ID); err == nil && len(q.To) == 1 &&
 			(strings.EqualFold(q.To[0].Email, mallory) || strings.EqualFold(q.To[0].Email, eve)) {
 			landed++
 		}
 	}
-	if landed != 2 {
-		t.Fatalf("positive control: %d of 2 attacks landed with the identity checks off; the test cannot see the attack", landed)
+	t.Logf("mcp-propose control (identity off): %d of %d attacks landed", landed, tried)
+	if landed != tried {
+		t.Fatalf("positive control: %d of %d attacks landed with the identity checks off; the test cannot see the attack", landed, tried)
+	}
+}
+
+// proposeAttacks is the attack table of
+// TestProposeResolvesWithinTheCorrespondent: the references a client
+// may pass to propose_reply that mean a contact's mail a stranger joined
+// or borrowed. thread is the id of Carol's thread the strangers joined.
+func proposeAttacks(thread string) []struct{ name, ref string } {
+	return []struct{ name, ref string }{
+		{"thread id of a thread strangers joined", thread},
+		{"Message-ID a stranger borrowed", "erin-1@example.org"},
+		{"Message-ID a stranger borrowed, bracketed", "<erin-1@example.org>"},
 	}
 }
