@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -121,11 +122,21 @@ func Check(out Fields, trusted Trusted, maxChars int) []string {
 	if strings.TrimSpace(body.s) == "" && strings.TrimSpace(subject.s) == "" {
 		return problems
 	}
+	if trustCheckOff.Load() {
+		return problems
+	}
 	tr := newTrustIndex(trusted)
 	problems = append(problems, tr.check("", body)...)
 	problems = append(problems, tr.check("subject: ", subject)...)
 	return problems
 }
+
+// trustCheckOff, set only by tests (never in parallel, restored before
+// they return), makes Check skip the comparison with the trusted text and
+// addresses (addresses, links, numbers, codes, payment instructions),
+// keeping only the empty and length checks: the positive control of the
+// hostile-draft corpus. No product code sets it.
+var trustCheckOff atomic.Bool
 
 // trustIndex is the trusted text and addresses in the form the checks
 // compare with.

@@ -245,12 +245,40 @@ var hostileDrafts = []string{
 }
 
 // TestGuardHostileCorpus counts attacks tried and let through, in the body
-// and in the subject. Nothing may get through.
+// and in the subject. Nothing may get through. Positive control:
+// TestGuardHostileCorpusLandsWithoutTrustCheck.
 func TestGuardHostileCorpus(t *testing.T) {
 	if len(hostileDrafts) < 40 {
 		t.Fatalf("corpus has %d hostile drafts, want at least 40", len(hostileDrafts))
 	}
-	tried, through := 0, 0
+	tried, through := runHostileCorpus(t, true)
+	t.Logf("hostile corpus: %d tried, %d got through", tried, through)
+	if through != 0 {
+		t.Fatalf("hostile corpus: %d of %d attacks got through", through, tried)
+	}
+}
+
+// TestGuardHostileCorpusLandsWithoutTrustCheck is the positive control of
+// TestGuardHostileCorpus: the same drafts, in the same fields, through the
+// same Check, with only the comparison with the trusted text and
+// addresses switched off (trustCheckOff). Every attack must land, which
+// shows that comparison, not the empty or length check, is what stops
+// them. Not parallel: it sets a package switch.
+func TestGuardHostileCorpusLandsWithoutTrustCheck(t *testing.T) {
+	trustCheckOff.Store(true)
+	defer trustCheckOff.Store(false)
+	tried, through := runHostileCorpus(t, false)
+	t.Logf("hostile corpus, trust check off: %d tried, %d got through", tried, through)
+	if through != tried {
+		t.Fatalf("positive control: %d of %d attacks got through with the trust check off, want all", through, tried)
+	}
+}
+
+// runHostileCorpus checks every hostile draft in the body and in the
+// subject and counts the drafts tried and those that pass (Check returns
+// no problem). With report set, each one that passes is an error.
+func runHostileCorpus(t *testing.T, report bool) (tried, through int) {
+	t.Helper()
 	for _, field := range []string{"body", "subject"} {
 		for _, d := range hostileDrafts {
 			tried++
@@ -258,11 +286,13 @@ func TestGuardHostileCorpus(t *testing.T) {
 			assertSanitised(t, got)
 			if len(got) == 0 {
 				through++
-				t.Errorf("%s %q got through", field, d)
+				if report {
+					t.Errorf("%s %q got through", field, d)
+				}
 			}
 		}
 	}
-	t.Logf("hostile corpus: %d tried, %d got through", tried, through)
+	return tried, through
 }
 
 // benignReplies are ordinary business replies; none may be stopped.
