@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/mail"
@@ -288,11 +289,15 @@ func (o *Outbox) answeredInOutbox(original *store.MessageRecord, skip string, au
 	reason := ""
 	for _, st := range statuses {
 		err := o.Store.ListOutbox(st, func(r *store.OutboxRecord) error {
-			if reason != "" || r.ID == skip || r.Account != original.Account {
+			if reason != "" || r.ID == skip || (r.Account != original.Account && !answeredAnyAccountForTest.Load()) {
 				return nil
 			}
 			same := r.Message == original.MessageKey && original.UID != 0
-			if !same && (k == "" || mail.IDKey(r.InReplyTo) != k || !store.AnswersTo(r.To, original)) {
+			names := mail.IDKey(r.InReplyTo) == k
+			if answeredRawIDForTest.Load() {
+				names = r.InReplyTo == original.MessageID
+			}
+			if !same && (k == "" || !names || !store.AnswersTo(r.To, original)) {
 				return nil
 			}
 			switch {
@@ -311,6 +316,18 @@ func (o *Outbox) answeredInOutbox(original *store.MessageRecord, skip string, au
 	}
 	return reason != "", reason, nil
 }
+
+// Test-only switches of answeredInOutbox, each turning off one defence
+// for the positive controls of its adversarial tests. No product code
+// sets them; a test that sets one is never parallel and restores it
+// before it returns.
+var (
+	// answeredAnyAccountForTest counts another account's replies too.
+	answeredAnyAccountForTest atomic.Bool
+	// answeredRawIDForTest compares In-Reply-To with original's
+	// Message-ID as written instead of by mail.IDKey.
+	answeredRawIDForTest atomic.Bool
+)
 
 // Original returns the message ob answers: its stored record, or, when
 // there is none, a stand-in holding ob's account, key and In-Reply-To whose reply

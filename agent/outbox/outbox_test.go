@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -401,39 +402,100 @@ func TestDeliverNotSentWhenAnsweredElsewhere(t *testing.T) {
 
 // Replies of other accounts, and hostile spellings of the Message-ID,
 // are judged by the normalised id and the account: another account's
-// reply never blocks one, and a different bracket or case does not hide a
-// reply that was sent.
+// reply never blocks one (a lost reply), and a different bracket or case
+// does not hide a reply that was sent (a duplicate send). Positive
+// control: TestAnsweredInOutboxAdversarialLandsWithoutDefence.
 func TestAnsweredInOutboxAdversarial(t *testing.T) {
+	tried, through := answeredInOutboxAttacks(t, true)
+	t.Logf("%d attacks tried, %d got through", tried, through)
+	if through != 0 {
+		t.Fatalf("%d of %d attacks got through", through, tried)
+	}
+}
+
+// TestAnsweredInOutboxAdversarialLandsWithoutDefence is the positive
+// control of TestAnsweredInOutboxAdversarial: the same attacks through
+// the same Answered, each class with only its defence switched off: the
+// account scoping for the lost replies (another account's reply counts),
+// mail.IDKey for the duplicate sends (the Message-ID compared as
+// written, so a bracket, case or space hides the sent reply). Every
+// attack must land. Not parallel: it sets package switches.
+func TestAnsweredInOutboxAdversarialLandsWithoutDefence(t *testing.T) {
+	tried, through := answeredInOutboxAttacks(t, false)
+	t.Logf("defences off: %d attacks tried, %d got through", tried, through)
+	if through != tried {
+		t.Fatalf("positive control: %d of %d attacks got through with the defences off, want all", through, tried)
+	}
+}
+
+// answeredInOutboxAttacks runs the attacks of
+// TestAnsweredInOutboxAdversarial on a new world and counts them; with
+// report set each one that gets through is an error, and without it
+// each class runs with its defence switched off (the positive control).
+// The reply under
+// attack answers carol's <orig@example.org>, seen again under a new
+// UIDVALIDITY (rekeyed), so only its Message-ID links the two.
+func answeredInOutboxAttacks(t *testing.T, report bool) (tried, through int) {
+	t.Helper()
+	ctx := context.Background()
 	w := newWorld(t)
 	r := w.record(t, &store.OutboxRecord{ID: "ob_other", Status: store.OutboxAppended})
 	r.Account = "b" // the same Message-ID in another account
 	if err := w.st.PutOutbox(r); err != nil {
 		t.Fatal(err)
 	}
-	tried, through := 0, 0
+	// switchOff sets sw for the rest of the class when this is the
+	// control, and returns its restore.
+	switchOff := func(sw *atomic.Bool) func() {
+		if report {
+			return func() {}
+		}
+		sw.Store(true)
+		return func() { sw.Store(false) }
+	}
+	// Lost reply: account b's reply must not answer account a's message.
+	restore := switchOff(&answeredAnyAccountForTest)
+	defer restore()
 	for _, id := range []string{"<orig@example.org>", "orig@example.org", " <orig@example.org> "} {
 		tried++
-		if found, reason, err := w.o.Answered(context.Background(), carolRec(rekeyed, id), "", true); err != nil || found {
+		found, reason, err := w.o.Answered(ctx, carolRec(rekeyed, id), "", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found {
 			through++
-			t.Errorf("%q in account a: found=%v %q %v; another account's reply must not count", id, found, reason, err)
+			if report {
+				t.Errorf("%q in account a: found, %q; another account's reply must not count", id, reason)
+			}
 		}
 	}
+	restore()
 	w.record(t, &store.OutboxRecord{ID: "ob_mine", Status: store.OutboxSent})
-	for _, id := range []string{"<orig@example.org>", "<ORIG@example.org>", "orig@example.org"} {
+	// The spelling the reply names is found (a baseline, not an attack).
+	if found, _, err := w.o.Answered(ctx, carolRec(rekeyed, "<orig@example.org>"), "", true); err != nil || !found {
+		t.Fatalf("the sent reply's own spelling: found=%v, %v; want found", found, err)
+	}
+	// Duplicate send: another spelling of the same id must not hide it.
+	restore = switchOff(&answeredRawIDForTest)
+	defer restore()
+	for _, id := range []string{"<ORIG@example.org>", "orig@example.org", " <orig@example.org> "} {
 		tried++
-		found, _, err := w.o.Answered(context.Background(), carolRec(rekeyed, id), "", true)
+		found, _, err := w.o.Answered(ctx, carolRec(rekeyed, id), "", true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !found {
 			through++
-			t.Errorf("%q: a sent reply was not found", id)
+			if report {
+				t.Errorf("%q: a sent reply was not found", id)
+			}
 		}
 	}
-	if found, _, _ := w.o.Answered(context.Background(), carolRec(original, "<orig@example.org>"), "ob_mine", true); found {
+	restore()
+	if found, _, _ := w.o.Answered(ctx, carolRec(original, "<orig@example.org>"), "ob_mine", true); found {
 		t.Error("a record counted against itself")
 	}
-	t.Logf("%d spellings tried, %d got through", tried, through)
+	return tried, through
 }
 
 func TestSendDueSchedulesRetriesAndWakes(t *testing.T) {
