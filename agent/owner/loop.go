@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/llm"
@@ -237,6 +238,9 @@ func (c *Channel) Run(ctx context.Context, rec *store.MessageRecord, body, mode 
 		}
 		refused := ""
 		turn, info, err := llm.GenerateJSON(ctx, c.Model, llm.Request{System: system, Prompt: user, Schema: TurnSchema()}, func(t *ownerTurn) error {
+			if vetoOffForTest.Load() {
+				return nil
+			}
 			if why := checkTurn(t, mode, contacts, draft != nil, now); why != "" {
 				refused = why
 				return &refusal{why}
@@ -331,6 +335,11 @@ func (c *Channel) finishDelegate(ctx context.Context, rec *store.MessageRecord, 
 	res.Turns = append(res.Turns, Turn{Turn: len(res.Turns) + 1, Result: result, Draft: drafted})
 	return res, err
 }
+
+// vetoOffForTest, set only by the positive control of the veto's
+// adversarial test (never in parallel, restored before it returns),
+// makes Run skip checkTurn. No product code sets it.
+var vetoOffForTest atomic.Bool
 
 // checkTurn is code's veto on one tool call; "" allows it.
 func checkTurn(t *ownerTurn, mode string, contacts []string, haveDraft bool, now time.Time) string {

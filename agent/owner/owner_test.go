@@ -11,8 +11,9 @@ import (
 // TestCheckTurnVetoesWhatTheMailAsks: a model that obeys the mail it
 // reads asks for tools outside the mode, contacts it was not offered,
 // kinds that do not exist; code refuses every one, and allows the same
-// call made within the rules (the control: the veto is not refusing
-// everything).
+// call made within the rules (the benign cases: the veto is not refusing
+// everything). The same attacks through the loop, and their positive
+// control with the veto off, are in veto_loop_test.go.
 func TestCheckTurnVetoesWhatTheMailAsks(t *testing.T) {
 	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	str := func(s string) *string { return &s }
