@@ -138,6 +138,14 @@ func Check(out Fields, trusted Trusted, maxChars int) []string {
 // hostile-draft corpus. No product code sets it.
 var trustCheckOff atomic.Bool
 
+// SwitchOffTrustCheckForTest sets trustCheckOff until the returned
+// function is called, for the positive controls of adversarial tests in
+// other packages. Never call it from a parallel test or product code.
+func SwitchOffTrustCheckForTest() (restore func()) {
+	trustCheckOff.Store(true)
+	return func() { trustCheckOff.Store(false) }
+}
+
 // trustIndex is the trusted text and addresses in the form the checks
 // compare with.
 type trustIndex struct {
