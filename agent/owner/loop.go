@@ -264,6 +264,14 @@ func (c *Channel) Run(ctx context.Context, rec *store.MessageRecord, body, mode 
 			record(info.Raw, "error: "+err.Error(), "")
 			return res, fmt.Errorf("owner loop: %w", err)
 		}
+		// checkTurn refuses these; Run must not depend on it to stay
+		// whole (nothing panics on a model's answer).
+		if why := unrunnable(turn, draft != nil); why != "" {
+			res.Rejected++
+			res.Steps = append(res.Steps, "refused: "+why)
+			record(info.Raw, "refused: "+why, "")
+			break
+		}
 		switch *turn.Tool {
 		case ToolDone:
 			res.Steps = append(res.Steps, "done")
@@ -400,3 +408,15 @@ func checkTurn(t *ownerTurn, mode string, contacts []string, haveDraft bool, now
 var domainPattern = regexp.MustCompile(`^@[a-z0-9\-]+(\.[a-z0-9\-]+)+$`)
 
 func validDomain(c string) bool { return domainPattern.MatchString(c) }
+
+// unrunnable says why Run cannot carry out turn at all ("" when it can):
+// no tool named, or a send proposed before any draft exists.
+func unrunnable(turn ownerTurn, drafted bool) string {
+	switch {
+	case turn.Tool == nil:
+		return "a turn that names no tool"
+	case *turn.Tool == ToolProposeSend && !drafted:
+		return "propose_send before a draft"
+	}
+	return ""
+}

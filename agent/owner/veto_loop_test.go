@@ -53,8 +53,8 @@ type loopAttack struct {
 	// second names the defence behind the veto that also stops the
 	// attack ("" when the veto is the only one).
 	second string
-	// crashes: without the veto the loop panics on this turn (a finding:
-	// the veto is also what keeps it from dereferencing what is not there).
+	// crashes: without the veto the loop panicked on this turn (it did,
+	// on two, before Run checked them itself: unrunnable).
 	crashes bool
 }
 
@@ -81,10 +81,10 @@ func loopAttacks() []loopAttack {
 		{"a temporary record already expired", prompts.ModeInstruction,
 			[]ownerTurn{{Tool: str(ToolUpdateContext), Kind: store.MemoryTemporary, Text: "x", Expires: "2026-03-01"}}, learned, "", false},
 		{"send before a draft", prompts.ModeDelegate, []ownerTurn{{Tool: str(ToolProposeSend)}}, queued,
-			"none: the loop dereferences the missing draft", true},
+			"Run's unrunnable check (a send with no draft is refused)", false},
 		{"an unknown tool", prompts.ModeInstruction, []ownerTurn{{Tool: str("send_mail")}}, anything,
 			"Run's tool switch (a tool it does not know does nothing)", false},
-		{"no tool", prompts.ModeInstruction, []ownerTurn{{}}, anything, "none: the loop dereferences the missing tool", true},
+		{"no tool", prompts.ModeInstruction, []ownerTurn{{}}, anything, "Run's unrunnable check (a turn with no tool is refused)", false},
 	}
 }
 
@@ -117,7 +117,7 @@ func runLoopAttack(t *testing.T, a loopAttack) (landed, crashed bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	h := &recordingHost{}
 	c := &Channel{Model: srv.NewGemini(t, llm.GeminiConfig{}), Prompts: ps, MaxSteps: len(a.turns), Memory: st, Host: h,
 		Now: func() time.Time { return time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC) }}
