@@ -104,33 +104,42 @@ func TestRemoteServiceLocal(t *testing.T) {
 // control: the error itself carries the escape, so without that it would
 // land.
 func TestRemoteStderrIsSanitised(t *testing.T) {
-	dir := t.TempDir()
-	ssh := filepath.Join(dir, "ssh")
-	hostile := `printf '\033]0;pwned\007\033[2J\rPassword for ada: \n' >&2; exit 255`
-	if err := os.WriteFile(ssh, []byte("#!/bin/sh\n"+hostile+"\n"), 0o755); err != nil {
-		t.Fatal(err)
+	attacks := []struct{ name, script, raw string }{
+		{"window title", `printf '\033]0;pwned\007' >&2`, "\x1b]0;pwned\x07"},
+		{"clear screen", `printf '\033[2J' >&2`, "\x1b[2J"},
+		{"fake prompt", `printf 'ssh: error\rPassword for ada: x\n' >&2`, "\rPassword for ada: x"},
 	}
-	t.Setenv(EnvSSH, ssh)
-	t.Setenv(EnvRemote, "")
-	ios, _, _, _ := iostreams.Test()
-	f := New(ios)
-	f.Remote = "ssh://ada@box"
-	_, _, err := f.RemoteService(nil)(context.Background(), false)
-	var ue *UserError
-	if !errors.As(err, &ue) || ue.Code != ExitUnreachable {
-		t.Fatalf("got %v, want exit 3", err)
-	}
-	tried, through := 1, 0
-	var stderr bytes.Buffer
-	if code := Report(&stderr, err); code != ExitUnreachable {
-		t.Errorf("exit: got %d, want 3", code)
-	}
-	if strings.ContainsAny(stderr.String(), "\x1b\x07\r") {
-		through++
-		t.Errorf("the terminal got control characters: %q", stderr.String())
+	tried, through := 0, 0
+	for _, a := range attacks {
+		tried++
+		dir := t.TempDir()
+		ssh := filepath.Join(dir, "ssh")
+		if err := os.WriteFile(ssh, []byte("#!/bin/sh\n"+a.script+"; exit 255\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(EnvSSH, ssh)
+		t.Setenv(EnvRemote, "")
+		ios, _, _, _ := iostreams.Test()
+		f := New(ios)
+		f.Remote = "ssh://ada@box"
+		_, _, err := f.RemoteService(nil)(context.Background(), false)
+		var ue *UserError
+		if !errors.As(err, &ue) || ue.Code != ExitUnreachable {
+			t.Fatalf("%s: got %v, want exit 3", a.name, err)
+		}
+		var stderr bytes.Buffer
+		if code := Report(&stderr, err); code != ExitUnreachable {
+			t.Errorf("%s: exit: got %d, want 3", a.name, code)
+		}
+		if strings.ContainsAny(stderr.String(), "\x1b\x07\r") {
+			through++
+			t.Errorf("%s: the terminal got control characters: %q", a.name, stderr.String())
+		}
+		// The control: the error itself carries the hostile bytes, so
+		// without Report's cleaning they would reach the terminal.
+		if !strings.Contains(err.Error(), a.raw) {
+			t.Errorf("control, %s: the raw error %q does not carry %q, so the test shows nothing", a.name, err, a.raw)
+		}
 	}
 	t.Logf("hostile remote stderr: %d tried, %d through", tried, through)
-	if !strings.Contains(err.Error(), "\x1b]0;pwned") {
-		t.Errorf("control: the raw error %q does not carry the escape, so the test shows nothing", err)
-	}
 }
