@@ -85,9 +85,12 @@ func Reach(ctx context.Context, kind string, ep config.Endpoint, timeout time.Du
 	} else {
 		err = reachIMAP(rctx, ep)
 	}
-	if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+	var ne net.Error
+	if err != nil && ctx.Err() == nil && (errors.Is(rctx.Err(), context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()) {
 		// Closing the connection is how the deadline ends a read: say
-		// what it was, not "use of closed network connection".
+		// what it was, not "use of closed network connection". The SMTP
+		// client's own deadline (the same timeout) may fire a moment
+		// before the context's: that is the same silence.
 		return fmt.Errorf("%s %s: no answer within %s: %w", kind, ep.Addr(), timeout, context.DeadlineExceeded)
 	}
 	return err

@@ -23,12 +23,30 @@ const ioTimeout = 30 * time.Second
 // Deliver sends raw to the recipients through Postfix, unauthenticated from
 // loopback, the way mail from the outside world arrives. Delivery to the
 // mailboxes happens asynchronously afterwards; use WaitForMessages.
+//
+// A temporary refusal (4xx) is tried again for up to deliverRetryFor, as
+// a sending MTA would: Postfix answers 451 while a milter restarts
+// (OpenDKIM's AutoRestart, see scripts/e2e-stack.sh).
 func (s *Stack) Deliver(t testing.TB, from string, to []string, raw []byte) {
 	t.Helper()
-	if err := s.deliver(from, to, raw); err != nil {
-		t.Fatalf("e2e: deliver from %s to %v: %v", from, to, err)
+	deadline := time.Now().Add(deliverRetryFor)
+	for {
+		err := s.deliver(from, to, raw)
+		if err == nil {
+			return
+		}
+		var se *smtp.SMTPError
+		if !errors.As(err, &se) || se.Code < 400 || se.Code >= 500 || time.Now().After(deadline) {
+			t.Fatalf("e2e: deliver from %s to %v: %v", from, to, err)
+		}
+		t.Logf("e2e: deliver from %s: %v; trying again", from, err)
+		time.Sleep(time.Second)
 	}
 }
+
+// deliverRetryFor is how long Deliver tries again after a temporary
+// refusal.
+const deliverRetryFor = 30 * time.Second
 
 func (s *Stack) deliver(from string, to []string, raw []byte) error {
 	conn, err := net.DialTimeout("tcp", s.SMTPAddr(), ioTimeout)
