@@ -190,30 +190,11 @@ func deleteAbout(b *bolt.Bucket, match func(v []byte) bool) (int, error) {
 // MarkKnown marks each address as known (the owner has written to it),
 // creating contacts as needed, in one transaction.
 func (s *Store) MarkKnown(account string, emails []string) error {
-	for _, e := range emails {
-		if err := checkContact(account, e); err != nil {
-			return fmt.Errorf("mark known: %w", err)
-		}
-	}
-	err := s.updateTx(func(tx *bolt.Tx) error {
-		b, err := contactBucket(tx, account, true)
-		if err != nil {
-			return err
-		}
-		now := s.now().UTC()
-		for _, e := range emails {
-			var c Contact
-			if err := updateContactTx(b, emailKey(e), mail.AddrKey(e), now, &c, func(c *Contact) error {
-				c.Known = true
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
+	if err := s.UpdateContacts(account, emails, func(_ string, c *Contact) error {
+		c.Known = true
 		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("mark known %s: %w", account, err)
+	}); err != nil {
+		return fmt.Errorf("mark known: %w", err)
 	}
 	return nil
 }
