@@ -161,6 +161,9 @@ type Claimer struct {
 	// unchecked is the positive control of the adversarial tests
 	// (ClaimerWithoutChecksForTest): no UNCHANGEDSINCE, no cap.
 	unchecked bool
+	// beforeStore, if set, runs before each conditional STORE (tests
+	// only: BeforeStoreForTest).
+	beforeStore func(uid uint32)
 
 	mu        sync.Mutex
 	firstSeen map[string]time.Time // uid/keyword → when an absurd claim was first seen
@@ -307,13 +310,48 @@ func (cl *Claimer) Claim(ctx context.Context, c *Client, uids []uint32) ([]Claim
 	if err := c.CanClaim(); err != nil {
 		return nil, err
 	}
+	now := cl.now()
+	kw := ClaimKeyword(cl.Holder, cl.expiry(now))
+	results := map[uint32]ClaimResult{}
+	// A conditional STORE can be refused with no claim landing at all:
+	// something else changed the message (a flag set by another client),
+	// or the server judged it changed when another message did (seen once
+	// in CI on Dovecot: four racers, one message won by none). Such
+	// messages are claimed again at once, a few times, rather than left
+	// for the next sync.
+	pending := uids
+	for attempt := 0; attempt < claimAttempts && len(pending) > 0; attempt++ {
+		var err error
+		pending, err = cl.claimRound(ctx, c, pending, now, kw, results)
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, uid := range pending {
+		// Still refused and still unclaimed: leave it for the next round.
+		results[uid] = ClaimResult{UID: uid, State: ClaimHeld, Holder: "", Expires: now}
+	}
+	out := make([]ClaimResult, 0, len(results))
+	for _, uid := range uids {
+		if r, ok := results[uid]; ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// claimAttempts is how many conditional STOREs Claim tries on a message
+// that nobody holds before it leaves it for the next sync.
+const claimAttempts = 3
+
+// claimRound is one pass of Claim over uids: it records each message's
+// result in results and returns those whose STORE was refused while no
+// live claim landed (to be tried again).
+func (cl *Claimer) claimRound(ctx context.Context, c *Client, uids []uint32, now time.Time, kw string, results map[uint32]ClaimResult) ([]uint32, error) {
 	before, err := c.claimFetch(ctx, uids)
 	if err != nil {
 		return nil, fmt.Errorf("imap claim: %w", err)
 	}
-	now := cl.now()
-	kw := ClaimKeyword(cl.Holder, cl.expiry(now))
-	results := map[uint32]ClaimResult{}
 	var stored []uint32
 	for _, uid := range uids {
 		f, ok := before[uid]
@@ -336,6 +374,9 @@ func (cl *Claimer) Claim(ctx context.Context, c *Client, uids []uint32) ([]Claim
 		if cl.unchecked {
 			opts = nil
 		}
+		if cl.beforeStore != nil {
+			cl.beforeStore(uid)
+		}
 		err := c.guard(ctx, func() error {
 			return c.ic.Store(uidSet([]uint32{uid}), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.Flag(kw)}}, opts).Close()
 		})
@@ -344,56 +385,53 @@ func (cl *Claimer) Claim(ctx context.Context, c *Client, uids []uint32) ([]Claim
 		}
 		stored = append(stored, uid)
 	}
-	if len(stored) > 0 {
-		// The server's answer to a STORE that lost ([MODIFIED]) is not
-		// parsed by go-imap: a fresh FETCH says who holds each message.
-		after, err := c.claimFetch(ctx, stored)
-		if err != nil {
-			return nil, fmt.Errorf("imap claim: %w", err)
+	if len(stored) == 0 {
+		return nil, nil
+	}
+	// The server's answer to a STORE that lost ([MODIFIED]) is not parsed
+	// by go-imap: a fresh FETCH says who holds each message.
+	after, err := c.claimFetch(ctx, stored)
+	if err != nil {
+		return nil, fmt.Errorf("imap claim: %w", err)
+	}
+	var stale []string
+	var again []uint32
+	for _, uid := range stored {
+		f, ok := after[uid]
+		if !ok {
+			continue // expunged meanwhile
 		}
-		var stale []string
-		for _, uid := range stored {
-			f, ok := after[uid]
-			if !ok {
-				continue // expunged meanwhile
-			}
-			r := cl.judge(uid, f.flags, now)
-			if cl.unchecked && slices.Contains(f.flags, kw) {
-				r = ClaimResult{UID: uid, State: ClaimWon, Holder: cl.Holder}
-			}
-			if r.State == ClaimWon && !slices.Contains(f.flags, kw) {
-				r.State = 0 // an older claim of ours: another STORE won this round
-			}
-			if r.State == 0 {
-				// Our STORE was refused and no claim is live: a
-				// watcher claimed and finished or dropped it at once.
-				// Leave it for the next round.
-				r = ClaimResult{UID: uid, State: ClaimHeld, Holder: "", Expires: now}
-			}
-			if r.State == ClaimWon {
-				r.Expires = cl.expiry(now)
-				claims, _ := parseMarks(f.flags)
-				for _, m := range claims {
-					if m.keyword != kw && (m.holder == cl.Holder || !cl.effective(uid, m, now).Add(cl.skew()).After(now)) {
-						stale = append(stale, m.keyword)
-					}
+		r := cl.judge(uid, f.flags, now)
+		if cl.unchecked && slices.Contains(f.flags, kw) {
+			r = ClaimResult{UID: uid, State: ClaimWon, Holder: cl.Holder}
+		}
+		if r.State == ClaimWon && !slices.Contains(f.flags, kw) {
+			r.State = 0 // an older claim of ours: another STORE won this round
+		}
+		if r.State == 0 {
+			// Our STORE was refused and no claim is live: another
+			// watcher claimed and finished or dropped it at once, or
+			// the server refused it spuriously. Try again.
+			again = append(again, uid)
+			continue
+		}
+		if r.State == ClaimWon {
+			r.Expires = cl.expiry(now)
+			claims, _ := parseMarks(f.flags)
+			for _, m := range claims {
+				if m.keyword != kw && (m.holder == cl.Holder || !cl.effective(uid, m, now).Add(cl.skew()).After(now)) {
+					stale = append(stale, m.keyword)
 				}
 			}
-			results[uid] = r
 		}
-		if len(stale) > 0 {
-			// Expired claims and our own older ones are void: drop them
-			// (best effort; they are judged void anyway).
-			_ = c.StoreFlags(ctx, stored, false, uniq(stale))
-		}
+		results[uid] = r
 	}
-	out := make([]ClaimResult, 0, len(results))
-	for _, uid := range uids {
-		if r, ok := results[uid]; ok {
-			out = append(out, r)
-		}
+	if len(stale) > 0 {
+		// Expired claims and our own older ones are void: drop them (best
+		// effort; they are judged void anyway).
+		_ = c.StoreFlags(ctx, stored, false, uniq(stale))
 	}
-	return out, nil
+	return again, nil
 }
 
 // Finish records that cl.Holder decided uids: it sets the done keyword
@@ -460,4 +498,11 @@ func uniq(s []string) []string {
 // attack, defence off, must land.
 func (cl *Claimer) WithoutChecksForTest() *Claimer {
 	return &Claimer{Holder: cl.Holder, Lease: cl.Lease, MaxLease: cl.MaxLease, Skew: cl.Skew, Now: cl.Now, unchecked: true}
+}
+
+// BeforeStoreForTest returns a copy of cl that calls hook before each
+// conditional STORE, between reading a message's MODSEQ and claiming it:
+// the window a racing client changes the message in. Tests only.
+func (cl *Claimer) BeforeStoreForTest(hook func(uid uint32)) *Claimer {
+	return &Claimer{Holder: cl.Holder, Lease: cl.Lease, MaxLease: cl.MaxLease, Skew: cl.Skew, Now: cl.Now, unchecked: cl.unchecked, beforeStore: hook}
 }

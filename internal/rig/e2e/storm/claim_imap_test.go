@@ -255,3 +255,65 @@ func TestClaimStaleStoreRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimRefusedWithoutWinnerRetried: a conditional STORE refused while
+// no claim landed (another client changed the message between the
+// watcher's FETCH of its MODSEQ and its STORE) is tried again at once,
+// on Dovecot and the Courier-style Dovecot, so the message is claimed in
+// this pass instead of waiting for the next sync. The control changes the
+// message before every STORE: every attempt is refused and the message
+// comes back held by nobody (left for the next sync), never won.
+func TestClaimRefusedWithoutWinnerRetried(t *testing.T) {
+	s := e2e.Require(t)
+	for name, srv := range claimServers(t, s) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			folder, uids := claimFolder(t, srv, 2)
+			ctx := context.Background()
+			c := dialOwner(t, srv)
+			if _, err := c.Select(ctx, folder, false); err != nil {
+				t.Fatal(err)
+			}
+			raw := srv.IMAP(t, e2e.Owner)
+			defer func() { _ = raw.Logout().Wait() }()
+			if _, err := raw.Select(folder, nil).Wait(); err != nil {
+				t.Fatal(err)
+			}
+			// touch changes uid's flags (so its MODSEQ) from another
+			// session: the n-th touch sets \Flagged when n is odd and
+			// clears it when even.
+			touch := func(uid uint32, n int) {
+				op := imap.StoreFlagsAdd
+				if n%2 == 0 {
+					op = imap.StoreFlagsDel
+				}
+				if err := raw.Store(imap.UIDSetNum(imap.UID(uid)), &imap.StoreFlags{Op: op, Silent: true, Flags: []imap.Flag{imap.FlagFlagged}}, nil).Close(); err != nil {
+					t.Errorf("touch %d: %v", uid, err)
+				}
+			}
+			base := &imapsync.Claimer{Holder: "retrier", Lease: time.Minute}
+			stores := map[uint32]int{}
+			once := base.BeforeStoreForTest(func(uid uint32) {
+				if stores[uid]++; stores[uid] == 1 {
+					touch(uid, 1)
+				}
+			})
+			res, err := once.Claim(ctx, c, uids[:1])
+			if err != nil || len(res) != 1 || res[0].State != imapsync.ClaimWon {
+				t.Fatalf("%s: claim after one refused STORE: %+v, %v; want won", name, res, err)
+			}
+			if stores[uids[0]] != 2 {
+				t.Errorf("%s: %d STOREs, want 2 (one refused, one landed)", name, stores[uids[0]])
+			}
+			always := base.BeforeStoreForTest(func(uid uint32) {
+				stores[uid]++
+				touch(uid, stores[uid])
+			})
+			res, err = always.Claim(ctx, c, uids[1:])
+			if err != nil || len(res) != 1 || res[0].State != imapsync.ClaimHeld || res[0].Holder != "" {
+				t.Fatalf("%s: control, every STORE refused: %+v, %v; want held by nobody", name, res, err)
+			}
+			t.Logf("%s: refused once → won after %d STOREs; refused always → held by nobody after %d", name, stores[uids[0]], stores[uids[1]])
+		})
+	}
+}
