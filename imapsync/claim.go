@@ -16,21 +16,33 @@ import (
 // Claims: several watchers, each with its own state, on one mailbox.
 //
 // The mailbox is the one state they share, so a watcher claims a message
-// in the mailbox before it acts on it: a keyword
-// "$MAClaim_<holder>_<unix expiry>" set with a conditional STORE (RFC
-// 7162 CONDSTORE: UID FETCH MODSEQ, then UID STORE (UNCHANGEDSINCE
-// modseq)). Of two watchers that read the same MODSEQ only the first
-// STORE lands; the server refuses the second ([MODIFIED]), and a fresh
-// FETCH of the flags tells each who won. A claim carries a lease: a
-// watcher killed mid-way leaves a claim that expires, and another takes
-// the message over. Once the message's outcome is recorded the holder
-// sets "$MADone_<holder>" (Finish) and the claim never expires.
+// in the mailbox before it acts on it: the keyword "$MAClaim_<holder>"
+// set with a conditional STORE (RFC 7162 CONDSTORE: UID FETCH MODSEQ,
+// then UID STORE (UNCHANGEDSINCE modseq)). Of two watchers that read the
+// same MODSEQ only the first STORE lands; the server refuses the second
+// ([MODIFIED]), and a fresh FETCH of the flags tells each who won. Once
+// the message's outcome is recorded the holder sets "$MADone_<holder>"
+// (Finish) and removes its claim.
+//
+// A claim has a lease, so that a watcher killed mid-way does not keep a
+// message for ever; but the keyword carries no time. A keyword with its
+// expiry in it would be a new keyword every few minutes, and a server
+// keeps every keyword a mailbox has ever used (Dovecot lists them all in
+// PERMANENTFLAGS, to every client, for ever). Instead the lease runs on
+// each watcher's own clock: another watcher's claim is live until a Lease
+// (plus Skew) after this watcher first saw the message at its current
+// MODSEQ. A watcher first sees a claim after it was made, so it never
+// takes one over early; any change to the message (a renewal, a flag)
+// starts the wait again, which only delays a take-over. No two machines'
+// clocks are ever compared. A take-over first removes the dead claim
+// with a conditional STORE, then claims as for a free message. The holder
+// keeps the time of its own claims in memory; a claim of its own that it
+// does not remember (a restart) is renewed the same way, so that every
+// other watcher's wait starts again.
 //
 // Keywords are set by clients, never by a sender, but anyone with the
-// account (another program, a filter) can set one: a claim whose lease
-// has passed is void, and one whose expiry lies absurdly far ahead
-// (beyond MaxLease from now) counts as expiring MaxLease after this
-// Claimer first saw it, so no forged keyword blocks a watcher for ever.
+// account (another program, a filter) can set one: a forged claim holds a
+// message for one Lease at most, like any other.
 
 // Claim keyword prefixes.
 const (
@@ -57,11 +69,8 @@ func ValidHolder(h string) bool {
 	return true
 }
 
-// ClaimKeyword is holder's claim keyword expiring at expires (to the
-// second).
-func ClaimKeyword(holder string, expires time.Time) string {
-	return ClaimKeywordPrefix + holder + "_" + strconv.FormatInt(expires.Unix(), 10)
-}
+// ClaimKeyword is holder's claim keyword.
+func ClaimKeyword(holder string) string { return ClaimKeywordPrefix + holder }
 
 // DoneKeyword is the keyword holder sets once a message's outcome is
 // recorded.
@@ -71,11 +80,12 @@ func DoneKeyword(holder string) string { return DoneKeywordPrefix + holder }
 type claimMark struct {
 	keyword string
 	holder  string
-	expires time.Time
 }
 
 // parseMarks returns the claim and done keywords among flags; keywords of
-// the prefix that do not parse are not claims and are ignored.
+// the prefix that do not parse are not claims and are ignored. A claim
+// keyword of the first release, "$MAClaim_<holder>_<unix expiry>", is
+// read as a claim by holder (its expiry is not believed).
 func parseMarks(flags []string) (claims []claimMark, done []string) {
 	for _, f := range flags {
 		switch {
@@ -84,17 +94,18 @@ func parseMarks(flags []string) (claims []claimMark, done []string) {
 				done = append(done, h)
 			}
 		case hasPrefixFold(f, ClaimKeywordPrefix):
-			rest := f[len(ClaimKeywordPrefix):]
-			i := strings.LastIndexByte(rest, '_')
-			if i <= 0 {
+			h := strings.ToLower(f[len(ClaimKeywordPrefix):])
+			if i := strings.IndexByte(h, '_'); i >= 0 {
+				sec, err := strconv.ParseInt(h[i+1:], 10, 64)
+				if err != nil || sec <= 0 || sec > 1<<40 {
+					continue
+				}
+				h = h[:i]
+			}
+			if !ValidHolder(h) {
 				continue
 			}
-			h := strings.ToLower(rest[:i])
-			sec, err := strconv.ParseInt(rest[i+1:], 10, 64)
-			if !ValidHolder(h) || err != nil || sec <= 0 || sec > 1<<40 {
-				continue
-			}
-			claims = append(claims, claimMark{keyword: f, holder: h, expires: time.Unix(sec, 0)})
+			claims = append(claims, claimMark{keyword: f, holder: h})
 		}
 	}
 	slices.Sort(done)
@@ -139,34 +150,46 @@ type ClaimResult struct {
 
 // Claimer claims messages of the selected mailbox for one watcher. Its
 // fields are set before first use; it is safe for concurrent use, but a
-// Client is not (run one call at a time per Client).
+// Client is not (run one call at a time per Client). A Claimer serves one
+// mailbox: it remembers claims by UID.
 type Claimer struct {
-	// Holder names the watcher: a stable random id per state directory
+	// Holder names the watcher: a stable id per state directory
 	// (ValidHolder).
 	Holder string
 	// Lease is how long a claim holds without being finished (default
-	// 10 minutes). Expiries are rounded up to a quarter of it, so that a
-	// burst shares a few keywords instead of making one per message.
+	// 10 minutes).
 	Lease time.Duration
-	// MaxLease caps a claim's expiry as seen from now (default 6×Lease):
-	// one further ahead counts as expiring MaxLease after this Claimer
-	// first saw it.
+	// MaxLease caps an election note's expiry as seen from now (default
+	// 6×Lease): one further ahead counts as expiring MaxLease after this
+	// Claimer first saw it (Election).
 	MaxLease time.Duration
-	// Skew is how long after its expiry a claim of another holder is
-	// still respected, for clocks that differ (default 2s).
+	// Skew is how long after its lease another watcher's claim is still
+	// respected (default 2s): for a claim it covers the time between the
+	// claim's STORE and this watcher's first sight of it, for an election
+	// note clocks that differ.
 	Skew time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 
 	// unchecked is the positive control of the adversarial tests
-	// (ClaimerWithoutChecksForTest): no UNCHANGEDSINCE, no cap.
+	// (WithoutChecksForTest): no UNCHANGEDSINCE, and a claim of another
+	// watcher never expires.
 	unchecked bool
 	// beforeStore, if set, runs before each conditional STORE (tests
 	// only: BeforeStoreForTest).
 	beforeStore func(uid uint32)
 
 	mu        sync.Mutex
-	firstSeen map[string]time.Time // uid/keyword → when an absurd claim was first seen
+	mine      map[uint32]time.Time // uid → when our claim landed
+	seen      map[uint32]claimSeen // uid → when first seen at its MODSEQ
+	firstSeen map[string]time.Time // election note → when an absurd one was first seen
+}
+
+// claimSeen is when a message carrying another watcher's claim was first
+// seen at one MODSEQ.
+type claimSeen struct {
+	modseq uint64
+	first  time.Time
 }
 
 func (cl *Claimer) now() time.Time {
@@ -197,8 +220,8 @@ func (cl *Claimer) skew() time.Duration {
 	return 2 * time.Second
 }
 
-// expiry is the expiry of a claim made now: now+Lease rounded up to a
-// quarter of the lease (at least a second).
+// expiry is the expiry of an election note written now: now+Lease
+// rounded up to a quarter of the lease (at least a second).
 func (cl *Claimer) expiry(now time.Time) time.Time {
 	q := max(cl.lease()/4, time.Second).Truncate(time.Second)
 	e := now.Add(cl.lease())
@@ -208,13 +231,13 @@ func (cl *Claimer) expiry(now time.Time) time.Time {
 	return e.Truncate(time.Second)
 }
 
-// effective is the expiry a claim is judged by: its own, or, when that
-// lies beyond MaxLease from now, MaxLease after it was first seen.
-func (cl *Claimer) effective(uid uint32, m claimMark, now time.Time) time.Time {
-	if cl.unchecked || !m.expires.After(now.Add(cl.maxLease()+cl.skew())) {
-		return m.expires
+// effective is the expiry an election note (named by key) is judged by:
+// its own, or, when that lies beyond MaxLease from now, MaxLease after it
+// was first seen.
+func (cl *Claimer) effective(key string, expires, now time.Time) time.Time {
+	if cl.unchecked || !expires.After(now.Add(cl.maxLease()+cl.skew())) {
+		return expires
 	}
-	key := strconv.FormatUint(uint64(uid), 10) + "/" + m.keyword
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if cl.firstSeen == nil {
@@ -228,32 +251,112 @@ func (cl *Claimer) effective(uid uint32, m claimMark, now time.Time) time.Time {
 	return first.Add(cl.maxLease())
 }
 
-// judge says who holds a message with these flags at now: done, held by
-// another, or free to claim (state 0), with our own live claim reported
-// as ClaimWon.
-func (cl *Claimer) judge(uid uint32, flags []string, now time.Time) ClaimResult {
-	claims, done := parseMarks(flags)
-	r := ClaimResult{UID: uid}
-	if len(done) > 0 {
-		r.State, r.Holder = ClaimDone, done[0]
-		if slices.Contains(done, cl.Holder) {
-			r.Holder = cl.Holder
-		}
-		return r
+// sight returns when this Claimer first saw uid at modseq, noting now if
+// it had not.
+func (cl *Claimer) sight(uid uint32, modseq uint64, now time.Time) time.Time {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.seen == nil {
+		cl.seen = map[uint32]claimSeen{}
 	}
+	if s, ok := cl.seen[uid]; ok && s.modseq == modseq {
+		return s.first
+	}
+	cl.seen[uid] = claimSeen{modseq: modseq, first: now}
+	return now
+}
+
+// claimedAt returns when our claim on uid landed, if we remember one.
+func (cl *Claimer) claimedAt(uid uint32) (time.Time, bool) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	t, ok := cl.mine[uid]
+	return t, ok
+}
+
+func (cl *Claimer) setMine(uid uint32, at time.Time) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.mine == nil {
+		cl.mine = map[uint32]time.Time{}
+	}
+	if at.IsZero() {
+		delete(cl.mine, uid)
+		return
+	}
+	cl.mine[uid] = at
+}
+
+// prune forgets our claims past their lease (a claim of ours we do not
+// remember is renewed) and sights older than a day and ten leases (a
+// message seen again is seen afresh, which only delays a take-over): the
+// maps hold only messages claimed lately.
+func (cl *Claimer) prune(now time.Time) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for k, t := range cl.mine {
+		if !t.Add(cl.lease()).After(now) {
+			delete(cl.mine, k)
+		}
+	}
+	old := now.Add(-max(24*time.Hour, 10*cl.lease()))
+	for k, s := range cl.seen {
+		if s.first.Before(old) {
+			delete(cl.seen, k)
+		}
+	}
+}
+
+// verdict is judge's answer: the result (State 0: free to claim) and the
+// claim keywords a claimant must remove first (dead claims, and a claim
+// of ours to renew).
+type verdict struct {
+	ClaimResult
+	remove []string
+}
+
+// judge says who holds a message with these flags at modseq, at now:
+// done, held by another live claim, won (our own claim, remembered and
+// within its lease), or free.
+func (cl *Claimer) judge(uid uint32, flags []string, modseq uint64, now time.Time) verdict {
+	claims, done := parseMarks(flags)
+	v := verdict{ClaimResult: ClaimResult{UID: uid}}
+	if len(done) > 0 {
+		v.State, v.Holder = ClaimDone, done[0]
+		if slices.Contains(done, cl.Holder) {
+			v.Holder = cl.Holder
+		}
+		return v
+	}
+	own := false
 	for _, m := range claims {
-		exp := cl.effective(uid, m, now)
 		if m.holder == cl.Holder {
-			if exp.After(now) && (r.State != ClaimWon || exp.After(r.Expires)) && r.State != ClaimHeld {
-				r.State, r.Holder, r.Expires = ClaimWon, cl.Holder, exp
+			if at, ok := cl.claimedAt(uid); ok && at.Add(cl.lease()).After(now) {
+				own = true
+				v.Expires = at.Add(cl.lease())
+				continue
+			}
+			v.remove = append(v.remove, m.keyword) // ours, forgotten or lapsed: renew it
+			continue
+		}
+		exp := cl.sight(uid, modseq, now).Add(cl.lease())
+		if cl.unchecked || exp.Add(cl.skew()).After(now) {
+			if v.State != ClaimHeld || exp.After(v.Expires) {
+				v.State, v.Holder, v.Expires = ClaimHeld, m.holder, exp
 			}
 			continue
 		}
-		if exp.Add(cl.skew()).After(now) && (r.State != ClaimHeld || exp.After(r.Expires)) {
-			r.State, r.Holder, r.Expires = ClaimHeld, m.holder, exp
-		}
+		v.remove = append(v.remove, m.keyword)
 	}
-	return r
+	switch {
+	case v.State == ClaimHeld:
+		v.remove = nil
+	case own:
+		v.State, v.Holder = ClaimWon, cl.Holder
+	default:
+		v.Expires = time.Time{}
+	}
+	return v
 }
 
 // claimFetch is one message's FLAGS and MODSEQ.
@@ -281,18 +384,25 @@ func (c *Client) CanClaim() error {
 	if !c.Has(string(imap.CapCondStore)) {
 		return fmt.Errorf("imap claim: the server has no CONDSTORE: %w", ErrUnsupported)
 	}
-	if len(c.KeywordsAllowed([]string{ClaimKeyword("x", time.Unix(1, 0))})) == 0 {
+	if len(c.KeywordsAllowed([]string{ClaimKeyword("x")})) == 0 {
 		return fmt.Errorf("imap claim: %w", ErrKeywordsRefused)
 	}
 	return nil
 }
 
+// claimAttempts is how many rounds Claim runs on a message that nobody
+// holds before it leaves it for the next sync: a take-over or renewal
+// takes two (remove the dead claim, then claim), and a STORE refused
+// while no claim landed is tried again.
+const claimAttempts = 4
+
 // Claim claims uids of c's selected mailbox for cl.Holder, atomically:
-// each message unclaimed, or whose claims have all expired, gets a fresh
-// claim keyword by a conditional STORE, and one already claimed by
-// cl.Holder has its lease renewed. Messages that no longer exist are left
-// out of the result. A message claimed by another watcher at the same
-// moment comes back ClaimHeld: of two racing claimants exactly one wins.
+// each message unclaimed, or whose claims have all lapsed, gets this
+// watcher's claim by a conditional STORE. Messages that no longer exist
+// are left out of the result. A message claimed by another watcher at the
+// same moment comes back ClaimHeld: of two racing claimants exactly one
+// wins. One still refused after a few tries with no claim on it comes
+// back ClaimHeld with no Holder (try again later).
 //
 // Errors: ErrUnsupported without CONDSTORE (or when the mailbox has no
 // MODSEQ), ErrKeywordsRefused when the mailbox keeps no keywords,
@@ -311,7 +421,7 @@ func (cl *Claimer) Claim(ctx context.Context, c *Client, uids []uint32) ([]Claim
 		return nil, err
 	}
 	now := cl.now()
-	kw := ClaimKeyword(cl.Holder, cl.expiry(now))
+	cl.prune(now)
 	results := map[uint32]ClaimResult{}
 	// A conditional STORE can be refused with no claim landing at all:
 	// something else changed the message (a flag set by another client),
@@ -322,13 +432,13 @@ func (cl *Claimer) Claim(ctx context.Context, c *Client, uids []uint32) ([]Claim
 	pending := uids
 	for attempt := 0; attempt < claimAttempts && len(pending) > 0; attempt++ {
 		var err error
-		pending, err = cl.claimRound(ctx, c, pending, now, kw, results)
+		pending, err = cl.claimRound(ctx, c, pending, now, results)
 		if err != nil {
 			return nil, err
 		}
 	}
 	for _, uid := range pending {
-		// Still refused and still unclaimed: leave it for the next round.
+		// Still refused and still unclaimed: leave it for the next sync.
 		results[uid] = ClaimResult{UID: uid, State: ClaimHeld, Holder: "", Expires: now}
 	}
 	out := make([]ClaimResult, 0, len(results))
@@ -340,53 +450,71 @@ func (cl *Claimer) Claim(ctx context.Context, c *Client, uids []uint32) ([]Claim
 	return out, nil
 }
 
-// claimAttempts is how many conditional STOREs Claim tries on a message
-// that nobody holds before it leaves it for the next sync.
-const claimAttempts = 3
+// condStore runs one conditional STORE of kws on uid (add or remove).
+func (cl *Claimer) condStore(ctx context.Context, c *Client, uid uint32, modseq uint64, add bool, kws []string) error {
+	opts := &imap.StoreOptions{UnchangedSince: modseq}
+	if cl.unchecked {
+		opts = nil
+	}
+	op := imap.StoreFlagsDel
+	if add {
+		op = imap.StoreFlagsAdd
+	}
+	flags := make([]imap.Flag, len(kws))
+	for i, k := range kws {
+		flags[i] = imap.Flag(k)
+	}
+	if cl.beforeStore != nil {
+		cl.beforeStore(uid)
+	}
+	err := c.guard(ctx, func() error {
+		return c.ic.Store(uidSet([]uint32{uid}), &imap.StoreFlags{Op: op, Silent: true, Flags: flags}, opts).Close()
+	})
+	if err != nil {
+		return fmt.Errorf("imap claim uid %d: %w", uid, err)
+	}
+	return nil
+}
 
 // claimRound is one pass of Claim over uids: it records each message's
-// result in results and returns those whose STORE was refused while no
-// live claim landed (to be tried again).
-func (cl *Claimer) claimRound(ctx context.Context, c *Client, uids []uint32, now time.Time, kw string, results map[uint32]ClaimResult) ([]uint32, error) {
+// result in results and returns those to look at again: a dead claim
+// removed (claim next), or a STORE refused while no claim landed.
+func (cl *Claimer) claimRound(ctx context.Context, c *Client, uids []uint32, now time.Time, results map[uint32]ClaimResult) ([]uint32, error) {
 	before, err := c.claimFetch(ctx, uids)
 	if err != nil {
 		return nil, fmt.Errorf("imap claim: %w", err)
 	}
-	var stored []uint32
+	kw := ClaimKeyword(cl.Holder)
+	var stored, again []uint32
 	for _, uid := range uids {
 		f, ok := before[uid]
 		if !ok {
 			continue
 		}
-		r := cl.judge(uid, f.flags, now)
-		if r.State == ClaimDone || r.State == ClaimHeld {
-			results[uid] = r
-			continue
-		}
 		if f.modseq == 0 && !cl.unchecked {
 			return nil, fmt.Errorf("imap claim: the mailbox reports no MODSEQ: %w", ErrUnsupported)
 		}
-		if slices.Contains(f.flags, kw) {
-			results[uid] = ClaimResult{UID: uid, State: ClaimWon, Holder: cl.Holder, Expires: r.Expires}
-			continue
+		v := cl.judge(uid, f.flags, f.modseq, now)
+		switch {
+		case v.State != 0:
+			results[uid] = v.ClaimResult
+		case len(v.remove) > 0:
+			// Take-over (or renewal): the dead claims go first, by a
+			// conditional STORE; the next round claims the message.
+			if err := cl.condStore(ctx, c, uid, f.modseq, false, uniq(v.remove)); err != nil {
+				return nil, err
+			}
+			cl.setMine(uid, time.Time{})
+			again = append(again, uid)
+		default:
+			if err := cl.condStore(ctx, c, uid, f.modseq, true, []string{kw}); err != nil {
+				return nil, err
+			}
+			stored = append(stored, uid)
 		}
-		opts := &imap.StoreOptions{UnchangedSince: f.modseq}
-		if cl.unchecked {
-			opts = nil
-		}
-		if cl.beforeStore != nil {
-			cl.beforeStore(uid)
-		}
-		err := c.guard(ctx, func() error {
-			return c.ic.Store(uidSet([]uint32{uid}), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.Flag(kw)}}, opts).Close()
-		})
-		if err != nil {
-			return nil, fmt.Errorf("imap claim uid %d: %w", uid, err)
-		}
-		stored = append(stored, uid)
 	}
 	if len(stored) == 0 {
-		return nil, nil
+		return again, nil
 	}
 	// The server's answer to a STORE that lost ([MODIFIED]) is not parsed
 	// by go-imap: a fresh FETCH says who holds each message.
@@ -394,49 +522,37 @@ func (cl *Claimer) claimRound(ctx context.Context, c *Client, uids []uint32, now
 	if err != nil {
 		return nil, fmt.Errorf("imap claim: %w", err)
 	}
-	var stale []string
-	var again []uint32
 	for _, uid := range stored {
 		f, ok := after[uid]
 		if !ok {
 			continue // expunged meanwhile
 		}
-		r := cl.judge(uid, f.flags, now)
-		if cl.unchecked && slices.Contains(f.flags, kw) {
-			r = ClaimResult{UID: uid, State: ClaimWon, Holder: cl.Holder}
-		}
-		if r.State == ClaimWon && !slices.Contains(f.flags, kw) {
-			r.State = 0 // an older claim of ours: another STORE won this round
-		}
-		if r.State == 0 {
-			// Our STORE was refused and no claim is live: another
-			// watcher claimed and finished or dropped it at once, or
-			// the server refused it spuriously. Try again.
-			again = append(again, uid)
+		if !slices.Contains(f.flags, kw) {
+			// Our STORE was refused. Whoever won holds it now; if
+			// nobody did, try again.
+			if v := cl.judge(uid, f.flags, f.modseq, now); v.State != 0 {
+				results[uid] = v.ClaimResult
+			} else {
+				again = append(again, uid)
+			}
 			continue
 		}
-		if r.State == ClaimWon {
-			r.Expires = cl.expiry(now)
-			claims, _ := parseMarks(f.flags)
-			for _, m := range claims {
-				if m.keyword != kw && (m.holder == cl.Holder || !cl.effective(uid, m, now).Add(cl.skew()).After(now)) {
-					stale = append(stale, m.keyword)
-				}
-			}
+		cl.setMine(uid, now)
+		v := cl.judge(uid, f.flags, f.modseq, now)
+		if v.State == ClaimHeld {
+			// Another watcher's claim sits beside ours (set without a
+			// conditional STORE): neither acts until one lapses.
+			results[uid] = v.ClaimResult
+			continue
 		}
-		results[uid] = r
-	}
-	if len(stale) > 0 {
-		// Expired claims and our own older ones are void: drop them (best
-		// effort; they are judged void anyway).
-		_ = c.StoreFlags(ctx, stored, false, uniq(stale))
+		results[uid] = ClaimResult{UID: uid, State: ClaimWon, Holder: cl.Holder, Expires: now.Add(cl.lease())}
 	}
 	return again, nil
 }
 
 // Finish records that cl.Holder decided uids: it sets the done keyword
-// and removes every claim keyword from them, so their claims never
-// expire. Messages that no longer exist are skipped.
+// and removes every claim keyword from them, so no watcher claims them
+// again. Messages that no longer exist are skipped.
 func (cl *Claimer) Finish(ctx context.Context, c *Client, uids []uint32) error {
 	if !ValidHolder(cl.Holder) {
 		return ErrBadHolder
@@ -446,6 +562,9 @@ func (cl *Claimer) Finish(ctx context.Context, c *Client, uids []uint32) error {
 	}
 	if _, err := c.SetKeywords(ctx, uids, []string{DoneKeyword(cl.Holder)}); err != nil {
 		return fmt.Errorf("imap claim finish: %w", err)
+	}
+	for _, uid := range uids {
+		cl.setMine(uid, time.Time{})
 	}
 	flags, err := c.Flags(ctx, uids)
 	if err != nil {
@@ -480,8 +599,10 @@ func (cl *Claimer) Marks(ctx context.Context, c *Client, uids []uint32) (map[uin
 	now := cl.now()
 	out := map[uint32]ClaimResult{}
 	for uid, fl := range flags {
-		if r := cl.judge(uid, fl, now); r.State != 0 {
-			out[uid] = r
+		// Without a MODSEQ a claim's wait runs from the first sight of
+		// the message: a change to it does not start it again.
+		if v := cl.judge(uid, fl, 0, now); v.State != 0 {
+			out[uid] = v.ClaimResult
 		}
 	}
 	return out, nil
@@ -493,9 +614,9 @@ func uniq(s []string) []string {
 }
 
 // WithoutChecksForTest returns a copy of cl with its defences off: no
-// UNCHANGEDSINCE (a plain check-then-set) and no cap on a claim's expiry.
-// It is the positive control of the adversarial tests only: the same
-// attack, defence off, must land.
+// UNCHANGEDSINCE (a plain check-then-set), and another watcher's claim
+// never lapses. It is the positive control of the adversarial tests
+// only: the same attack, defence off, must land.
 func (cl *Claimer) WithoutChecksForTest() *Claimer {
 	return &Claimer{Holder: cl.Holder, Lease: cl.Lease, MaxLease: cl.MaxLease, Skew: cl.Skew, Now: cl.Now, unchecked: true}
 }

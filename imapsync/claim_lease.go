@@ -127,7 +127,7 @@ func (e *Election) notes(ctx context.Context, c *Client, name string) ([]leaseNo
 // lost the race to append, and is ignored.
 func (e *Election) lease(notes []leaseNote, now time.Time) (holder string, expires time.Time) {
 	for _, n := range notes {
-		exp := e.Claimer.effective(n.uid, claimMark{keyword: fmt.Sprintf("lease/%s/%d", n.holder, n.expires.Unix()), holder: n.holder, expires: n.expires}, now)
+		exp := e.Claimer.effective(fmt.Sprintf("lease/%d/%s/%d", n.uid, n.holder, n.expires.Unix()), n.expires, now)
 		switch {
 		case holder == "" || n.holder == holder:
 			holder = n.holder

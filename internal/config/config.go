@@ -327,14 +327,47 @@ type Sync struct {
 	// Claims makes watch claim each new message in the mailbox before
 	// acting on it, so that several watchers of one account (on
 	// different machines, each with its own state) never both answer or
-	// queue a message: a claim keyword set by a conditional STORE where
-	// the server has CONDSTORE, else one watcher elected through a lease
-	// folder (internal/app/daemon claim.go). Default false: one watcher.
-	Claims bool `toml:"claims"`
+	// queue a message (internal/app/daemon claim.go): "auto" (the
+	// default) claims where the server has CONDSTORE, with a keyword set
+	// by a conditional STORE, and assumes one watcher where it has not;
+	// "on" (or true) also elects one acting watcher through a lease
+	// folder on a server without CONDSTORE; "off" (or false) never claims.
+	Claims ClaimsMode `toml:"claims"`
 	// ClaimLease is how long a claim (or the elected watcher's lease)
 	// holds without being renewed or finished: a watcher that died leaves
 	// its messages to the others after it (default 10m; 0: the default).
 	ClaimLease Duration `toml:"claim_lease"`
+}
+
+// ClaimsMode is sync.claims: ClaimsAuto, ClaimsOn or ClaimsOff.
+type ClaimsMode string
+
+// sync.claims values.
+const (
+	ClaimsAuto ClaimsMode = "auto"
+	ClaimsOn   ClaimsMode = "on"
+	ClaimsOff  ClaimsMode = "off"
+)
+
+// UnmarshalTOML implements toml.Unmarshaler: "auto", "on", "off", or a
+// boolean (true is "on", false "off", as the first release wrote it).
+func (m *ClaimsMode) UnmarshalTOML(v any) error {
+	switch v := v.(type) {
+	case bool:
+		*m = ClaimsOff
+		if v {
+			*m = ClaimsOn
+		}
+		return nil
+	case string:
+		switch mode := ClaimsMode(strings.ToLower(strings.TrimSpace(v))); mode {
+		case ClaimsAuto, ClaimsOn, ClaimsOff:
+			*m = mode
+			return nil
+		}
+		return fmt.Errorf("%q is not one of auto, on, off", v)
+	}
+	return fmt.Errorf("a TOML %T: use \"auto\", \"on\" or \"off\"", v)
 }
 
 // MCP configures `mailagent mcp`, the Model Context Protocol server.
@@ -694,6 +727,7 @@ func defaults() *Config {
 			PollInterval:    Dur(60 * time.Second),
 			InitialLookback: Dur(DefaultInitialLookback),
 			RetryInterval:   Dur(DefaultRetryInterval),
+			Claims:          ClaimsAuto,
 		},
 		Store:      Store{Retention: Days{Dur(90 * 24 * time.Hour)}},
 		Followup:   Followup{Enabled: true, DefaultAfter: Days{Dur(72 * time.Hour)}, MaxNudges: 2},

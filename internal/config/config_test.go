@@ -75,6 +75,7 @@ func TestParseDefaults(t *testing.T) {
 		{"llm.concurrency", cfg.LLM.Concurrency, 4},
 		{"llm.timeout", cfg.LLM.Timeout.D(), 60 * time.Second},
 		{"llm.max_body_chars", cfg.LLM.MaxBodyChars, 4000},
+		{"sync.claims", cfg.Sync.Claims, ClaimsAuto},
 		{"accounts[0].mailbox", cfg.Accounts[0].Mailbox, "INBOX"},
 		{"accounts[0].display_name", cfg.Accounts[0].DisplayName, "personal"},
 		{"accounts[0].imap.port", cfg.Accounts[0].IMAP.Port, 993},
@@ -542,6 +543,29 @@ func TestInsecureAllowedOnLoopback(t *testing.T) {
 				t.Errorf("port: got %d, want 143", cfg.Accounts[0].IMAP.Port)
 			}
 		})
+	}
+}
+
+// TestClaimsSetting: sync.claims takes "auto", "on", "off" (any case) and
+// the first release's booleans; anything else is an error naming the key.
+func TestClaimsSetting(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  ClaimsMode
+		ok    bool
+	}{
+		{`"auto"`, ClaimsAuto, true}, {`"on"`, ClaimsOn, true}, {`"OFF"`, ClaimsOff, true},
+		{"true", ClaimsOn, true}, {"false", ClaimsOff, true},
+		{`"sometimes"`, "", false}, {"1", "", false}, {`""`, "", false},
+	} {
+		src := "[sync]\nclaims = " + tc.value + "\n\n" + validTOML
+		cfg, err := Parse([]byte(src), "/x/config.toml", 0o600)
+		switch {
+		case tc.ok && (err != nil || cfg.Sync.Claims != tc.want):
+			t.Errorf("claims = %s: got %v, %v; want %q", tc.value, cfg.Sync.Claims, err, tc.want)
+		case !tc.ok && (err == nil || !strings.Contains(err.Error(), "claims")):
+			t.Errorf("claims = %s: got %v; want an error naming claims", tc.value, err)
+		}
 	}
 }
 

@@ -2,7 +2,7 @@ package daemon
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -26,9 +26,18 @@ import (
 // checkpoint back and is looked at again); one another watcher has
 // decided is recorded here as handled elsewhere, naming that watcher. A
 // server without CONDSTORE gets one acting watcher, elected through a
-// lease folder (imapsync.Election); the others stay passive and say why
-// in their status. Exactly-once sending is still guarded by the outbox's
-// own check of Sent and \Answered.
+// lease folder (imapsync.Election), when claims are on; the others stay
+// passive and say why in their status. With claims on "auto" (the
+// default) such a server gets no election: the watcher assumes it is
+// alone and says so. Exactly-once sending is still guarded by the
+// outbox's own check of Sent and \Answered.
+//
+// A message this watcher itself marked decided (its own done keyword)
+// but has no record of, because its state was lost, is handled again, as
+// without claims: the outbox's check keeps it from a second reply. The
+// watcher's id is kept beside its database and, when that file is gone
+// too, derived from the host and the state directory's path, so a
+// watcher that lost its state still knows its own keywords.
 
 // DecisionHandledElsewhere is the decision recorded for a message another
 // watcher of the account decided.
@@ -48,9 +57,13 @@ type ClaimOptions struct {
 	// Off disables claims: the watcher acts on every message as if it
 	// were alone (tests' positive controls; one watcher per account).
 	Off bool
+	// Auto claims only where the server has CONDSTORE: a server without
+	// it gets no election, and the watcher acts as if alone (sync.claims
+	// = "auto", the default).
+	Auto bool
 	// Holder is this watcher's id in claim keywords (imapsync.ValidHolder);
-	// default: a random id kept in the file "claim-holder" beside the
-	// state database, so it is stable across restarts.
+	// default: the id kept in the file "claim-holder" beside the state
+	// database (HolderID), so it is stable across restarts.
 	Holder string
 	// Lease is how long a claim holds (default 10 minutes). A message is
 	// only started while its claim has more than a third of it left.
@@ -93,20 +106,27 @@ func (d *Daemon) claimHolder() string {
 		d.holder, err = HolderID(filepath.Dir(d.Store.Path()))
 		if err != nil {
 			d.log().Warn("claim holder id: using one for this run only", "err", err)
-			d.holder = randomHolder()
+			d.holder = derivedHolder(filepath.Dir(d.Store.Path()))
 		}
 	}
 	return d.holder
 }
 
-func randomHolder() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// derivedHolder is the id of a watcher whose state directory is dir on
+// this host: 12 hex digits of a hash of the host name and dir's absolute
+// path. The same directory on the same host gives the same id again
+// after the state was lost; two directories, or two hosts, differ.
+func derivedHolder(dir string) string {
+	host, _ := os.Hostname()
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	sum := sha256.Sum256([]byte("mailagent claim holder\x00" + host + "\x00" + dir))
+	return hex.EncodeToString(sum[:6])
 }
 
-// HolderID returns the watcher id kept in dir/claim-holder, creating it
-// (12 random hex digits) on first use.
+// HolderID returns the watcher id kept in dir/claim-holder, creating it on
+// first use (derived from the host and dir: derivedHolder).
 func HolderID(dir string) (string, error) {
 	path := filepath.Join(dir, "claim-holder")
 	if b, err := os.ReadFile(path); err == nil {
@@ -115,7 +135,7 @@ func HolderID(dir string) (string, error) {
 		}
 		return "", fmt.Errorf("claim holder: %s holds no valid id", path)
 	}
-	h := randomHolder()
+	h := derivedHolder(dir)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, os.ErrExist) {
 		return HolderID(dir) // another process wrote it first
@@ -178,6 +198,10 @@ func (d *Daemon) claimMode(c *imapsync.Client, ac *accountClaims) string {
 		ac.mode, ac.election = ClaimModeClaims, nil
 		return ClaimModeClaims
 	}
+	if d.Claims.Auto {
+		ac.mode = ClaimModeOff
+		return ClaimModeOff
+	}
 	if ac.election == nil {
 		ac.election = &imapsync.Election{Claimer: ac.claimer}
 	}
@@ -198,7 +222,16 @@ func (d *Daemon) filterClaimed(ctx context.Context, a Account, c *imapsync.Clien
 	mode := d.claimMode(c, ac)
 	holder := d.claimHolder()
 	if mode == ClaimModeOff || len(uids) == 0 {
-		d.setStatus(a.Name, func(s *Status) { s.ClaimMode, s.ClaimHolder = mode, holder })
+		note := ""
+		if mode == ClaimModeOff && !d.Claims.Off {
+			note = `the server has no CONDSTORE, so messages are not claimed: this watcher assumes it is the account's only one (set sync.claims = "on" to elect one acting watcher among several)`
+		}
+		d.setStatus(a.Name, func(s *Status) {
+			s.ClaimMode, s.ClaimHolder = mode, holder
+			if mode == ClaimModeOff {
+				s.ClaimNote = note
+			}
+		})
 		return uids, nil
 	}
 	key := func(uid uint32) store.MessageKey {
@@ -272,6 +305,10 @@ func (d *Daemon) filterClaimed(ctx context.Context, a Account, c *imapsync.Clien
 			act = append(act, uid)
 		case r.State == imapsync.ClaimWon:
 			ac.expires[uid] = r.Expires
+			act = append(act, uid)
+		case r.State == imapsync.ClaimDone && r.Holder == holder:
+			// Decided by this watcher, which has no record of it (its
+			// state was lost): handle it again, as without claims.
 			act = append(act, uid)
 		case r.State == imapsync.ClaimDone:
 			done = append(done, uid)
@@ -356,6 +393,7 @@ func (d *Daemon) mayAct(account string, uid uint32) bool {
 	d.mu.Unlock()
 	ok := true
 	switch {
+	case mode == ClaimModeOff:
 	case mode == ClaimModeElected || mode == ClaimModePassive:
 		ok = d.leaseActing(ac)
 	case claimed:
@@ -383,6 +421,13 @@ func (d *Daemon) leaseActing(ac *accountClaims) bool {
 // watcher acts on them.
 func (d *Daemon) finishClaims(ctx context.Context, a Account, c *imapsync.Client, uidvalidity uint32, uids []uint32, skipped map[uint32]bool) {
 	if d.Claims.Off || len(uids) == 0 {
+		return
+	}
+	ac := d.claims(a.Name)
+	d.mu.Lock()
+	mode := ac.mode
+	d.mu.Unlock()
+	if mode == ClaimModeOff {
 		return
 	}
 	var terminal []uint32

@@ -3,6 +3,8 @@ package daemon_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -77,8 +79,9 @@ func record(t *testing.T, w *apitest.World, uid uint32) *store.MessageRecord {
 func TestClaimsWithoutCondstore(t *testing.T) {
 	w := apitest.NewWorld(t)
 	d := w.Daemon
+	d.Claims.Auto = false // claims "on": an election without CONDSTORE
 	other := newOther(t, w)
-	other.hold(t) // the World's first sync released its lease on the way out
+	other.hold(t)
 
 	// modelSaw counts the model calls about a message, by its body.
 	modelSaw := func(body string) int {
@@ -128,7 +131,7 @@ func TestClaimsWithoutCondstore(t *testing.T) {
 	later := func() time.Time { return time.Now().Add(time.Hour) }
 	d.Now = later
 	attacks := map[uint32]string{}
-	for i, kw := range []string{imapsync.ClaimKeyword("evil", time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)), imapsync.ClaimKeyword("evil", time.Unix(1, 0))} {
+	for i, kw := range []string{imapsync.ClaimKeyword("evil"), "$MAClaim_evil_32503680000"} {
 		u, err := w.IMAP.Append(context.Background(), apitest.Owner, "INBOX",
 			apitest.Mail(apitest.Erin, "Forged claim", fmt.Sprintf("erin-forged-%d@example.org", i), "Lunch?"), []imap.Flag{imap.Flag(kw)}, time.Time{})
 		if err != nil {
@@ -175,7 +178,9 @@ func TestClaimsWithoutCondstore(t *testing.T) {
 }
 
 // TestHolderIDStable: the watcher's id is kept beside the state database
-// and survives a restart; a damaged file is an error, not a new id.
+// and survives a restart; with the file gone (the state lost) the same
+// directory on the same host gets the same id again; a damaged file is
+// an error, not a new id.
 func TestHolderIDStable(t *testing.T) {
 	dir := t.TempDir()
 	a, err := daemon.HolderID(dir)
@@ -188,5 +193,61 @@ func TestHolderIDStable(t *testing.T) {
 	other, _ := daemon.HolderID(t.TempDir())
 	if other == a {
 		t.Errorf("two state directories share the id %q", a)
+	}
+	if err := os.Remove(filepath.Join(dir, "claim-holder")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := daemon.HolderID(dir); err != nil || b != a {
+		t.Errorf("HolderID after the file was lost: %q, %v; want %q again", b, err, a)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "claim-holder"), []byte("NOT AN ID\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := daemon.HolderID(dir); err == nil {
+		t.Errorf("HolderID of a damaged file: %q, nil; want an error", b)
+	}
+}
+
+// TestClaimsAutoWithoutCondstore: with claims on "auto" (the default) a
+// server without CONDSTORE gets no election: the watcher acts on new mail
+// as if alone, writes no claim or done keyword and creates no lease
+// folder, and its status says why. The control is claims "on" on the same
+// server: the watcher holds an election (the lease folder appears).
+func TestClaimsAutoWithoutCondstore(t *testing.T) {
+	w := apitest.NewWorld(t) // claims "auto", as by default
+	d := w.Daemon
+	uid := w.Append("INBOX", apitest.Mail(apitest.Erin, "Tea", "erin-auto-1@example.org", "Tea on Sunday?"))
+	runOnce(t, w)
+	if rec := record(t, w, uid); rec == nil || !rec.State.Terminal() || rec.Decision == daemon.DecisionHandledElsewhere {
+		t.Fatalf("with claims auto and no CONDSTORE: got %+v, want the message handled here", rec)
+	}
+	st := d.Statuses()[0]
+	if st.ClaimMode != daemon.ClaimModeOff || !strings.Contains(st.ClaimNote, "CONDSTORE") || !strings.Contains(st.ClaimNote, `sync.claims = "on"`) {
+		t.Errorf("status: mode %q, note %q; want off, naming CONDSTORE and the setting", st.ClaimMode, st.ClaimNote)
+	}
+	lease := func() bool { // the lease folder exists
+		_, err := w.IMAP.Messages(context.Background(), apitest.Owner, imapsync.LeaseFolderName)
+		return err == nil
+	}
+	msgs, err := w.IMAP.Messages(context.Background(), apitest.Owner, "INBOX")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		for _, f := range m.Flags {
+			if k := strings.ToLower(string(f)); strings.HasPrefix(k, strings.ToLower(imapsync.ClaimKeywordPrefix)) || strings.HasPrefix(k, strings.ToLower(imapsync.DoneKeywordPrefix)) {
+				t.Errorf("message %d carries %s; want no claim keywords with claims auto and no CONDSTORE", m.UID, f)
+			}
+		}
+	}
+	if lease() {
+		t.Errorf("a lease folder was created with claims auto")
+	}
+	// Control: claims on, the same server: an election, so a lease folder.
+	d.Claims.Auto = false
+	w.Append("INBOX", apitest.Mail(apitest.Erin, "Cake", "erin-auto-2@example.org", "Cake?"))
+	runOnce(t, w)
+	if !lease() {
+		t.Errorf("control: claims on without CONDSTORE made no lease folder")
 	}
 }

@@ -152,7 +152,7 @@ func (d *doctor) imap(ctx context.Context, acct *config.Account) {
 		fallbacks := map[string]string{
 			"MOVE":        "moves are COPY then delete",
 			"UIDPLUS":     "moved originals stay marked \\Deleted, not expunged",
-			"CONDSTORE":   "watchers sharing the account (sync.claims) elect one to act instead of claiming each message",
+			"CONDSTORE":   "several watchers of the account cannot claim messages one by one: set sync.claims = \"on\" to elect one acting watcher",
 			"SPECIAL-USE": "Sent and Drafts are found by their usual names (set sent_mailbox/drafts_mailbox if that fails)",
 		}
 		var said []string

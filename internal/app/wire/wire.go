@@ -299,7 +299,7 @@ func NewDaemon(env *Env, cfg *config.Config, st *store.Store, parts *Agent, acco
 		InitialLookback: cfg.Sync.InitialLookback.D(),
 		RetryInterval:   cfg.Sync.RetryInterval.D(),
 		PollInterval:    cfg.Sync.PollInterval.D(),
-		Claims:          daemon.ClaimOptions{Off: !cfg.Sync.Claims, Lease: cfg.Sync.ClaimLease.D()},
+		Claims:          daemon.ClaimOptions{Off: cfg.Sync.Claims == config.ClaimsOff, Auto: cfg.Sync.Claims != config.ClaimsOn, Lease: cfg.Sync.ClaimLease.D()},
 		ThreadWindow:    ThreadWindow,
 		ThreadLimit:     ThreadLimit,
 		Concurrency:     cfg.LLM.Concurrency,

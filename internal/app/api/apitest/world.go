@@ -171,7 +171,9 @@ func NewWorld(t testing.TB) *World {
 	}
 	w.Pipeline.Followups = &followup.Tracker{Store: st, Accounts: w.Pipeline.Accounts, Notify: agent.EventsTo(w.Broker.Publish),
 		Policy: followup.Policy{Enabled: true}}
+	// Claims as the product's default (sync.claims = "auto").
 	w.Daemon = &daemon.Daemon{Store: st, Pipeline: w.Pipeline, Mailer: w.Mailer, Concurrency: 1, Logger: discard(),
+		Claims:   daemon.ClaimOptions{Auto: true},
 		Accounts: []daemon.Account{{Name: Account, Mailbox: "INBOX", Dial: dial}}}
 	w.Local = &api.Local{DB: st, Actions: Actions{Pipeline: w.Pipeline, Daemon: w.Daemon}, Broker: w.Broker, AutoSendCap: 20,
 		Tracker: w.Pipeline.Followups,

@@ -16,10 +16,14 @@ import (
 
 // TestNoSecondReplyAfterStateLoss: mailagent answers two authenticated
 // questions automatically through real Postfix, and Dovecot shows each
-// original flagged \Answered to another IMAP client. The state database is
-// then deleted (a new laptop, a lost disk) and the watcher started again:
-// the same mail is in its first-start lookback, yet nothing is sent a
-// second time, because the mailbox records what was answered.
+// original flagged \Answered to another IMAP client. The state directory
+// is then deleted (a lost disk), with the watcher's claim id beside the
+// database, and the watcher started again: the same mail is in its
+// first-start lookback, yet nothing is sent a second time, because the
+// mailbox records what was answered. The mail also carries the watcher's
+// own done keyword (claims are on by default on Dovecot): the watcher
+// knows its own id again (derived from the host and the directory) and
+// looks at the mail itself rather than calling it handled elsewhere.
 func TestNoSecondReplyAfterStateLoss(t *testing.T) {
 	parallel(t)
 	_, a := e2e.RequireSenderAuth(t)
@@ -53,8 +57,12 @@ func TestNoSecondReplyAfterStateLoss(t *testing.T) {
 		}
 	}
 
-	// The state is lost.
-	if err := os.Remove(filepath.Join(e.stateDir, "mailagent.db")); err != nil {
+	// The state is lost: the whole directory.
+	holder, err := os.ReadFile(filepath.Join(e.stateDir, "claim-holder"))
+	if err != nil {
+		t.Fatalf("the watcher's claim id: %v (claims should be on by default on Dovecot)", err)
+	}
+	if err := os.RemoveAll(e.stateDir); err != nil {
 		t.Fatal(err)
 	}
 	// A new state directory takes initial_lookback of history: make it
@@ -70,6 +78,9 @@ func TestNoSecondReplyAfterStateLoss(t *testing.T) {
 	w2.stop()
 	e.mustRun("watch", "--once")
 	e.barrier(e2e.Bob)
+	if again, err := os.ReadFile(filepath.Join(e.stateDir, "claim-holder")); err != nil || string(again) != string(holder) {
+		t.Errorf("the claim id after the loss: %q (%v), want %q again", again, err, holder)
+	}
 
 	for _, id := range ids {
 		if got := e.find(e2e.Bob, "INBOX", "In-Reply-To", id); len(got) != 1 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
 
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/rig/e2e"
@@ -192,7 +193,7 @@ func TestClaimStaleStoreRefused(t *testing.T) {
 				if conditional {
 					opts = &imap.StoreOptions{UnchangedSince: ms}
 				}
-				kw := imapsync.ClaimKeyword("second", time.Now().Add(time.Minute))
+				kw := imapsync.ClaimKeyword("second")
 				if err := raw.Store(imap.UIDSetNum(imap.UID(uid)), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.Flag(kw)}}, opts).Close(); err != nil {
 					t.Fatalf("stale store: %v", err)
 				}
@@ -316,4 +317,85 @@ func TestClaimRefusedWithoutWinnerRetried(t *testing.T) {
 			t.Logf("%s: refused once → won after %d STOREs; refused always → held by nobody after %d", name, stores[uids[0]], stores[uids[1]])
 		})
 	}
+}
+
+// TestClaimKeywordsBoundedRealServers: a watcher claiming and finishing a
+// message every five minutes for a day and a half (a fake clock) leaves
+// the mailbox's keyword list, which Dovecot keeps for ever and sends to
+// every client in PERMANENTFLAGS, with one claim keyword and one done
+// keyword. The control is the first release's claim keyword, which had
+// the expiry in it: the same run makes a keyword per claim.
+func TestClaimKeywordsBoundedRealServers(t *testing.T) {
+	s := e2e.Require(t)
+	for name, srv := range claimServers(t, s) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			const n = 400 // a claim every 5 minutes: 33 hours
+			ctx := context.Background()
+			folder, uids := claimFolder(t, srv, 1)
+			c := dialOwner(t, srv)
+			if _, err := c.Select(ctx, folder, false); err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			cl := &imapsync.Claimer{Holder: "bounded", Lease: 10 * time.Minute, Now: func() time.Time { return now }}
+			raw := srv.IMAP(t, e2e.Owner)
+			defer func() { _ = raw.Logout().Wait() }()
+			for i := range n {
+				now = now.Add(5 * time.Minute)
+				res, err := cl.Claim(ctx, c, uids)
+				if err != nil || len(res) != 1 || res[0].State != imapsync.ClaimWon {
+					t.Fatalf("claim %d: %+v, %v", i, res, err)
+				}
+				if err := cl.Finish(ctx, c, uids); err != nil {
+					t.Fatal(err)
+				}
+				// Undone, so the next claim finds the message open again.
+				if err := c.StoreFlags(ctx, uids, false, []string{imapsync.DoneKeyword("bounded")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ours := keywordsOf(t, raw, folder)
+			// The control: the first release's keyword, one per claim.
+			cfolder, cuids := claimFolder(t, srv, 1)
+			if _, err := raw.Select(cfolder, nil).Wait(); err != nil {
+				t.Fatal(err)
+			}
+			then := time.Now()
+			for range n {
+				then = then.Add(5 * time.Minute)
+				kw := imap.Flag(fmt.Sprintf("%s%s_%d", imapsync.ClaimKeywordPrefix, "bounded", then.Add(10*time.Minute).Truncate(150*time.Second).Unix()))
+				for _, op := range []imap.StoreFlagsOp{imap.StoreFlagsAdd, imap.StoreFlagsDel} {
+					if err := raw.Store(imap.UIDSetNum(imap.UID(cuids[0])), &imap.StoreFlags{Op: op, Silent: true, Flags: []imap.Flag{kw}}, nil).Close(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			control := keywordsOf(t, raw, cfolder)
+			t.Logf("%s: %d claims over %v: %d keywords of ours in the mailbox (%v); the first release's form: %d", name, n, time.Duration(n)*5*time.Minute, len(ours), ours, len(control))
+			if len(ours) > 2 {
+				t.Errorf("%s: %d claim keywords left in the mailbox's list, want at most 2 (one claim, one done)", name, len(ours))
+			}
+			if len(control) < n/2 {
+				t.Errorf("positive control: the first release's form left %d keywords, want one per claim (%d)", len(control), n)
+			}
+		})
+	}
+}
+
+// keywordsOf SELECTs folder afresh on raw and returns the claim and done
+// keywords in its PERMANENTFLAGS (every keyword the mailbox has used).
+func keywordsOf(t *testing.T, raw *imapclient.Client, folder string) []string {
+	t.Helper()
+	data, err := raw.Select(folder, nil).Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range append(data.PermanentFlags, data.Flags...) {
+		if k := string(f); (strings.HasPrefix(k, imapsync.ClaimKeywordPrefix) || strings.HasPrefix(k, imapsync.DoneKeywordPrefix)) && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }

@@ -53,20 +53,18 @@ func TestTwoWatchersOneReply(t *testing.T) {
 		t.Fatal("the mailagent binary was not built (TestMain)")
 	}
 	for _, tc := range []struct {
-		name string
-		srv  func(t *testing.T) *e2e.Stack
-		// viaSink: Postfix delivers to the main Dovecot only, so the
-		// mail is copied over from the sink's INBOX.
-		viaSink  bool
+		name     string
+		srv      func(t *testing.T) *e2e.Stack
+		prefix   string // the server's personal namespace prefix
 		sent     string // the Sent folder's name on the server
 		election bool   // no CONDSTORE: one watcher acts
 		control  bool   // the positive control: claims off
 	}{
-		{"dovecot", func(*testing.T) *e2e.Stack { return s }, false, "Sent", false, false},
-		{"courier-style", func(t *testing.T) *e2e.Stack { return s.Courier(t) }, true, "INBOX.Sent", false, false},
+		{"dovecot", func(*testing.T) *e2e.Stack { return s }, "", "Sent", false, false},
+		{"courier-style", func(t *testing.T) *e2e.Stack { return s.Courier(t) }, "INBOX.", "INBOX.Sent", false, false},
 		// Positive control: the same two watchers with claims off (a
 		// short burst, no kills) both act on every message.
-		{"dovecot-claims-off", func(*testing.T) *e2e.Stack { return s }, false, "Sent", false, true},
+		{"dovecot-claims-off", func(*testing.T) *e2e.Stack { return s }, "", "Sent", false, true},
 		{"courier-imap", func(t *testing.T) *e2e.Stack {
 			rc := s.RealCourier(t)
 			rc.Exclusive(t)
@@ -77,22 +75,35 @@ func TestTwoWatchersOneReply(t *testing.T) {
 				})
 			}
 			return rc.Fixed
-		}, true, "INBOX.Sent", true, false},
+		}, "INBOX.", "INBOX.Sent", true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			twoWatchers(t, s, tc.srv(t), tc.viaSink, tc.sent, tc.election, tc.control)
+			twoWatchers(t, s, tc.srv(t), tc.prefix, tc.sent, tc.election, tc.control)
 		})
 	}
 }
 
-func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox string, election, control bool) {
+// twoWatchers runs the storm on srv. The watchers watch a folder of their
+// own (prefix + "storm-" + tag), never a shared INBOX: mail is delivered
+// by Postfix to the sink on main, with its Authentication-Results, and
+// APPENDed from there into the folder, so that no other test's watcher
+// (which claims too, by default) ever sees, claims or decides it, and
+// these never touch other tests' mail.
+func twoWatchers(t *testing.T, main, srv *e2e.Stack, prefix, sentBox string, election, control bool) {
 	burst, kills, claims := claimBurst, claimKills, true
 	if control {
 		burst, kills, claims = 20, 0, false
 	}
 	_, auth := e2e.RequireSenderAuth(t)
 	tag := newTag()
+	box := prefix + "storm-" + tag
+	withIMAP(t, srv, e2e.Owner, func(c *imapclient.Client) error { return c.Create(box, nil).Wait() })
+	t.Cleanup(func() {
+		if !t.Failed() {
+			withIMAP(t, srv, e2e.Owner, func(c *imapclient.Client) error { return c.Delete(box).Wait() })
+		}
+	})
 	dir, err := os.MkdirTemp("", "ma-claim-")
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +111,7 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox strin
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	model := geminitest.NewServer(t, func(req *geminitest.Request) geminitest.Reply {
 		if !strings.Contains(req.UserText(), "[storm "+tag+"]") {
-			return cautious(req) // other tests' mail in the shared INBOX
+			return cautious(req) // never expected: the folder holds this test's mail only
 		}
 		rep := draftReply("Thursday works.")
 		if isClassify(req) {
@@ -116,7 +127,7 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox strin
 			t.Fatal(err)
 		}
 		a := &agent{t: t, s: srv, dir: sub, stateDir: filepath.Join(sub, "state"), cfgPath: filepath.Join(sub, "config.toml"),
-			syncExtra: fmt.Sprintf("claims = %v\nclaim_lease = %q\n", claims, claimLease)}
+			syncExtra: fmt.Sprintf("claims = %v\nclaim_lease = %q\n", claims, claimLease), mailbox: box}
 		a.writeConfig(model.URL, main.SMTPPort, main.CAFile)
 		t.Cleanup(a.dumpOnFailure)
 		agents[i] = a
@@ -152,18 +163,12 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, viaSink bool, sentBox strin
 			if err != nil {
 				t.Fatal(err)
 			}
-			rcpt := e2e.Owner
-			if viaSink {
-				rcpt = e2e.Sink
-			}
-			main.Deliver(t, from, []string{rcpt}, signed)
+			main.Deliver(t, from, []string{e2e.Sink}, signed)
 			slice = append(slice, id)
 		}
-		if viaSink {
-			// Postfix's copy, with its Authentication-Results, into the
-			// Courier-style server's INBOX.
-			copyDelivered(t, main, srv, e2e.Sink, slice)
-		}
+		// Postfix's copy, with its Authentication-Results, into the
+		// watchers' folder.
+		copyDelivered(t, main, srv, e2e.Sink, box, slice)
 		if kills == 0 {
 			continue
 		}
@@ -447,8 +452,8 @@ func appendRaw(t *testing.T, s *e2e.Stack, user, mailbox string, raw []byte, fla
 
 // copyDelivered waits until each of ids has reached from's INBOX on main
 // (Postfix delivered it, with its Authentication-Results) and appends
-// those copies to the owner's INBOX on srv.
-func copyDelivered(t *testing.T, main, srv *e2e.Stack, from string, ids []string) {
+// those copies to the owner's folder box on srv.
+func copyDelivered(t *testing.T, main, srv *e2e.Stack, from, box string, ids []string) {
 	t.Helper()
 	var raws [][]byte
 	withIMAP(t, main, from, func(c *imapclient.Client) error {
@@ -481,7 +486,7 @@ func copyDelivered(t *testing.T, main, srv *e2e.Stack, from string, ids []string
 		return nil
 	})
 	for _, raw := range raws {
-		appendRaw(t, srv, e2e.Owner, "INBOX", raw)
+		appendRaw(t, srv, e2e.Owner, box, raw)
 	}
 }
 

@@ -2,6 +2,7 @@ package storm
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -115,7 +116,10 @@ func TestKill9StormFlappingSMTP(t *testing.T) {
 		rep.Delay = 50 * time.Millisecond
 		return rep
 	})
-	a := &agent{t: t, s: s, dir: dir, stateDir: filepath.Join(dir, "state"), cfgPath: filepath.Join(dir, "config.toml")}
+	// One watcher on the shared INBOX: claims off, so that it never marks
+	// other tests' mail there as decided (their watchers, which claim by
+	// default, would then leave it alone).
+	a := &agent{t: t, s: s, dir: dir, stateDir: filepath.Join(dir, "state"), cfgPath: filepath.Join(dir, "config.toml"), syncExtra: `claims = "off"`}
 	a.writeConfig(model.URL, front.port(), caFile)
 	t.Cleanup(a.dumpOnFailure)
 
@@ -298,6 +302,8 @@ type agent struct {
 	cfgPath  string
 	// syncExtra is added to the config's [sync] section (claim_test.go).
 	syncExtra string
+	// mailbox is the folder watched ("": INBOX).
+	mailbox string
 
 	mu       sync.Mutex
 	watchers []*watcher
@@ -334,6 +340,7 @@ name = %q
 email = %q
 display_name = %q
 authserv_id = %q
+mailbox = %q
 
   [accounts.imap]
   host = %q
@@ -348,7 +355,7 @@ authserv_id = %q
   security = "starttls"
   tls_ca_file = %q
   password_env = %q
-`, a.stateDir, apiKeyEnv, modelURL, a.syncExtra, account, e2e.Owner, ownerName, os.Getenv("MAILAGENT_E2E_AUTHSERV_ID"),
+`, a.stateDir, apiKeyEnv, modelURL, a.syncExtra, account, e2e.Owner, ownerName, os.Getenv("MAILAGENT_E2E_AUTHSERV_ID"), cmp.Or(a.mailbox, "INBOX"),
 		a.s.IMAPHost, a.s.IMAPPort, a.s.CAFile, passwordEnv, smtpPort, caFile, passwordEnv)
 	if err := os.WriteFile(a.cfgPath, []byte(cfg), 0o600); err != nil {
 		a.t.Fatal(err)
