@@ -77,7 +77,14 @@ func mcpStartError(err error, fix string) error {
 
 func mcpRun(ctx context.Context, opts *MCPOptions) error {
 	cfg, err := opts.Config()
-	if err != nil {
+	switch {
+	case err == nil:
+	case opts.Remote && (errors.Is(err, config.ErrNotFound) || errors.Is(err, fs.ErrNotExist)):
+		// A --remote client (the laptop) needs no configuration of its
+		// own: the watcher on the host answers every request. Its [mcp]
+		// settings, when it has a file, still apply.
+		cfg = &config.Config{MCP: config.MCP{Enabled: true}}
+	default:
 		return mcpStartError(err, "")
 	}
 	if !cfg.MCP.Enabled {
