@@ -152,7 +152,7 @@ func (d *doctor) imap(ctx context.Context, acct *config.Account) {
 		fallbacks := map[string]string{
 			"MOVE":        "moves are COPY then delete",
 			"UIDPLUS":     "moved originals stay marked \\Deleted, not expunged",
-			"CONDSTORE":   "several watchers of the account cannot claim messages one by one: set sync.claims = \"on\" to elect one acting watcher",
+			"CONDSTORE":   "watchers cannot claim messages one by one (if several watch this account, set sync.claims = \"on\" to elect one)",
 			"SPECIAL-USE": "Sent and Drafts are found by their usual names (set sent_mailbox/drafts_mailbox if that fails)",
 		}
 		var said []string

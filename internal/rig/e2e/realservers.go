@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"cmp"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
-	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -32,21 +34,30 @@ type RealServer struct {
 	SpecialUse bool
 }
 
-// realLocks holds one lock per real server instance (by IMAP port): its
-// owner account is one mailbox every test on it shares.
-var realLocks sync.Map // port (int) -> *sync.Mutex
-
 // Exclusive gives t the owner account of both of r's instances to itself
 // until t ends: tests that make the account bare, create its folders or
 // run a watcher that drafts into it must not overlap on one server (two
 // did, and one test's `doctor --fix` re-created the folders another had
 // just deleted). Tests on different servers still run in parallel. Call
 // it after t.Parallel.
+//
+// The lock is a file lock (flock) in the stack's directory, so it holds
+// across test binaries too: go test runs packages as separate processes
+// at once, and the storm's watchers and agente2e's bare-account test use
+// the same real Courier.
 func (r *RealServer) Exclusive(t testing.TB) {
 	t.Helper()
-	mu, _ := realLocks.LoadOrStore(r.Stock.IMAPPort, new(sync.Mutex))
-	mu.(*sync.Mutex).Lock()
-	t.Cleanup(mu.(*sync.Mutex).Unlock)
+	dir := cmp.Or(r.Stock.Dir, os.TempDir())
+	path := filepath.Join(dir, fmt.Sprintf("realserver-%d.lock", r.Stock.IMAPPort))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatalf("real server lock: %v", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		_ = f.Close()
+		t.Fatalf("real server lock %s: %v", path, err)
+	}
+	t.Cleanup(func() { _ = f.Close() }) // closing the file releases the lock
 }
 
 // RealCourier returns the real Courier-IMAP, or skips the test saying why
