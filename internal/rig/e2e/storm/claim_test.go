@@ -197,6 +197,32 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, prefix, sentBox string, ele
 			}
 		}
 		if time.Now().After(deadline) {
+			for _, id := range ids {
+				if len(replies[id]) > 0 {
+					continue
+				}
+				withIMAP(t, srv, e2e.Owner, func(c *imapclient.Client) error {
+					if _, err := c.Select(box, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
+						return err
+					}
+					data, err := c.UIDSearch(&imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "Message-ID", Value: id}}}, nil).Wait()
+					if err != nil || len(data.AllUIDs()) == 0 {
+						t.Logf("unanswered %s: not in %s (%v)", id, box, err)
+						return nil
+					}
+					msgs, err := c.Fetch(imap.UIDSetNum(data.AllUIDs()...), &imap.FetchOptions{UID: true, Flags: true, ModSeq: true}).Collect()
+					for _, m := range msgs {
+						t.Logf("unanswered %s: uid %d, modseq %d, flags %v", id, m.UID, m.ModSeq, m.Flags)
+					}
+					return err
+				})
+			}
+			for i, a := range agents {
+				if st := a.status(); len(st.Accounts) == 1 {
+					as := st.Accounts[0]
+					t.Logf("watcher %d: mode %s, holder %s, held elsewhere %d, handled elsewhere %d, note %q, counts %v", i, as.ClaimMode, as.ClaimHolder, as.HeldElsewhere, as.HandledElsewhere, as.ClaimNote, st.Counts)
+				}
+			}
 			t.Fatalf("%d of %d answered 2 minutes after the burst", answered, burst)
 		}
 		time.Sleep(500 * time.Millisecond)
