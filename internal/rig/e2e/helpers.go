@@ -170,11 +170,21 @@ func resetMailbox(c *imapclient.Client, mailbox string) error {
 	if err != nil {
 		// Dovecot 2.3 answers a missing mailbox with a plain NO (no
 		// NONEXISTENT code), so try to create it and report the SELECT
-		// error if that fails too.
-		if cerr := c.Create(mailbox, nil).Wait(); cerr != nil {
+		// error if that fails too. Under the parallel suite Dovecot has
+		// once answered "doesn't exist" to the SELECT and ALREADYEXISTS
+		// to the CREATE of the same new folder: then it exists, and is
+		// selected again.
+		cerr := c.Create(mailbox, nil).Wait()
+		if cerr == nil {
+			return nil
+		}
+		var ierr *imap.Error
+		if !errors.As(cerr, &ierr) || ierr.Code != imap.ResponseCodeAlreadyExists {
 			return fmt.Errorf("select: %w (create: %v)", err, cerr)
 		}
-		return nil
+		if sel, err = c.Select(mailbox, nil).Wait(); err != nil {
+			return fmt.Errorf("select after ALREADYEXISTS: %w", err)
+		}
 	}
 	if sel.NumMessages > 0 {
 		all := imap.SeqSet{}

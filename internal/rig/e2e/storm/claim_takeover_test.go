@@ -129,13 +129,16 @@ func TestClaimTakenOverAfterKill(t *testing.T) {
 	a := newAgent("a", "", geminitest.NewServer(t, reply(true)))
 	wa := a.start()
 	wa.waitIdle()
-	holderA := readHolder(t, a)
 	id := deliver(1)
-	for end := time.Now().Add(30 * time.Second); !has(flagsOf(id), claimOf(holderA)); time.Sleep(100 * time.Millisecond) {
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(a.stateDir, "claim-holder")); err == nil && has(flagsOf(id), claimOf(readHolder(t, a))) {
+			break
+		}
 		if time.Now().After(end) {
 			t.Fatalf("watcher A never claimed %s: flags %v", id, flagsOf(id))
 		}
 	}
+	holderA := readHolder(t, a)
 	wa.kill9()
 
 	// B respects the dead claim for a lease, then takes the message over.
