@@ -110,6 +110,9 @@ type Daemon struct {
 	// mailbox before acting on it (claim.go).
 	Claims ClaimOptions
 
+	// sentBodyWindow overrides agent.SentBodyWindow (tests' control).
+	sentBodyWindow time.Duration
+
 	mu     sync.Mutex
 	status map[string]*Status
 	lat    latency // push latency per account (latency.go)

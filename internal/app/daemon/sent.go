@@ -79,9 +79,13 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 		mine, asks = nil, map[*mail.Message]bool{}
 		return err
 	}
-	// Headers first: only the mail From the owner is read whole (its words
-	// teach drafts their voice, and whether it asks something starts reply
-	// tracking); the rest of the folder costs its headers.
+	// Headers first: only the mail From the owner, of the last
+	// agent.SentBodyWindow, is read whole (its words teach drafts their
+	// voice, and whether it asks something starts reply tracking); the
+	// owner's older mail is handled from its headers (its recipients
+	// become known), and the rest of the folder costs its headers.
+	bodyFrom := d.now().Add(-orDefault(d.sentBodyWindow, agent.SentBodyWindow))
+	var headerErr error // a failed flush during the header pass
 	pick := func(uv, uid uint32, header []byte) bool {
 		if ok && uv != cp.UIDValidity {
 			return false // handled below: rescan from scratch
@@ -89,17 +93,31 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 		if uid > last {
 			last = uid
 		}
-		return acct.Owner.IsOwner(mail.Parse(header).From.Email)
+		h := mail.Parse(header)
+		if !acct.Owner.IsOwner(h.From.Email) {
+			return false
+		}
+		if h.Date.IsZero() || !h.Date.Before(bodyFrom) {
+			return true
+		}
+		if headerErr == nil {
+			mine = append(mine, sentKept(h, ""))
+			if len(mine) >= sentHandleBatch {
+				headerErr = flush()
+			}
+		}
+		return false
 	}
 	uv, err := d.Mailer.FetchSentPicked(ctx, account, cp.LastUID, since, agent.SentFetchBytes, pick, func(r imapsync.RawMessage) error {
+		if headerErr != nil {
+			return headerErr
+		}
 		m := mail.Parse(r.Raw)
 		if acct.Owner.IsOwner(m.From.Email) {
-			// Keep what is needed, not the bodies.
-			// The owner's own words are kept too (trimmed): drafts to the same
-			// recipient learn their voice from them (agent.LearnOwnerReplies).
-			kept := &mail.Message{MessageID: m.MessageID, Synthesized: m.Synthesized, From: m.From, To: m.To, Cc: m.Cc,
-				Subject: m.Subject, Date: m.Date, CleanText: prompts.TrimText(m.CleanText, store.MaxExampleText),
-				InReplyTo: m.InReplyTo, References: m.References, Header: m.Header}
+			// Keep what is needed, not the bodies: the owner's own words,
+			// trimmed (drafts to the same recipient learn their voice
+			// from them: agent.LearnOwnerReplies).
+			kept := sentKept(m, prompts.TrimText(m.CleanText, store.MaxExampleText))
 			mine = append(mine, kept)
 			asks[kept] = followup.AsksQuestion(m)
 		}
@@ -108,6 +126,9 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 		}
 		return nil
 	})
+	if err == nil {
+		err = headerErr
+	}
 	if err == nil {
 		err = flush()
 	}
@@ -123,6 +144,15 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 	if err := d.Store.SetCheckpoint(account, SentCheckpoint, store.Checkpoint{UIDValidity: uv, LastUID: last}); err != nil {
 		d.log().Warn("sent checkpoint", "account", account, "err", err)
 	}
+}
+
+// sentKept is what the Sent scan keeps of one of the owner's messages: its
+// headers' fields and text (the owner's words, trimmed; "" for mail read
+// by its headers alone).
+func sentKept(m *mail.Message, text string) *mail.Message {
+	return &mail.Message{MessageID: m.MessageID, Synthesized: m.Synthesized, From: m.From, To: m.To, Cc: m.Cc,
+		Subject: m.Subject, Date: m.Date, CleanText: text,
+		InReplyTo: m.InReplyTo, References: m.References, Header: m.Header}
 }
 
 // autoSentBy reports, from mailagent's outbox records of some Sent

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +73,84 @@ func TestSentScanInBatchesCountsEachMessageOnce(t *testing.T) {
 	cp, ok, err := st.Checkpoint("personal", SentCheckpoint)
 	if err != nil || !ok || cp.LastUID != uint32(n) {
 		t.Fatalf("checkpoint %+v %v %v; want LastUID %d", cp, ok, err, n)
+	}
+}
+
+// A first Sent scan reads the owner's own bodies only for the last
+// agent.SentBodyWindow: older mail of the owner's, still within the year,
+// makes its recipients known (counted once each, across batches, in the
+// header pass) but teaches no example of the owner's voice; mail inside
+// the window teaches one per recipient. The control is the same folder
+// scanned with the window at a year: the old recipients get examples too.
+func TestSentScanReadsOldOwnerMailByHeaders(t *testing.T) {
+	scan := func(window time.Duration) (*store.Store, int) {
+		srv, am := startIMAP(t, memimap.Options{Mailboxes: []string{"Sent", "Drafts"}})
+		am.Sent = "Sent"
+		owner := sentPathsOwner.Addresses[0]
+		n := 2*sentHandleBatch + 7
+		old := time.Now().Add(-200 * 24 * time.Hour)
+		for i := range n {
+			to, date := fmt.Sprintf("recent%d@example.org", i%3), time.Now().Add(-5*24*time.Hour)
+			if i%2 == 0 {
+				to, date = fmt.Sprintf("old%d@example.org", i%3), old
+			}
+			raw := fmt.Sprintf("From: <%s>\r\nTo: <%s>\r\nSubject: note %d\r\nMessage-ID: <sent-%d@example.org>\r\nDate: %s\r\n\r\nHello %d, the words of the owner.\r\n",
+				owner, to, i, i, date.Format(time.RFC1123Z), i)
+			if _, err := srv.Append(context.Background(), testUser, "Sent", []byte(raw), nil, date); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		m := &Mailer{Accounts: map[string]*AccountMailer{"personal": am}}
+		t.Cleanup(m.Close)
+		p := &agent.Pipeline{Store: st, Accounts: map[string]agent.Account{"personal": {Name: "personal", Owner: sentPathsOwner}},
+			Actor: &agent.Actor{Store: st, Mailer: m, Memory: st}}
+		d := &Daemon{Store: st, Pipeline: p, Mailer: m, SentLookback: 365 * 24 * time.Hour, sentBodyWindow: window}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		d.scanSent(ctx, "personal", true)
+		return st, n
+	}
+	st, n := scan(0) // the default window
+	for i := range 3 {
+		for _, kind := range []string{"old", "recent"} {
+			addr := fmt.Sprintf("%s%d@example.org", kind, i)
+			want := 0
+			for j := range n {
+				if (j%2 == 0) == (kind == "old") && j%3 == i {
+					want++
+				}
+			}
+			if c, err := st.GetContact("personal", addr); err != nil || !c.Known || c.OwnerReplies != want {
+				t.Errorf("%s: got %+v (%v), want known with OwnerReplies %d", addr, c, err, want)
+			}
+		}
+	}
+	examples := func(st *store.Store) (old, recent int) {
+		es, err := st.ListExamples("personal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			if strings.HasPrefix(e.Contact, "old") {
+				old++
+			} else {
+				recent++
+			}
+		}
+		return old, recent
+	}
+	old, recent := examples(st)
+	t.Logf("default window: %d examples from old mail, %d from recent", old, recent)
+	if old != 0 || recent == 0 {
+		t.Errorf("examples: %d from mail older than the window, %d from recent; want 0 and some", old, recent)
+	}
+	ctl, _ := scan(365 * 24 * time.Hour)
+	if old, _ := examples(ctl); old == 0 {
+		t.Errorf("control (a year's window): no examples from the old mail, so the test cannot tell the window works")
 	}
 }
