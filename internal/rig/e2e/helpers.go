@@ -26,7 +26,8 @@ const ioTimeout = 30 * time.Second
 //
 // A temporary refusal (4xx) is tried again for up to deliverRetryFor, as
 // a sending MTA would: Postfix answers 451 while a milter restarts
-// (OpenDKIM's AutoRestart, see scripts/e2e-stack.sh).
+// (after a crash the stack's supervisor loop starts OpenDKIM again, see
+// scripts/e2e-stack.sh).
 func (s *Stack) Deliver(t testing.TB, from string, to []string, raw []byte) {
 	t.Helper()
 	deadline := time.Now().Add(deliverRetryFor)
