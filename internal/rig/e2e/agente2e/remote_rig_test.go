@@ -185,6 +185,10 @@ func (r *remote) sshRuns() int {
 func (r *remote) cutAll() int {
 	n := 0
 	for _, p := range r.pids() {
+		// Only a live sshd: an old session's pid may have been reused.
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p[1])); err != nil || strings.TrimSpace(string(comm)) != "sshd" {
+			continue
+		}
 		if syscall.Kill(p[1], syscall.SIGKILL) == nil {
 			n++
 		}
