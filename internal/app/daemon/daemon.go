@@ -481,7 +481,10 @@ func (d *Daemon) pending(ctx context.Context, a Account, c *imapsync.Client, st 
 // concurrency, then moves the checkpoint over the terminal prefix.
 func (d *Daemon) process(ctx context.Context, a Account, c *imapsync.Client, st imapsync.MailboxStatus, uids []uint32, rescan bool, cut time.Time) error {
 	if len(uids) == 0 {
-		return nil
+		// Nothing new: the status still says how the account is shared
+		// (a watcher restarted after its mail was handled says so too).
+		_, err := d.filterClaimed(ctx, a, c, st.UIDValidity, nil)
+		return err
 	}
 	// Only the messages this watcher may act on are fetched; the ones
 	// another watcher holds stay unrecorded (claim.go).
