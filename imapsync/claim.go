@@ -586,6 +586,26 @@ func (cl *Claimer) Finish(ctx context.Context, c *Client, uids []uint32) error {
 	return nil
 }
 
+// Release gives up cl.Holder's claims on uids without deciding them (a
+// message this watcher will not act on, such as one too old for its first
+// start): they carry no done keyword, and another watcher may claim them
+// at once. Messages that no longer exist are skipped.
+func (cl *Claimer) Release(ctx context.Context, c *Client, uids []uint32) error {
+	if !ValidHolder(cl.Holder) {
+		return ErrBadHolder
+	}
+	if len(uids) == 0 {
+		return nil
+	}
+	for _, uid := range uids {
+		cl.setMine(uid, time.Time{})
+	}
+	if err := c.StoreFlags(ctx, uids, false, []string{ClaimKeyword(cl.Holder)}); err != nil {
+		return fmt.Errorf("imap claim release: %w", err)
+	}
+	return nil
+}
+
 // Marks returns, for each of uids that exists, what its keywords say
 // (ClaimDone, ClaimHeld by a live claim, ClaimWon for our own live
 // claim), without changing anything; a message with no live claim is

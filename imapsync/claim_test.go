@@ -140,6 +140,47 @@ func TestClaimNeedsCondstore(t *testing.T) {
 	}
 }
 
+// TestClaimRelease: Release takes this watcher's claim off a message and
+// leaves no done keyword (it did not decide it), and leaves another
+// watcher's claim alone; Finish, the control, leaves the done keyword.
+func TestClaimRelease(t *testing.T) {
+	ts := startServer(t, serverConfig{})
+	uid := ts.add(t, "INBOX", textMessage("hi", "<rel@x>", "body"), time.Now())
+	c := ts.dial(t)
+	ctx := context.Background()
+	if _, err := c.Select(ctx, "INBOX", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StoreFlags(ctx, []uint32{uid}, true, []string{ClaimKeyword("me"), ClaimKeyword("other")}); err != nil {
+		t.Fatal(err)
+	}
+	marks := func() (mine, other, done bool) {
+		fl, err := c.Flags(ctx, []uint32{uid})
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims, dn := parseMarks(fl[uid])
+		for _, m := range claims {
+			mine = mine || m.holder == "me"
+			other = other || m.holder == "other"
+		}
+		return mine, other, len(dn) > 0
+	}
+	cl := &Claimer{Holder: "me"}
+	if err := cl.Release(ctx, c, []uint32{uid}); err != nil {
+		t.Fatal(err)
+	}
+	if mine, other, done := marks(); mine || !other || done {
+		t.Errorf("after Release: ours %v, the other's %v, done %v; want false, true, false", mine, other, done)
+	}
+	if err := cl.Finish(ctx, c, []uint32{uid}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, done := marks(); !done {
+		t.Errorf("control: Finish left no done keyword")
+	}
+}
+
 // TestElectionOneActing: watchers racing for the lease folder on one
 // server without CONDSTORE: exactly one holds it each round; when the
 // holder stops renewing, another takes over once the lease has expired,

@@ -417,8 +417,10 @@ func (d *Daemon) leaseActing(ac *accountClaims) bool {
 // whose record is now terminal gets its done keyword (its claim never
 // expires again).
 //
-// Messages skipped as too old for a first start are finished too: no
-// watcher acts on them.
+// Messages skipped as too old for a first start are released, not
+// finished: this watcher did not handle them, and another watcher, whose
+// state is older, may (marking them done made the other watcher record a
+// message nobody answered as handled elsewhere, in the storm).
 func (d *Daemon) finishClaims(ctx context.Context, a Account, c *imapsync.Client, uidvalidity uint32, uids []uint32, skipped map[uint32]bool) {
 	if d.Claims.Off || len(uids) == 0 {
 		return
@@ -430,10 +432,10 @@ func (d *Daemon) finishClaims(ctx context.Context, a Account, c *imapsync.Client
 	if mode == ClaimModeOff {
 		return
 	}
-	var terminal []uint32
+	var terminal, release []uint32
 	for _, uid := range uids {
 		if skipped[uid] {
-			terminal = append(terminal, uid)
+			release = append(release, uid)
 			continue
 		}
 		rec, err := d.Store.GetMessage(store.MessageKey{Account: a.Name, Mailbox: a.Mailbox, UIDValidity: uidvalidity, UID: uid})
@@ -442,6 +444,16 @@ func (d *Daemon) finishClaims(ctx context.Context, a Account, c *imapsync.Client
 		}
 	}
 	d.finishOwn(ctx, a, c, uidvalidity, terminal)
+	if len(release) > 0 && mode == ClaimModeClaims {
+		if err := ac.claimer.Release(ctx, c, release); err != nil && ctx.Err() == nil {
+			d.log().Warn("release claims on messages too old for a first start", "account", a.Name, "messages", len(release), "err", err)
+		}
+		d.mu.Lock()
+		for _, uid := range release {
+			delete(ac.expires, uid)
+		}
+		d.mu.Unlock()
+	}
 }
 
 // finishOwn sets this watcher's done keyword on uids (terminal here).
