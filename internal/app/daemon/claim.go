@@ -306,9 +306,10 @@ func (d *Daemon) filterClaimed(ctx context.Context, a Account, c *imapsync.Clien
 		case r.State == imapsync.ClaimWon:
 			ac.expires[uid] = r.Expires
 			act = append(act, uid)
-		case r.State == imapsync.ClaimDone && r.Holder == holder:
+		case r.State == imapsync.ClaimDone && r.Holder == holder && mode != ClaimModePassive:
 			// Decided by this watcher, which has no record of it (its
-			// state was lost): handle it again, as without claims.
+			// state was lost): handle it again, as without claims (not
+			// while another watcher holds the account's lease).
 			act = append(act, uid)
 		case r.State == imapsync.ClaimDone:
 			done = append(done, uid)
