@@ -33,18 +33,8 @@ func TestClaimTakenOverAfterKill(t *testing.T) {
 	t.Parallel()
 	const lease = 10 * time.Second
 	tag := newTag()
-	box := "storm-" + tag
-	withIMAP(t, s, e2e.Owner, func(c *imapclient.Client) error { return c.Create(box, nil).Wait() })
-	t.Cleanup(func() {
-		if !t.Failed() {
-			withIMAP(t, s, e2e.Owner, func(c *imapclient.Client) error { return c.Delete(box).Wait() })
-		}
-	})
-	dir, err := os.MkdirTemp("", "ma-takeover-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	box := stormFolder(t, s, "storm-"+tag)
+	dir := stormDir(t, "ma-takeover-")
 	reply := func(hang bool) func(*geminitest.Request) geminitest.Reply {
 		return func(req *geminitest.Request) geminitest.Reply {
 			if !isClassify(req) {
@@ -82,27 +72,7 @@ func TestClaimTakenOverAfterKill(t *testing.T) {
 		copyDelivered(t, s, s, e2e.Sink, box, []string{id})
 		return id
 	}
-	flagsOf := func(id string) []string {
-		var out []string
-		withIMAP(t, s, e2e.Owner, func(c *imapclient.Client) error {
-			out = out[:0]
-			if _, err := c.Select(box, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
-				return err
-			}
-			data, err := c.UIDSearch(&imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "Message-ID", Value: id}}}, nil).Wait()
-			if err != nil || len(data.AllUIDs()) == 0 {
-				return err
-			}
-			msgs, err := c.Fetch(imap.UIDSetNum(data.AllUIDs()...), &imap.FetchOptions{UID: true, Flags: true}).Collect()
-			for _, m := range msgs {
-				for _, f := range m.Flags {
-					out = append(out, string(f))
-				}
-			}
-			return err
-		})
-		return out
-	}
+	flagsOf := func(id string) []string { return messageFlags(t, s, box, id) }
 	// answered waits until bob has a reply to id and returns when it was
 	// first seen, and how many replies there are.
 	answered := func(id string, within time.Duration) (time.Time, int) {

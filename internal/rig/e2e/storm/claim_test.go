@@ -97,18 +97,8 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, prefix, sentBox string, ele
 	}
 	_, auth := e2e.RequireSenderAuth(t)
 	tag := newTag()
-	box := prefix + "storm-" + tag
-	withIMAP(t, srv, e2e.Owner, func(c *imapclient.Client) error { return c.Create(box, nil).Wait() })
-	t.Cleanup(func() {
-		if !t.Failed() {
-			withIMAP(t, srv, e2e.Owner, func(c *imapclient.Client) error { return c.Delete(box).Wait() })
-		}
-	})
-	dir, err := os.MkdirTemp("", "ma-claim-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	box := stormFolder(t, srv, prefix+"storm-"+tag)
+	dir := stormDir(t, "ma-claim-")
 	model := geminitest.NewServer(t, func(req *geminitest.Request) geminitest.Reply {
 		if !strings.Contains(req.UserText(), "[storm "+tag+"]") {
 			return cautious(req) // never expected: the folder holds this test's mail only
@@ -201,21 +191,7 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, prefix, sentBox string, ele
 				if len(replies[id]) > 0 {
 					continue
 				}
-				withIMAP(t, srv, e2e.Owner, func(c *imapclient.Client) error {
-					if _, err := c.Select(box, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
-						return err
-					}
-					data, err := c.UIDSearch(&imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "Message-ID", Value: id}}}, nil).Wait()
-					if err != nil || len(data.AllUIDs()) == 0 {
-						t.Logf("unanswered %s: not in %s (%v)", id, box, err)
-						return nil
-					}
-					msgs, err := c.Fetch(imap.UIDSetNum(data.AllUIDs()...), &imap.FetchOptions{UID: true, Flags: true, ModSeq: true}).Collect()
-					for _, m := range msgs {
-						t.Logf("unanswered %s: uid %d, modseq %d, flags %v", id, m.UID, m.ModSeq, m.Flags)
-					}
-					return err
-				})
+				t.Logf("unanswered %s: flags %v", id, messageFlags(t, srv, box, id))
 			}
 			for i, a := range agents {
 				if st := a.status(); len(st.Accounts) == 1 {
@@ -474,6 +450,56 @@ func appendRaw(t *testing.T, s *e2e.Stack, user, mailbox string, raw []byte, fla
 		_, err := cmd.Wait()
 		return err
 	})
+}
+
+// stormFolder creates the owner's folder name on srv for one test and
+// deletes it when the test passes (a failed test's is kept to look at).
+func stormFolder(t *testing.T, srv *e2e.Stack, name string) string {
+	t.Helper()
+	withIMAP(t, srv, e2e.Owner, func(c *imapclient.Client) error { return c.Create(name, nil).Wait() })
+	t.Cleanup(func() {
+		if !t.Failed() {
+			withIMAP(t, srv, e2e.Owner, func(c *imapclient.Client) error { return c.Delete(name).Wait() })
+		}
+	})
+	return name
+}
+
+// stormDir is a temporary directory of the test's own, short enough for
+// the watchers' unix sockets, removed at its end.
+func stormDir(t *testing.T, prefix string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+// messageFlags returns the flags of the owner's messages in box on srv
+// with Message-ID id (none when there is no such message).
+func messageFlags(t *testing.T, srv *e2e.Stack, box, id string) []string {
+	t.Helper()
+	var out []string
+	withIMAP(t, srv, e2e.Owner, func(c *imapclient.Client) error {
+		out = out[:0]
+		if _, err := c.Select(box, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
+			return err
+		}
+		data, err := c.UIDSearch(&imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "Message-ID", Value: id}}}, nil).Wait()
+		if err != nil || len(data.AllUIDs()) == 0 {
+			return err
+		}
+		msgs, err := c.Fetch(imap.UIDSetNum(data.AllUIDs()...), &imap.FetchOptions{UID: true, Flags: true}).Collect()
+		for _, m := range msgs {
+			for _, f := range m.Flags {
+				out = append(out, string(f))
+			}
+		}
+		return err
+	})
+	return out
 }
 
 // copyDelivered waits until each of ids has reached from's INBOX on main
