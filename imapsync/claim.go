@@ -527,8 +527,9 @@ func (cl *Claimer) claimRound(ctx context.Context, c *Client, uids []uint32, now
 		if !ok {
 			continue // expunged meanwhile
 		}
-		if !slices.Contains(f.flags, kw) {
-			// Our STORE was refused. Whoever won holds it now; if
+		if !slices.ContainsFunc(f.flags, func(k string) bool { return strings.EqualFold(k, kw) }) {
+			// Our STORE was refused (keywords are case-insensitive:
+			// a server may give ours back in another case). Whoever won holds it now; if
 			// nobody did, try again.
 			if v := cl.judge(uid, f.flags, f.modseq, now); v.State != 0 {
 				results[uid] = v.ClaimResult
