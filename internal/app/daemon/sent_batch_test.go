@@ -35,18 +35,7 @@ func TestSentScanInBatchesCountsEachMessageOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	m := &Mailer{Accounts: map[string]*AccountMailer{"personal": am}}
-	defer m.Close()
-	p := &agent.Pipeline{Store: st, Accounts: map[string]agent.Account{"personal": {Name: "personal", Owner: sentPathsOwner}}, Actor: &agent.Actor{Store: st, Mailer: m}}
-	d := &Daemon{Store: st, Pipeline: p, Mailer: m, SentLookback: 365 * 24 * time.Hour}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	d.scanSent(ctx, "personal", true)
+	st := scanSentOnce(t, am, 0)
 
 	want := map[string]int{}
 	for i := range n {
@@ -100,20 +89,7 @@ func TestSentScanReadsOldOwnerMailByHeaders(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = st.Close() })
-		m := &Mailer{Accounts: map[string]*AccountMailer{"personal": am}}
-		t.Cleanup(m.Close)
-		p := &agent.Pipeline{Store: st, Accounts: map[string]agent.Account{"personal": {Name: "personal", Owner: sentPathsOwner}},
-			Actor: &agent.Actor{Store: st, Mailer: m, Memory: st}}
-		d := &Daemon{Store: st, Pipeline: p, Mailer: m, SentLookback: 365 * 24 * time.Hour, sentBodyWindow: window}
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		d.scanSent(ctx, "personal", true)
-		return st, n
+		return scanSentOnce(t, am, window), n
 	}
 	st, n := scan(0) // the default window
 	for i := range 3 {
@@ -153,4 +129,25 @@ func TestSentScanReadsOldOwnerMailByHeaders(t *testing.T) {
 	if old, _ := examples(ctl); old == 0 {
 		t.Errorf("control (a year's window): no examples from the old mail, so the test cannot tell the window works")
 	}
+}
+
+// scanSentOnce runs one forced Sent scan of the account "personal" (the
+// owner sentPathsOwner, a year's lookback, bodyWindow 0 for the default)
+// over am's server and returns the store it wrote.
+func scanSentOnce(t *testing.T, am *AccountMailer, bodyWindow time.Duration) *store.Store {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	m := &Mailer{Accounts: map[string]*AccountMailer{"personal": am}}
+	t.Cleanup(m.Close)
+	p := &agent.Pipeline{Store: st, Accounts: map[string]agent.Account{"personal": {Name: "personal", Owner: sentPathsOwner}},
+		Actor: &agent.Actor{Store: st, Mailer: m, Memory: st}}
+	d := &Daemon{Store: st, Pipeline: p, Mailer: m, SentLookback: 365 * 24 * time.Hour, sentBodyWindow: bodyWindow}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	d.scanSent(ctx, "personal", true)
+	return st
 }
