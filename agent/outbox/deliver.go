@@ -22,8 +22,8 @@ const markAnsweredTimeout = 30 * time.Second
 // the Sent folder failed (it stays "sent" until a retry files it).
 const CopyToSentFailed = "copy to the Sent folder failed: "
 
-// reasonAnswered prefixes every "already answered" reason.
-const reasonAnswered = "already answered"
+// ReasonAnswered prefixes every "already answered" reason.
+const ReasonAnswered = "already answered"
 
 // Deliver sends one outbox record exactly once:
 //  1. pending → sending (one transaction: a second caller gets a conflict
@@ -270,7 +270,7 @@ func (o *Outbox) Answered(ctx context.Context, original *store.MessageRecord, sk
 	if !found {
 		return false, "", nil
 	}
-	return true, reasonAnswered + " (" + how + ")", nil
+	return true, ReasonAnswered + " (" + how + ")", nil
 }
 
 // answeredInOutbox looks for another outbox record answering original:
@@ -304,9 +304,9 @@ func (o *Outbox) answeredInOutbox(original *store.MessageRecord, skip string, au
 			case r.Status == store.OutboxFailed && !strings.HasPrefix(r.Error, ErrAmbiguousSend.Error()):
 				// Failed for good: it was not delivered.
 			case r.Status == store.OutboxFailed || r.Status == store.OutboxSending:
-				reason = fmt.Sprintf("%s (reply %s may have been delivered before a crash; the owner decides)", reasonAnswered, r.ID)
+				reason = fmt.Sprintf("%s (reply %s may have been delivered before a crash; the owner decides)", ReasonAnswered, r.ID)
 			default:
-				reason = fmt.Sprintf("%s (reply %s was sent)", reasonAnswered, r.ID)
+				reason = fmt.Sprintf("%s (reply %s was sent)", ReasonAnswered, r.ID)
 			}
 			return nil
 		})

@@ -353,7 +353,7 @@ func TestDeliverNotSentWhenAnsweredElsewhere(t *testing.T) {
 		if w.mailer.sends() != 0 {
 			t.Fatal("sent a reply to a message answered elsewhere")
 		}
-		if got := w.status(t, ob.ID); got.Status != store.OutboxCancelled || !strings.HasPrefix(got.Error, reasonAnswered) {
+		if got := w.status(t, ob.ID); got.Status != store.OutboxCancelled || !strings.HasPrefix(got.Error, ReasonAnswered) {
 			t.Errorf("record: %s %q, want cancelled, already answered", got.Status, got.Error)
 		}
 		if q := w.item(t, ob.QueueID); q.Status != store.QueueResolved {

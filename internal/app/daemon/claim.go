@@ -238,11 +238,18 @@ func (d *Daemon) filterClaimed(ctx context.Context, a Account, c *imapsync.Clien
 		return store.MessageKey{Account: a.Name, Mailbox: a.Mailbox, UIDValidity: uidvalidity, UID: uid}
 	}
 	// Terminal here already: finish them in the mailbox, nothing to claim.
+	// Decided or acted here (a crash cut it off before it was done): this
+	// watcher's own work, resumed below even when another watcher has
+	// marked the message done since (it took the claim over meanwhile).
 	var open, terminal []uint32
+	begun := map[uint32]bool{}
 	for _, uid := range uids {
-		if rec, err := d.Store.GetMessage(key(uid)); err == nil && rec.State.Terminal() {
+		rec, err := d.Store.GetMessage(key(uid))
+		switch {
+		case err == nil && rec.State.Terminal():
 			terminal = append(terminal, uid)
-		} else {
+		default:
+			begun[uid] = err == nil && (rec.State == store.StateDecided || rec.State == store.StateActed)
 			open = append(open, uid)
 		}
 	}
@@ -311,6 +318,17 @@ func (d *Daemon) filterClaimed(ctx context.Context, a Account, c *imapsync.Clien
 			// state was lost): handle it again, as without claims (not
 			// while another watcher holds the account's lease).
 			act = append(act, uid)
+		case r.State == imapsync.ClaimDone && begun[uid] && mode != ClaimModePassive:
+			// This watcher decided it (it may have sent the reply) and was
+			// cut off; another took the claim over and marked it done.
+			// Recording it as handled elsewhere would overwrite what this
+			// watcher did: it is resumed, and the outbox's check of Sent,
+			// \Answered and its own records stops a second reply.
+			act = append(act, uid)
+		case r.State == imapsync.ClaimDone && begun[uid]:
+			// The same, while another watcher holds the account's lease:
+			// left as it is until this watcher may act again.
+			held[r.Holder]++
 		case r.State == imapsync.ClaimDone:
 			done = append(done, uid)
 		default:

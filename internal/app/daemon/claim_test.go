@@ -251,3 +251,84 @@ func TestClaimsAutoWithoutCondstore(t *testing.T) {
 		t.Errorf("control: claims on without CONDSTORE made no lease folder")
 	}
 }
+
+// TestOwnWorkResumedAfterTakeover: this watcher decided a message and
+// acted on it (here: sent the reply), and was cut off before the record
+// was done and before its done keyword was set. Another watcher took the
+// claim over meanwhile and marked the message done. The next sync resumes
+// this watcher's own record (done, with its decision and its reply) and
+// sends nothing again; it is not overwritten as "handled elsewhere",
+// which would hide the reply this watcher sent (the storm's
+// TestTwoWatchersOneReply found it). The control is a message cut off
+// before it was decided here (this watcher had done nothing yet): the
+// other watcher's done keyword makes it handled elsewhere.
+func TestOwnWorkResumedAfterTakeover(t *testing.T) {
+	w := apitest.NewWorld(t)
+	d := w.Daemon
+	d.Claims.Auto = false // claims "on": an election, which this watcher wins
+	ctx := context.Background()
+	other := newOther(t, w)
+
+	// cutOff makes uid look as a SIGKILL in state leaves it: its record
+	// in that state, the checkpoint before it, no done keyword of this
+	// watcher; then the other watcher marks it done.
+	cutOff := func(uid uint32, state store.State) {
+		t.Helper()
+		k := w.UIDs["erin"]
+		k.UID = uid
+		rec, err := w.Store.GetMessage(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.State = state
+		if err := w.Store.PutMessage(rec); err != nil {
+			t.Fatal(err)
+		}
+		cp := checkpoint(t, w, "INBOX")
+		cp.LastUID = uid - 1
+		if err := w.Store.SetCheckpoint(apitest.Account, "INBOX", cp); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.c.Select(ctx, "INBOX", false); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.c.StoreFlags(ctx, []uint32{uid}, false, []string{imapsync.DoneKeyword(d.Statuses()[0].ClaimHolder)}); err != nil {
+			t.Fatal(err)
+		}
+		other.finish(t, uid)
+	}
+
+	uid := w.Append("INBOX", apitest.Mail(apitest.Erin, "Dinner", "erin-resume-1@example.org", "Dinner on Friday?"))
+	runOnce(t, w)
+	first := record(t, w, uid)
+	if first == nil || first.State != store.StateDone || first.Decision == daemon.DecisionHandledElsewhere {
+		t.Fatalf("the first run: %s, want it handled here", describe(first))
+	}
+	sent := len(w.SMTP.Messages())
+	cutOff(uid, store.StateActed)
+	runOnce(t, w)
+	if rec := record(t, w, uid); rec == nil || rec.State != store.StateDone || rec.Decision != first.Decision {
+		t.Errorf("this watcher's own cut-off record after the other marked it done: %s, want done/%s as decided here", describe(rec), first.Decision)
+	}
+	if n := len(w.SMTP.Messages()); n != sent {
+		t.Errorf("messages sent on resuming: %d, want none", n-sent)
+	}
+
+	// Control: cut off before deciding, the message is the other
+	// watcher's.
+	ctl := w.Append("INBOX", apitest.Mail(apitest.Erin, "Lunch", "erin-resume-2@example.org", "Lunch on Monday?"))
+	runOnce(t, w)
+	cutOff(ctl, store.StateClassified)
+	runOnce(t, w)
+	if rec := record(t, w, ctl); rec == nil || rec.Decision != daemon.DecisionHandledElsewhere {
+		t.Errorf("control: a message cut off before it was decided, which the other watcher marked done: %s, want handled elsewhere", describe(rec))
+	}
+}
+
+// describe names a record's state and decision (or its absence).
+func describe(rec *store.MessageRecord) string {
+	if rec == nil {
+		return "no record"
+	}
+	return fmt.Sprintf("%s/%s", rec.State, rec.Decision)
+}
