@@ -2,6 +2,7 @@ package termsafe
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode"
@@ -56,54 +57,92 @@ var hostile = []struct {
 // assertSafe fails when out has a byte or rune that the contract forbids.
 func assertSafe(t *testing.T, out string, multiline bool) {
 	t.Helper()
+	for _, p := range unsafeRunes(out, multiline) {
+		t.Error(p)
+	}
+}
+
+// unsafeRunes returns what in out the contract forbids, one entry per
+// offending rune (and one for invalid UTF-8); none when out is safe.
+func unsafeRunes(out string, multiline bool) []string {
+	var problems []string
 	if !utf8.ValidString(out) {
-		t.Errorf("invalid UTF-8 in %q", out)
+		problems = append(problems, fmt.Sprintf("invalid UTF-8 in %q", out))
 	}
 	for _, r := range out {
 		switch {
 		case r == '\n' || r == '\t':
 			if !multiline {
-				t.Errorf("%q: line break or tab in a single line", out)
+				problems = append(problems, fmt.Sprintf("%q: line break or tab in a single line", out))
 			}
 		case r < 0x20 || r == 0x7f:
-			t.Errorf("%q: C0/DEL %U", out, r)
+			problems = append(problems, fmt.Sprintf("%q: C0/DEL %U", out, r))
 		case r >= 0x80 && r <= 0x9f:
-			t.Errorf("%q: C1 %U", out, r)
+			problems = append(problems, fmt.Sprintf("%q: C1 %U", out, r))
 		case unicode.Is(unicode.Cf, r):
-			t.Errorf("%q: format character %U", out, r)
+			problems = append(problems, fmt.Sprintf("%q: format character %U", out, r))
 		case r == '\u2028' || r == '\u2029':
-			t.Errorf("%q: separator %U", out, r)
+			problems = append(problems, fmt.Sprintf("%q: separator %U", out, r))
+		case r == '\u115f' || r == '\u1160' || r == '\u3164' || r == '\uffa0':
+			problems = append(problems, fmt.Sprintf("%q: blank Hangul filler %U", out, r))
 		}
 	}
+	return problems
 }
 
+// lineProblems is what is wrong with Line's answer to the hostile input
+// in: a rune the contract forbids, another result than tc.want, Safe
+// disagreeing, or a second Line changing it.
+func lineProblems(in, want string) []string {
+	out := Line(in)
+	problems := unsafeRunes(out, false)
+	if out != want {
+		problems = append(problems, fmt.Sprintf("Line(%q) = %q, want %q", in, out, want))
+	}
+	if !Safe(out, false) {
+		problems = append(problems, fmt.Sprintf("Safe(%q) = false after Line", out))
+	}
+	if Line(out) != out {
+		problems = append(problems, fmt.Sprintf("Line is not idempotent on %q", out))
+	}
+	return problems
+}
+
+// TestLineHostile runs every hostile string through Line: none may keep
+// a rune the contract forbids or come out other than its want.
 func TestLineHostile(t *testing.T) {
-	got := 0
+	tried, through := 0, 0
 	for _, tc := range hostile {
+		tried++
 		t.Run(tc.name, func(t *testing.T) {
-			out := Line(tc.in)
-			assertSafe(t, out, false)
-			if out != tc.want {
-				t.Errorf("Line(%q) = %q, want %q", tc.in, out, tc.want)
-			}
-			if !Safe(out, false) {
-				t.Errorf("Safe(%q) = false after Line", out)
-			}
-			if Line(out) != out {
-				t.Errorf("Line is not idempotent on %q", out)
-			}
-			if t.Failed() {
-				got++
+			if problems := lineProblems(tc.in, tc.want); len(problems) > 0 {
+				through++
+				for _, p := range problems {
+					t.Error(p)
+				}
 			}
 		})
 	}
-	t.Logf("Line: %d hostile strings tried, %d got through", len(hostile), got)
+	t.Logf("Line: %d hostile strings tried, %d got through", tried, through)
+	if tried != len(hostile) || through != 0 {
+		t.Errorf("Line: got %d of %d through, want 0 of %d", through, tried, len(hostile))
+	}
 }
 
+// TestTextHostile runs every hostile string through Text (which keeps
+// '\n' and '\t'): none may keep a rune the contract forbids, and line
+// breaks come out as '\n'.
 func TestTextHostile(t *testing.T) {
+	tried, through := 0, 0
 	for _, tc := range hostile {
+		tried++
 		t.Run(tc.name, func(t *testing.T) {
-			assertSafe(t, Text(tc.in), true)
+			if problems := unsafeRunes(Text(tc.in), true); len(problems) > 0 {
+				through++
+				for _, p := range problems {
+					t.Error(p)
+				}
+			}
 		})
 	}
 	tests := []struct{ in, want string }{
@@ -113,9 +152,60 @@ func TestTextHostile(t *testing.T) {
 		{"p1\u2029p2", "p1\np2"},
 	}
 	for _, tc := range tests {
+		tried++
 		if got := Text(tc.in); got != tc.want {
+			through++
 			t.Errorf("Text(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+	t.Logf("Text: %d hostile strings tried, %d got through", tried, through)
+	if tried != len(hostile)+len(tests) || through != 0 {
+		t.Errorf("Text: got %d of %d through, want 0 of %d", through, tried, len(hostile)+len(tests))
+	}
+}
+
+// textAttack reports whether the hostile row (in, want) attacks Text:
+// whether in differs from its Line want by more than the line breaks and
+// tabs Text keeps (the plain row and the newline-and-tab row do not).
+func textAttack(in, want string) bool {
+	return strings.NewReplacer("\n", " ", "\t", " ").Replace(in) != want
+}
+
+// TestLineTextHostileLandWithoutClean is the positive control of
+// TestLineHostile and TestTextHostile: with the cleaning off (cleanOff,
+// Line and Text return their input), every hostile row is caught by the
+// contract check (unsafeRunes) alone, the want comparison aside: for
+// Line, each row whose want differs from its input (all but the plain
+// text); for Text, each row that textAttack names (all but the plain
+// text and the newline-and-tab row). Not parallel: the switch is global.
+func TestLineTextHostileLandWithoutClean(t *testing.T) {
+	cleanOff.Store(true)
+	defer cleanOff.Store(false)
+	lineTried, lineLanded, textTried, textLanded := 0, 0, 0, 0
+	for _, tc := range hostile {
+		if tc.in != tc.want {
+			lineTried++
+			if len(unsafeRunes(Line(tc.in), false)) > 0 {
+				lineLanded++
+			} else {
+				t.Errorf("Line, %s: %q passes the contract check with the cleaning off: the row does not test the cleaning", tc.name, tc.in)
+			}
+		}
+		if textAttack(tc.in, tc.want) {
+			textTried++
+			if len(unsafeRunes(Text(tc.in), true)) > 0 {
+				textLanded++
+			} else {
+				t.Errorf("Text, %s: %q passes the contract check with the cleaning off: the row does not test the cleaning", tc.name, tc.in)
+			}
+		}
+	}
+	t.Logf("without the cleaning: Line %d of %d landed, Text %d of %d landed (of %d rows)", lineLanded, lineTried, textLanded, textTried, len(hostile))
+	if lineTried == 0 || lineLanded != lineTried {
+		t.Errorf("positive control, Line: got %d of %d landed, want all", lineLanded, lineTried)
+	}
+	if textTried == 0 || textLanded != textTried {
+		t.Errorf("positive control, Text: got %d of %d landed, want all", textLanded, textTried)
 	}
 }
 
