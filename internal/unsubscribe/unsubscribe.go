@@ -69,10 +69,11 @@ const maxEntries = 8
 // Refused, with why.
 func Parse(listUnsubscribe, listUnsubscribePost string, allowDomains ...string) Options {
 	var o Options
-	oneClick := strings.EqualFold(strings.TrimSpace(listUnsubscribePost), OneClickBody)
+	off := parseChecksOff.Load()
+	oneClick := off || strings.EqualFold(strings.TrimSpace(listUnsubscribePost), OneClickBody)
 	entries := splitEntries(listUnsubscribe)
 	for _, raw := range entries {
-		if strings.ContainsAny(raw, "\r\n\x00") {
+		if !off && strings.ContainsAny(raw, "\r\n\x00") {
 			o.Refused = append(o.Refused, "an entry contains a line break or NUL")
 			continue
 		}
@@ -81,7 +82,11 @@ func Parse(listUnsubscribe, listUnsubscribePost string, allowDomains ...string) 
 			o.Refused = append(o.Refused, fmt.Sprintf("%q is not a URL", clip(raw)))
 			continue
 		}
-		switch strings.ToLower(u.Scheme) {
+		scheme := strings.ToLower(u.Scheme)
+		if off && scheme != "mailto" {
+			scheme = "https" // the scheme rule off: any other URL is the one-click one
+		}
+		switch scheme {
 		case "https":
 			if !oneClick {
 				o.Refused = append(o.Refused, fmt.Sprintf("%s: no List-Unsubscribe-Post: %s (opening it in a browser is left to you)", clip(raw), OneClickBody))
@@ -140,6 +145,17 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// parseChecksOff makes Parse keep what its own checks refuse: the
+// one-click URL is used without List-Unsubscribe-Post, an entry with a
+// line break or NUL is read, any URL that is not a mailto is taken as the
+// one-click URL (the https-only rule), and a mailto's target is used as
+// written (recipient parameters, several or named addresses, non-public
+// addresses) with its subject and body uncleaned. The URL checks are
+// urlCheckOff's. It exists only for the positive control of
+// TestParseHostile (package unsubscribe); nothing in the product sets it.
+// Never from a parallel test.
+var parseChecksOff atomic.Bool
 
 // urlCheckOff makes checkURL accept every URL. It exists only for the
 // positive control of the hostile one-click tests
@@ -224,6 +240,13 @@ func parseMailto(u *url.URL, allowDomains []string) (addr, subject, body, why st
 		return "", "", "", "the address is not escaped correctly"
 	}
 	q := u.Query()
+	if parseChecksOff.Load() {
+		subject = q.Get("subject")
+		if subject == "" {
+			subject = "unsubscribe"
+		}
+		return strings.TrimSpace(to), subject, q.Get("body"), ""
+	}
 	if len(q["to"]) > 0 || len(q["cc"]) > 0 || len(q["bcc"]) > 0 {
 		return "", "", "", "the mailto adds recipients (to/cc/bcc)"
 	}
