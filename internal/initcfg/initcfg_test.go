@@ -177,45 +177,136 @@ func TestRenderVariants(t *testing.T) {
 	}
 }
 
-// TestRenderHostileText puts TOML and comment breakouts in every string
-// the wizard takes from the user or the network: each must come back as
-// the same value, and none may add a key, table or account.
-func TestRenderHostileText(t *testing.T) {
-	const evil = "x\"\n[[accounts]]\nname = \"evil\"\n# \\\"\r\x00\x7f"
-	s := fastmail()
-	s.Name = "Ada " + evil
-	s.Provider = "Evil\n[policy]\nmode = \"auto\""
-	s.Source = "autoconfig\r\n[[accounts]]"
-	s.Secret = Secret{Kind: SecretCmd, Value: "pass " + evil}
-	s.Model = "m" + evil
-	s.APIKeyEnv, s.APIKeyCmd = "", "gemini-key "+evil
-	data := Render(s)
-	cfg := parse(t, data) // exactly one account
-	a := cfg.Accounts[0]
-	attacks, through := 0, 0
-	for _, c := range []struct{ name, got, want string }{
-		{"display_name", a.DisplayName, s.Name},
-		{"password_cmd", a.IMAP.PasswordCmd, s.Secret.Value},
-		{"model", cfg.LLM.Model, s.Model},
-		{"api_key_cmd", cfg.LLM.APIKeyCmd, s.APIKeyCmd},
-	} {
-		attacks++
-		if c.got != c.want {
-			through++
-			t.Errorf("%s: got %q, want %q", c.name, c.got, c.want)
-		}
+// renderEvil breaks out of a TOML string and starts a comment, a new
+// account and control characters TOML forbids.
+const renderEvil = "x\"\n[[accounts]]\nname = \"evil\"\n# \\\"\r\x00\x7f"
+
+// renderAttacks are TestRenderHostileText's hostile strings: one per
+// string the wizard takes from the user or the network, with what the
+// parsed config must hold (got, want; base is the config of the benign
+// setup). The last two carry no control character, so that without the
+// quoting they would add a key to a file TOML still reads.
+var renderAttacks = []struct {
+	name  string
+	edit  func(s *Setup)
+	check func(cfg, base *config.Config, s *Setup) (got, want string)
+}{
+	{"display_name", func(s *Setup) { s.Name = "Ada " + renderEvil },
+		func(cfg, _ *config.Config, s *Setup) (string, string) { return cfg.Accounts[0].DisplayName, s.Name }},
+	{"provider (a comment)", func(s *Setup) { s.Provider = "Evil\n[policy]\nmode = \"auto\"" },
+		func(cfg, _ *config.Config, _ *Setup) (string, string) { return cfg.Policy.Mode, "review" }},
+	{"source (a comment)", func(s *Setup) { s.Source = "autoconfig\r\n[[accounts]]" },
+		func(cfg, base *config.Config, _ *Setup) (string, string) {
+			return cfg.Accounts[0].IMAP.Host, base.Accounts[0].IMAP.Host
+		}},
+	{"password_cmd", func(s *Setup) { s.Secret = Secret{Kind: SecretCmd, Value: "pass " + renderEvil} },
+		func(cfg, _ *config.Config, s *Setup) (string, string) {
+			return cfg.Accounts[0].IMAP.PasswordCmd, s.Secret.Value
+		}},
+	{"model", func(s *Setup) { s.Model = "m" + renderEvil },
+		func(cfg, _ *config.Config, s *Setup) (string, string) { return cfg.LLM.Model, s.Model }},
+	{"api_key_cmd", func(s *Setup) { s.APIKeyEnv, s.APIKeyCmd = "", "gemini-key "+renderEvil },
+		func(cfg, _ *config.Config, s *Setup) (string, string) { return cfg.LLM.APIKeyCmd, s.APIKeyCmd }},
+	{"display_name adding a key", func(s *Setup) { s.Name = "Ada\"\nmailbox = \"Junk\"\n#" },
+		func(cfg, base *config.Config, s *Setup) (string, string) {
+			return fmt.Sprintf("%q %q", cfg.Accounts[0].DisplayName, cfg.Accounts[0].Mailbox),
+				fmt.Sprintf("%q %q", s.Name, base.Accounts[0].Mailbox)
+		}},
+	{"model adding a key", func(s *Setup) { s.Model = "m\"\nbase_url = \"https://llm.evil.example/v1\"\n#" },
+		func(cfg, base *config.Config, s *Setup) (string, string) {
+			return fmt.Sprintf("%q %q", cfg.LLM.Model, cfg.LLM.BaseURL), fmt.Sprintf("%q %q", s.Model, base.LLM.BaseURL)
+		}},
+}
+
+// renderProblems renders s and says what is wrong with the file for the
+// attack at index i: it does not parse, holds other than one account or
+// a table Render does not write, or the attack's value does not come back.
+// broken reports the file-level problems (the first three).
+func renderProblems(s *Setup, i int) (problems []string, broken bool) {
+	base, err := config.Parse(Render(fastmail()), "/x/config.toml", 0o600)
+	if err != nil {
+		return []string{fmt.Sprintf("the benign setup: config.Parse: %v", err)}, true
 	}
-	attacks++
-	if cfg.Policy.Mode != "review" {
-		through++
-		t.Errorf("a provider name in a comment changed the mode to %q", cfg.Policy.Mode)
+	data := Render(s)
+	cfg, err := config.Parse(data, "/x/config.toml", 0o600)
+	if err != nil {
+		return []string{fmt.Sprintf("config.Parse: %v", err)}, true
+	}
+	if len(cfg.Accounts) != 1 {
+		return []string{fmt.Sprintf("got %d accounts, want 1", len(cfg.Accounts))}, true
 	}
 	for _, l := range strings.Split(string(data), "\n") {
 		if strings.HasPrefix(strings.TrimSpace(l), "[") && !strings.Contains("[llm] [policy] [[accounts]] [accounts.imap] [accounts.smtp]", strings.TrimSpace(l)) {
-			t.Errorf("unexpected table line %q", l)
+			problems, broken = append(problems, fmt.Sprintf("unexpected table line %q", l)), true
 		}
 	}
-	t.Logf("hostile strings: %d tried, %d got through", attacks, through)
+	if got, want := renderAttacks[i].check(cfg, base, s); got != want {
+		problems = append(problems, fmt.Sprintf("%s: got %q, want %q", renderAttacks[i].name, got, want))
+	}
+	return problems, broken
+}
+
+// TestRenderHostileText puts TOML and comment breakouts in every string
+// the wizard takes from the user or the network, all at once and one at
+// a time: each must come back as the same value, and none may add a key,
+// table or account.
+func TestRenderHostileText(t *testing.T) {
+	all := fastmail()
+	for _, a := range renderAttacks {
+		a.edit(all)
+	}
+	tried, through := 0, 0
+	for i, a := range renderAttacks {
+		one := fastmail()
+		a.edit(one)
+		for _, s := range []*Setup{all, one} {
+			tried++
+			if problems, _ := renderProblems(s, i); len(problems) > 0 {
+				through++
+				t.Errorf("%s got through: %v\n%s", a.name, problems, Render(s))
+			}
+		}
+	}
+	t.Logf("hostile strings: %d tried, %d got through", tried, through)
+	if tried != 2*len(renderAttacks) || through != 0 {
+		t.Errorf("got %d of %d through, want 0 of %d", through, tried, 2*len(renderAttacks))
+	}
+}
+
+// TestRenderHostileTextLandsWithoutQuoting is the positive control of
+// TestRenderHostileText: with the quoting off (quotingOff: TOMLString
+// only adds quotes, CommentText keeps line breaks), each hostile string
+// alone is caught by the test's own check (renderProblems). Those with
+// control characters, and the second [policy] table, break the file
+// (TOML refuses them: no key is added, the config does not load); the
+// two without add a key to a file that loads, asserted. Not parallel:
+// the switch is global.
+func TestRenderHostileTextLandsWithoutQuoting(t *testing.T) {
+	quotingOff.Store(true)
+	defer quotingOff.Store(false)
+	tried, landed, broke := 0, 0, 0
+	for i, a := range renderAttacks {
+		s := fastmail()
+		a.edit(s)
+		tried++
+		problems, broken := renderProblems(s, i)
+		if len(problems) == 0 {
+			t.Errorf("%s: comes back whole with the quoting off: the attack does not test the quoting\n%s", a.name, Render(s))
+			continue
+		}
+		landed++
+		if broken {
+			broke++
+		}
+		t.Logf("%s: %v", a.name, problems)
+	}
+	t.Logf("without the quoting: %d of %d landed (%d broke the file, %d added a key to a file that loads)", landed, tried, broke, landed-broke)
+	if tried != len(renderAttacks) || landed != tried {
+		t.Errorf("positive control: got %d of %d landed, want all %d", landed, tried, len(renderAttacks))
+	}
+	if landed-broke < 2 {
+		t.Errorf("positive control: got %d attacks adding a key to a file that loads, want the 2 without control characters", landed-broke)
+	}
 }
 
 func TestTOMLString(t *testing.T) {
