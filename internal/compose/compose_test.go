@@ -188,42 +188,155 @@ func TestBuildRoundTrip(t *testing.T) {
 	}
 }
 
-func TestBuildHeaderInjection(t *testing.T) {
-	r := baseReply()
-	r.Subject = "hello\r\nBcc: evil@x.com"
-	r.From.Name = "Ada\r\nBcc: evil2@x.com"
-	r.To = []mail.Address{{Name: "Bob\nX-Evil: 1", Email: "bob@example.com"}}
-	r.ParentMessageID = "<p@x>\r\nBcc: evil3@x.com"
-	r.ParentReferences = []string{"ok@x", "bad@x\r\nBcc: evil4@x.com"}
-	r.ExtraHeaders = map[string]string{"X-Mailagent-Trace": "t\r\nBcc: evil5@x.com"}
+// headerAttacks are TestBuildHeaderInjection's attacks: each puts a line
+// break and a header field of the attacker's (marked by marker) in one
+// value of the Reply (set), and line is the header line it would make if
+// Build wrote the value as it is.
+var headerAttacks = []struct {
+	name, field, marker string
+	set                 func(r *Reply)
+	line                string
+}{
+	{"subject", "Subject", "evil@x.com", func(r *Reply) { r.Subject = "hello\r\nBcc: evil@x.com" },
+		"Subject: Re: hello\r\nBcc: evil@x.com"},
+	{"from name", "From", "evil2@x.com", func(r *Reply) { r.From.Name = "Ada\r\nBcc: evil2@x.com" },
+		"From: Ada\r\nBcc: evil2@x.com <ada@example.org>"},
+	{"to name", "To", "X-Evil", func(r *Reply) { r.To = []mail.Address{{Name: "Bob\nX-Evil: 1", Email: "bob@example.com"}} },
+		"To: Bob\nX-Evil: 1 <bob@example.com>"},
+	{"parent id", "In-Reply-To", "evil3@x.com", func(r *Reply) { r.ParentMessageID = "<p@x>\r\nBcc: evil3@x.com" },
+		"In-Reply-To: <p@x>\r\nBcc: evil3@x.com"},
+	{"references", "References", "evil4@x.com", func(r *Reply) { r.ParentReferences = []string{"ok@x", "bad@x\r\nBcc: evil4@x.com"} },
+		"References: <ok@x> <bad@x\r\nBcc: evil4@x.com>"},
+	{"extra header", "X-Mailagent-Trace", "evil5@x.com", func(r *Reply) {
+		r.ExtraHeaders = map[string]string{"X-Mailagent-Trace": "t\r\nBcc: evil5@x.com"}
+	}, "X-Mailagent-Trace: t\r\nBcc: evil5@x.com"},
+}
 
-	raw, _, err := Build(r)
-	if err != nil {
-		t.Fatalf("Build: %v", err)
-	}
+// allowedHeaderFields are the fields a plain reply has.
+var allowedHeaderFields = []string{"From", "To", "Subject", "Date", "Message-Id", "References", "X-Mailagent-Trace",
+	"Mime-Version", "Content-Type", "Content-Transfer-Encoding"}
+
+// injectionProblems is what is wrong with raw, built with every attack
+// of headerAttacks at once: a header field the reply does not write, an
+// In-Reply-To from the malformed parent id, References other than the one
+// well-formed id, the subject's line break kept. hit names the attacks
+// that got through (an unexpected field carrying an attack's marker, or
+// the check of that attack's own field failing).
+func injectionProblems(t *testing.T, raw []byte) (problems []string, hit map[string]bool) {
+	t.Helper()
+	hit = map[string]bool{}
 	h, _ := parse(t, raw)
 	fields := h.Fields()
-	var keys []string
 	for fields.Next() {
-		keys = append(keys, fields.Key())
-	}
-	for _, k := range keys {
-		switch k {
-		case "From", "To", "Subject", "Date", "Message-Id", "References", "X-Mailagent-Trace",
-			"Mime-Version", "Content-Type", "Content-Transfer-Encoding":
-		default:
-			t.Errorf("got unexpected header field %q in\n%s", k, raw)
+		k := fields.Key()
+		if slices.Contains(allowedHeaderFields, k) {
+			continue
+		}
+		v, _ := fields.Text()
+		problems = append(problems, fmt.Sprintf("got unexpected header field %q (%q)", k, v))
+		for _, a := range headerAttacks {
+			if strings.Contains(k+": "+v, a.marker) {
+				hit[a.name] = true
+			}
 		}
 	}
 	if h.Has("In-Reply-To") {
-		t.Errorf("got In-Reply-To %q from a malformed parent id, want none", h.Get("In-Reply-To"))
+		problems = append(problems, fmt.Sprintf("got In-Reply-To %q from a malformed parent id, want none", h.Get("In-Reply-To")))
+		hit["parent id"] = true
 	}
 	if got, _ := h.MsgIDList("References"); !slices.Equal(got, []string{"ok@x"}) {
-		t.Errorf("References: got %q, want [ok@x]", got)
+		problems = append(problems, fmt.Sprintf("References: got %q, want [ok@x]", got))
+		hit["references"] = true
 	}
 	if got, _ := h.Subject(); got != "Re: hello Bcc: evil@x.com" {
-		t.Errorf("Subject: got %q, want %q", got, "Re: hello Bcc: evil@x.com")
+		problems = append(problems, fmt.Sprintf("Subject: got %q, want %q", got, "Re: hello Bcc: evil@x.com"))
+		hit["subject"] = true
 	}
+	return problems, hit
+}
+
+// hostileReply is baseReply with every attack of headerAttacks in it.
+func hostileReply() Reply {
+	r := baseReply()
+	for _, a := range headerAttacks {
+		a.set(&r)
+	}
+	return r
+}
+
+// TestBuildHeaderInjection puts a line break and a header field of the
+// attacker's in every value Build writes into the header: none may start
+// a field of its own, a malformed id is dropped, and the subject's line
+// break becomes a space.
+func TestBuildHeaderInjection(t *testing.T) {
+	raw, _, err := Build(hostileReply())
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	problems, hit := injectionProblems(t, raw)
+	for _, p := range problems {
+		t.Errorf("%s in\n%s", p, raw)
+	}
+	tried, through := 0, 0
+	for _, a := range headerAttacks {
+		tried++
+		if hit[a.name] {
+			through++
+			t.Errorf("attack %q got through", a.name)
+		}
+	}
+	t.Logf("header injection: %d tried, %d got through", tried, through)
+	if tried != len(headerAttacks) || through != 0 {
+		t.Errorf("got %d of %d through, want 0 of %d", through, tried, len(headerAttacks))
+	}
+}
+
+// TestBuildHeaderInjectionCaughtAsItWouldLand is the positive control of
+// TestBuildHeaderInjection, a detector: what stops the attacks is
+// structural (Build's cleaning, and below it go-message, which encodes
+// names and subjects as encoded words and refuses a raw line break in a
+// field value), so there is nothing to switch off without another layer
+// still stopping them. Instead each attack's header line, as it would be
+// written raw, is spliced into the real hostile build in place of its
+// field, and the test's own check (injectionProblems) must name that
+// attack, every time.
+func TestBuildHeaderInjectionCaughtAsItWouldLand(t *testing.T) {
+	raw, _, err := Build(hostileReply())
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	tried, landed := 0, 0
+	for _, a := range headerAttacks {
+		tried++
+		if _, hit := injectionProblems(t, spliceHeaderLine(raw, a.field, a.line)); hit[a.name] {
+			landed++
+		} else {
+			t.Errorf("%s: spliced in as %q, not caught", a.name, a.line)
+		}
+	}
+	t.Logf("header lines spliced in raw: %d of %d caught", landed, tried)
+	if tried != len(headerAttacks) || landed != tried {
+		t.Errorf("positive control: got %d of %d caught, want all %d", landed, tried, len(headerAttacks))
+	}
+}
+
+// spliceHeaderLine returns raw with its field lines (and their folded
+// continuations) removed and line added at the end of the header block.
+func spliceHeaderLine(raw []byte, field, line string) []byte {
+	hdr, body, _ := strings.Cut(string(raw), "\r\n\r\n")
+	var out []string
+	skipping := false
+	for _, l := range strings.Split(hdr, "\r\n") {
+		if skipping && (strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t")) {
+			continue
+		}
+		k, _, _ := strings.Cut(l, ":")
+		skipping = strings.EqualFold(k, field)
+		if !skipping {
+			out = append(out, l)
+		}
+	}
+	return []byte(strings.Join(append(out, line), "\r\n") + "\r\n\r\n" + body)
 }
 
 func TestBuildErrors(t *testing.T) {
