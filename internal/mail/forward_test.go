@@ -188,48 +188,139 @@ func TestParseBrokenForward(t *testing.T) {
 	}
 }
 
+// hostileForwardHeaders are the header lines of the attached message of
+// TestParseForwardHostileHeaders: encoded line breaks, NUL and escapes in
+// names and the subject, a subject far over the cap, NUL in ids. checks
+// names the checks of forwardHeaderProblems each attacks; alsoStoppedBy
+// names a layer below the forward cleaning that stops it as well.
+var hostileForwardHeaders = []struct {
+	line          string
+	checks        []string
+	alsoStoppedBy string
+}{
+	{"From: =?utf-8?q?Sam=0D=0ABcc:_evil@evil.example=00?= <sam@example.net>", []string{"From.Name"}, ""},
+	{"Reply-To: =?utf-8?q?x=0D=0ATo:_evil@evil.example?= <evil@evil.example>", []string{"ReplyTo 0 name"},
+		"the address parser (a malformed Reply-To is read best-effort, and the name it finds holds no control character)"},
+	{"To: =?utf-8?b?" + base64.StdEncoding.EncodeToString([]byte("a\r\nb\x00")) + "?= <ada@example.com>", []string{"To 0 name"}, ""},
+	{"Subject: =?utf-8?q?Hi=0D=0ABcc:_evil@evil.example=0D=0A=0D=0Abody=00=1B[31m?= " + strings.Repeat("Ä", 10000), []string{"Subject", "subject cap"}, ""},
+	{"Message-ID: <ok\x00id@example.net>", []string{"MessageID"}, ""},
+	{"References: <a\x00b@x> <c@x>", []string{"References 0"}, ""},
+	{"Date: Mon, 02 Mar 2026 09:00:00 +0000", nil, ""},
+}
+
+// hostileForward is the attached message of hostileForwardHeaders.
+func hostileForward() string {
+	var b strings.Builder
+	for _, h := range hostileForwardHeaders {
+		b.WriteString(h.line + "\r\n")
+	}
+	return b.String() + "\r\nhello\x00 there\r\n"
+}
+
+// forwardHeaderProblems checks the fields of the attached message o a
+// reply is built from: one check per field (no control character, valid
+// UTF-8) and one for the subject's cap. It returns the checks tried and
+// those that failed, by name, with why.
+func forwardHeaderProblems(o *Message) (tried int, through map[string]string) {
+	fields := map[string]string{"Subject": o.Subject, "MessageID": o.MessageID, "From.Name": o.From.Name, "From.Email": o.From.Email}
+	for _, l := range []struct {
+		kind  string
+		addrs []Address
+	}{{"ReplyTo", o.ReplyTo}, {"To", o.To}, {"Cc", o.Cc}} {
+		for i, a := range l.addrs {
+			fields[fmt.Sprintf("%s %d name", l.kind, i)], fields[fmt.Sprintf("%s %d email", l.kind, i)] = a.Name, a.Email
+		}
+	}
+	for i, id := range o.References {
+		fields[fmt.Sprintf("References %d", i)] = id
+	}
+	for i, id := range o.InReplyTo {
+		fields[fmt.Sprintf("InReplyTo %d", i)] = id
+	}
+	through = map[string]string{}
+	for name, v := range fields {
+		tried++
+		if strings.IndexFunc(v, unicode.IsControl) >= 0 || !utf8.ValidString(v) {
+			through[name] = fmt.Sprintf("control character or invalid UTF-8 kept: %q", v)
+		}
+	}
+	tried++
+	if n := utf8.RuneCountInString(o.Subject); n > MaxForwardSubject {
+		through["subject cap"] = fmt.Sprintf("got %d runes, want at most %d", n, MaxForwardSubject)
+	}
+	return tried, through
+}
+
 // Hostile text in every header of the attached message: no control
 // character survives in a field a reply is built from, the subject is
 // capped, and nothing panics.
 func TestParseForwardHostileHeaders(t *testing.T) {
 	t.Parallel()
-	long := strings.Repeat("Ä", 10000)
-	hostile := "From: =?utf-8?q?Sam=0D=0ABcc:_evil@evil.example=00?= <sam@example.net>\r\n" +
-		"Reply-To: =?utf-8?q?x=0D=0ATo:_evil@evil.example?= <evil@evil.example>\r\n" +
-		"To: =?utf-8?b?" + base64.StdEncoding.EncodeToString([]byte("a\r\nb\x00")) + "?= <ada@example.com>\r\n" +
-		"Subject: =?utf-8?q?Hi=0D=0ABcc:_evil@evil.example=0D=0A=0D=0Abody=00=1B[31m?= " + long + "\r\n" +
-		"Message-ID: <ok\x00id@example.net>\r\n" +
-		"References: <a\x00b@x> <c@x>\r\n" +
-		"Date: Mon, 02 Mar 2026 09:00:00 +0000\r\n\r\nhello\x00 there\r\n"
-	m := Parse(attaching("fyi", rfc822(hostile)))
+	m := Parse(attaching("fyi", rfc822(hostileForward())))
 	checkValid(t, m)
 	if len(m.Forwards) != 1 {
 		t.Fatalf("got %d forwards", len(m.Forwards))
 	}
 	o := m.Forwards[0].Message
-	fields := map[string]string{"Subject": o.Subject, "MessageID": o.MessageID, "From.Name": o.From.Name, "From.Email": o.From.Email}
-	for i, a := range append(append(o.ReplyTo, o.To...), o.Cc...) {
-		fields[fmt.Sprintf("address %d name", i)], fields[fmt.Sprintf("address %d email", i)] = a.Name, a.Email
+	tried, through := forwardHeaderProblems(o)
+	for name, why := range through {
+		t.Errorf("%s: %s", name, why)
 	}
-	for i, id := range append(append([]string{}, o.References...), o.InReplyTo...) {
-		fields[fmt.Sprintf("id %d", i)] = id
+	attacks := 0
+	for _, h := range hostileForwardHeaders {
+		attacks += len(h.checks)
 	}
-	tried, through := 0, 0
-	for name, v := range fields {
-		tried++
-		if strings.IndexFunc(v, unicode.IsControl) >= 0 || !utf8.ValidString(v) {
-			through++
-			t.Errorf("%s: control character or invalid UTF-8 kept: %q", name, v)
-		}
+	t.Logf("hostile attached headers: %d checks (%d aimed at by an attack), %d got through", tried, attacks, len(through))
+	if tried < attacks || len(through) != 0 {
+		t.Errorf("got %d of %d checks through, want 0 of at least %d", len(through), tried, attacks)
 	}
-	tried++
-	if n := utf8.RuneCountInString(o.Subject); n > MaxForwardSubject {
-		through++
-		t.Errorf("subject: got %d runes, want at most %d", n, MaxForwardSubject)
-	}
-	t.Logf("hostile attached headers: %d checks, %d got through", tried, through)
 	if o.From.Email != "sam@example.net" {
 		t.Errorf("From: got %q", o.From.Email)
+	}
+}
+
+// TestParseForwardHostileHeadersLandWithoutClean is the positive control
+// of TestParseForwardHostileHeaders: with the attached message's header
+// cleaning off (forwardCleanOff), the same message parsed the same way is
+// caught by the test's own check (forwardHeaderProblems) on every check
+// an attack aims at, but the one a lower layer stops as well
+// (alsoStoppedBy: the Reply-To name), which must still pass. Not
+// parallel: the switch is global.
+func TestParseForwardHostileHeadersLandWithoutClean(t *testing.T) {
+	forwardCleanOff.Store(true)
+	defer forwardCleanOff.Store(false)
+	m := Parse(attaching("fyi", rfc822(hostileForward())))
+	if len(m.Forwards) != 1 {
+		t.Fatalf("got %d forwards", len(m.Forwards))
+	}
+	_, through := forwardHeaderProblems(m.Forwards[0].Message)
+	tried, landed, layered, stopped := 0, 0, 0, 0
+	for _, h := range hostileForwardHeaders {
+		for _, c := range h.checks {
+			_, got := through[c]
+			if h.alsoStoppedBy != "" {
+				layered++
+				if got {
+					t.Errorf("%s: got through with the cleaning off (%s), want it stopped by %s", c, through[c], h.alsoStoppedBy)
+				} else {
+					stopped++
+				}
+				continue
+			}
+			tried++
+			if got {
+				landed++
+			} else {
+				t.Errorf("%s: clean with the cleaning off: the attack does not test the cleaning", c)
+			}
+		}
+	}
+	t.Logf("without the cleaning: %d of %d attacks landed; %d of %d stopped by a lower layer as well", landed, tried, stopped, layered)
+	if tried == 0 || landed != tried {
+		t.Errorf("positive control: got %d of %d landed, want all", landed, tried)
+	}
+	if stopped != layered {
+		t.Errorf("lower layer: got %d of %d stopped, want all", stopped, layered)
 	}
 }
 
