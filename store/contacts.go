@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/mail"
@@ -139,6 +140,12 @@ func (s *Store) ForgetContact(account, email string) error {
 		// What was learned about the contact goes with it: its memory
 		// records (not the @domain ones, which are about everyone there)
 		// and the examples of replies to it.
+		if forgetLearnedOff.Load() {
+			if !found {
+				return ErrNotFound
+			}
+			return nil
+		}
 		n, err := deleteAbout(tx.Bucket(bMemory), func(v []byte) bool {
 			var r MemoryRecord
 			return json.Unmarshal(v, &r) == nil && r.Account == account && r.Contact == who
@@ -163,6 +170,12 @@ func (s *Store) ForgetContact(account, email string) error {
 	}
 	return nil
 }
+
+// forgetLearnedOff makes ForgetContact delete the contact's entry alone,
+// leaving its memory records and examples. It exists only for the
+// positive control of TestForgetContactTakesWhatWasLearned (never in
+// parallel, restored before it returns); nothing in the product sets it.
+var forgetLearnedOff atomic.Bool
 
 // deleteAbout deletes the entries of b whose value match says are about
 // the one being forgotten, and returns how many it deleted.

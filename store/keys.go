@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/mailagent/mailagent/internal/mail"
@@ -26,12 +27,29 @@ const hashedPrefix = "#sha256:"
 // text goes through it, so that no message can fail to be stored because
 // of its headers.
 func keyPart(text string) (part string, unsafe bool) {
+	if keyHashOff.Load() {
+		return text, false
+	}
 	if len(text) <= maxKeyPart && utf8.ValidString(text) && !strings.HasPrefix(text, hashedPrefix) &&
 		strings.IndexFunc(text, func(r rune) bool { return r < 0x20 || r == 0x7f }) < 0 {
 		return text, false
 	}
 	sum := sha256.Sum256([]byte(text))
 	return hashedPrefix + hex.EncodeToString(sum[:]), true
+}
+
+// keyHashOff makes keyPart use every text as it is, hashing nothing. It
+// exists only for the positive controls of the hostile-key tests (here
+// and in agent), to show those attacks landing without the hash; nothing
+// in the product sets it.
+var keyHashOff atomic.Bool
+
+// SwitchOffKeyHashForTest turns keyPart's hashing off (keyHashOff) until
+// the returned function is called. Only adversarial tests' positive
+// controls call it, and never from a parallel test.
+func SwitchOffKeyHashForTest() (restore func()) {
+	keyHashOff.Store(true)
+	return func() { keyHashOff.Store(false) }
 }
 
 // idKey is the key part of a Message-ID: mail.IDKey (the one Message-ID

@@ -94,49 +94,135 @@ func TestSnapshotsWrittenBeforeStillRead(t *testing.T) {
 	}
 }
 
-// TestSnapshotDecodeDamage: every truncation and random byte changes of a
-// record, and random bytes behind the format mark, give an error or a
-// record, never a panic; a record claiming more steps than it holds is an
-// error.
-func TestSnapshotDecodeDamage(t *testing.T) {
-	t.Parallel()
+// snapDamage is the damage TestSnapshotDecodeDamage tries, in two sets.
+// stored is the stored form damaged: every truncation, random byte
+// changes, random bytes behind the format mark; S2's decoder refuses
+// much of it before the framing is read. framing is the framing damaged
+// under well-formed compression, so that all of it reaches the framing's
+// bounds checks: every truncation of the record's framing, and
+// a framing that claims 200 steps in no bytes; framingLen is the length
+// of each framing before compression. storedCuts is how many of stored
+// are truncations (the first ones).
+func snapDamage(t *testing.T) (stored, framing [][]byte, framingLen []int, storedCuts int) {
+	t.Helper()
 	rec := &snapshotRecord{Started: time.Unix(1_800_000_000, 0), Steps: []*StepSnapshot{{Input: "in", Output: "out"}, nil, {Input: "x", Output: "y"}}}
 	z, err := encodeSnapshots(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(3, 4))
-	tried, errs := 0, 0
-	try := func(v []byte) {
-		tried++
-		if _, err := decodeSnapshots(v); err != nil {
-			errs++
-		}
-	}
 	for n := range len(z) {
-		try(z[:n])
+		stored = append(stored, z[:n])
 	}
+	storedCuts = len(stored)
+	rng := rand.New(rand.NewPCG(3, 4))
 	for range 2000 {
 		v := bytes.Clone(z)
 		for range 1 + rng.IntN(3) {
 			v[rng.IntN(len(v))] = byte(rng.IntN(256))
 		}
-		try(v)
+		stored = append(stored, v)
 		junk := make([]byte, rng.IntN(64))
 		for i := range junk {
 			junk[i] = byte(rng.IntN(256))
 		}
-		try(append(bytes.Clone(snapMagic), junk...))
+		stored = append(stored, append(bytes.Clone(snapMagic), junk...))
+	}
+	raw, err := s2.Decode(nil, z[len(snapMagic):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range len(raw) {
+		framing = append(framing, append(bytes.Clone(snapMagic), s2.Encode(nil, raw[:n])...))
+		framingLen = append(framingLen, n)
 	}
 	// Well-formed compression of a framing that lies about its steps.
-	lying := append(bytes.Clone(snapMagic), s2.Encode(nil, []byte{0x0f, 0, 200})...)
-	if _, err := decodeSnapshots(lying); err == nil {
-		t.Error("a record claiming 200 steps in no bytes decoded")
+	lie := []byte{0x0f, 0, 200}
+	framing = append(framing, append(bytes.Clone(snapMagic), s2.Encode(nil, lie)...))
+	framingLen = append(framingLen, len(lie))
+	return stored, framing, framingLen, storedCuts
+}
+
+// decodeDamaged decodes v and reports the panic it caused (recovered: a
+// panic is what the damage is after), or its error.
+func decodeDamaged(v []byte) (panicked any, err error) {
+	defer func() { panicked = recover() }()
+	_, err = decodeSnapshots(v)
+	return nil, err
+}
+
+// TestSnapshotDecodeDamage: every truncation and random byte changes of a
+// record, and random bytes behind the format mark, give an error or a
+// record, never a panic; every truncation of the framing under
+// well-formed compression, and a record claiming more steps than it
+// holds, is an error. A robustness test: damaged or hostile store data.
+// Positive control: TestSnapshotDecodeDamageLandsWithoutBounds.
+func TestSnapshotDecodeDamage(t *testing.T) {
+	t.Parallel()
+	stored, framing, _, cuts := snapDamage(t)
+	tried, through, errs := 0, 0, 0
+	for i, v := range stored {
+		tried++
+		p, err := decodeDamaged(v)
+		switch {
+		case p != nil:
+			through++
+			t.Errorf("damaged record %d (%x): panic %v, want an error or a record", i, v, p)
+		case err != nil:
+			errs++
+		}
 	}
-	if errs < len(z)-1 {
-		t.Errorf("only %d of %d damaged records were errors (every truncation should be)", errs, tried)
+	if errs < cuts-1 {
+		t.Errorf("only %d of %d damaged records were errors (every truncation should be)", errs, len(stored))
 	}
-	t.Logf("%d damaged records decoded without a panic, %d of them errors", tried, errs)
+	for i, v := range framing {
+		tried++
+		if p, err := decodeDamaged(v); p != nil || err == nil {
+			through++
+			t.Errorf("damaged framing %d (%x): got error %v, panic %v; want an error", i, v, err, p)
+		}
+	}
+	t.Logf("%d damaged records (%d of the stored form, %d of them errors; %d of the framing): %d through", tried, len(stored), errs, len(framing), through)
+	if through != 0 {
+		t.Fatalf("%d of %d damaged records got through, want 0", through, tried)
+	}
+}
+
+// TestSnapshotDecodeDamageLandsWithoutBounds is the positive control of
+// TestSnapshotDecodeDamage: the same damage decoded with the framing's
+// bounds checks off (snapBoundsOff: the lengths and the step count are
+// trusted as written). Every damaged framing but the empty one (it holds
+// no length to trust) must land: a panic, or a record decoded from a
+// framing that lies. The damage to the stored form is counted too: some
+// of it must land (panic), which shows it reaches the framing's checks
+// past S2's decoder. Not parallel: it sets a package switch.
+func TestSnapshotDecodeDamageLandsWithoutBounds(t *testing.T) {
+	snapBoundsOff.Store(true)
+	defer snapBoundsOff.Store(false)
+	stored, framing, framingLen, _ := snapDamage(t)
+	landed, want := 0, 0
+	for i, v := range framing {
+		if framingLen[i] > 0 {
+			want++
+		}
+		if p, err := decodeDamaged(v); p != nil || err == nil {
+			landed++
+		} else if framingLen[i] > 0 {
+			t.Errorf("damaged framing %d (%x): got error %v with the bounds checks off, want a panic or a record", i, v, err)
+		}
+	}
+	storedLanded := 0
+	for _, v := range stored {
+		if p, _ := decodeDamaged(v); p != nil {
+			storedLanded++
+		}
+	}
+	t.Logf("bounds checks off: framing %d tried, %d landed (want %d); stored form %d tried, %d landed", len(framing), landed, want, len(stored), storedLanded)
+	if landed != want {
+		t.Fatalf("positive control: got %d of %d damaged framings landed with the bounds checks off, want %d", landed, len(framing), want)
+	}
+	if storedLanded == 0 {
+		t.Fatalf("positive control: got 0 of %d damaged stored records landed with the bounds checks off, want some (else S2 stops them all and the framing's checks are not what the stored damage tests)", len(stored))
+	}
 }
 
 // TestSnapshotJSONIndentedWhenRead: a side the agent marked as compact
