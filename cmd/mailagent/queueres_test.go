@@ -119,51 +119,82 @@ func ownerSent(headers string) string {
 		fmt.Sprintf("Message-ID: <own-%d@example.com>\n", ownerSentN) + headers + "\n\nSure.\n"
 }
 
-func TestOwnerReplyResolvesOnlyTheItemItAnswers(t *testing.T) {
-	tests := []struct {
-		name   string
-		sent   string
-		attack bool   // an attempt to close an item the owner did not answer
-		want   string // "alice", "bob", "" (no item resolved) or "mallory"
-	}{
-		{"reply to alice whose References name bob's message", ownerSent("To: alice@example.org\nIn-Reply-To: <budget@test.example>\nReferences: <lunch@test.example> <budget@test.example>"), true, "alice"},
-		{"reply to bob's message sent to alice instead", ownerSent("To: alice@example.org\nIn-Reply-To: <lunch@test.example>\nReferences: <lunch@test.example>"), true, ""},
-		{"References alone name bob's message", ownerSent("To: bob@example.org\nReferences: <lunch@test.example>"), true, ""},
-		{"reply-all to alice's message with bob in Cc", ownerSent("To: alice@example.org\nCc: bob@example.org\nIn-Reply-To: <budget@test.example>\nReferences: <lunch@test.example> <budget@test.example>"), true, "alice"},
-		{"automatic reply from the owner's address", ownerSent("To: bob@example.org\nIn-Reply-To: <lunch@test.example>\nAuto-Submitted: auto-replied"), true, ""},
-		{"mailagent's own send", ownerSent("To: bob@example.org\nIn-Reply-To: <lunch@test.example>\nX-Mailagent-Trace: q_forged"), true, ""},
-		{"a Sent message not from the owner", strings.Replace(ownerSent("To: bob@example.org\nIn-Reply-To: <lunch@test.example>"), "From: Ada Lovelace <ada@example.com>", "From: Eve <eve@attacker.example>", 1), true, ""},
-		{"reply to the spoofed copy of alice's message", ownerSent("To: mallory@attacker.example\nIn-Reply-To: <budget@test.example>"), true, "mallory"},
-		{"the right reply", ownerSent("To: Bob <bob@example.org>\nIn-Reply-To: <lunch@test.example>\nReferences: <lunch@test.example>"), false, "bob"},
-		{"the right reply, ids in other case, Bob in Cc", ownerSent("To: carol@example.org\nCc: BOB@EXAMPLE.ORG\nIn-Reply-To: <LUNCH@test.example>"), false, "bob"},
+// ownerReplyCase is one reply of the owner's filed in Sent after alice,
+// bob and mallory (who re-sent alice's Message-ID) each have a pending
+// draft.
+type ownerReplyCase struct {
+	name   string
+	sent   string
+	attack bool   // an attempt to close an item the owner did not answer
+	want   string // "alice", "bob", "" (no item resolved) or "mallory"
+	// stoppedBy names the rule outside the identity layer that stops the
+	// attack ("" when store.SwitchOffIdentityForTest lets it land): the
+	// positive control expects exactly the others to land.
+	stoppedBy string
+}
+
+var ownerReplyCases = []ownerReplyCase{
+	{"reply to alice whose References name bob's message", ownerSent("To: alice@example.org\nIn-Reply-To: <budget@test.example>\nReferences: <lunch@test.example> <budget@test.example>"), true, "alice", ""},
+	{"reply to bob's message sent to alice instead", ownerSent("To: alice@example.org\nIn-Reply-To: <lunch@test.example>\nReferences: <lunch@test.example>"), true, "", ""},
+	{"References alone name bob's message", ownerSent("To: bob@example.org\nReferences: <lunch@test.example>"), true, "",
+		"agent.answersItem: only In-Reply-To names the answered message, never References alone"},
+	{"reply-all to alice's message with bob in Cc", ownerSent("To: alice@example.org\nCc: bob@example.org\nIn-Reply-To: <budget@test.example>\nReferences: <lunch@test.example> <budget@test.example>"), true, "alice", ""},
+	{"automatic reply from the owner's address", ownerSent("To: bob@example.org\nIn-Reply-To: <lunch@test.example>\nAuto-Submitted: auto-replied"), true, "",
+		"Pipeline.OwnerReplied leaves automatic mail out itself (IsAutomatic), beside agent.SentAutomatically"},
+	{"mailagent's own send", ownerSent("To: bob@example.org\nIn-Reply-To: <lunch@test.example>\nX-Mailagent-Trace: q_forged"), true, "",
+		"Pipeline.OwnerReplied leaves mail with agent.TraceHeader out itself, beside agent.OwnerWrote"},
+	{"a Sent message not from the owner", strings.Replace(ownerSent("To: bob@example.org\nIn-Reply-To: <lunch@test.example>"), "From: Ada Lovelace <ada@example.com>", "From: Eve <eve@attacker.example>", 1), true, "",
+		"agent.OwnerWrote: From is not one of the owner's addresses"},
+	{"reply to the spoofed copy of alice's message", ownerSent("To: mallory@attacker.example\nIn-Reply-To: <budget@test.example>"), true, "mallory", ""},
+	{"the right reply", ownerSent("To: Bob <bob@example.org>\nIn-Reply-To: <lunch@test.example>\nReferences: <lunch@test.example>"), false, "bob", ""},
+	{"the right reply, ids in other case, Bob in Cc", ownerSent("To: carol@example.org\nCc: BOB@EXAMPLE.ORG\nIn-Reply-To: <LUNCH@test.example>"), false, "bob", ""},
+}
+
+// runOwnerReplyCase plays tt in a world of its own and returns the items
+// whose status is not the one tt wants (who: got, want), and whether an
+// item the owner did not answer was closed (leaked) and how many
+// messages went out.
+func runOwnerReplyCase(t *testing.T, tt ownerReplyCase) (wrong []string, leaked bool, sent int) {
+	t.Helper()
+	h := newHarness(t, compromisedModel, "")
+	h.deliver(aliceMail)
+	h.deliver(bobMail)
+	// Mallory re-sends alice's Message-ID: a reply to Mallory must
+	// close Mallory's item and not alice's.
+	h.deliver(strings.NewReplacer("Alice <alice@example.org>", "Mallory <mallory@attacker.example>", "Subject: Budget", "Subject: Budget too").Replace(aliceMail))
+	h.watchOnce(t)
+	h.appendTo("Sent", tt.sent)
+	h.watchOnce(t)
+	got := map[string]string{}
+	for _, q := range h.queue(t) {
+		got[q.From.Email] = q.Status
 	}
+	owners := map[string]string{"alice": "alice@example.org", "bob": "bob@example.org", "mallory": "mallory@attacker.example"}
+	for _, who := range []string{"alice", "bob", "mallory"} {
+		want := store.QueuePending
+		if who == tt.want {
+			want = store.QueueResolved
+		}
+		if g := got[owners[who]]; g != want {
+			wrong = append(wrong, fmt.Sprintf("%s's item: got %s, want %s", who, g, want))
+			leaked = leaked || want == store.QueuePending
+		}
+	}
+	return wrong, leaked, len(h.smtp.Messages())
+}
+
+// TestOwnerReplyResolvesOnlyTheItemItAnswers: a reply the owner filed in
+// Sent closes only the item it answers (In-Reply-To names its message
+// and it went to its correspondent). Each attack is a reply that names
+// or reaches another item; its positive control is
+// TestOwnerReplyResolvesOnlyTheItemItAnswersLandsWithoutIdentity.
+func TestOwnerReplyResolvesOnlyTheItemItAnswers(t *testing.T) {
 	tried, through := 0, 0
-	for _, tt := range tests {
+	for _, tt := range ownerReplyCases {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, compromisedModel, "")
-			h.deliver(aliceMail)
-			h.deliver(bobMail)
-			// Mallory re-sends alice's Message-ID: a reply to Mallory must
-			// close Mallory's item and not alice's.
-			h.deliver(strings.NewReplacer("Alice <alice@example.org>", "Mallory <mallory@attacker.example>", "Subject: Budget", "Subject: Budget too").Replace(aliceMail))
-			h.watchOnce(t)
-			h.appendTo("Sent", tt.sent)
-			h.watchOnce(t)
-			got := map[string]string{}
-			for _, q := range h.queue(t) {
-				got[q.From.Email] = q.Status
-			}
-			owners := map[string]string{"alice": "alice@example.org", "bob": "bob@example.org", "mallory": "mallory@attacker.example"}
-			leaked := false
-			for who, email := range owners {
-				want := store.QueuePending
-				if who == tt.want {
-					want = store.QueueResolved
-				}
-				if got[email] != want {
-					t.Errorf("%s's item: got %s, want %s", who, got[email], want)
-					leaked = leaked || want == store.QueuePending
-				}
+			wrong, leaked, sent := runOwnerReplyCase(t, tt)
+			for _, w := range wrong {
+				t.Error(w)
 			}
 			if tt.attack {
 				tried++
@@ -171,14 +202,55 @@ func TestOwnerReplyResolvesOnlyTheItemItAnswers(t *testing.T) {
 					through++
 				}
 			}
-			if n := len(h.smtp.Messages()); n != 0 {
-				t.Errorf("sent %d messages, want 0", n)
+			if sent != 0 {
+				t.Errorf("sent %d messages, want 0", sent)
 			}
 		})
 	}
 	t.Logf("owner-reply resolution: %d attacks tried, %d got through", tried, through)
 	if through != 0 {
 		t.Errorf("%d attacks closed an item the owner had not answered", through)
+	}
+}
+
+// TestOwnerReplyResolvesOnlyTheItemItAnswersLandsWithoutIdentity is the
+// positive control of TestOwnerReplyResolvesOnlyTheItemItAnswers: the
+// same owner replies with the identity layer switched off
+// (store.SwitchOffIdentityForTest). Every attack the identity layer
+// stops must now close an item the owner did not answer: the reply sent
+// to alice for bob's message closes bob's, the reply to mallory closes
+// alice's, and a reply to alice closes mallory's copy of alice's
+// Message-ID too (the first and the reply-all case). The attacks whose
+// stoppedBy names another rule must still not land, so that the claim
+// of which defence stops which attack stays true.
+func TestOwnerReplyResolvesOnlyTheItemItAnswersLandsWithoutIdentity(t *testing.T) {
+	restore := store.SwitchOffIdentityForTest()
+	defer restore()
+	tried, want, landed := 0, 0, 0
+	for _, tt := range ownerReplyCases {
+		if !tt.attack {
+			continue
+		}
+		tried++
+		if tt.stoppedBy == "" {
+			want++
+		}
+		t.Run(tt.name, func(t *testing.T) {
+			wrong, leaked, _ := runOwnerReplyCase(t, tt)
+			switch {
+			case leaked && tt.stoppedBy == "":
+				landed++
+				t.Logf("landed: %s", strings.Join(wrong, "; "))
+			case leaked:
+				t.Errorf("landed although %s: %s", tt.stoppedBy, strings.Join(wrong, "; "))
+			case tt.stoppedBy == "":
+				t.Errorf("with the identity checks off the attack should land: got %v", wrong)
+			}
+		})
+	}
+	t.Logf("owner-reply attacks with the identity checks off: %d tried, %d landed (%d stopped outside the identity layer)", tried, landed, tried-want)
+	if landed != want {
+		t.Errorf("positive control: got %d of %d landed, want %d", landed, tried, want)
 	}
 }
 
