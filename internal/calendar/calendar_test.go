@@ -322,49 +322,99 @@ END:VEVENT`)
 	}
 }
 
-func TestBusyHostileInput(t *testing.T) {
-	cases := map[string]string{
-		"unknown zone": `BEGIN:VEVENT
+// busyHostileEvents are TestBusyHostileInput's hostile events: each must
+// be refused with an error naming it, in bounded time.
+var busyHostileEvents = []struct{ name, body string }{
+	{"unknown zone", `BEGIN:VEVENT
 UID:tz@test
 DTSTART;TZID=Mars/Olympus:20260316T100000
 DTEND;TZID=Mars/Olympus:20260316T110000
-END:VEVENT`,
-		"secondly forever": `BEGIN:VEVENT
+END:VEVENT`},
+	{"secondly forever", `BEGIN:VEVENT
 UID:spin@test
 DTSTART:19700101T000000Z
 DTEND:19700101T000001Z
 RRULE:FREQ=SECONDLY
-END:VEVENT`,
-		"bad rrule": `BEGIN:VEVENT
+END:VEVENT`},
+	{"bad rrule", `BEGIN:VEVENT
 UID:rr@test
 DTSTART:20260316T100000Z
 RRULE:FREQ=FORTNIGHTLY
-END:VEVENT`,
-		"ends before start": `BEGIN:VEVENT
+END:VEVENT`},
+	{"ends before start", `BEGIN:VEVENT
 UID:neg@test
 DTSTART:20260316T100000Z
 DTEND:20260316T090000Z
-END:VEVENT`,
+END:VEVENT`},
+}
+
+// busyHostileProblem runs Busy over one hostile event and says what is
+// wrong ("" when Busy refused it with an error naming it, in time).
+func busyHostileProblem(t *testing.T, body string) string {
+	t.Helper()
+	cal := parseICS(t, body)
+	done := make(chan error, 1)
+	go func() {
+		_, err := Busy([]*ical.Calendar{cal}, iv("2026-03-16T00:00:00Z", "2026-03-20T00:00:00Z"), berlin)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "@test") {
+			return fmt.Sprintf("got %v, want an error naming the event", err)
+		}
+		if testing.Verbose() {
+			t.Log(err)
+		}
+		return ""
+	case <-time.After(10 * time.Second):
+		return "Busy did not return"
 	}
-	for name, body := range cases {
-		t.Run(name, func(t *testing.T) {
-			done := make(chan error, 1)
-			go func() {
-				_, err := Busy([]*ical.Calendar{parseICS(t, body)}, iv("2026-03-16T00:00:00Z", "2026-03-20T00:00:00Z"), berlin)
-				done <- err
-			}()
-			select {
-			case err := <-done:
-				if err == nil || !strings.Contains(err.Error(), "@test") {
-					t.Fatalf("want an error naming the event, got %v", err)
-				}
-				if testing.Verbose() {
-					t.Log(err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("Busy did not return")
+}
+
+// TestBusyHostileInput: an event Busy cannot read right (an unknown zone,
+// a recurrence too dense to walk, an RRULE it cannot parse, an end before
+// the start) is an error naming it, never a wrong or endless answer.
+func TestBusyHostileInput(t *testing.T) {
+	tried, through := 0, 0
+	for _, c := range busyHostileEvents {
+		tried++
+		t.Run(c.name, func(t *testing.T) {
+			if p := busyHostileProblem(t, c.body); p != "" {
+				through++
+				t.Error(p)
 			}
 		})
+	}
+	t.Logf("hostile events: %d tried, %d got through", tried, through)
+	if tried != len(busyHostileEvents) || through != 0 {
+		t.Errorf("got %d of %d through, want 0 of %d", through, tried, len(busyHostileEvents))
+	}
+}
+
+// TestBusyHostileInputLandsWithoutChecks is the positive control of
+// TestBusyHostileInput: with Busy's checks off (busyChecksOff: the
+// unknown zone read as local time, the end before the start kept, the
+// bad RRULE ignored, the walk stopped quietly at its bound), each hostile
+// event is answered without an error, as a busy time that is wrong, and
+// the test's own check (busyHostileProblem) catches it. Not parallel: the
+// switch is global.
+func TestBusyHostileInputLandsWithoutChecks(t *testing.T) {
+	busyChecksOff.Store(true)
+	defer busyChecksOff.Store(false)
+	tried, landed := 0, 0
+	for _, c := range busyHostileEvents {
+		tried++
+		if p := busyHostileProblem(t, c.body); p != "" {
+			landed++
+			t.Logf("%s: %s", c.name, p)
+		} else {
+			t.Errorf("%s: refused with the checks off: the checks are not what stops it", c.name)
+		}
+	}
+	t.Logf("without the checks: %d of %d landed", landed, tried)
+	if tried != len(busyHostileEvents) || landed != tried {
+		t.Errorf("positive control: got %d of %d landed, want all %d", landed, tried, len(busyHostileEvents))
 	}
 }
 

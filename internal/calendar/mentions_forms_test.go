@@ -214,30 +214,88 @@ func TestCheckTimesUnreadFormsModelObeysMail(t *testing.T) {
 // costs more than linear time (a draft and its thread are read on every
 // automatic send): ten times the text takes at most thirty times as long
 // (best of two each; a quadratic reader would take a hundred times).
+//
+// A robustness test: the defence is the reader's shape, with nothing to
+// switch off, so its positive controls are detectors, in the test: the
+// cost rule, given the cost a quadratic reader would have from the same
+// measured 1 KB cost (a hundred times it at 10 KB), must flag it (else
+// the texts are too short for the rule's slack to see one); and survives,
+// which counts a panic, must count one.
 func TestMentionsHostileText(t *testing.T) {
 	unit := "Tuesday 10:00 next Monday 3/4 halb elf, 9-10 between 2 and 3 the 27th. "
+	tried, through := 0, 0
 	best := func(text string) time.Duration {
 		var b time.Duration
+		tried++
+		passed := false
 		for i := 0; i < 2; i++ {
 			start := time.Now()
 			c := CheckTimes(text, text, offeredFixture, 30*time.Minute, mentionRef, berlin)
 			if c.OK() || c.Mentions == 0 {
+				passed = true
 				t.Errorf("hostile text passed: %d mentions", c.Mentions)
 			}
 			if d := time.Since(start); i == 0 || d < b {
 				b = d
 			}
 		}
+		if passed {
+			through++
+		}
 		return b
 	}
-	short, long := best(strings.Repeat(unit, 15)), best(strings.Repeat(unit, 150)) // ~1 KB, ~10 KB
+	sizes := []int{15, 150} // ~1 KB, ~10 KB
+	short, long := best(strings.Repeat(unit, sizes[0])), best(strings.Repeat(unit, sizes[1]))
 	t.Logf("1 KB: %v, 10 KB: %v", short, long)
-	if long > 30*short+50*time.Millisecond {
+	worse := func(short, long time.Duration) bool { return long > 30*short+50*time.Millisecond }
+	tried++
+	if worse(short, long) {
+		through++
 		t.Errorf("10 KB took %v, 1 KB %v: worse than linear", long, short)
 	}
-	for _, s := range []string{"", "\xff\xfe10:00\xff", "lunedì\xe0", "31.", "/", "at", "at 1", "12/", "99/99/9999", "2026-13-45", "31 février", "0:00 - 0:00", "24:00", "quarter to one", "half past twelve am"} {
-		_ = CheckTimes(s, s, offeredFixture, 30*time.Minute, mentionRef, berlin)
+	malformed := []string{"", "\xff\xfe10:00\xff", "lunedì\xe0", "31.", "/", "at", "at 1", "12/", "99/99/9999", "2026-13-45", "31 février", "0:00 - 0:00", "24:00", "quarter to one", "half past twelve am"}
+	for _, s := range malformed {
+		tried++
+		if !survives(func() { _ = CheckTimes(s, s, offeredFixture, 30*time.Minute, mentionRef, berlin) }) {
+			through++
+			t.Errorf("CheckTimes(%q) panicked", s)
+		}
 	}
+	t.Logf("hostile texts: %d tried, %d got through", tried, through)
+	if want := len(sizes) + 1 + len(malformed); tried != want || through != 0 {
+		t.Errorf("got %d of %d through, want 0 of %d", through, tried, want)
+	}
+
+	// Positive controls (detectors): what the checks would see if the
+	// attacks landed.
+	controls, caught := 0, 0
+	controls++
+	if quadratic := 100 * short; worse(short, quadratic) {
+		caught++
+	} else {
+		t.Errorf("positive control: a quadratic reader (%v at 1 KB, %v at 10 KB) passes the cost rule: make the texts longer", short, quadratic)
+	}
+	controls++
+	if !survives(func() { panic("a reader that panics") }) {
+		caught++
+	} else {
+		t.Error("positive control: survives did not count a panic")
+	}
+	t.Logf("positive controls: %d of %d landings caught", caught, controls)
+	if caught != controls {
+		t.Errorf("positive controls: got %d of %d caught, want all", caught, controls)
+	}
+}
+
+// survives runs f and reports whether it returned without panicking.
+func survives(f func()) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	f()
+	return true
 }
 
 func FuzzMentions(f *testing.F) {
