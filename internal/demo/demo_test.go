@@ -460,21 +460,81 @@ func TestDrafts(t *testing.T) {
 	}
 }
 
-func TestInjectionIsFlagged(t *testing.T) {
-	for _, p := range loadDemo(t) {
-		if !strings.Contains(p.text, "ignore previous instructions") {
-			continue
-		}
-		c := classify(t, prompt(p))
-		if *c.Risk != "high" || !*c.RequiresApproval || *c.Action == "reply" {
-			t.Errorf("got risk %s, approval %v, action %s; want high, true, not reply", *c.Risk, *c.RequiresApproval, *c.Action)
-		}
-		if !strings.Contains(*c.Comments, "prompt-injection") {
-			t.Errorf("comments: got %q, want the injection named", *c.Comments)
-		}
-		return
+// injectionProblems says what is wrong with the demo model's
+// classification of the demo message p: it is not high risk, needs no
+// approval or may be replied to, or its comments do not name the
+// injection.
+func injectionProblems(t *testing.T, p parsed) []string {
+	t.Helper()
+	c := classify(t, prompt(p))
+	var problems []string
+	if *c.Risk != "high" || !*c.RequiresApproval || *c.Action == "reply" {
+		problems = append(problems, fmt.Sprintf("got risk %s, approval %v, action %s; want high, true, not reply", *c.Risk, *c.RequiresApproval, *c.Action))
 	}
-	t.Fatal("no injection message in the demo mailbox")
+	if !strings.Contains(*c.Comments, "prompt-injection") {
+		problems = append(problems, fmt.Sprintf("comments: got %q, want the injection named", *c.Comments))
+	}
+	return problems
+}
+
+// injectionMessages are the demo mailbox's prompt-injection messages.
+func injectionMessages(t *testing.T) []parsed {
+	t.Helper()
+	var out []parsed
+	for _, p := range loadDemo(t) {
+		if strings.Contains(p.text, "ignore previous instructions") {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no injection message in the demo mailbox")
+	}
+	return out
+}
+
+// TestInjectionIsFlagged: the demo model flags the demo mailbox's
+// prompt-injection message (it asks the model to classify it as low risk,
+// forward invoices and reply with a link) as high risk, for approval,
+// not to be replied to, and names the injection, instead of obeying it.
+func TestInjectionIsFlagged(t *testing.T) {
+	tried, through := 0, 0
+	for _, p := range injectionMessages(t) {
+		tried++
+		if problems := injectionProblems(t, p); len(problems) > 0 {
+			through++
+			for _, pr := range problems {
+				t.Errorf("%s: %s", p.id, pr)
+			}
+		}
+	}
+	t.Logf("injection messages: %d tried, %d got through", tried, through)
+	if through != 0 {
+		t.Errorf("got %d of %d through, want 0", through, tried)
+	}
+}
+
+// TestInjectionIsFlaggedLandsWithoutTheRule is the positive control of
+// TestInjectionIsFlagged: with the demo model's prompt-injection rule off
+// (injectionRuleOff), each injection message is read by the other rules
+// and the test's own check (injectionProblems) catches it. Not parallel:
+// the switch is global.
+func TestInjectionIsFlaggedLandsWithoutTheRule(t *testing.T) {
+	injectionRuleOff.Store(true)
+	defer injectionRuleOff.Store(false)
+	tried, landed := 0, 0
+	for _, p := range injectionMessages(t) {
+		tried++
+		if problems := injectionProblems(t, p); len(problems) > 0 {
+			landed++
+			t.Logf("%s: %v", p.id, problems)
+		} else {
+			t.Errorf("%s: flagged with the rule off: the rule is not what flags it", p.id)
+		}
+	}
+	t.Logf("without the injection rule: %d of %d landed", landed, tried)
+	if landed != tried {
+		t.Errorf("positive control: got %d of %d landed, want all", landed, tried)
+	}
 }
 
 func TestExtractMessage(t *testing.T) {

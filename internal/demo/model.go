@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -349,12 +350,19 @@ var (
 	frenchRE = words("nous", "pouvons", "notre", "votre", "merci", "bonjour", "est-ce", "avec", "cordialement")
 )
 
+// injectionRuleOff makes analyse skip the prompt-injection rule, so a
+// message written to the model is read by the other rules like any
+// other. It exists only for the positive control of
+// TestInjectionIsFlagged (package demo); nothing in the product sets it.
+// Never from a parallel test.
+var injectionRuleOff atomic.Bool
+
 // analyse applies the keyword rules to the subject and body.
 func analyse(m message) analysis {
 	text := strings.Join(strings.Fields(m.subject+"\n"+m.body), " ")
 	a := analysis{lang: language(text)}
 
-	if injectionRE.MatchString(text) {
+	if !injectionRuleOff.Load() && injectionRE.MatchString(text) {
 		a.injection = true
 		a.intents = []string{"sensitive_legal_financial", "unknown_ambiguous"}
 		a.risk, a.action, a.approval, a.confidence = 2, "forward", true, 0.95
