@@ -71,31 +71,132 @@ func TestAutoAtAgreesWithTheGates(t *testing.T) {
 	}
 }
 
-func TestTruthIgnoresSpoofedAndMisaddressedReplies(t *testing.T) {
-	owner := agent.Owner{Addresses: []string{"ada@example.com"}}
-	d := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
-	parse := func(s string) *mail.Message { return mail.Parse([]byte(strings.ReplaceAll(s, "\n", "\r\n"))) }
-	sent := []*mail.Message{
-		// Not the owner's: a message in Sent whose From is someone else.
-		parse("From: Mallory <m@evil.example>\nTo: bob@example.org\nIn-Reply-To: <x@test>\nDate: Sun, 01 Nov 2026 11:00:00 +0000\n\nhi\n"),
-		// The owner's, but to someone other than the sender.
-		parse("From: ada@example.com\nTo: zed@example.org\nIn-Reply-To: <x@test>\nDate: Sun, 01 Nov 2026 12:00:00 +0000\n\nfwd\n"),
-		// mailagent's own reply (auto-sent): not the owner's.
-		parse("From: ada@example.com\nTo: bob@example.org\nX-Mailagent-Trace: tr_1\nIn-Reply-To: <x@test>\nDate: Sun, 01 Nov 2026 10:05:00 +0000\n\nauto\n"),
-		// The real reply, later, through References, to the Reply-To.
-		parse("From: ada@example.com\nTo: List <team@example.org>\nReferences: <other@test> <X@TEST>\nDate: Sun, 01 Nov 2026 13:30:00 +0000\n\nDone.\n\n> quoted\n"),
+// truthAttack is a message in Sent that must not count as the owner's
+// reply to the parent of TestTruthIgnoresSpoofedAndMisaddressedReplies
+// (bobKnown: nor make bob, its sender, a known contact), with the
+// defence that stops it switched off by off.
+type truthAttack struct {
+	name     string
+	raw      string
+	bobKnown bool
+	off      func() (restore func())
+}
+
+// switchOff sets a replay switch until the returned function is called.
+func switchOff(b *atomic.Bool) func() (restore func()) {
+	return func() func() {
+		b.Store(true)
+		return func() { b.Store(false) }
 	}
-	ix := NewSentIndex(sent, owner)
+}
+
+var (
+	truthOwner  = agent.Owner{Addresses: []string{"ada@example.com"}}
+	truthParent = &mail.Message{MessageID: "x@test", From: mail.Address{Email: "bob@example.org"}, ReplyTo: []mail.Address{{Email: "team@example.org"}},
+		Date: time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)}
+	// truthAttacks are dated before the real reply, so each would be
+	// the earliest reply if it counted.
+	truthAttacks = []truthAttack{
+		// Not the owner's: a message in Sent whose From is someone else.
+		{"a stranger's message in Sent", "From: Mallory <m@evil.example>\nTo: bob@example.org\nIn-Reply-To: <x@test>\nDate: Sun, 01 Nov 2026 11:00:00 +0000\n\nhi\n",
+			true, switchOff(&sentFromAnyoneOff)},
+		// The owner's, but to someone other than the sender.
+		{"the owner's message to another", "From: ada@example.com\nTo: zed@example.org\nIn-Reply-To: <x@test>\nDate: Sun, 01 Nov 2026 12:00:00 +0000\n\nfwd\n",
+			false, switchOff(&toSenderOff)},
+		// mailagent's own reply (auto-sent): not the owner's.
+		{"mailagent's own reply", "From: ada@example.com\nTo: bob@example.org\nX-Mailagent-Trace: tr_1\nIn-Reply-To: <x@test>\nDate: Sun, 01 Nov 2026 10:05:00 +0000\n\nauto\n",
+			true, store.SwitchOffIdentityForTest},
+	}
+	// truthReal is the real reply, later, through References, to the
+	// Reply-To.
+	truthReal = "From: ada@example.com\nTo: List <team@example.org>\nReferences: <other@test> <X@TEST>\nDate: Sun, 01 Nov 2026 13:30:00 +0000\n\nDone.\n\n> quoted\n"
+)
+
+// parseTruth parses a message written with LF line ends.
+func parseTruth(s string) *mail.Message {
+	return mail.Parse([]byte(strings.ReplaceAll(s, "\n", "\r\n")))
+}
+
+// truthProblems indexes the attack a with the real reply and says what a
+// counted: the truth is not the real reply's, or bob became known.
+// checks is how many checks a faced.
+func truthProblems(a truthAttack) (checks int, problems []string) {
+	ix := NewSentIndex([]*mail.Message{parseTruth(a.raw), parseTruth(truthReal)}, truthOwner)
+	tr := TruthFor(ix, truthParent, nil, false, false)
+	checks++
+	if !tr.Replied || tr.Latency != 3*time.Hour+30*time.Minute || tr.ReplyText != "Done." {
+		problems = append(problems, fmt.Sprintf("truth: got replied %v after %v with %q, want the real reply after 3h30", tr.Replied, tr.Latency, tr.ReplyText))
+	}
+	if a.bobKnown {
+		checks++
+		if ix.KnownBefore("bob@example.org", time.Time{}) {
+			problems = append(problems, "bob is known: the owner never wrote to him")
+		}
+	}
+	return checks, problems
+}
+
+// TestTruthIgnoresSpoofedAndMisaddressedReplies: the ground truth counts
+// only the owner's own replies to the sender: a stranger's message in
+// Sent, the owner's message to someone else and mailagent's own reply
+// neither make the message replied nor (the first and last) its sender
+// known; each alone with the real reply, and all together.
+func TestTruthIgnoresSpoofedAndMisaddressedReplies(t *testing.T) {
+	tried, through := 0, 0
+	for _, a := range truthAttacks {
+		checks, problems := truthProblems(a)
+		tried += checks
+		through += len(problems)
+		for _, p := range problems {
+			t.Errorf("%s: %s", a.name, p)
+		}
+	}
+	sent := []*mail.Message{}
+	for _, a := range truthAttacks {
+		sent = append(sent, parseTruth(a.raw))
+	}
+	sent = append(sent, parseTruth(truthReal))
+	ix := NewSentIndex(sent, truthOwner)
 	if ix.Len() != 2 {
 		t.Fatalf("index holds %d messages, want 2 (the spoofed one skipped)", ix.Len())
 	}
-	parent := &mail.Message{MessageID: "x@test", From: mail.Address{Email: "bob@example.org"}, ReplyTo: []mail.Address{{Email: "team@example.org"}}, Date: d}
-	tr := TruthFor(ix, parent, []string{`\Seen`, `\Flagged`}, false, false)
+	d := truthParent.Date
+	tr := TruthFor(ix, truthParent, []string{`\Seen`, `\Flagged`}, false, false)
 	if !tr.Replied || tr.Latency != 3*time.Hour+30*time.Minute || tr.ReplyText != "Done." || !tr.Seen || !tr.Flagged || tr.Answered {
 		t.Errorf("truth: got %+v, want replied after 3h30 with \"Done.\", seen and flagged", tr)
 	}
 	if ix.KnownBefore("zed@example.org", d) || !ix.KnownBefore("zed@example.org", d.Add(3*time.Hour)) || ix.KnownBefore("bob@example.org", time.Time{}) {
 		t.Error("KnownBefore: zed is known only after noon; bob was never written to by the owner")
+	}
+	t.Logf("replies in Sent that must not count: %d checks, %d got through", tried, through)
+	if tried < len(truthAttacks) || through != 0 {
+		t.Errorf("got %d of %d through, want 0 of at least %d", through, tried, len(truthAttacks))
+	}
+}
+
+// TestTruthAttacksLandWithoutDefences is the positive control of
+// TestTruthIgnoresSpoofedAndMisaddressedReplies: each attack, with only
+// its defence off (off: a stranger's message taken as the owner's,
+// sentFromAnyoneOff; the recipient check, toSenderOff; the agent's
+// identity checks, which know mailagent's own replies,
+// store.SwitchOffIdentityForTest), becomes the truth's reply, and the
+// first and last make bob known: every check of truthProblems fails. Not
+// parallel: the switches are global.
+func TestTruthAttacksLandWithoutDefences(t *testing.T) {
+	tried, landed := 0, 0
+	for _, a := range truthAttacks {
+		restore := a.off()
+		checks, problems := truthProblems(a)
+		restore()
+		tried += checks
+		landed += len(problems)
+		if len(problems) != checks {
+			t.Errorf("%s: %d of %d checks failed with its defence off (%v), want all", a.name, len(problems), checks, problems)
+		}
+	}
+	t.Logf("without the defences: %d of %d landed", landed, tried)
+	if tried < len(truthAttacks) || landed != tried {
+		t.Errorf("positive control: got %d of %d landed, want all", landed, tried)
 	}
 }
 

@@ -3,6 +3,7 @@ package replay
 import (
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
@@ -56,11 +57,18 @@ type SentIndex struct {
 func NewSentIndex(msgs []*mail.Message, owner agent.Owner) *SentIndex {
 	ix := &SentIndex{byParent: map[string][]int{}, firstTo: map[string]time.Time{}}
 	for _, m := range msgs {
-		if !agent.OwnerWrote(m, owner, nil) {
+		everyone := sentFromAnyoneOff.Load()
+		if !everyone && !agent.OwnerWrote(m, owner, nil) {
 			continue
 		}
 		r := SentReply{Date: m.Date, InReplyTo: m.InReplyTo, Refs: m.References, Text: m.CleanText}
 		r.To = agent.KnownFromSent(m, owner, nil)
+		if everyone {
+			r.To = nil
+			for _, a := range append(slices.Clone(m.To), m.Cc...) {
+				r.To = append(r.To, mail.AddrKey(a.Email))
+			}
+		}
 		for _, e := range r.To {
 			if t, ok := ix.firstTo[e]; !ok || m.Date.Before(t) {
 				ix.firstTo[e] = m.Date
@@ -81,6 +89,16 @@ func NewSentIndex(msgs []*mail.Message, owner agent.Owner) *SentIndex {
 	return ix
 }
 
+// The defences of the ground truth, switched off only by the positive
+// control of TestTruthIgnoresSpoofedAndMisaddressedReplies (package
+// replay); nothing in the product sets them. Never from a parallel test.
+//
+// sentFromAnyoneOff makes NewSentIndex take every message in Sent as the
+// owner's (agent.OwnerWrote is not asked: a stranger's From counts), with
+// its To and Cc as the people it went to. toSenderOff makes ReplyTo take
+// a reply whatever its recipients.
+var sentFromAnyoneOff, toSenderOff atomic.Bool
+
 // Len is how many of the owner's messages the index holds.
 func (ix *SentIndex) Len() int { return len(ix.replies) }
 
@@ -95,7 +113,7 @@ func (ix *SentIndex) ReplyTo(messageID string, senders []string) (SentReply, boo
 	}
 	for _, i := range ix.byParent[k] {
 		r := ix.replies[i]
-		if !slices.ContainsFunc(r.To, func(to string) bool {
+		if !toSenderOff.Load() && !slices.ContainsFunc(r.To, func(to string) bool {
 			return slices.ContainsFunc(senders, func(s string) bool { return mail.SameAddr(s, to) })
 		}) {
 			continue
