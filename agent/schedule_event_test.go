@@ -257,22 +257,35 @@ func TestScheduleEventOnlyForOneOfferedSlot(t *testing.T) {
 	}
 }
 
-// TestScheduleEventHostileSubject: a subject carrying CR LF and iCalendar
-// lines, terminal escapes and bidi overrides ends up as one clean SUMMARY;
-// no second ATTENDEE, ORGANIZER or STATUS gets into the event.
-func TestScheduleEventHostileSubject(t *testing.T) {
-	subjects := []string{
-		"=?utf-8?q?Meeting=0D=0AATTENDEE:mailto:eve@evil.example=0D=0ASTATUS:CONFIRMED?=",
-		"=?utf-8?q?Re:_Meeting_=1B[31m=E2=80=AEred=0AORGANIZER:mailto:eve@evil.example?=",
-		"Meeting; ATTENDEE:mailto:eve@evil.example, STATUS:CONFIRMED",
-	}
-	through := 0
-	for _, subj := range subjects {
+// hostileEventSubjects are subjects that try to write the tentative
+// event's ATTENDEE, ORGANIZER or STATUS, or put terminal escapes and bidi
+// overrides in its SUMMARY. lands says what each does when the SUMMARY is
+// not cleaned (calendar.SwitchOffTextCleanForTest); "" when the iCalendar
+// encoder alone keeps it harmless (it escapes ";" and "," in a TEXT value,
+// and text on one line is one property whatever it says). No subject
+// adds a property without the cleaning either: go-ical's encoder refuses
+// a value with CR or LF (SetText writes LF as "\n"), so the cleaning is
+// what keeps the event from being refused, and the terminal text out.
+var hostileEventSubjects = []struct{ subject, lands string }{
+	{"=?utf-8?q?Meeting=0D=0AATTENDEE:mailto:eve@evil.example=0D=0ASTATUS:CONFIRMED?=", "a CR in the SUMMARY: the encoder refuses the event, the approved meeting gets none"},
+	{"=?utf-8?q?Re:_Meeting_=1B[31m=E2=80=AEred=0AORGANIZER:mailto:eve@evil.example?=", "an escape sequence and a bidi override in the SUMMARY"},
+	{"Meeting; ATTENDEE:mailto:eve@evil.example, STATUS:CONFIRMED", ""},
+}
+
+// scheduleHostileSubjects approves and sends a reply confirming a slot to
+// a mail with each hostile subject and returns, per subject, what is
+// wrong with the event it made ("" when nothing is: an attack that did
+// not get through).
+func scheduleHostileSubjects(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, h := range hostileEventSubjects {
 		p, _, _, cal, now := schedulingPipeline(t, "review", "Wednesday at 10:00 works for me.")
-		approveAndSend(t, p, now, subj)
+		approveAndSend(t, p, now, h.subject)
 		puts := cal.got()
 		if len(puts) != 1 {
-			t.Fatalf("%q: %d events, want 1", subj, len(puts))
+			out = append(out, fmt.Sprintf("got %d events, want 1", len(puts)))
+			continue
 		}
 		ev := decodeEvent(t, puts[0].data)
 		sum := ev.Props.Get(ical.PropSummary).Value
@@ -280,12 +293,67 @@ func TestScheduleEventHostileSubject(t *testing.T) {
 		bad := strings.ContainsAny(sum, "\r\n\x1b\u202e") || len(atts) != 1 || atts[0].Value != "mailto:bob@example.org" ||
 			ev.Props.Get(ical.PropOrganizer).Value != "mailto:ada@example.com" || ev.Props.Get(ical.PropStatus).Value != "TENTATIVE" ||
 			strings.HasPrefix(sum, "Re:")
+		why := ""
 		if bad {
+			why = fmt.Sprintf("SUMMARY %q, attendees %+v\n%s", sum, atts, puts[0].data)
+		}
+		out = append(out, why)
+	}
+	return out
+}
+
+// TestScheduleEventHostileSubject: a subject carrying CR LF and iCalendar
+// lines, terminal escapes and bidi overrides ends up as one clean SUMMARY;
+// no second ATTENDEE, ORGANIZER or STATUS gets into the event. Positive
+// control: TestScheduleEventHostileSubjectLandsWithoutClean.
+func TestScheduleEventHostileSubject(t *testing.T) {
+	got := scheduleHostileSubjects(t)
+	tried, through := 0, 0
+	for i, h := range hostileEventSubjects {
+		tried++
+		if got[i] != "" {
 			through++
-			t.Errorf("%q: SUMMARY %q, attendees %+v\n%s", subj, sum, atts, puts[0].data)
+			t.Errorf("%q: %s", h.subject, got[i])
 		}
 	}
-	t.Logf("hostile subjects tried %d, got through %d", len(subjects), through)
+	t.Logf("hostile subjects: %d tried, %d through", tried, through)
+	if through != 0 {
+		t.Fatalf("%d of %d hostile subjects got through, want 0", through, tried)
+	}
+}
+
+// TestScheduleEventHostileSubjectLandsWithoutClean is the positive
+// control of TestScheduleEventHostileSubject: the same subjects through
+// the same approval, send and event with the cleaning of calendar text
+// off (calendar.SwitchOffTextCleanForTest). The subjects the table says
+// land must; the other must still pass (the encoder's escaping, not the
+// cleaning, keeps it harmless). Not parallel: it sets a package switch
+// of internal/calendar.
+func TestScheduleEventHostileSubjectLandsWithoutClean(t *testing.T) {
+	restore := calendar.SwitchOffTextCleanForTest()
+	defer restore()
+	got := scheduleHostileSubjects(t)
+	tried, landed, want := 0, 0, 0
+	for i, h := range hostileEventSubjects {
+		tried++
+		if h.lands != "" {
+			want++
+		}
+		switch {
+		case got[i] != "" && h.lands != "":
+			landed++
+			t.Logf("%q landed (%s): %.120q", h.subject, h.lands, got[i])
+		case got[i] != "":
+			landed++
+			t.Errorf("%q landed with the cleaning off, though the table says the encoder stops it: %s", h.subject, got[i])
+		case h.lands != "":
+			t.Errorf("%q did not land with the cleaning off, want: %s", h.subject, h.lands)
+		}
+	}
+	t.Logf("hostile subjects, cleaning off: %d tried, %d landed (want %d)", tried, landed, want)
+	if landed != want {
+		t.Fatalf("positive control: got %d of %d landed with the cleaning off, want %d", landed, tried, want)
+	}
 }
 
 // TestScheduleEventNeverWithoutApprovalOrPolicy: with policy.auto_schedule

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/calendar"
@@ -18,6 +19,14 @@ const (
 	SchedulingHorizonDays = 14
 	MaxWindowAheadDays    = 60
 )
+
+// windowBoundsOff makes ValidWindow accept any two dates (end before
+// start, in the past, too long, too far ahead), and windowHorizonOff makes
+// narrow cut the default slots to any accepted window, even one past the
+// days the calendar is read. They exist only for the positive control of
+// TestHostileWindowsFallBackToDefault (never in parallel, restored before
+// it returns); nothing in the product sets them.
+var windowBoundsOff, windowHorizonOff atomic.Bool
 
 // ValidWindow checks the window of days a model read in a scheduling mail,
 // on loc's wall clock (the owner's time zone). It is accepted only when
@@ -44,6 +53,8 @@ func ValidWindow(w *store.DateWindow, now time.Time, loc *time.Location) (iv cal
 	switch {
 	case err1 != nil || err2 != nil:
 		return calendar.Interval{}, false, fmt.Sprintf("requested window %q to %q is not two dates (YYYY-MM-DD)", oneLine(w.Start, 40), oneLine(w.End, 40))
+	case windowBoundsOff.Load():
+		// Accepted as it is (the positive control only).
 	case end.Before(start):
 		return calendar.Interval{}, false, fmt.Sprintf("requested window %s to %s ends before it starts", w.Start, w.End)
 	case end.Before(today):
@@ -76,7 +87,8 @@ func (o *offeredSlots) narrow(w *store.DateWindow) {
 	// holds no free slot while it reaches past the horizon, leaves the
 	// default slots.
 	horizon := o.ref.AddDate(0, 0, SchedulingHorizonDays)
-	if !iv.Start.Before(horizon) {
+	horizonOn := !windowHorizonOff.Load()
+	if horizonOn && !iv.Start.Before(horizon) {
 		o.note = fmt.Sprintf("requested window %s to %s lies beyond the %d days the calendar is read: ignored, the default window is used", w.Start, w.End, SchedulingHorizonDays)
 		return
 	}
@@ -93,7 +105,7 @@ func (o *offeredSlots) narrow(w *store.DateWindow) {
 			kept = append(kept, c)
 		}
 	}
-	if len(kept) == 0 && iv.End.After(horizon) {
+	if horizonOn && len(kept) == 0 && iv.End.After(horizon) {
 		o.note = fmt.Sprintf("requested window %s to %s: no free slot in its first %d days, the rest is not read: ignored, the default window is used", w.Start, w.End, SchedulingHorizonDays)
 		return
 	}
