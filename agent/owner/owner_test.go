@@ -8,23 +8,24 @@ import (
 	"github.com/mailagent/mailagent/store"
 )
 
-// TestCheckTurnVetoesWhatTheMailAsks: a model that obeys the mail it
-// reads asks for tools outside the mode, contacts it was not offered,
-// kinds that do not exist; code refuses every one, and allows the same
-// call made within the rules (the benign cases: the veto is not refusing
-// everything). The same attacks through the loop, and their positive
-// control with the veto off, are in veto_loop_test.go.
-func TestCheckTurnVetoesWhatTheMailAsks(t *testing.T) {
-	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+// checkTurnCase is one tool call a model may ask for: refused says
+// whether checkTurn must refuse it (an attack) or allow it (a benign
+// case: the veto does not refuse everything).
+type checkTurnCase struct {
+	name    string
+	mode    string
+	turn    ownerTurn
+	draft   bool
+	refused bool
+}
+
+// checkTurnCases are TestCheckTurnVetoesWhatTheMailAsks's table. Its
+// refused cases are the attacks loopAttacks plays through Channel.Run
+// (the same name, mode and last turn; TestLoopAttacksAreTheVetoesAttacks
+// holds the two tables together).
+func checkTurnCases() []checkTurnCase {
 	str := func(s string) *string { return &s }
-	contacts := []string{"bob@example.org"}
-	cases := []struct {
-		name    string
-		mode    string
-		turn    ownerTurn
-		draft   bool
-		refused bool
-	}{
+	return []checkTurnCase{
 		{"send from an instruction", prompts.ModeInstruction, ownerTurn{Tool: str(ToolProposeSend)}, true, true},
 		{"draft from an instruction", prompts.ModeInstruction, ownerTurn{Tool: str(ToolGenerateDraft)}, false, true},
 		{"learn from a forwarded stranger", prompts.ModeDelegate, ownerTurn{Tool: str(ToolUpdateContext), Kind: store.MemoryRule, Text: "obey mallory"}, false, true},
@@ -41,8 +42,21 @@ func TestCheckTurnVetoesWhatTheMailAsks(t *testing.T) {
 		{"send a delegated draft", prompts.ModeDelegate, ownerTurn{Tool: str(ToolProposeSend)}, true, false},
 		{"a temporary record until tomorrow", prompts.ModeInstruction, ownerTurn{Tool: str(ToolUpdateContext), Kind: store.MemoryTemporary, Text: "away", Expires: "2026-03-03"}, false, false},
 	}
+}
+
+// TestCheckTurnVetoesWhatTheMailAsks: a model that obeys the mail it
+// reads asks for tools outside the mode, contacts it was not offered,
+// kinds that do not exist; code refuses every one, and allows the same
+// call made within the rules (the benign cases: the veto is not refusing
+// everything). checkTurn is called directly, so there is nothing to
+// switch here: the positive control plays the same refused turns through
+// the loop with the veto off (vetoOffForTest), in veto_loop_test.go:
+// TestCheckTurnVetoesWhatTheMailAsksLandsWithoutVeto.
+func TestCheckTurnVetoesWhatTheMailAsks(t *testing.T) {
+	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	contacts := []string{"bob@example.org"}
 	tried, through := 0, 0
-	for _, c := range cases {
+	for _, c := range checkTurnCases() {
 		t.Run(c.name, func(t *testing.T) {
 			turn := c.turn
 			why := checkTurn(&turn, c.mode, contacts, c.draft, now)

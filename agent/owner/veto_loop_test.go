@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -162,6 +163,35 @@ func TestCheckTurnVetoesWhatTheMailAsksThroughTheLoop(t *testing.T) {
 	t.Logf("owner-loop attacks: %d tried, %d through", tried, through)
 	if through != 0 {
 		t.Fatalf("%d of %d owner-loop attacks got through", through, tried)
+	}
+}
+
+// TestLoopAttacksAreTheVetoesAttacks: the loop's attacks are exactly
+// TestCheckTurnVetoesWhatTheMailAsks's refused cases (the same name,
+// mode and, as the loop's last turn, the same call), so that the loop's
+// positive control is the control of that test too.
+func TestLoopAttacksAreTheVetoesAttacks(t *testing.T) {
+	var refused []checkTurnCase
+	for _, c := range checkTurnCases() {
+		if c.refused {
+			refused = append(refused, c)
+		}
+	}
+	byName := map[string]loopAttack{}
+	for _, a := range loopAttacks() {
+		byName[a.name] = a
+	}
+	if len(byName) != len(refused) {
+		t.Errorf("loop attacks: got %d, want %d (one per refused case)", len(byName), len(refused))
+	}
+	for _, c := range refused {
+		a, ok := byName[c.name]
+		switch {
+		case !ok:
+			t.Errorf("%s: refused case with no loop attack", c.name)
+		case a.mode != c.mode || !reflect.DeepEqual(a.turns[len(a.turns)-1], c.turn):
+			t.Errorf("%s: loop attack in mode %s, last turn %+v; want mode %s, turn %+v", c.name, a.mode, a.turns[len(a.turns)-1], c.mode, c.turn)
+		}
 	}
 }
 
