@@ -5,6 +5,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,13 +53,14 @@ func TestHolderFile(t *testing.T) {
 	}
 }
 
-// TestHolderFileHostile: the holder file is read and shown on a
-// terminal; whatever is in it, reading it never blocks, never shows
-// control characters, and never names a dead process.
-func TestHolderFileHostile(t *testing.T) {
+// holderAttacks runs the attacks on the holder file in a fresh state
+// directory and returns how many it tried and, by name, why each that
+// got through did.
+func holderAttacks(t *testing.T) (tried int, through map[string]string) {
+	t.Helper()
 	dir := shortDir(t)
 	path := HolderPath(dir)
-	write := func(t *testing.T, h any) {
+	write := func(h any) {
 		t.Helper()
 		_ = os.Remove(path)
 		data, _ := json.Marshal(h)
@@ -66,38 +68,31 @@ func TestHolderFileHostile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tried, through := 0, 0
+	through = map[string]string{}
 	attack := func(name string, ok bool, detail string) {
 		tried++
 		if !ok {
-			through++
-			t.Errorf("attack %q got through: %s", name, detail)
+			through[name] = detail
 		}
 	}
 
-	write(t, Holder{PID: os.Getpid(), Command: "\x1b]0;owned\x07tri\x1b[2Jage\r\nroot# rm -rf ~"})
+	write(Holder{PID: os.Getpid(), Command: "\x1b]0;owned\x07tri\x1b[2Jage\r\nroot# rm -rf ~"})
 	h := ReadHolder(dir)
-	attack("terminal escapes in the command", h != nil && !strings.ContainsAny(h.String(), "\x1b\x07\r\n"), h.String())
+	attack("terminal escapes in the command", h != nil && !strings.ContainsAny(h.String(), "\x1b\x07\r\n"), fmt.Sprintf("%q", h))
 
-	write(t, Holder{PID: os.Getpid(), Command: strings.Repeat("A", 10000)})
+	write(Holder{PID: os.Getpid(), Command: strings.Repeat("A", 10000)})
 	h = ReadHolder(dir)
 	attack("oversized command", h == nil || len(h.Command) <= 40, "command kept whole")
 
-	write(t, Holder{PID: 1 << 30, Command: "watch"})
+	write(Holder{PID: 1 << 30, Command: "watch"})
 	attack("a dead (spoofed) pid", ReadHolder(dir) == nil, "named a process that does not exist")
 
 	_ = os.Remove(path)
 	if err := syscall.Mkfifo(path, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan *Holder, 1)
-	go func() { done <- ReadHolder(dir) }()
-	select {
-	case h := <-done:
-		attack("a FIFO as holder file", h == nil, "read a FIFO")
-	case <-time.After(5 * time.Second):
-		attack("a FIFO as holder file", false, "ReadHolder blocked on a FIFO")
-	}
+	h, blocked := readHolderBesideAWriter(dir)
+	attack("a FIFO as holder file", h == nil && !blocked, fmt.Sprintf("read a FIFO (blocked until a writer came: %v)", blocked))
 
 	_ = os.Remove(path)
 	target := filepath.Join(dir, "elsewhere")
@@ -116,10 +111,76 @@ func TestHolderFileHostile(t *testing.T) {
 	data, _ := os.ReadFile(target)
 	attack("a symlink planted to redirect the write", string(data) == `{"pid":1,"command":"watch"}`, string(data))
 	remove()
+	return tried, through
+}
 
-	t.Logf("holder file attacks: %d tried, %d got through", tried, through)
-	if through != 0 {
-		t.Fatalf("%d of %d attacks got through", through, tried)
+// readHolderBesideAWriter calls ReadHolder on a FIFO at dir's holder
+// path; a reader that opens it is given a writer (this process's record),
+// so that it returns rather than blocking forever. blocked reports that
+// ReadHolder was still in the FIFO's open when the writer came (or never
+// returned).
+func readHolderBesideAWriter(dir string) (h *Holder, blocked bool) {
+	done := make(chan *Holder, 1)
+	go func() { done <- ReadHolder(dir) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case h := <-done:
+			return h, false
+		default:
+		}
+		// Opening for writing without blocking succeeds only once a
+		// reader has the FIFO open (or is waiting in its open).
+		f, err := os.OpenFile(HolderPath(dir), os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		_, _ = fmt.Fprintf(f, `{"pid":%d,"command":"watch"}`, os.Getpid())
+		_ = f.Close()
+		select {
+		case h := <-done:
+			return h, true
+		case <-time.After(5 * time.Second):
+			return nil, true
+		}
+	}
+	return nil, true
+}
+
+// TestHolderFileHostile: the holder file is read and shown on a
+// terminal; whatever is in it, reading it never blocks, never shows
+// control characters, and never names a dead process; writing it never
+// follows a planted symlink.
+func TestHolderFileHostile(t *testing.T) {
+	tried, through := holderAttacks(t)
+	for name, detail := range through {
+		t.Errorf("attack %q got through: %s", name, detail)
+	}
+	t.Logf("holder file attacks: %d tried, %d got through", tried, len(through))
+	if tried == 0 || len(through) != 0 {
+		t.Fatalf("%d of %d attacks got through", len(through), tried)
+	}
+}
+
+// TestHolderFileHostileLandsWithoutChecks is the positive control of
+// TestHolderFileHostile: with the holder file's checks off
+// (holderChecksOff: no regular-file, size or liveness check, the command
+// kept as written, the write in place), every attack gets through the
+// test's own check (holderAttacks): the FIFO is opened and read (given a
+// writer, not left blocked), the symlinks are followed, the escapes and
+// the long command are shown, the dead pid is named. Not parallel: the
+// switch is global.
+func TestHolderFileHostileLandsWithoutChecks(t *testing.T) {
+	holderChecksOff.Store(true)
+	defer holderChecksOff.Store(false)
+	tried, through := holderAttacks(t)
+	for name, detail := range through {
+		t.Logf("landed: %s: %.80s", name, detail)
+	}
+	t.Logf("without the checks: %d of %d landed", len(through), tried)
+	if tried == 0 || len(through) != tried {
+		t.Errorf("positive control: got %d of %d landed, want all", len(through), tried)
 	}
 }
 
