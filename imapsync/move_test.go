@@ -107,22 +107,92 @@ func TestMoveByIDInterrupted(t *testing.T) {
 	}
 }
 
-// A stranger's mail already in the Archive with the same Message-ID is
-// not taken for the copy: the original is copied, never just deleted.
+// forgedCopies are a stranger's mail already in the Archive with the
+// Message-ID of the message moved, each one like the original in all but
+// one thing MoveByID compares (or in neither), so that neither the size
+// nor the internal date alone passes it for the copy.
+var forgedCopies = []struct {
+	name string
+	body string        // the original's is "x"
+	age  time.Duration // before the original's internal date
+}{
+	{"another size and date", "a different, longer body", time.Hour},
+	{"the same size, another date", "y", time.Hour},
+	{"the same date, another size", "a different, longer body", 0},
+}
+
+// moveWithForgedCopies moves a message (the server has no MOVE: COPY,
+// STORE, EXPUNGE) to an Archive that already holds each forged copy in
+// turn, and returns what went wrong for each: "" when the original was
+// copied next to the forgery and left INBOX.
+func moveWithForgedCopies(t *testing.T) []string {
+	t.Helper()
+	date := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	var out []string
+	for i, f := range forgedCopies {
+		id := fmt.Sprintf("a3-%d@x", i)
+		ts := startServer(t, serverConfig{caps: noMoveCaps()})
+		ts.createMailbox(t, "Archive")
+		ts.add(t, "Archive", textMessage("m", "<"+id+">", f.body), date.Add(-f.age))
+		uid := ts.add(t, "INBOX", textMessage("m", "<"+id+">", "x"), date)
+		c := ts.dial(t)
+		if _, err := c.Select(context.Background(), "INBOX", false); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.MoveByID(context.Background(), "INBOX", uid, id, "Archive"); err != nil {
+			t.Fatalf("%s: %v", f.name, err)
+		}
+		why := ""
+		if in, arch := ts.count(t, c, "INBOX", id), ts.count(t, c, "Archive", id); in != 0 || arch != 2 {
+			why = fmt.Sprintf("INBOX %d, Archive %d; want 0 and 2 (the original copied next to the forgery)", in, arch)
+		}
+		out = append(out, why)
+	}
+	return out
+}
+
+// TestMoveByIDForgedCopyInDest: a stranger's mail already in the Archive
+// with the same Message-ID is not taken for the copy (neither with the
+// same size nor with the same internal date): the original is copied,
+// never just deleted. Positive control:
+// TestMoveByIDForgedCopyLandsWithoutCheck.
 func TestMoveByIDForgedCopyInDest(t *testing.T) {
-	ts := startServer(t, serverConfig{caps: noMoveCaps()})
-	ts.createMailbox(t, "Archive")
-	ts.add(t, "Archive", textMessage("forged", "<a3@x>", "a different, longer body"), time.Now().Add(-time.Hour))
-	uid := ts.add(t, "INBOX", textMessage("m", "<a3@x>", "x"), time.Time{})
-	c := ts.dial(t)
-	if _, err := c.Select(context.Background(), "INBOX", false); err != nil {
-		t.Fatal(err)
+	got := moveWithForgedCopies(t)
+	tried, through := 0, 0
+	for i, f := range forgedCopies {
+		tried++
+		if got[i] != "" {
+			through++
+			t.Errorf("%s: %s", f.name, got[i])
+		}
 	}
-	if err := c.MoveByID(context.Background(), "INBOX", uid, "a3@x", "Archive"); err != nil {
-		t.Fatal(err)
+	t.Logf("forged copies in the destination: %d tried, %d through", tried, through)
+	if through != 0 {
+		t.Fatalf("%d of %d forged copies got through, want 0", through, tried)
 	}
-	if in, arch := ts.count(t, c, "INBOX", "a3@x"), ts.count(t, c, "Archive", "a3@x"); in != 0 || arch != 2 {
-		t.Fatalf("INBOX %d, Archive %d; want 0 and 2 (the original copied next to the forgery)", in, arch)
+}
+
+// TestMoveByIDForgedCopyLandsWithoutCheck is the positive control of
+// TestMoveByIDForgedCopyInDest: the same moves with inMailbox's size and
+// date comparison off (copyCheckOff). Every forgery must pass for the
+// copy: the original is deleted, never copied. Not parallel: it sets a
+// package switch.
+func TestMoveByIDForgedCopyLandsWithoutCheck(t *testing.T) {
+	copyCheckOff.Store(true)
+	defer copyCheckOff.Store(false)
+	got := moveWithForgedCopies(t)
+	landed := 0
+	for i, f := range forgedCopies {
+		if got[i] != "" {
+			landed++
+			t.Logf("%s: landed: %s", f.name, got[i])
+		} else {
+			t.Errorf("%s: the original was copied with the size and date check off; the forgery was not taken for the copy", f.name)
+		}
+	}
+	t.Logf("forged copies, check off: %d tried, %d landed", len(forgedCopies), landed)
+	if landed != len(forgedCopies) {
+		t.Fatalf("positive control: got %d of %d landed with the check off, want all", landed, len(forgedCopies))
 	}
 }
 
