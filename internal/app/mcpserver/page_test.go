@@ -340,6 +340,16 @@ func TestQueueListBoundedInBytes(t *testing.T) {
 // TestHostileCursors: garbage, huge, forged and other tools' cursors give
 // every paginated tool a clear error, never a panic or a page of someone
 // else's listing; the server goes on answering.
+//
+// The defence (the cursor check of the server's paging) has no switch
+// this external test can reach, so the positive control is a detector,
+// in the test: refusedClearly, the test's own check, is shown to catch
+// each attack as it would land. A server that read a hostile cursor as
+// "start again" would answer the tool's first page: that answer, for
+// every tool, is flagged for each of its cases. And the other arguments'
+// cursor with only its fingerprint field set to this listing's is served
+// (a page): it is the fingerprint that refuses it, and the check flags
+// that page too.
 func TestHostileCursors(t *testing.T) {
 	t.Parallel()
 	_, c := bigQueue(t, 60)
@@ -384,6 +394,7 @@ func TestHostileCursors(t *testing.T) {
 				args map[string]any
 			}{{"queue_list", map[string]any{"limit": 5}}, {"needs_reply", nil}, {"followups", nil}, {"search_mail", nil}, {"decisions", nil}}
 			tried, through := 0, 0
+			controls, landed := 0, 0
 			for _, tool := range tools {
 				cases := map[string]string{}
 				for k, v := range hostile {
@@ -397,10 +408,36 @@ func TestHostileCursors(t *testing.T) {
 					args["cursor"] = cur
 					tried++
 					e := call(t, cs, tool.name, args, nil)
-					if e == "" || !strings.Contains(e, "cursor") || strings.Contains(e, "\x1b") {
+					if !refusedClearly(e) {
 						through++
 						t.Errorf("%s with a %s cursor: error %q; want a clear error about the cursor", tool.name, name, e)
 					}
+				}
+				// Detector: the first page, as a server that read the
+				// cursor as "start again" would answer each case.
+				controls += len(cases)
+				switch e := call(t, cs, tool.name, maps(tool.args), nil); {
+				case e != "":
+					t.Errorf("positive control: %s's first page: error %q, want a page", tool.name, e)
+				case refusedClearly(e):
+					t.Errorf("positive control: %s's first page passes the check: the check does not see a page served", tool.name)
+				default:
+					landed += len(cases)
+				}
+			}
+			// Detector: the other arguments' cursor, its fingerprint
+			// field set to this listing's, is served.
+			other, _ := base64.RawURLEncoding.DecodeString(pend.NextCursor)
+			rebound := strings.Split(string(other), "\x00")
+			controls++
+			if len(rebound) != len(fields) {
+				t.Errorf("positive control: the pending cursor has %d fields, want %d", len(rebound), len(fields))
+			} else {
+				rebound[2] = fields[2]
+				if e := call(t, cs, "queue_list", map[string]any{"limit": 5, "cursor": enc(strings.Join(rebound, "\x00"))}, nil); e == "" && !refusedClearly(e) {
+					landed++
+				} else {
+					t.Errorf("positive control: the pending cursor re-bound to queue_list's arguments is refused (%q): the fingerprint is not what refuses it", e)
 				}
 			}
 			// A forged cursor with a valid shape is only a position: it
@@ -414,9 +451,21 @@ func TestHostileCursors(t *testing.T) {
 				through++
 				t.Errorf("after the attacks: %q, %d items", e, len(ql.Items))
 			}
-			t.Logf("hostile cursors: %d tried, %d got through", tried, through)
+			t.Logf("hostile cursors: %d tried, %d got through; positive control: %d of %d landings caught", tried, through, landed, controls)
+			if through != 0 {
+				t.Errorf("got %d of %d through, want 0", through, tried)
+			}
+			if controls == 0 || landed != controls {
+				t.Errorf("positive control: got %d of %d landings caught, want all", landed, controls)
+			}
 		})
 	}
+}
+
+// refusedClearly is TestHostileCursors's check of a tool's answer to a
+// hostile cursor: an error that names the cursor and carries no escape.
+func refusedClearly(e string) bool {
+	return e != "" && strings.Contains(e, "cursor") && !strings.Contains(e, "\x1b")
 }
 
 // TestDigestTokensSameThroughSocket: the digest's token figures cover its
