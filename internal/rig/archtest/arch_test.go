@@ -447,11 +447,12 @@ func TestRulesCatch(t *testing.T) {
 	}
 }
 
-// TestCommandTierRuleCatchesASyntheticCommand: the walk TestLayering runs
-// refuses a command group that reaches past the application tier (a
-// synthetic internal/cmd/fake importing imapsync and agent) and accepts
-// one that goes through internal/app.
-func TestCommandTierRuleCatchesASyntheticCommand(t *testing.T) {
+// syntheticCommands writes a tree with a fake command group that imports
+// each of forbidden (packages past the application tier) and
+// internal/app/api, and a fine one that imports internal/app/api and
+// internal/cmdutil, and returns its root.
+func syntheticCommands(t *testing.T, forbidden []string) string {
+	t.Helper()
 	top := t.TempDir()
 	write := func(rel, src string) {
 		t.Helper()
@@ -463,9 +464,6 @@ func TestCommandTierRuleCatchesASyntheticCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The attacks: the packages past the application tier the fake
-	// command imports; its source is written from this table.
-	forbidden := []string{"agent", "imapsync"}
 	var fake strings.Builder
 	fake.WriteString("package fake\n\nimport (\n")
 	for _, pkg := range forbidden {
@@ -480,7 +478,31 @@ import (
 	_ "github.com/mailagent/mailagent/internal/cmdutil"
 )
 `)
-	problems, checked, err := layering(top)
+	return top
+}
+
+// commandTierRefused reports whether problems refuse internal/cmd/fake's
+// import of pkg by the command-tier rule (its "; it may only import"
+// message).
+func commandTierRefused(problems []string, pkg string) bool {
+	bad := "internal/cmd/fake imports " + pkg
+	return slices.ContainsFunc(problems, func(p string) bool { return strings.HasPrefix(p, bad+";") })
+}
+
+// syntheticForbidden are the attacks of the command-tier tests: the
+// packages past the application tier the fake command imports.
+var syntheticForbidden = []string{"agent", "imapsync"}
+
+// TestCommandTierRuleCatchesASyntheticCommand: the walk TestLayering runs
+// refuses a command group that reaches past the application tier (a
+// synthetic internal/cmd/fake importing imapsync and agent) and accepts
+// one that goes through internal/app. This is itself the positive
+// control of TestLayering's command-tier rule (a detector: the rule fires
+// on a command that breaks it, each import counted); its own control,
+// TestCommandTierRuleRemovedLetsTheSyntheticCommandThrough, shows that it
+// is that rule, and no other, that refuses them.
+func TestCommandTierRuleCatchesASyntheticCommand(t *testing.T) {
+	problems, checked, err := layering(syntheticCommands(t, syntheticForbidden))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,19 +510,59 @@ import (
 		t.Fatal("the synthetic tree was not checked")
 	}
 	tried, through := 0, 0
-	for _, pkg := range forbidden {
+	for _, pkg := range syntheticForbidden {
 		tried++
-		bad := "internal/cmd/fake imports " + pkg
-		if !slices.ContainsFunc(problems, func(p string) bool { return strings.HasPrefix(p, bad+";") }) {
+		if !commandTierRefused(problems, pkg) {
 			through++
-			t.Errorf("not refused: %s (problems: %v)", bad, problems)
+			t.Errorf("not refused: internal/cmd/fake imports %s (problems: %v)", pkg, problems)
 		}
 	}
 	t.Logf("command-tier violations: %d tried, %d through", tried, through)
-	if through != 0 || tried != len(forbidden) {
-		t.Fatalf("violations tried %d of %d, through %d", tried, len(forbidden), through)
+	if through != 0 || tried != len(syntheticForbidden) {
+		t.Fatalf("violations tried %d of %d, through %d", tried, len(syntheticForbidden), through)
 	}
 	if len(problems) != tried {
 		t.Errorf("got %d problems, want the %d of fake and none of fine: %v", len(problems), tried, problems)
+	}
+}
+
+// TestCommandTierRuleRemovedLetsTheSyntheticCommandThrough is the
+// positive control of TestCommandTierRuleCatchesASyntheticCommand: with
+// the command-tier rule (internal/cmd: only commandTierOnly) taken out of
+// rules, the same synthetic tree gives no problem at all: every forbidden
+// import gets through, so it is that rule that refuses them. Not
+// parallel: rules is global.
+func TestCommandTierRuleRemovedLetsTheSyntheticCommandThrough(t *testing.T) {
+	saved := rules
+	defer func() { rules = saved }()
+	without := saved[:0:0]
+	for _, r := range saved {
+		if r.pkg != "internal/cmd" {
+			without = append(without, r)
+		}
+	}
+	if len(without) != len(saved)-1 {
+		t.Fatalf("took %d rules out, want the one internal/cmd rule", len(saved)-len(without))
+	}
+	rules = without
+	problems, _, err := layering(syntheticCommands(t, syntheticForbidden))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tried, landed := 0, 0
+	for _, pkg := range syntheticForbidden {
+		tried++
+		if !commandTierRefused(problems, pkg) {
+			landed++
+		} else {
+			t.Errorf("internal/cmd/fake imports %s: refused without the command-tier rule", pkg)
+		}
+	}
+	t.Logf("without the command-tier rule: %d of %d violations got through (problems: %v)", landed, tried, problems)
+	if tried != len(syntheticForbidden) || landed != tried {
+		t.Errorf("positive control: got %d of %d through, want all %d", landed, tried, len(syntheticForbidden))
+	}
+	if len(problems) != 0 {
+		t.Errorf("got problems %v without the command-tier rule, want none (no other rule covers the fake command)", problems)
 	}
 }
