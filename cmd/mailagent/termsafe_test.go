@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -89,7 +90,9 @@ func badRune(r rune) string {
 // TestHostileTextNeverReachesTheTerminal puts escape sequences, C1
 // controls, bidi overrides and overprinting into the subject, the display
 // name, the body and the model's output, then checks the human output of
-// every command that shows them.
+// every command that shows them. Its positive control, the subtest
+// "detector", shows the same check catching each hostile kind printed
+// raw from the queue item.
 func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
 	h := newHarness(t, hostileModel, "")
 	hs := hostileString()
@@ -135,35 +138,65 @@ func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
 			continue
 		}
 		for name, out := range map[string]string{"stdout": stdout, "stderr": stderr} {
-			for i, r := range out {
-				tried++
-				if why := badRune(r); why != "" {
-					through++
-					t.Errorf("%v %s: %s %U at byte %d: %q", args, name, why, r, i, out[max(0, i-20):min(len(out), i+20)])
-					break
-				}
-			}
-			// The Reply-To display name reaches the store with its ESC
-			// bytes already removed by the reply builder, so the inert
-			// tails of its sequences are plain text there; every other
-			// field keeps the sequences whole until display.
-			// The output guard's reason names the link it found in the
-			// draft (the OSC 8 target), escaped and on purpose.
-			var kept []string
-			for _, l := range strings.Split(out, "\n") {
-				if !strings.Contains(l, "collect@evil.test") && !strings.Contains(l, "output_guard") {
-					kept = append(kept, l)
-				}
-			}
-			for _, hb := range hostileBits {
-				if hb.marker != "" && strings.Contains(strings.Join(kept, "\n"), hb.marker) {
-					through++
-					t.Errorf("%v %s: the payload of %s got through: %q", args, name, hb.name, lineWith(kept, hb.marker))
-				}
+			checks, bad := terminalViolations(out)
+			tried += checks
+			through += len(bad)
+			for _, b := range bad {
+				t.Errorf("%v %s: %s", args, name, b)
 			}
 		}
 	}
-	t.Logf("%d commands, %d hostile kinds in each field: %d violations got through", len(commands), len(hostileBits), through)
+	t.Logf("%d commands, %d hostile kinds in each field: %d checks of their output, %d violations got through", len(commands), len(hostileBits), tried, through)
+	if through != 0 {
+		t.Errorf("hostile text on the terminal: got %d violations in %d checks, want 0", through, tried)
+	}
+
+	// The positive control (detector: termsafe is structural, nothing to
+	// switch off): each hostile kind, as the store holds it in the queue
+	// item, printed without cleaning, is caught by the same check. So the
+	// zero above is the commands' cleaning, not a check that cannot see.
+	t.Run("detector", func(t *testing.T) {
+		landed := 0
+		for _, hb := range hostileBits {
+			fields := map[string]string{"subject": q.Subject, "from name": q.From.Name, "draft": q.Draft}
+			stored := ""
+			for _, f := range []string{"subject", "from name", "draft"} {
+				if strings.Contains(fields[f], hb.s) {
+					stored = f
+					break
+				}
+			}
+			if stored == "" {
+				t.Errorf("%s: not stored intact in the queue item (subject, from name, draft): the attack tests nothing", hb.name)
+				continue
+			}
+			_, bad := terminalViolations("queue show: " + stored + " " + hb.s + "\n")
+			if hb.marker != "" {
+				// Its payload with only the control runes dropped (a
+				// cleaner that leaves the sequence's text) is caught too.
+				stripped := strings.Map(func(r rune) rune {
+					if badRune(r) != "" {
+						return -1
+					}
+					return r
+				}, hb.s)
+				if _, b := terminalViolations("queue show: " + stored + " " + stripped + "\n"); len(b) == 0 {
+					bad = nil
+					t.Errorf("%s: its payload %q without the control runes is not caught", hb.name, stripped)
+				}
+			}
+			if len(bad) > 0 {
+				landed++
+				t.Logf("%s, raw from the %s: caught: %s", hb.name, stored, bad[0])
+			} else {
+				t.Errorf("%s, raw from the %s: the check does not see it", hb.name, stored)
+			}
+		}
+		t.Logf("hostile kinds printed raw: %d tried, %d caught", len(hostileBits), landed)
+		if landed != len(hostileBits) {
+			t.Errorf("detector: got %d of %d hostile kinds caught raw, want all", landed, len(hostileBits))
+		}
+	})
 
 	// What the owner must still see: the real sender and the real
 	// recipient, never the display name in the address position.
@@ -308,6 +341,43 @@ func TestReportSanitisesErrors(t *testing.T) {
 			t.Errorf("report(%T): the OSC payload got through: %q", err, b.String())
 		}
 	}
+}
+
+// terminalViolations checks out, one command's human output, as
+// TestHostileTextNeverReachesTheTerminal does: no rune a terminal would
+// act on (badRune: the first is reported), and no payload marker of
+// hostileBits. It returns how many checks it made and what failed.
+//
+// The Reply-To display name reaches the store with its ESC bytes already
+// removed by the reply builder, so the inert tails of its sequences are
+// plain text there; every other field keeps the sequences whole until
+// display. The output guard's reason names the link it found in the
+// draft (the OSC 8 target), escaped and on purpose. Lines with either are
+// left out of the marker checks.
+func terminalViolations(out string) (checks int, bad []string) {
+	checks++
+	for i, r := range out {
+		if why := badRune(r); why != "" {
+			bad = append(bad, fmt.Sprintf("%s %U at byte %d: %q", why, r, i, out[max(0, i-20):min(len(out), i+20)]))
+			break
+		}
+	}
+	var kept []string
+	for _, l := range strings.Split(out, "\n") {
+		if !strings.Contains(l, "collect@evil.test") && !strings.Contains(l, "output_guard") {
+			kept = append(kept, l)
+		}
+	}
+	for _, hb := range hostileBits {
+		if hb.marker == "" {
+			continue
+		}
+		checks++
+		if strings.Contains(strings.Join(kept, "\n"), hb.marker) {
+			bad = append(bad, fmt.Sprintf("the payload of %s got through: %q", hb.name, lineWith(kept, hb.marker)))
+		}
+	}
+	return checks, bad
 }
 
 func lineWith(lines []string, s string) string {
