@@ -114,8 +114,18 @@ type Address struct {
 	New bool
 }
 
-// String is the sanitised display form (termsafe.Address).
-func (a Address) String() string { return termsafe.Address(a.Name, a.Email) }
+// String is the sanitised display form (termsafe.Address). With cleanOff
+// (the positive control of the hostile-text tests only) it is the name
+// and address as they are.
+func (a Address) String() string {
+	if cleanOff.Load() {
+		if a.Name == "" {
+			return a.Email
+		}
+		return a.Name + " <" + a.Email + ">"
+	}
+	return termsafe.Address(a.Name, a.Email)
+}
 
 // NewRecipients returns the recipients the owner has never written to.
 func (it *Item) NewRecipients() []Address {

@@ -39,18 +39,48 @@ func (learnOnly) LastLearned(string) []Learned {
 	return []Learned{{ID: "mem_1", Text: "signs off with Best"}}
 }
 
+// hostileLearned are records an approval taught whose text a mail (or a
+// model obeying it) wrote: bad is what of each must not reach the
+// terminal.
+var hostileLearned = []struct {
+	learned Learned
+	bad     string
+}{
+	{Learned{ID: "mem_a", Text: "signs off with \"Best, Ada\"\x1b]0;pwned\x07"}, "\x1b]0;"},
+	{Learned{ID: "mem_b", Text: "carol@example.org prefers Tuesdays\u202e"}, "\u202e"},
+}
+
+// learnedRecords are hostileLearned's records, for a learnFake.
+func learnedRecords() []Learned {
+	var out []Learned
+	for _, h := range hostileLearned {
+		out = append(out, h.learned)
+	}
+	return out
+}
+
+// learnedThrough counts the hostile learned texts whose bad part is in
+// view.
+func learnedThrough(view string) (tried, through int) {
+	for _, h := range hostileLearned {
+		tried++
+		if strings.Contains(view, h.bad) {
+			through++
+		}
+	}
+	return tried, through
+}
+
 // TestForgetWhatApprovalTaught: while the countdown note says what an
 // approval taught, L (offered in the hint bar) forgets exactly those
 // records through Forgetter and says so; the approval itself stands. L
 // is neither offered nor acted on without an approval, after forgetting,
-// or with a backend that cannot forget. Hostile record text is cleaned.
+// or with a backend that cannot forget. Hostile record text is cleaned
+// (positive control: TestForgetWhatApprovalTaughtLandsWithoutClean).
 func TestForgetWhatApprovalTaught(t *testing.T) {
 	t.Parallel()
 	t.Run("forgets the records named", func(t *testing.T) {
-		f := &learnFake{fakeBackend: newFake(sampleQueue()...), learned: []Learned{
-			{ID: "mem_a", Text: "signs off with \"Best, Ada\"\x1b]0;pwned\x07"},
-			{ID: "mem_b", Text: "carol@example.org prefers Tuesdays\u202e"},
-		}}
+		f := &learnFake{fakeBackend: newFake(sampleQueue()...), learned: learnedRecords()}
 		m := newModel(t, f, Options{NoColor: true})
 		send(t, m, press("L")...) // nothing approved yet: nothing to forget
 		if len(f.forgot) != 0 {
@@ -66,8 +96,10 @@ func TestForgetWhatApprovalTaught(t *testing.T) {
 				t.Errorf("view lacks %q:\n%s", want, view)
 			}
 		}
-		if strings.Contains(view, "\x1b]0;") || strings.Contains(view, "\u202e") {
-			t.Error("hostile learned text reached the terminal")
+		tried, through := learnedThrough(view)
+		t.Logf("hostile learned text: %d tried, %d through", tried, through)
+		if through != 0 {
+			t.Errorf("hostile learned text reached the terminal: %d of %d", through, tried)
 		}
 		send(t, m, press("L")...)
 		if len(f.forgot) != 1 || strings.Join(f.forgot[0], ",") != "mem_a,mem_b" {
@@ -115,4 +147,22 @@ func TestForgetWhatApprovalTaught(t *testing.T) {
 			t.Error("the help overlay lists forget without a Forgetter")
 		}
 	})
+}
+
+// TestForgetWhatApprovalTaughtLandsWithoutClean is the positive control
+// of TestForgetWhatApprovalTaught's hostile learned text: the same
+// records in the same note after an approval, with the TUI's cleaning
+// off (cleanOff). Every one must reach the frame. Not parallel: it sets
+// a package switch.
+func TestForgetWhatApprovalTaughtLandsWithoutClean(t *testing.T) {
+	cleanOff.Store(true)
+	defer cleanOff.Store(false)
+	f := &learnFake{fakeBackend: newFake(sampleQueue()...), learned: learnedRecords()}
+	m := newModel(t, f, Options{NoColor: true})
+	send(t, m, press("a")...)
+	tried, landed := learnedThrough(m.View().Content)
+	t.Logf("hostile learned text, cleaning off: %d tried, %d landed", tried, landed)
+	if landed != tried {
+		t.Fatalf("positive control: got %d of %d landed with the cleaning off, want all", landed, tried)
+	}
 }

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -183,21 +184,102 @@ func TestHostileTextLandsWithoutClean(t *testing.T) {
 	t.Logf("defence off: %d attacks tried, %d through", tried, n)
 }
 
-// The inline editor shows a hostile draft cleaned; saving it unchanged
-// stores nothing, and an edit stores what the owner saw and changed.
+// hostileDrafts are drafts a model obeying a mail might write, opened in
+// the inline editor. second names a defence behind editorText that also
+// stops one ("" when editorText is the only one): the textarea drops
+// control characters (ESC, BEL, CR) as they are put in, but not format
+// characters such as a bidi override.
+var hostileDrafts = []struct{ name, draft, second string }{
+	{"bidi override", "Pay \u202eexe.txt\u202c now", ""},
+	{"osc title", "Pay \x1b]0;pwned\x07now", "the textarea's own sanitiser"},
+	{"csi clear", "Pay \x1b[2J now", "the textarea's own sanitiser"},
+}
+
+// editHostileDrafts opens each hostile draft in the inline editor, saves
+// it unchanged, then with "!" added, and returns per draft whether its
+// text reached the frame or the stored edit (an attack that got through)
+// and what else was wrong: an unchanged save that stored something, or
+// an edit other than the cleaned text with the owner's change.
+func editHostileDrafts(t *testing.T) (through []bool, wrong []string) {
+	t.Helper()
+	for _, h := range hostileDrafts {
+		it := draft("d1", "a@example.com", "Hi", "low", time.Hour)
+		it.Draft = h.draft
+		f := newFake(it)
+		m := newModel(t, f, Options{NoColor: true, ASCII: true})
+		send(t, m, press("e")...)
+		frame := cursorSGR.Replace(m.View().Content)
+		send(t, m, press("ctrl+s")...)
+		var w []string
+		if m.c.note != "draft unchanged" || len(f.callsOf("Edit")) != 0 {
+			w = append(w, fmt.Sprintf("unchanged save: note %q, Edit calls %v", m.c.note, f.callsOf("Edit")))
+		}
+		n := len(f.callsOf("Edit"))
+		send(t, m, press("e", "end", "!", "ctrl+s")...)
+		calls := f.callsOf("Edit")[n:]
+		landed := strings.ContainsFunc(frame, forbidden)
+		for _, c := range calls {
+			landed = landed || strings.ContainsFunc(c.arg, forbidden)
+		}
+		if h.name == "bidi override" && (len(calls) != 1 || calls[0].arg != "Pay exe.txt now!") {
+			w = append(w, fmt.Sprintf("edit stored %v, want the cleaned text with the owner's change", calls))
+		}
+		through = append(through, landed)
+		wrong = append(wrong, strings.Join(w, "; "))
+	}
+	return through, wrong
+}
+
+// TestInlineEditorHostileDraft: the inline editor shows a hostile draft
+// cleaned; saving it unchanged stores nothing, and an edit stores what
+// the owner saw and changed. Positive control:
+// TestInlineEditorHostileDraftLandsWithoutClean.
 func TestInlineEditorHostileDraft(t *testing.T) {
 	t.Parallel()
-	it := draft("d1", "a@example.com", "Hi", "low", time.Hour)
-	it.Draft = "Pay \u202eexe.txt\u202c now"
-	f := newFake(it)
-	m := newModel(t, f, Options{NoColor: true, ASCII: true})
-	send(t, m, press("e", "ctrl+s")...)
-	if m.c.note != "draft unchanged" || len(f.callsOf("Edit")) != 0 {
-		t.Fatalf("unchanged save: note %q, Edit calls %v", m.c.note, f.callsOf("Edit"))
+	through, wrong := editHostileDrafts(t)
+	n := 0
+	for i, h := range hostileDrafts {
+		if through[i] {
+			n++
+			t.Errorf("%s: the draft's text reached the frame or the stored edit", h.name)
+		}
+		if wrong[i] != "" {
+			t.Errorf("%s: %s", h.name, wrong[i])
+		}
 	}
-	send(t, m, press("e", "end", "!", "ctrl+s")...)
-	calls := f.callsOf("Edit")
-	if len(calls) != 1 || calls[0].arg != "Pay exe.txt now!" {
-		t.Fatalf("edit stored %v, want the cleaned text with the owner's change", calls)
+	t.Logf("hostile drafts in the inline editor: %d tried, %d through", len(hostileDrafts), n)
+	if n != 0 {
+		t.Fatalf("%d of %d hostile drafts got through, want 0", n, len(hostileDrafts))
+	}
+}
+
+// TestInlineEditorHostileDraftLandsWithoutClean is the positive control
+// of TestInlineEditorHostileDraft: the same drafts in the same editor
+// with the TUI's cleaning off (cleanOff: editorText returns the draft as
+// it is). The drafts editorText alone stops must reach the frame and the
+// stored edit; those hostileDrafts.second names must still be stopped,
+// which shows that defence. Not parallel: it sets a package switch.
+func TestInlineEditorHostileDraftLandsWithoutClean(t *testing.T) {
+	cleanOff.Store(true)
+	defer cleanOff.Store(false)
+	through, _ := editHostileDrafts(t)
+	landed, want := 0, 0
+	for i, h := range hostileDrafts {
+		if h.second == "" {
+			want++
+		}
+		switch {
+		case through[i] && h.second == "":
+			landed++
+		case through[i]:
+			landed++
+			t.Errorf("%s: landed with the cleaning off, though %s is said to stop it too", h.name, h.second)
+		case h.second == "":
+			t.Errorf("%s: did not land with the cleaning off, and nothing else is said to stop it", h.name)
+		}
+	}
+	t.Logf("hostile drafts, cleaning off: %d tried, %d landed (want %d: the rest are stopped by the textarea too)", len(hostileDrafts), landed, want)
+	if landed != want || want == 0 {
+		t.Fatalf("positive control: got %d of %d landed with the cleaning off, want %d", landed, len(hostileDrafts), want)
 	}
 }

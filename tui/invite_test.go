@@ -189,19 +189,76 @@ func TestRSVPErrorShown(t *testing.T) {
 	}
 }
 
+// hostileTitles are invitation titles (the organizer writes them) that
+// would drive the terminal from the RSVP question or the frame behind it.
+var hostileTitles = []struct{ name, title string }{
+	{"osc title", "Sync\x1b]0;pwned\x07"},
+	{"csi clear", "Sync\x1b[2J"},
+	{"bidi override", "Sync \u202egnp.exe"},
+	{"all three", "Sync\x1b]0;pwned\x07\x1b[2J \u202egnp.exe"},
+}
+
+// rsvpHostileTitles asks to accept an invitation with each hostile title
+// and returns, per title, what of it reached the prompt or, after esc,
+// the frame ("" when nothing did).
+func rsvpHostileTitles(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, h := range hostileTitles {
+		f := inviteFake{newFake(invitationItem(h.title))}
+		m := newModel(t, f, Options{NoColor: true})
+		send(t, m, press("3", "A")...)
+		var why []string
+		if p := m.c.prompt.input.Prompt; strings.ContainsAny(p, "\x1b\x07\u202e") || !strings.Contains(p, "Sync") {
+			why = append(why, fmt.Sprintf("prompt carries hostile text: %q", p))
+		}
+		send(t, m, press("esc")...)
+		if got := m.View().Content; strings.Contains(got, "\x1b]0;pwned") || strings.Contains(got, "\u202e") || strings.ContainsFunc(cursorSGR.Replace(got), forbidden) {
+			why = append(why, fmt.Sprintf("frame carries hostile text: %q", got))
+		}
+		out = append(out, strings.Join(why, "; "))
+	}
+	return out
+}
+
 // TestRSVPHostileTitle: an invitation title with escape sequences and a
-// bidi override never reaches the confirmation prompt as it is.
+// bidi override never reaches the confirmation prompt as it is, nor the
+// frame. Positive control: TestRSVPHostileTitleLandsWithoutClean.
 func TestRSVPHostileTitle(t *testing.T) {
 	t.Parallel()
-	f := inviteFake{newFake(invitationItem("Sync\x1b]0;pwned\x07\x1b[2J \u202egnp.exe"))}
-	m := newModel(t, f, Options{NoColor: true})
-	send(t, m, press("3", "A")...)
-	if p := m.c.prompt.input.Prompt; strings.ContainsAny(p, "\x1b\x07\u202e") || !strings.Contains(p, "Sync") {
-		t.Errorf("prompt carries hostile text: %q", p)
+	got := rsvpHostileTitles(t)
+	through := 0
+	for i, h := range hostileTitles {
+		if got[i] != "" {
+			through++
+			t.Errorf("%s: %s", h.name, got[i])
+		}
 	}
-	send(t, m, press("esc")...)
-	if got := m.View().Content; strings.Contains(got, "\x1b]0;pwned") || strings.Contains(got, "\u202e") {
-		t.Errorf("frame carries hostile text: %q", got)
+	t.Logf("hostile invitation titles: %d tried, %d through", len(hostileTitles), through)
+	if through != 0 {
+		t.Fatalf("%d of %d hostile titles got through, want 0", through, len(hostileTitles))
+	}
+}
+
+// TestRSVPHostileTitleLandsWithoutClean is the positive control of
+// TestRSVPHostileTitle: the same titles in the same question with the
+// TUI's cleaning off (cleanOff). Every one must reach the prompt or the
+// frame. Not parallel: it sets a package switch.
+func TestRSVPHostileTitleLandsWithoutClean(t *testing.T) {
+	cleanOff.Store(true)
+	defer cleanOff.Store(false)
+	got := rsvpHostileTitles(t)
+	landed := 0
+	for i, h := range hostileTitles {
+		if got[i] != "" {
+			landed++
+		} else {
+			t.Errorf("%s: did not land with the cleaning off", h.name)
+		}
+	}
+	t.Logf("hostile invitation titles, cleaning off: %d tried, %d landed", len(hostileTitles), landed)
+	if landed != len(hostileTitles) {
+		t.Fatalf("positive control: got %d of %d landed with the cleaning off, want all", landed, len(hostileTitles))
 	}
 }
 

@@ -308,66 +308,140 @@ func TestApproveWithWarningsAsks(t *testing.T) {
 	}
 }
 
+// hostileDetailText is what each hostile field carries: an OSC title, a
+// screen clear, a bidi override and a line break that would start a
+// forged line of its own.
+const hostileDetailText = "\x1b]0;pwned\a\x1b[2J\u202e\r\nFAKE: line"
+
+// hostileDetailFields are the fields TestHostileFieldsInEveryDetail
+// attacks, one attack each per kind that draws it (draftOnly: only a
+// draft's send question draws it): the count comes from the table.
+var hostileDetailFields = []struct {
+	name      string
+	set       func(*Item)
+	draftOnly bool
+}{
+	{"Cc", func(it *Item) {
+		it.Cc = []Address{{Name: hostileDetailText, Email: "cc" + hostileDetailText + "@example.com"}}
+	}, false},
+	{"MessageID", func(it *Item) { it.MessageID = hostileDetailText }, false},
+	{"TraceID", func(it *Item) { it.TraceID = "tr_" + hostileDetailText }, false},
+	{"QueueID", func(it *Item) { it.QueueID = "q_" + hostileDetailText }, false},
+	{"OutboxID", func(it *Item) { it.OutboxID = "ob_" + hostileDetailText }, false},
+	{"Decision", func(it *Item) { it.Decision = "archive" + hostileDetailText }, false},
+	{"Reasons", func(it *Item) { it.Reasons = []string{hostileDetailText, "why" + hostileDetailText} }, false},
+	{"Warnings", func(it *Item) { it.Warnings = []string{"gate" + hostileDetailText + ": reason" + hostileDetailText} }, true},
+	{"Gates", func(it *Item) {
+		it.Gates = []Gate{{Name: "g" + hostileDetailText, Pass: false, Reason: hostileDetailText}}
+	}, false},
+	{"Comments", func(it *Item) { it.Comments = hostileDetailText }, false},
+	{"Error", func(it *Item) { it.Error = hostileDetailText }, false},
+}
+
+// hostileDetailKinds are the item kinds whose views are attacked, each
+// with the key of its tab.
+var hostileDetailKinds = []struct{ kind, tab string }{
+	{KindDraft, "1"}, {KindSent, "4"}, {KindDecided, "5"}, {KindNotify, "3"}, {KindNeedsReview, "3"},
+}
+
+// hostileDetailFrames draws an item of kind with the fields picked by
+// set hostile: its row, its detail (as text and in the frame) and, for a
+// draft, the send question; it returns what of the hostile text reached
+// them ("" when nothing did).
+func hostileDetailFrames(t *testing.T, kind, tab string, set ...func(*Item)) string {
+	t.Helper()
+	it := draft("h-"+kind, "x@example.com", "hostile "+kind, "high", time.Hour)
+	it.Kind = kind
+	for _, s := range set {
+		s(&it)
+	}
+	m := newModel(t, newFake(it), Options{NoColor: true, ASCII: true})
+	send(t, m, press(tab)...)
+	frames := []string{m.View().Content}
+	send(t, m, press("enter")...)
+	frames = append(frames, ansi.Strip(m.detail.text(&m.c.items[it.ID].item)), m.View().Content)
+	var why []string
+	if kind == KindDraft {
+		// The prompt's own cursor is drawn in reverse video; the
+		// question must carry nothing of the mail's.
+		send(t, m, press("a")...)
+		q := m.View().Content
+		if strings.Contains(q, "\x1b]") || strings.Contains(q, "\x1b[2J") || strings.Contains(q, "\u202e") || strings.Contains(q, "\r") {
+			why = append(why, fmt.Sprintf("the send question passes the mail's control characters:\n%q", q))
+		}
+	}
+	for _, f := range frames {
+		if strings.Contains(f, "\x1b") || strings.Contains(f, "\u202e") || strings.Contains(f, "\r") {
+			why = append(why, fmt.Sprintf("a control or bidi character got through:\n%q", f))
+		}
+		for _, l := range strings.Split(f, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), "FAKE: line") {
+				why = append(why, fmt.Sprintf("a field started a line of its own: %q", l))
+			}
+		}
+	}
+	return strings.Join(why, "\n")
+}
+
 // TestHostileFieldsInEveryDetail puts escape sequences, bidi overrides
 // and line breaks in every field the new detail, the Decided view and
 // the send question draw (Cc, ids, decision, reasons, warnings, gate
 // names), for each kind; with colour off no frame may carry an ESC, and
-// no field may add a line of its own. attacks counts what was tried.
+// no field may add a line of its own. Each field of each kind that draws
+// it is one attack, drawn alone; every field at once is drawn too, for
+// each kind. Positive control: TestHostileFieldsInEveryDetailLandWithoutClean.
 func TestHostileFieldsInEveryDetail(t *testing.T) {
 	t.Parallel()
-	const bad = "\x1b]0;pwned\a\x1b[2J\u202e\r\nFAKE: line"
-	attacks, through := 0, 0
-	for _, kind := range []string{KindDraft, KindSent, KindDecided, KindNotify, KindNeedsReview} {
-		it := draft("h-"+kind, "x@example.com", "hostile "+kind, "high", time.Hour)
-		it.Kind = kind
-		// One attack per hostile field: the count is the table's length.
-		hostileFields := []func(*Item){
-			func(it *Item) { it.Cc = []Address{{Name: bad, Email: "cc" + bad + "@example.com"}} },
-			func(it *Item) { it.MessageID = bad },
-			func(it *Item) { it.TraceID = "tr_" + bad },
-			func(it *Item) { it.QueueID = "q_" + bad },
-			func(it *Item) { it.OutboxID = "ob_" + bad },
-			func(it *Item) { it.Decision = "archive" + bad },
-			func(it *Item) { it.Reasons = []string{bad, "why" + bad} },
-			func(it *Item) { it.Warnings = []string{"gate" + bad + ": reason" + bad} },
-			func(it *Item) { it.Gates = []Gate{{Name: "g" + bad, Pass: false, Reason: bad}} },
-			func(it *Item) { it.Comments = bad },
-			func(it *Item) { it.Error = bad },
-		}
-		for _, set := range hostileFields {
-			set(&it)
-		}
-		attacks += len(hostileFields)
-		m := newModel(t, newFake(it), Options{NoColor: true, ASCII: true})
-		tabKey := map[string]string{KindDraft: "1", KindSent: "4", KindDecided: "5", KindNotify: "3", KindNeedsReview: "3"}[kind]
-		send(t, m, press(tabKey)...)
-		frames := []string{m.View().Content}
-		send(t, m, press("enter")...)
-		frames = append(frames, ansi.Strip(m.detail.text(&m.c.items[it.ID].item)), m.View().Content)
-		if kind == KindDraft {
-			// The prompt's own cursor is drawn in reverse video; the
-			// question must carry nothing of the mail's.
-			send(t, m, press("a")...)
-			q := m.View().Content
-			if strings.Contains(q, "\x1b]") || strings.Contains(q, "\x1b[2J") || strings.Contains(q, "\u202e") || strings.Contains(q, "\r") {
+	tried, through := 0, 0
+	for _, k := range hostileDetailKinds {
+		all := make([]func(*Item), 0, len(hostileDetailFields))
+		for _, f := range hostileDetailFields {
+			all = append(all, f.set)
+			if f.draftOnly && k.kind != KindDraft {
+				continue
+			}
+			tried++
+			if why := hostileDetailFrames(t, k.kind, k.tab, f.set); why != "" {
 				through++
-				t.Errorf("the send question passes the mail's control characters:\n%q", q)
+				t.Errorf("%s, %s: %s", k.kind, f.name, why)
 			}
 		}
-		for _, f := range frames {
-			if strings.Contains(f, "\x1b") || strings.Contains(f, "\u202e") || strings.Contains(f, "\r") {
-				through++
-				t.Errorf("%s: a control or bidi character got through:\n%q", kind, f)
+		if why := hostileDetailFrames(t, k.kind, k.tab, all...); why != "" {
+			t.Errorf("%s, every field at once: %s", k.kind, why)
+		}
+	}
+	t.Logf("hostile fields: %d tried, %d got through", tried, through)
+	if through != 0 {
+		t.Fatalf("%d of %d hostile fields got through, want 0", through, tried)
+	}
+}
+
+// TestHostileFieldsInEveryDetailLandWithoutClean is the positive control
+// of TestHostileFieldsInEveryDetail: the same fields in the same views
+// with the TUI's cleaning off (cleanOff, which covers Address.String's
+// termsafe.Address too: the Cc line's defence). Each field must land in
+// each kind's views that draw it. Not parallel: it sets a package switch.
+func TestHostileFieldsInEveryDetailLandWithoutClean(t *testing.T) {
+	cleanOff.Store(true)
+	defer cleanOff.Store(false)
+	tried, landed := 0, 0
+	for _, k := range hostileDetailKinds {
+		for _, f := range hostileDetailFields {
+			if f.draftOnly && k.kind != KindDraft {
+				continue
 			}
-			for _, l := range strings.Split(f, "\n") {
-				if strings.HasPrefix(strings.TrimSpace(l), "FAKE: line") {
-					through++
-					t.Errorf("%s: a field started a line of its own: %q", kind, l)
-				}
+			tried++
+			if why := hostileDetailFrames(t, k.kind, k.tab, f.set); why != "" {
+				landed++
+			} else {
+				t.Errorf("%s, %s: did not land with the cleaning off", k.kind, f.name)
 			}
 		}
 	}
-	t.Logf("hostile fields: %d tried, %d got through", attacks, through)
+	t.Logf("hostile fields, cleaning off: %d tried, %d landed", tried, landed)
+	if landed != tried {
+		t.Fatalf("positive control: got %d of %d landed with the cleaning off, want all", landed, tried)
+	}
 }
 
 // TestNoticeCanBeDismissed: a notice (the prompt-injection mail, say) is

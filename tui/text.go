@@ -75,9 +75,10 @@ func editorText(s string) string {
 }
 
 // cleanOff switches the TUI's sanitising off: clean, cleanText,
-// editorText and quote's escaping. Only the positive control of the
-// hostile-text test sets it, to show the attacks landing without them;
-// nothing else may.
+// editorText, quote's escaping and Address.String's termsafe.Address.
+// Only the positive controls of the hostile-text tests set it (never
+// in parallel, restored before they return), to show the attacks landing
+// without them; nothing in the product sets it.
 var cleanOff atomic.Bool
 
 // newWarning explains the new-address marks in the detail view.
