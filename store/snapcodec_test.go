@@ -192,9 +192,9 @@ func TestSnapshotDecodeDamage(t *testing.T) {
 // bounds checks off (snapBoundsOff: the lengths and the step count are
 // trusted as written). Every damaged framing but the empty one (it holds
 // no length to trust) must land: a panic, or a record decoded from a
-// framing that lies. The damage to the stored form is counted too: some
-// of it must land (panic), which shows it reaches the framing's checks
-// past S2's decoder. Not parallel: it sets a package switch.
+// framing that lies. Some of the damage to the stored form must land too
+// (a panic), which shows it reaches the framing's checks past S2's
+// decoder. Not parallel: it sets a package switch.
 func TestSnapshotDecodeDamageLandsWithoutBounds(t *testing.T) {
 	snapBoundsOff.Store(true)
 	defer snapBoundsOff.Store(false)
@@ -210,19 +210,20 @@ func TestSnapshotDecodeDamageLandsWithoutBounds(t *testing.T) {
 			t.Errorf("damaged framing %d (%x): got error %v with the bounds checks off, want a panic or a record", i, v, err)
 		}
 	}
-	storedLanded := 0
-	for _, v := range stored {
-		if p, _ := decodeDamaged(v); p != nil {
-			storedLanded++
-		}
-	}
-	t.Logf("bounds checks off: framing %d tried, %d landed (want %d); stored form %d tried, %d landed", len(framing), landed, want, len(stored), storedLanded)
+	t.Logf("bounds checks off: framing %d tried, %d landed (want %d)", len(framing), landed, want)
 	if landed != want {
 		t.Fatalf("positive control: got %d of %d damaged framings landed with the bounds checks off, want %d", landed, len(framing), want)
 	}
-	if storedLanded == 0 {
-		t.Fatalf("positive control: got 0 of %d damaged stored records landed with the bounds checks off, want some (else S2 stops them all and the framing's checks are not what the stored damage tests)", len(stored))
+	// The stored form's damage: one landing is enough to show it reaches
+	// the framing (the rest are not decoded again: the race detector
+	// makes 4,000 decodes slow).
+	for i, v := range stored {
+		if p, _ := decodeDamaged(v); p != nil {
+			t.Logf("bounds checks off: damaged stored record %d of %d is the first to land (%v)", i, len(stored), p)
+			return
+		}
 	}
+	t.Fatalf("positive control: got 0 of %d damaged stored records landed with the bounds checks off, want some (else S2 stops them all and the framing's checks are not what the stored damage tests)", len(stored))
 }
 
 // TestSnapshotJSONIndentedWhenRead: a side the agent marked as compact
