@@ -332,7 +332,22 @@ func dialOwner(h *harness) (*imapclient.Client, error) {
 // Hostile Message-IDs (quotes, backslashes, an IMAP literal marker,
 // parentheses, a search-key look-alike) go to the IMAP server only as
 // search strings: each mail is answered once and flagged, and after the
-// state is lost none is answered again.
+// state is lost none is answered again. Then the server restores INBOX
+// (a new UIDVALIDITY, the mail back without its flags) and the state is
+// lost again: the reply in Sent, found by a search for the hostile id,
+// is all that says the mail was answered, and none whose id the reply
+// names is answered again.
+//
+// The replies name only the ids compose can write inside <…>
+// (compose.cleanID refuses '"' and '\'): the others are a known gap,
+// logged (after a restore and a state loss their sender gets a second
+// reply).
+//
+// The positive control (state: the evidence absent), in the same world:
+// with the replies gone from Sent and \Answered cleared, after the state
+// is lost each mail is answered again, every one. So the zero above is
+// the mailbox's evidence, found by the hostile ids, and the test sees a
+// second reply.
 func TestNoSecondReplyHostileMessageIDs(t *testing.T) {
 	h := newHarness(t, compromisedModel, answeredPolicy)
 	ids := []string{
@@ -341,17 +356,23 @@ func TestNoSecondReplyHostileMessageIDs(t *testing.T) {
 		`x) OR (ALL@x.example`,
 		`ALL@x.example`,
 	}
+	addrs := make([]string, len(ids))
+	var raws []string
 	for i, id := range ids {
 		addr := fmt.Sprintf("h%d@hostile%d.example", i, i)
+		addrs[i] = addr
 		h.appendTo("Sent", fmt.Sprintf("From: Ada Lovelace <ada@example.com>\nTo: <%s>\nSubject: hi %d\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <hseed%d@example.com>\n\nHi\n", addr, i, i))
 		raw := rawMail(fmt.Sprintf("H%d <%s>", i, addr), fmt.Sprintf("Question %d", i), "Can we meet on Thursday?")
 		raw = strings.Replace(raw, fmt.Sprintf("<question-%d@test.example>", i), "<"+id+">", 1)
-		h.deliver(raw)
+		raws = append(raws, raw)
 	}
 	// A decoy from a stranger (queued, never answered) whose Message-ID
 	// contains another's: IMAP SEARCH matches substrings, which must not
 	// count.
-	h.deliver(strings.Replace(rawMail("Decoy <decoy@decoy.example>", "Decoy", "hello"), "<decoy@test.example>", "<zzALL@x.example>", 1))
+	raws = append(raws, strings.Replace(rawMail("Decoy <decoy@decoy.example>", "Decoy", "hello"), "<decoy@test.example>", "<zzALL@x.example>", 1))
+	for _, raw := range raws {
+		h.deliver(raw)
+	}
 	h.watchOnce(t)
 	if n := len(h.smtp.Messages()); n != len(ids) {
 		t.Fatalf("first run: %d replies, want %d", n, len(ids))
@@ -365,11 +386,154 @@ func TestNoSecondReplyHostileMessageIDs(t *testing.T) {
 	if flags[mail.IDKey("zzALL@x.example")] {
 		t.Error(`the decoy, never answered, is flagged \Answered`)
 	}
-	if err := os.Remove(h.dbPath()); err != nil {
-		t.Fatal(err)
+
+	// replies counts the replies each hostile id's sender got so far;
+	// answeredAgain, the ids (by index) whose sender got one since before.
+	replies := func() []int {
+		out := make([]int, len(addrs))
+		for _, m := range h.smtp.Messages() {
+			for i, a := range addrs {
+				if slices.Contains(m.To, a) {
+					out[i]++
+				}
+			}
+		}
+		return out
 	}
-	h.watchOnce(t)
+	answeredAgain := func(before []int) (again []int) {
+		for i, n := range replies() {
+			if n > before[i] {
+				again = append(again, i)
+			}
+		}
+		return again
+	}
+	loseState := func() {
+		t.Helper()
+		if err := os.Remove(h.dbPath()); err != nil {
+			t.Fatal(err)
+		}
+		h.watchOnce(t)
+	}
+	tried, through := 0, 0
+
+	// The state is lost: \Answered and the replies in Sent remain.
+	before := replies()
+	tried += len(ids)
+	loseState()
 	if n := len(h.smtp.Messages()); n != len(ids) {
 		t.Errorf("after the loss: %d replies, want still %d", n, len(ids))
+	}
+	through += len(answeredAgain(before))
+
+	// The ids mailagent's replies name (In-Reply-To), read from Sent.
+	named := map[int]bool{}
+	sent, err := h.imap.Messages(context.Background(), ownerAddr, "Sent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range sent {
+		for _, irt := range mail.Parse(m.Raw).InReplyTo {
+			for i, id := range ids {
+				if mail.IDKey(irt) == mail.IDKey(id) {
+					named[i] = true
+				}
+			}
+		}
+	}
+	for i, id := range ids {
+		if writable := !strings.ContainsAny(id, "\"\\"); named[i] != writable {
+			t.Errorf("%q: named by the reply's In-Reply-To %v, want %v (compose.cleanID refuses '\"' and '\\')", id, named[i], writable)
+		}
+	}
+
+	// The server restores INBOX, the mail back without its flags, and
+	// the state is lost again: the reply in Sent is the only evidence.
+	if err := h.imap.Recreate(context.Background(), ownerAddr, "INBOX"); err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range raws {
+		h.deliver(raw)
+	}
+	before = replies()
+	tried += len(named)
+	loseState()
+	for _, i := range answeredAgain(before) {
+		if named[i] {
+			through++
+			t.Errorf("%q: answered again after a restore and a state loss, although the reply in Sent names it", ids[i])
+		} else {
+			t.Logf("known gap: %q, which no reply can name, is answered again after a restore and a state loss", ids[i])
+		}
+	}
+	t.Logf("hostile Message-IDs after a state loss: %d tried, %d answered again", tried, through)
+	if through != 0 {
+		t.Errorf("hostile Message-IDs answered again: got %d, want 0", through)
+	}
+
+	t.Run("control: no evidence", func(t *testing.T) {
+		h.expungeIf(t, "Sent", func(m *mail.Message) bool { return m.HeaderValue("X-Mailagent-Trace") != "" })
+		h.setFlag(t, "INBOX", imap.FlagAnswered, false)
+		before := replies()
+		loseState()
+		landed := len(answeredAgain(before))
+		t.Logf("hostile Message-IDs with no reply in Sent and no \\Answered, after a state loss: %d tried, %d answered again", len(ids), landed)
+		if landed != len(ids) {
+			t.Errorf("positive control: got %d of %d answered again, want all", landed, len(ids))
+		}
+	})
+}
+
+// setFlag adds (on) or removes flag on every message of mailbox, as
+// another mail client would.
+func (h *harness) setFlag(t *testing.T, mailbox string, flag imap.Flag, on bool) {
+	t.Helper()
+	c, err := dialOwner(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	if _, err := c.Select(mailbox, nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	op := imap.StoreFlagsDel
+	if on {
+		op = imap.StoreFlagsAdd
+	}
+	if err := c.Store(imap.SeqSet{imap.SeqRange{Start: 1, Stop: 0}}, &imap.StoreFlags{Op: op, Flags: []imap.Flag{flag}}, nil).Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expungeIf removes the messages of mailbox for which drop is true, as
+// another mail client would.
+func (h *harness) expungeIf(t *testing.T, mailbox string, drop func(*mail.Message) bool) {
+	t.Helper()
+	msgs, err := h.imap.Messages(context.Background(), ownerAddr, mailbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set imap.UIDSet
+	for _, m := range msgs {
+		if drop(mail.Parse(m.Raw)) {
+			set.AddNum(m.UID)
+		}
+	}
+	if len(set) == 0 {
+		t.Fatalf("nothing to remove from %s", mailbox)
+	}
+	c, err := dialOwner(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	if _, err := c.Select(mailbox, nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Store(set, &imap.StoreFlags{Op: imap.StoreFlagsAdd, Flags: []imap.Flag{imap.FlagDeleted}}, nil).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.UIDExpunge(set).Close(); err != nil {
+		t.Fatal(err)
 	}
 }
