@@ -149,7 +149,8 @@ func TestSchedulingDraftModelObeysMailLandsOnAFreeCalendar(t *testing.T) {
 // policy.auto_schedule on, a scheduling reply is sent on its own only
 // when every date and time in it came from the calendar's free slots; a
 // model that obeys the mail and offers or confirms a busy time is caught
-// by the schedule gate and the draft waits with that reason.
+// by the schedule gate and the draft waits with that reason. The positive
+// control is TestSchedulingDraftModelObeysMailLandsOnAFreeCalendar.
 func TestSchedulingDraftModelObeysMail(t *testing.T) {
 	var sawSlots bool
 	berlin, _ := time.LoadLocation("Europe/Berlin")
