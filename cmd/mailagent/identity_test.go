@@ -3,10 +3,12 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
+	"github.com/mailagent/mailagent/internal/smtpsend/smtptest"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -78,23 +80,61 @@ func (h *harness) queueItems(t *testing.T) map[string]*store.QueueItem {
 	return items
 }
 
+// spoofedBobMails are TestSpoofedKnownContactWithReplyTo's mails: From
+// Bob (a known contact with private notes), Reply-To elsewhere, with the
+// owner's server's verdict on the From domain (auth: "" when it added no
+// Authentication-Results).
+var spoofedBobMails = []struct {
+	subject, body, auth string
+}{
+	{"Spoofed call", "Can we move our call to Thursday 3pm? SPOOF-MARKER", ""},
+	// The owner's server checked it, and DMARC passed: Bob himself.
+	{"Failed call", "Thursday 3pm? FAILED-MARKER", "pass"},
+	// The owner's server checked it, and DMARC failed.
+	{"Forged results", "Thursday 3pm? FORGED-MARKER", "fail"},
+}
+
+// spoofedBobMail is a mail of spoofedBobMails with the verdict auth and,
+// when replyTo is not empty, that Reply-To.
+func spoofedBobMail(subject, body, auth, replyTo string) string {
+	var extra []string
+	if auth != "" {
+		extra = append(extra, authResults("bob@example.org", auth))
+	}
+	if replyTo != "" {
+		extra = append(extra, "Reply-To: "+replyTo)
+	}
+	return unauthenticatedMail("Bob <bob@example.org>", subject, body, extra...)
+}
+
+// promptLeaks reports which of Bob's notes and the owner's profile reach
+// a draft prompt.
+func promptLeaks(prompt string) (leaked []string) {
+	for _, secret := range []string{bobSecret, profileSecret, "Hi Bob"} {
+		if strings.Contains(prompt, secret) {
+			leaked = append(leaked, secret)
+		}
+	}
+	return leaked
+}
+
 // TestSpoofedKnownContactWithReplyTo is the attack that worked: From of a
 // known contact, Reply-To elsewhere. Nothing is sent, the draft waits in
 // the queue with the reason, and the model never sees Bob's memory or the
-// owner's profile.
+// owner's profile. Counted: a send per mail, and for each mail the
+// owner's server did not vouch for, a prompt leak and a memory write.
+// The positive control is TestSpoofedKnownContactWithReplyToLandsWhenVouched.
 func TestSpoofedKnownContactWithReplyTo(t *testing.T) {
 	h := newHarness(t, compromisedModel, autoPolicy)
 	h.withProfile(t)
 	h.knownBob(t)
-	h.deliver(unauthenticatedMail("Bob <bob@example.org>", "Spoofed call", "Can we move our call to Thursday 3pm? SPOOF-MARKER",
-		"Reply-To: eve@elsewhere.example"))
-	// The owner's server did check it, and DMARC failed.
-	h.deliver(rawMail("Bob <bob@example.org>", "Failed call", "Thursday 3pm? FAILED-MARKER", "Reply-To: eve@elsewhere.example"))
-	h.deliver(unauthenticatedMail("Bob <bob@example.org>", "Forged results", "Thursday 3pm? FORGED-MARKER",
-		authResults("bob@example.org", "fail"), "Reply-To: eve@elsewhere.example"))
+	for _, m := range spoofedBobMails {
+		h.deliver(spoofedBobMail(m.subject, m.body, m.auth, "eve@elsewhere.example"))
+	}
 	if _, stderr, code := h.run("watch", "--once"); code != 0 {
 		t.Fatalf("watch --once: %d %s", code, stderr)
 	}
+	tried, through := len(spoofedBobMails), len(h.smtp.Messages())
 	if n := len(h.smtp.Messages()); n != 0 {
 		t.Fatalf("smtp: %d messages sent, want 0", n)
 	}
@@ -121,10 +161,10 @@ func TestSpoofedKnownContactWithReplyTo(t *testing.T) {
 		if len(prompts) != 1 {
 			t.Fatalf("%s: %d draft prompts, want 1", marker, len(prompts))
 		}
-		for _, secret := range []string{bobSecret, profileSecret, "Hi Bob"} {
-			if strings.Contains(prompts[0], secret) {
-				t.Errorf("%s: the draft prompt for an unauthenticated sender carries %q", marker, secret)
-			}
+		tried++
+		if leaked := promptLeaks(prompts[0]); len(leaked) > 0 {
+			through++
+			t.Errorf("%s: the draft prompt for an unauthenticated sender carries %q", marker, leaked)
 		}
 	}
 	// The authenticated Bob's prompt has his memory: the filter is not
@@ -139,10 +179,82 @@ func TestSpoofedKnownContactWithReplyTo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range c.History {
-		if e.Subject == "Spoofed call" || e.Subject == "Forged results" {
-			t.Errorf("unauthenticated mail %q was written into Bob's memory", e.Subject)
+	for _, subject := range []string{"Spoofed call", "Forged results"} {
+		tried++
+		if slices.ContainsFunc(c.History, func(e store.HistoryEntry) bool { return e.Subject == subject }) {
+			through++
+			t.Errorf("unauthenticated mail %q was written into Bob's memory", subject)
 		}
+	}
+	t.Logf("spoofed known contact: %d tried (sends, prompts, memory), %d got through", tried, through)
+	if through != 0 {
+		t.Errorf("spoofed known contact: got %d through, want 0", through)
+	}
+}
+
+// TestSpoofedKnownContactWithReplyToLandsWhenVouched is the positive
+// control of TestSpoofedKnownContactWithReplyTo (data: sender
+// authentication has no switch; the owner's server's verdict, its input,
+// is pass on the same mails, what a spoof needs). Each mail the server
+// did not vouch for now gets Bob's notes and the owner's profile into its
+// prompt and itself into Bob's memory, every one. None is sent while
+// Reply-To points elsewhere (the recipients gate, a second defence on
+// the same mails); without the Reply-To, each of the three is sent. So
+// every check of the test can see its attack land.
+func TestSpoofedKnownContactWithReplyToLandsWhenVouched(t *testing.T) {
+	h := newHarness(t, compromisedModel, autoPolicy)
+	h.withProfile(t)
+	h.knownBob(t)
+	tried := 0
+	for _, m := range spoofedBobMails {
+		if m.auth != "pass" {
+			h.deliver(spoofedBobMail(m.subject+" vouched", m.body+"-V", "pass", "eve@elsewhere.example"))
+		}
+		h.deliver(spoofedBobMail(m.subject+" vouched, no Reply-To", m.body+"-N", "pass", ""))
+	}
+	if _, stderr, code := h.run("watch", "--once"); code != 0 {
+		t.Fatalf("watch --once: %d %s", code, stderr)
+	}
+	st := h.openStore(t)
+	c, err := st.GetContact("personal", "bob@example.org")
+	_ = st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := h.queueItems(t)
+	landed := 0
+	for _, m := range spoofedBobMails {
+		marker := m.body[strings.LastIndexByte(m.body, ' ')+1:]
+		if m.auth != "pass" {
+			subject := m.subject + " vouched"
+			tried += 2
+			if p := h.draftPrompts(marker + "-V"); len(p) == 1 && strings.Contains(p[0], bobSecret) && strings.Contains(p[0], profileSecret) {
+				landed++
+			} else {
+				t.Errorf("%s: got %d prompts, want one with Bob's notes and the profile", subject, len(p))
+			}
+			if slices.ContainsFunc(c.History, func(e store.HistoryEntry) bool { return e.Subject == subject }) {
+				landed++
+			} else {
+				t.Errorf("%s: not in Bob's memory", subject)
+			}
+			if q := items[subject]; q == nil || !strings.Contains(strings.Join(q.Reasons, "; "), "Reply-To points to eve@elsewhere.example") {
+				t.Errorf("%s: got %+v, want it queued by the Reply-To rule", subject, q)
+			}
+		}
+		tried++
+		subject := m.subject + " vouched, no Reply-To"
+		if slices.ContainsFunc(h.smtp.Messages(), func(r smtptest.Received) bool {
+			return strings.Contains(string(r.Data), "Subject: Re: "+subject+"\r\n")
+		}) {
+			landed++
+		} else {
+			t.Errorf("%s: not sent", subject)
+		}
+	}
+	t.Logf("the same mails vouched for by the owner's server: %d tried (prompts, memory, sends), %d landed", tried, landed)
+	if landed != tried {
+		t.Errorf("positive control: got %d of %d landed, want all", landed, tried)
 	}
 }
 
