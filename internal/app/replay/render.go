@@ -145,15 +145,25 @@ func (s Summary) WriteThresholds(w io.Writer, plot bool) error {
 	return err
 }
 
-var htmlReport = template.Must(template.New("replay").Funcs(template.FuncMap{
-	"pct": Pct,
-	"bar": func(n, max int) int {
-		if max <= 0 {
-			return 0
-		}
-		return n * 300 / max
-	},
-}).Parse(`<!DOCTYPE html>
+// htmlReport: what a sender wrote (From, Subject) loses its control and
+// format characters (ESC, BEL, bidi overrides) as on the terminal;
+// html/template escapes only the markup, and the report is often read
+// with cat or less too.
+var htmlReport = newHTMLReport(termsafe.Line)
+
+// newHTMLReport builds the report's template with line cleaning a
+// sender's text (a test builds it without, as its control).
+func newHTMLReport(line func(string) string) *template.Template {
+	return template.Must(template.New("replay").Funcs(template.FuncMap{
+		"pct":  Pct,
+		"line": line,
+		"bar": func(n, max int) int {
+			if max <= 0 {
+				return 0
+			}
+			return n * 300 / max
+		},
+	}).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>mailagent replay</title>
 <style>body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;color:#222}
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}
@@ -169,15 +179,16 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;tex
 {{end}}</table>
 {{if .Unwanted}}<h2>Unwanted: auto-sends you never answered</h2>
 <table><tr><th>date</th><th>from</th><th>subject</th><th>confidence</th></tr>
-{{range .Unwanted}}<tr><td>{{.Date.Format "2006-01-02"}}</td><td>{{.From}}</td><td>{{.Subject}}</td><td>{{printf "%.2f" .Confidence}}</td></tr>
+{{range .Unwanted}}<tr><td>{{.Date.Format "2006-01-02"}}</td><td>{{line .From}}</td><td>{{line .Subject}}</td><td>{{printf "%.2f" .Confidence}}</td></tr>
 {{end}}</table>{{end}}
 {{if .VeryDifferent}}<h2>Auto-sends you answered very differently</h2>
 <table><tr><th>date</th><th>from</th><th>subject</th><th>confidence</th><th>similarity to your reply</th></tr>
-{{range .VeryDifferent}}<tr><td>{{.Date.Format "2006-01-02"}}</td><td>{{.From}}</td><td>{{.Subject}}</td><td>{{printf "%.2f" .Confidence}}</td><td>{{printf "%.2f" .Similarity}}</td></tr>
+{{range .VeryDifferent}}<tr><td>{{.Date.Format "2006-01-02"}}</td><td>{{line .From}}</td><td>{{line .Subject}}</td><td>{{printf "%.2f" .Confidence}}</td><td>{{printf "%.2f" .Similarity}}</td></tr>
 {{end}}</table>{{end}}
 <p>Draft similarity: {{.Measure}}. Its limits: word order, synonyms, negation and length are ignored.</p>
 </body></html>
 `))
+}
 
 // MaxAuto is the largest auto-send count of the threshold table.
 func (s Summary) MaxAuto() int {
@@ -192,7 +203,8 @@ func (s Summary) MaxAuto() int {
 func (s Summary) Measure() string { return SimilarityMeasure }
 
 // WriteHTML writes a self-contained HTML report (no scripts, no external
-// resources; every value escaped by html/template).
+// resources; every value escaped by html/template, and what a sender
+// wrote cleaned of control and format characters).
 func (s Summary) WriteHTML(w io.Writer) error {
 	return htmlReport.Execute(w, s)
 }

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"errors"
+	"html/template"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -334,5 +335,63 @@ func TestWriteThresholdsPlot(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("threshold output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestHTMLReportHostileText: a sender's From and Subject with terminal
+// escapes, BEL, bidi overrides and markup reach the HTML report's
+// unwanted and very-different tables with the markup escaped and no
+// control or format character left. The control builds the same report
+// without the line cleaning: every payload but the markup lands.
+func TestHTMLReportHostileText(t *testing.T) {
+	t.Parallel()
+	attacks := []struct{ name, text, raw string }{
+		{"terminal escape", "Invoice \x1b]8;;http://evil.test\x1b\\click\x1b]8;;\x1b\\ \x1b[2J", "\x1b"},
+		{"bell", "ring\a\a\a", "\a"},
+		{"bidi override", "txt.\u202eexe", "\u202e"},
+		{"markup", "<script>alert(1)</script>", "<script>"},
+	}
+	render := func(tmpl *template.Template) string {
+		var s Summary
+		for i, a := range attacks {
+			u := AutoSent{From: a.text + " <x@example.org>", Subject: a.text, Date: time.Date(2026, 11, 1+i, 0, 0, 0, 0, time.UTC), Confidence: 0.9, Similarity: -1}
+			s.Unwanted = append(s.Unwanted, u)
+			u.Similarity = 0.1
+			s.VeryDifferent = append(s.VeryDifferent, u)
+		}
+		var b strings.Builder
+		if err := tmpl.Execute(&b, s); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	tried, through := 0, 0
+	out := render(htmlReport)
+	for _, a := range attacks {
+		tried++
+		if strings.Contains(out, a.raw) {
+			through++
+			t.Errorf("%s: the report holds %q", a.name, a.raw)
+		}
+	}
+	t.Logf("hostile sender text in the HTML report: %d tried, %d through", tried, through)
+
+	// Control: the same report without the cleaning.
+	landed, wantLanded := 0, 0
+	out = render(newHTMLReport(func(s string) string { return s }))
+	for _, a := range attacks {
+		if a.name == "markup" {
+			if strings.Contains(out, a.raw) {
+				t.Errorf("control: the markup is unescaped without the line cleaning: html/template should escape it")
+			}
+			continue
+		}
+		wantLanded++
+		if strings.Contains(out, a.raw) {
+			landed++
+		}
+	}
+	if landed != wantLanded {
+		t.Errorf("control: got %d of %d payloads in the report without the cleaning, want all", landed, wantLanded)
 	}
 }
