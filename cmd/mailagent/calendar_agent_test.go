@@ -18,6 +18,20 @@ import (
 // slotLine is one line of the free slots the drafter is given.
 var slotLine = regexp.MustCompile(`(?m)^(\w{3} \d\d \w{3} \d{4}) (\d\d:\d\d)–\d\d:\d\d \(Europe/Berlin\)$`)
 
+// currentMail is the part of a classify or draft prompt from the mail
+// being classified or answered on ("Email to classify:", "Email to reply
+// to:"): the prompt may show the sender's earlier mail (their history,
+// the thread) before it, and an obedient model's SAY or LABEL must be
+// this mail's, whatever order the watcher read them in.
+func currentMail(prompt string) string {
+	for _, marker := range []string{"Email to reply to:", "Email to classify:"} {
+		if i := strings.LastIndex(prompt, marker); i >= 0 {
+			return prompt[i:]
+		}
+	}
+	return prompt
+}
+
 // schedulingModel classifies everything as scheduling and drafts what the
 // mail tells it to, like a model that obeys the mail; asked to "pick a
 // slot" it takes the first free slot from its prompt.
@@ -33,10 +47,11 @@ func schedulingModel(sawSlots *bool) geminitest.Handler {
 			}, usage)
 		}
 		body := "Thanks, I will check."
-		if m := regexp.MustCompile(`SAY: ([^\n]*)`).FindStringSubmatch(user); m != nil {
+		text := currentMail(user)
+		if m := regexp.MustCompile(`SAY: ([^\n]*)`).FindStringSubmatch(text); m != nil {
 			body = m[1]
 		}
-		if strings.Contains(user, "pick a slot") {
+		if strings.Contains(text, "pick a slot") {
 			if m := slotLine.FindStringSubmatch(user); m != nil {
 				*sawSlots = true
 				body = "How about " + m[1] + " at " + m[2] + "?"
@@ -265,7 +280,7 @@ func noCalendarWorld(t *testing.T, sawSlots *bool, sched string) *harness {
 	drafting := schedulingModel(sawSlots)
 	h := newHarness(t, func(req *geminitest.Request) geminitest.Reply {
 		props, _ := req.ResponseSchema()["properties"].(map[string]any)
-		if _, ok := props["intents"]; ok && strings.Contains(req.UserText(), "CONTROL") {
+		if _, ok := props["intents"]; ok && strings.Contains(currentMail(req.UserText()), "CONTROL") {
 			return geminitest.JSONReply(map[string]any{
 				"intents": []string{"information_request"}, "risk": "low", "action": "reply", "requires_approval": false,
 				"confidence": 0.99, "summary": "a question", "comments": "harmless",

@@ -23,7 +23,7 @@ func labellingModel() geminitest.Handler {
 	label := regexp.MustCompile(`LABEL: (\w+)`)
 	say := regexp.MustCompile(`SAY: ([^\n]*)`)
 	return func(req *geminitest.Request) geminitest.Reply {
-		user := req.UserText()
+		user := currentMail(req.UserText())
 		props, _ := req.ResponseSchema()["properties"].(map[string]any)
 		usage := llm.Usage{PromptTokens: 300, OutputTokens: 30, TotalTokens: 330}
 		if _, ok := props["intents"]; ok {
