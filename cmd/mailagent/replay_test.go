@@ -515,8 +515,8 @@ func TestReplayAdversarial(t *testing.T) {
 //     report with its hostile subject (the test's HTML check only sees a
 //     message the report lists: with nothing auto-sent, it lists none),
 //     its markup escaped, and the same check catches that subject raw
-//     (detector). Its ESC and BEL reach the report raw: a known gap,
-//     logged.
+//     (detector). Its ESC and BEL are cleaned from the report
+//     (internal/app/replay TestHTMLReportHostileText has that control).
 func TestReplayAdversarialLandsWithoutDefences(t *testing.T) {
 	t.Run("guard off", func(t *testing.T) {
 		defer guard.SwitchOffTrustCheckForTest()()
@@ -553,11 +553,9 @@ func TestReplayAdversarialLandsWithoutDefences(t *testing.T) {
 			t.Error("html report carries a script")
 		}
 		if strings.ContainsAny(string(html), "\x1b\x07") {
-			// Known gap (reported, not fixed here): html/template escapes
-			// markup, not control characters, and WriteHTML does not
-			// clean them (WriteUnwanted, for the terminal, does:
-			// termsafe.Line).
-			t.Logf("known gap: the HTML report writes a listed subject's ESC and BEL raw")
+			// html/template escapes markup, not control characters: the
+			// report cleans a sender's text itself (replay's line).
+			t.Error("the HTML report writes a listed subject's ESC or BEL raw")
 		}
 		if !htmlHostile("<td>attack a5 " + replayHostileSubject + "</td>") {
 			t.Error("detector: the HTML check does not catch a5's subject raw")

@@ -103,23 +103,37 @@ func TestInitHostileServerText(t *testing.T) {
 	if err != nil {
 		t.Fatalf("interview: %v\nasked %q", err, p.asked)
 	}
-	attacks, through := 0, 0
-	for _, probe := range []struct{ what, needle string }{
-		{"ESC", "\x1b"}, {"BEL", "\x07"}, {"CR", "\r"}, {"RLO", "\u202e"}, {"CSI", "\u009b"},
-	} {
-		attacks++
-		if strings.Contains(said, probe.needle) {
-			through++
-			t.Errorf("%s reached the terminal:\n%q", probe.what, said)
-		}
+	landed := hostileProbes(said)
+	for _, what := range landed {
+		t.Errorf("%s reached the terminal:\n%q", what, said)
 	}
-	attacks++
-	if strings.Contains(said, "\nEmail address: ") {
-		through++
-		t.Errorf("a fake prompt line reached the terminal:\n%q", said)
+	t.Logf("attacks tried %d, got through %d", len(initProbes), len(landed))
+	// Control (detector): the same text as the servers sent it, printed
+	// raw, trips every probe, so a clean transcript is the cleaning's
+	// doing and not probes that cannot see the attack.
+	raw := "Email address: ada@example.org\n" + hostileText + "\nEvil\u009b2J Mail\u202elave\nada\u009b31m\n"
+	if n := len(hostileProbes(raw)); n != len(initProbes) {
+		t.Errorf("control: the raw server text trips %d of %d probes, want all", n, len(initProbes))
 	}
-	t.Logf("attacks tried %d, got through %d", attacks, through)
 	if !strings.Contains(said, "✗ IMAP: ") || !strings.Contains(said, "Evil") {
 		t.Errorf("the hostile server's refusal was not reported:\n%s", said)
 	}
+}
+
+// initProbes are what TestInitHostileServerText looks for in init's
+// transcript: each is what one of the hostile payloads would leave there.
+var initProbes = []struct{ what, needle string }{
+	{"ESC", "\x1b"}, {"BEL", "\x07"}, {"CR", "\r"}, {"RLO", "\u202e"}, {"CSI", "\u009b"},
+	{"a fake prompt line", "\nEmail address: "},
+}
+
+// hostileProbes returns the probes said trips.
+func hostileProbes(said string) []string {
+	var out []string
+	for _, p := range initProbes {
+		if strings.Contains(said, p.needle) {
+			out = append(out, p.what)
+		}
+	}
+	return out
 }
