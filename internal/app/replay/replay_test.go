@@ -3,8 +3,8 @@ package replay
 import (
 	"context"
 	"errors"
-	"html/template"
 	"fmt"
+	"html/template"
 	"math"
 	"path/filepath"
 	"strings"
