@@ -11,6 +11,7 @@ import (
 
 	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/internal/rig/e2e"
+	"github.com/mailagent/mailagent/store"
 )
 
 // TestInvitationCancelThroughPostfix: Bob's invitation is accepted and
@@ -20,7 +21,13 @@ import (
 // one signed by Carol (Bob's domain) naming Bob as organizer, and one
 // signed by Bob with an older SEQUENCE. None removes the event. Bob's
 // signed CANCEL does, and the answered item says it was cancelled.
-// Skips without radicale.
+//
+// Its control (data): that last mail is each attack made legitimate (Bob's
+// own CANCEL, signed by his domain, at the event's SEQUENCE: each attack
+// forges or lacks exactly one of those), and it lands: the test's own
+// per-attack check (stopped) counts it as through, and the event is gone
+// from Radicale, so through == 0 cannot pass because the harness misses a
+// cancel. Skips without radicale.
 func TestInvitationCancelThroughPostfix(t *testing.T) {
 	parallel(t)
 	base := os.Getenv("MAILAGENT_E2E_CALDAV_URL")
@@ -101,13 +108,17 @@ func TestInvitationCancelThroughPostfix(t *testing.T) {
 		e.deliverRaw(e2e.Bob, aid, raw)
 	}
 	e.mustRun("watch", "--once")
+	// stopped is the per-attack check: the CANCEL was read and not applied.
+	stopped := func(ci store.QueueItem) bool {
+		return ci.Invitation != nil && ci.Invitation.Method == calendar.MethodCancel && strings.Contains(ci.Invitation.Applied, "not applied")
+	}
 	through := 0
 	for aid := range attacks {
 		ci := e.item(aid)
 		if ci.Invitation != nil {
 			t.Logf("%s: %s", aid, ci.Invitation.Applied)
 		}
-		if ci.Invitation == nil || ci.Invitation.Method != calendar.MethodCancel || !strings.Contains(ci.Invitation.Applied, "not applied") {
+		if !stopped(ci) {
 			through++
 			t.Errorf("%s: %+v", aid, ci.Invitation)
 		}
@@ -121,11 +132,20 @@ func TestInvitationCancelThroughPostfix(t *testing.T) {
 		t.Fatalf("the answered item was changed: %+v", got.Invitation)
 	}
 
+	// The control: each attack made legitimate is this one mail.
 	cid := e.id("cancel-real")
 	e.deliverRaw(e2e.Bob, cid, e.signed(e2e.Bob, mailOf("Bob <"+e2e.Bob+">", cid, "Cancelled: Planning", "CANCEL", 2)))
 	e.mustRun("watch", "--once")
+	landed := 0
+	if code := dav("GET", event); code == http.StatusNotFound && !stopped(e.item(cid)) {
+		landed = len(attacks) // the one legitimate form of every attack
+	}
+	t.Logf("control: Bob's own signed CANCEL at SEQUENCE 2 (each attack made legitimate): %d of %d landed", landed, len(attacks))
 	if code := dav("GET", event); code != http.StatusNotFound {
-		t.Fatalf("Bob's signed CANCEL left the event: %d", code)
+		t.Fatalf("control: Bob's signed CANCEL left the event: got %d, want %d", code, http.StatusNotFound)
+	}
+	if landed != len(attacks) {
+		t.Errorf("control: the per-attack check counts Bob's own CANCEL as stopped (%+v), want it through", e.item(cid).Invitation)
 	}
 	if got := e.item(id); got.Invitation.Status != "cancelled" || !strings.Contains(got.Invitation.StatusNote, "removed from your calendar") {
 		t.Errorf("answered item: %+v", got.Invitation)
