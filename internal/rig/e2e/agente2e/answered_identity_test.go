@@ -22,9 +22,15 @@ import (
 // must be answered, to Bob, and his message flagged \Answered; nothing
 // counts the stranger's answer as his.
 //
-// The positive control of this class (the same attacks landing with the
+// The switch control of this class (the same attacks landing with the
 // identity checks off) runs in process: agent.TestAnsweredAttacksLandWithoutIdentity
 // and cmd/mailagent.TestAnsweredAttacksThroughTriageLandWithoutIdentity.
+// Here, on the built binary, the control is data (a subtest on the same
+// watcher): each attack's reply, as mailagent filed it in Sent, made
+// legitimately Bob's (addressed to Bob, its ids those of a fresh mail of
+// Bob's) is filed in Sent before that mail of Bob's arrives; the test's
+// own check (answeredOnce) must see it land: Bob's mail counts as already
+// answered and gets no reply of its own.
 func TestStrangersAnswerIsNotTheContacts(t *testing.T) {
 	parallel(t)
 	_, a := e2e.RequireSenderAuth(t)
@@ -51,6 +57,7 @@ func TestStrangersAnswerIsNotTheContacts(t *testing.T) {
 			Body: "Hi Ada,\ncould we meet on Thursday at 3pm?\nCarol"}, referenced},
 	}
 	tried, through := 0, 0
+	replies := map[string]found{} // each attack's reply to the stranger, as filed in Sent
 	for _, at := range attacks {
 		tried++
 		e.deliverSigned(at.stranger, e2e.LocalDomain)
@@ -65,39 +72,80 @@ func TestStrangersAnswerIsNotTheContacts(t *testing.T) {
 		bob := message{From: bobAddr, To: adaAddr, Subject: fmt.Sprintf("Planning %d [auto] %s", tried, e.tag), ID: at.bobID,
 			Body: "Hi Ada,\ncould we meet on Thursday at 3pm instead?\nBob"}
 		e.deliverSigned(bob, e2e.LocalDomain)
-		// The stranger's record carries the same Message-ID: wait for
-		// Bob's own.
-		eventually(t, waitLong, "Bob's message reaches a terminal state", func() (bool, string) {
-			recs, err := w.records()
-			if err != nil {
-				return false, err.Error()
-			}
-			for _, r := range recs[bob.ID] {
-				if r.From.Email == e2e.Bob && r.State.Terminal() {
-					return true, ""
-				}
-			}
-			return false, fmt.Sprintf("%d records with its Message-ID", len(recs[bob.ID]))
-		})
-		e.barrier(e2e.Bob)
-		got := e.find(e2e.Bob, "INBOX", "In-Reply-To", bob.ID)
-		flagged := false
-		for _, f := range e.find(e2e.Owner, e.box("INBOX"), "Message-ID", bob.ID) {
-			if f.M.From.Email == e2e.Bob && slices.Contains(f.Flags, imap.FlagAnswered) {
-				flagged = true
-			}
-		}
-		if len(got) != 1 || !flagged {
+		if ok, why := answeredOnce(t, e, w, bob.ID); !ok {
 			through++
-			recs, _ := w.records()
-			t.Errorf("%s: Bob got %d replies (want 1), his message flagged \\Answered: %v; records %s", at.name, len(got), flagged, describe(recs[bob.ID]))
+			t.Errorf("%s: %s", at.name, why)
 		}
+		replies[at.name] = e.waitFind(e2e.Owner, e.box("Sent"), "References", at.bobID, 1, waitShort)[0]
 	}
-	w.stop()
 	t.Logf("answered attacks on the real stack: %d tried, %d got through", tried, through)
 	if through != 0 {
 		t.Errorf("answered attacks on the real stack: %d of %d got through", through, tried)
 	}
+
+	t.Run("control: the stranger's reply made Bob's", func(t *testing.T) {
+		parent := e.t
+		e.t = t // the env's and watcher's helpers fail this subtest
+		defer func() { e.t = parent }()
+		landed := 0
+		for i, at := range attacks {
+			// The reply as filed for the stranger, but to Bob, and every id
+			// it names (Bob's, the stranger's, its own) a fresh one: it is
+			// then the owner's answer to a mail of Bob's not yet seen.
+			r := replies[at.name]
+			bobID := e.id(fmt.Sprintf("ctl-bob-%d", i))
+			raw := strings.NewReplacer(at.bobID, bobID, at.stranger.ID, e.id(fmt.Sprintf("ctl-earlier-%d", i)),
+				r.M.MessageID, e.id(fmt.Sprintf("ctl-reply-%d", i)), e2e.Carol, e2e.Bob).Replace(string(r.Raw))
+			e.s.Append(t, e2e.Owner, e.box("Sent"), []byte(raw), imap.FlagSeen)
+			bob := message{From: bobAddr, To: adaAddr, Subject: fmt.Sprintf("Planning control %d [auto] %s", i, e.tag), ID: bobID,
+				Body: "Hi Ada,\ncould we meet on Thursday at 3pm instead?\nBob"}
+			e.deliverSigned(bob, e2e.LocalDomain)
+			// Landed for the attack's reason: the reply in Sent counts.
+			if ok, why := answeredOnce(t, e, w, bob.ID); ok || !strings.Contains(why, "already answered") {
+				t.Errorf("control: %s, the reply made Bob's: got %s; want no reply, his record already answered", at.name, why)
+			} else {
+				landed++
+				t.Logf("control: %s: landed (%s)", at.name, why)
+			}
+		}
+		t.Logf("control (the reply in Sent is to Bob): %d of %d landed", landed, tried)
+		if landed != tried {
+			t.Errorf("control: %d of %d landed, want %d", landed, tried, tried)
+		}
+	})
+	w.stop()
+}
+
+// answeredOnce waits until Bob's mail id has a terminal record, and
+// reports whether it was answered as his own: exactly one reply to it in
+// Bob's INBOX, and his message flagged \Answered.
+func answeredOnce(t *testing.T, e *env, w *watcher, id string) (bool, string) {
+	t.Helper()
+	// A stranger's record may carry the same Message-ID: wait for Bob's
+	// own.
+	eventually(t, waitLong, "Bob's message reaches a terminal state", func() (bool, string) {
+		recs, err := w.records()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, r := range recs[id] {
+			if r.From.Email == e2e.Bob && r.State.Terminal() {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d records with its Message-ID", len(recs[id]))
+	})
+	e.barrier(e2e.Bob)
+	got := e.find(e2e.Bob, "INBOX", "In-Reply-To", id)
+	flagged := false
+	for _, f := range e.find(e2e.Owner, e.box("INBOX"), "Message-ID", id) {
+		if f.M.From.Email == e2e.Bob && slices.Contains(f.Flags, imap.FlagAnswered) {
+			flagged = true
+		}
+	}
+	recs, _ := w.records()
+	why := fmt.Sprintf("Bob got %d replies (want 1), his message flagged \\Answered: %v; records %s", len(got), flagged, describe(recs[id]))
+	return len(got) == 1 && flagged, why
 }
 
 func describe(recs []store.MessageRecord) string {
