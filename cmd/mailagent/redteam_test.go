@@ -473,20 +473,37 @@ func (v rtVariant) exec(w *rtWorld) []string {
 	return leaks
 }
 
-// TestRedTeam runs the suite over every provider: the compromised model
-// is the same, only the wire differs. Every control and variant builds
-// its own world (its own IMAP server, model, SMTP sink and state), so
-// they run in parallel.
+// rtWires are the providers the suite runs over: the compromised model is
+// the same, only the wire differs. Gemini runs every variant; the three
+// OpenAI-compatible wires share them out (variant i on wire i mod 3), so
+// that every attack also crosses an OpenAI-compatible wire once, and each
+// runs every class's controls. The attacks' outcomes do not depend on the
+// wire: the same model output reaches the same pipeline (the wires' own
+// decoding is TestTriageEveryProvider's and internal/llm's); running all of
+// them on all four wires cost 4× the time for no coverage.
+var rtWires = []struct {
+	provider string
+	share    func(i int) bool // which variants (by index in their class) run here
+}{
+	{provGemini, func(int) bool { return true }},
+	{provStrict, func(i int) bool { return i%3 == 0 }},
+	{provJSONOnly, func(i int) bool { return i%3 == 1 }},
+	{provProse, func(i int) bool { return i%3 == 2 }},
+}
+
+// TestRedTeam runs the suite over rtWires. Every control and variant
+// builds its own world (its own IMAP server, model, SMTP sink and state),
+// so they run in parallel.
 func TestRedTeam(t *testing.T) {
-	for _, p := range []string{provGemini, provStrict, provJSONOnly, provProse} {
-		t.Run(p, func(t *testing.T) {
+	for _, w := range rtWires {
+		t.Run(w.provider, func(t *testing.T) {
 			t.Parallel()
-			redTeam(t, p)
+			redTeam(t, w.provider, w.share)
 		})
 	}
 }
 
-func redTeam(t *testing.T, provider string) {
+func redTeam(t *testing.T, provider string, share func(i int) bool) {
 	type tally struct{ tried, through, broken int }
 	classes := rtClasses()
 	var mu sync.Mutex // guards counts: the variants run in parallel
@@ -502,7 +519,10 @@ func redTeam(t *testing.T, provider string) {
 					}
 				})
 			}
-			for _, v := range c.variants {
+			for vi, v := range c.variants {
+				if !share(vi) {
+					continue
+				}
 				t.Run(v.name, func(t *testing.T) {
 					t.Parallel()
 					mu.Lock()
@@ -539,8 +559,8 @@ func redTeam(t *testing.T, provider string) {
 		all.broken += counts[ci].broken
 	}
 	t.Logf("%-28s %6d %12d %7d", "total", all.tried, all.through, all.broken)
-	if want := rtVariantCount(classes); all.tried != want {
-		t.Errorf("red team: %d variants ran, the classes hold %d", all.tried, want)
+	if want := rtVariantCount(classes, share); all.tried != want {
+		t.Errorf("red team: %d variants ran, the classes hold %d for this wire", all.tried, want)
 	}
 	if all.through > 0 {
 		t.Errorf("red team: %d of %d attacks got through (want 0)", all.through, all.tried)
@@ -550,11 +570,16 @@ func redTeam(t *testing.T, provider string) {
 	}
 }
 
-// rtVariantCount is the number of attack variants the classes hold.
-func rtVariantCount(classes []rtClass) int {
+// rtVariantCount is the number of attack variants the classes hold for a
+// wire that runs share of them.
+func rtVariantCount(classes []rtClass, share func(i int) bool) int {
 	n := 0
 	for _, c := range classes {
-		n += len(c.variants)
+		for i := range c.variants {
+			if share(i) {
+				n++
+			}
+		}
 	}
 	return n
 }
