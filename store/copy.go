@@ -56,7 +56,7 @@ func OpenSnapshot(path string, opts Options) (*SnapshotStore, error) {
 		cleanup()
 		return nil, fmt.Errorf("snapshot state database %s: %w", path, err)
 	}
-	opts.ReadOnly = true
+	opts.ReadOnly, opts.copied = true, true
 	st, err := Open(tmp, opts)
 	if err != nil {
 		cleanup()

@@ -112,7 +112,7 @@ func (s *Store) Check() error {
 	err := s.view(func(tx *bolt.Tx) error {
 		// While this read transaction is open no writer reuses a page of
 		// the current tree, so the file can be read as it is.
-		if err := precheck(s.path, 0, false); err != nil {
+		if err := precheck(s.path, 0, false, "", true); err != nil {
 			return &CorruptError{Path: s.path, Err: err}
 		}
 		var walk func(b *bolt.Bucket, where string)

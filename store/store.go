@@ -63,6 +63,11 @@ type Options struct {
 	// since the last Sync and can leave the file damaged (Open's precheck
 	// or doctor's Check then reports a *CorruptError; see Repair).
 	NoSync bool
+
+	// copied: the file was just written by OpenSnapshot from a store this
+	// process opened (and so checked): the page-tree walk and its stamp
+	// are skipped.
+	copied bool
 }
 
 // Store is the state database. It is safe for concurrent use.
@@ -136,7 +141,11 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	if err == nil {
 		existed = true
-		if err := precheck(path, opts.Timeout, true); errors.Is(err, ErrLocked) {
+		stamp := path + VerifiedSuffix
+		if opts.copied {
+			stamp = ""
+		}
+		if err := precheck(path, opts.Timeout, true, stamp, !opts.copied); errors.Is(err, ErrLocked) {
 			return nil, &LockedError{Path: path}
 		} else if err != nil {
 			return nil, &CorruptError{Path: path, Err: err}
