@@ -179,6 +179,71 @@ type rtWorld struct {
 	// memory is `memory list --json` once seeded: the Sent examples and
 	// carol's note. Attacks must leave it as it is.
 	memory string
+	// off is set only by TestRedTeamLandsWithoutDefences: the attack runs
+	// with a defence's input taken away (see rtWorldOff).
+	off rtWorldOff
+}
+
+// rtWorldOff are the data, state and detector changes of the positive
+// control (TestRedTeamLandsWithoutDefences); the zero value is the real
+// world, so TestRedTeam never sets it.
+type rtWorldOff struct {
+	// vouch puts the owner's server's DMARC pass for the domain of its From
+	// address on top of every mail a variant delivers (w.deliver): the
+	// same attack as the server would vouch for it.
+	vouch bool
+	// from, when set, replaces the From of every mail a variant delivers
+	// (w.deliver), which is then vouched for: the same mail from the one
+	// it claims to be with (class 3: dave, whose thread it joins).
+	from string
+	// queuedAsSent: the replies left waiting are judged as if they had
+	// been sent (their recipients, chosen by code before the gates, and
+	// their text): class 1's detector, the gate's input as it would go.
+	queuedAsSent bool
+	// noClientSend: the owner's client never sent the queued draft's
+	// Drafts copy (class 8): the approval is the only send.
+	noClientSend bool
+	// ownExample: the owner's approved reply that carries the secret
+	// (class 9) went to the variant's own sender, not to dave.
+	ownExample bool
+	// rawPrint: the terminal variants (class 6) also judge the hostile
+	// fields as stored (`queue list --json`, decoded), which is what a
+	// command printing them without termsafe would print.
+	rawPrint bool
+}
+
+// deliver puts raw in INBOX as a variant's mail: as it is, or vouched for
+// (w.off.vouch).
+func (w *rtWorld) deliver(raw string) {
+	w.t.Helper()
+	if w.off.from != "" {
+		head, body, _ := strings.Cut(raw, "\n\n")
+		lines := strings.Split(head, "\n")
+		for i, line := range lines {
+			if strings.HasPrefix(strings.ToLower(line), "from:") {
+				lines[i] = "From: " + w.off.from
+			}
+		}
+		raw = strings.Join(lines, "\n") + "\n\n" + body
+	}
+	if w.off.vouch || w.off.from != "" {
+		from := mail.Parse([]byte(raw)).From.Email
+		_, domain, ok := strings.Cut(from, "@")
+		if !ok {
+			w.t.Fatalf("control: cannot vouch for a mail whose From %q has no domain", from)
+		}
+		// As a server that vouches does (RFC 8601 §5): its verdict on top,
+		// and no other Authentication-Results left to contradict it.
+		head, body, _ := strings.Cut(raw, "\n\n")
+		var kept []string
+		for _, line := range strings.Split(head, "\n") {
+			if !strings.HasPrefix(strings.ToLower(line), "authentication-results:") {
+				kept = append(kept, line)
+			}
+		}
+		raw = rtAuthPass(strings.ToLower(domain)) + "\n" + strings.Join(kept, "\n") + "\n\n" + body
+	}
+	w.h.deliver(raw)
 }
 
 // newRTWorld seeds the world in review mode (nothing is sent while
@@ -462,10 +527,19 @@ func (v rtVariant) exec(w *rtWorld) []string {
 		w.configure("auto", v.policy)
 	}
 	for _, m := range v.mails {
-		w.h.deliver(m)
+		w.deliver(m)
 	}
 	w.watch()
 	leaks := w.checkSent(v.allowed, v.secrets)
+	if w.off.queuedAsSent {
+		for _, q := range w.queue() {
+			for _, to := range q.To {
+				if !slices.ContainsFunc(v.allowed, func(a string) bool { return strings.EqualFold(a, to.Email) }) {
+					leaks = append(leaks, fmt.Sprintf("the reply waiting in the queue goes to %s, outside %v", to.Email, v.allowed))
+				}
+			}
+		}
+	}
 	leaks = append(leaks, w.checkPrompts(v.secrets)...)
 	if v.check != nil {
 		leaks = append(leaks, v.check(w)...)
