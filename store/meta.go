@@ -59,6 +59,20 @@ func (s *Store) init(fresh bool) error {
 	s.info.Fresh = fresh
 	s.info.Siblings = siblings(s.path)
 	if !s.opts.ReadOnly {
+		// A file already initialised gets no write transaction: each one
+		// commits (a new meta page, an fsync) although nothing changed,
+		// and a changed file makes the next read command walk its page
+		// tree again (VerifiedSuffix).
+		var needed bool
+		if err := s.view(func(tx *bolt.Tx) error {
+			needed = initNeeded(tx, fresh)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if !needed {
+			return s.readInfo()
+		}
 		err := s.updateTx(func(tx *bolt.Tx) error {
 			for _, b := range allBuckets {
 				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -95,6 +109,32 @@ func (s *Store) init(fresh bool) error {
 			return err
 		}
 	}
+	return s.readInfo()
+}
+
+// initNeeded reports whether init's write transaction has anything to
+// do: a bucket missing, an index or the state counts not yet built, the
+// keys not yet rekeyed, the schema old, or a fresh file without its
+// creation time. Each condition is the early return of its step.
+func initNeeded(tx *bolt.Tx, fresh bool) bool {
+	for _, b := range allBuckets {
+		if tx.Bucket(b) == nil {
+			return true
+		}
+	}
+	meta := tx.Bucket(bMeta)
+	if k, _ := tx.Bucket(bStateCount).Cursor().First(); k == nil {
+		if k, _ := tx.Bucket(bIdxState).Cursor().First(); k != nil {
+			return true // rebuildStateCounts has counts to write
+		}
+	}
+	return meta.Get(metaQueueCreated) == nil || meta.Get(metaMsgCreated) == nil || meta.Get(metaKeysMail) == nil ||
+		(fresh && meta.Get(metaCreatedAt) == nil) || schemaOf(meta) < SchemaVersion
+}
+
+// readInfo reads the meta marker into s.info and touches every bucket's
+// root page.
+func (s *Store) readInfo() error {
 	return s.view(func(tx *bolt.Tx) error {
 		// Touch every bucket's root: a damaged page here is an error now,
 		// not a panic in the middle of a command.

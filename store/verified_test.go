@@ -1,10 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // TestOpenSkipsTheWalkOfAVerifiedFile: Open walks the page tree once and
@@ -98,5 +101,62 @@ func TestOpenSkipsTheWalkOfAVerifiedFile(t *testing.T) {
 	}
 	if _, err := os.Stat(stamp); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the stamp of a file the walk refused: got %v, want it removed", err)
+	}
+}
+
+// TestOpenWritesNothingToAnInitialisedFile: a read-write open of a file
+// init has nothing to do for commits nothing (before, every open
+// committed an empty transaction: two fsyncs, and a changed file whose
+// tree the next read command walked again). The control: a file missing
+// one of init's markers gets the write, and then no more.
+func TestOpenWritesNothingToAnInitialisedFile(t *testing.T) {
+	t.Parallel()
+	path, _ := corpusDB(t)
+	openClose := func() {
+		t.Helper()
+		s, err := Open(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	openClose() // the copy's first open: whatever init does, it does now
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	openClose()
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("a read-write open of an initialised file changed it (meta txid %d → %d)", metaTxid(before[:pageSize]), metaTxid(after[:pageSize]))
+	}
+
+	// Control: remove one of init's markers; the next open writes it back.
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Delete(metaQueueCreated) }); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	openClose()
+	s, err = Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bMeta).Get(metaQueueCreated) == nil {
+			t.Errorf("control: init did not write the marker back")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
