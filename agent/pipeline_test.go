@@ -86,7 +86,7 @@ func (m *memMailer) DeleteDraft(context.Context, string, uint32) error { return 
 
 func newTestPipeline(t *testing.T, model *recordingModel, mode string) (*Pipeline, *store.Store, *memMailer) {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{})
+	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{NoSync: true}) // no fsync: nothing here survives a crash it tests
 	if err != nil {
 		t.Fatal(err)
 	}
