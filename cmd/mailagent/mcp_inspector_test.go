@@ -40,6 +40,7 @@ func inspector(t *testing.T) []string {
 // starts `mailagent mcp` with a bare environment (HOME, PATH, USER), lists
 // the tools and calls each one against a store populated by `watch --once`.
 func TestMCPInspectorCLI(t *testing.T) {
+	t.Parallel() // its own harness and HOME; 11 Node.js starts, mostly waiting
 	if testing.Short() {
 		t.Skip("runs Node.js")
 	}
