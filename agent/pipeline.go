@@ -627,9 +627,10 @@ func (p *Pipeline) classify(ctx context.Context, rec *store.MessageRecord, m *ma
 const threadScan = 50
 
 // threadRecords returns the thread's other messages that a prompt about
-// rec's sender may show, oldest first, at most limit (the newest): the
+// rec's sender may show, oldest first, at most limit (the newest): those
+// store.MayResolve lets rec reach (the identity layer's one rule: the
 // messages authenticated as that sender, and the owner's own mail
-// addressed to them. Never another correspondent's mail: a subject or a
+// addressed to them). Never another correspondent's mail: a subject or a
 // References header can join any thread, and the sender chose both. An
 // unauthenticated sender is nobody in particular, so it gets none.
 func (p *Pipeline) threadRecords(rec *store.MessageRecord, limit int) []*store.MessageRecord {
@@ -650,7 +651,7 @@ func (p *Pipeline) threadRecords(rec *store.MessageRecord, limit int) []*store.M
 		if r.Account != rec.Account {
 			continue
 		}
-		if writtenBy(r, id) || (r.Route == RouteOwner && addressedTo(r, id)) {
+		if store.MayResolve(rec, r) {
 			out = append(out, r)
 		}
 	}
@@ -658,23 +659,6 @@ func (p *Pipeline) threadRecords(rec *store.MessageRecord, limit int) []*store.M
 		out = out[len(out)-limit:]
 	}
 	return out
-}
-
-// writtenBy reports whether r's sender is authenticated as id. A route
-// other than external or owner (automated, self) never counts.
-func writtenBy(r *store.MessageRecord, id string) bool {
-	return (r.Route == RouteExternal || r.Route == RouteOwner) && mail.SameAddr(r.SenderAuth.Identity(), id)
-}
-
-func addressedTo(r *store.MessageRecord, id string) bool {
-	for _, as := range [][]mail.Address{r.To, r.Cc} {
-		for _, a := range as {
-			if mail.SameAddr(a.Email, id) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // threadContext is the thread as the model sees it (see threadRecords).
