@@ -133,26 +133,7 @@ func TestSchedulingDraftModelObeysMailLandsOnAFreeCalendar(t *testing.T) {
 		h.deliver(rawMail("Bob <bob@example.org>", "Meeting: "+name, text))
 	}
 	h.watchOnce(t)
-	items := h.queueItems(t)
-	landed := 0
-	for name := range attacks {
-		sent := slices.ContainsFunc(h.smtp.Messages(), func(m smtptest.Received) bool {
-			return strings.Contains(string(m.Data), "Subject: Re: Meeting: "+name+"\r\n")
-		})
-		why, unread := schedulingDraftUnread[name]
-		switch q := items["Meeting: "+name]; {
-		case sent && !unread:
-			landed++
-		case sent:
-			t.Errorf("%s: sent, although %s", name, why)
-		case unread && q != nil && strings.Contains(strings.Join(q.Reasons, "; "), "could not read"):
-			t.Logf("%s: waits (%s)", name, why)
-		case q != nil:
-			t.Errorf("%s: got queued %v, want it sent on a free calendar", name, q.Reasons)
-		default:
-			t.Errorf("%s: neither sent nor queued", name)
-		}
-	}
+	landed := freeCalendarLanded(t, h, attacks, schedulingDraftUnread)
 	want := len(attacks) - len(schedulingDraftUnread)
 	t.Logf("attacks on a free calendar: %d tried, %d sent (%d the reader alone stops)", len(attacks), landed, len(schedulingDraftUnread))
 	if landed != want {
@@ -289,17 +270,7 @@ func noCalendarWorld(t *testing.T, sawSlots *bool, sched string) *harness {
 		return drafting(req)
 	}, "[policy]\nmode = \"auto\"\nauto_schedule = true\nmax_auto_per_contact_per_day = 1000\nmax_auto_per_day = 1000\n")
 	if sched != "" {
-		path := filepath.Join(h.dir, "cal.ics")
-		if err := os.WriteFile(path, []byte(vcal("")), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := os.ReadFile(h.cfgPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(h.cfgPath, append(cfg, []byte("\n[accounts.calendar]\nurl = "+tomlQuote(path)+"\n"+sched)...), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		withCalendarFile(t, h, vcal(""), sched)
 	}
 	h.appendTo("Sent", "From: Ada Lovelace <ada@example.com>\nTo: Bob <bob@example.org>\nSubject: hello\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <earlier@example.com>\n\nHi Bob\n")
 	for name, text := range noCalendarAttacks {
@@ -372,29 +343,56 @@ func TestSchedulingWithoutCalendarQueued(t *testing.T) {
 func TestSchedulingWithoutCalendarQueuedLandsWithAFreeCalendar(t *testing.T) {
 	var sawSlots bool
 	h := noCalendarWorld(t, &sawSlots, freeSchedulingTOML)
-	items := h.queueItems(t)
-	landed := 0
-	for name := range noCalendarAttacks {
-		sent := slices.ContainsFunc(h.smtp.Messages(), func(m smtptest.Received) bool {
-			return strings.Contains(string(m.Data), "Subject: Re: Meeting: "+name+"\r\n")
-		})
-		why, unread := noCalendarUnread[name]
-		switch q := items["Meeting: "+name]; {
-		case sent && !unread:
-			landed++
-		case sent:
-			t.Errorf("%s: sent, although %s", name, why)
-		case unread && q != nil && strings.Contains(strings.Join(q.Reasons, "; "), "could not read"):
-			t.Logf("%s: waits (%s)", name, why)
-		case q != nil:
-			t.Errorf("%s: got queued %v, want it sent with a free calendar", name, q.Reasons)
-		default:
-			t.Errorf("%s: neither sent nor queued", name)
-		}
-	}
+	landed := freeCalendarLanded(t, h, noCalendarAttacks, noCalendarUnread)
 	want := len(noCalendarAttacks) - len(noCalendarUnread)
 	t.Logf("attacks with a free calendar: %d tried, %d sent (%d the reader alone stops)", len(noCalendarAttacks), landed, len(noCalendarUnread))
 	if landed != want {
 		t.Errorf("positive control: got %d of %d sent, want %d", landed, len(noCalendarAttacks), want)
+	}
+}
+
+// freeCalendarLanded judges a free-calendar control over h's watched
+// mail: each attack ("Meeting: " + its name) is sent on its own, except
+// those in unread, which the time reader alone stops (they wait, with its
+// reason). It returns how many were sent.
+func freeCalendarLanded(t *testing.T, h *harness, attacks, unread map[string]string) int {
+	t.Helper()
+	items := h.queueItems(t)
+	landed := 0
+	for name := range attacks {
+		sent := slices.ContainsFunc(h.smtp.Messages(), func(m smtptest.Received) bool {
+			return strings.Contains(string(m.Data), "Subject: Re: Meeting: "+name+"\r\n")
+		})
+		why, stopped := unread[name]
+		switch q := items["Meeting: "+name]; {
+		case sent && !stopped:
+			landed++
+		case sent:
+			t.Errorf("%s: sent, although %s", name, why)
+		case stopped && q != nil && strings.Contains(strings.Join(q.Reasons, "; "), "could not read"):
+			t.Logf("%s: waits (%s)", name, why)
+		case q != nil:
+			t.Errorf("%s: got queued %v, want it sent on a free calendar", name, q.Reasons)
+		default:
+			t.Errorf("%s: neither sent nor queued", name)
+		}
+	}
+	return landed
+}
+
+// withCalendarFile gives h's account the calendar ics (a file) and the
+// [accounts.calendar] lines sched.
+func withCalendarFile(t *testing.T, h *harness, ics, sched string) {
+	t.Helper()
+	path := filepath.Join(h.dir, "cal.ics")
+	if err := os.WriteFile(path, []byte(ics), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := os.ReadFile(h.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.cfgPath, append(cfg, []byte("\n[accounts.calendar]\nurl = "+tomlQuote(path)+"\n"+sched)...), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
