@@ -70,17 +70,7 @@ func schedulingModel(sawSlots *bool) geminitest.Handler {
 func schedulingDraftWorld(t *testing.T, sawSlots *bool, ics, sched string) *harness {
 	t.Helper()
 	h := newHarness(t, schedulingModel(sawSlots), "[policy]\nmode = \"auto\"\nauto_schedule = true\nmax_auto_per_contact_per_day = 1000\nmax_auto_per_day = 1000\n")
-	path := filepath.Join(h.dir, "cal.ics")
-	if err := os.WriteFile(path, []byte(ics), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := os.ReadFile(h.cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(h.cfgPath, append(cfg, []byte("\n[accounts.calendar]\nurl = "+tomlQuote(path)+"\n"+sched)...), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	withCalendarFile(t, h, ics, sched)
 	h.appendTo("Sent", "From: Ada Lovelace <ada@example.com>\nTo: Bob <bob@example.org>\nSubject: hello\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <earlier@example.com>\n\nHi Bob\n")
 	return h
 }
