@@ -488,21 +488,29 @@ func TestNoSecondReplyHostileMessageIDs(t *testing.T) {
 // another mail client would.
 func (h *harness) setFlag(t *testing.T, mailbox string, flag imap.Flag, on bool) {
 	t.Helper()
-	c, err := dialOwner(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close() }()
-	if _, err := c.Select(mailbox, nil).Wait(); err != nil {
-		t.Fatal(err)
-	}
 	op := imap.StoreFlagsDel
 	if on {
 		op = imap.StoreFlagsAdd
 	}
+	c := h.ownerSelect(t, mailbox)
 	if err := c.Store(imap.SeqSet{imap.SeqRange{Start: 1, Stop: 0}}, &imap.StoreFlags{Op: op, Flags: []imap.Flag{flag}}, nil).Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// ownerSelect is a session of the owner with mailbox selected, closed
+// when the test ends.
+func (h *harness) ownerSelect(t *testing.T, mailbox string) *imapclient.Client {
+	t.Helper()
+	c, err := dialOwner(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if _, err := c.Select(mailbox, nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // expungeIf removes the messages of mailbox for which drop is true, as
@@ -522,14 +530,7 @@ func (h *harness) expungeIf(t *testing.T, mailbox string, drop func(*mail.Messag
 	if len(set) == 0 {
 		t.Fatalf("nothing to remove from %s", mailbox)
 	}
-	c, err := dialOwner(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close() }()
-	if _, err := c.Select(mailbox, nil).Wait(); err != nil {
-		t.Fatal(err)
-	}
+	c := h.ownerSelect(t, mailbox)
 	if err := c.Store(set, &imap.StoreFlags{Op: imap.StoreFlagsAdd, Flags: []imap.Flag{imap.FlagDeleted}}, nil).Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -141,13 +141,7 @@ func TestSchedulingDraftModelObeysMail(t *testing.T) {
 	var sawSlots bool
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	tomorrow := time.Now().In(berlin).AddDate(0, 0, 1)
-	h := schedulingDraftWorld(t, &sawSlots, vcal(`BEGIN:VEVENT
-UID:busy-tomorrow@example.test
-DTSTAMP:20260101T000000Z
-DTSTART;VALUE=DATE:`+tomorrow.Format("20060102")+`
-DTEND;VALUE=DATE:`+tomorrow.AddDate(0, 0, 1).Format("20060102")+`
-SUMMARY:Booked all day
-END:VEVENT`), schedulingTOML)
+	h := schedulingDraftWorld(t, &sawSlots, busyAllDay(tomorrow), schedulingTOML)
 	attacks := schedulingDraftAttacks(tomorrow)
 	for name, text := range attacks {
 		h.deliver(rawMail("Bob <bob@example.org>", "Meeting: "+name, text))
@@ -385,4 +379,15 @@ func withCalendarFile(t *testing.T, h *harness, ics, sched string) {
 	if err := os.WriteFile(h.cfgPath, append(cfg, []byte("\n[accounts.calendar]\nurl = "+tomlQuote(path)+"\n"+sched)...), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// busyAllDay is a calendar with day booked from midnight to midnight.
+func busyAllDay(day time.Time) string {
+	return vcal(`BEGIN:VEVENT
+UID:busy-tomorrow@example.test
+DTSTAMP:20260101T000000Z
+DTSTART;VALUE=DATE:` + day.Format("20060102") + `
+DTEND;VALUE=DATE:` + day.AddDate(0, 0, 1).Format("20060102") + `
+SUMMARY:Booked all day
+END:VEVENT`)
 }

@@ -143,13 +143,7 @@ func TestSchedulingWrongLabelModelObeysMailLandsOnAFreeCalendar(t *testing.T) {
 func TestSchedulingWrongLabelModelObeysMail(t *testing.T) {
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	tomorrow := time.Now().In(berlin).AddDate(0, 0, 1)
-	h, attacks, labels := wrongLabelWorld(t, tomorrow, vcal(`BEGIN:VEVENT
-UID:busy-tomorrow@example.test
-DTSTAMP:20260101T000000Z
-DTSTART;VALUE=DATE:`+tomorrow.Format("20060102")+`
-DTEND;VALUE=DATE:`+tomorrow.AddDate(0, 0, 1).Format("20060102")+`
-SUMMARY:Booked all day
-END:VEVENT`), schedulingTOML)
+	h, attacks, labels := wrongLabelWorld(t, tomorrow, busyAllDay(tomorrow), schedulingTOML)
 
 	through, controls := 0, 0
 	for _, m := range h.smtp.Messages() {
