@@ -31,13 +31,13 @@ type Trusted struct {
 // emailRE finds plain ASCII email addresses (the profile's addresses for
 // the allow-list). The guard itself reads addresses with guardEmail, after
 // normalisation.
-var emailRE = regexp.MustCompile(`(?i)[a-z0-9._%+\-]+@[a-z0-9.\-]+\.[a-z]{2,}`)
+var emailRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)[a-z0-9._%+\-]+@[a-z0-9.\-]+\.[a-z]{2,}`) })
 
 // Addresses returns the plain ASCII email addresses written in text, in
 // order (duplicates kept): the caller adds those of the owner's profile to
 // Trusted.Addresses. It reads the text as written, without the
 // normalisation Check applies, so an obfuscated address is not found.
-func Addresses(text string) []string { return emailRE.FindAllString(text, -1) }
+func Addresses(text string) []string { return emailRE().FindAllString(text, -1) }
 
 // relaxedURL is xurls' relaxed pattern (links with or without a scheme).
 // It is compiled on first use: compiling it takes tens of milliseconds,

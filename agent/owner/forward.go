@@ -66,7 +66,7 @@ func (c *Channel) delegations(rec *store.MessageRecord, body string, fwds []mail
 		return c.Accounts.IsOwner(rec.Account, e) || c.Accounts.IsAgentAddress(rec.Account, e)
 	}
 	if len(fwds) == 0 {
-		if forwardSubject.MatchString(rec.Subject) || forwardedBlock(body) != "" {
+		if forwardSubject().MatchString(rec.Subject) || forwardedBlock(body) != "" {
 			if fw := parseForwarded(body); fw.From.Email != "" && !ownAddress(fw.From.Email) {
 				dels = append(dels, fw)
 			}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -405,9 +406,9 @@ func checkTurn(t *ownerTurn, mode string, contacts []string, haveDraft bool, now
 	return ""
 }
 
-var domainPattern = regexp.MustCompile(`^@[a-z0-9\-]+(\.[a-z0-9\-]+)+$`)
+var domainPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^@[a-z0-9\-]+(\.[a-z0-9\-]+)+$`) })
 
-func validDomain(c string) bool { return domainPattern.MatchString(c) }
+func validDomain(c string) bool { return domainPattern().MatchString(c) }
 
 // unrunnable says why Run cannot carry out turn at all ("" when it can):
 // no tool named, or a send proposed before any draft exists.

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/mail"
@@ -12,7 +13,7 @@ import (
 	"github.com/mailagent/mailagent/store"
 )
 
-var forwardSubject = regexp.MustCompile(`(?i)^\s*(fwd?|wg|tr|rv)\s*:`)
+var forwardSubject = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^\s*(fwd?|wg|tr|rv)\s*:`) })
 
 // Mode sorts an owner message: "" when it is not for the agent, and
 // the addresses records may name. For a delegation, dels are the
@@ -76,11 +77,11 @@ func (c *Channel) threadCorrespondent(rec *store.MessageRecord) string {
 	return ""
 }
 
-var addrPattern = regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}`)
+var addrPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}`) })
 
 func addressesIn(s string) []string {
 	var out []string
-	for _, a := range addrPattern.FindAllString(s, 20) {
+	for _, a := range addrPattern().FindAllString(s, 20) {
 		if a = mail.AddrKey(a); !slices.Contains(out, a) {
 			out = append(out, a)
 		}
@@ -108,11 +109,13 @@ type Forwarded struct {
 	Index int
 }
 
-var forwardLine = regexp.MustCompile(`(?im)^\s*(-{2,}\s*(forwarded message|original message|weitergeleitete nachricht)\s*-*|begin forwarded message:)\s*$`)
+var forwardLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?im)^\s*(-{2,}\s*(forwarded message|original message|weitergeleitete nachricht)\s*-*|begin forwarded message:)\s*$`)
+})
 
 // forwardedBlock is the text from the first forward marker on, or "".
 func forwardedBlock(body string) string {
-	loc := forwardLine.FindStringIndex(body)
+	loc := forwardLine().FindStringIndex(body)
 	if loc == nil {
 		return ""
 	}
@@ -158,5 +161,5 @@ func parseForwarded(body string) Forwarded {
 // ForwardSubject is subject without its forward prefix ("Fwd:", "WG:",
 // "TR:", "RV:"): the subject of a forwarded original that named none.
 func ForwardSubject(subject string) string {
-	return strings.TrimSpace(forwardSubject.ReplaceAllString(subject, ""))
+	return strings.TrimSpace(forwardSubject().ReplaceAllString(subject, ""))
 }

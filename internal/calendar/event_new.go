@@ -3,6 +3,7 @@ package calendar
 import (
 	"fmt"
 	"regexp"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,13 +23,13 @@ type NewEvent struct {
 }
 
 // replyPrefix matches the "Re:", "AW:", "Fwd:" … runs a subject carries.
-var replyPrefix = regexp.MustCompile(`(?i)^\s*((re|aw|sv|fwd?|wg)\s*(\[\d+\])?\s*:\s*)+`)
+var replyPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^\s*((re|aw|sv|fwd?|wg)\s*(\[\d+\])?\s*:\s*)+`) })
 
 // EventSummary is the SUMMARY an event gets from a mail subject: reply
 // prefixes dropped, control characters (CR, LF, escapes, bidi overrides)
 // removed, capped; "Meeting" when nothing is left.
 func EventSummary(subject string) string {
-	s := clean(replyPrefix.ReplaceAllString(clean(subject, 4*maxSummary), ""), maxSummary)
+	s := clean(replyPrefix().ReplaceAllString(clean(subject, 4*maxSummary), ""), maxSummary)
 	if s == "" {
 		return "Meeting"
 	}

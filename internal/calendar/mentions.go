@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -192,7 +193,9 @@ func ampm(h int, suffix string) int {
 }
 
 // units after a bare number that make it a quantity, not an hour.
-var quantity = regexp.MustCompile(`(?i)^\s*(?:%|[.,/:]\d|minutes?\b|mins?\b|hours?\b|hrs?\b|days?\b|weeks?\b|months?\b|years?\b|people\b|persons?\b|percent\b|items?\b|times\b|euros?\b|dollars?\b|pounds?\b|pages?\b|points?\b|of\b)`)
+var quantity = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)^\s*(?:%|[.,/:]\d|minutes?\b|mins?\b|hours?\b|hrs?\b|days?\b|weeks?\b|months?\b|years?\b|people\b|persons?\b|percent\b|items?\b|times\b|euros?\b|dollars?\b|pounds?\b|pages?\b|points?\b|of\b)`)
+})
 
 // Mentions finds the dates and times in text. A time is joined to the
 // nearest day mentioned before it in the same sentence (or, failing that,
@@ -355,7 +358,7 @@ func (r *reader) readDays2() {
 		if !nameAt(text, m[2], m[3]) {
 			continue
 		}
-		if n := nextRE.FindStringIndex(tail(text, m[2])); n != nil {
+		if n := nextRE().FindStringIndex(tail(text, m[2])); n != nil {
 			r.addUnread(m[2]-len(tail(text, m[2]))+n[0], m[1], "could not tell which week 'next' means")
 			continue
 		}
@@ -453,7 +456,7 @@ func (r *reader) readTimeWords() {
 				word = strings.ToLower(f[0])
 			}
 			follow := word == "and" || word == "or" || word == "to"
-			if follow != pass || quantity.MatchString(text[m[3]:]) {
+			if follow != pass || quantity().MatchString(text[m[3]:]) {
 				continue
 			}
 			if follow { // "and 11" only right after a time: "between 10 and 11"
@@ -482,7 +485,7 @@ func (r *reader) readUnread() {
 	}
 	// "Tuesday 10": a time or the 10th?
 	for _, d := range r.days {
-		if m := bareAfterDay.FindStringSubmatchIndex(text[d.j:]); m != nil {
+		if m := bareAfterDay().FindStringSubmatchIndex(text[d.j:]); m != nil {
 			r.addUnread(d.j+m[2], d.j+m[3], "a bare number after a day: a time or a date?")
 		}
 	}
@@ -552,7 +555,7 @@ func (r *reader) checkWeekdays() {
 			continue
 		}
 		d := r.days[k]
-		if !r.dates[d.i] || !weekdaySep.MatchString(r.text[w.j:d.i]) {
+		if !r.dates[d.i] || !weekdaySep().MatchString(r.text[w.j:d.i]) {
 			continue
 		}
 		if d.m.Day.Weekday() != w.m.Day.Weekday() {
@@ -572,12 +575,16 @@ func (r *reader) checkWeekdays() {
 }
 
 var (
-	bareAfterDay = regexp.MustCompile(`^[\s,]*(\d{1,2})\b[^:.\d]?`)
-	nextRE       = regexp.MustCompile(`(?i)\b(?:next|following)\s+$`)
-	weekdaySep   = regexp.MustCompile(`^[\s,]*(?:the\s+)?$`)
-	rangeSep     = regexp.MustCompile(`(?i)^\s*(?:-|–|—|to|until|till|til|through|bis|à|a|and)\s*$`)
-	between      = regexp.MustCompile(`(?i)\bbetween\s+$`)
-	untilRE      = regexp.MustCompile(`(?i)\b(?:until|till|til|bis|up\s+to|no\s+later\s+than)\s+$`)
+	bareAfterDay = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[\s,]*(\d{1,2})\b[^:.\d]?`) })
+	nextRE       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\b(?:next|following)\s+$`) })
+	weekdaySep   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[\s,]*(?:the\s+)?$`) })
+	rangeSep     = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^\s*(?:-|–|—|to|until|till|til|through|bis|à|a|and)\s*$`)
+	})
+	between = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\bbetween\s+$`) })
+	untilRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(?:until|till|til|bis|up\s+to|no\s+later\s+than)\s+$`)
+	})
 )
 
 // join merges ranges, marks untils, and joins each time to a day.
@@ -592,7 +599,7 @@ func (r *reader) join() []Mention {
 		if k+1 < len(r.times) && !t.m.Range && !t.m.Period && !r.times[k+1].m.Period && !r.times[k+1].m.Range {
 			n := r.times[k+1]
 			gap := text[t.j:n.i]
-			if rangeSep.MatchString(gap) && (!strings.EqualFold(strings.TrimSpace(gap), "and") || between.MatchString(tail(text, t.i))) {
+			if rangeSep().MatchString(gap) && (!strings.EqualFold(strings.TrimSpace(gap), "and") || between().MatchString(tail(text, t.i))) {
 				t = span{t.i, n.j, Mention{Text: strings.TrimSpace(text[t.i:n.j]), Minute: t.m.Minute, HasTime: true, Range: true, End: n.m.Minute}}
 				if t.m.End == 0 {
 					t.m.End = 1440 // "until midnight"
@@ -604,7 +611,7 @@ func (r *reader) join() []Mention {
 			r.unread = append(r.unread, span{t.i, t.j, Mention{Text: t.m.Text, Minute: -1, Unread: "the range ends before it starts"}})
 			continue
 		}
-		if !t.m.Range && !t.m.Period && untilRE.MatchString(tail(text, t.i)) {
+		if !t.m.Range && !t.m.Period && untilRE().MatchString(tail(text, t.i)) {
 			t.m.Until = true
 		}
 		times = append(times, t)

@@ -15,10 +15,10 @@ func redactReference(r *Redactor, s string) string {
 	for _, v := range r.values {
 		s = strings.ReplaceAll(s, v, redacted)
 	}
-	s = credHeader.ReplaceAllString(s, "${1} "+redacted)
-	s = credScheme.ReplaceAllString(s, "${1} "+redacted)
-	s = credPair.ReplaceAllString(s, "${1}"+redacted)
-	return credShape.ReplaceAllString(s, redacted)
+	s = credHeader().ReplaceAllString(s, "${1} "+redacted)
+	s = credScheme().ReplaceAllString(s, "${1} "+redacted)
+	s = credPair().ReplaceAllString(s, "${1}"+redacted)
+	return credShape().ReplaceAllString(s, redacted)
 }
 
 // TestRedactMatchesReference: on hostile and generated text, and on every

@@ -86,13 +86,19 @@ func (c *Config) KnownSecrets() []Secret {
 
 var (
 	// A header line whose value is a credential, wherever it appears.
-	credHeader = regexp.MustCompile(`(?im)^([ \t>]*(?:proxy-)?(?:authorization|cookie|set-cookie|x-api-key|x-goog-api-key|api-key)[ \t]*:)[^\r\n]*`)
+	credHeader = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?im)^([ \t>]*(?:proxy-)?(?:authorization|cookie|set-cookie|x-api-key|x-goog-api-key|api-key)[ \t]*:)[^\r\n]*`)
+	})
 	// name=value or "name": "value" where the name says it is secret.
-	credPair = regexp.MustCompile(`(?i)((?:api[_-]?key|access[_-]?token|refresh[_-]?token|client[_-]?secret|secret|password|passwd|token)["']?\s*[:=]\s*["']?)[^\s"'&,;]+`)
+	credPair = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)((?:api[_-]?key|access[_-]?token|refresh[_-]?token|client[_-]?secret|secret|password|passwd|token)["']?\s*[:=]\s*["']?)[^\s"'&,;]+`)
+	})
 	// Bearer and Basic credentials in running text.
-	credScheme = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9\-._~+/]{8,}=*`)
+	credScheme = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9\-._~+/]{8,}=*`) })
 	// Key formats: Google (AIza…), OpenAI/Anthropic (sk-…), GitHub, Slack, AWS.
-	credShape = regexp.MustCompile(`\b(?:AIza[0-9A-Za-z\-_]{20,}|sk-[A-Za-z0-9\-_]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abposr]-[A-Za-z0-9\-]{10,}|AKIA[0-9A-Z]{16})\b`)
+	credShape = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\b(?:AIza[0-9A-Za-z\-_]{20,}|sk-[A-Za-z0-9\-_]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abposr]-[A-Za-z0-9\-]{10,}|AKIA[0-9A-Z]{16})\b`)
+	})
 )
 
 // redactionOff makes every Redactor return its text as it is. It exists
@@ -128,13 +134,13 @@ func (r *Redactor) Redact(s string) string {
 	// none of the words.
 	hdr, scheme, pair, shape := needs(s)
 	if hdr {
-		s = credHeader.ReplaceAllString(s, "${1} "+redacted)
+		s = credHeader().ReplaceAllString(s, "${1} "+redacted)
 	}
 	if scheme {
-		s = credScheme.ReplaceAllString(s, "${1} "+redacted)
+		s = credScheme().ReplaceAllString(s, "${1} "+redacted)
 	}
 	if pair {
-		s = credPair.ReplaceAllString(s, "${1}"+redacted)
+		s = credPair().ReplaceAllString(s, "${1}"+redacted)
 	}
 	if shape {
 		s = redactShapes(s)
@@ -179,9 +185,9 @@ func redactShapes(s string) string {
 		for end < len(s) && isShapeByte(s[end]) {
 			end++
 		}
-		if run := s[start:end]; credShape.MatchString(run) {
+		if run := s[start:end]; credShape().MatchString(run) {
 			b.WriteString(s[done:start])
-			b.WriteString(credShape.ReplaceAllString(run, redacted))
+			b.WriteString(credShape().ReplaceAllString(run, redacted))
 			done = end
 		}
 		pos = max(end, pos+i+1)

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -212,10 +213,10 @@ func (o *InitOptions) validate() error {
 	if o.APIKeyEnv != "" && o.APIKeyCmd != "" {
 		return cmdutil.UsageErr("--api-key-env and --api-key-cmd: give at most one")
 	}
-	if o.PasswordEnv != "" && !initEnvName.MatchString(o.PasswordEnv) {
+	if o.PasswordEnv != "" && !initEnvName().MatchString(o.PasswordEnv) {
 		return cmdutil.UsageErr("--password-env %q is not an environment variable name", o.PasswordEnv)
 	}
-	if o.APIKeyEnv != "" && !initEnvName.MatchString(o.APIKeyEnv) {
+	if o.APIKeyEnv != "" && !initEnvName().MatchString(o.APIKeyEnv) {
 		return cmdutil.UsageErr("--api-key-env %q is not an environment variable name", o.APIKeyEnv)
 	}
 	if err := o.validateLLM(); err != nil {
@@ -304,7 +305,7 @@ func initCountSet(vals ...string) int {
 	return n
 }
 
-var initEnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var initEnvName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // The setup the wizard fills in and internal/initcfg renders. Aliases keep
 // the command's names short; the types and their rules live in initcfg.

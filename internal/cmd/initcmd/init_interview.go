@@ -493,7 +493,7 @@ func askSecret(ctx context.Context, p Prompter, s *initSetup, opts *InitOptions)
 }
 
 func checkEnvName(v string) error {
-	if !initEnvName.MatchString(v) {
+	if !initEnvName().MatchString(v) {
 		return fmt.Errorf("%q is not a variable name (letters, digits and _)", v)
 	}
 	return nil

@@ -1,0 +1,5 @@
+//go:build !race
+
+package testsize
+
+const raceEnabled = false
