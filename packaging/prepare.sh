@@ -20,9 +20,10 @@ ldflags=${LDFLAGS:-"-X github.com/mailagent/mailagent/internal/cmdutil.version=$
 tool=$(mktemp -d)
 trap 'rm -rf "$tool"' EXIT
 CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tool/mailagent" ./cmd/mailagent
+CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tool/gen-docs" ./cmd/gen-docs
 
 rm -rf man completions packaging/build
-SOURCE_DATE_EPOCH=$epoch "$tool/mailagent" man man
+SOURCE_DATE_EPOCH=$epoch "$tool/gen-docs" --man-page man
 for page in man/*.[15]; do
 	# -n: no name or time stamp in the header, so the .gz is reproducible.
 	gzip -9nc "$page" >"$page.gz"

@@ -25,7 +25,7 @@ func TestEveryCommandHasExamples(t *testing.T) {
 	keys := map[string]bool{}
 	for _, c := range allCommands(t) {
 		keys[root.CommandKey(c)] = true
-		if c.Hidden && c.Name() != "man" {
+		if c.Hidden {
 			continue
 		}
 		if strings.TrimSpace(c.Example) == "" {
@@ -59,53 +59,6 @@ func TestFlagUsageRendersPlainly(t *testing.T) {
 				t.Errorf("%s --%s: back-quoted usage %q renders as a value name", c.CommandPath(), fl.Name, fl.Usage)
 			}
 		})
-	}
-}
-
-// TestManPagesOnePerCommand: `mailagent man DIR` writes one page per
-// visible command, each with its name, synopsis and examples.
-func TestManPagesOnePerCommand(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "man")
-	if _, stderr, code := runMain(t, "man", dir); code != 0 {
-		t.Fatalf("man: %d %s", code, stderr)
-	}
-	var want []string
-	for _, c := range allCommands(t) {
-		if !c.IsAvailableCommand() && c.HasParent() || c.IsAdditionalHelpTopicCommand() {
-			continue
-		}
-		want = append(want, strings.ReplaceAll(c.CommandPath(), " ", "-")+".1")
-		page, err := os.ReadFile(filepath.Join(dir, want[len(want)-1]))
-		if err != nil {
-			t.Errorf("%s: %v", c.CommandPath(), err)
-			continue
-		}
-		s := string(page)
-		if !strings.Contains(s, ".TH \"MAILAGENT\" \"1\"") || !strings.Contains(s, ".SH SYNOPSIS") {
-			t.Errorf("%s: not a man page:\n%.300s", c.CommandPath(), s)
-		}
-		if c.Example != "" && !strings.Contains(s, ".SH EXAMPLE") {
-			t.Errorf("%s: no EXAMPLE section", c.CommandPath())
-		}
-	}
-	want = append(want, "mailagent.toml.5")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range entries {
-		got = append(got, e.Name())
-	}
-	slices.Sort(got)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("pages %v, want %v", got, want)
-	}
-	for _, must := range []string{"mailagent.1", "mailagent-queue-approve.1", "mailagent-contacts-forget.1", "mailagent-demo.1", "mailagent-man.1", "mailagent.toml.5"} {
-		if !slices.Contains(got, must) {
-			t.Errorf("no %s", must)
-		}
 	}
 }
 
@@ -350,9 +303,9 @@ func TestDemoKeepPrintsStateDir(t *testing.T) {
 
 // TestReleaseArchivesShipManPages: CI builds no release, so this checks
 // the three pieces that put the man pages into the archives fit together:
-// .goreleaser.yaml's before hook runs packaging/prepare.sh, which runs the
-// hidden `man` command into ./man,
-// its archives take man/*.1, and `man` writes its pages there as *.1.
+// .goreleaser.yaml's before hook runs packaging/prepare.sh, which runs
+// cmd/gen-docs into ./man, and its archives take man/*.1 (cmd/gen-docs's
+// TestManPagesOnePerCommand: one *.1 page per command).
 func TestReleaseArchivesShipManPages(t *testing.T) {
 	cfg, err := os.ReadFile("../../.goreleaser.yaml")
 	if err != nil {
@@ -360,7 +313,7 @@ func TestReleaseArchivesShipManPages(t *testing.T) {
 	}
 	s := string(cfg)
 	// The hook runs packaging/prepare.sh, the one recipe (the .deb/.rpm
-	// test runs it too), which builds the binary and runs `man man`.
+	// test runs it too), which builds gen-docs and runs it into ./man.
 	hook := regexp.MustCompile(`(?m)^\s*- sh packaging/prepare\.sh \{\{ \.Version \}\} \{\{ \.CommitTimestamp \}\}\s*$`)
 	if !hook.MatchString(s) || strings.Index(s, "before:") > strings.Index(s, "builds:") {
 		t.Errorf(".goreleaser.yaml: no before hook that runs packaging/prepare.sh")
@@ -369,19 +322,11 @@ func TestReleaseArchivesShipManPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`(?m)^rm -rf man\b`).Match(prep) || !regexp.MustCompile(`(?m)^SOURCE_DATE_EPOCH=\$epoch "\$tool/mailagent" man man$`).Match(prep) {
+	if !regexp.MustCompile(`(?m)^rm -rf man\b`).Match(prep) || !regexp.MustCompile(`(?m)^SOURCE_DATE_EPOCH=\$epoch "\$tool/gen-docs" --man-page man$`).Match(prep) {
 		t.Errorf("packaging/prepare.sh does not write the man pages into ./man afresh")
 	}
 	archives := s[strings.Index(s, "archives:"):]
 	if !regexp.MustCompile(`(?m)^\s*- man/\*\.1\s*$`).MatchString(archives[:strings.Index(archives, "checksum:")]) {
 		t.Errorf(".goreleaser.yaml: the archives do not take man/*.1")
-	}
-	dir := filepath.Join(t.TempDir(), "man")
-	if _, stderr, code := runMain(t, "man", dir); code != 0 {
-		t.Fatalf("man: %d %s", code, stderr)
-	}
-	pages, err := filepath.Glob(filepath.Join(dir, "*.1"))
-	if err != nil || len(pages) < 20 {
-		t.Errorf("man/*.1 matches %d pages (%v), want one per command", len(pages), err)
 	}
 }

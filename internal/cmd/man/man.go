@@ -1,4 +1,7 @@
-// Package man is `mailagent man DIR`: the man pages.
+// Package man writes mailagent's man pages from its command tree. Only the
+// generator, cmd/gen-docs, links it: cobra/doc's Markdown renderer would
+// add its initialisers to every start of mailagent, shell completions
+// included (BENCHMARKS.md §9).
 package man
 
 import (
@@ -13,42 +16,7 @@ import (
 
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/initcfg"
-	"github.com/mailagent/mailagent/internal/iostreams"
 )
-
-// ManOptions is what `mailagent man` needs.
-type ManOptions struct {
-	IO *iostreams.IOStreams
-	// Root is the command tree the pages describe.
-	Root *cobra.Command
-	// Dir is where the pages are written (created when missing).
-	Dir string
-}
-
-// NewCmdMan is `mailagent man DIR`: it writes one man page per command
-// (mailagent.1, mailagent-queue-show.1…) from the same cobra tree the help
-// comes from, so the pages cannot drift from the flags, plus the sections
-// cobra does not write (EXIT STATUS, ENVIRONMENT, FILES) and the config
-// file's page, mailagent.toml(5). The release build runs it
-// (.goreleaser.yaml) and ships man/ in the archives; `go install` users run
-// it themselves. runF, when not nil, runs instead of the command.
-func NewCmdMan(f *cmdutil.Factory, runF func(*ManOptions) error) *cobra.Command {
-	opts := &ManOptions{IO: f.IOStreams}
-	return &cobra.Command{
-		Use:   "man DIR",
-		Short: "Write the man pages (mailagent(1), one per command, mailagent.toml(5)) into DIR",
-		Args:  cobra.ExactArgs(1),
-		Example: `  mailagent man ~/.local/share/man/man1 && man mailagent
-  mailagent man ./man && man -l ./man/mailagent.toml.5`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Root, opts.Dir = cmd.Root(), args[0]
-			if runF != nil {
-				return runF(opts)
-			}
-			return manRun(opts)
-		},
-	}
-}
 
 // exitMeanings are the exit codes as mailagent(1) states them; README's
 // table says the same at more length (TestManPagesHaveTheMissingSections
@@ -88,9 +56,12 @@ var manFiles = [][2]string{
 	{"<state_dir>/replay.db", "replay's results, so an interrupted replay resumes"},
 }
 
-// manRun writes the pages of opts.Root into opts.Dir.
-func manRun(opts *ManOptions) error {
-	root, dir := opts.Root, opts.Dir
+// Write writes the pages of root into dir (created when missing): one per
+// command (mailagent.1, mailagent-queue-show.1…) from the same cobra tree
+// the help comes from, so the pages cannot drift from the flags, plus the
+// sections cobra does not write (EXIT STATUS, ENVIRONMENT, FILES) and the
+// config file's page, mailagent.toml(5).
+func Write(root *cobra.Command, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("man pages: %w", err)
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/mailagent/mailagent/internal/cmd/explain"
 	"github.com/mailagent/mailagent/internal/cmd/followups"
 	"github.com/mailagent/mailagent/internal/cmd/initcmd"
-	"github.com/mailagent/mailagent/internal/cmd/man"
 	"github.com/mailagent/mailagent/internal/cmd/mcp"
 	"github.com/mailagent/mailagent/internal/cmd/memory"
 	"github.com/mailagent/mailagent/internal/cmd/queue"
@@ -110,7 +109,6 @@ mail, whether a send happens at all, and what the model gets to see.`,
 		watch.NewCmdWatch(f, nil),
 		demo.NewCmdDemo(f, nil),
 		version.NewCmdVersion(f, nil),
-		man.NewCmdMan(f, nil),
 		mcp.NewCmdMCP(f, nil),
 		explain.NewCmdExplain(f, nil),
 		memory.NewCmdMemory(f, nil),

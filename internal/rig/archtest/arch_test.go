@@ -88,6 +88,11 @@ var tuiFronts = []string{"internal/cmd/review", "internal/cmd/queue"}
 // internal/cmd (issue 27; its tests may import more).
 var cmdMain = []string{"internal/cmd/root", "internal/iostreams"}
 
+// cmdGenDocs is what the man page generator may import: the same tree,
+// and the writer of the pages, which the product does not link
+// (TestProductLinksNoDocGenerator).
+var cmdGenDocs = []string{"internal/cmd/man", "internal/cmd/root", "internal/cmdutil", "internal/iostreams"}
+
 // testRigs are packages that only tests (and other rigs) import, checked
 // below: they wire the real tiers together (the e2e harness, the benchmark
 // tool, the API conformance suite runs a real watcher), so the layer rules
@@ -175,7 +180,8 @@ var rules = []struct {
 	{pkg: "internal/iostreams", only: []string{}},
 	{pkg: "internal/prompter", only: []string{}},
 	{pkg: "internal/cmd", only: commandTierOnly},
-	{pkg: "cmd", only: cmdMain},
+	{pkg: "cmd/mailagent", only: cmdMain},
+	{pkg: "cmd/gen-docs", only: cmdGenDocs},
 	{pkg: "internal/cmdutil", forbidden: []string{"cmd", "internal/cmd", "tui", "internal/app/daemon", "internal/smtpsend"}},
 }
 
