@@ -12,6 +12,8 @@ import (
 
 	"github.com/emersion/go-message"
 	upstream "github.com/inbucket/html2text"
+
+	"github.com/mailagent/mailagent/internal/rig/testsize"
 )
 
 // same fails t unless FromString and upstream agree on in, output and
@@ -51,9 +53,9 @@ func TestMatchesUpstream(t *testing.T) {
 	}
 }
 
-// TestMatchesUpstreamGenerated: 4,000 random documents built from the
-// elements above, text with every kind of space, invalid bytes and long
-// words, nested up to six deep.
+// TestMatchesUpstreamGenerated: 4,000 random documents (testsize: a tenth
+// under -race) built from the elements above, text with every kind of
+// space, invalid bytes and long words, nested up to six deep.
 func TestMatchesUpstreamGenerated(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(16, 2026))
 	tags := []string{"p", "div", "br", "h1", "h2", "h3", "blockquote", "a", "b", "strong", "ul", "li",
@@ -83,22 +85,29 @@ func TestMatchesUpstreamGenerated(t *testing.T) {
 		}
 		return b.String()
 	}
-	for i := range 4000 {
+	for i := range testsize.N(4000, 400) {
 		same(t, fmt.Sprint("generated ", i), gen(0))
 	}
 }
 
 // TestMatchesUpstreamOnCorpus: every text/html part of the SpamAssassin
 // corpus converts exactly as upstream converts it. Skips without the
-// corpus.
+// corpus. Under -race it reads every testsize.Divisor-th message file
+// (spread over all the corpus folders), so the walk's sanity bound is a
+// tenth of the 500 the full walk must find; without -race every file is
+// read and the bound is 500.
 func TestMatchesUpstreamOnCorpus(t *testing.T) {
 	dir := corpusDir(t)
-	docs, err := corpusHTML(dir)
+	every := 1
+	if testsize.Race {
+		every = testsize.Divisor
+	}
+	docs, err := corpusHTML(dir, every)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(docs) < 500 {
-		t.Fatalf("only %d HTML parts found in the corpus: the walk is broken", len(docs))
+	if least := 500 / every; len(docs) < least {
+		t.Fatalf("only %d HTML parts found in every %d-th file of the corpus, want at least %d: the walk is broken", len(docs), every, least)
 	}
 	for _, d := range docs {
 		same(t, d.name, d.html)
@@ -108,13 +117,18 @@ func TestMatchesUpstreamOnCorpus(t *testing.T) {
 
 type htmlDoc struct{ name, html string }
 
-// corpusHTML returns the text/html parts of the SpamAssassin corpus under
-// dir, decoded from their transfer encoding.
-func corpusHTML(dir string) ([]htmlDoc, error) {
+// corpusHTML returns the text/html parts of every every-th file of the
+// SpamAssassin corpus under dir (1: every file), decoded from their
+// transfer encoding.
+func corpusHTML(dir string, every int) ([]htmlDoc, error) {
 	var docs []htmlDoc
+	seen := 0
 	err := filepath.WalkDir(filepath.Join(dir, "spamassassin"), func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
+		}
+		if seen++; (seen-1)%every != 0 {
+			return nil
 		}
 		raw, err := os.ReadFile(p)
 		if err != nil {
@@ -176,7 +190,7 @@ func corpusDir(tb testing.TB) string {
 //
 //	go test -run '^$' -bench FromString -count 6 ./internal/html2text
 func BenchmarkFromString(b *testing.B) {
-	docs, err := corpusHTML(corpusDir(b))
+	docs, err := corpusHTML(corpusDir(b), 1)
 	if err != nil {
 		b.Fatal(err)
 	}
