@@ -191,11 +191,7 @@ func (p *parser) headers(hdr message.Header) {
 	} else {
 		p.problem("no Date header")
 	}
-	if ids := ParseIDList(get("Message-Id")); len(ids) > 0 {
-		m.MessageID = legacyToUTF8(ids[0])
-	}
-	m.InReplyTo = validIDs(ParseIDList(get("In-Reply-To")))
-	m.References = validIDs(ParseIDList(strings.Join(hdr.Values("References"), " ")))
+	m.MessageID, m.InReplyTo, m.References = idHeaders(hdr) // threadinput.go
 }
 
 func validIDs(ids []string) []string {

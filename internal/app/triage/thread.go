@@ -35,11 +35,10 @@ func prethread(ctx context.Context, c *imapsync.Client, uids []uint32, p *agent.
 			if !ok {
 				continue
 			}
-			m := mail.Parse(h)
-			in := mail.InputOf(m)
-			if m.Synthesized {
-				in.MessageID = "" // hashed from the body: only its links count here
-			}
+			// Only the threading fields: the workers parse the whole
+			// message. A missing Message-ID is hashed from the body
+			// there; here it is "" and only the message's links count.
+			in, _ := mail.HeaderThreadInput(h)
 			ins = append(ins, in)
 		}
 		if err := p.Prethread(ins); err != nil {
