@@ -11,6 +11,7 @@ import (
 
 	"github.com/mailagent/mailagent/internal/calendar"
 	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/rig/testsize"
 )
 
 // demoPrefs parses the demo's [scheduling] constants as the config does.
@@ -75,6 +76,11 @@ func slotsSection(slots []calendar.Interval, loc *time.Location) string {
 // within six days (so a weekday name resolves to it), Thursday 3pm is
 // always busy, and the model's reply to Charles passes the schedule
 // gate's time check, while the reply echoing his requested time fails it.
+//
+// The walk is generated volume (testsize): under -race it takes every
+// tenth half hour (a 5-hour step, which meets every hour of the day and
+// every day of both weeks), the time check's regexps being most of the
+// test's cost; CI's run without -race walks every half hour.
 func TestCalendarAlwaysOffersSlot(t *testing.T) {
 	var charles parsed
 	for _, p := range loadDemo(t) {
@@ -86,8 +92,12 @@ func TestCalendarAlwaysOffersSlot(t *testing.T) {
 		t.Fatal("Charles's scheduling mail is not in the demo mailbox")
 	}
 	start := time.Date(2026, 11, 23, 0, 7, 0, 0, time.UTC) // a Monday
-	echoPassed := 0
-	for now := start; now.Before(start.AddDate(0, 0, 14)); now = now.Add(30 * time.Minute) {
+	end := start.AddDate(0, 0, 14)
+	halfHours := int(end.Sub(start) / (30 * time.Minute))
+	step := time.Duration(halfHours/testsize.N(halfHours, 60)) * 30 * time.Minute
+	echoPassed, walked := 0, 0
+	for now := start; now.Before(end); now = now.Add(step) {
+		walked++
 		slots, p := demoSlots(t, now)
 		if len(slots) == 0 {
 			t.Fatalf("now %s: no free slot", now.Format(time.RFC1123))
@@ -121,6 +131,9 @@ func TestCalendarAlwaysOffersSlot(t *testing.T) {
 	}
 	if echoPassed != 0 {
 		t.Errorf("a reply echoing Thursday 3pm passed the time check %d times, want 0", echoPassed)
+	}
+	if want := testsize.N(halfHours, 60); walked < want {
+		t.Errorf("walked %d times of the two weeks, want at least %d", walked, want)
 	}
 }
 
