@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -75,18 +76,17 @@ func TestSchedulerKill9ExactlyOnce(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "effects"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(db, store.Options{})
+	// The fixture needs no fsync per job: Close syncs it before any child
+	// opens the file (the children open it as watch does).
+	st, err := store.Open(db, store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const jobs = 1000
 	t0 := time.Now().Add(300 * time.Millisecond)
-	for i := range jobs {
-		due := t0.Add(time.Duration(i) * 2 * time.Millisecond)
-		if err := st.PutJob(&store.Job{ID: fmt.Sprintf("fire:%04d", i), Kind: "fire", Due: due}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putJobs(t, st, jobs, func(i int) *store.Job {
+		return &store.Job{ID: fmt.Sprintf("fire:%04d", i), Kind: "fire", Due: t0.Add(time.Duration(i) * 2 * time.Millisecond)}
+	})
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -195,12 +195,9 @@ func TestSchedulerIdleWith10000Jobs(t *testing.T) {
 	}
 	defer func() { _ = st.Close() }()
 	now := time.Now()
-	for i := range 10000 {
-		due := now.Add(24*time.Hour + time.Duration(i)*time.Minute)
-		if err := st.PutJob(&store.Job{ID: fmt.Sprintf("send:ob_%05d", i), Kind: "send", Due: due}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putJobs(t, st, 10000, func(i int) *store.Job {
+		return &store.Job{ID: fmt.Sprintf("send:ob_%05d", i), Kind: "send", Due: now.Add(24*time.Hour + time.Duration(i)*time.Minute)}
+	})
 	s := &Scheduler{Store: st}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -237,4 +234,32 @@ func cpuTime(t *testing.T) time.Duration {
 		t.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// putJobs stores job(0) … job(n-1) with PutJob from several goroutines at
+// once: the store's group commit then writes many jobs per transaction
+// (one commit per job made the fixture most of a test's time under
+// -race). Each job is stored exactly as a PutJob of its own would store it.
+func putJobs(t *testing.T, st *store.Store, n int, job func(i int) *store.Job) {
+	t.Helper()
+	const writers = 64
+	errs := make(chan error, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += writers {
+				if err := st.PutJob(job(i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }
