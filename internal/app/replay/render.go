@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/guptarohit/asciigraph"
@@ -148,8 +149,9 @@ func (s Summary) WriteThresholds(w io.Writer, plot bool) error {
 // htmlReport: what a sender wrote (From, Subject) loses its control and
 // format characters (ESC, BEL, bidi overrides) as on the terminal;
 // html/template escapes only the markup, and the report is often read
-// with cat or less too.
-var htmlReport = newHTMLReport(termsafe.Line)
+// with cat or less too. Parsed on first use: parsing at start-up would
+// cost every command (BENCHMARKS.md §9).
+var htmlReport = sync.OnceValue(func() *template.Template { return newHTMLReport(termsafe.Line) })
 
 // newHTMLReport builds the report's template with line cleaning a
 // sender's text (a test builds it without, as its control).
@@ -206,7 +208,7 @@ func (s Summary) Measure() string { return SimilarityMeasure }
 // resources; every value escaped by html/template, and what a sender
 // wrote cleaned of control and format characters).
 func (s Summary) WriteHTML(w io.Writer) error {
-	return htmlReport.Execute(w, s)
+	return htmlReport().Execute(w, s)
 }
 
 // unwantedText is the headline: auto-sends the owner never answered.

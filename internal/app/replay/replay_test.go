@@ -366,7 +366,7 @@ func TestHTMLReportHostileText(t *testing.T) {
 		return b.String()
 	}
 	tried, through := 0, 0
-	out := render(htmlReport)
+	out := render(htmlReport())
 	for _, a := range attacks {
 		tried++
 		if strings.Contains(out, a.raw) {
