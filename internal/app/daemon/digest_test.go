@@ -32,7 +32,7 @@ func (c cronDigest) CronSpec() string { return c.spec }
 // scheduler nor panicking.
 func TestDigestJobAtStart(t *testing.T) {
 	for _, fail := range []error{nil, errors.New("smtp down")} {
-		st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{})
+		st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{NoSync: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,7 +28,7 @@ type dueRig struct {
 
 func newDueRig(t *testing.T, dueCap time.Duration) *dueRig {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{})
+	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestDueLoopIdleDoesNotPoll(t *testing.T) {
 }
 
 func TestUntilDue(t *testing.T) {
-	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{})
+	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 // thread's next timer. A timer added later (a wake) moves the job earlier.
 func TestFollowupJobResumedAfterCrashActsOnce(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "db")
-	st, err := store.Open(db, store.Options{})
+	st, err := store.Open(db, store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestFollowupJobResumedAfterCrashActsOnce(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st, err = store.Open(db, store.Options{})
+	st, err = store.Open(db, store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func knownThroughPaths(t *testing.T, addrs []string) map[string]map[string]bool 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	open := func() *store.Store {
-		st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{})
+		st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{NoSync: true})
 		if err != nil {
 			t.Fatal(err)
 		}
