@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/mailagent/mailagent/internal/rig/testsize"
 )
 
 func batchOutcome(uid uint32, thread string) (*MessageRecord, *Trace) {
@@ -196,10 +198,11 @@ func eachWorker(t *testing.T, n int, fn func(w int, report func(error))) {
 // same database, as the Store it wraps would have written at once, for
 // random interleavings of outcomes, thread merges (chains, merges back,
 // merges of threads with held and committing records), reads and
-// commits. 16 seeds × 300 steps.
+// commits. 16 seeds × 300 steps (4 seeds under -race: the seeds are
+// generated volume, each an independent random run of 300 steps).
 func TestBatchMatchesStore(t *testing.T) {
 	t.Parallel()
-	for seed := range 16 {
+	for seed := range testsize.N(16, 4) {
 		direct, under := openNoSync(t), openNoSync(t)
 		rnd := rand.New(rand.NewPCG(uint64(seed), 7))
 		b := NewBatch(under, 1+rnd.IntN(12))
