@@ -182,7 +182,11 @@ scan:
 		prevQ = kind[i] == kindQuoted
 	}
 
-	var clean, quoted, sig []string
+	var n [3]int
+	for _, k := range kind {
+		n[k]++
+	}
+	clean, quoted, sig := make([]string, 0, n[kindClean]), make([]string, 0, n[kindQuoted]), make([]string, 0, n[kindSig])
 	for i, l := range lines {
 		switch kind[i] {
 		case kindClean:

@@ -124,16 +124,25 @@ func (p *parser) parse(raw []byte) {
 // headers fills the header-derived fields.
 func (p *parser) headers(hdr message.Header) {
 	m := p.m
-	m.Header = map[string][]string{}
-	badCharset := false
 	fields := hdr.Fields()
+	m.Header = make(map[string][]string, fields.Len())
+	// One backing array for the values: a field name seen once (most)
+	// gets a one-value slice of it, capped, so an append elsewhere never
+	// writes into a neighbour.
+	vals := make([]string, 0, fields.Len())
+	badCharset := false
 	for pos := 0; fields.Next(); pos++ {
 		k := fields.Key()
 		v, ok := decodeHeaderValue(fields.Value())
 		if !ok {
 			badCharset = true
 		}
-		m.Header[k] = append(m.Header[k], v)
+		if prev, seen := m.Header[k]; seen {
+			m.Header[k] = append(prev, v)
+		} else {
+			vals = append(vals, v)
+			m.Header[k] = vals[len(vals)-1 : len(vals) : len(vals)]
+		}
 		if k == "Authentication-Results" {
 			m.AuthResultsPos = append(m.AuthResultsPos, pos)
 		}
@@ -467,9 +476,44 @@ func looksLikeHTML(s string) bool {
 	if len(head) > 1024 {
 		head = head[:1024]
 	}
-	head = strings.ToLower(head)
-	return strings.HasPrefix(head, "<!doctype html") || strings.HasPrefix(head, "<html") ||
-		(strings.HasPrefix(head, "<") && (strings.Contains(head, "<body") || strings.Contains(head, "<html")))
+	// Compared with ASCII case folded: what strings.ToLower of head would
+	// give for these patterns (no other rune lowers to their letters),
+	// without a lowered copy of every text part's first KiB.
+	return hasPrefixFold(head, "<!doctype html") || hasPrefixFold(head, "<html") ||
+		(strings.HasPrefix(head, "<") && (containsFold(head, "<body") || containsFold(head, "<html")))
+}
+
+// hasPrefixFold reports whether s begins with the lowercase ASCII prefix,
+// ASCII letters compared without case.
+func hasPrefixFold(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := range len(prefix) {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// containsFold reports whether s contains pat (lowercase ASCII, beginning
+// with '<'), ASCII letters compared without case.
+func containsFold(s, pat string) bool {
+	for {
+		i := strings.IndexByte(s, pat[0])
+		if i < 0 {
+			return false
+		}
+		if hasPrefixFold(s[i:], pat) {
+			return true
+		}
+		s = s[i+1:]
+	}
 }
 
 // finish assembles Text from the chosen leaves, splits it, synthesizes a

@@ -21,9 +21,18 @@ func stripMboxFrom(raw []byte) []byte {
 // reader stops at the first such line and loses the rest). When a bad line
 // is not followed by another header line, the body is taken to start there
 // (noBlank). The returned header always ends in CRLF CRLF so the reader sees
-// a complete block.
+// a complete block. A header already in that form (CRLF lines, nothing
+// dropped: what an IMAP server sends) is returned as raw's own bytes, not
+// copied; the caller must not write to it.
 func splitHeader(raw []byte) (hdr, body []byte, dropped int, noBlank bool) {
-	out := make([]byte, 0, 4096)
+	var out []byte // nil while raw[:pos] is the header as it is to be read
+	copying := false
+	copyUpTo := func(pos int) {
+		if !copying {
+			out = append(make([]byte, 0, max(pos+256, 4096)), raw[:pos]...)
+			copying = true
+		}
+	}
 	kept := 0
 	pos := 0
 	for pos < len(raw) {
@@ -33,19 +42,33 @@ func splitHeader(raw []byte) (hdr, body []byte, dropped int, noBlank bool) {
 			next = pos + end + 1
 		}
 		line := bytes.TrimRight(raw[pos:next], "\r\n")
+		// asIs: raw holds this line exactly as the header is to read it.
+		asIs := end >= 0 && next-pos == len(line)+2 && raw[next-2] == '\r'
 		switch {
 		case len(line) == 0:
+			if !copying && asIs {
+				return raw[:next], raw[next:], dropped, false
+			}
+			copyUpTo(pos)
 			return append(out, "\r\n"...), raw[next:], dropped, false
 		case line[0] == ' ' || line[0] == '\t':
 			if kept > 0 {
-				out = append(append(out, line...), "\r\n"...)
+				if !asIs || copying {
+					copyUpTo(pos)
+					out = append(append(out, line...), "\r\n"...)
+				}
 			} else {
+				copyUpTo(pos)
 				dropped++
 			}
 		case isFieldLine(line):
-			out = append(append(out, line...), "\r\n"...)
+			if !asIs || copying {
+				copyUpTo(pos)
+				out = append(append(out, line...), "\r\n"...)
+			}
 			kept++
 		default:
+			copyUpTo(pos)
 			nl := nextLine(raw, next)
 			if kept > 0 && len(nl) > 0 && (isFieldLine(nl) || nl[0] == ' ' || nl[0] == '\t') {
 				dropped++
@@ -55,6 +78,7 @@ func splitHeader(raw []byte) (hdr, body []byte, dropped int, noBlank bool) {
 		}
 		pos = next
 	}
+	copyUpTo(pos)
 	return append(out, "\r\n"...), nil, dropped, false
 }
 
@@ -88,6 +112,8 @@ func isFieldLine(line []byte) bool {
 	return true
 }
 
+// bufioReader reads b through a buffer of at most 4096 bytes, and no
+// larger than b: most headers are smaller, and Parse made one per message.
 func bufioReader(b []byte) *bufio.Reader {
-	return bufio.NewReaderSize(bytes.NewReader(b), 4096)
+	return bufio.NewReaderSize(bytes.NewReader(b), min(len(b), 4096))
 }
