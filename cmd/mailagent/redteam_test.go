@@ -246,9 +246,56 @@ func (w *rtWorld) deliver(raw string) {
 	w.h.deliver(raw)
 }
 
-// newRTWorld seeds the world in review mode (nothing is sent while
-// seeding), adds carol's note, then switches to policy.mode "auto".
+// newRTWorld is a copy of the seeded world (seedRTWorld) for provider,
+// ready for an attack: policy.mode "auto", nothing sent or prompted yet
+// (mark).
 func newRTWorld(t *testing.T, provider string) *rtWorld {
+	t.Helper()
+	return newRTWorldFrom(t, provider, "")
+}
+
+// rtSeeds are the seeded worlds (*rtSeed), one per provider and seed key,
+// each built once, by the first world that needs it, and copied into every
+// world after (worldSnap): the same world every attack used to seed for
+// itself, without the watch, note and memory runs of the seeding each time.
+var rtSeeds sync.Map
+
+type rtSeed struct {
+	once   sync.Once
+	snap   *worldSnap
+	memory string
+}
+
+// newRTWorldFrom is newRTWorld from the seed of key: a test that changes
+// what seeding does (a defence switched off while the seeding runs, in
+// TestRedTeamLandsWithoutDefences) names its own key, so that its worlds
+// are seeded as they would have been each on its own.
+func newRTWorldFrom(t *testing.T, provider, key string) *rtWorld {
+	t.Helper()
+	v, _ := rtSeeds.LoadOrStore(provider+"\x00"+key, &rtSeed{})
+	s := v.(*rtSeed)
+	s.once.Do(func() {
+		w := seedRTWorld(t, provider)
+		s.snap, s.memory = w.h.snapshot(t), w.memory
+	})
+	if s.snap == nil {
+		t.Fatalf("red team: the seeded world for %s (%q) did not build (see the test that built it)", provider, key)
+	}
+	h := newHarnessOn(t, provider, rtModel, "")
+	base, err := os.ReadFile(h.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &rtWorld{t: t, h: h, base: string(base), profile: filepath.Join(h.dir, "profile.md"), memory: s.memory}
+	h.restore(t, s.snap)
+	w.configure("auto", "")
+	w.mark()
+	return w
+}
+
+// seedRTWorld seeds the world in review mode (nothing is sent while
+// seeding), adds carol's note, then switches to policy.mode "auto".
+func seedRTWorld(t *testing.T, provider string) *rtWorld {
 	t.Helper()
 	h := newHarnessOn(t, provider, rtModel, "")
 	base, err := os.ReadFile(h.cfgPath)
