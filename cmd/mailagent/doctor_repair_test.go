@@ -7,22 +7,57 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mailagent/mailagent/store"
 )
 
 // seedState writes a state database with n messages (big enough to fill
-// many pages), queue items, outbox records and contacts.
+// many pages), queue items, outbox records and contacts: a copy of the one
+// seededState built for n.
 func seedState(t *testing.T, path string, n int) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(path, store.Options{})
+	v, _ := seededStates.LoadOrStore(n, sync.OnceValues(func() ([]byte, error) { return buildSeededState(n) }))
+	data, err := v.(func() ([]byte, error))()
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// seededStates holds, per size, the database seedState copies: built once
+// (store.Options NoSync, fsynced once on close) instead of once per test
+// with an fsync per record.
+var seededStates sync.Map // int → func() ([]byte, error)
+
+func buildSeededState(n int) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "mailagent-seedstate-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	path := filepath.Join(dir, "mailagent.db")
+	st, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		return nil, err
+	}
+	err = fillSeededState(st, n)
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
+}
+
+func fillSeededState(st *store.Store, n int) error {
 	for i := range n {
 		r := &store.MessageRecord{
 			MessageKey: store.MessageKey{Account: "personal", Mailbox: "INBOX", UIDValidity: 1, UID: uint32(i + 1)},
@@ -30,23 +65,19 @@ func seedState(t *testing.T, path string, n int) {
 			Subject: "hello", Excerpt: strings.Repeat("x", 1500), State: store.StateDone, TraceID: fmt.Sprintf("tr%d", i),
 		}
 		if err := st.PutMessage(r); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if err := st.PutTrace(&store.Trace{TraceID: r.TraceID, Message: r.MessageKey, MessageID: r.MessageID}); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 	for i := range 20 {
 		if err := st.PutQueueItem(&store.QueueItem{ID: fmt.Sprintf("q%d", i), Kind: store.KindNotify, Account: "personal", Status: store.QueuePending, Subject: "s"}); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
-	if _, err := st.UpdateContact("personal", "bob@example.org", nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
+	_, err := st.UpdateContact("personal", "bob@example.org", nil)
+	return err
 }
 
 // garbleLeaves overwrites n leaf pages (chosen with a fixed seed) with
