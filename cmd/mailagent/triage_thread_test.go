@@ -17,6 +17,7 @@ import (
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/rig/e2e"
+	"github.com/mailagent/mailagent/internal/rig/testsize"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -164,8 +165,12 @@ func partitionDiff(a, b map[uint32]string) int {
 // requires every run's partition into threads (by thread_id) to be the
 // same, and the same as mail.Threader's over the same set of messages
 // (order-independent), and the store's after the real run.
+//
+// The ham messages are generated volume (testsize: a tenth under -race, at
+// least enough for the 20 multi-message threads the test requires); the
+// three dry runs and the real one are the behaviour under test.
 func TestTriageThreadPartitionIsDeterministic(t *testing.T) {
-	raws := threadCorpus(t, 400)
+	raws := threadCorpus(t, testsize.N(400, 40))
 	h := newHarness(t, classifyReply, "")
 	rng := rand.New(rand.NewPCG(26, 1))
 	rng.Shuffle(len(raws), func(i, j int) { raws[i], raws[j] = raws[j], raws[i] })
