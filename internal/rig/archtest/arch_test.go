@@ -254,9 +254,13 @@ func layering(top string) (problems []string, checked int, _ error) {
 		}
 		rel, _ := filepath.Rel(top, filepath.Dir(path))
 		rel = filepath.ToSlash(rel)
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		_, f, err := parseTreeFile(top, path)
 		if err != nil {
-			return err
+			// Only the imports matter here: a file whose body does not
+			// parse is read as far as them.
+			if f, err = parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly); err != nil {
+				return err
+			}
 		}
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)

@@ -172,7 +172,7 @@ func loadProjectNames(top string) (*projectNames, error) {
 		if d.IsDir() || !strings.HasSuffix(d.Name(), ".go") || strings.Contains("/"+rel, "/testdata/") {
 			return nil
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.SkipObjectResolution)
+		_, f, err := parseTreeFile(top, file)
 		if err != nil {
 			return err
 		}

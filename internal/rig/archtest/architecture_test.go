@@ -167,9 +167,13 @@ func treeImports(top string) (map[string][]string, error) {
 		if strings.HasSuffix(name, "_test.go") {
 			return nil
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly|parser.ParseComments)
+		_, f, err := parseTreeFile(top, path)
 		if err != nil {
-			return err
+			// Only the imports and the build constraints matter here: a
+			// file whose body does not parse is read as far as them.
+			if f, err = parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly|parser.ParseComments); err != nil {
+				return err
+			}
 		}
 		if ignoredFile(f.Comments, f.Package) {
 			return nil
