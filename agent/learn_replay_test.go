@@ -70,7 +70,7 @@ func (m *followingModel) Generate(_ context.Context, req llm.Request) (*llm.Resp
 func TestLearningReplay(t *testing.T) {
 	model := &followingModel{}
 	p, st, _ := newTestPipeline(t, &recordingModel{}, "review")
-	ps, _ := prompts.Load("")
+	ps, _ := testPrompts()
 	p.Classifier = &LLMClassifier{Model: model, Prompts: ps}
 	p.Actor.Drafter = &LLMDrafter{Model: model, Prompts: ps}
 	p.Actor.Memory, p.Actor.Learner = st, &Learner{Model: model, Prompts: ps}
@@ -138,7 +138,7 @@ func TestLearningReplay(t *testing.T) {
 // budget: selection, not truncation, keeps it flat.
 func TestMemoryTokenGrowth(t *testing.T) {
 	t.Log("| records | memory tokens in prompt | records selected | whole prompt tokens |")
-	ps, _ := prompts.Load("")
+	ps, _ := testPrompts()
 	now := time.Now()
 	for _, n := range []int{0, 10, 100, 1000} {
 		var recs []store.MemoryRecord

@@ -12,7 +12,6 @@ import (
 	"github.com/mailagent/mailagent/agent/owner"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/mail"
-	"github.com/mailagent/mailagent/prompts"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -61,7 +60,7 @@ func newLearnPipeline(t *testing.T, mode string) (*Pipeline, *store.Store, *memM
 	t.Helper()
 	model := &learnModel{recordingModel: &recordingModel{class: okClass(), draft: "Sure, see you then!"}}
 	p, st, mailer := newTestPipeline(t, model.recordingModel, mode)
-	ps, err := prompts.Load("")
+	ps, err := testPrompts()
 	if err != nil {
 		t.Fatal(err)
 	}

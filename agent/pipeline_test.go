@@ -84,6 +84,11 @@ func (m *memMailer) AppendDraft(context.Context, string, []byte) (uint32, error)
 }
 func (m *memMailer) DeleteDraft(context.Context, string, uint32) error { return nil }
 
+// testPrompts is the embedded prompt set, loaded (parsed and
+// sample-rendered) once for the package: a *prompts.Set is read-only after
+// Load and its templates execute concurrently.
+var testPrompts = sync.OnceValues(func() (*prompts.Set, error) { return prompts.Load("") })
+
 func newTestPipeline(t *testing.T, model *recordingModel, mode string) (*Pipeline, *store.Store, *memMailer) {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{NoSync: true}) // no fsync: nothing here survives a crash it tests
@@ -91,7 +96,7 @@ func newTestPipeline(t *testing.T, model *recordingModel, mode string) (*Pipelin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	ps, err := prompts.Load("")
+	ps, err := testPrompts()
 	if err != nil {
 		t.Fatal(err)
 	}
