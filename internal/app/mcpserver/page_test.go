@@ -18,6 +18,7 @@ import (
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/mcpserver"
 	"github.com/mailagent/mailagent/internal/mail"
+	"github.com/mailagent/mailagent/internal/rig/testsize"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -60,36 +61,85 @@ func (c *counting) reset() ([]store.QueuePage, int) {
 
 // bigQueue is a store of n queue items (accounts personal and work,
 // statuses mixed, some pairs created at the same instant) and the counting
-// service over it.
+// service over it. The items are written once per package and size (one
+// commit each, as the product writes them); each call gets its own copy
+// of the file.
 func bigQueue(t *testing.T, n int) (*store.Store, *counting) {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"), store.Options{Timeout: time.Second, NoSync: true})
+	st := storeCopy(t, fmt.Sprint("queue-", n), func(st *store.Store) error {
+		base := pageNow.Add(-time.Duration(n) * time.Minute)
+		for i := range n {
+			at := base.Add(time.Duration(i) * time.Minute)
+			if i%7 == 1 {
+				at = at.Add(-time.Minute)
+			}
+			if err := st.PutQueueItem(newQueueItem(fmt.Sprintf("q_%05d", (i*631)%n), []string{"personal", "work"}[i%2],
+				[]string{store.QueuePending, store.QueueSent, store.QueuePending, store.QueueRejected}[i%4], at, "")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return st, &counting{Local: &api.Local{DB: st, Now: func() time.Time { return pageNow }}}
+}
+
+// fixtures holds the stores built once per package, by name: the bytes
+// of the closed file.
+var fixtures sync.Map // string → func() ([]byte, error)
+
+// storeCopy opens a copy of the store that fill builds, built once per
+// package under name (fill must give the same store for the same name).
+func storeCopy(t *testing.T, name string, fill func(*store.Store) error) *store.Store {
+	t.Helper()
+	build, _ := fixtures.LoadOrStore(name, sync.OnceValues(func() ([]byte, error) {
+		dir, err := os.MkdirTemp("", "mcpfixture")
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = os.RemoveAll(dir) }()
+		path := filepath.Join(dir, "state.db")
+		st, err := store.Open(path, store.Options{Timeout: time.Second, NoSync: true})
+		if err != nil {
+			return nil, err
+		}
+		err = fill(st)
+		if cerr := st.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, err
+		}
+		return os.ReadFile(path)
+	}))
+	data, err := build.(func() ([]byte, error))()
+	if err != nil {
+		t.Fatalf("fixture %s: %v", name, err)
+	}
+	path := filepath.Join(t.TempDir(), "state.db")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(path, store.Options{Timeout: time.Second, NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	base := pageNow.Add(-time.Duration(n) * time.Minute)
-	for i := range n {
-		at := base.Add(time.Duration(i) * time.Minute)
-		if i%7 == 1 {
-			at = at.Add(-time.Minute)
-		}
-		addItem(t, st, fmt.Sprintf("q_%05d", (i*631)%n), []string{"personal", "work"}[i%2],
-			[]string{store.QueuePending, store.QueueSent, store.QueuePending, store.QueueRejected}[i%4], at, "")
-	}
-	return st, &counting{Local: &api.Local{DB: st, Now: func() time.Time { return pageNow }}}
+	return st
 }
 
 func addItem(t *testing.T, st *store.Store, id, account, status string, at time.Time, draft string) {
 	t.Helper()
+	if err := st.PutQueueItem(newQueueItem(id, account, status, at, draft)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newQueueItem(id, account, status string, at time.Time, draft string) *store.QueueItem {
 	if draft == "" {
 		draft = "Thanks, see you then."
 	}
-	q := &store.QueueItem{ID: id, Kind: "draft", Account: account, Status: status, CreatedAt: at,
+	return &store.QueueItem{ID: id, Kind: "draft", Account: account, Status: status, CreatedAt: at,
 		From: mail.Address{Email: "sender@example.org"}, Subject: "subject of " + id, Draft: draft}
-	if err := st.PutQueueItem(q); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // pageModes reach the counting service over the store and through a
@@ -182,13 +232,15 @@ func fullIDs(t *testing.T, l *api.Local, f api.QueueFilter, allowed ...string) [
 	return out
 }
 
-// TestQueueListPagesFromTheStore: over 2,000 queue items, with and without
-// a watcher, queue_list pages through the whole queue in the listing's
-// order, each page decoding at most its own items and examining at most
-// the entries up to the next match, never reading the queue whole.
+// TestQueueListPagesFromTheStore: over 2,000 queue items (400 under
+// -race: generated volume; a page's bounds below do not depend on the
+// queue's length, and a full read would examine all 400), with and
+// without a watcher, queue_list pages through the whole queue in the
+// listing's order, each page decoding at most its own items and examining
+// at most the entries up to the next match, never reading the queue whole.
 func TestQueueListPagesFromTheStore(t *testing.T) {
 	t.Parallel()
-	_, c := bigQueue(t, 2000)
+	_, c := bigQueue(t, testsize.N(2000, 400))
 	for _, m := range pageModes {
 		t.Run(m.name, func(t *testing.T) {
 			cs := connect(t, mcpserver.Options{Open: m.open(t, c), Now: func() time.Time { return pageNow }})
@@ -240,7 +292,8 @@ func TestQueueListCursorStable(t *testing.T) {
 	t.Parallel()
 	for _, m := range pageModes {
 		t.Run(m.name, func(t *testing.T) {
-			st, c := bigQueue(t, 2000)
+			n := testsize.N(2000, 400) // generated volume: 200 pending items are still 5 pages
+			st, c := bigQueue(t, n)
 			cs := connect(t, mcpserver.Options{Open: m.open(t, c), Now: func() time.Time { return pageNow }})
 			args := map[string]any{"status": "pending", "limit": 40}
 			before := fullIDs(t, c.Local, api.QueueFilter{Status: "pending"})
@@ -252,10 +305,10 @@ func TestQueueListCursorStable(t *testing.T) {
 			// and items leaving the listing (rejected) before and after
 			// the cursor, the page's last item among them.
 			addItem(t, st, "q_new_newest", "work", store.QueuePending, pageNow.Add(time.Hour), "")
-			addItem(t, st, "q_new_middle", "work", store.QueuePending, pageNow.Add(-1000*time.Minute), "")
+			addItem(t, st, "q_new_middle", "work", store.QueuePending, pageNow.Add(-time.Duration(n/2)*time.Minute), "")
 			addItem(t, st, "q_new_oldest", "personal", store.QueuePending, pageNow.Add(-100000*time.Minute), "")
 			gone := map[string]bool{}
-			for _, id := range []string{p1.Items[39].ID, p1.Items[3].ID, before[200], before[900]} {
+			for _, id := range []string{p1.Items[39].ID, p1.Items[3].ID, before[len(before)/5], before[len(before)*9/10]} {
 				if _, err := st.TransitionQueueItem(id, []string{store.QueuePending}, store.QueueRejected, nil); err != nil {
 					t.Fatal(err)
 				}
@@ -294,11 +347,15 @@ func TestQueueListCursorStable(t *testing.T) {
 func TestQueueListBoundedInBytes(t *testing.T) {
 	t.Parallel()
 	// reps makes each draft 44 kB: a full page of them (100) is more than
-	// the store's page budget and its snippets more than the JSON budget,
-	// so both bounds cut; a larger draft adds time, not coverage.
+	// the store's page budget, so it cuts pages of 65; a larger draft adds
+	// time, not coverage. (Measured: those 65 snippets are about 72 kB of
+	// JSON, under the JSON budget, which this test therefore does not
+	// reach.) items is generated volume: 150 (under -race) is still three
+	// pages, the first cut by its size.
 	const reps = 4000
+	items := testsize.N(300, 150)
 	st, c := bigQueue(t, 0)
-	for i := range 300 {
+	for i := range items {
 		addItem(t, st, fmt.Sprintf("q_big_%03d", i), "personal", store.QueuePending, pageNow.Add(-time.Duration(i)*time.Minute),
 			strings.Repeat("\u00e9\u202e\x1b[31m ", reps))
 	}
@@ -330,8 +387,8 @@ func TestQueueListBoundedInBytes(t *testing.T) {
 				}
 				args["cursor"] = p.NextCursor
 			}
-			if n != 300 || pages < 3 {
-				t.Fatalf("%d items in %d pages; want 300 in several pages", n, pages)
+			if n != items || pages < 3 {
+				t.Fatalf("%d items in %d pages; want %d in several pages", n, pages, items)
 			}
 		})
 	}
