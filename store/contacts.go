@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -121,6 +122,45 @@ func (s *Store) ListContacts(account string, fn func(*Contact) error) error {
 		}
 	}
 	return nil
+}
+
+// ContactName is a contact's address and name, what a completion shows.
+type ContactName struct {
+	Email string `json:"email"`
+	Name  string `json:"name,omitempty"`
+}
+
+// ContactNames lists at most limit contacts of account whose address
+// starts with prefix (compared as mail.AddrKey folds it), in email order.
+// It seeks to the prefix and decodes only the address and name, so its
+// cost follows limit, not the number of contacts: shell completion calls
+// it on every Tab. A contact stored under a hashed key (an address unfit
+// for a key as it is) matches only the empty prefix.
+func (s *Store) ContactNames(account, prefix string, limit int) ([]ContactName, error) {
+	out := []ContactName{}
+	if limit <= 0 {
+		return out, nil
+	}
+	seek := []byte(strings.ToLower(prefix))
+	err := s.view(func(tx *bolt.Tx) error {
+		b, _ := contactBucket(tx, account, false)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.Seek(seek); k != nil && bytes.HasPrefix(k, seek) && len(out) < limit; k, v = c.Next() {
+			var n ContactName
+			if err := json.Unmarshal(v, &n); err != nil {
+				return fmt.Errorf("decode contact %q: %w", k, err)
+			}
+			out = append(out, n)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("contact names %s: %w", account, err)
+	}
+	return out, nil
 }
 
 // ForgetContact deletes everything remembered about a contact, in one

@@ -174,6 +174,11 @@ func TestCompletionDynamic(t *testing.T) {
 			t.Errorf("contacts %s: got %v", sub, got)
 		}
 	}
+	// What is typed narrows the contacts at the store (their number is
+	// unbounded), case folded.
+	if got := complete("contacts", "show", "Car"); !slices.Equal(got, []string{"carol@example.org"}) {
+		t.Errorf("contacts show Car: got %v, want only carol@example.org", got)
+	}
 	// Every id `memory list` shows: the record added here, and the
 	// examples the world's mail left (each shown and forgotten the same way).
 	memID, _, _ := h.run("memory", "add", "--kind", "style", "signs off with 'Best, Ada'")

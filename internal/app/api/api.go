@@ -52,6 +52,10 @@ type Service interface {
 	NeedsReview(ctx context.Context) ([]store.MessageRecord, error)
 	// Contacts lists the contacts of an account in email order.
 	Contacts(ctx context.Context, account string) ([]store.Contact, error)
+	// ContactNames lists at most limit contacts of an account whose
+	// address starts with prefix, in email order, address and name only
+	// (shell completion: its cost follows limit, not the contacts).
+	ContactNames(ctx context.Context, account, prefix string, limit int) ([]store.ContactName, error)
 	// Contact returns one contact, or an error wrapping store.ErrNotFound.
 	Contact(ctx context.Context, account, email string) (*store.Contact, error)
 	// RecipientStatus reports, for each address, whether the owner has

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -310,6 +311,16 @@ func (c *Client) Contacts(ctx context.Context, account string) ([]store.Contact,
 		return nil, err
 	}
 	return cs, nil
+}
+
+// ContactNames implements Service.
+func (c *Client) ContactNames(ctx context.Context, account, prefix string, limit int) ([]store.ContactName, error) {
+	var ns []store.ContactName
+	q := url.Values{"account": {account}, "prefix": {prefix}, "limit": {strconv.Itoa(limit)}}
+	if err := c.call(ctx, http.MethodGet, "/v1/contact-names", q, nil, &ns); err != nil {
+		return nil, err
+	}
+	return ns, nil
 }
 
 // Contact implements Service.

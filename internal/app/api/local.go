@@ -346,6 +346,17 @@ func (l *Local) Contacts(ctx context.Context, account string) ([]store.Contact, 
 	return out, nil
 }
 
+// ContactNames implements Service.
+func (l *Local) ContactNames(ctx context.Context, account, prefix string, limit int) ([]store.ContactName, error) {
+	if limit < 0 || limit > MaxContactNames {
+		return nil, fmt.Errorf("%w: limit must be 0 to %d", ErrBadRequest, MaxContactNames)
+	}
+	return l.DB.ContactNames(account, prefix, limit)
+}
+
+// MaxContactNames bounds one ContactNames call.
+const MaxContactNames = 1000
+
 // Contact implements Service.
 func (l *Local) Contact(ctx context.Context, account, email string) (*store.Contact, error) {
 	return l.DB.GetContact(account, email)

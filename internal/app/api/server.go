@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -215,6 +216,7 @@ func (h *handler) routes() http.Handler {
 	mux.HandleFunc("POST /v1/retry", h.retry)
 	mux.HandleFunc("GET /v1/needs-review", h.needsReview)
 	mux.HandleFunc("GET /v1/contacts", h.contacts)
+	mux.HandleFunc("GET /v1/contact-names", h.contactNames)
 	mux.HandleFunc("GET /v1/contact", h.contact)
 	mux.HandleFunc("POST /v1/recipients", h.recipients)
 	mux.HandleFunc("DELETE /v1/contact", h.forgetContact)
@@ -403,6 +405,17 @@ func (h *handler) needsReview(w http.ResponseWriter, r *http.Request) {
 func (h *handler) contacts(w http.ResponseWriter, r *http.Request) {
 	cs, err := h.svc.Contacts(r.Context(), r.URL.Query().Get("account"))
 	h.reply(w, cs, err)
+}
+
+func (h *handler) contactNames(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, err := strconv.Atoi(q.Get("limit"))
+	if err != nil {
+		h.fail(w, fmt.Errorf("%w: limit: %v", ErrBadRequest, err))
+		return
+	}
+	ns, err := h.svc.ContactNames(r.Context(), q.Get("account"), q.Get("prefix"), limit)
+	h.reply(w, ns, err)
 }
 
 func (h *handler) contact(w http.ResponseWriter, r *http.Request) {

@@ -23,17 +23,22 @@ const completionTimeout = 2 * time.Second
 // unsubscribe offer.
 const completionRecent = 50
 
+// completionContacts is how many contacts one completion offers: those
+// whose address starts with what is typed, so a longer prefix narrows a
+// large address book.
+const completionContacts = 200
+
 // registerCompletions adds dynamic shell completion: queue ids, outbox ids,
 // the trace ids of messages that need review, contact emails, account names and providers. Every value
 // comes from the configuration or through the same api.Service the
 // commands use, opened without actions (no IMAP, no SMTP).
 func registerCompletions(root *cobra.Command, f *cmdutil.Factory) {
 	open := func(kind string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 			if len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
-			return completeFromService(cmd, f, kind), cobra.ShellCompDirectiveNoFileComp
+			return completeFromService(cmd, f, kind, toComplete), cobra.ShellCompDirectiveNoFileComp
 		}
 	}
 	var walk func(c *cobra.Command)
@@ -96,7 +101,9 @@ func completeAccounts(f *cmdutil.Factory) []string {
 // completeFromService lists the candidates of one kind, each with its
 // subject (or name) as the description the shell shows. Any failure (no
 // configuration, a locked database) offers nothing rather than an error.
-func completeFromService(cmd *cobra.Command, f *cmdutil.Factory, kind string) []string {
+// toComplete is what is typed so far; the shell filters by it, and the
+// contacts are read from it on (their number is unbounded).
+func completeFromService(cmd *cobra.Command, f *cmdutil.Factory, kind, toComplete string) []string {
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
@@ -194,7 +201,7 @@ func completeFromService(cmd *cobra.Command, f *cmdutil.Factory, kind string) []
 			add(r.ID, r.Subject)
 		}
 	case "contacts":
-		cs, err := svc.Contacts(ctx, account)
+		cs, err := svc.ContactNames(ctx, account, toComplete, completionContacts)
 		if err != nil {
 			return nil
 		}
