@@ -118,7 +118,9 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{})
+	// NoSync: a world's store is never reopened, so an fsync per commit
+	// bought nothing but time.
+	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
