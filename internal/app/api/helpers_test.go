@@ -45,9 +45,12 @@ func shortDir(t *testing.T) string {
 	return dir
 }
 
+// openStore opens a fresh store. NoSync: what these tests check is what
+// the service reads and writes, not the fsync of each commit (most of
+// their wall time with it).
 func openStore(t *testing.T) *store.Store {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"), store.Options{Timeout: time.Second})
+	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"), store.Options{Timeout: time.Second, NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailagent/mailagent/internal/rig/testsize"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -63,7 +64,7 @@ func TestQueuePageSocketAndStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	seedQueue(t, st, 600)
+	seedQueue(t, st, testsize.N(600, 200)) // generated volume: each walk is checked against the full listing
 	local := &Local{DB: st, Now: func() time.Time { return testNow }}
 	client := dial(t, startServer(t, local).path)
 	for _, r := range []QueuePageRequest{
