@@ -2,11 +2,15 @@ package mail
 
 import (
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/mailagent/mailagent/internal/rig/testsize"
 )
 
 // corpusDir returns /work/shared/corpora found relative to the repo root
@@ -89,14 +93,10 @@ var (
 	edgeDirs = []string{"mime-edge"}
 )
 
-// corpus is every message of the corpus folders the tests name (ham,
-// spam, mime-edge) read and parsed once for the package: four tests
-// parsed them again each, most of their time. Tests only read it.
-var corpus struct {
-	once   sync.Once
-	byPath map[string]corpusMsg
-	err    error
-}
+// corpus holds every corpus file a test asked for, read and parsed once
+// for the package (four tests parsed them again each, most of their time),
+// by path. Tests only read it.
+var corpus sync.Map // path → func() (corpusMsg, error)
 
 // corpusMsg is one corpus file: its bytes and Parse's result.
 type corpusMsg struct {
@@ -104,48 +104,60 @@ type corpusMsg struct {
 	m   *Message
 }
 
-// parsedFiles returns files (from corpusFiles) read and parsed, in order;
-// files outside the shared folders are parsed for the caller alone.
+// parsedFiles returns files (from corpusFiles) read and parsed, in order,
+// each file parsed once for the package whichever test asks first.
 func parsedFiles(t testing.TB, files []string) []corpusMsg {
 	t.Helper()
-	all := corpusFiles(t, append(append(append([]string{}, hamDirs...), spamDirs...), edgeDirs...)...)
-	corpus.once.Do(func() {
-		corpus.byPath = make(map[string]corpusMsg, len(all))
-		for _, f := range all {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				corpus.err = fmt.Errorf("read %s: %w", f, err)
-				return
-			}
-			corpus.byPath[f] = corpusMsg{raw: b, m: Parse(b)}
-		}
-	})
-	if corpus.err != nil {
-		t.Fatal(corpus.err)
-	}
 	out := make([]corpusMsg, len(files))
 	for i, f := range files {
-		cm, ok := corpus.byPath[f]
-		if !ok {
+		load, _ := corpus.LoadOrStore(f, sync.OnceValues(func() (corpusMsg, error) {
 			b, err := os.ReadFile(f)
 			if err != nil {
-				t.Fatalf("read %s: %v", f, err)
+				return corpusMsg{}, fmt.Errorf("read %s: %w", f, err)
 			}
-			cm = corpusMsg{raw: b, m: Parse(b)}
+			return corpusMsg{raw: b, m: Parse(b)}, nil
+		}))
+		cm, err := load.(func() (corpusMsg, error))()
+		if err != nil {
+			t.Fatal(err)
 		}
 		out[i] = cm
 	}
 	return out
 }
 
+// sampled is files as a corpus walk reads them: all of them without the
+// race detector; with it, every mime-edge file (the hostile shapes, few)
+// and the SpamAssassin messages whose name hashes to one in
+// testsize.Divisor, the same files whichever folders a test lists. CI
+// runs the whole corpus without -race on every submission.
+func sampled(files []string) []string {
+	if !testsize.Race {
+		return files
+	}
+	var out []string
+	for _, f := range files {
+		h := fnv.New32a()
+		h.Write([]byte(filepath.Base(f)))
+		if !strings.Contains(filepath.ToSlash(f), "/spamassassin/") || h.Sum32()%testsize.Divisor == 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // hamInputs returns the ThreadInput of every ham message, in corpus file
-// order, or skips as corpusFiles does.
+// order, or skips as corpusFiles does. It reads them with
+// HeaderThreadInput, the threading fields alone (what triage's
+// prethreading reads): the threader tests need no body, and
+// TestHeaderThreadInputMatchesParse holds it equal to InputOf(Parse(...))
+// on every corpus message.
 func hamInputs(t testing.TB) []ThreadInput {
 	t.Helper()
-	msgs := parsedFiles(t, corpusFiles(t, hamDirs...))
-	out := make([]ThreadInput, len(msgs))
-	for i, cm := range msgs {
-		out[i] = InputOf(cm.m)
+	raws := readCorpus(t, corpusFiles(t, hamDirs...))
+	out := make([]ThreadInput, len(raws))
+	for i, raw := range raws {
+		out[i], _ = HeaderThreadInput(raw)
 	}
 	return out
 }

@@ -5,12 +5,15 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/mailagent/mailagent/internal/rig/testsize"
 )
 
 // TestThreaderPartitionAnyOrderConcurrent feeds the SpamAssassin ham in
-// many random orders, each through concurrent workers, and requires the
-// same partition and the same thread id for every message as one
-// sequential pass: the partition is a function of the set alone.
+// many random orders (12; testsize: 2 under -race), each through
+// concurrent workers, and requires the same partition and the same thread
+// id for every message as one sequential pass: the partition is a
+// function of the set alone.
 func TestThreaderPartitionAnyOrderConcurrent(t *testing.T) {
 	t.Parallel()
 	inputs := hamInputs(t)
@@ -19,7 +22,7 @@ func TestThreaderPartitionAnyOrderConcurrent(t *testing.T) {
 		ref.Add(x)
 	}
 	want := partition(ref)
-	const orders, workers = 12, 6
+	orders, workers := testsize.N(12, 2), 6
 	differ := 0
 	for seed := range uint64(orders) {
 		rng := rand.New(rand.NewPCG(seed, 26))
