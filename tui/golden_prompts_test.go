@@ -159,6 +159,14 @@ func TestGoldenPromptsAndLines(t *testing.T) {
 	}
 }
 
+// goldenFPS is the renderer's frame rate in the golden tests. Their
+// frames are the final model's View, not the terminal's bytes, so the
+// renderer only has to run (it is the real program loop all the same); at
+// bubbletea's default 60 it redrew the terminal after nearly every key,
+// about 45% of these tests' CPU under -race. An output wait (goldenFrame's
+// out) sees the text at most a frame (200 ms) later.
+const goldenFPS = 5
+
 // driveFrame runs the program at w×h, presses f.keys, waits for f.action
 // and returns the last frame and the final model.
 func driveFrame(t *testing.T, b Backend, w, h int, f goldenFrame) (string, *Model) {
@@ -166,7 +174,7 @@ func driveFrame(t *testing.T, b Backend, w, h int, f goldenFrame) (string, *Mode
 	m := New(b, Options{NoColor: true, Now: func() time.Time { return fixedNow }})
 	t.Cleanup(m.c.close)
 	hk := &hook{ch: make(chan tea.Msg, 64)}
-	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(w, h), teatest.WithProgramOptions(watch(hk.ch)))
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(w, h), teatest.WithProgramOptions(watch(hk.ch), tea.WithFPS(goldenFPS)))
 	hk.waitFor(t, "the initial load", func(msg tea.Msg) bool { _, ok := msg.(loadedMsg); return ok })
 	for _, k := range press(f.keys...) {
 		tm.Send(k)

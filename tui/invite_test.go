@@ -278,7 +278,7 @@ func TestGoldenInvitation(t *testing.T) {
 				m := New(f, Options{NoColor: true, Now: func() time.Time { return fixedNow }})
 				t.Cleanup(m.c.close)
 				h := &hook{ch: make(chan tea.Msg, 64)}
-				tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(size.w, size.h), teatest.WithProgramOptions(watch(h.ch)))
+				tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(size.w, size.h), teatest.WithProgramOptions(watch(h.ch), tea.WithFPS(goldenFPS)))
 				h.waitFor(t, "the initial load", func(msg tea.Msg) bool { _, ok := msg.(loadedMsg); return ok })
 				for _, k := range press(v.keys...) {
 					tm.Send(k)
