@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/mailagent/mailagent/internal/mail"
 )
 
@@ -43,24 +45,33 @@ func TestPutOutcomeWritesAllThree(t *testing.T) {
 
 func TestThreadInputsSince(t *testing.T) {
 	t.Parallel()
-	// NoSync: 1,110 commits to read back; their fsync is not under test.
+	// NoSync: the commits' fsync is not under test.
 	s, err := Open(filepath.Join(t.TempDir(), "db"), Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = s.Close() }()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range 1100 { // more than one read batch (1024)
-		rec := &MessageRecord{MessageKey: MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 1, UID: uint32(i + 1)},
+	rec := func(i int) *MessageRecord {
+		return &MessageRecord{MessageKey: MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 1, UID: uint32(i + 1)},
 			MessageID: fmt.Sprintf("m%d@x", i), References: []string{"root@x"}, Subject: "s", State: StateDone,
 			CreatedAt: base.Add(time.Duration(i) * time.Hour)}
-		if err := s.PutMessage(rec); err != nil {
-			t.Fatal(err)
-		}
-		if i < 10 { // a second put (a state change) adds no second entry
-			if err := s.PutMessage(rec); err != nil {
-				t.Fatal(err)
+	}
+	// More than one read batch (1024), written in one commit as
+	// PutMessage writes each.
+	if err := s.updateTx(func(tx *bolt.Tx) error {
+		for i := range 1100 {
+			if err := putMessageTx(tx, rec(i), s.now().UTC()); err != nil {
+				return err
 			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 { // a second put (a state change) adds no second entry
+		if err := s.PutMessage(rec(i)); err != nil {
+			t.Fatal(err)
 		}
 	}
 	var got []string

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/mailagent/mailagent/internal/mail"
 )
 
@@ -324,8 +326,15 @@ func TestListMessagesAcrossBatches(t *testing.T) {
 	t.Parallel()
 	s, _ := openTest(t)
 	const n = batchSize*2 + 17
-	for i := 1; i <= n; i++ {
-		mustPut(t, s, msg("a", "INBOX", 1, uint32(i), StateDone))
+	if err := s.updateTx(func(tx *bolt.Tx) error { // one commit, as PutMessage writes each
+		for i := 1; i <= n; i++ {
+			if err := putMessageTx(tx, msg("a", "INBOX", 1, uint32(i), StateDone), s.now().UTC()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	var got []uint32
 	err := s.ListMessages(MessageFilter{Account: "a", Mailbox: "INBOX"}, func(r *MessageRecord) error {
