@@ -15,6 +15,7 @@ import (
 
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/rig/e2e"
+	"github.com/mailagent/mailagent/internal/rig/testsize"
 )
 
 // claimServers are the stack's servers with CONDSTORE: its Dovecot and
@@ -67,16 +68,19 @@ func claimFolder(t *testing.T, s *e2e.Stack, n int) (string, []uint32) {
 }
 
 // TestClaimRaceRealServers: four watchers (four connections, four
-// holders) claim the same 40 messages at once, each in its own random
+// holders) claim the same 40 messages (16 under -race) at once, each in its own random
 // order, on Dovecot and on the Courier-style Dovecot, which have CONDSTORE:
 // every message is won by exactly one. Then the lease: a claim left by a
 // watcher that "died" is respected until it expires and taken over after.
 func TestClaimRaceRealServers(t *testing.T) {
 	s := e2e.Require(t)
+	t.Parallel() // folders of its own; it waits on the servers, it measures no time
 	for name, srv := range claimServers(t, s) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			folder, uids := claimFolder(t, srv, 40)
+			// 40 messages without -race, 16 with it (testsize: generated
+			// volume; four racers still contend for every one).
+			folder, uids := claimFolder(t, srv, testsize.N(40, 16))
 			ctx := context.Background()
 			const racers = 4
 			wins := make([][]uint32, racers)
@@ -146,6 +150,7 @@ func TestClaimRaceRealServers(t *testing.T) {
 // over once it has expired.
 func TestClaimStaleStoreRefused(t *testing.T) {
 	s := e2e.Require(t)
+	t.Parallel() // folders of its own; it waits on the servers, it measures no time
 	for name, srv := range claimServers(t, s) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -266,6 +271,7 @@ func TestClaimStaleStoreRefused(t *testing.T) {
 // comes back held by nobody (left for the next sync), never won.
 func TestClaimRefusedWithoutWinnerRetried(t *testing.T) {
 	s := e2e.Require(t)
+	t.Parallel() // folders of its own; it waits on the servers, it measures no time
 	for name, srv := range claimServers(t, s) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -327,10 +333,15 @@ func TestClaimRefusedWithoutWinnerRetried(t *testing.T) {
 // the expiry in it: the same run makes a keyword per claim.
 func TestClaimKeywordsBoundedRealServers(t *testing.T) {
 	s := e2e.Require(t)
+	t.Parallel() // folders of its own; it waits on the servers, it measures no time
 	for name, srv := range claimServers(t, s) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			const n = 400 // a claim every 5 minutes: 33 hours
+			// A claim every 5 minutes: 400 (33 hours) without -race, 40
+			// (3 hours 20) with it (testsize). The keyword has no time in
+			// it, so the span does not matter: the point is many claims
+			// against at most 2 keywords, and the control's one per claim.
+			n := testsize.N(400, 40)
 			ctx := context.Background()
 			folder, uids := claimFolder(t, srv, 1)
 			c := dialOwner(t, srv)

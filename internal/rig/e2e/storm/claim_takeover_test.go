@@ -36,6 +36,7 @@ func TestClaimTakenOverAfterKill(t *testing.T) {
 	const lease, ctlLease = 10 * time.Second, time.Minute
 	tag := newTag()
 	box := stormFolder(t, s, "storm-"+tag)
+	sent := stormFolder(t, s, "storm-"+tag+"-Sent") // agent.sentBox
 	dir := stormDir(t, "ma-takeover-")
 	reply := func(hang bool) func(*geminitest.Request) geminitest.Reply {
 		return func(req *geminitest.Request) geminitest.Reply {
@@ -55,12 +56,12 @@ func TestClaimTakenOverAfterKill(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := &agent{t: t, s: s, dir: sub, stateDir: filepath.Join(sub, "state"), cfgPath: filepath.Join(sub, "config.toml"),
-			syncExtra: fmt.Sprintf("claim_lease = %q\n%s", lease, claims), mailbox: box}
+			syncExtra: fmt.Sprintf("claim_lease = %q\n%s", lease, claims), mailbox: box, sentBox: sent}
 		a.writeConfig(model.URL, s.SMTPPort, s.CAFile)
 		t.Cleanup(a.dumpOnFailure)
 		return a
 	}
-	appendRaw(t, s, e2e.Owner, "Sent", fmt.Appendf(nil, "From: %s <%s>\r\nTo: %s\r\nSubject: Catching up %s\r\nDate: %s\r\nMessage-ID: <earlier.bob.%s>\r\n\r\nGood to see you.\r\n",
+	appendRaw(t, s, e2e.Owner, sent, fmt.Appendf(nil, "From: %s <%s>\r\nTo: %s\r\nSubject: Catching up %s\r\nDate: %s\r\nMessage-ID: <earlier.bob.%s>\r\n\r\nGood to see you.\r\n",
 		ownerName, e2e.Owner, e2e.Bob, tag, time.Now().Format(time.RFC1123Z), msgDomain(tag)), imap.FlagSeen)
 	deliver := func(n int) string {
 		id := fmt.Sprintf("takeover%d.%s", n, msgDomain(tag))

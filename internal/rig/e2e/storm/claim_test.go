@@ -21,13 +21,20 @@ import (
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/rig/e2e"
+	"github.com/mailagent/mailagent/internal/rig/testsize"
 	"github.com/mailagent/mailagent/store"
 )
 
-const (
-	claimBurst = 100 // messages, every one auto-answerable
-	claimKills = 8   // SIGKILLs, each of one of the two watchers at random
-	claimLease = "30s"
+const claimLease = "30s"
+
+// The two-watcher storm's generated volume (testsize): 100 mails and 8
+// SIGKILLs without -race, 24 mails and 8 SIGKILLs with it (every mail is
+// handled by two race-built watchers there, on three servers at once).
+// Every assertion is the same at both sizes; CI's run without -race has
+// the full burst.
+var (
+	claimBurst = testsize.N(100, 24) // messages, every one auto-answerable
+	claimKills = 8                   // SIGKILLs, each of one of the two watchers at random
 )
 
 // TestTwoWatchersOneReply is issue 29 end to end: two `mailagent watch`
@@ -104,6 +111,13 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, prefix, sentBox string, ele
 	_, auth := e2e.RequireSenderAuth(t)
 	tag := newTag()
 	box := stormFolder(t, srv, prefix+"storm-"+tag)
+	ownSent := ""
+	if !election {
+		// A Sent folder of the test's own (agent.sentBox); the real
+		// Courier-IMAP, held exclusively, keeps its INBOX.Sent.
+		ownSent = stormFolder(t, srv, prefix+"storm-"+tag+"-Sent")
+		sentBox = ownSent
+	}
 	dir := stormDir(t, "ma-claim-")
 	model := geminitest.NewServer(t, func(req *geminitest.Request) geminitest.Reply {
 		if !strings.Contains(req.UserText(), "[storm "+tag+"]") {
@@ -123,7 +137,7 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, prefix, sentBox string, ele
 			t.Fatal(err)
 		}
 		a := &agent{t: t, s: srv, dir: sub, stateDir: filepath.Join(sub, "state"), cfgPath: filepath.Join(sub, "config.toml"),
-			syncExtra: fmt.Sprintf("claims = %v\nclaim_lease = %q\n", claims, claimLease), mailbox: box}
+			syncExtra: fmt.Sprintf("claims = %v\nclaim_lease = %q\n", claims, claimLease), mailbox: box, sentBox: ownSent}
 		a.writeConfig(model.URL, main.SMTPPort, main.CAFile)
 		t.Cleanup(a.dumpOnFailure)
 		agents[i] = a
@@ -220,7 +234,13 @@ func twoWatchers(t *testing.T, main, srv *e2e.Stack, prefix, sentBox string, ele
 	t.Logf("all %d answered %v after the burst began", burst, time.Since(started).Round(time.Millisecond))
 
 	// Both watchers claim, under different holders; without CONDSTORE one
-	// is elected and the other says why it is passive.
+	// is elected and the other says why it is passive. A watcher the last
+	// SIGKILL restarted may not have finished its first sync when the
+	// burst is answered (it has no claim mode yet): each is asked once it
+	// is idle.
+	for _, w := range ws {
+		w.waitIdle()
+	}
 	holders := map[string]bool{}
 	modes := map[string]string{} // mode → holder
 	var passiveNote string

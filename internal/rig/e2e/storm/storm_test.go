@@ -37,6 +37,11 @@ const (
 	passwordEnv = "MA_STORM_PASSWORD"
 	apiKeyEnv   = "MA_STORM_GEMINI_KEY"
 
+	// The burst and the kills are not sized by testsize: under -race each
+	// watcher's life must stay long enough for it to reach a send before
+	// the next kill (at 20 or 40 mails, in slices of one or two, a loaded
+	// machine's race-built watchers never did, and the test rightly
+	// failed as having tested nothing).
 	burst  = 100              // messages in the burst, every one auto-answerable
 	kills  = 20               // SIGKILLs of the watcher during the outage
 	outage = 60 * time.Second // the SMTP server's 454s, from its first one
@@ -119,13 +124,14 @@ func TestKill9StormFlappingSMTP(t *testing.T) {
 	// One watcher on the shared INBOX: claims off, so that it never marks
 	// other tests' mail there as decided (their watchers, which claim by
 	// default, would then leave it alone).
-	a := &agent{t: t, s: s, dir: dir, stateDir: filepath.Join(dir, "state"), cfgPath: filepath.Join(dir, "config.toml"), syncExtra: `claims = "off"`}
+	a := &agent{t: t, s: s, dir: dir, stateDir: filepath.Join(dir, "state"), cfgPath: filepath.Join(dir, "config.toml"), syncExtra: `claims = "off"`,
+		sentBox: stormFolder(t, s, "storm-"+tag+"-Sent")}
 	a.writeConfig(model.URL, front.port(), caFile)
 	t.Cleanup(a.dumpOnFailure)
 
 	senders := []string{e2e.Bob, e2e.Carol}
 	for _, u := range senders {
-		s.Append(t, e2e.Owner, "Sent", []byte(fmt.Sprintf("From: %s <%s>\r\nTo: %s\r\nSubject: Catching up %s\r\nDate: %s\r\nMessage-ID: <earlier.%s.%s>\r\n\r\nGood to see you last week.\r\n",
+		s.Append(t, e2e.Owner, a.sentBox, []byte(fmt.Sprintf("From: %s <%s>\r\nTo: %s\r\nSubject: Catching up %s\r\nDate: %s\r\nMessage-ID: <earlier.%s.%s>\r\n\r\nGood to see you last week.\r\n",
 			ownerName, e2e.Owner, u, tag, time.Now().Format(time.RFC1123Z), strings.Split(u, "@")[0], msgDomain(tag))), imap.FlagSeen)
 	}
 
@@ -304,6 +310,12 @@ type agent struct {
 	syncExtra string
 	// mailbox is the folder watched ("": INBOX).
 	mailbox string
+	// sentBox is the account's sent_mailbox ("": the server's Sent). The
+	// tests give their watchers a Sent folder of their own: a fresh
+	// watcher scans Sent on its first start, and the shared one holds
+	// every earlier run's replies (thousands on a long-lived stack, which
+	// a race-built watcher took over 90 s to scan).
+	sentBox string
 
 	mu       sync.Mutex
 	watchers []*watcher
@@ -315,7 +327,18 @@ func (a *agent) writeConfig(modelURL string, smtpPort int, caFile string) {
 	a.t.Helper()
 	// poll_interval is an hour: new mail is seen through IDLE only.
 	// initial_lookback is tiny so that the shared INBOX's older mail is
-	// never picked up; the caps leave room for the whole burst.
+	// never picked up, and an hour in a folder of the test's own (all of
+	// it is the test's mail: a watcher started after a delivery sees it
+	// however slow the machine, as in agente2e); the caps leave room for
+	// the whole burst.
+	lookback := "2s"
+	if a.mailbox != "" {
+		lookback = "1h"
+	}
+	sentLine := ""
+	if a.sentBox != "" {
+		sentLine = fmt.Sprintf("sent_mailbox = %q\n", a.sentBox)
+	}
 	cfg := fmt.Sprintf(`state_dir = %q
 
 [llm]
@@ -326,7 +349,7 @@ concurrency = 4
 timeout = "30s"
 
 [sync]
-initial_lookback = "2s"
+initial_lookback = %q
 poll_interval = "1h"
 %s
 
@@ -341,7 +364,7 @@ email = %q
 display_name = %q
 authserv_id = %q
 mailbox = %q
-
+%s
   [accounts.imap]
   host = %q
   port = %d
@@ -355,7 +378,7 @@ mailbox = %q
   security = "starttls"
   tls_ca_file = %q
   password_env = %q
-`, a.stateDir, apiKeyEnv, modelURL, a.syncExtra, account, e2e.Owner, ownerName, os.Getenv("MAILAGENT_E2E_AUTHSERV_ID"), cmp.Or(a.mailbox, "INBOX"),
+`, a.stateDir, apiKeyEnv, modelURL, lookback, a.syncExtra, account, e2e.Owner, ownerName, os.Getenv("MAILAGENT_E2E_AUTHSERV_ID"), cmp.Or(a.mailbox, "INBOX"), sentLine,
 		a.s.IMAPHost, a.s.IMAPPort, a.s.CAFile, passwordEnv, smtpPort, caFile, passwordEnv)
 	if err := os.WriteFile(a.cfgPath, []byte(cfg), 0o600); err != nil {
 		a.t.Fatal(err)
@@ -552,7 +575,7 @@ func (a *agent) replies(users []string, tag string) map[string][]string {
 func (a *agent) sentCopies(tag string) map[string]int {
 	a.t.Helper()
 	out := map[string]int{}
-	for _, m := range a.search(e2e.Owner, "Sent", "Subject", "[storm "+tag+"]") {
+	for _, m := range a.search(e2e.Owner, cmp.Or(a.sentBox, "Sent"), "Subject", "[storm "+tag+"]") {
 		if len(m.InReplyTo) > 0 {
 			out[mail.IDKey(m.MessageID)]++
 		}
