@@ -99,12 +99,15 @@ func Require(t testing.TB) *Stack {
 	if err != nil {
 		t.Fatalf("e2e stack environment: %v", err)
 	}
+	// The shared lock first: another test binary may hold it exclusively
+	// while it restarts Dovecot (RestartDovecot), and a dial before the
+	// lock would find the server down for those seconds.
+	holdSharedLock(t, s.Dir)
 	conn, err := net.DialTimeout("tcp", s.IMAPAddr(), 5*time.Second)
 	if err != nil {
 		t.Fatalf("MAILAGENT_E2E=1 but IMAP at %s is not reachable (is the stack running? scripts/e2e-stack.sh start): %v", s.IMAPAddr(), err)
 	}
 	_ = conn.Close()
-	holdSharedLock(t, s.Dir)
 	return s
 }
 
