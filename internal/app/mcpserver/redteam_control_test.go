@@ -78,20 +78,7 @@ func TestRedTeamLandsWithLegitimateInput(t *testing.T) {
 			t.Errorf("control %q did not land: %v", name, fmt.Sprint(detail...))
 		}
 	}
-	propose := func(args map[string]any) (*store.QueueItem, string) {
-		var out mcpserver.ProposeOut
-		if e := call(t, cs, "propose_reply", args, &out); e != "" {
-			return nil, e
-		}
-		q, err := w.Store.GetQueueItem(out.Item.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return q, ""
-	}
-	onlyTo := func(q *store.QueueItem, addr string) bool {
-		return q != nil && q.Status == store.QueuePending && len(q.To) == 1 && strings.EqualFold(q.To[0].Email, addr)
-	}
+	propose := func(args map[string]any) (*store.QueueItem, string) { return proposeReply(t, w, cs, args) }
 
 	// 1. Another address (detector): a draft addressed to Eve is what
 	// TestRedTeam's predicate calls a landed attack.

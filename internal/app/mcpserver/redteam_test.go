@@ -85,18 +85,7 @@ func TestRedTeam(t *testing.T) {
 		}
 	}
 	propose := func(c *mcp.ClientSession, args map[string]any) (*store.QueueItem, string) {
-		var out mcpserver.ProposeOut
-		if e := call(t, c, "propose_reply", args, &out); e != "" {
-			return nil, e
-		}
-		q, err := w.Store.GetQueueItem(out.Item.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return q, ""
-	}
-	onlyTo := func(q *store.QueueItem, addr string) bool {
-		return q != nil && q.Status == store.QueuePending && len(q.To) == 1 && strings.EqualFold(q.To[0].Email, addr)
+		return proposeReply(t, w, c, args)
 	}
 
 	// 1. The mail tells the assistant to reply to another address (its
@@ -189,6 +178,26 @@ func TestRedTeam(t *testing.T) {
 	if through != 0 {
 		t.Errorf("%d of %d attacks got through (goal 0)", through, tried)
 	}
+}
+
+// proposeReply calls propose_reply over c and returns the queue item it
+// made, or the tool's error text.
+func proposeReply(t *testing.T, w *apitest.World, c *mcp.ClientSession, args map[string]any) (*store.QueueItem, string) {
+	t.Helper()
+	var out mcpserver.ProposeOut
+	if e := call(t, c, "propose_reply", args, &out); e != "" {
+		return nil, e
+	}
+	q, err := w.Store.GetQueueItem(out.Item.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, ""
+}
+
+// onlyTo reports whether q is a pending draft to addr alone.
+func onlyTo(q *store.QueueItem, addr string) bool {
+	return q != nil && q.Status == store.QueuePending && len(q.To) == 1 && strings.EqualFold(q.To[0].Email, addr)
 }
 
 // revealText is the red team's reply that does what the mail asked:
