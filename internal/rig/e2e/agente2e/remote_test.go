@@ -367,9 +367,19 @@ func TestRemoteHostileURLRefused(t *testing.T) {
 	if through != 0 {
 		t.Errorf("%d of %d hostile URLs got through", through, tried)
 	}
+}
 
-	// Positive control: the validation off, a shell command in the URL's
-	// command runs on the host through the real sshd.
+// TestRemoteHostileURLLandsWithoutValidation is TestRemoteHostileURLRefused's
+// positive control: the validation off, a shell command in the URL's
+// command runs on the host through the real sshd. Not parallel: it flips
+// api's package switch (SwitchOffRemoteValidationForTest), which the
+// parallel remote tests read; Go runs the sequential tests first.
+func TestRemoteHostileURLLandsWithoutValidation(t *testing.T) {
+	e := newEnv(t, options{})
+	r := newRemote(t, e)
+	marker := filepath.Join(r.dir, "pwned")
+	target := r.target()
+	userHost := target.User + "@" + target.Host + ":" + strconv.Itoa(target.Port)
 	e.startWatch()
 	restore := api.SwitchOffRemoteValidationForTest()
 	defer restore()
