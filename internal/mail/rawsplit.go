@@ -36,14 +36,9 @@ func splitHeader(raw []byte) (hdr, body []byte, dropped int, noBlank bool) {
 	kept := 0
 	pos := 0
 	for pos < len(raw) {
-		end := bytes.IndexByte(raw[pos:], '\n')
-		next := len(raw)
-		if end >= 0 {
-			next = pos + end + 1
-		}
-		line := bytes.TrimRight(raw[pos:next], "\r\n")
+		line, next, ended := headerLine(raw, pos)
 		// asIs: raw holds this line exactly as the header is to read it.
-		asIs := end >= 0 && next-pos == len(line)+2 && raw[next-2] == '\r'
+		asIs := ended && next-pos == len(line)+2 && raw[next-2] == '\r'
 		switch {
 		case len(line) == 0:
 			if !copying && asIs {
@@ -116,4 +111,18 @@ func isFieldLine(line []byte) bool {
 // larger than b: most headers are smaller, and Parse made one per message.
 func bufioReader(b []byte) *bufio.Reader {
 	return bufio.NewReaderSize(bytes.NewReader(b), min(len(b), 4096))
+}
+
+// headerLine is the header line of raw starting at pos, without its line
+// ending (trailing CR and LF trimmed); next is where the following line
+// starts, and ended whether this one ended in LF (false: the last bytes of
+// raw). splitHeader and HeaderThreadInput read lines with it, so the two
+// cannot disagree on where a line ends.
+func headerLine(raw []byte, pos int) (line []byte, next int, ended bool) {
+	next = len(raw)
+	end := bytes.IndexByte(raw[pos:], '\n')
+	if end >= 0 {
+		next = pos + end + 1
+	}
+	return bytes.TrimRight(raw[pos:next], "\r\n"), next, end >= 0
 }

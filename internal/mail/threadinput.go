@@ -83,12 +83,7 @@ func scanHeader(raw []byte, fn func(key, lines []byte)) {
 	kept := 0
 	pos := 0
 	for pos < len(raw) {
-		end := bytes.IndexByte(raw[pos:], '\n')
-		next := len(raw)
-		if end >= 0 {
-			next = pos + end + 1
-		}
-		line := bytes.TrimRight(raw[pos:next], "\r\n")
+		line, next, _ := headerLine(raw, pos)
 		switch {
 		case len(line) == 0:
 			flush()
