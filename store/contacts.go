@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -141,7 +140,7 @@ func (s *Store) ContactNames(account, prefix string, limit int) ([]ContactName, 
 	if limit <= 0 {
 		return out, nil
 	}
-	seek := []byte(strings.ToLower(prefix))
+	seek := []byte(mail.AddrKey(prefix))
 	err := s.view(func(tx *bolt.Tx) error {
 		b, _ := contactBucket(tx, account, false)
 		if b == nil {
