@@ -250,6 +250,7 @@ func erinsNewMailHidden(t *testing.T, w *apitest.World, inInbox bool) (bool, str
 }
 
 func TestAnsweredAttacksThroughWatch(t *testing.T) {
+	t.Parallel()
 	tried, through := 0, 0
 	for _, a := range answeredAttacks {
 		t.Run(a.name, func(t *testing.T) {

@@ -30,6 +30,7 @@ func messageID(t *testing.T, in Input) string {
 // replied from their phone during policy.send_delay) is cancelled with the
 // reason; nothing is sent.
 func TestScheduledReplyCancelledWhenAnsweredMeanwhile(t *testing.T) {
+	t.Parallel()
 	p, st, m := autoPipeline(t)
 	p.Policy.SendDelay = time.Minute
 	ctx := context.Background()
@@ -57,6 +58,7 @@ func TestScheduledReplyCancelledWhenAnsweredMeanwhile(t *testing.T) {
 // The same check right before SMTP, for an immediate auto-send: the owner
 // answered between drafting and sending. The record says why nothing went.
 func TestImmediateAutoSendNotSentWhenAnswered(t *testing.T) {
+	t.Parallel()
 	p, st, m := autoPipeline(t)
 	ctx := context.Background()
 	in := input("Bob <bob@example.org>", "Thursday?", "Thursday at 3?")
@@ -93,6 +95,7 @@ func (d answerWhileDrafting) Draft(ctx context.Context, req DraftRequest) (Draft
 // back to pending with the reason, and goes out once the mailbox answers
 // (and the original is then flagged \Answered).
 func TestAutoReplyFailsClosedWhenMailboxUnreadable(t *testing.T) {
+	t.Parallel()
 	p, st, m := autoPipeline(t)
 	ctx := context.Background()
 	m.answeredErr = errors.New("imap: connection reset")
@@ -128,6 +131,7 @@ func TestAutoReplyFailsClosedWhenMailboxUnreadable(t *testing.T) {
 // again while another reply to its Message-ID is sent, or may have been
 // delivered before a crash; even when the mailbox has lost every trace.
 func TestOtherReplyInOutboxCounts(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, status, errText string
 		want                  bool
@@ -165,6 +169,7 @@ func TestOtherReplyInOutboxCounts(t *testing.T) {
 // the mailbox cannot be read the approval fails with the error and sends
 // nothing.
 func TestApproveChecksTheMailbox(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		answered   bool

@@ -30,6 +30,7 @@ func sends(m *memMailer) int {
 }
 
 func TestApprovalUndoWindowCancelSendsNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p, st, mailer, now := delayedPipeline(t)
 	q := queuedDraft(t, p)
@@ -114,6 +115,7 @@ func TestApprovalUndoWindowCancelSendsNothing(t *testing.T) {
 }
 
 func TestApprovalSentOnceWhenWindowPasses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p, st, mailer, now := delayedPipeline(t)
 	q := queuedDraft(t, p)
@@ -146,6 +148,7 @@ func TestApprovalSentOnceWhenWindowPasses(t *testing.T) {
 }
 
 func TestApprovalWithoutDelaySendsAtOnce(t *testing.T) {
+	t.Parallel()
 	p, _, mailer, _ := delayedPipeline(t)
 	p.Policy.ApprovalDelay = 0
 	q := queuedDraft(t, p)
@@ -159,6 +162,7 @@ func TestApprovalWithoutDelaySendsAtOnce(t *testing.T) {
 }
 
 func TestSendApprovalWaitsThenSendsOrCancels(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("window passes", func(t *testing.T) {
 		p, _, mailer, now := delayedPipeline(t)

@@ -17,6 +17,7 @@ import (
 // that one was not committed yet; and a thread merge of a held record
 // (a late reply that links two threads) is not lost.
 func TestTriageThroughBatchSeesHeldThread(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass()}
 	p, st, _ := newTestPipeline(t, model, "review")
 	p.Actor = nil // as triage runs it: no actions, no journal
@@ -105,6 +106,7 @@ func (m *holdingModel) Generate(ctx context.Context, req llm.Request) (*llm.Resp
 // landed in a thread that depended on which worker was faster). Both
 // roles are tried, since only the thread whose id is retired shows it.
 func TestTriageMergeReachesMessagesInFlight(t *testing.T) {
+	t.Parallel()
 	changed := 0
 	for _, holdFirst := range []bool{true, false} {
 		inner := &recordingModel{class: okClass()}

@@ -185,6 +185,7 @@ func itemStatus(t *testing.T, w *apitest.World, id string) *store.QueueItem {
 // draft is closed (approving it sends nothing) and the thread's followup
 // is done.
 func TestDelegatedReplyFlagsOriginalOverIMAP(t *testing.T) {
+	t.Parallel()
 	w := delegWorld(t)
 	ctx := context.Background()
 	carol, err := w.Store.GetMessage(w.UIDs["carol"])
@@ -239,6 +240,7 @@ func TestDelegatedReplyFlagsOriginalOverIMAP(t *testing.T) {
 // The reply is found in Sent after a crash (Recover): the original is
 // flagged then, once, and nothing is sent again.
 func TestDelegatedReplyFlaggedAfterCrashRecovery(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		crashAt string // the outbox status the crash left
@@ -351,6 +353,7 @@ func pendingIDs(t *testing.T, w *apitest.World) map[string]bool {
 // through when Erin's message in INBOX carries \Answered, her draft is no
 // longer pending, or any message not in mayFlag was flagged.
 func TestDelegatedAnsweredAttacks(t *testing.T) {
+	t.Parallel()
 	tried, through := 0, 0
 	for _, a := range delegatedAnsweredAttacks() {
 		t.Run(a.name, func(t *testing.T) {
@@ -550,6 +553,7 @@ func smtpRecipients(w *apitest.World) [][]string {
 // not have is skipped (not an error), the search is bounded, and
 // MarkAnsweredAt flags nothing under another UIDVALIDITY.
 func TestLocateMessageIDOverIMAP(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	ctx := context.Background()
 	got, err := w.Mailer.LocateMessageID(ctx, apitest.Account, []string{"No such folder", "INBOX"}, carolID)

@@ -121,6 +121,7 @@ func newFolderPipeline(t *testing.T) (*Pipeline, *store.Store, *folderMailer) {
 }
 
 func TestAnswersItem(t *testing.T) {
+	t.Parallel()
 	owner := Owner{Addresses: []string{"ada@example.com"}}
 	item := &store.QueueItem{MessageID: "m1@example.org", From: mail.Address{Email: "carol@example.org"},
 		To: []mail.Address{{Email: "carol-list@example.org"}}}
@@ -177,6 +178,7 @@ func TestAnswersItem(t *testing.T) {
 }
 
 func TestIsAutomatic(t *testing.T) {
+	t.Parallel()
 	for v, want := range map[string]bool{"": false, "no": false, "No ; comment": false, "auto-replied": true,
 		" AUTO-GENERATED ": true, "auto-notified; owner-email=x": true} {
 		m := &mail.Message{Header: map[string][]string{"Auto-Submitted": {v}}}
@@ -187,6 +189,7 @@ func TestIsAutomatic(t *testing.T) {
 }
 
 func TestApprovedReplyUsesTheDraftMessageID(t *testing.T) {
+	t.Parallel()
 	p, st, m := newFolderPipeline(t)
 	q := queuedDraft(t, p)
 	drafts := m.drafts()
@@ -216,6 +219,7 @@ func TestApprovedReplyUsesTheDraftMessageID(t *testing.T) {
 }
 
 func TestApproveFailsClosedWhenSentIsUnreadable(t *testing.T) {
+	t.Parallel()
 	p, st, m := newFolderPipeline(t)
 	q := queuedDraft(t, p)
 	m.sentErr = errors.New("imap: connection reset")
@@ -239,6 +243,7 @@ func TestApproveFailsClosedWhenSentIsUnreadable(t *testing.T) {
 }
 
 func TestReapprovalAfterOwnerRepliedSendsNothing(t *testing.T) {
+	t.Parallel()
 	p, st, m := newFolderPipeline(t)
 	q := queuedDraft(t, p)
 	m.sendErr = []error{errors.New("550 mailbox unavailable")}
@@ -262,6 +267,7 @@ func TestReapprovalAfterOwnerRepliedSendsNothing(t *testing.T) {
 }
 
 func TestReplaceIMAPDraftRecordsFailures(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p, st, m := newFolderPipeline(t)
 	q := queuedDraft(t, p)
@@ -299,6 +305,7 @@ func TestReplaceIMAPDraftRecordsFailures(t *testing.T) {
 }
 
 func TestOwnerRepliedLeavesAnItemBeingApproved(t *testing.T) {
+	t.Parallel()
 	p, st, m := newFolderPipeline(t)
 	q := queuedDraft(t, p)
 	if _, err := st.TransitionQueueItem(q.ID, []string{store.QueuePending}, store.QueueApproved, nil); err != nil {
@@ -334,6 +341,7 @@ func TestOwnerRepliedLeavesAnItemBeingApproved(t *testing.T) {
 // attack as it would land without it: the same hostile text spliced into
 // the header block of the real Drafts copy must be flagged, every time.
 func TestHostileDraftTextCannotForgeDraftHeaders(t *testing.T) {
+	t.Parallel()
 	hostile := []string{
 		"Sure.\r\nMessage-ID: <forged@attacker.example>\r\nX-Mailagent-Trace: q_forged\r\nBcc: evil@attacker.example",
 		"\r\n\r\nMessage-ID: <forged2@attacker.example>\nTo: evil@attacker.example\n\nhi",

@@ -70,6 +70,7 @@ func processHostileIDs(t *testing.T) [][]string {
 // another id, and the mailbox checkpoint moves past it. Positive control:
 // TestHostileMessageIDLandsWithoutKeyHash.
 func TestHostileMessageIDReachesATerminalState(t *testing.T) {
+	t.Parallel()
 	probs := processHostileIDs(t)
 	tried, through := 0, 0
 	for i, h := range hostileMessageIDs {

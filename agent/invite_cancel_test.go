@@ -126,6 +126,7 @@ func traceStep(t *testing.T, st *store.Store, rec *store.MessageRecord, name str
 // If-Match naming exactly that version), marks the answered item
 // cancelled, and says so on the CANCEL's own item and in its trace.
 func TestCancelRemovesTheEventWeWrote(t *testing.T) {
+	t.Parallel()
 	p, st, _, srv, _ := invitePipeline(t)
 	const uid = "kickoff-1@example.org"
 	q := accepted(t, p, st, uid, 2)
@@ -182,6 +183,7 @@ func TestCancelRemovesTheEventWeWrote(t *testing.T) {
 // TestCancelPendingInvitation: a CANCEL for an invitation still waiting
 // resolves its item as cancelled; no RSVP can be sent for it any more.
 func TestCancelPendingInvitation(t *testing.T) {
+	t.Parallel()
 	p, st, mailer, srv, _ := invitePipeline(t)
 	const uid = "pending-1@example.org"
 	rec := process(t, p, inviteMsg(bob, "Lunch", "REQUEST", inviteICS("REQUEST", uid, 0, "bob@example.org", "Lunch", ""), true))
@@ -203,6 +205,7 @@ func TestCancelPendingInvitation(t *testing.T) {
 // waits in the undo window cancels that REPLY: nothing is sent and no
 // event written, even after the window.
 func TestCancelDuringUndoWindow(t *testing.T) {
+	t.Parallel()
 	p, st, mailer, srv, now := invitePipeline(t)
 	p.Policy.ApprovalDelay = 10 * time.Second
 	const uid = "undo-1@example.org"
@@ -240,6 +243,7 @@ func TestCancelDuringUndoWindow(t *testing.T) {
 // and a body telling the model to delete everything. Each leaves the
 // accepted event on the calendar in its version and the item answered.
 func TestCancelAttacks(t *testing.T) {
+	t.Parallel()
 	p, st, _, srv, _ := invitePipeline(t)
 	const uid = cancelVictimUID
 	q := accepted(t, p, st, uid, 5)
@@ -377,6 +381,7 @@ func TestCancelAttacksLandWithoutDefence(t *testing.T) {
 // event after mailagent wrote it, a CANCEL does not delete it (the 412 is
 // not retried) and the owner is told on the CANCEL's queued item.
 func TestCancelOfEventChangedElsewhere(t *testing.T) {
+	t.Parallel()
 	p, st, _, srv, _ := invitePipeline(t)
 	const uid = "moved-1@example.org"
 	q := accepted(t, p, st, uid, 0)
@@ -412,6 +417,7 @@ func TestCancelOfEventChangedElsewhere(t *testing.T) {
 // CANCEL then removes it. An update from anyone else, or not newer,
 // changes nothing.
 func TestUpdateOfAnsweredInvitation(t *testing.T) {
+	t.Parallel()
 	p, st, mailer, srv, _ := invitePipeline(t)
 	const uid = "update-1@example.org"
 	old := accepted(t, p, st, uid, 1)
@@ -476,6 +482,7 @@ func TestUpdateOfAnsweredInvitation(t *testing.T) {
 // old version waits in the undo window cancels that REPLY and resolves
 // the old item; the owner answers the new one.
 func TestUpdateDuringUndoWindow(t *testing.T) {
+	t.Parallel()
 	p, st, mailer, _, now := invitePipeline(t)
 	p.Policy.ApprovalDelay = 10 * time.Second
 	const uid = "update-undo@example.org"
@@ -505,6 +512,7 @@ func TestUpdateDuringUndoWindow(t *testing.T) {
 // one PUT with If-Match gets 412, never retried, the item says why, and a
 // notice waits in the queue.
 func TestRSVPWriteConflictQueued(t *testing.T) {
+	t.Parallel()
 	p, st, mailer, srv, _ := invitePipeline(t)
 	const uid = "conflict-1@example.org"
 	old := accepted(t, p, st, uid, 0)
@@ -547,6 +555,7 @@ func TestRSVPWriteConflictQueued(t *testing.T) {
 // without panic, the event lands only at the hashed resource name, and
 // the authenticated CANCEL removes exactly that.
 func TestHostileInvitationFields(t *testing.T) {
+	t.Parallel()
 	p, st, _, srv, _ := invitePipeline(t)
 	srv.Touch("/cal/owners-own.ics", "THE OWNER'S OWN EVENT")
 	cases := map[string][2]string{ // uid, summary
@@ -646,6 +655,7 @@ func (c hookCalendar) PutEvent(ctx context.Context, account, uid string, data []
 // cancellation and removes what it wrote, so no event of a cancelled
 // invitation stays behind.
 func TestCancelWhileReplyGoesOut(t *testing.T) {
+	t.Parallel()
 	p, st, _, srv, _ := invitePipeline(t)
 	const uid = "race-1@example.org"
 	rec := process(t, p, inviteMsg(bob, "Standup", "REQUEST", inviteICS("REQUEST", uid, 0, "bob@example.org", "Standup", ""), true))

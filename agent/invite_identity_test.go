@@ -124,6 +124,7 @@ func landed(t *testing.T, st *store.Store, srv *caldavtest.Server, q *store.Queu
 // overwritten nor removed, and an answer the owner gave to such an
 // invitation is shown as a UID conflict (the item's status, a notice).
 func TestCalendarUIDAttacks(t *testing.T) {
+	t.Parallel()
 	const uid = "weekly-owner-1@example.org"
 	tried, through := 0, 0
 	for _, a := range uidAttacks() {
@@ -198,6 +199,7 @@ func (c busyRecorder) Busy(_ context.Context, _ string, _ calendar.Interval, exc
 // conflicts as if it were the invitation's own copy. Bob's own update of
 // his series is neither.
 func TestCalendarUIDConflictShownOnArrival(t *testing.T) {
+	t.Parallel()
 	const uid = "weekly-owner-2@example.org"
 	p, st, _, _, _ := attackSeries(t, uid)
 	var excepts []string

@@ -88,6 +88,7 @@ func busyOn(t *testing.T, srv *caldavtest.Server, path string) []string {
 // those times and busy at the others; the CANCEL's item says so in
 // words, and the accepted item still holds the (new) version.
 func TestOccurrenceCancelAppliedToSeries(t *testing.T) {
+	t.Parallel()
 	p, st, mailer, srv, _ := invitePipeline(t)
 	const uid = "weekly-1@example.org"
 	q := acceptedSeries(t, p, st, uid)
@@ -140,6 +141,7 @@ func TestOccurrenceCancelAppliedToSeries(t *testing.T) {
 // accepted by code); the item waits for the owner, whose answer then
 // goes into that override (no second event, no conflict).
 func TestOccurrenceMoveAppliedToSeries(t *testing.T) {
+	t.Parallel()
 	p, st, mailer, srv, _ := invitePipeline(t)
 	const uid = "weekly-2@example.org"
 	q := acceptedSeries(t, p, st, uid)
@@ -193,6 +195,7 @@ func TestOccurrenceMoveAppliedToSeries(t *testing.T) {
 // three refused rounds its data stays and the CANCEL's item says the
 // occurrence was not applied.
 func TestOccurrenceCancelNeverOverwrites(t *testing.T) {
+	t.Parallel()
 	for _, always := range []bool{false, true} {
 		t.Run(map[bool]string{false: "once", true: "always"}[always], func(t *testing.T) {
 			p, st, _, srv, _ := invitePipeline(t)
@@ -245,6 +248,7 @@ func TestOccurrenceCancelNeverOverwrites(t *testing.T) {
 // cancel everything. The series stays in its version, and no PUT or
 // DELETE is made.
 func TestOccurrenceAttacks(t *testing.T) {
+	t.Parallel()
 	p, st, _, srv, _ := invitePipeline(t)
 	const uid = occurrenceVictimUID
 	q := acceptedSeries(t, p, st, uid)
@@ -393,6 +397,7 @@ func TestOccurrenceAttacksLandWithoutIdentity(t *testing.T) {
 // organizer with a huge SEQUENCE; neither Bob's CANCEL of one occurrence
 // nor his CANCEL of the series is then taken for stale.
 func TestCancelNotBlockedByAnotherOrganizer(t *testing.T) {
+	t.Parallel()
 	for _, blocker := range []struct{ name, from, organizer string }{
 		{"another organizer", "Mallory <mallory@evil.example>", "mallory@evil.example"},
 		// A colleague on Bob's domain may name Bob organizer (a calendar
@@ -429,6 +434,7 @@ func cancelNotBlocked(t *testing.T, from, organizer string) {
 // reach the series, and the accepted item still holds its current
 // version, so the organizer's later CANCEL of the series removes it.
 func TestOccurrenceChangesSideBySide(t *testing.T) {
+	t.Parallel()
 	p, st, _, srv, _ := invitePipeline(t)
 	const uid = "weekly-6@example.org"
 	q := acceptedSeries(t, p, st, uid)

@@ -19,6 +19,7 @@ import (
 // message is no invitation, and the parse, which reads such mail
 // leniently, records any damage itself.
 func TestInvitationPrefilterMissesNone(t *testing.T) {
+	t.Parallel()
 	var msgs [][]byte
 	files, _ := filepath.Glob("../internal/calendar/testdata/imip/*.eml")
 	if len(files) == 0 {

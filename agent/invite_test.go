@@ -9,6 +9,7 @@ import (
 // TestInvitationDecision: an invitation is never auto-sent, archived or
 // ignored; needs_review stays as it is.
 func TestInvitationDecision(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		DecisionAutoSend: DecisionQueue, DecisionQueue: DecisionQueue, DecisionNotify: DecisionNotify,
 		DecisionArchive: DecisionNotify, DecisionIgnore: DecisionNotify, DecisionNeedsReview: DecisionNeedsReview,

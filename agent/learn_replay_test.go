@@ -68,6 +68,7 @@ func (m *followingModel) Generate(_ context.Context, req llm.Request) (*llm.Resp
 // contact; Carol's German rule only for Carol. Its log is the table in
 // BENCHMARKS.md (go test ./agent -run TestLearningReplay -v).
 func TestLearningReplay(t *testing.T) {
+	t.Parallel()
 	model := &followingModel{}
 	p, st, _ := newTestPipeline(t, &recordingModel{}, "review")
 	ps, _ := testPrompts()
@@ -137,6 +138,7 @@ func TestLearningReplay(t *testing.T) {
 // prompt carries as the records grow, and checks it stays within the
 // budget: selection, not truncation, keeps it flat.
 func TestMemoryTokenGrowth(t *testing.T) {
+	t.Parallel()
 	t.Log("| records | memory tokens in prompt | records selected | whole prompt tokens |")
 	ps, _ := testPrompts()
 	now := time.Now()

@@ -95,6 +95,7 @@ func queueOne(t *testing.T, p *Pipeline, from, subject string) *store.QueueItem 
 }
 
 func TestSummarizeEdit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, draft, final string
 		ok                 bool
@@ -131,6 +132,7 @@ func TestSummarizeEdit(t *testing.T) {
 // the next draft for the same contact carries both, a draft for another
 // contact never the record.
 func TestApproveEditLearnsForThatContactOnly(t *testing.T) {
+	t.Parallel()
 	p, st, _, model := newLearnPipeline(t, "review")
 	ctx := context.Background()
 	q := queueOne(t, p, "Bob <bob@example.org>", "Meeting")
@@ -169,6 +171,7 @@ func TestApproveEditLearnsForThatContactOnly(t *testing.T) {
 }
 
 func TestApproveWithoutEditLearnsNoRecord(t *testing.T) {
+	t.Parallel()
 	p, st, _, _ := newLearnPipeline(t, "review")
 	q := queueOne(t, p, "Bob <bob@example.org>", "Meeting")
 	item, err := p.Approve(context.Background(), q.ID, "")
@@ -184,6 +187,7 @@ func TestApproveWithoutEditLearnsNoRecord(t *testing.T) {
 }
 
 func TestRejectWithReasonLearns(t *testing.T) {
+	t.Parallel()
 	p, st, _, _ := newLearnPipeline(t, "review")
 	q := queueOne(t, p, "Bob <bob@example.org>", "Meeting")
 	if err := p.Reject(context.Background(), q.ID, "never commit to Tuesdays"); err != nil {
@@ -199,6 +203,7 @@ func TestRejectWithReasonLearns(t *testing.T) {
 // call; the rules reach every contact's drafts, and a rule that names an
 // address is refused (nothing stored).
 func TestStyleDistilledFromRepeatedEdits(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name  string
 		rules []string
@@ -238,6 +243,7 @@ func TestStyleDistilledFromRepeatedEdits(t *testing.T) {
 // The owner's own replies from Sent are used for drafts to that
 // recipient only.
 func TestOwnerRepliesFromSentAreUsed(t *testing.T) {
+	t.Parallel()
 	p, _, _, model := newLearnPipeline(t, "review")
 	p.LearnOwnerReplies("a", []*mail.Message{{MessageID: "s1@example.com", From: mail.Address{Email: "ada@example.com"},
 		To: []mail.Address{{Email: "Bob@Example.org"}}, Subject: "Re: x", CleanText: "Hallo Bob, passt gut. Viele Grüße, Ada", Date: time.Now()}})
@@ -255,6 +261,7 @@ func TestOwnerRepliesFromSentAreUsed(t *testing.T) {
 // exist, by choosing whole records (none is cut), and never takes another
 // contact's.
 func TestSelectMemoryStaysWithinBudget(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	for _, n := range []int{10, 100, 1000} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
@@ -300,6 +307,7 @@ func TestSelectMemoryStaysWithinBudget(t *testing.T) {
 // window takes back what it taught (the edit's record and the approved
 // example); approving again teaches it again, once.
 func TestCancelInUndoWindowUnlearns(t *testing.T) {
+	t.Parallel()
 	p, st, _, _ := newLearnPipeline(t, "review")
 	p.Policy.ApprovalDelay = time.Hour
 	ctx := context.Background()

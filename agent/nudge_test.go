@@ -102,6 +102,7 @@ func learnedFrom(t *testing.T, st *store.Store, id string) []store.Example {
 // automatic send to Carol (not the owner's), and the daily cap is spent
 // once, by the send that happened.
 func TestAutoNudgeIsAutomaticMail(t *testing.T) {
+	t.Parallel()
 	p, st, mailer, clock := nudgeWorld(t, nil)
 	p.Policy.SendDelay = time.Minute // inspect the record before it goes
 	id := fireNudge(t, p, clock)
@@ -151,6 +152,7 @@ func TestAutoNudgeIsAutomaticMail(t *testing.T) {
 // its own (the cap reached, an unknown contact, two recipients) waits for
 // approval, and nothing is counted against the caps.
 func TestAutoNudgeRefusesBeforeSpending(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		setup func(p *Pipeline, st *store.Store)
@@ -201,6 +203,7 @@ func TestAutoNudgeRefusesBeforeSpending(t *testing.T) {
 // learns it as an example for Carol, and the same Sent mail without its
 // headers is learned. A nudge the owner approves by hand still teaches.
 func TestLearningAdversarial(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tried, through := 0, 0
 	attack := func(name string, landed bool) {

@@ -49,6 +49,7 @@ func queuedDraft(t *testing.T, p *Pipeline) *store.QueueItem {
 }
 
 func TestTemporarySendFailureIsRetriedWithBackoff(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Sure, Tuesday."}
 	p, st, _ := newTestPipeline(t, model, "review")
 	mailer := &flakyMailer{fail: []error{&TemporaryError{Err: errors.New("451 try later")}}}
@@ -85,6 +86,7 @@ func TestTemporarySendFailureIsRetriedWithBackoff(t *testing.T) {
 }
 
 func TestMaybeDeliveredIsNeverResent(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Sure, Tuesday."}
 	p, st, _ := newTestPipeline(t, model, "review")
 	mailer := &flakyMailer{fail: []error{maybeDeliveredErr{}}}
@@ -110,6 +112,7 @@ func TestMaybeDeliveredIsNeverResent(t *testing.T) {
 }
 
 func TestReapprovalAfterFailureSendsTheEditedText(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Sure, Tuesday."}
 	p, _, _ := newTestPipeline(t, model, "review")
 	mailer := &flakyMailer{fail: []error{errors.New("550 mailbox unavailable")}}

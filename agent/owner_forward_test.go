@@ -85,6 +85,7 @@ func approvedMail(t *testing.T, p *Pipeline, st *store.Store, id string) *mail.M
 // message's sender (not its Reply-To), threads on it, waits for approval
 // in auto mode, and sends only once approved.
 func TestOwnerAttachedForwardDelegates(t *testing.T) {
+	t.Parallel()
 	for _, b64 := range []bool{false, true} {
 		t.Run(fmt.Sprintf("base64=%v", b64), func(t *testing.T) {
 			p, st, mailer, model := newLearnPipeline(t, "auto")
@@ -134,6 +135,7 @@ func TestOwnerAttachedForwardDelegates(t *testing.T) {
 // A forward of many: one draft per distinct thread, to the latest message
 // of each; more threads than owner.MaxDelegations → a note and no draft.
 func TestOwnerForwardOfMany(t *testing.T) {
+	t.Parallel()
 	sam1 := attachedOriginal("Sam <sam@example.net>", "Coffee", "c1@example.net", "Coffee?")
 	sam2 := attachedOriginal("Sam <sam@example.net>", "Re: Coffee", "c2@example.net", "Or Wednesday?",
 		"In-Reply-To: <c1@example.net>", "References: <c1@example.net>", "Date: Tue, 03 Mar 2026 09:00:00 +0000")
@@ -186,6 +188,7 @@ func TestOwnerForwardOfMany(t *testing.T) {
 // A forward of a forward: the reply goes to the sender of the attached
 // message, and the draft sees the message it carried.
 func TestOwnerNestedForward(t *testing.T) {
+	t.Parallel()
 	p, st, _, _ := newLearnPipeline(t, "review")
 	carol := attachedOriginal("Carol <carol@example.org>", "Quote", "q1@example.org", "The quote is 400 EUR.")
 	bob := "From: Bob <bob@example.org>\r\nTo: Ada <ada@example.com>\r\nSubject: Fwd: Quote\r\nDate: Tue, 03 Mar 2026 09:00:00 +0000\r\n" +
@@ -209,6 +212,7 @@ func TestOwnerNestedForward(t *testing.T) {
 // it, nothing lost (the owner's message is left alone), no panic; a cut
 // one that still names its sender is drafted with a warning.
 func TestOwnerBrokenForward(t *testing.T) {
+	t.Parallel()
 	whole := asAttachment(attachedOriginal("Sam <sam@example.net>", "Coffee", "c1@example.net", "Coffee on Tuesday at the usual place?"), false)
 	tests := []struct {
 		name, part string
@@ -391,6 +395,7 @@ type ownerForwardAttack struct {
 // crash) still delegates: the forward is read again from the raw bytes,
 // for attached and inline forwards alike.
 func TestOwnerForwardResumed(t *testing.T) {
+	t.Parallel()
 	orig := attachedOriginal("Sam <sam@example.net>", "Coffee", "c1@example.net", "Coffee?")
 	for _, tc := range []struct {
 		name string

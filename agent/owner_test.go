@@ -44,6 +44,7 @@ func records(t *testing.T, st *store.Store) []store.MemoryRecord {
 // Instruction by mail → a record → the next draft for that contact
 // follows it; the owner gets a confirmation in the queue.
 func TestOwnerInstructionChangesLaterDrafts(t *testing.T) {
+	t.Parallel()
 	p, st, mailer, model := newLearnPipeline(t, "auto")
 	model.turns = []map[string]any{
 		turn(owner.ToolUpdateContext, store.MemoryPreference, "carol@example.org", "Answer Carol in German.", ""),
@@ -86,6 +87,7 @@ func TestOwnerInstructionChangesLaterDrafts(t *testing.T) {
 // learns about Bob and sends nothing, even when the model tries to, and
 // may not write about anyone else.
 func TestOwnerCcObservesAndNeverSends(t *testing.T) {
+	t.Parallel()
 	p, st, mailer, model := newLearnPipeline(t, "auto")
 	model.turns = []map[string]any{
 		turn(owner.ToolUpdateContext, store.MemoryFact, "bob@example.org", "Ada promised Bob the report by Friday.", ""),
@@ -118,6 +120,7 @@ func TestOwnerCcObservesAndNeverSends(t *testing.T) {
 // queued, never sent, even in auto mode and when the forwarded text tells
 // the model to send it elsewhere.
 func TestOwnerForwardQueuesDraftToOriginalSender(t *testing.T) {
+	t.Parallel()
 	p, st, mailer, model := newLearnPipeline(t, "auto")
 	model.draft = "Hi Sam, yes, Tuesday works."
 	model.turns = []map[string]any{
@@ -162,6 +165,7 @@ func TestOwnerForwardQueuesDraftToOriginalSender(t *testing.T) {
 // A reply to the agent in a correspondent's thread adds context to that
 // correspondent only.
 func TestOwnerReplyInThreadAddsContextToCorrespondent(t *testing.T) {
+	t.Parallel()
 	p, st, _, model := newLearnPipeline(t, "review")
 	q := queueOne(t, p, "Bob <bob@example.org>", "Invoice")
 	model.turns = []map[string]any{
@@ -254,6 +258,7 @@ func TestSpoofedOwnerMailLearnsNothing(t *testing.T) {
 
 // The loop stops at the hard step limit whatever the model does.
 func TestOwnerLoopStepLimit(t *testing.T) {
+	t.Parallel()
 	p, _, _, model := newLearnPipeline(t, "review")
 	p.Actor.Learner.MaxSteps = 3
 	for i := range 10 {
@@ -270,6 +275,7 @@ func TestOwnerLoopStepLimit(t *testing.T) {
 // The owner's ordinary mail (to someone else, without the agent) is not
 // an instruction.
 func TestOwnerOrdinaryMailIsLeftAlone(t *testing.T) {
+	t.Parallel()
 	p, st, _, model := newLearnPipeline(t, "review")
 	model.turns = []map[string]any{turn(owner.ToolUpdateContext, store.MemoryFact, "bob@example.org", "x", "")}
 	if _, err := p.Process(context.Background(), ownerMsg("Bob <bob@example.org>", "ada@example.com", "Hi", "Hi Bob", ownerAuth)); err != nil {
@@ -284,6 +290,7 @@ func TestOwnerOrdinaryMailIsLeftAlone(t *testing.T) {
 // example.org") keeps replies to that domain in the queue; others still
 // go out automatically.
 func TestOwnerRuleHoldsAutoSend(t *testing.T) {
+	t.Parallel()
 	p, st, mailer, model := newLearnPipeline(t, "auto")
 	model.draft = "Sure, Tuesday works."
 	for _, who := range []string{"bob@example.org", "zoe@example.net"} {
@@ -314,6 +321,7 @@ func TestOwnerRuleHoldsAutoSend(t *testing.T) {
 // A model failure in the owner loop is not swallowed: the owner's mail
 // needs review (and is retried), and nothing was recorded.
 func TestOwnerLoopModelFailureNeedsReview(t *testing.T) {
+	t.Parallel()
 	p, st, _, model := newLearnPipeline(t, "review")
 	model.failOn = "tool"
 	out, err := p.Process(context.Background(), ownerMsg("ada+agent@example.com", "", "Rule", "Answer Carol in German.", ownerAuth))

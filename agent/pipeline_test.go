@@ -149,6 +149,7 @@ func okClass() map[string]any {
 }
 
 func TestMemoryIsolation(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Sure."}
 	p, st, _ := newTestPipeline(t, model, "review")
 	ctx := context.Background()
@@ -183,6 +184,7 @@ func TestMemoryIsolation(t *testing.T) {
 }
 
 func TestRollingSummary(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Sure."}
 	p, st, _ := newTestPipeline(t, model, "review")
 	ctx := context.Background()
@@ -208,6 +210,7 @@ func TestRollingSummary(t *testing.T) {
 }
 
 func TestProcessIsExactlyOnce(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Thursday works."}
 	p, st, mailer := newTestPipeline(t, model, "auto")
 	ctx := context.Background()
@@ -233,6 +236,7 @@ func TestProcessIsExactlyOnce(t *testing.T) {
 }
 
 func TestResumeAfterCrashAtDecided(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Thursday works."}
 	p, st, mailer := newTestPipeline(t, model, "auto")
 	ctx := context.Background()
@@ -260,6 +264,7 @@ func TestResumeAfterCrashAtDecided(t *testing.T) {
 }
 
 func TestModelFailureIsRecorded(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "x", failOn: "body"}
 	p, st, _ := newTestPipeline(t, model, "review")
 	out, err := p.Process(context.Background(), input("Bob <bob@example.org>", "Hi", "Hello"))
@@ -278,6 +283,7 @@ func TestModelFailureIsRecorded(t *testing.T) {
 // Unauthenticated mail in a known contact's name reads and writes no one's
 // memory, and the summarizer is not run for it.
 func TestUnauthenticatedSenderHasNoMemory(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Sure."}
 	p, st, _ := newTestPipeline(t, model, "auto")
 	p.Actor.Profile = "PROFILE-SECRET"
@@ -332,6 +338,7 @@ func TestUnauthenticatedSenderHasNoMemory(t *testing.T) {
 // Reply-all that adds an address, or a Reply-To elsewhere, sends the draft
 // to the queue with the reason; the caps are not touched.
 func TestRecipientsGateQueues(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Thursday works."}
 	p, st, mailer := newTestPipeline(t, model, "auto")
 	p.Policy.ReplyAll = true

@@ -34,6 +34,7 @@ func gate(gs []store.GateResult, name string) store.GateResult {
 }
 
 func TestGatesAllPass(t *testing.T) {
+	t.Parallel()
 	gs := EvaluateGates(okPolicy(), okInput())
 	if !AllPass(gs) {
 		t.Fatalf("got failures %v, want all pass", FailedReasons(gs))
@@ -51,6 +52,7 @@ func TestGatesAllPass(t *testing.T) {
 }
 
 func TestEachGateEdge(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		mutate func(*Policy, *GateInput)
@@ -152,6 +154,7 @@ func TestEachGateEdge(t *testing.T) {
 }
 
 func TestFailedReasonsNamesGate(t *testing.T) {
+	t.Parallel()
 	p := okPolicy()
 	p.Mode = "review"
 	got := FailedReasons(EvaluateGates(p, okInput()))
@@ -161,6 +164,7 @@ func TestFailedReasonsNamesGate(t *testing.T) {
 }
 
 func TestGateReasonsNameWhatToDo(t *testing.T) {
+	t.Parallel()
 	p, in := okPolicy(), okInput()
 	in.AuthservID = ""
 	if g := gate(EvaluateGates(p, in), GateSenderAuth); g.Pass || !strings.Contains(g.Reason, "accounts.authserv_id") || !strings.Contains(g.Reason, "mailagent doctor") {

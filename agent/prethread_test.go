@@ -11,6 +11,7 @@ import (
 // it merges to the new id (not in a dry run, which writes nothing), and
 // an input without a Message-ID adds its links but no message.
 func TestPrethread(t *testing.T) {
+	t.Parallel()
 	for _, dry := range []bool{false, true} {
 		p, st, _ := newTestPipeline(t, &recordingModel{}, "review")
 		p.DryRun = dry

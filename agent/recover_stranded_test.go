@@ -8,6 +8,7 @@ import (
 )
 
 func TestRecoverStrandedApproval(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Sure."}
 	p, st, mailer := newTestPipeline(t, model, "review")
 	q := queuedDraft(t, p)

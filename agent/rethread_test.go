@@ -38,6 +38,7 @@ func (s *rebuildingStore) PutMessage(rec *store.MessageRecord) error {
 // flake of TestWatcherThreaderStaysBounded). The pipeline now adds the
 // message again once it is stored.
 func TestRebuildBeforeCommitKeepsThread(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Noted."}
 	p, st, _ := newTestPipeline(t, model, "draft")
 	rs := &rebuildingStore{Store: st, th: p.Threader, at: "Topic"}

@@ -15,6 +15,7 @@ func msg(from string, header map[string]string) *mail.Message {
 }
 
 func TestRoute(t *testing.T) {
+	t.Parallel()
 	owner := Owner{Name: "Ada", Addresses: []string{"ada@example.com", "ada@alias.example"}, AuthservID: "mx.example.com"}
 	tests := []struct {
 		name     string
@@ -80,6 +81,7 @@ func TestRoute(t *testing.T) {
 }
 
 func TestRouteTopmostAuthResultsWins(t *testing.T) {
+	t.Parallel()
 	owner := Owner{Addresses: []string{"ada@example.com"}, AuthservID: "mx.example.com"}
 	m := msg("ada@example.com", nil)
 	// The receiving server's header is on top; a forged one below it must

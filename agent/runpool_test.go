@@ -11,6 +11,7 @@ import (
 // TestRunPoolRunsEveryItemWithinTheBound: every item fetched is worked on
 // once, by at most concurrency workers at a time.
 func TestRunPoolRunsEveryItemWithinTheBound(t *testing.T) {
+	t.Parallel()
 	const n, conc = 500, 3
 	var mu sync.Mutex
 	seen := map[int]int{}
@@ -55,6 +56,7 @@ func TestRunPoolRunsEveryItemWithinTheBound(t *testing.T) {
 // TestRunPoolStopsOnTheFirstError: a worker's error stops the fetch (its
 // send fails) and is the result; so is a fetch error.
 func TestRunPoolStopsOnTheFirstError(t *testing.T) {
+	t.Parallel()
 	bad := errors.New("bad item")
 	err := RunPool(context.Background(), 2, func(ctx context.Context, send func(int) error) error {
 		for i := 0; ; i++ {
@@ -95,6 +97,7 @@ func TestRunPoolStopsOnTheFirstError(t *testing.T) {
 // TestRunPoolEndsWithItsContext: a cancelled context ends a fetch that
 // blocks in send.
 func TestRunPoolEndsWithItsContext(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	err := RunPool(ctx, 1, func(ctx context.Context, send func(int) error) error {
 		for i := 0; ; i++ {

@@ -123,6 +123,7 @@ func decodeEvent(t *testing.T, data []byte) *ical.Component {
 // the owner as ORGANIZER, Bob as the one ATTENDEE, the UID from the
 // message key.
 func TestScheduleEventAfterApprovedSend(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p, _, mailer, cal, now := schedulingPipeline(t, "review", "Wednesday at 10:00 works for me, see you then.")
 	out, err := p.Process(ctx, input("Bob <bob@example.org>", "Meeting", "Could we meet Wednesday?"))
@@ -172,6 +173,7 @@ func TestScheduleEventAfterApprovedSend(t *testing.T) {
 // TestScheduleEventFailedWriteIsNoted: a calendar that refuses the
 // event leaves the reply sent and says so on the approved item.
 func TestScheduleEventFailedWriteIsNoted(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p, st, mailer, cal, now := schedulingPipeline(t, "review", "Wednesday at 10:00 works for me.")
 	cal.fail = errors.New("403 forbidden")
@@ -203,6 +205,7 @@ func TestScheduleEventFailedWriteIsNoted(t *testing.T) {
 // TestScheduleEventCancelledInUndoWindow: cancelling within the undo
 // window sends nothing and creates no event, even after the window.
 func TestScheduleEventCancelledInUndoWindow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p, _, mailer, cal, now := schedulingPipeline(t, "review", "Wednesday at 10:00 works for me.")
 	out, err := p.Process(ctx, input("Bob <bob@example.org>", "Meeting", "Could we meet Wednesday?"))
@@ -230,6 +233,7 @@ func TestScheduleEventCancelledInUndoWindow(t *testing.T) {
 // time, a day without a time, or a time the calendar never offered (the
 // owner approved it anyway) creates no event; the control creates one.
 func TestScheduleEventOnlyForOneOfferedSlot(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		draft string
 		want  int
@@ -307,6 +311,7 @@ func scheduleHostileSubjects(t *testing.T) []string {
 // no second ATTENDEE, ORGANIZER or STATUS gets into the event. Positive
 // control: TestScheduleEventHostileSubjectLandsWithoutClean.
 func TestScheduleEventHostileSubject(t *testing.T) {
+	t.Parallel()
 	got := scheduleHostileSubjects(t)
 	tried, through := 0, 0
 	for i, h := range hostileEventSubjects {
@@ -361,6 +366,7 @@ func TestScheduleEventHostileSubjectLandsWithoutClean(t *testing.T) {
 // made; with it on the reply is sent and the event made; a sent outbox
 // record that was neither approved nor allowed by the policy makes none.
 func TestScheduleEventNeverWithoutApprovalOrPolicy(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p, _, mailer, cal, _ := schedulingPipeline(t, "auto", "Wednesday at 10:00 works for me.")
 	p.Policy.SendDelay = 0
@@ -406,6 +412,7 @@ func TestScheduleEventNeverWithoutApprovalOrPolicy(t *testing.T) {
 // its UID (HTTP 412), nothing is overwritten, the approved item says so
 // and a notice waits in the queue.
 func TestScheduleEventCreateConflictQueued(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p, st, mailer, cal, now := schedulingPipeline(t, "review", "Wednesday at 10:00 works for me.")
 	cal.fail = fmt.Errorf("calendar: PUT /cal/x.ics: %w", calendar.ErrPrecondition)

@@ -99,6 +99,7 @@ func newGatePipeline(t *testing.T, cal Calendar, autoSchedule bool) (*Pipeline, 
 // tried with every attack (under -race with every crossStride-th one,
 // and every attack under some label).
 func TestScheduleGateWhateverTheLabel(t *testing.T) {
+	t.Parallel()
 	live, tried, want, through, model := playScheduleLabels(t, false)
 	t.Logf("labels that send a harmless reply: %d; attacks tried %d, got through %d", live, tried, through)
 	if live < 4 {
@@ -195,6 +196,7 @@ func playScheduleLabels(t *testing.T, gateOff bool) (live, tried, want, through 
 // model here writes a time of its own (the mail asks it to make one up),
 // so the time is not in the thread.
 func TestScheduleGateWithoutCalendarWhateverTheLabel(t *testing.T) {
+	t.Parallel()
 	playNoCalendarLabels(t, false)
 }
 
@@ -283,6 +285,7 @@ func playNoCalendarLabels(t *testing.T, gateOff bool) {
 // the calendar, or with no calendar at all), and a scheduling reply on a
 // free slot with policy.auto_schedule on go out on their own.
 func TestScheduleGateBenignPasses(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, intent, mail, say string
 		cal                     bool
@@ -332,6 +335,7 @@ func TestScheduleGateBenignPasses(t *testing.T) {
 // scheduling, a draft that proposes a free time of its own is still a
 // scheduling reply: with policy.auto_schedule off it waits.
 func TestScheduleGateNewTimeNeedsAutoSchedule(t *testing.T) {
+	t.Parallel()
 	p, mailer, model := newRecordingGatePipeline(t, false)
 	model.draft = "How about Thursday 26 November at 14:00?"
 	out, err := p.Process(context.Background(), input("Bob <bob@example.org>", "Hello", "When are you free?"))
@@ -378,6 +382,7 @@ func newRecordingGatePipeline(t *testing.T, autoSchedule bool) (*Pipeline, *memM
 
 // TestScheduleGateReasonNamesPhrase: the reason says which phrase and why.
 func TestScheduleGateReasonNamesPhrase(t *testing.T) {
+	t.Parallel()
 	p, _, model := newRecordingGatePipeline(t, true)
 	for i, tc := range []struct{ say, want string }{
 		{"Dienstag, halb elf?", `has "halb elf": could not read the time in it`},
@@ -429,6 +434,7 @@ func (c *windowedCalendar) FreeSlotsIn(_ context.Context, _ string, now time.Tim
 // one offering a busy time there is not. A window beyond
 // MaxWindowAheadDays is refused and the default slots stay.
 func TestRequestedWindowPastHorizonIsRead(t *testing.T) {
+	t.Parallel()
 	busy := gateCalendar()
 	busy.busy = append(busy.busy, calendar.Interval{Start: time.Date(2026, 12, 21, 9, 0, 0, 0, windowZone), End: time.Date(2026, 12, 21, 12, 0, 0, 0, windowZone)})
 	cal := &windowedCalendar{busyCalendar: busy}

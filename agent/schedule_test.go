@@ -63,6 +63,7 @@ func (m *obeyingModel) Generate(_ context.Context, req llm.Request) (*llm.Respon
 // (the same mail classified information_request) is sent, so the harness
 // can send.
 func TestScheduleGateWithoutCalendar(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		cal  Calendar
@@ -136,6 +137,7 @@ func TestScheduleGateWithoutCalendar(t *testing.T) {
 // reply sent on an account without a calendar, even with
 // policy.auto_schedule on and mode auto.
 func TestScheduleNoCalendarModelObeysMail(t *testing.T) {
+	t.Parallel()
 	playNoCalendarObeying(t, false)
 }
 
@@ -224,6 +226,7 @@ func (c *knowingCalendar) HasCalendar(string) bool { return c.has }
 // already holds a scheduling mail when the account is known to have no
 // calendar, and leaves it to the draft-time gate when it may have one.
 func TestNoCalendarGateBeforeDraft(t *testing.T) {
+	t.Parallel()
 	rec := &store.MessageRecord{MessageKey: store.MessageKey{Account: "a"},
 		Classification: &store.Classification{Intents: []string{"information_request", "scheduling"}}}
 	for _, tc := range []struct {
@@ -249,6 +252,7 @@ func TestNoCalendarGateBeforeDraft(t *testing.T) {
 }
 
 func TestDatesAndTimesWording(t *testing.T) {
+	t.Parallel()
 	for n, want := range map[int]string{0: "0 dates and times", 1: "1 date or time", 4: "4 dates and times"} {
 		if got := datesAndTimes(n); got != want {
 			t.Errorf("%d: %q, want %q", n, got, want)

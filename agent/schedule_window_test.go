@@ -53,6 +53,7 @@ func defaultSlots(t *testing.T, c *busyCalendar) []calendar.Interval {
 }
 
 func TestValidWindow(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		start, end string
@@ -103,6 +104,7 @@ func TestValidWindow(t *testing.T) {
 // from the busy list, working hours and min_notice); the classification
 // keeps the window as the model read it.
 func TestRequestedWindowNarrowsOfferedSlots(t *testing.T) {
+	t.Parallel()
 	cal := &busyCalendar{busy: []calendar.Interval{{Start: at(24, 10), End: at(24, 12)}}}
 	model := &recordingModel{class: okClass(), draft: "Tuesday at 9:00 works."}
 	model.class["intents"] = []string{IntentScheduling}
@@ -205,6 +207,7 @@ func offerHostileWindows(t *testing.T, which func(stop string) bool) []string {
 // exactly; none widens it. The classification never fails over it.
 // Positive control: TestHostileWindowsLandWithoutChecks.
 func TestHostileWindowsFallBackToDefault(t *testing.T) {
+	t.Parallel()
 	got := offerHostileWindows(t, nil)
 	tried, through := 0, 0
 	for i, h := range hostileWindows {
@@ -279,6 +282,7 @@ func TestHostileWindowsLandWithoutChecks(t *testing.T) {
 // offers Sunday 3am; the offered slots still come from the calendar (no
 // Sunday, no 3am) and the schedule gate queues the draft.
 func TestObeyingModelCannotOfferSundayThreeAM(t *testing.T) {
+	t.Parallel()
 	cal := &busyCalendar{}
 	model := &recordingModel{class: okClass(), draft: "Sunday 29 November at 03:00 is perfect, see you then."}
 	model.class["intents"] = []string{IntentScheduling}
@@ -322,6 +326,7 @@ func TestObeyingModelCannotOfferSundayThreeAM(t *testing.T) {
 // TestNarrowNotes: narrowing says in the trace what it did, and only ever
 // removes or trims offered slots.
 func TestNarrowNotes(t *testing.T) {
+	t.Parallel()
 	slots := []calendar.Interval{{Start: at(23, 20), End: at(24, 2)}, {Start: at(24, 9), End: at(24, 17)}, {Start: at(26, 9), End: at(26, 17)}}
 	o := &offeredSlots{slots: slices.Clone(slots), loc: windowZone, ref: windowNow}
 	o.narrow(&store.DateWindow{Start: "2026-11-24", End: "2026-11-24"})

@@ -13,6 +13,7 @@ import (
 // comes (not before), wakes a snoozed item, and once a day prunes finished
 // sends older than the retention.
 func TestSendDueThroughIndexes(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Sure, Tuesday."}
 	p, st, mailer := newTestPipeline(t, model, "review")
 	ctx := context.Background()

@@ -99,6 +99,7 @@ func arMessage(from string, ar ...string) *mail.Message {
 // owner's id that sits below another field (the server's Received, say) is
 // not part of the server's block, whatever it claims.
 func TestAuthResultsMustBeAdjacent(t *testing.T) {
+	t.Parallel()
 	const top = "Authentication-Results: mx.example.test; dkim=none (no signature)\r\n"
 	forged := "Authentication-Results: mx.example.test; dmarc=pass header.from=dkimonly.test\r\n"
 	tail := "From: a@dkimonly.test\r\nTo: ada@example.test\r\nSubject: hi\r\nMessage-ID: <x@dkimonly.test>\r\n\r\nbody\r\n"
@@ -122,6 +123,7 @@ func TestAuthResultsMustBeAdjacent(t *testing.T) {
 }
 
 func TestAuthenticateSender(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		authserv string
@@ -191,6 +193,7 @@ func TestAuthenticateSender(t *testing.T) {
 }
 
 func TestAuthenticateSenderFromHeader(t *testing.T) {
+	t.Parallel()
 	ar := "mx.google.com; dmarc=pass header.from=yahoo.com"
 	two := arMessage("alice@yahoo.com", ar)
 	two.Header["From"] = []string{"alice@yahoo.com", "eve@attacker.example"}
@@ -208,6 +211,7 @@ func TestAuthenticateSenderFromHeader(t *testing.T) {
 }
 
 func TestStripCFWS(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{`a (b) c`, `a   c`},
 		{`a (b (nested; x) c) d`, `a   d`},
@@ -226,6 +230,7 @@ func TestStripCFWS(t *testing.T) {
 // Sent-folder mail is the owner's by where it was found; anything else
 // follows the headers.
 func TestSenderAuthOfSentFolder(t *testing.T) {
+	t.Parallel()
 	o := Owner{Addresses: []string{"ada@example.com"}, AuthservID: "mx.example.com"}
 	if got := senderAuthOf(arMessage("Ada@Example.com"), o, true); !got.Authenticated || got.Method != store.AuthSentFolder || got.Address != "ada@example.com" {
 		t.Errorf("owner in Sent: got %+v", got)

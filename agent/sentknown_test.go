@@ -16,6 +16,7 @@ func sentParse(raw string) *mail.Message {
 // Route's automated route and the Sent rules judge one header the same
 // way: the is-automatic rule has one home (mail.Message.AutoSubmitted).
 func TestAutomaticOneRuleForRouteAndSent(t *testing.T) {
+	t.Parallel()
 	owner := Owner{Addresses: []string{"ada@example.com"}}
 	for _, tt := range []struct {
 		value string
@@ -36,6 +37,7 @@ func TestAutomaticOneRuleForRouteAndSent(t *testing.T) {
 }
 
 func TestKnownFromSent(t *testing.T) {
+	t.Parallel()
 	owner := Owner{Addresses: []string{"ada@example.com", "Ada@Example.ORG"}}
 	ours := func(id string) bool { return mail.IDKey(id) == "auto-1@example.com" }
 	tests := []struct {
@@ -82,6 +84,7 @@ func TestKnownFromSentCheckOff(t *testing.T) {
 // sender authentication of Sent mail agree; a display name that reads
 // like the owner's address is not the owner anywhere.
 func TestOwnerOneRuleEverySpelling(t *testing.T) {
+	t.Parallel()
 	owner := Owner{Addresses: []string{"Ada@Example.com"}}
 	for _, tt := range []struct {
 		from  string

@@ -50,6 +50,7 @@ func wantIn(t *testing.T, step, side, text string, wants ...string) {
 // variables in, and each turn's raw answer with what code made of it out
 // (recorded, refused); the secret in the owner's mail is redacted.
 func TestOwnerStepSnapshot(t *testing.T) {
+	t.Parallel()
 	p, st, _, model := newLearnPipeline(t, "review")
 	p.Snapshots, p.Redactor = true, &wordRedactor{word: "SECRET-TOKEN-42"}
 	model.turns = []map[string]any{
@@ -78,6 +79,7 @@ func TestOwnerStepSnapshot(t *testing.T) {
 // TestOwnerStepSnapshotDelegate: a forward's loop shows the forwarded
 // sender, the generate/propose turns, the draft and the queued item.
 func TestOwnerStepSnapshotDelegate(t *testing.T) {
+	t.Parallel()
 	p, st, _, model := newLearnPipeline(t, "review")
 	p.Snapshots, p.Redactor = true, &wordRedactor{word: "unused-secret"}
 	model.draft = "Yes, coffee on Thursday is fine."
@@ -96,6 +98,7 @@ func TestOwnerStepSnapshotDelegate(t *testing.T) {
 // the cap still all show (each keeps a share of it), and no side goes over
 // the cap.
 func TestOwnerStepSnapshotCap(t *testing.T) {
+	t.Parallel()
 	p, st, _, model := newLearnPipeline(t, "review")
 	p.Snapshots, p.Redactor = true, &wordRedactor{word: "unused-secret"}
 	big := strings.Repeat("ä", store.SnapshotCap) // 2 bytes a rune: twice the cap
@@ -129,6 +132,7 @@ func TestOwnerStepSnapshotCap(t *testing.T) {
 // joined by and the thread's other Message-IDs, never their text; a mail
 // with no parent and a subject of its own starts a new thread.
 func TestThreadStepSnapshot(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Sure."}
 	p, st, _ := newTestPipeline(t, model, "review")
 	p.Snapshots, p.Redactor = true, &wordRedactor{word: "unused-secret"}
@@ -159,6 +163,7 @@ func TestThreadStepSnapshot(t *testing.T) {
 // TestAnsweredStepSnapshot: a message already answered (\Answered on the
 // server) shows the evidence found and where it was looked for.
 func TestAnsweredStepSnapshot(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Sure."}
 	p, st, mailer := newTestPipeline(t, model, "review")
 	p.Snapshots, p.Redactor = true, &wordRedactor{word: "unused-secret"}
@@ -192,6 +197,7 @@ func (a *archiver) Labels(string, *store.MessageRecord) []string { return nil }
 // TestMailboxStepSnapshot: an archive move shows the message (mailbox,
 // UID) in and the change made out.
 func TestMailboxStepSnapshot(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Sure."}
 	p, st, mailer := newTestPipeline(t, model, "review")
 	p.Snapshots, p.Redactor = true, &wordRedactor{word: "unused-secret"}
@@ -213,6 +219,7 @@ func TestMailboxStepSnapshot(t *testing.T) {
 // TestResumeStepSnapshot: a message cut off after its decision shows the
 // state found and what the restart resumes.
 func TestResumeStepSnapshot(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Thursday works."}
 	p, st, _ := newTestPipeline(t, model, "review")
 	p.Snapshots, p.Redactor = true, &wordRedactor{word: "unused-secret"}
@@ -233,6 +240,7 @@ func TestResumeStepSnapshot(t *testing.T) {
 // TestOwnerStepSnapshotDelegateFinishedByCode: a delegation whose model
 // says done at once is drafted and queued by code; the snapshot says so.
 func TestOwnerStepSnapshotDelegateFinishedByCode(t *testing.T) {
+	t.Parallel()
 	p, st, _, model := newLearnPipeline(t, "review")
 	p.Snapshots, p.Redactor = true, &wordRedactor{word: "unused-secret"}
 	model.draft = "Happy to, see you Thursday."

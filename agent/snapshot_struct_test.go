@@ -16,6 +16,7 @@ import (
 // render byte for byte as the maps they replaced (encoding/json sorts map
 // keys), and a filled one renders as the same values in a map would.
 func TestSnapshotStructsRenderLikeMaps(t *testing.T) {
+	t.Parallel()
 	for _, v := range []any{parseOut{}, authIn{}, routeIn{}, decideIn{}, decisionOut{}, threadIn{}, threadOut{}} {
 		typ := reflect.TypeOf(v)
 		var names []string

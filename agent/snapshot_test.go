@@ -36,6 +36,7 @@ func loadedTrace(t *testing.T, st *store.Store, id string) *store.Trace {
 // and the model's raw answers, the decide step's gate inputs), each
 // through the Redactor: the secret in the mail is in no snapshot.
 func TestStepSnapshots(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Tuesday works."}
 	p, st, _ := newTestPipeline(t, model, "review")
 	red := &wordRedactor{word: "SECRET-TOKEN-42"}
@@ -83,6 +84,7 @@ func TestStepSnapshots(t *testing.T) {
 // TestStepSnapshotsOff: snapshots off, or on without a Redactor (an
 // unredacted snapshot could keep a credential), keep none.
 func TestStepSnapshotsOff(t *testing.T) {
+	t.Parallel()
 	for name, set := range map[string]func(*Pipeline){
 		"off":         func(p *Pipeline) { p.Snapshots, p.Redactor = false, &wordRedactor{word: "x"} },
 		"no redactor": func(p *Pipeline) { p.Snapshots, p.Redactor = true, nil },

@@ -26,6 +26,7 @@ func (f textTool) Run(ctx context.Context, _ ToolInput) (string, error) {
 }
 
 func TestToolResultsStayWithinTheBudget(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Thursday works."}
 	p, st, _ := newTestPipeline(t, model, "review")
 	p.Tools = &ToolStep{BudgetTokens: 10, External: []Tool{ // 40 characters in all
@@ -59,6 +60,7 @@ func (c slotCalendar) FreeSlots(ctx context.Context, _ string, now time.Time) ([
 }
 
 func TestCalendarIsAToolOfSchedulingMail(t *testing.T) {
+	t.Parallel()
 	for _, hang := range []bool{false, true} {
 		model := &recordingModel{class: okClass(), draft: "Thursday works."}
 		model.class["intents"] = []string{IntentScheduling}
@@ -91,6 +93,7 @@ func TestCalendarIsAToolOfSchedulingMail(t *testing.T) {
 }
 
 func TestThreadToolSearchesTheStoreByThreadID(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Thursday works."}
 	p, st, _ := newTestPipeline(t, model, "review")
 	if err := st.MarkKnown("a", []string{"bob@example.org"}); err != nil {

@@ -81,6 +81,7 @@ func TestMCPServerEnvAdversarial(t *testing.T) {
 }
 
 func TestChildEnv(t *testing.T) {
+	t.Parallel()
 	parent := []string{"PATH=/bin", "HOME=/h", "GEMINI_API_KEY=k", "X=1", "TZ=UTC", "BROKEN"}
 	got := ChildEnv(parent, []string{"X", "TZ=Asia/Tokyo", "NEW=v", "ABSENT", "=bad"})
 	want := []string{"HOME=/h", "NEW=v", "PATH=/bin", "TZ=Asia/Tokyo", "X=1"}

@@ -111,6 +111,7 @@ func calls(t *testing.T, log string) []string {
 }
 
 func TestMCPToolOnlyReadOnlyIsCalled(t *testing.T) {
+	t.Parallel()
 	srv, log := testMCPServer(t, "ok", "lookup", "wipe", "sneaky", "absent")
 	step := &ToolStep{Timeout: 20 * time.Second}
 	in := ToolInput{Sender: "bob@example.org", Subject: "Invoice 42", ThreadID: "th_1"}
@@ -139,6 +140,7 @@ func TestMCPToolOnlyReadOnlyIsCalled(t *testing.T) {
 }
 
 func TestMCPToolTimeoutAndCap(t *testing.T) {
+	t.Parallel()
 	srv, _ := testMCPServer(t, "slow", "lookup")
 	// Start the server first, so the timeout measures the call alone.
 	if _, _, err := srv.connect(context.Background()); err != nil {
@@ -163,6 +165,7 @@ func TestMCPToolTimeoutAndCap(t *testing.T) {
 }
 
 func TestCleanToolText(t *testing.T) {
+	t.Parallel()
 	got, _ := CleanToolText(hostileToolText+"\r\n\u202eevil\u200b", 10_000)
 	for _, bad := range []string{"\x1b", "\x07", "\r", "\u202e", "\u200b"} {
 		if strings.Contains(got, bad) {

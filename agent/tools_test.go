@@ -13,6 +13,7 @@ import (
 )
 
 func TestPickToolsByIntentOnly(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		intents []string
 		want    []string
@@ -54,6 +55,7 @@ func toolSteps(tr *store.Trace) (names []string, errs map[string]string, beforeD
 }
 
 func TestToolStepFeedsTheDrafter(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Thursday works."}
 	p, st, mailer := newTestPipeline(t, model, "auto")
 	srv, log := testMCPServer(t, "ok", "lookup", "wipe")
@@ -95,6 +97,7 @@ func TestToolStepFeedsTheDrafter(t *testing.T) {
 }
 
 func TestUnauthenticatedSenderGetsNoExternalTools(t *testing.T) {
+	t.Parallel()
 	model := &recordingModel{class: okClass(), draft: "Thursday works."}
 	p, _, _ := newTestPipeline(t, model, "auto")
 	srv, log := testMCPServer(t, "ok", "lookup")
@@ -112,6 +115,7 @@ func TestUnauthenticatedSenderGetsNoExternalTools(t *testing.T) {
 }
 
 func TestFailingToolNeverStopsTheMessage(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"crash", "slow"} {
 		t.Run(mode, func(t *testing.T) {
 			model := &recordingModel{class: okClass(), draft: "Thursday works."}

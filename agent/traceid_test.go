@@ -10,6 +10,7 @@ import (
 // are appended to the store, not scattered through it), and ids made in
 // the same millisecond differ.
 func TestTraceIDsInTimeOrder(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	var ids []string
 	seen := map[string]bool{}

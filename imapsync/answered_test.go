@@ -11,6 +11,7 @@ import (
 )
 
 func TestSearchHeaderFlagsAndHeaders(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	reply := []byte("From: a@x\r\nSubject: Re: q\r\nMessage-ID: <r1@x>\r\nIn-Reply-To: <q1@y>\r\n\r\nhi\r\n")
 	later := []byte("From: a@x\r\nSubject: Re: q\r\nMessage-ID: <r2@x>\r\nReferences: <q1@y> <q2@y>\r\n\r\nhi\r\n")

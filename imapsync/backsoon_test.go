@@ -20,6 +20,7 @@ import (
 // old bounds (1s to 5 minutes) reach 95 s after seven failures: the
 // control.
 func TestDefaultReconnectWaitsStayShort(t *testing.T) {
+	t.Parallel()
 	longest := func(lo, hi time.Duration) (first, top time.Duration) {
 		bo := retry.Jittered(lo, hi)
 		for i := range 30 {
@@ -104,6 +105,7 @@ func (p *faultProxy) port() int { return p.ln.Addr().(*net.TCPAddr).Port }
 // through OnRetry is within the defaults, the first connection after the
 // outage succeeds, and the mail that arrived meanwhile is handled.
 func TestWatcherBackAfterOutage(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	proxy := startFaultProxy(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(ts.port)))
 	var mu sync.Mutex

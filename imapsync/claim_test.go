@@ -23,6 +23,7 @@ func (c *clock) Add(d time.Duration) {
 }
 
 func TestClaimKeywordRoundTrip(t *testing.T) {
+	t.Parallel()
 	kw := ClaimKeyword("a1b2c3")
 	if !ValidKeyword(kw) || len(kw) > 50 {
 		t.Fatalf("claim keyword %q: not a keyword Dovecot keeps (valid %v, %d chars)", kw, ValidKeyword(kw), len(kw))
@@ -116,6 +117,7 @@ func TestClaimHostileKeywords(t *testing.T) {
 // TestClaimNeedsCondstore: without CONDSTORE Claim refuses with
 // ErrUnsupported and changes nothing; Marks still reads done keywords.
 func TestClaimNeedsCondstore(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	uid := ts.add(t, "INBOX", textMessage("hi", "<a@x>", "body"), time.Now())
 	c := ts.dial(t)
@@ -144,6 +146,7 @@ func TestClaimNeedsCondstore(t *testing.T) {
 // leaves no done keyword (it did not decide it), and leaves another
 // watcher's claim alone; Finish, the control, leaves the done keyword.
 func TestClaimRelease(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	uid := ts.add(t, "INBOX", textMessage("hi", "<rel@x>", "body"), time.Now())
 	c := ts.dial(t)
@@ -187,6 +190,7 @@ func TestClaimRelease(t *testing.T) {
 // and the old holder then sees that it no longer holds it; Release hands
 // it over at once.
 func TestElectionOneActing(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	ctx := context.Background()
 	clk := &clock{t: time.Now()}

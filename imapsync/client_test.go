@@ -23,6 +23,7 @@ import (
 )
 
 func TestDialSecurity(t *testing.T) {
+	t.Parallel()
 	plain := startServer(t, serverConfig{})
 	implicit := startServer(t, serverConfig{tls: "implicit"})
 	starttls := startServer(t, serverConfig{tls: "starttls"})
@@ -104,6 +105,7 @@ func isCertError(err error) bool {
 // TestInsecureNeverDials listens on a non-loopback address of this machine
 // and checks that a plaintext Dial to it is refused without connecting.
 func TestInsecureNeverDials(t *testing.T) {
+	t.Parallel()
 	ip := nonLoopbackIP(t)
 	ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
 	if err != nil {
@@ -160,6 +162,7 @@ func nonLoopbackIP(t *testing.T) net.IP {
 }
 
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		cfg       serverConfig
@@ -247,6 +250,7 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestCaps(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{caps: imap.CapSet{imap.CapIMAP4rev2: {}, imap.CapIMAP4rev1: {}}})
 	c := ts.dial(t)
 	for _, name := range []string{"IDLE", "MOVE", "UIDPLUS", "idle", "IMAP4rev2"} {
@@ -263,6 +267,7 @@ func TestCaps(t *testing.T) {
 }
 
 func TestSearch(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	day := func(d int) time.Time { return time.Date(2024, 3, d, 12, 0, 0, 0, time.UTC) }
 	u1 := ts.add(t, "INBOX", textMessage("one", "<one@x>", "1"), day(1), imap.FlagSeen)
@@ -302,6 +307,7 @@ func TestSearch(t *testing.T) {
 }
 
 func TestSearchNeedsSelect(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	c := ts.dial(t)
 	if _, err := c.Search(context.Background(), Criteria{}); !errors.Is(err, ErrNotSelected) {
@@ -314,6 +320,7 @@ func TestSearchNeedsSelect(t *testing.T) {
 }
 
 func TestFetchStreamsInBatchesWithoutSettingSeen(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	var raws [][]byte
 	var uids []uint32
@@ -388,6 +395,7 @@ func TestFetchStreamsInBatchesWithoutSettingSeen(t *testing.T) {
 }
 
 func TestFetchStopsOnCallbackErrorAndSkipsMissing(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	var uids []uint32
 	for i := range 3 {
@@ -454,6 +462,7 @@ func bigMultipart(text string, attachment int) []byte {
 }
 
 func TestFetchOversizedIsPartial(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	const limit = 4096
 	text := "Caf=E9 tomorrow?\r\nSee the attachment."
@@ -561,6 +570,7 @@ func splitMessage(t *testing.T, raw []byte) (textproto.Header, string) {
 }
 
 func TestAssembleTruncated(t *testing.T) {
+	t.Parallel()
 	top := []byte("Subject: hi\r\nContent-Type: multipart/mixed; boundary=x\r\nContent-Transfer-Encoding: 7bit\r\n\r\n")
 	tests := []struct {
 		name     string
@@ -603,6 +613,7 @@ func TestAssembleTruncated(t *testing.T) {
 }
 
 func TestCancelMidOperation(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	uid := ts.add(t, "INBOX", textMessage("m", "<c@x>", "x"), time.Time{})
 	c := ts.dial(t)
@@ -629,6 +640,7 @@ func TestCancelMidOperation(t *testing.T) {
 }
 
 func TestCancelledBeforeDial(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -638,6 +650,7 @@ func TestCancelledBeforeDial(t *testing.T) {
 }
 
 func TestAppendStoreMoveDelete(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		caps imap.CapSet
@@ -747,6 +760,7 @@ func fetchOne(t *testing.T, c *Client, uid uint32) RawMessage {
 }
 
 func TestFindSpecialUse(t *testing.T) {
+	t.Parallel()
 	listing := []imap.ListData{
 		{Mailbox: "INBOX"},
 		{Mailbox: "Sent Items", Attrs: []imap.MailboxAttr{imap.MailboxAttrSent}},
@@ -787,6 +801,7 @@ func TestFindSpecialUse(t *testing.T) {
 }
 
 func TestCreateMailbox(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	c := ts.dial(t)
 	ctx := context.Background()
@@ -804,6 +819,7 @@ func TestCreateMailbox(t *testing.T) {
 }
 
 func TestFlattenThread(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   imapThread
@@ -833,6 +849,7 @@ func containsFold(flags []string, want string) bool {
 }
 
 func TestLogout(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	c := ts.dial(t)
 	if got := c.Caps(); !got["IMAP4REV1"] {
@@ -848,6 +865,7 @@ func TestLogout(t *testing.T) {
 }
 
 func TestAssembleOrRawKeepsBrokenMessages(t *testing.T) {
+	t.Parallel()
 	// A header line without a colon makes the header unparseable; the bytes
 	// must still come through, so that the message is recorded rather than
 	// blocking the mailbox.
@@ -868,6 +886,7 @@ func TestAssembleOrRawKeepsBrokenMessages(t *testing.T) {
 // the connection usable; a cancelled context ends it with the context's
 // error.
 func TestFetchPrefetch(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	var uids []uint32
 	for i := range 9 {

@@ -16,6 +16,7 @@ import (
 // plain otherwise or when the server refuses the attribute; a second
 // call finds the folder and creates nothing.
 func TestEnsureFolderCreates(t *testing.T) {
+	t.Parallel()
 	courierNS := &imap.NamespaceData{Personal: []imap.NamespaceDescriptor{{Prefix: "INBOX.", Delim: '.'}}}
 	withUse := defaultCaps()
 	withUse[imap.CapCreateSpecialUse] = struct{}{}
@@ -65,6 +66,7 @@ func TestEnsureFolderCreates(t *testing.T) {
 // is never taken as Drafts or Sent, even when the server marks it so or
 // the configuration names it.
 func TestEnsureFolderRefusesIncoming(t *testing.T) {
+	t.Parallel()
 	inbox := func(n string) bool { return strings.EqualFold(n, "INBOX") }
 	ts := startServer(t, serverConfig{listing: []imap.ListData{{Mailbox: "INBOX", Attrs: []imap.MailboxAttr{`\Sent`}}}, caps: imap.CapSet{imap.CapIMAP4rev1: {}, imap.CapSpecialUse: {}}})
 	c := ts.dial(t)
@@ -82,6 +84,7 @@ func TestEnsureFolderRefusesIncoming(t *testing.T) {
 // TestNoMailboxErrorIsSetupNeeded: a missing folder is a setup problem
 // whose fix names doctor --fix and the name to create.
 func TestNoMailboxErrorIsSetupNeeded(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{delim: '.', namespace: &imap.NamespaceData{Personal: []imap.NamespaceDescriptor{{Prefix: "INBOX.", Delim: '.'}}}})
 	c := ts.dial(t)
 	_, err := c.FindSpecialUse(context.Background(), `\Sent`)
@@ -102,6 +105,7 @@ func TestNoMailboxErrorIsSetupNeeded(t *testing.T) {
 // TestNoMailboxErrorSetupOnlyForWhatFixCreates: a missing Archive or
 // Trash is no setup problem doctor --fix would solve.
 func TestNoMailboxErrorSetupOnlyForWhatFixCreates(t *testing.T) {
+	t.Parallel()
 	for attr, want := range map[string]bool{`\Sent`: true, `\Drafts`: true, "": true, `\Archive`: false, `\Trash`: false} {
 		err := &NoMailboxError{Attr: attr}
 		if got := errors.Is(err, ErrSetupNeeded); got != want || !errors.Is(err, ErrNoMailbox) {
@@ -121,6 +125,7 @@ func (w *wrapErr) Unwrap() error { return w.err }
 // TestNameFromCaps: Courier-IMAP, which answers no ID, is known by its
 // own extension.
 func TestNameFromCaps(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		caps map[string]bool
 		want string

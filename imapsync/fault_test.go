@@ -23,6 +23,7 @@ func noErr(code imap.ResponseCode, text string) error {
 // A FETCH answered NO is not "the messages were expunged": Fetch must
 // fail so that the caller fetches them again, never skip them.
 func TestFetchNOIsAnError(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		err  error
@@ -77,6 +78,7 @@ func TestFetchNOIsAnError(t *testing.T) {
 }
 
 func TestMissingConfirmsExpunged(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	var uids []uint32
 	for i := range 4 {
@@ -100,6 +102,7 @@ func TestMissingConfirmsExpunged(t *testing.T) {
 
 // A login refused with a temporary RFC 5530 code is not a wrong password.
 func TestLoginTemporaryVersusAuthFailure(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		err       error
@@ -138,6 +141,7 @@ func TestLoginTemporaryVersusAuthFailure(t *testing.T) {
 // Dovecot answers NO [UNAVAILABLE] while its auth backend is down: the
 // watcher keeps trying and handles the mail once the login succeeds.
 func TestWatcherRetriesUnavailableLogin(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	uid := ts.add(t, "INBOX", textMessage("waiting", "<w@x>", "x"), time.Time{})
 	ts.injectLogin(failTimes(3, noErr(imap.ResponseCodeUnavailable, "Temporary authentication failure")))
@@ -157,6 +161,7 @@ func TestWatcherRetriesUnavailableLogin(t *testing.T) {
 // An error the Dial function marks Permanent (a failing password_cmd)
 // stops the watcher instead of a silent retry loop.
 func TestWatcherStopsOnPermanentDialError(t *testing.T) {
+	t.Parallel()
 	cfgErr := errors.New("account work imap password_cmd: exit status 1")
 	var dials atomic.Int32
 	w := &Watcher{
@@ -184,6 +189,7 @@ func TestWatcherStopsOnPermanentDialError(t *testing.T) {
 // A failed sync on a healthy connection is retried on a timer, without
 // waiting for new mail (a full disk freed, a model back up).
 func TestWatcherRetriesFailedSyncOnTimer(t *testing.T) {
+	t.Parallel()
 	for _, idle := range []bool{true, false} {
 		t.Run(fmt.Sprintf("idle=%v", idle), func(t *testing.T) {
 			ts := startServer(t, serverConfig{})
@@ -234,6 +240,7 @@ func TestWatcherRetriesFailedSyncOnTimer(t *testing.T) {
 // message") must not hold up the others: with OnRefused, the batch is
 // split and only that message is reported.
 func TestFetchIsolatesARefusedMessage(t *testing.T) {
+	t.Parallel()
 	for _, prefetch := range []bool{false, true} {
 		t.Run(fmt.Sprint("prefetch=", prefetch), func(t *testing.T) { fetchIsolatesARefusedMessage(t, prefetch) })
 	}

@@ -13,6 +13,7 @@ import (
 // folder under "INBOX." with "." as separator and marks none with
 // SPECIAL-USE: discovery must find INBOX.Sent and INBOX.Drafts.
 func TestFindSpecialUseCourierLayout(t *testing.T) {
+	t.Parallel()
 	courierNS := &imap.NamespaceData{Personal: []imap.NamespaceDescriptor{{Prefix: "INBOX.", Delim: '.'}}}
 	courier := []imap.ListData{
 		{Mailbox: "INBOX", Attrs: []imap.MailboxAttr{imap.MailboxAttrHasChildren}},
@@ -59,6 +60,7 @@ func TestFindSpecialUseCourierLayout(t *testing.T) {
 }
 
 func TestNamespace(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{delim: '.', namespace: &imap.NamespaceData{Personal: []imap.NamespaceDescriptor{{Prefix: "INBOX.", Delim: '.'}}}})
 	c := ts.dial(t)
 	prefix, delim, err := c.Namespace(context.Background())

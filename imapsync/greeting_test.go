@@ -25,6 +25,7 @@ func (c *chunkConn) Read(p []byte) (int, error) {
 // TestGreetingConnKeepsTheFirstLine: whatever the read sizes, the greeting
 // is the first line alone, and every byte still reaches the reader.
 func TestGreetingConnKeepsTheFirstLine(t *testing.T) {
+	t.Parallel()
 	const first = "* OK [CAPABILITY IMAP4rev1 IDLE STARTTLS] Courier-IMAP ready. Copyright 1998-2019 Double Precision, Inc."
 	data := first + "\r\n* BYE later\r\n"
 	for _, n := range []int{1, 7, 64, 4096} {
@@ -54,6 +55,7 @@ func TestGreetingConnKeepsTheFirstLine(t *testing.T) {
 // TestNameFromGreeting: the stock greetings of the real servers name them;
 // the name is one of the fixed ones, never the server's text.
 func TestNameFromGreeting(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ greeting, want string }{
 		{"* OK [CAPABILITY IMAP4rev1 UIDPLUS CHILDREN NAMESPACE IDLE ACL ACL2=UNION STARTTLS] Courier-IMAP ready. Copyright 1998-2019 Double Precision, Inc.  See COPYING for distribution information.", "Courier-IMAP"},
 		{"* OK [CAPABILITY IMAP4rev1 LITERAL+ ID ENABLE STARTTLS] vm Cyrus IMAP 3.6.1-Debian-3.6.1-4+deb12u5 server ready", "Cyrus IMAP"},
@@ -74,6 +76,7 @@ func TestNameFromGreeting(t *testing.T) {
 // The control: a namer that trusts the greeting's text lets every one
 // through.
 func TestHostileGreetingNamesNothing(t *testing.T) {
+	t.Parallel()
 	attacks := []string{
 		"* OK \x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07 ready",
 		"* OK Courier-IMAP ready.\r\nPASS  imap: push: new mail reached IDLE in 1ms",

@@ -29,6 +29,7 @@ func noMoveCaps() imap.CapSet {
 }
 
 func TestMoveByID(t *testing.T) {
+	t.Parallel()
 	for _, caps := range []struct {
 		name string
 		set  imap.CapSet
@@ -55,6 +56,7 @@ func TestMoveByID(t *testing.T) {
 // message in both places, never in neither; the retry finishes the move
 // without a second copy.
 func TestMoveByIDInterrupted(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"store refused", "connection dropped"} {
 		t.Run(mode, func(t *testing.T) {
 			ts := startServer(t, serverConfig{caps: noMoveCaps()})
@@ -157,6 +159,7 @@ func moveWithForgedCopies(t *testing.T) []string {
 // never just deleted. Positive control:
 // TestMoveByIDForgedCopyLandsWithoutCheck.
 func TestMoveByIDForgedCopyInDest(t *testing.T) {
+	t.Parallel()
 	got := moveWithForgedCopies(t)
 	tried, through := 0, 0
 	for i, f := range forgedCopies {
@@ -197,6 +200,7 @@ func TestMoveByIDForgedCopyLandsWithoutCheck(t *testing.T) {
 }
 
 func TestSetKeywordsPermanentFlags(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	uid := ts.add(t, "INBOX", textMessage("m", "<k1@x>", "x"), time.Time{})
 	c := ts.dial(t)

@@ -147,6 +147,7 @@ func checkNoLeaks(t *testing.T) {
 }
 
 func TestWatcherIdleSyncsNewMail(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	first := ts.add(t, "INBOX", textMessage("old", "<old@x>", "x"), time.Time{})
 	rec := newRecorder()
@@ -193,6 +194,7 @@ func TestWatcherIdleSyncsNewMail(t *testing.T) {
 }
 
 func TestWatcherPollsWithoutIdle(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	rec := newRecorder()
 	var trace traceBuffer
@@ -220,6 +222,7 @@ func TestWatcherPollsWithoutIdle(t *testing.T) {
 }
 
 func TestWatcherReconnects(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []struct {
 		name        string
 		disableIdle bool
@@ -276,6 +279,7 @@ func TestWatcherReconnects(t *testing.T) {
 }
 
 func TestWatcherSyncErrorKeepsConnection(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	rec := newRecorder()
 	rec.fail.Store(1)
@@ -306,6 +310,7 @@ func TestWatcherSyncErrorKeepsConnection(t *testing.T) {
 }
 
 func TestWatcherPermanentErrors(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	tests := []struct {
 		name string
@@ -338,6 +343,7 @@ func TestWatcherPermanentErrors(t *testing.T) {
 }
 
 func TestWatcherRetriesUntilCancelled(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	ts.stop() // nothing listens: every dial fails
 	var dials atomic.Int32
@@ -372,6 +378,7 @@ func TestWatcherRetriesUntilCancelled(t *testing.T) {
 }
 
 func TestWatcherValidation(t *testing.T) {
+	t.Parallel()
 	w := &Watcher{Mailbox: "INBOX"}
 	if err := w.Run(context.Background(), func(context.Context, *Client, MailboxStatus) error { return nil }); err == nil {
 		t.Fatalf("Run without Dial: got nil, want an error")
@@ -379,6 +386,7 @@ func TestWatcherValidation(t *testing.T) {
 }
 
 func TestStateString(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	for s := StateConnecting; s <= StateReconnecting; s++ {
 		fmt.Fprint(&b, s, " ")

@@ -12,6 +12,7 @@ import (
 // the empty prefix lists from the first; another account's contacts and
 // a limit of 0 give none.
 func TestContactNames(t *testing.T) {
+	t.Parallel()
 	s, _ := openTest(t)
 	var all []string
 	for i := 0; i < 30; i++ {

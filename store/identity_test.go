@@ -45,6 +45,7 @@ func TestMayResolve(t *testing.T) {
 }
 
 func TestAnswersTo(t *testing.T) {
+	t.Parallel()
 	contact := &MessageRecord{Route: "external", From: mail.Address{Email: "ann@example.org"}, SenderAuth: authed("ann@example.org"),
 		ReplyTo: []mail.Address{{Email: "ann.work@example.org"}}}
 	unauth := &MessageRecord{Route: "external", From: mail.Address{Email: "bob@example.net"}, ReplyTo: []mail.Address{{Email: "eve@evil.test"}}}
@@ -104,6 +105,7 @@ func TestSameCorrespondent(t *testing.T) {
 }
 
 func TestThreadCorrespondent(t *testing.T) {
+	t.Parallel()
 	ann := &MessageRecord{Route: "external", From: mail.Address{Email: "ann@example.org"}, SenderAuth: authed("ann@example.org")}
 	eve := &MessageRecord{Route: "external", From: mail.Address{Email: "eve@evil.test"}, SenderAuth: authed("eve@evil.test")}
 	spoof := &MessageRecord{Route: "external", From: mail.Address{Email: "ann@example.org"}, SenderAuth: &SenderAuth{Address: "ann@example.org"}}
@@ -134,6 +136,7 @@ func TestThreadCorrespondent(t *testing.T) {
 }
 
 func TestExternal(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		rec  *MessageRecord

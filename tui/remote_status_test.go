@@ -9,6 +9,7 @@ import (
 // a lost connection says so: never that actions run locally (nothing
 // does: the watcher is on the other host).
 func TestStatusLineRemote(t *testing.T) {
+	t.Parallel()
 	m := newModel(t, newFake(), Options{NoColor: true})
 	const remote = "ssh://ada@mail.example.org"
 	send(t, m, statusMsg{status: Status{WatcherConnected: true, Remote: remote}})

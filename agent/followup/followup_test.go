@@ -87,6 +87,7 @@ func getFU(t *testing.T, st *store.Store, thread string) *store.Followup {
 }
 
 func TestFollowupNeedsReplyThenOwnerRepliesDone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := &fakeClock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
 	f, st := newFollowups(t, filepath.Join(t.TempDir(), "db"), clock)
@@ -130,6 +131,7 @@ func TestFollowupNeedsReplyThenOwnerRepliesDone(t *testing.T) {
 }
 
 func TestFollowupDeadlineFromMailValidatedByCode(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 4, 15, 0, 0, 0, time.UTC) // a Wednesday
 	cases := []struct {
 		name, replyBy string
@@ -181,6 +183,7 @@ func TestFollowupDeadlineFromMailValidatedByCode(t *testing.T) {
 }
 
 func TestFollowupBusinessDays(t *testing.T) {
+	t.Parallel()
 	fp := Policy{DefaultAfter: 72 * time.Hour, BusinessDays: true}
 	fri := time.Date(2026, 3, 6, 10, 0, 0, 0, time.UTC)
 	if got := fp.AddWait(fri); got.Weekday() != time.Wednesday || got.Day() != 11 {
@@ -196,6 +199,7 @@ func TestFollowupBusinessDays(t *testing.T) {
 // → a restart changes nothing → the answer arrives: done, timer gone, the
 // pending draft resolved.
 func TestFollowupAwaitingTiersRestartAndAnswer(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := &fakeClock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
 	path := filepath.Join(t.TempDir(), "db")
@@ -286,6 +290,7 @@ func TestFollowupAwaitingTiersRestartAndAnswer(t *testing.T) {
 }
 
 func TestFollowupGivesUpAfterMaxNudges(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := &fakeClock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
 	f, st := newFollowups(t, filepath.Join(t.TempDir(), "db"), clock)
@@ -311,6 +316,7 @@ func TestFollowupGivesUpAfterMaxNudges(t *testing.T) {
 // A crash after the nudge item was written but before the timer moved:
 // firing again writes the same item, never a second one.
 func TestFollowupNudgeIdempotentAfterCrash(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := &fakeClock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
 	f, st := newFollowups(t, filepath.Join(t.TempDir(), "db"), clock)
@@ -508,6 +514,7 @@ func TestFollowupAdversarial(t *testing.T) {
 }
 
 func TestFollowupSnoozeAndMarkDone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := &fakeClock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
 	f, st := newFollowups(t, filepath.Join(t.TempDir(), "db"), clock)
@@ -543,6 +550,7 @@ func TestFollowupSnoozeAndMarkDone(t *testing.T) {
 // Follow-up drafts wait for approval unless the policy explicitly allows
 // them to a known contact; a stranger's thread never goes out on its own.
 func TestFollowupAutoSendKnownContacts(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		allow   bool
@@ -584,6 +592,7 @@ func TestFollowupAutoSendKnownContacts(t *testing.T) {
 // The follow-up draft is the owner's own text when followup.nudge_text is
 // set, and never carries anything from the other side's mail.
 func TestFollowupNudgeTextIsTheOwners(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := &fakeClock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
 	f, st := newFollowups(t, filepath.Join(t.TempDir(), "db"), clock)
@@ -610,6 +619,7 @@ func TestFollowupNudgeTextIsTheOwners(t *testing.T) {
 // side, opens awaiting_reply; a plain statement, thanks, or a request
 // only in the quoted text does not.
 func TestAsksQuestion(t *testing.T) {
+	t.Parallel()
 	for text, want := range map[string]bool{
 		"Does Tuesday work?":                            true,
 		"Please send me the signed contract by Friday.": true,

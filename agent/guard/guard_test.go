@@ -150,6 +150,7 @@ var obfuscations = []struct {
 }
 
 func TestGuardObfuscations(t *testing.T) {
+	t.Parallel()
 	for _, field := range []string{"body", "subject"} {
 		for _, tt := range obfuscations {
 			t.Run(field+"/"+tt.name, func(t *testing.T) {
@@ -173,6 +174,7 @@ func TestGuardObfuscations(t *testing.T) {
 // TestGuardQuotesWhatWasWritten checks that a problem names what was read
 // and what was written, with hidden characters escaped.
 func TestGuardQuotesWhatWasWritten(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, text string
 		want       string
@@ -248,6 +250,7 @@ var hostileDrafts = []string{
 // and in the subject. Nothing may get through. Positive control:
 // TestGuardHostileCorpusLandsWithoutTrustCheck.
 func TestGuardHostileCorpus(t *testing.T) {
+	t.Parallel()
 	if len(hostileDrafts) < 40 {
 		t.Fatalf("corpus has %d hostile drafts, want at least 40", len(hostileDrafts))
 	}
@@ -342,6 +345,7 @@ var benignReplies = []string{
 }
 
 func TestGuardBenignRepliesPass(t *testing.T) {
+	t.Parallel()
 	if len(benignReplies) < 20 {
 		t.Fatalf("got %d benign replies, want at least 20", len(benignReplies))
 	}
@@ -358,6 +362,7 @@ func TestGuardBenignRepliesPass(t *testing.T) {
 // is stopped when the caller does not vouch for it (for example because it
 // came from the incoming mail, which never belongs in Trusted).
 func TestGuardTrustedEcho(t *testing.T) {
+	t.Parallel()
 	profile := "Ann Owner. Call +1 555 010 9999. Book me: https://cal.example.org/ann/30min\n" +
 		"Invoices: bank transfer, IBAN GB82 WEST 1234 5698 7654 32, BIC NWBKGB2L.\n" +
 		"Write to pay (at) acme-billing (dot) example for invoices. Wallet bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"
@@ -406,6 +411,7 @@ func TestGuardTrustedEcho(t *testing.T) {
 // TestGuardSubjectEcho: a link in the subject of the incoming mail comes
 // back in "Re: …"; unless the owner vouches for it, the reply is stopped.
 func TestGuardSubjectEcho(t *testing.T) {
+	t.Parallel()
 	out := Fields{Subject: "Re: Invoice at evil.test/pay", Body: "Thanks, I'll look at it."}
 	got := Check(out, ownerTrusted(), 0)
 	if len(got) != 1 || !strings.HasPrefix(got[0], `subject: links to "evil.test/pay"`) {
@@ -420,6 +426,7 @@ func TestGuardSubjectEcho(t *testing.T) {
 
 // TestGuardLengthAndEmpty are the cases moved from the gate tests.
 func TestGuardLengthAndEmpty(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		body  string
@@ -457,6 +464,7 @@ func TestGuardLengthAndEmpty(t *testing.T) {
 // TestGuardInvisibleOnlyBody: a body of invisible characters is not empty
 // to the length check but reads as nothing; it must not pass as a reply.
 func TestGuardInvisibleOnlyBody(t *testing.T) {
+	t.Parallel()
 	got := Check(Fields{Body: "\u200b\u200b"}, Trusted{}, 0)
 	if !containsAny(got, "the draft is empty") {
 		t.Errorf("got %q, want the draft to count as empty", got)
@@ -468,6 +476,7 @@ func TestGuardInvisibleOnlyBody(t *testing.T) {
 // "1.1.1.1." words took 13 s before words were bounded); the guard must
 // stay linear, whoever wrote the text.
 func TestGuardLinearTime(t *testing.T) {
+	// sequential: it bounds wall time, which parallel tests would stretch.
 	if testing.Short() || raceEnabled {
 		t.Skip("timing")
 	}
@@ -484,6 +493,7 @@ func TestGuardLinearTime(t *testing.T) {
 }
 
 func TestDigitValueEveryScript(t *testing.T) {
+	t.Parallel()
 	for _, rg := range unicode.Nd.R16 {
 		if (rg.Hi-rg.Lo+1)%10 != 0 || rg.Stride != 1 {
 			t.Errorf("Nd range %U-%U is not whole runs of ten", rg.Lo, rg.Hi)

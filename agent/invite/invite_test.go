@@ -9,6 +9,7 @@ import (
 
 // TestOrganizerVerified is the rule for where a REPLY may go.
 func TestOrganizerVerified(t *testing.T) {
+	t.Parallel()
 	isOwner := func(a string) bool { return mail.SameAddr(a, "ada@example.com") }
 	cases := []struct {
 		organizer, identity string

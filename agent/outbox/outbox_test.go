@@ -207,6 +207,7 @@ func (w *world) item(t *testing.T, id string) *store.QueueItem {
 }
 
 func TestDeliverSendsOnceFilesAndCloses(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ob := w.approval(t, 9)
 	ctx := context.Background()
@@ -237,6 +238,7 @@ func TestDeliverSendsOnceFilesAndCloses(t *testing.T) {
 }
 
 func TestDeliverRacingCallersSendOnce(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ob := w.approval(t, 0)
 	var wg sync.WaitGroup
@@ -254,6 +256,7 @@ func TestDeliverRacingCallersSendOnce(t *testing.T) {
 }
 
 func TestDeliverAlreadyInSentIsNotSentAgain(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ob := w.approval(t, 0)
 	w.mailer.sentFolder = map[string]bool{ob.MessageID: true}
@@ -271,6 +274,7 @@ func TestDeliverAlreadyInSentIsNotSentAgain(t *testing.T) {
 // Each kind of failure means something different for the record and the
 // queue item.
 func TestDeliverFailureMeanings(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		auto      bool
@@ -345,6 +349,7 @@ func TestDeliverFailureMeanings(t *testing.T) {
 }
 
 func TestDeliverNotSentWhenAnsweredElsewhere(t *testing.T) {
+	t.Parallel()
 	t.Run("the mailbox shows a reply", func(t *testing.T) {
 		w := newWorld(t)
 		ob := w.approval(t, 0)
@@ -501,6 +506,7 @@ func answeredInOutboxAttacks(t *testing.T, report bool) (tried, through int) {
 }
 
 func TestSendDueSchedulesRetriesAndWakes(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	now := time.Now()
 	clock := now
@@ -542,6 +548,7 @@ func TestSendDueSchedulesRetriesAndWakes(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("a delayed auto-send becomes the owner's draft", func(t *testing.T) {
 		w := newWorld(t)
@@ -592,6 +599,7 @@ func TestCancel(t *testing.T) {
 }
 
 func TestSendApprovalCancelledWhenTheWaitEnds(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ob := w.approval(t, 0)
 	if _, err := w.st.TransitionOutbox(ob.ID, []string{store.OutboxPending}, store.OutboxScheduled, func(r *store.OutboxRecord) error {
@@ -614,6 +622,7 @@ func TestSendApprovalCancelledWhenTheWaitEnds(t *testing.T) {
 }
 
 func TestRecoverNeverResendsAnInterruptedTransaction(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ob := w.autoSend(t, store.OutboxSending)
 	if err := w.o.Recover(context.Background()); err != nil {
@@ -636,6 +645,7 @@ func TestRecoverNeverResendsAnInterruptedTransaction(t *testing.T) {
 }
 
 func TestRecoverSentHasErrorIsReported(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.autoSend(t, store.OutboxSending)
 	w.mailer.sentHasErr = errors.New("imap: connection reset")
@@ -648,6 +658,7 @@ func TestRecoverSentHasErrorIsReported(t *testing.T) {
 }
 
 func TestIDsAreStableAndDistinct(t *testing.T) {
+	t.Parallel()
 	other := original
 	other.UIDValidity++
 	again := original // an equal key, built anew
@@ -660,6 +671,7 @@ func TestIDsAreStableAndDistinct(t *testing.T) {
 }
 
 func TestScheduleFirstStatus(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	ob := store.OutboxRecord{From: "ada@example.com", To: []string{"carol@example.org"}}
 	if err := Schedule(&ob, now, 0); err != nil {
@@ -685,6 +697,7 @@ func TestScheduleFirstStatus(t *testing.T) {
 // Without a mailer (a process that cannot send) Recover still hands back
 // stranded approvals and says so when sends are left, touching none.
 func TestRecoverWithoutMailer(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.o.Mailer = nil
 	if err := w.o.Recover(context.Background()); err != nil {
@@ -763,6 +776,7 @@ func TestAnsweredInOutboxNeedsTheCorrespondent(t *testing.T) {
 // the send again about a minute after it came back, not an hour later
 // as forty attempts of the old schedule would make it wait.
 func TestSendRetryAfterAMinuteOutage(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	var clock time.Time
 	w.o.Now = func() time.Time { return clock }
@@ -805,6 +819,7 @@ func TestSendRetryAfterAMinuteOutage(t *testing.T) {
 // policy.send_delay) the reservation is given back, once. One that goes
 // out keeps it, and an approval's cancel gives back nothing.
 func TestCancelledAutoSendGivesTheCapBack(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	created := time.Date(2026, 3, 2, 23, 50, 0, 0, time.UTC)
 	day := store.Day(created)

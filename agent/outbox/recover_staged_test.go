@@ -56,6 +56,7 @@ func cutAutoReply(t *testing.T, w *apitest.World, stage smtptest.Stage) (*store.
 // owner as "may have been delivered": in the issue-26 kill -9 storm under
 // a flapping SMTP server, 14 of 100 auto-replies were never sent.
 func TestRecoverSendingBeforeDataIsResent(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	ob, release := cutAutoReply(t, w, smtptest.StageRcpt)
 	release()
@@ -84,6 +85,7 @@ func TestRecoverSendingBeforeDataIsResent(t *testing.T) {
 // message and is about to accept it) leaves a send that did go through.
 // It must not be resent, or Bob gets two: it goes to the owner.
 func TestRecoverSendingAfterDataIsNotResent(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	ob, release := cutAutoReply(t, w, smtptest.StageData)
 	release() // the server accepts what it has

@@ -78,6 +78,7 @@ func copies(w *apitest.World, ob *store.OutboxRecord) int {
 }
 
 func TestRecoverPendingIsSent(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	ob := pendingApproval(t, w)
 	recoverOK(t, w)
@@ -98,6 +99,7 @@ func TestRecoverPendingIsSent(t *testing.T) {
 // An earlier attempt got through before the crash: the Sent folder has
 // it, so it is not sent again.
 func TestRecoverPendingAlreadyInSent(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	ob := pendingApproval(t, w)
 	w.Append("Sent", ob.Raw)
@@ -112,6 +114,7 @@ func TestRecoverPendingAlreadyInSent(t *testing.T) {
 }
 
 func TestRecoverSendingFoundInSent(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	ob := toSending(t, w, pendingApproval(t, w).ID)
 	w.Append("Sent", ob.Raw)
@@ -128,6 +131,7 @@ func TestRecoverSendingFoundInSent(t *testing.T) {
 // Cut off mid-transaction and not in Sent: it may have been delivered, so
 // it is never re-sent on its own; the owner decides.
 func TestRecoverSendingIsNotResent(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	ob := toSending(t, w, pendingApproval(t, w).ID)
 	recoverOK(t, w)
@@ -153,6 +157,7 @@ func TestRecoverSendingIsNotResent(t *testing.T) {
 // An auto-reply cut off mid-transaction comes back to the owner as a
 // failed draft.
 func TestRecoverSendingAutoReplyGoesToTheOwner(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	if _, err := w.Store.TransitionOutbox(w.Scheduled, []string{store.OutboxScheduled}, store.OutboxPending, nil); err != nil {
 		t.Fatal(err)
@@ -172,6 +177,7 @@ func TestRecoverSendingAutoReplyGoesToTheOwner(t *testing.T) {
 // Sent cannot be read: the record stays sending (nothing is decided
 // blindly) and the error is returned; a later recover settles it.
 func TestRecoverSendingWhenSentIsUnreadable(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	ob := toSending(t, w, pendingApproval(t, w).ID)
 	w.FailSentSelect.Store(true)
@@ -190,6 +196,7 @@ func TestRecoverSendingWhenSentIsUnreadable(t *testing.T) {
 
 // Delivered but not filed: the copy is appended, once.
 func TestRecoverSentIsAppended(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	w.FailSentAppend.Store(true)
 	if _, err := w.Pipeline.Approve(context.Background(), w.Draft, ""); err == nil {
@@ -217,6 +224,7 @@ func TestRecoverSentIsAppended(t *testing.T) {
 // A record marked sent whose copy is already in Sent (the crash came after
 // the APPEND) is marked appended without a second copy.
 func TestRecoverSentAlreadyFiled(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	w.FailSentAppend.Store(true)
 	_, _ = w.Pipeline.Approve(context.Background(), w.Draft, "")
@@ -232,6 +240,7 @@ func TestRecoverSentAlreadyFiled(t *testing.T) {
 
 // A failed send is the owner's to retry: Recover leaves it.
 func TestRecoverLeavesFailed(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	w.SMTP.FailNext(smtptest.StageMail, 1, 550)
 	if _, err := w.Pipeline.Approve(context.Background(), w.Draft, ""); err == nil {
@@ -249,6 +258,7 @@ func TestRecoverLeavesFailed(t *testing.T) {
 // goes back to the owner; approving it again sends it once. A scheduled
 // auto-reply is not Recover's: it waits for its time.
 func TestRecoverStrandedApprovalAndScheduled(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	if _, err := w.Store.TransitionQueueItem(w.Draft, []string{store.QueuePending}, store.QueueApproved, nil); err != nil {
 		t.Fatal(err)

@@ -68,6 +68,7 @@ var hostileRecipients = []string{
 // caller writes the refused record anyway. Positive control: the same
 // records with the rule bypassed (status set by hand) reach the sink.
 func TestOutboxAddressAdversarial(t *testing.T) {
+	t.Parallel()
 	w, sink := sinkWorld(t)
 	now := time.Now()
 	tried, through := 0, 0
@@ -127,6 +128,7 @@ func TestOutboxAddressAdversarial(t *testing.T) {
 // configured ones pass whatever their form; public names pass; automatic
 // mail must say Auto-Submitted; a record with no recipient is refused.
 func TestScheduleAllowedAndAutoSubmitted(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	tests := []struct {
 		name  string
@@ -166,6 +168,7 @@ func TestScheduleAllowedAndAutoSubmitted(t *testing.T) {
 // is sent exactly once when its window ends, and a wait cut short
 // cancels it.
 func TestStandaloneUndoWindow(t *testing.T) {
+	t.Parallel()
 	w, sink := sinkWorld(t)
 	ctx := context.Background()
 	now := time.Now()

@@ -152,6 +152,7 @@ func runLoopAttack(t *testing.T, a loopAttack) (landed, crashed bool) {
 // queues or records anything. Positive control:
 // TestCheckTurnVetoesWhatTheMailAsksLandsWithoutVeto.
 func TestCheckTurnVetoesWhatTheMailAsksThroughTheLoop(t *testing.T) {
+	t.Parallel()
 	tried, through := 0, 0
 	for _, a := range loopAttacks() {
 		tried++
@@ -171,6 +172,7 @@ func TestCheckTurnVetoesWhatTheMailAsksThroughTheLoop(t *testing.T) {
 // mode and, as the loop's last turn, the same call), so that the loop's
 // positive control is the control of that test too.
 func TestLoopAttacksAreTheVetoesAttacks(t *testing.T) {
+	t.Parallel()
 	var refused []checkTurnCase
 	for _, c := range checkTurnCases() {
 		if c.refused {

@@ -16,6 +16,7 @@ import (
 // of mailagent's tree, each with its name, synopsis and examples, plus
 // mailagent.toml(5), and nothing else.
 func TestManPagesOnePerCommand(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "man")
 	var stderr strings.Builder
 	if code := run(nil, &stderr); code != cmdutil.ExitUsage || !strings.Contains(stderr.String(), "usage: gen-docs --man-page DIR") {

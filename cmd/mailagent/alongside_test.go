@@ -79,6 +79,7 @@ func waitFor(t *testing.T, ch <-chan agentEvent, kind string) agentEvent {
 }
 
 func TestCommandsAlongsideWatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	c := h.startWatch(t)
 	ctx, cancel := context.WithCancel(context.Background())

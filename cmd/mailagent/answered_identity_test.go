@@ -90,6 +90,7 @@ func runTriageAttack(t *testing.T, a triageAttack) (bool, string) {
 }
 
 func TestAnsweredAttacksThroughTriage(t *testing.T) {
+	t.Parallel()
 	tried, through := 0, 0
 	for _, a := range triageAnsweredAttacks {
 		t.Run(a.name, func(t *testing.T) {
@@ -132,6 +133,7 @@ func TestAnsweredAttacksThroughTriageLandWithoutIdentity(t *testing.T) {
 // reason, through a running watcher's socket and without one (where the
 // TUI sends once the undo window ends, SendApproved).
 func TestReviewApprovalThatSentNothingSaysSo(t *testing.T) {
+	t.Parallel()
 	for _, withWatcher := range []bool{true, false} {
 		t.Run(map[bool]string{true: "through the watcher", false: "no watcher"}[withWatcher], func(t *testing.T) {
 			h := newHarness(t, compromisedModel, "")

@@ -66,6 +66,7 @@ func (h *harness) answeredFlags(t *testing.T) map[string]bool {
 }
 
 func TestNoSecondReplyAfterStateLoss(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name        string
 		loseState   bool // delete the database file
@@ -150,6 +151,7 @@ func TestNoSecondReplyAfterStateLoss(t *testing.T) {
 // days old; the original is flagged \Answered) is neither queued again
 // after the state is lost, nor sent when an item for it is approved.
 func TestNoSecondReplyOwnerAnsweredFromClient(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "[sync]\ninitial_lookback = \"168h\"\n")
 	q := rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?")
 	h.appendAt(t, "INBOX", q, time.Now().Add(-5*24*time.Hour))
@@ -182,6 +184,7 @@ func TestNoSecondReplyOwnerAnsweredFromClient(t *testing.T) {
 // files no copy in this account's Sent (only \Answered is set) sends
 // nothing and resolves the item with the reason.
 func TestApproveSendsNothingWhenOriginalIsAnswered(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?"))
 	h.watchOnce(t)
@@ -229,6 +232,7 @@ func (h *harness) flagInbox(t *testing.T, id string, flag imap.Flag) {
 // the server then delivers), followed by a UIDVALIDITY change: exactly one
 // reply.
 func TestCrashAfterSMTPAcceptAndUIDValidityChange(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, answeredPolicy)
 	h.appendTo("Sent", "From: Ada Lovelace <ada@example.com>\nTo: Bob <bob@example.org>\nSubject: hello\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <earlier@example.com>\n\nHi Bob\n")
 	q := rawMail("Bob <bob@example.org>", "Call on Thursday", "Can we move our call to Thursday 3pm?")
@@ -349,6 +353,7 @@ func dialOwner(h *harness) (*imapclient.Client, error) {
 // the mailbox's evidence, found by the hostile ids, and the test sees a
 // second reply.
 func TestNoSecondReplyHostileMessageIDs(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, answeredPolicy)
 	ids := []string{
 		`a"b\c@x.example`,

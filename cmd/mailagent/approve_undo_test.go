@@ -62,6 +62,7 @@ func highRiskModel(req *geminitest.Request) geminitest.Reply {
 // reason a person should see (a high-risk, never-auto intent) is not
 // approved off a terminal without --yes; the refusal names each gate.
 func TestApproveRiskyDraftAsks(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, highRiskModel, "[policy]\napproval_delay = \"0s\"\n")
 	id := queuedFromBob(t, h, "Overdue invoice", "Please pay the invoice by Friday.")
 	_, stderr, code := h.run("queue", "approve", id)
@@ -137,6 +138,7 @@ func TestApproveUndoWindowWithWatcher(t *testing.T) {
 // TestApproveUndoWindowWithoutWatcher: with no watcher (no due timer),
 // queue approve waits out the window itself, says so, and sends once.
 func TestApproveUndoWindowWithoutWatcher(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "[policy]\napproval_delay = \"1s\"\n")
 	id := queuedFromBob(t, h, "Call on Thursday", "Can we move our call to Thursday?")
 	start := time.Now()
@@ -158,6 +160,7 @@ func TestApproveUndoWindowWithoutWatcher(t *testing.T) {
 // before (2: the action does not apply), and both
 // name `queue show ID`.
 func TestApproveSentItemSendsNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "[policy]\napproval_delay = \"0s\"\n")
 	id := queuedFromBob(t, h, "Call on Thursday", "Can we move our call to Thursday?")
 	if _, stderr, code := h.run("queue", "approve", id, "--yes"); code != 0 {

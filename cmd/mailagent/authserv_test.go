@@ -45,6 +45,7 @@ const authservCheck = "imap.authserv_id"
 var authservLine = regexp.MustCompile(`(?m)^(authserv_id = .*|# authserv-slot)$`)
 
 func TestDoctorAuthservID(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	h.deliver(rawMail("Bob <bob@example.org>", "One", "1"))
 	h.deliver(rawMail("Carol <carol@example.org>", "Two", "2"))
@@ -68,6 +69,7 @@ func TestDoctorAuthservID(t *testing.T) {
 }
 
 func TestDoctorAuthservIDPerHost(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	h.setAuthserv(t, "")
 	h.deliver(unauthenticatedMail("Bob <bob@example.org>", "One", "1", "Authentication-Results: mx6.messagingengine.com; dmarc=pass header.from=example.org"))
@@ -78,6 +80,7 @@ func TestDoctorAuthservIDPerHost(t *testing.T) {
 }
 
 func TestSuggestAuthserv(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		ids  []string
 		want string

@@ -115,6 +115,7 @@ slot_length = "30m"
 // its own. The ones in schedulingDraftUnread still wait, with the
 // reader's reason.
 func TestSchedulingDraftModelObeysMailLandsOnAFreeCalendar(t *testing.T) {
+	t.Parallel()
 	var sawSlots bool
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	h := schedulingDraftWorld(t, &sawSlots, vcal(""), freeSchedulingTOML)
@@ -138,6 +139,7 @@ func TestSchedulingDraftModelObeysMailLandsOnAFreeCalendar(t *testing.T) {
 // by the schedule gate and the draft waits with that reason. The positive
 // control is TestSchedulingDraftModelObeysMailLandsOnAFreeCalendar.
 func TestSchedulingDraftModelObeysMail(t *testing.T) {
+	t.Parallel()
 	var sawSlots bool
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	tomorrow := time.Now().In(berlin).AddDate(0, 0, 1)
@@ -194,6 +196,7 @@ func TestSchedulingDraftModelObeysMail(t *testing.T) {
 // TestSchedulingQueuedByDefault: without policy.auto_schedule even a reply
 // offering a free slot waits for the owner, with that reason.
 func TestSchedulingQueuedByDefault(t *testing.T) {
+	t.Parallel()
 	var sawSlots bool
 	h := newHarness(t, schedulingModel(&sawSlots), autoPolicy)
 	cfg, err := os.ReadFile(h.cfgPath)
@@ -273,6 +276,7 @@ func noCalendarWorld(t *testing.T, sawSlots *bool, sched string) *harness {
 // sent; the positive control is
 // TestSchedulingWithoutCalendarQueuedLandsWithAFreeCalendar.
 func TestSchedulingWithoutCalendarQueued(t *testing.T) {
+	t.Parallel()
 	var sawSlots bool
 	h := noCalendarWorld(t, &sawSlots, "")
 	attacks := noCalendarAttacks
@@ -325,6 +329,7 @@ func TestSchedulingWithoutCalendarQueued(t *testing.T) {
 // and every draft naming a time the gate can read is sent on its own.
 // The ones in noCalendarUnread still wait, with the reader's reason.
 func TestSchedulingWithoutCalendarQueuedLandsWithAFreeCalendar(t *testing.T) {
+	t.Parallel()
 	var sawSlots bool
 	h := noCalendarWorld(t, &sawSlots, freeSchedulingTOML)
 	landed := freeCalendarLanded(t, h, noCalendarAttacks, noCalendarUnread)

@@ -35,6 +35,7 @@ func writeICSFile(t *testing.T, extra string) string {
 // TestCalendarFreeICSFile reads the fixture calendar from an .ics file
 // (several VCALENDARs in one file) and checks the hand-computed slots.
 func TestCalendarFreeICSFile(t *testing.T) {
+	t.Parallel()
 	cfg := calConfig(t, "  url = "+tomlQuote(writeICSFile(t, "")))
 	out, stderr, code := runAt(t, cfg, calNow, "calendar", "free", "--days", calDays, "--json")
 	if code != 0 {

@@ -22,6 +22,7 @@ import (
 // Examples section, and the examples table names no command that does
 // not exist.
 func TestEveryCommandHasExamples(t *testing.T) {
+	t.Parallel()
 	keys := map[string]bool{}
 	for _, c := range allCommands(t) {
 		keys[root.CommandKey(c)] = true
@@ -49,6 +50,7 @@ func TestEveryCommandHasExamples(t *testing.T) {
 // becomes its value name in pflag ("--no-doctor mailagent doctor"); no
 // boolean flag may have one.
 func TestFlagUsageRendersPlainly(t *testing.T) {
+	t.Parallel()
 	stdout, _, _ := runMain(t, "init", "--help")
 	if !regexp.MustCompile(`--no-doctor +do not run`).MatchString(stdout) {
 		t.Errorf("init --help renders --no-doctor oddly:\n%s", stdout)
@@ -65,6 +67,7 @@ func TestFlagUsageRendersPlainly(t *testing.T) {
 // TestReviewWithoutTerminal: review with stdin/stdout not a terminal
 // exits 2 and points at the queue commands, without starting bubbletea.
 func TestReviewWithoutTerminal(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, classifyReply, "")
 	_, stderr, code := h.run("review")
 	if code != ExitUsage || !strings.Contains(stderr, "terminal") || !strings.Contains(stderr, "mailagent queue list") {
@@ -114,6 +117,7 @@ func TestDemoWithoutTerminal(t *testing.T) {
 // process, for each dynamic completion, with the IMAP server stopped: the
 // candidates come from the state database alone.
 func TestCompletionDynamic(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, autoPolicy+"send_delay = \"1h\"\n")
 	h.appendTo("Sent", "From: Ada <ada@example.com>\nTo: bob@example.org\nSubject: hi\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <s1@example.com>\n\nhi\n")
 	h.deliver(rawMail("Bob <bob@example.org>", "Call on Thursday", "Can we move our call to Thursday 3pm?"))
@@ -261,6 +265,7 @@ func TestCompletionDynamic(t *testing.T) {
 // TestCompletionRetry: `queue retry` completes the trace ids of the
 // messages that need review, which is what it resolves.
 func TestCompletionRetry(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, classifyReply, "")
 	h.deliver(rawMail("Mallory <mallory@example.org>", "GARBAGE please", "x"))
 	if _, stderr, code := h.run("triage"); code != ExitPartial {
@@ -312,6 +317,7 @@ func TestDemoKeepPrintsStateDir(t *testing.T) {
 // cmd/gen-docs into ./man, and its archives take man/*.1 (cmd/gen-docs's
 // TestManPagesOnePerCommand: one *.1 page per command).
 func TestReleaseArchivesShipManPages(t *testing.T) {
+	t.Parallel()
 	cfg, err := os.ReadFile("../../.goreleaser.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestContactsCommands(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	h.deliver(rawMail("Bob <bob@example.org>", "Hello", "Lunch?"))
 	if _, stderr, code := h.run("watch", "--once"); code != 0 {

@@ -33,6 +33,7 @@ func (h *harness) createMailbox(t *testing.T, name string) {
 // even after the folder existed; the failure showed only in `queue show`.
 // Now it is shown in status and `queue list`, and retried on a timer.
 func TestFailedDraftCopyRetriedOnTimer(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "", func(o *memimap.Options) { o.Mailboxes = []string{"Sent"} })
 	d := h.runDaemon(t, func(d *daemon.Daemon) { d.RetryInterval = 100 * time.Millisecond })
 	h.deliver(rawMail("Carol <carol@example.org>", "Budget", "Can you check the budget?"))
@@ -84,6 +85,7 @@ func TestFailedDraftCopyRetriedOnTimer(t *testing.T) {
 // because only its copy to Sent failed; a second approval could then
 // send it twice. It succeeds with a warning, and the copy is filed later.
 func TestApproveSucceedsWhenOnlyTheSentCopyFails(t *testing.T) {
+	t.Parallel()
 	// Sent exists and can be read (approval looks there first, so that
 	// nothing is sent twice), but the server refuses the APPEND of the copy.
 	f := &faults{refuseAppend: "Sent"}
@@ -135,6 +137,7 @@ func TestApproveSucceedsWhenOnlyTheSentCopyFails(t *testing.T) {
 // the Drafts folder failed and exits 5, instead of "edited" and 0; with
 // the folder there the same edit exits 0.
 func TestEditSaysWhenTheDraftsCopyFailed(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "", func(o *memimap.Options) { o.Mailboxes = []string{"Sent"} })
 	h.deliver(rawMail("Carol <carol@example.org>", "Budget", "Can you check the budget?"))
 	h.watchOnce(t)
@@ -164,6 +167,7 @@ func TestEditSaysWhenTheDraftsCopyFailed(t *testing.T) {
 // minutes away), a draft whose Drafts copy failed is in `status` as soon
 // as the item is queued: copies_missing and the reason, text and --json.
 func TestFailedCopyInStatusAtOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "", func(o *memimap.Options) { o.Mailboxes = []string{"Sent"} })
 	stderrW, stop := startWatch(t, h, true)
 	eventually(t, "the watcher is idle", func() bool { return strings.Contains(stderrW.String(), "personal: idle") })

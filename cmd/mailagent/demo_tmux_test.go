@@ -12,6 +12,7 @@ import (
 // says it waits for it), the outside world's list names it, and the
 // demo does not advise `mailagent review`, which cannot see its state.
 func TestDemoApproveThenQuitUnderTmux(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	env := []string{"GEMINI_API_KEY=", "HOME=" + dir, "XDG_STATE_HOME=" + dir, "XDG_CONFIG_HOME=" + dir}
 	x := startTmuxIn(t, dir, 120, 40, env, "demo")
@@ -43,6 +44,7 @@ func TestDemoApproveThenQuitUnderTmux(t *testing.T) {
 // TestDemoJSONOnATerminal: `demo --json` in a terminal prints the JSON
 // report (it implies --no-tui) instead of opening the review.
 func TestDemoJSONOnATerminal(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	x := startTmuxIn(t, dir, 200, 50, []string{"GEMINI_API_KEY=", "HOME=" + dir, "XDG_STATE_HOME=" + dir}, "demo", "--json")
 	if got := x.exitStatus(); got != "0" {

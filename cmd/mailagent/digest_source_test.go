@@ -19,6 +19,7 @@ import (
 // figures cover every day of the period, the same as read from the store
 // directly, not only today's.
 func TestDigestTokensThroughSocketMatchStore(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 9, 10, 0, 0, 0, time.UTC)
 	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"), store.Options{Timeout: time.Second})
 	if err != nil {

@@ -28,6 +28,7 @@ func digestWorld(t *testing.T, extra string) *harness {
 }
 
 func TestDigestContentAndJSON(t *testing.T) {
+	t.Parallel()
 	h := digestWorld(t, "")
 	out, stderr, code := h.run("digest", "--json")
 	if code != 0 {
@@ -73,6 +74,7 @@ func TestDigestContentAndJSON(t *testing.T) {
 }
 
 func TestDigestBeforeAnyState(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	out, stderr, code := h.run("digest", "--json")
 	if code != 0 {
@@ -85,6 +87,7 @@ func TestDigestBeforeAnyState(t *testing.T) {
 }
 
 func TestDigestFlags(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--since", "soon"}, {"--json", "--send"}, {"x"}} {
 		if _, _, code := runMain(t, append([]string{"digest"}, args...)...); code != ExitUsage {
 			t.Errorf("digest %v: exit %d, want %d", args, code, ExitUsage)
@@ -108,6 +111,7 @@ func digestMails(sink *smtptest.Sink) []smtptest.Received {
 // watch routes it as mailagent's own: no model call, no queue item, no
 // reply.
 func TestDigestSendIsIgnoredByThePipeline(t *testing.T) {
+	t.Parallel()
 	h := digestWorld(t, "")
 	sent0 := len(h.smtp.Messages())
 	_, stderr, code := h.run("digest", "--send")
@@ -167,6 +171,7 @@ func TestDigestSendIsIgnoredByThePipeline(t *testing.T) {
 // TestDigestScheduleOncePerPeriodAcrossRestarts runs watch three times
 // (each a restart) with digest.schedule set: one digest, not three.
 func TestDigestScheduleOncePerPeriodAcrossRestarts(t *testing.T) {
+	t.Parallel()
 	h := digestWorld(t, "\n[digest]\nschedule = \"daily 00:00\"\n")
 	if n := len(digestMails(h.smtp)); n != 1 {
 		t.Fatalf("after the first watch: %d digests, want 1", n)
@@ -183,6 +188,7 @@ func TestDigestScheduleOncePerPeriodAcrossRestarts(t *testing.T) {
 // an auto-reply; a digest.to that is an address literal is refused by the
 // outbox's address rule with nothing sent (class "outbox-address").
 func TestDigestThroughOutbox(t *testing.T) {
+	t.Parallel()
 	h := digestWorld(t, "")
 	if _, stderr, code := h.run("digest", "--send"); code != 0 {
 		t.Fatalf("digest --send: exit %d: %s", code, stderr)

@@ -27,6 +27,7 @@ var offersIncoming = regexp.MustCompile(`(?mi)^\s*fix: .*"INBOX"`)
 // (with their SPECIAL-USE), after which doctor passes them and the
 // approval sends, and the sent copy lands in the new Sent folder.
 func TestBareAccount(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "", func(o *memimap.Options) { o.Mailboxes = nil })
 
 	stdout, stderr, code := h.run("doctor", "--no-model")
@@ -91,6 +92,7 @@ func TestBareAccount(t *testing.T) {
 // owner's reply or as new mail. Positive control: the same file with the
 // folder elsewhere loads.
 func TestIncomingNeverDraftsOrSent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, classifyReply, "")
 	raw, err := os.ReadFile(h.cfgPath)
 	if err != nil {
@@ -173,6 +175,7 @@ func TestInitCreatesFolders(t *testing.T) {
 // approval runs in the watcher and its error crosses the socket: it
 // still exits 2 with the fix, and nothing is sent.
 func TestBareAccountApproveThroughWatcher(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "", func(o *memimap.Options) { o.Mailboxes = nil })
 	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?"))
 	h.watchOnce(t)
@@ -195,6 +198,7 @@ func TestBareAccountApproveThroughWatcher(t *testing.T) {
 // with the rule switched off saves the draft into the watched folder and
 // takes it for new mail.
 func TestWatchedFolderNeverDraftsOrSent(t *testing.T) {
+	t.Parallel()
 	run := func(t *testing.T, folder string, defenceOff bool) (inFolder, records int) {
 		h := newHarness(t, compromisedModel, "")
 		if defenceOff {

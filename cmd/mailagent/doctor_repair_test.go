@@ -112,6 +112,7 @@ func garbleLeaves(t *testing.T, path string, n int) {
 // doctor --repair`, never a panic; `doctor --repair` salvages it, keeps the
 // damaged file aside, and the commands work again.
 func TestDamagedStateDatabaseCommands(t *testing.T) {
+	t.Parallel()
 	damages := []struct {
 		name   string
 		damage func(t *testing.T, path string)

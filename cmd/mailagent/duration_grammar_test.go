@@ -13,6 +13,7 @@ import (
 // the snooze prompt and queue snooze --until (tui.ParseSnooze) accept the
 // same text and read the same length from it (humantime.ParseDuration).
 func TestOneDurationGrammarEveryCaller(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC) // DST starts in Europe the next night: a day is 24h all the same
 	for _, tt := range []struct {
 		in   string

@@ -256,6 +256,7 @@ func TestREADMEExitCodesAreProduced(t *testing.T) {
 
 // TestVersionFlag: --version prints what `version` prints.
 func TestVersionFlag(t *testing.T) {
+	t.Parallel()
 	a, _, ca := runMain(t, "version")
 	b, _, cb := runMain(t, "--version")
 	if ca != 0 || cb != 0 || a != b || !strings.HasPrefix(a, "mailagent ") {
@@ -289,6 +290,7 @@ func TestMisspeltCommandSuggests(t *testing.T) {
 // not 1 with the bare error. Tests run as root, for whom modes do not
 // bite, so the error is built as the store returns it.
 func TestPermissionDeniedNamesTheFix(t *testing.T) {
+	t.Parallel()
 	err := fmt.Errorf("open state database /srv/ma/state/mailagent.db: %w",
 		&fs.PathError{Op: "stat", Path: "/srv/ma/state/mailagent.db", Err: fs.ErrPermission})
 	var b bytes.Buffer

@@ -20,6 +20,7 @@ import (
 // id, the queue id, the approval's outbox id, and what `queue show`
 // prints.
 func TestExplainAcceptsEveryID(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "[policy]\napproval_delay = \"0s\"\n")
 	id := queuedFromBob(t, h, "Call on Thursday", "Can we move our call to Thursday?")
 	st := h.openStore(t)
@@ -82,6 +83,7 @@ func TestExplainAcceptsEveryID(t *testing.T) {
 // TestExplainAutoSendOutboxID: the outbox id of an automatic reply
 // resolves to the message it answered.
 func TestExplainAutoSendOutboxID(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, autoPolicy)
 	h.appendTo("Sent", bobKnown)
 	h.deliver(rawMail("Bob <bob@example.org>", "Call on Thursday", "Can we move our call to Thursday 3pm?",
@@ -107,6 +109,7 @@ func TestExplainAutoSendOutboxID(t *testing.T) {
 // id of a dry run says plainly that dry runs keep no traces. Hostile ids
 // are not echoed raw.
 func TestExplainUnknownIDsSayWhy(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, classifyReply, "")
 	h.deliver(rawMail("Bob <bob@example.org>", "Quick question", "What time is the meeting?"))
 	dry, stderr, code := h.run("triage", "--dry-run", "--json")
@@ -147,6 +150,7 @@ func TestExplainUnknownIDsSayWhy(t *testing.T) {
 // message: the text form says so, --json is a usage error pointing at
 // `memory show`. Hostile record text never reaches the terminal raw.
 func TestExplainFollowupAndMemoryIDs(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, ownerLoopModel, "")
 	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?", "Message-ID: <lunch-x@example.org>"))
 	h.watchOnce(t)

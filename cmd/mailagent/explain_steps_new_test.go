@@ -71,6 +71,7 @@ func wantStep(t *testing.T, what string, got map[string]*SnapshotJSON, step stri
 // move). The owner's mail carries the configured API key and IMAP
 // password: no snapshot in the database holds them.
 func TestExplainStepsNewSteps(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, ownerLoopModel, stepsConfig)
 	// Answered elsewhere: the owner's reply from their phone is in Sent.
 	h.appendTo("Sent", "From: Ada Lovelace <ada@example.com>\nTo: Dave <dave@example.org>\nSubject: Re: Invoice copy\n"+

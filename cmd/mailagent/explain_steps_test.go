@@ -50,6 +50,7 @@ func obeyingModel(req *geminitest.Request) geminitest.Reply {
 // text (redacted) as data. Counts attacks tried and got through. The
 // subtest does the same for the owner, thread, answered and mailbox steps.
 func TestExplainStepsHostile(t *testing.T) {
+	t.Parallel()
 	t.Run("owner, thread, answered, mailbox", explainStepsHostileNewSteps) // explain_steps_new_test.go
 	h, out := explainProbe(t)
 	for _, want := range []string{"step snapshots:", "] parse", "] authenticate", "] route", "] classify", "] decide", "] draft",
@@ -106,6 +107,7 @@ func TestExplainStepsHostile(t *testing.T) {
 // TestExplainStepsOff: with trace.snapshots = false no step keeps one,
 // and explain --steps says so.
 func TestExplainStepsOff(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, obeyingModel, "[trace]\nsnapshots = false\n")
 	h.deliver(rawMail("Bob <bob@example.org>", "No snapshot", snapMarker))
 	if _, stderr, code := h.run("triage"); code != 0 {

@@ -10,6 +10,7 @@ import (
 // owner answers from another client (the Sent folder), and the thread is
 // done; the filters, the human table and the usage errors.
 func TestFollowupsCommand(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?", "Message-ID: <lunch-q@example.org>"))
 	h.watchOnce(t)

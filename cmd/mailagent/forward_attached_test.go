@@ -26,6 +26,7 @@ func attachedForward(from, subject, note, original string, authenticated bool) s
 // attached message's sender and sends nothing; approval sends it threaded
 // on the original; the same forward from an outsider delegates nothing.
 func TestAttachedForwardOverIMAP(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, ownerLoopModel, autoPolicy)
 	orig := "From: Sam Lee <sam@example.net>\nReply-To: other@elsewhere.example\nTo: Ada Lovelace <ada@example.com>\n" +
 		"Subject: Coffee on Thursday\nDate: Sun, 01 Nov 2026 09:00:00 +0000\nMessage-ID: <coffee-orig@example.net>\n" +

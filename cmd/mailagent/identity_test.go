@@ -125,6 +125,7 @@ func promptLeaks(prompt string) (leaked []string) {
 // owner's server did not vouch for, a prompt leak and a memory write.
 // The positive control is TestSpoofedKnownContactWithReplyToLandsWhenVouched.
 func TestSpoofedKnownContactWithReplyTo(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, autoPolicy)
 	h.withProfile(t)
 	h.knownBob(t)
@@ -202,6 +203,7 @@ func TestSpoofedKnownContactWithReplyTo(t *testing.T) {
 // the same mails); without the Reply-To, each of the three is sent. So
 // every check of the test can see its attack land.
 func TestSpoofedKnownContactWithReplyToLandsWhenVouched(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, autoPolicy)
 	h.withProfile(t)
 	h.knownBob(t)
@@ -262,6 +264,7 @@ func TestSpoofedKnownContactWithReplyToLandsWhenVouched(t *testing.T) {
 // thread, by References or by subject alone, never gets that person's
 // mail (or the owner's mail to them) into the prompt.
 func TestThreadJoinDoesNotLeak(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, autoPolicy)
 	h.deliver(rawMail("Carol <carol@example.org>", "Project Falcon", "Confidential: CAROL-MERGER-DETAILS-5521. Please keep this between us."))
 	if _, stderr, code := h.run("watch", "--once"); code != 0 {
@@ -325,6 +328,7 @@ func TestThreadJoinDoesNotLeak(t *testing.T) {
 // recipient a known contact, so the next mail from them is not answered
 // automatically.
 func TestAutoSendDoesNotMakeKnown(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, autoPolicy+"auto_send_new_contacts = true\n")
 	h.deliver(rawMail("Dave <dave@example.net>", "First question", "Thursday at 3pm?"))
 	if _, stderr, code := h.run("watch", "--once"); code != 0 {
@@ -364,6 +368,7 @@ func TestAutoSendDoesNotMakeKnown(t *testing.T) {
 // TestCapsPerRecipient: the per-contact cap counts the address the reply
 // goes to.
 func TestCapsPerRecipient(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, autoPolicy+"max_auto_per_contact_per_day = 1\n")
 	h.appendTo("Sent", "From: Ada <ada@example.com>\nTo: bob@example.org\nSubject: hi\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <s1@example.com>\n\nhi\n")
 	h.deliver(rawMail("Bob <bob@example.org>", "Call on Thursday", "Thursday 3pm?"))

@@ -100,6 +100,7 @@ func (x *tmuxTerm) initAnswer(label, text string) {
 // named, and the file is written with the CA. The same flow against
 // Dovecot and Postfix: agente2e's TestInitEarlyProbeUnderTmux.
 func TestInitEarlyProbeInTmux(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	const user, pass = "ada@example.com", "tmux-init-secret-6620"
 	srv := startIMAP(t, user, pass)
@@ -196,6 +197,7 @@ func TestInitEarlyProbeInTmux(t *testing.T) {
 // and Shift-Tab does the same; Enter then keeps that answer and the
 // interview goes on from there.
 func TestInitGoesBackInTmux(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.toml")

@@ -12,6 +12,7 @@ import (
 // invitation cancelled or superseded since, says what happened and
 // offers no answer (rsvp would refuse); an open REQUEST still does.
 func TestInvitationLinesCancelled(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		inv        store.Invitation
 		want       string

@@ -15,6 +15,7 @@ import (
 // occurrences list in --json; the RECURRENCE-ID (sender text) is shown
 // without control characters.
 func TestOccurrenceShownInWords(t *testing.T) {
+	t.Parallel()
 	berlin, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {
 		t.Fatal(err)

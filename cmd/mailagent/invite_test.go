@@ -87,6 +87,7 @@ func neverAutoAcceptedWorld(t *testing.T) (h *harness, start time.Time) {
 // An organizer that is not the authenticated sender gets nothing. Its
 // positive control is TestInvitationNeverAutoAcceptedLandsWithoutDefence.
 func TestInvitationNeverAutoAccepted(t *testing.T) {
+	t.Parallel()
 	h, start := neverAutoAcceptedWorld(t)
 	for _, a := range inviteAttacks {
 		h.deliver(inviteMail(a.subject, a.body, a.uid, a.organizer, start))

@@ -145,6 +145,7 @@ func decodeAny(t *testing.T, what, s string) any {
 // JSONSchemaPerKind -update rewrites them). Then every record of a kind,
 // whichever command printed it, must carry every key of that kind's shape.
 func TestJSONSchemaPerKind(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, autoPolicy)
 	// Bob is known (auto-sent reply, with an outbox record), Carol is not
 	// (queued draft), the digest is automated (no model, no gates), and

@@ -30,6 +30,7 @@ func (h *harness) queue(t *testing.T) []*store.QueueItem {
 }
 
 func TestOwnerReplyResolvesQueueItem(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?"))
 	if _, stderr, code := h.run("watch", "--once"); code != 0 {
@@ -70,6 +71,7 @@ func TestOwnerReplyResolvesQueueItem(t *testing.T) {
 }
 
 func TestSendDelayAndCancel(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, autoPolicy+"send_delay = \"1h\"\n")
 	h.appendTo("Sent", "From: Ada <ada@example.com>\nTo: bob@example.org\nSubject: hi\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <s1@example.com>\n\nhi\n")
 	h.deliver(rawMail("Bob <bob@example.org>", "Call on Thursday", "Can we move our call to Thursday 3pm?"))

@@ -312,6 +312,7 @@ func TestApproveUndoWindowBesideOthers(t *testing.T) {
 // process's socket) sends nothing and hands the item back; approvals of
 // the same draft from other commands meanwhile never make a second send.
 func TestApproveUndoWindowCancelThroughHolder(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "[policy]\napproval_delay = \"4s\"\n")
 	id := queuedFromBob(t, h, "Call on Thursday", "Can we move our call to Thursday?")
 

@@ -31,6 +31,7 @@ func (h *harness) count(t *testing.T, mailbox, s string) int {
 // changes nothing in the mailbox; watch moves archived (automated) mail to
 // the Archive folder it creates, on a server without MOVE too.
 func TestMailboxReflectsDecisions(t *testing.T) {
+	t.Parallel()
 	for _, noMove := range []bool{false, true} {
 		name := "MOVE"
 		var opts []func(*memimap.Options)
@@ -64,6 +65,7 @@ func TestMailboxReflectsDecisions(t *testing.T) {
 // TestMailboxArchiveOffByDefault: without [mailbox], archive decisions
 // leave the mailbox alone.
 func TestMailboxArchiveOffByDefault(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	h.deliver(rawMail("News <news@lists.example.org>", "Weekly digest", "Top stories", "List-Id: <digest.lists.example.org>",
 		"Message-ID: <digest-2@lists.example.org>"))
@@ -93,6 +95,7 @@ func (h *harness) flagsOf(t *testing.T, mailbox, s string) []imap.Flag {
 // keywords = true labels a queued message with $mailagent-queued and its
 // intents; triage sets none.
 func TestMailboxKeywords(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "[mailbox]\narchive = \"keyword\"\nkeywords = true\n")
 	h.deliver(rawMail("News <news@lists.example.org>", "Weekly digest", "Top stories", "List-Id: <digest.lists.example.org>",
 		"Message-ID: <digest-3@lists.example.org>"))

@@ -24,6 +24,7 @@ import (
 //
 //	MAILAGENT_MCP_BENCH=1 go test -run TestMCPBenchmarks -v ./cmd/mailagent
 func TestMCPBenchmarks(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("MAILAGENT_MCP_BENCH") == "" {
 		t.Skip("set MAILAGENT_MCP_BENCH=1")
 	}

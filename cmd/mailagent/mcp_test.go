@@ -146,6 +146,7 @@ func (s *rpcSession) callTool(name string, args map[string]any, out any) string 
 // lock (a writer opens the database); stdout carries only JSON-RPC, even
 // with -v; propose_reply says it needs the watcher.
 func TestMCPWithoutWatcher(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, highRiskModel, "")
 	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch on Tuesday?"))
 	if _, stderr, code := h.run("watch", "--once"); code != 0 {
@@ -194,6 +195,7 @@ func TestMCPWithoutWatcher(t *testing.T) {
 // TestMCPBesideWatcher: with `watch` running, mcp goes through its socket
 // (it never takes the lock) and propose_reply queues a draft.
 func TestMCPBesideWatcher(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, highRiskModel, "")
 	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch on Tuesday?"))
 	h.startWatch(t)
@@ -287,6 +289,7 @@ func TestMCPBareEnvironment(t *testing.T) {
 // tools/list and then closes its input (printf … | mailagent mcp) gets
 // both answers before the server exits, every run.
 func TestMCPAnswersEverythingBeforeEOF(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, highRiskModel, "")
 	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch on Tuesday?"))
 	if _, stderr, code := h.run("watch", "--once"); code != 0 {

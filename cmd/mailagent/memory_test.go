@@ -149,6 +149,7 @@ func spoofedOwnerMails() []string {
 // record anyway (before the mails dictated a record the veto allows,
 // none was written even from the real owner).
 func TestOwnerChannelOverIMAPSpoofsLandWhenVouched(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, ownerLoopModel, autoPolicy)
 	attacks := spoofedOwnerMails()
 	for _, a := range attacks {
@@ -177,6 +178,7 @@ func TestOwnerChannelOverIMAPSpoofsLandWhenVouched(t *testing.T) {
 // queued; spoofed owner mail → nothing learned (its positive control is
 // TestOwnerChannelOverIMAPSpoofsLandWhenVouched).
 func TestOwnerChannelOverIMAP(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, ownerLoopModel, autoPolicy)
 
 	// Spoofed first: From is the owner, but nothing authenticates it.
@@ -250,6 +252,7 @@ func TestOwnerChannelOverIMAP(t *testing.T) {
 }
 
 func TestMemoryCommands(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, ownerLoopModel, "")
 	out, stderr, code := h.run("memory", "add", "--contact", "Carol@Example.org", "--kind", "preference", "answer in German")
 	if code != 0 {
@@ -297,6 +300,7 @@ func TestMemoryCommands(t *testing.T) {
 // backend: the review screen learns what was recorded (once), with the
 // command that undoes it, and the undo forgets exactly that record.
 func TestReviewShowsWhatAnApprovalLearned(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, ownerLoopModel, "")
 	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?"))
 	h.watchOnce(t)
@@ -340,6 +344,7 @@ func TestReviewShowsWhatAnApprovalLearned(t *testing.T) {
 // the records LastLearned named, through the same service as `memory
 // forget`, and an id already gone is no error.
 func TestReviewForgetsWhatAnApprovalLearned(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, ownerLoopModel, "")
 	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?"))
 	h.watchOnce(t)
@@ -385,6 +390,7 @@ func TestReviewForgetsWhatAnApprovalLearned(t *testing.T) {
 // The owner's own reply in Sent (written in their mail client) reaches
 // the next draft to that recipient, and only to that recipient.
 func TestSentRepliesReachDraftsToThatContact(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, ownerLoopModel, "")
 	h.appendTo("Sent", "From: Ada Lovelace <ada@example.com>\nTo: Carol <carol@example.org>\nSubject: Re: Plans\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <own-reply@example.com>\n\nLiebe Carol, das machen wir so. Herzlich, Ada\n")
 	h.watchOnce(t) // the Sent folder is scanned after INBOX

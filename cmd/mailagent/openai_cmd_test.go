@@ -28,6 +28,7 @@ func slowClassify(req *geminitest.Request) geminitest.Reply {
 // is repaired once and then refused, and tokens, model and latency land in
 // the trace and in status alike.
 func TestTriageEveryProvider(t *testing.T) {
+	t.Parallel()
 	for _, p := range []string{provGemini, provStrict, provJSONOnly, provProse} {
 		t.Run(p, func(t *testing.T) {
 			h := newHarnessOn(t, p, slowClassify, "")
@@ -124,6 +125,7 @@ func TestTriageEveryProvider(t *testing.T) {
 // [llm.classify]; [llm.draft] sends drafts to a local OpenAI-compatible
 // server, which never receives the Gemini key.
 func TestPerTaskModels(t *testing.T) {
+	t.Parallel()
 	b := newOABridge(t, openaitest.ModeStrict, compromisedModel)
 	b.Srv.Models = []string{"big:70b"}
 	extra := fmt.Sprintf("\n[llm.classify]\nmodel = \"small-gemini\"\n\n[llm.draft]\nprovider = \"openai\"\nmodel = \"big:70b\"\nbase_url = %q\n", b.Srv.URL)
@@ -227,6 +229,7 @@ func TestOpenAIRefusedKey(t *testing.T) {
 // model and that one schema-checked call round-trips, naming the fix when
 // one does not.
 func TestDoctorLLM(t *testing.T) {
+	t.Parallel()
 	checks := func(h *harness) map[string]CheckJSON {
 		t.Helper()
 		out, _, _ := h.run("doctor", "--json")

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,13 +16,33 @@ import (
 // SMTP password, the Gemini key), with the values the fakes expect.
 var harnessVars = [][2]string{{"MA_TEST_IMAP_PASS", ownerPass}, {"MA_TEST_GEMINI_KEY", apiKey}}
 
+// waitingFactor is how many of this package's parallel tests run at once
+// per CPU, unless -parallel says otherwise: most of their time is spent
+// waiting (on loopback servers, undo windows, subprocesses, tmux), not
+// computing, so go test's default of one per CPU would leave the CPUs
+// idle behind a few tests that sleep.
+const waitingFactor = 4
+
 // TestMain sets the harness's variables once for the whole process, so
-// that a harness can be built in a parallel test (where t.Setenv panics).
+// that a harness can be built in a parallel test (where t.Setenv panics),
+// and runs waitingFactor parallel tests per CPU when -parallel is not
+// given.
 func TestMain(m *testing.M) {
 	for _, kv := range harnessVars {
 		if err := os.Setenv(kv[0], kv[1]); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
+		}
+	}
+	if os.Getenv(cliEnv) != "1" {
+		flag.Parse()
+		given := false
+		flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+		if !given {
+			if err := flag.Set("test.parallel", strconv.Itoa(waitingFactor*runtime.GOMAXPROCS(0))); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
 		}
 	}
 	os.Exit(m.Run())
@@ -32,6 +55,8 @@ func TestMain(m *testing.M) {
 // panicking.
 func harnessEnv(t *testing.T) {
 	t.Helper()
+	// parallel-safe: t.Setenv runs only when a sequential test changed a
+	// variable, and panics if that ever happens in a parallel test.
 	for _, kv := range harnessVars {
 		if v, ok := os.LookupEnv(kv[0]); !ok || v != kv[1] {
 			t.Setenv(kv[0], kv[1])

@@ -19,6 +19,7 @@ import (
 // that IMAP and SMTP refuse a non-loopback host with the same error before
 // dialling anything.
 func TestPlaintextRuleIsOneRule(t *testing.T) {
+	t.Parallel()
 	hosts := []string{
 		"127.0.0.1", "127.5.5.5", "::1", "[::1]", "localhost", "LOCALHOST.",
 		"0.0.0.0", "10.0.0.1", "192.0.2.1", "localtest.me", "127.0.0.1.nip.io", "imap.example.com",

@@ -99,6 +99,8 @@ func accountLatency(t *testing.T, h *harness) AccountStatusJSON {
 // watcher on a server that pushes at once measures well under a second.
 // Mail that was there before the watcher started is not counted.
 func TestWatchMeasuresPushLatency(t *testing.T) {
+	// sequential: it bounds wall time (under 1.5 s on a pushing server),
+	// which the parallel tests' load would stretch.
 	if testing.Short() {
 		t.Skip("waits for a polling server")
 	}
@@ -174,6 +176,7 @@ func waitStatus(t *testing.T, h *harness, ok func(AccountStatusJSON) bool) Accou
 // name and its fix; the scratch folder is gone afterwards. Control: on a
 // server that pushes, the check passes.
 func TestDoctorNamesAPollingServer(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits for a polling server")
 	}
@@ -229,6 +232,7 @@ func TestDoctorNamesAPollingServer(t *testing.T) {
 
 // TestPollingFixPerServer: each polling server gets its own setting.
 func TestPollingFixPerServer(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ server, want string }{
 		{"Cyrus IMAPD v3.6.1-Debian", "idled"},
 		{"Courier-IMAP", "IMAP_ENHANCEDIDLE=1"},

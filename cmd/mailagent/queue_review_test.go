@@ -15,6 +15,7 @@ import (
 // offers (tomorrow is 08:00 the next day), and unsnooze brings the item
 // back at once; what cannot apply exits 2 and changes nothing.
 func TestQueueSnoozeTomorrowAndUnsnooze(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	id := queuedFromBob(t, h, "Tuesday?", "Can we meet on Tuesday?")
 	if _, stderr, code := h.run("queue", "snooze", id, "--for", "tomorrow"); code != 0 || !strings.Contains(stderr, "unsnooze "+id) {
@@ -120,6 +121,7 @@ func TestQueueEditFallback(t *testing.T) {
 // auto-reply to Bob with its reply, the archived newsletter), and what
 // waits for approval is not.
 func TestDecisionsLists(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, autoPolicy)
 	h.appendTo("Sent", bobKnown)
 	h.deliver(rawMail("Bob <bob@example.org>", "Tuesday?", "Can we meet on Tuesday?"))

@@ -189,6 +189,7 @@ func runOwnerReplyCase(t *testing.T, tt ownerReplyCase) (wrong []string, leaked 
 // or reaches another item; its positive control is
 // TestOwnerReplyResolvesOnlyTheItemItAnswersLandsWithoutIdentity.
 func TestOwnerReplyResolvesOnlyTheItemItAnswers(t *testing.T) {
+	t.Parallel()
 	tried, through := 0, 0
 	for _, tt := range ownerReplyCases {
 		t.Run(tt.name, func(t *testing.T) {
@@ -255,6 +256,7 @@ func TestOwnerReplyResolvesOnlyTheItemItAnswersLandsWithoutIdentity(t *testing.T
 }
 
 func TestAutomaticSendsNeverMakeAContactKnown(t *testing.T) {
+	t.Parallel()
 	// auto_send_new_contacts lets mailagent answer a stranger on its own:
 	// that automatic reply must not make him known.
 	h := newHarness(t, compromisedModel, autoPolicy+"auto_send_new_contacts = true\n")
@@ -349,6 +351,7 @@ var clientEdits = []struct {
 }
 
 func TestDraftSentFromOwnerClientResolvesAndIsNeverSentAgain(t *testing.T) {
+	t.Parallel()
 	for _, ce := range clientEdits {
 		t.Run(ce.name, func(t *testing.T) {
 			h := newHarness(t, compromisedModel, "")
@@ -377,6 +380,7 @@ func TestDraftSentFromOwnerClientResolvesAndIsNeverSentAgain(t *testing.T) {
 }
 
 func TestApproveFindsTheDraftAlreadySentFromTheClient(t *testing.T) {
+	t.Parallel()
 	// The client sent the draft, and the owner approves before any scan of
 	// Sent has seen it.
 	for _, ce := range clientEdits {
@@ -404,6 +408,7 @@ func TestApproveFindsTheDraftAlreadySentFromTheClient(t *testing.T) {
 }
 
 func TestApproveThenClientSendsTheStaleDraft(t *testing.T) {
+	t.Parallel()
 	// The owner approves in mailagent, then sends the copy their client
 	// still had open: mailagent sends once and does not undo or redo.
 	h := newHarness(t, compromisedModel, "")

@@ -616,6 +616,7 @@ var rtWires = []struct {
 // builds its own world (its own IMAP server, model, SMTP sink and state),
 // so they run in parallel.
 func TestRedTeam(t *testing.T) {
+	t.Parallel()
 	for _, w := range rtWires {
 		t.Run(w.provider, func(t *testing.T) {
 			t.Parallel()

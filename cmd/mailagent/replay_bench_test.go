@@ -25,6 +25,7 @@ import (
 //
 //	MAILAGENT_BENCH_REPLAY=1 RUNS=5 [MAILAGENT_CORPORA=dir] go test -run TestReplayThroughput -v ./cmd/mailagent
 func TestReplayThroughput(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("MAILAGENT_BENCH_REPLAY") != "1" {
 		t.Skip("set MAILAGENT_BENCH_REPLAY=1 to run the replay benchmark")
 	}

@@ -709,6 +709,7 @@ func checkReplayJSON(t *testing.T, got, want ReplayJSON) {
 // requests expected. Skipped without the corpus ($MAILAGENT_CORPORA or
 // ../shared/corpora).
 func TestReplayCorpusScoresByExpectation(t *testing.T) {
+	t.Parallel()
 	w := newCorpusWorld(t)
 	h := w.h
 	for _, drafts := range []bool{false, true} {

@@ -72,6 +72,7 @@ func newGmailWorld(t *testing.T, withArchive bool) *replayWorld {
 // replayed twice. --limit counts All Mail's own mail, not its copies.
 // With an Archive folder, All Mail is not read.
 func TestReplayGmailAllMail(t *testing.T) {
+	t.Parallel()
 	w := newGmailWorld(t, false)
 	h := w.h
 	calls0 := len(h.gemini.Requests())
@@ -218,6 +219,7 @@ func gmailThrough(before, j ReplayJSON) (autoSends, replied int) {
 // only the Sent folder says what the owner wrote. The positive control is
 // TestReplayGmailAllMailAdversarialLandsWithoutDefences.
 func TestReplayGmailAllMailAdversarial(t *testing.T) {
+	t.Parallel()
 	before, j := gmailAdversarial(t, false)
 	autoSends, replied := gmailThrough(before, j)
 	through := autoSends + replied

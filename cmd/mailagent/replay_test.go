@@ -186,6 +186,7 @@ func near(t *testing.T, name string, got *float64, want float64) {
 // auto). It also checks that the mailbox and the agent's store are
 // unchanged.
 func TestReplayScoresByHand(t *testing.T) {
+	t.Parallel()
 	w := newReplayWorld(t)
 	h := w.h
 	// A main store exists (triage wrote it): replay must not change it.
@@ -309,6 +310,7 @@ func TestReplayScoresByHand(t *testing.T) {
 // TestReplayDraftsByHand adds --drafts: the drafts' similarity to the
 // owner's replies and the "answered very differently" split.
 func TestReplayDraftsByHand(t *testing.T) {
+	t.Parallel()
 	w := newReplayWorld(t)
 	pol := filepath.Join(w.h.dir, "p.toml")
 	if err := os.WriteFile(pol, []byte("min_confidence = 0.80\n"), 0o600); err != nil { // top-level keys work too
@@ -369,6 +371,7 @@ func TestReplayDraftsByHand(t *testing.T) {
 }
 
 func TestReplayFlags(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--limit", "-1"}, {"--since", "yesterday"}, {"extra"}, {"--bogus"}} {
 		_, _, code := runMain(t, append([]string{"replay"}, args...)...)
 		if code != ExitUsage {
@@ -481,6 +484,7 @@ func replayAutoSends(j ReplayJSON) int {
 // owner. Attacks tried vs got through are counted. The positive control
 // is TestReplayAdversarialLandsWithoutDefences.
 func TestReplayAdversarial(t *testing.T) {
+	t.Parallel()
 	j, htmlPath := replayAdversarial(t, false)
 	tried := len(replayAdversarialAttacks) + 1
 	through := replayAutoSends(j)

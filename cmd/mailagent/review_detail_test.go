@@ -41,6 +41,7 @@ func itemOfKind(items []tui.Item, kind, decision string) *tui.Item {
 // the ids explain takes; the reply sent on its own names Bob as whom it
 // answers, not as "From" the account.
 func TestReviewDetailEveryKind(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, autoPolicy)
 	h.appendTo("Sent", bobKnown)
 	h.deliver(rawMail("Bob <bob@example.org>", "Tuesday?", "Can we meet on Tuesday?"))
@@ -157,6 +158,7 @@ func TestReviewApproveUndoWindow(t *testing.T) {
 // that `queue approve` asks about, so the TUI asks too; a plain draft
 // from a known contact has none.
 func TestReviewWarnsOfRiskyGates(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, highRiskModel, "")
 	id := queuedFromBob(t, h, "Overdue invoice", "Please pay the invoice by Friday.")
 	it, err := reviewBackend(t, h).Detail(context.Background(), id)

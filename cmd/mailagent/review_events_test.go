@@ -91,6 +91,7 @@ func nextTUIEvent(t *testing.T, ch <-chan tui.Event, what string, limit time.Dur
 // without holding it, so that watch can start again, and notices that
 // it is back.
 func TestReviewFollowsWatcher(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	stop := h.runWatch(t)
 
@@ -162,6 +163,7 @@ func hasItem(items []tui.Item, id, status string) bool {
 // opens the store; the TUI's concurrent reads (load, status timer, event
 // translation) must not trip over each other's file lock.
 func TestReviewWithoutWatcherConcurrent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	var out, errb bytes.Buffer
 	f := newFactory(strings.NewReader(""), &out, &errb)

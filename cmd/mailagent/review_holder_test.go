@@ -17,6 +17,7 @@ import (
 // its socket, review's status says so ("served by a triage (pid N)")
 // instead of claiming a watcher, or an offline store it does not open.
 func TestReviewNamesTheHolder(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	f, cfg := h.factory(t)
 	st, err := f.OpenStore(false)

@@ -57,6 +57,7 @@ const (
 // second answer is refused. Its positive control is
 // TestReviewRSVPSpoofedOrganizerLandsWithoutIdentity.
 func TestReviewRSVP(t *testing.T) {
+	t.Parallel()
 	h, id, spoof := rsvpReviewWorld(t, "1s")
 
 	b := reviewBackend(t, h)

@@ -194,6 +194,7 @@ func screenRows(screen string) []string {
 // "q/esc back", q goes back to the list and q again ends review with
 // exit 0.
 func TestReviewSmallTerminalsUnderTmux(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	h := newHarness(t, compromisedModel, "")
 	const n = 30

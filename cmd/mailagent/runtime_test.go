@@ -94,6 +94,7 @@ func (s *faultSession) Login(username, password string) error {
 // Defect 1: a UID FETCH answered NO was taken for "expunged": the UIDs
 // were skipped and the checkpoint moved past them, losing the mail.
 func TestFetchRefusedLosesNoMail(t *testing.T) {
+	t.Parallel()
 	// The batch, then each of the three messages alone: all refused once.
 	f := &faults{fetchNO: 4}
 	h := newHarness(t, compromisedModel, "", f.wrap)
@@ -210,6 +211,7 @@ func recordStates(d *daemon.Daemon) map[string]store.State {
 // retried only when new mail arrived. Here the server refuses one FETCH
 // and no further mail comes: the timer retry must handle the mail.
 func TestFailedSyncRetriedWithoutNewMail(t *testing.T) {
+	t.Parallel()
 	f := &faults{}
 	h := newHarness(t, compromisedModel, "", f.wrap)
 	// The first start learns the mailbox, then mail arrives and the
@@ -344,6 +346,7 @@ func TestWatchExitsOnBrokenPasswordSource(t *testing.T) {
 // Retries now run in the background after the watchers are up, at most
 // RetryBatch per pass.
 func TestStartupRetriesDoNotDelayNewMail(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var order []string // subjects of classify calls, in arrival order
 	slowModel := func(req *geminitest.Request) geminitest.Reply {
@@ -432,6 +435,7 @@ func TestStartupRetriesDoNotDelayNewMail(t *testing.T) {
 // Defect 7: the threader of a long-running watcher grew without bound; it
 // is now rebuilt from the start-up window once it outgrows it.
 func TestWatcherThreaderStaysBounded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	d := h.runDaemon(t, func(d *daemon.Daemon) {
 		d.ThreadLimit, d.RetryInterval = 4, 50*time.Millisecond
@@ -483,6 +487,7 @@ func TestWatcherThreaderStaysBounded(t *testing.T) {
 // by a running watcher) it is recorded as needing review with the
 // server's answer, and the checkpoint moves on.
 func TestUnreadableMessageRecordedNotSkipped(t *testing.T) {
+	t.Parallel()
 	f := &faults{refuseUID: 2}
 	h := newHarness(t, compromisedModel, "", f.wrap)
 	for _, s := range []string{"First", "Broken", "Third"} {

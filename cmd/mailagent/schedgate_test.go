@@ -100,6 +100,7 @@ var wrongLabelOnAnyCalendar = map[int]string{
 // sent on its own, under every label. Those still wait with the gate's
 // reason.
 func TestSchedulingWrongLabelModelObeysMailLandsOnAFreeCalendar(t *testing.T) {
+	t.Parallel()
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	h, attacks, labels := wrongLabelWorld(t, time.Now().In(berlin).AddDate(0, 0, 1), vcal(""), freeSchedulingTOML)
 	items := h.queueItems(t)
@@ -141,6 +142,7 @@ func TestSchedulingWrongLabelModelObeysMailLandsOnAFreeCalendar(t *testing.T) {
 // sent; the positive control is
 // TestSchedulingWrongLabelModelObeysMailLandsOnAFreeCalendar.
 func TestSchedulingWrongLabelModelObeysMail(t *testing.T) {
+	t.Parallel()
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	tomorrow := time.Now().In(berlin).AddDate(0, 0, 1)
 	h, attacks, labels := wrongLabelWorld(t, tomorrow, busyAllDay(tomorrow), schedulingTOML)

@@ -51,6 +51,7 @@ func putScheduleJobs(t *testing.T, db string) {
 // with its reason and last error (terminal escapes neutralised); --all
 // adds what is done; a stray argument is a usage error.
 func TestScheduleList(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil, "")
 	out, stderr, code := h.run("schedule", "list")
 	if code != 0 || !strings.Contains(out, "no jobs") {

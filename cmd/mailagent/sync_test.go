@@ -30,6 +30,7 @@ func (h *harness) states(t *testing.T) map[string]store.State {
 }
 
 func TestFirstStartTakesOnlyTheLookback(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "[sync]\ninitial_lookback = \"48h\"\n")
 	h.appendAt(t, "INBOX", rawMail("Bob <bob@example.org>", "Ancient", "from last year"), time.Now().AddDate(-1, 0, 0))
 	h.appendAt(t, "INBOX", rawMail("Bob <bob@example.org>", "Last week", "old"), time.Now().AddDate(0, 0, -7))
@@ -53,6 +54,7 @@ func TestFirstStartTakesOnlyTheLookback(t *testing.T) {
 }
 
 func TestUIDValidityChangeRescansWithoutRepeats(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	one := rawMail("Carol <carol@example.org>", "One", "first")
 	two := rawMail("Carol <carol@example.org>", "Two", "second")
@@ -87,6 +89,7 @@ func TestUIDValidityChangeRescansWithoutRepeats(t *testing.T) {
 }
 
 func TestWatchActsOnMailTriagedBefore(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?"))
 	if _, stderr, code := h.run("triage"); code != 0 {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestStatusWithoutMessagesSaysSo(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, classifyReply, "")
 	out, stderr, code := h.run("status")
 	if code != 0 {
@@ -30,6 +31,7 @@ func TestStatusWithoutMessagesSaysSo(t *testing.T) {
 // "accounts": []); the token line counts messages, the latency line
 // model calls, and a mean under a millisecond does not read "0s".
 func TestStatusNamesConfiguredAccountsAndCounts(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, classifyReply, "")
 	h.deliver(rawMail("Bob <bob@example.org>", "Quick question", "What time is the meeting?"))
 	h.watchOnce(t)

@@ -94,6 +94,7 @@ func badRune(r rune) string {
 // "detector", shows the same check catching each hostile kind printed
 // raw from the queue item.
 func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, hostileModel, "")
 	hs := hostileString()
 	body := "Hello " + hs + "\nmore " + hs
@@ -240,6 +241,7 @@ func (h *harness) runTTY(stdin io.Reader, args ...string) (string, string, int) 
 // without --yes when stdin is not a terminal, asks when it is, and sends
 // only on yes.
 func TestApproveToNewAddressAsks(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	h.deliver(rawMail("\"bob@bank.test\" <bob@bank.test>", "Account check", "Please confirm.", "Reply-To: collect@evil.test"))
 	if _, stderr, code := h.run("watch", "--once"); code != 0 {
@@ -279,6 +281,7 @@ func TestApproveToNewAddressAsks(t *testing.T) {
 
 // TestApproveYesSkipsQuestion: --yes is the scripted way through.
 func TestApproveYesSkipsQuestion(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	h.deliver(rawMail("Carol <carol@example.org>", "Lunch", "Lunch next week?"))
 	if _, stderr, code := h.run("watch", "--once"); code != 0 {
@@ -300,6 +303,7 @@ func TestApproveYesSkipsQuestion(t *testing.T) {
 // written to (found in Sent) is approved without --yes, stdin not a
 // terminal.
 func TestApproveKnownAddressDoesNotAsk(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	h.appendTo("Sent", "From: Ada Lovelace <ada@example.com>\nTo: Bob <bob@example.org>\nSubject: hello\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <earlier@example.com>\n\nHi Bob\n")
 	h.deliver(rawMail("Bob <bob@example.org>", "Lunch", "Lunch next week?"))
@@ -325,6 +329,7 @@ func TestApproveKnownAddressDoesNotAsk(t *testing.T) {
 // TestReportSanitisesErrors: the one place that prints a command's error
 // strips what a server or a mail put in it.
 func TestReportSanitisesErrors(t *testing.T) {
+	t.Parallel()
 	for _, err := range []error{
 		errors.New("smtp: 550 " + hostileString()),
 		&UserError{Code: ExitUsage, Err: errors.New("no contact " + hostileString()), Hint: "hint " + hostileString()},

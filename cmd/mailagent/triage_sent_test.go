@@ -8,6 +8,7 @@ import (
 // Defect 12: triage never read Sent, so its records said "the owner has
 // never written to this contact" of people the owner writes to.
 func TestTriageKnowsContactsFromSent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, compromisedModel, autoPolicy)
 	h.appendTo("Sent", "From: Ada Lovelace <ada@example.com>\nTo: Bob <bob@example.org>\nCc: Dora <dora@example.org>\nSubject: hello\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <earlier@example.com>\n\nHi Bob\n")
 	// Mail in Sent that the owner did not write teaches nothing.

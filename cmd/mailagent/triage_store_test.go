@@ -18,6 +18,7 @@ import (
 // error, and the results are there for the next (durable) open, as watch
 // opens it. A dry run stays read-only.
 func TestTriageStoreSkipsPerCommitSync(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, classifyReply, "")
 	h.deliver(rawMail("Bob <bob@example.org>", "Quick question", "What time is the meeting?"))
 	h.deliver(rawMail("News <news@lists.example.org>", "Weekly digest", "Top stories", "List-Id: <digest.lists.example.org>"))
@@ -71,6 +72,7 @@ func TestTriageStoreSkipsPerCommitSync(t *testing.T) {
 // closes its store, so the file is unlocked, whole, and holds what was
 // finished; running triage again completes the rest.
 func TestTriageInterruptClosesAndSyncsTheStore(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var once sync.Once

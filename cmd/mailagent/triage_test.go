@@ -30,6 +30,7 @@ func decodeLines(t *testing.T, out string) map[string]TriageJSON {
 }
 
 func TestTriageEndToEndInProcess(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, classifyReply, "")
 	h.deliver(rawMail("Bob <bob@example.org>", "Quick question", "What time is the meeting?"))
 	h.deliver(rawMail("Carol <carol@example.org>", "Overdue invoice", "Your invoice 4411 is overdue."))
@@ -174,6 +175,7 @@ func TestTriageEndToEndInProcess(t *testing.T) {
 }
 
 func TestTriageDryRunWritesNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, classifyReply, "")
 	h.deliver(rawMail("Bob <bob@example.org>", "Quick question", "What time is the meeting?"))
 	stdout, stderr, code := h.run("triage", "--json", "--dry-run")
@@ -189,6 +191,7 @@ func TestTriageDryRunWritesNothing(t *testing.T) {
 }
 
 func TestTriageFlags(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, classifyReply, "")
 	for i, subj := range []string{"one", "two", "three"} {
 		_ = i
@@ -214,6 +217,7 @@ func TestTriageFlags(t *testing.T) {
 }
 
 func TestParseSince(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		in   string
@@ -248,6 +252,7 @@ func keys[M ~map[string]V, V any](m M) []string {
 }
 
 func TestTriageDryRunDoesNotLockTheDatabase(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, classifyReply, "")
 	h.deliver(rawMail("Bob <bob@example.org>", "Quick question", "What time is the meeting?"))
 	if _, stderr, code := h.run("triage"); code != 0 {

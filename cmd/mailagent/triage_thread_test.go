@@ -170,6 +170,7 @@ func partitionDiff(a, b map[uint32]string) int {
 // least enough for the 20 multi-message threads the test requires); the
 // three dry runs and the real one are the behaviour under test.
 func TestTriageThreadPartitionIsDeterministic(t *testing.T) {
+	t.Parallel()
 	raws := threadCorpus(t, testsize.N(400, 40))
 	h := newHarness(t, classifyReply, "")
 	rng := rand.New(rand.NewPCG(26, 1))
@@ -274,6 +275,7 @@ func hostileThreadMail(id, subject, refs, irt string) []byte {
 // mail.Threader's over the set. The positive control runs the same
 // mailbox with prethreading off and sees the late bridges land.
 func TestTriageThreadPartitionHostileHeaders(t *testing.T) {
+	t.Parallel()
 	var long strings.Builder
 	for i := range 2000 {
 		fmt.Fprintf(&long, "<l%d@long.test> ", i)

@@ -20,6 +20,7 @@ var hostileUnsubscribeTargets = []string{
 // is refused with nothing sent. Positive control: with those domains in
 // policy.allow_domains (the rule bypassed), the same commands send.
 func TestUnsubscribeMailThroughOutbox(t *testing.T) {
+	t.Parallel()
 	run := func(t *testing.T, extra string) (*harness, int, int) {
 		h := newHarness(t, compromisedModel, extra)
 		h.deliver(newsletter("ok@lists.example.org", "<mailto:leave@lists.example.org>", ""))

@@ -50,6 +50,7 @@ func compromisedModel(req *geminitest.Request) geminitest.Reply {
 // TestWatchOnceActs runs over both providers (the OpenAI-compatible fake
 // in each server mode): the guards do not depend on the wire.
 func TestWatchOnceActs(t *testing.T) {
+	t.Parallel()
 	for _, p := range []string{provGemini, provStrict, provJSONOnly, provProse} {
 		t.Run(p, func(t *testing.T) { watchOnceActs(t, p) })
 	}

@@ -102,6 +102,7 @@ func (o *outage) down() {
 // INVOCATION_ID set, it prints nothing while it works (its log says it
 // is idle).
 func TestWatchLinesUnderTmux(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	t.Run("terminal", func(t *testing.T) {
 		h := newHarness(t, compromisedModel, "")

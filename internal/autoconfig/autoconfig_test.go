@@ -134,6 +134,7 @@ func (rs *responder) opts(res Resolver) Options {
 }
 
 func TestDiscoverPresetNeedsNoNetwork(t *testing.T) {
+	t.Parallel()
 	opts := Options{
 		HTTPClient: &http.Client{Transport: noNetwork{t}},
 		Resolver:   &fakeResolver{},
@@ -157,6 +158,7 @@ func TestDiscoverPresetNeedsNoNetwork(t *testing.T) {
 }
 
 func TestDiscoverOrder(t *testing.T) {
+	t.Parallel()
 	const email = "ada@example.org"
 	imapSRV := map[string][]*net.SRV{
 		"_imaps._tcp.example.org": {{Target: ".", Port: 0}},
@@ -251,6 +253,7 @@ func TestDiscoverOrder(t *testing.T) {
 }
 
 func TestDiscoverResolvesTemplatesAndPrefersPassword(t *testing.T) {
+	t.Parallel()
 	rs := newResponder(t, map[string]func(http.ResponseWriter, *http.Request){
 		"/ispdb/example.org": serve(exampleConfig),
 	})
@@ -284,6 +287,7 @@ func TestDiscoverResolvesTemplatesAndPrefersPassword(t *testing.T) {
 }
 
 func TestDiscoverAllFail(t *testing.T) {
+	t.Parallel()
 	rs := newResponder(t, map[string]func(http.ResponseWriter, *http.Request){
 		"/autoconfig/example.org/mail/config-v1.1.xml": func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, "boom", http.StatusInternalServerError)
@@ -308,6 +312,7 @@ func TestDiscoverAllFail(t *testing.T) {
 }
 
 func TestDiscoverCancelled(t *testing.T) {
+	t.Parallel()
 	rs := newResponder(t, map[string]func(http.ResponseWriter, *http.Request){
 		"/autoconfig/example.org/mail/config-v1.1.xml": block,
 	})
@@ -335,6 +340,7 @@ func (c cancelOnRequest) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func TestInternationalDomain(t *testing.T) {
+	t.Parallel()
 	rs := newResponder(t, map[string]func(http.ResponseWriter, *http.Request){
 		"/ispdb/xn--bcher-kva.example": serve(exampleConfig),
 	})
@@ -348,6 +354,7 @@ func TestInternationalDomain(t *testing.T) {
 }
 
 func TestDiscoverInvalidEmail(t *testing.T) {
+	t.Parallel()
 	for _, email := range []string{"", "ada", "ada@", "@example.org", "ada@exa mple.org", "ada@bad_host!.org"} {
 		t.Run(email, func(t *testing.T) {
 			_, err := Discover(context.Background(), email, Options{HTTPClient: &http.Client{Transport: noNetwork{t}}})
@@ -359,6 +366,7 @@ func TestDiscoverInvalidEmail(t *testing.T) {
 }
 
 func TestParseClientConfig(t *testing.T) {
+	t.Parallel()
 	wrap := func(servers string) string {
 		return `<clientConfig version="1.1"><emailProvider id="example.org">` + servers + `</emailProvider></clientConfig>`
 	}
@@ -435,6 +443,7 @@ func TestParseClientConfig(t *testing.T) {
 }
 
 func TestPresetFor(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		email    string
 		wantID   string
@@ -483,6 +492,7 @@ func TestPresetFor(t *testing.T) {
 }
 
 func TestPresetsWellFormed(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	var ids []string
 	for _, p := range Presets() {
@@ -512,6 +522,7 @@ func TestPresetsWellFormed(t *testing.T) {
 }
 
 func TestHTTPSOnlyRedirect(t *testing.T) {
+	t.Parallel()
 	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, exampleConfig)
 	}))
@@ -530,6 +541,7 @@ func TestHTTPSOnlyRedirect(t *testing.T) {
 }
 
 func TestDefaultAutoconfigURLs(t *testing.T) {
+	t.Parallel()
 	got := DefaultAutoconfigURLs("example.org")
 	want := []string{
 		"https://autoconfig.example.org/mail/config-v1.1.xml",

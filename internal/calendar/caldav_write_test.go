@@ -30,6 +30,7 @@ func testEvent(t *testing.T, uid, summary string) []byte {
 // overwritten or deleted: each such write is a 412 that wraps
 // ErrPrecondition, and the other client's data is still there.
 func TestConditionalWrites(t *testing.T) {
+	t.Parallel()
 	f := caldavtest.New(t)
 	src := &Source{URL: f.URL + "/cal/"}
 	ctx := context.Background()
@@ -97,6 +98,7 @@ func TestConditionalWrites(t *testing.T) {
 // path that is not the resource PutEvent names for the UID (another
 // event, a traversal, a hostile UID) and a delete without an ETag.
 func TestDeleteOnlyWhatWeWrote(t *testing.T) {
+	t.Parallel()
 	f := caldavtest.New(t)
 	src := &Source{URL: f.URL + "/cal/"}
 	ctx := context.Background()
@@ -127,6 +129,7 @@ func TestDeleteOnlyWhatWeWrote(t *testing.T) {
 // changed the data on the way in) has the stored version's ETag read
 // back, so that a later update or delete can still name it.
 func TestPutEventNoETag(t *testing.T) {
+	t.Parallel()
 	f := caldavtest.New(t)
 	f.OmitETag()
 	src := &Source{URL: f.URL + "/cal/"}
@@ -143,6 +146,7 @@ func TestPutEventNoETag(t *testing.T) {
 // Radicale (scripts/e2e-radicale.sh; source DIR/env), which keeps
 // If-Match and If-None-Match itself. It skips without one.
 func TestConditionalWritesRadicale(t *testing.T) {
+	t.Parallel()
 	base := os.Getenv("MAILAGENT_E2E_CALDAV_URL")
 	if base == "" {
 		t.Skip("no Radicale: run scripts/e2e-stack.sh start DIR (with the radicale package) and source DIR/env")

@@ -58,6 +58,7 @@ func format(ivs []Interval) string {
 }
 
 func TestFreeSlotsHandComputed(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		busy   []Interval
@@ -131,6 +132,7 @@ func TestFreeSlotsHandComputed(t *testing.T) {
 }
 
 func TestFreeSlotsRejectsBadPrefs(t *testing.T) {
+	t.Parallel()
 	p := prefs(0)
 	p.DayEnd = p.DayStart
 	if _, err := FreeSlots(nil, p, iv("2026-03-16T00:00:00Z", "2026-03-17T00:00:00Z")); !errors.Is(err, ErrPrefs) {
@@ -139,6 +141,7 @@ func TestFreeSlotsRejectsBadPrefs(t *testing.T) {
 }
 
 func TestWindowMinNoticeRoundsUp(t *testing.T) {
+	t.Parallel()
 	p := prefs(0)
 	p.MinNotice = 4 * time.Hour
 	w := Window(ts("2026-03-16T08:07:00+01:00"), 2, p)
@@ -196,6 +199,7 @@ SUMMARY:Called off
 END:VEVENT`
 
 func TestBusyRecurringExceptionsAllDay(t *testing.T) {
+	t.Parallel()
 	window := iv("2026-03-16T00:00:00+01:00", "2026-04-01T00:00:00+02:00")
 	busy, err := Busy([]*ical.Calendar{parseICS(t, recurring)}, window, berlin)
 	if err != nil {
@@ -229,6 +233,7 @@ func TestBusyRecurringExceptionsAllDay(t *testing.T) {
 }
 
 func TestBusyOtherZoneSeriesAcrossDifferentDSTDates(t *testing.T) {
+	t.Parallel()
 	// A Monday 10:00 New York series: 16:00 Berlin while both are on
 	// summer time, 15:00 Berlin in the week between Berlin's and New
 	// York's autumn change, 16:00 again after.
@@ -255,6 +260,7 @@ END:VEVENT`)
 }
 
 func TestBusyFloatingAndCancelledOverride(t *testing.T) {
+	t.Parallel()
 	cal := parseICS(t, `
 BEGIN:VEVENT
 UID:daily@test
@@ -297,6 +303,7 @@ END:VEVENT`)
 }
 
 func TestBusyWindowsAndPrefixedZones(t *testing.T) {
+	t.Parallel()
 	// Outlook writes Windows zone names; Lightning once prefixed a path.
 	cal := parseICS(t, `
 BEGIN:VEVENT
@@ -376,6 +383,7 @@ func busyHostileProblem(t *testing.T, body string) string {
 // a recurrence too dense to walk, an RRULE it cannot parse, an end before
 // the start) is an error naming it, never a wrong or endless answer.
 func TestBusyHostileInput(t *testing.T) {
+	t.Parallel()
 	tried, through := 0, 0
 	for _, c := range busyHostileEvents {
 		tried++

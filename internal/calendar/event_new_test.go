@@ -55,6 +55,7 @@ func summaryAttack(in string) bool {
 // line without control or format characters, without reply prefixes, and
 // capped; an empty one is "Meeting".
 func TestEventSummaryHostile(t *testing.T) {
+	t.Parallel()
 	tried, through := 0, 0
 	for _, c := range summaryHostile {
 		tried++
@@ -172,6 +173,7 @@ func badEvents() []badEvent {
 // iCalendar lines in it stay text), with one ORGANIZER and one ATTENDEE;
 // addresses that are not plain addresses are refused.
 func TestTentativeEventHostileFields(t *testing.T) {
+	t.Parallel()
 	tried, through := 1, 0
 	if p := tentativeSummaryProblem(tentativeHostile()); p != "" {
 		through++
@@ -246,6 +248,7 @@ func TestTentativeEventHostileFieldsLandWithoutChecks(t *testing.T) {
 // for the meeting is confirmed; zero, several, or any time outside the
 // offer is not.
 func TestConfirmedSlot(t *testing.T) {
+	t.Parallel()
 	loc, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {
 		t.Skip(err)

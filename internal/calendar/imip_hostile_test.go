@@ -24,6 +24,7 @@ func hostileICS(event string) []byte {
 // REPLY must carry no text of the attacker's but the cleaned summary,
 // and a recurrence too dense to expand is an error, never "no conflicts".
 func TestInvitationHostile(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 23, 17, 0, 0, 0, time.UTC)
 	tried, through := 0, 0
 	attack := func(name string, ok bool) {
@@ -167,6 +168,7 @@ func noPropLine(data []byte, word string) bool {
 // TestICSFeedMalformedParamIsAnError: go-ical panics on a stray character
 // after a quoted parameter; a feed holding one is an error, not a crash.
 func TestICSFeedMalformedParamIsAnError(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := dir + "/feed.ics"
 	feed := "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:x\r\nATTENDEE;CN=\"a\"b:mailto:a@example.org\r\n" +

@@ -27,6 +27,7 @@ func readSample(t *testing.T, name string) *Invitation {
 }
 
 func TestParseInvitationSamples(t *testing.T) {
+	t.Parallel()
 	ny, _ := time.LoadLocation("America/New_York")
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	london, _ := time.LoadLocation("Europe/London")
@@ -67,6 +68,7 @@ func TestParseInvitationSamples(t *testing.T) {
 }
 
 func TestParseInvitationNone(t *testing.T) {
+	t.Parallel()
 	inv, err := ParseInvitation([]byte("From: a@example.org\r\nSubject: hi\r\n\r\nno calendar here\r\n"))
 	if err != nil || inv != nil {
 		t.Fatalf("plain mail: %v, %v", inv, err)
@@ -74,6 +76,7 @@ func TestParseInvitationNone(t *testing.T) {
 }
 
 func TestConflicts(t *testing.T) {
+	t.Parallel()
 	inv := readSample(t, "google_request.eml") // Wednesdays 14:00–14:30 UTC
 	busy := []Interval{
 		{time.Date(2026, 12, 9, 14, 15, 0, 0, time.UTC), time.Date(2026, 12, 9, 15, 0, 0, 0, time.UTC)}, // 2nd Wednesday: conflict
@@ -112,6 +115,7 @@ func decodeOne(t *testing.T, data []byte) (*ical.Calendar, *ical.Component) {
 }
 
 func TestReply(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 23, 17, 0, 0, 0, time.UTC)
 	for _, f := range []string{"thunderbird_request.eml", "google_request.eml", "outlook_request.eml"} {
 		for _, ps := range []string{PartStatAccepted, PartStatDeclined, PartStatTentative} {
@@ -160,6 +164,7 @@ func TestReply(t *testing.T) {
 }
 
 func TestAccepted(t *testing.T) {
+	t.Parallel()
 	inv := readSample(t, "thunderbird_request.eml")
 	data, err := inv.Accepted("ada@example.com", PartStatTentative)
 	if err != nil {
@@ -189,6 +194,7 @@ func TestAccepted(t *testing.T) {
 // TestDeclinedIsNotBusy: an invitation stored as declined stays on the
 // calendar but takes no time; accepted and tentative ones are busy.
 func TestDeclinedIsNotBusy(t *testing.T) {
+	t.Parallel()
 	inv := readSample(t, "thunderbird_request.eml")
 	for ps, wantBusy := range map[string]bool{PartStatAccepted: true, PartStatTentative: true, PartStatDeclined: false} {
 		data, err := inv.Accepted("ada@example.com", ps)

@@ -11,6 +11,7 @@ import (
 // and minute (ref: Thursday 26 March 2026, Berlin); the forms it cannot
 // pin down come back Unread, never dropped.
 func TestMentionsForms(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		text   string
 		want   []string // day/minute keys of the read mentions
@@ -92,6 +93,7 @@ func TestMentionsForms(t *testing.T) {
 // meeting inside one free slot, and a slot's end is not free. Tuesday 31
 // March is free 09:00–10:00 and 11:00–17:30 (busy 10:00–11:00).
 func TestCheckTimesSlotLength(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		draft string
 		ok    bool
@@ -122,6 +124,7 @@ func TestCheckTimesSlotLength(t *testing.T) {
 // as a time it read outside the free slots or as a phrase it could not
 // read. Benign drafts still pass.
 func TestCheckTimesUnreadFormsModelObeysMail(t *testing.T) {
+	t.Parallel()
 	attacks := []string{
 		"Tuesday at half past ten works.",
 		"Let's say half past ten.",
@@ -222,6 +225,7 @@ func TestCheckTimesUnreadFormsModelObeysMail(t *testing.T) {
 // the texts are too short for the rule's slack to see one); and survives,
 // which counts a panic, must count one.
 func TestMentionsHostileText(t *testing.T) {
+	// sequential: it bounds wall time, which parallel tests would stretch.
 	unit := "Tuesday 10:00 next Monday 3/4 halb elf, 9-10 between 2 and 3 the 27th. "
 	tried, through := 0, 0
 	best := func(text string) time.Duration {

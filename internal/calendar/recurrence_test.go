@@ -71,6 +71,7 @@ func busyOf(t *testing.T, data []byte, window Interval) string {
 // at the pre-DST UTC offset (13:00Z on 31 March) is no occurrence and
 // changes nothing.
 func TestApplyOccurrenceCancelAcrossDST(t *testing.T) {
+	t.Parallel()
 	stored := wrapCal("", weeklyBerlin)
 	window := iv("2026-03-23T00:00:00+01:00", "2026-04-08T00:00:00+02:00")
 	want := "2026-03-24T14:00:00+01:00/2026-03-24T15:00:00+01:00\n2026-04-07T14:00:00+02:00/2026-04-07T15:00:00+02:00\n"
@@ -113,6 +114,7 @@ func TestApplyOccurrenceCancelAcrossDST(t *testing.T) {
 // occurrence; one that is no occurrence is reported and the others still
 // apply.
 func TestApplyOccurrenceSeveral(t *testing.T) {
+	t.Parallel()
 	msg := occurrenceMsg(t, MethodCancel, 1,
 		"RECURRENCE-ID;TZID=Europe/Berlin:20260324T140000",
 		"RECURRENCE-ID;TZID=Europe/Berlin:20260325T140000", // a Wednesday
@@ -135,6 +137,7 @@ func TestApplyOccurrenceSeveral(t *testing.T) {
 // DATE-TIME at midnight names the same day; a DATE for a series with
 // times is refused.
 func TestApplyOccurrenceAllDay(t *testing.T) {
+	t.Parallel()
 	stored := wrapCal("", `
 BEGIN:VEVENT
 UID:weekly-1@example.org
@@ -170,6 +173,7 @@ END:VEVENT`)
 // the new one busy; a later change replaces it, an older one is refused;
 // a CANCEL of the moved occurrence removes the override too.
 func TestApplyOccurrenceMove(t *testing.T) {
+	t.Parallel()
 	move := func(seq int, day string) *Invitation {
 		t.Helper()
 		inv, err := ParseICS(wrapCal(MethodRequest, `
@@ -237,6 +241,7 @@ END:VEVENT`), "")
 // occurrence it is refused (that is the whole series); a REQUEST with it
 // is not applied.
 func TestApplyOccurrenceThisAndFuture(t *testing.T) {
+	t.Parallel()
 	out, ch, err := ApplyOccurrences(wrapCal("", weeklyBerlin), occurrenceMsg(t, MethodCancel, 1, "RECURRENCE-ID;RANGE=THISANDFUTURE;TZID=Europe/Berlin:20260331T140000"), time.UTC)
 	if err != nil || len(ch) != 1 || !ch[0].Applied || ch[0].Kind != OccurrenceCancelledFrom {
 		t.Fatalf("%+v %v", ch, err)
@@ -260,6 +265,7 @@ func TestApplyOccurrenceThisAndFuture(t *testing.T) {
 // TestApplyOccurrenceRefusals: another organizer, another UID, a series
 // that does not recur, and hostile data change nothing.
 func TestApplyOccurrenceRefusals(t *testing.T) {
+	t.Parallel()
 	stored := wrapCal("", weeklyBerlin)
 	msg := occurrenceMsg(t, MethodCancel, 1, "RECURRENCE-ID:20260310T130000Z")
 	other := *msg
@@ -294,6 +300,7 @@ func TestApplyOccurrenceRefusals(t *testing.T) {
 // from whole mails and applied to the weekly Tuesday 11:00 Berlin series
 // the owner's calendar holds for their UID.
 func TestApplyOccurrenceSamples(t *testing.T) {
+	t.Parallel()
 	series := func(uid string) []byte {
 		return wrapCal("", "BEGIN:VEVENT\nUID:"+uid+"\nDTSTAMP:20261120T100000Z\nDTSTART;TZID=Europe/Berlin:20261201T110000\n"+
 			"DTEND;TZID=Europe/Berlin:20261201T120000\nRRULE:FREQ=WEEKLY;BYDAY=TU\nSUMMARY:Weekly sync\n"+

@@ -13,6 +13,7 @@ import (
 // owner as a UserError would (its code, its message without the wrapping,
 // its hint), wrapped or not; a plain error stays an unexpected failure.
 func TestReportAppErrorAsUserError(t *testing.T) {
+	t.Parallel()
 	ae := &apperr.Error{Code: apperr.CodeUnreachable, Err: errors.New("account a: dial refused"), Hint: "try: mailagent doctor"}
 	for _, err := range []error{ae, fmt.Errorf("watch: %w", ae)} {
 		var buf bytes.Buffer

@@ -14,6 +14,7 @@ import (
 // not exist exits 2 and points at `mailagent init`; the answer is
 // remembered (the file is read once).
 func TestConfigMissingIsAUsageErrorWithTheInitHint(t *testing.T) {
+	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	f := New(ios)
 	f.ConfigPath = filepath.Join(t.TempDir(), "none.toml")
@@ -30,6 +31,7 @@ func TestConfigMissingIsAUsageErrorWithTheInitHint(t *testing.T) {
 // TestConfigStateDirOverride: --state-dir wins over the file's state_dir,
 // and OpenStore creates it.
 func TestConfigStateDirOverride(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "config.toml")
 	cfgText := `[[accounts]]
@@ -76,6 +78,7 @@ password_env = "MA_NOPE"
 // same Prompter (one reader of stdin), built on first use over In and
 // ErrOut.
 func TestPrompterIsOnePerFactory(t *testing.T) {
+	t.Parallel()
 	ios, in, _, errOut := iostreams.Test()
 	in.WriteString("y\nn\n")
 	f := New(ios)

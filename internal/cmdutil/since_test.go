@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseSince(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		in   string

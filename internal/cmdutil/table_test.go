@@ -11,6 +11,7 @@ import (
 // TestTableWritePadsByDisplayWidth: wide characters take two cells, so
 // the next column starts at the same display column on every row.
 func TestTableWritePadsByDisplayWidth(t *testing.T) {
+	t.Parallel()
 	var tb Table
 	tb.Row("NAME", "COUNT")
 	tb.Row("会議", "1")
@@ -34,6 +35,7 @@ func TestTableWritePadsByDisplayWidth(t *testing.T) {
 }
 
 func TestTruncateByDisplayWidth(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{strings.Repeat("会", 30), strings.Repeat("🎉", 30), strings.Repeat("a", 60)} {
 		if got := Truncate(s, 40); ansi.StringWidth(got) > 40 || !strings.HasSuffix(got, "…") {
 			t.Errorf("Truncate(%q, 40) = %q: %d cells", s, got, ansi.StringWidth(got))
@@ -45,6 +47,7 @@ func TestTruncateByDisplayWidth(t *testing.T) {
 }
 
 func TestPlural(t *testing.T) {
+	t.Parallel()
 	for n, want := range map[int]string{0: "0 messages", 1: "1 message", 2: "2 messages"} {
 		if got := Plural(n, "message"); got != want {
 			t.Errorf("Plural(%d) = %q, want %q", n, got, want)
@@ -59,6 +62,7 @@ func TestPlural(t *testing.T) {
 }
 
 func TestWriteJSONIndentsAndEndsTheLine(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	if err := WriteJSON(&b, map[string]any{"a": []int{1}}); err != nil {
 		t.Fatal(err)
@@ -69,6 +73,7 @@ func TestWriteJSONIndentsAndEndsTheLine(t *testing.T) {
 }
 
 func TestPositiveDuration(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{"12h": "12h0m0s", "7d": "168h0m0s"} {
 		d, err := PositiveDuration(in)
 		if err != nil || d.String() != want {

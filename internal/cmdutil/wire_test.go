@@ -16,6 +16,7 @@ import (
 // that what a test sets on the Factory reaches triage, watch, replay and
 // the service alike.
 func TestWireEnvCarriesTheFactory(t *testing.T) {
+	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	f := New(ios)
 	clock := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)

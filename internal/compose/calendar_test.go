@@ -16,6 +16,7 @@ import (
 // parameter, the calendar bytes intact; a method that is not a token is
 // refused.
 func TestBuildCalendar(t *testing.T) {
+	t.Parallel()
 	ics := "BEGIN:VCALENDAR\r\nMETHOD:REPLY\r\nSUMMARY:caf\u00e9 = ok\r\nEND:VCALENDAR\r\n"
 	r := Reply{From: mail.Address{Email: "ada@example.com"}, To: []mail.Address{{Email: "bob@example.org"}}, Subject: "Invitation",
 		Body: "Ada has accepted.", Calendar: []byte(ics), CalendarMethod: "REPLY"}

@@ -36,6 +36,7 @@ func baseReply() Reply {
 }
 
 func TestBuildGolden(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		modify func(*Reply)
@@ -128,6 +129,7 @@ func addrs(t *testing.T, h gomail.Header, key string) []string {
 }
 
 func TestBuildRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := baseReply()
 	r.From.Name = "Ada Lovelace-Müller"
 	r.To = []mail.Address{{Name: "Zoë", Email: "zoe@example.com"}, {Email: "bob@example.com"}}
@@ -269,6 +271,7 @@ func hostileReply() Reply {
 // a field of its own, a malformed id is dropped, and the subject's line
 // break becomes a space.
 func TestBuildHeaderInjection(t *testing.T) {
+	t.Parallel()
 	raw, _, err := Build(hostileReply())
 	if err != nil {
 		t.Fatalf("Build: %v", err)
@@ -301,6 +304,7 @@ func TestBuildHeaderInjection(t *testing.T) {
 // field, and the test's own check (injectionProblems) must name that
 // attack, every time.
 func TestBuildHeaderInjectionCaughtAsItWouldLand(t *testing.T) {
+	t.Parallel()
 	raw, _, err := Build(hostileReply())
 	if err != nil {
 		t.Fatalf("Build: %v", err)
@@ -340,6 +344,7 @@ func spliceHeaderLine(raw []byte, field, line string) []byte {
 }
 
 func TestBuildErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		modify func(*Reply)
@@ -376,6 +381,7 @@ func TestBuildErrors(t *testing.T) {
 }
 
 func TestBuildGeneratesMessageID(t *testing.T) {
+	t.Parallel()
 	r := baseReply()
 	r.MessageID = ""
 	r.Date = time.Time{}
@@ -396,6 +402,7 @@ func TestBuildGeneratesMessageID(t *testing.T) {
 }
 
 func TestReferences(t *testing.T) {
+	t.Parallel()
 	many := make([]string, 30)
 	for i := range many {
 		many[i] = fmt.Sprintf("r%d@x", i)
@@ -432,6 +439,7 @@ func TestReferences(t *testing.T) {
 // implementation), encoded and decoded intact; list-tagged and encoded
 // parents never get a second "Re:".
 func TestBuildReplySubject(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"[list] Re: topic", "Re: [list] topic"},
 		{"Re: [list] Re: topic", "Re: [list] topic"},
@@ -456,6 +464,7 @@ func TestBuildReplySubject(t *testing.T) {
 }
 
 func TestNewMessageID(t *testing.T) {
+	t.Parallel()
 	a, b := NewMessageID("Example.ORG"), NewMessageID("example.org")
 	if a == b {
 		t.Errorf("got the same id twice (%q), want unique ids", a)
@@ -474,6 +483,7 @@ func TestNewMessageID(t *testing.T) {
 // "auto-replied", automatic mail that answers nothing (a follow-up on a
 // timer) "auto-generated", and there is only ever one such field.
 func TestAutoSubmittedValues(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name            string
 		replied, genned bool

@@ -17,6 +17,7 @@ func emails(l []mail.Address) []string {
 }
 
 func TestRecipients(t *testing.T) {
+	t.Parallel()
 	owner := []string{"ada@example.org", "Ada.Alias@Example.org"}
 	tests := []struct {
 		name     string
@@ -165,6 +166,7 @@ func TestRecipients(t *testing.T) {
 }
 
 func TestRecipientsDisplayNames(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, in, want string
 	}{
@@ -188,12 +190,14 @@ func TestRecipientsDisplayNames(t *testing.T) {
 }
 
 func TestRecipientsNilParent(t *testing.T) {
+	t.Parallel()
 	if _, _, err := Recipients(nil, nil, true); !errors.Is(err, ErrNoRecipient) {
 		t.Errorf("got %v, want ErrNoRecipient", err)
 	}
 }
 
 func TestNewReply(t *testing.T) {
+	t.Parallel()
 	parent := &mail.Message{
 		MessageID:  "p@example.com",
 		References: []string{"r@example.com"},

@@ -7,6 +7,7 @@ import (
 )
 
 func TestAllowDomains(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		policy  string

@@ -8,6 +8,7 @@ import (
 )
 
 func TestApprovalDelay(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		policy  string

@@ -49,6 +49,7 @@ func TestCalendarAndSchedulingDefaults(t *testing.T) {
 }
 
 func TestSchedulingDays(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string][7]bool{
 		"sun-thu":      {true, true, true, true, true, false, false},
 		"fri-mon":      {true, true, false, false, false, true, true},
@@ -63,6 +64,7 @@ func TestSchedulingDays(t *testing.T) {
 }
 
 func TestCalendarValidation(t *testing.T) {
+	t.Parallel()
 	ics := filepath.Join(t.TempDir(), "cal.ics")
 	if err := os.WriteFile(ics, []byte("BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n"), 0o600); err != nil {
 		t.Fatal(err)

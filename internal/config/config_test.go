@@ -105,6 +105,7 @@ func TestParseDefaults(t *testing.T) {
 }
 
 func TestParseFullSchema(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ca := filepath.Join(dir, "ca.pem")
 	if err := os.WriteFile(ca, []byte("x"), 0o600); err != nil {
@@ -203,6 +204,7 @@ max_draft_chars = 2000
 }
 
 func TestValidationMessages(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		edit        func(string) string
@@ -471,6 +473,7 @@ mailbox = "Lists"
 // TestMailboxNotIncoming: Drafts and Sent elsewhere than the watched
 // mailbox load; only a name that is the incoming mailbox is refused.
 func TestMailboxNotIncoming(t *testing.T) {
+	t.Parallel()
 	for _, extra := range []string{"drafts_mailbox = \"INBOX.Drafts\"\nsent_mailbox = \"INBOX.Sent\"", "sent_mailbox = \"Inbox2\""} {
 		src := strings.Replace(validTOML, `email = "ada@example.com"`, "email = \"ada@example.com\"\n"+extra, 1)
 		if _, err := Parse([]byte(src), "/x/config.toml", 0o600); err != nil {
@@ -488,6 +491,7 @@ func TestMailboxNotIncoming(t *testing.T) {
 }
 
 func TestValidAuthservID(t *testing.T) {
+	t.Parallel()
 	for id, want := range map[string]bool{
 		"mx.google.com": true, "*.messagingengine.com": true, "protection.outlook.com": true, "mail_1.example": true,
 		"": false, "*.": false, "mx.google.com;": false, "a..b": false, ".x": false, "dkim=pass": false, "*.*.x": false,
@@ -499,6 +503,7 @@ func TestValidAuthservID(t *testing.T) {
 }
 
 func TestValidationMessageFormat(t *testing.T) {
+	t.Parallel()
 	src := strings.Replace(validTOML, `password_env = "ADA_PASS"`, "password_env = \"ADA_PASS\"\n  security = \"ssl\"\n  port = 993", 1)
 	_, err := Parse([]byte(src), "/x/config.toml", 0o600)
 	want := `config /x/config.toml: accounts[0].imap.security: "ssl" is not one of tls, starttls, insecure (fix: use "tls" for port 993)`
@@ -508,6 +513,7 @@ func TestValidationMessageFormat(t *testing.T) {
 }
 
 func TestValidationCollectsAll(t *testing.T) {
+	t.Parallel()
 	src := validTOML + `
 [sync]
 poll_interval = "soon"
@@ -532,6 +538,7 @@ max_draft_chars = 5
 }
 
 func TestInsecureAllowedOnLoopback(t *testing.T) {
+	t.Parallel()
 	for _, host := range []string{"127.0.0.1", "localhost", "::1", "[::1]"} {
 		t.Run(host, func(t *testing.T) {
 			src := strings.Replace(validTOML, `host = "imap.example.com"`, fmt.Sprintf("host = %q\n  security = \"insecure\"", host), 1)
@@ -549,6 +556,7 @@ func TestInsecureAllowedOnLoopback(t *testing.T) {
 // TestClaimsSetting: sync.claims takes "auto", "on", "off" (any case) and
 // the first release's booleans; anything else is an error naming the key.
 func TestClaimsSetting(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		value string
 		want  ClaimsMode
@@ -570,6 +578,7 @@ func TestClaimsSetting(t *testing.T) {
 }
 
 func TestTOMLSyntaxError(t *testing.T) {
+	t.Parallel()
 	_, err := Parse([]byte("[llm\nmodel="), "/x/config.toml", 0o600)
 	if err == nil || !strings.HasPrefix(err.Error(), "config /x/config.toml: ") {
 		t.Errorf("got %v, want an error naming the file", err)
@@ -577,6 +586,7 @@ func TestTOMLSyntaxError(t *testing.T) {
 }
 
 func TestLiteralSecretFileMode(t *testing.T) {
+	t.Parallel()
 	src := strings.Replace(validTOML, `password_env = "ADA_PASS"`, `password = "hunter2"`, 1)
 	tests := []struct {
 		name    string
@@ -667,6 +677,7 @@ func TestFind(t *testing.T) {
 }
 
 func TestLoadMissingExplicit(t *testing.T) {
+	t.Parallel()
 	_, used, err := Load("/nonexistent/mailagent.toml")
 	if used != "/nonexistent/mailagent.toml" || err == nil || !strings.Contains(err.Error(), "/nonexistent/mailagent.toml") {
 		t.Errorf("got %q, %v; want an error naming the file", used, err)
@@ -674,6 +685,7 @@ func TestLoadMissingExplicit(t *testing.T) {
 }
 
 func TestOverrideStateDir(t *testing.T) {
+	t.Parallel()
 	cfg, err := Parse([]byte(validTOML), "", 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -685,6 +697,7 @@ func TestOverrideStateDir(t *testing.T) {
 }
 
 func TestSecretRedaction(t *testing.T) {
+	t.Parallel()
 	s := NewSecret("hunter2")
 	holder := struct {
 		Name string
@@ -815,6 +828,7 @@ func TestResolveOAuth2AndAPIKey(t *testing.T) {
 }
 
 func TestResolveCancelled(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	e := endpoint(func(e *Endpoint) { e.PasswordCmd = "echo x" })
@@ -824,6 +838,7 @@ func TestResolveCancelled(t *testing.T) {
 }
 
 func TestStoreRetention(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, toml string
 		want       time.Duration

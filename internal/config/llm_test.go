@@ -20,6 +20,7 @@ email = "ada@example.com"
 `
 
 func TestOpenAIProviderConfig(t *testing.T) {
+	t.Parallel()
 	cfg, err := Parse([]byte(`[llm]
 provider = "openai"
 base_url = "http://localhost:11434/v1"
@@ -39,6 +40,7 @@ structured_output = "json_object"
 }
 
 func TestLLMConfigErrors(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ name, llm, key, fix string }{
 		{"openai without model", "provider = \"openai\"\nbase_url = \"http://localhost:8080/v1\"\n", "llm.model", "/v1/models"},
 		{"unknown provider", "provider = \"anthropic\"\nmodel = \"claude\"\n", "llm.provider", "openai"},
@@ -68,6 +70,7 @@ func TestLLMConfigErrors(t *testing.T) {
 }
 
 func TestForTask(t *testing.T) {
+	t.Parallel()
 	cfg, err := Parse([]byte(`[llm]
 api_key_env = "MY_GEMINI"
 model = "gemini-2.5-pro"
@@ -112,6 +115,7 @@ model = "qwen2.5:32b"
 // TestTaskGeminiDefaultKey: a task that moves to gemini from an openai
 // [llm] gets GEMINI_API_KEY, not the other server's key.
 func TestTaskGeminiDefaultKey(t *testing.T) {
+	t.Parallel()
 	cfg, err := Parse([]byte(`[llm]
 provider = "openai"
 model = "local"
@@ -134,6 +138,7 @@ model = "gemini-2.5-pro"
 // TestAPIKeyKeyring: the key can live in the system keyring, under user
 // "llm", or "llm/TASK" for a task section with its own source.
 func TestAPIKeyKeyring(t *testing.T) {
+	t.Parallel()
 	keyring.MockInit()
 	if err := keyring.Set(KeyringService, "llm", "main-key"); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestMCPSection(t *testing.T) {
+	t.Parallel()
 	cfg, err := Parse([]byte(validTOML), "/x/config.toml", 0o600)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 // one; on a system internal/notify cannot reach a desktop on, turning
 // them on is a field error naming notify.desktop.
 func TestNotifyConfig(t *testing.T) {
+	t.Parallel()
 	cfg, err := Parse([]byte(validTOML), "/x/config.toml", 0o600)
 	if err != nil {
 		t.Fatal(err)

@@ -30,6 +30,7 @@ func redactReference(r *Redactor, s string) string {
 // without -race, a tenth with it): the regexps under the race detector
 // were the package's whole run.
 func TestRedactMatchesReference(t *testing.T) {
+	t.Parallel()
 	r := NewRedactor(NewSecret("imap-pass-7731"), NewSecret("llm-key-from-env-55"))
 	texts := []string{
 		"", "sk-", "xsk-abcdefghijklmnopqrst", "risk-free desk-top sk-abcdefghijklmnop1234 ask-abcdefghijklmnopqrstu",

@@ -13,6 +13,7 @@ import (
 // doctor prints on its own line), never only "exit status 127"; and it
 // never shows what the command printed.
 func TestSecretCmdThatCannotRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	noexec := filepath.Join(dir, "get-pass")
 	if err := os.WriteFile(noexec, []byte("#!/bin/sh\necho hunter2\n"), 0o600); err != nil {

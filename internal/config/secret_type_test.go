@@ -8,6 +8,7 @@ import (
 // A literal secret written without quotes (password = 123) is refused
 // with the key and the fix, and without echoing the value.
 func TestSecretMustBeAString(t *testing.T) {
+	t.Parallel()
 	for _, val := range []string{"123", "0o123", "1e3", "true", "[1, 2]", "2026-01-02"} {
 		t.Run(val, func(t *testing.T) {
 			src := strings.Replace(validTOML, `password_env = "ADA_PASS"`, "password = "+val, 1)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestToolsSection(t *testing.T) {
+	t.Parallel()
 	cfg, err := Parse([]byte(validTOML), "/x/config.toml", 0o600)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 // "0" keeps them (a negative store retention); a bad value is a field
 // error naming the key.
 func TestTraceDefaults(t *testing.T) {
+	t.Parallel()
 	cfg, err := Parse([]byte(validTOML), "/x/config.toml", 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +70,7 @@ func TestRedactor(t *testing.T) {
 // TestRedactPrefilterMissesNothing: the word checks that let most text skip
 // the patterns never skip text a pattern matches, case folds included.
 func TestRedactPrefilterMissesNothing(t *testing.T) {
+	t.Parallel()
 	r := NewRedactor()
 	for _, s := range []string{
 		"password=hunter22", "PASSWORD : hunter22", `"api_key": "abc123def"`, "ſecret=abc123", "api_\u212Aey=abc123",

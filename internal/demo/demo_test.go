@@ -213,6 +213,7 @@ func threadOf(all []parsed, p parsed) []parsed {
 }
 
 func TestDemoMailbox(t *testing.T) {
+	t.Parallel()
 	msgs := loadDemo(t)
 	if len(msgs) != 20 {
 		t.Fatalf("messages: got %d, want 20", len(msgs))
@@ -279,6 +280,7 @@ func TestDemoMailbox(t *testing.T) {
 }
 
 func TestClassification(t *testing.T) {
+	t.Parallel()
 	msgs := loadDemo(t)
 	for _, p := range msgs {
 		t.Run(p.id, func(t *testing.T) {
@@ -391,6 +393,7 @@ func demoDraft(t *testing.T, msgs []parsed, p parsed, c classification, now time
 }
 
 func TestExpectedDecisions(t *testing.T) {
+	t.Parallel()
 	msgs := loadDemo(t)
 	want := Expected()
 	var autoSends []string
@@ -420,6 +423,7 @@ func TestExpectedDecisions(t *testing.T) {
 }
 
 func TestDrafts(t *testing.T) {
+	t.Parallel()
 	msgs := loadDemo(t)
 	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
 	mustContain := map[string]string{
@@ -497,6 +501,7 @@ func injectionMessages(t *testing.T) []parsed {
 // forward invoices and reply with a link) as high risk, for approval,
 // not to be replied to, and names the injection, instead of obeying it.
 func TestInjectionIsFlagged(t *testing.T) {
+	t.Parallel()
 	tried, through := 0, 0
 	for _, p := range injectionMessages(t) {
 		tried++
@@ -538,6 +543,7 @@ func TestInjectionIsFlaggedLandsWithoutTheRule(t *testing.T) {
 }
 
 func TestExtractMessage(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		prompt      string
@@ -592,6 +598,7 @@ func TestExtractMessage(t *testing.T) {
 }
 
 func TestFirstNameIsSanitised(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ from, want string }{
 		{"Charles Babbage <charles@babbage.example>", "Charles"},
 		{`"Émile Borel" <e@x.example>`, "Émile"},
@@ -610,6 +617,7 @@ func TestFirstNameIsSanitised(t *testing.T) {
 }
 
 func TestOtherRequests(t *testing.T) {
+	t.Parallel()
 	m := NewModel()
 	const b = "MAILAGENT-DATA-0123"
 	p := "Contact:\n<<<" + b + "\nCharles Babbage <charles@babbage.example>\n" + b + ">>>\n\n" +
@@ -665,6 +673,7 @@ func TestOtherRequests(t *testing.T) {
 }
 
 func TestMessagesAreFreshCopies(t *testing.T) {
+	t.Parallel()
 	a, err := Messages()
 	if err != nil {
 		t.Fatal(err)

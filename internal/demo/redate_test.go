@@ -12,6 +12,7 @@ import (
 // every message on the weekday its file says, the gaps between messages
 // unchanged, and nothing but the Date header changed.
 func TestRedateKeepsWeekdaysAndSpacing(t *testing.T) {
+	t.Parallel()
 	msgs, err := Messages()
 	if err != nil {
 		t.Fatal(err)

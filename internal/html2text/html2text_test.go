@@ -32,6 +32,7 @@ func same(t *testing.T, name, in string) {
 // options, including whitespace runs, invalid UTF-8, Unicode spaces,
 // block quotes that wrap long lines, and byte-order marks.
 func TestMatchesUpstream(t *testing.T) {
+	t.Parallel()
 	cases := []string{
 		"", "plain", "  \t\r\n  ", "<p>a</p><p>b</p>", "a<br>b<br/><br>c",
 		"<div>one</div><div><div>two</div></div>three",
@@ -57,6 +58,7 @@ func TestMatchesUpstream(t *testing.T) {
 // under -race) built from the elements above, text with every kind of
 // space, invalid bytes and long words, nested up to six deep.
 func TestMatchesUpstreamGenerated(t *testing.T) {
+	t.Parallel()
 	rnd := rand.New(rand.NewPCG(16, 2026))
 	tags := []string{"p", "div", "br", "h1", "h2", "h3", "blockquote", "a", "b", "strong", "ul", "li",
 		"table", "tr", "td", "th", "tfoot", "pre", "style", "span", "img", "font", "center", "noscript"}
@@ -97,6 +99,7 @@ func TestMatchesUpstreamGenerated(t *testing.T) {
 // tenth of the 500 the full walk must find; without -race every file is
 // read and the bound is 500.
 func TestMatchesUpstreamOnCorpus(t *testing.T) {
+	t.Parallel()
 	dir := corpusDir(t)
 	every := 1
 	if testsize.Race {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseDuration(t *testing.T) {
+	t.Parallel()
 	day := 24 * time.Hour
 	tests := []struct {
 		in   string

@@ -6,6 +6,7 @@ import (
 )
 
 func TestAge(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		ago  time.Duration
@@ -32,6 +33,7 @@ func TestAge(t *testing.T) {
 }
 
 func TestLatency(t *testing.T) {
+	t.Parallel()
 	for d, want := range map[time.Duration]string{
 		1234 * time.Millisecond: "1.2s", 59*time.Second + 960*time.Millisecond: "1m0s", 61*time.Second + 400*time.Millisecond: "1m1s",
 	} {

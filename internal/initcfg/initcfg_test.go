@@ -48,6 +48,7 @@ func parse(t *testing.T, data []byte) *config.Config {
 // checks that internal/config parses and validates it with the values
 // the setup holds.
 func TestRenderGolden(t *testing.T) {
+	t.Parallel()
 	got := Render(fastmail())
 	golden := filepath.Join("testdata", "fastmail.golden")
 	if *update {
@@ -86,6 +87,7 @@ func TestRenderGolden(t *testing.T) {
 // a CA file, an API key command and no authserv-id: each renders to a
 // config that parses and validates, with the chosen source and nothing else.
 func TestRenderVariants(t *testing.T) {
+	t.Parallel()
 	ca := filepath.Join(t.TempDir(), "cert.pem") // config checks that it exists
 	if err := os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -251,6 +253,7 @@ func renderProblems(s *Setup, i int) (problems []string, broken bool) {
 // a time: each must come back as the same value, and none may add a key,
 // table or account.
 func TestRenderHostileText(t *testing.T) {
+	t.Parallel()
 	all := fastmail()
 	for _, a := range renderAttacks {
 		a.edit(all)
@@ -310,6 +313,7 @@ func TestRenderHostileTextLandsWithoutQuoting(t *testing.T) {
 }
 
 func TestTOMLString(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, in string }{
 		{"plain", "Ada Lovelace"},
 		{"quotes and backslashes", `a "b" \c\\`},
@@ -332,6 +336,7 @@ func TestTOMLString(t *testing.T) {
 }
 
 func TestCommentText(t *testing.T) {
+	t.Parallel()
 	got := CommentText("a\nb\r\x00c\u2028d\te")
 	if strings.ContainsAny(got, "\n\r\x00\t") {
 		t.Errorf("control characters left: %q", got)
@@ -343,6 +348,7 @@ func TestCommentText(t *testing.T) {
 
 // TestSecretRedacted checks that printing a Setup never shows a password.
 func TestSecretRedacted(t *testing.T) {
+	t.Parallel()
 	s := fastmail()
 	s.Secret = Secret{Kind: SecretLiteral, Password: "hunter2-secret"}
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {

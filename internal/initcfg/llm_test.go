@@ -12,6 +12,7 @@ import (
 // "openai" with its URL, model and mode; hostile text stays inside its
 // strings and comments.
 func TestRenderOpenAI(t *testing.T) {
+	t.Parallel()
 	s := fastmail()
 	s.APIKeyEnv, s.APIKeyCmd = "", ""
 	s.LLMProvider, s.LLMPreset, s.LLMBaseURL, s.LLMStructuredOutput = "openai", "ollama\n[evil]\nx = 1", "http://localhost:11434/v1", "prompt"
@@ -40,6 +41,7 @@ func TestRenderOpenAI(t *testing.T) {
 // key itself is never in the file, and the other sources are not written
 // beside it (config refuses two sources).
 func TestRenderAPIKeyKeyring(t *testing.T) {
+	t.Parallel()
 	const key = "AIza-secret-Kq93"
 	for _, provider := range []string{"", "openai"} {
 		s := fastmail()

@@ -38,6 +38,7 @@ func leftovers(t *testing.T, dir string) []string {
 }
 
 func TestWriteNew(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "a", "mailagent")
 	path := filepath.Join(dir, "config.toml")
 	if _, err := Write(path, []byte("one"), false); err != nil {
@@ -57,6 +58,7 @@ func TestWriteNew(t *testing.T) {
 // TestWriteRefusesExisting: without force an existing file is an
 // fs.ErrExist and stays as it was.
 func TestWriteRefusesExisting(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(path, []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
@@ -73,6 +75,7 @@ func TestWriteRefusesExisting(t *testing.T) {
 // TestWriteForce replaces the file atomically with mode 0600, through a
 // symlink (the link stays, its target changes), leaving no temp file.
 func TestWriteForce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	target := filepath.Join(dir, "real.toml")
 	link := filepath.Join(dir, "config.toml")
@@ -111,6 +114,7 @@ func TestWriteForce(t *testing.T) {
 // TestWriteForceFailureKeepsOld: when the new file cannot be put in place
 // the old one is untouched and no temp file is left.
 func TestWriteForceFailureKeepsOld(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.toml")
 	if err := os.Mkdir(path, 0o700); err != nil { // rename onto a directory fails

@@ -6,6 +6,7 @@ import (
 )
 
 func TestTestStreamsAreNotTerminals(t *testing.T) {
+	t.Parallel()
 	s, in, out, errOut := Test()
 	if s.IsStdinTTY() || s.IsStdoutTTY() || s.IsStderrTTY() || s.ColorEnabled() || s.ProgressEnabled() || s.CanPrompt() {
 		t.Fatal("test streams claim a terminal")
@@ -20,6 +21,7 @@ func TestTestStreamsAreNotTerminals(t *testing.T) {
 }
 
 func TestSetTTYDrivesColourProgressAndWidth(t *testing.T) {
+	t.Parallel()
 	s, _, _, _ := Test()
 	s.SetStdoutTTY(true)
 	s.SetTerminalWidth(100)

@@ -14,6 +14,7 @@ import (
 // request of a fresh Gemini, whether the schema is the same value or an
 // equal one built again; a different schema is not mistaken for it.
 func TestGeminiCachedSchemaSameRequest(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var bodies [][]byte
 	srv := geminitest.NewServer(t, func(r *geminitest.Request) geminitest.Reply {

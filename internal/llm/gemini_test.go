@@ -29,6 +29,7 @@ func testSchema() *llm.Schema {
 }
 
 func TestGeminiRequestShape(t *testing.T) {
+	t.Parallel()
 	srv := geminitest.NewServer(t, func(*geminitest.Request) geminitest.Reply {
 		r := geminitest.JSONReply(map[string]any{"label": "a"}, llm.Usage{PromptTokens: 11, OutputTokens: 7, TotalTokens: 18})
 		r.ModelVersion = "gemini-test-001"
@@ -122,6 +123,7 @@ func checkJSON(t *testing.T, name string, got, want any) {
 }
 
 func TestGeminiPlainTextRequest(t *testing.T) {
+	t.Parallel()
 	srv := geminitest.NewServer(t, func(*geminitest.Request) geminitest.Reply { return geminitest.Reply{Text: "hello"} })
 	g := srv.NewGemini(t, llm.GeminiConfig{})
 	resp, err := g.Generate(t.Context(), llm.Request{Prompt: "hi"})
@@ -141,6 +143,7 @@ func TestGeminiPlainTextRequest(t *testing.T) {
 }
 
 func TestNewGeminiRejectsBadConfig(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		cfg  llm.GeminiConfig
@@ -159,6 +162,7 @@ func TestNewGeminiRejectsBadConfig(t *testing.T) {
 }
 
 func TestGeminiSchemaErrors(t *testing.T) {
+	t.Parallel()
 	srv := geminitest.NewServer(t, nil)
 	g := srv.NewGemini(t, llm.GeminiConfig{})
 	tests := []struct {
@@ -182,6 +186,7 @@ func TestGeminiSchemaErrors(t *testing.T) {
 }
 
 func TestGeminiAPIErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name          string
 		reply         geminitest.Reply
@@ -239,6 +244,7 @@ func withHeader(r geminitest.Reply, k, v string) geminitest.Reply {
 }
 
 func TestGeminiResponseErrors(t *testing.T) {
+	t.Parallel()
 	usage := llm.Usage{PromptTokens: 5, TotalTokens: 5}
 	tests := []struct {
 		name       string
@@ -276,6 +282,7 @@ func TestGeminiResponseErrors(t *testing.T) {
 }
 
 func TestGeminiCallTimeout(t *testing.T) {
+	t.Parallel()
 	srv := geminitest.NewServer(t, func(*geminitest.Request) geminitest.Reply {
 		return geminitest.Reply{Text: "late", Delay: time.Minute}
 	})
@@ -293,6 +300,7 @@ func TestGeminiCallTimeout(t *testing.T) {
 }
 
 func TestGeminiParentCancelNotTemporary(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	srv := geminitest.NewServer(t, func(*geminitest.Request) geminitest.Reply {
 		cancel()
@@ -309,6 +317,7 @@ func TestGeminiParentCancelNotTemporary(t *testing.T) {
 }
 
 func TestGeminiConnectionErrorHidesKey(t *testing.T) {
+	t.Parallel()
 	srv := geminitest.NewServer(t, nil)
 	g, err := llm.NewGemini(t.Context(), llm.GeminiConfig{
 		APIKey:  "secret-key-for-conn-test",

@@ -27,6 +27,7 @@ func validateVerdict(v *verdict) error {
 }
 
 func TestGenerateJSON(t *testing.T) {
+	t.Parallel()
 	u := llm.Usage{PromptTokens: 10, OutputTokens: 3, TotalTokens: 13}
 	valid := geminitest.Reply{Text: `{"label":"a","tags":["x"]}`, Usage: u}
 	tests := []struct {
@@ -143,6 +144,7 @@ func TestGenerateJSON(t *testing.T) {
 }
 
 func TestGenerateJSONRepairFencesOutput(t *testing.T) {
+	t.Parallel()
 	// An invalid answer that tries to close the repair fence must stay inside it.
 	var prompts []string
 	m := llm.ModelFunc(func(_ context.Context, r llm.Request) (*llm.Response, error) {
@@ -171,6 +173,7 @@ func TestGenerateJSONRepairFencesOutput(t *testing.T) {
 }
 
 func TestGenerateJSONRetriesCounted(t *testing.T) {
+	t.Parallel()
 	srv := geminitest.NewServer(t, sequence(
 		geminitest.ErrorReply(503, "UNAVAILABLE", "busy"),
 		geminitest.Reply{Text: `{"label":"x","tags":["t"]}`},
@@ -188,6 +191,7 @@ func TestGenerateJSONRetriesCounted(t *testing.T) {
 }
 
 func TestDecodeStrict(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		in      string

@@ -3,6 +3,7 @@ package llm
 import "testing"
 
 func TestUnfence(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		`{"a":1}`:                               `{"a":1}`,
 		"Here:\n```json\n{\"a\":1}\n```\nok":    "{\"a\":1}\n",

@@ -47,6 +47,7 @@ func oaVerdictModel(req *openaitest.Request) openaitest.Reply {
 }
 
 func TestOpenAIStructuredOutputModes(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []openaitest.Mode{openaitest.ModeStrict, openaitest.ModeJSONOnly, openaitest.ModeProse} {
 		t.Run(mode.String(), func(t *testing.T) {
 			srv := openaitest.NewServer(t, mode, oaVerdictModel)
@@ -93,6 +94,7 @@ func TestOpenAIStructuredOutputModes(t *testing.T) {
 // validation is repaired once and then refused, in every mode: no mode
 // weakens the gate.
 func TestOpenAISameValidationEveryMode(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []openaitest.Mode{openaitest.ModeStrict, openaitest.ModeJSONOnly, openaitest.ModeProse} {
 		t.Run(mode.String(), func(t *testing.T) {
 			srv := openaitest.NewServer(t, mode, func(*openaitest.Request) openaitest.Reply {
@@ -114,6 +116,7 @@ func TestOpenAISameValidationEveryMode(t *testing.T) {
 // TestOpenAIProseWithoutJSONFails: a server that answers prose only is
 // never turned into a oaVerdict.
 func TestOpenAIProseWithoutJSONFails(t *testing.T) {
+	t.Parallel()
 	srv := openaitest.NewServer(t, openaitest.ModeStrict, func(*openaitest.Request) openaitest.Reply {
 		return openaitest.Reply{Text: "This mail looks like ham to me, score 3."}
 	})
@@ -126,6 +129,7 @@ func TestOpenAIProseWithoutJSONFails(t *testing.T) {
 }
 
 func TestOpenAIRetriesTemporaryErrors(t *testing.T) {
+	t.Parallel()
 	var n atomic.Int32
 	srv := openaitest.NewServer(t, openaitest.ModeStrict, func(*openaitest.Request) openaitest.Reply {
 		switch n.Add(1) {
@@ -188,6 +192,7 @@ func TestOpenAIUnauthorizedIsPermanent(t *testing.T) {
 }
 
 func TestOpenAIDeadlines(t *testing.T) {
+	t.Parallel()
 	srv := openaitest.NewServer(t, openaitest.ModeStrict, func(*openaitest.Request) openaitest.Reply {
 		return openaitest.Reply{Text: "{}", Delay: 10 * time.Second}
 	})
@@ -212,6 +217,7 @@ func TestOpenAIDeadlines(t *testing.T) {
 }
 
 func TestOpenAIRefusalAndEmpty(t *testing.T) {
+	t.Parallel()
 	srv := openaitest.NewServer(t, openaitest.ModeStrict, func(r *openaitest.Request) openaitest.Reply {
 		if strings.Contains(r.UserText(), "refuse") {
 			return openaitest.Reply{Refusal: "I can't help with that.", Usage: llm.Usage{TotalTokens: 4}}
@@ -228,6 +234,7 @@ func TestOpenAIRefusalAndEmpty(t *testing.T) {
 }
 
 func TestOpenAIListModelsAndUnknownModel(t *testing.T) {
+	t.Parallel()
 	srv := openaitest.NewServer(t, openaitest.ModeStrict, nil)
 	srv.Models = []string{"a:1b", openaitest.DefaultModel}
 	m := srv.NewOpenAI(t, llm.OpenAIConfig{})
@@ -247,6 +254,7 @@ func TestOpenAIListModelsAndUnknownModel(t *testing.T) {
 // required, the optional ones nullable, null in an optional enum), and an
 // answer with null there decodes like one without the field.
 func TestOpenAIOptionalPropertiesStrict(t *testing.T) {
+	t.Parallel()
 	srv := openaitest.NewServer(t, openaitest.ModeStrict, func(*openaitest.Request) openaitest.Reply {
 		return openaitest.Reply{Text: `{"label":"ham","note":null,"tone":null,"window":null}`}
 	})
@@ -301,6 +309,7 @@ func TestOpenAIOptionalPropertiesStrict(t *testing.T) {
 }
 
 func TestParseStructuredOutput(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]llm.StructuredOutput{"": llm.OutputJSONSchema, "json_object": llm.OutputJSONObject, "prompt": llm.OutputPrompt} {
 		if got, err := llm.ParseStructuredOutput(in); err != nil || got != want {
 			t.Errorf("%q: %q, %v", in, got, err)
@@ -318,6 +327,7 @@ func TestParseStructuredOutput(t *testing.T) {
 }
 
 func TestPresets(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"ollama", "llamacpp", "vllm", "lmstudio"} {
 		p, ok := llm.PresetByName(name)
 		if !ok || !strings.HasPrefix(p.BaseURL, "http://localhost:") || !strings.HasSuffix(p.BaseURL, "/v1") || p.NeedsKey {
@@ -332,6 +342,7 @@ func TestPresets(t *testing.T) {
 // TestOpenAITruncatedAnswer: finish_reason "length" is reported with the
 // neutral name Gemini uses, MAX_TOKENS.
 func TestOpenAITruncatedAnswer(t *testing.T) {
+	t.Parallel()
 	srv := openaitest.NewServer(t, openaitest.ModeStrict, func(*openaitest.Request) openaitest.Reply {
 		return openaitest.Reply{Text: `{"label":"h`, FinishReason: "length"}
 	})

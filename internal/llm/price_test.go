@@ -6,6 +6,7 @@ import (
 )
 
 func TestPriceOf(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		model   string
 		in, out float64

@@ -7,6 +7,7 @@ import (
 )
 
 func TestWithRateLimit(t *testing.T) {
+	t.Parallel()
 	calls := 0
 	m := ModelFunc(func(context.Context, Request) (*Response, error) { calls++; return &Response{Text: "{}"}, nil })
 	if got := WithRateLimit(m, 0); got == nil {

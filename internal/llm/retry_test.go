@@ -45,6 +45,7 @@ func sequence(replies ...geminitest.Reply) geminitest.Handler {
 }
 
 func TestRetry(t *testing.T) {
+	t.Parallel()
 	ok := geminitest.Reply{Text: "done", Usage: llm.Usage{PromptTokens: 1, OutputTokens: 1, TotalTokens: 2}}
 	slow := geminitest.Reply{Text: "late", Delay: time.Minute}
 	tests := []struct {
@@ -127,6 +128,7 @@ func TestRetry(t *testing.T) {
 }
 
 func TestRetryBackoffGrowsAndCaps(t *testing.T) {
+	t.Parallel()
 	rec := &sleepRecorder{}
 	fail := llm.ModelFunc(func(context.Context, llm.Request) (*llm.Response, error) {
 		return nil, &llm.APIError{StatusCode: 503}
@@ -149,6 +151,7 @@ func TestRetryBackoffGrowsAndCaps(t *testing.T) {
 }
 
 func TestRetryContextCancellation(t *testing.T) {
+	t.Parallel()
 	t.Run("cancel during wait stops retries", func(t *testing.T) {
 		srv := geminitest.NewServer(t, sequence(geminitest.ErrorReply(503, "UNAVAILABLE", "busy")))
 		ctx, cancel := context.WithCancel(t.Context())
@@ -204,6 +207,7 @@ func TestRetryContextCancellation(t *testing.T) {
 }
 
 func TestRetryRealSleepHonoursContext(t *testing.T) {
+	t.Parallel()
 	calls := 0
 	fail := llm.ModelFunc(func(context.Context, llm.Request) (*llm.Response, error) {
 		calls++
@@ -226,6 +230,7 @@ func TestRetryRealSleepHonoursContext(t *testing.T) {
 }
 
 func TestRetryCancelledDuringTemporaryFailure(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	m := llm.WithRetry(llm.ModelFunc(func(context.Context, llm.Request) (*llm.Response, error) {
 		cancel()

@@ -22,6 +22,7 @@ import (
 // not. The control is the same run through http.DefaultTransport, which
 // keeps 2 idle connections and closes the others after one answer.
 func TestModelClientsReuseConnections(t *testing.T) {
+	t.Parallel()
 	const calls, inFlight = 200, 8
 	gemini := `{"candidates":[{"index":0,"finishReason":"STOP","content":{"role":"model","parts":[{"text":"ok"}]}}],` +
 		`"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1,"totalTokenCount":2}}`

@@ -10,6 +10,7 @@ import (
 )
 
 func TestIsLoopback(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		host string
@@ -68,6 +69,7 @@ func TestIsLoopback(t *testing.T) {
 }
 
 func TestCheckPlaintextNamesTheHost(t *testing.T) {
+	t.Parallel()
 	err := CheckPlaintext("imap.example.com")
 	if err == nil || !strings.Contains(err.Error(), `"imap.example.com"`) {
 		t.Errorf("got %v, want an error naming the host", err)
@@ -75,6 +77,7 @@ func TestCheckPlaintextNamesTheHost(t *testing.T) {
 }
 
 func TestPlaintextAddrs(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		host    string
 		want    []string
@@ -132,6 +135,7 @@ func FuzzIsLoopback(f *testing.F) {
 }
 
 func TestDialFirst(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

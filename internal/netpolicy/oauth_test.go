@@ -7,6 +7,7 @@ import (
 )
 
 func TestOAuth2Mechanism(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		offered []string
@@ -30,6 +31,7 @@ func TestOAuth2Mechanism(t *testing.T) {
 }
 
 func TestOAuth2Client(t *testing.T) {
+	t.Parallel()
 	mech, ir, err := OAuth2Client(MechXOAuth2, "ada@example.org", "tok", "imap.example.org", 993).Start()
 	if err != nil || mech != "XOAUTH2" || string(ir) != "user=ada@example.org\x01auth=Bearer tok\x01\x01" {
 		t.Errorf("XOAUTH2 Start: got %q %q %v", mech, ir, err)
@@ -45,6 +47,7 @@ func TestOAuth2Client(t *testing.T) {
 }
 
 func TestXOAuth2RefusesFieldSeparator(t *testing.T) {
+	t.Parallel()
 	for _, c := range [][2]string{{"ada\x01auth=Bearer forged", "tok"}, {"ada", "tok\x01x"}} {
 		if _, _, err := NewXOAuth2Client(c[0], c[1]).Start(); err == nil {
 			t.Errorf("Start(%q, %q): got nil, want an error", c[0], c[1])

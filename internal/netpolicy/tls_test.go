@@ -59,6 +59,7 @@ func trusts(pool *x509.CertPool, cert *x509.Certificate) bool {
 }
 
 func TestTLSConfigDoesNotMutateTheCallersPool(t *testing.T) {
+	t.Parallel()
 	callerCA, callerPEM := newCA(t, "caller CA")
 	fileCA, filePEM := newCA(t, "file CA")
 	pool := x509.NewCertPool()
@@ -88,6 +89,7 @@ func TestTLSConfigDoesNotMutateTheCallersPool(t *testing.T) {
 }
 
 func TestTLSConfigDoesNotMutateTheSystemPool(t *testing.T) {
+	t.Parallel()
 	sys, err := x509.SystemCertPool()
 	if err != nil {
 		t.Skipf("no system pool: %v", err)
@@ -110,6 +112,7 @@ func TestTLSConfigDoesNotMutateTheSystemPool(t *testing.T) {
 }
 
 func TestTLSConfig(t *testing.T) {
+	t.Parallel()
 	_, goodPEM := newCA(t, "CA")
 	good := writeFile(t, goodPEM)
 	tests := []struct {

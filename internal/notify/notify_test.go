@@ -20,6 +20,7 @@ var carol = mail.Address{Name: "Carol", Email: "carol@example.org"}
 // as the body, under the name mailagent; an unauthenticated sender is
 // marked.
 func TestDesktopDeliversSenderAndSubject(t *testing.T) {
+	t.Parallel()
 	addr := sessionBus(t)
 	srv := serveNotifications(t, addr, "body", "body-markup")
 	d := New(Options{BusAddress: addr, Logger: slog.New(slog.DiscardHandler)})
@@ -48,6 +49,7 @@ func TestDesktopDeliversSenderAndSubject(t *testing.T) {
 // TestPlainServerGetsPlainText: a server without body-markup shows text
 // as it is, so nothing is escaped for it (an escaped "&amp;" would show).
 func TestPlainServerGetsPlainText(t *testing.T) {
+	t.Parallel()
 	addr := sessionBus(t)
 	srv := serveNotifications(t, addr, "body")
 	d := New(Options{BusAddress: addr, Logger: slog.New(slog.DiscardHandler)})
@@ -115,6 +117,7 @@ func hostileNotes() []attack {
 // reached it intact. Positive control: with sanitising off, every attack
 // lands, so the checks can see each one.
 func TestHostileTextNeutralised(t *testing.T) {
+	t.Parallel()
 	addr := sessionBus(t)
 	srv := serveNotifications(t, addr, "body", "body-markup")
 	ctx := testContext(t)
@@ -194,6 +197,7 @@ func TestNoDesktopSaysSoOnce(t *testing.T) {
 // TestDesktopAppearsLater: after the no-desktop warning, a notification
 // service that starts later is used (Notify tries again, silently).
 func TestDesktopAppearsLater(t *testing.T) {
+	t.Parallel()
 	addr := sessionBus(t)
 	var log bytes.Buffer
 	d := New(Options{BusAddress: addr, Logger: slog.New(slog.NewTextHandler(&log, nil))})
@@ -214,6 +218,7 @@ func TestDesktopAppearsLater(t *testing.T) {
 
 // TestFromConfig: off by default (nil Notifier); on gives the desktop one.
 func TestFromConfig(t *testing.T) {
+	t.Parallel()
 	if n := FromConfig(configNotify(false), nil); n != nil {
 		t.Errorf("desktop = false: got %T, want nil", n)
 	}

@@ -33,6 +33,7 @@ func (r *slowReader) Read(b []byte) (int, error) {
 // refuses a wrong answer until it is fixed, a password is never echoed,
 // and a menu moves with the arrow keys.
 func TestHuhPrompter(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	done := make(chan struct{})
@@ -75,6 +76,7 @@ func TestHuhPrompter(t *testing.T) {
 // TestNewPlainForPipes: scripts and tests (stdin not a
 // terminal) get the line prompter.
 func TestNewPlainForPipes(t *testing.T) {
+	t.Parallel()
 	p := New(strings.NewReader(""), io.Discard)
 	defer p.Close()
 	if _, ok := p.(*linePrompter); !ok {

@@ -24,6 +24,7 @@ func checkSecurity(v string) error {
 // question with its y/N suffix and reads one answer; only y or yes says
 // yes, the end of input keeps the default, a failed read is an error.
 func TestConfirm(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, input string
 		def, want   bool
@@ -63,6 +64,7 @@ func TestConfirm(t *testing.T) {
 }
 
 func TestConfirmReadErrorIsAnError(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("boom")
 	for _, p := range []Closer{newLine(iotest.ErrReader(boom), &bytes.Buffer{}), &huhPrompter{in: iotest.ErrReader(boom), out: &bytes.Buffer{}}} {
 		got, err := p.Confirm("go?", true)
@@ -76,6 +78,7 @@ func TestConfirmReadErrorIsAnError(t *testing.T) {
 // TestLinePrompterInputEnded: a question whose input ends is
 // ErrInputEnded, so that a half-answered interview says so.
 func TestLinePrompterInputEnded(t *testing.T) {
+	t.Parallel()
 	p := newLine(strings.NewReader(""), &bytes.Buffer{})
 	defer p.Close()
 	if _, err := p.Text(context.Background(), "Email", "", nil); !errors.Is(err, ErrInputEnded) {
@@ -87,6 +90,7 @@ func TestLinePrompterInputEnded(t *testing.T) {
 // the context ends (Ctrl-C), and that the reading goroutine stops once
 // stdin ends.
 func TestPrompterCancel(t *testing.T) {
+	t.Parallel()
 	r, w := io.Pipe()
 	p := newLine(r, io.Discard)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -6,6 +6,7 @@ import (
 )
 
 func TestAfter(t *testing.T) {
+	t.Parallel()
 	m := time.Minute
 	tests := []struct {
 		first, longest time.Duration
@@ -26,6 +27,7 @@ func TestAfter(t *testing.T) {
 }
 
 func TestJittered(t *testing.T) {
+	t.Parallel()
 	b := Jittered(time.Second, 8*time.Second)
 	for i, base := range []time.Duration{1, 2, 4, 8, 8, 8} {
 		base *= time.Second

@@ -11,6 +11,7 @@ import (
 
 // A hostile or buggy server could echo the credentials back in a reply.
 func TestClassifyRedactsSecrets(t *testing.T) {
+	t.Parallel()
 	s, err := New(Options{Host: "127.0.0.1", Security: "insecure", Username: "u", Password: "hunter2-pw", OAuth2Token: "tok-xyz"})
 	if err != nil {
 		t.Fatal(err)

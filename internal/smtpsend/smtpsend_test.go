@@ -59,6 +59,7 @@ func sendError(t *testing.T, err error) *smtpsend.SendError {
 }
 
 func TestSendPlaintextLoopbackAuthPlain(t *testing.T) {
+	t.Parallel()
 	sink := smtptest.NewSink(t, smtptest.SinkOptions{Username: user, Password: password})
 	s := newSender(t, plainOpts(sink))
 	to := []string{"bob@example.com", "carol@example.net"}
@@ -69,6 +70,7 @@ func TestSendPlaintextLoopbackAuthPlain(t *testing.T) {
 }
 
 func TestSendTLS(t *testing.T) {
+	t.Parallel()
 	cert, caPEM := smtptest.NewCert(t)
 	_, otherPEM := smtptest.NewCert(t)
 	caFile := smtptest.WriteCAFile(t, caPEM)
@@ -125,6 +127,7 @@ func TestSendTLS(t *testing.T) {
 }
 
 func TestStartTLSRequired(t *testing.T) {
+	t.Parallel()
 	// A server without STARTTLS must not get the password in clear text.
 	sink := smtptest.NewSink(t, smtptest.SinkOptions{Username: user, Password: password})
 	_, caPEM := smtptest.NewCert(t)
@@ -139,6 +142,7 @@ func TestStartTLSRequired(t *testing.T) {
 }
 
 func TestAuthFailure(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		opts  smtpsend.Options
@@ -185,6 +189,7 @@ func TestAuthFailure(t *testing.T) {
 }
 
 func TestOAuth2(t *testing.T) {
+	t.Parallel()
 	for _, mech := range []string{"XOAUTH2", "OAUTHBEARER"} {
 		t.Run(mech, func(t *testing.T) {
 			sink := smtptest.NewSink(t, smtptest.SinkOptions{Username: user, OAuth2Token: token, AuthMechanisms: []string{mech}})
@@ -198,6 +203,7 @@ func TestOAuth2(t *testing.T) {
 }
 
 func TestNoAuthAgainstAuthServer(t *testing.T) {
+	t.Parallel()
 	sink := smtptest.NewSink(t, smtptest.SinkOptions{Username: user, Password: password})
 	s := newSender(t, smtpsend.Options{Host: sink.Host, Port: sink.Port, Security: "insecure"})
 	err := s.Send(context.Background(), user, []string{"bob@example.com"}, rawMsg)
@@ -207,6 +213,7 @@ func TestNoAuthAgainstAuthServer(t *testing.T) {
 }
 
 func TestReplyClassification(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name          string
 		stage         smtptest.Stage
@@ -247,6 +254,7 @@ func TestReplyClassification(t *testing.T) {
 }
 
 func TestRejectedRecipientSendsNothing(t *testing.T) {
+	t.Parallel()
 	sink := smtptest.NewSink(t, smtptest.SinkOptions{})
 	sink.RejectRecipient("nobody@example.com", 550)
 	s := newSender(t, smtpsend.Options{Host: sink.Host, Port: sink.Port, Security: "insecure"})
@@ -268,6 +276,7 @@ func TestRejectedRecipientSendsNothing(t *testing.T) {
 }
 
 func TestCancelMidSend(t *testing.T) {
+	t.Parallel()
 	sink := smtptest.NewSink(t, smtptest.SinkOptions{})
 	s := newSender(t, smtpsend.Options{Host: sink.Host, Port: sink.Port, Security: "insecure"})
 	reached, release := sink.Hold(smtptest.StageRcpt)
@@ -291,6 +300,7 @@ func TestCancelMidSend(t *testing.T) {
 }
 
 func TestCancelledBeforeSend(t *testing.T) {
+	t.Parallel()
 	sink := smtptest.NewSink(t, smtptest.SinkOptions{})
 	s := newSender(t, smtpsend.Options{Host: sink.Host, Port: sink.Port, Security: "insecure"})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -301,6 +311,7 @@ func TestCancelledBeforeSend(t *testing.T) {
 }
 
 func TestConnectionRefusedIsTemporary(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -319,6 +330,7 @@ func TestConnectionRefusedIsTemporary(t *testing.T) {
 }
 
 func TestNewValidation(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		opts smtpsend.Options
@@ -366,6 +378,7 @@ func TestNewValidation(t *testing.T) {
 }
 
 func TestCAFileWithoutCertificate(t *testing.T) {
+	t.Parallel()
 	f := smtptest.WriteCAFile(t, []byte("not a pem"))
 	if _, err := smtpsend.New(smtpsend.Options{Host: "smtp.example.com", TLSCAFile: f}); !errors.Is(err, smtpsend.ErrInvalidOptions) {
 		t.Errorf("got %v, want ErrInvalidOptions", err)
@@ -373,6 +386,7 @@ func TestCAFileWithoutCertificate(t *testing.T) {
 }
 
 func TestEnvelopeValidation(t *testing.T) {
+	t.Parallel()
 	sink := smtptest.NewSink(t, smtptest.SinkOptions{})
 	s := newSender(t, smtpsend.Options{Host: sink.Host, Port: sink.Port, Security: "insecure"})
 	tests := []struct {
@@ -400,6 +414,7 @@ func TestEnvelopeValidation(t *testing.T) {
 }
 
 func TestCancelAfterDataIsMaybeDelivered(t *testing.T) {
+	t.Parallel()
 	sink := smtptest.NewSink(t, smtptest.SinkOptions{})
 	s := newSender(t, smtpsend.Options{Host: sink.Host, Port: sink.Port, Security: "insecure"})
 	// The sink has read the whole message (the final dot) and holds its

@@ -111,6 +111,7 @@ func lineProblems(in, want string) []string {
 // TestLineHostile runs every hostile string through Line: none may keep
 // a rune the contract forbids or come out other than its want.
 func TestLineHostile(t *testing.T) {
+	t.Parallel()
 	tried, through := 0, 0
 	for _, tc := range hostile {
 		tried++
@@ -133,6 +134,7 @@ func TestLineHostile(t *testing.T) {
 // '\n' and '\t'): none may keep a rune the contract forbids, and line
 // breaks come out as '\n'.
 func TestTextHostile(t *testing.T) {
+	t.Parallel()
 	tried, through := 0, 0
 	for _, tc := range hostile {
 		tried++
@@ -212,6 +214,7 @@ func TestLineTextHostileLandWithoutClean(t *testing.T) {
 // TestSanitiseBeforeTruncate shows why the order matters: a cut after
 // sanitising never leaves a live sequence or its visible tail.
 func TestSanitiseBeforeTruncate(t *testing.T) {
+	t.Parallel()
 	in := strings.Repeat("x", 5) + "\x1b]0;pwned\x07" + "tail"
 	out := Line(in)
 	if out != "xxxxxtail" {
@@ -223,6 +226,7 @@ func TestSanitiseBeforeTruncate(t *testing.T) {
 }
 
 func TestUnterminatedStringSequence(t *testing.T) {
+	t.Parallel()
 	out := Line("subject\x1b]0;never terminated, rest of the line")
 	assertSafe(t, out, false)
 	if out != "subject" {
@@ -231,6 +235,7 @@ func TestUnterminatedStringSequence(t *testing.T) {
 }
 
 func TestLines(t *testing.T) {
+	t.Parallel()
 	ss := Lines([]string{"a\x1b[2J", "\u202eb"})
 	if ss[0] != "a" || ss[1] != "b" {
 		t.Errorf("got %q", ss)
@@ -238,6 +243,7 @@ func TestLines(t *testing.T) {
 }
 
 func TestAddress(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, dname, email, want string
 	}{
@@ -273,6 +279,7 @@ func TestAddress(t *testing.T) {
 // TestJSONEscapesControls backs the claim in the package doc that --json
 // output needs no sanitising.
 func TestJSONEscapesControls(t *testing.T) {
+	t.Parallel()
 	b, err := json.Marshal("a\x1b]0;pwned\x07\x00\x9b\u2028")
 	if err != nil {
 		t.Fatal(err)

@@ -83,6 +83,7 @@ func parseProblems(c parseCase) []string {
 // recipients or injecting headers) are refused or cleaned; the benign
 // rows are read.
 func TestParseHostile(t *testing.T) {
+	t.Parallel()
 	tried, through := 0, 0
 	for _, c := range hostileParseCases {
 		t.Run(c.name, func(t *testing.T) {
@@ -149,6 +150,7 @@ func TestParseHostileLandsWithoutChecks(t *testing.T) {
 }
 
 func TestPostOneClick(t *testing.T) {
+	t.Parallel()
 	var gotBody, gotType, gotMethod string
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -181,6 +183,7 @@ func TestPostOneClick(t *testing.T) {
 }
 
 func TestPublic(t *testing.T) {
+	t.Parallel()
 	for a, want := range map[string]bool{"93.184.216.34": true, "2606:4700::1": true, "127.0.0.1": false, "10.1.2.3": false,
 		"172.16.0.1": false, "192.168.0.1": false, "100.64.0.1": false, "169.254.1.1": false, "::1": false, "fc00::1": false,
 		"fe80::1": false, "0.0.0.0": false, "::ffff:10.0.0.1": false, "198.51.100.7": false} {

@@ -9,6 +9,7 @@ import (
 // TestNoConflicts checks that no two bindings active in the normal view
 // share a key, so every key press has one meaning.
 func TestNoConflicts(t *testing.T) {
+	t.Parallel()
 	k := DefaultKeyMap()
 	normal := map[string]key.Binding{
 		"Approve": k.Approve, "Edit": k.Edit, "Reject": k.Reject, "Regenerate": k.Regenerate,
@@ -48,6 +49,7 @@ func checkConflicts(t *testing.T, normal map[string]key.Binding) {
 }
 
 func TestASCIIHelp(t *testing.T) {
+	t.Parallel()
 	k := DefaultKeyMap().ASCII()
 	for _, b := range []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Approve, k.Cancel, k.Retry} {
 		for _, r := range b.Help().Key + b.Help().Desc {
@@ -61,6 +63,7 @@ func TestASCIIHelp(t *testing.T) {
 // TestNoLoneG checks that no binding sits on a lone "g": a vim user's "gg"
 // must move to the top, never open a prompt on its first g.
 func TestNoLoneG(t *testing.T) {
+	t.Parallel()
 	k := DefaultKeyMap()
 	for _, b := range []key.Binding{k.Approve, k.Edit, k.Reject, k.Regenerate, k.Snooze, k.Filter,
 		k.Up, k.Down, k.PageUp, k.PageDown, k.HalfPageUp, k.HalfPageDown, k.Top, k.Bottom, k.Open,

@@ -8,6 +8,7 @@ import (
 )
 
 func TestDetectPlain(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		env       map[string]string
@@ -34,6 +35,7 @@ func TestDetectPlain(t *testing.T) {
 }
 
 func TestPlainStylesEmitNoEscapes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		noColor bool
@@ -60,6 +62,7 @@ func TestPlainStylesEmitNoEscapes(t *testing.T) {
 }
 
 func TestASCIIGlyphs(t *testing.T) {
+	t.Parallel()
 	g := DefaultStyles(false, true).Glyphs
 	for _, s := range []string{g.GateOK, g.GateFail, g.Cursor, g.NoCursor, g.Online, g.Offline, g.Sep, g.Ellipsis, g.Rule, g.HelpSep, g.FilterMrk} {
 		for _, r := range s {

@@ -17,6 +17,7 @@ import (
 // TestCountdownRoundsUp: an undo-window line never promises less time than
 // is left, and under load 0.9s left of a 1s window still reads "1s".
 func TestCountdownRoundsUp(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want time.Duration }{
 		{900 * time.Millisecond, time.Second},
 		{time.Second, time.Second},
@@ -36,6 +37,7 @@ func TestCountdownRoundsUp(t *testing.T) {
 // once; while a holder that is not the watcher answers, it waits, says
 // once who holds it, and opens the database when it is free.
 func TestWaitForStoreRefusesASecondWatcher(t *testing.T) {
+	t.Parallel()
 	dir, err := os.MkdirTemp("", "mhold") // short: a unix socket path has a length limit
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +109,7 @@ func waitForSocket(t *testing.T, ctx context.Context, dir string) {
 // adaptations change the local actions of a service they opened, and
 // nothing else.
 func TestDeferAndAnnounceAdaptOnlyLocalActions(t *testing.T) {
+	t.Parallel()
 	var w strings.Builder
 	l := &api.Local{Actions: Local{NoWatcher: true, Undo: &w}}
 	Defer(l)

@@ -15,6 +15,7 @@ import (
 // TestErrCodes: each failed calendar request gets the exit code and the
 // account name the command line reports; bad event data is no apperr.
 func TestErrCodes(t *testing.T) {
+	t.Parallel()
 	a := &config.Account{Name: "work"}
 	tests := []struct {
 		err  error
@@ -50,6 +51,7 @@ func TestErrCodes(t *testing.T) {
 // all, and an account without one has no slots, no busy times and
 // cannot be written.
 func TestNoCalendarNoSlots(t *testing.T) {
+	t.Parallel()
 	cfg := &config.Config{Accounts: []config.Account{{Name: "a", Email: "a@example.org"}}}
 	if c := New(cfg); c != nil {
 		t.Fatalf("New without a calendar = %#v, want nil", c)

@@ -31,6 +31,7 @@ func noMore(t *testing.T, ch <-chan Sequenced) {
 }
 
 func TestBrokerSequence(t *testing.T) {
+	t.Parallel()
 	b := &Broker{Epoch: "e1"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -63,6 +64,7 @@ func TestBrokerSequence(t *testing.T) {
 }
 
 func TestBrokerResume(t *testing.T) {
+	t.Parallel()
 	b := &Broker{Epoch: "e1", Ring: 8, Buffer: 16}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -120,6 +122,7 @@ func TestBrokerResume(t *testing.T) {
 // TestBrokerResumeBeyondBuffer: more missed events than a subscriber's
 // buffer is a reset, even when the ring still has them.
 func TestBrokerResumeBeyondBuffer(t *testing.T) {
+	t.Parallel()
 	b := &Broker{Epoch: "e1", Ring: 100, Buffer: 4}
 	for i := range 10 {
 		b.Publish(ev(i))
@@ -139,6 +142,7 @@ func TestBrokerResumeBeyondBuffer(t *testing.T) {
 // the position of the event that overflowed, then the later events; the
 // publisher never waits for it.
 func TestBrokerSlowClientGap(t *testing.T) {
+	t.Parallel()
 	b := &Broker{Epoch: "e1", Buffer: 3}
 	slow, _ := b.SubscribeFrom(context.Background(), "")
 	fast, _ := b.SubscribeFrom(context.Background(), "")
@@ -175,6 +179,7 @@ func TestBrokerSlowClientGap(t *testing.T) {
 // TestBrokerEpochChange: a subscriber of a restarted watcher (a new
 // Broker with another epoch) that resumes with the old id is reset.
 func TestBrokerEpochChange(t *testing.T) {
+	t.Parallel()
 	old := &Broker{}
 	old.Publish(ev(1))
 	last := old.Position()

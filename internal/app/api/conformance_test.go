@@ -11,6 +11,7 @@ import (
 // of api.Serve). Every error (its sentinels, its message, whether it is
 // temporary) and every state it leads to must be the same both ways.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	var local, socket *apitest.Transcript
 	t.Run("local", func(t *testing.T) { local = apitest.Suite(t, apitest.Local) })
 	t.Run("socket", func(t *testing.T) { socket = apitest.Suite(t, apitest.Socket) })

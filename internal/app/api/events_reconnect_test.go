@@ -79,6 +79,7 @@ func queued(ids ...int) []string {
 // reconnects by itself and resumes with Last-Event-ID, losing nothing.
 // A watcher that restarted (a new epoch) makes the client reset.
 func TestEventsReconnectResume(t *testing.T) {
+	t.Parallel()
 	st := openStore(t)
 	path := SocketPath(shortDir(t))
 	b := &Broker{}
@@ -132,6 +133,7 @@ func TestEventsReconnectResume(t *testing.T) {
 // TestFollowEventsWaitsForWatcher: FollowEvents starts without a watcher,
 // reports it when it appears, and again when it goes and comes back.
 func TestFollowEventsWaitsForWatcher(t *testing.T) {
+	t.Parallel()
 	st := openStore(t)
 	path := SocketPath(shortDir(t))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -158,6 +160,7 @@ func TestFollowEventsWaitsForWatcher(t *testing.T) {
 // TestReadStreamGap: ids that skip a sequence number, or change epoch
 // without a reset, produce a reset before the event.
 func TestReadStreamGap(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		stream string

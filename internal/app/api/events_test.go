@@ -18,6 +18,7 @@ func ev(i int) agent.Event {
 }
 
 func TestBrokerFanOut(t *testing.T) {
+	t.Parallel()
 	const subs, pubs, perPub = 50, 4, 500
 	b := &Broker{Buffer: pubs * perPub}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -68,6 +69,7 @@ func TestBrokerFanOut(t *testing.T) {
 // blocks Publish, and what it missed is replaced by a reset, never lost
 // silently.
 func TestBrokerSlowSubscriberReset(t *testing.T) {
+	t.Parallel()
 	b := &Broker{Buffer: 4}
 	ch := b.Subscribe(context.Background())
 	for i := range 10 {
@@ -100,6 +102,7 @@ func TestBrokerSlowSubscriberReset(t *testing.T) {
 }
 
 func TestBrokerUnsubscribe(t *testing.T) {
+	t.Parallel()
 	b := &Broker{}
 	ctx, cancel := context.WithCancel(context.Background())
 	keep := b.Subscribe(context.Background())
@@ -130,6 +133,7 @@ func TestBrokerUnsubscribe(t *testing.T) {
 
 // TestBrokerRace subscribes, publishes and cancels all at once (for -race).
 func TestBrokerRace(t *testing.T) {
+	t.Parallel()
 	b := &Broker{Buffer: 8}
 	var wg sync.WaitGroup
 	for i := range 20 {
@@ -212,6 +216,7 @@ func TestEventsOverSocket(t *testing.T) {
 }
 
 func TestEventsLocal(t *testing.T) {
+	t.Parallel()
 	st := openStore(t)
 	ch, err := (&Local{DB: st}).Events(context.Background())
 	if err != nil || ch != nil {
@@ -232,6 +237,7 @@ func TestEventsLocal(t *testing.T) {
 }
 
 func TestEventsWithoutSourceStayOpen(t *testing.T) {
+	t.Parallel()
 	st := openStore(t)
 	srv := startServer(t, &Local{DB: st})
 	c := dial(t, srv.path)
@@ -250,6 +256,7 @@ func TestEventsWithoutSourceStayOpen(t *testing.T) {
 }
 
 func TestReadEvents(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		stream string
@@ -278,6 +285,7 @@ func TestReadEvents(t *testing.T) {
 }
 
 func TestFormatEvent(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		e    agent.Event

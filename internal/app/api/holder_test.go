@@ -19,6 +19,7 @@ import (
 // TestHolderFile: a holder names itself while it holds, and removes only
 // its own record.
 func TestHolderFile(t *testing.T) {
+	t.Parallel()
 	dir := shortDir(t)
 	if h := ReadHolder(dir); h != nil {
 		t.Fatalf("no file: got %+v, want nil", h)
@@ -153,6 +154,7 @@ func readHolderBesideAWriter(dir string) (h *Holder, blocked bool) {
 // control characters, and never names a dead process; writing it never
 // follows a planted symlink.
 func TestHolderFileHostile(t *testing.T) {
+	t.Parallel()
 	tried, through := holderAttacks(t)
 	for name, detail := range through {
 		t.Errorf("attack %q got through: %s", name, detail)
@@ -187,6 +189,7 @@ func TestHolderFileHostileLandsWithoutChecks(t *testing.T) {
 // TestServeHeld: a holder that is not the watcher serves the socket and
 // names itself while it holds the database; stop removes both.
 func TestServeHeld(t *testing.T) {
+	t.Parallel()
 	dir := shortDir(t)
 	st, err := store.Open(filepath.Join(dir, "mailagent.db"), store.Options{})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 // socket as in process; the refusals (no invitation, an unverified
 // organizer) keep their sentinels over the wire.
 func TestRSVPOverSocketAndLocal(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	ics := "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//t//EN\r\nMETHOD:REQUEST\r\nBEGIN:VEVENT\r\nUID:sock-1@example.org\r\n" +
 		"DTSTAMP:20261120T090000Z\r\nDTSTART:20261201T100000Z\r\nDTEND:20261201T110000Z\r\nSUMMARY:Sync\r\n" +

@@ -70,6 +70,7 @@ func walkMessagePages(t *testing.T, svc Service, r MessagePageRequest) []string 
 // equal a full read filtered and sorted; the socket carries the scan
 // budget (a partial page) and refuses bounds beyond the server's.
 func TestMessagePageSocketAndStore(t *testing.T) {
+	t.Parallel()
 	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"), store.Options{Timeout: time.Second, NoSync: true})
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 // it is asked for, no contact made of its recipient; a non-public
 // recipient is refused as a bad request with no record and nothing sent.
 func TestSendOwnMail(t *testing.T) {
+	t.Parallel()
 	for _, open := range []struct {
 		name string
 		fn   func(*testing.T) (api.Service, *apitest.World)

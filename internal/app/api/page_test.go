@@ -59,6 +59,7 @@ type fullOnly struct{ Service }
 // over the store, and cut from a full read are the same, and equal the
 // full listing Queue gives.
 func TestQueuePageSocketAndStore(t *testing.T) {
+	t.Parallel()
 	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"), store.Options{Timeout: time.Second, NoSync: true})
 	if err != nil {
 		t.Fatal(err)
@@ -102,6 +103,7 @@ func TestQueuePageSocketAndStore(t *testing.T) {
 // same through the socket as from the store; a Service without a ledger is
 // an error, never a partial figure.
 func TestUsageRangeSocketAndStore(t *testing.T) {
+	t.Parallel()
 	st := openStore(t)
 	for i, d := range []string{"2025-03-10", "2025-03-12", "2025-03-13", "2025-03-14"} {
 		if err := st.AddUsage(d, int64(100*(i+1)), int64(10*(i+1))); err != nil {

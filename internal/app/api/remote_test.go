@@ -209,6 +209,7 @@ func TestDialRemoteSaysWhatSSHSaid(t *testing.T) {
 // --stdio` does), so status, the queue and events go through a child
 // process's stdin and stdout; ssh receives the arguments SSHArgs builds.
 func TestDialRemoteOverARelay(t *testing.T) {
+	t.Parallel()
 	st := openStore(t)
 	seed(t, st)
 	srv := startServer(t, &Local{DB: st})
@@ -249,6 +250,7 @@ MAILAGENT_TEST_RELAY=%s exec %s -test.run='^TestRelayHelper$'`, argsFile, srv.pa
 // stdin and stdout to the socket in MAILAGENT_TEST_RELAY. It does nothing
 // in an ordinary run.
 func TestRelayHelper(t *testing.T) {
+	t.Parallel()
 	path := os.Getenv("MAILAGENT_TEST_RELAY")
 	if path == "" {
 		t.Skip("the relay of TestDialRemoteOverARelay's fake ssh")

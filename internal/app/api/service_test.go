@@ -33,6 +33,7 @@ var modes = []struct {
 }
 
 func TestService(t *testing.T) {
+	t.Parallel()
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) { runServiceSuite(t, m.newSvc) })
 	}
@@ -442,6 +443,7 @@ func runStoreSuite(t *testing.T, st *store.Store, rs RemoteStore) {
 }
 
 func TestNoActions(t *testing.T) {
+	t.Parallel()
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			st := openStore(t)
@@ -477,6 +479,7 @@ func TestNoActions(t *testing.T) {
 }
 
 func TestStatusFunc(t *testing.T) {
+	t.Parallel()
 	st := openStore(t)
 	seed(t, st)
 	started := testNow.Add(-time.Hour)

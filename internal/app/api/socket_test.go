@@ -18,6 +18,7 @@ import (
 )
 
 func TestSocketMode(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, &Local{DB: openStore(t)})
 	fi, err := os.Lstat(srv.path)
 	if err != nil {
@@ -36,6 +37,7 @@ func TestSocketMode(t *testing.T) {
 }
 
 func TestServeTightensReadableDir(t *testing.T) {
+	t.Parallel()
 	dir := shortDir(t)
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -52,6 +54,7 @@ func TestServeTightensReadableDir(t *testing.T) {
 }
 
 func TestServeRefuses(t *testing.T) {
+	t.Parallel()
 	st := openStore(t)
 	tests := []struct {
 		name    string
@@ -106,6 +109,7 @@ func TestServeRefuses(t *testing.T) {
 }
 
 func TestSecondServeFails(t *testing.T) {
+	t.Parallel()
 	st := openStore(t)
 	l := newLocal(st, nil)
 	l.StatusFunc = func(context.Context) Status { return Status{Watcher: true, PID: 777} }
@@ -142,6 +146,7 @@ func staleSocket(t *testing.T, path string) {
 }
 
 func TestStaleSocket(t *testing.T) {
+	t.Parallel()
 	path := SocketPath(shortDir(t))
 	staleSocket(t, path)
 	if _, err := Dial(context.Background(), path); !errors.Is(err, ErrNoWatcher) {
@@ -172,6 +177,7 @@ func TestStaleSocket(t *testing.T) {
 }
 
 func TestServeReturnsAndRemovesSocket(t *testing.T) {
+	t.Parallel()
 	path := SocketPath(shortDir(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -202,6 +208,7 @@ func TestServeReturnsAndRemovesSocket(t *testing.T) {
 }
 
 func TestDialNoWatcher(t *testing.T) {
+	t.Parallel()
 	_, err := Dial(context.Background(), SocketPath(shortDir(t)))
 	if !errors.Is(err, ErrNoWatcher) {
 		t.Errorf("no socket file: got %v, want ErrNoWatcher", err)
@@ -211,6 +218,7 @@ func TestDialNoWatcher(t *testing.T) {
 // TestClientWatcherGone: a call after the watcher stopped fails with
 // ErrNoWatcher, not a bare transport error.
 func TestClientWatcherGone(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, &Local{DB: openStore(t)})
 	c := dial(t, srv.path)
 	_ = srv.stop(t)
@@ -221,6 +229,7 @@ func TestClientWatcherGone(t *testing.T) {
 }
 
 func TestOpen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("watcher running: client", func(t *testing.T) {
 		st := openStore(t)
@@ -315,6 +324,7 @@ func TestOpen(t *testing.T) {
 }
 
 func TestSocketPath(t *testing.T) {
+	t.Parallel()
 	if got, want := SocketPath("/var/lib/ma"), "/var/lib/ma/mailagent.sock"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
@@ -341,6 +351,7 @@ func (b *blockingActions) Approve(ctx context.Context, id, final string) (*store
 }
 
 func TestActionContext(t *testing.T) {
+	t.Parallel()
 	t.Run("client going away does not cut the send short", func(t *testing.T) {
 		serveCtx, stopServe := context.WithCancel(context.Background())
 		defer stopServe()

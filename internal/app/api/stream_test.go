@@ -18,6 +18,7 @@ import (
 // item, then {"done":true}, or {"error":…} when the walk fails, and no end
 // line at all when the client went away.
 func TestStreamNDJSONWire(t *testing.T) {
+	t.Parallel()
 	in1 := mail.ThreadInput{MessageID: "a@x", Subject: "hi\n{\"done\":true}", Date: testNow}
 	in2 := mail.ThreadInput{MessageID: "b@x", References: []string{"a@x"}}
 	itemLine := func(in mail.ThreadInput) string {
@@ -82,6 +83,7 @@ func TestStreamNDJSONWire(t *testing.T) {
 // TestReadNDJSON feeds readNDJSON streams a watcher could send, whole, cut
 // and hostile, and checks what reaches fn and what is returned.
 func TestReadNDJSON(t *testing.T) {
+	t.Parallel()
 	var body string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/x-ndjson")

@@ -15,6 +15,7 @@ import (
 // timeout. It now asks for the thread inputs of its window only, and the
 // stream's deadline moves on with each page.
 func TestRemoteThreadInputs(t *testing.T) {
+	t.Parallel()
 	st := openStore(t)
 	base := time.Now().Add(-time.Hour)
 	const n = 1200

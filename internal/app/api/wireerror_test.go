@@ -16,6 +16,7 @@ import (
 // client side of the socket, alone or several at once, however deeply
 // wrapped; an error that matches none keeps its message and nothing else.
 func TestWireErrorKeepsEverySentinel(t *testing.T) {
+	t.Parallel()
 	sentinels := []error{ErrNoActions, ErrBadRequest, agent.ErrNotActionable, agent.ErrAmbiguousSend, agent.ErrModelOutput,
 		store.ErrNotFound, store.ErrConflict, store.ErrLocked, store.ErrCorrupt, context.Canceled, context.DeadlineExceeded, agent.ErrNotSent}
 	tests := []struct {

@@ -17,6 +17,7 @@ import (
 // quarter more than ThreadLimit, or a day after the last rebuild, and is
 // left alone otherwise.
 func TestThreaderStaysBounded(t *testing.T) {
+	t.Parallel()
 	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)

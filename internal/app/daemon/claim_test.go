@@ -77,6 +77,7 @@ func record(t *testing.T, w *apitest.World, uid uint32) *store.MessageRecord {
 // lease runs out) this watcher takes over and acts. Positive control: the
 // same with claims off acts while the other holds the lease.
 func TestClaimsWithoutCondstore(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	d := w.Daemon
 	d.Claims.Auto = false // claims "on": an election without CONDSTORE
@@ -182,6 +183,7 @@ func TestClaimsWithoutCondstore(t *testing.T) {
 // directory on the same host gets the same id again; a damaged file is
 // an error, not a new id.
 func TestHolderIDStable(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a, err := daemon.HolderID(dir)
 	if err != nil || !imapsync.ValidHolder(a) {
@@ -214,6 +216,7 @@ func TestHolderIDStable(t *testing.T) {
 // folder, and its status says why. The control is claims "on" on the same
 // server: the watcher holds an election (the lease folder appears).
 func TestClaimsAutoWithoutCondstore(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t) // claims "auto", as by default
 	d := w.Daemon
 	uid := w.Append("INBOX", apitest.Mail(apitest.Erin, "Tea", "erin-auto-1@example.org", "Tea on Sunday?"))
@@ -263,6 +266,7 @@ func TestClaimsAutoWithoutCondstore(t *testing.T) {
 // before it was decided here (this watcher had done nothing yet): the
 // other watcher's done keyword makes it handled elsewhere.
 func TestOwnWorkResumedAfterTakeover(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	d := w.Daemon
 	d.Claims.Auto = false // claims "on": an election, which this watcher wins

@@ -36,6 +36,7 @@ func checkpoint(t *testing.T, w *apitest.World, mailbox string) store.Checkpoint
 }
 
 func TestRunOnce(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	// Every message reached a terminal state, so the checkpoint is past
 	// all five, the needs_review one included (it is retried on a timer,
@@ -100,6 +101,7 @@ func TestRunOnce(t *testing.T) {
 // A model that is down leaves the message needs_review: terminal, so the
 // checkpoint passes it, and it is kept for the retry.
 func TestModelDownDoesNotHoldTheCheckpoint(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	w.ModelDown.Store(true)
 	uid := w.Append("INBOX", apitest.Mail(apitest.Erin, "Dinner", "erin-2@example.org", "Dinner on Friday?"))
@@ -136,6 +138,7 @@ func TestModelDownDoesNotHoldTheCheckpoint(t *testing.T) {
 // before is recognised by Message-ID: no second draft, no second model
 // call.
 func TestUIDValidityChangeRescans(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	old := checkpoint(t, w, "INBOX")
 	if err := w.IMAP.Recreate(context.Background(), apitest.Owner, "INBOX"); err != nil {
@@ -174,6 +177,7 @@ func TestUIDValidityChangeRescans(t *testing.T) {
 // A reply the owner sent from their own client resolves the item it
 // answers (read by the Sent scan), and only that one.
 func TestSentScanResolvesTheOwnersReply(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	w.Append("Sent", []byte("From: Ada <"+apitest.Owner+">\r\nTo: <"+apitest.Carol+">\r\nSubject: Re: Lunch on Tuesday?\r\n"+
 		"Date: "+time.Now().Format(time.RFC1123Z)+"\r\nMessage-ID: <ada-reply-1@example.com>\r\nIn-Reply-To: <carol-1@example.org>\r\n\r\nYes!\r\n"))
@@ -205,6 +209,7 @@ func TestSentScanResolvesTheOwnersReply(t *testing.T) {
 // reply, retry a needs_review message and file a Sent copy that failed;
 // Run returns nil when its context ends.
 func TestWatchTimers(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	d := w.Daemon
 	d.RetryInterval = 50 * time.Millisecond

@@ -31,6 +31,7 @@ func (c cronDigest) CronSpec() string { return c.spec }
 // time; a failing digest is retried with back-off, neither stopping the
 // scheduler nor panicking.
 func TestDigestJobAtStart(t *testing.T) {
+	t.Parallel()
 	for _, fail := range []error{nil, errors.New("smtp down")} {
 		st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{NoSync: true})
 		if err != nil {

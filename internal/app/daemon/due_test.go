@@ -94,6 +94,7 @@ func (r *dueRig) sentAt(n int, limit time.Duration) (time.Time, bool) {
 // The timer sleeps (cap 60 s) and a send_delay of 2 s still goes out at
 // ~2 s: the "scheduled" event wakes it and it sets itself for SendAt.
 func TestDueLoopSendsScheduledOnTime(t *testing.T) {
+	t.Parallel()
 	r := newDueRig(t, 0)
 	time.Sleep(200 * time.Millisecond) // the loop is asleep on its cap
 	start := time.Now()
@@ -128,6 +129,7 @@ func TestDueLoopSendsScheduledOnTime(t *testing.T) {
 // A cancel between scheduling and the due time prevents the send; the
 // other send scheduled alongside goes out once.
 func TestDueLoopCancelInBetween(t *testing.T) {
+	t.Parallel()
 	r := newDueRig(t, 0)
 	a := r.schedule(t, 1, 1500*time.Millisecond, true)
 	r.schedule(t, 2, 1500*time.Millisecond, true)
@@ -151,6 +153,7 @@ func TestDueLoopCancelInBetween(t *testing.T) {
 // A snooze wakes on time: the item is pending again within 1 s of
 // SnoozeUntil, not at the cap.
 func TestDueLoopWakesSnoozeOnTime(t *testing.T) {
+	t.Parallel()
 	r := newDueRig(t, 0)
 	now := time.Now()
 	q := &store.QueueItem{ID: "q_snooze", Kind: store.KindNotify, Account: "personal", Status: store.QueuePending, CreatedAt: now, UpdatedAt: now}
@@ -206,6 +209,7 @@ func TestDueLoopWakesSnoozeOnTime(t *testing.T) {
 // A change that reaches the store without an event (another process) is
 // still found, at the latest after DueCap, and then sent at its time.
 func TestDueLoopCapFindsUnannouncedWork(t *testing.T) {
+	t.Parallel()
 	r := newDueRig(t, 300*time.Millisecond)
 	time.Sleep(100 * time.Millisecond)
 	start := time.Now()
@@ -222,6 +226,7 @@ func TestDueLoopCapFindsUnannouncedWork(t *testing.T) {
 // Idle, the loop does not poll: with only a far-future send waiting, and
 // events that change nothing due, it makes its start-up pass and no other.
 func TestDueLoopIdleDoesNotPoll(t *testing.T) {
+	t.Parallel()
 	r := newDueRig(t, 0)
 	r.schedule(t, 1, time.Hour, true)
 	for range 20 {
@@ -238,6 +243,7 @@ func TestDueLoopIdleDoesNotPoll(t *testing.T) {
 }
 
 func TestUntilDue(t *testing.T) {
+	t.Parallel()
 	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 // TestArrival: INTERNALDATE first, else the topmost Received header's
 // date (the owner's server's own), else nothing.
 func TestArrival(t *testing.T) {
+	t.Parallel()
 	internal := time.Date(2026, 11, 28, 12, 0, 5, 0, time.UTC)
 	raw := []byte("Received: from mx.example.test by imap.example.test; Sat, 28 Nov 2026 12:00:07 +0000\r\n" +
 		"Received: from sender.example by mx.example.test; Sat, 28 Nov 2026 11:59:00 +0000\r\n" +
@@ -37,6 +38,7 @@ func TestArrival(t *testing.T) {
 // counted; mail that arrived after the previous sync began is, from its
 // arrival to the sync that fetched it.
 func TestNoteArrivalCountsOnlyLiveMail(t *testing.T) {
+	t.Parallel()
 	clock := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	d := &Daemon{Now: func() time.Time { return clock }, Accounts: []Account{{Name: "a"}}}
 	d.beginSync("a")

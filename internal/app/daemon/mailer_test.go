@@ -42,6 +42,7 @@ func sentMail(i int) []byte {
 // scan, so sends and approvals waited behind a year of mail. A draft
 // saved while the scan is in the middle must not wait for it.
 func TestSentScanDoesNotHoldTheActionConnection(t *testing.T) {
+	t.Parallel()
 	srv, a := startIMAP(t, memimap.Options{Mailboxes: []string{"Sent", "Drafts"}})
 	for i := range 3 {
 		if _, err := srv.Append(context.Background(), testUser, "Sent", sentMail(i), nil, time.Now()); err != nil {
@@ -101,6 +102,7 @@ func TestSentScanDoesNotHoldTheActionConnection(t *testing.T) {
 // mailer reads Sent: the action connection (SentHas) and the scan
 // (ReadSent). Once the folder is back, both work again.
 func TestSentDeletedAfterFound(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		read func(ctx context.Context, m *Mailer) error

@@ -32,6 +32,7 @@ func (r *recordingNotifier) Notify(_ context.Context, n notify.Note) error {
 // From (no authentication) arrives marked unverified, an authenticated
 // one verified.
 func TestWatchNotifiesWhatNeedsTheOwner(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	rec := &recordingNotifier{}
 	w.Daemon.Notifier = rec

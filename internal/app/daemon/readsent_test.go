@@ -20,6 +20,7 @@ import (
 // reads (From, To, In-Reply-To, Message-ID). The control reads the same
 // folder through FetchSent with bodies, over the same counting proxy.
 func TestReadSentReadsHeadersOnly(t *testing.T) {
+	t.Parallel()
 	srv, err := memimap.Start(memimap.Options{Users: []memimap.User{{Name: testUser, Password: testPass}}, Mailboxes: []string{"Sent", "Drafts"}})
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +89,7 @@ func TestReadSentReadsHeadersOnly(t *testing.T) {
 // about a fifth of the folder, and fn gets exactly the picked ones, whole.
 // The control picks all, over the same counting proxy.
 func TestFetchSentPickedReadsOnlyPickedBodies(t *testing.T) {
+	t.Parallel()
 	srv, err := memimap.Start(memimap.Options{Users: []memimap.User{{Name: testUser, Password: testPass}}, Mailboxes: []string{"Sent", "Drafts"}})
 	if err != nil {
 		t.Fatal(err)

@@ -38,6 +38,7 @@ func (l *lockedBuffer) String() string {
 // next try; once the server is back, the next try connects, the status
 // clears it and the log says the connection is back.
 func TestReconnectShowsNextTryAndSaysBack(t *testing.T) {
+	t.Parallel()
 	w := apitest.NewWorld(t)
 	d := w.Daemon
 	var logs lockedBuffer

@@ -19,6 +19,7 @@ import (
 // one draft, the thread counts one nudge, and the job then waits for the
 // thread's next timer. A timer added later (a wake) moves the job earlier.
 func TestFollowupJobResumedAfterCrashActsOnce(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "db")
 	st, err := store.Open(db, store.Options{NoSync: true})
 	if err != nil {

@@ -29,6 +29,7 @@ const schedChildEnv = "MAILAGENT_SCHED_CHILD_DB"
 // watcher's are (it creates the job's effect file exclusively; a second
 // run finds it and does nothing), logging every invocation.
 func TestSchedulerChild(t *testing.T) {
+	t.Parallel()
 	db := os.Getenv(schedChildEnv)
 	if db == "" {
 		t.Skip("only run by TestSchedulerKill9ExactlyOnce")
@@ -80,6 +81,7 @@ func TestSchedulerChild(t *testing.T) {
 // that kills did land between a handler's start and JobDone (resumed
 // invocations), or it proves nothing.
 func TestSchedulerKill9ExactlyOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kill -9 loop")
 	}

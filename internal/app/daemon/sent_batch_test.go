@@ -18,6 +18,7 @@ import (
 // counted exactly once per message, mail the owner did not write makes no
 // one known, and the checkpoint ends at the folder's last UID.
 func TestSentScanInBatchesCountsEachMessageOnce(t *testing.T) {
+	t.Parallel()
 	srv, am := startIMAP(t, memimap.Options{Mailboxes: []string{"Sent", "Drafts"}})
 	am.Sent = "Sent"
 	owner := sentPathsOwner.Addresses[0]
@@ -72,6 +73,7 @@ func TestSentScanInBatchesCountsEachMessageOnce(t *testing.T) {
 // the window teaches one per recipient. The control is the same folder
 // scanned with the window at a year: the old recipients get examples too.
 func TestSentScanReadsOldOwnerMailByHeaders(t *testing.T) {
+	t.Parallel()
 	// One Sent folder for both scans (the scan only reads it, with
 	// BODY.PEEK), each scan with a mailer and a store of its own.
 	srv, am := startIMAP(t, memimap.Options{Mailboxes: []string{"Sent", "Drafts"}})

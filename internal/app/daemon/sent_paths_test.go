@@ -132,6 +132,7 @@ func knownThroughPaths(t *testing.T, addrs []string) map[string]map[string]bool 
 // triage's, watch's and replay's paths gives the same known contacts, and
 // no attack makes its stranger known through any of them.
 func TestKnownFromSentSamePerPath(t *testing.T) {
+	t.Parallel()
 	owned := []string{"bob@example.org", "dora@example.org", "hidden@example.net", "carl@example.net"}
 	addrs := slices.Clone(owned)
 	for i := range sentAttacks {

@@ -20,6 +20,7 @@ func sentMsg(raw string) *mail.Message {
 // of mail mailagent sent (an approved reply made its recipients known
 // when it was sent, agent's rememberSent; its Sent copy teaches nothing).
 func TestHandleSentKnownOnlyFromOwnerMail(t *testing.T) {
+	t.Parallel()
 	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestParseSchedule(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want Schedule
@@ -35,6 +36,7 @@ func TestParseSchedule(t *testing.T) {
 }
 
 func TestPeriodStart(t *testing.T) {
+	t.Parallel()
 	s := Schedule{8, 0}
 	loc := time.UTC
 	for _, tc := range []struct{ now, want string }{
@@ -54,6 +56,7 @@ func TestPeriodStart(t *testing.T) {
 // restart (close and open) mid-period sends nothing; the next period
 // sends again; a failed send is retried.
 func TestSchedulerOncePerPeriodAcrossRestart(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "mailagent.db")
 	now := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 	var sent []string
@@ -110,6 +113,7 @@ func TestSchedulerOncePerPeriodAcrossRestart(t *testing.T) {
 // mailagent's own mail, whatever the report says (hostile subjects
 // included); a stranger's mail with only the digest header is not.
 func TestDigestMailRoutesSelf(t *testing.T) {
+	t.Parallel()
 	r := &Report{Since: time.Now().Add(-24 * time.Hour), Until: time.Now(), Archived: map[string]int{}, Ignored: map[string]int{},
 		AutoSent: []Sent{{To: []string{"bob@example.org\r\nBcc: evil@attacker.example"}, Subject: "x\r\nX-Mailagent-Trace: no\x1b[31m"}}}
 	raw, id, err := Message(r, "ada@example.com", "ada@example.com", "2026-11-23T08:00", time.Now())
@@ -179,6 +183,7 @@ func (f fakeSource) ListOutbox(_ string, fn func(*store.OutboxRecord) error) err
 func (f fakeSource) UsageRange(string, string) ([]store.UsageDay, error) { return f.usage, nil }
 
 func TestBuildCountsByHand(t *testing.T) {
+	t.Parallel()
 	until := time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
 	since := until.Add(-24 * time.Hour)
 	in, old := until.Add(-time.Hour), since.Add(-time.Hour)
@@ -251,6 +256,7 @@ func (f followupSource) ListFollowups(ff store.FollowupFilter, fn func(*store.Fo
 // a snooze past the period and a closed thread are not. Subjects are
 // cleaned in the text.
 func TestBuildListsFollowupsDue(t *testing.T) {
+	t.Parallel()
 	until := time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
 	since := until.Add(-24 * time.Hour)
 	src := followupSource{fus: []*store.Followup{

@@ -34,6 +34,7 @@ func appCode(err error) int {
 // per period ref; each failure carries the exit code the command line
 // reports (a refused digest.to is usage, an unsent mail unreachable).
 func TestSendErrors(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
 	rep, err := digest.Build(NoState{}, now.Add(-24*time.Hour), now, "gemini-2.5-flash")
 	if err != nil {

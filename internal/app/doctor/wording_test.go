@@ -17,6 +17,7 @@ import (
 // TestModelFixBlamesOnlyAConfiguredBaseURL: a lookup failure of the
 // default endpoint is the network's; only a configured base_url is named.
 func TestModelFixBlamesOnlyAConfiguredBaseURL(t *testing.T) {
+	t.Parallel()
 	dns := fmt.Errorf("gemini generate: %w", &net.DNSError{Err: "no such host", Name: "generativelanguage.googleapis.com", IsNotFound: true})
 	if fix := modelFix(dns, ""); strings.Contains(fix, "base_url") || !strings.Contains(fix, "online") {
 		t.Errorf("default endpoint: fix %q", fix)
@@ -32,6 +33,7 @@ func TestModelFixBlamesOnlyAConfiguredBaseURL(t *testing.T) {
 // TestSplitFix: the fix an error carries is moved out once; multi-line
 // errors and parentheses that are not a fix stay as they are.
 func TestSplitFix(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, detail, fix string }{
 		{"env X is empty: no secret (fix: export X=…)", "env X is empty: no secret", "export X=…"},
 		{"plain error", "plain error", ""},
@@ -54,6 +56,7 @@ func TestSplitFix(t *testing.T) {
 // the fix for it, with the port of the other security mode where that is
 // the likely mistake.
 func TestConnFixNamesTheFix(t *testing.T) {
+	t.Parallel()
 	imapStartTLS := config.Endpoint{Host: "mail.example.org", Port: 993, Security: config.SecurityStartTLS}
 	smtpTLS := config.Endpoint{Host: "mail.example.org", Port: 587, Security: config.SecurityTLS}
 	for _, c := range []struct {

@@ -185,6 +185,7 @@ func gate(r *Result, name string) store.GateResult {
 // threshold table runs the same ledger per min_confidence, and neither
 // the agent's store nor its (deliberately full) caps are read or written.
 func TestReplaySimulatesDailyCaps(t *testing.T) {
+	t.Parallel()
 	w := newCapsWorld(t)
 	H, M := time.Hour, time.Minute
 	d1, d2 := w.day1, w.day1.Add(24*H)
@@ -304,6 +305,7 @@ func TestReplaySimulatesDailyCaps(t *testing.T) {
 // after the first message: the drafter for that message must not see
 // them, and must see the exchange from before.
 func TestReplayKnownContactAsOfArrival(t *testing.T) {
+	t.Parallel()
 	w := newCapsWorld(t)
 	H := time.Hour
 	d := w.day1
@@ -382,6 +384,7 @@ func (s threadStore) ThreadMessages(string, int) ([]*store.MessageRecord, error)
 // message holds the messages dated before it, not the later ones today's
 // store has.
 func TestAsOfThreadHoldsNothingLater(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC)
 	recs := []*store.MessageRecord{{MessageID: "before", Date: at.Add(-time.Hour)}, {MessageID: "same", Date: at}, {MessageID: "after", Date: at.Add(time.Hour)}}
 	got, err := asOf{Store: threadStore{recs: recs}, ix: NewSentIndex(nil, agent.Owner{}), at: at}.ThreadMessages("t", 10)

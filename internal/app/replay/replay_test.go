@@ -22,6 +22,7 @@ import (
 )
 
 func TestSimilarity(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		a, b string
 		want float64
@@ -43,6 +44,7 @@ func TestSimilarity(t *testing.T) {
 // threshold table's verdict is the pipeline's decision, for every gate
 // combination the table can see.
 func TestAutoAtAgreesWithTheGates(t *testing.T) {
+	t.Parallel()
 	pol := agent.Policy{Mode: "auto", MinConfidence: 0.8, MaxPerContactPerDay: 3, MaxPerDay: 20, NeverAuto: agent.DefaultNeverAuto}
 	n := 0
 	for _, conf := range []float64{0.5, 0.79, 0.8, 0.95} {
@@ -202,6 +204,7 @@ func TestTruthAttacksLandWithoutDefences(t *testing.T) {
 }
 
 func TestResultsSettings(t *testing.T) {
+	t.Parallel()
 	r, err := OpenResults(filepath.Join(t.TempDir(), "x", "replay.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -242,6 +245,7 @@ func (c *countingClassifier) Classify(context.Context, agent.ClassifyRequest) (s
 // (the context is cancelled, as Ctrl-C does), runs it again, and checks
 // that only the rest is classified and every message has one result.
 func TestRunResumesAfterInterruption(t *testing.T) {
+	t.Parallel()
 	srv, err := memimap.Start(memimap.Options{Users: []memimap.User{{Name: "ada@example.com", Password: "pw"}}, Mailboxes: []string{"Sent"}})
 	if err != nil {
 		t.Fatal(err)
@@ -321,6 +325,7 @@ func sum(m map[store.State]int) int {
 }
 
 func TestWriteThresholdsPlot(t *testing.T) {
+	t.Parallel()
 	rep := Score([]*Result{{Would: Would{Route: agent.RouteExternal, Decision: agent.DecisionAutoSend,
 		Classification: &store.Classification{Action: "reply", Risk: "low", Confidence: 0.72},
 		Gates:          []store.GateResult{{Gate: agent.GateMode, Pass: true}, {Gate: agent.GateOutput}}}}},

@@ -13,6 +13,7 @@ import (
 // of an action is reported by what it means, first, not by a transport
 // error cut off on the status line.
 func TestReviewExplainsLostWatcher(t *testing.T) {
+	t.Parallel()
 	b := &Backend{Log: slog.New(slog.DiscardHandler)}
 	transport := errors.New("watcher /a/very/long/state/dir/mailagent.sock: Post \"http://mailagent/v1/queue/q1/approve\": EOF")
 	err := b.explain("approve", new(api.Client), transport)

@@ -10,6 +10,7 @@ import (
 // TestInvitationTitle: only a REQUEST can be answered; a CANCEL or
 // COUNTER is shown in the detail but gets no keys.
 func TestInvitationTitle(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		inv  *store.Invitation
 		want string

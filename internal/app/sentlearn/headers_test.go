@@ -32,6 +32,7 @@ func sentMessage(from, to string, i, bodyBytes int) []byte {
 // same messages whole over the same counting proxy, so a counter that saw
 // nothing cannot pass.
 func TestLearnReadsHeadersOnly(t *testing.T) {
+	t.Parallel()
 	srv, err := memimap.Start(memimap.Options{Users: []memimap.User{{Name: "ada", Password: "pw"}}, Mailboxes: []string{"Sent"}})
 	if err != nil {
 		t.Fatal(err)

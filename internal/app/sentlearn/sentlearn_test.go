@@ -27,6 +27,7 @@ func (m *markOnly) MarkKnown(_ string, emails []string) error {
 // store can (an auto-reply whose Sent copy lost its headers teaches
 // nothing), and deduplicates by address key.
 func TestKnownTellsOurAutoSendsByMessageID(t *testing.T) {
+	t.Parallel()
 	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -64,6 +65,7 @@ func TestKnownTellsOurAutoSendsByMessageID(t *testing.T) {
 // (a dry run, a watcher's socket) dials nothing; a dial failure for one
 // that can is the caller's error.
 func TestLearnIntoOnlyARecordingStore(t *testing.T) {
+	t.Parallel()
 	dials := 0
 	boom := errors.New("dial refused")
 	dial := func(context.Context) (*imapsync.Client, error) { dials++; return nil, boom }

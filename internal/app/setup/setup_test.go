@@ -119,6 +119,7 @@ func TestProbeLogsIn(t *testing.T) {
 // fail, the silent one as "no answer" wrapping DeadlineExceeded within
 // the timeout.
 func TestReach(t *testing.T) {
+	t.Parallel()
 	srv := startIMAP(t)
 	sink := smtptest.NewSink(t, smtptest.SinkOptions{Username: user, Password: pass})
 	ctx := context.Background()
@@ -152,6 +153,7 @@ func TestReach(t *testing.T) {
 // removes them; a keyring that refuses says what it could not store and
 // that nothing was written.
 func TestKeyringStoreAndForget(t *testing.T) {
+	t.Parallel()
 	keyring.MockInit()
 	t.Cleanup(keyring.MockInit)
 	if err := KeyringAvailable(); err != nil {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestSetErrorKeepsTheFirstTime(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	var a Account
 	a.SetError(errors.New("connection refused"), t0)
@@ -27,6 +28,7 @@ func TestSetErrorKeepsTheFirstTime(t *testing.T) {
 // TestLatencies: the last and the median of the last LatencyWindow
 // samples; older samples leave the window; a negative one counts as 0.
 func TestLatencies(t *testing.T) {
+	t.Parallel()
 	var l Latencies
 	var a Account
 	l.Add(3*time.Second, &a)

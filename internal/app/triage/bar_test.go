@@ -10,6 +10,7 @@ import (
 // TestMessageBarUnits: triage's progress bar counts messages and shows
 // the rate in msg/s, not "it/s".
 func TestMessageBarUnits(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	bar := newMessageBar(&out, 10, "personal INBOX")
 	for range 3 {

@@ -17,6 +17,7 @@ import (
 // database exists works on an empty stand-in that refuses writes; it
 // opens nothing and creates no file.
 func TestDryRunBeforeAnyStateTouchesNothing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	opened := 0
 	open := func(store.Options) (*store.Store, error) { opened++; return nil, errors.New("opened") }

@@ -144,6 +144,7 @@ func (r *rig) attempt(t *testing.T, ref string) (through bool, err error) {
 // owner's switch for exactly this check) and the same mailto attack then
 // gets a plan.
 func TestHostileUnsubscribeTargetsNeverLeave(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	oneClick := "List-Unsubscribe=One-Click"
 	attacks := []struct{ name, unsub, post string }{
@@ -204,6 +205,7 @@ func TestHostileUnsubscribeTargetsNeverLeave(t *testing.T) {
 // the same message recorded under its own Message-ID is planned and its
 // one-click request made, once.
 func TestUnsubscribeFollowsOnlyTheRecordedMessage(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	header, post := "<https://lists.example.com/u/one>", "List-Unsubscribe=One-Click"
 	tried, through := 0, 0
@@ -241,6 +243,7 @@ func TestUnsubscribeFollowsOnlyTheRecordedMessage(t *testing.T) {
 // TestUnknownReferenceIsAUsageError: a reference that names nothing is
 // exit 2 with the hint where ids come from, and nothing is dialled.
 func TestUnknownReferenceIsAUsageError(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	dialled := false
 	r.env.Mailer = func(*config.Config) *daemon.Mailer { dialled = true; return &daemon.Mailer{} }

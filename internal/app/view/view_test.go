@@ -10,6 +10,7 @@ import (
 // TestToDecisionJSONCarriesTheReplyOnlyOfAnAutoSend: a reply is shown
 // only for a message the agent answered on its own.
 func TestToDecisionJSONCarriesTheReplyOnlyOfAnAutoSend(t *testing.T) {
+	t.Parallel()
 	reply := &store.OutboxRecord{ID: "ob1", Status: store.OutboxSent}
 	auto := &store.MessageRecord{Decision: agent.DecisionAutoSend}
 	if j := ToDecisionJSON(auto, reply); j.Reply == nil {

@@ -13,6 +13,7 @@ import (
 // TestRetryReasonsInAFewWords: a dropped connection reads as such, with
 // the server's address, not as the socket call that noticed it.
 func TestRetryReasonsInAFewWords(t *testing.T) {
+	t.Parallel()
 	p := &watchProgress{addrs: map[string]string{"personal": "127.0.0.1:993"}}
 	for _, c := range []struct {
 		err  error

@@ -15,6 +15,7 @@ import (
 // says of them; with the check off (the positive control's switch) not
 // even the watched one is.
 func TestMailerIncomingIsOnlyTheWatchedMailbox(t *testing.T) {
+	t.Parallel()
 	cfg := &config.Config{Accounts: []config.Account{{Name: "personal", Email: "ada@example.com", Mailbox: "INBOX",
 		SentMailbox: "Sent", DraftsMailbox: "Drafts"}}}
 	m := NewMailer(&Env{}, cfg)
@@ -34,6 +35,7 @@ func TestMailerIncomingIsOnlyTheWatchedMailbox(t *testing.T) {
 // only when followup.enabled is on, and its unattended auto-send only
 // when policy.mode is auto as well as followup.auto_send_known_contacts.
 func TestFollowupsAutoSendOnlyInAutoMode(t *testing.T) {
+	t.Parallel()
 	st, err := store.Open(filepath.Join(t.TempDir(), "mailagent.db"), store.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 // TestNewCmdCalendarFlags: the flags reach runF with the factory's
 // streams; a --days out of 1..90 is a usage error and runs nothing.
 func TestNewCmdCalendarFlags(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		args    []string
 		days    int
@@ -52,6 +53,7 @@ func TestNewCmdCalendarFlags(t *testing.T) {
 // TestPrintFreeSlotsOneLinePerDay: slots print in the calendar's zone,
 // one line per day.
 func TestPrintFreeSlotsOneLinePerDay(t *testing.T) {
+	t.Parallel()
 	loc := time.FixedZone("X", 2*3600)
 	at := func(d, h, m int) time.Time { return time.Date(2026, 3, d, h, m, 0, 0, loc) }
 	var b bytes.Buffer

@@ -31,6 +31,7 @@ var wideSubjects = []string{
 }
 
 func TestContactsTableAlignsWideNames(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var cs []store.Contact
 	for i, s := range wideSubjects {
@@ -51,6 +52,7 @@ func TestContactsTableAlignsWideNames(t *testing.T) {
 // note, --account, --json, --yes) and carries the factory's streams and
 // prompter.
 func TestNewCmdContactsFlags(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want ContactsOptions

@@ -11,6 +11,7 @@ import (
 )
 
 func TestNewCmdDecisionsFlags(t *testing.T) {
+	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	var got *DecisionsOptions
 	cmd := NewCmdDecisions(cmdutil.New(ios), func(_ context.Context, o *DecisionsOptions) error { got = o; return nil })
@@ -26,6 +27,7 @@ func TestNewCmdDecisionsFlags(t *testing.T) {
 // TestDecisionsBadSinceIsAUsageErrorBeforeAnyService: a bad --since
 // exits 2 and opens nothing.
 func TestDecisionsBadSinceIsAUsageErrorBeforeAnyService(t *testing.T) {
+	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	opened := false
 	opts := &DecisionsOptions{IO: ios, Since: "soon",

@@ -67,6 +67,7 @@ func TestDemoServerLogsGoToLogFile(t *testing.T) {
 
 // TestNewCmdDemoFlags: the flags land in the Options runF gets.
 func TestNewCmdDemoFlags(t *testing.T) {
+	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	f := cmdutil.New(ios)
 	var got *DemoOptions

@@ -14,6 +14,7 @@ import (
 // streams and seams; a --since that does not parse, an empty one, and
 // --json with --send are usage errors that run nothing.
 func TestNewCmdDigestFlags(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		args  []string
 		usage bool

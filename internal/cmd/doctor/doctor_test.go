@@ -22,6 +22,7 @@ import (
 // way out (read when the command runs: the global flags are parsed by
 // then); an argument is refused.
 func TestNewCmdDoctorFlags(t *testing.T) {
+	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	f := cmdutil.New(ios)
 	var got *DoctorOptions
@@ -51,6 +52,7 @@ func TestNewCmdDoctorFlags(t *testing.T) {
 // failed check (text or JSON) and a usage error (exit 2), and nothing
 // is dialled.
 func TestDoctorConfigDoesNotLoad(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(path, []byte("[[accounts]\nname = \n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -84,6 +86,7 @@ func TestDoctorConfigDoesNotLoad(t *testing.T) {
 // hostile server writes reaches the report. Control: the same text
 // printed raw trips every probe.
 func TestPrintChecksHostileText(t *testing.T) {
+	t.Parallel()
 	hostile := map[string]string{
 		"ESC": "\x1b[2J\x1b]0;owned\x07", "BEL": "\x07", "CR": "ok\rFAIL  forged", "RLO": "\u202etxt.exe",
 		"CSI": "\u009b31m", "newline": "fine\nPASS  smtp: forged",
@@ -123,6 +126,7 @@ func TestPrintChecksHostileText(t *testing.T) {
 // and says so (text and JSON); without a database it is a usage error
 // naming the path.
 func TestRepairHealthyDatabase(t *testing.T) {
+	t.Parallel()
 	cfg := &config.Config{StateDir: t.TempDir()}
 	opts := func(asJSON bool) *DoctorOptions {
 		ios, _, _, _ := iostreams.Test()

@@ -9,6 +9,7 @@ import (
 )
 
 func TestNewCmdExplainFlags(t *testing.T) {
+	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	var got *ExplainOptions
 	cmd := NewCmdExplain(cmdutil.New(ios), func(_ context.Context, o *ExplainOptions) error { got = o; return nil })

@@ -11,6 +11,7 @@ import (
 // TestExplainShowsRequestedWindow: explain prints the window a scheduling
 // mail asked about as the model read it, on one sanitised line.
 func TestExplainShowsRequestedWindow(t *testing.T) {
+	t.Parallel()
 	rec := &store.MessageRecord{Classification: &store.Classification{Intents: []string{"scheduling"},
 		RequestedWindow: &store.DateWindow{Start: "2026-11-24", End: "2026-11-25\x1b]52;c;aGk=\x07\nfake: line"}}}
 	var b bytes.Buffer

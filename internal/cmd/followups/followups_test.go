@@ -12,6 +12,7 @@ import (
 )
 
 func TestNewCmdFollowupsFlags(t *testing.T) {
+	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	var got *FollowupsOptions
 	cmd := NewCmdFollowups(cmdutil.New(ios), func(_ context.Context, o *FollowupsOptions) error { got = o; return nil })
@@ -27,6 +28,7 @@ func TestNewCmdFollowupsFlags(t *testing.T) {
 // TestBadFlagsAreUsageErrorsBeforeAnyService: a bad --state, --since or
 // --for exits 2 and opens nothing.
 func TestBadFlagsAreUsageErrorsBeforeAnyService(t *testing.T) {
+	t.Parallel()
 	for _, opts := range []*FollowupsOptions{
 		{Action: "list", State: "someday"},
 		{Action: "list", State: "open", Since: "soon"},

@@ -26,6 +26,7 @@ import (
 // server questions: each is accepted as what it means, or refused with
 // the fix. One row per input; the field says which question.
 func TestInitWrongInputTable(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		field, kind, in string
 		security        string // for "port": the security answered before

@@ -11,6 +11,7 @@ import (
 // TestInitPresetAuthserv: a provider preset gives the authserv_id, and
 // init writes it into the config without logging in.
 func TestInitPresetAuthserv(t *testing.T) {
+	t.Parallel()
 	for source, want := range map[string]string{
 		"preset:gmail": "mx.google.com", "preset:fastmail": "*.messagingengine.com", "preset:icloud": "*.icloud.com",
 		"preset:outlook": "protection.outlook.com", "preset:proton": "", "autoconfig": "",

@@ -324,6 +324,7 @@ func rawServer(t *testing.T, greeting string, reply func(line string) string) in
 // every probe must catch it there, so a probe that passes could have
 // failed.
 func TestInitReachHostileServers(t *testing.T) {
+	t.Parallel()
 	// IMAP text ends at a CR (the client stops there), so its servers'
 	// text has the CRLF as a space; an SMTP reply keeps a bare CR, which
 	// returns the cursor to draw a fake prompt over the line, and its

@@ -43,6 +43,7 @@ var testNet InitNet
 // setNet changes testNet for the test, and restores it after.
 func setNet(t *testing.T, change func(*InitNet)) {
 	t.Helper()
+	// sequential: testNet is the package's; every test reads it.
 	old := testNet
 	change(&testNet)
 	t.Cleanup(func() { testNet = old })
@@ -810,6 +811,7 @@ func TestInitDefaultPath(t *testing.T) {
 }
 
 func TestInitFlags(t *testing.T) {
+	t.Parallel()
 	var got *InitOptions
 	ios, _, _, _ := iostreams.Test()
 	f := cmdutil.New(ios)

@@ -18,6 +18,7 @@ import (
 // config file's page holds an example that parses as a configuration;
 // man(1) renders both when it is installed.
 func TestManPagesHaveTheMissingSections(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "man")
 	root := &cobra.Command{Use: "mailagent", Short: "root"}
 	root.AddCommand(&cobra.Command{Use: "queue", Short: "the queue", Run: func(*cobra.Command, []string) {}})

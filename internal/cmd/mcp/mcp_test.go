@@ -14,6 +14,7 @@ import (
 // TestMCPSwitchedOffIsAUsageErrorWithTheFix: [mcp] enabled = false stops
 // the server before it reads anything, with one line naming the fix.
 func TestMCPSwitchedOffIsAUsageErrorWithTheFix(t *testing.T) {
+	t.Parallel()
 	ios, in, out, _ := iostreams.Test()
 	in.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize"}` + "\n")
 	opts := &MCPOptions{IO: ios, Config: func() (*config.Config, error) {
@@ -30,6 +31,7 @@ func TestMCPSwitchedOffIsAUsageErrorWithTheFix(t *testing.T) {
 }
 
 func TestNewCmdMCPTakesNoArguments(t *testing.T) {
+	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	ran := false
 	cmd := NewCmdMCP(cmdutil.New(ios), func(_ context.Context, o *MCPOptions) error { ran = o.IO == ios; return nil })

@@ -11,6 +11,7 @@ import (
 // TestNewCmdMemoryFlags: each verb fills its options from its arguments
 // and flags, over the factory's streams.
 func TestNewCmdMemoryFlags(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want MemoryOptions

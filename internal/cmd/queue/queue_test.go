@@ -31,6 +31,7 @@ var wideSubjects = []string{
 }
 
 func TestQueueTableAlignsWideText(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var items []store.QueueItem
 	for i, s := range wideSubjects {
@@ -71,6 +72,7 @@ func TestQueueTableAlignsWideText(t *testing.T) {
 }
 
 func TestQueueAgeCountsFromTheMailsDate(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	items := []store.QueueItem{
 		{ID: "q1", Kind: store.KindDraft, Status: store.QueuePending, Subject: "old mail", CreatedAt: now.Add(-time.Minute)},
@@ -92,6 +94,7 @@ func TestQueueAgeCountsFromTheMailsDate(t *testing.T) {
 // KIND go, long cells end in "…"), ids stay whole and a [new] mark stays
 // in sight; a pipe (width 0) gets the whole rows.
 func TestQueueListFitsTheTerminal(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var items []store.QueueItem
 	for i, s := range wideSubjects {
@@ -128,6 +131,7 @@ func TestQueueListFitsTheTerminal(t *testing.T) {
 }
 
 func TestTrimAddedNewline(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		in    string
 		added bool

@@ -13,6 +13,7 @@ import (
 )
 
 func TestReplayPolicyFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	base := config.Policy{Mode: "review", MinConfidence: 0.8, MaxAutoPerDay: 20}
 	for _, tc := range []struct {
@@ -46,6 +47,7 @@ func TestReplayPolicyFile(t *testing.T) {
 // TestNewCmdReplayFlags: the flags land in the Options runF gets, --since
 // defaulting to 90 days.
 func TestNewCmdReplayFlags(t *testing.T) {
+	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	f := cmdutil.New(ios)
 	var got *ReplayOptions

@@ -15,6 +15,7 @@ import (
 // is a usage error that points at the queue commands, before any service
 // opens; with one it opens the service first (its error is the command's).
 func TestReviewNeedsATerminal(t *testing.T) {
+	t.Parallel()
 	for _, tty := range []bool{false, true} {
 		ios, _, _, _ := iostreams.Test()
 		ios.SetStdinTTY(tty)

@@ -14,6 +14,7 @@ import (
 // error once on stderr, and returns the README's exit codes; the groups
 // Wire returns join the tree and get the same Factory.
 func TestMainExitCodesAndStreams(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		args      []string
@@ -62,6 +63,7 @@ func TestMainExitCodesAndStreams(t *testing.T) {
 // TestNewCmdRootRegistersGlobalFlagsIntoTheFactory: --config, --state-dir
 // and -v land in the Factory every command reads.
 func TestNewCmdRootRegistersGlobalFlagsIntoTheFactory(t *testing.T) {
+	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	f := cmdutil.New(ios)
 	root := NewCmdRoot(f)
@@ -78,6 +80,7 @@ func TestNewCmdRootRegistersGlobalFlagsIntoTheFactory(t *testing.T) {
 // application service before the groups are built (no package main
 // needed for it), and the tree has triage, replay, watch and demo.
 func TestMainWiresTheServiceAndTheAppGroups(t *testing.T) {
+	t.Parallel()
 	ios, _, _, errOut := iostreams.Test()
 	var serviceSet bool
 	var tree *cobra.Command

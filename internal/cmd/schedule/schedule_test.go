@@ -13,6 +13,7 @@ import (
 // TestJobWhenWording: a job due this very moment is "due now", never
 // "due now ago"; earlier and later ones read as ages.
 func TestJobWhenWording(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
 		due  time.Time
@@ -30,6 +31,7 @@ func TestJobWhenWording(t *testing.T) {
 }
 
 func TestNewCmdScheduleFlags(t *testing.T) {
+	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	var got *ScheduleOptions
 	cmd := NewCmdSchedule(cmdutil.New(ios), func(_ context.Context, o *ScheduleOptions) error { got = o; return nil })

@@ -14,6 +14,7 @@ import (
 )
 
 func TestMeanLatency(t *testing.T) {
+	t.Parallel()
 	for ms, want := range map[int64]string{0: "under 1ms", 7: "7ms", 1500: "1.5s"} {
 		if got := meanLatency(store.UsageDay{ModelCalls: 1, LatencyMS: ms}); got != want {
 			t.Errorf("mean of %dms: %q, want %q", ms, got, want)
@@ -27,6 +28,7 @@ func TestMeanLatency(t *testing.T) {
 // TestNewCmdStatusFlags: --json reaches the options, and the options
 // carry the factory's streams; an argument is refused.
 func TestNewCmdStatusFlags(t *testing.T) {
+	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	f := cmdutil.New(ios)
 	var got *StatusOptions
@@ -43,6 +45,7 @@ func TestNewCmdStatusFlags(t *testing.T) {
 // TestStatusRunWithoutWatcher: with no watcher, every configured account
 // says it is not watched, and a service error is returned as is.
 func TestStatusRunWithoutWatcher(t *testing.T) {
+	t.Parallel()
 	ios, _, out, _ := iostreams.Test()
 	opts := &StatusOptions{IO: ios, Now: time.Now,
 		Config: func() (*config.Config, error) {

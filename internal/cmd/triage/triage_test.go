@@ -13,6 +13,7 @@ import (
 // TestNewCmdTriageFlags: every flag lands in the Options runF gets, with
 // the Factory's streams.
 func TestNewCmdTriageFlags(t *testing.T) {
+	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	f := cmdutil.New(ios)
 	var got *TriageOptions
@@ -32,6 +33,7 @@ func TestNewCmdTriageFlags(t *testing.T) {
 // TestTriageBadWindowIsUsage: a negative --limit or an unreadable
 // --since is exit 2 naming the flag, and nothing runs.
 func TestTriageBadWindowIsUsage(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--limit", "-1"}, {"--since", "last tuesday-ish"}} {
 		ios, _, _, errOut := iostreams.Test()
 		ran := false

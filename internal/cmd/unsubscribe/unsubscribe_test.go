@@ -13,6 +13,7 @@ import (
 )
 
 func TestNewCmdUnsubscribeFlags(t *testing.T) {
+	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	var got *UnsubscribeOptions
 	cmd := NewCmdUnsubscribe(cmdutil.New(ios), func(_ context.Context, o *UnsubscribeOptions) error { got = o; return nil })
@@ -32,6 +33,7 @@ func TestNewCmdUnsubscribeFlags(t *testing.T) {
 // counted as an attack tried; through counts those that went ahead.
 // Positive control: --yes goes ahead without asking.
 func TestConfirmSendsOnlyOnYes(t *testing.T) {
+	t.Parallel()
 	run := func(tty bool, answer string, yes bool) error {
 		ios := iostreams.New(strings.NewReader(answer), &bytes.Buffer{}, &bytes.Buffer{})
 		ios.SetStdinTTY(tty)
@@ -74,6 +76,7 @@ func TestConfirmSendsOnlyOnYes(t *testing.T) {
 // configuration, a held database) is the command's error, and nothing is
 // asked or printed.
 func TestRunReportsTheServiceError(t *testing.T) {
+	t.Parallel()
 	ios, _, out, errOut := iostreams.Test()
 	f := cmdutil.New(ios)
 	want := errors.New("database held")

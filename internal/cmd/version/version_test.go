@@ -8,6 +8,7 @@ import (
 )
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	ios, _, out, _ := iostreams.Test()
 	f := cmdutil.New(ios)
 	var got *VersionOptions

@@ -11,6 +11,7 @@ import (
 // TestNewCmdWatchFlags: the flags land in the Options runF gets; Demo
 // has no flag.
 func TestNewCmdWatchFlags(t *testing.T) {
+	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	f := cmdutil.New(ios)
 	var got *WatchOptions

@@ -12,6 +12,7 @@ import (
 // the client gives up, a hang-up is a connection error, and a JSON reply
 // carries its headers with status 200 unless told.
 func TestServer(t *testing.T) {
+	t.Parallel()
 	var s *Server[string]
 	s = Start[string](t, func(w http.ResponseWriter, r *http.Request) {
 		s.Record(r.URL.Path)

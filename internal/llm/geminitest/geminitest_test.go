@@ -10,6 +10,7 @@ import (
 )
 
 func TestServerRejectsOtherPaths(t *testing.T) {
+	t.Parallel()
 	srv := geminitest.NewServer(t, nil)
 	tests := []struct {
 		name, method, path string
@@ -40,6 +41,7 @@ func TestServerRejectsOtherPaths(t *testing.T) {
 }
 
 func TestServerRecordsRequest(t *testing.T) {
+	t.Parallel()
 	srv := geminitest.NewServer(t, func(r *geminitest.Request) geminitest.Reply {
 		return geminitest.Reply{Text: r.Model + "/" + r.Version}
 	})
@@ -71,6 +73,7 @@ func TestServerRecordsRequest(t *testing.T) {
 // TestDelayDoesNotBlockCleanup relies on t.Cleanup: a reply delayed for an
 // hour must not hold the server open once the client has gone away.
 func TestDelayDoesNotBlockCleanup(t *testing.T) {
+	t.Parallel()
 	srv := geminitest.NewServer(t, func(*geminitest.Request) geminitest.Reply {
 		return geminitest.Reply{Text: "late", Delay: time.Hour}
 	})

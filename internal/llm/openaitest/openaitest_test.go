@@ -33,6 +33,7 @@ func content(out map[string]any) string {
 
 // TestModes: each server mode treats response_format as documented.
 func TestModes(t *testing.T) {
+	t.Parallel()
 	schema := map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string"}}}
 	withSchema := map[string]any{"model": DefaultModel, "messages": []any{map[string]any{"role": "user", "content": "hi"}},
 		"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "strict": true, "schema": schema}}}
@@ -67,6 +68,7 @@ func TestModes(t *testing.T) {
 }
 
 func TestPromptSchema(t *testing.T) {
+	t.Parallel()
 	if s := PromptSchema("Answer.\nJSON Schema:\n{\"type\": \"object\"}\nthanks"); s["type"] != "object" {
 		t.Errorf("got %v", s)
 	}

@@ -233,6 +233,7 @@ func violations(rel, target string) (problems []string, applied int) {
 }
 
 func TestLayering(t *testing.T) {
+	t.Parallel()
 	problems, checked, err := layering(e2e.RepoRoot(t))
 	if err != nil {
 		t.Fatal(err)
@@ -286,6 +287,7 @@ func layering(top string) (problems []string, checked int, _ error) {
 // TestRulesNameRealPackages: a rule about a package that was renamed or
 // moved would pass forever, checking nothing.
 func TestRulesNameRealPackages(t *testing.T) {
+	t.Parallel()
 	top := e2e.RepoRoot(t)
 	var names []string
 	for _, r := range rules {
@@ -304,6 +306,7 @@ func TestRulesNameRealPackages(t *testing.T) {
 // placed in a tier (leaf library, application tier or test rig), or the
 // layering would not check it at all.
 func TestEveryInternalPackageHasATier(t *testing.T) {
+	t.Parallel()
 	top := e2e.RepoRoot(t)
 	tiers := append(append(append([]string{}, leafLibraries...), applicationTier...), testRigs...)
 	seen := 0
@@ -341,6 +344,7 @@ func TestEveryInternalPackageHasATier(t *testing.T) {
 // TestRulesCatch feeds imports that must be refused (and some that must
 // not) to the same check TestLayering runs.
 func TestRulesCatch(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		from, to string
 		bad      bool
@@ -512,6 +516,7 @@ var syntheticForbidden = []string{"agent", "imapsync"}
 // TestCommandTierRuleRemovedLetsTheSyntheticCommandThrough, shows that it
 // is that rule, and no other, that refuses them.
 func TestCommandTierRuleCatchesASyntheticCommand(t *testing.T) {
+	t.Parallel()
 	problems, checked, err := layering(syntheticCommands(t, syntheticForbidden))
 	if err != nil {
 		t.Fatal(err)
@@ -543,6 +548,7 @@ func TestCommandTierRuleCatchesASyntheticCommand(t *testing.T) {
 // import gets through, so it is that rule that refuses them. Not
 // parallel: rules is global.
 func TestCommandTierRuleRemovedLetsTheSyntheticCommandThrough(t *testing.T) {
+	t.Parallel()
 	saved := rules
 	defer func() { rules = saved }()
 	without := saved[:0:0]

@@ -270,6 +270,7 @@ func (p *projectNames) spanExists(span string) (ok, applies bool) {
 }
 
 func TestArchitectureNamesExist(t *testing.T) {
+	t.Parallel()
 	top := e2e.RepoRoot(t)
 	p, err := projectNamesOnce()
 	if err != nil {
@@ -289,6 +290,7 @@ func TestArchitectureNamesExist(t *testing.T) {
 // the tree does not hold fails, once per wrong name, and the spans that
 // are not Go names are left alone.
 func TestArchitectureNamesCatch(t *testing.T) {
+	t.Parallel()
 	p := newProjectNames()
 	src := `package store
 type MessageRecord struct{ Route string }
@@ -362,6 +364,7 @@ const SchemaVersion = 1`
 // TestArchitectureNamesRealDocCatches renames two names in the real
 // document: the check must see both, so it is reading the real spans.
 func TestArchitectureNamesRealDocCatches(t *testing.T) {
+	t.Parallel()
 	top := e2e.RepoRoot(t)
 	p, err := projectNamesOnce()
 	if err != nil {

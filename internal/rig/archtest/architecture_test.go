@@ -375,6 +375,7 @@ func readArchitecture(t *testing.T, top string) string {
 // docs/ARCHITECTURE.md's package table whose imports are exactly its real
 // mailagent-internal imports, and every row names a real package.
 func TestArchitectureImportLists(t *testing.T) {
+	t.Parallel()
 	top := e2e.RepoRoot(t)
 	tree, err := treeImports(top)
 	if err != nil {
@@ -397,6 +398,7 @@ func TestArchitectureImportLists(t *testing.T) {
 // fed a table with one wrong import (and the other mistakes a stale table
 // makes), must fail, naming the package and the row to write.
 func TestArchitectureTableCatches(t *testing.T) {
+	t.Parallel()
 	tree := map[string][]string{
 		"agent":                    {"internal/mail", "store"},
 		"store":                    {"internal/mail"},
@@ -543,6 +545,7 @@ func withPkg(tree map[string][]string, pkg string, imports []string) map[string]
 // one import taken out of the agent row: the real document must be read
 // (not skipped) for the check to mean anything.
 func TestArchitectureRealTableCatches(t *testing.T) {
+	t.Parallel()
 	top := e2e.RepoRoot(t)
 	tree, err := treeImports(top)
 	if err != nil {

@@ -54,6 +54,7 @@ func checkInventory(md string, tests map[string]bool, read func(path string) ([]
 }
 
 func TestAdversarialInventoryNamesExist(t *testing.T) {
+	t.Parallel()
 	top := e2e.RepoRoot(t)
 	p, err := projectNamesOnce()
 	if err != nil {
@@ -80,6 +81,7 @@ func TestAdversarialInventoryNamesExist(t *testing.T) {
 // control names a test that does not exist are each reported; a true row
 // is not.
 func TestAdversarialInventoryCatches(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{
 		"agent/a_test.go": "package agent\n\nfunc TestReal(t *testing.T) {}\n\nfunc TestRealControl(t *testing.T) {}\n",
 	}

@@ -170,6 +170,7 @@ func oneHomeFileProblems(rel, name string, fset *token.FileSet, f *ast.File) []s
 }
 
 func TestOneHomePerRule(t *testing.T) {
+	t.Parallel()
 	top := e2e.RepoRoot(t)
 	files, pendingHit := 0, map[string]bool{}
 	err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
@@ -225,6 +226,7 @@ func TestOneHomePerRule(t *testing.T) {
 // TestOneHomeChecksCatch plants a second implementation of each rule and
 // shows the check fails on it (and passes the homes and the callers).
 func TestOneHomeChecksCatch(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, rel, src string
 		bad            bool

@@ -107,6 +107,7 @@ func allowedSender(rel string) bool {
 }
 
 func TestEveryMailThroughTheOutbox(t *testing.T) {
+	t.Parallel()
 	root := e2e.RepoRoot(t)
 	checked := 0
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -152,6 +153,7 @@ func TestEveryMailThroughTheOutbox(t *testing.T) {
 // the red team found (unsubscribe mail sent straight through SMTP, a
 // record written without Schedule) are reported.
 func TestOutboxDoorCheckSeesABypass(t *testing.T) {
+	t.Parallel()
 	src := []byte(`package main
 func unsubscribe(ctx context.Context, m mailer) error {
 	return m.Send(ctx, "acct", "me@example.com", []string{"u@[127.0.0.1]"}, raw)

@@ -22,6 +22,7 @@ var startupExcluded = []string{
 // none of startupExcluded, while cmd/gen-docs, the control, links
 // cobra/doc (so the check reads a real dependency list).
 func TestProductLinksNoDocGenerator(t *testing.T) {
+	t.Parallel()
 	deps := func(pkg string) string {
 		cmd := exec.Command("go", "list", "-deps", pkg)
 		cmd.Dir = e2e.RepoRoot(t)

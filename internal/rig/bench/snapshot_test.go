@@ -111,6 +111,7 @@ func snapshotGrowth(t *testing.T, files []string, on, watch bool) (fileBytes, sn
 //
 // Subtest triage is triage's path; watch is watch's (see snapshotGrowth).
 func TestSnapshotGrowth(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("MAILAGENT_BENCH_SNAPSHOTS") == "" {
 		t.Skip("set MAILAGENT_BENCH_SNAPSHOTS=1 to measure (about a minute)")
 	}

@@ -65,6 +65,7 @@ func load(t *testing.T, path string, v any) {
 // the tested packages (scripts/package-test.sh, from nfpm.yaml) contain the
 // same files with the same metadata.
 func TestGoreleaserNfpmsMatchNfpmYAML(t *testing.T) {
+	t.Parallel()
 	var n nfpmFile
 	var g goreleaserFile
 	load(t, filepath.Join(root, "packaging", "nfpm.yaml"), &n)
@@ -108,6 +109,7 @@ func TestGoreleaserNfpmsMatchNfpmYAML(t *testing.T) {
 // promise are in the package (a renamed dst would break completion or
 // `systemctl --user enable mailagent-watch` silently).
 func TestPackagesShipTheDocumentedPaths(t *testing.T) {
+	t.Parallel()
 	var n nfpmFile
 	load(t, filepath.Join(root, "packaging", "nfpm.yaml"), &n)
 	have := map[string]bool{}

@@ -3,6 +3,7 @@ package testsize
 import "testing"
 
 func TestN(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ full, min, norace, race int }{
 		{10000, 100, 10000, 1000},
 		{500, 100, 500, 100}, // a tenth is below min

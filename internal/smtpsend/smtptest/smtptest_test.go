@@ -10,6 +10,7 @@ import (
 )
 
 func TestWaitFor(t *testing.T) {
+	t.Parallel()
 	sink := smtptest.NewSink(t, smtptest.SinkOptions{})
 	s, err := smtpsend.New(smtpsend.Options{Host: sink.Host, Port: sink.Port, Security: "insecure"})
 	if err != nil {
@@ -50,6 +51,7 @@ func TestWaitFor(t *testing.T) {
 }
 
 func TestFailNextCounts(t *testing.T) {
+	t.Parallel()
 	sink := smtptest.NewSink(t, smtptest.SinkOptions{})
 	s, err := smtpsend.New(smtpsend.Options{Host: sink.Host, Port: sink.Port, Security: "insecure"})
 	if err != nil {
