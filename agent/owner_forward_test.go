@@ -39,7 +39,7 @@ func asAttachment(raw string, b64 bool) string {
 // ownerForward is the owner's mail to to, a note and attached parts;
 // auth is its Authentication-Results line ("" for none).
 func ownerForward(from, to, subject, note, auth string, parts ...string) Input {
-	uid++
+	uid := nextUID()
 	var b strings.Builder
 	if auth != "" {
 		b.WriteString(auth + "\r\n")

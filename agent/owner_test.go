@@ -14,7 +14,7 @@ import (
 // ownerMail is a message From the owner to the given recipients; auth is
 // the Authentication-Results line ("" for none).
 func ownerMsg(to, cc, subject, body, auth string, extra ...string) Input {
-	uid++
+	uid := nextUID()
 	hdr := ""
 	if auth != "" {
 		hdr = auth + "\r\n"

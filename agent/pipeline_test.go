@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,7 +113,11 @@ func newTestPipeline(t *testing.T, model *recordingModel, mode string) (*Pipelin
 	return p, st, mailer
 }
 
-var uid uint32
+// lastUID is the UID the test messages took last: nextUID gives each a
+// UID of its own, from parallel tests too.
+var lastUID atomic.Uint32
+
+func nextUID() uint32 { return lastUID.Add(1) }
 
 // testAuthservID is the authserv-id of the test owner's own server.
 const testAuthservID = "mx.example.com"
@@ -133,7 +138,7 @@ func input(from, subject, body string, extra ...string) Input {
 // rawInput is a message with exactly the given extra header lines (no
 // Authentication-Results unless given).
 func rawInput(from, subject, body string, extra ...string) Input {
-	uid++
+	uid := nextUID()
 	hdr := ""
 	for _, e := range extra {
 		hdr += e + "\r\n"

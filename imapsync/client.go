@@ -254,7 +254,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 	// Greeting and login, bounded by ctx (not by the dial timeout: a slow
 	// authentication backend is not a connect failure).
 	err = c.guard(ctx, func() error {
-		if err := c.ic.WaitGreeting(); err != nil {
+		if err := WaitGreeting(c.ic); err != nil {
 			return fmt.Errorf("imap greeting from %s: %w", addr, err)
 		}
 		c.greeting = gc.greeting()

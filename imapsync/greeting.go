@@ -2,9 +2,13 @@ package imapsync
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"strings"
 	"sync"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
 )
 
 // maxGreeting bounds the greeting line a greetingConn keeps.
@@ -69,4 +73,27 @@ func nameFromGreeting(greeting string) string {
 		}
 	}
 	return ""
+}
+
+// greetingTries bounds how often WaitGreeting asks again (below).
+const greetingTries = 32
+
+// WaitGreeting waits for the server's greeting on c and returns its
+// error: a greeting of BYE or NO is the server's own words
+// (*imap.Error). go-imap v2.0.0-beta.8's Client.WaitGreeting selects
+// between "greeting read" and "reader stopped", and after a BYE greeting
+// both are ready, so it says "connection closed before greeting" half
+// the time and the server's words are lost. Asked again, it picks at
+// random again: once it gives the server's error, that is the answer;
+// when no greeting ever came, every answer is the same.
+func WaitGreeting(c *imapclient.Client) error {
+	err := c.WaitGreeting()
+	for i := 1; i < greetingTries && err != nil; i++ {
+		var imapErr *imap.Error
+		if errors.As(err, &imapErr) {
+			break
+		}
+		err = c.WaitGreeting()
+	}
+	return err
 }

@@ -2,10 +2,15 @@ package imapsync
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
 )
 
 // chunkConn serves data in reads of at most n bytes.
@@ -109,4 +114,59 @@ func TestHostileGreetingNamesNothing(t *testing.T) {
 	if landed != len(attacks) {
 		t.Errorf("control: a namer that trusts the greeting let %d of %d through, want all", landed, len(attacks))
 	}
+}
+
+// byeClient is a client of a server that greets with BYE and hangs up,
+// once the client's reader has seen both: the moment go-imap's
+// WaitGreeting has two answers ready.
+func byeClient(t *testing.T) *imapclient.Client {
+	t.Helper()
+	server, client := net.Pipe()
+	go func() {
+		_, _ = io.WriteString(server, "* BYE Email address: evil\r\n")
+		_ = server.Close()
+	}()
+	c := imapclient.New(client, nil)
+	t.Cleanup(func() { _ = c.Close() })
+	// The reader stops after the BYE greeting: wait until it has.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case <-c.Closed():
+			return c
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the client never stopped reading")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestWaitGreetingKeepsTheServersWords: a BYE greeting comes back as the
+// server's error, with its words, every time. Positive control: go-imap's
+// own WaitGreeting, on the same client, loses them at least once in 64
+// asks (it picks between its two ready answers at random; all 64 right
+// has a chance of 2^-64).
+func TestWaitGreetingKeepsTheServersWords(t *testing.T) {
+	t.Parallel()
+	for i := range 50 {
+		c := byeClient(t)
+		err := WaitGreeting(c)
+		var imapErr *imap.Error
+		if !errors.As(err, &imapErr) || !strings.Contains(err.Error(), "Email address: evil") {
+			t.Fatalf("run %d: got %v, want the server's BYE with its words", i, err)
+		}
+	}
+	c := byeClient(t)
+	lost := 0
+	for range 64 {
+		if err := c.WaitGreeting(); err == nil || !strings.Contains(err.Error(), "Email address: evil") {
+			lost++
+		}
+	}
+	if lost == 0 {
+		t.Errorf("control: go-imap's WaitGreeting kept the words 64 times in 64: the workaround is not needed any more")
+	}
+	t.Logf("control: go-imap's WaitGreeting lost the server's words %d times in 64", lost)
 }

@@ -159,7 +159,7 @@ func reachIMAP(ctx context.Context, ep config.Endpoint) error {
 		c = imapclient.New(conn, opts)
 	}
 	defer func() { _ = c.Close() }()
-	if err := c.WaitGreeting(); err != nil {
+	if err := imapsync.WaitGreeting(c); err != nil {
 		return fmt.Errorf("imap greeting from %s: %w", addr, err)
 	}
 	caps, err := c.Capability().Wait()
