@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,12 +66,13 @@ func original(from, subject, id, body string, extra ...string) []byte {
 	return []byte(h + "\r\n" + body + "\r\n")
 }
 
-var fwdN int
+// lastFwd numbers the forwards, from parallel tests too.
+var lastFwd atomic.Int64
 
 // forward is from's mail to the agent with orig attached (message/rfc822);
 // auth is its Authentication-Results line ("" for none).
 func forward(from, auth, note string, orig []byte) []byte {
-	fwdN++
+	fwdN := lastFwd.Add(1)
 	var b strings.Builder
 	if auth != "" {
 		b.WriteString(auth + "\r\n")
@@ -85,7 +87,7 @@ func forward(from, auth, note string, orig []byte) []byte {
 // inlineForward is the owner's inline forward ("---------- Forwarded
 // message ---------" and the original's header lines in the text).
 func inlineForward(fromLine, idLine, body string) []byte {
-	fwdN++
+	fwdN := lastFwd.Add(1)
 	return []byte(apitest.Authenticated(apitest.Owner) + "\r\nFrom: <" + apitest.Owner + ">\r\nTo: <" + agentAddr + ">\r\nSubject: Fwd: something\r\nDate: " +
 		time.Now().Format(time.RFC1123Z) + fmt.Sprintf("\r\nMessage-ID: <ifwd-%d@example.com>\r\n\r\nPlease answer.\r\n\r\n", fwdN) +
 		"---------- Forwarded message ---------\r\nFrom: " + fromLine + "\r\nSubject: Coffee?\r\nMessage-ID: " + idLine + "\r\n\r\n" + body + "\r\n")

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,12 +110,13 @@ const (
 	bobMail   = "From: Bob <bob@example.org>\nTo: Ada <ada@example.com>\nSubject: Lunch\nDate: Mon, 02 Nov 2026 10:05:00 +0000\nMessage-ID: <lunch@test.example>\n\nLunch on Friday?\n"
 )
 
-var ownerSentN int
+// lastOwnerSent numbers ownerSent's messages, from parallel tests too.
+var lastOwnerSent atomic.Int64
 
 // ownerSent is a message in the owner's Sent folder with the given
 // headers (To, In-Reply-To, …).
 func ownerSent(headers string) string {
-	ownerSentN++
+	ownerSentN := lastOwnerSent.Add(1)
 	return "From: Ada Lovelace <ada@example.com>\nSubject: Re: something\nDate: Mon, 02 Nov 2026 11:00:00 +0000\n" +
 		fmt.Sprintf("Message-ID: <own-%d@example.com>\n", ownerSentN) + headers + "\n\nSure.\n"
 }
