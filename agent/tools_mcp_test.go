@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mailagent/mailagent/internal/rig/testsize"
 )
 
 // The MCP tests run a real MCP server: this test binary, re-executed with
@@ -20,6 +22,10 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(mcpModeEnv); mode != "" {
 		serveTestMCP(mode)
 		os.Exit(0)
+	}
+	if err := testsize.NoExitSleepInChildren(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	os.Exit(m.Run())
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/mailagent/mailagent/internal/rig/testsize"
 )
 
 // corpusDB writes a realistic database (messages big enough to fill many
@@ -49,6 +51,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if err := testsize.NoExitSleepInChildren(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	if corpusDir != "" {
 		_ = os.RemoveAll(corpusDir)

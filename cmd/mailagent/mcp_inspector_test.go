@@ -36,11 +36,29 @@ func inspector(t *testing.T) []string {
 	return cmd
 }
 
-// TestMCPInspectorCLI: a real external client, the MCP Inspector's CLI,
-// starts `mailagent mcp` with a bare environment (HOME, PATH, USER), lists
-// the tools and calls each one against a store populated by `watch --once`.
+// mcpdo is the Inspector's connection CLI, installed beside the
+// launcher (the package's mcpdo binary), for the launcher inspector
+// returns; "" for npx, which runs one binary of a package.
+func mcpdo(insp []string) string {
+	if len(insp) != 1 {
+		return ""
+	}
+	p := filepath.Join(filepath.Dir(insp[0]), "mcpdo")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// TestMCPInspectorCLI: real external clients, the MCP Inspector's, start
+// `mailagent mcp` with a bare environment (HOME, PATH, USER). Its CLI
+// lists the tools; its connection CLI (mcpdo) connects once and calls
+// each tool against a store populated by `watch --once` (one server for
+// the eleven calls: under -race each start of this test binary as the
+// server costs seconds of CPU). With npx, where mcpdo is not at hand, the
+// CLI makes every call, one server each.
 func TestMCPInspectorCLI(t *testing.T) {
-	t.Parallel() // its own harness and HOME; 11 Node.js starts, mostly waiting
+	t.Parallel() // its own harness, HOME and daemon directory
 	if testing.Short() {
 		t.Skip("runs Node.js")
 	}
@@ -62,21 +80,51 @@ func TestMCPInspectorCLI(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, ".config", "mailagent", "config.toml"), cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	run := func(args ...string) (map[string]any, string) {
-		t.Helper()
+	bare := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "USER=" + os.Getenv("USER")}
+	exe := func(env []string, name string, args ...string) (map[string]any, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, insp[0], append(append(insp[1:], "--cli", bin, "mcp"), args...)...)
-		cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "USER=" + os.Getenv("USER")}
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Env = env
 		out, _ := cmd.Output()
 		var v map[string]any
-		_ = json.Unmarshal(out, &v)
+		// mcpdo follows an isError result with an error envelope: the
+		// result is the first JSON value.
+		_ = json.NewDecoder(strings.NewReader(string(out))).Decode(&v)
 		return v, string(out)
 	}
-	list, raw := run("--method", "tools/list")
+	cli := func(args ...string) (map[string]any, string) {
+		return exe(bare, insp[0], append(append(insp[1:], "--cli", bin, "mcp"), args...)...)
+	}
+	list, raw := cli("--method", "tools/list")
 	tools, _ := list["tools"].([]any)
 	if len(tools) != 11 {
 		t.Fatalf("tools/list: %d tools; output %s", len(tools), raw)
+	}
+
+	// call runs tools/call of tool with its key=value arguments.
+	call := func(tool string, kv ...string) (map[string]any, string) {
+		args := []string{"--method", "tools/call", "--tool-name", tool}
+		for _, a := range kv {
+			args = append(args, "--tool-arg", a)
+		}
+		return cli(args...)
+	}
+	if do := mcpdo(insp); do != "" {
+		// A daemon of this test's own (its directory), with secrets kept
+		// in memory (there are none: a stdio server), stopped at the end.
+		env := append(bare, "MCP_INSPECTOR_DAEMON_DIR="+t.TempDir(), "MCP_INSPECTOR_SECRET_STORE=memory")
+		if v, raw := exe(env, do, "--connection", "ma", "--format", "json", "connect", "--", bin, "mcp"); v["name"] != "ma" {
+			t.Fatalf("mcpdo connect: %s", raw)
+		}
+		t.Cleanup(func() { _, _ = exe(env, do, "daemon", "stop") })
+		call = func(tool string, kv ...string) (map[string]any, string) {
+			args := []string{"--connection", "ma", "--format", "json", "tools/call", tool}
+			for _, a := range kv {
+				args = append(args, "--tool-arg", a)
+			}
+			return exe(env, do, args...)
+		}
 	}
 	var qid string
 	for _, c := range [][]string{
@@ -84,14 +132,10 @@ func TestMCPInspectorCLI(t *testing.T) {
 		{"search_mail", "correspondent=carol"}, {"contact_show", "account=personal", "email=carol@example.org"},
 		{"decisions"}, {"digest", "since=2000-01-01"},
 	} {
-		args := []string{"--method", "tools/call", "--tool-name", c[0]}
 		if c[0] == "queue_show" {
 			c = append(c, "id="+qid)
 		}
-		for _, a := range c[1:] {
-			args = append(args, "--tool-arg", a)
-		}
-		res, raw := run(args...)
+		res, raw := call(c[0], c[1:]...)
 		sc, ok := res["structuredContent"].(map[string]any)
 		if !ok || res["isError"] == true {
 			t.Errorf("%v: %s", c, raw)
@@ -109,7 +153,7 @@ func TestMCPInspectorCLI(t *testing.T) {
 		}
 	}
 	// The write tool without a watcher: refused, with the reason.
-	if _, raw := run("--method", "tools/call", "--tool-name", "propose_reply", "--tool-arg", "ref="+qid, "--tool-arg", "text=Yes"); !strings.Contains(raw, "mailagent watch") {
+	if _, raw := call("propose_reply", "ref="+qid, "text=Yes"); !strings.Contains(raw, "mailagent watch") {
 		t.Errorf("propose_reply without a watcher: %s", raw)
 	}
 }

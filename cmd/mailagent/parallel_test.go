@@ -6,10 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/mailagent/mailagent/internal/rig/testsize"
 )
 
 // harnessVars are the variables every harness config names (the IMAP and
@@ -25,8 +26,9 @@ const waitingFactor = 4
 
 // TestMain sets the harness's variables once for the whole process, so
 // that a harness can be built in a parallel test (where t.Setenv panics),
-// and runs waitingFactor parallel tests per CPU when -parallel is not
-// given.
+// runs waitingFactor parallel tests per CPU when -parallel is not given,
+// and lets the race programs it starts (this binary as mailagent) exit
+// without the race detector's one-second sleep.
 func TestMain(m *testing.M) {
 	for _, kv := range harnessVars {
 		if err := os.Setenv(kv[0], kv[1]); err != nil {
@@ -36,13 +38,13 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv(cliEnv) != "1" {
 		flag.Parse()
-		given := false
-		flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-		if !given {
-			if err := flag.Set("test.parallel", strconv.Itoa(waitingFactor*runtime.GOMAXPROCS(0))); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				os.Exit(1)
-			}
+		if err := testsize.DefaultParallel(waitingFactor * runtime.GOMAXPROCS(0)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := testsize.NoExitSleepInChildren(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
 		}
 	}
 	os.Exit(m.Run())

@@ -13,6 +13,11 @@
 // Use it for generated volume only (items in a store, messages in a corpus
 // walk, iterations of a property). A size that is itself the behaviour
 // under test (a bound of 10,000 jobs, a page of 50) stays as it is.
+//
+// It is also the home of the two other knobs of a package's run, set from
+// TestMain: how many of its tests may wait at once (DefaultParallel), and
+// that the race programs it starts do not sleep on exit
+// (NoExitSleepInChildren).
 package testsize
 
 // Race reports whether the binary was built with -race.

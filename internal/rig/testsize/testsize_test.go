@@ -1,6 +1,9 @@
 package testsize
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 func TestN(t *testing.T) {
 	t.Parallel()
@@ -17,6 +20,24 @@ func TestN(t *testing.T) {
 		}
 		if got := N(c.full, c.min); got != want {
 			t.Errorf("N(%d, %d) = %d, want %d (race %v)", c.full, c.min, got, want, Race)
+		}
+	}
+}
+
+// TestNoExitSleepInChildren: a child race program exits at once, and the
+// options already set stay. Sequential: it sets the environment.
+func TestNoExitSleepInChildren(t *testing.T) {
+	for _, c := range []struct{ set, want string }{
+		{"", "atexit_sleep_ms=0"},
+		{"halt_on_error=1", "halt_on_error=1 atexit_sleep_ms=0"},
+		{"atexit_sleep_ms=50", "atexit_sleep_ms=50"},
+	} {
+		t.Setenv("GORACE", c.set)
+		if err := NoExitSleepInChildren(); err != nil {
+			t.Fatal(err)
+		}
+		if got := os.Getenv("GORACE"); got != c.want {
+			t.Errorf("GORACE %q: got %q, want %q", c.set, got, c.want)
 		}
 	}
 }

@@ -7,11 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/rig/e2e"
+	"github.com/mailagent/mailagent/internal/rig/testsize"
 )
 
 // binary is the mailagent executable built by TestMain ("" when the
@@ -24,7 +24,11 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	flag.Parse()
-	if err := defaultParallel(parallelTests); err != nil {
+	if err := testsize.DefaultParallel(parallelTests); err != nil {
+		fmt.Fprintf(os.Stderr, "agente2e: %v\n", err)
+		return 1
+	}
+	if err := testsize.NoExitSleepInChildren(); err != nil {
 		fmt.Fprintf(os.Stderr, "agente2e: %v\n", err)
 		return 1
 	}
@@ -77,16 +81,3 @@ func build(out string) error {
 // slot (onEachServer). Each test has its own state directory, folders
 // and fake model (newEnv).
 const parallelTests = 8
-
-// defaultParallel sets -test.parallel to n unless the command line set it.
-func defaultParallel(n int) error {
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if set {
-		return nil
-	}
-	if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
-		return fmt.Errorf("set -test.parallel: %w", err)
-	}
-	return nil
-}

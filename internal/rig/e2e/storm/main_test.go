@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/rig/e2e"
+	"github.com/mailagent/mailagent/internal/rig/testsize"
 )
 
 // binary is the mailagent executable built by TestMain ("" when the
@@ -23,6 +24,10 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	flag.Parse()
+	if err := testsize.NoExitSleepInChildren(); err != nil {
+		fmt.Fprintf(os.Stderr, "storm: %v\n", err)
+		return 1
+	}
 	if os.Getenv("MAILAGENT_E2E") != "1" || testing.Short() {
 		return m.Run() // the storm skips
 	}
