@@ -349,10 +349,11 @@ func TestEveryTestIsParallel(t *testing.T) {
 }
 
 // TestParallelRuleCatches: the rule flags a parallel test that flips a
-// switch through a helper two calls down, a parallel test that sets the
-// environment, and a sequential test with no reason; it passes a
-// sequential test that flips a switch, one that says why, and a parallel
-// one that does neither.
+// switch through a helper two calls down, one that names an attack table
+// holding a switch, one that sets the environment, and a sequential test
+// with no reason; it passes a sequential test that flips a switch, one
+// that says why, a parallel one that does neither, and one whose helper
+// says it is parallel-safe.
 func TestParallelRuleCatches(t *testing.T) {
 	t.Parallel()
 	top := t.TempDir()
@@ -409,12 +410,29 @@ func TestPlain(t *testing.T) {
 	t.Parallel()
 	_ = 1
 }
+
+var attacks = []struct{ off func() func() }{{SwitchOffGateForTest}}
+
+func TestNamesATableWithASwitch(t *testing.T) {
+	t.Parallel()
+	_ = attacks
+}
+
+func vouched(t *testing.T) {
+	// parallel-safe: sets nothing a parallel test reads.
+	t.Setenv("Y", "")
+}
+
+func TestThroughAVouchedHelper(t *testing.T) {
+	t.Parallel()
+	vouched(t)
+}
 `)
 	problems, parallel, sequential, err := parallelProblems(top)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"TestFlipsThroughHelpers", "TestNoReason", "TestSetsEnv"}
+	want := []string{"TestFlipsThroughHelpers", "TestNamesATableWithASwitch", "TestNoReason", "TestSetsEnv"}
 	if len(problems) != len(want) {
 		t.Fatalf("got %d problems, want %d (%v):\n%s", len(problems), len(want), want, strings.Join(problems, "\n"))
 	}
@@ -426,7 +444,10 @@ func TestPlain(t *testing.T) {
 	if !strings.Contains(problems[0], "names the switch SwitchOffGateForTest (through inner) (through outer)") {
 		t.Errorf("the helper chain is not named: %q", problems[0])
 	}
-	if parallel != 1 || sequential != 2 {
-		t.Errorf("got %d parallel, %d sequential; want 1 and 2", parallel, sequential)
+	if !strings.Contains(problems[1], "SwitchOffGateForTest (through attacks)") {
+		t.Errorf("the attack table is not named: %q", problems[1])
+	}
+	if parallel != 2 || sequential != 2 {
+		t.Errorf("got %d parallel, %d sequential; want 2 (TestPlain, TestThroughAVouchedHelper) and 2", parallel, sequential)
 	}
 }
