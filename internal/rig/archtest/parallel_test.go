@@ -15,7 +15,7 @@ import (
 )
 
 // The parallel rule: every top-level test of the tree starts by calling
-// t.Parallel() (or agente2e's parallel(t) or afterTheOthers(t), which do),
+// t.Parallel() (or agente2e's parallel(t), which does),
 // unless it changes what the whole process shares, and then it must not.
 // go test runs a package's sequential tests to their end before any of
 // its parallel tests goes on, so what a sequential test flips is never
@@ -58,6 +58,9 @@ var processCalls = map[string]string{
 	"SetMemoryLimit": "debug",
 	"AllocsPerRun":   "testing",
 	"Getrusage":      "syscall",
+	// Not the process, but what every test of an e2e package shares: the
+	// stack's Dovecot, whose restart cuts every connection.
+	"RestartDovecot": "",
 }
 
 // testFunc is one function of a package's test files.
@@ -259,7 +262,9 @@ func processWide(funcs map[string][]*testFunc, name string, memo map[string]*str
 }
 
 // startsParallel says whether fn's first statement makes it parallel:
-// t.Parallel(), or agente2e's parallel(t) or afterTheOthers(t).
+// t.Parallel(), or agente2e's parallel(t). agente2e's afterTheOthers(t)
+// is parallel in go test's sense but runs alone, once every other test
+// of the package has ended: it counts as sequential.
 func startsParallel(fn *ast.FuncDecl) bool {
 	if len(fn.Body.List) == 0 {
 		return false
@@ -276,7 +281,7 @@ func startsParallel(fn *ast.FuncDecl) bool {
 	case *ast.SelectorExpr:
 		return f.Sel.Name == "Parallel"
 	case *ast.Ident:
-		return f.Name == "parallel" || f.Name == "afterTheOthers"
+		return f.Name == "parallel"
 	}
 	return false
 }

@@ -320,7 +320,6 @@ func TestResetMailbox(t *testing.T) {
 // TestRestartDovecot checks that a restart cuts existing connections and
 // keeps the mail.
 func TestRestartDovecot(t *testing.T) {
-	t.Parallel()
 	s := Require(t)
 	id := uniqueID(t)
 	s.Deliver(t, Carol, []string{Bob}, testMessage(Carol, Bob, "survives a restart", id))
