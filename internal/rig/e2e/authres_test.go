@@ -23,7 +23,6 @@ func authMessage(from, subject, id string) []byte {
 // ends up in that top block: OpenDKIM deletes it when it carries a DKIM
 // result, and otherwise it stays below Postfix's Received field.
 func TestSenderAuthResults(t *testing.T) {
-	t.Parallel()
 	s, a := RequireSenderAuth(t)
 	if !a.DMARC {
 		t.Fatal("MAILAGENT_E2E_DMARC is not 1: the stack runs no OpenDMARC")
@@ -205,7 +204,6 @@ func TestSenderAuthResults(t *testing.T) {
 // TestTopmostResults checks the block rule on hand-written headers, without
 // the stack.
 func TestTopmostResults(t *testing.T) {
-	t.Parallel()
 	const id = "mx.example.test"
 	tests := []struct {
 		name   string
@@ -263,7 +261,6 @@ func TestTopmostResults(t *testing.T) {
 }
 
 func TestSenderAuthFromEnv(t *testing.T) {
-	t.Parallel()
 	full := map[string]string{
 		"MAILAGENT_E2E_AUTHSERV_ID":   "mx.example.test",
 		"MAILAGENT_E2E_DKIM_SELECTOR": "e2e",
@@ -348,7 +345,6 @@ func fieldContaining(fields []AuthResultsField, forged string) (AuthResultsField
 }
 
 func TestStripComments(t *testing.T) {
-	t.Parallel()
 	tests := []struct{ name, in, want string }{
 		{name: "opendkim", in: "mx.example.test; dkim=pass (2048-bit key; unprotected) header.d=partner.test",
 			want: "mx.example.test; dkim=pass   header.d=partner.test"},

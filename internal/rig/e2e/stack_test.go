@@ -23,7 +23,6 @@ import (
 const deliveryTimeout = 30 * time.Second
 
 func TestFromEnv(t *testing.T) {
-	t.Parallel()
 	full := map[string]string{
 		"MAILAGENT_E2E":            "1",
 		"MAILAGENT_E2E_DIR":        "/tmp/x",
@@ -97,7 +96,6 @@ func TestFromEnv(t *testing.T) {
 }
 
 func TestStripMboxFrom(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name, in, want string
 	}{
@@ -118,7 +116,6 @@ func TestStripMboxFrom(t *testing.T) {
 }
 
 func TestCRLF(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name, in, want string
 	}{
@@ -166,7 +163,6 @@ func testMessage(from, to, subject, id string) []byte {
 // TestDelivery checks Postfix's routing: known users get their own mail and
 // every other address, at our domain or any other, ends in the sink.
 func TestDelivery(t *testing.T) {
-	t.Parallel()
 	s := Require(t)
 	tests := []struct {
 		name     string
@@ -194,7 +190,6 @@ func TestDelivery(t *testing.T) {
 // TestDeliveryFanOut checks that one SMTP transaction with a known and an
 // external recipient reaches both the user and the sink.
 func TestDeliveryFanOut(t *testing.T) {
-	t.Parallel()
 	s := Require(t)
 	id := uniqueID(t)
 	s.Deliver(t, Carol, []string{Bob, "nobody@elsewhere.test"}, testMessage(Carol, Bob, "fan out", id))
@@ -205,7 +200,6 @@ func TestDeliveryFanOut(t *testing.T) {
 // TestSMTPAuth checks what the agent relies on to send: AUTH PLAIN after
 // STARTTLS with the stack's CA, and a clear refusal of a wrong password.
 func TestSMTPAuth(t *testing.T) {
-	t.Parallel()
 	s := Require(t)
 	tests := []struct {
 		name     string
@@ -249,7 +243,6 @@ func TestSMTPAuth(t *testing.T) {
 // TestIMAPFeatures checks the server features mailagent depends on, over
 // both STARTTLS and implicit TLS.
 func TestIMAPFeatures(t *testing.T) {
-	t.Parallel()
 	s := Require(t)
 	implicit, err := imapclient.DialTLS(s.IMAPSAddr(), &imapclient.Options{
 		TLSConfig: s.TLSConfig(t),
@@ -294,7 +287,6 @@ func TestIMAPFeatures(t *testing.T) {
 // TestResetMailbox checks that ResetMailbox creates a missing mailbox and
 // empties a full one.
 func TestResetMailbox(t *testing.T) {
-	t.Parallel()
 	s := Require(t)
 	mailbox := "e2e-reset-" + uniqueID(t)[:8]
 	s.ResetMailbox(t, Bob, mailbox) // creates it

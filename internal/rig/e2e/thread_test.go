@@ -166,7 +166,6 @@ func coThreadedPairs(p partition) map[[2]imap.UID]bool {
 //     only orders threads and siblings and does not change membership,
 //     which is all this test compares.
 func TestThreadingAgreesWithDovecot(t *testing.T) {
-	t.Parallel()
 	s := Require(t)
 	msgs := loadHam(t)
 	const mailbox = "threading-ham"

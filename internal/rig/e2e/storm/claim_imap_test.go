@@ -73,7 +73,6 @@ func claimFolder(t *testing.T, s *e2e.Stack, n int) (string, []uint32) {
 // every message is won by exactly one. Then the lease: a claim left by a
 // watcher that "died" is respected until it expires and taken over after.
 func TestClaimRaceRealServers(t *testing.T) {
-	t.Parallel()
 	s := e2e.Require(t)
 	t.Parallel() // folders of its own; it waits on the servers, it measures no time
 	for name, srv := range claimServers(t, s) {
@@ -150,7 +149,6 @@ func TestClaimRaceRealServers(t *testing.T) {
 // second watcher's Claim respects the live claim and takes the message
 // over once it has expired.
 func TestClaimStaleStoreRefused(t *testing.T) {
-	t.Parallel()
 	s := e2e.Require(t)
 	t.Parallel() // folders of its own; it waits on the servers, it measures no time
 	for name, srv := range claimServers(t, s) {
@@ -334,7 +332,6 @@ func TestClaimRefusedWithoutWinnerRetried(t *testing.T) {
 // keyword. The control is the first release's claim keyword, which had
 // the expiry in it: the same run makes a keyword per claim.
 func TestClaimKeywordsBoundedRealServers(t *testing.T) {
-	t.Parallel()
 	s := e2e.Require(t)
 	t.Parallel() // folders of its own; it waits on the servers, it measures no time
 	for name, srv := range claimServers(t, s) {

@@ -27,7 +27,6 @@ import (
 // respect (a minute there, so that a loaded machine's slow start cannot
 // be mistaken for a wait).
 func TestClaimTakenOverAfterKill(t *testing.T) {
-	t.Parallel()
 	s := e2e.Require(t)
 	_, auth := e2e.RequireSenderAuth(t)
 	if binary == "" {

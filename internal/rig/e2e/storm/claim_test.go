@@ -57,7 +57,6 @@ var (
 // elected: its status says "elected", the other's "passive", naming
 // CONDSTORE and the elected watcher.
 func TestTwoWatchersOneReply(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("the two-watcher storm takes about two minutes")
 	}

@@ -75,7 +75,6 @@ const (
 // (OutboxRecord.BeforeData) and resends what a crash cut off before it
 // (agent/outbox TestRecoverSendingBeforeDataIsResent).
 func TestKill9StormFlappingSMTP(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("the storm takes about three minutes")
 	}
