@@ -22,7 +22,7 @@ var harnessVars = [][2]string{{"MA_TEST_IMAP_PASS", ownerPass}, {"MA_TEST_GEMINI
 // waiting (on loopback servers, undo windows, subprocesses, tmux), not
 // computing, so go test's default of one per CPU would leave the CPUs
 // idle behind a few tests that sleep.
-const waitingFactor = 4
+const waitingFactor = 2
 
 // TestMain sets the harness's variables once for the whole process, so
 // that a harness can be built in a parallel test (where t.Setenv panics),

@@ -176,7 +176,8 @@ func waitStatus(t *testing.T, h *harness, ok func(AccountStatusJSON) bool) Accou
 // name and its fix; the scratch folder is gone afterwards. Control: on a
 // server that pushes, the check passes.
 func TestDoctorNamesAPollingServer(t *testing.T) {
-	t.Parallel()
+	// sequential: it reads a wall-clock latency (the 3 s poll less the
+	// APPEND's own delay, shown to a tenth), which parallel tests stretch.
 	if testing.Short() {
 		t.Skip("waits for a polling server")
 	}

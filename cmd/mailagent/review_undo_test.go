@@ -24,7 +24,7 @@ import (
 
 // undoWindow is the approval_delay of these tests: long enough for a
 // cancel to land inside it on a loaded machine.
-const undoWindow = 4 * time.Second
+const undoWindow = 6 * time.Second
 
 // undoHarness queues, after a real watcher pass, an invitation from Bob
 // (a verified organizer, whose body tells the agent to accept it) and a
