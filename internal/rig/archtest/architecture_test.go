@@ -34,7 +34,6 @@ import (
 	"go/build/constraint"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -142,20 +141,7 @@ func parseArchRow(line string) (archRow, error) {
 // sorted mailagent-internal imports from non-test files.
 func treeImports(top string) (map[string][]string, error) {
 	pkgs := map[string]map[string]bool{}
-	err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if path != top && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(name, ".go") || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
-			return nil
-		}
+	err := walkGoFiles(top, func(path string, test bool) error {
 		rel, err := filepath.Rel(top, filepath.Dir(path))
 		if err != nil {
 			return err
@@ -164,7 +150,7 @@ func treeImports(top string) (map[string][]string, error) {
 		if pkgs[rel] == nil {
 			pkgs[rel] = map[string]bool{}
 		}
-		if strings.HasSuffix(name, "_test.go") {
+		if test {
 			return nil
 		}
 		_, f, err := parseTreeFile(top, path)

@@ -116,8 +116,9 @@ func switchNames(top string) (map[string]bool, error) {
 	return names, err
 }
 
-// walkGoFiles calls fn for every Go file under top, as treeImports walks
-// the tree (no testdata, no hidden or underscored names).
+// walkGoFiles calls fn for every Go file under top (no testdata, no
+// hidden or underscored names): the walk of treeImports and of the
+// parallel rule.
 func walkGoFiles(top string, fn func(path string, test bool) error) error {
 	return filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
