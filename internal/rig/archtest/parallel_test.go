@@ -16,8 +16,8 @@ import (
 )
 
 // The parallel rule: every top-level test of the tree starts by calling
-// t.Parallel() (or agente2e's parallel(t), which does),
-// unless it changes what the whole process shares, and then it must not.
+// t.Parallel() (or agente2e's parallel(t), which does), unless it
+// changes what the whole process shares, and then it must not.
 // go test runs a package's sequential tests to their end before any of
 // its parallel tests goes on, so what a sequential test flips is never
 // seen by another test; what a parallel test flips is seen by every
@@ -34,7 +34,8 @@ import (
 //     ForTest, or a package-level atomic.Bool of the tree's non-test code
 //     (scheduleGateOff, identityOff …);
 //   - the environment, the working directory, the standard loggers, the
-//     scheduler and the collector (processCalls);
+//     scheduler and the collector, the process's CPU time, the e2e
+//     stack's Dovecot (processCalls);
 //   - a comment in the body that starts "sequential:" and says why (a
 //     test that bounds wall time, which parallel neighbours stretch).
 //
