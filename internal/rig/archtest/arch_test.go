@@ -548,7 +548,6 @@ func TestCommandTierRuleCatchesASyntheticCommand(t *testing.T) {
 // import gets through, so it is that rule that refuses them. Not
 // parallel: rules is global.
 func TestCommandTierRuleRemovedLetsTheSyntheticCommandThrough(t *testing.T) {
-	t.Parallel()
 	saved := rules
 	defer func() { rules = saved }()
 	without := saved[:0:0]

@@ -24,9 +24,9 @@ import (
 // parallel test running beside it (a positive control that switches a
 // defence off would let a neighbour's attack through, or fail it).
 //
-// A plain package variable that a test writes is left to the race
-// detector (CI's -race step), which reports a parallel test's write
-// beside another's read; a switch is atomic, so only this rule sees it.
+// A package variable of the tests themselves (declared in a test file)
+// that a test writes counts too: the race detector reports such a write
+// only when another test's read happens to overlap it.
 //
 // What counts as process-wide, in a test's body or in any function of
 // the package's test files it names, transitively:
@@ -140,13 +140,17 @@ func walkGoFiles(top string, fn func(path string, test bool) error) error {
 }
 
 // packageTestFuncs parses the test files of each package under top and
-// returns, by directory, its functions keyed by name (methods by their
-// method name, so h.run names them all) and its package-level variables
-// of the test files (a table of attacks that names a switch is followed
-// like a function).
+// returns, by directory, its functions keyed by name (methods by "." and
+// their method name, so h.run names every method run, and never the
+// function run) and its package-level variables of the test files (a
+// table of attacks that names a switch is followed like a function).
 func packageTestFuncs(top string, switches map[string]bool) (map[string]map[string][]*testFunc, error) {
+	vars, err := testFileVars(top)
+	if err != nil {
+		return nil, err
+	}
 	pkgs := map[string]map[string][]*testFunc{}
-	err := walkGoFiles(top, func(path string, test bool) error {
+	err = walkGoFiles(top, func(path string, test bool) error {
 		if !test {
 			return nil
 		}
@@ -158,18 +162,25 @@ func packageTestFuncs(top string, switches map[string]bool) (map[string]map[stri
 		if pkgs[dir] == nil {
 			pkgs[dir] = map[string][]*testFunc{}
 		}
+		// add scans node: a function's body (not its name, which would
+		// name the function run from the method run), or a variable's spec.
 		add := func(name string, node ast.Node) {
 			tf := &testFunc{pos: fset.Position(node.Pos())}
-			tf.wide, tf.safe, tf.uses = scanBody(node, f.Comments, switches)
+			body := node
 			if fn, ok := node.(*ast.FuncDecl); ok {
-				tf.decl = fn
+				tf.decl, body = fn, fn.Body
 			}
+			tf.wide, tf.safe, tf.uses = scanBody(body, f.Comments, switches, vars[dir])
 			pkgs[dir][name] = append(pkgs[dir][name], tf)
 		}
 		for _, d := range f.Decls {
 			switch d := d.(type) {
 			case *ast.FuncDecl:
-				if d.Body != nil {
+				switch {
+				case d.Body == nil:
+				case d.Recv != nil:
+					add("."+d.Name.Name, d)
+				default:
 					add(d.Name.Name, d)
 				}
 			case *ast.GenDecl:
@@ -187,10 +198,69 @@ func packageTestFuncs(top string, switches map[string]bool) (map[string]map[stri
 	return pkgs, err
 }
 
+// testFileVars returns, by directory, the package-level variables
+// declared in each package's test files: state of the tests themselves
+// (a fake network, a rule table), which a test that writes it changes
+// for every test beside it. The race detector sees such a write only
+// when the two tests happen to overlap; this rule sees it always.
+func testFileVars(top string) (map[string]map[string]bool, error) {
+	vars := map[string]map[string]bool{}
+	err := walkGoFiles(top, func(path string, test bool) error {
+		if !test {
+			return nil
+		}
+		_, f, err := parseTreeFile(top, path)
+		if err != nil {
+			return err
+		}
+		dir := filepath.Dir(path)
+		for _, d := range f.Decls {
+			if gd, ok := d.(*ast.GenDecl); ok && gd.Tok == token.VAR {
+				for _, sp := range gd.Specs {
+					for _, n := range sp.(*ast.ValueSpec).Names {
+						if n.Name == "_" {
+							continue
+						}
+						if vars[dir] == nil {
+							vars[dir] = map[string]bool{}
+						}
+						vars[dir][n.Name] = true
+					}
+				}
+			}
+		}
+		return nil
+	})
+	return vars, err
+}
+
+// rootIdent is the variable a write goes to: x in x, x.f, x[i], *x, (x).
+func rootIdent(e ast.Expr) *ast.Ident {
+	for {
+		switch v := e.(type) {
+		case *ast.Ident:
+			return v
+		case *ast.SelectorExpr:
+			e = v.X
+		case *ast.IndexExpr:
+			e = v.X
+		case *ast.StarExpr:
+			e = v.X
+		case *ast.ParenExpr:
+			e = v.X
+		default:
+			return nil
+		}
+	}
+}
+
 // scanBody says why body is process-wide by itself ("" when it is not)
 // and whether it says it is parallel-safe, and lists the names it
-// mentions.
-func scanBody(body ast.Node, comments []*ast.CommentGroup, switches map[string]bool) (wide string, safe bool, uses []string) {
+// mentions (methods as "." and their name). A write to one of vars
+// (assigned, incremented, or its address taken) makes it process-wide,
+// but inside a function literal given to a Do call (sync.Once), which
+// writes once for every test.
+func scanBody(body ast.Node, comments []*ast.CommentGroup, switches, vars map[string]bool) (wide string, safe bool, uses []string) {
 	for _, g := range comments {
 		if g.Pos() < body.Pos() || g.End() > body.End() {
 			continue
@@ -205,9 +275,44 @@ func scanBody(body ast.Node, comments []*ast.CommentGroup, switches map[string]b
 			}
 		}
 	}
+	var once []ast.Node // the function literals given to Do calls
+	sels := map[*ast.Ident]bool{}
+	writes := func(e ast.Expr) {
+		id := rootIdent(e)
+		if id == nil || !vars[id.Name] || wide != "" {
+			return
+		}
+		for _, o := range once {
+			if id.Pos() >= o.Pos() && id.End() <= o.End() {
+				return
+			}
+		}
+		wide = "writes the package variable " + id.Name
+	}
 	ast.Inspect(body, func(n ast.Node) bool {
 		switch n := n.(type) {
+		case *ast.CallExpr:
+			if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Do" {
+				for _, a := range n.Args {
+					if fl, ok := a.(*ast.FuncLit); ok {
+						once = append(once, fl)
+					}
+				}
+			}
+		case *ast.AssignStmt:
+			if n.Tok != token.DEFINE {
+				for _, l := range n.Lhs {
+					writes(l)
+				}
+			}
+		case *ast.IncDecStmt:
+			writes(n.X)
+		case *ast.UnaryExpr:
+			if n.Op == token.AND {
+				writes(n.X)
+			}
 		case *ast.SelectorExpr:
+			sels[n.Sel] = true
 			if switches[n.Sel.Name] && wide == "" {
 				wide = "names the switch " + n.Sel.Name
 			}
@@ -216,8 +321,11 @@ func scanBody(body ast.Node, comments []*ast.CommentGroup, switches map[string]b
 					wide = "calls " + n.Sel.Name
 				}
 			}
-			uses = append(uses, n.Sel.Name)
+			uses = append(uses, "."+n.Sel.Name)
 		case *ast.Ident:
+			if sels[n] {
+				return true // a selector's name, listed as a method above
+			}
 			if switches[n.Name] && wide == "" {
 				wide = "names the switch " + n.Name
 			}
@@ -231,14 +339,21 @@ func scanBody(body ast.Node, comments []*ast.CommentGroup, switches map[string]b
 // processWide says why the function named name is process-wide, through
 // whatever it names (memo holds the answers so far; "" is not).
 func processWide(funcs map[string][]*testFunc, name string, memo map[string]*string) string {
+	why, _ := processWideOf(funcs, name, memo)
+	return why
+}
+
+// processWideOf is processWide; partial says the answer "" met a function
+// still being answered (a cycle of helpers), so it is not final and is
+// not kept: that function's answer, once known, may change it.
+func processWideOf(funcs map[string][]*testFunc, name string, memo map[string]*string) (why string, partial bool) {
 	if r, ok := memo[name]; ok {
 		if r == nil {
-			return "" // on the stack: a cycle adds nothing
+			return "", true // on the stack
 		}
-		return *r
+		return *r, false
 	}
 	memo[name] = nil
-	why := ""
 	for _, tf := range funcs[name] {
 		if tf.safe {
 			continue
@@ -251,7 +366,9 @@ func processWide(funcs map[string][]*testFunc, name string, memo map[string]*str
 			if u == name || funcs[u] == nil {
 				continue
 			}
-			if w := processWide(funcs, u, memo); w != "" {
+			w, p := processWideOf(funcs, u, memo)
+			partial = partial || p
+			if w != "" {
 				why = w + " (through " + u + ")"
 				break
 			}
@@ -260,8 +377,12 @@ func processWide(funcs map[string][]*testFunc, name string, memo map[string]*str
 			break
 		}
 	}
+	if why == "" && partial {
+		delete(memo, name)
+		return "", true
+	}
 	memo[name] = &why
-	return why
+	return why, false
 }
 
 // startsParallel says whether fn's first statement makes it parallel:
@@ -370,7 +491,10 @@ func TestEveryTestIsParallel(t *testing.T) {
 // holding a switch, one that sets the environment, and a sequential test
 // with no reason; it passes a sequential test that flips a switch, one
 // that says why, a parallel one that does neither, and one whose helper
-// says it is parallel-safe.
+// says it is parallel-safe. Helpers that call each other (ping, pong) are
+// followed whichever the test names first. A test that writes a variable
+// of the test files through a helper is flagged; one that writes it
+// inside sync.Once's Do is not.
 func TestParallelRuleCatches(t *testing.T) {
 	t.Parallel()
 	top := t.TempDir()
@@ -394,7 +518,10 @@ func SwitchOffGateForTest() func() { gateOff.Store(true); return func() { gateOf
 `)
 	write("sw/sw_test.go", `package sw
 
-import "testing"
+import (
+	"sync"
+	"testing"
+)
 
 func outer(t *testing.T) { inner(t) }
 func inner(t *testing.T) { defer SwitchOffGateForTest()() }
@@ -444,12 +571,49 @@ func TestThroughAVouchedHelper(t *testing.T) {
 	t.Parallel()
 	vouched(t)
 }
+
+func ping(t *testing.T, n int) {
+	if n > 0 {
+		pong(t, n-1)
+	}
+	defer SwitchOffGateForTest()()
+}
+
+func pong(t *testing.T, n int) { ping(t, n) }
+
+var (
+	fakeNet  string
+	seedOnce sync.Once
+	seed     string
+)
+
+func useNet(t *testing.T) { fakeNet = "down" }
+
+func TestWritesATestVariable(t *testing.T) {
+	t.Parallel()
+	useNet(t)
+}
+
+func TestSeedsOnce(t *testing.T) {
+	t.Parallel()
+	seedOnce.Do(func() { seed = "built" })
+}
+
+func TestPingFirst(t *testing.T) {
+	t.Parallel()
+	ping(t, 2)
+}
+
+func TestThroughACycle(t *testing.T) {
+	t.Parallel()
+	pong(t, 2)
+}
 `)
 	problems, parallel, sequential, err := parallelProblems(top)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"TestFlipsThroughHelpers", "TestNamesATableWithASwitch", "TestNoReason", "TestSetsEnv"}
+	want := []string{"TestFlipsThroughHelpers", "TestNamesATableWithASwitch", "TestNoReason", "TestPingFirst", "TestSetsEnv", "TestThroughACycle", "TestWritesATestVariable"}
 	if len(problems) != len(want) {
 		t.Fatalf("got %d problems, want %d (%v):\n%s", len(problems), len(want), want, strings.Join(problems, "\n"))
 	}
@@ -464,7 +628,20 @@ func TestThroughAVouchedHelper(t *testing.T) {
 	if !strings.Contains(problems[1], "SwitchOffGateForTest (through attacks)") {
 		t.Errorf("the attack table is not named: %q", problems[1])
 	}
-	if parallel != 2 || sequential != 2 {
-		t.Errorf("got %d parallel, %d sequential; want 2 (TestPlain, TestThroughAVouchedHelper) and 2", parallel, sequential)
+	// Asked of ping first, pong is met while ping is still being
+	// answered: pong's "" then is not final, and asked next, pong is
+	// process-wide through ping.
+	pkgs, err := packageTestFuncs(top, map[string]bool{"SwitchOffGateForTest": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	funcs, memo := pkgs[filepath.Join(top, "sw")], map[string]*string{}
+	for _, name := range []string{"ping", "pong"} {
+		if why := processWide(funcs, name, memo); why == "" {
+			t.Errorf("%s: not process-wide, want it through the cycle", name)
+		}
+	}
+	if parallel != 3 || sequential != 2 {
+		t.Errorf("got %d parallel, %d sequential; want 3 (TestPlain, TestThroughAVouchedHelper, TestSeedsOnce) and 2", parallel, sequential)
 	}
 }
