@@ -112,10 +112,13 @@ func (x *tmuxTerm) keys(keys ...string) {
 	}
 }
 
-// waitFor waits until the screen satisfies ok, and returns it.
+// waitFor waits until the screen satisfies ok, and returns it. The
+// deadline is for a program that hangs, not a bound on its speed: the
+// tmux tests run beside the package's other parallel tests, and
+// TestDemoJSONOnATerminal failed once at 20 s in a whole-tree run.
 func (x *tmuxTerm) waitFor(what string, ok func(screen string) bool) string {
 	x.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		s := x.screen()
 		if ok(s) {
