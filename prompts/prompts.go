@@ -31,6 +31,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"text/template"
 	"unicode/utf8"
 )
@@ -72,8 +73,21 @@ type Set struct {
 // name in overrideDir when one exists. overrideDir "" means embedded only.
 // A missing override directory, an unknown *.tmpl file in it (likely a
 // typo), or a template that fails to parse or render sample data is an
-// error naming the file.
+// error naming the file. The embedded set (overrideDir "") is parsed and
+// checked once per process and shared: a *Set is immutable after Load.
 func Load(overrideDir string) (*Set, error) {
+	if overrideDir == "" {
+		return loadEmbedded()
+	}
+	return load(overrideDir)
+}
+
+// loadEmbedded is load("") done once: every agent a process builds (a
+// watcher per account, each command, each test) would otherwise parse and
+// trial-render the same five templates again.
+var loadEmbedded = sync.OnceValues(func() (*Set, error) { return load("") })
+
+func load(overrideDir string) (*Set, error) {
 	s := &Set{tmpl: map[string]*template.Template{}, src: map[string]string{}}
 	if overrideDir != "" {
 		entries, err := os.ReadDir(overrideDir)
