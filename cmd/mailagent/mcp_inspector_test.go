@@ -15,35 +15,40 @@ import (
 // test runs: pinned, so a new release cannot change the result by itself.
 const InspectorVersion = "2.12.0"
 
-// inspector returns the command line that starts the MCP Inspector: the
-// one .ci/run installed ($MAILAGENT_MCP_INSPECTOR), else npx. It skips the
-// test when neither can run (no npx, or no network and no cache).
-func inspector(t *testing.T) []string {
+// inspector returns the path of the MCP Inspector's launcher: the
+// one .ci/run installed ($MAILAGENT_MCP_INSPECTOR), else the one npx
+// fetches into its cache (its launcher's path there, so that mcpdo beside
+// it serves the tool calls too). It skips the test when neither can run
+// (no npx, or no network and no cache).
+func inspector(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("MAILAGENT_MCP_INSPECTOR"); p != "" {
-		return []string{p}
+		return p
 	}
 	npx, err := exec.LookPath("npx")
 	if err != nil {
 		t.Skip("npx is not installed: the MCP Inspector test needs Node.js")
 	}
-	cmd := []string{npx, "-y", "@modelcontextprotocol/inspector@" + InspectorVersion}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, cmd[0], append(cmd[1:], "--version")...).CombinedOutput(); err != nil {
+	out, err := exec.CommandContext(ctx, npx, "-y", "-p", "@modelcontextprotocol/inspector@"+InspectorVersion,
+		"-c", "command -v mcp-inspector").CombinedOutput()
+	if err != nil {
 		t.Skipf("the MCP Inspector %s cannot be fetched (offline?): %v %s", InspectorVersion, err, out)
 	}
-	return cmd
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	p := lines[len(lines)-1]
+	if !filepath.IsAbs(p) {
+		t.Fatalf("npx named no launcher for the MCP Inspector %s: %q", InspectorVersion, out)
+	}
+	return p
 }
 
 // mcpdo is the Inspector's connection CLI, installed beside the
 // launcher (the package's mcpdo binary), for the launcher inspector
-// returns; "" for npx, which runs one binary of a package.
-func mcpdo(insp []string) string {
-	if len(insp) != 1 {
-		return ""
-	}
-	p := filepath.Join(filepath.Dir(insp[0]), "mcpdo")
+// returns; "" when it is not there (an older Inspector).
+func mcpdo(insp string) string {
+	p := filepath.Join(filepath.Dir(insp), "mcpdo")
 	if _, err := os.Stat(p); err != nil {
 		return ""
 	}
@@ -55,7 +60,7 @@ func mcpdo(insp []string) string {
 // lists the tools; its connection CLI (mcpdo) connects once and calls
 // each tool against a store populated by `watch --once` (one server for
 // the eleven calls: under -race each start of this test binary as the
-// server costs seconds of CPU). With npx, where mcpdo is not at hand, the
+// server costs seconds of CPU). With an Inspector that has no mcpdo, the
 // CLI makes every call, one server each.
 func TestMCPInspectorCLI(t *testing.T) {
 	t.Parallel() // its own harness, HOME and daemon directory
@@ -94,7 +99,7 @@ func TestMCPInspectorCLI(t *testing.T) {
 		return v, string(out)
 	}
 	cli := func(args ...string) (map[string]any, string) {
-		return exe(bare, insp[0], append(append(insp[1:], "--cli", bin, "mcp"), args...)...)
+		return exe(bare, insp, append([]string{"--cli", bin, "mcp"}, args...)...)
 	}
 	list, raw := cli("--method", "tools/list")
 	tools, _ := list["tools"].([]any)
