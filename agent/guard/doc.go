@@ -15,7 +15,9 @@
 //     it (NFKC, invisible characters dropped, digits of every script and
 //     look-alike letters folded, "evil dot test", "evil[.]test", hxxp
 //     undone) before any check, and every problem quotes it escaped.
-//   - What it never does: it holds no state, does no I/O and imports no
+//   - What it never does: it holds no state (but a bounded cache of the
+//     trusted text's index, a function of the Trusted alone), does no
+//     I/O and imports no
 //     mailagent package but the leaf internal/mail (mail.AddrKey, the one
 //     address key): never store, the model, IMAP or agent
 //     (internal/rig/archtest checks it);

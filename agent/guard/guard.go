@@ -125,7 +125,7 @@ func Check(out Fields, trusted Trusted, maxChars int) []string {
 	if trustCheckOff.Load() {
 		return problems
 	}
-	tr := newTrustIndex(trusted)
+	tr := trustIndexFor(trusted)
 	problems = append(problems, tr.check("", body)...)
 	problems = append(problems, tr.check("subject: ", subject)...)
 	return problems
@@ -147,46 +147,184 @@ func SwitchOffTrustCheckForTest() (restore func()) {
 }
 
 // trustIndex is the trusted text and addresses in the form the checks
-// compare with.
+// compare with. Only the canonical text is read when the index is made;
+// each set the checks compare with is built from it the first time a
+// draft needs it (most drafts hold no link, long number, code or payment
+// word, and xurls' pattern over the trusted words was most of the cost
+// of a check). An index never changes once a set is built: indexes are
+// shared by concurrent checks (see trustIndexFor).
 type trustIndex struct {
-	addrs    map[string]bool
-	links    []linkKey
-	numbers  []string // digit runs, leading zeros removed
-	compact  string   // lower-case canonical text without spaces or dashes
-	payments map[string]bool
+	s     string   // the trusted text as read, the addresses on lines of their own
+	given []string // the addresses as given, as keys
+
+	addrsOnce sync.Once
+	addrs     map[string]bool
+	emails    [][]int // the addresses in s
+
+	linksOnce sync.Once
+	links     []linkKey
+
+	numbersOnce sync.Once
+	numbers     []string // digit runs, leading zeros removed
+
+	compactOnce sync.Once
+	compact     string // lower-case canonical text without spaces or dashes
+
+	paymentsOnce sync.Once
+	payments     map[string]bool
+}
+
+// trustIndexes keeps the indexes of the Trusted last checked against: the
+// same profile, thread and recipients come back for every draft of a
+// thread and every gate evaluation of one reply. An index is a function
+// of its Trusted alone, so keeping it changes no answer.
+var trustIndexes struct {
+	sync.Mutex
+	m     map[string]*trustIndex
+	bytes int // of the keys
+}
+
+// Bounds of trustIndexes: entries, bytes of trusted text, and the largest
+// trusted text kept.
+const (
+	maxTrustIndexes     = 64
+	maxTrustIndexBytes  = 4 << 20
+	maxTrustIndexedText = 256 << 10
+)
+
+// trustIndexFor returns the index of tr, made once per distinct tr while
+// it is kept.
+func trustIndexFor(tr Trusted) *trustIndex {
+	key := trustKey(tr)
+	if len(key) > maxTrustIndexedText {
+		return newTrustIndex(tr)
+	}
+	c := &trustIndexes
+	c.Lock()
+	ti := c.m[key]
+	c.Unlock()
+	if ti != nil {
+		return ti
+	}
+	ti = newTrustIndex(tr)
+	c.Lock()
+	defer c.Unlock()
+	if old := c.m[key]; old != nil {
+		return old // made meanwhile by another check: share it
+	}
+	if c.m == nil {
+		c.m = map[string]*trustIndex{}
+	}
+	for k := range c.m { // evict any: the map's order is arbitrary
+		if len(c.m) < maxTrustIndexes && c.bytes+len(key) <= maxTrustIndexBytes {
+			break
+		}
+		delete(c.m, k)
+		c.bytes -= len(k)
+	}
+	c.m[key] = ti
+	c.bytes += len(key)
+	return ti
+}
+
+// trustKey is tr as one string, each part preceded by its length so that
+// no two Trusted share a key.
+func trustKey(tr Trusted) string {
+	var b strings.Builder
+	n := len(tr.Text) + 12
+	for _, a := range tr.Addresses {
+		n += len(a) + 12
+	}
+	b.Grow(n)
+	b.WriteString(strconv.Itoa(len(tr.Text)))
+	b.WriteByte(':')
+	b.WriteString(tr.Text)
+	for _, a := range tr.Addresses {
+		b.WriteString(strconv.Itoa(len(a)))
+		b.WriteByte(':')
+		b.WriteString(a)
+	}
+	return b.String()
 }
 
 func newTrustIndex(tr Trusted) *trustIndex {
-	g := guardPatterns()
-	ti := &trustIndex{addrs: map[string]bool{}, payments: map[string]bool{}}
+	ti := &trustIndex{}
 	text := tr.Text
 	for _, a := range tr.Addresses {
 		a = strings.TrimPrefix(mail.AddrKey(a), "mailto:")
-		ti.addrs[mail.AddrKey(normalize(a).s)] = true
+		ti.given = append(ti.given, mail.AddrKey(normalize(a).s))
 		text += "\n" + a
 	}
-	t := deobfuscate(normalize(text))
-	emails := g.email.FindAllStringIndex(t.s, -1)
-	for _, m := range emails {
-		ti.addrs[mail.AddrKey(t.s[m[0]:m[1]])] = true
-	}
-	links, _ := findLinks(t.s, emails) // a trusted word too long to read vouches for nothing
-	for _, l := range links {
-		if k, ok := parseLink(t.s[l[0]:l[1]]); ok {
-			ti.links = append(ti.links, k)
-		}
-	}
-	for _, r := range numberRuns(maskDates(t.s)) {
-		ti.numbers = append(ti.numbers, strings.TrimLeft(r.digits, "0"))
-	}
-	ti.compact = compact(t.s)
-	lower := strings.ToLower(t.s)
-	for _, p := range g.payments {
-		if p.find(t.s, lower) != nil {
-			ti.payments[p.name] = true
-		}
-	}
+	ti.s = deobfuscate(normalize(text)).s
 	return ti
+}
+
+// hasAddr reports whether addr (a key) is a given address or one written
+// in the trusted text.
+func (ti *trustIndex) hasAddr(addr string) bool {
+	ti.addrsOnce.Do(ti.readAddrs)
+	return ti.addrs[addr]
+}
+
+func (ti *trustIndex) readAddrs() {
+	ti.addrs = map[string]bool{}
+	for _, a := range ti.given {
+		ti.addrs[a] = true
+	}
+	ti.emails = guardPatterns().email.FindAllStringIndex(ti.s, -1)
+	for _, m := range ti.emails {
+		ti.addrs[mail.AddrKey(ti.s[m[0]:m[1]])] = true
+	}
+}
+
+// allowsLink reports whether a trusted link vouches for k.
+func (ti *trustIndex) allowsLink(k linkKey) bool {
+	ti.linksOnce.Do(func() {
+		ti.addrsOnce.Do(ti.readAddrs)
+		// A trusted word too long to read vouches for nothing; a word
+		// that is one address holds no link (findLinks drops what
+		// overlaps an address).
+		links, _ := findLinks(ti.s, ti.emails, true)
+		for _, l := range links {
+			if k, ok := parseLink(ti.s[l[0]:l[1]]); ok {
+				ti.links = append(ti.links, k)
+			}
+		}
+	})
+	return slices.ContainsFunc(ti.links, k.allowedBy)
+}
+
+// hasNumber reports whether digits d (leading zeros removed) are part of a
+// number of the trusted text.
+func (ti *trustIndex) hasNumber(d string) bool {
+	ti.numbersOnce.Do(func() {
+		for _, r := range numberRuns(maskDates(ti.s)) {
+			ti.numbers = append(ti.numbers, strings.TrimLeft(r.digits, "0"))
+		}
+	})
+	return slices.ContainsFunc(ti.numbers, func(n string) bool { return strings.Contains(n, d) })
+}
+
+// hasCode reports whether code (lower case) is written in the trusted
+// text, spaces and dashes aside.
+func (ti *trustIndex) hasCode(code string) bool {
+	ti.compactOnce.Do(func() { ti.compact = compact(ti.s) })
+	return strings.Contains(ti.compact, code)
+}
+
+// hasPayment reports whether the trusted text holds payment instructions
+// of the kind named.
+func (ti *trustIndex) hasPayment(name string) bool {
+	ti.paymentsOnce.Do(func() {
+		ti.payments = map[string]bool{}
+		lower := strings.ToLower(ti.s)
+		for _, p := range guardPatterns().payments {
+			if p.find(ti.s, lower) != nil {
+				ti.payments[p.name] = true
+			}
+		}
+	})
+	return ti.payments[name]
 }
 
 func compact(s string) string {
@@ -225,11 +363,11 @@ func (ti *trustIndex) check(prefix string, field ntext) []string {
 	emails := g.email.FindAllStringIndex(t.s, -1)
 	for _, m := range emails {
 		addr := mail.AddrKey(t.s[m[0]:m[1]])
-		if !ti.addrs[addr] {
+		if !ti.hasAddr(addr) {
 			report("a:"+addr, "names address "+quoteAs(addr, t.source(m[0], m[1]))+" "+notRecipient)
 		}
 	}
-	links, tooLong := findLinks(t.s, emails)
+	links, tooLong := findLinks(t.s, emails, false)
 	for _, w := range tooLong {
 		written := t.source(w[0], w[1])
 		report(fmt.Sprintf("w:%d", w[0]), fmt.Sprintf("has a word of %d characters (%s) too long or with too many links to check", utf8.RuneCountInString(written), quote(written)))
@@ -239,12 +377,12 @@ func (ti *trustIndex) check(prefix string, field ntext) []string {
 		k, ok := parseLink(s)
 		if ok && k.scheme == "mailto" {
 			addr := mail.AddrKey(strings.TrimPrefix(k.path, "mailto:"))
-			if !ti.addrs[addr] {
+			if !ti.hasAddr(addr) {
 				report("a:"+addr, "names address "+quoteAs(addr, t.source(l[0], l[1]))+" "+notRecipient)
 			}
 			continue
 		}
-		if !ok || !slices.ContainsFunc(ti.links, k.allowedBy) {
+		if !ok || !ti.allowsLink(k) {
 			report("l:"+strings.ToLower(s), "links to "+quoteAs(s, t.source(l[0], l[1]))+" "+notTrusted)
 		}
 	}
@@ -257,7 +395,7 @@ func (ti *trustIndex) check(prefix string, field ntext) []string {
 			continue
 		}
 		d := strings.TrimLeft(r.digits, "0")
-		if d != "" && slices.ContainsFunc(ti.numbers, func(n string) bool { return strings.Contains(n, d) }) {
+		if d != "" && ti.hasNumber(d) {
 			continue
 		}
 		written := t.source(r.i, r.j)
@@ -269,7 +407,7 @@ func (ti *trustIndex) check(prefix string, field ntext) []string {
 	}
 	for _, m := range g.codes.FindAllStringIndex(t.s, -1) {
 		code := t.s[m[0]:m[1]]
-		if !isCode(code) || strings.Contains(ti.compact, strings.ToLower(code)) {
+		if !isCode(code) || ti.hasCode(strings.ToLower(code)) {
 			continue
 		}
 		report("c:"+strings.ToLower(code), "names account or wallet code "+quoteAs(code, t.source(m[0], m[1]))+" "+notTrusted)
@@ -277,10 +415,7 @@ func (ti *trustIndex) check(prefix string, field ntext) []string {
 	var pay []string
 	lower := strings.ToLower(t.s)
 	for _, p := range g.payments {
-		if ti.payments[p.name] {
-			continue
-		}
-		if m := p.find(t.s, lower); m != nil {
+		if m := p.find(t.s, lower); m != nil && !ti.hasPayment(p.name) {
 			pay = append(pay, quoteAs(t.s[m[0]:m[1]], t.source(m[0], m[1])))
 		}
 	}
@@ -320,17 +455,21 @@ const (
 )
 
 // findLinks returns xurls' matches in s that are not one of the email
-// addresses already found, and the words too long to read (see
-// maxLinkWord).
+// addresses already found (emails, in order), and the words too long to
+// read (see maxLinkWord).
 //
 // xurls' pattern holds every top-level domain, and Go's regexp runs it
 // over each byte, so it is only run over the words that can hold a link:
 // a link never spans whitespace (normalize turned every space into ' ',
-// '\t' or '\n') and always has a '.' or a ':'.
-func findLinks(s string, emails [][]int) (links, tooLong [][]int) {
+// '\t' or '\n') and always has a '.' or a ':'. With skipAddressWords,
+// nor over a word that is one of the emails and holds no "://": every
+// match in it overlaps the address and is dropped, so only tooLong could
+// tell (the trusted text's caller ignores it).
+func findLinks(s string, emails [][]int, skipAddressWords bool) (links, tooLong [][]int) {
 	re := relaxedURL()
 	emailGroup := re.SubexpIndex("relaxedEmail")
 	var out [][]int
+	e := 0 // emails[:e] end before the current word
 	for i := 0; i < len(s); {
 		if isSpaceByte(s[i]) {
 			i++
@@ -344,6 +483,15 @@ func findLinks(s string, emails [][]int) (links, tooLong [][]int) {
 		if !mayHoldLink(word) {
 			i = j
 			continue
+		}
+		if skipAddressWords {
+			for e < len(emails) && emails[e][1] <= i {
+				e++
+			}
+			if e < len(emails) && emails[e][0] == i && emails[e][1] == j && !strings.Contains(word, "://") {
+				i = j
+				continue
+			}
 		}
 		var ms [][]int
 		if len(word) <= maxLinkWord {

@@ -573,6 +573,39 @@ func BenchmarkGuardOutput(b *testing.B) {
 	}
 }
 
+// BenchmarkGuardShortReply checks a short reply against what a reply in a
+// thread trusts: a profile, the owner's earlier mail in the thread and
+// the recipients. same_trusted checks it against one Trusted again and
+// again (every gate evaluation of a thread's replies); new_trusted against
+// a new one each time (a new thread).
+func BenchmarkGuardShortReply(b *testing.B) {
+	profile := "Ada Owner runs a consultancy. Phone +1 555 010 9999. Book me: https://cal.example.org/ada/30min\n" +
+		"Office hours Tuesday and Thursday, 09:30-12:00. Invoices: bank transfer, IBAN GB82 WEST 1234 5698 7654 32."
+	thread := "\nRe: Lunch on Tuesday?\nTuesday at 12:30 works, the usual place (see maps.example.org/cafe). Ada"
+	addrs := []string{"ada@example.com", "Ada Owner <ada+work@example.com>", "Carol <carol@example.org>", "bob@example.org"}
+	out := Fields{Subject: "Re: Lunch on Tuesday?", Body: "Hi Carol,\n\nTuesday at 12:30 works for me, see you at the cafe.\n\nBest, Ada"}
+	b.Run("same_trusted", func(b *testing.B) {
+		tr := Trusted{Text: profile + thread, Addresses: addrs}
+		b.ReportAllocs()
+		for b.Loop() {
+			if got := Check(out, tr, 4000); len(got) > 0 {
+				b.Fatalf("got %q, want a passing reply", got)
+			}
+		}
+	})
+	b.Run("new_trusted", func(b *testing.B) {
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			n++
+			tr := Trusted{Text: fmt.Sprintf("%s%s (thread %d)", profile, thread, n), Addresses: addrs}
+			if got := Check(out, tr, 4000); len(got) > 0 {
+				b.Fatalf("got %q, want a passing reply", got)
+			}
+		}
+	})
+}
+
 // pad cuts or pads s to n bytes with spaces and letters.
 func pad(s string, n int) string {
 	for len(s) < n {
