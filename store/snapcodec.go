@@ -108,6 +108,13 @@ func decodeSnapshots(v []byte) (*snapshotRecord, error) {
 	if err == nil && n > maxSnapshotRecord {
 		err = fmt.Errorf("%d bytes: more than %d", n, maxSnapshotRecord)
 	}
+	if err == nil {
+		// The block past its length header (1 to 5 bytes: DecodedLen
+		// read them) is walked before Decode allocates n bytes for it.
+		if _, k := binary.Uvarint(v[len(snapMagic):]); !s2Fits(v[len(snapMagic)+k:], n) {
+			err = s2.ErrCorrupt
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("decompress: %w", err)
 	}
@@ -166,6 +173,107 @@ func decodeSnapshots(v []byte) (*snapshotRecord, error) {
 		return nil, errSnapshotDamaged
 	}
 	return rec, nil
+}
+
+// s2Fits reports whether block, an S2 block past its length header, can
+// decode to exactly n bytes: a walk over its elements as S2's decoder
+// parses them (literals, copies, repeats of the last offset), with the
+// decoder's checks, writing nothing. s2.Decode allocates the n bytes the
+// header claims before it reads the block, and a damaged record can claim
+// up to maxSnapshotRecord (64 MB, for a record of a few bytes); the walk
+// refuses such a record first, in a pass over the bytes it has. It is
+// false only for a block s2.Decode refuses too.
+func s2Fits(block []byte, n int) bool {
+	d, s, offset := 0, 0, 0
+	// need advances s past an element's header of k bytes; false when the
+	// block ends first.
+	need := func(k int) bool {
+		s += k
+		return s <= len(block)
+	}
+	for s < len(block) {
+		tag := block[s]
+		var length int
+		switch tag & 0x03 {
+		case 0: // a literal: its length in the tag or the 1-4 bytes after it
+			x := uint32(tag >> 2)
+			switch x {
+			case 60:
+				if !need(2) {
+					return false
+				}
+				x = uint32(block[s-1])
+			case 61:
+				if !need(3) {
+					return false
+				}
+				x = uint32(block[s-2]) | uint32(block[s-1])<<8
+			case 62:
+				if !need(4) {
+					return false
+				}
+				x = uint32(block[s-3]) | uint32(block[s-2])<<8 | uint32(block[s-1])<<16
+			case 63:
+				if !need(5) {
+					return false
+				}
+				x = binary.LittleEndian.Uint32(block[s-4 : s])
+			default:
+				s++
+			}
+			length = int(x) + 1
+			if length <= 0 || length > n-d || length > len(block)-s {
+				return false
+			}
+			d += length
+			s += length
+			continue
+		case 1: // a copy with a 1-byte offset, or (offset 0) a repeat of the last
+			if !need(2) {
+				return false
+			}
+			length = int(block[s-2]) >> 2 & 0x7
+			if toffset := int(uint32(block[s-2])&0xe0<<3 | uint32(block[s-1])); toffset != 0 {
+				offset = toffset
+			} else {
+				switch length {
+				case 5:
+					if !need(1) {
+						return false
+					}
+					length = int(block[s-1]) + 4
+				case 6:
+					if !need(2) {
+						return false
+					}
+					length = int(uint32(block[s-2])|uint32(block[s-1])<<8) + 1<<8
+				case 7:
+					if !need(3) {
+						return false
+					}
+					length = int(uint32(block[s-3])|uint32(block[s-2])<<8|uint32(block[s-1])<<16) + 1<<16
+				}
+			}
+			length += 4
+		case 2: // a copy with a 2-byte offset
+			if !need(3) {
+				return false
+			}
+			length = 1 + int(block[s-3])>>2
+			offset = int(uint32(block[s-2]) | uint32(block[s-1])<<8)
+		default: // a copy with a 4-byte offset
+			if !need(5) {
+				return false
+			}
+			length = 1 + int(block[s-5])>>2
+			offset = int(binary.LittleEndian.Uint32(block[s-4 : s]))
+		}
+		if offset <= 0 || d < offset || length > n-d {
+			return false
+		}
+		d += length
+	}
+	return d == n
 }
 
 // decodeSnapshotsV0 reads a record written before snapMagic: deflate of
