@@ -223,7 +223,7 @@ func Mentions(text string, ref time.Time, loc *time.Location) []Mention {
 // readDays1 reads ISO dates (before the clock, which would take 11-24).
 func (r *reader) readDays1() {
 	p, text := mentionPatterns(), r.text
-	for _, m := range p.iso.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range p.iso.FindAllStringSubmatchIndex(text) {
 		if t, ok := r.nextDate(atoi(group(text, m, 1)), time.Month(atoi(group(text, m, 2))), atoi(group(text, m, 3))); ok {
 			r.addDay(m[0], m[1], t)
 		} else {
@@ -236,7 +236,7 @@ func (r *reader) readDays1() {
 // "31.3." a date.
 func (r *reader) readTimes() {
 	p, text := mentionPatterns(), r.text
-	for _, m := range p.rangeSuffix.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range p.rangeSuffix.FindAllStringSubmatchIndex(text) {
 		h1, h2 := atoi(group(text, m, 1)), atoi(group(text, m, 3))
 		m1, m2 := atoi(group(text, m, 2)), atoi(group(text, m, 4))
 		unit := strings.ToLower(group(text, m, 5))
@@ -253,7 +253,7 @@ func (r *reader) readTimes() {
 		}
 		r.addTime(m[0], m[1], Mention{Minute: h1*60 + m1, Range: true, End: h2*60 + m2})
 	}
-	for _, m := range p.clock.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range p.clock.FindAllStringSubmatchIndex(text) {
 		if text[m[3]] == '.' && m[6] < 0 && (m[1] < len(text) && text[m[1]] == '.' || m[0] > 0 && text[m[0]-1] == '.') {
 			continue // "31.03." or "1.10.2026" is a date
 		}
@@ -267,7 +267,7 @@ func (r *reader) readTimes() {
 		}
 		r.addTime(m[0], m[1], Mention{Minute: h*60 + mi})
 	}
-	for _, m := range p.hourUnit.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range p.hourUnit.FindAllStringSubmatchIndex(text) {
 		r.addTime(m[0], m[1], Mention{Minute: atoi(group(text, m, 1))*60 + atoi(group(text, m, 2))})
 	}
 }
@@ -281,7 +281,7 @@ func (r *reader) readDays2() {
 		}
 		return -1
 	}
-	for _, m := range p.dayMonth.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range p.dayMonth.FindAllStringSubmatchIndex(text) {
 		if !nameAt(text, m[4], m[5]) {
 			continue
 		}
@@ -291,7 +291,7 @@ func (r *reader) readDays2() {
 			r.addUnread(m[0], m[1], "not a date")
 		}
 	}
-	for _, m := range p.monthDay.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range p.monthDay.FindAllStringSubmatchIndex(text) {
 		if !wordStart(text, m[2]) {
 			continue
 		}
@@ -301,12 +301,12 @@ func (r *reader) readDays2() {
 			r.addUnread(m[0], m[1], "not a date")
 		}
 	}
-	for _, m := range p.dmy.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range p.dmy.FindAllStringSubmatchIndex(text) {
 		if t, ok := r.nextDate(yearOf(m, 3), time.Month(atoi(group(text, m, 2))), atoi(group(text, m, 1))); ok {
 			r.addDay(m[0], m[1], t)
 		}
 	}
-	for _, m := range p.dmSlash.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range p.dmSlash.FindAllStringSubmatchIndex(text) {
 		a, b := atoi(group(text, m, 1)), atoi(group(text, m, 2))
 		y := yearOf(m, 3)
 		switch {
@@ -328,7 +328,7 @@ func (r *reader) readDays2() {
 		}
 		r.addUnread(m[0], m[1], "not a date")
 	}
-	for _, m := range p.ordinal.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range p.ordinal.FindAllStringSubmatchIndex(text) {
 		d := atoi(group(text, m, 1))
 		var t time.Time
 		for k := 0; k < 12 && t.IsZero(); k++ { // the next month that has that day
@@ -343,7 +343,7 @@ func (r *reader) readDays2() {
 		}
 		r.addDay(m[0], m[1], t)
 	}
-	for _, m := range p.weekday.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range p.weekday.FindAllStringSubmatchIndex(text) {
 		word := group(text, m, 1)
 		if !wordStart(text, m[2]) {
 			continue
@@ -370,7 +370,7 @@ func (r *reader) readDays2() {
 			r.weekdaySpans = append(r.weekdaySpans, s)
 		}
 	}
-	for _, m := range p.relative.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range p.relative.FindAllStringSubmatchIndex(text) {
 		if !nameAt(text, m[2], m[3]) {
 			continue
 		}
@@ -389,10 +389,10 @@ func (r *reader) readTimeWords() {
 		}
 		return atoi(s)
 	}
-	for _, m := range p.ampm.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range p.ampm.FindAllStringSubmatchIndex(text) {
 		r.addTime(m[0], m[1], Mention{Minute: ampm(hourOf(group(text, m, 1)), group(text, m, 2)) * 60})
 	}
-	for _, m := range p.wordTime.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range p.wordTime.FindAllStringSubmatchIndex(text) {
 		frac, dir := strings.ToLower(group(text, m, 1)), strings.ToLower(group(text, m, 2))
 		h := hourOf(group(text, m, 3) + group(text, m, 4))
 		switch ap, part := group(text, m, 5), strings.ToLower(group(text, m, 6)); {
@@ -419,14 +419,14 @@ func (r *reader) readTimeWords() {
 		}
 		r.addTime(m[0], m[1], Mention{Minute: (mi + 1440) % 1440})
 	}
-	for _, m := range p.noon.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range p.noon.FindAllStringSubmatchIndex(text) {
 		mi := 12 * 60
 		if strings.EqualFold(group(text, m, 1), "midnight") {
 			mi = 0
 		}
 		r.addTime(m[0], m[1], Mention{Minute: mi})
 	}
-	for _, m := range p.period.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range p.period.FindAllStringSubmatchIndex(text) {
 		if m[2] >= 0 { // "good morning"
 			r.mark(m[0], m[1])
 			continue
@@ -449,8 +449,9 @@ func (r *reader) readTimeWords() {
 		}
 		r.addTime(m[0], m[1], Mention{Minute: from, Period: true, End: to})
 	}
+	atHours := p.atHour.FindAllStringSubmatchIndex(text)
 	for _, pass := range []bool{false, true} {
-		for _, m := range p.atHour.FindAllStringSubmatchIndex(text, -1) {
+		for _, m := range atHours {
 			word := "@"
 			if f := strings.Fields(text[m[0]:m[2]]); len(f) > 0 {
 				word = strings.ToLower(f[0])
@@ -477,7 +478,7 @@ func (r *reader) readTimeWords() {
 func (r *reader) readUnread() {
 	p, text := mentionPatterns(), r.text
 	for k, re := range p.unread {
-		for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
+		for _, m := range re.FindAllStringSubmatchIndex(text) {
 			if nameAt(text, m[2], m[3]) {
 				r.addUnread(m[2], m[3], unreadWords[k].why)
 			}
@@ -503,7 +504,7 @@ func (r *reader) readUnread() {
 		r.times[k].m.Unread = "a time in another zone (" + z + "): the reader does not convert it"
 		r.times[k].m.Text += " " + z
 	}
-	for _, m := range p.monthAlone.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range p.monthAlone.FindAllStringSubmatchIndex(text) {
 		w := group(text, m, 1)
 		lw := strings.ToLower(w)
 		if !nameAt(text, m[2], m[3]) || utf8.RuneCountInString(w) < 4 || lw == "may" {

@@ -144,10 +144,11 @@ func relativeNames() []string {
 }
 
 type mentionREs struct {
-	iso, dmy, dmSlash, monthDay, dayMonth, ordinal, weekday, relative  *regexp.Regexp
-	rangeSuffix, clock, hourUnit, ampm, wordTime, noon, atHour, period *regexp.Regexp
-	monthAlone, zone                                                   *regexp.Regexp
-	unread                                                             []*regexp.Regexp
+	iso, dmy, dmSlash, monthDay, dayMonth, ordinal, weekday, relative  *scanRE
+	rangeSuffix, clock, hourUnit, ampm, wordTime, noon, atHour, period *scanRE
+	monthAlone                                                         *scanRE
+	zone                                                               *regexp.Regexp
+	unread                                                             []*scanRE
 }
 
 // Names are matched without \b (Go's \b knows only ASCII letters, and
@@ -160,36 +161,36 @@ var mentionPatterns = sync.OnceValue(func() *mentionREs {
 	ap := `(am|pm|a\.m\.|p\.m\.)`
 	hourWord := `(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|1[0-2]|0?[1-9])`
 	r := &mentionREs{
-		iso:      regexp.MustCompile(`\b(20\d\d)[-/](\d{1,2})[-/](\d{1,2})\b`),
-		dmy:      regexp.MustCompile(`\b(\d{1,2})\.(\d{1,2})\.(20\d\d)?`),
-		dmSlash:  regexp.MustCompile(`\b(\d{1,2})/(\d{1,2})(?:/(20\d\d|\d\d))?\b`),
-		monthDay: regexp.MustCompile(`(?i)` + enMon + `\s+(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?\b` + year),
-		dayMonth: regexp.MustCompile(`(?i)\b(\d{1,2})(?:st|nd|rd|th|er|\.)?(?:\s+(?:of|de|di))?\s+` + mon + year),
-		ordinal:  regexp.MustCompile(`(?i)\b(?:the\s+)?(\d{1,2})(st|nd|rd|th)\b`),
-		weekday:  regexp.MustCompile(`(?i)(` + alt(weekdayNames()) + `)\.?`),
-		relative: regexp.MustCompile(`(?i)(` + strings.ReplaceAll(alt(relativeNames()), " ", `\s+`) + `)`),
+		iso:      mustScanRE(`\b(20\d\d)[-/](\d{1,2})[-/](\d{1,2})\b`),
+		dmy:      mustScanRE(`\b(\d{1,2})\.(\d{1,2})\.(20\d\d)?`),
+		dmSlash:  mustScanRE(`\b(\d{1,2})/(\d{1,2})(?:/(20\d\d|\d\d))?\b`),
+		monthDay: mustScanRE(`(?i)` + enMon + `\s+(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?\b` + year),
+		dayMonth: mustScanRE(`(?i)\b(\d{1,2})(?:st|nd|rd|th|er|\.)?(?:\s+(?:of|de|di))?\s+` + mon + year),
+		ordinal:  mustScanRE(`(?i)\b(?:the\s+)?(\d{1,2})(st|nd|rd|th)\b`),
+		weekday:  mustScanRE(`(?i)(` + alt(weekdayNames()) + `)\.?`),
+		relative: mustScanRE(`(?i)(` + strings.ReplaceAll(alt(relativeNames()), " ", `\s+`) + `)`),
 		// "10–11am", "9-10 Uhr", "14 – 15h": the unit of the end is the
 		// unit of the start.
-		rangeSuffix: regexp.MustCompile(`(?i)\b([01]?\d|2[0-3])(?:[:.]([0-5]\d))?\s*(?:-|–|—|to|until|till|bis)\s*([01]?\d|2[0-3])(?:[:.]([0-5]\d))?\s*` +
+		rangeSuffix: mustScanRE(`(?i)\b([01]?\d|2[0-3])(?:[:.]([0-5]\d))?\s*(?:-|–|—|to|until|till|bis)\s*([01]?\d|2[0-3])(?:[:.]([0-5]\d))?\s*` +
 			`(am\b|pm\b|a\.m\.|p\.m\.|uhr\b|h\b|heures?\b)`),
-		clock: regexp.MustCompile(`\b([01]?\d|2[0-3])[:.h]([0-5]\d)\b(?:\s*(?i:(am|pm|a\.m\.|p\.m\.)|uhr\b|h\b))?`),
+		clock: mustScanRE(`\b([01]?\d|2[0-3])[:.h]([0-5]\d)\b(?:\s*(?i:(am|pm|a\.m\.|p\.m\.)|uhr\b|h\b))?`),
 		// "10h", "10 Uhr", "15 heures": a 24-hour clock.
-		hourUnit: regexp.MustCompile(`(?i)\b([01]?\d|2[0-3])\s*(?:h|uhr|uur|heures?)\b(?:\s*([0-5]\d)\b)?`),
-		ampm:     regexp.MustCompile(`(?i)\b` + hourWord + `\s*` + ap),
+		hourUnit: mustScanRE(`(?i)\b([01]?\d|2[0-3])\s*(?:h|uhr|uur|heures?)\b(?:\s*([0-5]\d)\b)?`),
+		ampm:     mustScanRE(`(?i)\b` + hourWord + `\s*` + ap),
 		// "half past ten", "quarter to eleven", "ten o'clock", "10 o'clock".
-		wordTime: regexp.MustCompile(`(?i)\b(?:(half|quarter)\s+(past|to)\s+` + hourWord + `|` + hourWord + `\s+o'?\s?clock)\b(?:\s*` + ap + `|\s+in\s+the\s+(morning|afternoon|evening))?`),
-		noon:     regexp.MustCompile(`(?i)\b(?:12\s+)?(noon|midday|midnight)\b`),
+		wordTime: mustScanRE(`(?i)\b(?:(half|quarter)\s+(past|to)\s+` + hourWord + `|` + hourWord + `\s+o'?\s?clock)\b(?:\s*` + ap + `|\s+in\s+the\s+(morning|afternoon|evening))?`),
+		noon:     mustScanRE(`(?i)\b(?:12\s+)?(noon|midday|midnight)\b`),
 		// "at 10", "around 3": an hour with no unit, read as a working
 		// hour (7–11 in the morning, 12 noon, 1–6 in the afternoon).
-		atHour: regexp.MustCompile(`(?i)(?:\b(?:at|around|from|after|before|until|till|by|between|and|or|to)|@)\s*` + hourWord + `\b`),
+		atHour: mustScanRE(`(?i)(?:\b(?:at|around|from|after|before|until|till|by|between|and|or|to)|@)\s*` + hourWord + `\b`),
 		// A zone written after a time: "10:00 UTC", "3pm (Europe/Berlin)".
 		zone:   regexp.MustCompile(`^\s*\(?\s*((?:UTC|GMT)?[+-]\d{1,2}(?::?\d\d)?|UTC|GMT|Z|MEZ|MESZ|[A-Z]{1,4}T|[A-Z][A-Za-z_]+/[A-Za-z_/+-]+)\b\)?`),
-		period: regexp.MustCompile(`(?i)\b(good\s+)?(tonight|this\s+(?:morning|afternoon|evening)|(?:in\s+the\s+)?(?:morning|afternoon|evening|lunchtime|lunch\s+time))\b`),
+		period: mustScanRE(`(?i)\b(good\s+)?(tonight|this\s+(?:morning|afternoon|evening)|(?:in\s+the\s+)?(?:morning|afternoon|evening|lunchtime|lunch\s+time))\b`),
 		// A month without a day ("in March") names no day.
-		monthAlone: regexp.MustCompile(`(?i)(` + alt(monthNames()) + `)`),
+		monthAlone: mustScanRE(`(?i)(` + alt(monthNames()) + `)`),
 	}
 	for _, u := range unreadWords {
-		r.unread = append(r.unread, regexp.MustCompile(`(?i)(`+u.re+`)`))
+		r.unread = append(r.unread, mustScanRE(`(?i)(`+u.re+`)`))
 	}
 	return r
 })
