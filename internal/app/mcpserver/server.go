@@ -59,6 +59,12 @@ type server struct {
 	o Options
 }
 
+// schemas caches the tools' JSON schemas, inferred from their Go types and
+// resolved once per process instead of once per server (each New infers
+// eleven tools' input and output schemas; the cache is safe for
+// concurrent use and holds one entry per type).
+var schemas = mcp.NewSchemaCache()
+
 // New builds the MCP server: its tools, resources and prompt.
 func New(o Options) *mcp.Server {
 	if o.Now == nil {
@@ -78,7 +84,8 @@ func New(o Options) *mcp.Server {
 		Instructions: "mailagent triages the owner's mail locally. Use these tools to see what needs attention. " +
 			"You can only read, and propose a reply that the owner reviews in mailagent's approval queue: nothing is sent, approved or remembered without the owner." +
 			UntrustedNote,
-		Logger: o.Logger,
+		Logger:      o.Logger,
+		SchemaCache: schemas,
 	})
 	s.addTools(m)
 	s.addResources(m)
