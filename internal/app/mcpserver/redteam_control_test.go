@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/api/apitest"
 	"github.com/mailagent/mailagent/internal/app/mcpserver"
@@ -111,7 +112,7 @@ func TestRedTeamLandsWithLegitimateInput(t *testing.T) {
 		t.Fatalf("queue_list limit 1 gave no cursor over %d items", len(page.Items))
 	}
 	lands("queue_list a served cursor", call(t, cs, "queue_list", map[string]any{"limit": 1, "cursor": page.NextCursor}, nil) == "")
-	long := strings.Repeat("é", 20000) // the most propose takes: 20,000 characters (40,000 bytes)
+	long := strings.Repeat("é", agent.MaxProposalChars) // the most characters propose takes, 2 bytes each
 	e = call(t, cs, "propose_reply", map[string]any{"ref": "legit-long@legit.example", "text": long}, nil)
 	lands("propose_reply the longest text", e == "", e)
 	lands("search_mail a date", call(t, cs, "search_mail", map[string]any{"since": "2020-01-02"}, nil) == "")

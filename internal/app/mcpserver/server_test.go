@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api/apitest"
 	"github.com/mailagent/mailagent/internal/app/mcpserver"
 	"github.com/mailagent/mailagent/store"
@@ -39,6 +41,10 @@ func TestToolsHaveSchemasAndAnnotations(t *testing.T) {
 			}
 			if strings.Contains(tool.Description, "untrusted_external_content") != (tool.Name != "status") {
 				t.Errorf("%s: the description does not say where untrusted text is: %q", tool.Name, tool.Description)
+			}
+			// propose_reply tells the client the longest text propose takes.
+			if tool.Name == "propose_reply" && !strings.Contains(tool.Description, " "+strconv.Itoa(agent.MaxProposalChars)+" characters") {
+				t.Errorf("%s: the description does not give the longest text (%d characters): %q", tool.Name, agent.MaxProposalChars, tool.Description)
 			}
 		}
 		want := slices.Clone(mcpserver.ToolNames)

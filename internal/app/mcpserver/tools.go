@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/store"
 )
@@ -60,7 +62,8 @@ func (s *server) addTools(m *mcp.Server) {
 			Description: "Propose the text of a reply to a message (by thread id, Message-ID, trace id or queue id). " +
 				"It becomes a pending draft in mailagent's approval queue, marked as proposed by this client; nothing is sent: " +
 				"the owner reviews, edits, approves or rejects it in mailagent. The recipient is chosen by mailagent: the message's authenticated sender only; " +
-				"you cannot choose or add recipients. Mail without an authenticated sender cannot be answered this way. One proposal per message." + UntrustedNote}, s.proposeReply)
+				"you cannot choose or add recipients. Mail without an authenticated sender cannot be answered this way. One proposal per message, " +
+				"of at most " + strconv.Itoa(agent.MaxProposalChars) + " characters." + UntrustedNote}, s.proposeReply)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -374,7 +375,7 @@ func (s source) UsageRange(from, to string) ([]store.UsageDay, error) {
 // ProposeIn is a proposed reply.
 type ProposeIn struct {
 	Ref  string `json:"ref" jsonschema:"the message to answer: a thread id, a Message-ID, a trace id or a queue id"`
-	Text string `json:"text" jsonschema:"the reply's text (plain text, at most 20000 characters); recipients are not yours to choose"`
+	Text string `json:"text" jsonschema:"the reply's text, plain text, no longer than the tool's description says; recipients are not yours to choose"`
 }
 
 // ProposeOut is the queued draft.
@@ -388,7 +389,10 @@ func (s *server) proposeReply(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err := checkID("ref", in.Ref); err != nil {
 		return nil, out, err
 	}
-	if strings.TrimSpace(in.Text) == "" || len(in.Text) > 4*20000 {
+	// A character is at most 4 bytes: a longer text has more characters
+	// than propose takes, and is refused before the service is opened;
+	// propose counts the characters of the rest.
+	if strings.TrimSpace(in.Text) == "" || len(in.Text) > utf8.UTFMax*agent.MaxProposalChars {
 		return nil, out, fmt.Errorf("%w: the text is empty or too long", ErrInvalid)
 	}
 	source := "unknown client"
