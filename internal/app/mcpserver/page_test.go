@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -341,54 +342,127 @@ func TestQueueListCursorStable(t *testing.T) {
 	}
 }
 
-// TestQueueListBoundedInBytes: items with the largest text the store
-// holds fill a page by size before its limit; the walk still lists them
-// all and no page's JSON exceeds the bound by more than one item.
+// TestQueueListBoundedInBytes: items whose JSON is large fill a page by
+// size long before its limit; the walk lists them all, and no page's items
+// are more than mcpserver.MaxResultBytes of JSON (a page may hold one item
+// of any size; none here is one).
+//
+// Each item carries the longest text the server passes on whole: 20
+// reasons and 20 intents of 300 characters, 8 recipients, a subject of 300,
+// a 500-character excerpt, each written in '<' after an escape sequence and
+// a bidi override that the server strips. A '<' is 6 bytes of JSON
+// (\u003c), so one item is about 92 kB of JSON: a page holds two (a third
+// is over the bound), and five items make three pages. The store's own
+// budget (storePageBytes, 4 MB) is far off: it hands the server every item
+// on the first call, and the server cuts the page. (Each page's JSON is
+// what costs here, about 3 CPU-s a megabyte under -race; the items are as
+// few as make three pages.)
+//
+// Positive control: the page the server would give without its bound,
+// the store's page of every item (limit 100 > the items), is more than
+// MaxResultBytes of JSON, so the bound check below flags it; and every page
+// the server cut is shown to have been full: its next item would have gone
+// over the bound.
 func TestQueueListBoundedInBytes(t *testing.T) {
 	t.Parallel()
-	// reps makes each draft 44 kB: a full page of them (100) is more than
-	// the store's page budget, so it cuts pages of 65; a larger draft adds
-	// time, not coverage. (Measured: those 65 snippets are about 72 kB of
-	// JSON, under the JSON budget, which this test therefore does not
-	// reach.) items is generated volume: 150 (under -race) is still three
-	// pages, the first cut by its size.
-	const reps = 4000
-	items := testsize.N(300, 150)
-	st, c := bigQueue(t, 0)
-	for i := range items {
-		addItem(t, st, fmt.Sprintf("q_big_%03d", i), "personal", store.QueuePending, pageNow.Add(-time.Duration(i)*time.Minute),
-			strings.Repeat("\u00e9\u202e\x1b[31m ", reps))
+	const items = 5
+	big := func(n int) string { return "\x1b[31m\u202e" + strings.Repeat("<", n) }
+	st := storeCopy(t, "queue-json-heavy", func(st *store.Store) error {
+		for i := range items {
+			q := newQueueItem(fmt.Sprintf("q_big_%03d", i), "personal", store.QueuePending, pageNow.Add(-time.Duration(i)*time.Minute), big(500))
+			q.Subject = big(300)
+			q.Classification = &store.Classification{}
+			for j := range 20 {
+				q.Reasons = append(q.Reasons, big(300))
+				q.Classification.Intents = append(q.Classification.Intents, big(300))
+				if j < 8 {
+					q.To = append(q.To, mail.Address{Email: big(300)})
+				}
+			}
+			if err := st.PutQueueItem(q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	c := &counting{Local: &api.Local{DB: st, Now: func() time.Time { return pageNow }}}
+	// within reports whether a page's items are within the bound: at most
+	// MaxResultBytes of JSON, or a single item.
+	within := func(page []json.RawMessage) (bool, int) {
+		n := 0
+		for _, it := range page {
+			n += len(it)
+		}
+		return len(page) <= 1 || n <= mcpserver.MaxResultBytes, n
 	}
 	for _, m := range pageModes {
 		t.Run(m.name, func(t *testing.T) {
 			cs := connect(t, mcpserver.Options{Open: m.open(t, c), Now: func() time.Time { return pageNow }})
+			c.reset()
 			args := map[string]any{"limit": 100}
-			n, pages := 0, 0
-			for {
+			var pages [][]json.RawMessage
+			var all []json.RawMessage
+			for len(pages) < 100 {
 				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "queue_list", Arguments: args})
 				if err != nil || res.IsError {
 					t.Fatalf("queue_list: %v %+v", err, res)
 				}
 				raw, _ := json.Marshal(res.StructuredContent)
-				var p mcpserver.QueueListOut
+				var p struct {
+					Items      []json.RawMessage `json:"items"`
+					NextCursor string            `json:"next_cursor"`
+				}
 				if err := json.Unmarshal(raw, &p); err != nil {
 					t.Fatal(err)
 				}
-				pages++
-				n += len(p.Items)
-				if pages == 1 && len(p.Items) >= 100 {
-					t.Fatalf("the first page holds %d items: it was cut by its limit, not by its size", len(p.Items))
+				if ok, n := within(p.Items); !ok {
+					t.Fatalf("page %d: %d items, %d bytes of JSON; the bound is %d", len(pages)+1, len(p.Items), n, mcpserver.MaxResultBytes)
 				}
-				if len(raw) > 300<<10 {
-					t.Fatalf("page %d is %d bytes (%d items)", pages, len(raw), len(p.Items))
+				for _, it := range p.Items {
+					if bytes.Contains(it, []byte(`\u001b`)) || bytes.Contains(it, []byte("\u202e")) || !bytes.Contains(it, []byte(`\u003c`)) {
+						t.Fatalf("page %d: an item is not the cleaned text: %.200s", len(pages)+1, it)
+					}
 				}
+				pages = append(pages, p.Items)
+				all = append(all, p.Items...)
 				if p.NextCursor == "" {
 					break
 				}
 				args["cursor"] = p.NextCursor
 			}
-			if n != items || pages < 3 {
-				t.Fatalf("%d items in %d pages; want %d in several pages", n, pages, items)
+			if len(all) != items || len(pages) < 3 || len(pages[0]) >= 100 {
+				t.Fatalf("%d items in %d pages (the first of %d); want %d in several pages, each cut by its size", len(all), len(pages), len(pages[0]), items)
+			}
+			ids := make([]string, len(all))
+			for i, it := range all {
+				var q mcpserver.QueueItem
+				if err := json.Unmarshal(it, &q); err != nil {
+					t.Fatal(err)
+				}
+				ids[i] = q.ID
+			}
+			if want := fullIDs(t, c.Local, api.QueueFilter{}); !slices.Equal(ids, want) {
+				t.Fatalf("walked %v; want %v", ids, want)
+			}
+			// Control: the store gave the server every item on the first
+			// call (its budget did not cut the page) ...
+			reads, full := c.reset()
+			if full != 0 || len(reads) != len(pages) || reads[0].Loaded != items {
+				t.Fatalf("control: %d full reads, store pages %+v for %d pages; want none, and a first page of all %d items", full, reads, len(pages), items)
+			}
+			// ... and that page, served whole, is over the bound: the check
+			// above would catch a server without it.
+			if ok, n := within(all); ok {
+				t.Fatalf("control: the %d items are %d bytes of JSON, within the bound of %d: the test cannot see a page over it", len(all), n, mcpserver.MaxResultBytes)
+			}
+			// Each page was full: with its next item it is over the bound.
+			for i := 0; i+1 < len(pages); i++ {
+				if len(pages[i+1]) == 0 {
+					t.Fatalf("page %d is empty", i+2)
+				}
+				if ok, n := within(append(slices.Clone(pages[i]), pages[i+1][0])); ok {
+					t.Errorf("control: page %d and the next item are %d bytes of JSON, within the bound: the page was cut short", i+1, n)
+				}
 			}
 		})
 	}
