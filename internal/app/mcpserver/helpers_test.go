@@ -3,7 +3,10 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/api/apitest"
 	"github.com/mailagent/mailagent/internal/app/mcpserver"
+	"github.com/mailagent/mailagent/store"
 )
 
 // mode is how the server reaches the World: through the watcher's socket,
@@ -27,11 +31,54 @@ var modes = []mode{
 		c := w.Serve(t)
 		return func(context.Context) (api.Service, func() error, error) { return c, func() error { return nil }, nil }
 	}},
-	{"store", func(t *testing.T, w *apitest.World) func(context.Context) (api.Service, func() error, error) {
-		return func(context.Context) (api.Service, func() error, error) {
-			return &api.Local{DB: w.Store}, func() error { return nil }, nil
-		}
+	{"store", func(_ *testing.T, w *apitest.World) func(context.Context) (api.Service, func() error, error) {
+		return overStore(w.Store)
 	}},
+}
+
+// syncedWorld is the store of a World after its first sync (apitest.NewWorld),
+// for the tests that only read it over the store (modes[1], no watcher):
+// the World is built once per package, by the first test that asks, and
+// each test opens its own copy of the file.
+var syncedWorld struct {
+	once  sync.Once
+	data  []byte
+	draft string // the World's Draft (Carol's queued draft)
+}
+
+// syncedStore returns a copy of syncedWorld's store, open, and the id of
+// Carol's queued draft in it.
+func syncedStore(t *testing.T) (*store.Store, string) {
+	t.Helper()
+	syncedWorld.once.Do(func() {
+		w := apitest.NewWorld(t)
+		// Nothing writes after the first sync: the file is the World.
+		data, err := os.ReadFile(w.Store.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		syncedWorld.data, syncedWorld.draft = data, w.Draft
+	})
+	if syncedWorld.data == nil {
+		t.Fatal("the World of syncedStore was not built: see the test that built it")
+	}
+	path := filepath.Join(t.TempDir(), "state.db")
+	if err := os.WriteFile(path, syncedWorld.data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(path, store.Options{Timeout: time.Second, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st, syncedWorld.draft
+}
+
+// overStore opens st as `mailagent mcp` does without a watcher (modes[1]).
+func overStore(st *store.Store) func(context.Context) (api.Service, func() error, error) {
+	return func(context.Context) (api.Service, func() error, error) {
+		return &api.Local{DB: st}, func() error { return nil }, nil
+	}
 }
 
 // connect runs the server in process and returns a connected SDK client.

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mailagent/mailagent/agent"
+	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/api/apitest"
 	"github.com/mailagent/mailagent/internal/app/mcpserver"
 	"github.com/mailagent/mailagent/store"
@@ -18,9 +20,12 @@ import (
 
 func TestToolsHaveSchemasAndAnnotations(t *testing.T) {
 	t.Parallel()
-	w := apitest.NewWorld(t)
+	// Listing the tools opens no service.
+	open := func(context.Context) (api.Service, func() error, error) {
+		return nil, nil, errors.New("tools/list opened the service")
+	}
 	for _, ro := range []bool{false, true} {
-		cs := connect(t, mcpserver.Options{Open: modes[1].open(t, w), ReadOnly: ro})
+		cs := connect(t, mcpserver.Options{Open: open, ReadOnly: ro})
 		res, err := cs.ListTools(context.Background(), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -67,12 +72,13 @@ func TestToolsHaveSchemasAndAnnotations(t *testing.T) {
 }
 
 // TestToolsAgainstThePipeline calls every reading tool over a watcher after
-// `watch --once` over memimap, through its socket and over the store.
+// `watch --once` over memimap, through its socket and over the store: one
+// World, which the reading tools leave as it was.
 func TestToolsAgainstThePipeline(t *testing.T) {
 	t.Parallel()
+	w := apitest.NewWorld(t)
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			w := apitest.NewWorld(t)
 			cs := connect(t, mcpserver.Options{Open: m.open(t, w)})
 
 			var st mcpserver.StatusOut
@@ -146,8 +152,8 @@ func TestToolsAgainstThePipeline(t *testing.T) {
 
 func TestPagination(t *testing.T) {
 	t.Parallel()
-	w := apitest.NewWorld(t)
-	cs := connect(t, mcpserver.Options{Open: modes[1].open(t, w)})
+	st, _ := syncedStore(t)
+	cs := connect(t, mcpserver.Options{Open: overStore(st)})
 	var all mcpserver.QueueListOut
 	if e := call(t, cs, "queue_list", map[string]any{"limit": 100}, &all); e != "" || len(all.Items) < 3 || all.NextCursor != "" {
 		t.Fatalf("queue_list: %q %d %q", e, len(all.Items), all.NextCursor)
@@ -175,19 +181,19 @@ func TestPagination(t *testing.T) {
 
 func TestResourcesAndPrompt(t *testing.T) {
 	t.Parallel()
-	w := apitest.NewWorld(t)
-	cs := connect(t, mcpserver.Options{Open: modes[1].open(t, w)})
+	st, draft := syncedStore(t)
+	cs := connect(t, mcpserver.Options{Open: overStore(st)})
 	ctx := context.Background()
 	tl, err := cs.ListResourceTemplates(ctx, nil)
 	if err != nil || len(tl.ResourceTemplates) != 2 {
 		t.Fatalf("templates: %v %+v", err, tl)
 	}
-	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpserver.QueueURI + w.Draft})
+	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpserver.QueueURI + draft})
 	if err != nil || len(res.Contents) != 1 {
 		t.Fatalf("queue resource: %v %+v", err, res)
 	}
 	var qs mcpserver.QueueShowOut
-	if err := json.Unmarshal([]byte(res.Contents[0].Text), &qs); err != nil || qs.Item.ID != w.Draft {
+	if err := json.Unmarshal([]byte(res.Contents[0].Text), &qs); err != nil || qs.Item.ID != draft {
 		t.Errorf("queue resource: %v %+v", err, qs)
 	}
 	res, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpserver.ThreadURI + qs.Item.ThreadID})
@@ -246,8 +252,8 @@ func TestProposeReply(t *testing.T) {
 // nothing.
 func TestSearchFiltersAreChecked(t *testing.T) {
 	t.Parallel()
-	w := apitest.NewWorld(t)
-	cs := connect(t, mcpserver.Options{Open: modes[1].open(t, w)})
+	st, _ := syncedStore(t)
+	cs := connect(t, mcpserver.Options{Open: overStore(st)})
 	for _, args := range []map[string]any{
 		{"intent": "meeting_request"}, {"intent": "Scheduling"}, {"decision": "send"}, {"decision": "queue\x1b[2J"},
 	} {
