@@ -38,15 +38,28 @@ var libraryGoroutines = []goleak.Option{
 	goleak.IgnoreTopFunction("charm.land/bubbletea/v2.Tick.func1"),
 }
 
+// M runs a package's tests and returns the exit code: a *testing.M, or a
+// RunFunc that sets up around it.
+type M interface{ Run() int }
+
+// RunFunc is an M from a function: a TestMain that starts something
+// before the tests and stops it after passes
+// testmain.RunFunc(func() int { start(); defer stop(); return m.Run() }),
+// so that what it stopped is not counted as left running.
+type RunFunc func() int
+
+// Run calls f.
+func (f RunFunc) Run() int { return f() }
+
 // Run runs m's tests and exits with their result: see the package
 // contract. Call it last in TestMain, in place of os.Exit(m.Run()).
-func Run(m *testing.M) {
+func Run(m M) {
 	os.Exit(run(m, exitAtOnce))
 }
 
 // run is Run up to the exit: the exit code, or no return at all when
 // exit (exitAtOnce) ended the process.
-func run(m interface{ Run() int }, exit func()) int {
+func run(m M, exit func()) int {
 	code := m.Run()
 	if code != 0 {
 		return code
