@@ -544,7 +544,11 @@ func parseMsgKey(b []byte) (MessageKey, bool) {
 
 // messagePageScan is MessagePage over a file without the creation index:
 // every record is read; only the page (and one more) is kept, in the
-// index's order.
+// index's order. A record is placed by its key and CreatedAt alone, read
+// first (createdAtOf: a skim over the JSON for that one field): a record
+// of an account the query cannot see, not before the cursor, or after the
+// page kept so far is passed over without being decoded in full (Loaded
+// counts the records that were).
 func (s *Store) messagePageScan(m *msgQuery, limit, maxBytes int, p *MessagePage) error {
 	type kept struct {
 		k   []byte
@@ -556,17 +560,29 @@ func (s *Store) messagePageScan(m *msgQuery, limit, maxBytes int, p *MessagePage
 	err := s.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bMessages).ForEach(func(k, v []byte) error {
 			p.Examined++
+			// The key's account is the record's (checked below, after the
+			// full decode): a record of another account is never returned.
+			if i := bytes.IndexByte(k, 0); i < 0 || !m.visible(k[:i]) {
+				return nil
+			}
+			created, err := createdAtOf(v)
+			if err != nil {
+				return nil // the full decode would fail too
+			}
+			ik := msgCreatedKey(k, &MessageRecord{CreatedAt: created})
+			if !m.After.IsZero() && bytes.Compare(ik, after) >= 0 {
+				return nil
+			}
+			i, _ := slices.BinarySearchFunc(top, ik, func(e kept, t []byte) int { return -bytes.Compare(e.k, t) })
+			if i > limit {
+				return nil
+			}
 			var r MessageRecord
+			p.Loaded++
 			if json.Unmarshal(v, &r) != nil || !bytes.Equal(msgKey(r.MessageKey), k) {
 				return nil
 			}
-			ik := msgCreatedKey(k, &r)
-			if (!m.After.IsZero() && bytes.Compare(ik, after) >= 0) || !m.visible([]byte(r.Account)) || !m.matchRecord(&r) {
-				return nil
-			}
-			p.Loaded++
-			i, _ := slices.BinarySearchFunc(top, ik, func(e kept, t []byte) int { return -bytes.Compare(e.k, t) })
-			if i > limit {
+			if !m.visible([]byte(r.Account)) || !m.matchRecord(&r) {
 				return nil
 			}
 			top = slices.Insert(top, i, kept{k: ik, r: r, raw: len(v)})
