@@ -158,31 +158,34 @@ func (s *Store) PutJob(j *Job) error {
 		return fmt.Errorf("put job: a job needs an id and a kind")
 	}
 	now := s.now().UTC()
-	err := s.update(func(tx *bolt.Tx) error {
-		old, err := getJobTx(tx, j.ID)
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return err
-		}
-		n := *j
-		if n.State == "" {
-			n.State = JobPending
-		}
-		n.UpdatedAt = now
-		if n.CreatedAt.IsZero() {
-			n.CreatedAt = now
-		}
-		if old != nil {
-			if old.State == JobRunning {
-				return ErrJobRunning
-			}
-			n.CreatedAt, n.Runs, n.LastRun, n.Claim = old.CreatedAt, old.Runs, old.LastRun, old.Claim
-		}
-		return putJobTx(tx, &n, old)
-	})
+	err := s.update(func(tx *bolt.Tx) error { return scheduleJobTx(tx, j, now) })
 	if err != nil {
 		return fmt.Errorf("put job %s: %w", j.ID, err)
 	}
 	return nil
+}
+
+// scheduleJobTx is PutJob's write, in the caller's transaction.
+func scheduleJobTx(tx *bolt.Tx, j *Job, now time.Time) error {
+	old, err := getJobTx(tx, j.ID)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	n := *j
+	if n.State == "" {
+		n.State = JobPending
+	}
+	n.UpdatedAt = now
+	if n.CreatedAt.IsZero() {
+		n.CreatedAt = now
+	}
+	if old != nil {
+		if old.State == JobRunning {
+			return ErrJobRunning
+		}
+		n.CreatedAt, n.Runs, n.LastRun, n.Claim = old.CreatedAt, old.Runs, old.LastRun, old.Claim
+	}
+	return putJobTx(tx, &n, old)
 }
 
 // GetJob reads one job.
@@ -348,20 +351,22 @@ func (s *Store) JobFailed(id string, claim int, cause error, next time.Time) err
 // RecoverJobs makes every running job due at now: the claims of a process
 // that ended (killed, crashed) before it marked them done. Call it only at
 // start-up, while holding the store (Open's exclusive lock means no other
-// process can be running them). It returns how many it resumed.
+// process can be running them). It returns how many it resumed. It reads
+// the jobs the index holds (the pending and running ones), not the done
+// and failed ones, which are kept and grow with the watcher's history.
 func (s *Store) RecoverJobs(now time.Time) (int, error) {
 	n := 0
 	err := s.update(func(tx *bolt.Tx) error {
 		n = 0
-		b, _, err := jobBuckets(tx)
+		_, idx, err := jobBuckets(tx)
 		if err != nil {
 			return err
 		}
 		var stale []*Job
-		err = b.ForEach(func(k, v []byte) error {
-			j, err := getJobTx(tx, string(k))
+		err = idx.ForEach(func(_, id []byte) error {
+			j, err := getJobTx(tx, string(id))
 			if err != nil {
-				return err
+				return fmt.Errorf("job %s: %w", id, err)
 			}
 			if j.State == JobRunning {
 				stale = append(stale, j)

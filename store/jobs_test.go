@@ -113,10 +113,18 @@ func TestJobsExactlyOnceAcrossCrashes(t *testing.T) {
 	s := open()
 	t0 := time.Now().UTC()
 	const jobs = 1000
-	for i := range jobs {
-		if err := s.PutJob(&Job{ID: fmt.Sprintf("fire:%04d", i), Kind: "fire", Due: t0.Add(-time.Duration(i) * time.Millisecond)}); err != nil {
-			t.Fatal(err)
+	// Scheduled in one transaction (PutJob's write, scheduleJobTx): what
+	// is tested is what happens to them after.
+	err := s.updateTx(func(tx *bolt.Tx) error {
+		for i := range jobs {
+			if err := scheduleJobTx(tx, &Job{ID: fmt.Sprintf("fire:%04d", i), Kind: "fire", Due: t0.Add(-time.Duration(i) * time.Millisecond)}, s.now().UTC()); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	effects := map[string]int{}     // the idempotent effect, by job ID
 	invocations := map[string]int{} // handler entries (≥ effects)
