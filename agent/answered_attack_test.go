@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -269,25 +270,30 @@ func TestAnsweredAttacksThroughWatch(t *testing.T) {
 }
 
 // The positive control: the same attacks with the identity checks off
-// land, every one.
+// land, every one. The attacks run side by side, each on a World of its
+// own; the checks stay off until the last is done (t.Cleanup runs after
+// the parallel subtests), and no other test runs meanwhile (this one is
+// sequential).
 func TestAnsweredAttacksLandWithoutIdentity(t *testing.T) {
-	restore := store.SwitchOffIdentityForTest()
-	defer restore()
-	landed := 0
+	t.Cleanup(store.SwitchOffIdentityForTest())
+	var landed atomic.Int64
+	t.Cleanup(func() {
+		t.Logf("answered attacks with the identity checks off: %d of %d landed", landed.Load(), len(answeredAttacks))
+		if landed.Load() != int64(len(answeredAttacks)) {
+			t.Errorf("positive control: %d of %d landed", landed.Load(), len(answeredAttacks))
+		}
+	})
 	for _, a := range answeredAttacks {
 		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
 			w := apitest.NewWorld(t)
 			if ok, why := a.run(t, w); ok {
-				landed++
+				landed.Add(1)
 				t.Logf("landed: %s", why)
 			} else {
 				t.Errorf("with the identity checks off the attack should land")
 			}
 		})
-	}
-	t.Logf("answered attacks with the identity checks off: %d of %d landed", landed, len(answeredAttacks))
-	if landed != len(answeredAttacks) {
-		t.Errorf("positive control: %d of %d landed", landed, len(answeredAttacks))
 	}
 }
 

@@ -377,34 +377,42 @@ func TestDelegatedAnsweredAttacks(t *testing.T) {
 // runs again with that defence off (the identity layer,
 // store.SwitchOffIdentityForTest, or the owner's authentication,
 // agent.SwitchOffOwnerAuthForTest) and must land, or it tests nothing.
-// Not parallel: the switches are global.
+// Not parallel: the switches are global. The attacks of one defence run
+// side by side (each on a World of its own) with that defence alone off:
+// one group per defence, the switch set for the whole group.
 func TestDelegatedAnsweredAttacksLandWithoutDefence(t *testing.T) {
-	tried, landed := 0, 0
-	for _, a := range delegatedAnsweredAttacks() {
-		var off func() (restore func())
-		switch a.defence {
-		case defIdentity:
-			off = store.SwitchOffIdentityForTest
-		case defOwnerAuth:
-			off = agent.SwitchOffOwnerAuthForTest
-		default:
-			continue
-		}
-		t.Run(a.name, func(t *testing.T) {
-			tried++
-			restore := off()
-			defer restore()
-			if bad := playDelegatedAnswered(t, a); len(bad) > 0 {
-				landed++
-				t.Logf("landed with %s off: %s", a.defence, strings.Join(bad, "; "))
-			} else {
-				t.Errorf("with %s off the attack still failed: it does not test that defence", a.defence)
+	var tried, landed atomic.Int64
+	for _, def := range []struct {
+		name string
+		off  func() (restore func())
+	}{{defIdentity, store.SwitchOffIdentityForTest}, {defOwnerAuth, agent.SwitchOffOwnerAuthForTest}} {
+		t.Run(def.name, func(t *testing.T) {
+			t.Cleanup(def.off()) // after the group's parallel subtests
+			for _, a := range delegatedAnsweredAttacks() {
+				if a.defence != def.name {
+					continue
+				}
+				t.Run(a.name, func(t *testing.T) {
+					t.Parallel()
+					tried.Add(1)
+					if bad := playDelegatedAnswered(t, a); len(bad) > 0 {
+						landed.Add(1)
+						t.Logf("landed with %s off: %s", a.defence, strings.Join(bad, "; "))
+					} else {
+						t.Errorf("with %s off the attack still failed: it does not test that defence", a.defence)
+					}
+				})
 			}
 		})
 	}
-	t.Logf("delegated-answered attacks with their defence off: %d tried, %d landed", tried, landed)
-	if tried == 0 || landed != tried {
-		t.Errorf("positive control: %d of %d landed, want all", landed, tried)
+	t.Logf("delegated-answered attacks with their defence off: %d tried, %d landed", tried.Load(), landed.Load())
+	if tried.Load() == 0 || landed.Load() != tried.Load() {
+		t.Errorf("positive control: %d of %d landed, want all", landed.Load(), tried.Load())
+	}
+	for _, a := range delegatedAnsweredAttacks() {
+		if a.defence != "" && a.defence != defIdentity && a.defence != defOwnerAuth {
+			t.Errorf("attack %q: defence %q has no switch here", a.name, a.defence)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -100,7 +101,7 @@ func newGatePipeline(t *testing.T, cal Calendar, autoSchedule bool) (*Pipeline, 
 // and every attack under some label).
 func TestScheduleGateWhateverTheLabel(t *testing.T) {
 	t.Parallel()
-	live, tried, want, through, model := playScheduleLabels(t, false)
+	live, tried, want, through, bodies := playScheduleLabels(t, false)
 	t.Logf("labels that send a harmless reply: %d; attacks tried %d, got through %d", live, tried, through)
 	if live < 4 {
 		t.Errorf("only %d labels send a harmless reply: the harness cannot show the gate", live)
@@ -110,7 +111,7 @@ func TestScheduleGateWhateverTheLabel(t *testing.T) {
 	}
 	// The model did obey: each attack's draft says what its mail dictated.
 	for _, a := range busyAttacks {
-		if !slices.Contains(model.bodies, a.say) {
+		if !slices.Contains(bodies, a.say) {
 			t.Errorf("no draft says %q", a.say)
 		}
 	}
@@ -123,13 +124,13 @@ func TestScheduleGateWhateverTheLabel(t *testing.T) {
 func TestScheduleGateWhateverTheLabelLandsWithoutGate(t *testing.T) {
 	scheduleGateOff.Store(true)
 	defer scheduleGateOff.Store(false)
-	live, tried, want, landed, model := playScheduleLabels(t, true)
+	live, tried, want, landed, bodies := playScheduleLabels(t, true)
 	t.Logf("without the schedule gate: %d live labels, %d attacks tried, %d landed", live, tried, landed)
 	if live == 0 || tried != want || landed != tried {
 		t.Errorf("positive control: %d of %d landed, want all", landed, tried)
 	}
 	for _, a := range busyAttacks {
-		if !slices.Contains(model.bodies, a.say) {
+		if !slices.Contains(bodies, a.say) {
 			t.Errorf("positive control: no draft says %q", a.say)
 		}
 	}
@@ -141,53 +142,95 @@ func TestScheduleGateWhateverTheLabelLandsWithoutGate(t *testing.T) {
 // crossed picks). It returns how many it tried, how many pairs crossed
 // picked for the live labels (want), and how many got through: queued
 // without the schedule gate's reason, or sent (with gateOff: sent on its
-// own, the expected outcome, and one not sent is the error).
-func playScheduleLabels(t *testing.T, gateOff bool) (live, tried, want, through int, model *obeyingModel) {
+// own, the expected outcome, and one not sent is the error); and the
+// drafts the obeying model wrote.
+//
+// Each label has a pipeline of its own: its control is sent first (the
+// labels whose control is not sent are left out, in order, as the
+// crossing counts live labels), then its attacks run, the labels side by
+// side; playScheduleLabels returns when all are done.
+func playScheduleLabels(t *testing.T, gateOff bool) (live, tried, want, through int, bodies []string) {
 	t.Helper()
-	p, model, mailer := newGatePipeline(t, gateCalendar(), true)
 	ctx := context.Background()
+	type liveLabel struct {
+		label  string
+		index  int // among the live labels
+		p      *Pipeline
+		model  *obeyingModel
+		mailer *memMailer
+		n      int // the number of its first attack's subject
+	}
+	var labels []liveLabel
+	var models []*obeyingModel
 	n := 0
 	for _, label := range Intents {
 		if label == IntentScheduling {
 			continue
 		}
+		p, model, mailer := newGatePipeline(t, gateCalendar(), true)
+		models = append(models, model)
 		model.intent = label
 		n++
-		sent := len(mailer.sent)
 		out, err := p.Process(ctx, input("Bob <bob@example.org>", fmt.Sprintf("Version %d", n), "Which version? SAY: We use version 2."))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(mailer.sent) == sent {
+		if len(mailer.sent) == 0 {
 			t.Logf("label %s: the control is not sent either (%v); its attacks cannot be told apart", label, out.Record.Reasons)
 			continue
 		}
-		for j, a := range busyAttacks {
-			if !crossed(live, j) {
-				continue
-			}
-			want++
-			n++
-			tried++
-			sent := len(mailer.sent)
-			out, err := p.Process(ctx, input("Bob <bob@example.org>", fmt.Sprintf("Meeting %d", n), a.mail+" SAY: "+a.say))
-			if err != nil {
-				t.Fatal(err)
-			}
-			reasons := strings.Join(out.Record.Reasons, " | ")
-			switch {
-			case gateOff && len(mailer.sent) == sent+1:
-				through++ // landed: sent on its own
-			case gateOff:
-				t.Errorf("label %s, %s (%q) with the gate off: not sent (%s %q): it does not test the gate", label, a.name, a.say, out.Record.Decision, reasons)
-			case len(mailer.sent) != sent || out.Record.Decision != DecisionQueue || !strings.Contains(reasons, GateSchedule+": "):
-				through++
-				t.Errorf("label %s, %s (%q): got %s %q, sent %d; want queued by the schedule gate", label, a.name, a.say, out.Record.Decision, reasons, len(mailer.sent)-sent)
+		labels = append(labels, liveLabel{label, live, p, model, mailer, n + 1})
+		for j := range busyAttacks {
+			if crossed(live, j) {
+				want++
+				n++
 			}
 		}
 		live++
 	}
-	return live, tried, want, through, model
+	var mu sync.Mutex // guards tried and through
+	t.Run("labels", func(t *testing.T) {
+		for _, l := range labels {
+			t.Run(l.label, func(t *testing.T) {
+				t.Parallel()
+				n := l.n
+				for j, a := range busyAttacks {
+					if !crossed(l.index, j) {
+						continue
+					}
+					mu.Lock()
+					tried++
+					mu.Unlock()
+					sent := len(l.mailer.sent)
+					out, err := l.p.Process(ctx, input("Bob <bob@example.org>", fmt.Sprintf("Meeting %d", n), a.mail+" SAY: "+a.say))
+					n++
+					if err != nil {
+						t.Fatal(err)
+					}
+					reasons := strings.Join(out.Record.Reasons, " | ")
+					switch {
+					case gateOff && len(l.mailer.sent) == sent+1:
+						mu.Lock()
+						through++ // landed: sent on its own
+						mu.Unlock()
+					case gateOff:
+						t.Errorf("label %s, %s (%q) with the gate off: not sent (%s %q): it does not test the gate", l.label, a.name, a.say, out.Record.Decision, reasons)
+					case len(l.mailer.sent) != sent || out.Record.Decision != DecisionQueue || !strings.Contains(reasons, GateSchedule+": "):
+						mu.Lock()
+						through++
+						mu.Unlock()
+						t.Errorf("label %s, %s (%q): got %s %q, sent %d; want queued by the schedule gate", l.label, a.name, a.say, out.Record.Decision, reasons, len(l.mailer.sent)-sent)
+					}
+				}
+			})
+		}
+	})
+	for _, m := range models {
+		m.mu.Lock()
+		bodies = append(bodies, m.bodies...)
+		m.mu.Unlock()
+	}
+	return live, tried, want, through, bodies
 }
 
 // TestScheduleGateWithoutCalendarWhateverTheLabel: without a calendar a
@@ -211,14 +254,21 @@ func TestScheduleGateWithoutCalendarLandsWithoutGate(t *testing.T) {
 }
 
 // playNoCalendarLabels is TestScheduleGateWithoutCalendarWhateverTheLabel,
-// or with gateOff its positive control (each attack must be sent).
+// or with gateOff its positive control (each attack must be sent). The
+// two cases run side by side, each on a pipeline of its own, and it
+// returns when both are done.
 func playNoCalendarLabels(t *testing.T, gateOff bool) {
 	t.Helper()
+	t.Run("calendars", func(t *testing.T) { playNoCalendarCases(t, gateOff) })
+}
+
+func playNoCalendarCases(t *testing.T, gateOff bool) {
 	for _, tc := range []struct {
 		name string
 		cal  Calendar
 	}{{"no calendar wired", nil}, {"no calendar for the account", &knowingCalendar{has: false}}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			model := &recordingModel{class: okClass()}
 			p, st, mailer := newTestPipeline(t, model, "auto")
 			p.Policy.AutoSchedule = true

@@ -90,7 +90,10 @@ func serveTestMCP(mode string) {
 }
 
 // testMCPServer configures this test binary as an MCP server in mode,
-// allowing allow; the returned path logs every tool the server ran.
+// allowing allow; the returned path logs every tool the server ran. The
+// server gets this binary's GORACE (TestMain's NoExitSleepInChildren):
+// under -race a child without it sleeps a second on exit, and Close waits
+// for it.
 func testMCPServer(t *testing.T, mode string, allow ...string) (*MCPServer, string) {
 	t.Helper()
 	exe, err := os.Executable()
@@ -99,7 +102,7 @@ func testMCPServer(t *testing.T, mode string, allow ...string) (*MCPServer, stri
 	}
 	log := filepath.Join(t.TempDir(), "calls.log")
 	srv := &MCPServer{Name: "crm", Command: exe, Args: []string{"-test.run=^$"},
-		Env: []string{mcpModeEnv + "=" + mode, "MAILAGENT_TEST_MCP_LOG=" + log}, Allow: allow}
+		Env: []string{mcpModeEnv + "=" + mode, "MAILAGENT_TEST_MCP_LOG=" + log, "GORACE"}, Allow: allow}
 	t.Cleanup(func() { _ = srv.Close() })
 	return srv, log
 }
