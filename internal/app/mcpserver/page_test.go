@@ -242,6 +242,9 @@ func fullIDs(t *testing.T, l *api.Local, f api.QueueFilter, allowed ...string) [
 func TestQueueListPagesFromTheStore(t *testing.T) {
 	t.Parallel()
 	_, c := bigQueue(t, testsize.N(2000, 400))
+	// The listings in full, read once: nothing writes to the store here.
+	wantAll, wantPending := fullIDs(t, c.Local, api.QueueFilter{}), fullIDs(t, c.Local, api.QueueFilter{Status: "pending"})
+	wantRejectedWork, wantWork := fullIDs(t, c.Local, api.QueueFilter{Status: "rejected", Account: "work"}), fullIDs(t, c.Local, api.QueueFilter{}, "work")
 	for _, m := range pageModes {
 		t.Run(m.name, func(t *testing.T) {
 			cs := connect(t, mcpserver.Options{Open: m.open(t, c), Now: func() time.Time { return pageNow }})
@@ -257,10 +260,10 @@ func TestQueueListPagesFromTheStore(t *testing.T) {
 				// created at the same instant, whose order is by id.
 				perPage int
 			}{
-				{"all", cs, map[string]any{"limit": 100}, fullIDs(t, c.Local, api.QueueFilter{}), 101},
-				{"pending, 7 a page", cs, map[string]any{"limit": 7, "status": "pending"}, fullIDs(t, c.Local, api.QueueFilter{Status: "pending"}), 8*2 + 2},
-				{"rejected in work", cs, map[string]any{"status": "rejected", "account": "work"}, fullIDs(t, c.Local, api.QueueFilter{Status: "rejected", Account: "work"}), 21*4 + 4},
-				{"a server limited to work", limited, map[string]any{"limit": 50}, fullIDs(t, c.Local, api.QueueFilter{}, "work"), 51*2 + 2},
+				{"all", cs, map[string]any{"limit": 100}, wantAll, 101},
+				{"pending, 7 a page", cs, map[string]any{"limit": 7, "status": "pending"}, wantPending, 8*2 + 2},
+				{"rejected in work", cs, map[string]any{"status": "rejected", "account": "work"}, wantRejectedWork, 21*4 + 4},
+				{"a server limited to work", limited, map[string]any{"limit": 50}, wantWork, 51*2 + 2},
 			} {
 				c.reset()
 				got := walkQueue(t, tc.cs, tc.args)
