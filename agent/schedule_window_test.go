@@ -177,28 +177,35 @@ func offerHostileWindows(t *testing.T, which func(stop string) bool) []string {
 	cal := &busyCalendar{busy: []calendar.Interval{{Start: at(24, 10), End: at(24, 12)}}}
 	wantText := calendar.FormatSlots(defaultSlots(t, cal), windowZone)
 	out := make([]string, len(hostileWindows))
-	for i, h := range hostileWindows {
-		if which != nil && !which(h.stop) {
-			continue
+	// The windows run side by side, each on a pipeline of its own; the
+	// group returns when all are done.
+	t.Run("windows", func(t *testing.T) {
+		for i, h := range hostileWindows {
+			if which != nil && !which(h.stop) {
+				continue
+			}
+			t.Run(fmt.Sprint(i), func(t *testing.T) {
+				t.Parallel()
+				model := &recordingModel{class: okClass(), draft: "Thanks, I will check."}
+				model.class["intents"] = []string{IntentScheduling}
+				model.class["requested_window"] = h.w
+				p, _, _ := newTestPipeline(t, model, "review")
+				p.Calendar = cal
+				p.Now = func() time.Time { return windowNow }
+				res, err := p.Process(context.Background(), input("Bob <bob@example.org>", "Meet?", "Sunday 3am please"))
+				if err != nil {
+					t.Fatalf("window %d (%v): %v", i, h.w, err)
+				}
+				if res.Record.Classification == nil || !slices.Contains(res.Record.Classification.Intents, IntentScheduling) {
+					out[i] = fmt.Sprintf("classification lost: %+v", res.Record.Classification)
+					return
+				}
+				if drafts := model.calls("body"); len(drafts) != 1 || !strings.Contains(drafts[0].Prompt, wantText) {
+					out[i] = "the drafter did not get exactly the default slots"
+				}
+			})
 		}
-		model := &recordingModel{class: okClass(), draft: "Thanks, I will check."}
-		model.class["intents"] = []string{IntentScheduling}
-		model.class["requested_window"] = h.w
-		p, _, _ := newTestPipeline(t, model, "review")
-		p.Calendar = cal
-		p.Now = func() time.Time { return windowNow }
-		res, err := p.Process(context.Background(), input("Bob <bob@example.org>", "Meet?", "Sunday 3am please"))
-		if err != nil {
-			t.Fatalf("window %d (%v): %v", i, h.w, err)
-		}
-		if res.Record.Classification == nil || !slices.Contains(res.Record.Classification.Intents, IntentScheduling) {
-			out[i] = fmt.Sprintf("classification lost: %+v", res.Record.Classification)
-			continue
-		}
-		if drafts := model.calls("body"); len(drafts) != 1 || !strings.Contains(drafts[0].Prompt, wantText) {
-			out[i] = "the drafter did not get exactly the default slots"
-		}
-	}
+	})
 	return out
 }
 

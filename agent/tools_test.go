@@ -118,6 +118,7 @@ func TestFailingToolNeverStopsTheMessage(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"crash", "slow"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			model := &recordingModel{class: okClass(), draft: "Thursday works."}
 			p, st, _ := newTestPipeline(t, model, "auto")
 			srv, _ := testMCPServer(t, mode, "lookup")
@@ -229,19 +230,24 @@ func playToolAttack(t *testing.T, a toolAttack) (failed []string) {
 // the destructive tool is never run, no escape reaches the prompt. The
 // positive control is TestToolResultAttacksLandWithoutDefence.
 func TestToolResultAttacks(t *testing.T) {
-	tried, through := 0, 0
+	// The attacks run side by side (a pipeline and a tool server each);
+	// the count is checked when the last is done.
+	var tried, through atomic.Int64
+	t.Cleanup(func() {
+		t.Logf("tool-result attacks: %d tried, %d got through", tried.Load(), through.Load())
+		if tried.Load() != int64(len(toolAttacks)) || through.Load() != 0 {
+			t.Errorf("%d of %d attacks got through (%d in the table)", through.Load(), tried.Load(), len(toolAttacks))
+		}
+	})
 	for _, a := range toolAttacks {
 		t.Run(a.name, func(t *testing.T) {
-			tried++
+			t.Parallel()
+			tried.Add(1)
 			if failed := playToolAttack(t, a); len(failed) > 0 {
-				through++
+				through.Add(1)
 				t.Errorf("attack got through: %s", strings.Join(failed, ", "))
 			}
 		})
-	}
-	t.Logf("tool-result attacks: %d tried, %d got through", tried, through)
-	if tried != len(toolAttacks) || through != 0 {
-		t.Errorf("%d of %d attacks got through (%d in the table)", through, tried, len(toolAttacks))
 	}
 }
 
