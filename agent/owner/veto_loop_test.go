@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/gemini"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/prompts"
@@ -120,7 +121,7 @@ func runLoopAttack(t *testing.T, a loopAttack) (landed, crashed bool) {
 	}
 	defer func() { _ = st.Close() }()
 	h := &recordingHost{}
-	c := &Channel{Model: srv.NewGemini(t, llm.GeminiConfig{}), Prompts: ps, MaxSteps: len(a.turns), Memory: st, Host: h,
+	c := &Channel{Model: srv.NewGemini(t, gemini.Config{}), Prompts: ps, MaxSteps: len(a.turns), Memory: st, Host: h,
 		Now: func() time.Time { return time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC) }}
 	rec := &store.MessageRecord{MessageKey: store.MessageKey{Account: "a", Mailbox: "INBOX", UIDValidity: 1, UID: 1},
 		MessageID: "<m1@acme.example>", From: mail.Address{Email: "ann@acme.example"}, Subject: "Fwd: Offer"}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/gemini"
+	"github.com/mailagent/mailagent/internal/llm/openai"
 )
 
 // NewModel builds the model cfg.LLM names (provider gemini or openai),
@@ -31,7 +33,7 @@ func newOpenAIModel(ctx context.Context, cfg *config.Config) (llm.Model, error) 
 		}
 		key = s.Reveal()
 	}
-	m, err := llm.NewOpenAI(llm.OpenAIConfig{
+	m, err := openai.New(openai.Config{
 		APIKey: key, Model: l.Model, BaseURL: l.BaseURL, CallTimeout: l.Timeout.D(),
 		StructuredOutput: llm.StructuredOutput(l.StructuredOutput),
 	})
@@ -66,7 +68,7 @@ func newGeminiModel(ctx context.Context, cfg *config.Config) (llm.Model, error) 
 		return nil, &UserError{Code: ExitUsage, Err: fmt.Errorf("llm api key: %w", err),
 			Hint: "set the variable named by llm.api_key_env (default GEMINI_API_KEY) or llm.api_key_cmd"}
 	}
-	g, err := llm.NewGemini(ctx, llm.GeminiConfig{
+	g, err := gemini.New(ctx, gemini.Config{
 		APIKey: key.Reveal(), Model: cfg.LLM.Model, BaseURL: cfg.LLM.BaseURL, CallTimeout: cfg.LLM.Timeout.D(),
 	})
 	if err != nil {

@@ -140,16 +140,3 @@ func (e *InvalidOutputError) Error() string {
 
 // Unwrap returns the validation error.
 func (e *InvalidOutputError) Unwrap() error { return e.Err }
-
-// redactedError replaces an error whose text contains a secret. It keeps
-// the error's temporariness and context sentinels, but drops the chain so
-// the secret cannot leak through an inner error's text.
-type redactedError struct {
-	msg       string
-	temporary bool
-	ctxErr    error // context.DeadlineExceeded or context.Canceled, or nil
-}
-
-func (e *redactedError) Error() string   { return e.msg }
-func (e *redactedError) Temporary() bool { return e.temporary }
-func (e *redactedError) Unwrap() error   { return e.ctxErr }

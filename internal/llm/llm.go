@@ -1,23 +1,24 @@
-// Package llm is mailagent's provider-neutral door to a language model.
+// Package llm is mailagent's provider-neutral door to a language model:
+// the core the rest of the project depends on, free of any provider's SDK.
 //
 // Contract:
 //   - Model is the one interface the rest of the project depends on. A
 //     Request carries a system prompt, a user prompt and an optional JSON
 //     Schema (a provider-neutral subset that maps onto Gemini's
 //     ResponseSchema: no type unions, enums instead).
-//   - Gemini implements Model with google.golang.org/genai. Nothing outside
-//     this package imports genai.
-//   - OpenAI implements Model for any OpenAI-compatible chat completions
-//     server (OpenAI, Ollama, llama.cpp, vLLM, LM Studio) with
-//     github.com/openai/openai-go, with the SDK's own retries off. How it
-//     asks for JSON is a StructuredOutput mode (json_schema strict,
-//     json_object with the schema in the prompt, or the prompt alone); the
-//     answer goes through the same GenerateJSON validation in every mode.
-//     Presets describe the local servers. Nothing outside this package
-//     imports the SDK.
-//   - Each provider makes one HTTP request per call, bounded by a per-call timeout.
-//     HTTP failures are *APIError (with Temporary and RetryAfter); empty or
-//     blocked answers are *ResponseError (ErrEmptyResponse, ErrBlocked).
+//   - The providers live in packages of their own, so that only what
+//     builds a real client links an SDK: internal/llm/gemini
+//     (google.golang.org/genai) and internal/llm/openai (any
+//     OpenAI-compatible server through github.com/openai/openai-go). This
+//     package imports neither (internal/rig/archtest). How the OpenAI
+//     provider asks for JSON is a StructuredOutput mode (json_schema
+//     strict, json_object with the schema in the prompt, or the prompt
+//     alone); the answer goes through the same GenerateJSON validation in
+//     every mode. Presets describe the local servers.
+//   - Each provider makes one HTTP request per call, bounded by a per-call
+//     timeout (DefaultCallTimeout unless configured). HTTP failures are
+//     *APIError (with Temporary and RetryAfter); empty or blocked answers
+//     are *ResponseError (ErrEmptyResponse, ErrBlocked).
 //   - WithRetry wraps any Model and retries temporary failures (429, 5xx,
 //     timeouts, cut connections) with exponential backoff and jitter,
 //     waiting at least the server's retry delay; permanent errors and a
@@ -33,9 +34,12 @@ package llm
 
 import (
 	"context"
-	"net/http"
-	"sync"
+	"time"
 )
+
+// DefaultCallTimeout bounds one provider call when the provider's
+// configuration gives no call timeout.
+const DefaultCallTimeout = 60 * time.Second
 
 // Model generates one response for one request. Implementations must be
 // safe for concurrent use.
@@ -98,23 +102,3 @@ type ModelFunc func(ctx context.Context, req Request) (*Response, error)
 
 // Generate calls f.
 func (f ModelFunc) Generate(ctx context.Context, req Request) (*Response, error) { return f(ctx, req) }
-
-// maxIdlePerHost is how many idle connections to one model server are
-// kept for reuse. http.DefaultTransport keeps 2, so with llm.concurrency
-// 4 every call beyond the second opened a connection (a TLS handshake to
-// a real API) and closed it after one answer: 326 connections for 2,563
-// calls in a triage of the corpus (BENCHMARKS.md §2).
-const maxIdlePerHost = 64
-
-// sharedTransport is the transport of every model client built without
-// one: http.DefaultTransport's settings (proxy from the environment,
-// timeouts, HTTP/2), keeping enough idle connections for every worker,
-// shared by the classify and draft models so they reuse each other's. A
-// request (prompt, system text and schema: 4 to 8 KB) goes out in one
-// write: the default 4 KB buffer took two or three.
-var sharedTransport = sync.OnceValue(func() http.RoundTripper {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = maxIdlePerHost
-	t.WriteBufferSize = 32 << 10
-	return t
-})

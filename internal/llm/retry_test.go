@@ -3,13 +3,11 @@ package llm_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/llm"
-	"github.com/mailagent/mailagent/internal/llm/geminitest"
 )
 
 // sleepRecorder records requested waits instead of sleeping.
@@ -29,102 +27,6 @@ func (s *sleepRecorder) Delays() []time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]time.Duration(nil), s.delays...)
-}
-
-// sequence answers the i-th request with replies[i], repeating the last.
-func sequence(replies ...geminitest.Reply) geminitest.Handler {
-	var mu sync.Mutex
-	n := 0
-	return func(*geminitest.Request) geminitest.Reply {
-		mu.Lock()
-		defer mu.Unlock()
-		r := replies[min(n, len(replies)-1)]
-		n++
-		return r
-	}
-}
-
-func TestRetry(t *testing.T) {
-	t.Parallel()
-	ok := geminitest.Reply{Text: "done", Usage: llm.Usage{PromptTokens: 1, OutputTokens: 1, TotalTokens: 2}}
-	slow := geminitest.Reply{Text: "late", Delay: time.Minute}
-	tests := []struct {
-		name         string
-		replies      []geminitest.Reply
-		maxAttempts  int
-		wantRequests int
-		wantErr      bool
-		wantStatus   int    // of the *APIError in the final error, when wantErr
-		wantErrText  string // substring of the final error
-		wantRetries  int
-		minDelays    []time.Duration // lower bound of each recorded wait
-	}{
-		{name: "429 retry info honoured", replies: []geminitest.Reply{geminitest.RateLimitReply("7s"), ok},
-			wantRequests: 2, wantRetries: 1, minDelays: []time.Duration{7 * time.Second}},
-		{name: "429 retry-after header honoured", replies: []geminitest.Reply{withHeader(geminitest.ErrorReply(429, "RESOURCE_EXHAUSTED", "x"), "Retry-After", "12"), ok},
-			wantRequests: 2, wantRetries: 1, minDelays: []time.Duration{12 * time.Second}},
-		{name: "503 then success", replies: []geminitest.Reply{geminitest.ErrorReply(503, "UNAVAILABLE", "busy"), ok},
-			wantRequests: 2, wantRetries: 1, minDelays: []time.Duration{0}},
-		{name: "two 500 then success", replies: []geminitest.Reply{geminitest.ErrorReply(500, "INTERNAL", "a"), geminitest.ErrorReply(500, "INTERNAL", "b"), ok},
-			wantRequests: 3, wantRetries: 2, minDelays: []time.Duration{0, 0}},
-		{name: "timeout retried", replies: []geminitest.Reply{slow, ok},
-			wantRequests: 2, wantRetries: 1, minDelays: []time.Duration{0}},
-		{name: "connection cut retried", replies: []geminitest.Reply{{Hangup: true}, ok},
-			wantRequests: 2, wantRetries: 1, minDelays: []time.Duration{0}},
-		{name: "400 not retried", replies: []geminitest.Reply{geminitest.ErrorReply(400, "INVALID_ARGUMENT", "bad"), ok},
-			wantRequests: 1, wantErr: true, wantStatus: 400, wantErrText: "after 1 attempt"},
-		{name: "401 not retried", replies: []geminitest.Reply{geminitest.ErrorReply(401, "UNAUTHENTICATED", "bad key"), ok},
-			wantRequests: 1, wantErr: true, wantStatus: 401, wantErrText: "after 1 attempt"},
-		{name: "safety block not retried", replies: []geminitest.Reply{{Text: "x", FinishReason: "SAFETY"}, ok},
-			wantRequests: 1, wantErr: true, wantErrText: "after 1 attempt"},
-		{name: "gives up after max attempts", replies: []geminitest.Reply{geminitest.ErrorReply(503, "UNAVAILABLE", "busy")},
-			maxAttempts: 3, wantRequests: 3, wantErr: true, wantStatus: 503, wantErrText: "after 3 attempts", minDelays: []time.Duration{0, 0}},
-		{name: "default max attempts is 4", replies: []geminitest.Reply{geminitest.ErrorReply(429, "RESOURCE_EXHAUSTED", "x")},
-			wantRequests: 4, wantErr: true, wantStatus: 429, wantErrText: "after 4 attempts", minDelays: []time.Duration{0, 0, 0}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := geminitest.NewServer(t, sequence(tt.replies...))
-			rec := &sleepRecorder{}
-			m := llm.WithRetry(srv.NewGemini(t, llm.GeminiConfig{CallTimeout: 50 * time.Millisecond}),
-				llm.RetryOptions{MaxAttempts: tt.maxAttempts, InitialDelay: 100 * time.Millisecond, MaxDelay: time.Second, Sleep: rec.Sleep})
-			resp, err := m.Generate(t.Context(), llm.Request{Prompt: "x"})
-			if got := len(srv.Requests()); got != tt.wantRequests {
-				t.Errorf("requests: got %d, want %d", got, tt.wantRequests)
-			}
-			if tt.wantErr {
-				if err == nil {
-					t.Fatalf("got nil error, want one")
-				}
-				if !strings.Contains(err.Error(), tt.wantErrText) {
-					t.Errorf("error: got %q, want it to contain %q", err, tt.wantErrText)
-				}
-				var ae *llm.APIError
-				if tt.wantStatus != 0 && (!errors.As(err, &ae) || ae.StatusCode != tt.wantStatus) {
-					t.Errorf("error: got %v, want *APIError with status %d", err, tt.wantStatus)
-				}
-			} else {
-				if err != nil {
-					t.Fatalf("generate: %v", err)
-				}
-				if resp.Text != "done" {
-					t.Errorf("text: got %q, want %q", resp.Text, "done")
-				}
-				if resp.Retries != tt.wantRetries {
-					t.Errorf("retries: got %d, want %d", resp.Retries, tt.wantRetries)
-				}
-			}
-			delays := rec.Delays()
-			if len(delays) != len(tt.minDelays) {
-				t.Fatalf("waits: got %v, want %d waits", delays, len(tt.minDelays))
-			}
-			for i, d := range delays {
-				if d < tt.minDelays[i] || d <= 0 {
-					t.Errorf("wait %d: got %s, want ≥ %s and > 0", i, d, tt.minDelays[i])
-				}
-			}
-		})
-	}
 }
 
 func TestRetryBackoffGrowsAndCaps(t *testing.T) {
@@ -148,62 +50,6 @@ func TestRetryBackoffGrowsAndCaps(t *testing.T) {
 			t.Errorf("wait %d: got %s, want within [%s, %s]", i, d, lo, hi)
 		}
 	}
-}
-
-func TestRetryContextCancellation(t *testing.T) {
-	t.Parallel()
-	t.Run("cancel during wait stops retries", func(t *testing.T) {
-		srv := geminitest.NewServer(t, sequence(geminitest.ErrorReply(503, "UNAVAILABLE", "busy")))
-		ctx, cancel := context.WithCancel(t.Context())
-		sleep := func(ctx context.Context, d time.Duration) error {
-			cancel()
-			return ctx.Err()
-		}
-		m := llm.WithRetry(srv.NewGemini(t, llm.GeminiConfig{}), llm.RetryOptions{Sleep: sleep})
-		_, err := m.Generate(ctx, llm.Request{Prompt: "x"})
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("error: got %v, want context.Canceled", err)
-		}
-		var ae *llm.APIError
-		if !errors.As(err, &ae) || ae.StatusCode != 503 {
-			t.Errorf("error: got %v, want it to wrap the last 503", err)
-		}
-		if got := len(srv.Requests()); got != 1 {
-			t.Errorf("requests: got %d, want 1", got)
-		}
-	})
-	t.Run("cancelled before the first attempt", func(t *testing.T) {
-		srv := geminitest.NewServer(t, nil)
-		ctx, cancel := context.WithCancel(t.Context())
-		cancel()
-		m := llm.WithRetry(srv.NewGemini(t, llm.GeminiConfig{}), llm.RetryOptions{})
-		_, err := m.Generate(ctx, llm.Request{Prompt: "x"})
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("error: got %v, want context.Canceled", err)
-		}
-		if got := len(srv.Requests()); got != 0 {
-			t.Errorf("requests: got %d, want 0", got)
-		}
-	})
-	t.Run("cancel during a call is not retried", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		srv := geminitest.NewServer(t, func(*geminitest.Request) geminitest.Reply {
-			cancel()
-			return geminitest.Reply{Text: "late", Delay: time.Minute}
-		})
-		rec := &sleepRecorder{}
-		m := llm.WithRetry(srv.NewGemini(t, llm.GeminiConfig{}), llm.RetryOptions{Sleep: rec.Sleep})
-		_, err := m.Generate(ctx, llm.Request{Prompt: "x"})
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("error: got %v, want context.Canceled", err)
-		}
-		if got := len(srv.Requests()); got != 1 {
-			t.Errorf("requests: got %d, want 1", got)
-		}
-		if got := len(rec.Delays()); got != 0 {
-			t.Errorf("waits: got %d, want 0", got)
-		}
-	})
 }
 
 func TestRetryRealSleepHonoursContext(t *testing.T) {

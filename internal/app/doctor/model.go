@@ -11,6 +11,7 @@ import (
 
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/openai"
 )
 
 // The doctor's model checks, per distinct model: [llm], then
@@ -47,22 +48,22 @@ func (d *doctor) model(ctx context.Context, cfg *config.Config) {
 // that one schema-checked call round-trips. Each failure names the fix.
 func (d *doctor) modelFor(ctx context.Context, cfg *config.Config, prefix string) {
 	l := cfg.LLM
-	openai := l.Provider == config.ProviderOpenAI
+	isOpenAI := l.Provider == config.ProviderOpenAI
 	m, err := d.env.NewModel(ctx, cfg)
 	if err != nil {
 		fix := "set the variable named by llm.api_key_env (default GEMINI_API_KEY) or llm.api_key_cmd"
-		if openai {
+		if isOpenAI {
 			fix = "set the variable named by llm.api_key_env or fix llm.api_key_cmd; a local server needs no key: remove both"
 		}
 		d.fail(prefix+": api key", err, fix)
 		return
 	}
-	if !openai || l.HasKeySource() {
+	if !isOpenAI || l.HasKeySource() {
 		d.pass(prefix+": api key", "resolved (value not shown)")
 	}
 	var unlisted error // the server does not list the model: judged after the round trip
 	var unlistedFix string
-	if openai {
+	if isOpenAI {
 		ok, fix, err := d.openAIServer(ctx, cfg, prefix)
 		if !ok {
 			return
@@ -118,7 +119,7 @@ func (d *doctor) openAIServer(ctx context.Context, cfg *config.Config, prefix st
 	if t := l.Timeout.D(); t > 0 && t < timeout {
 		timeout = t
 	}
-	c, err := llm.NewOpenAI(llm.OpenAIConfig{APIKey: key, Model: l.Model, BaseURL: l.BaseURL, CallTimeout: timeout,
+	c, err := openai.New(openai.Config{APIKey: key, Model: l.Model, BaseURL: l.BaseURL, CallTimeout: timeout,
 		StructuredOutput: llm.StructuredOutput(l.StructuredOutput)})
 	if err != nil {
 		d.fail(prefix+": server answers", err, "fix llm.model and llm.structured_output")
@@ -126,7 +127,7 @@ func (d *doctor) openAIServer(ctx context.Context, cfg *config.Config, prefix st
 	}
 	base := l.BaseURL
 	if base == "" {
-		base = llm.DefaultOpenAIBaseURL
+		base = openai.DefaultBaseURL
 	}
 	ids, err := c.ListModels(ctx)
 	if err != nil {

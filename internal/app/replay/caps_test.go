@@ -17,6 +17,7 @@ import (
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/gemini"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/memimap"
@@ -78,7 +79,7 @@ type capsWorld struct {
 	srv   *memimap.Server
 	st    *store.Store
 	day1  time.Time
-	model *llm.Gemini
+	model *gemini.Model
 	// drafts are the draft prompts the model saw (Concurrency 1 keeps
 	// them in message order).
 	drafts draftLog
@@ -97,7 +98,7 @@ func newCapsWorld(t *testing.T) *capsWorld {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	w := &capsWorld{t: t, srv: srv, st: st, day1: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)}
-	w.model = geminitest.NewServer(t, obedientModel(&w.drafts)).NewGemini(t, llm.GeminiConfig{})
+	w.model = geminitest.NewServer(t, obedientModel(&w.drafts)).NewGemini(t, gemini.Config{})
 	return w
 }
 

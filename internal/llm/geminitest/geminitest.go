@@ -21,6 +21,7 @@ import (
 
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/llm/fakewire"
+	"github.com/mailagent/mailagent/internal/llm/gemini"
 )
 
 // TestAPIKey is the API key NewGemini uses unless told otherwise.
@@ -105,7 +106,7 @@ type Handler func(req *Request) Reply
 
 // Server is a running fake.
 type Server struct {
-	URL string // base URL, to use as GeminiConfig.BaseURL
+	URL string // base URL, to use as gemini.Config.BaseURL
 
 	wire *fakewire.Server[*Request]
 	h    Handler
@@ -130,9 +131,9 @@ func (s *Server) Client() *http.Client { return s.wire.Client() }
 // Requests returns the recorded requests in arrival order.
 func (s *Server) Requests() []*Request { return s.wire.Requests() }
 
-// NewGemini returns a *llm.Gemini pointed at the server. Empty fields of cfg
-// default to TestAPIKey, DefaultModel, the server's URL and client.
-func (s *Server) NewGemini(t testing.TB, cfg llm.GeminiConfig) *llm.Gemini {
+// NewGemini returns a *gemini.Model pointed at the server. Empty fields of
+// cfg default to TestAPIKey, DefaultModel, the server's URL and client.
+func (s *Server) NewGemini(t testing.TB, cfg gemini.Config) *gemini.Model {
 	t.Helper()
 	if cfg.APIKey == "" {
 		cfg.APIKey = TestAPIKey
@@ -146,7 +147,7 @@ func (s *Server) NewGemini(t testing.TB, cfg llm.GeminiConfig) *llm.Gemini {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = s.Client()
 	}
-	g, err := llm.NewGemini(t.Context(), cfg)
+	g, err := gemini.New(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("geminitest: new gemini: %v", err)
 	}

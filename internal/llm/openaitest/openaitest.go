@@ -31,6 +31,7 @@ import (
 
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/llm/fakewire"
+	"github.com/mailagent/mailagent/internal/llm/openai"
 )
 
 // DefaultModel is the model the server lists and NewOpenAI uses unless
@@ -168,7 +169,7 @@ type Handler func(req *Request) Reply
 
 // Server is a running fake.
 type Server struct {
-	URL    string // base URL ending in /v1, for llm.OpenAIConfig.BaseURL
+	URL    string // base URL ending in /v1, for openai.Config.BaseURL
 	Mode   Mode
 	Models []string // listed at /models; default {DefaultModel}
 	// AnyModel answers whatever model is asked for, as llama.cpp's server
@@ -197,10 +198,10 @@ func (s *Server) Client() *http.Client { return s.wire.Client() }
 // Requests returns the recorded chat requests in arrival order.
 func (s *Server) Requests() []*Request { return s.wire.Requests() }
 
-// NewOpenAI returns a *llm.OpenAI pointed at the server. Empty fields of
+// NewOpenAI returns an *openai.Model pointed at the server. Empty fields of
 // cfg default to DefaultModel, the server's URL and client, and the
 // structured-output mode that suits the server.
-func (s *Server) NewOpenAI(t testing.TB, cfg llm.OpenAIConfig) *llm.OpenAI {
+func (s *Server) NewOpenAI(t testing.TB, cfg openai.Config) *openai.Model {
 	t.Helper()
 	if cfg.Model == "" {
 		cfg.Model = DefaultModel
@@ -214,7 +215,7 @@ func (s *Server) NewOpenAI(t testing.TB, cfg llm.OpenAIConfig) *llm.OpenAI {
 	if cfg.StructuredOutput == "" {
 		cfg.StructuredOutput = s.Mode.StructuredOutput()
 	}
-	m, err := llm.NewOpenAI(cfg)
+	m, err := openai.New(cfg)
 	if err != nil {
 		t.Fatalf("openaitest: new openai: %v", err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/mailagent/mailagent/agent"
 	"github.com/mailagent/mailagent/internal/app/api"
-	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/gemini"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/prompts"
 	"github.com/mailagent/mailagent/store"
@@ -447,7 +447,7 @@ func caseStore(r *run) {
 	// Triage runs the real pipeline over the forwarded store: its record
 	// lands in the watcher's database.
 	ps, _ := prompts.Load("")
-	gem := w.Gemini.NewGemini(r.t, llm.GeminiConfig{})
+	gem := w.Gemini.NewGemini(r.t, gemini.Config{})
 	p := &agent.Pipeline{Store: rs, Classifier: &agent.LLMClassifier{Model: gem, Prompts: ps}, Threader: mail.NewThreader(),
 		Policy: w.Pipeline.Policy, Accounts: w.Pipeline.Accounts}
 	k := store.MessageKey{Account: Account, Mailbox: "INBOX", UIDValidity: key.UIDValidity, UID: 500}

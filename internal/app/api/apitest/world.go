@@ -31,6 +31,7 @@ import (
 	"github.com/mailagent/mailagent/internal/app/api"
 	"github.com/mailagent/mailagent/internal/app/daemon"
 	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/gemini"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/memimap"
@@ -143,7 +144,7 @@ func NewWorld(t testing.TB) *World {
 	t.Cleanup(func() { _ = st.Close() })
 	w.Store = st
 
-	gem := w.Gemini.NewGemini(t, llm.GeminiConfig{})
+	gem := w.Gemini.NewGemini(t, gemini.Config{})
 	ps, err := prompts.Load("")
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"github.com/mailagent/mailagent/agent/followup"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/app/daemon"
-	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/gemini"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/rig/e2e"
 	"github.com/mailagent/mailagent/internal/smtpsend"
@@ -62,7 +62,7 @@ func (e *env) libWatcherArchive(path string, clk *clock, archive string) *libWat
 	if err != nil {
 		t.Fatal(err)
 	}
-	gem := e.model.NewGemini(t, llm.GeminiConfig{})
+	gem := e.model.NewGemini(t, gemini.Config{})
 	dial := func(ctx context.Context) (*imapsync.Client, error) {
 		return imapsync.Dial(ctx, imapsync.Options{Host: e.s.IMAPHost, Port: e.s.IMAPPort, Security: imapsync.SecurityStartTLS,
 			TLSCAFile: e.s.CAFile, Username: e2e.Owner, Password: e.password, Account: account})

@@ -1,4 +1,4 @@
-package llm_test
+package openai_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/openai"
 	"github.com/mailagent/mailagent/internal/llm/openaitest"
 )
 
@@ -51,7 +52,7 @@ func TestOpenAIStructuredOutputModes(t *testing.T) {
 	for _, mode := range []openaitest.Mode{openaitest.ModeStrict, openaitest.ModeJSONOnly, openaitest.ModeProse} {
 		t.Run(mode.String(), func(t *testing.T) {
 			srv := openaitest.NewServer(t, mode, oaVerdictModel)
-			m := srv.NewOpenAI(t, llm.OpenAIConfig{})
+			m := srv.NewOpenAI(t, openai.Config{})
 			v, info, err := llm.GenerateJSON(t.Context(), m, llm.Request{System: "Classify.", Prompt: "hello", Schema: oaVerdictSchema}, validOAVerdict)
 			if err != nil {
 				t.Fatalf("GenerateJSON: %v", err)
@@ -100,7 +101,7 @@ func TestOpenAISameValidationEveryMode(t *testing.T) {
 			srv := openaitest.NewServer(t, mode, func(*openaitest.Request) openaitest.Reply {
 				return openaitest.JSONReply(map[string]any{"label": "definitely-legit", "score": 1}, llm.Usage{TotalTokens: 7})
 			})
-			m := srv.NewOpenAI(t, llm.OpenAIConfig{})
+			m := srv.NewOpenAI(t, openai.Config{})
 			_, info, err := llm.GenerateJSON(t.Context(), m, llm.Request{Prompt: "x", Schema: oaVerdictSchema}, validOAVerdict)
 			var inv *llm.InvalidOutputError
 			if !errors.As(err, &inv) || info.Attempts != 2 {
@@ -120,7 +121,7 @@ func TestOpenAIProseWithoutJSONFails(t *testing.T) {
 	srv := openaitest.NewServer(t, openaitest.ModeStrict, func(*openaitest.Request) openaitest.Reply {
 		return openaitest.Reply{Text: "This mail looks like ham to me, score 3."}
 	})
-	m := srv.NewOpenAI(t, llm.OpenAIConfig{StructuredOutput: llm.OutputPrompt})
+	m := srv.NewOpenAI(t, openai.Config{StructuredOutput: llm.OutputPrompt})
 	_, _, err := llm.GenerateJSON(t.Context(), m, llm.Request{Prompt: "x", Schema: oaVerdictSchema}, validOAVerdict)
 	var inv *llm.InvalidOutputError
 	if !errors.As(err, &inv) {
@@ -143,7 +144,7 @@ func TestOpenAIRetriesTemporaryErrors(t *testing.T) {
 		return openaitest.JSONReply(map[string]any{"label": "spam", "score": 9}, llm.Usage{TotalTokens: 3})
 	})
 	var slept []time.Duration
-	m := llm.WithRetry(srv.NewOpenAI(t, llm.OpenAIConfig{}), llm.RetryOptions{Sleep: func(_ context.Context, d time.Duration) error {
+	m := llm.WithRetry(srv.NewOpenAI(t, openai.Config{}), llm.RetryOptions{Sleep: func(_ context.Context, d time.Duration) error {
 		slept = append(slept, d)
 		return nil
 	}})
@@ -171,7 +172,7 @@ func TestOpenAIUnauthorizedIsPermanent(t *testing.T) {
 		auth.Store(r.Header.Get("Authorization") + r.Header.Get("OpenAI-Organization"))
 		return openaitest.ErrorReply(http.StatusUnauthorized, "invalid_request_error", "Incorrect API key provided: "+key)
 	})
-	m := llm.WithRetry(srv.NewOpenAI(t, llm.OpenAIConfig{APIKey: key}), llm.RetryOptions{Sleep: func(context.Context, time.Duration) error {
+	m := llm.WithRetry(srv.NewOpenAI(t, openai.Config{APIKey: key}), llm.RetryOptions{Sleep: func(context.Context, time.Duration) error {
 		t.Fatal("a 401 was retried")
 		return nil
 	}})
@@ -197,7 +198,7 @@ func TestOpenAIDeadlines(t *testing.T) {
 		return openaitest.Reply{Text: "{}", Delay: 10 * time.Second}
 	})
 	t.Run("call timeout", func(t *testing.T) {
-		m := srv.NewOpenAI(t, llm.OpenAIConfig{CallTimeout: 100 * time.Millisecond})
+		m := srv.NewOpenAI(t, openai.Config{CallTimeout: 100 * time.Millisecond})
 		start := time.Now()
 		_, err := m.Generate(t.Context(), llm.Request{Prompt: "x"})
 		if !errors.Is(err, context.DeadlineExceeded) || !llm.IsTemporary(err) || time.Since(start) > 5*time.Second {
@@ -205,7 +206,7 @@ func TestOpenAIDeadlines(t *testing.T) {
 		}
 	})
 	t.Run("caller deadline", func(t *testing.T) {
-		m := llm.WithRetry(srv.NewOpenAI(t, llm.OpenAIConfig{}), llm.RetryOptions{})
+		m := llm.WithRetry(srv.NewOpenAI(t, openai.Config{}), llm.RetryOptions{})
 		ctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
 		defer cancel()
 		start := time.Now()
@@ -224,7 +225,7 @@ func TestOpenAIRefusalAndEmpty(t *testing.T) {
 		}
 		return openaitest.Reply{Text: "  ", FinishReason: "length"}
 	})
-	m := srv.NewOpenAI(t, llm.OpenAIConfig{})
+	m := srv.NewOpenAI(t, openai.Config{})
 	if _, err := m.Generate(t.Context(), llm.Request{Prompt: "refuse"}); !errors.Is(err, llm.ErrBlocked) {
 		t.Fatalf("refusal: err = %v, want ErrBlocked", err)
 	}
@@ -237,12 +238,12 @@ func TestOpenAIListModelsAndUnknownModel(t *testing.T) {
 	t.Parallel()
 	srv := openaitest.NewServer(t, openaitest.ModeStrict, nil)
 	srv.Models = []string{"a:1b", openaitest.DefaultModel}
-	m := srv.NewOpenAI(t, llm.OpenAIConfig{})
+	m := srv.NewOpenAI(t, openai.Config{})
 	ids, err := m.ListModels(t.Context())
 	if err != nil || len(ids) != 2 || ids[1] != openaitest.DefaultModel {
 		t.Fatalf("ListModels = %v, %v", ids, err)
 	}
-	_, err = srv.NewOpenAI(t, llm.OpenAIConfig{Model: "missing:70b"}).Generate(t.Context(), llm.Request{Prompt: "x"})
+	_, err = srv.NewOpenAI(t, openai.Config{Model: "missing:70b"}).Generate(t.Context(), llm.Request{Prompt: "x"})
 	var ae *llm.APIError
 	if !errors.As(err, &ae) || ae.StatusCode != 404 || !strings.Contains(err.Error(), "missing:70b") {
 		t.Fatalf("err = %v, want 404 naming the model", err)
@@ -268,7 +269,7 @@ func TestOpenAIOptionalPropertiesStrict(t *testing.T) {
 		Label, Note, Tone string
 		Window            *struct{ Start, End string }
 	}
-	got, _, err := llm.GenerateJSON[answer](t.Context(), srv.NewOpenAI(t, llm.OpenAIConfig{}), llm.Request{Prompt: "x", Schema: s}, nil)
+	got, _, err := llm.GenerateJSON[answer](t.Context(), srv.NewOpenAI(t, openai.Config{}), llm.Request{Prompt: "x", Schema: s}, nil)
 	if err != nil || got.Label != "ham" || got.Note != "" || got.Tone != "" || got.Window != nil {
 		t.Fatalf("answer with nulls: %+v %v", got, err)
 	}
@@ -308,34 +309,15 @@ func TestOpenAIOptionalPropertiesStrict(t *testing.T) {
 	}
 }
 
-func TestParseStructuredOutput(t *testing.T) {
+// TestNewRejectsBadConfig: an unknown structured-output mode and an
+// empty model name are refused when the client is built.
+func TestNewRejectsBadConfig(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]llm.StructuredOutput{"": llm.OutputJSONSchema, "json_object": llm.OutputJSONObject, "prompt": llm.OutputPrompt} {
-		if got, err := llm.ParseStructuredOutput(in); err != nil || got != want {
-			t.Errorf("%q: %q, %v", in, got, err)
-		}
+	if _, err := openai.New(openai.Config{Model: "m", StructuredOutput: "xml"}); err == nil {
+		t.Error("New accepted an unknown mode")
 	}
-	if _, err := llm.ParseStructuredOutput("grammar"); err == nil {
-		t.Error("unknown mode accepted")
-	}
-	if _, err := llm.NewOpenAI(llm.OpenAIConfig{Model: "m", StructuredOutput: "xml"}); err == nil {
-		t.Error("NewOpenAI accepted an unknown mode")
-	}
-	if _, err := llm.NewOpenAI(llm.OpenAIConfig{}); err == nil {
-		t.Error("NewOpenAI accepted an empty model")
-	}
-}
-
-func TestPresets(t *testing.T) {
-	t.Parallel()
-	for _, name := range []string{"ollama", "llamacpp", "vllm", "lmstudio"} {
-		p, ok := llm.PresetByName(name)
-		if !ok || !strings.HasPrefix(p.BaseURL, "http://localhost:") || !strings.HasSuffix(p.BaseURL, "/v1") || p.NeedsKey {
-			t.Errorf("%s: %+v", name, p)
-		}
-		if _, err := llm.ParseStructuredOutput(string(p.StructuredOutput)); err != nil || p.ExampleModel == "" || p.ModelNaming == "" {
-			t.Errorf("%s: incomplete preset %+v", name, p)
-		}
+	if _, err := openai.New(openai.Config{}); err == nil {
+		t.Error("New accepted an empty model")
 	}
 }
 
@@ -346,7 +328,7 @@ func TestOpenAITruncatedAnswer(t *testing.T) {
 	srv := openaitest.NewServer(t, openaitest.ModeStrict, func(*openaitest.Request) openaitest.Reply {
 		return openaitest.Reply{Text: `{"label":"h`, FinishReason: "length"}
 	})
-	resp, err := srv.NewOpenAI(t, llm.OpenAIConfig{}).Generate(t.Context(), llm.Request{Prompt: "x"})
+	resp, err := srv.NewOpenAI(t, openai.Config{}).Generate(t.Context(), llm.Request{Prompt: "x"})
 	if err != nil || resp.FinishReason != "MAX_TOKENS" {
 		t.Fatalf("got %+v, %v; want FinishReason MAX_TOKENS", resp, err)
 	}

@@ -1,4 +1,20 @@
-package llm
+// Package openai is mailagent's provider for any OpenAI-compatible chat
+// completions server (OpenAI, Ollama, llama.cpp, vLLM, LM Studio): an
+// llm.Model through github.com/openai/openai-go.
+//
+// Contract: New builds a *Model from a Config without contacting the
+// server; only the Config counts, never the SDK's environment variables.
+// Each Generate is exactly one HTTP request (the SDK's own retries off),
+// bounded by the per-call timeout; retries belong to llm.WithRetry. How
+// JSON is asked for is the Config's llm.StructuredOutput mode (json_schema
+// strict, json_object with the schema in the prompt, or the prompt
+// alone); the answer goes through the same llm.GenerateJSON validation in
+// every mode, a fenced answer being unwrapped and never altered. HTTP
+// failures are *llm.APIError (with retry-after-ms or Retry-After), empty,
+// refused or filtered answers *llm.ResponseError; the API key never
+// appears in an error. ListModels reads /models, for the doctor. No other
+// package imports openai-go (internal/rig/archtest's sdkHomes).
+package openai
 
 import (
 	"context"
@@ -12,97 +28,69 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openai/openai-go/v2"
+	oai "github.com/openai/openai-go/v2"
 	"github.com/openai/openai-go/v2/option"
 	"github.com/openai/openai-go/v2/shared"
+
+	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/internal/httpcall"
 )
 
-// StructuredOutput is how an OpenAI-compatible server is asked for JSON.
-type StructuredOutput string
+// DefaultBaseURL is the endpoint used when Config.BaseURL is empty.
+const DefaultBaseURL = "https://api.openai.com/v1/"
 
-// The structured-output modes. Whatever the mode, the answer goes through
-// the same Go decoding and validation (GenerateJSON): a mode only changes
-// what the server is asked for, never what is accepted.
-const (
-	// OutputJSONSchema sends response_format json_schema, strict (optional
-	// properties become required and nullable, as strict mode wants): the
-	// server constrains decoding to the schema.
-	OutputJSONSchema StructuredOutput = "json_schema"
-	// OutputJSONObject sends response_format json_object (JSON mode) and
-	// puts the schema into the system prompt.
-	OutputJSONObject StructuredOutput = "json_object"
-	// OutputPrompt sends no response_format; the schema goes into the
-	// system prompt, for servers that support neither.
-	OutputPrompt StructuredOutput = "prompt"
-)
-
-// ParseStructuredOutput checks a configured mode; "" means OutputJSONSchema.
-func ParseStructuredOutput(s string) (StructuredOutput, error) {
-	switch StructuredOutput(s) {
-	case "":
-		return OutputJSONSchema, nil
-	case OutputJSONSchema, OutputJSONObject, OutputPrompt:
-		return StructuredOutput(s), nil
-	}
-	return "", fmt.Errorf("structured output %q is not one of json_schema, json_object, prompt", s)
-}
-
-// DefaultOpenAIBaseURL is the endpoint used when OpenAIConfig.BaseURL is
-// empty.
-const DefaultOpenAIBaseURL = "https://api.openai.com/v1/"
-
-// OpenAIConfig configures an OpenAI-compatible model.
-type OpenAIConfig struct {
+// Config configures an OpenAI-compatible model.
+type Config struct {
 	// APIKey is sent as a bearer token. Optional: local servers (Ollama,
 	// llama.cpp, vLLM, LM Studio) usually need none. Never in errors.
 	APIKey string
 	// Model is the model name the server knows, e.g. "qwen2.5:7b". Required.
 	Model string
 	// BaseURL is the API root that holds /chat/completions and /models,
-	// e.g. "http://localhost:11434/v1". Empty means DefaultOpenAIBaseURL.
+	// e.g. "http://localhost:11434/v1". Empty means DefaultBaseURL.
 	BaseURL string
 	// HTTPClient is used for requests; nil means a default client.
 	HTTPClient *http.Client
-	// CallTimeout bounds each call; zero means DefaultCallTimeout.
+	// CallTimeout bounds each call; zero means llm.DefaultCallTimeout.
 	CallTimeout time.Duration
 	// StructuredOutput selects how JSON is asked for; "" is json_schema.
-	StructuredOutput StructuredOutput
+	StructuredOutput llm.StructuredOutput
 }
 
-// OpenAI is a Model backed by an OpenAI-compatible chat completions API
-// through github.com/openai/openai-go. It is safe for concurrent use and
-// makes exactly one HTTP request per Generate call (the SDK's own retries
-// are off): retries belong to WithRetry.
-type OpenAI struct {
-	chat    openai.ChatCompletionService
-	models  openai.ModelService
+// Model is an llm.Model backed by an OpenAI-compatible chat completions
+// API through github.com/openai/openai-go. It is safe for concurrent use
+// and makes exactly one HTTP request per Generate call (the SDK's own
+// retries are off): retries belong to llm.WithRetry.
+type Model struct {
+	chat    oai.ChatCompletionService
+	models  oai.ModelService
 	model   string
-	mode    StructuredOutput
+	mode    llm.StructuredOutput
 	timeout time.Duration
 	secret  string
 }
 
-// NewOpenAI builds an OpenAI-compatible model. It does not contact the
+// New builds an OpenAI-compatible model. It does not contact the
 // server. Environment variables the SDK would read (OPENAI_API_KEY,
 // OPENAI_BASE_URL, OPENAI_ORG_ID, …) are ignored: only cfg counts.
-func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
+func New(cfg Config) (*Model, error) {
 	if strings.TrimSpace(cfg.Model) == "" {
 		return nil, errors.New("openai: model is empty")
 	}
 	if cfg.CallTimeout < 0 {
 		return nil, fmt.Errorf("openai: negative call timeout %s", cfg.CallTimeout)
 	}
-	mode, err := ParseStructuredOutput(string(cfg.StructuredOutput))
+	mode, err := llm.ParseStructuredOutput(string(cfg.StructuredOutput))
 	if err != nil {
 		return nil, fmt.Errorf("openai: %w", err)
 	}
 	timeout := cfg.CallTimeout
 	if timeout == 0 {
-		timeout = DefaultCallTimeout
+		timeout = llm.DefaultCallTimeout
 	}
 	base := cfg.BaseURL
 	if base == "" {
-		base = DefaultOpenAIBaseURL
+		base = DefaultBaseURL
 	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(base),
@@ -115,13 +103,13 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 		*hc = *cfg.HTTPClient
 	}
 	if hc.Transport == nil {
-		hc.Transport = sharedTransport()
+		hc.Transport = httpcall.Transport()
 	}
 	opts = append(opts, option.WithHTTPClient(hc))
-	// The services, not openai.NewClient: the client would add what the
+	// The services, not the SDK's NewClient: the client would add what the
 	// environment says (OPENAI_ORG_ID, OPENAI_PROJECT_ID, custom headers),
 	// which must not reach a server the configuration did not name.
-	return &OpenAI{chat: openai.NewChatCompletionService(opts...), models: openai.NewModelService(opts...),
+	return &Model{chat: oai.NewChatCompletionService(opts...), models: oai.NewModelService(opts...),
 		model: cfg.Model, mode: mode, timeout: timeout, secret: cfg.APIKey}, nil
 }
 
@@ -133,45 +121,45 @@ func cmpOr(a, b string) string {
 }
 
 // Mode returns the structured-output mode in use.
-func (o *OpenAI) Mode() StructuredOutput { return o.mode }
+func (o *Model) Mode() llm.StructuredOutput { return o.mode }
 
-// Generate makes one chat completions call. HTTP failures are *APIError (a
-// 401 says the key was refused); empty, refused or filtered answers are
-// *ResponseError; an expired per-call timeout wraps
+// Generate makes one chat completions call. HTTP failures are
+// *llm.APIError (a 401 says the key was refused); empty, refused or
+// filtered answers are *llm.ResponseError; an expired per-call timeout wraps
 // context.DeadlineExceeded.
-func (o *OpenAI) Generate(ctx context.Context, req Request) (*Response, error) {
-	params := openai.ChatCompletionNewParams{Model: o.model}
+func (o *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	params := oai.ChatCompletionNewParams{Model: o.model}
 	system := req.System
 	if req.Schema != nil {
-		js, err := toJSONSchema(req.Schema, "$", o.mode == OutputJSONSchema)
+		js, err := toJSONSchema(req.Schema, "$", o.mode == llm.OutputJSONSchema)
 		if err != nil {
 			return nil, fmt.Errorf("openai: %w", err)
 		}
 		switch o.mode {
-		case OutputJSONSchema:
-			params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{
+		case llm.OutputJSONSchema:
+			params.ResponseFormat = oai.ChatCompletionNewParamsResponseFormatUnion{
 				OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
 					Name:   "answer",
-					Strict: openai.Bool(true),
+					Strict: oai.Bool(true),
 					Schema: js,
 				}},
 			}
-		case OutputJSONObject:
-			params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}
+		case llm.OutputJSONObject:
+			params.ResponseFormat = oai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}
 			system += schemaInstruction(js)
 		default:
 			system += schemaInstruction(js)
 		}
 	}
 	if system != "" {
-		params.Messages = append(params.Messages, openai.SystemMessage(system))
+		params.Messages = append(params.Messages, oai.SystemMessage(system))
 	}
-	params.Messages = append(params.Messages, openai.UserMessage(req.Prompt))
+	params.Messages = append(params.Messages, oai.UserMessage(req.Prompt))
 	if req.Temperature != nil {
-		params.Temperature = openai.Float(float64(*req.Temperature))
+		params.Temperature = oai.Float(float64(*req.Temperature))
 	}
 	if req.MaxOutputTokens > 0 {
-		params.MaxTokens = openai.Int(int64(req.MaxOutputTokens))
+		params.MaxTokens = oai.Int(int64(req.MaxOutputTokens))
 	}
 
 	callCtx, cancel := context.WithTimeout(ctx, o.timeout)
@@ -183,25 +171,25 @@ func (o *OpenAI) Generate(ctx context.Context, req Request) (*Response, error) {
 	return o.toResponse(resp, req.Schema != nil)
 }
 
-func (o *OpenAI) toResponse(resp *openai.ChatCompletion, wantJSON bool) (*Response, error) {
-	usage := Usage{
+func (o *Model) toResponse(resp *oai.ChatCompletion, wantJSON bool) (*llm.Response, error) {
+	usage := llm.Usage{
 		PromptTokens: int32(resp.Usage.PromptTokens),
 		OutputTokens: int32(resp.Usage.CompletionTokens),
 		TotalTokens:  int32(resp.Usage.TotalTokens),
 	}
 	if len(resp.Choices) == 0 {
-		return nil, &ResponseError{Reason: "no choices", Usage: usage}
+		return nil, &llm.ResponseError{Reason: "no choices", Usage: usage}
 	}
 	c := resp.Choices[0]
 	if c.Message.Refusal != "" {
-		return nil, &ResponseError{Blocked: true, Reason: "refusal", Message: c.Message.Refusal, Usage: usage}
+		return nil, &llm.ResponseError{Blocked: true, Reason: "refusal", Message: c.Message.Refusal, Usage: usage}
 	}
 	if c.FinishReason == "content_filter" {
-		return nil, &ResponseError{Blocked: true, Reason: c.FinishReason, Usage: usage}
+		return nil, &llm.ResponseError{Blocked: true, Reason: c.FinishReason, Usage: usage}
 	}
 	text := c.Message.Content
 	if strings.TrimSpace(text) == "" {
-		return nil, &ResponseError{Reason: c.FinishReason, Usage: usage}
+		return nil, &llm.ResponseError{Reason: c.FinishReason, Usage: usage}
 	}
 	if wantJSON {
 		text = unfence(text)
@@ -214,20 +202,20 @@ func (o *OpenAI) toResponse(resp *openai.ChatCompletion, wantJSON bool) (*Respon
 	if c.FinishReason == "length" {
 		finish = "MAX_TOKENS" // the neutral name, as Gemini reports a truncated answer
 	}
-	return &Response{Text: text, Usage: usage, Model: model, FinishReason: finish}, nil
+	return &llm.Response{Text: text, Usage: usage, Model: model, FinishReason: finish}, nil
 }
 
-// wrapErr turns an SDK error into *APIError or a wrapped transport error,
+// wrapErr turns an SDK error into *llm.APIError or a wrapped transport error,
 // with the API key redacted.
-func (o *OpenAI) wrapErr(parent, callCtx context.Context, err error) error {
-	var oe *openai.Error
+func (o *Model) wrapErr(parent, callCtx context.Context, err error) error {
+	var oe *oai.Error
 	if !errors.As(err, &oe) || oe == nil {
 		if parent.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
-			return redact(fmt.Errorf("openai generate: call timed out after %s: %w", o.timeout, err), o.secret)
+			return httpcall.Redact(fmt.Errorf("openai generate: call timed out after %s: %w", o.timeout, err), o.secret)
 		}
-		return redact(fmt.Errorf("openai generate: %w", err), o.secret)
+		return httpcall.Redact(fmt.Errorf("openai generate: %w", err), o.secret)
 	}
-	ae := &APIError{StatusCode: oe.StatusCode, Status: cmpOr(oe.Type, oe.Code), Message: oe.Message}
+	ae := &llm.APIError{StatusCode: oe.StatusCode, Status: cmpOr(oe.Type, oe.Code), Message: oe.Message}
 	if o.secret != "" {
 		ae.Message = strings.ReplaceAll(ae.Message, o.secret, "[REDACTED]")
 	}
@@ -238,19 +226,19 @@ func (o *OpenAI) wrapErr(parent, callCtx context.Context, err error) error {
 		ae.Message = strings.TrimSpace(ae.Message + fmt.Sprintf(" (model %q or the endpoint does not exist: check llm.base_url ends in /v1 and `mailagent doctor` lists the model)", o.model))
 	}
 	if oe.Response != nil {
-		ae.RetryAfter = openAIRetryAfter(oe.Response.Header, time.Now())
+		ae.RetryAfter = retryAfter(oe.Response.Header, time.Now())
 	}
 	return ae
 }
 
-// openAIRetryAfter reads retry-after-ms (OpenAI's) or Retry-After.
-func openAIRetryAfter(h http.Header, now time.Time) time.Duration {
+// retryAfter reads retry-after-ms (OpenAI's) or Retry-After.
+func retryAfter(h http.Header, now time.Time) time.Duration {
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < float64(24*time.Hour/time.Millisecond) {
 			return time.Duration(ms * float64(time.Millisecond))
 		}
 	}
-	return parseRetryAfter(h.Get("Retry-After"), now)
+	return httpcall.ParseRetryAfter(h.Get("Retry-After"), now)
 }
 
 // schemaInstruction is appended to the system prompt when the server
@@ -264,9 +252,9 @@ func schemaInstruction(js map[string]any) string {
 // with additionalProperties false on every object. With strict, it is the
 // form OpenAI's strict mode accepts: every property is required, and an
 // optional one may be null instead (its type becomes [T, "null"], and null
-// joins its enum). A null decodes like an absent field (DecodeStrict into
+// joins its enum). A null decodes like an absent field (llm.DecodeStrict into
 // Go values), so the caller's validation sees the same answer either way.
-func toJSONSchema(s *Schema, path string, strict bool) (map[string]any, error) {
+func toJSONSchema(s *llm.Schema, path string, strict bool) (map[string]any, error) {
 	out := map[string]any{}
 	switch s.Type {
 	case "object", "array", "string", "number", "integer", "boolean":
@@ -345,7 +333,7 @@ func toAnys(ss []string) []any {
 // unfence returns the content of the one markdown code block in text when
 // text is not bare JSON: servers without a JSON mode often wrap the answer
 // in prose and a ```json fence. Anything else is returned unchanged, to be
-// judged (and repaired) by GenerateJSON; the content is never altered.
+// judged (and repaired) by llm.GenerateJSON; the content is never altered.
 func unfence(text string) string {
 	t := strings.TrimSpace(text)
 	if strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
@@ -369,7 +357,7 @@ func unfence(text string) string {
 
 // ListModels returns the model ids the server lists at /models. It is one
 // request, not retried, bounded by the call timeout.
-func (o *OpenAI) ListModels(ctx context.Context) ([]string, error) {
+func (o *Model) ListModels(ctx context.Context) ([]string, error) {
 	callCtx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	page, err := o.models.List(callCtx)

@@ -1,4 +1,19 @@
-package llm
+// Package gemini is mailagent's Gemini provider: an llm.Model over the
+// Gemini API through google.golang.org/genai.
+//
+// Contract: New builds a *Model from a Config without contacting the
+// server. Each Generate is exactly one HTTP request (the SDK's automatic
+// continuation off), bounded by the per-call timeout; retries belong to
+// llm.WithRetry. HTTP failures are *llm.APIError, with RetryAfter from the
+// Retry-After header (which genai's APIError drops: a transport records
+// it) or else google.rpc.RetryInfo; empty or blocked answers are
+// *llm.ResponseError; an expired per-call timeout wraps
+// context.DeadlineExceeded. The API key never appears in an error. A
+// request's schema maps onto genai's ResponseSchema, and the bytes the SDK
+// made of a schema are reused on later calls, so the request stays byte
+// for byte the same. No other package imports genai
+// (internal/rig/archtest's sdkHomes).
+package gemini
 
 import (
 	"context"
@@ -6,21 +21,19 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/genai"
+
+	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/internal/httpcall"
 )
 
-// DefaultCallTimeout bounds one Gemini call when GeminiConfig.CallTimeout is
-// zero.
-const DefaultCallTimeout = 60 * time.Second
-
-// GeminiConfig configures a Gemini model.
-type GeminiConfig struct {
+// Config configures a Gemini model.
+type Config struct {
 	// APIKey authenticates with the Gemini API. Required. It is sent in the
 	// x-goog-api-key header and never appears in errors.
 	APIKey string
@@ -32,14 +45,14 @@ type GeminiConfig struct {
 	// HTTPClient is used for requests; nil means a default client. It is
 	// copied, never modified.
 	HTTPClient *http.Client
-	// CallTimeout bounds each call; zero means DefaultCallTimeout.
+	// CallTimeout bounds each call; zero means llm.DefaultCallTimeout.
 	CallTimeout time.Duration
 }
 
-// Gemini is a Model backed by the Gemini API through google.golang.org/genai.
-// It is safe for concurrent use. It makes exactly one HTTP request per
-// Generate call: retries belong to WithRetry.
-type Gemini struct {
+// Model is an llm.Model backed by the Gemini API through
+// google.golang.org/genai. It is safe for concurrent use. It makes exactly
+// one HTTP request per Generate call: retries belong to llm.WithRetry.
+type Model struct {
 	client  *genai.Client
 	model   string
 	timeout time.Duration
@@ -53,12 +66,12 @@ type Gemini struct {
 	nSchema atomic.Int32
 }
 
-// maxCachedSchemas bounds Gemini.schemas: the product asks a handful of
+// maxCachedSchemas bounds Model.schemas: the product asks a handful of
 // schemas; one that varies per call is converted each time, as before.
 const maxCachedSchemas = 64
 
-// NewGemini builds a Gemini model. It does not contact the server.
-func NewGemini(ctx context.Context, cfg GeminiConfig) (*Gemini, error) {
+// New builds a Gemini model. It does not contact the server.
+func New(ctx context.Context, cfg Config) (*Model, error) {
 	if cfg.APIKey == "" {
 		return nil, errors.New("gemini: api key is empty")
 	}
@@ -70,7 +83,7 @@ func NewGemini(ctx context.Context, cfg GeminiConfig) (*Gemini, error) {
 	}
 	timeout := cfg.CallTimeout
 	if timeout == 0 {
-		timeout = DefaultCallTimeout
+		timeout = llm.DefaultCallTimeout
 	}
 	// Copy the caller's client and wrap its transport, so Retry-After
 	// headers (which genai's APIError drops) can be read.
@@ -80,7 +93,7 @@ func NewGemini(ctx context.Context, cfg GeminiConfig) (*Gemini, error) {
 	}
 	base := hc.Transport
 	if base == nil {
-		base = sharedTransport()
+		base = httpcall.Transport()
 	}
 	hc.Transport = &headerTransport{base: base}
 
@@ -91,15 +104,15 @@ func NewGemini(ctx context.Context, cfg GeminiConfig) (*Gemini, error) {
 		HTTPOptions: genai.HTTPOptions{BaseURL: cfg.BaseURL},
 	})
 	if err != nil {
-		return nil, redact(fmt.Errorf("gemini: new client: %w", err), cfg.APIKey)
+		return nil, httpcall.Redact(fmt.Errorf("gemini: new client: %w", err), cfg.APIKey)
 	}
-	return &Gemini{client: client, model: cfg.Model, timeout: timeout, secret: cfg.APIKey}, nil
+	return &Model{client: client, model: cfg.Model, timeout: timeout, secret: cfg.APIKey}, nil
 }
 
-// Generate makes one generateContent call. HTTP failures are *APIError;
-// empty or blocked answers are *ResponseError; an expired per-call timeout
-// wraps context.DeadlineExceeded.
-func (g *Gemini) Generate(ctx context.Context, req Request) (*Response, error) {
+// Generate makes one generateContent call. HTTP failures are
+// *llm.APIError; empty or blocked answers are *llm.ResponseError; an
+// expired per-call timeout wraps context.DeadlineExceeded.
+func (g *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, error) {
 	cfg := &genai.GenerateContentConfig{
 		Temperature:     req.Temperature,
 		MaxOutputTokens: req.MaxOutputTokens,
@@ -146,7 +159,7 @@ func (g *Gemini) Generate(ctx context.Context, req Request) (*Response, error) {
 // keepSchema returns a request hook that records the body's
 // responseSchema, as the SDK made it, under key, and leaves the body as it
 // is.
-func (g *Gemini) keepSchema(key string) genai.ExtrasRequestProvider {
+func (g *Model) keepSchema(key string) genai.ExtrasRequestProvider {
 	return func(body map[string]any) map[string]any {
 		gc, _ := body["generationConfig"].(map[string]any)
 		rs, ok := gc["responseSchema"]
@@ -176,20 +189,20 @@ func putSchema(raw json.RawMessage) genai.ExtrasRequestProvider {
 	}
 }
 
-func (g *Gemini) toResponse(resp *genai.GenerateContentResponse) (*Response, error) {
-	var usage Usage
+func (g *Model) toResponse(resp *genai.GenerateContentResponse) (*llm.Response, error) {
+	var usage llm.Usage
 	if u := resp.UsageMetadata; u != nil {
-		usage = Usage{PromptTokens: u.PromptTokenCount, OutputTokens: u.CandidatesTokenCount, TotalTokens: u.TotalTokenCount}
+		usage = llm.Usage{PromptTokens: u.PromptTokenCount, OutputTokens: u.CandidatesTokenCount, TotalTokens: u.TotalTokenCount}
 	}
 	if pf := resp.PromptFeedback; pf != nil && pf.BlockReason != "" {
-		return nil, &ResponseError{Blocked: true, Reason: string(pf.BlockReason), Message: pf.BlockReasonMessage, Usage: usage}
+		return nil, &llm.ResponseError{Blocked: true, Reason: string(pf.BlockReason), Message: pf.BlockReasonMessage, Usage: usage}
 	}
 	if len(resp.Candidates) == 0 || resp.Candidates[0] == nil {
-		return nil, &ResponseError{Reason: "no candidates", Usage: usage}
+		return nil, &llm.ResponseError{Reason: "no candidates", Usage: usage}
 	}
 	c := resp.Candidates[0]
 	if blockedFinish(c.FinishReason) {
-		return nil, &ResponseError{Blocked: true, Reason: string(c.FinishReason), Message: c.FinishMessage, Usage: usage}
+		return nil, &llm.ResponseError{Blocked: true, Reason: string(c.FinishReason), Message: c.FinishMessage, Usage: usage}
 	}
 	var b strings.Builder
 	if c.Content != nil {
@@ -200,13 +213,13 @@ func (g *Gemini) toResponse(resp *genai.GenerateContentResponse) (*Response, err
 		}
 	}
 	if strings.TrimSpace(b.String()) == "" {
-		return nil, &ResponseError{Reason: string(c.FinishReason), Message: c.FinishMessage, Usage: usage}
+		return nil, &llm.ResponseError{Reason: string(c.FinishReason), Message: c.FinishMessage, Usage: usage}
 	}
 	model := resp.ModelVersion
 	if model == "" {
 		model = g.model
 	}
-	return &Response{Text: b.String(), Usage: usage, Model: model, FinishReason: string(c.FinishReason)}, nil
+	return &llm.Response{Text: b.String(), Usage: usage, Model: model, FinishReason: string(c.FinishReason)}, nil
 }
 
 // blockedFinish reports finish reasons that mean the provider withheld or
@@ -221,9 +234,9 @@ func blockedFinish(r genai.FinishReason) bool {
 	return false
 }
 
-// wrapErr turns a genai error into *APIError or a wrapped transport error,
+// wrapErr turns a genai error into *llm.APIError or a wrapped transport error,
 // with the API key redacted.
-func (g *Gemini) wrapErr(parent, callCtx context.Context, err error, meta *callMeta) error {
+func (g *Model) wrapErr(parent, callCtx context.Context, err error, meta *callMeta) error {
 	var ge genai.APIError
 	var gp *genai.APIError
 	switch {
@@ -232,15 +245,15 @@ func (g *Gemini) wrapErr(parent, callCtx context.Context, err error, meta *callM
 		ge = *gp
 	default:
 		if parent.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
-			return redact(fmt.Errorf("gemini generate: call timed out after %s: %w", g.timeout, err), g.secret)
+			return httpcall.Redact(fmt.Errorf("gemini generate: call timed out after %s: %w", g.timeout, err), g.secret)
 		}
-		return redact(fmt.Errorf("gemini generate: %w", err), g.secret)
+		return httpcall.Redact(fmt.Errorf("gemini generate: %w", err), g.secret)
 	}
 	code := ge.Code
 	if code == 0 {
 		code = meta.status()
 	}
-	ae := &APIError{
+	ae := &llm.APIError{
 		StatusCode: code,
 		Status:     ge.Status,
 		Message:    strings.ReplaceAll(ge.Message, g.secret, "[REDACTED]"),
@@ -268,22 +281,6 @@ func retryInfoDelay(details []map[string]any) time.Duration {
 		}
 	}
 	return 0
-}
-
-// redact hides secret in err's text. Errors that do not mention it pass
-// through unchanged.
-func redact(err error, secret string) error {
-	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
-		return err
-	}
-	re := &redactedError{msg: strings.ReplaceAll(err.Error(), secret, "[REDACTED]"), temporary: IsTemporary(err)}
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		re.ctxErr = context.DeadlineExceeded
-	case errors.Is(err, context.Canceled):
-		re.ctxErr = context.Canceled
-	}
-	return re
 }
 
 // callMeta collects HTTP details of one call that genai does not surface.
@@ -320,7 +317,7 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if m, ok := req.Context().Value(callMetaKey{}).(*callMeta); ok {
-		d := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		d := httpcall.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		m.mu.Lock()
 		m.code = resp.StatusCode
 		m.after = d
@@ -329,27 +326,8 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// parseRetryAfter reads an RFC 9110 Retry-After value: delay-seconds or an
-// HTTP-date. Invalid or past values give 0.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 || n > int64(24*time.Hour/time.Second) {
-			return 0
-		}
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
-
 // toGenaiSchema maps the provider-neutral schema onto genai.Schema.
-func toGenaiSchema(s *Schema, path string) (*genai.Schema, error) {
+func toGenaiSchema(s *llm.Schema, path string) (*genai.Schema, error) {
 	if s == nil {
 		return nil, nil
 	}

@@ -1,4 +1,4 @@
-package llm_test
+package gemini_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/gemini"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
 )
 
@@ -35,7 +36,7 @@ func TestGeminiRequestShape(t *testing.T) {
 		r.ModelVersion = "gemini-test-001"
 		return r
 	})
-	g := srv.NewGemini(t, llm.GeminiConfig{})
+	g := srv.NewGemini(t, gemini.Config{})
 	resp, err := g.Generate(t.Context(), llm.Request{
 		System:          "you are a classifier",
 		Prompt:          "classify this",
@@ -125,7 +126,7 @@ func checkJSON(t *testing.T, name string, got, want any) {
 func TestGeminiPlainTextRequest(t *testing.T) {
 	t.Parallel()
 	srv := geminitest.NewServer(t, func(*geminitest.Request) geminitest.Reply { return geminitest.Reply{Text: "hello"} })
-	g := srv.NewGemini(t, llm.GeminiConfig{})
+	g := srv.NewGemini(t, gemini.Config{})
 	resp, err := g.Generate(t.Context(), llm.Request{Prompt: "hi"})
 	if err != nil {
 		t.Fatalf("generate: %v", err)
@@ -146,15 +147,15 @@ func TestNewGeminiRejectsBadConfig(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		cfg  llm.GeminiConfig
+		cfg  gemini.Config
 	}{
-		{name: "no key", cfg: llm.GeminiConfig{Model: "m"}},
-		{name: "no model", cfg: llm.GeminiConfig{APIKey: "k"}},
-		{name: "negative timeout", cfg: llm.GeminiConfig{APIKey: "k", Model: "m", CallTimeout: -time.Second}},
+		{name: "no key", cfg: gemini.Config{Model: "m"}},
+		{name: "no model", cfg: gemini.Config{APIKey: "k"}},
+		{name: "negative timeout", cfg: gemini.Config{APIKey: "k", Model: "m", CallTimeout: -time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := llm.NewGemini(t.Context(), tt.cfg); err == nil {
+			if _, err := gemini.New(t.Context(), tt.cfg); err == nil {
 				t.Errorf("got nil error, want an error")
 			}
 		})
@@ -164,7 +165,7 @@ func TestNewGeminiRejectsBadConfig(t *testing.T) {
 func TestGeminiSchemaErrors(t *testing.T) {
 	t.Parallel()
 	srv := geminitest.NewServer(t, nil)
-	g := srv.NewGemini(t, llm.GeminiConfig{})
+	g := srv.NewGemini(t, gemini.Config{})
 	tests := []struct {
 		name   string
 		schema *llm.Schema
@@ -210,7 +211,7 @@ func TestGeminiAPIErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := geminitest.NewServer(t, func(*geminitest.Request) geminitest.Reply { return tt.reply })
-			g := srv.NewGemini(t, llm.GeminiConfig{})
+			g := srv.NewGemini(t, gemini.Config{})
 			_, err := g.Generate(t.Context(), llm.Request{Prompt: "x"})
 			var ae *llm.APIError
 			if !errors.As(err, &ae) {
@@ -262,7 +263,7 @@ func TestGeminiResponseErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := geminitest.NewServer(t, func(*geminitest.Request) geminitest.Reply { return tt.reply })
-			g := srv.NewGemini(t, llm.GeminiConfig{})
+			g := srv.NewGemini(t, gemini.Config{})
 			_, err := g.Generate(t.Context(), llm.Request{Prompt: "x"})
 			if !errors.Is(err, tt.wantIs) {
 				t.Fatalf("error: got %v, want errors.Is %v", err, tt.wantIs)
@@ -286,7 +287,7 @@ func TestGeminiCallTimeout(t *testing.T) {
 	srv := geminitest.NewServer(t, func(*geminitest.Request) geminitest.Reply {
 		return geminitest.Reply{Text: "late", Delay: time.Minute}
 	})
-	g := srv.NewGemini(t, llm.GeminiConfig{CallTimeout: 20 * time.Millisecond})
+	g := srv.NewGemini(t, gemini.Config{CallTimeout: 20 * time.Millisecond})
 	_, err := g.Generate(t.Context(), llm.Request{Prompt: "x"})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("error: got %v, want context.DeadlineExceeded", err)
@@ -306,7 +307,7 @@ func TestGeminiParentCancelNotTemporary(t *testing.T) {
 		cancel()
 		return geminitest.Reply{Text: "late", Delay: time.Minute}
 	})
-	g := srv.NewGemini(t, llm.GeminiConfig{})
+	g := srv.NewGemini(t, gemini.Config{})
 	_, err := g.Generate(ctx, llm.Request{Prompt: "x"})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error: got %v, want context.Canceled", err)
@@ -319,7 +320,7 @@ func TestGeminiParentCancelNotTemporary(t *testing.T) {
 func TestGeminiConnectionErrorHidesKey(t *testing.T) {
 	t.Parallel()
 	srv := geminitest.NewServer(t, nil)
-	g, err := llm.NewGemini(t.Context(), llm.GeminiConfig{
+	g, err := gemini.New(t.Context(), gemini.Config{
 		APIKey:  "secret-key-for-conn-test",
 		Model:   "m",
 		BaseURL: srv.URL + "/" + "secret-key-for-conn-test", // the key even sits in the URL

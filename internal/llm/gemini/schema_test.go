@@ -1,4 +1,4 @@
-package llm_test
+package gemini_test
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/gemini"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
 )
 
@@ -41,7 +42,7 @@ func TestGeminiCachedSchemaSameRequest(t *testing.T) {
 		defer mu.Unlock()
 		return bodies[len(bodies)-1]
 	}
-	m := srv.NewGemini(t, llm.GeminiConfig{})
+	m := srv.NewGemini(t, gemini.Config{})
 	first := call(m, schema("the <label> & why"))
 	for i, b := range [][]byte{call(m, schema("the <label> & why")), call(m, schema("the <label> & why"))} {
 		if !bytes.Equal(b, first) {
@@ -52,7 +53,7 @@ func TestGeminiCachedSchemaSameRequest(t *testing.T) {
 		t.Fatalf("the first request carries no response schema: %s", first)
 	}
 	other := call(m, schema("another description"))
-	fresh := call(srv.NewGemini(t, llm.GeminiConfig{}), schema("another description"))
+	fresh := call(srv.NewGemini(t, gemini.Config{}), schema("another description"))
 	if !bytes.Equal(other, fresh) || bytes.Equal(other, first) {
 		t.Errorf("a second schema: request %s, want the fresh model's %s (and not the first schema's)", other, fresh)
 	}

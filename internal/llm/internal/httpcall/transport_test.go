@@ -1,4 +1,4 @@
-package llm
+package httpcall_test
 
 import (
 	"context"
@@ -9,9 +9,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/gemini"
+	"github.com/mailagent/mailagent/internal/llm/openai"
 )
 
-// TestModelClientsReuseConnections: with eight calls in flight at a time
+// TestModelClientsReuseConnections: Transport at work in both clients.
+// With eight calls in flight at a time
 // (more than http.DefaultTransport keeps idle per host), 200 calls keep
 // every connection they open for the next call, for Gemini and for an
 // OpenAI-compatible server, when the configuration gives no HTTP client:
@@ -24,7 +29,7 @@ import (
 func TestModelClientsReuseConnections(t *testing.T) {
 	t.Parallel()
 	const calls, inFlight = 200, 8
-	gemini := `{"candidates":[{"index":0,"finishReason":"STOP","content":{"role":"model","parts":[{"text":"ok"}]}}],` +
+	geminiReply := `{"candidates":[{"index":0,"finishReason":"STOP","content":{"role":"model","parts":[{"text":"ok"}]}}],` +
 		`"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1,"totalTokenCount":2}}`
 	openaiReply := `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"stop",` +
 		`"message":{"role":"assistant","content":"ok"}}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
@@ -32,18 +37,20 @@ func TestModelClientsReuseConnections(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		reply   string
-		model   func(url string) (Model, error)
+		model   func(url string) (llm.Model, error)
 		control bool // through http.DefaultTransport: connections must be closed
 	}{
-		{"gemini", gemini, func(url string) (Model, error) {
-			return NewGemini(context.Background(), GeminiConfig{APIKey: "k", Model: "m", BaseURL: url})
+		{"gemini", geminiReply, func(url string) (llm.Model, error) {
+			return gemini.New(context.Background(), gemini.Config{APIKey: "k", Model: "m", BaseURL: url})
 		}, false},
-		{"openai", openaiReply, func(url string) (Model, error) { return NewOpenAI(OpenAIConfig{Model: "m", BaseURL: url + "/v1"}) }, false},
-		{"control-gemini-default-transport", gemini, func(url string) (Model, error) {
-			return NewGemini(context.Background(), GeminiConfig{APIKey: "k", Model: "m", BaseURL: url, HTTPClient: defaultClient})
+		{"openai", openaiReply, func(url string) (llm.Model, error) {
+			return openai.New(openai.Config{Model: "m", BaseURL: url + "/v1"})
+		}, false},
+		{"control-gemini-default-transport", geminiReply, func(url string) (llm.Model, error) {
+			return gemini.New(context.Background(), gemini.Config{APIKey: "k", Model: "m", BaseURL: url, HTTPClient: defaultClient})
 		}, true},
-		{"control-openai-default-transport", openaiReply, func(url string) (Model, error) {
-			return NewOpenAI(OpenAIConfig{Model: "m", BaseURL: url + "/v1", HTTPClient: defaultClient})
+		{"control-openai-default-transport", openaiReply, func(url string) (llm.Model, error) {
+			return openai.New(openai.Config{Model: "m", BaseURL: url + "/v1", HTTPClient: defaultClient})
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,7 +80,7 @@ func TestModelClientsReuseConnections(t *testing.T) {
 			for range inFlight {
 				wg.Go(func() {
 					for range work {
-						if _, err := m.Generate(context.Background(), Request{Prompt: "hi"}); err != nil {
+						if _, err := m.Generate(context.Background(), llm.Request{Prompt: "hi"}); err != nil {
 							errs <- err
 						}
 					}
