@@ -42,4 +42,4 @@ func run(args []string, stderr io.Writer) int {
 }
 
 // tree is mailagent's command tree, as `mailagent --help` shows it.
-func tree() *cobra.Command { return root.NewCmdRoot(cmdutil.New(iostreams.System())) }
+func tree() *cobra.Command { return root.NewCmdRoot(root.NewFactory(iostreams.System())) }

@@ -33,10 +33,11 @@ type Factory struct {
 	Stderr io.Writer
 }
 
-// newFactory is the Factory over the three streams, with the application
-// service wired in (root.Service), as root.Main builds it.
+// newFactory is the Factory over the three streams, with the real model
+// builder (root.NewFactory) and the application service wired in
+// (root.Service), as root.Main builds it.
 func newFactory(stdin io.Reader, stdout, stderr io.Writer) *Factory {
-	cf := cmdutil.New(iostreams.New(stdin, stdout, stderr))
+	cf := root.NewFactory(iostreams.New(stdin, stdout, stderr))
 	cf.Service = root.Service(cf)
 	return wrapFactory(cf)
 }

@@ -41,7 +41,10 @@ type Factory struct {
 	// RemoteCommand is --remote-command: the mailagent binary on that host.
 	RemoteCommand string
 
-	// NewModel builds the language model for cfg; tests replace it.
+	// NewModel builds the language model for cfg; tests replace it. New
+	// leaves one that checks the key and builds nothing: the real one
+	// (cmdutil/provider.New, which links the providers' SDKs) is set by
+	// the composition root, internal/cmd/root's NewFactory.
 	NewModel func(ctx context.Context, cfg *config.Config) (llm.Model, error)
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -76,9 +79,11 @@ type Factory struct {
 	prompter   prompter.Closer
 }
 
-// New returns a Factory over ios with the real clock, model and prompter.
+// New returns a Factory over ios with the real clock and prompter, and a
+// NewModel that builds no model (see NewModel): internal/cmd/root's
+// NewFactory is New with the real one.
 func New(ios *iostreams.IOStreams) *Factory {
-	f := &Factory{IOStreams: ios, Now: time.Now, NewModel: NewModel}
+	f := &Factory{IOStreams: ios, Now: time.Now, NewModel: noModelProvider}
 	f.Prompter = f.defaultPrompter
 	return f
 }

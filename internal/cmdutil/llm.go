@@ -2,45 +2,55 @@ package cmdutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/llm"
-	"github.com/mailagent/mailagent/internal/llm/gemini"
-	"github.com/mailagent/mailagent/internal/llm/openai"
 )
 
-// NewModel builds the model cfg.LLM names (provider gemini or openai),
-// wrapped in the same rate limit and retries whatever the provider.
-func NewModel(ctx context.Context, cfg *config.Config) (llm.Model, error) {
-	if cfg.LLM.Provider == config.ProviderOpenAI {
-		return newOpenAIModel(ctx, cfg)
-	}
-	return newGeminiModel(ctx, cfg)
-}
-
-// newOpenAIModel builds an OpenAI-compatible model. The API key is
-// optional (local servers need none), but a configured source that does
-// not resolve is an error, not a silent "no key".
-func newOpenAIModel(ctx context.Context, cfg *config.Config) (llm.Model, error) {
-	l := cfg.LLM
-	var key string
-	if l.HasKeySource() {
+// ModelKey resolves the API key of the model l names. Gemini needs one;
+// an OpenAI-compatible server may not (local servers need none), so there
+// no key source means an empty key, but a configured source that does not
+// resolve is an error, not a silent "no key". The error is a *UserError
+// (ExitUsage) whose hint names the fix. It is the one rule for the key of
+// a model the Factory builds: cmdutil/provider.New and the Factory's
+// default NewModel both ask it.
+func ModelKey(ctx context.Context, l config.LLM) (config.Secret, error) {
+	if l.Provider == config.ProviderOpenAI {
+		if !l.HasKeySource() {
+			return config.Secret{}, nil
+		}
 		s, err := l.ResolveAPIKey(ctx)
 		if err != nil {
-			return nil, &UserError{Code: ExitUsage, Err: fmt.Errorf("llm api key: %w", err),
+			return config.Secret{}, &UserError{Code: ExitUsage, Err: fmt.Errorf("llm api key: %w", err),
 				Hint: "set the variable named by llm.api_key_env or fix llm.api_key_cmd; a local server (Ollama, llama.cpp, vLLM, LM Studio) needs neither: remove both"}
 		}
-		key = s.Reveal()
+		return s, nil
 	}
-	m, err := openai.New(openai.Config{
-		APIKey: key, Model: l.Model, BaseURL: l.BaseURL, CallTimeout: l.Timeout.D(),
-		StructuredOutput: llm.StructuredOutput(l.StructuredOutput),
-	})
+	s, err := l.ResolveAPIKey(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("openai client: %w", err)
+		return config.Secret{}, &UserError{Code: ExitUsage, Err: fmt.Errorf("llm api key: %w", err),
+			Hint: "set the variable named by llm.api_key_env (default GEMINI_API_KEY) or llm.api_key_cmd"}
 	}
-	return llm.WithRetry(llm.WithRateLimit(m, l.RequestsPerMinute), llm.RetryOptions{}), nil
+	return s, nil
+}
+
+// ErrNoModelProvider is what the default NewModel of New's Factory
+// returns once the key resolved: this Factory was not given the real
+// model builder (internal/cmd/root's NewFactory gives it).
+var ErrNoModelProvider = errors.New("no model provider in this build: the composition root (internal/cmd/root) sets Factory.NewModel")
+
+// noModelProvider is Factory.NewModel as New leaves it: it checks the key
+// as the real builder does, so a missing key reports the same way (the
+// doctor's "model: api key" check), then fails with ErrNoModelProvider.
+// The real builder (cmdutil/provider) links the providers' SDKs, which
+// the commands' own tests have no use for.
+func noModelProvider(ctx context.Context, cfg *config.Config) (llm.Model, error) {
+	if _, err := ModelKey(ctx, cfg.LLM); err != nil {
+		return nil, err
+	}
+	return nil, ErrNoModelProvider
 }
 
 // TaskConfig returns cfg with [llm] replaced by the effective settings of
@@ -60,19 +70,4 @@ func (f *Factory) DraftModel(ctx context.Context, cfg *config.Config, classify l
 		return classify, nil
 	}
 	return f.NewModel(ctx, dc)
-}
-
-func newGeminiModel(ctx context.Context, cfg *config.Config) (llm.Model, error) {
-	key, err := cfg.LLM.ResolveAPIKey(ctx)
-	if err != nil {
-		return nil, &UserError{Code: ExitUsage, Err: fmt.Errorf("llm api key: %w", err),
-			Hint: "set the variable named by llm.api_key_env (default GEMINI_API_KEY) or llm.api_key_cmd"}
-	}
-	g, err := gemini.New(ctx, gemini.Config{
-		APIKey: key.Reveal(), Model: cfg.LLM.Model, BaseURL: cfg.LLM.BaseURL, CallTimeout: cfg.LLM.Timeout.D(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("gemini client: %w", err)
-	}
-	return llm.WithRetry(llm.WithRateLimit(g, cfg.LLM.RequestsPerMinute), llm.RetryOptions{}), nil
 }

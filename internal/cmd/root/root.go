@@ -33,6 +33,7 @@ import (
 	"github.com/mailagent/mailagent/internal/cmd/version"
 	"github.com/mailagent/mailagent/internal/cmd/watch"
 	"github.com/mailagent/mailagent/internal/cmdutil"
+	"github.com/mailagent/mailagent/internal/cmdutil/provider"
 	"github.com/mailagent/mailagent/internal/iostreams"
 )
 
@@ -41,13 +42,24 @@ import (
 // fields of f (a test's model or defence switch) before the tree is built.
 type Wire func(f *cmdutil.Factory) []*cobra.Command
 
+// NewFactory is the program's Factory over ios: cmdutil.New with the real
+// model builder (provider.New). Only the composition root links the
+// providers' SDKs: the commands' packages and their tests build over
+// cmdutil.New alone.
+func NewFactory(ios *iostreams.IOStreams) *cmdutil.Factory {
+	f := cmdutil.New(ios)
+	f.NewModel = provider.New
+	return f
+}
+
 // Main runs the command line over ios and returns the process exit code.
-// It wires the application service into the Factory (Service) and is the
-// only place that prints the final error (cmdutil.Report).
+// It builds the Factory (NewFactory), wires the application service into
+// it (Service) and is the only place that prints the final error
+// (cmdutil.Report).
 func Main(args []string, ios *iostreams.IOStreams, wire Wire) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	f := cmdutil.New(ios)
+	f := NewFactory(ios)
 	defer f.Close()
 	f.Service = Service(f)
 	var more []*cobra.Command

@@ -1,0 +1,99 @@
+package provider_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/mailagent/mailagent/internal/cmdutil"
+	"github.com/mailagent/mailagent/internal/cmdutil/provider"
+	"github.com/mailagent/mailagent/internal/config"
+	"github.com/mailagent/mailagent/internal/llm"
+	"github.com/mailagent/mailagent/internal/llm/geminitest"
+	"github.com/mailagent/mailagent/internal/llm/openaitest"
+)
+
+// unsetKeyEnv names a variable no environment sets: a key source that
+// does not resolve.
+const unsetKeyEnv = "MAILAGENT_PROVIDER_TEST_KEY_NEVER_SET"
+
+// TestNewBuildsTheConfiguredProvider: provider gemini builds the Gemini
+// client and provider openai the OpenAI-compatible one, each with the
+// configured key and model and reaching base_url: one call through each
+// fake shows which client made it.
+func TestNewBuildsTheConfiguredProvider(t *testing.T) {
+	t.Parallel()
+	gem := geminitest.NewServer(t, func(*geminitest.Request) geminitest.Reply { return geminitest.Reply{Text: "from gemini"} })
+	oai := openaitest.NewServer(t, openaitest.ModeStrict, func(*openaitest.Request) openaitest.Reply { return openaitest.Reply{Text: "from openai"} })
+	for _, tc := range []struct {
+		name  string
+		llm   config.LLM
+		want  string
+		check func(t *testing.T)
+	}{
+		{"gemini", config.LLM{Provider: config.ProviderGemini, Model: "gemini-x", APIKey: config.NewSecret("gemini-key"), BaseURL: gem.URL}, "from gemini",
+			func(t *testing.T) {
+				reqs := gem.Requests()
+				if len(reqs) != 1 || reqs[0].Model != "gemini-x" || reqs[0].Header.Get("x-goog-api-key") != "gemini-key" {
+					t.Errorf("gemini requests: %d, want 1 for model gemini-x with the configured key", len(reqs))
+				}
+			}},
+		{"openai", config.LLM{Provider: config.ProviderOpenAI, Model: openaitest.DefaultModel, BaseURL: oai.URL}, "from openai",
+			func(t *testing.T) {
+				reqs := oai.Requests()
+				if len(reqs) != 1 || reqs[0].Model() != openaitest.DefaultModel {
+					t.Errorf("openai requests: %d, want 1 for model %s", len(reqs), openaitest.DefaultModel)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := provider.New(t.Context(), &config.Config{LLM: tc.llm})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := m.Generate(t.Context(), llm.Request{Prompt: "hi"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Text != tc.want {
+				t.Errorf("answer %q, want %q", resp.Text, tc.want)
+			}
+			tc.check(t)
+		})
+	}
+}
+
+// TestNewKeyErrorsNameTheFix: a key source that does not resolve is a
+// usage error whose hint names the fix for that provider; an
+// OpenAI-compatible server without any key source builds (local servers
+// need none), and a bad setting is an error before any call.
+func TestNewKeyErrorsNameTheFix(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		llm  config.LLM
+		hint string // "" means no error
+	}{
+		{"gemini key unset", config.LLM{Provider: config.ProviderGemini, Model: "m", APIKeyEnv: unsetKeyEnv}, "(default GEMINI_API_KEY)"},
+		{"openai key unset", config.LLM{Provider: config.ProviderOpenAI, Model: "m", APIKeyEnv: unsetKeyEnv}, "a local server (Ollama, llama.cpp, vLLM, LM Studio) needs neither"},
+		{"openai no key source", config.LLM{Provider: config.ProviderOpenAI, Model: "m", BaseURL: "http://127.0.0.1:9/v1"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := provider.New(t.Context(), &config.Config{LLM: tc.llm})
+			if tc.hint == "" {
+				if err != nil || m == nil {
+					t.Fatalf("got %v, %v; want a model", m, err)
+				}
+				return
+			}
+			var ue *cmdutil.UserError
+			if !errors.As(err, &ue) || ue.Code != cmdutil.ExitUsage || !strings.Contains(ue.Hint, tc.hint) || !strings.Contains(err.Error(), unsetKeyEnv) {
+				t.Fatalf("got %v (%#v), want a usage error naming %s with hint %q", err, ue, unsetKeyEnv, tc.hint)
+			}
+		})
+	}
+	_, err := provider.New(t.Context(), &config.Config{LLM: config.LLM{Provider: config.ProviderOpenAI, Model: "m", StructuredOutput: "xml"}})
+	if err == nil || !strings.Contains(err.Error(), "openai client") {
+		t.Errorf("unknown structured output: got %v, want the openai client's error", err)
+	}
+}
