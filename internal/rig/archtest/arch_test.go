@@ -25,6 +25,14 @@
 //     test) and internal/app/api/apitest; only tests and other rigs import
 //     them.
 //   - nothing imports cmd; agent, imapsync and store never import tui.
+//   - a provider's SDK has one home (sdkHomes): google.golang.org/genai
+//     is imported by internal/llm/gemini alone, openai-go by
+//     internal/llm/openai alone, so internal/llm stays SDK-free; and
+//     those packages are imported only by the model builder of the
+//     composition root (internal/cmdutil/provider, itself imported only
+//     by internal/cmd/root), their fakes and the doctor (importedOnlyBy).
+//     A test binary links genai, grpc and protobuf (2 to 3 CPU-s of
+//     linking each under -race) only when it builds a real client.
 //
 // Only non-test files count: a test may wire layers together to check them.
 package archtest
@@ -185,6 +193,50 @@ var rules = []struct {
 	{pkg: "internal/cmdutil", forbidden: []string{"cmd", "internal/cmd", "tui", "internal/app/daemon", "internal/smtpsend"}},
 }
 
+// sdkHome is the one package that may import a provider's SDK.
+type sdkHome struct {
+	sdk  string // import path prefix of the SDK
+	home string // the package (relative to the module) that imports it
+}
+
+// sdkHomes: each SDK's one importer among the non-test files. Everything
+// else reaches a provider through internal/llm's Model.
+var sdkHomes = []sdkHome{
+	{sdk: "google.golang.org/genai", home: "internal/llm/gemini"},
+	{sdk: "github.com/openai/openai-go", home: "internal/llm/openai"},
+}
+
+// importedOnlyBy: packages that only the listed ones (and tests, and the
+// test rigs) may import, so that the SDKs stay out of every other
+// package's build: the provider packages are built by the composition
+// root's model builder and by their fakes' helpers (NewGemini,
+// NewOpenAI); the doctor lists an OpenAI-compatible server's models; the
+// model builder is the composition root's alone (root.NewFactory).
+var importedOnlyBy = []struct {
+	pkg string
+	by  []string
+}{
+	{pkg: "internal/llm/gemini", by: []string{"internal/cmdutil/provider", "internal/llm/geminitest"}},
+	{pkg: "internal/llm/openai", by: []string{"internal/cmdutil/provider", "internal/llm/openaitest", "internal/app/doctor"}},
+	{pkg: "internal/cmdutil/provider", by: []string{"internal/cmd/root"}},
+}
+
+// sdkViolations returns what is wrong with package rel (relative to the
+// module) importing imp, a path outside the module, under homes, and
+// whether a rule applied.
+func sdkViolations(rel, imp string, homes []sdkHome) (problems []string, applied bool) {
+	for _, h := range homes {
+		if !under(imp, h.sdk) {
+			continue
+		}
+		applied = true
+		if rel != h.home {
+			problems = append(problems, fmt.Sprintf("%s imports %s: only %s imports that SDK", rel, imp, h.home))
+		}
+	}
+	return problems, applied
+}
+
 // under reports whether pkg is p or a package below it.
 func under(pkg, p string) bool { return pkg == p || strings.HasPrefix(pkg, p+"/") }
 
@@ -213,6 +265,14 @@ func violations(rel, target string) (problems []string, applied int) {
 		applied++
 		if underAny(target, applicationTier) {
 			problems = append(problems, fmt.Sprintf("%s imports %s: a leaf library imports no application-tier package %v", rel, target, applicationTier))
+		}
+	}
+	for _, r := range importedOnlyBy {
+		if under(target, r.pkg) && !under(rel, r.pkg) {
+			applied++
+			if !slices.Contains(r.by, rel) {
+				problems = append(problems, fmt.Sprintf("%s imports %s: only %v import it", rel, target, r.by))
+			}
 		}
 	}
 	for _, r := range rules {
@@ -249,6 +309,11 @@ func TestLayering(t *testing.T) {
 // layering walks the non-test Go files under top and returns every
 // import that breaks a rule, and how many rule applications it checked.
 func layering(top string) (problems []string, checked int, _ error) {
+	return layeringWith(top, sdkHomes)
+}
+
+// layeringWith is layering with homes as the SDK rule.
+func layeringWith(top string, homes []sdkHome) (problems []string, checked int, _ error) {
 	err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return err
@@ -266,6 +331,11 @@ func layering(top string) (problems []string, checked int, _ error) {
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			if !strings.HasPrefix(p, module) {
+				found, applied := sdkViolations(rel, p, homes)
+				if applied {
+					checked++
+				}
+				problems = append(problems, found...)
 				continue
 			}
 			target := strings.TrimPrefix(p, module)
@@ -295,6 +365,13 @@ func TestRulesNameRealPackages(t *testing.T) {
 	}
 	names = append(names, leafLibraries...)
 	names = append(names, applicationTier...)
+	for _, h := range sdkHomes {
+		names = append(names, h.home)
+	}
+	for _, r := range importedOnlyBy {
+		names = append(names, r.pkg)
+		names = append(names, r.by...)
+	}
 	for _, n := range names {
 		if _, err := os.Stat(filepath.Join(top, filepath.FromSlash(n))); err != nil {
 			t.Errorf("rule names %s, which does not exist: %v", n, err)
@@ -452,6 +529,23 @@ func TestRulesCatch(t *testing.T) {
 		{"internal/cmdutil", "internal/llm", false},
 		{"internal/iostreams", "internal/termsafe", true},
 		{"internal/prompter", "internal/config", true},
+
+		// The providers and their builder (importedOnlyBy).
+		{"internal/cmd/root", "internal/cmdutil/provider", false},
+		{"internal/cmd/triage", "internal/cmdutil/provider", true},
+		{"internal/cmdutil", "internal/cmdutil/provider", true},
+		{"cmd/gen-docs", "internal/cmdutil/provider", true},
+		{"internal/cmdutil/provider", "internal/llm/gemini", false},
+		{"internal/cmdutil/provider", "internal/llm/openai", false},
+		{"internal/llm/geminitest", "internal/llm/gemini", false},
+		{"internal/llm/openaitest", "internal/llm/openai", false},
+		{"internal/app/doctor", "internal/llm/openai", false},
+		{"internal/app/doctor", "internal/llm/gemini", true},
+		{"internal/cmdutil", "internal/llm/gemini", true},
+		{"internal/app/wire", "internal/llm/openai", true},
+		{"agent", "internal/llm/gemini", true},
+		{"internal/llm", "internal/llm/gemini", true},
+		{"internal/llm/openaitest", "internal/llm/gemini", true},
 	}
 	for _, tt := range tests {
 		problems, _ := violations(tt.from, tt.to)
