@@ -36,6 +36,12 @@ var libraryGoroutines = []goleak.Option{
 	// own even after the program quit; it ends when the timer fires (the
 	// TUI's ticks are at most a few seconds).
 	goleak.IgnoreTopFunction("charm.land/bubbletea/v2.Tick.func1"),
+	// The goroutine of a batch of commands waits for each of them, such a
+	// Tick among them.
+	goleak.IgnoreAnyFunction("charm.land/bubbletea/v2.(*Program).execBatchMsg"),
+	// teatest's NewTestModel waits for a SIGINT in a goroutine that
+	// nothing stops, one per test model.
+	goleak.IgnoreTopFunction("github.com/charmbracelet/x/exp/teatest/v2.NewTestModel.func2"),
 }
 
 // M runs a package's tests and returns the exit code: a *testing.M, or a
