@@ -3,9 +3,11 @@ package store
 import (
 	"cmp"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +21,55 @@ var pageStatuses = []string{QueuePending, QueueSent, QueueSent, QueueRejected, Q
 // (so that ties are ordered by id), statuses, kinds and accounts mixed.
 func seedQueue(tb testing.TB, s *Store, n int, base time.Time) {
 	tb.Helper()
-	err := s.updateTx(func(tx *bolt.Tx) error {
+	if err := seedQueueErr(s, n, base); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+var queueBase = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// seededQueueFile is a database file holding seedQueue(2000) from
+// queueBase, written once per process.
+var seededQueueFile = sync.OnceValues(func() ([]byte, error) {
+	dir, err := os.MkdirTemp("", "store-queue-seed-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	path := filepath.Join(dir, "state.db")
+	s, err := Open(path, Options{NoSync: true}) // Close flushes it
+	if err != nil {
+		return nil, err
+	}
+	err = seedQueueErr(s, 2000, queueBase)
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
+})
+
+// openSeededQueue is openTest of a store already holding seedQueue(2000)
+// from queueBase: a copy of seededQueueFile of its own (the tests that
+// use it read or change 2,000 items, which took each of them longer to
+// write than to test).
+func openSeededQueue(t *testing.T) (*Store, *fakeClock) {
+	t.Helper()
+	data, err := seededQueueFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "state.db"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return openTestIn(t, dir)
+}
+
+func seedQueueErr(s *Store, n int, base time.Time) error {
+	return s.updateTx(func(tx *bolt.Tx) error {
 		for i := range n {
 			at := base.Add(time.Duration(i) * time.Second)
 			if i%10 == 1 {
@@ -34,9 +84,6 @@ func seedQueue(tb testing.TB, s *Store, n int, base time.Time) {
 		}
 		return nil
 	})
-	if err != nil {
-		tb.Fatal(err)
-	}
 }
 
 // readAll is the listing as api.Local.Queue builds it: every item read,
@@ -105,8 +152,7 @@ func walk(t *testing.T, s *Store, q QueuePageQuery) []QueueItem {
 
 func TestQueuePageMatchesTheFullListing(t *testing.T) {
 	t.Parallel()
-	s, _ := openTest(t)
-	seedQueue(t, s, 2000, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	s, _ := openSeededQueue(t)
 	all := readAll(t, s, QueuePageQuery{}) // the queries without a status filter it
 	for _, tc := range []struct {
 		name string
@@ -135,8 +181,7 @@ func TestQueuePageMatchesTheFullListing(t *testing.T) {
 
 func TestQueuePageTouchesOnlyThePage(t *testing.T) {
 	t.Parallel()
-	s, _ := openTest(t)
-	seedQueue(t, s, 2000, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	s, _ := openSeededQueue(t)
 	p, err := s.QueuePage(QueuePageQuery{Limit: 20})
 	if err != nil {
 		t.Fatal(err)
@@ -204,9 +249,8 @@ func TestQueuePageBounds(t *testing.T) {
 // and shows the items added after the cursor's position.
 func TestQueuePageCursorIsStable(t *testing.T) {
 	t.Parallel()
-	s, clk := openTest(t)
-	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	seedQueue(t, s, 2000, base)
+	s, clk := openSeededQueue(t)
+	base := queueBase
 	before := readAll(t, s, QueuePageQuery{})
 	p1, err := s.QueuePage(QueuePageQuery{Limit: 50})
 	if err != nil {

@@ -19,7 +19,13 @@ import (
 // openTest opens a fresh store with a controllable clock.
 func openTest(t testing.TB) (*Store, *fakeClock) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "state.db")
+	return openTestIn(t, t.TempDir())
+}
+
+// openTestIn is openTest of dir/state.db, which may exist already.
+func openTestIn(t testing.TB, dir string) (*Store, *fakeClock) {
+	t.Helper()
+	path := filepath.Join(dir, "state.db")
 	s, err := Open(path, Options{Timeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
