@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,6 +44,33 @@ func shortDir(t *testing.T) string {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	return dir
+}
+
+// putMessages stores recs with PutMessage from several goroutines at
+// once: the store's group commit then writes many records per
+// transaction (one commit each was most of a thousand-record fixture
+// under -race). Each record is stored exactly as a PutMessage of its own
+// would store it; the keys must differ.
+func putMessages(t *testing.T, st *store.Store, recs []*store.MessageRecord) {
+	t.Helper()
+	const writers = 32
+	errs := make(chan error, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := w; i < len(recs); i += writers {
+				if err := st.PutMessage(recs[i]); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }
 
 // openStore opens a fresh store. NoSync: what these tests check is what

@@ -19,8 +19,9 @@ import (
 func seedMessages(t *testing.T, st *store.Store, n int) {
 	t.Helper()
 	base := testNow.Add(-time.Duration(n) * time.Second)
+	recs := make([]*store.MessageRecord, n)
 	for i := range n {
-		r := &store.MessageRecord{
+		recs[i] = &store.MessageRecord{
 			MessageKey: store.MessageKey{Account: []string{"home", "work", "club"}[i%3], Mailbox: "INBOX", UIDValidity: 1, UID: uint32(1 + (i*37)%n)},
 			MessageID:  fmt.Sprintf("<p%d@example.org>", i),
 			From:       mail.Address{Email: fmt.Sprintf("sender%d@example.org", i%7)},
@@ -30,10 +31,8 @@ func seedMessages(t *testing.T, st *store.Store, n int) {
 			Decision:   []string{"archive", "queue", "ignore"}[i%3],
 			CreatedAt:  base.Add(time.Duration(i-i%4) * time.Second),
 		}
-		if err := st.PutMessage(r); err != nil {
-			t.Fatal(err)
-		}
 	}
+	putMessages(t, st, recs)
 }
 
 func messageKeys(recs []store.MessageRecord) []string {

@@ -19,17 +19,16 @@ func TestRemoteThreadInputs(t *testing.T) {
 	st := openStore(t)
 	base := time.Now().Add(-time.Hour)
 	const n = 1200
+	recs := make([]*store.MessageRecord, n)
 	for i := range n {
-		rec := &store.MessageRecord{
+		recs[i] = &store.MessageRecord{
 			MessageKey: store.MessageKey{Account: "home", Mailbox: "INBOX", UIDValidity: 1, UID: uint32(i + 1)},
 			MessageID:  fmt.Sprintf("m%d@x", i), Subject: fmt.Sprintf("s%d", i%50), Date: base,
 			References: []string{fmt.Sprintf("m%d@x", i/2)}, State: store.StateDone,
 			CreatedAt: base.Add(time.Duration(i) * time.Millisecond),
 		}
-		if err := st.PutMessage(rec); err != nil {
-			t.Fatal(err)
-		}
 	}
+	putMessages(t, st, recs)
 	srv := startServer(t, newLocal(st, nil))
 	c := dial(t, srv.path)
 	rs := c.Store().(interface {
