@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
 
 	"github.com/mailagent/mailagent/imapsync"
@@ -32,6 +33,40 @@ func startIMAP(t *testing.T, opts memimap.Options) (*memimap.Server, *AccountMai
 			Username: testUser, Password: testPass, Account: "personal"})
 	}}
 	return srv, a
+}
+
+// appendMany puts msgs into the test user's mailbox in order, through one
+// real IMAP session (LOGIN, then an APPEND each, as memimap.Server.Append
+// does with a session of its own per message: a connection per message
+// was most of a thousand-message fixture under -race).
+func appendMany(t *testing.T, srv *memimap.Server, mailbox string, msgs []appendMsg) {
+	t.Helper()
+	c, err := imapclient.DialInsecure(srv.Addr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	if err := c.Login(testUser, testPass).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		cmd := c.Append(mailbox, int64(len(m.raw)), &imap.AppendOptions{Time: m.date})
+		if _, err := cmd.Write(m.raw); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cmd.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// appendMsg is one message for appendMany: its bytes and internal date.
+type appendMsg struct {
+	raw  []byte
+	date time.Time
 }
 
 func sentMail(i int) []byte {

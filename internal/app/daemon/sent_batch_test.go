@@ -24,6 +24,7 @@ func TestSentScanInBatchesCountsEachMessageOnce(t *testing.T) {
 	owner := sentPathsOwner.Addresses[0]
 	n := 2*sentHandleBatch + 7
 	attacks := 0
+	var msgs []appendMsg
 	for i := range n {
 		from, to := owner, fmt.Sprintf("friend%d@example.org", i%5)
 		if i%50 == 49 { // not the owner's: its recipient must not become known
@@ -32,10 +33,9 @@ func TestSentScanInBatchesCountsEachMessageOnce(t *testing.T) {
 		}
 		raw := fmt.Sprintf("From: <%s>\r\nTo: <%s>\r\nSubject: note %d\r\nMessage-ID: <sent-%d@example.org>\r\nDate: %s\r\n\r\nHello %d.\r\n",
 			from, to, i, i, time.Now().Format(time.RFC1123Z), i)
-		if _, err := srv.Append(context.Background(), testUser, "Sent", []byte(raw), nil, time.Now()); err != nil {
-			t.Fatal(err)
-		}
+		msgs = append(msgs, appendMsg{raw: []byte(raw), date: time.Now()})
 	}
+	appendMany(t, srv, "Sent", msgs)
 	st := scanSentOnce(t, am, 0)
 
 	want := map[string]int{}
@@ -80,6 +80,7 @@ func TestSentScanReadsOldOwnerMailByHeaders(t *testing.T) {
 	owner := sentPathsOwner.Addresses[0]
 	n := 2*sentHandleBatch + 7
 	oldDate := time.Now().Add(-200 * 24 * time.Hour)
+	var msgs []appendMsg
 	for i := range n {
 		to, date := fmt.Sprintf("recent%d@example.org", i%3), time.Now().Add(-5*24*time.Hour)
 		if i%2 == 0 {
@@ -87,10 +88,9 @@ func TestSentScanReadsOldOwnerMailByHeaders(t *testing.T) {
 		}
 		raw := fmt.Sprintf("From: <%s>\r\nTo: <%s>\r\nSubject: note %d\r\nMessage-ID: <sent-%d@example.org>\r\nDate: %s\r\n\r\nHello %d, the words of the owner.\r\n",
 			owner, to, i, i, date.Format(time.RFC1123Z), i)
-		if _, err := srv.Append(context.Background(), testUser, "Sent", []byte(raw), nil, date); err != nil {
-			t.Fatal(err)
-		}
+		msgs = append(msgs, appendMsg{raw: []byte(raw), date: date})
 	}
+	appendMany(t, srv, "Sent", msgs)
 	scan := func(window time.Duration) *store.Store {
 		return scanSentOnce(t, &AccountMailer{Name: am.Name, Dial: am.Dial, Sent: "Sent"}, window)
 	}
