@@ -74,17 +74,37 @@ func corpusFiles(t testing.TB, sub ...string) []string {
 	return files
 }
 
+// readCorpus returns the bytes of files, in order, each file read once for
+// the package (rawFile). The slices are shared: tests only read them.
 func readCorpus(t testing.TB, files []string) [][]byte {
 	t.Helper()
 	out := make([][]byte, 0, len(files))
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := rawFile(f)
 		if err != nil {
-			t.Fatalf("read %s: %v", f, err)
+			t.Fatal(err)
 		}
 		out = append(out, b)
 	}
 	return out
+}
+
+// raws holds the bytes of every corpus file a test read, by path, read
+// once for the package (five tests read the ham, four the rest).
+var raws sync.Map // path → func() ([]byte, error)
+
+// rawFile returns the bytes of the corpus file f, read once for the
+// package. Their capacity is their length, so that an append to a slice
+// of them (a header split from a body) cannot write into them.
+func rawFile(f string) ([]byte, error) {
+	load, _ := raws.LoadOrStore(f, sync.OnceValues(func() ([]byte, error) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", f, err)
+		}
+		return b[:len(b):len(b)], nil
+	}))
+	return load.(func() ([]byte, error))()
 }
 
 var (
@@ -111,9 +131,9 @@ func parsedFiles(t testing.TB, files []string) []corpusMsg {
 	out := make([]corpusMsg, len(files))
 	for i, f := range files {
 		load, _ := corpus.LoadOrStore(f, sync.OnceValues(func() (corpusMsg, error) {
-			b, err := os.ReadFile(f)
+			b, err := rawFile(f)
 			if err != nil {
-				return corpusMsg{}, fmt.Errorf("read %s: %w", f, err)
+				return corpusMsg{}, err
 			}
 			return corpusMsg{raw: b, m: Parse(b)}, nil
 		}))
@@ -152,12 +172,31 @@ func sampled(files []string) []string {
 // prethreading reads): the threader tests need no body, and
 // TestHeaderThreadInputMatchesParse holds it equal to InputOf(Parse(...))
 // on every corpus message.
+//
+// The inputs are read once for the package (two tests walk them); the
+// slice and its inputs are shared: callers only read them.
 func hamInputs(t testing.TB) []ThreadInput {
 	t.Helper()
-	raws := readCorpus(t, corpusFiles(t, hamDirs...))
-	out := make([]ThreadInput, len(raws))
-	for i, raw := range raws {
-		out[i], _ = HeaderThreadInput(raw)
+	files := corpusFiles(t, hamDirs...)
+	hamOnce.Do(func() {
+		hamIns = make([]ThreadInput, len(files))
+		for i, f := range files {
+			raw, err := rawFile(f)
+			if err != nil {
+				hamErr = err
+				return
+			}
+			hamIns[i], _ = HeaderThreadInput(raw)
+		}
+	})
+	if hamErr != nil {
+		t.Fatal(hamErr)
 	}
-	return out
+	return hamIns
 }
+
+var (
+	hamOnce sync.Once
+	hamIns  []ThreadInput
+	hamErr  error
+)

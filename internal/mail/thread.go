@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -374,21 +375,40 @@ func (t *Threader) Members(messageID string, limit int) (ids []string, total int
 func (t *Threader) Groups() [][]string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var out [][]string
+	// Each id is lowercased once, not in every comparison of the sorts.
+	type keyed struct{ low, id string }
+	byKey := func(a, b keyed) int {
+		if c := strings.Compare(a.low, b.low); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	}
+	var groups [][]keyed
+	var g []keyed
 	for _, c := range t.comps {
 		if !c.hasMsg {
 			continue
 		}
-		var g []string
+		g = g[:0]
 		for _, n := range c.members {
 			if id := t.nodes[n].id; id != "" {
-				g = append(g, id)
+				g = append(g, keyed{strings.ToLower(id), id})
 			}
 		}
-		sort.Slice(g, func(i, j int) bool { return strings.ToLower(g[i]) < strings.ToLower(g[j]) })
-		out = append(out, g)
+		slices.SortFunc(g, byKey)
+		groups = append(groups, slices.Clone(g))
 	}
-	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i][0]) < strings.ToLower(out[j][0]) })
+	if len(groups) == 0 {
+		return nil
+	}
+	slices.SortFunc(groups, func(a, b []keyed) int { return byKey(a[0], b[0]) })
+	out := make([][]string, len(groups))
+	for i, g := range groups {
+		out[i] = make([]string, len(g))
+		for j, k := range g {
+			out[i][j] = k.id
+		}
+	}
 	return out
 }
 

@@ -226,18 +226,28 @@ func TestThreaderOrderIndependenceCorpus(t *testing.T) {
 		order := rng.Perm(len(inputs))
 		th := NewThreader()
 		// What a caller does: store the id Add returns and relabel stored
-		// records when their id shows up in a later merged list.
+		// records when their id shows up in a later merged list (every
+		// record labelled m, found through an index of them by label:
+		// byLabel[m] holds each record ever labelled m, so those still
+		// labelled m are all of them).
 		label := make(map[string]string, len(inputs))
+		byLabel := map[string][]string{}
 		for _, i := range order {
 			tid, merged := th.Add(inputs[i])
 			for _, m := range merged {
-				for k, v := range label {
-					if v == m {
+				if m == tid {
+					continue
+				}
+				for _, k := range byLabel[m] {
+					if label[k] == m {
 						label[k] = tid
+						byLabel[tid] = append(byLabel[tid], k)
 					}
 				}
+				delete(byLabel, m)
 			}
 			label[inputs[i].MessageID] = tid
+			byLabel[tid] = append(byLabel[tid], inputs[i].MessageID)
 		}
 		if got := partition(th); got != want {
 			t.Fatalf("seed %d: partition differs from insertion order", seed)
