@@ -139,7 +139,10 @@ func (c *Common) bodyHeight() int {
 
 // fitLine cuts a (possibly styled) line to the window width.
 func (c *Common) fitLine(s string) string {
-	if ansi.StringWidth(s) <= c.width {
+	// No text is wider than its bytes (a double-width character takes
+	// three or four, an escape sequence none of the cells): a line of at
+	// most width bytes fits without being measured.
+	if len(s) <= c.width || ansi.StringWidth(s) <= c.width {
 		return s
 	}
 	return ansi.Truncate(s, c.width, c.st.Glyphs.Ellipsis)

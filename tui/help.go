@@ -8,6 +8,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // helpView is the help overlay component (?): the keys of the view
@@ -22,6 +23,26 @@ type helpView struct {
 	// under returns the keys of the view the overlay covers (the root's
 	// routing knows which that is).
 	under func() viewKeys
+	// drawn is the last overlay full drew and what it drew it from: a
+	// frame asks for it several times (the body, the position, a scroll
+	// twice), and each drawing measured every column again.
+	drawn struct {
+		sig   string
+		lines []string
+	}
+	// hint is the last hint bar hintBar drew, and what from (one per
+	// frame, mostly the same as the last).
+	hint struct {
+		sig, line string
+	}
+}
+
+// bindingSig writes what the help model draws of each binding in bs: its
+// key, its description, and whether it is enabled.
+func bindingSig(sig *strings.Builder, bs []key.Binding) {
+	for _, b := range bs {
+		fmt.Fprintf(sig, "\x01%q %q %t", b.Help().Key, b.Help().Desc, b.Enabled())
+	}
 }
 
 func newHelpView(c *Common, under func() viewKeys) *helpView {
@@ -31,7 +52,54 @@ func newHelpView(c *Common, under func() viewKeys) *helpView {
 	return h
 }
 
-func (h *helpView) setStyles() { h.model.Styles = h.c.st.Help }
+func (h *helpView) setStyles() {
+	h.model.Styles = h.c.st.Help
+	h.drawn.sig, h.drawn.lines = "", nil
+	h.hint.sig, h.hint.line = "", ""
+}
+
+// hintBar is the hint bar's line: keys, as many of them as fit the
+// window from the first, then tail, which stays whatever the width. It
+// is drawn again only when the width or a binding changed.
+func (h *helpView) hintBar(keys, tail []key.Binding) string {
+	var sig strings.Builder
+	fmt.Fprintf(&sig, "%d", h.c.width)
+	bindingSig(&sig, keys)
+	sig.WriteByte(0)
+	bindingSig(&sig, tail)
+	if h.hint.sig != "" && h.hint.sig == sig.String() {
+		return h.hint.line
+	}
+	line := h.drawHint(keys, tail)
+	h.hint.sig, h.hint.line = sig.String(), line
+	return line
+}
+
+func (h *helpView) drawHint(keys, tail []key.Binding) string {
+	hm := h.model
+	hm.SetWidth(0) // we trim whole hints ourselves
+	// The most of keys that fit before the tail. A hint added never makes
+	// the line narrower (ShortHelpView only appends), so the widths grow
+	// with n and a binary search finds the n a longest-first scan finds,
+	// drawing the line a few times instead of once per key dropped.
+	view := func(n int) string { return hm.ShortHelpView(append(keys[:n:n], tail...)) }
+	if v := view(len(keys)); ansi.StringWidth(v) <= h.c.width {
+		return v
+	}
+	lo, hi := -1, len(keys) // view(hi) does not fit; view(lo) does (-1: none known)
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if ansi.StringWidth(view(mid)) <= h.c.width {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if lo >= 0 {
+		return view(lo)
+	}
+	return hm.ShortHelpView(tail)
+}
 
 func (h *helpView) setSize() { h.model.SetWidth(h.c.width) }
 
@@ -42,11 +110,34 @@ func (h *helpView) keys() viewKeys { return h.under() }
 func (h *helpView) open() { h.show, h.offset = true, 0 }
 
 // full is the overlay: the key groups side by side, in as many rows of
-// groups as the width needs, so no binding is ever cut off.
+// groups as the width needs, so no binding is ever cut off. It is drawn
+// again only when the width or a binding shown changed (the styles are
+// fixed between setStyles calls); callers only read the lines.
 func (h *helpView) full() []string {
+	var groups [][]key.Binding
+	var sig strings.Builder
+	fmt.Fprintf(&sig, "%d", h.c.width)
+	for _, g := range h.under().FullHelp() {
+		if g = h.c.supported(g); len(g) == 0 {
+			continue
+		}
+		groups = append(groups, g)
+		sig.WriteByte(0)
+		bindingSig(&sig, g)
+	}
+	if h.drawn.lines != nil && h.drawn.sig == sig.String() {
+		return h.drawn.lines
+	}
+	lines := h.draw(groups)
+	h.drawn.sig, h.drawn.lines = sig.String(), lines
+	return lines
+}
+
+// draw lays the groups out for full.
+func (h *helpView) draw(groups [][]key.Binding) []string {
 	hm := h.model
 	hm.SetWidth(0)
-	var lines []string
+	lines := []string{}
 	var row [][]key.Binding
 	flush := func() {
 		if len(row) == 0 {
@@ -58,10 +149,7 @@ func (h *helpView) full() []string {
 		lines = append(lines, strings.Split(hm.FullHelpView(row), "\n")...)
 		row = nil
 	}
-	for _, g := range h.under().FullHelp() {
-		if g = h.c.supported(g); len(g) == 0 {
-			continue
-		}
+	for _, g := range groups {
 		if len(row) > 0 && lipgloss.Width(hm.FullHelpView(append(row[:len(row):len(row)], g))) > h.c.width { // widest line
 			flush()
 		}

@@ -108,6 +108,13 @@ type Model struct {
 	// pendingG: the last key was a lone "g"; a second one jumps to the
 	// top (keys.go).
 	pendingG bool
+
+	// tabs is the tab bar renderTabs last drew and what it drew it from
+	// (view.go): every frame has one, and it changes with a count.
+	tabs struct {
+		from tabsFrom
+		bar  string
+	}
 }
 
 // connState is what the status line says about the watcher.
@@ -305,6 +312,7 @@ func (m *Model) setStyles(st styles.Styles) {
 	m.c.prompt.input.SetStyles(st.TextInput)
 	m.editor.editor.SetStyles(st.TextArea)
 	m.help.setStyles()
+	m.tabs.bar = ""
 	if m.tab == tabDetail {
 		m.detail.refresh()
 	}

@@ -96,15 +96,7 @@ func (m *Model) shortHelp() string {
 			}
 		}
 	}
-	h := m.help.model
-	h.SetWidth(0) // we trim whole hints ourselves
-	for n := len(keys); n >= 0; n-- {
-		v := h.ShortHelpView(append(keys[:n:n], tail...))
-		if ansi.StringWidth(v) <= m.c.width {
-			return v
-		}
-	}
-	return h.ShortHelpView(tail)
+	return m.help.hintBar(keys, tail)
 }
 
 // render draws the whole frame: tab bar, body, note or prompt, status line
@@ -166,13 +158,31 @@ var tabLayouts = []tabLayout{
 // that select them, stay. The selected tab's label is always whole, with
 // its count.
 func (m *Model) renderTabs() string {
+	from := tabsFrom{width: m.c.width, tab: m.tab}
+	for t := range numTabs {
+		if t != tabDetail {
+			from.counts[t] = len(m.lists[t].rows)
+		}
+	}
+	if m.tabs.bar != "" && m.tabs.from == from {
+		return m.tabs.bar
+	}
 	var s string
 	for _, l := range tabLayouts {
 		if s = m.tabBar(l); ansi.StringWidth(s) <= m.c.width {
-			return s
+			break
 		}
 	}
+	m.tabs.from, m.tabs.bar = from, s
 	return s
+}
+
+// tabsFrom is what the tab bar is drawn from, besides the styles (a
+// change of styles draws it again).
+type tabsFrom struct {
+	width  int
+	tab    tab
+	counts [numTabs]int
 }
 
 func (m *Model) tabBar(l tabLayout) string {
