@@ -133,30 +133,40 @@ func (s *Store) PutOutcome(rec *MessageRecord, t *Trace, day string, tokensIn, t
 }
 
 func putMessageTx(tx *bolt.Tx, rec *MessageRecord, now time.Time) error {
+	var old MessageRecord
+	switch err := getJSON(tx.Bucket(bMessages), msgKey(rec.MessageKey), &old); {
+	case err == nil:
+		return replaceMessageTx(tx, rec, &old, now)
+	case errors.Is(err, ErrNotFound):
+		return replaceMessageTx(tx, rec, nil, now)
+	default:
+		return err
+	}
+}
+
+// replaceMessageTx is putMessageTx once the record stored under rec's key
+// has been read: old, or nil when there is none.
+func replaceMessageTx(tx *bolt.Tx, rec, old *MessageRecord, now time.Time) error {
 	if why := unsafeKeyReason(rec.MessageID); why != "" && !slices.Contains(rec.Problems, why) {
 		rec.Problems = append(rec.Problems, why)
 	}
 	mb := tx.Bucket(bMessages)
 	key := msgKey(rec.MessageKey)
-	var old MessageRecord
-	switch err := getJSON(mb, key, &old); {
-	case err == nil:
-		if err := removeMessageIndexes(tx, key, &old); err != nil {
+	if old != nil {
+		if err := removeMessageIndexes(tx, key, old); err != nil {
 			return err
 		}
 		if err := addStateCount(tx, old.State, -1); err != nil {
 			return err
 		}
 		rec.CreatedAt = old.CreatedAt
-	case errors.Is(err, ErrNotFound):
+	} else {
 		if rec.CreatedAt.IsZero() {
 			rec.CreatedAt = now
 		}
 		if err := putThreadInputTx(tx, key, rec); err != nil {
 			return err
 		}
-	default:
-		return err
 	}
 	rec.UpdatedAt = now
 	if err := putJSON(mb, key, rec); err != nil {
@@ -381,8 +391,15 @@ func relabelMessagesTx(tx *bolt.Tx, from, to string, now time.Time) error {
 			}
 			return err
 		}
+		old := r
 		r.ThreadID = to
-		if err := putMessageTx(tx, &r, now); err != nil {
+		var err error
+		if bytes.Equal(msgKey(r.MessageKey), key) {
+			err = replaceMessageTx(tx, &r, &old, now) // the record under its key: just read
+		} else {
+			err = putMessageTx(tx, &r, now)
+		}
+		if err != nil {
 			return err
 		}
 	}
