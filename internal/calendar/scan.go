@@ -43,7 +43,10 @@ type scanRE struct {
 // startLit is a literal a match may start with.
 type startLit struct {
 	runes []rune
-	fold  []bool // whether runes[i] is matched case-insensitively, as (?i) does
+	// fold: the runes are matched case-insensitively, as (?i) does. A
+	// literal made of folded and exact parts is matched folded: a start
+	// found in more places is still a start.
+	fold bool
 }
 
 // Bounds of the starts worked out from a pattern's syntax: a class of
@@ -177,12 +180,12 @@ func (s *scanRE) startsAt(text string, p int, r rune) bool {
 // litAt reports whether l is written at p, rune by rune as the regexp
 // decodes the text.
 func litAt(text string, p int, l startLit) bool {
-	for i, want := range l.runes {
+	for _, want := range l.runes {
 		if p >= len(text) {
 			return false
 		}
 		r, w := utf8.DecodeRuneInString(text[p:])
-		if r != want && (!l.fold[i] || !sameFold(r, want)) {
+		if r != want && (!l.fold || !sameFold(r, want)) {
 			return false
 		}
 		p += w
@@ -220,7 +223,7 @@ type prefix struct {
 }
 
 func (p prefix) plus(q prefix) prefix {
-	return prefix{startLit{slices.Concat(p.runes, q.runes), slices.Concat(p.fold, q.fold)}, q.whole}
+	return prefix{startLit{slices.Concat(p.runes, q.runes), p.fold || q.fold}, q.whole}
 }
 
 // prefixes returns texts one of which every match of re starts with; ok
@@ -235,11 +238,7 @@ func prefixes(re *syntax.Regexp) (out []prefix, ok bool) {
 		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
 		return empty, true
 	case syntax.OpLiteral:
-		fold := make([]bool, len(re.Rune))
-		for i := range fold {
-			fold[i] = re.Flags&syntax.FoldCase != 0
-		}
-		return []prefix{{startLit{re.Rune, fold}, true}}, true
+		return []prefix{{startLit{re.Rune, re.Flags&syntax.FoldCase != 0}, true}}, true
 	case syntax.OpCharClass:
 		n := 0
 		for i := 0; i < len(re.Rune); i += 2 {
@@ -249,7 +248,7 @@ func prefixes(re *syntax.Regexp) (out []prefix, ok bool) {
 		}
 		for i := 0; i < len(re.Rune); i += 2 {
 			for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
-				out = append(out, prefix{startLit{[]rune{r}, []bool{false}}, true})
+				out = append(out, prefix{startLit{[]rune{r}, false}, true})
 			}
 		}
 		return out, true
@@ -270,7 +269,7 @@ func prefixes(re *syntax.Regexp) (out []prefix, ok bool) {
 	case syntax.OpAlternate:
 		for _, s := range re.Sub {
 			sub, ok := prefixes(s)
-			if !ok {
+			if !ok || len(out)+len(sub) > maxStarts {
 				return nil, false
 			}
 			out = append(out, sub...)
@@ -279,10 +278,17 @@ func prefixes(re *syntax.Regexp) (out []prefix, ok bool) {
 	case syntax.OpConcat:
 		out = empty
 		for _, s := range re.Sub {
+			if !slices.ContainsFunc(out, func(p prefix) bool { return p.whole }) {
+				break // nothing grows any more
+			}
 			sub, ok := prefixes(s)
+			// Grow the prefixes by what s starts with, unless that makes
+			// too many: then they stop here (still prefixes of every
+			// match, only shorter).
+			grow := ok && len(out)*max(len(sub), 1) <= maxStarts
 			var next []prefix
 			for _, p := range out {
-				if !p.whole || !ok || len(p.runes) >= maxStartLen {
+				if !grow || !p.whole || len(p.runes) >= maxStartLen {
 					p.whole = false
 					next = append(next, p)
 					continue
@@ -290,9 +296,6 @@ func prefixes(re *syntax.Regexp) (out []prefix, ok bool) {
 				for _, q := range sub {
 					next = append(next, p.plus(q))
 				}
-			}
-			if len(next) > maxStarts {
-				return nil, false
 			}
 			out = next
 		}
