@@ -16,7 +16,10 @@ import (
 	"github.com/mailagent/mailagent/internal/mail"
 )
 
-// openTest opens a fresh store with a controllable clock.
+// openTest opens a fresh store with a controllable clock. It does not
+// fsync its commits (NoSync; Close flushes them): no test of it is about
+// durability (those open their stores themselves), and the fsyncs were
+// most of the package's waiting.
 func openTest(t testing.TB) (*Store, *fakeClock) {
 	t.Helper()
 	return openTestIn(t, t.TempDir())
@@ -26,7 +29,7 @@ func openTest(t testing.TB) (*Store, *fakeClock) {
 func openTestIn(t testing.TB, dir string) (*Store, *fakeClock) {
 	t.Helper()
 	path := filepath.Join(dir, "state.db")
-	s, err := Open(path, Options{Timeout: 200 * time.Millisecond})
+	s, err := Open(path, Options{Timeout: 200 * time.Millisecond, NoSync: true})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
