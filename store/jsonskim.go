@@ -29,6 +29,30 @@ func createdAtOf(data []byte) (time.Time, error) {
 	return t, err
 }
 
+// sortTimeOf reads a stored record's sort time (sortTime: its Date, or its
+// CreatedAt when it has none) without decoding the rest, as createdAtOf
+// reads CreatedAt: for a record json.Unmarshal decodes into a
+// MessageRecord it gives that record's sortTime.
+func sortTimeOf(data []byte) (time.Time, error) {
+	var date time.Time
+	raw, ok := topLevelValue(data, "date")
+	if !ok {
+		var head struct {
+			Date      time.Time `json:"date"`
+			CreatedAt time.Time `json:"created_at"`
+		}
+		err := json.Unmarshal(data, &head)
+		return sortTime(&MessageRecord{Date: head.Date, CreatedAt: head.CreatedAt}), err
+	}
+	if raw != nil {
+		if err := date.UnmarshalJSON(raw); err != nil {
+			return date, err
+		}
+	}
+	created, err := createdAtOf(data)
+	return sortTime(&MessageRecord{Date: date, CreatedAt: created}), err
+}
+
 // topLevelValue returns the raw value of the last member of the JSON
 // object data whose name is key as encoding/json matches a field's name
 // (exactly or under bytes.EqualFold), nil when there is none. It skims:

@@ -8,16 +8,17 @@ import (
 )
 
 // TestCreatedAtOfAgreesWithDecode: for every record json.Unmarshal
-// decodes into a MessageRecord, createdAtOf gives the CreatedAt it gives:
+// decodes into a MessageRecord, createdAtOf gives the CreatedAt it gives
+// and sortTimeOf its sortTime (Date, or CreatedAt without one):
 // stored records of every shape seedMsg makes, and hand-written ones
 // that skim badly (the name in another case or written with escapes, the
 // member twice, a nested object or a string holding a "created_at" of
-// its own, quotes and backslashes in strings, white space, null, no
+// its own, a null or zero date, quotes and backslashes in strings, white space, null, no
 // member at all). The same records damaged (the hand-written ones cut
 // short, all with bytes changed) must not panic, and whenever the full
-// decode still succeeds must give its time. The control: most records
-// carry a time the decode finds, so a skim that missed the member would
-// not pass.
+// decode still succeeds must give its times. The control: most records
+// carry times the decode finds (and a Date other than their CreatedAt),
+// so a skim that missed a member would not pass.
 func TestCreatedAtOfAgreesWithDecode(t *testing.T) {
 	t.Parallel()
 	var docs []string
@@ -44,9 +45,13 @@ func TestCreatedAtOfAgreesWithDecode(t *testing.T) {
 		`{"uid":12,"synthesized":true,"date":null,"created_at":`+at+`,"problems":["]","}"]}`,
 		`{"created_at":12}`, `{"created_at":"not a time"}`, `{"created_at":{"a":1}}`,
 		`{"created_at":`+at+`} trailing`, `{"created_at":`+at,
+		`{"date":null,"created_at":`+at+`}`, `{"date":`+at2+`,"created_at":`+at+`}`, `{"Date":`+at2+`}`,
+		`{"d\u0061te":`+at2+`,"created_at":`+at+`}`, `{"date":"0001-01-01T00:00:00Z","created_at":`+at+`}`,
+		`{"date":`+at2+`,"date":"0001-01-01T00:00:00Z","created_at":`+at+`}`, `{"date":7,"created_at":`+at+`}`,
 	)
 
-	// decode is what messagePageScan did before createdAtOf: the full decode.
+	// decode is what messagePageScan and ThreadMessages did before
+	// createdAtOf and sortTimeOf: the full decode.
 	decode := func(doc string) (time.Time, bool) {
 		var r MessageRecord
 		if err := json.Unmarshal([]byte(doc), &r); err != nil {
@@ -54,22 +59,35 @@ func TestCreatedAtOfAgreesWithDecode(t *testing.T) {
 		}
 		return r.CreatedAt, true
 	}
+	same := func(a, b time.Time) bool { return a.Equal(b) && a.Location().String() == b.Location().String() }
 	check := func(doc string) {
 		t.Helper()
-		got, err := createdAtOf([]byte(doc))
-		if want, ok := decode(doc); ok && (err != nil || !got.Equal(want) || got.Location().String() != want.Location().String()) {
-			t.Fatalf("%.200q: createdAtOf %v, %v; the decode gives %v", doc, got, err, want)
+		var r MessageRecord
+		if json.Unmarshal([]byte(doc), &r) != nil {
+			_, _ = createdAtOf([]byte(doc)) // must not panic
+			_, _ = sortTimeOf([]byte(doc))
+			return
+		}
+		if got, err := createdAtOf([]byte(doc)); err != nil || !same(got, r.CreatedAt) {
+			t.Fatalf("%.200q: createdAtOf %v, %v; the decode gives %v", doc, got, err, r.CreatedAt)
+		}
+		if got, err := sortTimeOf([]byte(doc)); err != nil || !same(got, sortTime(&r)) {
+			t.Fatalf("%.200q: sortTimeOf %v, %v; the decode gives %v", doc, got, err, sortTime(&r))
 		}
 	}
-	found := 0
+	found, dated := 0, 0
 	for _, doc := range docs {
 		check(doc)
 		if want, ok := decode(doc); ok && !want.IsZero() {
 			found++
 		}
+		var r MessageRecord
+		if json.Unmarshal([]byte(doc), &r) == nil && !r.Date.IsZero() && !r.Date.Equal(r.CreatedAt) {
+			dated++
+		}
 	}
-	if found < 24+10 {
-		t.Fatalf("only %d records carry a time the decode finds: the cases do not test the skim", found)
+	if found < 24+10 || dated < 20+2 {
+		t.Fatalf("only %d records carry a CreatedAt the decode finds, %d a Date of their own: the cases do not test the skim", found, dated)
 	}
 	rng := rand.New(rand.NewPCG(5, 5))
 	for n, doc := range docs {

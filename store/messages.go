@@ -323,8 +323,16 @@ func (s *Store) ListMessages(f MessageFilter, fn func(*MessageRecord) error) err
 }
 
 // ThreadMessages returns the messages of a thread ordered by Date (oldest
-// first, newest last); with limit > 0, only the newest limit of them.
+// first, newest last); with limit > 0, only the newest limit of them, and
+// only those are decoded (threadNewest).
 func (s *Store) ThreadMessages(threadID string, limit int) ([]*MessageRecord, error) {
+	if limit > 0 {
+		out, err := s.threadNewest(threadID, limit)
+		if err != nil {
+			return nil, fmt.Errorf("thread %q: %w", threadID, err)
+		}
+		return out, nil
+	}
 	var out []*MessageRecord
 	err := s.ListMessages(MessageFilter{ThreadID: threadID}, func(r *MessageRecord) error {
 		out = append(out, r)
@@ -342,6 +350,66 @@ func (s *Store) ThreadMessages(threadID string, limit int) ([]*MessageRecord, er
 	if limit > 0 && len(out) > limit {
 		out = out[len(out)-limit:]
 	}
+	return out, nil
+}
+
+// threadNewest is ThreadMessages with a limit, in one read transaction:
+// each record of the thread is placed by its sort time (Date, or CreatedAt
+// when it has none), skimmed from its JSON (sortTimeOf), and its key, and
+// only the newest limit are decoded. A long thread (a list's, years of
+// one correspondence) costs a skim per message, not a decode (the
+// pipeline asks for the newest 50 of each message's thread). A record
+// whose dates cannot be read is an error, as before; one outside the
+// newest limit that is damaged otherwise is not decoded, so no longer one.
+func (s *Store) threadNewest(threadID string, limit int) ([]*MessageRecord, error) {
+	type entry struct {
+		key []byte
+		at  time.Time
+	}
+	var out []*MessageRecord
+	err := s.view(func(tx *bolt.Tx) error {
+		out = out[:0]
+		mb := tx.Bucket(bMessages)
+		prefix := append([]byte(threadKey(threadID)), 0)
+		var ents []entry
+		c := tx.Bucket(bIdxThread).Cursor()
+		for k, key := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, key = c.Next() {
+			raw := mb.Get(key)
+			if raw == nil {
+				continue // a dangling entry cannot happen in one tx; skipped, as loadIndexed does
+			}
+			at, err := sortTimeOf(raw)
+			if err != nil {
+				return fmt.Errorf("decode %q: %w", key, err)
+			}
+			ents = append(ents, entry{key: key, at: at})
+		}
+		slices.SortFunc(ents, func(a, b entry) int {
+			if c := a.at.Compare(b.at); c != 0 {
+				return c
+			}
+			return bytes.Compare(a.key, b.key)
+		})
+		for _, e := range ents[max(len(ents)-limit, 0):] {
+			var r MessageRecord
+			if err := getJSON(mb, e.key, &r); err != nil {
+				return err
+			}
+			out = append(out, &r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// In ThreadMessages' order, by the records' own keys (their stored
+	// keys, in a sound file).
+	slices.SortStableFunc(out, func(a, b *MessageRecord) int {
+		if c := sortTime(a).Compare(sortTime(b)); c != 0 {
+			return c
+		}
+		return bytes.Compare(msgKey(a.MessageKey), msgKey(b.MessageKey))
+	})
 	return out, nil
 }
 
