@@ -221,7 +221,8 @@ func (p *Pipeline) timeGate(ctx context.Context, gates []store.GateResult, rec *
 			thread += "\n" + m.Text
 		}
 	}
-	c := calendar.CheckTimes(draft, thread, nil, 0, ref, ref.Location())
+	read := calendar.ReadTimes(draft, thread, ref, ref.Location())
+	c := read.Check(nil, 0)
 	if c.Mentions == 0 {
 		return gates
 	}
@@ -237,6 +238,8 @@ func (p *Pipeline) timeGate(ctx context.Context, gates []store.GateResult, rec *
 	case err != nil:
 		g.Reason = fmt.Sprintf("the draft names dates or times and the calendar could not be read (%v): it waits for you", err)
 		return append(gates, g)
+	case loc == read.Location(): // read in the calendar's zone already
+		c = read.Check(slots, length)
 	case loc != nil:
 		c = calendar.CheckTimes(draft, thread, slots, length, ref, loc)
 	}

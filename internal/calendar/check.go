@@ -53,11 +53,23 @@ func (c TimeCheck) OK() bool {
 //     has it);
 //   - a phrase Mentions could not read is Unread.
 func CheckTimes(draft, thread string, offered []Interval, length time.Duration, ref time.Time, loc *time.Location) TimeCheck {
+	return ReadTimes(draft, thread, ref, loc).Check(offered, length)
+}
+
+// TimeReading is what CheckTimes reads in a draft and its thread before
+// holding it against the offered slots: read once (ReadTimes), it can be
+// checked against several sets of slots in the same zone.
+type TimeReading struct {
+	draft    []Mention
+	inThread map[string]bool
+	loc      *time.Location
+}
+
+// ReadTimes reads the dates and times of draft and thread (see
+// CheckTimes).
+func ReadTimes(draft, thread string, ref time.Time, loc *time.Location) *TimeReading {
 	if loc == nil {
 		loc = time.UTC
-	}
-	if length <= 0 {
-		length = time.Nanosecond
 	}
 	inThread := map[string]bool{}
 	for _, m := range Mentions(thread, ref, loc) {
@@ -74,17 +86,28 @@ func CheckTimes(draft, thread string, offered []Interval, length time.Duration, 
 			inThread[mentionKey(Mention{Day: m.Day, Minute: -1})] = true
 		}
 	}
+	return &TimeReading{draft: Mentions(draft, ref, loc), inThread: inThread, loc: loc}
+}
+
+// Location is the zone the reading was made in.
+func (r *TimeReading) Location() *time.Location { return r.loc }
+
+// Check holds the reading against offered (see CheckTimes).
+func (r *TimeReading) Check(offered []Interval, length time.Duration) TimeCheck {
+	if length <= 0 {
+		length = time.Nanosecond
+	}
 	var c TimeCheck
-	for _, m := range Mentions(draft, ref, loc) {
+	for _, m := range r.draft {
 		c.Mentions++
 		switch {
 		case m.Unread != "":
 			c.Unread = append(c.Unread, Problem{Text: m.Text, Why: m.Unread})
-		case offeredMention(m, offered, length, loc):
-			if !inThread[mentionKey(m)] {
+		case offeredMention(m, offered, length, r.loc):
+			if !r.inThread[mentionKey(m)] {
 				c.Fresh = append(c.Fresh, m.Text)
 			}
-		case inThread[mentionKey(m)]:
+		case r.inThread[mentionKey(m)]:
 			c.FromThread = append(c.FromThread, m.Text)
 		case m.Day.IsZero():
 			c.Undated = append(c.Undated, m.Text)
