@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mailagent/mailagent/internal/rig/testmain"
 	"github.com/mailagent/mailagent/internal/rig/testsize"
 )
 
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	testmain.Run(m)
 }
 
 type lookupArgs struct {

@@ -17,6 +17,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/mailagent/mailagent/internal/rig/testmain"
 	"github.com/mailagent/mailagent/internal/rig/testsize"
 )
 
@@ -56,11 +57,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	if corpusDir != "" {
-		_ = os.RemoveAll(corpusDir)
-	}
-	os.Exit(code)
+	testmain.Run(testmain.RunFunc(func() int {
+		defer func() {
+			if corpusDir != "" {
+				_ = os.RemoveAll(corpusDir)
+			}
+		}()
+		return m.Run()
+	}))
 }
 
 func buildCorpus(t *testing.T, path string) (string, map[string]*MessageRecord) {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/mailagent/mailagent/internal/rig/testmain"
 	"github.com/mailagent/mailagent/internal/rig/testsize"
 )
 
@@ -47,7 +48,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	os.Exit(m.Run())
+	testmain.Run(m)
 }
 
 // harnessEnv makes sure the harness's variables hold their values for t:

@@ -58,7 +58,10 @@ func Example() {
 	}
 	fmt.Println("watcher:", status.Watcher)
 
-	ch, err := svc.Events(context.Background())
+	// The stream's goroutine ends with its context.
+	evctx, stopEvents := context.WithCancel(context.Background())
+	defer stopEvents()
+	ch, err := svc.Events(evctx)
 	if err != nil {
 		log.Fatal(err)
 	}

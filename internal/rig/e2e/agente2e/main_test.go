@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/rig/e2e"
+	"github.com/mailagent/mailagent/internal/rig/testmain"
 	"github.com/mailagent/mailagent/internal/rig/testsize"
 )
 
@@ -19,7 +20,7 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	testmain.Run(testmain.RunFunc(func() int { return run(m) }))
 }
 
 func run(m *testing.M) int {

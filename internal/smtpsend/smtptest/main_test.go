@@ -1,0 +1,9 @@
+package smtptest_test
+
+import (
+	"testing"
+
+	"github.com/mailagent/mailagent/internal/rig/testmain"
+)
+
+func TestMain(m *testing.M) { testmain.Run(m) }
