@@ -1,4 +1,4 @@
-package httpcall_test
+package openai_test
 
 import (
 	"context"
@@ -15,17 +15,19 @@ import (
 	"github.com/mailagent/mailagent/internal/llm/openai"
 )
 
-// TestModelClientsReuseConnections: Transport at work in both clients.
-// With eight calls in flight at a time
-// (more than http.DefaultTransport keeps idle per host), 200 calls keep
-// every connection they open for the next call, for Gemini and for an
-// OpenAI-compatible server, when the configuration gives no HTTP client:
-// the server sees no connection closed while the calls run, and about one
-// opened per caller in flight. Go's transport may dial while a connection
-// is coming back to the pool (a dial race, more frequent under -race and
-// load), so the number opened varies a little; the closed count does
-// not. The control is the same run through http.DefaultTransport, which
-// keeps 2 idle connections and closes the others after one answer.
+// TestModelClientsReuseConnections: internal/llm/internal/httpcall's
+// Transport at work in both clients (the test sits here, whose binary
+// links both SDKs anyway, rather than in a binary of its own). With eight
+// calls in flight at a time (more than http.DefaultTransport keeps idle
+// per host), 200 calls keep every connection they open for the next call,
+// for Gemini and for an OpenAI-compatible server, when the configuration
+// gives no HTTP client: the server sees no connection closed while the
+// calls run, and about one opened per caller in flight. Go's transport
+// may dial while a connection is coming back to the pool (a dial race,
+// more frequent under -race and load), so the number opened varies a
+// little; the closed count does not. The control is the same run through
+// http.DefaultTransport, which keeps 2 idle connections and closes the
+// others after one answer.
 func TestModelClientsReuseConnections(t *testing.T) {
 	t.Parallel()
 	const calls, inFlight = 200, 8
