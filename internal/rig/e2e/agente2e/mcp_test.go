@@ -3,6 +3,7 @@ package agente2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -108,7 +109,7 @@ func TestMCPAgainstDovecot(t *testing.T) {
 	}
 	res, errText := c.tool("propose_reply", map[string]any{"ref": m.ID, "text": "Tuesday at noon works. Ada"})
 	if errText != "" {
-		t.Fatalf("propose_reply: %s", errText)
+		t.Fatalf("propose_reply: %s\nwhat the watcher holds for %s: %s", errText, m.ID, w.describe(ctx, m.ID))
 	}
 	item := res["item"].(map[string]any)
 	d, err := w.client.QueueItem(ctx, item["id"].(string))
@@ -134,6 +135,31 @@ func TestMCPAgainstDovecot(t *testing.T) {
 	if got := e.find(e2e.Bob, "INBOX", "In-Reply-To", m.ID); len(got) != 0 {
 		t.Errorf("%d replies reached bob", len(got))
 	}
+}
+
+// describe says what the watcher holds for a Message-ID: its records
+// (key, state, thread, trace) and what explain resolves it to, for a
+// failure's message.
+func (w *watcher) describe(ctx context.Context, messageID string) string {
+	var b strings.Builder
+	recs, err := w.records()
+	if err != nil {
+		fmt.Fprintf(&b, "records: %v; ", err)
+	}
+	for _, r := range recs[messageID] {
+		fmt.Fprintf(&b, "record %s/%d state %s thread %q trace %s; ", r.Mailbox, r.UID, r.State, r.ThreadID, r.TraceID)
+	}
+	if e, err := w.client.Explain(ctx, messageID); err != nil {
+		fmt.Fprintf(&b, "explain: %v", err)
+	} else if e.Trace != nil {
+		fmt.Fprintf(&b, "explain: trace %s of %s/%d", e.Trace.TraceID, e.Trace.Message.Mailbox, e.Trace.Message.UID)
+	}
+	if thread, err := w.client.StoreContext(ctx).ThreadMessages(messageID, 0); err != nil {
+		fmt.Fprintf(&b, "; thread by that id: %v", err)
+	} else {
+		fmt.Fprintf(&b, "; thread by that id: %d messages", len(thread))
+	}
+	return b.String()
 }
 
 func mustJSON(v any) string {
