@@ -47,8 +47,8 @@ user_pass() {
 # Its stats line goes to $WORK/fake.out when it is stopped. It runs with
 # GOMAXPROCS=1 (BENCH_FAKE_PROCS to change): it shares the 2 cores with the
 # mailagent it serves, and with one P it does not spin a second thread
-# looking for work after every answer: 0.40 -> 0.33 CPU-s per triage of the
-# corpus (BENCHMARKS.md 22.6). The requests and answers are the same.
+# looking for work after every answer: 0.40 -> 0.34 CPU-s (medians) per
+# triage of the corpus (BENCHMARKS.md 22.6). The requests and answers are the same.
 start_fake() {
 	rm -f "$WORK/fake.url"
 	GOMAXPROCS=${BENCH_FAKE_PROCS:-1} "$BIN/benchtool" fakegemini -provider "${BENCH_PROVIDER:-gemini}" -delay "$1" -urlfile "$WORK/fake.url" >"$WORK/fake.out" 2>&1 </dev/null &
