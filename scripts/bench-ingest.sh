@@ -25,7 +25,8 @@
 # BENCH_SKIP_LOAD=1 (the mailbox is loaded already: skip the 3-minute load),
 # BENCH_MBSYNC_NOFSYNC=1 (each round also times mbsync with FSync no: its
 # time without its own 12,095 fsyncs, which do not move with the disk;
-# BENCHMARKS.md section 22.1).
+# BENCHMARKS.md section 22.1). Each mailagent run also prints its CPU (user +
+# system) and the fake model's CPU during it (they share the cores).
 source "$(dirname "$0")/bench-lib.sh"
 RUNS=${RUNS:-3}
 # best of the arguments (the smallest).
@@ -113,16 +114,19 @@ for i in $(seq "$RUNS"); do
 	for try in 1 2 3; do
 		wait_imap
 		rm -rf "$STATE_BASE/state"
+		f0=$(pid_cpu "$FAKE_PID")
 		t0=$(now_s)
 		rc=0
-		"$BIN/mailagent" --config "$WORK/config.toml" triage >/dev/null 2>"$WORK/triage.err" || rc=$?
+		/usr/bin/time -f '%U %S' -o "$WORK/cpu" "$BIN/mailagent" --config "$WORK/config.toml" triage >/dev/null 2>"$WORK/triage.err" || rc=$?
 		t1=$(now_s)
+		f1=$(pid_cpu "$FAKE_PID")
 		[[ $rc -eq 0 || $rc -eq 5 ]] && break
 		echo "run $i mailagent failed (exit $rc: $(tail -1 "$WORK/triage.err")); retrying" >&2
 	done
 	d=$(echo "$t1 - $t0" | bc -l)
 	ma+=("$d")
-	printf 'run %d mailagent  %.3f s  (exit %d; %s)\n' "$i" "$d" "$rc" "$(grep -m1 '^triaged' "$WORK/triage.err" || true)"
+	printf 'run %d mailagent  %.3f s  (exit %d; cpu %.2f s, fake model cpu %.2f s; %s)\n' "$i" "$d" "$rc" \
+		"$(awk '{print $1 + $2}' "$WORK/cpu")" "$(echo "$f1 - $f0" | bc -l)" "$(grep -m1 '^triaged' "$WORK/triage.err" || true)"
 	if [[ $rc -ne 0 && $rc -ne 5 ]]; then cat "$WORK/triage.err" >&2; exit 1; fi
 done
 grep -E '^(route|decision|tokens)' "$WORK/triage.err" || true

@@ -11,7 +11,8 @@
 // context.DeadlineExceeded. The API key never appears in an error. A
 // request's schema maps onto genai's ResponseSchema, and the bytes the SDK
 // made of a schema are reused on later calls, so the request stays byte
-// for byte the same. No other package imports genai
+// for byte the same; the prompt and the system instruction are handed to
+// the body as values that encode to genai's own bytes for them. No other package imports genai
 // (internal/rig/archtest's sdkHomes).
 package gemini
 
@@ -25,6 +26,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/genai"
 
@@ -119,9 +121,12 @@ func (g *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 		// One call, one request: no hidden continuation hops.
 		AutomaticContinuation: new(false),
 	}
-	if req.System != "" {
-		cfg.SystemInstruction = genai.NewContentFromText(req.System, genai.RoleUser)
-	}
+	// The prompt and the system instruction go into the body as typed
+	// values that encode to the bytes the SDK makes of them (wireText), so
+	// the SDK does not round-trip the mail text through JSON and maps
+	// before encoding it (TestGeminiTextSameRequest, FuzzGeminiTextSameRequest).
+	texts := wireTexts(req)
+	var schema genai.ExtrasRequestProvider
 	if req.Schema != nil {
 		cfg.ResponseMIMEType = "application/json"
 		// The schema goes into the body as the bytes the SDK made of it
@@ -133,27 +138,93 @@ func (g *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 			return nil, fmt.Errorf("gemini: schema: %w", err)
 		}
 		if raw, ok := g.schemas.Load(string(key)); ok {
-			cfg.HTTPOptions = &genai.HTTPOptions{ExtrasRequestProvider: putSchema(raw.(json.RawMessage))}
+			schema = putSchema(raw.(json.RawMessage))
 		} else {
 			s, err := toGenaiSchema(req.Schema, "$")
 			if err != nil {
 				return nil, fmt.Errorf("gemini: %w", err)
 			}
 			cfg.ResponseSchema = s
-			cfg.HTTPOptions = &genai.HTTPOptions{ExtrasRequestProvider: g.keepSchema(string(key))}
+			schema = g.keepSchema(string(key))
 		}
 	}
-	contents := []*genai.Content{genai.NewContentFromText(req.Prompt, genai.RoleUser)}
+	cfg.HTTPOptions = &genai.HTTPOptions{ExtrasRequestProvider: func(body map[string]any) map[string]any {
+		texts.put(body)
+		if schema != nil {
+			body = schema(body)
+		}
+		return body
+	}}
 
 	meta := &callMeta{}
 	callCtx, cancel := context.WithTimeout(context.WithValue(ctx, callMetaKey{}, meta), g.timeout)
 	defer cancel()
 
-	resp, err := g.client.Models.GenerateContent(callCtx, g.model, contents, cfg)
+	resp, err := g.client.Models.GenerateContent(callCtx, g.model, nil, cfg)
 	if err != nil {
 		return nil, g.wrapErr(ctx, callCtx, err, meta)
 	}
 	return g.toResponse(resp)
+}
+
+// wireContent and wirePart are a genai.Content of text parts as the SDK
+// puts it in a request body: its fields in the order encoding/json sorts
+// the map the SDK builds ("parts" before "role"), and a part's empty text
+// left out as the SDK's omitempty leaves it.
+type wireContent struct {
+	Parts []wirePart `json:"parts"`
+	Role  string     `json:"role"`
+}
+
+type wirePart struct {
+	Text string `json:"text,omitempty"`
+}
+
+// wireBody holds a request's text: the body's "contents" (the prompt, one
+// user part) and "systemInstruction" (when there is one).
+type wireBody struct {
+	contents []wireContent
+	system   *wireContent
+}
+
+func wireTexts(req llm.Request) wireBody {
+	w := wireBody{contents: []wireContent{{Parts: []wirePart{{Text: wireText(req.Prompt)}}, Role: genai.RoleUser}}}
+	if req.System != "" {
+		w.system = &wireContent{Parts: []wirePart{{Text: wireText(req.System)}}, Role: genai.RoleUser}
+	}
+	return w
+}
+
+// put sets the body's text fields, which the SDK left out (it was given
+// no contents and no system instruction).
+func (w wireBody) put(body map[string]any) {
+	body["contents"] = w.contents
+	if w.system != nil {
+		body["systemInstruction"] = w.system
+	}
+}
+
+// wireText returns s as the SDK's JSON round trip leaves it: encoding/json
+// writes each byte of invalid UTF-8 as the escape \ufffd, and the SDK
+// decodes that into the rune U+FFFD, which the body's encoding then writes
+// as its three bytes; so each invalid byte becomes U+FFFD here, and valid
+// text (nearly all of it) is returned as it is.
+func wireText(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // keepSchema returns a request hook that records the body's

@@ -1,7 +1,8 @@
 // Command benchtool is the helper the scripts/bench-*.sh drivers call. It
 // is not part of the product. Subcommands:
 //
-//	fakegemini -urlfile F [-delay 300ms] [-provider openai]   serve a fake model (Gemini, or OpenAI-compatible) until SIGTERM, then print its stats
+//	fakegemini -urlfile F [-delay 300ms] [-provider openai] [-cpuprofile F]   serve a fake model (Gemini, or
+//	                                         OpenAI-compatible) until SIGTERM, then print its stats
 //	load  -user U -mailbox M [-set all|ham] [-n N]   reset M and APPEND the SpamAssassin corpus
 //	synth -user U -mailbox M -n N            reset M and APPEND N synthetic external messages
 //	deliver -user U -n N -out F [-gap 1s] [-via append]   SMTP-deliver (or APPEND) N messages one at a
@@ -31,6 +32,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -75,7 +77,19 @@ func fakeGemini(ctx context.Context, args []string) error {
 	urlFile := fs.String("urlfile", "", "write the base URL here once listening")
 	delay := fs.Duration("delay", 0, "latency of each answer")
 	provider := fs.String("provider", "gemini", "wire to speak: gemini or openai (same answer, delay and stats)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the fake here (what it costs the shared cores)")
 	_ = fs.Parse(args)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("cpuprofile: %w", err)
+		}
+		defer func() { _ = f.Close() }()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
