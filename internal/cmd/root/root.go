@@ -57,8 +57,6 @@ func NewFactory(ios *iostreams.IOStreams) *cmdutil.Factory {
 // it (Service) and is the only place that prints the final error
 // (cmdutil.Report).
 func Main(args []string, ios *iostreams.IOStreams, wire Wire) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	f := NewFactory(ios)
 	defer f.Close()
 	f.Service = Service(f)
@@ -69,7 +67,57 @@ func Main(args []string, ios *iostreams.IOStreams, wire Wire) int {
 	// --remote: the commands that talk to a watcher reach the one on
 	// another host over ssh (cmdutil/remote.go).
 	f.Service = f.RemoteService(f.Service)
-	return Run(ctx, f, NewCmdRoot(f, more...), args)
+	root := NewCmdRoot(f, more...)
+	stop := cancelOnSignal(root)
+	defer stop()
+	return Run(context.Background(), f, root, args)
+}
+
+// cancelOnSignal makes SIGINT and SIGTERM cancel the context of the
+// command root runs, from its PersistentPreRunE on, so the handlers (and
+// the threads the runtime starts for them, about 0.5 ms of CPU) exist
+// only for a command that does work: --help, `version` and the
+// completion commands print and exit without them, and a Ctrl-C ends
+// them the default way (issue 28's start-up). stop releases the
+// handlers; it may be called whether or not they were installed.
+func cancelOnSignal(root *cobra.Command) (stop func()) {
+	release := func() {}
+	pre := root.PersistentPreRunE
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if interruptible(cmd) {
+			ctx, cancel := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			release = cancel
+			cmd.SetContext(ctx)
+		}
+		if pre == nil {
+			return nil
+		}
+		return pre(cmd, args)
+	}
+	return func() { release() }
+}
+
+// uninterruptible are the top-level commands that only print: they run
+// without the signal context (cancelOnSignal). cobra's help command is
+// "help", its completion script commands live under "completion", and a
+// shell asks for dynamic completion through cobra.ShellCompRequestCmd
+// (bounded by completionTimeout).
+var uninterruptible = map[string]bool{
+	"version":                       true,
+	"help":                          true,
+	"completion":                    true,
+	cobra.ShellCompRequestCmd:       true,
+	cobra.ShellCompNoDescRequestCmd: true,
+}
+
+// interruptible reports whether cmd runs under the signal context: every
+// command but those whose top-level command is uninterruptible.
+func interruptible(cmd *cobra.Command) bool {
+	top := cmd
+	for top.HasParent() && top.Parent().HasParent() {
+		top = top.Parent()
+	}
+	return !top.HasParent() || !uninterruptible[top.Name()]
 }
 
 // Run executes root with args and reports its error on f's stderr.
