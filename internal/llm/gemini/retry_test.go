@@ -11,6 +11,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,6 +66,12 @@ func TestRetry(t *testing.T) {
 		wantErrText  string // substring of the final error
 		wantRetries  int
 		minDelays    []time.Duration // lower bound of each recorded wait
+		// firstCallTimeout, when set, bounds the first call only; the
+		// others run with the default timeout. Only a reply that never
+		// comes (the server holds it until the client gives up) meets a
+		// short deadline, so a loaded machine cannot turn a prompt reply
+		// into a timeout and an extra attempt.
+		firstCallTimeout time.Duration
 	}{
 		{name: "429 retry info honoured", replies: []geminitest.Reply{geminitest.RateLimitReply("7s"), ok},
 			wantRequests: 2, wantRetries: 1, minDelays: []time.Duration{7 * time.Second}},
@@ -74,7 +81,7 @@ func TestRetry(t *testing.T) {
 			wantRequests: 2, wantRetries: 1, minDelays: []time.Duration{0}},
 		{name: "two 500 then success", replies: []geminitest.Reply{geminitest.ErrorReply(500, "INTERNAL", "a"), geminitest.ErrorReply(500, "INTERNAL", "b"), ok},
 			wantRequests: 3, wantRetries: 2, minDelays: []time.Duration{0, 0}},
-		{name: "timeout retried", replies: []geminitest.Reply{slow, ok},
+		{name: "timeout retried", replies: []geminitest.Reply{slow, ok}, firstCallTimeout: 50 * time.Millisecond,
 			wantRequests: 2, wantRetries: 1, minDelays: []time.Duration{0}},
 		{name: "connection cut retried", replies: []geminitest.Reply{{Hangup: true}, ok},
 			wantRequests: 2, wantRetries: 1, minDelays: []time.Duration{0}},
@@ -93,7 +100,18 @@ func TestRetry(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := geminitest.NewServer(t, sequence(tt.replies...))
 			rec := &sleepRecorder{}
-			m := llm.WithRetry(srv.NewGemini(t, gemini.Config{CallTimeout: 50 * time.Millisecond}),
+			var model llm.Model = srv.NewGemini(t, gemini.Config{})
+			if tt.firstCallTimeout > 0 {
+				first, rest := srv.NewGemini(t, gemini.Config{CallTimeout: tt.firstCallTimeout}), model
+				var calls atomic.Int32
+				model = llm.ModelFunc(func(ctx context.Context, req llm.Request) (*llm.Response, error) {
+					if calls.Add(1) == 1 {
+						return first.Generate(ctx, req)
+					}
+					return rest.Generate(ctx, req)
+				})
+			}
+			m := llm.WithRetry(model,
 				llm.RetryOptions{MaxAttempts: tt.maxAttempts, InitialDelay: 100 * time.Millisecond, MaxDelay: time.Second, Sleep: rec.Sleep})
 			resp, err := m.Generate(t.Context(), llm.Request{Prompt: "x"})
 			if got := len(srv.Requests()); got != tt.wantRequests {
