@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/llm"
@@ -54,25 +55,34 @@ func TestRetryBackoffGrowsAndCaps(t *testing.T) {
 
 func TestRetryRealSleepHonoursContext(t *testing.T) {
 	t.Parallel()
-	calls := 0
-	fail := llm.ModelFunc(func(context.Context, llm.Request) (*llm.Response, error) {
-		calls++
-		return nil, &llm.APIError{StatusCode: 429, RetryAfter: time.Hour}
+	// In a synctest bubble the deadline's clock moves only while every
+	// goroutine waits, so the deadline cannot pass before the first
+	// attempt however loaded the machine is: it passes during the wait.
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		fail := llm.ModelFunc(func(context.Context, llm.Request) (*llm.Response, error) {
+			calls++
+			return nil, &llm.APIError{StatusCode: 429, RetryAfter: time.Hour}
+		})
+		// The server asks for an hour; the caller's deadline must cut the wait.
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := llm.WithRetry(fail, llm.RetryOptions{}).Generate(ctx, llm.Request{})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("error: got %v, want context.DeadlineExceeded", err)
+		}
+		var ae *llm.APIError
+		if !errors.As(err, &ae) {
+			t.Errorf("error: got %v, want it to wrap the last *APIError", err)
+		}
+		if calls != 1 {
+			t.Errorf("calls: got %d, want 1", calls)
+		}
+		if waited := time.Since(start); waited != 20*time.Millisecond {
+			t.Errorf("waited: got %s, want the deadline's 20ms", waited)
+		}
 	})
-	// The server asks for an hour; the caller's deadline must cut the wait.
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-	defer cancel()
-	_, err := llm.WithRetry(fail, llm.RetryOptions{}).Generate(ctx, llm.Request{})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("error: got %v, want context.DeadlineExceeded", err)
-	}
-	var ae *llm.APIError
-	if !errors.As(err, &ae) {
-		t.Errorf("error: got %v, want it to wrap the last *APIError", err)
-	}
-	if calls != 1 {
-		t.Errorf("calls: got %d, want 1", calls)
-	}
 }
 
 func TestRetryCancelledDuringTemporaryFailure(t *testing.T) {

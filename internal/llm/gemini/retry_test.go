@@ -11,6 +11,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,7 +55,7 @@ func sequence(replies ...geminitest.Reply) geminitest.Handler {
 func TestRetry(t *testing.T) {
 	t.Parallel()
 	ok := geminitest.Reply{Text: "done", Usage: llm.Usage{PromptTokens: 1, OutputTokens: 1, TotalTokens: 2}}
-	slow := geminitest.Reply{Text: "late", Delay: time.Minute}
+	const heldModel = "gemini-held"
 	tests := []struct {
 		name         string
 		replies      []geminitest.Reply
@@ -65,6 +66,13 @@ func TestRetry(t *testing.T) {
 		wantErrText  string // substring of the final error
 		wantRetries  int
 		minDelays    []time.Duration // lower bound of each recorded wait
+		// firstCallTimeout, when set, bounds the first call only, which
+		// asks for heldModel: the server holds that reply until the client
+		// gives up, and answers the others from replies. The other calls
+		// run with the default timeout, so a loaded machine can neither
+		// turn a prompt reply into a timeout and an extra attempt nor hand
+		// the held reply to a later call.
+		firstCallTimeout time.Duration
 	}{
 		{name: "429 retry info honoured", replies: []geminitest.Reply{geminitest.RateLimitReply("7s"), ok},
 			wantRequests: 2, wantRetries: 1, minDelays: []time.Duration{7 * time.Second}},
@@ -74,7 +82,7 @@ func TestRetry(t *testing.T) {
 			wantRequests: 2, wantRetries: 1, minDelays: []time.Duration{0}},
 		{name: "two 500 then success", replies: []geminitest.Reply{geminitest.ErrorReply(500, "INTERNAL", "a"), geminitest.ErrorReply(500, "INTERNAL", "b"), ok},
 			wantRequests: 3, wantRetries: 2, minDelays: []time.Duration{0, 0}},
-		{name: "timeout retried", replies: []geminitest.Reply{slow, ok},
+		{name: "timeout retried", replies: []geminitest.Reply{ok}, firstCallTimeout: time.Second,
 			wantRequests: 2, wantRetries: 1, minDelays: []time.Duration{0}},
 		{name: "connection cut retried", replies: []geminitest.Reply{{Hangup: true}, ok},
 			wantRequests: 2, wantRetries: 1, minDelays: []time.Duration{0}},
@@ -91,13 +99,33 @@ func TestRetry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := geminitest.NewServer(t, sequence(tt.replies...))
+			next := sequence(tt.replies...)
+			srv := geminitest.NewServer(t, func(r *geminitest.Request) geminitest.Reply {
+				if r.Model == heldModel {
+					return geminitest.Reply{Text: "late", Delay: time.Minute}
+				}
+				return next(r)
+			})
 			rec := &sleepRecorder{}
-			m := llm.WithRetry(srv.NewGemini(t, gemini.Config{CallTimeout: 50 * time.Millisecond}),
+			var model llm.Model = srv.NewGemini(t, gemini.Config{})
+			if tt.firstCallTimeout > 0 {
+				first, rest := srv.NewGemini(t, gemini.Config{CallTimeout: tt.firstCallTimeout, Model: heldModel}), model
+				var calls atomic.Int32
+				model = llm.ModelFunc(func(ctx context.Context, req llm.Request) (*llm.Response, error) {
+					if calls.Add(1) == 1 {
+						return first.Generate(ctx, req)
+					}
+					return rest.Generate(ctx, req)
+				})
+			}
+			m := llm.WithRetry(model,
 				llm.RetryOptions{MaxAttempts: tt.maxAttempts, InitialDelay: 100 * time.Millisecond, MaxDelay: time.Second, Sleep: rec.Sleep})
 			resp, err := m.Generate(t.Context(), llm.Request{Prompt: "x"})
 			if got := len(srv.Requests()); got != tt.wantRequests {
 				t.Errorf("requests: got %d, want %d", got, tt.wantRequests)
+			}
+			if reqs := srv.Requests(); tt.firstCallTimeout > 0 && (len(reqs) == 0 || reqs[0].Model != heldModel) {
+				t.Errorf("requests: got %d, want the held call first", len(reqs))
 			}
 			if tt.wantErr {
 				if err == nil {

@@ -3,9 +3,11 @@ package apitest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -32,27 +34,70 @@ type run struct {
 	name string
 }
 
-// Suite runs every case against a fresh World from newService, and
-// returns what it observed. Run it once per way of reaching a Service and
-// Compare the transcripts: they must be identical.
+// Suite runs every case against a World from newService, and returns
+// what it observed. Run it once per way of reaching a Service and Compare
+// the transcripts: they must be identical. A case that writes gets a
+// fresh World; the cases of readOnly share one, built before the first of
+// them, and each is checked to leave it as it found it (fingerprint).
 func Suite(t *testing.T, newService func(t *testing.T) (api.Service, *World)) *Transcript {
 	tr := &Transcript{}
+	var shared api.Service
+	var sharedWorld *World
 	for _, c := range cases {
+		if readOnly[c.name] && shared == nil {
+			shared, sharedWorld = newService(t)
+		}
 		t.Run(c.name, func(t *testing.T) {
-			svc, w := newService(t)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			c.f(&run{t: t, ctx: ctx, svc: svc, w: w, tr: tr, name: c.name})
+			if !readOnly[c.name] {
+				svc, w := newService(t)
+				c.f(&run{t: t, ctx: ctx, svc: svc, w: w, tr: tr, name: c.name})
+				return
+			}
+			before := fingerprint(t, sharedWorld)
+			c.f(&run{t: t, ctx: ctx, svc: shared, w: sharedWorld, tr: tr, name: c.name})
+			if after := fingerprint(t, sharedWorld); after != before {
+				t.Errorf("case %q shares its World but changed it (%s, then %s): take it out of readOnly", c.name, before, after)
+			}
 		})
+	}
+	for name := range readOnly {
+		if !slices.ContainsFunc(cases, func(c suiteCase) bool { return c.name == name }) {
+			t.Errorf("readOnly names %q, which is no case", name)
+		}
 	}
 	return tr
 }
 
-// cases are the conformance cases, in order.
-var cases = []struct {
+// readOnly are the cases that only read: they share one World per Suite
+// (a World is most of a case's cost). Suite checks that each leaves the
+// World's database and SMTP sink as it found them.
+var readOnly = map[string]bool{
+	"status": true, "queue list": true, "queue item": true, "outbox": true, "explain": true, "decided without asking": true,
+}
+
+// fingerprint is what a read-only case must leave unchanged: the
+// database file's hash (bbolt rewrites a meta page on every commit, so
+// any write changes it; a NoSync store's writes are in the file all the
+// same) and the SMTP sink's count.
+func fingerprint(t *testing.T, w *World) string {
+	t.Helper()
+	raw, err := os.ReadFile(w.Store.Path())
+	if err != nil {
+		t.Fatalf("fingerprint: %v", err)
+	}
+	return fmt.Sprintf("db %x, smtp %d", sha256.Sum256(raw), len(w.SMTP.Messages()))
+}
+
+// suiteCase is one conformance case.
+type suiteCase struct {
 	name string
 	f    func(r *run)
-}{
+}
+
+// cases are the conformance cases, in order.
+var cases = []suiteCase{
 	{"status", caseStatus},
 	{"queue list", caseQueueList},
 	{"queue item", caseQueueItem},
