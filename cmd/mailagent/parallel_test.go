@@ -38,6 +38,18 @@ func TestMain(m *testing.M) {
 		}
 	}
 	if os.Getenv(cliEnv) != "1" {
+		// One process, many commands at once: watch's start-up percent
+		// and forced collection, and a batch run's percent, would apply
+		// to all of them (a full collection of the shared heap at each
+		// of some 200 watch starts). An explicit GOGC, the runtime's
+		// default unless go test was given one, leaves the collector
+		// alone (and is what the programs started from here inherit).
+		if os.Getenv("GOGC") == "" {
+			if err := os.Setenv("GOGC", "100"); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}
 		flag.Parse()
 		if err := testsize.DefaultParallel(waitingFactor * runtime.GOMAXPROCS(0)); err != nil {
 			fmt.Fprintln(os.Stderr, err)
