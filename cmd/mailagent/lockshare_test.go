@@ -126,8 +126,7 @@ func statusJSON(t *testing.T, h *harness) api.Status {
 // order (watch first, then triage through its socket) is
 // TestCommandsAlongsideWatch.
 func TestWatchWaitsForTriage(t *testing.T) {
-	t.Setenv("INVOCATION_ID", "")
-	t.Setenv("LAUNCHD", "")
+	t.Parallel()
 	gate := newModelGate(compromisedModel)
 	h := newHarness(t, gate.handle, "")
 	h.deliver(rawMail("Bob <bob@example.org>", "Lunch", "Lunch on Friday?"))
@@ -189,8 +188,7 @@ func TestWatchWaitsForTriage(t *testing.T) {
 // holds no lock (it works on a snapshot), so watch starts at once, in
 // both orders; the dry run still sees the stored state.
 func TestWatchStartsBesideDryRun(t *testing.T) {
-	t.Setenv("INVOCATION_ID", "")
-	t.Setenv("LAUNCHD", "")
+	t.Parallel()
 	for _, args := range [][]string{{"triage", "--dry-run", "--redo", "--json"}, {"replay", "--json"}} {
 		t.Run(args[0]+" first", func(t *testing.T) {
 			gate := newModelGate(compromisedModel)
@@ -275,8 +273,7 @@ func noSnapshotsLeft(t *testing.T, h *harness) {
 // gone, and the reply goes exactly once. (Watch first, then approve, is
 // TestApproveUndoWindowWithWatcher.)
 func TestApproveUndoWindowBesideOthers(t *testing.T) {
-	t.Setenv("INVOCATION_ID", "")
-	t.Setenv("LAUNCHD", "")
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "[policy]\napproval_delay = \"4s\"\n")
 	id := queuedFromBob(t, h, "Call on Thursday", "Can we move our call to Thursday?")
 

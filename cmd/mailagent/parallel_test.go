@@ -18,6 +18,15 @@ import (
 // SMTP password, the Gemini key), with the values the fakes expect.
 var harnessVars = [][2]string{{"MA_TEST_IMAP_PASS", ownerPass}, {"MA_TEST_GEMINI_KEY", apiKey}}
 
+// serviceManagerVars are the variables by which watch knows it runs under
+// a service manager (systemd's INVOCATION_ID, launchd's LAUNCHD) and then
+// keeps quiet on stderr. TestMain unsets them for the whole process, so
+// that watch talks on a test's stand-in terminal (startWatch) even when
+// go test itself runs under systemd, without a t.Setenv in the test,
+// which would keep it out of the parallel tests.
+// TestWatchQuietUnderServiceManager (sequential) sets them for itself.
+var serviceManagerVars = []string{"INVOCATION_ID", "LAUNCHD"}
+
 // waitingFactor is how many of this package's parallel tests run at once
 // per CPU, unless -parallel says otherwise: most of their time is spent
 // waiting (on loopback servers, undo windows, subprocesses, tmux), not
@@ -27,6 +36,7 @@ const waitingFactor = 2
 
 // TestMain sets the harness's variables once for the whole process, so
 // that a harness can be built in a parallel test (where t.Setenv panics),
+// unsets the service manager's (serviceManagerVars),
 // runs waitingFactor parallel tests per CPU when -parallel is not given,
 // and lets the race programs it starts (this binary as mailagent) exit
 // without the race detector's one-second sleep.
@@ -37,7 +47,25 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
+	for _, k := range serviceManagerVars {
+		if err := os.Unsetenv(k); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	if os.Getenv(cliEnv) != "1" {
+		// One process, many commands at once: watch's start-up percent
+		// and forced collection, and a batch run's percent, would apply
+		// to all of them (a full collection of the shared heap at each
+		// of some 200 watch starts). An explicit GOGC, the runtime's
+		// default unless go test was given one, leaves the collector
+		// alone (and is what the programs started from here inherit).
+		if os.Getenv("GOGC") == "" {
+			if err := os.Setenv("GOGC", "100"); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}
 		flag.Parse()
 		if err := testsize.DefaultParallel(waitingFactor * runtime.GOMAXPROCS(0)); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -109,6 +109,7 @@ func TestWatchMeasuresPushLatency(t *testing.T) {
 		polling bool
 	}{{"polling server", true}, {"pushing server", false}} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // beside the other server's subtest; the test itself is sequential
 			srv := &pollingServer{period: 3 * time.Second}
 			var opts []func(*memimap.Options)
 			if tt.polling {
@@ -122,8 +123,13 @@ func TestWatchMeasuresPushLatency(t *testing.T) {
 				t.Fatalf("mail from before the watcher counted: %+v", a)
 			}
 			// The first second of a poll period, so the server's poll is
-			// ~2 s away on the polling server.
-			time.Sleep(time.Until(time.Now().Truncate(srv.period).Add(srv.period + 200*time.Millisecond)))
+			// ~2 s away on the polling server; on the pushing server, the
+			// first fifth of a second (INTERNALDATE is to the second).
+			align := srv.period
+			if !tt.polling {
+				align = time.Second
+			}
+			time.Sleep(time.Until(time.Now().Truncate(align).Add(align + 200*time.Millisecond)))
 			appended := time.Now()
 			h.deliver(rawMail("Bob <bob@example.org>", "Hello", "Are you there?"))
 			a := waitStatus(t, h, func(a AccountStatusJSON) bool { return a.LatencySamples == 1 })
@@ -190,6 +196,7 @@ func TestDoctorNamesAPollingServer(t *testing.T) {
 		{"pushing", false, "PASS  imap personal: push: new mail reached IDLE in "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // beside the other server's subtest; the test itself is sequential
 			srv := &pollingServer{period: 3 * time.Second, fromIdle: true}
 			var opts []func(*memimap.Options)
 			if tt.polling {

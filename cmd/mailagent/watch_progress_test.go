@@ -84,8 +84,7 @@ func withIMAPPort(t *testing.T, h *harness, port int) {
 }
 
 func TestWatchSaysWhatItDoesOnATerminal(t *testing.T) {
-	t.Setenv("INVOCATION_ID", "")
-	t.Setenv("LAUNCHD", "")
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	stderr, stop := startWatch(t, h, true)
 	eventually(t, "watch says it is idle", func() bool { return strings.Contains(stderr.String(), "personal: idle") })
@@ -106,8 +105,7 @@ func TestWatchSaysWhatItDoesOnATerminal(t *testing.T) {
 }
 
 func TestWatchWrongPortSaysWhy(t *testing.T) {
-	t.Setenv("INVOCATION_ID", "")
-	t.Setenv("LAUNCHD", "")
+	t.Parallel()
 	h := newHarness(t, compromisedModel, "")
 	port := closedPort(t)
 	withIMAPPort(t, h, port)
