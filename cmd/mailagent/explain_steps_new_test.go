@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/mailagent/mailagent/internal/cmd/explain"
-	"github.com/mailagent/mailagent/internal/config"
 	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/mailagent/mailagent/internal/cmdutil"
+	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
 	"github.com/mailagent/mailagent/store"
@@ -213,7 +213,7 @@ func obeyingOwnerModel(req *geminitest.Request) geminitest.Reply {
 // of the owner's reply found in Sent and of an archived digest. `explain
 // --steps` shows each step cleaned and redacted.
 func explainStepsHostileNewSteps(t *testing.T) {
-	h, snaps := explainNewStepsProbe(t)
+	h, snaps := explainNewStepsProbe(t, false)
 	tried, through := 0, 0
 	for _, c := range newStepsCases {
 		// The data keeps the hostile text (--json); only the view cleans it.
@@ -265,9 +265,10 @@ var newStepsCases = []struct {
 // explainNewStepsProbe delivers the probe (owner, thread, answered and
 // mailbox steps, each with hostile text), runs watch over it and returns
 // the snapshot section of `explain ID --steps` for each case's id.
-func explainNewStepsProbe(t *testing.T) (*harness, map[string]string) {
+func explainNewStepsProbe(t *testing.T, sanitiseOff bool) (*harness, map[string]string) {
 	t.Helper()
 	h := newHarness(t, obeyingOwnerModel, stepsConfig)
+	h.tweak = func(f *cmdutil.Factory) { f.ExplainSanitiseOff = sanitiseOff }
 	hostile := snapCSI + snapOSC8 + snapBidi
 	h.appendTo("Sent", "From: Ada Lovelace <ada@example.com>\nTo: Dave <dave@example.org>\nSubject: Re: Copy please\n"+
 		"Date: Mon, 02 Nov 2026 11:00:00 +0000\nMessage-ID: <phone"+snapBidi+"@example.com>\nIn-Reply-To: <copy-please@test.example>\n"+
@@ -304,8 +305,7 @@ func explainNewStepsProbe(t *testing.T) (*harness, map[string]string) {
 // reaches the screen. Not parallel: the switches are global.
 func TestExplainStepsNewStepsLandWithoutDefences(t *testing.T) {
 	defer config.SwitchOffRedactionForTest()()
-	defer explain.SwitchOffSanitiseForTest()()
-	_, snaps := explainNewStepsProbe(t)
+	_, snaps := explainNewStepsProbe(t, true)
 	tried, landed := 0, 0
 	for _, c := range newStepsCases {
 		var missed []string

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mailagent/mailagent/internal/cmd/explain"
+	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/llm"
 	"github.com/mailagent/mailagent/internal/llm/geminitest"
@@ -52,7 +52,7 @@ func obeyingModel(req *geminitest.Request) geminitest.Reply {
 func TestExplainStepsHostile(t *testing.T) {
 	t.Parallel()
 	t.Run("owner, thread, answered, mailbox", explainStepsHostileNewSteps) // explain_steps_new_test.go
-	h, out := explainProbe(t)
+	h, out := explainProbe(t, false)
 	for _, want := range []string{"step snapshots:", "] parse", "] authenticate", "] route", "] classify", "] decide", "] draft",
 		snapMarker, snapModelSays, "[redacted]", "X-Api-Key: [redacted]", "Authorization: [redacted]"} {
 		if !strings.Contains(out, want) {
@@ -150,9 +150,10 @@ var explainAttacks = map[string]string{
 // explainProbe delivers the hostile probe mail, runs watch --once over it
 // (its step snapshots are stored) and returns the harness and what
 // `explain --steps` printed.
-func explainProbe(t *testing.T) (*harness, string) {
+func explainProbe(t *testing.T, sanitiseOff bool) (*harness, string) {
 	t.Helper()
 	h := newHarness(t, obeyingModel, "")
+	h.tweak = func(f *cmdutil.Factory) { f.ExplainSanitiseOff = sanitiseOff }
 	body := snapMarker + " " + snapCSI + snapOSC8 + " " + snapBidi + "\nmy key is " + apiKey + " and the password " + ownerPass +
 		"\napi_key=" + snapFakeKey + "\n"
 	// The escapes go in a header too: the parse step keeps the header
@@ -189,12 +190,11 @@ func explainStepsThrough(out string) []string {
 // TestExplainStepsHostileLandsWithoutDefences is the positive control of
 // TestExplainStepsHostile: the same probe, with the snapshot redaction
 // (config.SwitchOffRedactionForTest) and explain's sanitising
-// (explain.SwitchOffSanitiseForTest) switched off, puts every attack on
+// (cmdutil.Factory's ExplainSanitiseOff) switched off, puts every attack on
 // the screen. Not parallel: the switches are global.
 func TestExplainStepsHostileLandsWithoutDefences(t *testing.T) {
 	defer config.SwitchOffRedactionForTest()()
-	defer explain.SwitchOffSanitiseForTest()()
-	_, out := explainProbe(t)
+	_, out := explainProbe(t, true)
 	landed := explainStepsThrough(out)
 	t.Logf("explain --steps without its defences: %d attacks tried, %d landed", len(explainAttacks), len(landed))
 	for name := range explainAttacks {

@@ -62,10 +62,13 @@ type Factory struct {
 	// IncomingCheckOff switches off the rule that the watched mailbox is
 	// never Drafts or Sent (wire.Env's IncomingCheckOff), and
 	// PrethreadOff triage's prethreading (so that a thread id depends on
-	// the order the workers finish in): each only for the positive
-	// control of the test that attacks that defence. No flag sets them.
-	IncomingCheckOff bool
-	PrethreadOff     bool
+	// the order the workers finish in), and ExplainSanitiseOff the
+	// cleaning of snapshot lines in `explain --steps` (they print as
+	// stored): each only for the positive control of the test that
+	// attacks that defence. No flag sets them.
+	IncomingCheckOff   bool
+	PrethreadOff       bool
+	ExplainSanitiseOff bool
 
 	cfgOnce sync.Once
 	cfg     *config.Config

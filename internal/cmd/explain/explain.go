@@ -30,12 +30,16 @@ type ExplainOptions struct {
 	ID    string
 	JSON  bool
 	Steps bool
+
+	// SanitiseOff prints snapshot lines as stored (Factory's
+	// ExplainSanitiseOff: a positive control's switch, never a flag).
+	SanitiseOff bool
 }
 
 // NewCmdExplain is `mailagent explain ID`; runF, when not nil, runs
 // instead of explainRun.
 func NewCmdExplain(f *cmdutil.Factory, runF func(context.Context, *ExplainOptions) error) *cobra.Command {
-	opts := &ExplainOptions{IO: f.IOStreams, Config: f.Config, Now: f.Now}
+	opts := &ExplainOptions{IO: f.IOStreams, Config: f.Config, Now: f.Now, SanitiseOff: f.ExplainSanitiseOff}
 	cmd := &cobra.Command{
 		Use:   "explain <id>",
 		Short: "Show how a message was handled: every step, gate and reason",
@@ -113,7 +117,7 @@ func explainRun(ctx context.Context, opts *ExplainOptions) error {
 	}
 	printExplain(opts.IO.Out, out)
 	if opts.Steps {
-		printSnapshots(opts.IO.Out, e.Trace)
+		printSnapshots(opts.IO.Out, e.Trace, opts.SanitiseOff)
 	}
 	return nil
 }
