@@ -106,3 +106,36 @@ func TestMainCancelsOnSIGINT(t *testing.T) {
 		t.Fatalf("exit %d, want 0; stderr %q", code, errOut.String())
 	}
 }
+
+// TestOnlyTheRootHasPersistentHooks: cobra runs only the nearest
+// PersistentPreRun(E), so a command with its own would run without the
+// root's (the signal context of cancelOnSignal, the --remote refusal).
+// The control: a command given one is found.
+func TestOnlyTheRootHasPersistentHooks(t *testing.T) {
+	t.Parallel()
+	ios, _, _, _ := iostreams.Test()
+	f := NewFactory(ios)
+	defer f.Close()
+	root := NewCmdRoot(f)
+	var walk func(c *cobra.Command) []string
+	walk = func(c *cobra.Command) (own []string) {
+		for _, sub := range c.Commands() {
+			if sub.PersistentPreRun != nil || sub.PersistentPreRunE != nil {
+				own = append(own, sub.CommandPath())
+			}
+			own = append(own, walk(sub)...)
+		}
+		return own
+	}
+	if own := walk(root); len(own) != 0 {
+		t.Errorf("commands with a PersistentPreRun of their own (the root's would not run for them): %v", own)
+	}
+	queue, _, err := root.Find([]string{"queue", "list"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue.PersistentPreRunE = func(*cobra.Command, []string) error { return nil }
+	if own := walk(root); len(own) != 1 || own[0] != "mailagent queue list" {
+		t.Errorf("a command given its own hook: found %v", own)
+	}
+}
