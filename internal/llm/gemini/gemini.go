@@ -12,8 +12,8 @@
 // request's schema maps onto genai's ResponseSchema, and the bytes the SDK
 // made of a schema are reused on later calls, so the request stays byte
 // for byte the same; the prompt and the system instruction are handed to
-// the body as values that encode to genai's own bytes for them. No other package imports genai
-// (internal/rig/archtest's sdkHomes).
+// the body as values that encode to genai's own bytes for them. No other
+// package imports genai (internal/rig/archtest's sdkHomes).
 package gemini
 
 import (
