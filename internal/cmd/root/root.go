@@ -59,6 +59,7 @@ func NewFactory(ios *iostreams.IOStreams) *cmdutil.Factory {
 func Main(args []string, ios *iostreams.IOStreams, wire Wire) int {
 	f := NewFactory(ios)
 	defer f.Close()
+	defer provider.CloseIdle()
 	f.Service = Service(f)
 	var more []*cobra.Command
 	if wire != nil {

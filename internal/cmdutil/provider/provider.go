@@ -23,6 +23,15 @@ import (
 	"github.com/mailagent/mailagent/internal/llm/openai"
 )
 
+// CloseIdle closes the idle connections of the models New built (their
+// shared transport), ending their goroutines: the composition root calls
+// it as a command returns, so a process that runs commands in process (a
+// test binary, a benchmark) keeps no connection to a model server open.
+func CloseIdle() {
+	gemini.CloseIdleConnections()
+	openai.CloseIdleConnections()
+}
+
 // New builds the model cfg.LLM names (provider gemini or openai), wrapped
 // in the same rate limit and retries whatever the provider.
 func New(ctx context.Context, cfg *config.Config) (llm.Model, error) {

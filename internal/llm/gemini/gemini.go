@@ -72,6 +72,12 @@ type Model struct {
 // schemas; one that varies per call is converted each time, as before.
 const maxCachedSchemas = 64
 
+// CloseIdleConnections closes the idle connections of the transport
+// models built without one share (httpcall.Transport), and so ends their
+// goroutines; a later call opens a new one. The composition root calls it
+// as a command returns.
+func CloseIdleConnections() { httpcall.CloseIdle() }
+
 // New builds a Gemini model. It does not contact the server.
 func New(ctx context.Context, cfg Config) (*Model, error) {
 	if cfg.APIKey == "" {

@@ -70,6 +70,11 @@ type Model struct {
 	secret  string
 }
 
+// CloseIdleConnections closes the idle connections of the transport
+// models built without one share (httpcall.Transport, gemini's too), and
+// so ends their goroutines; a later call opens a new one.
+func CloseIdleConnections() { httpcall.CloseIdle() }
+
 // New builds an OpenAI-compatible model. It does not contact the
 // server. Environment variables the SDK would read (OPENAI_API_KEY,
 // OPENAI_BASE_URL, OPENAI_ORG_ID, …) are ignored: only cfg counts.

@@ -5,7 +5,7 @@
 // a Retry-After header.
 //
 // Contract: Transport returns one process-wide transport, safe for
-// concurrent use; Redact returns err itself unless its text holds the
+// concurrent use, whose idle connections CloseIdle closes; Redact returns err itself unless its text holds the
 // secret, else an error that keeps err's temporariness
 // (llm.IsTemporary) and its context sentinel but none of its chain;
 // ParseRetryAfter reads RFC 9110's two forms and gives 0 for anything
@@ -43,6 +43,16 @@ var Transport = sync.OnceValue(func() http.RoundTripper {
 	t.WriteBufferSize = 32 << 10
 	return t
 })
+
+// CloseIdle closes Transport's idle connections, and so ends their
+// goroutines: a process that has made its last model call (a command
+// about to return, a test binary that ran commands in process) calls it.
+// A later call opens a new connection.
+func CloseIdle() {
+	if t, ok := Transport().(*http.Transport); ok {
+		t.CloseIdleConnections()
+	}
+}
 
 // Redact hides secret in err's text. Errors that do not mention it pass
 // through unchanged.
