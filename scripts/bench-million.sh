@@ -217,6 +217,8 @@ measure_one() {
 	million_start_watch "$cfg" "$st/watch/mailagent.db"
 	t1=$(now_s)
 	printf 'watch_first_start_to_idle_s=%.2f\n' "$(echo "$t1 - $t0" | bc -l)"
+	# The sessions ended by then (the Sent scan's; not the INBOX's).
+	echo "watch: dovecot_out_bytes_of_sessions_ended_by_idle=$(out_bytes "$user" "$mark")"
 	echo "rss after start: $("$BIN/benchtool" rss -pid "$WATCH_PID")"
 	# 2. idle CPU.
 	echo "idle: $("$BIN/benchtool" cpu -pid "$WATCH_PID" -for "${IDLE_SECS}s")"
@@ -227,6 +229,7 @@ measure_one() {
 	stop_pid "$WATCH_PID"
 	sleep 0.5
 	echo "watch: dovecot_out_bytes=$(out_bytes "$user" "$mark") (Sent 365d whole: $(window "$root" Sent 31536000 | cut -d' ' -f2) bytes)"
+	grep -h "owner's Sent mail read" "$st/watch/mailagent.log" || true # the body pass after idle, if any
 	"$BIN/benchtool" decided -state "$st/watch" -account bench -in "$st/deliver.jsonl" | sed 's/smtp_250/append_ok/'
 	"$BIN/benchtool" dbstats -state "$st/watch"
 	if [[ ${ONLY:-} == watch ]]; then stop_pid "$FAKE_PID"; return; fi
