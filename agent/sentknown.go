@@ -13,15 +13,17 @@ import (
 // one default; daemon.Daemon.SentLookback may set another for watch.
 const SentLookback = 365 * 24 * time.Hour
 
-// SentBodyWindow is how recent the owner's own Sent mail must be for a
-// first scan to read its body; older mail counts by its headers alone.
-// The bodies teach drafts the owner's voice (store.ExamplesPerContact, the
-// newest, per recipient) and start reply tracking (whose nudges come days
-// after, never months), while the headers make the recipients known: a
-// year of Sent costs a year of headers and 90 days of bodies (issue 28's
+// SentBodyWindow is how recent the owner's own Sent mail must be for its
+// body to be read; older mail counts by its headers alone. The bodies
+// teach drafts the owner's voice (store.ExamplesPerContact, the newest,
+// per recipient) and start reply tracking (whose nudges come days after,
+// never months), while the headers make the recipients known: a year of
+// Sent costs a year of headers and 90 days of bodies (issue 28's
 // million-message mailbox read 33 MB of the owner's bodies for the year).
-// A contact last written to before the window has no example of the
-// owner's voice until the owner writes to them again.
+// watch reads the headers before its first decisions and the bodies once
+// it is idle (internal/app/daemon's body pass, from a checkpoint of its
+// own). A contact last written to before the window has no example of
+// the owner's voice until the owner writes to them again.
 const SentBodyWindow = 90 * 24 * time.Hour
 
 // SentFetchBytes caps each Sent-folder message read for learning: the

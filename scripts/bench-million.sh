@@ -20,9 +20,10 @@
 # The dates run up to the build time: rebuild when the "last 24 hours"
 # (watch's first start) or "90 days" (triage, replay) should be today's.
 #
-# Per size it measures: `watch`'s first start to idle, and the bytes
-# Dovecot sent it (its logout lines' out=, against the Sent folder's
-# bytes); APPEND → decided (REPS messages) against an IDLE observer's
+# Per size it measures: `watch`'s first start to idle (and its CPU-s and
+# the bytes of the sessions ended by then), and the bytes Dovecot sent it
+# (its logout lines' out=, against the Sent folder's bytes), with the log
+# line of the body pass over the owner's Sent mail that follows idle; APPEND → decided (REPS messages) against an IDLE observer's
 # EXISTS; idle CPU over IDLE_SECS; VmHWM and VmRSS; `triage --since 90d`
 # and `replay --since 90d` msg/s (zero-latency fake Gemini); the state
 # database's bytes per message with trace snapshots on and off; and the
@@ -217,6 +218,9 @@ measure_one() {
 	million_start_watch "$cfg" "$st/watch/mailagent.db"
 	t1=$(now_s)
 	printf 'watch_first_start_to_idle_s=%.2f\n' "$(echo "$t1 - $t0" | bc -l)"
+	echo "watch: cpu_s_until_idle=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$WATCH_PID/stat")"
+	# The sessions ended by then (the Sent scan's; not the INBOX's).
+	echo "watch: dovecot_out_bytes_of_sessions_ended_by_idle=$(out_bytes "$user" "$mark")"
 	echo "rss after start: $("$BIN/benchtool" rss -pid "$WATCH_PID")"
 	# 2. idle CPU.
 	echo "idle: $("$BIN/benchtool" cpu -pid "$WATCH_PID" -for "${IDLE_SECS}s")"
@@ -227,6 +231,7 @@ measure_one() {
 	stop_pid "$WATCH_PID"
 	sleep 0.5
 	echo "watch: dovecot_out_bytes=$(out_bytes "$user" "$mark") (Sent 365d whole: $(window "$root" Sent 31536000 | cut -d' ' -f2) bytes)"
+	grep -h "owner's Sent mail read" "$st/watch/mailagent.log" || true # the body pass after idle, if any
 	"$BIN/benchtool" decided -state "$st/watch" -account bench -in "$st/deliver.jsonl" | sed 's/smtp_250/append_ok/'
 	"$BIN/benchtool" dbstats -state "$st/watch"
 	if [[ ${ONLY:-} == watch ]]; then stop_pid "$FAKE_PID"; return; fi

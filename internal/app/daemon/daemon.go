@@ -110,14 +110,20 @@ type Daemon struct {
 	// mailbox before acting on it (claim.go).
 	Claims ClaimOptions
 
-	// sentBodyWindow overrides agent.SentBodyWindow (tests' control).
+	// sentBodyWindow overrides agent.SentBodyWindow (tests' control), and
+	// sentBodyBatch sentHandleBatch for the body pass (tests).
 	sentBodyWindow time.Duration
+	sentBodyBatch  int
 
 	mu     sync.Mutex
 	status map[string]*Status
 	lat    latency // push latency per account (latency.go)
 	// sentScan remembers when each account's Sent folder was last scanned.
 	sentScan map[string]time.Time
+	// sentIdle holds the accounts whose watcher reached idle in this Run,
+	// and sentKick wakes the body pass (sentbodies.go) while Run runs.
+	sentIdle map[string]bool
+	sentKick chan struct{}
 	// threadsRebuilt is when the threader was last bounded (Run's start
 	// counts: the caller loaded the window).
 	threadsRebuilt time.Time
@@ -201,6 +207,14 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 	}
 	d.threadsRebuilt = d.now()
 	g, gctx := errgroup.WithContext(ctx)
+	kick := make(chan struct{}, 1)
+	d.mu.Lock()
+	d.sentKick, d.sentIdle = kick, nil // idle is this Run's
+	d.mu.Unlock()
+	g.Go(func() error {
+		d.runSentBodies(gctx, kick) // the owner's Sent bodies, once idle (sentbodies.go)
+		return nil
+	})
 	var (
 		failMu  sync.Mutex
 		failed  int
@@ -228,6 +242,9 @@ func (d *Daemon) Run(ctx context.Context, once bool) error {
 				})
 				if d.OnState != nil {
 					d.OnState(a.Name, s)
+				}
+				if s == imapsync.StateIdle || s == imapsync.StatePolling {
+					d.sentIdleReached(a.Name) // the start is over: the owner's Sent bodies may be read
 				}
 			},
 			OnRetry: func(err error, wait time.Duration) {
@@ -402,6 +419,13 @@ func (d *Daemon) runOnce(ctx context.Context) error {
 				return ctx.Err()
 			}
 			errs = errors.Join(errs, fmt.Errorf("account %s: %w", a.Name, err))
+		}
+	}
+	for _, a := range d.Accounts {
+		// No idle in a single pass: the owner's Sent bodies are read
+		// after the accounts are caught up.
+		if err := d.readSentBodies(ctx, a.Name); err != nil && ctx.Err() == nil {
+			d.log().Warn("read the owner's Sent mail", "account", a.Name, "err", err)
 		}
 	}
 	d.releaseLeases() // servers without CONDSTORE (claim.go)

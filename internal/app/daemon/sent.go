@@ -8,12 +8,10 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
-	"github.com/mailagent/mailagent/agent/followup"
 	"github.com/mailagent/mailagent/imapsync"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/internal/retry"
-	"github.com/mailagent/mailagent/prompts"
 	"github.com/mailagent/mailagent/store"
 )
 
@@ -26,15 +24,19 @@ const SentCheckpoint = "mailagent:sent-folder"
 const minSentScanInterval = 30 * time.Second
 
 // sentHandleBatch is how many of the owner's Sent messages the scan holds
-// before handling them (known contacts, voice examples, reply tracking:
-// one commit each per batch).
+// before handling them (known contacts, owner-answered items; voice
+// examples and reply tracking in the body pass: one commit each per
+// batch).
 const sentHandleBatch = 500
 
-// scanSent reads new messages in the Sent folder: the recipients of mail
-// the owner wrote or approved become known contacts (the known-contact
-// gate; automatic replies never count), and a reply the owner sent from
-// their own client resolves the queue item it answers (see
-// agent.Pipeline.OwnerReplied).
+// scanSent reads new messages in the Sent folder by their headers: the
+// recipients of mail the owner wrote or approved become known contacts
+// (the known-contact gate; automatic replies never count), and a reply
+// the owner sent from their own client resolves the queue item it answers
+// (see agent.Pipeline.OwnerReplied). No body is read here: the owner's
+// recent words (voice examples, reply tracking) are read by the body pass
+// (readSentBodies), which runs once the account's watcher is idle, from
+// its own checkpoint (SentBodiesCheckpoint).
 func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 	d.mu.Lock()
 	if d.sentScan == nil {
@@ -59,33 +61,14 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 	acct := d.Pipeline.Accounts[account]
 	last := cp.LastUID
 	// The owner's messages are handled in batches of sentHandleBatch as
-	// their bodies arrive, not collected for the whole fetch: a first
-	// start reads a year of Sent (6,319 messages, 33 MB, in issue 28's
-	// million-message mailbox), which held at once was most of the
-	// process's memory peak. The scan runs on a connection of its own, so
-	// the handling may use the account's action connection (to drop
-	// drafts) meanwhile. A batch handled before a later one fails is
-	// handled again by the next scan (the checkpoint moves only at the end).
+	// their headers arrive (a first start reads a year of Sent: 6,315
+	// messages in issue 28's million-message mailbox). The scan runs on a
+	// connection of its own, so the handling may use the account's action
+	// connection (to drop drafts) meanwhile. A batch handled before a
+	// later one fails is handled again by the next scan (the checkpoint
+	// moves only at the end).
 	var mine []*mail.Message
-	asks := map[*mail.Message]bool{} // for reply tracking
-	flush := func() error {
-		if len(mine) == 0 {
-			return nil
-		}
-		err := d.handleSent(ctx, account, acct.Owner, mine)
-		if err == nil {
-			err = d.trackSent(ctx, account, mine, asks)
-		}
-		mine, asks = nil, map[*mail.Message]bool{}
-		return err
-	}
-	// Headers first: only the mail From the owner, of the last
-	// agent.SentBodyWindow, is read whole (its words teach drafts their
-	// voice, and whether it asks something starts reply tracking); the
-	// owner's older mail is handled from its headers (its recipients
-	// become known), and the rest of the folder costs its headers.
-	bodyFrom := d.now().Add(-orDefault(d.sentBodyWindow, agent.SentBodyWindow))
-	var headerErr error // a failed flush during the header pass
+	var headerErr error // a failed batch: the scan stops
 	pick := func(uv, uid uint32, header []byte) bool {
 		if ok && uv != cp.UIDValidity {
 			return false // handled below: rescan from scratch
@@ -94,43 +77,22 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 			last = uid
 		}
 		h := mail.Parse(header)
-		if !acct.Owner.IsOwner(h.From.Email) {
+		if headerErr != nil || !acct.Owner.IsOwner(h.From.Email) {
 			return false
 		}
-		if h.Date.IsZero() || !h.Date.Before(bodyFrom) {
-			return true
-		}
-		if headerErr == nil {
-			mine = append(mine, sentKept(h, ""))
-			if len(mine) >= sentHandleBatch {
-				headerErr = flush()
-			}
-		}
-		return false
-	}
-	uv, err := d.Mailer.FetchSentPicked(ctx, account, cp.LastUID, since, agent.SentFetchBytes, pick, func(r imapsync.RawMessage) error {
-		if headerErr != nil {
-			return headerErr
-		}
-		m := mail.Parse(r.Raw)
-		if acct.Owner.IsOwner(m.From.Email) {
-			// Keep what is needed, not the bodies: the owner's own words,
-			// trimmed (drafts to the same recipient learn their voice
-			// from them: agent.LearnOwnerReplies).
-			kept := sentKept(m, prompts.TrimText(m.CleanText, store.MaxExampleText))
-			mine = append(mine, kept)
-			asks[kept] = followup.AsksQuestion(m)
-		}
+		mine = append(mine, sentKept(h, ""))
 		if len(mine) >= sentHandleBatch {
-			return flush()
+			headerErr = d.handleSent(ctx, account, acct.Owner, mine)
+			mine = nil
 		}
-		return nil
-	})
+		return false // headers only
+	}
+	uv, err := d.Mailer.FetchSentPicked(ctx, account, cp.LastUID, since, agent.SentFetchBytes, pick, func(imapsync.RawMessage) error { return nil })
 	if err == nil {
 		err = headerErr
 	}
-	if err == nil {
-		err = flush()
+	if err == nil && len(mine) > 0 {
+		err = d.handleSent(ctx, account, acct.Owner, mine)
 	}
 	if err != nil {
 		if ctx.Err() == nil {
@@ -143,7 +105,9 @@ func (d *Daemon) scanSent(ctx context.Context, account string, force bool) {
 	}
 	if err := d.Store.SetCheckpoint(account, SentCheckpoint, store.Checkpoint{UIDValidity: uv, LastUID: last}); err != nil {
 		d.log().Warn("sent checkpoint", "account", account, "err", err)
+		return
 	}
+	d.kickSentBodies(account)
 }
 
 // sentKept is what the Sent scan keeps of one of the owner's messages: its
@@ -164,7 +128,8 @@ func autoSentBy(ours map[string]store.OutboxRef) func(messageID string) bool {
 // handleSent learns known contacts from the mail the owner wrote
 // (agent.KnownFromSent: never from automatic replies, and a reply the owner
 // approved was counted when it was sent), and resolves the queue items the
-// owner answered in their own client.
+// owner answered in their own client. It reads headers only (msgs have no
+// text): the body pass (learnSent) teaches the voice and tracks replies.
 func (d *Daemon) handleSent(ctx context.Context, account string, owner agent.Owner, msgs []*mail.Message) error {
 	ids := make([]string, 0, len(msgs))
 	for _, m := range msgs {
@@ -206,7 +171,6 @@ func (d *Daemon) handleSent(ctx context.Context, account string, owner agent.Own
 			return err
 		}
 	}
-	d.Pipeline.LearnOwnerReplies(account, byOwner)
 	return d.Pipeline.OwnerReplied(ctx, account, byOwner...)
 }
 

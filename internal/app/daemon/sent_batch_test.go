@@ -136,7 +136,8 @@ func TestSentScanReadsOldOwnerMailByHeaders(t *testing.T) {
 
 // scanSentOnce runs one forced Sent scan of the account "personal" (the
 // owner sentPathsOwner, a year's lookback, bodyWindow 0 for the default)
-// over am's server and returns the store it wrote.
+// over am's server, headers then the body pass, and returns the store it
+// wrote.
 func scanSentOnce(t *testing.T, am *AccountMailer, bodyWindow time.Duration) *store.Store {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "db"), store.Options{NoSync: true}) // no fsync: nothing here survives a crash it tests
@@ -152,5 +153,8 @@ func scanSentOnce(t *testing.T, am *AccountMailer, bodyWindow time.Duration) *st
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	d.scanSent(ctx, "personal", true)
+	if err := d.readSentBodies(ctx, "personal"); err != nil {
+		t.Fatal(err)
+	}
 	return st
 }
