@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/llm"
@@ -37,19 +38,30 @@ const maxIdlePerHost = 64
 // shared by the classify and draft models so they reuse each other's. A
 // request (prompt, system text and schema: 4 to 8 KB) goes out in one
 // write: the default 4 KB buffer took two or three.
-var Transport = sync.OnceValue(func() http.RoundTripper {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = maxIdlePerHost
-	t.WriteBufferSize = 32 << 10
-	return t
-})
+func Transport() http.RoundTripper {
+	shared.once.Do(func() {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = maxIdlePerHost
+		t.WriteBufferSize = 32 << 10
+		shared.t.Store(t)
+	})
+	return shared.t.Load()
+}
+
+// shared is Transport's, made on first use: cloning http.DefaultTransport
+// sets up HTTP/2, about 0.4 ms that a command making no model call (such
+// as --help) does not pay, CloseIdle included.
+var shared struct {
+	once sync.Once
+	t    atomic.Pointer[http.Transport]
+}
 
 // CloseIdle closes Transport's idle connections, and so ends their
 // goroutines: a process that has made its last model call (a command
 // about to return, a test binary that ran commands in process) calls it.
 // A later call opens a new connection.
 func CloseIdle() {
-	if t, ok := Transport().(*http.Transport); ok {
+	if t := shared.t.Load(); t != nil {
 		t.CloseIdleConnections()
 	}
 }
