@@ -119,6 +119,23 @@ func sentKept(m *mail.Message, text string) *mail.Message {
 		InReplyTo: m.InReplyTo, References: m.References, Header: m.Header}
 }
 
+// autoSentIn looks up mailagent's outbox records of msgs (Sent mail) and
+// reports, through autoSentBy, whether a Message-ID is one of its
+// automatic sends.
+func (d *Daemon) autoSentIn(account string, msgs []*mail.Message) (func(messageID string) bool, error) {
+	ids := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		if !m.Synthesized {
+			ids = append(ids, m.MessageID)
+		}
+	}
+	ours, err := d.Store.OutboxByMessageID(account, ids)
+	if err != nil {
+		return nil, err
+	}
+	return autoSentBy(ours), nil
+}
+
 // autoSentBy reports, from mailagent's outbox records of some Sent
 // messages, whether a Message-ID is one of its automatic sends.
 func autoSentBy(ours map[string]store.OutboxRef) func(messageID string) bool {
@@ -131,17 +148,10 @@ func autoSentBy(ours map[string]store.OutboxRef) func(messageID string) bool {
 // owner answered in their own client. It reads headers only (msgs have no
 // text): the body pass (learnSent) teaches the voice and tracks replies.
 func (d *Daemon) handleSent(ctx context.Context, account string, owner agent.Owner, msgs []*mail.Message) error {
-	ids := make([]string, 0, len(msgs))
-	for _, m := range msgs {
-		if !m.Synthesized {
-			ids = append(ids, m.MessageID)
-		}
-	}
-	ours, err := d.Store.OutboxByMessageID(account, ids)
+	autoByUs, err := d.autoSentIn(account, msgs)
 	if err != nil {
 		return err
 	}
-	autoByUs := autoSentBy(ours)
 	var byOwner []*mail.Message
 	// Every recipient the batch makes known, with how many of the owner's
 	// messages went to it, written in one transaction (one commit per

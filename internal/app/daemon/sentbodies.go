@@ -220,17 +220,10 @@ func (d *Daemon) learnSent(ctx context.Context, account string, owner agent.Owne
 	if len(msgs) == 0 {
 		return nil
 	}
-	ids := make([]string, 0, len(msgs))
-	for _, m := range msgs {
-		if !m.Synthesized {
-			ids = append(ids, m.MessageID)
-		}
-	}
-	ours, err := d.Store.OutboxByMessageID(account, ids)
+	autoByUs, err := d.autoSentIn(account, msgs)
 	if err != nil {
 		return err
 	}
-	autoByUs := autoSentBy(ours)
 	var byOwner []*mail.Message
 	for _, m := range msgs {
 		if agent.OwnerWrote(m, owner, autoByUs) {
