@@ -29,19 +29,13 @@ func (d *Daemon) trackSent(ctx context.Context, account string, msgs []*mail.Mes
 	if f == nil || len(msgs) == 0 {
 		return nil
 	}
-	ids := make([]string, 0, len(msgs))
-	for _, m := range msgs {
-		if !m.Synthesized {
-			ids = append(ids, m.MessageID)
-		}
-	}
-	ours, err := d.Store.OutboxByMessageID(account, ids)
+	autoByUs, err := d.autoSentIn(account, msgs)
 	if err != nil {
 		return err
 	}
 	var sent []followup.SentMail
 	for _, m := range msgs {
-		if agent.SentAutomatically(m, autoSentBy(ours)) {
+		if agent.SentAutomatically(m, autoByUs) {
 			continue
 		}
 		sent = append(sent, followup.SentMail{Message: m, Asks: asks[m], NudgeOf: followup.NudgeOf(m.HeaderValue(agent.TraceHeader))})
