@@ -193,15 +193,7 @@ func TestFirstStartReadsSentByHeadersUntilIdle(t *testing.T) {
 			idle <- atIdle{r.proxy.Down(), len(l.examples), len(l.followups), err == nil && c.Known}
 		})
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx, false) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	defer runDaemon(t, d)()
 	var at atIdle
 	select {
 	case at = <-idle:
@@ -380,15 +372,7 @@ func TestSentBodyPassAttacks(t *testing.T) {
 		msgs, names, tracked := bodyAttacks(benign)
 		r := newSentRig(t, msgs)
 		d := r.daemon(t, nil, nil)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- d.Run(ctx, false) }()
-		defer func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		}()
+		defer runDaemon(t, d)()
 		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			cp, ok, err := d.Store.Checkpoint("personal", SentBodiesCheckpoint)
 			if err == nil && ok && cp.LastUID == uint32(len(msgs)) {
@@ -536,5 +520,20 @@ func TestSentBodyPassSeesAnswersDecidedBefore(t *testing.T) {
 	}
 	if got0, got1 := state(d.Store, "note-0@example.com"), state(d.Store, "note-1@example.com"); got0 != want0 || got1 != want1 {
 		t.Errorf("the question to friend0 is %s, to friend1 %s; want %s and %s (as the old order)", got0, got1, want0, want1)
+	}
+}
+
+// runDaemon runs d.Run (not once) on a goroutine until the returned stop
+// is called, which cancels it, waits for it and reports its error.
+func runDaemon(t *testing.T, d *Daemon) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx, false) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
 	}
 }

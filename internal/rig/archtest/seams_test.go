@@ -35,7 +35,7 @@ func seamsIn(f *ast.File) []string {
 		case *ast.GenDecl:
 			for _, s := range d.Specs {
 				vs, ok := s.(*ast.ValueSpec)
-				if !ok || d.Tok.String() != "var" {
+				if !ok || d.Tok != token.VAR {
 					continue
 				}
 				if seamType(vs.Type) || (len(vs.Values) == 1 && seamValue(vs.Values[0])) {
