@@ -553,7 +553,14 @@ func (cl *Claimer) claimRound(ctx context.Context, c *Client, uids []uint32, now
 
 // Finish records that cl.Holder decided uids: it sets the done keyword
 // and removes every claim keyword from them, so no watcher claims them
-// again. Messages that no longer exist are skipped.
+// again. Messages that no longer exist are skipped. It is idempotent and
+// mends a half-finished message: one that already carries this holder's
+// done keyword but still a claim (a stop cut Finish off between its two
+// STOREs) loses the claim; one finished already costs one FETCH.
+//
+// The done keyword goes on before any claim comes off, so a message is
+// never seen with neither; claims are read after it is on, so a claim
+// that landed meanwhile is removed too.
 func (cl *Claimer) Finish(ctx context.Context, c *Client, uids []uint32) error {
 	if !ValidHolder(cl.Holder) {
 		return ErrBadHolder
@@ -561,19 +568,43 @@ func (cl *Claimer) Finish(ctx context.Context, c *Client, uids []uint32) error {
 	if len(uids) == 0 {
 		return nil
 	}
-	if _, err := c.SetKeywords(ctx, uids, []string{DoneKeyword(cl.Holder)}); err != nil {
-		return fmt.Errorf("imap claim finish: %w", err)
-	}
-	for _, uid := range uids {
-		cl.setMine(uid, time.Time{})
-	}
 	flags, err := c.Flags(ctx, uids)
 	if err != nil {
 		return fmt.Errorf("imap claim finish: %w", err)
 	}
+	var undone, claimed []uint32
+	for _, uid := range uids {
+		fl, ok := flags[uid]
+		if !ok {
+			continue // expunged
+		}
+		claims, done := parseMarks(fl)
+		switch {
+		case !slices.Contains(done, cl.Holder):
+			undone = append(undone, uid)
+		case len(claims) > 0:
+			claimed = append(claimed, uid)
+		}
+		cl.setMine(uid, time.Time{})
+	}
+	if len(undone) > 0 {
+		if _, err := c.SetKeywords(ctx, undone, []string{DoneKeyword(cl.Holder)}); err != nil {
+			return fmt.Errorf("imap claim finish: %w", err)
+		}
+		after, err := c.Flags(ctx, undone)
+		if err != nil {
+			return fmt.Errorf("imap claim finish: %w", err)
+		}
+		for _, uid := range undone {
+			if claims, _ := parseMarks(after[uid]); len(claims) > 0 {
+				claimed = append(claimed, uid)
+				flags[uid] = after[uid]
+			}
+		}
+	}
 	var kws []string
-	for _, fl := range flags {
-		claims, _ := parseMarks(fl)
+	for _, uid := range claimed {
+		claims, _ := parseMarks(flags[uid])
 		for _, m := range claims {
 			kws = append(kws, m.keyword)
 		}
@@ -581,7 +612,7 @@ func (cl *Claimer) Finish(ctx context.Context, c *Client, uids []uint32) error {
 	if len(kws) == 0 {
 		return nil
 	}
-	if err := c.StoreFlags(ctx, uids, false, uniq(kws)); err != nil {
+	if err := c.StoreFlags(ctx, claimed, false, uniq(kws)); err != nil {
 		return fmt.Errorf("imap claim finish: %w", err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -181,6 +182,45 @@ func TestClaimRelease(t *testing.T) {
 	}
 	if _, _, done := marks(); !done {
 		t.Errorf("control: Finish left no done keyword")
+	}
+}
+
+// TestClaimFinishMendsHalfFinished: a message a stop left with this
+// watcher's done keyword and still claims beside it (Finish cut off
+// between its STOREs) loses every claim when Finish runs again, and keeps
+// its done keyword. The positive control: Marks reads such a message as
+// done, so a watcher that skipped "already done" messages (as finishOwn
+// did) would leave the claims for ever.
+func TestClaimFinishMendsHalfFinished(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverConfig{})
+	uid := ts.add(t, "INBOX", textMessage("hi", "<half@x>", "body"), time.Now())
+	c := ts.dial(t)
+	ctx := context.Background()
+	if _, err := c.Select(ctx, "INBOX", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StoreFlags(ctx, []uint32{uid}, true, []string{DoneKeyword("me"), ClaimKeyword("me"), ClaimKeyword("other")}); err != nil {
+		t.Fatal(err)
+	}
+	cl := &Claimer{Holder: "me"}
+	marks, err := cl.Marks(ctx, c, []uint32{uid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := marks[uid]; r.State != ClaimDone || r.Holder != "me" {
+		t.Fatalf("control: Marks of a half-finished message: %+v, want done by me", r)
+	}
+	if err := cl.Finish(ctx, c, []uint32{uid}); err != nil {
+		t.Fatal(err)
+	}
+	fl, err := c.Flags(ctx, []uint32{uid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, done := parseMarks(fl[uid])
+	if len(claims) != 0 || !slices.Equal(done, []string{"me"}) {
+		t.Errorf("after Finish: claims %v, done %v; want no claim and done by me", claims, done)
 	}
 }
 

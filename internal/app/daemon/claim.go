@@ -475,8 +475,12 @@ func (d *Daemon) finishClaims(ctx context.Context, a Account, c *imapsync.Client
 	}
 }
 
-// finishOwn sets this watcher's done keyword on uids (terminal here).
-// Those already marked done are skipped. A failure is logged: the
+// finishOwn sets this watcher's done keyword on uids (terminal here) and
+// takes their claims off (imapsync.Claimer.Finish: those finished already
+// cost a FETCH; one a stop cut off half-way is mended). It runs on a
+// context that a stop does not cancel, for at most finishTimeout, so that
+// a watcher stopped just after it decided a message still marks it done
+// rather than leave its claim for a lease. A failure is logged: the
 // message's claim then expires, and another watcher that takes it over
 // is stopped by the outbox's check of Sent and \Answered.
 func (d *Daemon) finishOwn(ctx context.Context, a Account, c *imapsync.Client, _ uint32, uids []uint32) {
@@ -484,22 +488,16 @@ func (d *Daemon) finishOwn(ctx context.Context, a Account, c *imapsync.Client, _
 		return
 	}
 	ac := d.claims(a.Name)
-	marks, err := ac.claimer.Marks(ctx, c, uids)
-	if err == nil {
-		var todo []uint32
-		for _, uid := range uids {
-			if marks[uid].State != imapsync.ClaimDone {
-				todo = append(todo, uid)
-			}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	if err := ac.claimer.Finish(fctx, c, uids); err != nil {
+		if ctx.Err() != nil {
+			// Stopped with a command in flight, which closed the
+			// connection: the next start lists them again and finishes.
+			d.log().Info("messages decided before the stop are marked done at the next start", "account", a.Name, "messages", len(uids), "err", err)
+		} else {
+			d.log().Warn("mark messages decided in the mailbox", "account", a.Name, "messages", len(uids), "err", err)
 		}
-		uids = todo
-		if len(uids) == 0 {
-			return
-		}
-		err = ac.claimer.Finish(ctx, c, uids)
-	}
-	if err != nil && ctx.Err() == nil {
-		d.log().Warn("mark messages decided in the mailbox", "account", a.Name, "messages", len(uids), "err", err)
 	}
 	d.mu.Lock()
 	for _, uid := range uids {
@@ -507,6 +505,9 @@ func (d *Daemon) finishOwn(ctx context.Context, a Account, c *imapsync.Client, _
 	}
 	d.mu.Unlock()
 }
+
+// finishTimeout bounds finishOwn's mailbox writes, which outlive a stop.
+const finishTimeout = 10 * time.Second
 
 // electionRound runs one round of the account's election on its own
 // connection (dialled on first use, again after a failure).

@@ -593,6 +593,10 @@ func (d *Daemon) process(ctx context.Context, a Account, c *imapsync.Client, st 
 		// nothing about the messages it did not return: the checkpoint
 		// moves only over what was handled, and the rest is fetched again.
 		if ctx.Err() != nil {
+			// A stop: what was decided before it is still marked done
+			// (finishOwn outlives the stop), so its claim is not left
+			// for a lease.
+			d.finishClaims(ctx, a, c, st.UIDValidity, act, skipped)
 			return err
 		}
 		return errors.Join(err, d.advance(a, st.UIDValidity, uids, skipped, fetched, nil))
