@@ -122,8 +122,16 @@ func TestClaimTakenOverAfterKill(t *testing.T) {
 	holderB := readHolder(t, b)
 	at, n := answered(id, 3*lease+30*time.Second)
 	waited := at.Sub(bStarted)
-	wb.stop()
+	// The reply is out before B has recorded it and marked it done in
+	// the mailbox: a stop now would test the stop, not the take-over
+	// (TestFinishOutlivesAStop in daemon does that). Wait for B's done
+	// keyword, bounded, then stop.
 	fl := flagsOf(id)
+	for end := time.Now().Add(30 * time.Second); !has(fl, strings.ToLower(imapsync.DoneKeyword(holderB))) && time.Now().Before(end); fl = flagsOf(id) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	wb.stop()
+	fl = flagsOf(id)
 	t.Logf("takeover: B answered %v after it started (lease %v); replies %d; flags %v", waited.Round(100*time.Millisecond), lease, n, fl)
 	if waited < lease {
 		t.Errorf("B answered %v after it started, inside A's lease (%v): the dead claim was not respected", waited, lease)
