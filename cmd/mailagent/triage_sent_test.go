@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -43,4 +44,33 @@ func TestTriageKnowsContactsFromSent(t *testing.T) {
 			t.Errorf("%s: known contact = %v, want %v (gates %+v)", subject, k, want, got[subject].Gates)
 		}
 	}
+}
+
+// triage learns the Sent folder beside its own start (the dial, the
+// search, prethreading), and its workers wait for it: a Bob known only
+// from the last of 2,000 Sent messages is known when his mail is
+// classified. Without the wait the one inbox message is classified long
+// before the Sent folder is read (it failed so).
+func TestTriageWaitsForTheSentFolder(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, compromisedModel, autoPolicy)
+	for i := range 2000 {
+		h.appendTo("Sent", fmt.Sprintf("From: Ada Lovelace <ada@example.com>\nTo: c%d@example.net\nSubject: note %d\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <n%d@example.com>\n\nhello\n", i, i, i))
+	}
+	h.appendTo("Sent", "From: Ada Lovelace <ada@example.com>\nTo: Bob <bob@example.org>\nSubject: hello\nDate: Mon, 02 Nov 2026 09:00:00 +0000\nMessage-ID: <earlier@example.com>\n\nHi Bob\n")
+	h.deliver(rawMail("Bob <bob@example.org>", "Call", "Can we talk Thursday?"))
+	stdout, stderr, code := h.run("triage", "--json")
+	if code != 0 && code != 5 {
+		t.Fatalf("triage: exit %d: %s", code, stderr)
+	}
+	got := decodeLines(t, stdout)
+	for _, g := range got["Call"].Gates {
+		if g.Gate == "known_contact" {
+			if !g.Pass {
+				t.Errorf("Bob, known from the last Sent message, is not a known contact: %s", g.Reason)
+			}
+			return
+		}
+	}
+	t.Errorf("no known_contact gate in %+v", got["Call"])
 }

@@ -96,10 +96,9 @@ func Run(ctx context.Context, o *Options) (sum *Summary, err error) {
 
 	sum = newSummary()
 	for _, acct := range o.Accounts {
-		if err := learnSentContacts(ctx, o.Store.Env, acct, st, o.Now()); err != nil {
-			fmt.Fprintf(o.Stderr, "warning: known contacts not read from Sent: %v\n", err)
-		}
-		nr, err := account(ctx, o, cfg, acct, p, sum)
+		learned := learnSentBeside(ctx, o, acct, st)
+		nr, err := account(ctx, o, cfg, acct, p, sum, learned)
+		learned() // the learning ends before the next account or the return
 		if err != nil {
 			return nil, err
 		}
@@ -183,8 +182,27 @@ func FormatCounts(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
+// learnSentBeside starts learning acct's known contacts from its Sent
+// folder (learnSentContacts, on its own connection) beside the rest of
+// the account's start: the dial, the search and prethreading need no
+// contact. The returned wait ends it: it blocks until the learning is
+// done, says on o.Stderr when it failed (the triage goes on without
+// them), and returns at once when called again. It must be called before
+// the first message is classified, and always, so the goroutine ends.
+func learnSentBeside(ctx context.Context, o *Options, acct *config.Account, st any) (wait func()) {
+	done := make(chan error, 1)
+	go func() { done <- learnSentContacts(ctx, o.Store.Env, acct, st, o.Now()) }()
+	return sync.OnceFunc(func() {
+		if err := <-done; err != nil {
+			fmt.Fprintf(o.Stderr, "warning: known contacts not read from Sent: %v\n", err)
+		}
+	})
+}
+
+// account triages acct's messages. learned is learnSentBeside's wait:
+// the workers start once the Sent folder is read.
 func account(ctx context.Context, o *Options, cfg *config.Config, acct *config.Account, p *agent.Pipeline,
-	sum *Summary) (needsReview bool, err error) {
+	sum *Summary, learned func()) (needsReview bool, err error) {
 	mailbox := o.Mailbox
 	if mailbox == "" {
 		mailbox = acct.Mailbox
@@ -219,6 +237,7 @@ func account(ctx context.Context, o *Options, cfg *config.Config, acct *config.A
 		}
 	}
 
+	learned() // the known-contact gate needs the owner's correspondents
 	conc := cfg.LLM.Concurrency
 	if conc <= 0 {
 		conc = 4
