@@ -123,6 +123,12 @@ func TestReviewCancelEveryKind(t *testing.T) {
 					}
 					t.Fatalf("%s: the list lost the undo window (a reload would hide the countdown): %s, want send at %v", k.what, got, it.SendAt)
 				}
+				// The versions the TUI orders copies by (tui.Item.Updated):
+				// a copy read before the send started is older, and the
+				// list is never newer than the detail of the same state.
+				if !it.Updated.After(before.Updated) || items[i].Updated.After(it.Updated) {
+					t.Fatalf("%s: versions before %v, detail %v, list %v; want before < detail, list <= detail", k.what, before.Updated, it.Updated, items[i].Updated)
+				}
 				if err := b.Cancel(ctx, k.id); err != nil {
 					t.Fatalf("%s: cancel in the window: %v", k.what, err)
 				}
@@ -130,6 +136,9 @@ func TestReviewCancelEveryKind(t *testing.T) {
 				after, err := b.Detail(ctx, k.id)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if !after.Updated.After(it.Updated) {
+					t.Errorf("%s: version after cancel %v, want later than while approved %v", k.what, after.Updated, it.Updated)
 				}
 				if after.Status != tui.StatusPending || after.Kind != before.Kind || after.From != before.From ||
 					after.Invitation != before.Invitation || !slices.Equal(after.Gates, before.Gates) ||
