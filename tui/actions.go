@@ -334,6 +334,13 @@ func (m *Model) applyAction(msg actionMsg) tea.Cmd {
 		m.c.setNote(msg.action + " done")
 		return nil
 	}
+	if msg.action != "send" && msg.action != "retry" && msg.action != "regenerate" && !msg.noop {
+		// The backend changed the item: a copy read before is stale
+		// (entry.stale). "send" is left to the reload (with a watcher
+		// it sends nothing itself), "retry" changes nothing here and
+		// "regenerate" brings the item read again.
+		e.ahead = true
+	}
 	var cmd tea.Cmd
 	switch msg.action {
 	case "approve":
@@ -370,7 +377,7 @@ func (m *Model) applyAction(msg actionMsg) tea.Cmd {
 		m.c.setNote("saved edit of " + quote(subject))
 	case "regenerate":
 		if msg.item != nil && msg.item.ID != "" {
-			m.c.items[msg.item.ID] = newEntry(*msg.item)
+			m.c.put(*msg.item)
 		}
 		m.c.setNote("regenerated " + quote(subject))
 	case "unsnooze":

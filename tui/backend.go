@@ -81,6 +81,13 @@ type Item struct {
 	Status string    // pending | approved | sent | rejected | snoozed | failed | sending | done
 	SendAt time.Time // when a delayed send (auto-send, or an approval's undo window) goes out; Cancel works until then
 	Error  string    // why the item needs attention or failed
+	// Updated is the item's version: when the backend last changed what
+	// it is built from (zero: unknown). Reads race (a Detail asked for
+	// before an answer can come back after it, a list or an event read
+	// before it), so a copy older than the one shown is stale and never
+	// replaces it: the owner never sees a send undone that is still
+	// waiting, nor loses the c that cancels it.
+	Updated time.Time
 
 	// Decision is what the agent decided on its own: auto_send | queue |
 	// notify | archive | ignore | needs_review ("" when unknown), and

@@ -28,6 +28,8 @@ type fakeBackend struct {
 	calls  []call
 	errs   map[string]error
 	events chan Event // nil: no live source
+	// version counts the changes (update): each changed item's Updated.
+	version int
 }
 
 func newFake(items ...Item) *fakeBackend {
@@ -45,13 +47,16 @@ func (f *fakeBackend) record(c call) error {
 	return f.errs[c.method]
 }
 
-// setStatus updates a stored item the way the real backend would.
+// update changes a stored item the way the real backend would: its
+// version (Item.Updated) moves on.
 func (f *fakeBackend) update(id string, fn func(*Item)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i := range f.items {
 		if f.items[i].ID == id {
 			fn(&f.items[i])
+			f.version++
+			f.items[i].Updated = fixedNow.Add(time.Duration(f.version) * time.Millisecond)
 		}
 	}
 }

@@ -108,6 +108,7 @@ func (m *Model) applyRSVP(msg rsvpDoneMsg) tea.Cmd {
 	// line counts it down, c cancels it (the same Backend.Cancel). Its
 	// send time comes with the item read again.
 	e.item.Status = StatusApproved
+	e.ahead = true // a copy read before the answer is stale (entry.stale)
 	m.undo = undoState{id: msg.id, verb: "answered " + msg.answer + " to"}
 	m.c.setNote("")
 	m.rebuild()

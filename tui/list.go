@@ -17,6 +17,31 @@ import (
 type entry struct {
 	item Item
 	hay  string
+	// ahead: an action on the item succeeded after item was read and
+	// the TUI applied its outcome (approved, cancelled…), so a copy as
+	// old as item predates the action and is stale too.
+	ahead bool
+}
+
+// stale reports whether it, a copy of e's item read from the backend, is
+// older than what e shows (Item.Updated); a copy without a version is
+// never stale.
+func (e *entry) stale(it *Item) bool {
+	if it.Updated.IsZero() {
+		return false
+	}
+	return it.Updated.Before(e.item.Updated) || e.ahead && !it.Updated.After(e.item.Updated)
+}
+
+// put stores it, read from the backend, unless the copy shown is newer
+// (entry.stale); it reports whether it was stored.
+func (c *Common) put(it Item) bool {
+	if e, ok := c.items[it.ID]; ok && e.stale(&it) {
+		c.log.Debug("stale copy dropped", "id", it.ID, "updated", it.Updated, "shown", e.item.Updated, "ahead", e.ahead)
+		return false
+	}
+	c.items[it.ID] = newEntry(it)
+	return true
 }
 
 func newEntry(it Item) *entry {

@@ -335,9 +335,17 @@ func (m *Model) applyLoad(msg loadedMsg) {
 	} else {
 		m.setStatus(msg.status)
 	}
+	// The list replaces the items, except where the copy shown is newer
+	// than the list's (read before an action the TUI has applied since).
+	old := c.items
 	c.items = make(map[string]*entry, len(msg.items))
 	for _, it := range msg.items {
 		if it.ID == "" {
+			continue
+		}
+		if e, ok := old[it.ID]; ok && e.stale(&it) {
+			c.log.Debug("stale copy dropped", "id", it.ID, "updated", it.Updated, "shown", e.item.Updated, "ahead", e.ahead)
+			c.items[it.ID] = e
 			continue
 		}
 		c.items[it.ID] = newEntry(it)
@@ -353,7 +361,9 @@ func (m *Model) applyEvent(ev Event) {
 			c.log.Warn("event without item", "kind", ev.Kind)
 			return
 		}
-		c.items[ev.Item.ID] = newEntry(*ev.Item)
+		if !c.put(*ev.Item) {
+			return
+		}
 		if ev.Kind == EventItemAdded && ev.Item.Kind == KindDraft {
 			c.setNote("new draft from " + ev.Item.From.String())
 		}

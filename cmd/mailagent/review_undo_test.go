@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -122,6 +123,12 @@ func TestReviewCancelEveryKind(t *testing.T) {
 					}
 					t.Fatalf("%s: the list lost the undo window (a reload would hide the countdown): %s, want send at %v", k.what, got, it.SendAt)
 				}
+				// The versions the TUI orders copies by (tui.Item.Updated):
+				// a copy read before the send started is older, and the
+				// list is never newer than the detail of the same state.
+				if !it.Updated.After(before.Updated) || items[i].Updated.After(it.Updated) {
+					t.Fatalf("%s: versions before %v, detail %v, list %v; want before < detail, list <= detail", k.what, before.Updated, it.Updated, items[i].Updated)
+				}
 				if err := b.Cancel(ctx, k.id); err != nil {
 					t.Fatalf("%s: cancel in the window: %v", k.what, err)
 				}
@@ -129,6 +136,9 @@ func TestReviewCancelEveryKind(t *testing.T) {
 				after, err := b.Detail(ctx, k.id)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if !after.Updated.After(it.Updated) {
+					t.Errorf("%s: version after cancel %v, want later than while approved %v", k.what, after.Updated, it.Updated)
 				}
 				if after.Status != tui.StatusPending || after.Kind != before.Kind || after.From != before.From ||
 					after.Invitation != before.Invitation || !slices.Equal(after.Gates, before.Gates) ||
@@ -260,8 +270,12 @@ func TestReviewTUICancelsRSVP(t *testing.T) {
 			if withWatcher {
 				h.runWatch(t)
 			}
+			// What the TUI and its backend logged, for a failure's report.
+			var logs syncBuffer
+			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			b := tuiBackend(t, h)
-			m := tui.New(b, tui.Options{NoColor: true})
+			b.Log = logger
+			m := tui.New(b, tui.Options{NoColor: true, Logger: logger})
 			tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 30))
 			typeKeys := func(s string) {
 				for _, r := range s {
@@ -271,8 +285,10 @@ func TestReviewTUICancelsRSVP(t *testing.T) {
 			enter := func() { tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter}) }
 			wait := func(what string) {
 				t.Helper()
-				teatest.WaitFor(t, tm.Output(), func(out []byte) bool { return bytes.Contains(out, []byte(what)) },
-					teatest.WithDuration(10*time.Second))
+				if !outputShows(tm, what, 10*time.Second) {
+					t.Fatalf("the TUI did not show %q within 10s: %s", what, undoReport(t, h, tm, inviteID, &logs))
+				}
+				t.Logf("%s: the TUI shows %q", time.Now().Format("15:04:05.000"), what)
 			}
 			wait("Budget question") // loaded
 			typeKeys("3")           // the invitation is a notification: Needs attention
@@ -288,10 +304,13 @@ func TestReviewTUICancelsRSVP(t *testing.T) {
 				t.Fatalf("while the countdown shows: %s (%v), want approved", it.Status, err)
 			}
 			typeKeys("c")
-			eventually(t, "the answer is taken back", func() bool {
+			t.Logf("%s: typed c", time.Now().Format("15:04:05.000"))
+			if !within(20*time.Second, func() bool {
 				it, err := reviewBackend(t, h).Detail(context.Background(), inviteID)
 				return err == nil && it.Status == tui.StatusPending
-			})
+			}) {
+				t.Fatalf("c did not take the answer back within 20s: %s", undoReport(t, h, tm, inviteID, &logs))
+			}
 			time.Sleep(undoWindow + time.Second) // past the window: a send would have happened
 			tm.Send(tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl})
 			tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
@@ -305,4 +324,67 @@ func TestReviewTUICancelsRSVP(t *testing.T) {
 			}
 		})
 	}
+}
+
+// within polls cond until it holds or d has passed, and reports which.
+func within(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond) // polling background state, not asserting on time
+	}
+	return true
+}
+
+// undoReport says what state a send the test meant to cancel ended in:
+// the item, its outbox records, what the SMTP sink received, what the
+// TUI and its backend logged and the TUI's last frame (the program is
+// stopped to read it).
+func undoReport(t *testing.T, h *harness, tm *teatest.TestModel, id string, logs *syncBuffer) string {
+	t.Helper()
+	var r strings.Builder
+	ctx := context.Background()
+	it, err := reviewBackend(t, h).Detail(ctx, id)
+	fmt.Fprintf(&r, "\nitem %s: status %q, send at %v (now %v), reasons %q, err %v", id, it.Status, it.SendAt, time.Now(), it.Reasons, err)
+	f, _ := h.factory(t)
+	if svc, closeSvc, err := f.Service(ctx, false); err != nil {
+		fmt.Fprintf(&r, "\noutbox: %v", err)
+	} else {
+		obs, err := svc.Outbox(ctx, "")
+		for _, o := range obs {
+			fmt.Fprintf(&r, "\noutbox %s (queue %s): %s, send at %v, sent at %v, updated %v, error %q", o.ID, o.QueueID, o.Status, o.SendAt, o.SentAt, o.UpdatedAt, o.Error)
+		}
+		if err != nil {
+			fmt.Fprintf(&r, "\noutbox: %v", err)
+		}
+		_ = closeSvc()
+	}
+	fmt.Fprintf(&r, "\nmessages sent: %d", len(h.smtp.Messages()))
+	_ = tm.Quit()
+	if fm, ok := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*tui.Model); ok {
+		fmt.Fprintf(&r, "\nthe TUI's last frame:\n%s", fm.View().Content)
+	}
+	fmt.Fprintf(&r, "\nlog:\n%s", logs.String())
+	return r.String()
+}
+
+// outputShows reads the TUI's output until it contains what or d has
+// passed, and reports which.
+func outputShows(tm *teatest.TestModel, what string, d time.Duration) bool {
+	var out []byte
+	buf := make([]byte, 4096)
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		n, _ := tm.Output().Read(buf)
+		out = append(out, buf[:n]...)
+		if bytes.Contains(out, []byte(what)) {
+			return true
+		}
+		if n == 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return false
 }

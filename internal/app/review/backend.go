@@ -210,17 +210,22 @@ func (b *Backend) list(ctx context.Context, svc api.Service) ([]tui.Item, error)
 	// The undo window of every send the owner started (an approval, an
 	// RSVP: one outbox record under the item's approval id), so the
 	// countdown and c survive a reload.
-	window := map[string]time.Time{}
+	// Its record's version counts in the item's (tui.Item.Updated), as
+	// in the detail.
+	approval := map[string]*store.OutboxRecord{}
 	for i := range obs {
-		if o := &obs[i]; o.QueueID != "" && o.Status == store.OutboxScheduled && o.ID == agent.ApprovalOutboxID(o.QueueID) {
-			window[o.QueueID] = o.SendAt
+		if o := &obs[i]; o.QueueID != "" && o.ID == agent.ApprovalOutboxID(o.QueueID) {
+			approval[o.QueueID] = o
 		}
 	}
 	var out []tui.Item
 	for i := range qs {
 		it := queueToItem(&qs[i], known[qs[i].Account])
-		if qs[i].Status == store.QueueApproved {
-			it.SendAt = window[qs[i].ID]
+		if o := approval[qs[i].ID]; o != nil {
+			it.Updated = later(it.Updated, o.UpdatedAt)
+			if qs[i].Status == store.QueueApproved && o.Status == store.OutboxScheduled {
+				it.SendAt = o.SendAt
+			}
 		}
 		out = append(out, it)
 	}

@@ -28,6 +28,7 @@ func queueToItem(q *store.QueueItem, known map[string]bool) tui.Item {
 		ID: q.ID, Kind: q.Kind, Account: q.Account, Received: q.Written(), From: tuiAddr(q.From),
 		Subject: q.Subject, Draft: q.Draft, Final: q.Final, Status: q.Status, Error: q.Error,
 		Reasons: q.Reasons, SnoozeUntil: q.SnoozeUntil, MessageID: q.MessageID, QueueID: q.ID,
+		Updated: q.UpdatedAt,
 	}
 	for _, a := range q.To {
 		ta := tuiAddr(a)
@@ -57,6 +58,18 @@ func queueToItem(q *store.QueueItem, known map[string]bool) tui.Item {
 	return it
 }
 
+// later returns the later of a and b. An item's version (tui.Item.Updated)
+// is the latest UpdatedAt of the records it is built from; a detail reads
+// at least the records the list reads for the same item (an approved
+// item's outbox record, api.LoadDetail), so a detail is never older than
+// a list of the same state.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 func tuiAddr(a mail.Address) tui.Address { return tui.Address{Name: a.Name, Email: a.Email} }
 
 func tuiAddrs(as []mail.Address) []tui.Address {
@@ -81,7 +94,7 @@ func tuiGates(gs []store.GateResult) []tui.Gate {
 func outboxToItem(o *store.OutboxRecord) tui.Item {
 	it := tui.Item{ID: o.ID, Kind: tui.KindSent, Account: o.Account, Received: o.CreatedAt,
 		Subject: o.Subject, Draft: o.Body, SendAt: o.SendAt, Error: o.Error, OutboxID: o.ID,
-		Decision: agent.DecisionAutoSend}
+		Decision: agent.DecisionAutoSend, Updated: o.UpdatedAt}
 	if !o.SentAt.IsZero() && o.SendAt.IsZero() {
 		it.SendAt = o.SentAt
 	}
@@ -102,7 +115,7 @@ func outboxToItem(o *store.OutboxRecord) tui.Item {
 // recordToItem converts a message that needs review.
 func recordToItem(r *store.MessageRecord) tui.Item {
 	it := tui.Item{ID: needsReviewPrefix + r.TraceID, Kind: tui.KindNeedsReview, Account: r.Account, Received: r.Written(),
-		From: tuiAddr(r.From), Subject: r.Subject, Status: tui.StatusPending, Error: r.Error,
+		From: tuiAddr(r.From), Subject: r.Subject, Status: tui.StatusPending, Error: r.Error, Updated: r.UpdatedAt,
 		Thread: []tui.ThreadMessage{{From: tuiAddr(r.From), Date: r.Date, Subject: r.Subject, Text: r.Excerpt}}}
 	if len(r.Reasons) > 0 {
 		it.Summary = strings.Join(r.Reasons, "; ")
@@ -115,7 +128,7 @@ func recordToItem(r *store.MessageRecord) tui.Item {
 // (archive, ignore, notify, auto_send).
 func decidedToItem(r *store.MessageRecord) tui.Item {
 	it := tui.Item{ID: needsReviewPrefix + r.TraceID, Kind: tui.KindDecided, Account: r.Account, Received: r.Written(),
-		From: tuiAddr(r.From), Subject: r.Subject, Status: tui.StatusDone,
+		From: tuiAddr(r.From), Subject: r.Subject, Status: tui.StatusDone, Updated: r.UpdatedAt,
 		Thread: []tui.ThreadMessage{{From: tuiAddr(r.From), Date: r.Date, Subject: r.Subject, Text: r.Excerpt}}}
 	fillFromMessage(&it, r)
 	return it
@@ -183,12 +196,15 @@ func detailToItem(id string, d *api.Detail, known map[string]bool) (tui.Item, er
 	it.ID = id
 	if d.Item != nil {
 		it.QueueID = d.Item.ID
+		it.Updated = later(it.Updated, d.Item.UpdatedAt)
 	}
 	if d.Outbox != nil {
 		it.OutboxID = d.Outbox.ID
+		it.Updated = later(it.Updated, d.Outbox.UpdatedAt)
 	}
 	if m := d.Message; m != nil {
 		fillFromMessage(&it, m)
+		it.Updated = later(it.Updated, m.UpdatedAt)
 	}
 	if t := d.Trace; t != nil {
 		it.TraceID = t.TraceID
