@@ -444,3 +444,28 @@ func (m *folderMailer) Answered(_ context.Context, original *store.MessageRecord
 func (m *folderMailer) MarkAnswered(context.Context, *store.MessageRecord) error {
 	return nil
 }
+
+// Two approvals race: the loser read the item while it was pending, and
+// by the time it looks in Sent the winner's reply is there under the
+// item's Message-ID. The loser sends nothing and says the item is not
+// actionable (it is sent), as when it loses the approval's transaction;
+// it said "conflict" once in CI (TestConformance's concurrent approvals).
+func TestApprovalLosingTheRaceAfterTheSendIsNotActionable(t *testing.T) {
+	t.Parallel()
+	p, st, m := newFolderPipeline(t)
+	q := queuedDraft(t, p)
+	stale, err := st.GetQueueItem(q.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Approve(context.Background(), q.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	done, err := p.handledByOwner(context.Background(), stale, true)
+	if !errors.Is(err, ErrNotActionable) || done != nil {
+		t.Fatalf("the losing approval: %v, %v; want ErrNotActionable and no item", done, err)
+	}
+	if got, _ := st.GetQueueItem(q.ID); got.Status != store.QueueSent || len(m.smtp) != 1 {
+		t.Errorf("after the race: %s, %d sent; want sent, 1", got.Status, len(m.smtp))
+	}
+}

@@ -195,11 +195,21 @@ func (p *Pipeline) handledByOwner(ctx context.Context, item *store.QueueItem, fi
 			r.Error = reason
 			return nil
 		})
+		if errors.Is(err, store.ErrConflict) {
+			return nil, notActionable(item.ID, a.Store)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("approve %s: %w", item.ID, err)
 		}
 	}
 	done, err := p.resolveItem(ctx, item.ID, openStatuses, reason+"; approving it sent nothing")
+	if errors.Is(err, store.ErrConflict) {
+		// The item changed since it was read: another approval won the
+		// race, and its reply (under the item's Message-ID) is what Sent
+		// showed. This one sent nothing and is told so, as when it loses
+		// the approval's own transaction.
+		return nil, notActionable(item.ID, a.Store)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("approve %s: %w", item.ID, err)
 	}
