@@ -123,6 +123,15 @@ dovecot_conf_auth() {
 dovecot_conf_listeners() {
 	cat <<-EOF
 		service imap-login {
+		  # Login processes started ahead, each serving many clients
+		  # (Dovecot's "high-performance" login mode): with the default
+		  # (a new process per connection, started on demand) a
+		  # connection waited over 10 s in the listen queue while the
+		  # e2e packages ran side by side at load 13, and init's reach
+		  # said "no answer" (TestInitEarlyProbeUnderTmux).
+		  service_count = 0
+		  process_min_avail = 2
+		  client_limit = 1000
 		  inet_listener imap {
 		    address = $HOST
 		    port = $1
