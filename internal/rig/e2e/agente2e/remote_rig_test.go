@@ -184,16 +184,24 @@ func (r *remote) sshRuns() int {
 // returns how many it killed.
 func (r *remote) cutAll() int {
 	n := 0
-	for _, p := range r.pids() {
-		// Only a live sshd: an old session's pid may have been reused.
-		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p[1])); err != nil || strings.TrimSpace(string(comm)) != "sshd" {
-			continue
-		}
-		if syscall.Kill(p[1], syscall.SIGKILL) == nil {
+	for _, pid := range r.live() {
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
 			n++
 		}
 	}
 	return n
+}
+
+// live are the sshd session pids of the live connections (an old
+// session's pid may have been reused: only a live sshd counts).
+func (r *remote) live() []int {
+	var out []int
+	for _, p := range r.pids() {
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p[1])); err == nil && strings.TrimSpace(string(comm)) == "sshd" {
+			out = append(out, p[1])
+		}
+	}
+	return out
 }
 
 // touch creates (on) or removes (off) a control file.

@@ -70,7 +70,8 @@ func claimFolder(t *testing.T, s *e2e.Stack, n int) (string, []uint32) {
 // TestClaimRaceRealServers: four watchers (four connections, four
 // holders) claim the same 40 messages (16 under -race) at once, each in its own random
 // order, on Dovecot and on the Courier-style Dovecot, which have CONDSTORE:
-// every message is won by exactly one. Then the lease: a claim left by a
+// every message is won by exactly one (one that every racer's STOREs
+// missed on every try is claimed again, as the next sync does). Then the lease: a claim left by a
 // watcher that "died" is respected until it expires and taken over after.
 func TestClaimRaceRealServers(t *testing.T) {
 	s := e2e.Require(t)
@@ -116,6 +117,49 @@ func TestClaimRaceRealServers(t *testing.T) {
 			}
 			close(start)
 			wg.Wait()
+			// A message whose STOREs were refused on every try with no
+			// claim landing comes back held by nobody: "try again
+			// later" (imapsync.Claim), and the daemon's next sync
+			// does. Seen once in CI (1 of 40, at load 13): every racer
+			// claims those once more, at once, as the next syncs would.
+			won := map[uint32]bool{}
+			for _, w := range wins {
+				for _, u := range w {
+					won[u] = true
+				}
+			}
+			var again []uint32
+			for _, u := range uids {
+				if !won[u] {
+					again = append(again, u)
+				}
+			}
+			retried := len(again)
+			if retried > 0 {
+				start2 := make(chan struct{})
+				for i := range racers {
+					c := dialOwner(t, srv)
+					if _, err := c.Select(ctx, folder, false); err != nil {
+						t.Fatal(err)
+					}
+					cl := &imapsync.Claimer{Holder: fmt.Sprintf("racer%d", i), Lease: time.Minute}
+					wg.Go(func() {
+						<-start2
+						res, err := cl.Claim(ctx, c, again)
+						if err != nil {
+							t.Errorf("racer%d, again: %v", i, err)
+							return
+						}
+						for _, r := range res {
+							if r.State == imapsync.ClaimWon {
+								wins[i] = append(wins[i], r.UID)
+							}
+						}
+					})
+				}
+				close(start2)
+				wg.Wait()
+			}
 			count := map[uint32]int{}
 			for _, w := range wins {
 				for _, u := range w {
@@ -131,8 +175,8 @@ func TestClaimRaceRealServers(t *testing.T) {
 					unclaimed++
 				}
 			}
-			t.Logf("%s: %d claims tried on %d messages, %d won twice, %d won by nobody; wins per racer %d %d %d %d",
-				name, tried, len(uids), through, unclaimed, len(wins[0]), len(wins[1]), len(wins[2]), len(wins[3]))
+			t.Logf("%s: %d claims tried on %d messages (%d claimed again, won by nobody the first time), %d won twice, %d won by nobody; wins per racer %d %d %d %d",
+				name, tried, len(uids), retried, through, unclaimed, len(wins[0]), len(wins[1]), len(wins[2]), len(wins[3]))
 			if through != 0 || unclaimed != 0 {
 				t.Errorf("%s: %d messages won by more than one racer and %d by none, want 0 and 0", name, through, unclaimed)
 			}
