@@ -85,38 +85,49 @@ func TestClaimRaceRealServers(t *testing.T) {
 			ctx := context.Background()
 			const racers = 4
 			wins := make([][]uint32, racers)
-			var wg sync.WaitGroup
-			start := make(chan struct{}) // every racer dialled and selected first
-			for i := range racers {
-				c := dialOwner(t, srv)
-				if _, err := c.Select(ctx, folder, false); err != nil {
-					t.Fatal(err)
-				}
-				if err := c.CanClaim(); err != nil {
-					t.Fatalf("%s cannot claim: %v", name, err)
-				}
-				cl := &imapsync.Claimer{Holder: fmt.Sprintf("racer%d", i), Lease: time.Minute}
-				order := slices.Clone(uids)
-				mrand.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
-				wg.Go(func() {
-					<-start
-					// In slices of four, as the daemon claims.
-					for k := 0; k < len(order); k += 4 {
-						res, err := cl.Claim(ctx, c, order[k:min(k+4, len(order))])
-						if err != nil {
-							t.Errorf("racer%d: %v", i, err)
-							return
-						}
-						for _, r := range res {
-							if r.State == imapsync.ClaimWon {
-								wins[i] = append(wins[i], r.UID)
+			// round has every racer (its own connection, dialled and
+			// selected first) claim its order, slice at a time, all
+			// starting at once; each racer's wins add to wins.
+			round := func(orders [][]uint32, slice int) {
+				var wg sync.WaitGroup
+				start := make(chan struct{})
+				for i := range racers {
+					c := dialOwner(t, srv)
+					if _, err := c.Select(ctx, folder, false); err != nil {
+						t.Fatal(err)
+					}
+					if err := c.CanClaim(); err != nil {
+						t.Fatalf("%s cannot claim: %v", name, err)
+					}
+					cl := &imapsync.Claimer{Holder: fmt.Sprintf("racer%d", i), Lease: time.Minute}
+					order := orders[i]
+					wg.Go(func() {
+						<-start
+						for k := 0; k < len(order); k += slice {
+							res, err := cl.Claim(ctx, c, order[k:min(k+slice, len(order))])
+							if err != nil {
+								t.Errorf("racer%d: %v", i, err)
+								return
+							}
+							for _, r := range res {
+								if r.State == imapsync.ClaimWon {
+									wins[i] = append(wins[i], r.UID)
+								}
 							}
 						}
-					}
-				})
+					})
+				}
+				close(start)
+				wg.Wait()
 			}
-			close(start)
-			wg.Wait()
+			// Each racer in its own random order, in slices of four, as
+			// the daemon claims.
+			orders := make([][]uint32, racers)
+			for i := range orders {
+				orders[i] = slices.Clone(uids)
+				mrand.Shuffle(len(uids), func(a, b int) { orders[i][a], orders[i][b] = orders[i][b], orders[i][a] })
+			}
+			round(orders, 4)
 			// A message whose STOREs were refused on every try with no
 			// claim landing comes back held by nobody: "try again
 			// later" (imapsync.Claim), and the daemon's next sync
@@ -136,29 +147,7 @@ func TestClaimRaceRealServers(t *testing.T) {
 			}
 			retried := len(again)
 			if retried > 0 {
-				start2 := make(chan struct{})
-				for i := range racers {
-					c := dialOwner(t, srv)
-					if _, err := c.Select(ctx, folder, false); err != nil {
-						t.Fatal(err)
-					}
-					cl := &imapsync.Claimer{Holder: fmt.Sprintf("racer%d", i), Lease: time.Minute}
-					wg.Go(func() {
-						<-start2
-						res, err := cl.Claim(ctx, c, again)
-						if err != nil {
-							t.Errorf("racer%d, again: %v", i, err)
-							return
-						}
-						for _, r := range res {
-							if r.State == imapsync.ClaimWon {
-								wins[i] = append(wins[i], r.UID)
-							}
-						}
-					})
-				}
-				close(start2)
-				wg.Wait()
+				round([][]uint32{again, again, again, again}, len(again))
 			}
 			count := map[uint32]int{}
 			for _, w := range wins {
