@@ -226,11 +226,15 @@ func TestREADMEExitCodesAreProduced(t *testing.T) {
 			// context ends the triage, which stops before finishing.
 			var once sync.Once
 			h := newHarness(t, func(req *geminitest.Request) geminitest.Reply {
+				rep := classifyReply(req)
 				once.Do(func() {
 					_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
-					time.Sleep(2 * time.Second) // the cancelled request is abandoned before this ends
+					// The answer waits until the cancelled request is
+					// abandoned (at most 30 s: then triage finishes and
+					// the exit code is wrong).
+					rep.Delay = 30 * time.Second
 				})
-				return classifyReply(req)
+				return rep
 			}, "")
 			h.deliver(rawMail("Bob <bob@example.org>", "Hello", "Lunch?"))
 			_, stderr, code := h.run("triage")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/mailagent/mailagent/internal/app/doctor"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/emersion/go-imap/v2/imapserver"
 
+	"github.com/mailagent/mailagent/internal/app/doctor"
 	"github.com/mailagent/mailagent/internal/memimap"
 )
 
@@ -75,6 +75,21 @@ func (s *pollingSession) Idle(w *imapserver.UpdateWriter, stop <-chan struct{}) 
 	}
 }
 
+// TestPushLatency: how soon new mail reaches IDLE, measured by watch
+// (watchMeasuresPushLatency) and by doctor (doctorNamesAPollingServer),
+// each on a polling and a pushing server. Sequential: the four read
+// wall-clock latencies (under 1.5 s on a pushing server; the 3 s poll
+// less the APPEND's own delay, to a tenth), which the parallel tests'
+// load would stretch. The four run beside each other, as they mostly
+// wait for a poll.
+func TestPushLatency(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a polling server")
+	}
+	t.Run("watch", watchMeasuresPushLatency)
+	t.Run("doctor", doctorNamesAPollingServer)
+}
+
 // accountLatency is the push latency `status --json` reports for the
 // harness's account.
 func accountLatency(t *testing.T, h *harness) AccountStatusJSON {
@@ -90,7 +105,7 @@ func accountLatency(t *testing.T, h *harness) AccountStatusJSON {
 	return st.Accounts[0]
 }
 
-// TestWatchMeasuresPushLatency: watch measures how long new mail took to
+// watchMeasuresPushLatency: watch measures how long new mail took to
 // reach it, from the message's INTERNALDATE to the sync the server's
 // EXISTS started. On a server that reports new mail only when it polls
 // (every 3 s here, every 60 s on stock Courier and Cyrus) the figure is
@@ -98,18 +113,14 @@ func accountLatency(t *testing.T, h *harness) AccountStatusJSON {
 // it (text and --json) and calls it slow past 10 s. Control: the same
 // watcher on a server that pushes at once measures well under a second.
 // Mail that was there before the watcher started is not counted.
-func TestWatchMeasuresPushLatency(t *testing.T) {
-	// sequential: it bounds wall time (under 1.5 s on a pushing server),
-	// which the parallel tests' load would stretch.
-	if testing.Short() {
-		t.Skip("waits for a polling server")
-	}
+func watchMeasuresPushLatency(t *testing.T) {
+	t.Parallel() // beside doctorNamesAPollingServer: see TestPushLatency
 	for _, tt := range []struct {
 		name    string
 		polling bool
 	}{{"polling server", true}, {"pushing server", false}} {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel() // beside the other server's subtest; the test itself is sequential
+			t.Parallel() // beside the other server's subtest
 			srv := &pollingServer{period: 3 * time.Second}
 			var opts []func(*memimap.Options)
 			if tt.polling {
@@ -176,17 +187,13 @@ func waitStatus(t *testing.T, h *harness, ok func(AccountStatusJSON) bool) Accou
 	}
 }
 
-// TestDoctorNamesAPollingServer: doctor measures how soon new mail
+// doctorNamesAPollingServer: doctor measures how soon new mail
 // reaches IDLE (a scratch folder, an APPEND on one connection, IDLE on
 // another) and, on a server that only polls, says so with the server's
 // name and its fix; the scratch folder is gone afterwards. Control: on a
 // server that pushes, the check passes.
-func TestDoctorNamesAPollingServer(t *testing.T) {
-	// sequential: it reads a wall-clock latency (the 3 s poll less the
-	// APPEND's own delay, shown to a tenth), which parallel tests stretch.
-	if testing.Short() {
-		t.Skip("waits for a polling server")
-	}
+func doctorNamesAPollingServer(t *testing.T) {
+	t.Parallel() // beside watchMeasuresPushLatency: see TestPushLatency
 	for _, tt := range []struct {
 		name    string
 		polling bool
@@ -196,7 +203,7 @@ func TestDoctorNamesAPollingServer(t *testing.T) {
 		{"pushing", false, "PASS  imap personal: push: new mail reached IDLE in "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel() // beside the other server's subtest; the test itself is sequential
+			t.Parallel() // beside the other server's subtest
 			srv := &pollingServer{period: 3 * time.Second, fromIdle: true}
 			var opts []func(*memimap.Options)
 			if tt.polling {
