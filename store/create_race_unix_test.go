@@ -64,12 +64,15 @@ func TestOpenEmptyFileBeingCreated(t *testing.T) {
 // as damage at once), 13 of 120 opens here failed.
 func TestConcurrentFirstOpens(t *testing.T) {
 	t.Parallel()
+	// The rounds run at once, each on its own file: a waiting open
+	// polls the lock every 50 ms (bbolt), so one round after another
+	// spent seconds asleep.
 	const rounds, openers = 20, 6
 	corrupt := 0
+	var wg sync.WaitGroup
+	var mu sync.Mutex
 	for r := 0; r < rounds; r++ {
 		path := filepath.Join(t.TempDir(), "mailagent.db")
-		var wg sync.WaitGroup
-		var mu sync.Mutex
 		for i := 0; i < openers; i++ {
 			wg.Add(1)
 			go func() {
@@ -88,8 +91,8 @@ func TestConcurrentFirstOpens(t *testing.T) {
 				_ = s.Close()
 			}()
 		}
-		wg.Wait()
 	}
+	wg.Wait()
 	if corrupt > 0 {
 		t.Errorf("%d of %d concurrent first opens called the new database damaged", corrupt, rounds*openers)
 	}
