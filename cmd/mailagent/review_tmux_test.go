@@ -119,6 +119,10 @@ func (x *tmuxTerm) keys(keys ...string) {
 func (x *tmuxTerm) waitFor(what string, ok func(screen string) bool) string {
 	x.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
+	// Polling a terminal, not asserting on time: soon after a key at
+	// first, then less often, as each look is a tmux process (some 10 ms
+	// of CPU) and some waits outlast a 6 s undo window.
+	pause := 20 * time.Millisecond
 	for {
 		s := x.screen()
 		if ok(s) {
@@ -127,7 +131,8 @@ func (x *tmuxTerm) waitFor(what string, ok func(screen string) bool) string {
 		if time.Now().After(deadline) {
 			x.t.Fatalf("the terminal never showed %s; it shows:\n%s", what, s)
 		}
-		time.Sleep(50 * time.Millisecond) // polling a terminal, not asserting on time
+		time.Sleep(pause)
+		pause = min(2*pause, 200*time.Millisecond)
 	}
 }
 
