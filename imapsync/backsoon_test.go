@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/retry"
@@ -104,53 +105,63 @@ func (p *faultProxy) port() int { return p.ln.Addr().(*net.TCPAddr).Port }
 // through: with the default (zero) backoff bounds every wait reported
 // through OnRetry is within the defaults, the first connection after the
 // outage succeeds, and the mail that arrived meanwhile is handled.
+//
+// The watcher runs in a synctest bubble, so its backoff waits (the
+// defaults, seconds in all) pass on the bubble's fake clock. The server
+// and the proxy run outside it: their goroutines wait on real sockets,
+// and so does the watcher while it talks to them, which stops the fake
+// clock (a goroutine blocked on I/O is not durably blocked), so time
+// jumps only while every goroutine of the bubble waits on a timer or on
+// another of them.
 func TestWatcherBackAfterOutage(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, serverConfig{})
 	proxy := startFaultProxy(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(ts.port)))
-	var mu sync.Mutex
-	var waits []time.Duration
-	w := &Watcher{
-		Dial: func(ctx context.Context) (*Client, error) {
-			o := ts.options()
-			o.Port = proxy.port()
-			return Dial(ctx, o)
-		},
-		Mailbox: "INBOX",
-		OnRetry: func(_ error, wait time.Duration) {
-			mu.Lock()
-			waits = append(waits, wait)
-			mu.Unlock()
-		},
-	}
-	rec := newRecorder()
-	stop := runWatcher(t, w, rec.sync)
-	first := ts.add(t, "INBOX", textMessage("before", "<before@x>", "x"), time.Time{})
-	rec.waitFor(t, first)
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var waits []time.Duration
+		w := &Watcher{
+			Dial: func(ctx context.Context) (*Client, error) {
+				o := ts.options()
+				o.Port = proxy.port()
+				return Dial(ctx, o)
+			},
+			Mailbox: "INBOX",
+			OnRetry: func(_ error, wait time.Duration) {
+				mu.Lock()
+				waits = append(waits, wait)
+				mu.Unlock()
+			},
+		}
+		rec := newRecorder()
+		stop := runWatcher(t, w, rec.sync)
+		first := ts.add(t, "INBOX", textMessage("before", "<before@x>", "x"), time.Time{})
+		rec.waitFor(t, first)
 
-	proxy.down.Store(true)
-	proxy.cut()
-	deadline := time.Now().Add(waitLimit)
-	for proxy.refused.Load() < 3 { // three refused reconnects: the outage is on
-		if time.Now().After(deadline) {
-			t.Fatal("the watcher never tried to reconnect")
+		proxy.down.Store(true)
+		proxy.cut()
+		deadline := time.Now().Add(waitLimit)
+		for proxy.refused.Load() < 3 { // three refused reconnects: the outage is on
+			if time.Now().After(deadline) {
+				t.Fatal("the watcher never tried to reconnect")
+			}
+			time.Sleep(20 * time.Millisecond) // polling the proxy, nothing asserted on time
 		}
-		time.Sleep(20 * time.Millisecond) // polling the proxy, nothing asserted on time
-	}
-	uid := ts.add(t, "INBOX", textMessage("waiting", "<back@x>", "x"), time.Time{})
-	proxy.down.Store(false)
-	rec.waitFor(t, uid)
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(waits) < 3 {
-		t.Errorf("%d waits %v, want one per refused attempt", len(waits), waits)
-	}
-	for i, wt := range waits {
-		if wt > DefaultMaxBackoff*3/2 || (i == 0 && wt > DefaultMinBackoff*3/2) {
-			t.Errorf("wait %d is %v: over the default bounds", i+1, wt)
+		uid := ts.add(t, "INBOX", textMessage("waiting", "<back@x>", "x"), time.Time{})
+		proxy.down.Store(false)
+		rec.waitFor(t, uid)
+		if err := stop(); err != nil {
+			t.Fatal(err)
 		}
-	}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(waits) < 3 {
+			t.Errorf("%d waits %v, want one per refused attempt", len(waits), waits)
+		}
+		for i, wt := range waits {
+			if wt > DefaultMaxBackoff*3/2 || (i == 0 && wt > DefaultMinBackoff*3/2) {
+				t.Errorf("wait %d is %v: over the default bounds", i+1, wt)
+			}
+		}
+	})
 }

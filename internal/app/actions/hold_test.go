@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mailagent/mailagent/internal/app/api"
@@ -73,21 +74,29 @@ func TestWaitForStoreRefusesASecondWatcher(t *testing.T) {
 			t.Logf("the holder's server stopped: %v", <-served)
 			continue
 		}
-		// Not a watcher: wait, and open once the holder lets go.
-		release := time.AfterFunc(1500*time.Millisecond, func() {
-			stop()
-			t.Logf("the holder's server stopped: %v", <-served)
-			_ = held.Close()
+		// Not a watcher: wait, and open once the holder lets go. The
+		// waiter polls every LockPoll, so the holder lets go after
+		// three polls; in a synctest bubble those waits pass on the
+		// fake clock (the holder's server stays outside it: a goroutine
+		// waiting on a socket would stop the clock).
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			release := time.AfterFunc(1500*time.Millisecond, func() {
+				stop()
+				t.Logf("the holder's server stopped: %v", <-served)
+				_ = held.Close()
+			})
+			st, err := WaitForStore(ctx, dir, open, func(s string) { said = append(said, s) })
+			release.Stop()
+			if err != nil {
+				t.Fatalf("holder that is not a watcher: %v, want the database once free", err)
+			}
+			_ = st.Close()
+			if len(said) != 1 || !strings.Contains(said[0], "holds the state database; watching starts when it finishes") {
+				t.Fatalf("said %q, want one line naming the holder", said)
+			}
 		})
-		st, err := WaitForStore(ctx, dir, open, func(s string) { said = append(said, s) })
-		release.Stop()
-		if err != nil {
-			t.Fatalf("holder that is not a watcher: %v, want the database once free", err)
-		}
-		_ = st.Close()
-		if len(said) != 1 || !strings.Contains(said[0], "holds the state database; watching starts when it finishes") {
-			t.Fatalf("said %q, want one line naming the holder", said)
-		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mailagent/mailagent/agent"
@@ -297,22 +298,28 @@ func TestOpen(t *testing.T) {
 		wantErr(t, "approve without actions", err, ErrNoActions)
 	})
 	t.Run("locked and no socket", func(t *testing.T) {
-		dir := shortDir(t)
-		dbPath := filepath.Join(dir, "state.db")
-		holder, err := store.Open(dbPath, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = holder.Close() }()
-		_, _, err = Open(ctx, dir, func() (*store.Store, error) {
-			return store.Open(dbPath, store.Options{Timeout: 50 * time.Millisecond})
-		}, nil)
-		if !errors.Is(err, store.ErrLocked) {
-			t.Fatalf("got %v, want an error wrapping store.ErrLocked", err)
-		}
-		if !strings.Contains(err.Error(), "another mailagent process holds the database") {
-			t.Errorf("got %q, want the hint %q", err, "another mailagent process holds the database")
-		}
+		// Open tries again for openGrace (and the store for its lock
+		// timeout) on timers and sleeps: in a synctest bubble they pass
+		// on the fake clock, the file lock and the socket being asked
+		// as often as in real time.
+		synctest.Test(t, func(t *testing.T) {
+			dir := shortDir(t)
+			dbPath := filepath.Join(dir, "state.db")
+			holder, err := store.Open(dbPath, store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = holder.Close() }()
+			_, _, err = Open(ctx, dir, func() (*store.Store, error) {
+				return store.Open(dbPath, store.Options{Timeout: 50 * time.Millisecond})
+			}, nil)
+			if !errors.Is(err, store.ErrLocked) {
+				t.Fatalf("got %v, want an error wrapping store.ErrLocked", err)
+			}
+			if !strings.Contains(err.Error(), "another mailagent process holds the database") {
+				t.Errorf("got %q, want the hint %q", err, "another mailagent process holds the database")
+			}
+		})
 	})
 	t.Run("other open error passes through", func(t *testing.T) {
 		boom := errors.New("boom")

@@ -63,14 +63,16 @@ func TestRemoteThreadInputs(t *testing.T) {
 	}
 
 	// A long walk (a slow consumer) is not cut off by StoreTimeout as the
-	// old one-shot timeout did: only silence from the watcher is.
-	c.StoreTimeout = time.Second
+	// old one-shot timeout did: only silence from the watcher is. Each
+	// pause is shorter than StoreTimeout, all three together longer
+	// (a one-shot timeout of the whole walk fails this at 500ms).
+	c.StoreTimeout = 500 * time.Millisecond
 	start := time.Now()
 	seen := 0
 	err := rs.ThreadInputs(time.Time{}, 0, func(mail.ThreadInput) error {
 		seen++
-		if seen%300 == 0 {
-			time.Sleep(c.StoreTimeout * 2 / 3) // a slow consumer: the whole walk outlasts StoreTimeout
+		if seen%400 == 0 {
+			time.Sleep(c.StoreTimeout / 2) // a slow consumer: the whole walk outlasts StoreTimeout
 		}
 		return nil
 	})
