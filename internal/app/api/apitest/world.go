@@ -101,8 +101,13 @@ func Authenticated(from string) string {
 
 // Mail is an authenticated message from from to the owner.
 func Mail(from, subject, msgID, body string) []byte {
+	return mailAt(from, subject, msgID, body, time.Now())
+}
+
+// mailAt is Mail dated at.
+func mailAt(from, subject, msgID, body string, at time.Time) []byte {
 	s := Authenticated(from) + "\r\nFrom: <" + from + ">\r\nTo: Ada <" + Owner + ">\r\nSubject: " + subject +
-		"\r\nDate: " + time.Now().Format(time.RFC1123Z) + "\r\nMessage-ID: <" + msgID + ">\r\n\r\n" + body + "\r\n"
+		"\r\nDate: " + at.Format(time.RFC1123Z) + "\r\nMessage-ID: <" + msgID + ">\r\n\r\n" + body + "\r\n"
 	return []byte(s)
 }
 
@@ -190,14 +195,19 @@ func NewWorld(t testing.TB) *World {
 	// known contact before any decision.
 	w.Append("Sent", []byte("From: Ada <"+Owner+">\r\nTo: <"+Bob+">\r\nSubject: hello\r\nDate: "+
 		time.Now().Add(-48*time.Hour).Format(time.RFC1123Z)+"\r\nMessage-ID: <hello-bob@example.com>\r\n\r\nHi Bob.\r\n"))
-	for _, m := range []struct{ name, from, subject, body string }{
+	// A minute apart, in this order: followups and lists ordered by a
+	// message's date are then in the same order in every World (dated
+	// now, two of them fell in one second in one World and not in the
+	// other, and ties fall back on ids that differ between Worlds).
+	first := time.Now().Add(-10 * time.Minute)
+	for i, m := range []struct{ name, from, subject, body string }{
 		{"carol", Carol, "Lunch on Tuesday?", "Are you free for lunch on Tuesday?"},
 		{"dave", Dave, "Heads-up: office closed", "HEADSUP the office is closed on Friday."},
 		{"bob", Bob, "Quick question", "Can we meet on Tuesday?"},
 		{"frank", Frank, "Planning", "FLAKY Can we plan the trip?"},
 		{"erin", Erin, "Coffee?", "Coffee on Thursday?"},
 	} {
-		uid := w.Append("INBOX", Mail(m.from, m.subject, m.name+"-1@example.org", m.body))
+		uid := w.Append("INBOX", mailAt(m.from, m.subject, m.name+"-1@example.org", m.body, first.Add(time.Duration(i)*time.Minute)))
 		w.UIDs[m.name] = store.MessageKey{Account: Account, Mailbox: "INBOX", UID: uid}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
