@@ -91,6 +91,11 @@ type Options struct {
 	// DialTimeout bounds the TCP connect and TLS handshake; default 30s.
 	DialTimeout time.Duration
 
+	// DialContext, when set, makes the connection in place of a TCP dial
+	// to the address (tests connect to an in-memory server with it, under
+	// testing/synctest); Security, TLS and login work as over TCP.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+
 	// Debug, when set, receives the raw protocol trace. It MAY INCLUDE
 	// CREDENTIALS (the LOGIN command and SASL exchanges are written as
 	// sent), so never point it at a shared log.
@@ -213,7 +218,13 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := dialFirst(dctx, dialAddrs)
+	var conn net.Conn
+	var err error
+	if opts.DialContext != nil {
+		conn, err = opts.DialContext(dctx, "tcp", dialAddrs[0])
+	} else {
+		conn, err = dialFirst(dctx, dialAddrs)
+	}
 	if err != nil {
 		return nil, ctxErr(ctx, fmt.Errorf("imap dial %s: %w", addr, err))
 	}

@@ -43,6 +43,10 @@ type Options struct {
 	// command: …"); nil means the standard log package (stderr), which a
 	// command that owns the terminal must not use.
 	Logger imapserver.Logger
+	// Listener, when set, is served instead of a new loopback listener
+	// (tests: an in-memory one, under testing/synctest); Host and Port are
+	// then its address's, when it has them. Close closes it.
+	Listener net.Listener
 }
 
 // Server is a running in-memory IMAP server.
@@ -96,9 +100,12 @@ func Start(opts Options) (*Server, error) {
 		Logger:       opts.Logger,
 		InsecureAuth: true, // loopback only, see Start
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("memimap: listen: %w", err)
+	ln := opts.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return nil, fmt.Errorf("memimap: listen: %w", err)
+		}
 	}
 	host, port, _ := net.SplitHostPort(ln.Addr().String())
 	s.Host = host

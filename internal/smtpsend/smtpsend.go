@@ -96,6 +96,10 @@ type Options struct {
 	TLSConfig *tls.Config
 	// Timeout bounds the dial and each SMTP command; DefaultTimeout when zero.
 	Timeout time.Duration
+	// DialContext, when set, makes the connection in place of a TCP dial
+	// to the address (tests connect to an in-memory server with it, under
+	// testing/synctest); Security, TLS and AUTH work as over TCP.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 	// LocalName is the name given in EHLO; "localhost" when empty. With
 	// starttls the EHLO before TLS always says "localhost", so the name is
 	// only revealed inside TLS.
@@ -294,6 +298,20 @@ func (s *Sender) session(ctx context.Context, fn func(*smtp.Client) error) (err 
 }
 
 func (s *Sender) dial(ctx context.Context) (net.Conn, error) {
+	if s.opts.DialContext != nil {
+		ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+		defer cancel()
+		conn, err := s.opts.DialContext(ctx, "tcp", s.dialAddrs[0])
+		if err != nil || s.opts.Security != SecurityTLS {
+			return conn, err
+		}
+		tc := tls.Client(conn, s.tlsConfig)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+		return tc, nil
+	}
 	d := &net.Dialer{Timeout: s.opts.Timeout}
 	if s.opts.Security == SecurityTLS {
 		td := &tls.Dialer{NetDialer: d, Config: s.tlsConfig}

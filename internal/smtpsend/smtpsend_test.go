@@ -436,3 +436,45 @@ func TestCancelAfterDataIsMaybeDelivered(t *testing.T) {
 		t.Errorf("got %v, want it to wrap context.Canceled too", err)
 	}
 }
+
+// Options.DialContext makes the connection in place of the TCP dial (the
+// address it is given is ignored here: nothing listens on port 9), and
+// every security mode, certificate checks included, works over it.
+func TestDialContext(t *testing.T) {
+	t.Parallel()
+	cert, caPEM := smtptest.NewCert(t)
+	_, otherPEM := smtptest.NewCert(t)
+	caFile := smtptest.WriteCAFile(t, caPEM)
+	wrongCAFile := smtptest.WriteCAFile(t, otherPEM)
+	for _, security := range []string{"insecure", "starttls", "tls"} {
+		t.Run(security, func(t *testing.T) {
+			t.Parallel()
+			so := smtptest.SinkOptions{Username: user, Password: password}
+			if security != "insecure" {
+				so.TLSCert, so.ImplicitTLS = &cert, security == "tls"
+			}
+			sink := smtptest.NewSink(t, so)
+			dials := 0
+			opts := smtpsend.Options{Host: "127.0.0.1", Port: 9, Security: security, Username: user, Password: password, TLSCAFile: caFile,
+				DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+					dials++
+					var d net.Dialer
+					return d.DialContext(ctx, network, sink.Addr)
+				}}
+			if err := newSender(t, opts).Send(context.Background(), user, []string{"bob@example.com"}, rawMsg); err != nil {
+				t.Fatalf("Send: %v", err)
+			}
+			assertDelivered(t, sink, []string{"bob@example.com"})
+			if dials != 1 {
+				t.Errorf("DialContext called %d times, want 1", dials)
+			}
+			if security == "insecure" {
+				return
+			}
+			opts.TLSCAFile = wrongCAFile
+			if err := newSender(t, opts).Check(context.Background()); err == nil {
+				t.Error("Check with the wrong CA over DialContext: got nil, want an error")
+			}
+		})
+	}
+}

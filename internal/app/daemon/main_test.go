@@ -12,13 +12,12 @@ import (
 )
 
 // waitingFactor is how many of this package's parallel tests run at once
-// per CPU, unless -parallel says otherwise: many of them mostly wait (the
-// due-loop tests on their timers, for seconds each; the kill -9 test on
-// its children), and at go test's default of one per CPU they held the
-// slots while the CPUs idled: the package took about twice as long as it
-// computed. Not more than two: the due-loop tests time their sends to
-// within a second, and at four per CPU the CPU-bound tests beside them
-// made one late on a loaded machine.
+// per CPU, unless -parallel says otherwise: some of them mostly wait (the
+// kill -9 test and the idle scheduler's measurement on their child
+// processes), and at go test's default of one per CPU they held the slots
+// while the CPUs idled. (The due-loop tests, which timed their sends to
+// within a second of real time and at four per CPU were once made late by
+// the CPU-bound tests beside them, now run on a testing/synctest clock.)
 const waitingFactor = 2
 
 // TestMain sets -parallel (waitingFactor) and runs the tests through

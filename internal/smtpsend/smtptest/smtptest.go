@@ -52,6 +52,10 @@ type SinkOptions struct {
 	TLSCert *tls.Certificate
 	// ImplicitTLS makes the listener speak TLS from the first byte.
 	ImplicitTLS bool
+	// Listener, when set, is served instead of a new loopback listener
+	// (an in-memory one, under testing/synctest); Addr, Host and Port are
+	// then its address's.
+	Listener net.Listener
 }
 
 // Received is one message the sink accepted.
@@ -109,9 +113,14 @@ func NewSink(t testing.TB, opts SinkOptions) *Sink {
 	if opts.TLSCert != nil {
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*opts.TLSCert}, MinVersion: tls.VersionTLS12}
 	}
-	if opts.TLSCert != nil && opts.ImplicitTLS {
+	switch {
+	case opts.Listener != nil && opts.TLSCert != nil && opts.ImplicitTLS:
+		ln = tls.NewListener(opts.Listener, srv.TLSConfig)
+	case opts.Listener != nil:
+		ln = opts.Listener
+	case opts.TLSCert != nil && opts.ImplicitTLS:
 		ln, err = tls.Listen("tcp", "127.0.0.1:0", srv.TLSConfig)
-	} else {
+	default:
 		ln, err = net.Listen("tcp", "127.0.0.1:0")
 	}
 	if err != nil {
