@@ -77,12 +77,12 @@ func (s *pollingSession) Idle(w *imapserver.UpdateWriter, stop <-chan struct{}) 
 
 // TestPushLatency: how soon new mail reaches IDLE, measured by watch
 // (watchMeasuresPushLatency) and by doctor (doctorNamesAPollingServer),
-// each on a polling and a pushing server. Sequential: the four read
-// wall-clock latencies (under 1.5 s on a pushing server; the 3 s poll
-// less the APPEND's own delay, to a tenth), which the parallel tests'
-// load would stretch. The four run beside each other, as they mostly
-// wait for a poll.
+// each on a polling and a pushing server. The four run beside each
+// other, as they mostly wait for a poll.
 func TestPushLatency(t *testing.T) {
+	// sequential: the four read wall-clock latencies (under 1.5 s on a
+	// pushing server; the 3 s poll less the APPEND's own delay, to a
+	// tenth), which the parallel tests' load would stretch.
 	if testing.Short() {
 		t.Skip("waits for a polling server")
 	}
