@@ -106,7 +106,7 @@ func removeStaleSnapshots(dir string) {
 		if err != nil {
 			continue
 		}
-		if lockExclusive(f) == nil {
+		if lockExclusive(f, 0) == nil {
 			_ = os.Remove(p)
 		}
 		_ = f.Close()

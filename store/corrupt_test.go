@@ -494,11 +494,31 @@ func TestPanicInTransactionIsAnError(t *testing.T) {
 	}
 }
 
+// TestRepairRefusesLockedFile: Repair refuses a database another holder
+// keeps open past repairLockWait, and takes one whose holder lets go
+// within it (a command that just closed it, whose lock a forked child
+// of any of its threads holds until that child execs).
 func TestRepairRefusesLockedFile(t *testing.T) {
 	t.Parallel()
 	s, _ := openTest(t)
+	start := time.Now()
 	if _, err := Repair(s.Path()); !errors.Is(err, ErrLocked) {
 		t.Fatalf("Repair of an open database: got %v, want ErrLocked", err)
+	}
+	if waited := time.Since(start); waited < repairLockWait {
+		t.Errorf("Repair gave up after %v, want it to wait %v for the lock", waited, repairLockWait)
+	}
+
+	released := make(chan error, 1)
+	go func() {
+		time.Sleep(repairLockWait / 4)
+		released <- s.Close()
+	}()
+	if _, err := Repair(s.Path()); err != nil {
+		t.Errorf("Repair of a database let go within its wait: %v", err)
+	}
+	if err := <-released; err != nil {
+		t.Fatal(err)
 	}
 }
 

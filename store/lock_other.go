@@ -8,7 +8,7 @@ import (
 )
 
 // lockExclusive is a no-op where bbolt does not use flock.
-func lockExclusive(*os.File) error { return nil }
+func lockExclusive(*os.File, time.Duration) error { return nil }
 
 // lockShared is a no-op where bbolt does not use flock.
 func lockShared(*os.File, time.Duration) error { return nil }

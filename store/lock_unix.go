@@ -9,29 +9,34 @@ import (
 	"time"
 )
 
-// lockExclusive takes bbolt's own lock (flock, exclusive, non-blocking) on
-// f, so that Repair never moves a file a running watcher holds.
-func lockExclusive(f *os.File) error {
-	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	if errors.Is(err, syscall.EWOULDBLOCK) {
-		return ErrLocked
-	}
-	return err
+// lockExclusive takes bbolt's own lock (flock, exclusive) on f, so that
+// Repair never moves a file a running watcher holds, waiting up to
+// timeout (0: one try). A lock can outlive its holder's Close for a
+// moment: a process forked by any thread of the holder keeps the open
+// file, and so the lock, until it execs.
+func lockExclusive(f *os.File, timeout time.Duration) error {
+	return flockWait(f, syscall.LOCK_EX, timeout)
 }
 
 // lockShared takes a shared flock on f (what a bbolt reader takes),
 // waiting up to timeout: while it is held no bbolt writer can change the
 // file. The lock goes with f's Close.
 func lockShared(f *os.File, timeout time.Duration) error {
+	return flockWait(f, syscall.LOCK_SH, timeout)
+}
+
+// flockWait takes the flock how on f, trying every 50 ms (as bbolt does)
+// until timeout; ErrLocked when another holder kept it.
+func flockWait(f *os.File, how int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			return err
 		}
-		if time.Now().After(deadline) {
+		if !time.Now().Before(deadline) {
 			return ErrLocked
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(min(50*time.Millisecond, time.Until(deadline)))
 	}
 }

@@ -61,13 +61,18 @@ var primaryBuckets = [][]byte{bMessages, bTraces, bCheckpoints, bUsage, bQueue, 
 var jsonBuckets = map[string]bool{"messages": true, "traces": true, "checkpoints": true, "usage": true, "queue": true, "outbox": true, "contacts": true,
 	"followups": true, "unsubscribes": true, "memory": true, "examples": true, "jobs": true}
 
+// repairLockWait is how long Repair waits for the database's lock: as
+// long as Open waits by default, for a holder that is letting go.
+const repairLockWait = time.Second
+
 // Repair salvages the damaged database at path: it copies every record it
 // can read (walking each bucket with panics recovered, forwards and then
 // backwards from the end so that one bad page loses only its own stretch)
 // into a new file, rebuilds the indexes from the records, moves the damaged
 // file aside as <name>.damaged-<timestamp>, and puts the new file in its
 // place. The damaged file is only ever read (through a copy) and is kept.
-// It refuses to run while another process holds the database (ErrLocked).
+// It refuses to run while another process holds the database
+// (ErrLocked), after waiting up to repairLockWait for it.
 func Repair(path string) (RepairReport, error) {
 	rep := RepairReport{Path: path, Copied: map[string]int{}, Lost: map[string]int{}}
 	orig, err := os.Open(path)
@@ -75,7 +80,7 @@ func Repair(path string) (RepairReport, error) {
 		return rep, fmt.Errorf("repair %s: %w", path, err)
 	}
 	defer func() { _ = orig.Close() }()
-	if err := lockExclusive(orig); err != nil {
+	if err := lockExclusive(orig, repairLockWait); err != nil {
 		if errors.Is(err, ErrLocked) {
 			return rep, &LockedError{Path: path}
 		}
