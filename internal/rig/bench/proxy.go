@@ -46,7 +46,7 @@ func StartCountingProxy(t testing.TB, target string) *CountingProxy {
 			go func() { defer p.wg.Done(); _, _ = io.Copy(s, c); _ = s.Close() }()
 			go func() {
 				defer p.wg.Done()
-				_, _ = io.Copy(countWriter{c, &p.down}, s)
+				_, _ = io.Copy(c, countReader{s, &p.down})
 				_ = c.Close()
 			}()
 		}
@@ -58,14 +58,16 @@ func StartCountingProxy(t testing.TB, target string) *CountingProxy {
 // connection.
 func (p *CountingProxy) Down() int64 { return p.down.Load() }
 
-// countWriter adds what it writes to n as it goes.
-type countWriter struct {
-	w io.Writer
+// countReader adds what it reads to n as it goes: before it is passed
+// on, so that whatever a client has received is already counted (a count
+// taken after the write lagged the client by up to a chunk).
+type countReader struct {
+	r io.Reader
 	n *atomic.Int64
 }
 
-func (cw countWriter) Write(b []byte) (int, error) {
-	k, err := cw.w.Write(b)
-	cw.n.Add(int64(k))
+func (cr countReader) Read(b []byte) (int, error) {
+	k, err := cr.r.Read(b)
+	cr.n.Add(int64(k))
 	return k, err
 }
