@@ -367,20 +367,22 @@ func scan[T any](s *Store, name, prefix []byte, load func(tx *bolt.Tx, k, v []by
 // the making, or damage. The process creating one holds bbolt's lock
 // from just after creating the file until (and after) its first pages
 // are written, so: while someone holds the lock past timeout, it is a
-// *LockedError; once the lock is free, the file is looked at again, and
-// one still empty is a *CorruptError (a creator that died first, or an
-// empty file put there). It returns the file's new Stat when it has
-// pages.
+// *LockedError; a file that has pages once the lock is free is taken. A
+// file still empty and unlocked is looked at again every 50 ms until
+// timeout has passed: a creator may not have taken its lock yet (bbolt
+// creates the file, then locks it, and a loaded machine can keep it from
+// the next step for tens of milliseconds). Still empty then, it is a
+// *CorruptError (a creator that died first, or an empty file put
+// there). It returns the file's new Stat when it has pages.
 func settleEmpty(path string, timeout time.Duration) (fs.FileInfo, error) {
 	empty := &CorruptError{Path: path, Err: errors.New("the file is empty (0 bytes), which a database never is once created")}
-	// Twice: a creator may not have taken the lock yet the first time
-	// (bbolt opens, then locks, in the next instruction or so).
-	for try := 0; try < 2; try++ {
+	deadline := time.Now().Add(timeout)
+	for {
 		f, err := os.Open(path)
 		if err != nil {
 			return nil, fmt.Errorf("open state database %s: %w", path, err)
 		}
-		err = lockShared(f, timeout)
+		err = lockShared(f, max(time.Until(deadline), 0))
 		fi, serr := f.Stat()
 		_ = f.Close() // releases the shared lock
 		switch {
@@ -391,9 +393,9 @@ func settleEmpty(path string, timeout time.Duration) (fs.FileInfo, error) {
 		case fi.Size() > 0:
 			return fi, nil
 		}
-		if try == 0 {
-			time.Sleep(50 * time.Millisecond)
+		if !time.Now().Before(deadline) {
+			return nil, empty
 		}
+		time.Sleep(min(50*time.Millisecond, time.Until(deadline)))
 	}
-	return nil, empty
 }
