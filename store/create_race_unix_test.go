@@ -12,6 +12,25 @@ import (
 	"time"
 )
 
+// firstPages are the bytes a creator writes into a new database file:
+// here, those of a database made beside it.
+func firstPages(t *testing.T) []byte {
+	t.Helper()
+	other := filepath.Join(t.TempDir(), "other.db")
+	o, err := Open(other, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pages, err := os.ReadFile(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pages
+}
+
 // TestOpenEmptyFileBeingCreated: an empty file that another process holds
 // bbolt's lock on is a database in the making (its creator writes the
 // first pages under the lock), not damage: Open says it is locked, and
@@ -32,19 +51,8 @@ func TestOpenEmptyFileBeingCreated(t *testing.T) {
 	if !errors.Is(err, ErrLocked) || errors.Is(err, ErrCorrupt) {
 		t.Fatalf("an empty file under another's lock: got %v, want ErrLocked (not ErrCorrupt)", err)
 	}
-	// The creator writes its first pages (here: those of a database made
-	// beside it) and lets go of the lock.
-	other := filepath.Join(t.TempDir(), "other.db")
-	o, err := Open(other, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = o.Close()
-	pages, err := os.ReadFile(other)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(pages); err != nil {
+	// The creator writes its first pages and lets go of the lock.
+	if _, err := f.Write(firstPages(t)); err != nil {
 		t.Fatal(err)
 	}
 	_ = f.Close()
@@ -63,16 +71,7 @@ func TestOpenEmptyFileBeingCreated(t *testing.T) {
 // 120 opens, in a whole-tree run) when Open looked twice, 50 ms apart.
 func TestOpenEmptyFileBeforeItsCreatorLocks(t *testing.T) {
 	t.Parallel()
-	other := filepath.Join(t.TempDir(), "other.db")
-	o, err := Open(other, Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = o.Close()
-	pages, err := os.ReadFile(other)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pages := firstPages(t)
 	path := filepath.Join(t.TempDir(), "mailagent.db")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
