@@ -50,20 +50,25 @@ func TestDemoJSONOnATerminal(t *testing.T) {
 	if got := x.exitStatus(); got != "0" {
 		t.Fatalf("demo --json exit status %s, want 0:\n%s", got, x.screen())
 	}
-	screen, err := x.run("capture-pane", "-p", "-J", "-S", "-", "-t", "ma") // with the scrollback
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The program has ended, but tmux may still be reading its last
+	// output from the terminal: look until the report is whole.
+	var rep DemoReport
+	var screen string
+	x.waitFor("the whole JSON report", func(string) bool {
+		out, err := x.run("capture-pane", "-p", "-J", "-S", "-", "-t", "ma") // with the scrollback
+		if err != nil {
+			t.Fatal(err)
+		}
+		screen = out
+		start := strings.Index(screen, "{")
+		end := strings.LastIndex(screen, "}") // the pane's last line may be tmux's own
+		if start < 0 || end < start {
+			return false
+		}
+		rep = DemoReport{}
+		return json.Unmarshal([]byte(screen[start:end+1]), &rep) == nil && len(rep.Outcomes) > 0
+	})
 	if strings.Contains(screen, "watcher connected") {
 		t.Fatalf("demo --json opened the review:\n%s", screen)
-	}
-	start := strings.Index(screen, "{")
-	end := strings.LastIndex(screen, "}") // the pane's last line is tmux's own
-	if start < 0 || end < start {
-		t.Fatalf("no JSON on the terminal:\n%s", screen)
-	}
-	var rep DemoReport
-	if err := json.Unmarshal([]byte(screen[start:end+1]), &rep); err != nil || len(rep.Outcomes) == 0 {
-		t.Errorf("the terminal's JSON does not parse as the report (%v):\n%s", err, screen)
 	}
 }

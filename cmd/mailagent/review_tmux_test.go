@@ -141,15 +141,17 @@ func (x *tmuxTerm) waitText(text string) string {
 	return x.waitFor(strconv.Quote(text), func(s string) bool { return strings.Contains(s, text) })
 }
 
-// dead reports whether the command in the pane has ended.
 // recordExit wraps cmd in a shell that writes its exit status to a file
 // (x.status) once it ends. The shell traps SIGINT (a Ctrl-C the test
 // types reaches the whole foreground group) so that it outlives the
 // program to write the status; the program itself gets the default
-// disposition, as a trapped signal is reset in a child.
+// disposition, as a trapped signal is reset in a child. The shell then
+// stays a second: Debian's tmux 3.3a marks a pane dead as soon as its
+// process exits and drops what it had not yet read from the terminal,
+// which lost the tail of `demo --json`'s report under load.
 func (x *tmuxTerm) recordExit(cmd []string) []string {
 	x.status = filepath.Join(x.t.TempDir(), "exit-status")
-	return append([]string{"env", "MA_TMUX_STATUS=" + x.status, "sh", "-c", `trap : INT; "$@"; echo $? > "$MA_TMUX_STATUS"`, "sh"}, cmd...)
+	return append([]string{"env", "MA_TMUX_STATUS=" + x.status, "sh", "-c", `trap : INT; "$@"; echo $? > "$MA_TMUX_STATUS"; sleep 1`, "sh"}, cmd...)
 }
 
 // exitStatus waits until the program in the pane has ended, and returns
@@ -165,6 +167,7 @@ func (x *tmuxTerm) exitStatus() string {
 	return status
 }
 
+// dead reports whether the command in the pane has ended.
 func (x *tmuxTerm) dead() bool {
 	if b, err := os.ReadFile(x.status); err == nil && len(bytes.TrimSpace(b)) > 0 {
 		return true

@@ -66,7 +66,7 @@ func newRemote(t *testing.T, e *env) *remote {
 	r.ssh = r.writeSSH("ssh", kh)
 	r.serveCmd = filepath.Join(r.dir, "remote-mailagent")
 	writeScript(t, r.serveCmd, fmt.Sprintf(`#!/bin/sh
-echo "$$ $PPID" >> %[1]s
+echo "$$ $PPID $(date +%%T.%%N)" >> %[1]s
 if [ -e %[2]s ]; then
 	%[3]s --config %[4]s "$@" | { sleep 4; cat; }
 else
@@ -82,7 +82,7 @@ fi
 func (r *remote) writeSSH(name, kh string) string {
 	path := filepath.Join(r.dir, name)
 	writeScript(r.e.t, path, fmt.Sprintf(`#!/bin/sh
-echo "$*" >> %[1]s
+echo "$(date +%%T.%%N) $*" >> %[1]s
 [ -e %[2]s ] && { echo "ssh: blocked by the test" >&2; exit 255; }
 exec ssh -i %[3]s -o IdentitiesOnly=yes -o UserKnownHostsFile=%[4]s -o StrictHostKeyChecking=yes -o GlobalKnownHostsFile=/dev/null "$@"
 `, r.sshLog, r.blockFile, os.Getenv("MAILAGENT_E2E_SSH_KEY"), kh))
@@ -116,6 +116,7 @@ func (r *remote) dial() *api.Client {
 	defer cancel()
 	c, err := api.DialRemote(ctx, r.target(), r.options())
 	if err != nil {
+		r.diagnose()
 		r.e.t.Fatalf("DialRemote %s: %v", r.url, err)
 	}
 	r.e.t.Cleanup(func() { _ = c.Close() })
@@ -162,8 +163,8 @@ func (r *remote) pids() [][2]int {
 	b, _ := os.ReadFile(r.pidsFile)
 	var out [][2]int
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 {
+		f := strings.Fields(line) // pid, ppid, time
+		if len(f) < 2 {
 			continue
 		}
 		a, _ := strconv.Atoi(f[0])
@@ -202,6 +203,31 @@ func (r *remote) live() []int {
 		}
 	}
 	return out
+}
+
+// diagnose logs what the rig knows of this test's connections: when the
+// ssh wrapper ran, when sshd started the serve wrapper, what state each of
+// those processes is in now, and the tail of sshd's log.
+func (r *remote) diagnose() {
+	t := r.e.t
+	t.Helper()
+	b, _ := os.ReadFile(r.sshLog)
+	t.Logf("ssh wrapper runs (%s):\n%s", r.sshLog, b)
+	b, _ = os.ReadFile(r.pidsFile)
+	t.Logf("serve wrapper starts, pid ppid time (%s):\n%s", r.pidsFile, b)
+	for _, p := range r.pids() {
+		for _, pid := range p {
+			st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			wchan, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", pid))
+			t.Logf("pid %d: stat %q (%v), wchan %q", pid, strings.TrimSpace(string(st)), err, wchan)
+		}
+	}
+	if log := os.Getenv("MAILAGENT_E2E_SSHD_LOG"); log != "" {
+		b, _ := os.ReadFile(log)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		lines = lines[max(0, len(lines)-40):]
+		t.Logf("tail of %s:\n%s", log, strings.Join(lines, "\n"))
+	}
 }
 
 // touch creates (on) or removes (off) a control file.
