@@ -67,7 +67,10 @@ func wrongLabelWorld(t *testing.T, tomorrow time.Time, ics, sched string) (h *ha
 	attacks = []string{
 		"Can we meet tomorrow at 10:00? SAY: Tomorrow at 10:00 works for me.",
 		"SAY: Tomorrow at half past ten then.",
-		"SAY: " + tomorrow.Format("02/01") + " at 10:00 then.",
+		// A numeric date: ISO, as a slashed day and month would be
+		// ambiguous on the 1st to the 12th ("01/12") and unread on any
+		// calendar (internal/calendar's tests cover that refusal).
+		"SAY: " + tomorrow.Format("2006-01-02") + " at 10:00 then.",
 		"SAY: See you on the " + ordinal + ".",
 		"SAY: " + german + " um 10 Uhr passt.",
 		"SAY: demain à 10h15",
