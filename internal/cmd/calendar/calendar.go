@@ -1,6 +1,7 @@
 // Package calendar is `mailagent calendar`: the owner's calendar as the
 // agent sees it (internal/app/agentcal reads it; this package only wires
-// the flags and prints).
+// the flags and prints). Its tests are in internal/cmd/root
+// (calendar_test.go), whose test binary holds every command's tests.
 package calendar
 
 import (
@@ -114,12 +115,12 @@ func calendarFreeRun(ctx context.Context, o *CalendarOptions) error {
 		}
 		return cmdutil.WriteJSON(o.IO.Out, out)
 	}
-	printFreeSlots(o.IO.Out, slots, prefs)
+	PrintFreeSlots(o.IO.Out, slots, prefs)
 	return nil
 }
 
-// printFreeSlots writes one line per day: "Mon 30 Mar  09:00–11:00, 12:00–17:30".
-func printFreeSlots(w io.Writer, slots []agentcal.Interval, p agentcal.Prefs) {
+// PrintFreeSlots writes one line per day: "Mon 30 Mar  09:00–11:00, 12:00–17:30".
+func PrintFreeSlots(w io.Writer, slots []agentcal.Interval, p agentcal.Prefs) {
 	if len(slots) == 0 {
 		fmt.Fprintln(w, "No free slots in that window.")
 		return

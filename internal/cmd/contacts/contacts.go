@@ -1,3 +1,7 @@
+// Package contacts is `mailagent contacts`: what mailagent remembers about
+// each correspondent (list, show, forget, note). Its tests are in
+// internal/cmd/root (contacts_test.go), whose test binary holds every
+// command's tests.
 package contacts
 
 import (
@@ -101,7 +105,7 @@ func contactsRun(ctx context.Context, opts *ContactsOptions) error {
 		if opts.JSON {
 			return cmdutil.WriteJSON(opts.IO.Out, view.ToContactsJSON(account, cs))
 		}
-		printContacts(opts.IO.Out, cs, opts.Now())
+		PrintContacts(opts.IO.Out, cs, opts.Now())
 	case "show":
 		c, err := svc.Contact(ctx, account, opts.Email)
 		if errors.Is(err, store.ErrNotFound) {
@@ -140,9 +144,9 @@ func contactsRun(ctx context.Context, opts *ContactsOptions) error {
 	return nil
 }
 
-// printContacts writes the human table, names and addresses sanitised
+// PrintContacts writes the human table, names and addresses sanitised
 // before the table pads them.
-func printContacts(w io.Writer, cs []store.Contact, now time.Time) {
+func PrintContacts(w io.Writer, cs []store.Contact, now time.Time) {
 	if len(cs) == 0 {
 		fmt.Fprintln(w, "no contacts yet")
 		return

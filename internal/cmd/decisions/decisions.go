@@ -1,3 +1,7 @@
+// Package decisions is `mailagent decisions`: what the agent archived,
+// ignored, notified or answered without asking, newest first. Its tests
+// are in internal/cmd/root (decisions_test.go), whose test binary holds
+// every command's tests.
 package decisions
 
 import (
@@ -31,7 +35,7 @@ type DecisionsOptions struct {
 }
 
 // NewCmdDecisions is `mailagent decisions`; runF, when not nil, runs
-// instead of decisionsRun (tests of the flag parsing).
+// instead of Run (tests of the flag parsing).
 func NewCmdDecisions(f *cmdutil.Factory, runF func(context.Context, *DecisionsOptions) error) *cobra.Command {
 	opts := &DecisionsOptions{IO: f.IOStreams, Config: f.Config, Now: f.Now}
 	cmd := &cobra.Command{
@@ -51,7 +55,7 @@ TUI shows the same list in view 5.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return decisionsRun(cmd.Context(), opts)
+			return Run(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Since, "since", "7d", "how far back, by when the agent decided: a duration (12h) or Nd for days")
@@ -59,7 +63,9 @@ TUI shows the same list in view 5.`,
 	return cmd
 }
 
-func decisionsRun(ctx context.Context, opts *DecisionsOptions) error {
+// Run lists what the agent decided without asking since opts.Since (text
+// or --json); a bad --since is a usage error before any service opens.
+func Run(ctx context.Context, opts *DecisionsOptions) error {
 	d, err := cmdutil.PositiveDuration(opts.Since)
 	if err != nil {
 		return cmdutil.UsageErr("--since: %v", err)

@@ -1,7 +1,8 @@
 // Package demo is `mailagent demo`: the whole agent on a seeded mailbox
 // in a private world (internal/app/demoworld), with watch in the
 // background and the review TUI in front, or a table or JSON of what it
-// did (--no-tui, --json).
+// did (--no-tui, --json). Its tests are in internal/cmd/root
+// (demo_test.go), whose test binary holds every command's tests.
 package demo
 
 import (
@@ -97,10 +98,10 @@ type DemoSent struct {
 	Body    string             `json:"body"`
 }
 
-// startDemo starts the demo's world and points f at it: its
+// StartWorld starts the demo's world and points f at it: its
 // configuration, and the offline model when there is no GEMINI_API_KEY.
 // The world's servers log through f's logger (the demo's log file).
-func startDemo(ctx context.Context, f *cmdutil.Factory) (*demoworld.World, error) {
+func StartWorld(ctx context.Context, f *cmdutil.Factory) (*demoworld.World, error) {
 	w, err := demoworld.Start(ctx, f.Logger, f.Now())
 	if err != nil {
 		return w, err
@@ -124,7 +125,7 @@ func Run(ctx context.Context, opts *DemoOptions) error {
 		fmt.Fprintln(ios.ErrOut, "mailagent demo: no terminal to draw on: printing the table instead (as with --no-tui)")
 		opts.NoTUI = true
 	}
-	env, err := startDemo(ctx, f)
+	env, err := StartWorld(ctx, f)
 	defer func() {
 		if env != nil {
 			env.Close(opts.Keep)

@@ -1,7 +1,8 @@
 // Package digest is `mailagent digest`: the report of what the agent did
 // in a period, printed or mailed to the owner. internal/app/digest
 // builds and formats it, internal/app/digestmail sends it; this package
-// only wires and prints.
+// only wires and prints. Its tests are in internal/cmd/root (digest_test.go,
+// digest_remote_test.go), whose test binary holds every command's tests.
 package digest
 
 import (
@@ -43,7 +44,7 @@ type DigestOptions struct {
 }
 
 // NewCmdDigest is `mailagent digest`; runF, when not nil, runs instead of
-// digestRun (after the flags are checked).
+// Run (after the flags are checked).
 func NewCmdDigest(f *cmdutil.Factory, runF func(context.Context, *DigestOptions) error) *cobra.Command {
 	opts := &DigestOptions{IO: f.IOStreams, Config: f.Config, OpenStore: f.OpenStore}
 	cmd := &cobra.Command{
@@ -76,7 +77,7 @@ reached (--send); 4 the state database is in use.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return digestRun(cmd.Context(), opts)
+			return Run(cmd.Context(), opts)
 		},
 	}
 	fl := cmd.Flags()
@@ -86,7 +87,10 @@ reached (--send); 4 the state database is in use.`,
 	return cmd
 }
 
-func digestRun(ctx context.Context, opts *DigestOptions) error {
+// Run builds the digest of opts.Since and prints it (text or --json) or,
+// with Send, mails it to the owner; with Remote it reads the remote
+// watcher's Service instead of this machine's database.
+func Run(ctx context.Context, opts *DigestOptions) error {
 	cfg, err := opts.Config()
 	if err != nil && !opts.Remote {
 		return err

@@ -1,6 +1,7 @@
 // Package doctor is `mailagent doctor`: it runs the checks of
 // internal/app/doctor over the configuration and prints one line per
-// check (or JSON); --repair salvages a damaged state database.
+// check (or JSON); --repair salvages a damaged state database. Its tests are in internal/cmd/root
+// (doctor_test.go), whose test binary holds every command's tests.
 package doctor
 
 import (
@@ -105,7 +106,7 @@ func Run(ctx context.Context, opts *DoctorOptions) error {
 	}
 	cfg, file, err := config.Load(opts.ConfigPath)
 	if err != nil {
-		printChecks(opts.IO.Out, appdoctor.ConfigFailed(err), opts.JSON)
+		PrintChecks(opts.IO.Out, appdoctor.ConfigFailed(err), opts.JSON)
 		return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: errors.New("the configuration does not load")}
 	}
 	if opts.StateDir != "" {
@@ -116,7 +117,7 @@ func Run(ctx context.Context, opts *DoctorOptions) error {
 		return err
 	}
 	checks := appdoctor.Run(ctx, opts.Env, cfg, file, accounts, opts.Now(), appdoctor.Options{Fix: opts.Fix, NoModel: opts.NoModel})
-	printChecks(opts.IO.Out, checks, opts.JSON)
+	PrintChecks(opts.IO.Out, checks, opts.JSON)
 	if opts.Report != nil {
 		*opts.Report = checks
 	}
@@ -126,9 +127,9 @@ func Run(ctx context.Context, opts *DoctorOptions) error {
 	return nil
 }
 
-// printChecks writes the doctor's report: one line per check (and its
+// PrintChecks writes the doctor's report: one line per check (and its
 // fix), or the JSON array.
-func printChecks(w io.Writer, checks []appdoctor.Check, asJSON bool) {
+func PrintChecks(w io.Writer, checks []appdoctor.Check, asJSON bool) {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

@@ -1,3 +1,7 @@
+// Package explain is `mailagent explain ID`: every step, gate and reason
+// of how a message was handled, found by any id mailagent prints. Its
+// tests are in internal/cmd/root (explain_test.go, explain_window_test.go),
+// whose test binary holds every command's tests.
 package explain
 
 import (
@@ -37,7 +41,7 @@ type ExplainOptions struct {
 }
 
 // NewCmdExplain is `mailagent explain ID`; runF, when not nil, runs
-// instead of explainRun.
+// instead of Run.
 func NewCmdExplain(f *cmdutil.Factory, runF func(context.Context, *ExplainOptions) error) *cobra.Command {
 	opts := &ExplainOptions{IO: f.IOStreams, Config: f.Config, Now: f.Now, SanitiseOff: f.ExplainSanitiseOff}
 	cmd := &cobra.Command{
@@ -64,7 +68,7 @@ output has the classification, gates and decision; run triage without
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return explainRun(cmd.Context(), opts)
+			return Run(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the trace and the message record as JSON")
@@ -78,7 +82,9 @@ type explainView struct {
 	Message *store.MessageRecord `json:"message,omitempty"`
 }
 
-func explainRun(ctx context.Context, opts *ExplainOptions) error {
+// Run prints how the message opts.ID names was handled (text, --json,
+// and with Steps each step's snapshots); any id mailagent prints is taken.
+func Run(ctx context.Context, opts *ExplainOptions) error {
 	svc, closeSvc, err := opts.Service(ctx, false)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package doctor
+package root
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	appdoctor "github.com/mailagent/mailagent/internal/app/doctor"
+	"github.com/mailagent/mailagent/internal/cmd/doctor"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/iostreams"
@@ -25,8 +26,8 @@ func TestNewCmdDoctorFlags(t *testing.T) {
 	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	f := cmdutil.New(ios)
-	var got *DoctorOptions
-	cmd := NewCmdDoctor(f, func(_ context.Context, o *DoctorOptions) error { got = o; return nil })
+	var got *doctor.DoctorOptions
+	cmd := doctor.NewCmdDoctor(f, func(_ context.Context, o *doctor.DoctorOptions) error { got = o; return nil })
 	f.ConfigPath, f.StateDir = "/x/config.toml", "/x/state"
 	cmd.SetArgs([]string{"--json", "--account", "work", "--no-model", "--fix", "--repair"})
 	if err := cmd.Execute(); err != nil {
@@ -41,7 +42,7 @@ func TestNewCmdDoctorFlags(t *testing.T) {
 	if got.Env.IMAPOptions == nil || got.Env.SMTPOptions == nil || got.Env.NewModel == nil {
 		t.Errorf("options lack the live logins and model: %+v", got.Env)
 	}
-	cmd = NewCmdDoctor(f, func(context.Context, *DoctorOptions) error { t.Error("ran with an argument"); return nil })
+	cmd = doctor.NewCmdDoctor(f, func(context.Context, *doctor.DoctorOptions) error { t.Error("ran with an argument"); return nil })
 	cmd.SetArgs([]string{"extra"})
 	if err := cmd.Execute(); err == nil {
 		t.Error("an argument was accepted")
@@ -60,7 +61,7 @@ func TestDoctorConfigDoesNotLoad(t *testing.T) {
 	dial := appdoctor.Env{}
 	for _, asJSON := range []bool{false, true} {
 		ios, _, out, _ := iostreams.Test()
-		err := Run(context.Background(), &DoctorOptions{IO: ios, ConfigPath: path, Now: time.Now, Env: dial, JSON: asJSON})
+		err := doctor.Run(context.Background(), &doctor.DoctorOptions{IO: ios, ConfigPath: path, Now: time.Now, Env: dial, JSON: asJSON})
 		var ue *cmdutil.UserError
 		if !errors.As(err, &ue) || ue.Code != cmdutil.ExitUsage {
 			t.Fatalf("json=%v: error %v, want a usage error", asJSON, err)
@@ -101,7 +102,7 @@ func TestPrintChecksHostileText(t *testing.T) {
 		raw.WriteString(c.Name + c.Detail + c.Fix)
 	}
 	var out strings.Builder
-	printChecks(&out, checks, false)
+	doctor.PrintChecks(&out, checks, false)
 	tried, through, control := 0, 0, 0
 	for what, needle := range needles {
 		tried++
@@ -128,12 +129,12 @@ func TestPrintChecksHostileText(t *testing.T) {
 func TestRepairHealthyDatabase(t *testing.T) {
 	t.Parallel()
 	cfg := &config.Config{StateDir: t.TempDir()}
-	opts := func(asJSON bool) *DoctorOptions {
+	opts := func(asJSON bool) *doctor.DoctorOptions {
 		ios, _, _, _ := iostreams.Test()
-		return &DoctorOptions{IO: ios, Repair: true, JSON: asJSON,
+		return &doctor.DoctorOptions{IO: ios, Repair: true, JSON: asJSON,
 			Config: func() (*config.Config, error) { return cfg, nil }}
 	}
-	err := Run(context.Background(), opts(false))
+	err := doctor.Run(context.Background(), opts(false))
 	var ue *cmdutil.UserError
 	if !errors.As(err, &ue) || ue.Code != cmdutil.ExitUsage || !strings.Contains(err.Error(), cmdutil.DBPath(cfg)) {
 		t.Fatalf("no database: %v, want a usage error naming %s", err, cmdutil.DBPath(cfg))
@@ -147,7 +148,7 @@ func TestRepairHealthyDatabase(t *testing.T) {
 	}
 	for _, asJSON := range []bool{false, true} {
 		o := opts(asJSON)
-		if err := Run(context.Background(), o); err != nil {
+		if err := doctor.Run(context.Background(), o); err != nil {
 			t.Fatalf("json=%v: %v", asJSON, err)
 		}
 		got := o.IO.Out.(interface{ String() string }).String()

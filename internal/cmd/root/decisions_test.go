@@ -1,4 +1,4 @@
-package decisions
+package root
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/cmd/decisions"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/iostreams"
 )
@@ -13,8 +14,8 @@ import (
 func TestNewCmdDecisionsFlags(t *testing.T) {
 	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
-	var got *DecisionsOptions
-	cmd := NewCmdDecisions(cmdutil.New(ios), func(_ context.Context, o *DecisionsOptions) error { got = o; return nil })
+	var got *decisions.DecisionsOptions
+	cmd := decisions.NewCmdDecisions(cmdutil.New(ios), func(_ context.Context, o *decisions.DecisionsOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"--since", "12h", "--json"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -30,12 +31,12 @@ func TestDecisionsBadSinceIsAUsageErrorBeforeAnyService(t *testing.T) {
 	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	opened := false
-	opts := &DecisionsOptions{IO: ios, Since: "soon",
+	opts := &decisions.DecisionsOptions{IO: ios, Since: "soon",
 		Service: func(context.Context, bool) (api.Service, func() error, error) {
 			opened = true
 			return nil, nil, errors.New("unused")
 		}}
-	err := decisionsRun(context.Background(), opts)
+	err := decisions.Run(context.Background(), opts)
 	var ue *cmdutil.UserError
 	if !errors.As(err, &ue) || ue.Code != cmdutil.ExitUsage || opened {
 		t.Fatalf("got %v (service opened %v), want a usage error and no service", err, opened)

@@ -1,4 +1,4 @@
-package demo
+package root
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailagent/mailagent/internal/cmd/demo"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/iostreams"
 )
@@ -32,7 +33,7 @@ func TestDemoServerLogsGoToLogFile(t *testing.T) {
 	t.Cleanup(func() { log.SetOutput(os.Stderr) })
 	f := cmdutil.New(iostreams.New(strings.NewReader(""), io.Discard, io.Discard))
 	defer f.Close()
-	env, err := startDemo(context.Background(), f)
+	env, err := demo.StartWorld(context.Background(), f)
 	if env != nil {
 		defer env.Close(false)
 	}
@@ -70,13 +71,13 @@ func TestNewCmdDemoFlags(t *testing.T) {
 	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	f := cmdutil.New(ios)
-	var got *DemoOptions
-	cmd := NewCmdDemo(f, func(_ context.Context, o *DemoOptions) error { got = o; return nil })
+	var got *demo.DemoOptions
+	cmd := demo.NewCmdDemo(f, func(_ context.Context, o *demo.DemoOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"--no-tui", "--json", "--keep"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	want := DemoOptions{IO: ios, Factory: f, NoTUI: true, JSON: true, Keep: true}
+	want := demo.DemoOptions{IO: ios, Factory: f, NoTUI: true, JSON: true, Keep: true}
 	if got == nil || *got != want {
 		t.Fatalf("runF got %+v, want %+v", got, want)
 	}

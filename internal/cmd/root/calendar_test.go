@@ -1,4 +1,4 @@
-package calendar
+package root
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/app/agentcal"
+	"github.com/mailagent/mailagent/internal/cmd/calendar"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/iostreams"
 )
@@ -31,8 +32,8 @@ func TestNewCmdCalendarFlags(t *testing.T) {
 	} {
 		ios, _, _, _ := iostreams.Test()
 		f := cmdutil.New(ios)
-		var got *CalendarOptions
-		cmd := NewCmdCalendar(f, func(_ context.Context, o *CalendarOptions) error { got = o; return nil })
+		var got *calendar.CalendarOptions
+		cmd := calendar.NewCmdCalendar(f, func(_ context.Context, o *calendar.CalendarOptions) error { got = o; return nil })
 		cmd.SetArgs(tt.args)
 		cmd.SetOut(&bytes.Buffer{})
 		cmd.SetErr(&bytes.Buffer{})
@@ -57,14 +58,14 @@ func TestPrintFreeSlotsOneLinePerDay(t *testing.T) {
 	loc := time.FixedZone("X", 2*3600)
 	at := func(d, h, m int) time.Time { return time.Date(2026, 3, d, h, m, 0, 0, loc) }
 	var b bytes.Buffer
-	printFreeSlots(&b, []agentcal.Interval{{Start: at(30, 9, 0), End: at(30, 11, 0)}, {Start: at(30, 12, 0), End: at(30, 17, 30)}, {Start: at(31, 9, 0), End: at(31, 10, 0)}},
+	calendar.PrintFreeSlots(&b, []agentcal.Interval{{Start: at(30, 9, 0), End: at(30, 11, 0)}, {Start: at(30, 12, 0), End: at(30, 17, 30)}, {Start: at(31, 9, 0), End: at(31, 10, 0)}},
 		agentcal.Prefs{Location: loc, SlotLength: 30 * time.Minute})
 	want := "Free (X, slots of at least 30m0s):\n  Mon 30 Mar  09:00–11:00, 12:00–17:30\n  Tue 31 Mar  09:00–10:00\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 	b.Reset()
-	printFreeSlots(&b, nil, agentcal.Prefs{Location: loc})
+	calendar.PrintFreeSlots(&b, nil, agentcal.Prefs{Location: loc})
 	if !strings.HasPrefix(b.String(), "No free slots") {
 		t.Errorf("no slots: %q", b.String())
 	}

@@ -1,4 +1,4 @@
-package digest
+package root
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/cmd/digest"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/iostreams"
 	"github.com/mailagent/mailagent/store"
@@ -21,7 +22,7 @@ func TestDigestRemoteReadsTheRemoteWatcher(t *testing.T) {
 	for _, send := range []bool{false, true} {
 		ios, _, _, _ := iostreams.Test()
 		var asked []bool
-		opts := &DigestOptions{
+		opts := &digest.DigestOptions{
 			IO: ios, Since: "24h", Send: send, Remote: true, Now: time.Now,
 			Config: func() (*config.Config, error) { return nil, errors.New("no configuration on this machine") },
 			Service: func(_ context.Context, withActions bool) (api.Service, func() error, error) {
@@ -33,7 +34,7 @@ func TestDigestRemoteReadsTheRemoteWatcher(t *testing.T) {
 				return nil, errors.New("no")
 			},
 		}
-		err := digestRun(context.Background(), opts)
+		err := digest.Run(context.Background(), opts)
 		if !errors.Is(err, errRemote) || len(asked) != 1 || asked[0] != send {
 			t.Errorf("send %v: got %v, service asked %v, want the remote service asked once with actions %v", send, err, asked, send)
 		}

@@ -1,4 +1,4 @@
-package digest
+package root
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/mailagent/mailagent/internal/cmd/digest"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/iostreams"
 )
@@ -30,8 +31,8 @@ func TestNewCmdDigestFlags(t *testing.T) {
 	} {
 		ios, _, _, _ := iostreams.Test()
 		f := cmdutil.New(ios)
-		var got *DigestOptions
-		cmd := NewCmdDigest(f, func(_ context.Context, o *DigestOptions) error { got = o; return nil })
+		var got *digest.DigestOptions
+		cmd := digest.NewCmdDigest(f, func(_ context.Context, o *digest.DigestOptions) error { got = o; return nil })
 		cmd.SetArgs(tt.args)
 		cmd.SetOut(&bytes.Buffer{})
 		cmd.SetErr(&bytes.Buffer{})

@@ -1,4 +1,4 @@
-package contacts
+package root
 
 import (
 	"bytes"
@@ -9,13 +9,14 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/mailagent/mailagent/internal/cmd/contacts"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/iostreams"
 	"github.com/mailagent/mailagent/store"
 )
 
-// colAt is the display column where needle starts in line, -1 if absent.
-func colAt(line, needle string) int {
+// contactsColAt is the display column where needle starts in line, -1 if absent.
+func contactsColAt(line, needle string) int {
 	i := strings.Index(line, needle)
 	if i < 0 {
 		return -1
@@ -23,7 +24,7 @@ func colAt(line, needle string) int {
 	return ansi.StringWidth(line[:i])
 }
 
-var wideSubjects = []string{
+var contactsWideSubjects = []string{
 	"会議の時間について",        // CJK: two cells per character
 	"Party 🎉🎂 tonight", // emoji
 	"plain ascii subject",
@@ -34,16 +35,16 @@ func TestContactsTableAlignsWideNames(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var cs []store.Contact
-	for i, s := range wideSubjects {
+	for i, s := range contactsWideSubjects {
 		cs = append(cs, store.Contact{Email: strings.Repeat("b", i+1) + "@example.org", Name: s, Inbound: 10 + i, LastSeen: now})
 	}
 	var b bytes.Buffer
-	printContacts(&b, cs, now)
+	contacts.PrintContacts(&b, cs, now)
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
-	want := colAt(lines[0], "KNOWN")
+	want := contactsColAt(lines[0], "KNOWN")
 	for i, l := range lines[1:] {
-		if got := colAt(l, "false"); got != want {
-			t.Errorf("row %d (%q): KNOWN at display column %d, header at %d\n%s", i, wideSubjects[i], got, want, b.String())
+		if got := contactsColAt(l, "false"); got != want {
+			t.Errorf("row %d (%q): KNOWN at display column %d, header at %d\n%s", i, contactsWideSubjects[i], got, want, b.String())
 		}
 	}
 }
@@ -55,18 +56,18 @@ func TestNewCmdContactsFlags(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		args []string
-		want ContactsOptions
+		want contacts.ContactsOptions
 	}{
-		{[]string{"list", "--json", "--account", "work"}, ContactsOptions{Action: "list", JSON: true, Account: "work"}},
-		{[]string{"show", "bob@example.org"}, ContactsOptions{Action: "show", Email: "bob@example.org"}},
-		{[]string{"forget", "-y", "bob@example.org"}, ContactsOptions{Action: "forget", Email: "bob@example.org", Yes: true}},
-		{[]string{"note", "bob@example.org", "prefers mornings"}, ContactsOptions{Action: "note", Email: "bob@example.org", Note: "prefers mornings"}},
+		{[]string{"list", "--json", "--account", "work"}, contacts.ContactsOptions{Action: "list", JSON: true, Account: "work"}},
+		{[]string{"show", "bob@example.org"}, contacts.ContactsOptions{Action: "show", Email: "bob@example.org"}},
+		{[]string{"forget", "-y", "bob@example.org"}, contacts.ContactsOptions{Action: "forget", Email: "bob@example.org", Yes: true}},
+		{[]string{"note", "bob@example.org", "prefers mornings"}, contacts.ContactsOptions{Action: "note", Email: "bob@example.org", Note: "prefers mornings"}},
 	}
 	for _, tt := range tests {
 		ios, _, _, _ := iostreams.Test()
 		f := cmdutil.New(ios)
-		var got *ContactsOptions
-		cmd := NewCmdContacts(f, func(_ context.Context, o *ContactsOptions) error { got = o; return nil })
+		var got *contacts.ContactsOptions
+		cmd := contacts.NewCmdContacts(f, func(_ context.Context, o *contacts.ContactsOptions) error { got = o; return nil })
 		cmd.SetArgs(tt.args)
 		if err := cmd.Execute(); err != nil {
 			t.Fatalf("%v: %v", tt.args, err)
