@@ -1,6 +1,8 @@
 // Package followups is `mailagent followups`: the threads waiting for
 // the owner's reply or for the correspondent's, and the done, snooze,
 // nudge and replies verbs, all through api.Service.
+// Its tests are in internal/cmd/root (followups_test.go), whose test
+// binary holds every command's tests.
 package followups
 
 import (

@@ -1,7 +1,9 @@
 // Package man writes mailagent's man pages from its command tree. Only the
-// generator, cmd/gen-docs, links it: cobra/doc's Markdown renderer would
-// add its initialisers to every start of mailagent, shell completions
-// included (BENCHMARKS.md §9).
+// generator, cmd/gen-docs, links it into a program: cobra/doc's Markdown
+// renderer would add its initialisers to every start of mailagent, shell
+// completions included (BENCHMARKS.md §9). Its tests are in
+// internal/cmd/root (man_test.go), whose test binary holds every
+// command's tests.
 package man
 
 import (

@@ -1,3 +1,8 @@
+// Package mcp is `mailagent mcp`: the Model Context Protocol server on
+// stdin/stdout (internal/app/mcpserver) over the watcher's socket or the
+// database opened read-only. Its tests are in internal/cmd/root
+// (mcp_test.go, mcp_remote_test.go), whose test binary holds every
+// command's tests.
 package mcp
 
 import (
@@ -36,7 +41,7 @@ type MCPOptions struct {
 }
 
 // NewCmdMCP is `mailagent mcp`; runF, when not nil, runs instead of
-// mcpRun.
+// Run.
 func NewCmdMCP(f *cmdutil.Factory, runF func(context.Context, *MCPOptions) error) *cobra.Command {
 	opts := &MCPOptions{IO: f.IOStreams, Config: f.Config, OpenStore: f.OpenStore, Now: f.Now, Logger: f.Logger}
 	return &cobra.Command{
@@ -57,7 +62,7 @@ opens the database read-only for each request. Logs go to the log file
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return mcpRun(cmd.Context(), opts)
+			return Run(cmd.Context(), opts)
 		},
 	}
 }
@@ -75,7 +80,10 @@ func mcpStartError(err error, fix string) error {
 	return &cmdutil.UserError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("mcp cannot start: %w; fix: %s", err, fix)}
 }
 
-func mcpRun(ctx context.Context, opts *MCPOptions) error {
+// Run serves the Model Context Protocol on opts.IO until the client closes
+// its input or ctx ends. It starts nothing when the configuration cannot
+// be read or [mcp] is switched off: a usage error names the fix.
+func Run(ctx context.Context, opts *MCPOptions) error {
 	cfg, err := opts.Config()
 	switch {
 	case err == nil:
@@ -92,7 +100,7 @@ func mcpRun(ctx context.Context, opts *MCPOptions) error {
 			"set [mcp] enabled = true")
 	}
 	srv := mcpserver.New(mcpserver.Options{
-		Open:     func(ctx context.Context) (api.Service, func() error, error) { return openMCPService(ctx, opts) },
+		Open:     func(ctx context.Context) (api.Service, func() error, error) { return OpenService(ctx, opts) },
 		ReadOnly: cfg.MCP.ReadOnly, Accounts: cfg.MCP.Accounts, Model: cfg.LLM.Model,
 		Version: cmdutil.Version(), Now: opts.Now, Logger: opts.Logger(),
 	})
@@ -106,10 +114,10 @@ func mcpRun(ctx context.Context, opts *MCPOptions) error {
 	return err
 }
 
-// openMCPService is the service for one MCP request: the watcher through
+// OpenService is the service for one MCP request: the watcher through
 // its socket, else the database opened read-only (a shared lock, released
 // when the request ends, so a watcher started later is never kept out).
-func openMCPService(ctx context.Context, opts *MCPOptions) (api.Service, func() error, error) {
+func OpenService(ctx context.Context, opts *MCPOptions) (api.Service, func() error, error) {
 	if opts.Remote {
 		return opts.Service(ctx, false)
 	}

@@ -1,3 +1,7 @@
+// Package memory is `mailagent memory`: what mailagent has learned,
+// record by record (list, show, forget, add, edit). Its tests are in
+// internal/cmd/root (memory_test.go), whose test binary holds every
+// command's tests.
 package memory
 
 import (

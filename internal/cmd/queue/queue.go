@@ -2,6 +2,8 @@
 // scripts (list, show, approve, reject, edit, snooze, unsnooze,
 // regenerate, retry, rsvp, cancel), the review TUI's twins over the same
 // api.Service.
+// Its tests are in internal/cmd/root (queue_test.go), whose test binary
+// holds every command's tests.
 package queue
 
 import (
@@ -162,7 +164,7 @@ func queueDo(ctx context.Context, f *cmdutil.Factory, svc api.Service, opts *Que
 		if err != nil {
 			return err
 		}
-		printQueue(f.IOStreams.Out, items, known, mailDates(ctx, svc, items), f.Now(), f.IOStreams.TerminalWidth())
+		PrintQueue(f.IOStreams.Out, items, known, mailDates(ctx, svc, items), f.Now(), f.IOStreams.TerminalWidth())
 		recs, err := svc.NeedsReview(ctx)
 		if err != nil {
 			return err
@@ -342,12 +344,12 @@ func editText(ctx context.Context, f *cmdutil.Factory, text string) (string, err
 	if err != nil {
 		return "", err
 	}
-	return trimAddedNewline(string(b), added), nil
+	return TrimAddedNewline(string(b), added), nil
 }
 
-// trimAddedNewline takes off the one final newline (LF or CRLF) that
+// TrimAddedNewline takes off the one final newline (LF or CRLF) that
 // editText added, and nothing the owner typed.
-func trimAddedNewline(s string, added bool) string {
+func TrimAddedNewline(s string, added bool) string {
 	if !added {
 		return s
 	}
@@ -357,12 +359,12 @@ func trimAddedNewline(s string, added bool) string {
 	return strings.TrimSuffix(s, "\n")
 }
 
-// printQueue writes the human table. Every untrusted field is sanitised
+// PrintQueue writes the human table. Every untrusted field is sanitised
 // before it is cut to width. known maps account → address → written to
 // before (see review.RecipientStatus); recipients not in it are marked new.
 // dates maps an item id to its mail's Date: AGE counts from it (from the
 // item's creation when the date is unknown).
-func printQueue(w io.Writer, items []store.QueueItem, known map[string]map[string]bool, dates map[string]time.Time, now time.Time, width int) {
+func PrintQueue(w io.Writer, items []store.QueueItem, known map[string]map[string]bool, dates map[string]time.Time, now time.Time, width int) {
 	if len(items) == 0 {
 		fmt.Fprintln(w, "the queue is empty")
 		return

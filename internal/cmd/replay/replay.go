@@ -1,6 +1,8 @@
 // Package replay is `mailagent replay`: its flags, the --policy file, the
 // progress bar and the report. The run and its scores are
 // internal/app/replay's.
+// Its tests are in internal/cmd/root (replay_test.go), whose test binary
+// holds every command's tests.
 package replay
 
 import (
@@ -101,10 +103,10 @@ reached.`,
 	return cmd
 }
 
-// replayPolicy is the configured policy with the keys of file (a [policy]
+// PolicyOf is the configured policy with the keys of file (a [policy]
 // table, or the keys at the top level) replacing it, and mode "auto": a
 // replay asks what auto mode would have done.
-func policyOf(base config.Policy, file string) (config.Policy, error) {
+func PolicyOf(base config.Policy, file string) (config.Policy, error) {
 	p := base
 	if file != "" {
 		var top map[string]any
@@ -155,7 +157,7 @@ func Run(ctx context.Context, opts *ReplayOptions) (err error) {
 		return err
 	}
 	since, _ := cmdutil.ParseSince(opts.Since, f.Now())
-	cpol, err := policyOf(cfg.Policy, opts.Policy)
+	cpol, err := PolicyOf(cfg.Policy, opts.Policy)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 // Package review is `mailagent review`: the approval queue in the
 // terminal (the tui package over internal/app/review's Backend). It is
 // the one command group that imports tui (archtest's tuiFronts).
+// Its tests are in internal/cmd/root (review_test.go), whose test binary
+// holds every command's tests.
 package review
 
 import (

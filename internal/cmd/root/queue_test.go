@@ -1,4 +1,4 @@
-package queue
+package root
 
 import (
 	"bytes"
@@ -10,12 +10,13 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/mailagent/mailagent/internal/cmd/queue"
 	"github.com/mailagent/mailagent/internal/mail"
 	"github.com/mailagent/mailagent/store"
 )
 
-// colAt is the display column where needle starts in line, -1 if absent.
-func colAt(line, needle string) int {
+// queueColAt is the display column where needle starts in line, -1 if absent.
+func queueColAt(line, needle string) int {
 	i := strings.Index(line, needle)
 	if i < 0 {
 		return -1
@@ -23,7 +24,7 @@ func colAt(line, needle string) int {
 	return ansi.StringWidth(line[:i])
 }
 
-var wideSubjects = []string{
+var queueWideSubjects = []string{
 	"会議の時間について",        // CJK: two cells per character
 	"Party 🎉🎂 tonight", // emoji
 	"plain ascii subject",
@@ -34,7 +35,7 @@ func TestQueueTableAlignsWideText(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var items []store.QueueItem
-	for i, s := range wideSubjects {
+	for i, s := range queueWideSubjects {
 		items = append(items, store.QueueItem{ID: "q" + strings.Repeat("x", i), Kind: store.KindDraft, Status: store.QueuePending,
 			Account: "personal", From: mail.Address{Name: "送信者 🙂", Email: "a@example.org"},
 			To: []mail.Address{{Email: "a@example.org"}}, Subject: s,
@@ -42,15 +43,15 @@ func TestQueueTableAlignsWideText(t *testing.T) {
 			CreatedAt:      now.Add(-time.Hour)})
 	}
 	var b bytes.Buffer
-	printQueue(&b, items, nil, nil, now, 0)
+	queue.PrintQueue(&b, items, nil, nil, now, 0)
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 	if len(lines) != len(items)+1 {
 		t.Fatalf("got %d lines:\n%s", len(lines), b.String())
 	}
-	want := colAt(lines[0], "INTENT")
+	want := queueColAt(lines[0], "INTENT")
 	for i, l := range lines[1:] {
-		if got := colAt(l, "intent"+strings.Repeat("Z", i)+" "); got != want {
-			t.Errorf("row %d (%q): INTENT at display column %d, header at %d\n%s", i, wideSubjects[i], got, want, b.String())
+		if got := queueColAt(l, "intent"+strings.Repeat("Z", i)+" "); got != want {
+			t.Errorf("row %d (%q): INTENT at display column %d, header at %d\n%s", i, queueWideSubjects[i], got, want, b.String())
 		}
 	}
 
@@ -58,13 +59,13 @@ func TestQueueTableAlignsWideText(t *testing.T) {
 	// check above can fail.
 	var tw bytes.Buffer
 	w := tabwriter.NewWriter(&tw, 0, 0, 2, ' ', 0)
-	for _, s := range append([]string{"SUBJECT"}, wideSubjects...) {
+	for _, s := range append([]string{"SUBJECT"}, queueWideSubjects...) {
 		_, _ = w.Write([]byte(s + "\tX\n"))
 	}
 	_ = w.Flush()
 	cols := map[int]bool{}
 	for _, l := range strings.Split(strings.TrimRight(tw.String(), "\n"), "\n") {
-		cols[colAt(l, "X")] = true
+		cols[queueColAt(l, "X")] = true
 	}
 	if len(cols) == 1 {
 		t.Errorf("tabwriter aligned wide text; the test above proves nothing")
@@ -79,7 +80,7 @@ func TestQueueAgeCountsFromTheMailsDate(t *testing.T) {
 		{ID: "q2", Kind: store.KindDraft, Status: store.QueuePending, Subject: "no date", CreatedAt: now.Add(-2 * time.Hour)},
 	}
 	var b bytes.Buffer
-	printQueue(&b, items, nil, map[string]time.Time{"q1": now.Add(-72 * time.Hour)}, now, 0)
+	queue.PrintQueue(&b, items, nil, map[string]time.Time{"q1": now.Add(-72 * time.Hour)}, now, 0)
 	lines := strings.Split(b.String(), "\n")
 	if f := strings.Fields(lines[1]); len(f) < 4 || f[3] != "3d" {
 		t.Errorf("dated item: AGE %v, want 3d from the mail's date\n%s", f, b.String())
@@ -97,7 +98,7 @@ func TestQueueListFitsTheTerminal(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var items []store.QueueItem
-	for i, s := range wideSubjects {
+	for i, s := range queueWideSubjects {
 		items = append(items, store.QueueItem{ID: fmt.Sprintf("q_%016x", i*7919), Kind: store.KindDraft, Status: store.QueuePending,
 			Account: "personal", From: mail.Address{Name: "A rather long display name " + strings.Repeat("x", i), Email: "sender" + strings.Repeat("y", i) + "@example.org"},
 			To: []mail.Address{{Name: "Someone", Email: "stranger@evil.example"}}, Subject: s + " and a long tail of words",
@@ -106,7 +107,7 @@ func TestQueueListFitsTheTerminal(t *testing.T) {
 	known := map[string]map[string]bool{"personal": {}}
 	for _, width := range []int{80, 100, 72} {
 		var b bytes.Buffer
-		printQueue(&b, items, known, nil, now, width)
+		queue.PrintQueue(&b, items, known, nil, now, width)
 		lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 		if len(lines) != len(items)+1 {
 			t.Fatalf("%d columns: %d lines for %d items", width, len(lines), len(items))
@@ -124,7 +125,7 @@ func TestQueueListFitsTheTerminal(t *testing.T) {
 		}
 	}
 	var whole bytes.Buffer
-	printQueue(&whole, items, known, nil, now, 0)
+	queue.PrintQueue(&whole, items, known, nil, now, 0)
 	if !strings.Contains(whole.String(), "A rather long display name") || !strings.Contains(whole.String(), "information_request,follow_up") {
 		t.Errorf("a pipe got cut rows:\n%s", whole.String())
 	}
@@ -143,8 +144,8 @@ func TestTrimAddedNewline(t *testing.T) {
 		{"a\n\n", true, "a\n"}, // a blank line the owner typed stays
 		{"a\n", false, "a\n"},  // the draft had its own
 	} {
-		if got := trimAddedNewline(tt.in, tt.added); got != tt.want {
-			t.Errorf("trimAddedNewline(%q, %v) = %q, want %q", tt.in, tt.added, got, tt.want)
+		if got := queue.TrimAddedNewline(tt.in, tt.added); got != tt.want {
+			t.Errorf("TrimAddedNewline(%q, %v) = %q, want %q", tt.in, tt.added, got, tt.want)
 		}
 	}
 }

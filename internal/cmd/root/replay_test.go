@@ -1,4 +1,4 @@
-package replay
+package root
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mailagent/mailagent/internal/cmd/replay"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/iostreams"
@@ -33,7 +34,7 @@ func TestReplayPolicyFile(t *testing.T) {
 		if err := os.WriteFile(path, []byte(tc.body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		p, err := policyOf(base, path)
+		p, err := replay.PolicyOf(base, path)
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: err %v, want ok %v", tc.name, err, tc.ok)
 			continue
@@ -50,13 +51,13 @@ func TestNewCmdReplayFlags(t *testing.T) {
 	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	f := cmdutil.New(ios)
-	var got *ReplayOptions
-	cmd := NewCmdReplay(f, func(_ context.Context, o *ReplayOptions) error { got = o; return nil })
+	var got *replay.ReplayOptions
+	cmd := replay.NewCmdReplay(f, func(_ context.Context, o *replay.ReplayOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"--account", "work", "--limit", "500", "--drafts", "--policy", "p.toml", "--json", "--html", "r.html", "--fresh"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	want := ReplayOptions{IO: ios, Factory: f, Account: "work", Since: "90d", Limit: 500, Drafts: true, Policy: "p.toml",
+	want := replay.ReplayOptions{IO: ios, Factory: f, Account: "work", Since: "90d", Limit: 500, Drafts: true, Policy: "p.toml",
 		JSON: true, HTML: "r.html", Fresh: true}
 	if got == nil || *got != want {
 		t.Fatalf("runF got %+v, want %+v", got, want)

@@ -1,4 +1,4 @@
-package review
+package root
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/cmd/review"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/iostreams"
 )
@@ -27,7 +28,7 @@ func TestReviewNeedsATerminal(t *testing.T) {
 			opened = true
 			return nil, nil, held
 		}
-		err := Run(context.Background(), f, &ReviewOptions{})
+		err := review.Run(context.Background(), f, &review.ReviewOptions{})
 		if !tty {
 			if ue, ok := cmdutil.AsUserError(err); !ok || ue.Code != cmdutil.ExitUsage || !strings.Contains(ue.Hint, "mailagent queue list") || opened {
 				t.Errorf("no terminal: got %v (service opened %v), want a usage error naming queue list and no service", err, opened)

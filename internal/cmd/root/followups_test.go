@@ -1,4 +1,4 @@
-package followups
+package root
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/cmd/followups"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/iostreams"
 )
@@ -14,8 +15,8 @@ import (
 func TestNewCmdFollowupsFlags(t *testing.T) {
 	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
-	var got *FollowupsOptions
-	cmd := NewCmdFollowups(cmdutil.New(ios), func(_ context.Context, o *FollowupsOptions) error { got = o; return nil })
+	var got *followups.FollowupsOptions
+	cmd := followups.NewCmdFollowups(cmdutil.New(ios), func(_ context.Context, o *followups.FollowupsOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"snooze", "fu_1", "--for", "2d", "--account", "work"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -29,7 +30,7 @@ func TestNewCmdFollowupsFlags(t *testing.T) {
 // --for exits 2 and opens nothing.
 func TestBadFlagsAreUsageErrorsBeforeAnyService(t *testing.T) {
 	t.Parallel()
-	for _, opts := range []*FollowupsOptions{
+	for _, opts := range []*followups.FollowupsOptions{
 		{Action: "list", State: "someday"},
 		{Action: "list", State: "open", Since: "soon"},
 		{Action: "list", State: "open", Recent: "-3d"},
@@ -43,7 +44,7 @@ func TestBadFlagsAreUsageErrorsBeforeAnyService(t *testing.T) {
 			opened = true
 			return nil, nil, errors.New("unused")
 		}
-		err := Run(context.Background(), f, opts)
+		err := followups.Run(context.Background(), f, opts)
 		if ue, ok := cmdutil.AsUserError(err); !ok || ue.Code != cmdutil.ExitUsage || opened {
 			t.Errorf("%+v: got %v (service opened %v), want a usage error and no service", opts, err, opened)
 		}

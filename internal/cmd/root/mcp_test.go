@@ -1,4 +1,4 @@
-package mcp
+package root
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mailagent/mailagent/internal/cmd/mcp"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/iostreams"
@@ -17,10 +18,10 @@ func TestMCPSwitchedOffIsAUsageErrorWithTheFix(t *testing.T) {
 	t.Parallel()
 	ios, in, out, _ := iostreams.Test()
 	in.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize"}` + "\n")
-	opts := &MCPOptions{IO: ios, Config: func() (*config.Config, error) {
+	opts := &mcp.MCPOptions{IO: ios, Config: func() (*config.Config, error) {
 		return &config.Config{File: "/x/config.toml"}, nil
 	}}
-	err := mcpRun(context.Background(), opts)
+	err := mcp.Run(context.Background(), opts)
 	var ue *cmdutil.UserError
 	if !errors.As(err, &ue) || ue.Code != cmdutil.ExitUsage || !strings.Contains(err.Error(), "set [mcp] enabled = true") {
 		t.Fatalf("got %v, want a usage error naming the fix", err)
@@ -34,7 +35,7 @@ func TestNewCmdMCPTakesNoArguments(t *testing.T) {
 	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	ran := false
-	cmd := NewCmdMCP(cmdutil.New(ios), func(_ context.Context, o *MCPOptions) error { ran = o.IO == ios; return nil })
+	cmd := mcp.NewCmdMCP(cmdutil.New(ios), func(_ context.Context, o *mcp.MCPOptions) error { ran = o.IO == ios; return nil })
 	cmd.SetArgs([]string{"x"})
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
 	if err := cmd.Execute(); err == nil {

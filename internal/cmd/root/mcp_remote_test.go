@@ -1,4 +1,4 @@
-package mcp
+package root
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/cmd/mcp"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/store"
 )
@@ -17,7 +18,7 @@ func TestOpenMCPServiceRemote(t *testing.T) {
 	t.Parallel()
 	errRemote := errors.New("the remote service")
 	local := 0
-	opts := &MCPOptions{
+	opts := &mcp.MCPOptions{
 		Remote: true,
 		Service: func(_ context.Context, withActions bool) (api.Service, func() error, error) {
 			if withActions {
@@ -28,11 +29,11 @@ func TestOpenMCPServiceRemote(t *testing.T) {
 		Config:    func() (*config.Config, error) { local++; return nil, errors.New("no local config") },
 		OpenStore: func(bool) (*store.Store, error) { local++; return nil, errors.New("no local store") },
 	}
-	if _, _, err := openMCPService(context.Background(), opts); !errors.Is(err, errRemote) || local != 0 {
+	if _, _, err := mcp.OpenService(context.Background(), opts); !errors.Is(err, errRemote) || local != 0 {
 		t.Errorf("remote: got %v with %d local reads, want the remote service and none", err, local)
 	}
 	opts.Remote = false
-	if _, _, err := openMCPService(context.Background(), opts); errors.Is(err, errRemote) || local == 0 {
+	if _, _, err := mcp.OpenService(context.Background(), opts); errors.Is(err, errRemote) || local == 0 {
 		t.Errorf("local: got %v with %d local reads, want the local path", err, local)
 	}
 }
