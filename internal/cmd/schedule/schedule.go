@@ -1,3 +1,6 @@
+// Package schedule is `mailagent schedule list`: the watcher's timed
+// jobs, as a table or JSON. Its tests are in internal/cmd/root
+// (schedule_test.go), whose test binary holds every command's tests.
 package schedule
 
 import (
@@ -86,9 +89,9 @@ func scheduleRun(ctx context.Context, opts *ScheduleOptions) error {
 	return printSchedule(opts.IO.Out, js, now)
 }
 
-// jobWhen says when a job is due: "in 5m", "overdue 3m", "-" when it
+// JobWhen says when a job is due: "in 5m", "overdue 3m", "-" when it
 // waits for nothing.
-func jobWhen(j *store.Job, now time.Time) string {
+func JobWhen(j *store.Job, now time.Time) string {
 	due := view.JobDueAt(j)
 	switch {
 	case j.State == store.JobDone || j.State == store.JobFailed:
@@ -119,7 +122,7 @@ func printSchedule(w io.Writer, js []store.Job, now time.Time) error {
 		if t := view.JobDueAt(j); !t.IsZero() {
 			due = t.Local().Format("2006-01-02 15:04")
 		}
-		tb.Row(termsafe.Line(j.ID), termsafe.Line(j.Kind), string(j.State), due, jobWhen(j, now), fmt.Sprint(j.Attempts), why)
+		tb.Row(termsafe.Line(j.ID), termsafe.Line(j.Kind), string(j.State), due, JobWhen(j, now), fmt.Sprint(j.Attempts), why)
 	}
 	return tb.Write(w)
 }

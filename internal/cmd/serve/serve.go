@@ -3,7 +3,8 @@
 // (`mailagent --remote ssh://host …`, as `docker -H ssh://` runs
 // `docker system dial-stdio`). It copies bytes between its standard
 // streams and the local watcher's unix socket; it opens no port and
-// never opens the database.
+// never opens the database. Its tests are in internal/cmd/root
+// (serve_test.go), whose test binary holds every command's tests.
 package serve
 
 import (

@@ -1,3 +1,7 @@
+// Package status is `mailagent status`: whether a watcher runs, the
+// messages by state, and today's auto-sends, tokens and model latency.
+// Its tests are in internal/cmd/root (status_test.go), whose test binary
+// holds every command's tests.
 package status
 
 import (
@@ -31,7 +35,7 @@ type StatusOptions struct {
 }
 
 // NewCmdStatus is `mailagent status`; runF, when not nil, runs instead of
-// statusRun (tests of the flag parsing).
+// Run (tests of the flag parsing).
 func NewCmdStatus(f *cmdutil.Factory, runF func(context.Context, *StatusOptions) error) *cobra.Command {
 	opts := &StatusOptions{IO: f.IOStreams, Config: f.Config, Service: f.Service, Now: f.Now}
 	cmd := &cobra.Command{
@@ -45,14 +49,18 @@ func NewCmdStatus(f *cmdutil.Factory, runF func(context.Context, *StatusOptions)
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return statusRun(cmd.Context(), opts)
+			return Run(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print as JSON")
 	return cmd
 }
 
-func statusRun(ctx context.Context, opts *StatusOptions) error {
+// Run prints the status: whether a watcher runs, each account's state,
+// the messages by state, today's auto-sends, tokens and model latency
+// (as JSON with opts.JSON). An error opening the service is returned as
+// is, before anything is printed.
+func Run(ctx context.Context, opts *StatusOptions) error {
 	out := opts.IO.Out
 	svc, closeSvc, err := opts.Service(ctx, false)
 	if err != nil {
@@ -146,7 +154,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 		if d, ok := u.LatencyP95(); ok {
 			p95 = "at most " + d.String()
 		}
-		fmt.Fprintf(out, "model latency today: mean %s, p95 %s (%s)\n", meanLatency(u), p95, cmdutil.Plural(int(u.ModelCalls), "model call"))
+		fmt.Fprintf(out, "model latency today: mean %s, p95 %s (%s)\n", MeanLatency(u), p95, cmdutil.Plural(int(u.ModelCalls), "model call"))
 	}
 	return nil
 }
@@ -160,10 +168,10 @@ const slowPush = 10 * time.Second
 // NotWatched is an account's state in status when no watcher runs.
 const NotWatched = "not watched (no watcher running)"
 
-// meanLatency is the day's mean model latency to the millisecond, and
+// MeanLatency is the day's mean model latency to the millisecond, and
 // "under 1ms" for a model that answers faster (a mean of "0s" reads as
 // a fault).
-func meanLatency(u store.UsageDay) string {
+func MeanLatency(u store.UsageDay) string {
 	if u.ModelCalls == 0 {
 		return "-"
 	}

@@ -1,6 +1,7 @@
 // Package triage is `mailagent triage`: its flags, and the summary it
 // prints. The run itself (internal/app/triage) is the pipeline over the
-// mail already in a mailbox.
+// mail already in a mailbox. Its tests are in internal/cmd/root
+// (triage_test.go), whose test binary holds every command's tests.
 package triage
 
 import (

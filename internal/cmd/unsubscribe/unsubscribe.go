@@ -1,7 +1,8 @@
 // Package unsubscribe is `mailagent unsubscribe`: leave the mailing list a
 // message came from, after the owner confirms. The execution (the
 // one-click POST or the mail through the outbox) is
-// internal/app/unsubscribe's.
+// internal/app/unsubscribe's. Its tests are in internal/cmd/root
+// (unsubscribe_test.go), whose test binary holds every command's tests.
 package unsubscribe
 
 import (
@@ -80,7 +81,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *UnsubscribeOptions) erro
 		return err
 	}
 	defer p.Close()
-	if err := confirm(f, opts, termsafe.Line(p.Record.List), p.What); err != nil {
+	if err := Confirm(f, opts, termsafe.Line(p.Record.List), p.What); err != nil {
 		return err
 	}
 	stderr := f.IOStreams.ErrOut
@@ -109,8 +110,11 @@ func Env(cfg *config.Config, now func() time.Time) *appunsub.Env {
 	return &appunsub.Env{Config: cfg, Mailer: wire.NewMailerLogins, Now: now}
 }
 
-// confirm asks y/N at a terminal; a script must say --yes.
-func confirm(f *cmdutil.Factory, opts *UnsubscribeOptions, list, what string) error {
+// Confirm asks y/N at a terminal; a script must say --yes. It returns nil
+// when opts.Yes is set or the owner answers y; off a terminal without
+// --yes, a usage error whose hint names --yes; any other answer, an
+// ExitFailure error "nothing sent".
+func Confirm(f *cmdutil.Factory, opts *UnsubscribeOptions, list, what string) error {
 	if opts.Yes {
 		return nil
 	}

@@ -1,4 +1,6 @@
-// Package version is `mailagent version`.
+// Package version is `mailagent version`. Its tests are in
+// internal/cmd/root (version_test.go), whose test binary holds every
+// command's tests.
 package version
 
 import (
@@ -29,12 +31,13 @@ func NewCmdVersion(f *cmdutil.Factory, runF func(*VersionOptions) error) *cobra.
 			if runF != nil {
 				return runF(opts)
 			}
-			return versionRun(opts)
+			return Run(opts)
 		},
 	}
 }
 
-func versionRun(opts *VersionOptions) error {
+// Run prints "mailagent <opts.Version>" on opts.IO.Out.
+func Run(opts *VersionOptions) error {
 	_, err := fmt.Fprintln(opts.IO.Out, "mailagent", opts.Version)
 	return err
 }

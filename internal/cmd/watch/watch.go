@@ -1,5 +1,7 @@
 // Package watch is `mailagent watch`: its flags, and whether it talks on
-// the terminal. The watcher itself is internal/app/watch.
+// the terminal. The watcher itself is internal/app/watch. Its tests are
+// in internal/cmd/root (watch_test.go), whose test binary holds every
+// command's tests.
 package watch
 
 import (
@@ -76,17 +78,17 @@ func Run(ctx context.Context, opts *WatchOptions) error {
 	}
 	o := &appwatch.Options{Config: cfg, Accounts: accounts, Env: f.WireEnv(cfg),
 		Open: func() (*store.Store, error) { return f.OpenStore(false) }, Once: opts.Once, AdviseReview: !opts.Demo}
-	if progressWanted(opts.IO) {
+	if ProgressWanted(opts.IO) {
 		o.Progress = opts.IO.ErrOut
 	}
 	return appwatch.Run(ctx, o)
 }
 
-// progressWanted reports whether watch should talk on stderr: a terminal
+// ProgressWanted reports whether watch should talk on stderr: a terminal
 // (not TERM=dumb) and no service manager (systemd's INVOCATION_ID,
 // launchd's LAUNCHD): under one the log file has it all, and the journal
 // only gets errors.
-func progressWanted(ios *iostreams.IOStreams) bool {
+func ProgressWanted(ios *iostreams.IOStreams) bool {
 	if os.Getenv("INVOCATION_ID") != "" || os.Getenv("LAUNCHD") != "" {
 		return false
 	}

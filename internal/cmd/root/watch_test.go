@@ -1,9 +1,10 @@
-package watch
+package root
 
 import (
 	"context"
 	"testing"
 
+	"github.com/mailagent/mailagent/internal/cmd/watch"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/iostreams"
 )
@@ -14,13 +15,13 @@ func TestNewCmdWatchFlags(t *testing.T) {
 	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	f := cmdutil.New(ios)
-	var got *WatchOptions
-	cmd := NewCmdWatch(f, func(_ context.Context, o *WatchOptions) error { got = o; return nil })
+	var got *watch.WatchOptions
+	cmd := watch.NewCmdWatch(f, func(_ context.Context, o *watch.WatchOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"--account", "work", "--once"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	want := WatchOptions{IO: ios, Factory: f, Account: "work", Once: true}
+	want := watch.WatchOptions{IO: ios, Factory: f, Account: "work", Once: true}
 	if got == nil || *got != want {
 		t.Fatalf("runF got %+v, want %+v", got, want)
 	}
@@ -53,8 +54,8 @@ func TestProgressWantedOnlyOnATerminal(t *testing.T) {
 			}
 			ios, _, _, _ := iostreams.Test()
 			ios.SetStderrTTY(tc.tty)
-			if got := progressWanted(ios); got != tc.want {
-				t.Errorf("progressWanted = %v, want %v", got, tc.want)
+			if got := watch.ProgressWanted(ios); got != tc.want {
+				t.Errorf("ProgressWanted = %v, want %v", got, tc.want)
 			}
 		})
 	}

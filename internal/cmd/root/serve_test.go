@@ -1,4 +1,4 @@
-package serve
+package root
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/cmd/serve"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/iostreams"
 	"github.com/mailagent/mailagent/store"
@@ -31,8 +32,8 @@ func TestNewCmdServeFlags(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ios, _, _, _ := iostreams.Test()
-			var got *ServeOptions
-			cmd := NewCmdServe(cmdutil.New(ios), func(_ context.Context, o *ServeOptions) error { got = o; return nil })
+			var got *serve.ServeOptions
+			cmd := serve.NewCmdServe(cmdutil.New(ios), func(_ context.Context, o *serve.ServeOptions) error { got = o; return nil })
 			cmd.SetArgs(tt.args)
 			if err := cmd.Execute(); err != nil {
 				t.Fatal(err)
@@ -44,8 +45,8 @@ func TestNewCmdServeFlags(t *testing.T) {
 	}
 }
 
-// shortDir is a state directory whose socket path fits in a sockaddr.
-func shortDir(t *testing.T) string {
+// serveShortDir is a state directory whose socket path fits in a sockaddr.
+func serveShortDir(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "mas")
 	if err != nil {
@@ -58,7 +59,7 @@ func shortDir(t *testing.T) string {
 func TestServeNeedsStdio(t *testing.T) {
 	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
-	err := Run(context.Background(), &ServeOptions{IO: ios, StateDir: func() (string, error) { return shortDir(t), nil }})
+	err := serve.Run(context.Background(), &serve.ServeOptions{IO: ios, StateDir: func() (string, error) { return serveShortDir(t), nil }})
 	var ue *cmdutil.UserError
 	if !errors.As(err, &ue) || ue.Code != cmdutil.ExitUsage {
 		t.Errorf("got %v, want a usage error", err)
@@ -70,7 +71,7 @@ func TestServeNeedsStdio(t *testing.T) {
 func TestServeWithoutWatcher(t *testing.T) {
 	t.Parallel()
 	ios, _, out, _ := iostreams.Test()
-	err := Run(context.Background(), &ServeOptions{IO: ios, Stdio: true, StateDir: func() (string, error) { return shortDir(t), nil }})
+	err := serve.Run(context.Background(), &serve.ServeOptions{IO: ios, Stdio: true, StateDir: func() (string, error) { return serveShortDir(t), nil }})
 	var ue *cmdutil.UserError
 	if !errors.As(err, &ue) || ue.Code != cmdutil.ExitUnreachable || !errors.Is(err, api.ErrNoWatcher) {
 		t.Fatalf("got %v, want exit 3 wrapping ErrNoWatcher", err)
@@ -83,11 +84,11 @@ func TestServeWithoutWatcher(t *testing.T) {
 	}
 }
 
-// startWatcher serves a Local over an empty store on the socket of a new
-// state directory, as the watcher does.
-func startWatcher(t *testing.T) string {
+// serveStartWatcher serves a Local over an empty store on the socket of
+// a new state directory, as the watcher does.
+func serveStartWatcher(t *testing.T) string {
 	t.Helper()
-	dir := shortDir(t)
+	dir := serveShortDir(t)
 	st, err := store.Open(filepath.Join(dir, "state.db"), store.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -121,13 +122,13 @@ func startWatcher(t *testing.T) string {
 // cleanly when stdin closes (the ssh client went away).
 func TestServeRelays(t *testing.T) {
 	t.Parallel()
-	dir := startWatcher(t)
+	dir := serveStartWatcher(t)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ios := iostreams.New(inR, outW, io.Discard)
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(context.Background(), &ServeOptions{IO: ios, Stdio: true, StateDir: func() (string, error) { return dir, nil }})
+		done <- serve.Run(context.Background(), &serve.ServeOptions{IO: ios, Stdio: true, StateDir: func() (string, error) { return dir, nil }})
 		_ = outW.Close()
 	}()
 	br := bufio.NewReader(outR)
@@ -159,13 +160,13 @@ func TestServeRelays(t *testing.T) {
 // ends the relay at once, even with stdin still open.
 func TestServeEndsWhenTheWatcherCloses(t *testing.T) {
 	t.Parallel()
-	dir := startWatcher(t)
+	dir := serveStartWatcher(t)
 	inR, inW := io.Pipe()
 	defer func() { _ = inW.Close() }()
 	ios := iostreams.New(inR, io.Discard, io.Discard)
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(context.Background(), &ServeOptions{IO: ios, Stdio: true, StateDir: func() (string, error) { return dir, nil }})
+		done <- serve.Run(context.Background(), &serve.ServeOptions{IO: ios, Stdio: true, StateDir: func() (string, error) { return dir, nil }})
 	}()
 	if _, err := io.WriteString(inW, "GET /v1/status HTTP/1.1\r\nHost: mailagent\r\nConnection: close\r\n\r\n"); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package unsubscribe
+package root
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/cmd/unsubscribe"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/iostreams"
 )
@@ -15,8 +16,8 @@ import (
 func TestNewCmdUnsubscribeFlags(t *testing.T) {
 	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
-	var got *UnsubscribeOptions
-	cmd := NewCmdUnsubscribe(cmdutil.New(ios), func(_ context.Context, o *UnsubscribeOptions) error { got = o; return nil })
+	var got *unsubscribe.UnsubscribeOptions
+	cmd := unsubscribe.NewCmdUnsubscribe(cmdutil.New(ios), func(_ context.Context, o *unsubscribe.UnsubscribeOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"<id@lists.example.org>", "--yes", "--json"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -39,7 +40,7 @@ func TestConfirmSendsOnlyOnYes(t *testing.T) {
 		ios.SetStdinTTY(tty)
 		f := cmdutil.New(ios)
 		defer f.Close()
-		return confirm(f, &UnsubscribeOptions{Yes: yes}, "news@lists.example.org", "a mail to leave@lists.example.org")
+		return unsubscribe.Confirm(f, &unsubscribe.UnsubscribeOptions{Yes: yes}, "news@lists.example.org", "a mail to leave@lists.example.org")
 	}
 	tried, through := 0, 0
 	tried++
@@ -81,7 +82,7 @@ func TestRunReportsTheServiceError(t *testing.T) {
 	f := cmdutil.New(ios)
 	want := errors.New("database held")
 	f.Service = func(context.Context, bool) (api.Service, func() error, error) { return nil, nil, want }
-	if err := Run(context.Background(), f, &UnsubscribeOptions{Ref: "x"}); !errors.Is(err, want) {
+	if err := unsubscribe.Run(context.Background(), f, &unsubscribe.UnsubscribeOptions{Ref: "x"}); !errors.Is(err, want) {
 		t.Fatalf("Run: %v, want %v", err, want)
 	}
 	if out.Len()+errOut.Len() != 0 {

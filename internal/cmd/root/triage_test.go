@@ -1,4 +1,4 @@
-package triage
+package root
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mailagent/mailagent/internal/cmd/triage"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/iostreams"
 )
@@ -16,14 +17,14 @@ func TestNewCmdTriageFlags(t *testing.T) {
 	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	f := cmdutil.New(ios)
-	var got *TriageOptions
-	cmd := NewCmdTriage(f, func(_ context.Context, o *TriageOptions) error { got = o; return nil })
+	var got *triage.TriageOptions
+	cmd := triage.NewCmdTriage(f, func(_ context.Context, o *triage.TriageOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"--account", "work", "--mailbox", "Archive", "--since", "7d", "--unseen", "--limit", "50",
 		"--dry-run", "--json", "--redo"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	want := TriageOptions{IO: ios, Factory: f, Account: "work", Mailbox: "Archive", Since: "7d", Unseen: true, Limit: 50,
+	want := triage.TriageOptions{IO: ios, Factory: f, Account: "work", Mailbox: "Archive", Since: "7d", Unseen: true, Limit: 50,
 		DryRun: true, JSON: true, Redo: true}
 	if got == nil || *got != want {
 		t.Fatalf("runF got %+v, want %+v", got, want)
@@ -37,7 +38,7 @@ func TestTriageBadWindowIsUsage(t *testing.T) {
 	for _, args := range [][]string{{"--limit", "-1"}, {"--since", "last tuesday-ish"}} {
 		ios, _, _, errOut := iostreams.Test()
 		ran := false
-		cmd := NewCmdTriage(cmdutil.New(ios), func(context.Context, *TriageOptions) error { ran = true; return nil })
+		cmd := triage.NewCmdTriage(cmdutil.New(ios), func(context.Context, *triage.TriageOptions) error { ran = true; return nil })
 		cmd.SetArgs(args)
 		cmd.SilenceErrors, cmd.SilenceUsage = true, true
 		err := cmd.Execute()
@@ -58,7 +59,7 @@ func TestTriageRunNeedsAConfiguration(t *testing.T) {
 	ios, _, out, errOut := iostreams.Test()
 	f := cmdutil.New(ios)
 	f.ConfigPath = t.TempDir() + "/missing.toml"
-	err := Run(context.Background(), &TriageOptions{IO: ios, Factory: f})
+	err := triage.Run(context.Background(), &triage.TriageOptions{IO: ios, Factory: f})
 	ue, ok := cmdutil.AsUserError(err)
 	if !ok || ue.Code != cmdutil.ExitUsage || errors.Is(err, cmdutil.ErrPartial) {
 		t.Fatalf("got %v, want a usage error", err)

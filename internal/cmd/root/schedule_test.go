@@ -1,10 +1,11 @@
-package schedule
+package root
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"github.com/mailagent/mailagent/internal/cmd/schedule"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/iostreams"
 	"github.com/mailagent/mailagent/store"
@@ -24,7 +25,7 @@ func TestJobWhenWording(t *testing.T) {
 		{now.Add(-5 * time.Minute), "due 5m ago"},
 		{now.Add(3 * time.Hour), "in 3h"},
 	} {
-		if got := jobWhen(&store.Job{Due: c.due, State: store.JobPending}, now); got != c.want {
+		if got := schedule.JobWhen(&store.Job{Due: c.due, State: store.JobPending}, now); got != c.want {
 			t.Errorf("due %v: %q, want %q", c.due.Sub(now), got, c.want)
 		}
 	}
@@ -33,8 +34,8 @@ func TestJobWhenWording(t *testing.T) {
 func TestNewCmdScheduleFlags(t *testing.T) {
 	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
-	var got *ScheduleOptions
-	cmd := NewCmdSchedule(cmdutil.New(ios), func(_ context.Context, o *ScheduleOptions) error { got = o; return nil })
+	var got *schedule.ScheduleOptions
+	cmd := schedule.NewCmdSchedule(cmdutil.New(ios), func(_ context.Context, o *schedule.ScheduleOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"list", "--all", "--json"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)

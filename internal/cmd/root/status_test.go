@@ -1,4 +1,4 @@
-package status
+package root
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mailagent/mailagent/internal/app/api"
+	"github.com/mailagent/mailagent/internal/cmd/status"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/config"
 	"github.com/mailagent/mailagent/internal/iostreams"
@@ -16,11 +17,11 @@ import (
 func TestMeanLatency(t *testing.T) {
 	t.Parallel()
 	for ms, want := range map[int64]string{0: "under 1ms", 7: "7ms", 1500: "1.5s"} {
-		if got := meanLatency(store.UsageDay{ModelCalls: 1, LatencyMS: ms}); got != want {
+		if got := status.MeanLatency(store.UsageDay{ModelCalls: 1, LatencyMS: ms}); got != want {
 			t.Errorf("mean of %dms: %q, want %q", ms, got, want)
 		}
 	}
-	if got := meanLatency(store.UsageDay{}); got != "-" {
+	if got := status.MeanLatency(store.UsageDay{}); got != "-" {
 		t.Errorf("no calls: %q, want -", got)
 	}
 }
@@ -31,8 +32,8 @@ func TestNewCmdStatusFlags(t *testing.T) {
 	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	f := cmdutil.New(ios)
-	var got *StatusOptions
-	cmd := NewCmdStatus(f, func(_ context.Context, o *StatusOptions) error { got = o; return nil })
+	var got *status.StatusOptions
+	cmd := status.NewCmdStatus(f, func(_ context.Context, o *status.StatusOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"--json"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func TestNewCmdStatusFlags(t *testing.T) {
 func TestStatusRunWithoutWatcher(t *testing.T) {
 	t.Parallel()
 	ios, _, out, _ := iostreams.Test()
-	opts := &StatusOptions{IO: ios, Now: time.Now,
+	opts := &status.StatusOptions{IO: ios, Now: time.Now,
 		Config: func() (*config.Config, error) {
 			return &config.Config{Accounts: []config.Account{{Name: "work"}}}, nil
 		},
@@ -55,7 +56,7 @@ func TestStatusRunWithoutWatcher(t *testing.T) {
 			return nil, nil, errors.New("no state")
 		},
 	}
-	if err := statusRun(context.Background(), opts); err == nil || err.Error() != "no state" {
+	if err := status.Run(context.Background(), opts); err == nil || err.Error() != "no state" {
 		t.Fatalf("got %v, want the service's error", err)
 	}
 	if out.Len() != 0 {
