@@ -10,36 +10,17 @@
 package main
 
 import (
-	"flag"
-	"fmt"
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mailagent/mailagent/internal/cmd/man"
 	"github.com/mailagent/mailagent/internal/cmd/root"
-	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/iostreams"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+// main is man.GenDocs over mailagent's command tree, as `mailagent --help`
+// shows it (its test, TestManPagesOnePerCommand, is in internal/cmd/root).
+func main() { os.Exit(man.GenDocs(os.Args[1:], os.Stderr, tree)) }
 
-// run is gen-docs over args; it returns the exit code (mailagent's codes).
-func run(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gen-docs", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir := fs.String("man-page", "", "write the man pages into `DIR` (created when missing)")
-	if err := fs.Parse(args); err != nil || *dir == "" || fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "usage: gen-docs --man-page DIR")
-		return cmdutil.ExitUsage
-	}
-	if err := man.Write(tree(), *dir); err != nil {
-		fmt.Fprintln(stderr, "gen-docs:", err)
-		return cmdutil.ExitFailure
-	}
-	return cmdutil.ExitOK
-}
-
-// tree is mailagent's command tree, as `mailagent --help` shows it.
 func tree() *cobra.Command { return root.NewCmdRoot(root.NewFactory(iostreams.System())) }

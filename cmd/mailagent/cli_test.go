@@ -314,8 +314,8 @@ func TestDemoKeepPrintsStateDir(t *testing.T) {
 // TestReleaseArchivesShipManPages: CI builds no release, so this checks
 // the three pieces that put the man pages into the archives fit together:
 // .goreleaser.yaml's before hook runs packaging/prepare.sh, which runs
-// cmd/gen-docs into ./man, and its archives take man/*.1 (cmd/gen-docs's
-// TestManPagesOnePerCommand: one *.1 page per command).
+// cmd/gen-docs into ./man, and its archives take man/*.1 (gen-docs'
+// TestManPagesOnePerCommand in internal/cmd/root: one *.1 page per command).
 func TestReleaseArchivesShipManPages(t *testing.T) {
 	t.Parallel()
 	cfg, err := os.ReadFile("../../.goreleaser.yaml")

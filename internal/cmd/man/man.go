@@ -8,7 +8,9 @@ package man
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,4 +142,24 @@ func configManPage() []byte {
 	}
 	b.WriteString(".fi\n.SH SEE ALSO\n.BR mailagent (1)\n")
 	return b.Bytes()
+}
+
+// GenDocs is the gen-docs program over args (--man-page DIR): it writes
+// the pages of the tree tree returns into DIR and returns the exit code
+// (mailagent's codes), saying what went wrong on stderr. It lives here,
+// not in cmd/gen-docs, so that its test runs in internal/cmd/root's test
+// binary instead of linking one of its own.
+func GenDocs(args []string, stderr io.Writer, tree func() *cobra.Command) int {
+	fs := flag.NewFlagSet("gen-docs", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("man-page", "", "write the man pages into `DIR` (created when missing)")
+	if err := fs.Parse(args); err != nil || *dir == "" || fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "usage: gen-docs --man-page DIR")
+		return cmdutil.ExitUsage
+	}
+	if err := Write(tree(), *dir); err != nil {
+		fmt.Fprintln(stderr, "gen-docs:", err)
+		return cmdutil.ExitFailure
+	}
+	return cmdutil.ExitOK
 }

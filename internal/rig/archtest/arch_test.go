@@ -99,7 +99,7 @@ var cmdMain = []string{"internal/cmd/root", "internal/iostreams"}
 // cmdGenDocs is what the man page generator may import: the same tree,
 // and the writer of the pages, which the product does not link
 // (TestProductLinksNoDocGenerator).
-var cmdGenDocs = []string{"internal/cmd/man", "internal/cmd/root", "internal/cmdutil", "internal/iostreams"}
+var cmdGenDocs = []string{"internal/cmd/man", "internal/cmd/root", "internal/iostreams"}
 
 // testRigs are packages that only tests (and other rigs) import, checked
 // below: they wire the real tiers together (the e2e harness, the benchmark

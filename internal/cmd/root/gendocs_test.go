@@ -1,4 +1,4 @@
-package main
+package root
 
 import (
 	"os"
@@ -9,21 +9,26 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mailagent/mailagent/internal/cmd/man"
 	"github.com/mailagent/mailagent/internal/cmdutil"
+	"github.com/mailagent/mailagent/internal/iostreams"
 )
 
-// TestManPagesOnePerCommand: gen-docs writes one page per visible command
+// genDocsTree is cmd/gen-docs' tree: mailagent's, as --help shows it.
+func genDocsTree() *cobra.Command { return NewCmdRoot(NewFactory(iostreams.System())) }
+
+// TestManPagesOnePerCommand: gen-docs (man.GenDocs) writes one page per visible command
 // of mailagent's tree, each with its name, synopsis and examples, plus
 // mailagent.toml(5), and nothing else.
 func TestManPagesOnePerCommand(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "man")
 	var stderr strings.Builder
-	if code := run(nil, &stderr); code != cmdutil.ExitUsage || !strings.Contains(stderr.String(), "usage: gen-docs --man-page DIR") {
+	if code := man.GenDocs(nil, &stderr, genDocsTree); code != cmdutil.ExitUsage || !strings.Contains(stderr.String(), "usage: gen-docs --man-page DIR") {
 		t.Errorf("gen-docs without --man-page: exit %d, %q; want a usage error", code, stderr.String())
 	}
 	stderr.Reset()
-	if code := run([]string{"--man-page", dir}, &stderr); code != cmdutil.ExitOK {
+	if code := man.GenDocs([]string{"--man-page", dir}, &stderr, genDocsTree); code != cmdutil.ExitOK {
 		t.Fatalf("gen-docs --man-page: exit %d\n%s", code, stderr.String())
 	}
 	var want []string
@@ -49,7 +54,7 @@ func TestManPagesOnePerCommand(t *testing.T) {
 			t.Errorf("%s: no EXAMPLE section", c.CommandPath())
 		}
 	}
-	walk(tree())
+	walk(genDocsTree())
 	want = append(want, "mailagent.toml.5")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
