@@ -7,44 +7,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/charmbracelet/x/ansi"
-
 	"github.com/mailagent/mailagent/internal/cmd/contacts"
 	"github.com/mailagent/mailagent/internal/cmdutil"
 	"github.com/mailagent/mailagent/internal/iostreams"
 	"github.com/mailagent/mailagent/store"
 )
 
-// contactsColAt is the display column where needle starts in line, -1 if absent.
-func contactsColAt(line, needle string) int {
-	i := strings.Index(line, needle)
-	if i < 0 {
-		return -1
-	}
-	return ansi.StringWidth(line[:i])
-}
-
-var contactsWideSubjects = []string{
-	"会議の時間について",        // CJK: two cells per character
-	"Party 🎉🎂 tonight", // emoji
-	"plain ascii subject",
-	"한국어 제목 🇰🇷 mixed",
-}
-
 func TestContactsTableAlignsWideNames(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var cs []store.Contact
-	for i, s := range contactsWideSubjects {
+	for i, s := range wideSubjects {
 		cs = append(cs, store.Contact{Email: strings.Repeat("b", i+1) + "@example.org", Name: s, Inbound: 10 + i, LastSeen: now})
 	}
 	var b bytes.Buffer
 	contacts.PrintContacts(&b, cs, now)
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
-	want := contactsColAt(lines[0], "KNOWN")
+	want := displayColAt(lines[0], "KNOWN")
 	for i, l := range lines[1:] {
-		if got := contactsColAt(l, "false"); got != want {
-			t.Errorf("row %d (%q): KNOWN at display column %d, header at %d\n%s", i, contactsWideSubjects[i], got, want, b.String())
+		if got := displayColAt(l, "false"); got != want {
+			t.Errorf("row %d (%q): KNOWN at display column %d, header at %d\n%s", i, wideSubjects[i], got, want, b.String())
 		}
 	}
 }

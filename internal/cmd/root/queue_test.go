@@ -15,27 +15,11 @@ import (
 	"github.com/mailagent/mailagent/store"
 )
 
-// queueColAt is the display column where needle starts in line, -1 if absent.
-func queueColAt(line, needle string) int {
-	i := strings.Index(line, needle)
-	if i < 0 {
-		return -1
-	}
-	return ansi.StringWidth(line[:i])
-}
-
-var queueWideSubjects = []string{
-	"会議の時間について",        // CJK: two cells per character
-	"Party 🎉🎂 tonight", // emoji
-	"plain ascii subject",
-	"한국어 제목 🇰🇷 mixed",
-}
-
 func TestQueueTableAlignsWideText(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var items []store.QueueItem
-	for i, s := range queueWideSubjects {
+	for i, s := range wideSubjects {
 		items = append(items, store.QueueItem{ID: "q" + strings.Repeat("x", i), Kind: store.KindDraft, Status: store.QueuePending,
 			Account: "personal", From: mail.Address{Name: "送信者 🙂", Email: "a@example.org"},
 			To: []mail.Address{{Email: "a@example.org"}}, Subject: s,
@@ -48,10 +32,10 @@ func TestQueueTableAlignsWideText(t *testing.T) {
 	if len(lines) != len(items)+1 {
 		t.Fatalf("got %d lines:\n%s", len(lines), b.String())
 	}
-	want := queueColAt(lines[0], "INTENT")
+	want := displayColAt(lines[0], "INTENT")
 	for i, l := range lines[1:] {
-		if got := queueColAt(l, "intent"+strings.Repeat("Z", i)+" "); got != want {
-			t.Errorf("row %d (%q): INTENT at display column %d, header at %d\n%s", i, queueWideSubjects[i], got, want, b.String())
+		if got := displayColAt(l, "intent"+strings.Repeat("Z", i)+" "); got != want {
+			t.Errorf("row %d (%q): INTENT at display column %d, header at %d\n%s", i, wideSubjects[i], got, want, b.String())
 		}
 	}
 
@@ -59,13 +43,13 @@ func TestQueueTableAlignsWideText(t *testing.T) {
 	// check above can fail.
 	var tw bytes.Buffer
 	w := tabwriter.NewWriter(&tw, 0, 0, 2, ' ', 0)
-	for _, s := range append([]string{"SUBJECT"}, queueWideSubjects...) {
+	for _, s := range append([]string{"SUBJECT"}, wideSubjects...) {
 		_, _ = w.Write([]byte(s + "\tX\n"))
 	}
 	_ = w.Flush()
 	cols := map[int]bool{}
 	for _, l := range strings.Split(strings.TrimRight(tw.String(), "\n"), "\n") {
-		cols[queueColAt(l, "X")] = true
+		cols[displayColAt(l, "X")] = true
 	}
 	if len(cols) == 1 {
 		t.Errorf("tabwriter aligned wide text; the test above proves nothing")
@@ -98,7 +82,7 @@ func TestQueueListFitsTheTerminal(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var items []store.QueueItem
-	for i, s := range queueWideSubjects {
+	for i, s := range wideSubjects {
 		items = append(items, store.QueueItem{ID: fmt.Sprintf("q_%016x", i*7919), Kind: store.KindDraft, Status: store.QueuePending,
 			Account: "personal", From: mail.Address{Name: "A rather long display name " + strings.Repeat("x", i), Email: "sender" + strings.Repeat("y", i) + "@example.org"},
 			To: []mail.Address{{Name: "Someone", Email: "stranger@evil.example"}}, Subject: s + " and a long tail of words",
