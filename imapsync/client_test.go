@@ -958,3 +958,44 @@ func TestFetchPrefetch(t *testing.T) {
 		t.Errorf("Fetch with its context cancelled: %v, want context.Canceled", err)
 	}
 }
+
+// TestDialContext: Options.DialContext makes the connection in place of
+// the TCP dial (the options' port is one nothing listens on), and every
+// security mode, certificate checks included, works over it.
+func TestDialContext(t *testing.T) {
+	t.Parallel()
+	other := startServer(t, serverConfig{tls: "implicit"}) // a different CA
+	for _, mode := range []string{"", "starttls", "implicit"} {
+		t.Run("tls="+mode, func(t *testing.T) {
+			t.Parallel()
+			ts := startServer(t, serverConfig{tls: mode})
+			dials := 0
+			o := ts.options()
+			o.Port = 9
+			o.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+				dials++
+				var d net.Dialer
+				return d.DialContext(ctx, network, ts.addr)
+			}
+			c, err := Dial(context.Background(), o)
+			if err != nil {
+				t.Fatalf("Dial over DialContext: %v", err)
+			}
+			if err := c.Noop(context.Background()); err != nil {
+				t.Errorf("Noop: %v", err)
+			}
+			_ = c.Close()
+			if dials != 1 {
+				t.Errorf("DialContext called %d times, want 1", dials)
+			}
+			if mode == "" {
+				return
+			}
+			o.TLSCAFile = other.caPEM
+			if c, err := Dial(context.Background(), o); err == nil {
+				_ = c.Close()
+				t.Error("Dial with the wrong CA over DialContext: got a client, want an error")
+			}
+		})
+	}
+}
