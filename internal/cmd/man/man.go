@@ -145,10 +145,10 @@ func configManPage() []byte {
 }
 
 // GenDocs is the gen-docs program over args (--man-page DIR): it writes
-// the pages of the tree tree returns into DIR and returns the exit code
-// (mailagent's codes), saying what went wrong on stderr. It lives here,
-// not in cmd/gen-docs, so that its test runs in internal/cmd/root's test
-// binary instead of linking one of its own.
+// the man pages of the command tree that tree returns into DIR and
+// returns the exit code (mailagent's codes), saying what went wrong on
+// stderr. It lives here, not in cmd/gen-docs, so that its test runs in
+// internal/cmd/root's test binary instead of linking one of its own.
 func GenDocs(args []string, stderr io.Writer, tree func() *cobra.Command) int {
 	fs := flag.NewFlagSet("gen-docs", flag.ContinueOnError)
 	fs.SetOutput(stderr)
